@@ -1,0 +1,107 @@
+//===- TGDialect.td - the tensor-graph dialect -------------*- tablegen -*-===//
+//
+// The `tg` dialect: the tensor-graph IR that ampc's frontend produces and its
+// passes (autodiff, automatic mixed precision, loss scaling) rewrite.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_TG_TGDIALECT_TD
+#define AMPC_DIALECT_TG_TGDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def TG_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::ampc::tg";
+  let summary = "Tensor graphs for training and inference steps";
+  let description = [{
+    The `tg` dialect holds the ops of the `.tg` language (one op per language
+    op, same name, same meaning as the PyTorch function of that name) plus the
+    ops the compiler needs around them: `tg.constant`, `tg.cast`, `tg.grad`,
+    `tg.grad_seed` and `tg.minimize`.
+
+    Values are builtin ranked tensors with static shapes and `f32`, `f16`,
+    `bf16`, `i32`, `i64` or `i1` elements. Every op has value semantics and
+    infers its result type; a verifier names both shapes and the offending
+    dimension when they do not fit.
+
+    ## Graphs as functions
+
+    A `.tg` graph becomes a `func.func` whose arguments are, in order, the
+    graph's inputs and then its parameters (explicit state, see design.md):
+
+    ```mlir
+    func.func @mlp(%x: tensor<64x784xf32> {tg.input = "x"},
+                   %w: tensor<784x10xf32> {tg.param = "w", tg.init = #tg.init<normal(0.0, 0.05)>})
+        -> (tensor<f32> {tg.output = 0 : i64}, tensor<784x10xf32> {tg.param_out = "w"})
+    ```
+
+    - `tg.input = "NAME"` marks an input argument.
+    - `tg.param = "NAME"` marks a parameter (master weight, always stored at
+      its declared type) and `tg.init` is its initialiser.
+    - Results carry `tg.output = I` (the I-th value of the graph's `return`)
+      or, for a training step, `tg.param_out = "NAME"`: the updated value of
+      parameter NAME. An inference graph does not return its parameters.
+    - A training step holds exactly one `tg.minimize`.
+
+    ## Discardable attributes
+
+    - `tg.pin = f32|f16|bf16` on any op pins its compute precision (the `@f32`
+      suffix of the language); automatic mixed precision honours it.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute names used across the compiler.
+    static constexpr ::llvm::StringLiteral kPinAttrName = "tg.pin";
+    static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
+    static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
+    static constexpr ::llvm::StringLiteral kInitAttrName = "tg.init";
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "tg.output";
+    static constexpr ::llvm::StringLiteral kParamOutAttrName = "tg.param_out";
+
+    void registerAttributes();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def TG_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [
+    I32EnumAttrCase<"zeros", 0>, I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"normal", 2>, I32EnumAttrCase<"uniform", 3>]> {
+  let cppNamespace = "::ampc::tg";
+  let genSpecializedAttr = 0;
+}
+
+def TG_InitAttr : AttrDef<TG_Dialect, "Init"> {
+  let mnemonic = "init";
+  let summary = "How a parameter is initialised";
+  let description = [{
+    `#tg.init<zeros>`, `#tg.init<ones>`, `#tg.init<normal(MEAN, STD)>` or
+    `#tg.init<uniform(LOW, HIGH)>`. Random initialisers draw from the
+    counter-based generator seeded by the user (`ampc run --seed`).
+  }];
+  let parameters = (ins "InitKind":$kind,
+                        APFloatParameter<"mean or low bound">:$a,
+                        APFloatParameter<"std or high bound">:$b);
+  let builders = [
+    AttrBuilder<(ins "InitKind":$kind, "double":$a, "double":$b), [{
+      return $_get($_ctxt, kind, ::llvm::APFloat(a), ::llvm::APFloat(b));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    double getFirst() const { return getA().convertToDouble(); }
+    double getSecond() const { return getB().convertToDouble(); }
+  }];
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // AMPC_DIALECT_TG_TGDIALECT_TD

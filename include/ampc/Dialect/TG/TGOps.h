@@ -1,0 +1,46 @@
+//===- TGOps.h - the tensor-graph ops ---------------------------*- C++ -*-===//
+#ifndef AMPC_DIALECT_TG_TGOPS_H
+#define AMPC_DIALECT_TG_TGOPS_H
+
+#include "ampc/Dialect/TG/TGDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/CastInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ampc/Dialect/TG/TGEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ampc/Dialect/TG/TGAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "ampc/Dialect/TG/TGOps.h.inc"
+
+namespace ampc::tg {
+
+/// The float type both operands promote to: the wider one, and f32 for the
+/// incomparable pair f16/bf16. Returns null for a mix of integer and float,
+/// or of two different integer types.
+mlir::Type promoteElementTypes(mlir::Type a, mlir::Type b);
+
+/// NumPy/PyTorch broadcast of two static shapes; std::nullopt if they do not
+/// broadcast, with `badDim` set to the offending result dim (counted from the
+/// left of the longer shape).
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
+                int64_t *badDim = nullptr);
+
+/// True when every value of `from` is exactly representable in `to`
+/// (e.g. f16 -> f32), so a cast from -> to loses nothing.
+bool isExactConversion(mlir::Type from, mlir::Type to);
+
+/// `tensor<2x3xf32>`, for diagnostics.
+std::string typeToString(mlir::Type type);
+
+} // namespace ampc::tg
+
+#endif // AMPC_DIALECT_TG_TGOPS_H

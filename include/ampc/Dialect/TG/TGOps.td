@@ -1,0 +1,539 @@
+//===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
+//
+// One op per op of the `.tg` language (shared/spec/language.md), plus the
+// compiler's own `constant`, `cast`, `grad`, `grad_seed` and `minimize`.
+// Every op that can infers its result type; the inference functions are also
+// the verifiers and name both shapes and the offending dimension.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_TG_TGOPS_TD
+#define AMPC_DIALECT_TG_TGOPS_TD
+
+include "ampc/Dialect/TG/TGDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/CastInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def TG_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
+def TG_IntElement : AnyTypeOf<[I32, I64]>;
+
+class TG_StaticTensorOf<list<Type> elts> :
+    Type<And<[RankedTensorOf<elts>.predicate, HasStaticShapePred]>,
+         "statically shaped tensor of " # AnyTypeOf<elts>.summary # " values",
+         "::mlir::RankedTensorType">;
+
+def TG_Tensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64, I1]>;
+def TG_FloatTensor : TG_StaticTensorOf<[F32, F16, BF16]>;
+def TG_IntTensor : TG_StaticTensorOf<[I32, I64]>;
+def TG_NumTensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64]>;
+
+class TG_Op<string mnemonic, list<Trait> traits = []> :
+    Op<TG_Dialect, mnemonic, traits>;
+
+// Ops whose result type is inferred from operands and attributes.
+class TG_InferOp<string mnemonic, list<Trait> traits = []> :
+    TG_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def TG_ConstantOp : TG_InferOp<"constant", [ConstantLike]> {
+  let summary = "A constant tensor";
+  let description = [{
+    A constant. The frontend makes one for every bare number in an
+    expression: a rank-0 tensor of the other operand's dtype.
+
+    ```mlir
+    %two = tg.constant dense<2.000000e+00> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def TG_CastOp : TG_Op<"cast",
+    [Pure, SameOperandsAndResultShape,
+     DeclareOpInterfaceMethods<CastOpInterface>]> {
+  let summary = "Element type conversion (`cast(x, to=f16)`)";
+  let description = [{
+    Converts every element to the result's element type, float to float with
+    IEEE round-to-nearest-even (overflow gives infinity, NaN stays NaN).
+
+    Folding keeps numerics exact: `cast(x : T -> T)` folds to `x`, and
+    `cast(cast(x : A -> B) : B -> C)` folds to `cast(x : A -> C)` only when
+    `A -> B` is exact (B holds every value of A, as f32 holds every f16 and
+    bf16). So the round trip f16 -> f32 -> f16 folds to the original value,
+    while f32 -> f16 -> f32 (which rounds) is never folded.
+
+    ```mlir
+    %h = tg.cast %x : tensor<4x4xf32> to tensor<4x4xf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def TG_MatmulOp : TG_InferOp<"matmul"> {
+  let summary = "Matrix product with broadcast batch dims (`torch.matmul`)";
+  let description = [{
+    `torch.matmul` semantics: 1-D operands are promoted to a matrix (and the
+    added dim removed from the result); batch dims broadcast. Mixed float
+    dtypes compute in the wider one.
+
+    ```mlir
+    %y = tg.matmul %a, %b : tensor<8x64x32xf32>, tensor<32x16xf32> -> tensor<8x64x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def TG_LinearOp : TG_InferOp<"linear"> {
+  let summary = "Affine map `x · wᵀ + b` (`torch.nn.functional.linear`)";
+  let description = [{
+    `x` is `[..., in]`, `w` is `[out, in]`, the optional `b` is `[out]`; the
+    result is `[..., out]`.
+
+    ```mlir
+    %y = tg.linear %x, %w, %b : tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       Optional<TG_FloatTensor>:$bias);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def TG_Conv2dOp : TG_InferOp<"conv2d"> {
+  let summary = "2-D convolution, NCHW input, OIHW weight (`F.conv2d`)";
+  let description = [{
+    `x` is `[N, C, H, W]`, `w` is `[O, C/groups, KH, KW]`, the optional `b`
+    is `[O]`. `stride`, `padding` and `dilation` hold (H, W) values.
+
+    ```mlir
+    %y = tg.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       Optional<TG_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups attr-dict
+    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class TG_BinaryOp<string mnemonic, string torchName, list<Trait> traits = []> :
+    TG_InferOp<mnemonic, traits> {
+  let summary = "Elementwise `" # torchName # "` with NumPy broadcasting";
+  let description = [{
+    Operands broadcast by NumPy/PyTorch rules. Mixed float dtypes compute in
+    the wider one (f16 with bf16 gives f32); integer operands must have the
+    same dtype and may not be mixed with floats.
+  }];
+  let arguments = (ins TG_NumTensor:$lhs, TG_NumTensor:$rhs);
+  let results = (outs TG_NumTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def TG_AddOp : TG_BinaryOp<"add", "torch.add", [Commutative]>;
+def TG_SubOp : TG_BinaryOp<"sub", "torch.sub">;
+def TG_MulOp : TG_BinaryOp<"mul", "torch.mul", [Commutative]>;
+def TG_DivOp : TG_BinaryOp<"div", "torch.div">;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "torch.maximum", [Commutative]>;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "torch.minimum", [Commutative]>;
+def TG_PowOp : TG_BinaryOp<"pow", "torch.pow">;
+
+class TG_UnaryOp<string mnemonic, string torchName, Type operandType,
+                 list<Trait> traits = []> :
+    TG_InferOp<mnemonic, traits> {
+  let summary = "Elementwise `" # torchName # "`";
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor> {
+  let hasFolder = 1;
+}
+def TG_AbsOp : TG_UnaryOp<"abs", "torch.abs", TG_NumTensor>;
+def TG_ExpOp : TG_UnaryOp<"exp", "torch.exp", TG_FloatTensor>;
+def TG_LogOp : TG_UnaryOp<"log", "torch.log", TG_FloatTensor>;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "torch.sqrt", TG_FloatTensor>;
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor>;
+def TG_ReluOp : TG_UnaryOp<"relu", "torch.relu", TG_FloatTensor>;
+def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor>;
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor>;
+def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor>;
+
+def TG_GeluOp : TG_InferOp<"gelu"> {
+  let summary = "Elementwise `F.gelu`";
+  let description = [{
+    `approximate` is `"none"` (the erf form) or `"tanh"`, as in PyTorch.
+
+    ```mlir
+    %y = tg.gelu %x approximate "tanh" : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `approximate` $approximate attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class TG_ReduceOp<string mnemonic, string torchName, Type tensorType> :
+    TG_InferOp<mnemonic> {
+  let summary = "`" # torchName # "` over `dims`";
+  let description = [{
+    Reduces over `dims` (sorted, distinct, in range; the frontend expands
+    "no dims" to all dims and negative dims to positive ones). With
+    `keepdim` the reduced dims stay as size 1.
+
+    ```mlir
+    %s = tg.sum %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor>;
+def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor>;
+def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor>;
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
+    TG_InferOp<mnemonic> {
+  let summary = "`" # torchName # "` along `dim`";
+  let description = [{
+    `dim` is a non-negative dim of the input (the frontend resolves negative
+    dims such as the default -1).
+
+    ```mlir
+    %p = tg.softmax %x dim 1 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input)";
+}
+
+def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax">;
+def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax">;
+
+def TG_LayerNormOp : TG_InferOp<"layer_norm"> {
+  let summary = "`F.layer_norm` over the last dim, with weight and bias";
+  let description = [{
+    Normalizes over the last dim `D` of the input; `weight` and `bias` are
+    `[D]`. The result has the input's shape and the widest float dtype of
+    the operands.
+
+    ```mlir
+    %y = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `->` type($result)
+  }];
+}
+
+def TG_RmsNormOp : TG_InferOp<"rms_norm"> {
+  let summary = "`F.rms_norm` over the last dim, with weight";
+  let description = [{
+    `x / sqrt(mean(x², last dim) + eps) * weight`, `weight` is `[D]`.
+
+    ```mlir
+    %y = tg.rms_norm %x, %w eps 1.0e-06 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
+    `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+class TG_PoolOp<string mnemonic, string torchName> : TG_InferOp<mnemonic> {
+  let summary = "`" # torchName # "` over NCHW input";
+  let description = [{
+    `kernel`, `stride` and `padding` hold (H, W) values; the frontend makes
+    `stride` default to `kernel` and `padding` to 0 as PyTorch does. Output
+    size per spatial dim: `floor((in + 2*padding - kernel) / stride) + 1`.
+    Padding may be at most half the kernel. `avg_pool2d` counts padded
+    elements (`count_include_pad=True`, PyTorch's default).
+
+    ```mlir
+    %y = tg.max_pool2d %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel `stride` $stride `padding` $padding attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "F.max_pool2d">;
+def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d">;
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def TG_ReshapeOp : TG_InferOp<"reshape"> {
+  let summary = "Reshape to `shape` (`torch.reshape`)";
+  let description = [{
+    At most one entry of `shape` may be -1: it is inferred from the element
+    count, which must be preserved.
+
+    ```mlir
+    %y = tg.reshape %x shape [2, -1] : tensor<2x3x4xf32> -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `shape` $shape attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_TransposeOp : TG_InferOp<"transpose"> {
+  let summary = "Permute dims (`torch.permute`)";
+  let description = [{
+    Result dim `i` is input dim `perm[i]`. The language's `transpose(x)`
+    without `perm` swaps the two dims of a 2-D tensor (`perm = [1, 0]`).
+
+    ```mlir
+    %y = tg.transpose %x perm [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `perm` $perm attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_ConcatOp : TG_InferOp<"concat"> {
+  let summary = "Concatenate along `dim` (`torch.cat`)";
+  let description = [{
+    All inputs have the same rank and equal sizes except along `dim`. Mixed
+    float dtypes give the widest (like the other `promote` ops).
+
+    ```mlir
+    %y = tg.concat %a, %b dim 0 : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<6x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+def TG_SliceOp : TG_InferOp<"slice"> {
+  let summary = "Contiguous range `[start, end)` of `dim` (`x[..., start:end]`)";
+  let description = [{
+    `0 <= start < end <= size(dim)`; the frontend resolves negative indices
+    and clamps to the dim as Python slicing does.
+
+    ```mlir
+    %y = tg.slice %x dim 1 start 2 end 5 : tensor<4x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `start` $start `end` $end attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_EmbeddingOp : TG_InferOp<"embedding"> {
+  let summary = "Row lookup `table[ids]` (`F.embedding`)";
+  let description = [{
+    `table` is `[V, D]`, `ids` an integer tensor of any shape; the result is
+    `ids.shape + [D]`.
+
+    ```mlir
+    %e = tg.embedding %table, %ids : tensor<100x16xf32>, tensor<4x8xi32> -> tensor<4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$table, TG_IntTensor:$ids);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def TG_CrossEntropyOp : TG_InferOp<"cross_entropy"> {
+  let summary = "Mean cross-entropy of logits `[N, C]` and labels `[N]`";
+  let description = [{
+    `F.cross_entropy(logits, labels)` with the default mean reduction;
+    labels are class indices (`i32` or `i64`). The result is a scalar of the
+    logits' dtype.
+
+    ```mlir
+    %l = tg.cross_entropy %logits, %labels : tensor<64x10xf32>, tensor<64xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$logits, TG_IntTensor:$labels);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
+def TG_MseLossOp : TG_InferOp<"mse_loss"> {
+  let summary = "Mean squared error of two same-shaped tensors";
+  let description = [{
+    `F.mse_loss(a, b)` with the default mean reduction; a scalar of the wider
+    dtype.
+
+    ```mlir
+    %l = tg.mse_loss %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def TG_GradOp : TG_InferOp<"grad"> {
+  let summary = "Gradients of a scalar loss (`grad(loss, p1, p2, ...)`)";
+  let description = [{
+    The gradients of the scalar float `loss` with respect to each of `wrt`
+    (parameters or inputs of the graph, float tensors), in order; each result
+    has the type of its `wrt` value. The autodiff pass replaces it by an
+    explicit backward graph that starts at a `tg.grad_seed` of `loss`.
+
+    ```mlir
+    %gw, %gb = tg.grad %loss wrt %w, %b : tensor<f32>, tensor<4x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$loss, Variadic<TG_FloatTensor>:$wrt);
+  let results = (outs Variadic<TG_FloatTensor>:$grads);
+  let assemblyFormat = [{
+    $loss `wrt` $wrt attr-dict `:` type($loss) `,` type($wrt)
+  }];
+}
+
+def TG_GradSeedOp : TG_InferOp<"grad_seed"> {
+  let summary = "The seed of a backward graph: d loss / d loss";
+  let description = [{
+    The gradient of `loss` with respect to itself, where a backward graph
+    starts: 1, or the current loss scale when `scale` is given (the
+    loss-scaling pass adds it). The result has the loss's type (a scalar).
+    An exporter that hands ampc an already differentiated step starts its
+    backward graph here, so the loss-scaling pass finds it.
+
+    ```mlir
+    %seed = tg.grad_seed %loss : tensor<f32>
+    %seed2 = tg.grad_seed %loss scale %s : tensor<f32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$loss, Optional<TG_FloatTensor>:$scale);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $loss (`scale` $scale^)? attr-dict `:` type($loss) (`,` type($scale)^)?
+  }];
+}
+
+def TG_MinimizeOp : TG_InferOp<"minimize"> {
+  let summary = "One optimizer step on `params` minimizing `loss`";
+  let description = [{
+    The `minimize LOSS with OPT(...)` statement: differentiates the scalar
+    `loss` with respect to every parameter in `params` it depends on and
+    applies the optimizer; each result is the updated value of its
+    parameter (a parameter the loss does not reach comes back unchanged).
+    The autodiff pass expands it into a backward graph and optimizer ops.
+
+    `optimizer` is `"sgd"` or `"adamw"`; `hyperparams` holds every
+    hyperparameter explicitly (the frontend fills PyTorch's defaults):
+    - sgd: `lr`, `momentum`, `weight_decay` (f64) and `nesterov` (bool);
+    - adamw: `lr`, `beta1`, `beta2`, `eps`, `weight_decay` (f64);
+    - both: optional `max_grad_norm` (f64, global-norm clipping).
+
+    ```mlir
+    %w1, %b1 = tg.minimize %loss wrt %w, %b with "sgd"
+        {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
+        : tensor<f32>, tensor<4x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$loss, Variadic<TG_FloatTensor>:$params,
+                       StrAttr:$optimizer, DictionaryAttr:$hyperparams);
+  let results = (outs Variadic<TG_FloatTensor>:$updated);
+  let assemblyFormat = [{
+    $loss `wrt` $params `with` $optimizer $hyperparams attr-dict
+    `:` type($loss) `,` type($params)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // AMPC_DIALECT_TG_TGOPS_TD

@@ -1,0 +1,178 @@
+//===- TGDialect.cpp - the tensor-graph dialect ---------------------------===//
+//
+// Dialect registration, the `#tg.init` attribute, and verification of the
+// discardable attributes (`tg.pin`) and function argument/result attributes
+// (`tg.input`, `tg.param`, `tg.init`, `tg.output`, `tg.param_out`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace ampc::tg;
+
+#include "ampc/Dialect/TG/TGDialect.cpp.inc"
+#include "ampc/Dialect/TG/TGEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ampc/Dialect/TG/TGAttrs.cpp.inc"
+
+void TGDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ampc/Dialect/TG/TGOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void TGDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ampc/Dialect/TG/TGAttrs.cpp.inc"
+      >();
+}
+
+Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// #tg.init
+//===----------------------------------------------------------------------===//
+
+/// Shortest decimal spelling that reads back as the same double, so the IR
+/// shows `0.05` rather than `5.000000e-02` and still round-trips exactly.
+static void printShortestDouble(AsmPrinter &printer, double value) {
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value)
+      break;
+  }
+  std::string text(buf);
+  // Keep a float-looking literal (`1.0`, not `1`).
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  printer << text;
+}
+
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  std::string kindName;
+  SMLoc kindLoc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeywordOrString(&kindName))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(kindName);
+  if (!kind) {
+    parser.emitError(kindLoc, "unknown initialiser '")
+        << kindName << "'; expected zeros, ones, normal or uniform";
+    return {};
+  }
+  double a = 0.0, b = 0.0;
+  if (*kind == InitKind::normal || *kind == InitKind::uniform) {
+    if (parser.parseLParen() || parser.parseFloat(a) || parser.parseComma() ||
+        parser.parseFloat(b) || parser.parseRParen())
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<InitAttr>(parser.getContext(), *kind, APFloat(a),
+                                     APFloat(b));
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyInitKind(getKind());
+  if (getKind() == InitKind::normal || getKind() == InitKind::uniform) {
+    printer << "(";
+    printShortestDouble(printer, getFirst());
+    printer << ", ";
+    printShortestDouble(printer, getSecond());
+    printer << ")";
+  }
+  printer << ">";
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat first,
+                               APFloat second) {
+  double a = first.convertToDouble(), b = second.convertToDouble();
+  if (!std::isfinite(a) || !std::isfinite(b))
+    return emitError() << "initialiser bounds must be finite";
+  if (kind == InitKind::normal && b < 0.0)
+    return emitError() << "normal(mean, std) needs std >= 0, got " << b;
+  if (kind == InitKind::uniform && a > b)
+    return emitError() << "uniform(low, high) needs low <= high, got " << a
+                       << " > " << b;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attribute verification
+//===----------------------------------------------------------------------===//
+
+static bool isLowOrF32(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  if (attr.getName() == kPinAttrName) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    if (!type || !isLowOrF32(type.getValue()))
+      return op->emitOpError("'")
+             << kPinAttrName << "' must be one of f32, f16, bf16, got "
+             << attr.getValue();
+    return success();
+  }
+  return op->emitOpError("unknown attribute '") << attr.getName() << "'";
+}
+
+LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName();
+  if (name == kInputAttrName || name == kParamAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be a string";
+    return success();
+  }
+  if (name == kInitAttrName) {
+    if (!isa<InitAttr>(attr.getValue()))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be a #tg.init";
+    return success();
+  }
+  return op->emitOpError("argument #")
+         << argIndex << ": unknown attribute '" << name << "'";
+}
+
+LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName();
+  if (name == kOutputAttrName) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitOpError("result #")
+             << resultIndex << ": '" << name << "' must be an integer";
+    return success();
+  }
+  if (name == kParamOutAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("result #")
+             << resultIndex << ": '" << name << "' must be a string";
+    return success();
+  }
+  return op->emitOpError("result #")
+         << resultIndex << ": unknown attribute '" << name << "'";
+}

@@ -1,0 +1,925 @@
+//===- TGOps.cpp - the tensor-graph ops -----------------------------------===//
+//
+// Result type inference (which doubles as shape verification), verifiers and
+// folders of the `tg` ops. Every message names the op, the shapes involved
+// and the offending dim, because users read them as `.tg` compile errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace ampc::tg;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+std::string ampc::tg::typeToString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+static std::string shapeToString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+static bool isFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+Type ampc::tg::promoteElementTypes(Type a, Type b) {
+  if (a == b)
+    return a;
+  if (!isFloat(a) || !isFloat(b))
+    return {};
+  // f32 is the widest; f16 and bf16 are incomparable and meet at f32.
+  return Float32Type::get(a.getContext());
+}
+
+std::optional<SmallVector<int64_t>>
+ampc::tg::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                          int64_t *badDim) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align from the right.
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      if (badDim)
+        *badDim = static_cast<int64_t>(i);
+      return std::nullopt;
+    }
+    result[i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+bool ampc::tg::isExactConversion(Type from, Type to) {
+  if (from == to)
+    return true;
+  if (to.isF32())
+    return from.isF16() || from.isBF16() || from.isInteger(1);
+  if (to.isF16() || to.isBF16())
+    return from.isInteger(1);
+  if (to.isInteger(64))
+    return from.isInteger(32) || from.isInteger(1);
+  if (to.isInteger(32))
+    return from.isInteger(1);
+  return false;
+}
+
+namespace {
+/// Collects a failure message for `emitOptionalError`, prefixed by the op.
+struct InferError {
+  std::optional<Location> loc;
+  StringRef opName;
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, "'tg.", opName, "' ",
+                             std::forward<Args>(args)...);
+  }
+};
+} // namespace
+
+static RankedTensorType tensorType(Value v) {
+  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+}
+
+/// Promotes the element types of all `values`, reporting a mix that cannot be
+/// promoted.
+static FailureOr<Type> promoteAll(const InferError &err, ValueRange values) {
+  Type result;
+  for (Value v : values) {
+    Type e = tensorType(v).getElementType();
+    if (!result) {
+      result = e;
+      continue;
+    }
+    Type next = promoteElementTypes(result, e);
+    if (!next)
+      return err("cannot mix element types ", result, " and ", e);
+    result = next;
+  }
+  return result;
+}
+
+/// Checks that a DenseI64ArrayAttr holds exactly `n` values.
+static LogicalResult checkPair(const InferError &err, StringRef what,
+                               DenseI64ArrayAttr attr, int64_t minValue) {
+  if (!attr)
+    return err("requires attribute '", what, "'");
+  if (attr.size() != 2)
+    return err("'", what, "' needs 2 values (H, W), got ", attr.size());
+  for (int64_t v : attr.asArrayRef())
+    if (v < minValue)
+      return err("'", what, "' values must be >= ", minValue, ", got ",
+                 shapeToString(attr.asArrayRef()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  ElementsAttr value = adaptor.getValueAttr();
+  if (!value)
+    return emitOptionalError(loc, "'tg.constant' requires a 'value'");
+  types.push_back(value.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
+  if (inputs.size() != 1 || outputs.size() != 1)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(inputs.front());
+  auto out = dyn_cast<RankedTensorType>(outputs.front());
+  return in && out && in.getShape() == out.getShape();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  Type resultElt = getType().getElementType();
+  if (getInput().getType() == getType())
+    return getInput();
+  // cast(cast(x : A -> B) : B -> C): drop the inner cast only when it is
+  // exact, so no rounding step disappears. A == C gives x itself.
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Value x = inner.getInput();
+    Type a = cast<RankedTensorType>(x.getType()).getElementType();
+    Type b = inner.getType().getElementType();
+    if (!isExactConversion(a, b))
+      return {};
+    if (x.getType() == getType())
+      return x;
+    // Only float targets: int -> float after an exact widening is still one
+    // rounding, but keep the rule as narrow as its justification.
+    if (!isFloat(resultElt) && !resultElt.isInteger())
+      return {};
+    getInputMutable().assign(x);
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "matmul"};
+  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getRank() == 0 || b.getRank() == 0)
+    return err("operands must have rank >= 1, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
+  if (failed(elt))
+    return failure();
+
+  // torch.matmul: a 1-D lhs is a row vector, a 1-D rhs a column vector; the
+  // added dim does not appear in the result.
+  SmallVector<int64_t> as(a.getShape()), bs(b.getShape());
+  bool lhsVec = as.size() == 1, rhsVec = bs.size() == 1;
+  if (lhsVec)
+    as.insert(as.begin(), 1);
+  if (rhsVec)
+    bs.push_back(1);
+  int64_t k = as.back(), k2 = bs[bs.size() - 2];
+  if (k != k2)
+    return err("contraction dims differ: lhs ", a, " has ", k, " in dim ",
+               a.getRank() - 1, ", rhs ", b, " has ", k2, " in dim ",
+               rhsVec ? 0 : b.getRank() - 2);
+  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(as).drop_back(2);
+  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bs).drop_back(2);
+  int64_t badDim = 0;
+  auto batch = broadcastShapes(aBatch, bBatch, &badDim);
+  if (!batch)
+    return err("batch dims ", shapeToString(aBatch), " of ", a, " and ",
+               shapeToString(bBatch), " of ", b,
+               " do not broadcast (batch dim ", badDim, ")");
+  SmallVector<int64_t> shape = *batch;
+  if (!lhsVec)
+    shape.push_back(as[as.size() - 2]);
+  if (!rhsVec)
+    shape.push_back(bs.back());
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "linear"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  auto b = tensorType(adaptor.getBias());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (x.getRank() < 1)
+    return err("input must have rank >= 1, got ", x);
+  if (w.getRank() != 2)
+    return err("weight must be 2-D [out, in], got ", w);
+  if (x.getShape().back() != w.getDimSize(1))
+    return err("input ", x, " has ", x.getShape().back(),
+               " features (last dim) but weight ", w, " expects ",
+               w.getDimSize(1), " (dim 1)");
+  if (b && (b.getRank() != 1 || b.getDimSize(0) != w.getDimSize(0)))
+    return err("bias ", b, " must be [", w.getDimSize(0),
+               "] to match weight ", w);
+  SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
+  if (b)
+    vals.push_back(adaptor.getBias());
+  FailureOr<Type> elt = promoteAll(err, vals);
+  if (failed(elt))
+    return failure();
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() = w.getDimSize(0);
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "conv2d"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  auto b = tensorType(adaptor.getBias());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (w.getRank() != 4)
+    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
+  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
+      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
+      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+    return failure();
+  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
+  if (!groupsAttr)
+    return err("requires attribute 'groups'");
+  int64_t groups = groupsAttr.getInt();
+  if (groups < 1)
+    return err("'groups' must be >= 1, got ", groups);
+  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
+  if (c % groups != 0)
+    return err("input channels ", c, " of ", x, " are not divisible by groups ",
+               groups);
+  if (o % groups != 0)
+    return err("output channels ", o, " of weight ", w,
+               " are not divisible by groups ", groups);
+  if (w.getDimSize(1) != c / groups)
+    return err("weight ", w, " has ", w.getDimSize(1),
+               " input channels (dim 1) but input ", x, " with groups ", groups,
+               " needs ", c / groups);
+  if (b && (b.getRank() != 1 || b.getDimSize(0) != o))
+    return err("bias ", b, " must be [", o, "] to match weight ", w);
+  SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
+  if (b)
+    vals.push_back(adaptor.getBias());
+  FailureOr<Type> elt = promoteAll(err, vals);
+  if (failed(elt))
+    return failure();
+  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
+                    dil = adaptor.getDilation();
+  SmallVector<int64_t> shape{x.getDimSize(0), o};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = x.getDimSize(2 + i), k = w.getDimSize(2 + i);
+    int64_t span = dil[i] * (k - 1) + 1;
+    int64_t padded = in + 2 * pad[i];
+    if (padded < span)
+      return err("kernel extent ", span, " (dilated) exceeds padded input ",
+                 padded, " in spatial dim ", 2 + i, " of ", x);
+    shape.push_back((padded - span) / stride[i] + 1);
+  }
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBinary(StringRef name, std::optional<Location> loc,
+                                 Value lhs, Value rhs,
+                                 SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
+  if (!elt)
+    return err("cannot combine element types of ", a, " and ", b);
+  int64_t badDim = 0;
+  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!shape)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  types.push_back(RankedTensorType::get(*shape, elt));
+  return success();
+}
+
+#define TG_BINARY_INFER(OP, NAME)                                              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBinary(NAME, loc, adaptor.getLhs(), adaptor.getRhs(), types);  \
+  }
+TG_BINARY_INFER(AddOp, "add")
+TG_BINARY_INFER(SubOp, "sub")
+TG_BINARY_INFER(MulOp, "mul")
+TG_BINARY_INFER(DivOp, "div")
+TG_BINARY_INFER(MaximumOp, "maximum")
+TG_BINARY_INFER(MinimumOp, "minimum")
+TG_BINARY_INFER(PowOp, "pow")
+#undef TG_BINARY_INFER
+
+#define TG_SAME_TYPE_INFER(OP)                                                 \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    types.push_back(adaptor.getInput().getType());                             \
+    return success();                                                          \
+  }
+TG_SAME_TYPE_INFER(NegOp)
+TG_SAME_TYPE_INFER(AbsOp)
+TG_SAME_TYPE_INFER(ExpOp)
+TG_SAME_TYPE_INFER(LogOp)
+TG_SAME_TYPE_INFER(SqrtOp)
+TG_SAME_TYPE_INFER(RsqrtOp)
+TG_SAME_TYPE_INFER(ReluOp)
+TG_SAME_TYPE_INFER(SiluOp)
+TG_SAME_TYPE_INFER(SigmoidOp)
+TG_SAME_TYPE_INFER(TanhOp)
+#undef TG_SAME_TYPE_INFER
+
+OpFoldResult NegOp::fold(FoldAdaptor) {
+  if (auto inner = getInput().getDefiningOp<NegOp>())
+    return inner.getInput();
+  return {};
+}
+
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  StringAttr approx = adaptor.getApproximateAttr();
+  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
+    return emitOptionalError(
+        loc, "'tg.gelu' approximate must be \"none\" or \"tanh\", got \"",
+        approx.getValue(), "\"");
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
+                                 Value input, DenseI64ArrayAttr dimsAttr,
+                                 bool keepdim, SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (!dimsAttr)
+    return err("requires attribute 'dims'");
+  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= x.getRank())
+      return err("dim ", dims[i], " is out of range for ", x,
+                 " (rank ", x.getRank(), ")");
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return err("dims ", shapeToString(dims),
+                 " must be sorted and distinct");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(x.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+#define TG_REDUCE_INFER(OP, NAME)                                              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduce(NAME, loc, adaptor.getInput(), adaptor.getDimsAttr(),   \
+                       static_cast<bool>(adaptor.getKeepdimAttr()), types);    \
+  }
+TG_REDUCE_INFER(SumOp, "sum")
+TG_REDUCE_INFER(MeanOp, "mean")
+TG_REDUCE_INFER(MaxOp, "max")
+#undef TG_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferSoftmaxLike(StringRef name,
+                                      std::optional<Location> loc, Value input,
+                                      IntegerAttr dimAttr,
+                                      SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1))
+    return err("dim ", dim, " is out of range for ", x, " (rank ",
+               x.getRank(), ")");
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferSoftmaxLike("softmax", loc, adaptor.getInput(),
+                          adaptor.getDimAttr(), types);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferSoftmaxLike("log_softmax", loc, adaptor.getInput(),
+                          adaptor.getDimAttr(), types);
+}
+
+/// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.
+static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
+                               Value input, ValueRange affine, FloatAttr eps,
+                               SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (x.getRank() < 1)
+    return err("input must have rank >= 1, got ", x);
+  if (!eps)
+    return err("requires attribute 'eps'");
+  if (!(eps.getValueAsDouble() >= 0.0))
+    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  int64_t d = x.getShape().back();
+  static const char *const names[] = {"weight", "bias"};
+  for (auto [i, v] : llvm::enumerate(affine)) {
+    auto t = tensorType(v);
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != d)
+      return err(names[i], " ", v.getType(), " must be [", d,
+                 "] to match the last dim of input ", x);
+  }
+  SmallVector<Value> vals{input};
+  vals.append(affine.begin(), affine.end());
+  FailureOr<Type> elt = promoteAll(err, vals);
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferNorm("layer_norm", loc, adaptor.getInput(),
+                   {adaptor.getWeight(), adaptor.getBias()},
+                   adaptor.getEpsAttr(), types);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferNorm("rms_norm", loc, adaptor.getInput(), {adaptor.getWeight()},
+                   adaptor.getEpsAttr(), types);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
+                               Value input, DenseI64ArrayAttr kernel,
+                               DenseI64ArrayAttr stride,
+                               DenseI64ArrayAttr padding,
+                               SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (failed(checkPair(err, "kernel", kernel, 1)) ||
+      failed(checkPair(err, "stride", stride, 1)) ||
+      failed(checkPair(err, "padding", padding, 0)))
+    return failure();
+  SmallVector<int64_t> shape{x.getDimSize(0), x.getDimSize(1)};
+  for (int i = 0; i < 2; ++i) {
+    int64_t k = kernel[i], s = stride[i], p = padding[i];
+    if (2 * p > k)
+      return err("padding ", p, " exceeds half the kernel ", k,
+                 " in spatial dim ", 2 + i);
+    int64_t padded = x.getDimSize(2 + i) + 2 * p;
+    if (padded < k)
+      return err("kernel ", k, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    shape.push_back((padded - k) / s + 1);
+  }
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPool("max_pool2d", loc, adaptor.getInput(),
+                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
+                   adaptor.getPaddingAttr(), types);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPool("avg_pool2d", loc, adaptor.getInput(),
+                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
+                   adaptor.getPaddingAttr(), types);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  InferError err{loc, "reshape"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  DenseI64ArrayAttr shapeAttr = adaptor.getShapeAttr();
+  if (!shapeAttr)
+    return err("requires attribute 'shape'");
+  SmallVector<int64_t> shape(shapeAttr.asArrayRef());
+  int64_t known = 1, inferred = -1;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d == -1) {
+      if (inferred >= 0)
+        return err("shape ", shapeToString(shape),
+                   " has more than one -1 (dims ", inferred, " and ", i, ")");
+      inferred = i;
+      continue;
+    }
+    if (d < 1)
+      return err("shape ", shapeToString(shape), " has invalid size ", d,
+                 " in dim ", i);
+    if (known > (int64_t(1) << 62) / d)
+      return err("shape ", shapeToString(shape), " is too large");
+    known *= d;
+  }
+  int64_t count = x.getNumElements();
+  if (inferred >= 0) {
+    if (count % known != 0)
+      return err("cannot reshape ", x, " (", count, " elements) to ",
+                 shapeToString(shape));
+    shape[inferred] = count / known;
+  } else if (known != count) {
+    return err("cannot reshape ", x, " (", count, " elements) to ",
+               shapeToString(shape), " (", known, " elements)");
+  }
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape: only the element order matters.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "transpose"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  DenseI64ArrayAttr permAttr = adaptor.getPermAttr();
+  if (!permAttr)
+    return err("requires attribute 'perm'");
+  ArrayRef<int64_t> perm = permAttr.asArrayRef();
+  if (static_cast<int64_t>(perm.size()) != x.getRank())
+    return err("perm ", shapeToString(perm), " has ", perm.size(),
+               " entries but input ", x, " has rank ", x.getRank());
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.getRank() || seen[p])
+      return err("perm ", shapeToString(perm),
+                 " is not a permutation of the dims of ", x);
+    seen[p] = true;
+    shape.push_back(x.getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "concat"};
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return err("needs at least one input");
+  IntegerAttr dimAttr = adaptor.getDimAttr();
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  auto first = tensorType(inputs.front());
+  if (!first)
+    return err("operands must be ranked tensors");
+  int64_t rank = first.getRank(), dim = dimAttr.getInt();
+  if (rank == 0)
+    return err("cannot concatenate scalars (", first, ")");
+  if (dim < 0 || dim >= rank)
+    return err("dim ", dim, " is out of range for rank ", rank);
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
+    auto t = tensorType(v);
+    if (!t || t.getRank() != rank)
+      return err("input #", i + 1, " ", v.getType(), " has a different rank than ",
+                 first);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && t.getDimSize(d) != first.getDimSize(d))
+        return err("input #", i + 1, " ", t, " differs from ", first,
+                   " in dim ", d, " (only dim ", dim, " may differ)");
+    shape[dim] += t.getDimSize(dim);
+  }
+  FailureOr<Type> elt = promoteAll(err, inputs);
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  InferError err{loc, "slice"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (!adaptor.getDimAttr() || !adaptor.getStartAttr() || !adaptor.getEndAttr())
+    return err("requires attributes 'dim', 'start' and 'end'");
+  int64_t dim = adaptor.getDimAttr().getInt();
+  int64_t start = adaptor.getStartAttr().getInt();
+  int64_t end = adaptor.getEndAttr().getInt();
+  if (dim < 0 || dim >= x.getRank())
+    return err("dim ", dim, " is out of range for ", x, " (rank ", x.getRank(),
+               ")");
+  int64_t size = x.getDimSize(dim);
+  if (start < 0 || end > size || start >= end)
+    return err("range [", start, ", ", end, ") is empty or outside [0, ", size,
+               ") in dim ", dim, " of ", x);
+  SmallVector<int64_t> shape(x.getShape());
+  shape[dim] = end - start;
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "embedding"};
+  auto table = tensorType(adaptor.getTable()), ids = tensorType(adaptor.getIds());
+  if (!table || !ids)
+    return err("operands must be ranked tensors");
+  if (table.getRank() != 2)
+    return err("table must be 2-D [V, D], got ", table);
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  types.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  InferError err{loc, "cross_entropy"};
+  auto logits = tensorType(adaptor.getLogits());
+  auto labels = tensorType(adaptor.getLabels());
+  if (!logits || !labels)
+    return err("operands must be ranked tensors");
+  if (logits.getRank() != 2)
+    return err("logits must be 2-D [N, C], got ", logits);
+  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
+    return err("labels ", labels, " must be [", logits.getDimSize(0),
+               "] to match logits ", logits);
+  types.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  InferError err{loc, "mse_loss"};
+  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get({}, *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkScalarLoss(const InferError &err, Value loss) {
+  auto t = tensorType(loss);
+  if (!t || t.getRank() != 0 || !isFloat(t.getElementType()))
+    return err("loss must be a float scalar, got ", loss.getType());
+  return success();
+}
+
+LogicalResult GradOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  InferError err{loc, "grad"};
+  if (failed(checkScalarLoss(err, adaptor.getLoss())))
+    return failure();
+  if (adaptor.getWrt().empty())
+    return err("needs at least one value to differentiate with respect to");
+  for (Value v : adaptor.getWrt())
+    types.push_back(v.getType());
+  return success();
+}
+
+LogicalResult GradSeedOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  InferError err{loc, "grad_seed"};
+  if (failed(checkScalarLoss(err, adaptor.getLoss())))
+    return failure();
+  if (Value scale = adaptor.getScale()) {
+    auto t = tensorType(scale);
+    if (!t || t.getRank() != 0)
+      return err("scale must be a float scalar, got ", scale.getType());
+  }
+  types.push_back(adaptor.getLoss().getType());
+  return success();
+}
+
+LogicalResult MinimizeOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  InferError err{loc, "minimize"};
+  if (failed(checkScalarLoss(err, adaptor.getLoss())))
+    return failure();
+  for (Value v : adaptor.getParams())
+    types.push_back(v.getType());
+  return success();
+}
+
+LogicalResult MinimizeOp::verify() {
+  StringRef opt = getOptimizer();
+  struct Key {
+    StringRef name;
+    bool isBool;
+    bool required;
+  };
+  SmallVector<Key> keys;
+  if (opt == "sgd")
+    keys = {{"lr", false, true},
+            {"momentum", false, true},
+            {"weight_decay", false, true},
+            {"nesterov", true, true},
+            {"max_grad_norm", false, false}};
+  else if (opt == "adamw")
+    keys = {{"lr", false, true},           {"beta1", false, true},
+            {"beta2", false, true},        {"eps", false, true},
+            {"weight_decay", false, true}, {"max_grad_norm", false, false}};
+  else
+    return emitOpError("unknown optimizer \"")
+           << opt << "\"; expected \"sgd\" or \"adamw\"";
+
+  DictionaryAttr hyper = getHyperparams();
+  for (NamedAttribute attr : hyper) {
+    const Key *key = llvm::find_if(
+        keys, [&](const Key &k) { return k.name == attr.getName(); });
+    if (key == keys.end())
+      return emitOpError("unknown ")
+             << opt << " hyperparameter '" << attr.getName() << "'";
+    if (key->isBool ? !isa<BoolAttr>(attr.getValue())
+                    : !isa<FloatAttr>(attr.getValue()))
+      return emitOpError(opt)
+             << " hyperparameter '" << attr.getName() << "' must be a "
+             << (key->isBool ? "bool" : "float") << ", got " << attr.getValue();
+  }
+  for (const Key &k : keys)
+    if (k.required && !hyper.get(k.name))
+      return emitOpError(opt) << " needs hyperparameter '" << k.name << "'";
+
+  auto value = [&](StringRef name) {
+    auto f = dyn_cast_or_null<FloatAttr>(hyper.get(name));
+    return f ? f.getValueAsDouble() : 0.0;
+  };
+  if (!(value("lr") >= 0.0))
+    return emitOpError("lr must be >= 0, got ") << value("lr");
+  if (!(value("weight_decay") >= 0.0))
+    return emitOpError("weight_decay must be >= 0, got ")
+           << value("weight_decay");
+  if (hyper.get("max_grad_norm") && !(value("max_grad_norm") > 0.0))
+    return emitOpError("max_grad_norm must be > 0, got ")
+           << value("max_grad_norm");
+  if (opt == "sgd") {
+    if (!(value("momentum") >= 0.0))
+      return emitOpError("momentum must be >= 0, got ") << value("momentum");
+    if (cast<BoolAttr>(hyper.get("nesterov")).getValue() &&
+        value("momentum") <= 0.0)
+      return emitOpError("nesterov needs momentum > 0");
+  } else {
+    for (StringRef beta : {"beta1", "beta2"})
+      if (!(value(beta) >= 0.0 && value(beta) < 1.0))
+        return emitOpError(beta) << " must be in [0, 1), got " << value(beta);
+    if (!(value("eps") >= 0.0))
+      return emitOpError("eps must be >= 0, got ") << value("eps");
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ampc/Dialect/TG/TGOps.cpp.inc"
