@@ -1,0 +1,1268 @@
+//===- MLIRGen.cpp - .tg AST to tg dialect IR -----------------------------===//
+//
+// Walks the AST once, in program order, with one symbol table per graph.
+// Every op is created through `buildOp`, which lets the op infer its result
+// type and verifies it on the spot, so a shape error is reported at the
+// token that caused it and the lowering stops there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Frontend/MLIRGen.h"
+
+#include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ampc;
+using namespace ampc::frontend;
+using llvm::dyn_cast;
+using llvm::isa;
+
+namespace {
+
+/// A literal number in an expression, after folding unary minus.
+struct Literal {
+  double value;
+  bool isInteger;
+  int64_t intValue;
+};
+
+class MLIRGenImpl {
+public:
+  explicit MLIRGenImpl(MLIRContext &context) : ctx(context), builder(&ctx) {}
+
+  OwningOpRef<ModuleOp> genModule(const ModuleAST &module);
+
+private:
+  MLIRContext &ctx;
+  OpBuilder builder;
+  ModuleOp theModule;
+
+  /// Per-graph state.
+  llvm::StringMap<Value> symbols;
+  llvm::StringMap<frontend::Location> definedAt;
+  struct Param {
+    const ParamStmtAST *stmt;
+    BlockArgument arg;
+  };
+  SmallVector<Param> params;
+
+  //===--------------------------------------------------------------------===//
+  // Locations and errors
+  //===--------------------------------------------------------------------===//
+
+  mlir::Location loc(const frontend::Location &l) {
+    return FileLineColLoc::get(
+        &ctx, l.file ? StringRef(*l.file) : StringRef("<unknown>"), l.line,
+        l.col);
+  }
+  InFlightDiagnostic error(const frontend::Location &l) {
+    return mlir::emitError(loc(l));
+  }
+
+  /// `f32[64, 10]`: types in the language's own spelling.
+  static std::string formatType(Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t)
+      return tg::typeToString(type);
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    Type e = t.getElementType();
+    if (e.isInteger(1))
+      os << "bool";
+    else
+      os << e;
+    os << "[";
+    llvm::interleaveComma(t.getShape(), os);
+    os << "]";
+    return s;
+  }
+
+  Type elementType(DType dtype) {
+    switch (dtype) {
+    case DType::F32:
+      return builder.getF32Type();
+    case DType::F16:
+      return builder.getF16Type();
+    case DType::BF16:
+      return builder.getBF16Type();
+    case DType::I32:
+      return builder.getI32Type();
+    case DType::I64:
+      return builder.getI64Type();
+    case DType::Bool:
+      return builder.getI1Type();
+    }
+    llvm_unreachable("unknown dtype");
+  }
+
+  RankedTensorType tensorType(const TypeAST &type) {
+    return RankedTensorType::get(type.shape, elementType(type.dtype));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Op creation
+  //===--------------------------------------------------------------------===//
+
+  /// Creates `OpTy` with `operands` and `attrs`, lets it infer its result
+  /// types and verifies it. Emits the op's own diagnostic and returns null on
+  /// failure (the half-built op is erased).
+  template <typename OpTy>
+  Operation *buildOp(mlir::Location l, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs, unsigned numResults = 1) {
+    OperationState state(l, OpTy::getOperationName());
+    state.addOperands(operands);
+    state.addAttributes(attrs);
+    state.addTypes(SmallVector<Type>(numResults, builder.getNoneType()));
+    Operation *op = builder.create(state);
+    SmallVector<Type> types;
+    auto iface = cast<InferTypeOpInterface>(op);
+    if (failed(iface.inferReturnTypes(&ctx, l, op->getOperands(),
+                                      op->getRawDictionaryAttrs(),
+                                      op->getPropertiesStorage(),
+                                      op->getRegions(), types)) ||
+        types.size() != numResults) {
+      op->erase();
+      return nullptr;
+    }
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+    if (failed(mlir::verify(op))) {
+      op->erase();
+      return nullptr;
+    }
+    return op;
+  }
+
+  template <typename OpTy>
+  Value build(mlir::Location l, ValueRange operands,
+              ArrayRef<NamedAttribute> attrs = {}) {
+    Operation *op = buildOp<OpTy>(l, operands, attrs);
+    return op ? op->getResult(0) : Value();
+  }
+
+  NamedAttribute named(StringRef name, Attribute attr) {
+    return builder.getNamedAttr(name, attr);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Literals
+  //===--------------------------------------------------------------------===//
+
+  /// A number, possibly under unary minus, is a literal.
+  static std::optional<Literal> asLiteral(const ExprAST &e) {
+    if (auto *n = dyn_cast<NumberExprAST>(&e))
+      return Literal{n->number.value, n->number.isInteger, n->number.intValue};
+    if (auto *neg = dyn_cast<NegExprAST>(&e)) {
+      std::optional<Literal> inner = asLiteral(*neg->operand);
+      if (!inner)
+        return std::nullopt;
+      if (inner->isInteger && inner->intValue == INT64_MIN)
+        return Literal{-inner->value, false, 0};
+      return Literal{-inner->value, inner->isInteger, -inner->intValue};
+    }
+    return std::nullopt;
+  }
+
+  /// A rank-0 constant of element type `elt` holding `lit`.
+  Value genConstant(const Literal &lit, Type elt, const frontend::Location &l) {
+    auto type = RankedTensorType::get({}, elt);
+    Attribute value;
+    if (auto f = dyn_cast<FloatType>(elt)) {
+      APFloat v(lit.value);
+      bool lostInfo = false;
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lostInfo);
+      value = DenseElementsAttr::get(type, v);
+    } else {
+      if (!lit.isInteger) {
+        error(l) << "the number " << lit.value << " cannot be used as a "
+                 << formatType(type) << " scalar (it is not an integer)";
+        return nullptr;
+      }
+      unsigned width = elt.getIntOrFloatBitWidth();
+      if (width < 64 && (lit.intValue > (int64_t(1) << (width - 1)) - 1 ||
+                         lit.intValue < -(int64_t(1) << (width - 1)))) {
+        if (!(width == 1 && (lit.intValue == 0 || lit.intValue == 1))) {
+          error(l) << "the number " << lit.intValue << " does not fit in "
+                   << formatType(type);
+          return nullptr;
+        }
+      }
+      value = DenseElementsAttr::get(
+          type, APInt(width, static_cast<uint64_t>(lit.intValue),
+                      /*isSigned=*/width > 1, /*implicitTrunc=*/true));
+    }
+    return tg::ConstantOp::create(builder, loc(l), cast<ElementsAttr>(value));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Expressions
+  //===--------------------------------------------------------------------===//
+
+  Value genExpr(const ExprAST &e);
+  Value genCall(const CallExprAST &call, unsigned numResults,
+                SmallVectorImpl<Value> *results = nullptr);
+
+  /// Generates `lhs OP rhs` where either side may be a bare number, which
+  /// then takes the dtype of the other side.
+  template <typename OpTy>
+  Value genBinary(const ExprAST &lhs, const ExprAST &rhs,
+                  const frontend::Location &opLoc) {
+    std::optional<Literal> l = asLiteral(lhs), r = asLiteral(rhs);
+    Value a, b;
+    if (l && r) {
+      Type f32 = builder.getF32Type();
+      a = genConstant(*l, f32, lhs.getLoc());
+      b = genConstant(*r, f32, rhs.getLoc());
+    } else if (l) {
+      if (!(b = genExpr(rhs)))
+        return nullptr;
+      a = genConstant(*l, cast<RankedTensorType>(b.getType()).getElementType(),
+                      lhs.getLoc());
+    } else {
+      if (!(a = genExpr(lhs)))
+        return nullptr;
+      b = r ? genConstant(*r,
+                          cast<RankedTensorType>(a.getType()).getElementType(),
+                          rhs.getLoc())
+            : genExpr(rhs);
+    }
+    if (!a || !b)
+      return nullptr;
+    return build<OpTy>(loc(opLoc), {a, b});
+  }
+
+  /// Operands of a call that must be tensors (not bare numbers).
+  LogicalResult genOperands(const CallExprAST &call,
+                            SmallVectorImpl<Value> &operands) {
+    for (auto [i, arg] : llvm::enumerate(call.args)) {
+      if (asLiteral(*arg)) {
+        error(arg->getLoc()) << "operand " << i + 1 << " of '" << call.callee
+                             << "' must be a tensor, found a bare number";
+        return failure();
+      }
+      Value v = genExpr(*arg);
+      if (!v)
+        return failure();
+      operands.push_back(v);
+    }
+    return success();
+  }
+
+  LogicalResult checkArity(const CallExprAST &call, size_t min, size_t max) {
+    size_t n = call.args.size();
+    if (n >= min && n <= max)
+      return success();
+    auto diag = error(call.getLoc()) << "'" << call.callee << "' expects ";
+    if (min == max)
+      diag << min << " operand" << (min == 1 ? "" : "s");
+    else if (max == SIZE_MAX)
+      diag << "at least " << min << " operand" << (min == 1 ? "" : "s");
+    else
+      diag << min << " to " << max << " operands";
+    diag << ", got " << n;
+    return failure();
+  }
+
+  LogicalResult checkKeywords(const CallExprAST &call,
+                              ArrayRef<StringRef> allowed) {
+    for (const KeywordArg &kw : call.kwargs) {
+      if (llvm::is_contained(allowed, kw.name))
+        continue;
+      auto diag = error(kw.loc) << "unknown attribute '" << kw.name
+                                << "' for '" << call.callee << "'";
+      if (allowed.empty())
+        diag << " (it takes none)";
+      else {
+        diag << " (expected ";
+        llvm::interleave(allowed, diag, ", ");
+        diag << ")";
+      }
+      return failure();
+    }
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Keyword attributes
+  //===--------------------------------------------------------------------===//
+
+  static const char *kindName(const AttrAST &a) {
+    switch (a.kind) {
+    case AttrAST::Kind::Number:
+      return a.number.isInteger ? "an integer" : "a float";
+    case AttrAST::Kind::String:
+      return "a string";
+    case AttrAST::Kind::Bool:
+      return "a bool";
+    case AttrAST::Kind::DType:
+      return "a dtype";
+    case AttrAST::Kind::List:
+      return "a list";
+    }
+    return "a value";
+  }
+
+  LogicalResult attrError(const CallExprAST &call, const KeywordArg &kw,
+                          StringRef expected) {
+    error(kw.value.loc) << "attribute '" << kw.name << "' of '" << call.callee
+                        << "' must be " << expected << ", found "
+                        << kindName(kw.value);
+    return failure();
+  }
+
+  FailureOr<int64_t> getInt(const CallExprAST &call, StringRef name,
+                            std::optional<int64_t> dflt) {
+    const KeywordArg *kw = call.findKeyword(name);
+    if (!kw) {
+      if (dflt)
+        return *dflt;
+      error(call.getLoc()) << "'" << call.callee << "' needs attribute '"
+                           << name << "'";
+      return failure();
+    }
+    if (kw->value.kind != AttrAST::Kind::Number || !kw->value.number.isInteger)
+      return attrError(call, *kw, "an integer");
+    return kw->value.number.intValue;
+  }
+
+  FailureOr<double> getFloat(const CallExprAST &call, StringRef name,
+                             std::optional<double> dflt) {
+    const KeywordArg *kw = call.findKeyword(name);
+    if (!kw) {
+      if (dflt)
+        return *dflt;
+      error(call.getLoc()) << "'" << call.callee << "' needs attribute '"
+                           << name << "'";
+      return failure();
+    }
+    if (kw->value.kind != AttrAST::Kind::Number)
+      return attrError(call, *kw, "a number");
+    return kw->value.number.value;
+  }
+
+  FailureOr<bool> getBool(const CallExprAST &call, StringRef name, bool dflt) {
+    const KeywordArg *kw = call.findKeyword(name);
+    if (!kw)
+      return dflt;
+    if (kw->value.kind != AttrAST::Kind::Bool)
+      return attrError(call, *kw, "true or false");
+    return kw->value.boolean;
+  }
+
+  /// An integer list; a single integer is accepted as a one-element list.
+  /// Returns std::nullopt (no failure) when the attribute is absent.
+  FailureOr<std::optional<SmallVector<int64_t>>>
+  getIntList(const CallExprAST &call, StringRef name) {
+    const KeywordArg *kw = call.findKeyword(name);
+    if (!kw)
+      return std::optional<SmallVector<int64_t>>();
+    SmallVector<int64_t> values;
+    const AttrAST &a = kw->value;
+    if (a.kind == AttrAST::Kind::Number && a.number.isInteger)
+      return std::optional<SmallVector<int64_t>>(
+          SmallVector<int64_t>{a.number.intValue});
+    if (a.kind != AttrAST::Kind::List)
+      return attrError(call, *kw, "a list of integers");
+    for (const AttrAST &e : a.list) {
+      if (e.kind != AttrAST::Kind::Number || !e.number.isInteger) {
+        error(e.loc) << "attribute '" << name << "' of '" << call.callee
+                     << "' must be a list of integers, found " << kindName(e)
+                     << " in it";
+        return failure();
+      }
+      values.push_back(e.number.intValue);
+    }
+    return std::optional<SmallVector<int64_t>>(values);
+  }
+
+  /// `k` or `[kh, kw]` for the two spatial dims.
+  FailureOr<SmallVector<int64_t>> getPair(const CallExprAST &call,
+                                          StringRef name,
+                                          std::optional<int64_t> dflt) {
+    auto list = getIntList(call, name);
+    if (failed(list))
+      return failure();
+    if (!*list) {
+      if (dflt)
+        return SmallVector<int64_t>{*dflt, *dflt};
+      error(call.getLoc()) << "'" << call.callee << "' needs attribute '"
+                           << name << "'";
+      return failure();
+    }
+    SmallVector<int64_t> v = **list;
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    if (v.size() != 2) {
+      error(call.findKeyword(name)->value.loc)
+          << "attribute '" << name << "' of '" << call.callee
+          << "' must be one integer or a list of 2, found " << v.size()
+          << " values";
+      return failure();
+    }
+    return v;
+  }
+
+  /// Resolves a possibly negative dim against `type`'s rank.
+  FailureOr<int64_t> normalizeDim(int64_t dim, RankedTensorType type,
+                                  const frontend::Location &l,
+                                  StringRef what = "dim") {
+    int64_t rank = type.getRank();
+    int64_t limit = std::max<int64_t>(rank, 1);
+    if (dim < -limit || dim >= limit) {
+      error(l) << what << " " << dim << " is out of range for "
+               << formatType(type) << " (rank " << rank << ")";
+      return failure();
+    }
+    return dim < 0 ? dim + limit : dim;
+  }
+
+  const frontend::Location &kwLoc(const CallExprAST &call, StringRef name) {
+    const KeywordArg *kw = call.findKeyword(name);
+    return kw ? kw->value.loc : call.getLoc();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Statements and graphs
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult define(StringRef name, const frontend::Location &l, Value v) {
+    auto it = definedAt.find(name);
+    if (it != definedAt.end()) {
+      error(l) << "redefinition of '" << name << "'";
+      emitRemark(loc(it->second)) << "'" << name << "' was defined here";
+      return failure();
+    }
+    definedAt[name] = l;
+    symbols[name] = v;
+    return success();
+  }
+
+  LogicalResult genGraph(const GraphAST &graph);
+  LogicalResult genAssign(const AssignStmtAST &stmt);
+  FailureOr<Operation *> genMinimize(const MinimizeStmtAST &stmt);
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Value MLIRGenImpl::genExpr(const ExprAST &e) {
+  if (std::optional<Literal> lit = asLiteral(e))
+    return genConstant(*lit, builder.getF32Type(), e.getLoc());
+
+  switch (e.getKind()) {
+  case ExprAST::Kind::Number:
+    llvm_unreachable("handled as a literal");
+  case ExprAST::Kind::Name: {
+    auto &name = cast<NameExprAST>(e);
+    auto it = symbols.find(name.name);
+    if (it == symbols.end()) {
+      error(e.getLoc()) << "undefined name '" << name.name << "'";
+      return nullptr;
+    }
+    return it->second;
+  }
+  case ExprAST::Kind::Neg: {
+    Value v = genExpr(*cast<NegExprAST>(e).operand);
+    return v ? build<tg::NegOp>(loc(e.getLoc()), {v}) : Value();
+  }
+  case ExprAST::Kind::Binary: {
+    auto &bin = cast<BinaryExprAST>(e);
+    switch (bin.op) {
+    case '+':
+      return genBinary<tg::AddOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+    case '-':
+      return genBinary<tg::SubOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+    case '*':
+      return genBinary<tg::MulOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+    case '/':
+      return genBinary<tg::DivOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+    }
+    error(e.getLoc()) << "unknown operator '" << bin.op << "'";
+    return nullptr;
+  }
+  case ExprAST::Kind::Call:
+    return genCall(cast<CallExprAST>(e), 1);
+  }
+  return nullptr;
+}
+
+namespace {
+enum class OpKind {
+  Unknown,
+  Matmul, Linear, Conv2d,
+  Add, Sub, Mul, Div, Maximum, Minimum, Pow,
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid, Tanh,
+  Sum, Mean, Max,
+  Softmax, LogSoftmax, LayerNorm, RmsNorm,
+  MaxPool2d, AvgPool2d,
+  Reshape, Transpose, Concat, Slice, Embedding,
+  CrossEntropy, MseLoss,
+  Cast, Grad,
+};
+} // namespace
+
+static OpKind classifyCallee(StringRef name) {
+  return llvm::StringSwitch<OpKind>(name)
+      .Case("matmul", OpKind::Matmul)
+      .Case("linear", OpKind::Linear)
+      .Case("conv2d", OpKind::Conv2d)
+      .Case("add", OpKind::Add)
+      .Case("sub", OpKind::Sub)
+      .Case("mul", OpKind::Mul)
+      .Case("div", OpKind::Div)
+      .Case("maximum", OpKind::Maximum)
+      .Case("minimum", OpKind::Minimum)
+      .Case("pow", OpKind::Pow)
+      .Case("neg", OpKind::Neg)
+      .Case("abs", OpKind::Abs)
+      .Case("exp", OpKind::Exp)
+      .Case("log", OpKind::Log)
+      .Case("sqrt", OpKind::Sqrt)
+      .Case("rsqrt", OpKind::Rsqrt)
+      .Case("relu", OpKind::Relu)
+      .Case("gelu", OpKind::Gelu)
+      .Case("silu", OpKind::Silu)
+      .Case("sigmoid", OpKind::Sigmoid)
+      .Case("tanh", OpKind::Tanh)
+      .Case("sum", OpKind::Sum)
+      .Case("mean", OpKind::Mean)
+      .Case("max", OpKind::Max)
+      .Case("softmax", OpKind::Softmax)
+      .Case("log_softmax", OpKind::LogSoftmax)
+      .Case("layer_norm", OpKind::LayerNorm)
+      .Case("rms_norm", OpKind::RmsNorm)
+      .Case("max_pool2d", OpKind::MaxPool2d)
+      .Case("avg_pool2d", OpKind::AvgPool2d)
+      .Case("reshape", OpKind::Reshape)
+      .Case("transpose", OpKind::Transpose)
+      .Case("concat", OpKind::Concat)
+      .Case("slice", OpKind::Slice)
+      .Case("embedding", OpKind::Embedding)
+      .Case("cross_entropy", OpKind::CrossEntropy)
+      .Case("mse_loss", OpKind::MseLoss)
+      .Case("cast", OpKind::Cast)
+      .Case("grad", OpKind::Grad)
+      .Default(OpKind::Unknown);
+}
+
+Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
+                           SmallVectorImpl<Value> *results) {
+  OpKind kind = classifyCallee(call.callee);
+  mlir::Location l = loc(call.getLoc());
+  if (kind == OpKind::Unknown) {
+    if (call.callee == "sgd" || call.callee == "adamw")
+      error(call.getLoc()) << "'" << call.callee
+                           << "' is an optimizer: use it in 'minimize LOSS "
+                              "with "
+                           << call.callee << "(...)'";
+    else
+      error(call.getLoc()) << "unknown op '" << call.callee << "'";
+    return nullptr;
+  }
+  if (kind != OpKind::Grad && numResults != 1) {
+    error(call.getLoc()) << "'" << call.callee
+                         << "' produces one value, but " << numResults
+                         << " names are assigned";
+    return nullptr;
+  }
+
+  // Binary elementwise ops accept bare numbers on either side.
+  auto binary = [&](auto tag) -> Value {
+    using OpTy = decltype(tag);
+    if (failed(checkArity(call, 2, 2)) || failed(checkKeywords(call, {})))
+      return nullptr;
+    return genBinary<OpTy>(*call.args[0], *call.args[1], call.getLoc());
+  };
+  // Unary ops without attributes.
+  auto unary = [&](auto tag) -> Value {
+    using OpTy = decltype(tag);
+    SmallVector<Value> ops;
+    if (failed(checkArity(call, 1, 1)) || failed(checkKeywords(call, {})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    return build<OpTy>(l, ops);
+  };
+
+  switch (kind) {
+  case OpKind::Add:
+    return binary(tg::AddOp());
+  case OpKind::Sub:
+    return binary(tg::SubOp());
+  case OpKind::Mul:
+    return binary(tg::MulOp());
+  case OpKind::Div:
+    return binary(tg::DivOp());
+  case OpKind::Maximum:
+    return binary(tg::MaximumOp());
+  case OpKind::Minimum:
+    return binary(tg::MinimumOp());
+  case OpKind::Pow:
+    return binary(tg::PowOp());
+  case OpKind::Neg:
+    return unary(tg::NegOp());
+  case OpKind::Abs:
+    return unary(tg::AbsOp());
+  case OpKind::Exp:
+    return unary(tg::ExpOp());
+  case OpKind::Log:
+    return unary(tg::LogOp());
+  case OpKind::Sqrt:
+    return unary(tg::SqrtOp());
+  case OpKind::Rsqrt:
+    return unary(tg::RsqrtOp());
+  case OpKind::Relu:
+    return unary(tg::ReluOp());
+  case OpKind::Silu:
+    return unary(tg::SiluOp());
+  case OpKind::Sigmoid:
+    return unary(tg::SigmoidOp());
+  case OpKind::Tanh:
+    return unary(tg::TanhOp());
+  default:
+    break;
+  }
+
+  SmallVector<Value> ops;
+  switch (kind) {
+  case OpKind::Matmul:
+  case OpKind::Embedding:
+  case OpKind::CrossEntropy:
+  case OpKind::MseLoss: {
+    if (failed(checkArity(call, 2, 2)) || failed(checkKeywords(call, {})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    if (kind == OpKind::Matmul)
+      return build<tg::MatmulOp>(l, ops);
+    if (kind == OpKind::Embedding)
+      return build<tg::EmbeddingOp>(l, ops);
+    if (kind == OpKind::CrossEntropy)
+      return build<tg::CrossEntropyOp>(l, ops);
+    return build<tg::MseLossOp>(l, ops);
+  }
+  case OpKind::Linear:
+    if (failed(checkArity(call, 2, 3)) || failed(checkKeywords(call, {})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    return build<tg::LinearOp>(l, ops);
+  case OpKind::Conv2d: {
+    if (failed(checkArity(call, 2, 3)) ||
+        failed(checkKeywords(call,
+                             {"stride", "padding", "dilation", "groups"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    auto stride = getPair(call, "stride", 1);
+    auto padding = getPair(call, "padding", 0);
+    auto dilation = getPair(call, "dilation", 1);
+    auto groups = getInt(call, "groups", 1);
+    if (failed(stride) || failed(padding) || failed(dilation) ||
+        failed(groups))
+      return nullptr;
+    return build<tg::Conv2dOp>(
+        l, ops,
+        {named("stride", builder.getDenseI64ArrayAttr(*stride)),
+         named("padding", builder.getDenseI64ArrayAttr(*padding)),
+         named("dilation", builder.getDenseI64ArrayAttr(*dilation)),
+         named("groups", builder.getI64IntegerAttr(*groups))});
+  }
+  case OpKind::Gelu: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"approximate"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    std::string approx = "none";
+    if (const KeywordArg *kw = call.findKeyword("approximate")) {
+      if (kw->value.kind != AttrAST::Kind::String)
+        return attrError(call, *kw, "\"none\" or \"tanh\""), nullptr;
+      approx = kw->value.string;
+      if (approx != "none" && approx != "tanh") {
+        error(kw->value.loc) << "attribute 'approximate' of 'gelu' must be "
+                                "\"none\" or \"tanh\", found \""
+                             << approx << "\"";
+        return nullptr;
+      }
+    }
+    return build<tg::GeluOp>(
+        l, ops, {named("approximate", builder.getStringAttr(approx))});
+  }
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::Max: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"dims", "keepdim"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    auto type = cast<RankedTensorType>(ops[0].getType());
+    auto dimsOr = getIntList(call, "dims");
+    auto keep = getBool(call, "keepdim", false);
+    if (failed(dimsOr) || failed(keep))
+      return nullptr;
+    SmallVector<int64_t> dims;
+    // No dims (or an empty list, as in torch.sum(x, dim=[])) reduces all.
+    if (!*dimsOr || (*dimsOr)->empty()) {
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        dims.push_back(d);
+    } else {
+      for (int64_t d : **dimsOr) {
+        if (type.getRank() == 0) {
+          error(kwLoc(call, "dims"))
+              << "cannot reduce a scalar over dim " << d;
+          return nullptr;
+        }
+        auto nd = normalizeDim(d, type, kwLoc(call, "dims"));
+        if (failed(nd))
+          return nullptr;
+        if (llvm::is_contained(dims, *nd)) {
+          error(kwLoc(call, "dims")) << "dim " << d << " appears twice in 'dims'";
+          return nullptr;
+        }
+        dims.push_back(*nd);
+      }
+      llvm::sort(dims);
+    }
+    SmallVector<NamedAttribute> attrs{
+        named("dims", builder.getDenseI64ArrayAttr(dims))};
+    if (*keep)
+      attrs.push_back(named("keepdim", builder.getUnitAttr()));
+    if (kind == OpKind::Sum)
+      return build<tg::SumOp>(l, ops, attrs);
+    if (kind == OpKind::Mean)
+      return build<tg::MeanOp>(l, ops, attrs);
+    return build<tg::MaxOp>(l, ops, attrs);
+  }
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"dim"})) || failed(genOperands(call, ops)))
+      return nullptr;
+    auto dim = getInt(call, "dim", -1);
+    if (failed(dim))
+      return nullptr;
+    auto nd = normalizeDim(*dim, cast<RankedTensorType>(ops[0].getType()),
+                           kwLoc(call, "dim"));
+    if (failed(nd))
+      return nullptr;
+    NamedAttribute attr = named("dim", builder.getI64IntegerAttr(*nd));
+    if (kind == OpKind::Softmax)
+      return build<tg::SoftmaxOp>(l, ops, {attr});
+    return build<tg::LogSoftmaxOp>(l, ops, {attr});
+  }
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm: {
+    bool isLayer = kind == OpKind::LayerNorm;
+    size_t n = isLayer ? 3 : 2;
+    if (failed(checkArity(call, n, n)) ||
+        failed(checkKeywords(call, {"eps"})) || failed(genOperands(call, ops)))
+      return nullptr;
+    auto eps = getFloat(call, "eps", isLayer ? 1e-5 : 1e-6);
+    if (failed(eps))
+      return nullptr;
+    NamedAttribute attr = named("eps", builder.getF64FloatAttr(*eps));
+    if (isLayer)
+      return build<tg::LayerNormOp>(l, ops, {attr});
+    return build<tg::RmsNormOp>(l, ops, {attr});
+  }
+  case OpKind::MaxPool2d:
+  case OpKind::AvgPool2d: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"kernel", "stride", "padding"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    auto kernel = getPair(call, "kernel", std::nullopt);
+    if (failed(kernel))
+      return nullptr;
+    // PyTorch: the stride defaults to the kernel size.
+    auto stride = call.findKeyword("stride") ? getPair(call, "stride", 1)
+                                             : FailureOr<SmallVector<int64_t>>(*kernel);
+    auto padding = getPair(call, "padding", 0);
+    if (failed(stride) || failed(padding))
+      return nullptr;
+    SmallVector<NamedAttribute> attrs{
+        named("kernel", builder.getDenseI64ArrayAttr(*kernel)),
+        named("stride", builder.getDenseI64ArrayAttr(*stride)),
+        named("padding", builder.getDenseI64ArrayAttr(*padding))};
+    if (kind == OpKind::MaxPool2d)
+      return build<tg::MaxPool2dOp>(l, ops, attrs);
+    return build<tg::AvgPool2dOp>(l, ops, attrs);
+  }
+  case OpKind::Reshape: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"shape"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    auto shape = getIntList(call, "shape");
+    if (failed(shape))
+      return nullptr;
+    if (!*shape) {
+      error(call.getLoc()) << "'reshape' needs attribute 'shape'";
+      return nullptr;
+    }
+    return build<tg::ReshapeOp>(
+        l, ops, {named("shape", builder.getDenseI64ArrayAttr(**shape))});
+  }
+  case OpKind::Transpose: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"perm"})) || failed(genOperands(call, ops)))
+      return nullptr;
+    auto type = cast<RankedTensorType>(ops[0].getType());
+    auto permOr = getIntList(call, "perm");
+    if (failed(permOr))
+      return nullptr;
+    SmallVector<int64_t> perm;
+    if (!*permOr) {
+      if (type.getRank() != 2) {
+        error(call.getLoc()) << "'transpose' without 'perm' swaps the dims of "
+                                "a 2-D tensor, but the operand is "
+                             << formatType(type);
+        return nullptr;
+      }
+      perm = {1, 0};
+    } else {
+      for (int64_t p : **permOr) {
+        // Out-of-range entries are left for the op's verifier to report.
+        perm.push_back(p < 0 && p >= -type.getRank() ? p + type.getRank() : p);
+      }
+    }
+    return build<tg::TransposeOp>(
+        l, ops, {named("perm", builder.getDenseI64ArrayAttr(perm))});
+  }
+  case OpKind::Concat: {
+    if (failed(checkArity(call, 1, SIZE_MAX)) ||
+        failed(checkKeywords(call, {"dim"})) || failed(genOperands(call, ops)))
+      return nullptr;
+    auto dim = getInt(call, "dim", 0);
+    if (failed(dim))
+      return nullptr;
+    auto type = cast<RankedTensorType>(ops[0].getType());
+    if (type.getRank() == 0) {
+      error(call.args[0]->getLoc()) << "'concat' needs tensors of rank >= 1, "
+                                       "operand 1 is "
+                                    << formatType(type);
+      return nullptr;
+    }
+    auto nd = normalizeDim(*dim, type, kwLoc(call, "dim"));
+    if (failed(nd))
+      return nullptr;
+    return build<tg::ConcatOp>(l, ops,
+                               {named("dim", builder.getI64IntegerAttr(*nd))});
+  }
+  case OpKind::Slice: {
+    if (failed(checkArity(call, 1, 1)) ||
+        failed(checkKeywords(call, {"dim", "start", "end"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    auto type = cast<RankedTensorType>(ops[0].getType());
+    auto dim = getInt(call, "dim", std::nullopt);
+    if (failed(dim))
+      return nullptr;
+    if (type.getRank() == 0) {
+      error(call.getLoc()) << "cannot slice a scalar";
+      return nullptr;
+    }
+    auto nd = normalizeDim(*dim, type, kwLoc(call, "dim"));
+    if (failed(nd))
+      return nullptr;
+    int64_t size = type.getDimSize(*nd);
+    auto start = getInt(call, "start", 0);
+    auto end = getInt(call, "end", size);
+    if (failed(start) || failed(end))
+      return nullptr;
+    // Python slicing: negative indices count from the end, then clamp.
+    auto resolve = [&](int64_t i) {
+      if (i < 0)
+        i += size;
+      return std::clamp<int64_t>(i, 0, size);
+    };
+    int64_t s = resolve(*start), e = resolve(*end);
+    if (s >= e) {
+      error(call.getLoc()) << "slice [" << *start << ":" << *end << "] of dim "
+                           << *nd << " of " << formatType(type)
+                           << " is empty";
+      return nullptr;
+    }
+    return build<tg::SliceOp>(l, ops,
+                              {named("dim", builder.getI64IntegerAttr(*nd)),
+                               named("start", builder.getI64IntegerAttr(s)),
+                               named("end", builder.getI64IntegerAttr(e))});
+  }
+  case OpKind::Cast: {
+    if (failed(checkArity(call, 1, 1)) || failed(checkKeywords(call, {"to"})) ||
+        failed(genOperands(call, ops)))
+      return nullptr;
+    const KeywordArg *to = call.findKeyword("to");
+    if (!to) {
+      error(call.getLoc()) << "'cast' needs attribute 'to' (a dtype)";
+      return nullptr;
+    }
+    if (to->value.kind != AttrAST::Kind::DType)
+      return attrError(call, *to, "a dtype"), nullptr;
+    auto type = cast<RankedTensorType>(ops[0].getType());
+    auto result = type.clone(elementType(to->value.dtype));
+    return tg::CastOp::create(builder, l, result, ops[0]);
+  }
+  case OpKind::Grad: {
+    if (failed(checkArity(call, 2, SIZE_MAX)) ||
+        failed(checkKeywords(call, {})) || failed(genOperands(call, ops)))
+      return nullptr;
+    if (call.args.size() - 1 != numResults) {
+      error(call.getLoc()) << "'grad' with respect to " << call.args.size() - 1
+                           << " value" << (call.args.size() == 2 ? "" : "s")
+                           << " produces as many gradients, but "
+                           << numResults << " name"
+                           << (numResults == 1 ? " is" : "s are")
+                           << " assigned";
+      return nullptr;
+    }
+    auto lossType = cast<RankedTensorType>(ops[0].getType());
+    if (lossType.getRank() != 0 ||
+        !isa<FloatType>(lossType.getElementType())) {
+      error(call.args[0]->getLoc())
+          << "'grad' needs a float scalar loss, got " << formatType(lossType);
+      return nullptr;
+    }
+    for (size_t i = 1; i < ops.size(); ++i) {
+      const ExprAST &arg = *call.args[i];
+      if (!isa<NameExprAST>(arg) || !isa<BlockArgument>(ops[i])) {
+        error(arg.getLoc()) << "'grad' differentiates with respect to params "
+                               "or graph inputs; operand "
+                            << i + 1 << " is a computed value";
+        return nullptr;
+      }
+      auto t = cast<RankedTensorType>(ops[i].getType());
+      if (!isa<FloatType>(t.getElementType())) {
+        error(arg.getLoc()) << "cannot differentiate with respect to '"
+                            << cast<NameExprAST>(arg).name
+                            << "' of integer type " << formatType(t);
+        return nullptr;
+      }
+    }
+    Operation *op = buildOp<tg::GradOp>(l, ops, {}, numResults);
+    if (!op)
+      return nullptr;
+    if (results)
+      results->append(op->result_begin(), op->result_end());
+    return op->getResult(0);
+  }
+  default:
+    break;
+  }
+  llvm_unreachable("unhandled op kind");
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+LogicalResult MLIRGenImpl::genAssign(const AssignStmtAST &stmt) {
+  unsigned numNames = stmt.names.size();
+  SmallVector<Value> values;
+  const ExprAST &expr = *stmt.value;
+  if (auto *call = dyn_cast<CallExprAST>(&expr)) {
+    Value v = genCall(*call, numNames, &values);
+    if (!v)
+      return failure();
+    if (values.empty())
+      values.push_back(v);
+  } else {
+    if (numNames != 1) {
+      error(stmt.names[1].loc)
+          << "only 'grad' produces several values; this expression produces "
+             "one, but "
+          << numNames << " names are assigned";
+      return failure();
+    }
+    Value v = genExpr(expr);
+    if (!v)
+      return failure();
+    values.push_back(v);
+  }
+
+  // The op that computes the outermost expression carries the variable
+  // name(s) (for reports) and the pin.
+  bool computedHere = !isa<NameExprAST>(expr);
+  Operation *def = computedHere ? values.front().getDefiningOp() : nullptr;
+  if (stmt.pin) {
+    if (!def || isa<tg::ConstantOp>(def)) {
+      error(stmt.pinLoc) << "'@" << toString(*stmt.pin)
+                         << "' pins the precision of an op, but the "
+                            "right-hand side computes nothing";
+      return failure();
+    }
+    DType pin = *stmt.pin;
+    if (pin != DType::F32 && pin != DType::F16 && pin != DType::BF16) {
+      error(stmt.pinLoc) << "a pin must be @f32, @f16 or @bf16";
+      return failure();
+    }
+    def->setAttr(tg::TGDialect::kPinAttrName,
+                 TypeAttr::get(elementType(pin)));
+  }
+  if (def) {
+    std::string joined;
+    for (auto [i, n] : llvm::enumerate(stmt.names))
+      joined += (i ? ", " : "") + n.name;
+    def->setLoc(NameLoc::get(builder.getStringAttr(joined), def->getLoc()));
+  }
+  for (auto [name, value] : llvm::zip(stmt.names, values))
+    if (failed(define(name.name, name.loc, value)))
+      return failure();
+  return success();
+}
+
+FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
+  auto it = symbols.find(stmt.loss.name);
+  if (it == symbols.end()) {
+    error(stmt.loss.loc) << "undefined name '" << stmt.loss.name << "'";
+    return failure();
+  }
+  Value loss = it->second;
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  if (lossType.getRank() != 0 || !isa<FloatType>(lossType.getElementType())) {
+    error(stmt.loss.loc) << "'minimize' needs a float scalar loss, but '"
+                         << stmt.loss.name << "' is "
+                         << formatType(lossType);
+    return failure();
+  }
+  if (params.empty()) {
+    error(stmt.getLoc()) << "'minimize' needs parameters to train, but the "
+                            "graph declares no 'param'";
+    return failure();
+  }
+
+  const CallExprAST &opt = *stmt.optimizer;
+  bool isSgd = opt.callee == "sgd";
+  if (!isSgd && opt.callee != "adamw") {
+    error(opt.getLoc()) << "unknown optimizer '" << opt.callee
+                        << "' (expected sgd or adamw)";
+    return failure();
+  }
+  SmallVector<StringRef> allowed =
+      isSgd ? SmallVector<StringRef>{"lr", "momentum", "weight_decay",
+                                     "nesterov", "max_grad_norm"}
+            : SmallVector<StringRef>{"lr", "beta1", "beta2", "eps",
+                                     "weight_decay", "max_grad_norm"};
+  if (failed(checkKeywords(opt, allowed)))
+    return failure();
+
+  // `lr` may be given positionally, as in `sgd(0.1, momentum=0.9)`.
+  std::optional<double> lr;
+  if (opt.args.size() > 1) {
+    error(opt.args[1]->getLoc())
+        << "'" << opt.callee << "' takes one positional argument (lr)";
+    return failure();
+  }
+  if (opt.args.size() == 1) {
+    std::optional<Literal> lit = asLiteral(*opt.args[0]);
+    if (!lit) {
+      error(opt.args[0]->getLoc()) << "the learning rate must be a number";
+      return failure();
+    }
+    if (opt.findKeyword("lr")) {
+      error(opt.findKeyword("lr")->loc) << "lr is given twice";
+      return failure();
+    }
+    lr = lit->value;
+  }
+  if (!lr) {
+    auto v = getFloat(opt, "lr", std::nullopt);
+    if (failed(v))
+      return failure();
+    lr = *v;
+  }
+
+  SmallVector<NamedAttribute> hyper{named("lr", builder.getF64FloatAttr(*lr))};
+  auto addFloat = [&](StringRef name, double dflt) {
+    auto v = getFloat(opt, name, dflt);
+    if (failed(v))
+      return failure();
+    hyper.push_back(named(name, builder.getF64FloatAttr(*v)));
+    return success();
+  };
+  if (isSgd) {
+    auto nesterov = getBool(opt, "nesterov", false);
+    if (failed(addFloat("momentum", 0.0)) ||
+        failed(addFloat("weight_decay", 0.0)) || failed(nesterov))
+      return failure();
+    hyper.push_back(named("nesterov", builder.getBoolAttr(*nesterov)));
+  } else {
+    if (failed(addFloat("beta1", 0.9)) || failed(addFloat("beta2", 0.999)) ||
+        failed(addFloat("eps", 1e-8)) || failed(addFloat("weight_decay", 0.01)))
+      return failure();
+  }
+  if (opt.findKeyword("max_grad_norm") &&
+      failed(addFloat("max_grad_norm", 0.0)))
+    return failure();
+
+  SmallVector<Value> operands{loss};
+  for (const Param &p : params)
+    operands.push_back(p.arg);
+  return buildOp<tg::MinimizeOp>(
+      loc(opt.getLoc()), operands,
+      {named("optimizer", builder.getStringAttr(opt.callee)),
+       named("hyperparams", builder.getDictionaryAttr(hyper))},
+      params.size());
+}
+
+LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
+  symbols.clear();
+  definedAt.clear();
+  params.clear();
+
+  if (theModule.lookupSymbol(graph.name)) {
+    error(graph.nameLoc) << "redefinition of graph '" << graph.name << "'";
+    return failure();
+  }
+
+  // Arguments: the graph's inputs, then its parameters in declaration order.
+  SmallVector<Type> argTypes;
+  for (const ArgAST &arg : graph.args)
+    argTypes.push_back(tensorType(arg.type));
+  SmallVector<const ParamStmtAST *> paramStmts;
+  for (const auto &stmt : graph.stmts)
+    if (auto *p = dyn_cast<ParamStmtAST>(stmt.get())) {
+      paramStmts.push_back(p);
+      if (!isa<FloatType>(tensorType(p->type).getElementType())) {
+        error(p->type.loc) << "parameter '" << p->name
+                           << "' must have a float dtype (f32, f16 or bf16), "
+                              "got "
+                           << formatType(tensorType(p->type));
+        return failure();
+      }
+      argTypes.push_back(tensorType(p->type));
+    }
+
+  builder.setInsertionPointToEnd(theModule.getBody());
+  auto func = func::FuncOp::create(builder, loc(graph.loc), graph.name,
+                                   builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+
+  for (auto [i, arg] : llvm::enumerate(graph.args)) {
+    entry->getArgument(i).setLoc(
+        NameLoc::get(builder.getStringAttr(arg.name), loc(arg.loc)));
+    func.setArgAttr(i, tg::TGDialect::kInputAttrName,
+                    builder.getStringAttr(arg.name));
+    if (failed(define(arg.name, arg.loc, entry->getArgument(i))))
+      return failure();
+  }
+  for (auto [i, p] : llvm::enumerate(paramStmts)) {
+    unsigned index = graph.args.size() + i;
+    entry->getArgument(index).setLoc(
+        NameLoc::get(builder.getStringAttr(p->name), loc(p->nameLoc)));
+    func.setArgAttr(index, tg::TGDialect::kParamAttrName,
+                    builder.getStringAttr(p->name));
+    static_assert(static_cast<int>(InitSpec::Kind::Uniform) ==
+                      static_cast<int>(tg::InitKind::uniform),
+                  "init kinds must line up");
+    func.setArgAttr(index, tg::TGDialect::kInitAttrName,
+                    tg::InitAttr::get(&ctx,
+                                      static_cast<tg::InitKind>(p->init.kind),
+                                      p->init.a, p->init.b));
+    params.push_back({p, entry->getArgument(index)});
+  }
+
+  Operation *minimize = nullptr;
+  const ReturnStmtAST *ret = nullptr;
+  for (const auto &stmt : graph.stmts) {
+    if (auto *p = dyn_cast<ParamStmtAST>(stmt.get())) {
+      BlockArgument arg = llvm::find_if(params, [&](const Param &q) {
+                            return q.stmt == p;
+                          })->arg;
+      if (failed(define(p->name, p->nameLoc, arg)))
+        return failure();
+    } else if (auto *a = dyn_cast<AssignStmtAST>(stmt.get())) {
+      if (failed(genAssign(*a)))
+        return failure();
+    } else if (auto *m = dyn_cast<MinimizeStmtAST>(stmt.get())) {
+      auto op = genMinimize(*m);
+      if (failed(op))
+        return failure();
+      minimize = *op;
+    } else {
+      ret = cast<ReturnStmtAST>(stmt.get());
+    }
+  }
+  if (!ret) {
+    error(graph.loc) << "graph '" << graph.name << "' has no 'return'";
+    return failure();
+  }
+
+  SmallVector<Value> outputs;
+  for (const auto &e : ret->values) {
+    Value v = genExpr(*e);
+    if (!v)
+      return failure();
+    outputs.push_back(v);
+  }
+  if (!graph.results.empty()) {
+    if (graph.results.size() != outputs.size()) {
+      error(ret->getLoc()) << "graph '" << graph.name << "' declares "
+                           << graph.results.size() << " result"
+                           << (graph.results.size() == 1 ? "" : "s")
+                           << " but returns " << outputs.size();
+      return failure();
+    }
+    for (auto [i, declared, v] :
+         llvm::enumerate(graph.results, outputs)) {
+      Type want = tensorType(declared);
+      if (want != v.getType()) {
+        error(ret->values[i]->getLoc())
+            << "return value " << i + 1 << " is " << formatType(v.getType())
+            << " but graph '" << graph.name << "' declares "
+            << formatType(want);
+        return failure();
+      }
+    }
+  }
+
+  SmallVector<Value> results(outputs);
+  if (minimize)
+    results.append(minimize->result_begin(), minimize->result_end());
+  func::ReturnOp::create(builder, loc(ret->getLoc()), results);
+  func.setFunctionType(
+      builder.getFunctionType(argTypes, TypeRange(ValueRange(results))));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    func.setResultAttr(i, tg::TGDialect::kOutputAttrName,
+                       builder.getI64IntegerAttr(i));
+  if (minimize)
+    for (auto [i, p] : llvm::enumerate(params))
+      func.setResultAttr(outputs.size() + i, tg::TGDialect::kParamOutAttrName,
+                         builder.getStringAttr(p.stmt->name));
+  return success();
+}
+
+OwningOpRef<ModuleOp> MLIRGenImpl::genModule(const ModuleAST &module) {
+  ctx.getOrLoadDialect<tg::TGDialect>();
+  ctx.getOrLoadDialect<func::FuncDialect>();
+  mlir::Location moduleLoc = builder.getUnknownLoc();
+  if (!module.graphs.empty() && module.graphs.front().loc.file)
+    moduleLoc = FileLineColLoc::get(&ctx, *module.graphs.front().loc.file, 1, 1);
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(moduleLoc);
+  theModule = *owned;
+  for (const GraphAST &graph : module.graphs)
+    if (failed(genGraph(graph)))
+      return nullptr;
+  if (failed(mlir::verify(*owned)))
+    return nullptr;
+  return owned;
+}
+
+OwningOpRef<ModuleOp> ampc::frontend::mlirGen(MLIRContext &context,
+                                              const ModuleAST &module) {
+  return MLIRGenImpl(context).genModule(module);
+}

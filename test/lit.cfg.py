@@ -1,0 +1,34 @@
+# -*- Python -*-
+# lit configuration of the ampc suite: FileCheck tests of the dialect, the
+# frontend, the passes and the `ampc` driver.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "AMPC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".tg", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ampc_obj_root, "test")
+# Inputs of other tests, not tests themselves.
+config.excludes = ["Inputs", "bad", "fuzz-corpus", "CMakeLists.txt", "README.md",
+                   "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%ampc_src_root", config.ampc_src_root))
+config.substitutions.append(("%python", config.python_executable or "python3"))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
+tools = ["ampc", "ampc-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if shutil.which("dot"):
+    config.available_features.add("graphviz")

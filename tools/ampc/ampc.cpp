@@ -1,0 +1,286 @@
+//===- ampc.cpp - the ampc compiler driver --------------------------------===//
+//
+// `ampc [compile] INPUT [options]` and `ampc run INPUT [options]`
+// (shared/spec/cli.md). Exit codes: 0 success, 1 the input is wrong,
+// 2 the command line is wrong, 3 a runtime failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Frontend/MLIRGen.h"
+#include "ampc/Frontend/Parser.h"
+#include "ampc/InitAll.h"
+#include "ampc/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
+
+enum class EmitKind { MLIR };
+
+cl::OptionCategory ampcCategory("ampc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .tg or .mlir>"),
+                               cl::cat(ampcCategory));
+cl::opt<std::string> outputFile("o", cl::desc("Write the output to FILE "
+                                              "(default: stdout); written "
+                                              "atomically, only on success"),
+                                cl::value_desc("FILE"), cl::init("-"),
+                                cl::cat(ampcCategory));
+cl::opt<EmitKind> emitKind(
+    "emit", cl::desc("What to emit"), cl::init(EmitKind::MLIR),
+    cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline")),
+    cl::cat(ampcCategory));
+cl::opt<bool> printLocations(
+    "locations",
+    cl::desc("Print source locations in --emit=mlir (default: true; "
+             "--locations=false for bare IR)"),
+    cl::init(true), cl::cat(ampcCategory));
+cl::opt<bool> runCanonicalizer("canonicalize",
+                           cl::desc("Run the canonicalizer (default: true)"),
+                               cl::init(true), cl::cat(ampcCategory));
+
+/// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
+/// when the line is short enough to be useful.
+class DiagnosticPrinter {
+public:
+  DiagnosticPrinter(llvm::raw_ostream &os) : os(os) {}
+
+  void addBuffer(StringRef name, StringRef text) { buffers[name] = text; }
+
+  void print(Diagnostic &diag) {
+    printOne(diag.getLocation(), diag.getSeverity(), diag.str());
+    for (Diagnostic &note : diag.getNotes())
+      printOne(note.getLocation(), note.getSeverity(), note.str());
+  }
+
+private:
+  llvm::raw_ostream &os;
+  llvm::StringMap<StringRef> buffers;
+
+  static StringRef severityName(DiagnosticSeverity s) {
+    switch (s) {
+    case DiagnosticSeverity::Error:
+      return "error";
+    case DiagnosticSeverity::Warning:
+      return "warning";
+    case DiagnosticSeverity::Note:
+      return "note";
+    case DiagnosticSeverity::Remark:
+      return "note";
+    }
+    return "error";
+  }
+
+  void printOne(Location loc, DiagnosticSeverity severity,
+                const std::string &message) {
+    auto flc = loc->findInstanceOf<FileLineColLoc>();
+    if (flc)
+      os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
+         << flc.getColumn() << ": ";
+    else
+      os << "ampc: ";
+    os << severityName(severity) << ": " << message << "\n";
+    if (flc)
+      printSnippet(flc);
+    os.flush();
+  }
+
+  void printSnippet(FileLineColLoc flc) {
+    auto it = buffers.find(flc.getFilename().getValue());
+    if (it == buffers.end() || flc.getLine() == 0)
+      return;
+    StringRef text = it->second;
+    size_t pos = 0;
+    for (unsigned line = 1; line < flc.getLine(); ++line) {
+      pos = text.find('\n', pos);
+      if (pos == StringRef::npos)
+        return;
+      ++pos;
+    }
+    StringRef line = text.substr(pos).split('\n').first.rtrim('\r');
+    // Long or binary lines would only flood the terminal.
+    if (line.size() > 300 || flc.getColumn() == 0 ||
+        flc.getColumn() > line.size() + 1 ||
+        llvm::any_of(line, [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 && c != '\t';
+        }))
+      return;
+    os << line << "\n";
+    for (unsigned i = 1; i < flc.getColumn(); ++i)
+      os << (line[i - 1] == '\t' ? '\t' : ' ');
+    os << "^\n";
+  }
+};
+
+bool hasGraph(ModuleOp module) {
+  return !module.getOps<func::FuncOp>().empty();
+}
+} // namespace
+
+static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
+  auto bufferOr = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/false,
+                                                     /*RequiresNullTerminator=*/true);
+  if (std::error_code ec = bufferOr.getError()) {
+    llvm::errs() << "ampc: error: cannot read '" << inputFile
+                 << "': " << ec.message() << "\n";
+    return kInputError;
+  }
+  std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
+  StringRef name = inputFile;
+  printer.addBuffer(name, buffer->getBuffer());
+  mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
+
+  OwningOpRef<ModuleOp> module;
+  StringRef ext = llvm::sys::path::extension(name);
+  if (ext == ".mlir") {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(buffer->getBuffer(), name,
+                                         /*RequiresNullTerminator=*/true),
+        llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return kInputError;
+    if (!hasGraph(*module)) {
+      emitError(fileStart) << "no graph (func.func) in '" << name << "'";
+      return kInputError;
+    }
+  } else if (ext == ".tg" || name == "-") {
+    std::vector<ampc::frontend::Diagnostic> diags;
+    auto ast = ampc::frontend::parseModule(buffer->getBuffer(), name, diags);
+    if (!ast || !diags.empty()) {
+      for (const auto &d : diags)
+        emitError(FileLineColLoc::get(
+            &context, d.loc.file ? StringRef(*d.loc.file) : name, d.loc.line,
+            d.loc.col))
+            << d.message;
+      if (diags.empty())
+        emitError(fileStart) << "cannot parse '" << name << "'";
+      return kInputError;
+    }
+    if (ast->graphs.empty()) {
+      emitError(fileStart) << "no graph in '" << name
+                           << "' (expected 'graph NAME(...) { ... }')";
+      return kInputError;
+    }
+    module = ampc::frontend::mlirGen(context, *ast);
+    if (!module)
+      return kInputError;
+  } else {
+    llvm::errs() << "ampc: error: '" << name
+                 << "' is neither a .tg nor a .mlir file\n";
+    return kUsageError;
+  }
+
+  if (failed(verify(*module)))
+    return kInputError;
+
+  PassManager pm(&context);
+  ampc::PipelineOptions options;
+  options.canonicalize = runCanonicalizer;
+  ampc::buildPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return kInputError;
+
+  // Render the whole output first, so a failure never leaves a partial file.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  switch (emitKind) {
+  case EmitKind::MLIR: {
+    OpPrintingFlags flags;
+    if (printLocations)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+    break;
+  }
+  }
+
+  if (outputFile == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return kSuccess;
+  }
+  // writeToOutput goes through a temporary file and a rename: an existing
+  // FILE is replaced whole or not at all.
+  if (llvm::Error err = llvm::writeToOutput(
+          outputFile, [&](llvm::raw_ostream &out) -> llvm::Error {
+            out << text;
+            return llvm::Error::success();
+          })) {
+    llvm::errs() << "ampc: error: cannot write '" << outputFile
+                 << "': " << llvm::toString(std::move(err)) << "\n";
+    return kInputError;
+  }
+  return kSuccess;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+
+  // `ampc compile X` and `ampc X` are the same; `ampc run X` executes.
+  std::vector<const char *> args(argv, argv + argc);
+  bool runMode = false;
+  if (args.size() > 1 && StringRef(args[1]) == "compile") {
+    args.erase(args.begin() + 1);
+  } else if (args.size() > 1 && StringRef(args[1]) == "run") {
+    args.erase(args.begin() + 1);
+    runMode = true;
+  }
+
+  cl::HideUnrelatedOptions(ampcCategory);
+  std::string errors;
+  llvm::raw_string_ostream errStream(errors);
+  if (!cl::ParseCommandLineOptions(
+          static_cast<int>(args.size()), args.data(),
+          "ampc: a mixed-precision graph compiler\n\n"
+          "  ampc [compile] INPUT [options]   compile a .tg or .mlir file\n"
+          "  ampc run INPUT [options]         compile and execute (not yet "
+          "available)\n",
+          &errStream)) {
+    llvm::errs() << errors;
+    return kUsageError;
+  }
+  if (inputFile.empty()) {
+    llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
+    return kUsageError;
+  }
+  if (runMode) {
+    llvm::errs() << "ampc: error: 'ampc run' is not available yet: execution "
+                    "needs the runtime lowering, which is not built\n";
+    return kUsageError;
+  }
+
+  DialectRegistry registry;
+  ampc::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Diagnostics are printed by the driver, never with an op dump attached.
+  context.printOpOnDiagnostic(false);
+  context.printStackTraceOnDiagnostic(false);
+
+  DiagnosticPrinter printer(llvm::errs());
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    printer.print(diag);
+    return success();
+  });
+  return compile(context, printer);
+}
