@@ -689,7 +689,10 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     std::string approx = "none";
     if (const KeywordArg *kw = call.findKeyword("approximate")) {
       if (kw->value.kind != AttrAST::Kind::String)
-        return attrError(call, *kw, "\"none\" or \"tanh\""), nullptr;
+      {
+        (void)attrError(call, *kw, "\"none\" or \"tanh\"");
+        return nullptr;
+      }
       approx = kw->value.string;
       if (approx != "none" && approx != "tanh") {
         error(kw->value.loc) << "attribute 'approximate' of 'gelu' must be "
@@ -911,7 +914,10 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       return nullptr;
     }
     if (to->value.kind != AttrAST::Kind::DType)
-      return attrError(call, *to, "a dtype"), nullptr;
+    {
+      (void)attrError(call, *to, "a dtype");
+      return nullptr;
+    }
     auto type = cast<RankedTensorType>(ops[0].getType());
     auto result = type.clone(elementType(to->value.dtype));
     return tg::CastOp::create(builder, l, result, ops[0]);
