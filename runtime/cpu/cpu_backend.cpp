@@ -1,0 +1,749 @@
+//===- cpu_backend.cpp - The CPU backend ------------------------------------===//
+//
+// Plain loops in f32 (f64 for long accumulations), GEMMs through OpenBLAS
+// cblas_sgemm on exactly widened inputs. Single-threaded apart from
+// OpenBLAS's own threads: on the 2-core machines this targets, the elementwise
+// kernels are memory-bound and threads would cost determinism for little.
+//
+//===----------------------------------------------------------------------===//
+#include "../src/common.h"
+#include "../src/half.h"
+#include "../src/philox.h"
+
+#include <cblas.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+namespace ampc {
+namespace {
+
+/// Visits every index of `w` in row-major order with the three operands'
+/// element offsets.
+template <typename F> void forEach(const Walk &w, F &&f) {
+  int64_t n = w.numel();
+  if (n == 0)
+    return;
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, o0, o1, o2);
+    for (int d = w.rank - 1; d >= 0; --d) {
+      if (++idx[d] < w.shape[d]) {
+        o0 += w.stride[0][d];
+        o1 += w.stride[1][d];
+        o2 += w.stride[2][d];
+        break;
+      }
+      o0 -= w.stride[0][d] * (w.shape[d] - 1);
+      o1 -= w.stride[1][d] * (w.shape[d] - 1);
+      o2 -= w.stride[2][d] * (w.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+bool readFlag(Buf f) {
+  if (!f.data)
+    return false;
+  return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
+                             : *static_cast<const float *>(f.data) != 0.0f;
+}
+
+/// f32 view of `count` elements: the data itself when already f32.
+class F32View {
+public:
+  F32View(Buf b, int64_t count) {
+    if (b.dtype == AMPC_F32) {
+      ptr = static_cast<const float *>(b.data);
+      return;
+    }
+    store.resize(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+      store[i] = loadF32(b.data, b.dtype, i);
+    ptr = store.data();
+  }
+  const float *get() const { return ptr; }
+
+private:
+  std::vector<float> store;
+  const float *ptr;
+};
+
+float applyEpilogue(ampc_epilogue e, float v) {
+  switch (e) {
+  case AMPC_EPILOGUE_NONE:
+    return v;
+  case AMPC_EPILOGUE_RELU:
+    return unaryForward(UnaryOp::Relu, v);
+  case AMPC_EPILOGUE_GELU:
+    return unaryForward(UnaryOp::Gelu, v);
+  case AMPC_EPILOGUE_GELU_TANH:
+    return unaryForward(UnaryOp::GeluTanh, v);
+  }
+  return v;
+}
+
+class CpuBackend final : public Backend {
+public:
+  ampc_backend kind() const override { return AMPC_BACKEND_CPU; }
+
+  ampc_status alloc(size_t bytes, void **ptr) override {
+    size_t rounded = (bytes + 255) & ~static_cast<size_t>(255);
+    *ptr = aligned_alloc(256, rounded);
+    if (!*ptr)
+      return setError(AMPC_ERROR_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate %zu bytes", bytes);
+    return AMPC_OK;
+  }
+  ampc_status release(void *ptr) override {
+    free(ptr);
+    return AMPC_OK;
+  }
+  ampc_status copyBytes(void *dst, const void *src, size_t bytes,
+                        ampc_memcpy_kind) override {
+    memmove(dst, src, bytes);
+    return AMPC_OK;
+  }
+  ampc_status setBytes(void *ptr, int value, size_t bytes) override {
+    memset(ptr, value, bytes);
+    return AMPC_OK;
+  }
+  ampc_status synchronize() override { return AMPC_OK; }
+  ampc_status tempAlloc(size_t bytes, void **ptr) override {
+    return alloc(bytes, ptr);
+  }
+  void tempFree(void *ptr) override { free(ptr); }
+
+  ampc_status copy(Buf dst, Buf src, const Walk &w, float scale) override {
+    if (scale == 1.0f) {
+      forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
+        convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);
+      });
+    } else {
+      forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
+        storeF32(dst.data, dst.dtype, o0,
+                 scale * loadF32(src.data, src.dtype, o1));
+      });
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status fill(Buf y, int64_t n, double value) override {
+    if (isFloatDtype(y.dtype)) {
+      float v = static_cast<float>(value);
+      for (int64_t i = 0; i < n; ++i)
+        storeF32(y.data, y.dtype, i, v);
+      return AMPC_OK;
+    }
+    int64_t v = static_cast<int64_t>(value);
+    for (int64_t i = 0; i < n; ++i) {
+      if (y.dtype == AMPC_I64)
+        static_cast<int64_t *>(y.data)[i] = v;
+      else if (y.dtype == AMPC_I32)
+        static_cast<int32_t *>(y.data)[i] = static_cast<int32_t>(v);
+      else
+        static_cast<uint8_t *>(y.data)[i] = value != 0.0;
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
+                     bool normal, double p0, double p1) override {
+    for (int64_t i = 0; i < n; ++i) {
+      double v = normal ? philoxNormal(seed, offset, i, p0, p1)
+                        : philoxUniform(seed, offset, i, p0, p1);
+      storeF32(y.data, y.dtype, i, static_cast<float>(v));
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i)
+      storeF32(y.data, y.dtype, i,
+               unaryForward(op, loadF32(x.data, x.dtype, i)));
+    return AMPC_OK;
+  }
+
+  ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i)
+      storeF32(dx.data, dx.dtype, i,
+               unaryBackward(op, loadF32(x.data, x.dtype, i),
+                             loadF32(dy.data, dy.dtype, i)));
+    return AMPC_OK;
+  }
+
+  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
+                     const Walk &w) override {
+    forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
+      storeF32(y.data, y.dtype, o0,
+               binaryForward(op, loadF32(a.data, a.dtype, o1),
+                             loadF32(b.data, b.dtype, o2)));
+    });
+    return AMPC_OK;
+  }
+
+  ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+                        const Walk &w) override {
+    forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
+      storeF32(g.data, g.dtype, o0,
+               binaryBackward(op, which, loadF32(a.data, a.dtype, o1),
+                              loadF32(b.data, b.dtype, o2),
+                              loadF32(dy.data, dy.dtype, o0)));
+    });
+    return AMPC_OK;
+  }
+
+  ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
+                     const Walk &inner) override {
+    int64_t count = inner.numel();
+    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+      if (op == ReduceOp::Max) {
+        float m = -INFINITY;
+        forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+          float v = loadF32(x.data, x.dtype, xo + xi);
+          if (v > m || v != v)
+            m = (m != m) ? m : v;
+        });
+        storeF32(y.data, y.dtype, yo, m);
+        return;
+      }
+      double acc = 0.0;
+      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+        acc += loadF32(x.data, x.dtype, xo + xi);
+      });
+      if (op == ReduceOp::Mean)
+        acc /= static_cast<double>(count);
+      storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
+    });
+    return AMPC_OK;
+  }
+
+  ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
+                           const Walk &inner) override {
+    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+      float m = loadF32(y.data, y.dtype, yo);
+      float g = loadF32(dy.data, dy.dtype, yo);
+      int64_t ties = 0;
+      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+        ties += loadF32(x.data, x.dtype, xo + xi) == m;
+      });
+      float share = ties ? g / static_cast<float>(ties) : 0.0f;
+      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+        bool hit = loadF32(x.data, x.dtype, xo + xi) == m;
+        storeF32(dx.data, dx.dtype, xo + xi, hit ? share : 0.0f);
+      });
+    });
+    return AMPC_OK;
+  }
+
+  ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
+                      int64_t inner) override {
+    std::vector<float> row(static_cast<size_t>(dim));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        int64_t base = o * dim * inner + in;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < dim; ++j) {
+          row[j] = loadF32(x.data, x.dtype, base + j * inner);
+          m = row[j] > m ? row[j] : m;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < dim; ++j)
+          sum += expf(row[j] - m);
+        float lse = logf(static_cast<float>(sum));
+        float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < dim; ++j)
+          storeF32(y.data, y.dtype, base + j * inner,
+                   log ? row[j] - m - lse : expf(row[j] - m) * inv);
+      }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
+                         int64_t dim, int64_t inner) override {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        int64_t base = o * dim * inner + in;
+        double dot = 0.0;
+        for (int64_t j = 0; j < dim; ++j) {
+          float g = loadF32(dy.data, dy.dtype, base + j * inner);
+          dot += log ? g : g * loadF32(y.data, y.dtype, base + j * inner);
+        }
+        float s = static_cast<float>(dot);
+        for (int64_t j = 0; j < dim; ++j) {
+          int64_t i = base + j * inner;
+          float g = loadF32(dy.data, dy.dtype, i);
+          float yv = loadF32(y.data, y.dtype, i);
+          storeF32(dx.data, dx.dtype, i,
+                   log ? g - expf(yv) * s : yv * (g - s));
+        }
+      }
+    }
+    return AMPC_OK;
+  }
+
+  /// Mean (0 for rms) and reciprocal std of one row, accumulated in f64.
+  static void rowStats(bool rms, Buf x, int64_t base, int64_t cols, float eps,
+                       float &mean, float &rstd) {
+    double s = 0.0, s2 = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = loadF32(x.data, x.dtype, base + j);
+      s += v;
+      s2 += v * v;
+    }
+    double mu = rms ? 0.0 : s / cols;
+    double var = rms ? s2 / cols : s2 / cols - mu * mu;
+    if (var < 0)
+      var = 0;
+    mean = static_cast<float>(mu);
+    rstd = static_cast<float>(1.0 / sqrt(var + eps));
+  }
+
+  ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
+                   int64_t cols, float eps) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      float mean, rstd;
+      rowStats(rms, x, r * cols, cols, eps, mean, rstd);
+      for (int64_t j = 0; j < cols; ++j) {
+        float v = (loadF32(x.data, x.dtype, r * cols + j) - mean) * rstd;
+        if (w.data)
+          v *= loadF32(w.data, w.dtype, j);
+        if (b.data)
+          v += loadF32(b.data, b.dtype, j);
+        storeF32(y.data, y.dtype, r * cols + j, v);
+      }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                      int64_t rows, int64_t cols, float eps) override {
+    std::vector<double> dwAcc(dw.data ? cols : 0), dbAcc(db.data ? cols : 0);
+    std::vector<float> xhat(static_cast<size_t>(cols)),
+        g(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t base = r * cols;
+      float mean, rstd;
+      rowStats(rms, x, base, cols, eps, mean, rstd);
+      double sumG = 0.0, sumGX = 0.0;
+      for (int64_t j = 0; j < cols; ++j) {
+        float d = loadF32(dy.data, dy.dtype, base + j);
+        xhat[j] = (loadF32(x.data, x.dtype, base + j) - mean) * rstd;
+        g[j] = w.data ? d * loadF32(w.data, w.dtype, j) : d;
+        sumG += g[j];
+        sumGX += static_cast<double>(g[j]) * xhat[j];
+        if (dw.data)
+          dwAcc[j] += static_cast<double>(d) * xhat[j];
+        if (db.data)
+          dbAcc[j] += d;
+      }
+      if (!dx.data)
+        continue;
+      float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+      float meanGX = static_cast<float>(sumGX / cols);
+      for (int64_t j = 0; j < cols; ++j)
+        storeF32(dx.data, dx.dtype, base + j,
+                 rstd * (g[j] - meanG - xhat[j] * meanGX));
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      if (dw.data)
+        storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
+      if (db.data)
+        storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
+    }
+    return AMPC_OK;
+  }
+
+  /// Calls f(input offset within the plane) for each in-bounds tap of the
+  /// window at (oy, ox); returns the tap count.
+  template <typename F>
+  static void window(const PoolGeom &g, int64_t oy, int64_t ox, F &&f) {
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      int64_t iy = oy * g.sh - g.ph + ky;
+      if (iy < 0 || iy >= g.h)
+        continue;
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t ix = ox * g.sw - g.pw + kx;
+        if (ix >= 0 && ix < g.w)
+          f(iy * g.w + ix);
+      }
+    }
+  }
+
+  /// The offset of the first maximum of a max-pooling window (-1: none).
+  static int64_t argmax(const PoolGeom &g, Buf x, int64_t plane, int64_t oy,
+                        int64_t ox) {
+    int64_t best = -1;
+    float bv = -INFINITY;
+    window(g, oy, ox, [&](int64_t off) {
+      float v = loadF32(x.data, x.dtype, plane + off);
+      if (best < 0 || v > bv || (v != v && bv == bv)) {
+        best = off;
+        bv = v;
+      }
+    });
+    return best;
+  }
+
+  ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
+    float div = static_cast<float>(g.kh * g.kw);
+    for (int64_t p = 0; p < g.planes; ++p) {
+      int64_t plane = p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          float v;
+          if (g.isMax) {
+            int64_t a = argmax(g, x, plane, oy, ox);
+            v = a < 0 ? -INFINITY : loadF32(x.data, x.dtype, plane + a);
+          } else {
+            float s = 0.0f;
+            window(g, oy, ox, [&](int64_t off) {
+              s += loadF32(x.data, x.dtype, plane + off);
+            });
+            v = s / div;
+          }
+          storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
+        }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
+    std::vector<float> acc(static_cast<size_t>(g.h * g.w));
+    float div = static_cast<float>(g.kh * g.kw);
+    for (int64_t p = 0; p < g.planes; ++p) {
+      int64_t plane = p * g.h * g.w;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+          if (g.isMax) {
+            int64_t a = argmax(g, x, plane, oy, ox);
+            if (a >= 0)
+              acc[a] += d;
+          } else {
+            window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+          }
+        }
+      for (int64_t i = 0; i < g.h * g.w; ++i)
+        storeF32(dx.data, dx.dtype, plane + i, acc[i]);
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
+                        int64_t dim) override {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t id = loadIndex(ids.data, ids.dtype, i);
+      bool ok = id >= 0 && id < vocab;
+      for (int64_t j = 0; j < dim; ++j)
+        storeF32(y.data, y.dtype, i * dim + j,
+                 ok ? loadF32(table.data, table.dtype, id * dim + j) : 0.0f);
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
+                           int64_t vocab, int64_t dim) override {
+    std::vector<float> acc(static_cast<size_t>(vocab * dim), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t id = loadIndex(ids.data, ids.dtype, i);
+      if (id < 0 || id >= vocab)
+        continue;
+      for (int64_t j = 0; j < dim; ++j)
+        acc[id * dim + j] += loadF32(dy.data, dy.dtype, i * dim + j);
+    }
+    for (int64_t i = 0; i < vocab * dim; ++i)
+      storeF32(dtable.data, dtable.dtype, i, acc[i]);
+    return AMPC_OK;
+  }
+
+  /// log-sum-exp of one row of logits.
+  static float rowLse(Buf logits, int64_t base, int64_t classes) {
+    float m = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c) {
+      float v = loadF32(logits.data, logits.dtype, base + c);
+      m = v > m ? v : m;
+    }
+    double s = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      s += expf(loadF32(logits.data, logits.dtype, base + c) - m);
+    return m + logf(static_cast<float>(s));
+  }
+
+  ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
+                           int64_t classes) override {
+    double total = 0.0;
+    int64_t valid = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t label = loadIndex(labels.data, labels.dtype, r);
+      if (label == -100)
+        continue;
+      ++valid;
+      if (label < 0 || label >= classes) {
+        total = NAN;
+        continue;
+      }
+      total += rowLse(logits, r * classes, classes) -
+               loadF32(logits.data, logits.dtype, r * classes + label);
+    }
+    storeF32(loss.data, loss.dtype, 0,
+             static_cast<float>(total / static_cast<double>(valid)));
+    return AMPC_OK;
+  }
+
+  ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits, Buf labels,
+                              int64_t rows, int64_t classes) override {
+    int64_t valid = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      valid += loadIndex(labels.data, labels.dtype, r) != -100;
+    float scale = loadF32(dloss.data, dloss.dtype, 0) /
+                  static_cast<float>(valid);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t label = loadIndex(labels.data, labels.dtype, r);
+      int64_t base = r * classes;
+      float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
+      for (int64_t c = 0; c < classes; ++c) {
+        float v = 0.0f;
+        if (label != -100) {
+          float p = expf(loadF32(logits.data, logits.dtype, base + c) - lse);
+          v = (p - (c == label ? 1.0f : 0.0f)) * scale;
+        }
+        storeF32(dlogits.data, dlogits.dtype, base + c, v);
+      }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) override {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      float d = loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i);
+      s += static_cast<double>(d) * d;
+    }
+    storeF32(loss.data, loss.dtype, 0,
+             static_cast<float>(s / static_cast<double>(n)));
+    return AMPC_OK;
+  }
+
+  ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
+                     int64_t n) override {
+    float norm = 2.0f / static_cast<float>(n);
+    float g = loadF32(dloss.data, dloss.dtype, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      float v = norm * (loadF32(a.data, a.dtype, i) -
+                        loadF32(b.data, b.dtype, i)) *
+                g;
+      if (da.data)
+        storeF32(da.data, da.dtype, i, v);
+      if (db.data)
+        storeF32(db.data, db.dtype, i, -v);
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status gemm(const GemmDesc &d) override {
+    // Extent in elements of a batch of row-major matrices.
+    auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      return (d.batch - 1) * stride + (rows - 1) * ld + cols;
+    };
+    int64_t ar = d.transA ? d.k : d.m, ac = d.transA ? d.m : d.k;
+    int64_t br = d.transB ? d.n : d.k, bc = d.transB ? d.k : d.n;
+    bool emptyK = d.k == 0;
+    F32View a(d.a, emptyK ? 0 : extent(ar, ac, d.lda, d.strideA));
+    F32View b(d.b, emptyK ? 0 : extent(br, bc, d.ldb, d.strideB));
+    bool direct = d.c.dtype == AMPC_F32;
+    std::vector<float> tmp;
+    if (!direct)
+      tmp.resize(static_cast<size_t>(d.m * d.n));
+    std::vector<float> bias;
+    if (d.bias.data) {
+      bias.resize(static_cast<size_t>(d.n));
+      for (int64_t j = 0; j < d.n; ++j)
+        bias[j] = loadF32(d.bias.data, d.bias.dtype, j);
+    }
+    for (int64_t i = 0; i < d.batch; ++i) {
+      float *c;
+      int64_t ldc;
+      int64_t cOff = i * d.strideC;
+      if (direct) {
+        c = static_cast<float *>(d.c.data) + cOff;
+        ldc = d.ldc;
+      } else {
+        c = tmp.data();
+        ldc = d.n;
+        if (d.beta != 0.0f)
+          for (int64_t r = 0; r < d.m; ++r)
+            for (int64_t j = 0; j < d.n; ++j)
+              c[r * d.n + j] =
+                  loadF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j);
+      }
+      if (emptyK) {
+        for (int64_t r = 0; r < d.m; ++r)
+          for (int64_t j = 0; j < d.n; ++j)
+            c[r * ldc + j] = d.beta == 0.0f ? 0.0f : d.beta * c[r * ldc + j];
+      } else {
+        cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
+                    d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(d.m),
+                    static_cast<int>(d.n), static_cast<int>(d.k), d.alpha,
+                    a.get() + i * d.strideA, static_cast<int>(d.lda),
+                    b.get() + i * d.strideB, static_cast<int>(d.ldb), d.beta, c,
+                    static_cast<int>(ldc));
+      }
+      bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
+      for (int64_t r = 0; r < d.m && (post || !direct); ++r)
+        for (int64_t j = 0; j < d.n; ++j) {
+          float v = c[r * ldc + j];
+          if (d.bias.data)
+            v += bias[j];
+          v = applyEpilogue(d.epilogue, v);
+          if (direct)
+            c[r * ldc + j] = v;
+          else
+            storeF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j, v);
+        }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
+    int64_t hw = g.oh * g.ow;
+    for (int64_t c = 0; c < g.channels; ++c)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t row = ((c * g.kh + ky) * g.kw + kx) * hw;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+              int64_t out = row + oy * g.ow + ox;
+              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+                storeF32(col.data, col.dtype, out, 0.0f);
+              else
+                convertElement(col.data, col.dtype, out, x.data, x.dtype,
+                               (c * g.h + iy) * g.w + ix);
+            }
+          }
+        }
+    return AMPC_OK;
+  }
+
+  ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
+    int64_t hw = g.oh * g.ow;
+    for (int64_t c = 0; c < g.channels; ++c)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          const float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+            if (iy < 0 || iy >= g.h)
+              continue;
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+              if (ix >= 0 && ix < g.w)
+                dx[(c * g.h + iy) * g.w + ix] += row[oy * g.ow + ox];
+            }
+          }
+        }
+    return AMPC_OK;
+  }
+
+  ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
+                                 const float *scale) override {
+    bool found = false;
+    float inv = scale ? 1.0f / *scale : 1.0f;
+    for (int32_t t = 0; t < g.count; ++t) {
+      void *p = g.data[t];
+      ampc_dtype dt = g.dtypes[t];
+      for (int64_t i = 0; i < g.numels[t]; ++i) {
+        float v = loadF32(p, dt, i);
+        found |= !isFinite(v);
+        if (inv != 1.0f)
+          storeF32(p, dt, i, v * inv);
+      }
+    }
+    storeF32(foundInf.data, foundInf.dtype, 0, found ? 1.0f : 0.0f);
+    return AMPC_OK;
+  }
+
+  ampc_status updateScale(float *scale, int32_t *growthTracker,
+                          int32_t *hysteresisLeft, Buf foundInf,
+                          float growthFactor, float backoffFactor,
+                          int32_t growthInterval, int32_t hysteresis,
+                          float minScale, float maxScale) override {
+    updateScaleState(*scale, *growthTracker, *hysteresisLeft,
+                     readFlag(foundInf), growthFactor, backoffFactor,
+                     growthInterval, hysteresis, minScale, maxScale);
+    return AMPC_OK;
+  }
+
+  ampc_status clipGradNorm(float *totalNorm, const TensorList &g,
+                           float maxNorm, Buf foundInf) override {
+    if (readFlag(foundInf))
+      return AMPC_OK;
+    double sq = 0.0;
+    for (int32_t t = 0; t < g.count; ++t)
+      for (int64_t i = 0; i < g.numels[t]; ++i) {
+        double v = loadF32(g.data[t], g.dtypes[t], i);
+        sq += v * v;
+      }
+    float total = static_cast<float>(sqrt(sq));
+    if (totalNorm)
+      *totalNorm = total;
+    float coef = clipCoefficient(total, maxNorm);
+    for (int32_t t = 0; t < g.count; ++t)
+      for (int64_t i = 0; i < g.numels[t]; ++i)
+        storeF32(g.data[t], g.dtypes[t], i,
+                 loadF32(g.data[t], g.dtypes[t], i) * coef);
+    return AMPC_OK;
+  }
+
+  ampc_status sgd(const TensorList &params, const TensorList &grads,
+                  void *const *bufs, const SgdScalars &s,
+                  Buf foundInf) override {
+    if (readFlag(foundInf))
+      return AMPC_OK;
+    for (int32_t t = 0; t < params.count; ++t) {
+      float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
+      for (int64_t i = 0; i < params.numels[t]; ++i) {
+        float p = loadF32(params.data[t], params.dtypes[t], i);
+        sgdElement(p, loadF32(grads.data[t], grads.dtypes[t], i),
+                   buf ? buf + i : nullptr, s);
+        storeF32(params.data[t], params.dtypes[t], i, p);
+      }
+    }
+    return AMPC_OK;
+  }
+
+  ampc_status adamw(const TensorList &params, const TensorList &grads,
+                    void *const *expAvgs, void *const *expAvgSqs,
+                    int32_t *step, double lr, double beta1, double beta2,
+                    double eps, double weightDecay, Buf foundInf) override {
+    if (readFlag(foundInf))
+      return AMPC_OK;
+    *step += 1;
+    AdamwScalars s = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
+    for (int32_t t = 0; t < params.count; ++t) {
+      float *m = static_cast<float *>(expAvgs[t]);
+      float *v = static_cast<float *>(expAvgSqs[t]);
+      for (int64_t i = 0; i < params.numels[t]; ++i) {
+        float p = loadF32(params.data[t], params.dtypes[t], i);
+        adamwElement(p, loadF32(grads.data[t], grads.dtypes[t], i), m[i], v[i],
+                     s);
+        storeF32(params.data[t], params.dtypes[t], i, p);
+      }
+    }
+    return AMPC_OK;
+  }
+};
+
+} // namespace
+
+Backend *createCpuBackend() { return new CpuBackend(); }
+
+} // namespace ampc

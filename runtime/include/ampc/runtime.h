@@ -1,0 +1,649 @@
+/*===- ampc/runtime.h - The ampc runtime C ABI -------------------*- C -*-===*
+ *
+ * The only header the compiler (and code it emits) knows about the runtime.
+ *
+ * Conventions (see docs/runtime.md):
+ *  - Every entry point except ampc_runtime_version, ampc_last_error and
+ *    ampc_status_string returns an ampc_status; on failure
+ *    ampc_last_error() returns a description (thread-local).
+ *  - Every kernel takes the context first, then its outputs, then its inputs,
+ *    then attributes. A tensor is four arguments: a device pointer, its dtype,
+ *    a host array of dims (int64) and the rank (int32). Tensors are dense,
+ *    row-major and contiguous; images are NCHW, conv weights OIHW.
+ *  - Every float kernel takes each tensor's dtype separately and computes in
+ *    f32 (f32 accumulation), so casts can be fused into loads and stores.
+ *  - In *_bwd functions a gradient output may be NULL when it is not needed;
+ *    gradient outputs are overwritten, never accumulated.
+ *  - Device-resident scalars (found_inf, loss scale, step counts) are rank-0
+ *    tensors in device memory; nothing in a step synchronises with the host.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef AMPC_RUNTIME_H
+#define AMPC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AMPC_RUNTIME_VERSION_MAJOR 1
+#define AMPC_RUNTIME_VERSION_MINOR 0
+#define AMPC_RUNTIME_VERSION_PATCH 0
+/// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
+#define AMPC_RUNTIME_VERSION                                                   \
+  (AMPC_RUNTIME_VERSION_MAJOR * 10000 + AMPC_RUNTIME_VERSION_MINOR * 100 +     \
+   AMPC_RUNTIME_VERSION_PATCH)
+
+/// Largest tensor rank any kernel accepts.
+#define AMPC_MAX_RANK 8
+
+#if defined(_WIN32)
+#define AMPC_API __declspec(dllexport)
+#else
+#define AMPC_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Result of every entry point.
+typedef enum ampc_status {
+  AMPC_OK = 0,
+  AMPC_ERROR_INVALID_ARGUMENT = 1,  ///< A bad attribute, count or enum value.
+  AMPC_ERROR_NULL_POINTER = 2,      ///< A required pointer was NULL.
+  AMPC_ERROR_SHAPE_MISMATCH = 3,    ///< Shapes or sizes do not fit together.
+  AMPC_ERROR_UNSUPPORTED_DTYPE = 4, ///< Unknown dtype or not valid for this op.
+  AMPC_ERROR_OUT_OF_MEMORY = 5,
+  AMPC_ERROR_BACKEND_UNAVAILABLE = 6, ///< The backend was not built in.
+  AMPC_ERROR_NO_DEVICE = 7,           ///< No usable GPU or driver.
+  AMPC_ERROR_DEVICE = 8,     ///< A CUDA / cuBLASLt call failed.
+  AMPC_ERROR_INTERNAL = 9
+} ampc_status;
+
+/// Element types. Values are stable across versions.
+typedef enum ampc_dtype {
+  AMPC_F32 = 0,
+  AMPC_F16 = 1,  ///< IEEE binary16.
+  AMPC_BF16 = 2, ///< bfloat16 (upper half of an f32).
+  AMPC_I32 = 3,
+  AMPC_I64 = 4,
+  AMPC_BOOL = 5 ///< One byte, 0 or 1.
+} ampc_dtype;
+
+typedef enum ampc_backend {
+  AMPC_BACKEND_CPU = 0,
+  AMPC_BACKEND_CUDA = 1
+} ampc_backend;
+
+typedef enum ampc_memcpy_kind {
+  AMPC_MEMCPY_HOST_TO_DEVICE = 0,
+  AMPC_MEMCPY_DEVICE_TO_HOST = 1,
+  AMPC_MEMCPY_DEVICE_TO_DEVICE = 2,
+  AMPC_MEMCPY_HOST_TO_HOST = 3
+} ampc_memcpy_kind;
+
+/// Activation applied by GEMM-based kernels after alpha*A*B + beta*C + bias.
+typedef enum ampc_epilogue {
+  AMPC_EPILOGUE_NONE = 0,
+  AMPC_EPILOGUE_RELU = 1,
+  AMPC_EPILOGUE_GELU = 2,      ///< Exact (erf) GELU.
+  AMPC_EPILOGUE_GELU_TANH = 3 ///< tanh-approximated GELU.
+} ampc_epilogue;
+
+/// The `approximate` attribute of gelu.
+typedef enum ampc_gelu_approximate {
+  AMPC_GELU_NONE = 0,
+  AMPC_GELU_TANH = 1
+} ampc_gelu_approximate;
+
+/// A runtime context: one backend, one device, one stream (CUDA).
+typedef struct ampc_context_impl *ampc_context;
+/// One contiguous device allocation for the compiler's planned buffers.
+typedef struct ampc_arena_impl *ampc_arena;
+
+/*===------------------------------------------------------------------===*
+ * Version, errors
+ *===------------------------------------------------------------------===*/
+
+/// The version the library was built as (AMPC_RUNTIME_VERSION encoding).
+AMPC_API uint32_t ampc_runtime_version(void);
+/// Text describing the last failure on this thread ("" if none).
+AMPC_API const char *ampc_last_error(void);
+/// A static name for a status code.
+AMPC_API const char *ampc_status_string(ampc_status status);
+/// Size in bytes of one element of `dtype`.
+AMPC_API ampc_status ampc_dtype_size(ampc_dtype dtype, size_t *bytes);
+
+/*===------------------------------------------------------------------===*
+ * Context and memory
+ *===------------------------------------------------------------------===*/
+
+/// Sets *available to 1 when contexts of `backend` can be created here.
+AMPC_API ampc_status ampc_backend_available(ampc_backend backend,
+                                            int32_t *available);
+/// Creates a context on `backend` (`device` is the CUDA ordinal; ignored on
+/// CPU). CUDA without a usable GPU or driver fails with AMPC_ERROR_NO_DEVICE,
+/// a CPU-only build with AMPC_ERROR_BACKEND_UNAVAILABLE.
+AMPC_API ampc_status ampc_context_create(ampc_backend backend, int32_t device,
+                                         ampc_context *ctx);
+/// Destroys a context (waits for its work). NULL is accepted.
+AMPC_API ampc_status ampc_context_destroy(ampc_context ctx);
+/// The backend a context runs on.
+AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
+                                          ampc_backend *backend);
+/// The context's CUDA stream (cudaStream_t) or NULL on CPU.
+AMPC_API ampc_status ampc_context_stream(ampc_context ctx, void **stream);
+/// Blocks the host until all work queued on the context has finished.
+AMPC_API ampc_status ampc_synchronize(ampc_context ctx);
+
+/// Allocates `bytes` of device memory (256-byte aligned) for state.
+AMPC_API ampc_status ampc_malloc(ampc_context ctx, size_t bytes, void **ptr);
+/// Frees memory from ampc_malloc. NULL is accepted.
+AMPC_API ampc_status ampc_free(ampc_context ctx, void *ptr);
+/// Stream-ordered copy of `bytes` bytes. Copies to the host complete before
+/// the call returns; others are asynchronous on CUDA.
+AMPC_API ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
+                                 size_t bytes, ampc_memcpy_kind kind);
+/// Sets `bytes` bytes of device memory to the byte `value`.
+AMPC_API ampc_status ampc_memset(ampc_context ctx, void *ptr, int32_t value,
+                                 size_t bytes);
+/// Creates an arena of `bytes` bytes whose base is 256-byte aligned; the
+/// compiler places its planned buffers at offsets from the base.
+AMPC_API ampc_status ampc_arena_create(ampc_context ctx, size_t bytes,
+                                       ampc_arena *arena);
+/// The arena's base device pointer.
+AMPC_API ampc_status ampc_arena_base(ampc_arena arena, void **base);
+/// The arena's size in bytes.
+AMPC_API ampc_status ampc_arena_size(ampc_arena arena, size_t *bytes);
+/// Destroys an arena. NULL is accepted.
+AMPC_API ampc_status ampc_arena_destroy(ampc_arena arena);
+
+/*===------------------------------------------------------------------===*
+ * Initialisation and casts
+ *===------------------------------------------------------------------===*/
+
+/// y[i] = value (rounded to y's dtype) for `numel` elements. Any dtype.
+AMPC_API ampc_status ampc_fill(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                               int64_t numel, double value);
+/// y[i] = low + (high - low) * u_i, u_i in [0, 1) from Philox4x32-10 keyed by
+/// `seed`; element i uses counter (i / 4, offset) lane i % 4, so the bits are
+/// the same on every backend and independent of how the work is split.
+AMPC_API ampc_status ampc_init_uniform(ampc_context ctx, void *y,
+                                       ampc_dtype y_dtype, int64_t numel,
+                                       uint64_t seed, uint64_t offset,
+                                       double low, double high);
+/// y[i] = mean + std * z_i, z_i standard normal (Box-Muller in f64 on the
+/// Philox stream of ampc_init_uniform).
+AMPC_API ampc_status ampc_init_normal(ampc_context ctx, void *y,
+                                      ampc_dtype y_dtype, int64_t numel,
+                                      uint64_t seed, uint64_t offset,
+                                      double mean, double std);
+
+/// y = cast(x): float<->float with IEEE round-to-nearest-even (overflow to
+/// inf, NaN kept quiet); int/bool<->any as C conversions (float->int
+/// truncates). Shapes must have the same element count.
+AMPC_API ampc_status ampc_cast_fwd(ampc_context ctx, void *y,
+                                   ampc_dtype y_dtype, const int64_t *y_shape,
+                                   int32_t y_rank, const void *x,
+                                   ampc_dtype x_dtype, const int64_t *x_shape,
+                                   int32_t x_rank);
+/// dx = cast(dy) back to the input dtype.
+AMPC_API ampc_status ampc_cast_bwd(ampc_context ctx, void *dx,
+                                   ampc_dtype dx_dtype,
+                                   const int64_t *dx_shape, int32_t dx_rank,
+                                   const void *dy, ampc_dtype dy_dtype,
+                                   const int64_t *dy_shape, int32_t dy_rank);
+
+/*===------------------------------------------------------------------===*
+ * Linear algebra
+ *===------------------------------------------------------------------===*/
+
+/// Row-major strided-batched GEMM: for each batch i < `batch`,
+///   C_i = epilogue(alpha * op(A_i) * op(B_i) + beta * C_i + bias)
+/// op(A_i) is m x k (A_i is k x m when trans_a), op(B_i) is k x n; lda, ldb,
+/// ldc are row strides in elements; stride_* are batch strides in elements
+/// (0 broadcasts one matrix over the batch). `bias` (n elements, may be NULL)
+/// is added to every row. A and B may be f32/f16/bf16 (products are exact in
+/// f32, accumulation f32), C f32/f16/bf16. When beta == 0, C is not read.
+AMPC_API ampc_status ampc_gemm(
+    ampc_context ctx, void *c, ampc_dtype c_dtype, const void *a,
+    ampc_dtype a_dtype, const void *b, ampc_dtype b_dtype, const void *bias,
+    ampc_dtype bias_dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+    int32_t trans_a, int32_t trans_b, int64_t lda, int64_t ldb, int64_t ldc,
+    int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha,
+    float beta, ampc_epilogue epilogue);
+
+/// y = torch.matmul(a, b): 1-D operands are promoted as in PyTorch, batch
+/// dims broadcast.
+AMPC_API ampc_status ampc_matmul_fwd(ampc_context ctx, void *y,
+                                     ampc_dtype y_dtype,
+                                     const int64_t *y_shape, int32_t y_rank,
+                                     const void *a, ampc_dtype a_dtype,
+                                     const int64_t *a_shape, int32_t a_rank,
+                                     const void *b, ampc_dtype b_dtype,
+                                     const int64_t *b_shape, int32_t b_rank);
+/// da = dy * b^T, db = a^T * dy, each summed over the batch dims it was
+/// broadcast along.
+AMPC_API ampc_status ampc_matmul_bwd(
+    ampc_context ctx, void *da, ampc_dtype da_dtype, const int64_t *da_shape,
+    int32_t da_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *a,
+    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
+    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);
+
+/// y = epilogue(x * w^T + bias): x [..., in], w [out, in], bias [out] or
+/// NULL, y [..., out].
+AMPC_API ampc_status ampc_linear_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, ampc_epilogue epilogue);
+/// dx = dy * w, dw = dy^T * x, dbias = sum of dy over rows (for
+/// epilogue NONE only: pass the gradient after the activation's backward).
+AMPC_API ampc_status ampc_linear_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank);
+
+/// F.conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O] or NULL,
+/// y [N, O, HO, WO]. Implemented as im2col + GEMM on both backends.
+AMPC_API ampc_status ampc_conv2d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_h,
+    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+/// Gradients of ampc_conv2d_fwd with respect to x, w and bias.
+AMPC_API ampc_status ampc_conv2d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+
+/*===------------------------------------------------------------------===*
+ * Elementwise binary ops, NumPy broadcasting: y's shape is the broadcast
+ * of a's and b's. *_bwd: da/db have a's/b's shapes; the gradient is summed
+ * over the dims that were broadcast.
+ *===------------------------------------------------------------------===*/
+
+#define AMPC_DECLARE_BINARY(OP)                                                \
+  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *a, ampc_dtype a_dtype,                       \
+      const int64_t *a_shape, int32_t a_rank, const void *b,                   \
+      ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);             \
+  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
+      const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
+      const int64_t *db_shape, int32_t db_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
+      int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
+      const int64_t *b_shape, int32_t b_rank);
+
+/// y = a + b; ampc_add_bwd gives da, db.
+AMPC_DECLARE_BINARY(add)
+/// y = a - b.
+AMPC_DECLARE_BINARY(sub)
+/// y = a * b.
+AMPC_DECLARE_BINARY(mul)
+/// y = a / b.
+AMPC_DECLARE_BINARY(div)
+/// y = max(a, b) (NaN propagates); ties split the gradient in half.
+AMPC_DECLARE_BINARY(maximum)
+/// y = min(a, b) (NaN propagates); ties split the gradient in half.
+AMPC_DECLARE_BINARY(minimum)
+/// y = a ** b; gradients as torch.pow (0 where the derivative is undefined).
+AMPC_DECLARE_BINARY(pow)
+
+/*===------------------------------------------------------------------===*
+ * Elementwise unary ops: y and x have one shape. *_bwd: dx = dy * f'(x).
+ *===------------------------------------------------------------------===*/
+
+#define AMPC_DECLARE_UNARY(OP)                                                 \
+  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank);                                 \
+  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
+      int32_t x_rank);
+
+/// y = -x.
+AMPC_DECLARE_UNARY(neg)
+/// y = |x| (gradient sign(x), 0 at 0).
+AMPC_DECLARE_UNARY(abs)
+/// y = exp(x).
+AMPC_DECLARE_UNARY(exp)
+/// y = log(x).
+AMPC_DECLARE_UNARY(log)
+/// y = sqrt(x).
+AMPC_DECLARE_UNARY(sqrt)
+/// y = 1 / sqrt(x).
+AMPC_DECLARE_UNARY(rsqrt)
+/// y = max(x, 0) (gradient 0 at 0).
+AMPC_DECLARE_UNARY(relu)
+/// y = x * sigmoid(x).
+AMPC_DECLARE_UNARY(silu)
+/// y = 1 / (1 + exp(-x)).
+AMPC_DECLARE_UNARY(sigmoid)
+/// y = tanh(x).
+AMPC_DECLARE_UNARY(tanh)
+
+/// y = gelu(x): x * Phi(x) (AMPC_GELU_NONE) or the tanh approximation.
+AMPC_API ampc_status ampc_gelu_fwd(ampc_context ctx, void *y,
+                                   ampc_dtype y_dtype, const int64_t *y_shape,
+                                   int32_t y_rank, const void *x,
+                                   ampc_dtype x_dtype, const int64_t *x_shape,
+                                   int32_t x_rank,
+                                   ampc_gelu_approximate approximate);
+/// dx = dy * gelu'(x).
+AMPC_API ampc_status ampc_gelu_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    ampc_gelu_approximate approximate);
+
+/*===------------------------------------------------------------------===*
+ * Reductions over `dims` (n_dims == 0: all dims; negative dims count from
+ * the end). y's shape is x's with the reduced dims removed, or kept as 1 when
+ * `keepdim`. Accumulation is f32 (CUDA) / f64 (CPU).
+ *===------------------------------------------------------------------===*/
+
+#define AMPC_DECLARE_REDUCTION(OP)                                             \
+  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank, const int64_t *dims,             \
+      int32_t n_dims, int32_t keepdim);                                        \
+  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
+      int32_t x_rank, const void *y, ampc_dtype y_dtype,                       \
+      const int64_t *y_shape, int32_t y_rank, const int64_t *dims,             \
+      int32_t n_dims, int32_t keepdim);
+
+/// y = sum of x over dims. bwd broadcasts dy (x and y may be NULL).
+AMPC_DECLARE_REDUCTION(sum)
+/// y = mean of x over dims. bwd broadcasts dy / count (x, y may be NULL).
+AMPC_DECLARE_REDUCTION(mean)
+/// y = max of x over dims (torch.amax). bwd splits dy evenly between the
+/// elements equal to the maximum (needs x and y).
+AMPC_DECLARE_REDUCTION(max)
+
+/*===------------------------------------------------------------------===*
+ * Normalisation
+ *===------------------------------------------------------------------===*/
+
+/// y = softmax(x, dim).
+AMPC_API ampc_status ampc_softmax_fwd(ampc_context ctx, void *y,
+                                      ampc_dtype y_dtype,
+                                      const int64_t *y_shape, int32_t y_rank,
+                                      const void *x, ampc_dtype x_dtype,
+                                      const int64_t *x_shape, int32_t x_rank,
+                                      int64_t dim);
+/// dx = y * (dy - sum(dy * y, dim)); y is the forward output.
+AMPC_API ampc_status ampc_softmax_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank, int64_t dim);
+/// y = log_softmax(x, dim).
+AMPC_API ampc_status ampc_log_softmax_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, int64_t dim);
+/// dx = dy - exp(y) * sum(dy, dim); y is the forward output.
+AMPC_API ampc_status ampc_log_softmax_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank, int64_t dim);
+
+/// y = (x - mean) / sqrt(var + eps) * w + b over the last dim (biased var);
+/// w, b have the last dim's size (either may be NULL: 1 and 0).
+AMPC_API ampc_status ampc_layer_norm_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank, double eps);
+/// dx, dw, db of layer_norm; statistics are recomputed from x.
+AMPC_API ampc_status ampc_layer_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
+    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps);
+/// y = x / sqrt(mean(x^2) + eps) * w over the last dim (w may be NULL).
+AMPC_API ampc_status ampc_rms_norm_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, double eps);
+/// dx, dw of rms_norm.
+AMPC_API ampc_status ampc_rms_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
+    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps);
+
+/*===------------------------------------------------------------------===*
+ * Pooling (NCHW; ceil_mode false; avg counts padding, as PyTorch's default)
+ *===------------------------------------------------------------------===*/
+
+#define AMPC_DECLARE_POOL(OP)                                                  \
+  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank, int64_t kernel_h,                \
+      int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,     \
+      int64_t pad_w);                                                          \
+  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
+      int32_t x_rank, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,    \
+      int64_t stride_w, int64_t pad_h, int64_t pad_w);
+
+/// F.max_pool2d; bwd routes dy to the first maximum of each window.
+AMPC_DECLARE_POOL(max_pool2d)
+/// F.avg_pool2d (count_include_pad=True); x may be NULL in bwd.
+AMPC_DECLARE_POOL(avg_pool2d)
+
+/*===------------------------------------------------------------------===*
+ * Shape ops (any dtype; float<->float conversions allowed between x and y)
+ *===------------------------------------------------------------------===*/
+
+/// y = reshape(x): a no-op when y == x and dtypes match, else a copy.
+AMPC_API ampc_status ampc_reshape_fwd(ampc_context ctx, void *y,
+                                      ampc_dtype y_dtype,
+                                      const int64_t *y_shape, int32_t y_rank,
+                                      const void *x, ampc_dtype x_dtype,
+                                      const int64_t *x_shape, int32_t x_rank);
+/// dx = reshape(dy).
+AMPC_API ampc_status ampc_reshape_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank);
+/// y = x.permute(perm); n_perm == 0 swaps the last two dims.
+AMPC_API ampc_status ampc_transpose_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const int64_t *perm, int32_t n_perm);
+/// dx = dy permuted by the inverse of perm.
+AMPC_API ampc_status ampc_transpose_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const int64_t *perm,
+    int32_t n_perm);
+/// y = concat(xs, dim). Inputs are arrays of `count` pointers, dtypes and
+/// shapes; every input has y's rank.
+AMPC_API ampc_status ampc_concat_fwd(ampc_context ctx, void *y,
+                                     ampc_dtype y_dtype,
+                                     const int64_t *y_shape, int32_t y_rank,
+                                     const void *const *xs,
+                                     const ampc_dtype *x_dtypes,
+                                     const int64_t *const *x_shapes,
+                                     int32_t count, int64_t dim);
+/// dxs[i] = the slice of dy that came from xs[i] (NULL entries skipped).
+AMPC_API ampc_status ampc_concat_bwd(ampc_context ctx, void *const *dxs,
+                                     const ampc_dtype *dx_dtypes,
+                                     const int64_t *const *dx_shapes,
+                                     int32_t count, const void *dy,
+                                     ampc_dtype dy_dtype,
+                                     const int64_t *dy_shape, int32_t dy_rank,
+                                     int64_t dim);
+/// y = x[..., start:end, ...] along `dim` (Python semantics for negative and
+/// out-of-range bounds, step 1).
+AMPC_API ampc_status ampc_slice_fwd(ampc_context ctx, void *y,
+                                    ampc_dtype y_dtype, const int64_t *y_shape,
+                                    int32_t y_rank, const void *x,
+                                    ampc_dtype x_dtype, const int64_t *x_shape,
+                                    int32_t x_rank, int64_t dim, int64_t start,
+                                    int64_t end);
+/// dx = zeros with dy written at the slice.
+AMPC_API ampc_status ampc_slice_bwd(ampc_context ctx, void *dx,
+                                    ampc_dtype dx_dtype,
+                                    const int64_t *dx_shape, int32_t dx_rank,
+                                    const void *dy, ampc_dtype dy_dtype,
+                                    const int64_t *dy_shape, int32_t dy_rank,
+                                    int64_t dim, int64_t start, int64_t end);
+/// y[..., :] = table[ids[...], :]: table [V, D], ids i32/i64 of any shape,
+/// y [ids..., D]. Ids outside [0, V) give zeros.
+AMPC_API ampc_status ampc_embedding_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *table, ampc_dtype table_dtype,
+    const int64_t *table_shape, int32_t table_rank, const void *ids,
+    ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank);
+/// dtable = scatter-add of dy rows at ids (deterministic order).
+AMPC_API ampc_status ampc_embedding_bwd(
+    ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
+    const int64_t *dtable_shape, int32_t dtable_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *ids, ampc_dtype ids_dtype, const int64_t *ids_shape,
+    int32_t ids_rank);
+
+/*===------------------------------------------------------------------===*
+ * Losses (mean reduction; loss is a rank-0 tensor)
+ *===------------------------------------------------------------------===*/
+
+/// loss = mean over rows of -log_softmax(logits)[label]; logits [N, C],
+/// labels [N] i32/i64. Label -100 is ignored (PyTorch's ignore_index) and the
+/// mean is over the other rows.
+AMPC_API ampc_status ampc_cross_entropy_fwd(
+    ampc_context ctx, void *loss, ampc_dtype loss_dtype,
+    const int64_t *loss_shape, int32_t loss_rank, const void *logits,
+    ampc_dtype logits_dtype, const int64_t *logits_shape, int32_t logits_rank,
+    const void *labels, ampc_dtype labels_dtype, const int64_t *labels_shape,
+    int32_t labels_rank);
+/// dlogits = (softmax(logits) - onehot(labels)) * dloss / valid_rows.
+AMPC_API ampc_status ampc_cross_entropy_bwd(
+    ampc_context ctx, void *dlogits, ampc_dtype dlogits_dtype,
+    const int64_t *dlogits_shape, int32_t dlogits_rank, const void *dloss,
+    ampc_dtype dloss_dtype, const int64_t *dloss_shape, int32_t dloss_rank,
+    const void *logits, ampc_dtype logits_dtype, const int64_t *logits_shape,
+    int32_t logits_rank, const void *labels, ampc_dtype labels_dtype,
+    const int64_t *labels_shape, int32_t labels_rank);
+/// loss = mean((a - b)^2); a and b have one shape.
+AMPC_API ampc_status ampc_mse_loss_fwd(
+    ampc_context ctx, void *loss, ampc_dtype loss_dtype,
+    const int64_t *loss_shape, int32_t loss_rank, const void *a,
+    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
+    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);
+/// da = 2 (a - b) dloss / numel, db = -da.
+AMPC_API ampc_status ampc_mse_loss_bwd(
+    ampc_context ctx, void *da, ampc_dtype da_dtype, const int64_t *da_shape,
+    int32_t da_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dloss, ampc_dtype dloss_dtype,
+    const int64_t *dloss_shape, int32_t dloss_rank, const void *a,
+    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
+    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);
+
+/*===------------------------------------------------------------------===*
+ * Loss scaling and optimizers (spec/amp.md). Lists of tensors are host
+ * arrays of `count` device pointers, dtypes and element counts. `found_inf`
+ * is a device scalar of dtype f32 or i32 (nonzero: skip); `scale` is a
+ * device f32 scalar.
+ *===------------------------------------------------------------------===*/
+
+/// One fused pass over every gradient: found_inf = any element non-finite
+/// (overwritten, 1 or 0); every gradient *= 1 / scale (computed in f32,
+/// stored in the gradient's dtype), as torch._amp_foreach_non_finite_check_
+/// and_unscale_. `scale` may be NULL (check only).
+AMPC_API ampc_status ampc_check_finite_unscale(
+    ampc_context ctx, void *found_inf, ampc_dtype found_inf_dtype,
+    void *const *grads, const ampc_dtype *grad_dtypes, const int64_t *numels,
+    int32_t count, const void *scale);
+
+/// The scale update of amp.md on device state: scale (f32), growth_tracker
+/// (i32), hysteresis_left (i32). min_scale <= 0: no minimum; max_scale <= 0
+/// or inf: no maximum. hysteresis 1 is PyTorch's GradScaler, 2 Megatron's.
+AMPC_API ampc_status ampc_update_scale(
+    ampc_context ctx, void *scale, void *growth_tracker, void *hysteresis_left,
+    const void *found_inf, ampc_dtype found_inf_dtype, double growth_factor,
+    double backoff_factor, int32_t growth_interval, int32_t hysteresis,
+    double min_scale, double max_scale);
+
+/// torch.nn.utils.clip_grad_norm_(grads, max_norm) unless found_inf (may be
+/// NULL) is set: total = ||all grads||_2, grads *= min(1, max_norm /
+/// (total + 1e-6)). total_norm (device f32 scalar, may be NULL) receives
+/// the norm.
+AMPC_API ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
+                                         void *const *grads,
+                                         const ampc_dtype *grad_dtypes,
+                                         const int64_t *numels, int32_t count,
+                                         double max_norm,
+                                         const void *found_inf,
+                                         ampc_dtype found_inf_dtype);
+
+/// torch.optim.SGD step (dampening 0) on every (param, grad, momentum
+/// buffer) unless found_inf is set. Momentum buffers are f32, zero-initialised
+/// (equal to PyTorch's first-step copy), and may be NULL when momentum == 0.
+/// max_grad_norm > 0 first clips the gradients as ampc_clip_grad_norm.
+AMPC_API ampc_status ampc_sgd_update(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count,
+    double lr, double momentum, double weight_decay, int32_t nesterov,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
+
+/// torch.optim.AdamW step (amsgrad off) unless found_inf is set. exp_avgs
+/// and exp_avg_sqs are f32, zero-initialised; `step` is a device i32 scalar
+/// (starts at 0, incremented before use). max_grad_norm > 0 clips first.
+AMPC_API ampc_status ampc_adamw_update(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels,
+    int32_t count, double lr, double beta1, double beta2, double eps,
+    double weight_decay, double max_grad_norm, const void *found_inf,
+    ampc_dtype found_inf_dtype);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // AMPC_RUNTIME_H

@@ -1,0 +1,228 @@
+//===- api_amp.cpp - Loss scaling and optimizer updates --------------------===//
+#include "common.h"
+
+#include <math.h>
+
+using namespace ampc;
+
+namespace {
+
+ampc_status checkFoundInf(const char *fn, const void *p, ampc_dtype dt,
+                          bool required) {
+  if (!p) {
+    if (required)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: found_inf is NULL", fn);
+    return AMPC_OK;
+  }
+  if (dt != AMPC_F32 && dt != AMPC_I32)
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: found_inf must be f32 or i32, got %s", fn,
+                    dtypeName(dt));
+  return AMPC_OK;
+}
+
+/// Checks a list of `count` float tensors (entries of `data` may be NULL only
+/// if `optional`).
+ampc_status checkList(const char *fn, const char *what, void *const *data,
+                      const ampc_dtype *dtypes, const int64_t *numels,
+                      int32_t count, bool optional) {
+  if (!data && !optional)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn, what);
+  if (!data)
+    return AMPC_OK;
+  for (int32_t i = 0; i < count; ++i) {
+    if (!data[i] && numels[i] > 0)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s[%d] is NULL", fn, what,
+                      i);
+    if (dtypes && (!isValidDtype(dtypes[i]) || !isFloatDtype(dtypes[i])))
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: %s[%d] must be f32, f16 or bf16", fn, what, i);
+  }
+  return AMPC_OK;
+}
+
+ampc_status checkCounts(const char *fn, const int64_t *numels, int32_t count) {
+  if (count < 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: negative count", fn);
+  if (count > 0 && !numels)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: numels is NULL", fn);
+  for (int32_t i = 0; i < count; ++i)
+    if (numels[i] < 0)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: numels[%d] < 0", fn, i);
+  return AMPC_OK;
+}
+
+ampc_status checkGrads(const char *fn, void *const *grads,
+                       const ampc_dtype *dtypes, const int64_t *numels,
+                       int32_t count) {
+  AMPC_TRY(checkCounts(fn, numels, count));
+  if (count > 0 && !dtypes)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: grad_dtypes is NULL", fn);
+  return checkList(fn, "grads", grads, dtypes, numels, count, count == 0);
+}
+
+float limitOr(double v, float none) {
+  return (v > 0 && isfinite(v)) ? static_cast<float>(v) : none;
+}
+
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_check_finite_unscale(ampc_context ctx, void *found_inf,
+                                      ampc_dtype found_inf_dtype,
+                                      void *const *grads,
+                                      const ampc_dtype *grad_dtypes,
+                                      const int64_t *numels, int32_t count,
+                                      const void *scale) {
+  const char *fn = "ampc_check_finite_unscale";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, true));
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    TensorList g{grads, grad_dtypes, numels, count};
+    return ctx->backend->checkFiniteUnscale(
+        Buf{found_inf, found_inf_dtype}, g, static_cast<const float *>(scale));
+  });
+}
+
+ampc_status ampc_update_scale(ampc_context ctx, void *scale,
+                              void *growth_tracker, void *hysteresis_left,
+                              const void *found_inf,
+                              ampc_dtype found_inf_dtype, double growth_factor,
+                              double backoff_factor, int32_t growth_interval,
+                              int32_t hysteresis, double min_scale,
+                              double max_scale) {
+  const char *fn = "ampc_update_scale";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    if (!scale || !growth_tracker || !hysteresis_left)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                      !scale ? "scale"
+                             : (!growth_tracker ? "growth_tracker"
+                                                : "hysteresis_left"));
+    AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, true));
+    if (growth_interval <= 0 || hysteresis <= 0 || !(growth_factor > 0) ||
+        !(backoff_factor > 0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: growth_interval, hysteresis and the factors must "
+                      "be > 0",
+                      fn);
+    return ctx->backend->updateScale(
+        static_cast<float *>(scale), static_cast<int32_t *>(growth_tracker),
+        static_cast<int32_t *>(hysteresis_left),
+        Buf{const_cast<void *>(found_inf), found_inf_dtype},
+        static_cast<float>(growth_factor), static_cast<float>(backoff_factor),
+        growth_interval, hysteresis, limitOr(min_scale, 0.0f),
+        limitOr(max_scale, INFINITY));
+  });
+}
+
+ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
+                                void *const *grads,
+                                const ampc_dtype *grad_dtypes,
+                                const int64_t *numels, int32_t count,
+                                double max_norm, const void *found_inf,
+                                ampc_dtype found_inf_dtype) {
+  const char *fn = "ampc_clip_grad_norm";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    if (!(max_norm > 0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: max_norm must be > 0",
+                      fn);
+    TensorList g{grads, grad_dtypes, numels, count};
+    return ctx->backend->clipGradNorm(
+        static_cast<float *>(total_norm), g, static_cast<float>(max_norm),
+        Buf{const_cast<void *>(found_inf), found_inf_dtype});
+  });
+}
+
+ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
+                            const ampc_dtype *param_dtypes, void *const *grads,
+                            const ampc_dtype *grad_dtypes,
+                            void *const *momentum_bufs, const int64_t *numels,
+                            int32_t count, double lr, double momentum,
+                            double weight_decay, int32_t nesterov,
+                            double max_grad_norm, const void *found_inf,
+                            ampc_dtype found_inf_dtype) {
+  const char *fn = "ampc_sgd_update";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    if (count > 0 && !param_dtypes)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
+    AMPC_TRY(checkList(fn, "params", params, param_dtypes, numels, count,
+                       count == 0));
+    if (!(lr >= 0) || !(momentum >= 0) || !(weight_decay >= 0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: lr, momentum and weight_decay must be >= 0", fn);
+    if (nesterov && momentum <= 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: nesterov needs momentum > 0", fn);
+    if (momentum != 0)
+      AMPC_TRY(checkList(fn, "momentum_bufs", momentum_bufs, nullptr, numels,
+                         count, count == 0));
+    Buf fi{const_cast<void *>(found_inf), found_inf_dtype};
+    TensorList g{grads, grad_dtypes, numels, count};
+    TensorList p{params, param_dtypes, numels, count};
+    if (max_grad_norm > 0)
+      AMPC_TRY(ctx->backend->clipGradNorm(
+          nullptr, g, static_cast<float>(max_grad_norm), fi));
+    SgdScalars s;
+    s.lr = static_cast<float>(lr);
+    s.momentum = static_cast<float>(momentum);
+    s.weightDecay = static_cast<float>(weight_decay);
+    s.nesterov = nesterov != 0;
+    s.hasMomentum = momentum != 0;
+    s.hasWeightDecay = weight_decay != 0;
+    return ctx->backend->sgd(p, g, momentum_bufs, s, fi);
+  });
+}
+
+ampc_status ampc_adamw_update(ampc_context ctx, void *const *params,
+                              const ampc_dtype *param_dtypes,
+                              void *const *grads,
+                              const ampc_dtype *grad_dtypes,
+                              void *const *exp_avgs, void *const *exp_avg_sqs,
+                              void *step, const int64_t *numels, int32_t count,
+                              double lr, double beta1, double beta2,
+                              double eps, double weight_decay,
+                              double max_grad_norm, const void *found_inf,
+                              ampc_dtype found_inf_dtype) {
+  const char *fn = "ampc_adamw_update";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    if (count > 0 && !param_dtypes)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
+    AMPC_TRY(checkList(fn, "params", params, param_dtypes, numels, count,
+                       count == 0));
+    AMPC_TRY(checkList(fn, "exp_avgs", exp_avgs, nullptr, numels, count,
+                       count == 0));
+    AMPC_TRY(checkList(fn, "exp_avg_sqs", exp_avg_sqs, nullptr, numels, count,
+                       count == 0));
+    if (!step)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: step is NULL", fn);
+    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
+        !(eps >= 0) || !(weight_decay >= 0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: needs lr >= 0, 0 <= beta < 1, eps >= 0, "
+                      "weight_decay >= 0",
+                      fn);
+    Buf fi{const_cast<void *>(found_inf), found_inf_dtype};
+    TensorList g{grads, grad_dtypes, numels, count};
+    TensorList p{params, param_dtypes, numels, count};
+    if (max_grad_norm > 0)
+      AMPC_TRY(ctx->backend->clipGradNorm(
+          nullptr, g, static_cast<float>(max_grad_norm), fi));
+    return ctx->backend->adamw(p, g, exp_avgs, exp_avg_sqs,
+                               static_cast<int32_t *>(step), lr, beta1, beta2,
+                               eps, weight_decay, fi);
+  });
+}
+
+} // extern "C"

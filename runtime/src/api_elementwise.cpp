@@ -1,0 +1,239 @@
+//===- api_elementwise.cpp - Unary and broadcasting binary ops -------------===//
+#include "common.h"
+
+using namespace ampc;
+
+namespace {
+
+ampc_status unaryFwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
+                         const TensorArg &y, const TensorArg &x) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, xs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  if (ys != xs)
+    return shapeError(fn, y.name, ys, xs);
+  if (xs.numel() == 0)
+    return AMPC_OK;
+  return ctx->backend->unary(op, y.buf(), x.buf(), xs.numel());
+}
+
+ampc_status unaryBwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
+                         const TensorArg &dx, const TensorArg &dy,
+                         const TensorArg &x) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape dxs, dys, xs;
+  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
+  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  if (dys != xs)
+    return shapeError(fn, dy.name, dys, xs);
+  if (dxs != xs)
+    return shapeError(fn, dx.name, dxs, xs);
+  if (xs.numel() == 0)
+    return AMPC_OK;
+  return ctx->backend->unaryBwd(op, dx.buf(), dy.buf(), x.buf(), xs.numel());
+}
+
+/// NumPy broadcast of a and b; fails unless it equals `out`.
+ampc_status broadcastShapes(const char *fn, const Shape &a, const Shape &b,
+                            const Shape &out) {
+  Shape r;
+  r.rank = a.rank > b.rank ? a.rank : b.rank;
+  for (int i = 0; i < r.rank; ++i) {
+    int ia = i - (r.rank - a.rank), ib = i - (r.rank - b.rank);
+    int64_t da = ia >= 0 ? a.d[ia] : 1, db = ib >= 0 ? b.d[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: shapes %s and %s do not broadcast", fn,
+                      a.str().c_str(), b.str().c_str());
+    r.d[i] = da == 1 ? db : da;
+  }
+  if (r != out)
+    return shapeError(fn, "the output", out, r);
+  return AMPC_OK;
+}
+
+/// Strides of `s` broadcast against `full` (0 on broadcast dims).
+void broadcastStrides(const Shape &s, const Shape &full, int64_t *out) {
+  int64_t st[kMaxRank];
+  contiguousStrides(s, st);
+  int lead = full.rank - s.rank;
+  for (int i = 0; i < full.rank; ++i)
+    out[i] = (i < lead || s.d[i - lead] != full.d[i]) ? 0 : st[i - lead];
+}
+
+Walk binaryWalk(const Shape &out, const Shape &a, const Shape &b) {
+  Walk w = contiguousWalk(out);
+  broadcastStrides(a, out, w.stride[1]);
+  broadcastStrides(b, out, w.stride[2]);
+  return w;
+}
+
+ampc_status binaryFwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
+                          const TensorArg &y, const TensorArg &a,
+                          const TensorArg &b) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, as, bs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  AMPC_TRY(broadcastShapes(fn, as, bs, ys));
+  if (ys.numel() == 0)
+    return AMPC_OK;
+  return ctx->backend->binary(op, y.buf(), a.buf(), b.buf(),
+                              binaryWalk(ys, as, bs));
+}
+
+ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
+                          const TensorArg &da, const TensorArg &db,
+                          const TensorArg &dy, const TensorArg &a,
+                          const TensorArg &b) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape das, dbs, dys, as, bs;
+  AMPC_TRY(parseTensor(fn, da, kFloatDtype, false, das));
+  AMPC_TRY(parseTensor(fn, db, kFloatDtype, false, dbs));
+  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  AMPC_TRY(broadcastShapes(fn, as, bs, dys));
+  if (da.data && das != as)
+    return shapeError(fn, da.name, das, as);
+  if (db.data && dbs != bs)
+    return shapeError(fn, db.name, dbs, bs);
+  Backend &be = *ctx->backend;
+  Walk w = binaryWalk(dys, as, bs);
+  const TensorArg *grads[2] = {&da, &db};
+  const Shape *shapes[2] = {&as, &bs};
+  for (int which = 0; which < 2; ++which) {
+    const TensorArg &g = *grads[which];
+    if (!g.data || shapes[which]->numel() == 0)
+      continue;
+    if (dys.numel() == 0) { // broadcast from an empty output: zeros
+      AMPC_TRY(be.fill(g.buf(), shapes[which]->numel(), 0.0));
+      continue;
+    }
+    if (*shapes[which] == dys) {
+      AMPC_TRY(be.binaryBwd(op, which, g.buf(), dy.buf(), a.buf(), b.buf(), w));
+      continue;
+    }
+    Temp full(be);
+    AMPC_TRY(full.alloc(dys.numel() * sizeof(float)));
+    AMPC_TRY(be.binaryBwd(op, which, Buf{full.get(), AMPC_F32}, dy.buf(),
+                          a.buf(), b.buf(), w));
+    AMPC_TRY(sumToShape(be, g.buf(), *shapes[which],
+                        Buf{full.get(), AMPC_F32}, dys));
+  }
+  return AMPC_OK;
+}
+
+} // namespace
+
+#define AMPC_DEFINE_UNARY(OP, KIND)                                            \
+  ampc_status ampc_##OP##_fwd(                                                 \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank) {                                \
+    return guard("ampc_" #OP "_fwd", [&] {                                     \
+      return unaryFwdImpl("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),       \
+                          AMPC_TENSOR(x));                                     \
+    });                                                                        \
+  }                                                                            \
+  ampc_status ampc_##OP##_bwd(                                                 \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
+      int32_t x_rank) {                                                        \
+    return guard("ampc_" #OP "_bwd", [&] {                                     \
+      return unaryBwdImpl("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(dx),      \
+                          AMPC_TENSOR(dy), AMPC_TENSOR(x));                    \
+    });                                                                        \
+  }
+
+#define AMPC_DEFINE_BINARY(OP, KIND)                                           \
+  ampc_status ampc_##OP##_fwd(                                                 \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *a, ampc_dtype a_dtype,                       \
+      const int64_t *a_shape, int32_t a_rank, const void *b,                   \
+      ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank) {            \
+    return guard("ampc_" #OP "_fwd", [&] {                                     \
+      return binaryFwdImpl("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),      \
+                           AMPC_TENSOR(a), AMPC_TENSOR(b));                    \
+    });                                                                        \
+  }                                                                            \
+  ampc_status ampc_##OP##_bwd(                                                 \
+      ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
+      const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
+      const int64_t *db_shape, int32_t db_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
+      int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
+      const int64_t *b_shape, int32_t b_rank) {                                \
+    return guard("ampc_" #OP "_bwd", [&] {                                     \
+      return binaryBwdImpl("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(da),     \
+                           AMPC_TENSOR(db), AMPC_TENSOR(dy), AMPC_TENSOR(a),   \
+                           AMPC_TENSOR(b));                                    \
+    });                                                                        \
+  }
+
+extern "C" {
+
+AMPC_DEFINE_UNARY(neg, UnaryOp::Neg)
+AMPC_DEFINE_UNARY(abs, UnaryOp::Abs)
+AMPC_DEFINE_UNARY(exp, UnaryOp::Exp)
+AMPC_DEFINE_UNARY(log, UnaryOp::Log)
+AMPC_DEFINE_UNARY(sqrt, UnaryOp::Sqrt)
+AMPC_DEFINE_UNARY(rsqrt, UnaryOp::Rsqrt)
+AMPC_DEFINE_UNARY(relu, UnaryOp::Relu)
+AMPC_DEFINE_UNARY(silu, UnaryOp::Silu)
+AMPC_DEFINE_UNARY(sigmoid, UnaryOp::Sigmoid)
+AMPC_DEFINE_UNARY(tanh, UnaryOp::Tanh)
+
+AMPC_DEFINE_BINARY(add, BinaryOp::Add)
+AMPC_DEFINE_BINARY(sub, BinaryOp::Sub)
+AMPC_DEFINE_BINARY(mul, BinaryOp::Mul)
+AMPC_DEFINE_BINARY(div, BinaryOp::Div)
+AMPC_DEFINE_BINARY(maximum, BinaryOp::Maximum)
+AMPC_DEFINE_BINARY(minimum, BinaryOp::Minimum)
+AMPC_DEFINE_BINARY(pow, BinaryOp::Pow)
+
+static ampc_status geluKind(const char *fn, ampc_gelu_approximate a,
+                            UnaryOp &op) {
+  if (a != AMPC_GELU_NONE && a != AMPC_GELU_TANH)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: unknown approximate mode %d", fn,
+                    static_cast<int>(a));
+  op = a == AMPC_GELU_TANH ? UnaryOp::GeluTanh : UnaryOp::Gelu;
+  return AMPC_OK;
+}
+
+ampc_status ampc_gelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                          const int64_t *y_shape, int32_t y_rank,
+                          const void *x, ampc_dtype x_dtype,
+                          const int64_t *x_shape, int32_t x_rank,
+                          ampc_gelu_approximate approximate) {
+  return guard("ampc_gelu_fwd", [&] {
+    UnaryOp op = UnaryOp::Gelu;
+    AMPC_TRY(geluKind("ampc_gelu_fwd", approximate, op));
+    return unaryFwdImpl("ampc_gelu_fwd", op, ctx, AMPC_TENSOR(y),
+                        AMPC_TENSOR(x));
+  });
+}
+
+ampc_status ampc_gelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
+                          const int64_t *dx_shape, int32_t dx_rank,
+                          const void *dy, ampc_dtype dy_dtype,
+                          const int64_t *dy_shape, int32_t dy_rank,
+                          const void *x, ampc_dtype x_dtype,
+                          const int64_t *x_shape, int32_t x_rank,
+                          ampc_gelu_approximate approximate) {
+  return guard("ampc_gelu_bwd", [&] {
+    UnaryOp op = UnaryOp::Gelu;
+    AMPC_TRY(geluKind("ampc_gelu_bwd", approximate, op));
+    return unaryBwdImpl("ampc_gelu_bwd", op, ctx, AMPC_TENSOR(dx),
+                        AMPC_TENSOR(dy), AMPC_TENSOR(x));
+  });
+}
+
+} // extern "C"

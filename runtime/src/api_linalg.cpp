@@ -1,0 +1,647 @@
+//===- api_linalg.cpp - GEMM, matmul, linear, conv2d -----------------------===//
+//
+// Every op here is a composition of the backend's strided-batched GEMM with
+// copies and reductions; convolutions are im2col + GEMM on both backends.
+//
+//===----------------------------------------------------------------------===//
+#include "common.h"
+
+using namespace ampc;
+
+namespace {
+
+GemmDesc makeGemm(Buf c, Buf a, Buf b, int64_t m, int64_t n, int64_t k,
+                  bool transA, bool transB) {
+  GemmDesc d;
+  d.c = c;
+  d.a = a;
+  d.b = b;
+  d.bias = Buf{nullptr, AMPC_F32};
+  d.batch = 1;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.transA = transA;
+  d.transB = transB;
+  d.lda = transA ? m : k;
+  d.ldb = transB ? k : n;
+  d.ldc = n;
+  d.strideA = d.strideB = d.strideC = 0;
+  d.alpha = 1.0f;
+  d.beta = 0.0f;
+  d.epilogue = AMPC_EPILOGUE_NONE;
+  return d;
+}
+
+Buf offsetBuf(Buf b, int64_t elems) {
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype),
+             b.dtype};
+}
+
+/// Shapes of a matmul after PyTorch's promotion of 1-D operands.
+struct MatmulPlan {
+  Shape outBatch, aBatch, bBatch;
+  int64_t m, n, k;
+};
+
+ampc_status planMatmul(const char *fn, const Shape &as, const Shape &bs,
+                       const Shape &ys, MatmulPlan &p) {
+  if (as.rank == 0 || bs.rank == 0)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: matmul operands must have rank >= 1", fn);
+  bool aVec = as.rank == 1, bVec = bs.rank == 1;
+  p.m = aVec ? 1 : as.d[as.rank - 2];
+  int64_t ka = as.d[as.rank - 1];
+  int64_t kb = bVec ? bs.d[0] : bs.d[bs.rank - 2];
+  p.n = bVec ? 1 : bs.d[bs.rank - 1];
+  if (ka != kb)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: inner dims differ: %s @ %s", fn, as.str().c_str(),
+                    bs.str().c_str());
+  p.k = ka;
+  p.aBatch.rank = aVec ? 0 : as.rank - 2;
+  p.bBatch.rank = bVec ? 0 : bs.rank - 2;
+  for (int i = 0; i < p.aBatch.rank; ++i)
+    p.aBatch.d[i] = as.d[i];
+  for (int i = 0; i < p.bBatch.rank; ++i)
+    p.bBatch.d[i] = bs.d[i];
+  Shape &ob = p.outBatch;
+  ob.rank = p.aBatch.rank > p.bBatch.rank ? p.aBatch.rank : p.bBatch.rank;
+  for (int i = 0; i < ob.rank; ++i) {
+    int ia = i - (ob.rank - p.aBatch.rank), ib = i - (ob.rank - p.bBatch.rank);
+    int64_t da = ia >= 0 ? p.aBatch.d[ia] : 1, db = ib >= 0 ? p.bBatch.d[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: batch dims of %s and %s do not broadcast", fn,
+                      as.str().c_str(), bs.str().c_str());
+    ob.d[i] = da == 1 ? db : da;
+  }
+  Shape want = ob;
+  if (!aVec)
+    want.d[want.rank++] = p.m;
+  if (!bVec)
+    want.d[want.rank++] = p.n;
+  if (want.rank > kMaxRank || ys != want)
+    return shapeError(fn, "the matmul output", ys, want);
+  return AMPC_OK;
+}
+
+/// Matrix-index strides of `batch` broadcast against `out` (0: broadcast).
+void batchStrides(const Shape &batch, const Shape &out, int64_t *st) {
+  int64_t s = 1;
+  int lead = out.rank - batch.rank;
+  for (int i = out.rank - 1; i >= 0; --i) {
+    bool present = i >= lead && batch.d[i - lead] == out.d[i];
+    st[i] = present ? s : 0;
+    if (i >= lead)
+      s *= batch.d[i - lead];
+  }
+}
+
+/// Runs d (one matrix each) over every batch index of `out`, C contiguous per
+/// batch (d.strideC); A and B follow their own (broadcast) batch shapes.
+ampc_status runBatched(Backend &be, GemmDesc d, const Shape &out,
+                       const Shape &aBatch, int64_t aMat, const Shape &bBatch,
+                       int64_t bMat) {
+  int64_t total = out.numel();
+  if (total == 0 || d.m == 0 || d.n == 0)
+    return AMPC_OK;
+  int64_t na = aBatch.numel(), nb = bBatch.numel();
+  bool aSimple = na == 1 || na == total, bSimple = nb == 1 || nb == total;
+  if (aSimple && bSimple) {
+    d.batch = total;
+    d.strideA = na == 1 ? 0 : aMat;
+    d.strideB = nb == 1 ? 0 : bMat;
+    return be.gemm(d);
+  }
+  int64_t sa[kMaxRank], sb[kMaxRank];
+  batchStrides(aBatch, out, sa);
+  batchStrides(bBatch, out, sb);
+  GemmDesc one = d;
+  one.batch = 1;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, ia = 0, ib = 0;
+    for (int j = out.rank - 1; j >= 0; --j) {
+      int64_t idx = rem % out.d[j];
+      rem /= out.d[j];
+      ia += idx * sa[j];
+      ib += idx * sb[j];
+    }
+    one.a = offsetBuf(d.a, ia * aMat);
+    one.b = offsetBuf(d.b, ib * bMat);
+    one.c = offsetBuf(d.c, i * d.strideC);
+    AMPC_TRY(be.gemm(one));
+  }
+  return AMPC_OK;
+}
+
+/// Appends two dims to a batch shape.
+Shape withMatrix(const Shape &batch, int64_t r, int64_t c) {
+  Shape s = batch;
+  s.d[s.rank++] = r;
+  s.d[s.rank++] = c;
+  return s;
+}
+
+/// Computes a GEMM-shaped gradient over the full output batch and sums it
+/// into `grad` (whose batch is `gradBatch`), through an f32 scratch buffer
+/// when batch dims were broadcast.
+ampc_status gradGemm(Backend &be, Buf grad, const Shape &gradBatch, GemmDesc d,
+                     const Shape &out, const Shape &aBatch, int64_t aMat,
+                     const Shape &bBatch, int64_t bMat) {
+  int64_t cMat = d.m * d.n;
+  d.strideC = cMat;
+  if (gradBatch.numel() == out.numel()) {
+    d.c = grad;
+    return runBatched(be, d, out, aBatch, aMat, bBatch, bMat);
+  }
+  Temp full(be);
+  AMPC_TRY(full.alloc(out.numel() * cMat * sizeof(float)));
+  d.c = Buf{full.get(), AMPC_F32};
+  AMPC_TRY(runBatched(be, d, out, aBatch, aMat, bBatch, bMat));
+  return sumToShape(be, grad, withMatrix(gradBatch, d.m, d.n),
+                    Buf{full.get(), AMPC_F32}, withMatrix(out, d.m, d.n));
+}
+
+ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
+                     const Shape &ys, int64_t sh, int64_t sw, int64_t ph,
+                     int64_t pw, int64_t dh, int64_t dw, int64_t groups,
+                     ConvGeom &g) {
+  if (xs.rank != 4 || ws.rank != 4)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: x must be NCHW and w OIHW, got %s and %s", fn,
+                    xs.str().c_str(), ws.str().c_str());
+  if (sh <= 0 || sw <= 0 || ph < 0 || pw < 0 || dh <= 0 || dw <= 0 ||
+      groups <= 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: stride, dilation and groups must be > 0, padding "
+                    ">= 0",
+                    fn);
+  if (xs.d[1] % groups || ws.d[0] % groups || ws.d[1] * groups != xs.d[1])
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: channels of x %s and w %s do not fit groups=%lld", fn,
+                    xs.str().c_str(), ws.str().c_str(),
+                    static_cast<long long>(groups));
+  int64_t eh = dh * (ws.d[2] - 1) + 1, ew = dw * (ws.d[3] - 1) + 1;
+  int64_t oh = xs.d[2] + 2 * ph - eh, ow = xs.d[3] + 2 * pw - ew;
+  if (oh < 0 || ow < 0)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: kernel larger than the padded input", fn);
+  g = ConvGeom{ws.d[1], xs.d[2], xs.d[3], ws.d[2], ws.d[3], oh / sh + 1,
+               ow / sw + 1, sh, sw, ph, pw, dh, dw};
+  Shape want = xs;
+  want.d[1] = ws.d[0];
+  want.d[2] = g.oh;
+  want.d[3] = g.ow;
+  if (ys != want)
+    return shapeError(fn, "the conv2d output", ys, want);
+  return AMPC_OK;
+}
+
+ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
+                      Shape &bs) {
+  AMPC_TRY(parseTensor(fn, bias, kFloatDtype, false, bs));
+  if (bias.data && (bs.rank != 1 || bs.d[0] != n)) {
+    Shape want;
+    want.rank = 1;
+    want.d[0] = n;
+    return shapeError(fn, bias.name, bs, want);
+  }
+  return AMPC_OK;
+}
+
+/// y (contiguous [outer, channels, inner]) = src + bias[channel].
+ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias,
+                           int64_t outer, int64_t channels, int64_t inner) {
+  Walk w;
+  w.rank = 3;
+  w.shape[0] = outer;
+  w.shape[1] = channels;
+  w.shape[2] = inner;
+  w.stride[0][0] = w.stride[1][0] = channels * inner;
+  w.stride[0][1] = w.stride[1][1] = inner;
+  w.stride[0][2] = w.stride[1][2] = 1;
+  w.stride[2][0] = 0;
+  w.stride[2][1] = 1;
+  w.stride[2][2] = 0;
+  return be.binary(BinaryOp::Add, y, src, bias, w);
+}
+
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_gemm(ampc_context ctx, void *c, ampc_dtype c_dtype,
+                      const void *a, ampc_dtype a_dtype, const void *b,
+                      ampc_dtype b_dtype, const void *bias,
+                      ampc_dtype bias_dtype, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                      int64_t lda, int64_t ldb, int64_t ldc, int64_t stride_a,
+                      int64_t stride_b, int64_t stride_c, float alpha,
+                      float beta, ampc_epilogue epilogue) {
+  const char *fn = "ampc_gemm";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    if (!c || !a || !b)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                      !c ? "c" : (!a ? "a" : "b"));
+    ampc_dtype dts[4] = {c_dtype, a_dtype, b_dtype,
+                         bias ? bias_dtype : AMPC_F32};
+    for (ampc_dtype dt : dts)
+      if (!isValidDtype(dt) || !isFloatDtype(dt))
+        return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                        "%s: operands must be f32, f16 or bf16 (got %d)", fn,
+                        static_cast<int>(dt));
+    if (batch < 0 || m < 0 || n < 0 || k < 0 || stride_a < 0 ||
+        stride_b < 0 || stride_c < 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: negative size or stride", fn);
+    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n) || ldc < n ||
+        lda < 1 || ldb < 1 || ldc < 1)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: leading dimension too small (lda %lld, ldb %lld, "
+                      "ldc %lld for m %lld n %lld k %lld)",
+                      fn, static_cast<long long>(lda),
+                      static_cast<long long>(ldb), static_cast<long long>(ldc),
+                      static_cast<long long>(m), static_cast<long long>(n),
+                      static_cast<long long>(k));
+    if (epilogue < AMPC_EPILOGUE_NONE || epilogue > AMPC_EPILOGUE_GELU_TANH)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: unknown epilogue %d",
+                      fn, static_cast<int>(epilogue));
+    if (batch == 0 || m == 0 || n == 0)
+      return AMPC_OK;
+    GemmDesc d;
+    d.c = Buf{c, c_dtype};
+    d.a = Buf{const_cast<void *>(a), a_dtype};
+    d.b = Buf{const_cast<void *>(b), b_dtype};
+    d.bias = Buf{const_cast<void *>(bias), bias_dtype};
+    d.batch = batch;
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    d.transA = trans_a != 0;
+    d.transB = trans_b != 0;
+    d.lda = lda;
+    d.ldb = ldb;
+    d.ldc = ldc;
+    d.strideA = stride_a;
+    d.strideB = stride_b;
+    d.strideC = stride_c;
+    d.alpha = alpha;
+    d.beta = beta;
+    d.epilogue = epilogue;
+    return ctx->backend->gemm(d);
+  });
+}
+
+ampc_status ampc_matmul_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                            const int64_t *y_shape, int32_t y_rank,
+                            const void *a, ampc_dtype a_dtype,
+                            const int64_t *a_shape, int32_t a_rank,
+                            const void *b, ampc_dtype b_dtype,
+                            const int64_t *b_shape, int32_t b_rank) {
+  const char *fn = "ampc_matmul_fwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, as, bs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(a), kFloatDtype, true, as));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(b), kFloatDtype, true, bs));
+    MatmulPlan p;
+    AMPC_TRY(planMatmul(fn, as, bs, ys, p));
+    Backend &be = *ctx->backend;
+    GemmDesc d = makeGemm(Buf{y, y_dtype}, AMPC_TENSOR(a).buf(),
+                          AMPC_TENSOR(b).buf(), p.m, p.n, p.k, false, false);
+    // A batch of row blocks against one shared B is one tall GEMM.
+    if (p.bBatch.numel() == 1 && p.aBatch.numel() == p.outBatch.numel()) {
+      d.m = p.m * p.outBatch.numel();
+      if (d.m == 0 || d.n == 0)
+        return AMPC_OK;
+      return be.gemm(d);
+    }
+    d.strideC = p.m * p.n;
+    return runBatched(be, d, p.outBatch, p.aBatch, p.m * p.k, p.bBatch,
+                      p.k * p.n);
+  });
+}
+
+ampc_status ampc_matmul_bwd(
+    ampc_context ctx, void *da, ampc_dtype da_dtype, const int64_t *da_shape,
+    int32_t da_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *a,
+    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
+    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank) {
+  const char *fn = "ampc_matmul_bwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape das, dbs, dys, as, bs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(da), kFloatDtype, false, das));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(db), kFloatDtype, false, dbs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(a), kFloatDtype, true, as));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(b), kFloatDtype, true, bs));
+    MatmulPlan p;
+    AMPC_TRY(planMatmul(fn, as, bs, dys, p));
+    if (da && das != as)
+      return shapeError(fn, "da", das, as);
+    if (db && dbs != bs)
+      return shapeError(fn, "db", dbs, bs);
+    Backend &be = *ctx->backend;
+    Buf dyb = AMPC_TENSOR(dy).buf(), ab = AMPC_TENSOR(a).buf(),
+        bb = AMPC_TENSOR(b).buf();
+    Shape dyBatch = p.outBatch; // dy's batch always equals the output's
+    if (da && as.numel()) {
+      if (p.k > 0 && (p.m == 0 || p.n == 0 || p.outBatch.numel() == 0)) {
+        AMPC_TRY(be.fill(Buf{da, da_dtype}, as.numel(), 0.0));
+      } else if (p.k > 0) {
+        // da[m, k] = dy[m, n] * b[k, n]^T
+        GemmDesc d = makeGemm(Buf{nullptr, AMPC_F32}, dyb, bb, p.m, p.k, p.n,
+                              false, true);
+        AMPC_TRY(gradGemm(be, Buf{da, da_dtype}, p.aBatch, d, p.outBatch,
+                          dyBatch, p.m * p.n, p.bBatch, p.k * p.n));
+      }
+    }
+    if (db && bs.numel()) {
+      if (p.m == 0 || p.n == 0 || p.outBatch.numel() == 0) {
+        AMPC_TRY(be.fill(Buf{db, db_dtype}, bs.numel(), 0.0));
+      } else if (p.bBatch.numel() == 1 &&
+                 p.aBatch.numel() == p.outBatch.numel()) {
+        // One shared b: db = a_flat^T * dy_flat over all rows at once.
+        int64_t rows = p.m * p.outBatch.numel();
+        GemmDesc d = makeGemm(Buf{db, db_dtype}, ab, dyb, p.k, p.n, rows, true,
+                              false);
+        AMPC_TRY(be.gemm(d));
+      } else {
+        // db[k, n] = a[m, k]^T * dy[m, n]
+        GemmDesc d = makeGemm(Buf{nullptr, AMPC_F32}, ab, dyb, p.k, p.n, p.m,
+                              true, false);
+        AMPC_TRY(gradGemm(be, Buf{db, db_dtype}, p.bBatch, d, p.outBatch,
+                          p.aBatch, p.m * p.k, dyBatch, p.m * p.n));
+      }
+    }
+    return AMPC_OK;
+  });
+}
+
+ampc_status ampc_linear_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                            const int64_t *y_shape, int32_t y_rank,
+                            const void *x, ampc_dtype x_dtype,
+                            const int64_t *x_shape, int32_t x_rank,
+                            const void *w, ampc_dtype w_dtype,
+                            const int64_t *w_shape, int32_t w_rank,
+                            const void *bias, ampc_dtype bias_dtype,
+                            const int64_t *bias_shape, int32_t bias_rank,
+                            ampc_epilogue epilogue) {
+  const char *fn = "ampc_linear_fwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs, ws, bs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
+    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: x %s and w %s do not fit x * w^T", fn,
+                      xs.str().c_str(), ws.str().c_str());
+    AMPC_TRY(checkBias(fn, AMPC_TENSOR(bias), ws.d[0], bs));
+    Shape want = xs;
+    want.d[want.rank - 1] = ws.d[0];
+    if (ys != want)
+      return shapeError(fn, "y", ys, want);
+    if (epilogue < AMPC_EPILOGUE_NONE || epilogue > AMPC_EPILOGUE_GELU_TANH)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: unknown epilogue %d",
+                      fn, static_cast<int>(epilogue));
+    int64_t in = ws.d[1], out = ws.d[0], rows = in ? xs.numel() / in : 0;
+    if (in == 0)
+      rows = ys.numel() / (out ? out : 1);
+    if (rows == 0 || out == 0)
+      return AMPC_OK;
+    GemmDesc d = makeGemm(Buf{y, y_dtype}, AMPC_TENSOR(x).buf(),
+                          AMPC_TENSOR(w).buf(), rows, out, in, false, true);
+    d.bias = AMPC_TENSOR(bias).buf();
+    d.epilogue = epilogue;
+    return ctx->backend->gemm(d);
+  });
+}
+
+ampc_status ampc_linear_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank) {
+  const char *fn = "ampc_linear_bwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape dxs, dws, dbs, dys, xs, ws;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
+    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: x %s and w %s do not fit x * w^T", fn,
+                      xs.str().c_str(), ws.str().c_str());
+    AMPC_TRY(checkBias(fn, AMPC_TENSOR(dbias), ws.d[0], dbs));
+    Shape want = xs;
+    want.d[want.rank - 1] = ws.d[0];
+    if (dys != want)
+      return shapeError(fn, "dy", dys, want);
+    if (dx && dxs != xs)
+      return shapeError(fn, "dx", dxs, xs);
+    if (dw && dws != ws)
+      return shapeError(fn, "dw", dws, ws);
+    Backend &be = *ctx->backend;
+    int64_t in = ws.d[1], out = ws.d[0];
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < xs.rank; ++i)
+      rows *= xs.d[i];
+    Buf dyb = AMPC_TENSOR(dy).buf();
+    if (dx && xs.numel()) {
+      if (out == 0)
+        AMPC_TRY(be.fill(Buf{dx, dx_dtype}, xs.numel(), 0.0));
+      else
+        AMPC_TRY(be.gemm(makeGemm(Buf{dx, dx_dtype}, dyb, AMPC_TENSOR(w).buf(),
+                                  rows, in, out, false, false)));
+    }
+    if (dw && ws.numel()) {
+      if (rows == 0)
+        AMPC_TRY(be.fill(Buf{dw, dw_dtype}, ws.numel(), 0.0));
+      else
+        AMPC_TRY(be.gemm(makeGemm(Buf{dw, dw_dtype}, dyb, AMPC_TENSOR(x).buf(),
+                                  out, in, rows, true, false)));
+    }
+    if (dbias && out) {
+      Shape flat;
+      flat.rank = 2;
+      flat.d[0] = rows;
+      flat.d[1] = out;
+      bool reduced[kMaxRank] = {true, false};
+      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb,
+                          flat, reduced));
+    }
+    return AMPC_OK;
+  });
+}
+
+ampc_status ampc_conv2d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_h,
+    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  const char *fn = "ampc_conv2d_fwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs, ws, bs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
+    ConvGeom g;
+    AMPC_TRY(convGeom(fn, xs, ws, ys, stride_h, stride_w, pad_h, pad_w,
+                      dilation_h, dilation_w, groups, g));
+    AMPC_TRY(checkBias(fn, AMPC_TENSOR(bias), ws.d[0], bs));
+    if (ys.numel() == 0)
+      return AMPC_OK;
+    Backend &be = *ctx->backend;
+    int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
+    int64_t ckk = g.channels * g.kh * g.kw, hw = g.oh * g.ow;
+    // GEMM results land in f32 (y itself when it is f32) so the bias is added
+    // before the single rounding to y's dtype.
+    Temp acc(be), col(be);
+    bool direct = y_dtype == AMPC_F32;
+    Buf out{y, AMPC_F32};
+    if (!direct) {
+      AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
+      out = Buf{acc.get(), AMPC_F32};
+    }
+    AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x_dtype)));
+    Buf colb{col.get(), x_dtype};
+    for (int64_t img = 0; img < n; ++img) {
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        Buf xg = offsetBuf(AMPC_TENSOR(x).buf(),
+                           (img * c + gi * g.channels) * g.h * g.w);
+        if (ckk > 0)
+          AMPC_TRY(be.im2col(colb, xg, g));
+        GemmDesc d = makeGemm(offsetBuf(out, (img * o + gi * og) * hw),
+                              offsetBuf(AMPC_TENSOR(w).buf(), gi * og * ckk),
+                              colb, og, hw, ckk, false, false);
+        if (ckk == 0)
+          AMPC_TRY(be.fill(d.c, og * hw, 0.0));
+        else
+          AMPC_TRY(be.gemm(d));
+      }
+    }
+    if (bias)
+      return addChannelBias(be, Buf{y, y_dtype}, out,
+                            AMPC_TENSOR(bias).buf(), n, o, hw);
+    if (!direct)
+      return sumToShape(be, Buf{y, y_dtype}, ys, out, ys);
+    return AMPC_OK;
+  });
+}
+
+ampc_status ampc_conv2d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups) {
+  const char *fn = "ampc_conv2d_bwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape dxs, dws, dbs, dys, xs, ws;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
+    ConvGeom g;
+    AMPC_TRY(convGeom(fn, xs, ws, dys, stride_h, stride_w, pad_h, pad_w,
+                      dilation_h, dilation_w, groups, g));
+    AMPC_TRY(checkBias(fn, AMPC_TENSOR(dbias), ws.d[0], dbs));
+    if (dx && dxs != xs)
+      return shapeError(fn, "dx", dxs, xs);
+    if (dw && dws != ws)
+      return shapeError(fn, "dw", dws, ws);
+    Backend &be = *ctx->backend;
+    int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
+    int64_t ckk = g.channels * g.kh * g.kw, hw = g.oh * g.ow;
+    int64_t chw = c * g.h * g.w;
+    Buf dyb = AMPC_TENSOR(dy).buf(), xb = AMPC_TENSOR(x).buf(),
+        wb = AMPC_TENSOR(w).buf();
+    if (dbias && o) {
+      Shape flat;
+      flat.rank = 3;
+      flat.d[0] = n;
+      flat.d[1] = o;
+      flat.d[2] = hw;
+      bool reduced[kMaxRank] = {true, false, true};
+      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb,
+                          flat, reduced));
+    }
+    if (dx && xs.numel()) {
+      Temp dcol(be), dimg(be);
+      AMPC_TRY(dcol.alloc(ckk * hw * sizeof(float)));
+      AMPC_TRY(dimg.alloc(chw * sizeof(float)));
+      Shape img;
+      img.rank = 1;
+      img.d[0] = chw;
+      for (int64_t i = 0; i < n; ++i) {
+        AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
+        for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
+          // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
+          GemmDesc d = makeGemm(Buf{dcol.get(), AMPC_F32},
+                                offsetBuf(wb, gi * og * ckk),
+                                offsetBuf(dyb, (i * o + gi * og) * hw), ckk,
+                                hw, og, true, false);
+          AMPC_TRY(be.gemm(d));
+          AMPC_TRY(be.col2im(dimg.f32() + gi * g.channels * g.h * g.w,
+                             dcol.f32(), g));
+        }
+        AMPC_TRY(sumToShape(be, offsetBuf(Buf{dx, dx_dtype}, i * chw), img,
+                            Buf{dimg.get(), AMPC_F32}, img));
+      }
+    }
+    if (dw && ws.numel()) {
+      Temp col(be), acc(be);
+      bool direct = dw_dtype == AMPC_F32;
+      Buf out{dw, AMPC_F32};
+      if (!direct) {
+        AMPC_TRY(acc.alloc(ws.numel() * sizeof(float)));
+        out = Buf{acc.get(), AMPC_F32};
+      }
+      AMPC_TRY(be.fill(out, ws.numel(), 0.0));
+      AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x_dtype)));
+      Buf colb{col.get(), x_dtype};
+      for (int64_t i = 0; i < n && hw > 0; ++i) {
+        for (int64_t gi = 0; gi < groups; ++gi) {
+          AMPC_TRY(be.im2col(
+              colb, offsetBuf(xb, (i * c + gi * g.channels) * g.h * g.w), g));
+          // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
+          GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
+                                offsetBuf(dyb, (i * o + gi * og) * hw), colb,
+                                og, ckk, hw, false, true);
+          d.beta = 1.0f;
+          AMPC_TRY(be.gemm(d));
+        }
+      }
+      if (!direct)
+        AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, ws, out, ws));
+    }
+    return AMPC_OK;
+  });
+}
+
+} // extern "C"

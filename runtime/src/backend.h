@@ -1,0 +1,174 @@
+//===- backend.h - The primitive interface every backend implements -*- C++ -*-===//
+//
+// The public API (src/api_*.cpp) validates arguments and composes the ops of
+// the language from these primitives; a backend implements only primitives.
+// All pointers are device pointers of the backend; shapes arrive normalised.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_SRC_BACKEND_H
+#define AMPC_RUNTIME_SRC_BACKEND_H
+
+#include "ampc/runtime.h"
+#include "scalar_ops.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace ampc {
+
+constexpr int kMaxRank = AMPC_MAX_RANK;
+
+/// A device pointer and its element type.
+struct Buf {
+  void *data;
+  ampc_dtype dtype;
+};
+
+/// An index space of `rank` dims walked in row-major order, with the element
+/// strides of up to three operands over it (0 for broadcast dims).
+struct Walk {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride[3][kMaxRank] = {};
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= shape[i];
+    return n;
+  }
+};
+
+/// Row-major strided-batched GEMM (see ampc_gemm).
+struct GemmDesc {
+  Buf c, a, b, bias;
+  int64_t batch, m, n, k;
+  bool transA, transB;
+  int64_t lda, ldb, ldc, strideA, strideB, strideC;
+  float alpha, beta;
+  ampc_epilogue epilogue;
+};
+
+/// One image (and one group) of a convolution, for im2col / col2im. The
+/// column matrix is [channels * kh * kw, oh * ow].
+struct ConvGeom {
+  int64_t channels, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+};
+
+/// A 2-D pooling problem over N*C planes.
+struct PoolGeom {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
+  bool isMax;
+};
+
+/// A list of tensors for multi-tensor (optimizer) primitives.
+struct TensorList {
+  void *const *data;
+  const ampc_dtype *dtypes;
+  const int64_t *numels;
+  int32_t count;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual ampc_backend kind() const = 0;
+
+  // Memory. temp* are for scratch space inside one call (stream-ordered).
+  virtual ampc_status alloc(size_t bytes, void **ptr) = 0;
+  virtual ampc_status release(void *ptr) = 0;
+  virtual ampc_status copyBytes(void *dst, const void *src, size_t bytes,
+                                ampc_memcpy_kind kind) = 0;
+  virtual ampc_status setBytes(void *ptr, int value, size_t bytes) = 0;
+  virtual ampc_status synchronize() = 0;
+  virtual void *stream() { return nullptr; }
+  virtual ampc_status tempAlloc(size_t bytes, void **ptr) = 0;
+  virtual void tempFree(void *ptr) = 0;
+
+  /// dst[walk stride 0] = scale * src[walk stride 1], converting dtypes.
+  virtual ampc_status copy(Buf dst, Buf src, const Walk &walk,
+                           float scale) = 0;
+  virtual ampc_status fill(Buf y, int64_t n, double value) = 0;
+  virtual ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
+                             bool normal, double p0, double p1) = 0;
+
+  virtual ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) = 0;
+  virtual ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x,
+                               int64_t n) = 0;
+  /// y (stride 0, contiguous) = op(a (stride 1), b (stride 2)).
+  virtual ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
+                             const Walk &walk) = 0;
+  /// g (contiguous over the walk) = d op / d operand `which` * dy, where dy
+  /// is contiguous over the walk and a, b use strides 1 and 2.
+  virtual ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a,
+                                Buf b, const Walk &walk) = 0;
+  /// y[outer stride 0] = reduce over inner of x[outer stride 1 + inner
+  /// stride 1]; Mean divides by inner.numel().
+  virtual ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
+                             const Walk &inner) = 0;
+  /// amax backward over the same walks; dx shares x's strides.
+  virtual ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y,
+                                   const Walk &outer, const Walk &inner) = 0;
+
+  virtual ampc_status softmax(bool log, Buf y, Buf x, int64_t outer,
+                              int64_t dim, int64_t inner) = 0;
+  virtual ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y,
+                                 int64_t outer, int64_t dim,
+                                 int64_t inner) = 0;
+  /// w and b may have null data (1 and 0).
+  virtual ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
+                           int64_t cols, float eps) = 0;
+  virtual ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                              Buf w, int64_t rows, int64_t cols,
+                              float eps) = 0;
+  virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
+  virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
+  virtual ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n,
+                                int64_t vocab, int64_t dim) = 0;
+  virtual ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
+                                   int64_t vocab, int64_t dim) = 0;
+  virtual ampc_status crossEntropy(Buf loss, Buf logits, Buf labels,
+                                   int64_t rows, int64_t classes) = 0;
+  virtual ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
+                                      Buf labels, int64_t rows,
+                                      int64_t classes) = 0;
+  virtual ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) = 0;
+  virtual ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
+                             int64_t n) = 0;
+
+  virtual ampc_status gemm(const GemmDesc &d) = 0;
+  /// col [C*kh*kw, oh*ow] (col's dtype) from one image x [C, h, w].
+  virtual ampc_status im2col(Buf col, Buf x, const ConvGeom &g) = 0;
+  /// dx [C, h, w] (f32, accumulated into) += col2im(col (f32)).
+  virtual ampc_status col2im(float *dx, const float *col,
+                             const ConvGeom &g) = 0;
+
+  virtual ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
+                                         const float *scale) = 0;
+  virtual ampc_status updateScale(float *scale, int32_t *growthTracker,
+                                  int32_t *hysteresisLeft, Buf foundInf,
+                                  float growthFactor, float backoffFactor,
+                                  int32_t growthInterval, int32_t hysteresis,
+                                  float minScale, float maxScale) = 0;
+  /// foundInf.data may be null. totalNorm may be null.
+  virtual ampc_status clipGradNorm(float *totalNorm, const TensorList &g,
+                                   float maxNorm, Buf foundInf) = 0;
+  virtual ampc_status sgd(const TensorList &params, const TensorList &grads,
+                          void *const *bufs, const SgdScalars &s,
+                          Buf foundInf) = 0;
+  virtual ampc_status adamw(const TensorList &params, const TensorList &grads,
+                            void *const *expAvgs, void *const *expAvgSqs,
+                            int32_t *step, double lr, double beta1,
+                            double beta2, double eps, double weightDecay,
+                            Buf foundInf) = 0;
+};
+
+/// The CPU backend (always built).
+Backend *createCpuBackend();
+/// The CUDA backend, or null with the error recorded (status in *status).
+Backend *createCudaBackend(int device, ampc_status *status);
+/// Whether a CUDA device is usable (false in a CPU-only build).
+bool cudaBackendAvailable();
+
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_SRC_BACKEND_H

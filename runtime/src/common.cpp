@@ -1,0 +1,188 @@
+//===- common.cpp - Errors, validation and shape helpers --------------------===//
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+namespace ampc {
+
+static thread_local char lastError[1024] = "";
+
+ampc_status setError(ampc_status status, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(lastError, sizeof(lastError), fmt, args);
+  va_end(args);
+  return status;
+}
+
+bool isValidDtype(ampc_dtype dt) {
+  return static_cast<int>(dt) >= AMPC_F32 && static_cast<int>(dt) <= AMPC_BOOL;
+}
+
+size_t dtypeSize(ampc_dtype dt) {
+  switch (dt) {
+  case AMPC_F32:
+  case AMPC_I32:
+    return 4;
+  case AMPC_F16:
+  case AMPC_BF16:
+    return 2;
+  case AMPC_I64:
+    return 8;
+  case AMPC_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+const char *dtypeName(ampc_dtype dt) {
+  static const char *names[] = {"f32", "f16", "bf16", "i32", "i64", "bool"};
+  return isValidDtype(dt) ? names[dt] : "unknown";
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+ampc_status checkContext(const char *fn, ampc_context ctx) {
+  if (!ctx || !ctx->backend)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: context is NULL", fn);
+  return AMPC_OK;
+}
+
+ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
+                        bool required, Shape &shape) {
+  if (!t.data && required)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: tensor '%s' is NULL", fn,
+                    t.name);
+  if (!t.data && !t.shape)
+    return AMPC_OK; // an absent optional tensor
+  if (!isValidDtype(t.dtype))
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' has unknown dtype %d", fn, t.name,
+                    static_cast<int>(t.dtype));
+  if (cls == kFloatDtype && !isFloatDtype(t.dtype))
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' must be f32, f16 or bf16, got %s", fn,
+                    t.name, dtypeName(t.dtype));
+  if (cls == kIndexDtype && t.dtype != AMPC_I32 && t.dtype != AMPC_I64)
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' must be i32 or i64, got %s", fn, t.name,
+                    dtypeName(t.dtype));
+  if (t.rank < 0 || t.rank > kMaxRank)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: tensor '%s' has rank %d (0..%d supported)", fn,
+                    t.name, t.rank, kMaxRank);
+  if (t.rank > 0 && !t.shape)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: shape of '%s' is NULL", fn,
+                    t.name);
+  shape.rank = t.rank;
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] < 0)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: tensor '%s' has negative dim %lld", fn, t.name,
+                      static_cast<long long>(t.shape[i]));
+    shape.d[i] = t.shape[i];
+  }
+  return AMPC_OK;
+}
+
+ampc_status shapeError(const char *fn, const char *what, const Shape &got,
+                       const Shape &want) {
+  return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: %s has shape %s, expected %s",
+                  fn, what, got.str().c_str(), want.str().c_str());
+}
+
+ampc_status normaliseDim(const char *fn, int64_t dim, int rank, int &out) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: dim %lld is out of range for rank %d", fn,
+                    static_cast<long long>(dim), rank);
+  out = static_cast<int>(d);
+  return AMPC_OK;
+}
+
+void contiguousStrides(const Shape &s, int64_t *strides) {
+  int64_t st = 1;
+  for (int i = s.rank - 1; i >= 0; --i) {
+    strides[i] = st;
+    st *= s.d[i];
+  }
+}
+
+Walk contiguousWalk(const Shape &s) {
+  Walk w;
+  w.rank = s.rank;
+  for (int i = 0; i < s.rank; ++i)
+    w.shape[i] = s.d[i];
+  contiguousStrides(s, w.stride[0]);
+  contiguousStrides(s, w.stride[1]);
+  contiguousStrides(s, w.stride[2]);
+  return w;
+}
+
+void reduceWalks(const Shape &xs, const bool *reduced, Walk &outer,
+                 Walk &inner) {
+  int64_t xstr[kMaxRank];
+  contiguousStrides(xs, xstr);
+  outer = Walk();
+  inner = Walk();
+  for (int i = 0; i < xs.rank; ++i) {
+    Walk &w = reduced[i] ? inner : outer;
+    w.shape[w.rank] = xs.d[i];
+    w.stride[1][w.rank] = xstr[i];
+    ++w.rank;
+  }
+  int64_t st = 1; // y is contiguous over the kept dims
+  for (int i = outer.rank - 1; i >= 0; --i) {
+    outer.stride[0][i] = st;
+    st *= outer.shape[i];
+  }
+}
+
+ampc_status reduceDims(Backend &be, ReduceOp op, Buf y, Buf x, const Shape &xs,
+                       const bool *reduced) {
+  Walk outer, inner;
+  reduceWalks(xs, reduced, outer, inner);
+  return be.reduce(op, y, x, outer, inner);
+}
+
+ampc_status sumToShape(Backend &be, Buf out, const Shape &target, Buf g,
+                       const Shape &full) {
+  if (target.numel() == full.numel()) {
+    Walk w;
+    w.rank = 1;
+    w.shape[0] = full.numel();
+    w.stride[0][0] = w.stride[1][0] = 1;
+    return be.copy(out, g, w, 1.0f);
+  }
+  bool reduced[kMaxRank];
+  int lead = full.rank - target.rank;
+  for (int i = 0; i < full.rank; ++i)
+    reduced[i] = i < lead || (target.d[i - lead] == 1 && full.d[i] != 1);
+  return reduceDims(be, ReduceOp::Sum, out, g, full, reduced);
+}
+
+ampc_status broadcastTo(Backend &be, Buf dst, const Shape &full, Buf src,
+                        const Shape &target, float scale) {
+  Walk w = contiguousWalk(full);
+  int64_t tstr[kMaxRank];
+  contiguousStrides(target, tstr);
+  int lead = full.rank - target.rank;
+  for (int i = 0; i < full.rank; ++i)
+    w.stride[1][i] =
+        (i < lead || target.d[i - lead] != full.d[i]) ? 0 : tstr[i - lead];
+  return be.copy(dst, src, w, scale);
+}
+
+} // namespace ampc
+
+extern "C" const char *ampc_last_error(void) { return ampc::lastError; }

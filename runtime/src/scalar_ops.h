@@ -1,0 +1,269 @@
+//===- scalar_ops.h - Per-element formulas shared by the backends -*- C++ -*-===//
+//
+// Every elementwise formula (forward, backward, optimizer and loss-scale
+// updates) is defined once here and used by the CPU loops and the CUDA
+// kernels, so the backends differ only in libm ulps and summation order.
+// Optimizer updates are written as separate f32 operations in PyTorch's order;
+// both backends are built without floating-point contraction.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_SRC_SCALAR_OPS_H
+#define AMPC_RUNTIME_SRC_SCALAR_OPS_H
+
+#include "hd.h"
+
+#include <math.h>
+#include <stdint.h>
+
+namespace ampc {
+
+enum class UnaryOp {
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Relu,
+  Gelu,
+  GeluTanh,
+  Silu,
+  Sigmoid,
+  Tanh
+};
+
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+
+enum class ReduceOp { Sum, Mean, Max };
+
+constexpr float kSqrt1_2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kGeluCoef = 0.044715f;
+
+AMPC_HD float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+AMPC_HD float unaryForward(UnaryOp op, float x) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Abs:
+    return fabsf(x);
+  case UnaryOp::Exp:
+    return expf(x);
+  case UnaryOp::Log:
+    return logf(x);
+  case UnaryOp::Sqrt:
+    return sqrtf(x);
+  case UnaryOp::Rsqrt:
+    return 1.0f / sqrtf(x);
+  case UnaryOp::Relu:
+    return x > 0.0f ? x : (x != x ? x : 0.0f);
+  case UnaryOp::Gelu:
+    return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
+  case UnaryOp::GeluTanh:
+    return 0.5f * x *
+           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
+  case UnaryOp::Silu:
+    return x * sigmoidF(x);
+  case UnaryOp::Sigmoid:
+    return sigmoidF(x);
+  case UnaryOp::Tanh:
+    return tanhf(x);
+  }
+  return 0.0f;
+}
+
+/// dy * f'(x).
+AMPC_HD float unaryBackward(UnaryOp op, float x, float dy) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return -dy;
+  case UnaryOp::Abs:
+    return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
+  case UnaryOp::Exp:
+    return dy * expf(x);
+  case UnaryOp::Log:
+    return dy / x;
+  case UnaryOp::Sqrt:
+    return dy * 0.5f / sqrtf(x);
+  case UnaryOp::Rsqrt: {
+    float r = 1.0f / sqrtf(x);
+    return dy * -0.5f * r * r * r;
+  }
+  case UnaryOp::Relu:
+    return x > 0.0f ? dy : 0.0f;
+  case UnaryOp::Gelu: {
+    float cdf = 0.5f * (1.0f + erff(x * kSqrt1_2));
+    float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
+  case UnaryOp::GeluTanh: {
+    float inner = kSqrt2OverPi * (x + kGeluCoef * x * x * x);
+    float t = tanhf(inner);
+    float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x * x);
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
+  }
+  case UnaryOp::Silu: {
+    float s = sigmoidF(x);
+    return dy * s * (1.0f + x * (1.0f - s));
+  }
+  case UnaryOp::Sigmoid: {
+    float s = sigmoidF(x);
+    return dy * s * (1.0f - s);
+  }
+  case UnaryOp::Tanh: {
+    float t = tanhf(x);
+    return dy * (1.0f - t * t);
+  }
+  }
+  return 0.0f;
+}
+
+AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
+  switch (op) {
+  case BinaryOp::Add:
+    return a + b;
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  case BinaryOp::Div:
+    return a / b;
+  case BinaryOp::Maximum:
+    return (a != a || b != b) ? a + b : (a > b ? a : b);
+  case BinaryOp::Minimum:
+    return (a != a || b != b) ? a + b : (a < b ? a : b);
+  case BinaryOp::Pow:
+    return powf(a, b);
+  }
+  return 0.0f;
+}
+
+/// The gradient reaching operand `which` (0: a, 1: b) from dy.
+AMPC_HD float binaryBackward(BinaryOp op, int which, float a, float b,
+                             float dy) {
+  switch (op) {
+  case BinaryOp::Add:
+    return dy;
+  case BinaryOp::Sub:
+    return which == 0 ? dy : -dy;
+  case BinaryOp::Mul:
+    return which == 0 ? dy * b : dy * a;
+  case BinaryOp::Div:
+    return which == 0 ? dy / b : -dy * a / (b * b);
+  case BinaryOp::Maximum:
+  case BinaryOp::Minimum: {
+    float mine = which == 0 ? a : b, other = which == 0 ? b : a;
+    if (mine == other)
+      return dy * 0.5f;
+    bool wins = op == BinaryOp::Maximum ? mine > other : mine < other;
+    return wins ? dy : 0.0f;
+  }
+  case BinaryOp::Pow:
+    if (which == 0)
+      return b == 0.0f ? 0.0f : dy * b * powf(a, b - 1.0f);
+    return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * powf(a, b) * logf(a);
+  }
+  return 0.0f;
+}
+
+AMPC_HD bool isFinite(float v) { return v - v == 0.0f; }
+
+/// The loss-scale update of spec/amp.md on one set of state values.
+AMPC_HD void updateScaleState(float &scale, int32_t &growthTracker,
+                              int32_t &hysteresisLeft, bool foundInf,
+                              float growthFactor, float backoffFactor,
+                              int32_t growthInterval, int32_t hysteresis,
+                              float minScale, float maxScale) {
+  if (foundInf) {
+    growthTracker = 0;
+    hysteresisLeft -= 1;
+    if (hysteresisLeft <= 0) {
+      float s = scale * backoffFactor;
+      scale = s < minScale ? minScale : s;
+    }
+    return;
+  }
+  int32_t successful = growthTracker + 1;
+  if (successful == growthInterval) {
+    float s = scale * growthFactor;
+    if (isFinite(s) && s <= maxScale)
+      scale = s;
+    growthTracker = 0;
+    hysteresisLeft = hysteresis;
+  } else {
+    growthTracker = successful;
+  }
+}
+
+/// Scalars of one SGD step, cast to f32 as PyTorch casts Python floats.
+struct SgdScalars {
+  float lr, momentum, weightDecay;
+  bool nesterov, hasMomentum, hasWeightDecay;
+};
+
+/// torch.optim.SGD (_single_tensor_sgd, dampening 0, zero-initialised
+/// buffer, which equals the first-step clone) on one element.
+AMPC_HD void sgdElement(float &param, float grad, float *buf,
+                        const SgdScalars &s) {
+  float d = grad;
+  if (s.hasWeightDecay)
+    d = d + s.weightDecay * param;
+  if (s.hasMomentum) {
+    float m = *buf * s.momentum + d;
+    *buf = m;
+    d = s.nesterov ? d + s.momentum * m : m;
+  }
+  param = param + -s.lr * d;
+}
+
+/// Scalars of one AdamW step, derived on the device from the step count in
+/// f64 as Python does, then cast to f32.
+struct AdamwScalars {
+  float decay;          // 1 - lr * weight_decay
+  float oneMinusBeta1;  // lerp weight
+  float beta2, oneMinusBeta2;
+  float negStepSize;    // -lr / (1 - beta1^t)
+  float bc2Sqrt;        // sqrt(1 - beta2^t)
+  float eps;
+};
+
+AMPC_HD AdamwScalars adamwScalars(double lr, double beta1, double beta2,
+                                  double eps, double weightDecay,
+                                  int32_t step) {
+  AdamwScalars s;
+  s.decay = static_cast<float>(1.0 - lr * weightDecay);
+  s.oneMinusBeta1 = static_cast<float>(1.0 - beta1);
+  s.beta2 = static_cast<float>(beta2);
+  s.oneMinusBeta2 = static_cast<float>(1.0 - beta2);
+  double bc1 = 1.0 - pow(beta1, static_cast<double>(step));
+  double bc2 = 1.0 - pow(beta2, static_cast<double>(step));
+  s.negStepSize = static_cast<float>(-(lr / bc1));
+  s.bc2Sqrt = static_cast<float>(sqrt(bc2));
+  s.eps = static_cast<float>(eps);
+  return s;
+}
+
+/// torch.optim.AdamW (_single_tensor_adamw, amsgrad off) on one element:
+/// param *= 1 - lr*wd; m.lerp_(g, 1-beta1); v = v*beta2 + (1-beta2)*g*g;
+/// param += -step_size * (m / (sqrt(v) / bc2_sqrt + eps)).
+AMPC_HD void adamwElement(float &param, float grad, float &m, float &v,
+                          const AdamwScalars &s) {
+  param = param * s.decay;
+  float w = s.oneMinusBeta1;
+  m = fabsf(w) < 0.5f ? m + w * (grad - m) : grad - (grad - m) * (1.0f - w);
+  v = v * s.beta2 + s.oneMinusBeta2 * grad * grad;
+  float denom = sqrtf(v) / s.bc2Sqrt + s.eps;
+  param = param + s.negStepSize * (m / denom);
+}
+
+/// clip_grad_norm_'s coefficient: min(1, max_norm / (total + 1e-6)).
+AMPC_HD float clipCoefficient(float totalNorm, float maxNorm) {
+  float coef = maxNorm / (totalNorm + 1e-6f);
+  return coef < 1.0f ? coef : 1.0f;
+}
+
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_SRC_SCALAR_OPS_H
