@@ -118,7 +118,7 @@ private:
     }
     StringRef line = text.substr(pos).split('\n').first.rtrim('\r');
     // Long or binary lines would only flood the terminal.
-    if (line.size() > 300 || flc.getColumn() == 0 ||
+    if (line.empty() || line.size() > 300 || flc.getColumn() == 0 ||
         flc.getColumn() > line.size() + 1 ||
         llvm::any_of(line, [](char c) {
           return static_cast<unsigned char>(c) < 0x20 && c != '\t';

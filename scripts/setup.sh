@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every system dependency of ampc on Debian 12 (run as root, or with
+# sudo available). Idempotent: does nothing when everything is installed.
+set -euo pipefail
+
+packages=(
+  # Toolchain and build.
+  g++ cmake ninja-build python3
+  # MLIR / LLVM 22 (libMLIR.so, mlir-tblgen, FileCheck, lit-22).
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # Runtime library: CPU GEMMs; tests and benchmarks.
+  libopenblas-dev libgtest-dev libbenchmark-dev
+  # Rendering --emit=dot.
+  graphviz
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
