@@ -1,0 +1,75 @@
+//===- AMPPolicy.cpp - automatic-mixed-precision op classes ---------------===//
+
+#include "ampc/Transforms/AMPPolicy.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ManagedStatic.h"
+
+using namespace ampc::amp;
+
+llvm::StringRef ampc::amp::stringifyOpClass(OpClass cls) {
+  switch (cls) {
+  case OpClass::Lower:
+    return "lower";
+  case OpClass::FP32:
+    return "fp32";
+  case OpClass::Promote:
+    return "promote";
+  case OpClass::Follow:
+    return "follow";
+  }
+  return "follow";
+}
+
+std::optional<OpClass> ampc::amp::symbolizeOpClass(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OpClass>>(name)
+      .Case("lower", OpClass::Lower)
+      .Case("fp32", OpClass::FP32)
+      .Case("promote", OpClass::Promote)
+      .Case("follow", OpClass::Follow)
+      .Default(std::nullopt);
+}
+
+namespace {
+/// The defaults of amp.md. `lower` and `fp32` follow PyTorch's CUDA autocast
+/// lists; `mean` is fp32 (TensorFlow's deny list) because reductions stay in
+/// f32. Backward ops take the class of the forward op they differentiate.
+struct DefaultTable {
+  llvm::StringMap<OpClass> classes;
+  DefaultTable() {
+    for (const char *op : {"matmul", "linear", "conv2d"})
+      classes[std::string("tg.") + op] = OpClass::Lower;
+    for (const char *op :
+         {"exp", "log", "pow", "rsqrt", "softmax", "log_softmax", "layer_norm",
+          "rms_norm", "sum", "mean", "cross_entropy", "mse_loss"})
+      classes[std::string("tg.") + op] = OpClass::FP32;
+    for (const char *op :
+         {"add", "sub", "mul", "div", "maximum", "minimum", "concat"})
+      classes[std::string("tg.") + op] = OpClass::Promote;
+    for (const char *op :
+         {"neg", "abs", "sqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
+          "max", "reshape", "transpose", "slice", "embedding", "max_pool2d",
+          "avg_pool2d", "constant"})
+      classes[std::string("tg.") + op] = OpClass::Follow;
+  }
+};
+llvm::ManagedStatic<DefaultTable> defaultTable;
+} // namespace
+
+PolicyTable PolicyTable::getDefault() {
+  PolicyTable table;
+  for (const auto &entry : defaultTable->classes)
+    table.set(entry.getKey(), entry.getValue());
+  return table;
+}
+
+std::optional<OpClass> PolicyTable::lookup(llvm::StringRef opName) const {
+  auto it = classes.find(opName);
+  if (it == classes.end())
+    return std::nullopt;
+  return it->getValue();
+}
+
+void ampc::amp::registerOpClass(llvm::StringRef opName, OpClass cls) {
+  defaultTable->classes[opName] = cls;
+}
