@@ -57,15 +57,25 @@ Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
 /// shows `0.05` rather than `5.000000e-02` and still round-trips exactly.
 static void printShortestDouble(AsmPrinter &printer, double value) {
   char buf[64];
+  double magnitude = std::fabs(value);
+  bool fixed = magnitude == 0.0 || (magnitude >= 1e-4 && magnitude < 1e15);
   for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    // Plain decimals (`100.0`, `0.05`) where they are short; `%g` otherwise.
+    std::snprintf(buf, sizeof(buf), fixed ? "%.*f" : "%.*g", precision, value);
     if (std::strtod(buf, nullptr) == value)
       break;
   }
   std::string text(buf);
-  // Keep a float-looking literal (`1.0`, not `1`).
-  if (text.find_first_of(".eEn") == std::string::npos)
-    text += ".0";
+  if (fixed) {
+    // Trim trailing zeros but keep one digit after the point.
+    while (text.size() > 2 && text.back() == '0' &&
+           text[text.size() - 2] != '.')
+      text.pop_back();
+  } else if (text.find('.') == std::string::npos) {
+    // MLIR's float literals need a '.' (`1.0e-05`, never `1e-05`).
+    size_t exp = text.find_first_of("eE");
+    text.insert(exp == std::string::npos ? text.size() : exp, ".0");
+  }
   printer << text;
 }
 
@@ -134,23 +144,42 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  return op->emitOpError("unknown attribute '") << attr.getName() << "'";
+  return op->emitOpError("unknown attribute '")
+         << attr.getName().getValue() << "'";
+}
+
+/// The attribute dictionary of argument `argIndex` of a function-like op.
+static DictionaryAttr getArgAttrs(Operation *op, unsigned argIndex) {
+  auto all = op->getAttrOfType<ArrayAttr>("arg_attrs");
+  if (!all || argIndex >= all.size())
+    return {};
+  return dyn_cast<DictionaryAttr>(all[argIndex]);
 }
 
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName();
+  DictionaryAttr siblings = getArgAttrs(op, argIndex);
   if (name == kInputAttrName || name == kParamAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("argument #")
              << argIndex << ": '" << name << "' must be a string";
+    if (name == kInputAttrName && siblings && siblings.get(kParamAttrName))
+      return op->emitOpError("argument #")
+             << argIndex << " cannot be both an input and a parameter";
     return success();
   }
   if (name == kInitAttrName) {
     if (!isa<InitAttr>(attr.getValue()))
       return op->emitOpError("argument #")
              << argIndex << ": '" << name << "' must be a #tg.init";
+    // Only state (parameters, and the compiler's own state arguments) is
+    // initialised by the runtime; inputs come from the caller.
+    if (siblings && !siblings.get(kParamAttrName) && !siblings.get("tg.state"))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name
+             << "' needs a parameter or state argument";
     return success();
   }
   return op->emitOpError("argument #")
@@ -162,9 +191,11 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName();
   if (name == kOutputAttrName) {
-    if (!isa<IntegerAttr>(attr.getValue()))
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getValue().isNegative())
       return op->emitOpError("result #")
-             << resultIndex << ": '" << name << "' must be an integer";
+             << resultIndex << ": '" << name
+             << "' must be a non-negative integer";
     return success();
   }
   if (name == kParamOutAttrName) {

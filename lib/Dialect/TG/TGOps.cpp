@@ -159,7 +159,6 @@ bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor) {
-  Type resultElt = getType().getElementType();
   if (getInput().getType() == getType())
     return getInput();
   // cast(cast(x : A -> B) : B -> C): drop the inner cast only when it is
@@ -172,10 +171,7 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
       return {};
     if (x.getType() == getType())
       return x;
-    // Only float targets: int -> float after an exact widening is still one
-    // rounding, but keep the rule as narrow as its justification.
-    if (!isFloat(resultElt) && !resultElt.isInteger())
-      return {};
+    // A -> C directly rounds once, exactly as A -> B -> C did (B is exact).
     getInputMutable().assign(x);
     return getResult();
   }
@@ -411,6 +407,10 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
   if (!dimsAttr)
     return err("requires attribute 'dims'");
   ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  // torch.sum(x, dim=[]) reduces every dim; the IR spells the dims out, so an
+  // empty list would be ambiguous.
+  if (dims.empty() && x.getRank() > 0)
+    return err("dims must not be empty (list every dim to reduce)");
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= x.getRank())
       return err("dim ", dims[i], " is out of range for ", x,
@@ -551,7 +551,7 @@ static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
   SmallVector<int64_t> shape{x.getDimSize(0), x.getDimSize(1)};
   for (int i = 0; i < 2; ++i) {
     int64_t k = kernel[i], s = stride[i], p = padding[i];
-    if (2 * p > k)
+    if (p > k / 2)
       return err("padding ", p, " exceeds half the kernel ", k,
                  " in spatial dim ", 2 + i);
     int64_t padded = x.getDimSize(2 + i) + 2 * p;
@@ -849,6 +849,8 @@ LogicalResult MinimizeOp::inferReturnTypes(MLIRContext *,
   InferError err{loc, "minimize"};
   if (failed(checkScalarLoss(err, adaptor.getLoss())))
     return failure();
+  if (adaptor.getParams().empty())
+    return err("needs at least one parameter to update");
   for (Value v : adaptor.getParams())
     types.push_back(v.getType());
   return success();
@@ -882,11 +884,11 @@ LogicalResult MinimizeOp::verify() {
         keys, [&](const Key &k) { return k.name == attr.getName(); });
     if (key == keys.end())
       return emitOpError("unknown ")
-             << opt << " hyperparameter '" << attr.getName() << "'";
+             << opt << " hyperparameter '" << attr.getName().getValue() << "'";
     if (key->isBool ? !isa<BoolAttr>(attr.getValue())
                     : !isa<FloatAttr>(attr.getValue()))
       return emitOpError(opt)
-             << " hyperparameter '" << attr.getName() << "' must be a "
+             << " hyperparameter '" << attr.getName().getValue() << "' must be a "
              << (key->isBool ? "bool" : "float") << ", got " << attr.getValue();
   }
   for (const Key &k : keys)

@@ -87,9 +87,48 @@ func.func @unknown_argument_attr(%x: tensor<2xf32> {tg.pin = f16}) {
 
 // -----
 
-// expected-error@+1 {{'func.func' op result #0: 'tg.output' must be an integer}}
+// expected-error@+1 {{'func.func' op result #0: 'tg.output' must be a non-negative integer}}
 func.func @output_not_integer(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.output = "0"}) {
   return %x : tensor<2xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'func.func' op result #0: 'tg.output' must be a non-negative integer}}
+func.func @output_negative(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.output = -1 : i64}) {
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'func.func' op argument #0: 'tg.init' needs a parameter or state argument}}
+func.func @init_on_input(%x: tensor<2xf32> {tg.input = "x", tg.init = #tg.init<zeros>}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'func.func' op argument #0 cannot be both an input and a parameter}}
+func.func @input_and_param(%x: tensor<2xf32> {tg.input = "x", tg.param = "x"}) {
+  return
+}
+
+// -----
+
+func.func @minimize_no_params(%l: tensor<f32>) {
+  // expected-error@+2 {{'tg.minimize' needs at least one parameter to update}}
+  // expected-error@+1 {{'tg.minimize' op failed to infer returned types}}
+  "tg.minimize"(%l) {optimizer = "sgd", hyperparams = {lr = 0.1, momentum = 0.0, weight_decay = 0.0, nesterov = false}} : (tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+func.func @sum_empty_dims(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{'tg.sum' dims must not be empty (list every dim to reduce)}}
+  // expected-error@+1 {{'tg.sum' op failed to infer returned types}}
+  %0 = tg.sum %x dims [] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
 }
 
 // -----

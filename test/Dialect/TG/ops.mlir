@@ -331,10 +331,12 @@ func.func @mlp(%x: tensor<64x784xf32> {tg.input = "x"},
 
 // `#tg.init` spellings the parser accepts besides the printed one.
 // CHECK-LABEL: func.func @init_spellings
-// CHECK-SAME: tensor<2xf32> {tg.init = #tg.init<zeros>}
-// CHECK-SAME: tensor<2xf32> {tg.init = #tg.init<normal(0.5, 2.0)>}
-func.func @init_spellings(%a: tensor<2xf32> {tg.init = #tg.init<"zeros">},
-                          %b: tensor<2xf32> {tg.init = #tg.init<normal(5.0e-01, 2.0)>}) {
+// CHECK-SAME: tensor<2xf32> {tg.init = #tg.init<zeros>, tg.param = "a"}
+// CHECK-SAME: tensor<2xf32> {tg.init = #tg.init<normal(0.5, 2.0)>, tg.param = "b"}
+// CHECK-SAME: tensor<2xf32> {tg.init = #tg.init<normal(100.0, 1.0e-05)>, tg.param = "c"}
+func.func @init_spellings(%a: tensor<2xf32> {tg.init = #tg.init<"zeros">, tg.param = "a"},
+                          %b: tensor<2xf32> {tg.init = #tg.init<normal(5.0e-01, 2.0)>, tg.param = "b"},
+                          %c: tensor<2xf32> {tg.init = #tg.init<normal(100.0, 0.00001)>, tg.param = "c"}) {
   return
 }
 
