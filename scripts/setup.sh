@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # Toolchain and build.
   g++ cmake ninja-build python3
+  # The frontend fuzz target (libFuzzer needs clang).
+  clang libclang-rt-14-dev
   # MLIR / LLVM 22 (libMLIR.so, mlir-tblgen, FileCheck, lit-22).
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Runtime library: CPU GEMMs; tests and benchmarks.

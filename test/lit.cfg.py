@@ -30,5 +30,10 @@ tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 tools = ["ampc", "ampc-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
+if os.path.exists(os.path.join(config.ampc_tools_dir, "ampc-fuzz")):
+    config.available_features.add("fuzzer")
+    tools.append("ampc-fuzz")
+    llvm_config.add_tool_substitutions(["ampc-fuzz"], tool_dirs)
+
 if shutil.which("dot"):
     config.available_features.add("graphviz")
