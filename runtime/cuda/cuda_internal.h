@@ -1,0 +1,46 @@
+//===- cuda_internal.h - Pieces shared by the CUDA backend's TUs -*- C++ -*-===//
+#ifndef AMPC_RUNTIME_CUDA_INTERNAL_H
+#define AMPC_RUNTIME_CUDA_INTERNAL_H
+
+#include "../src/common.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+
+namespace ampc {
+namespace cuda {
+
+/// Records a CUDA error as the last error.
+ampc_status cudaFail(cudaError_t err, const char *what);
+
+/// GEMMs through cuBLASLt: the heuristic's algorithm is cached per problem,
+/// the workspace belongs to the context.
+class LtGemm {
+public:
+  LtGemm();
+  ~LtGemm();
+  LtGemm(const LtGemm &) = delete;
+  LtGemm &operator=(const LtGemm &) = delete;
+  ampc_status init(cudaStream_t stream);
+  /// Whether cuBLASLt takes these types directly (A and B one dtype; C that
+  /// dtype or f32).
+  static bool supports(ampc_dtype ab, ampc_dtype c);
+  /// C = epilogue(alpha op(A) op(B) + beta C + bias) with the bias already
+  /// in C's dtype and `epilogue` one of NONE, RELU, GELU_TANH.
+  ampc_status run(const GemmDesc &d);
+
+private:
+  struct Cache;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  std::unique_ptr<Cache> cache;
+};
+
+} // namespace cuda
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CUDA_INTERNAL_H
