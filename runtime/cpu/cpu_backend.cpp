@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace ampc {
@@ -53,23 +55,25 @@ bool readFlag(Buf f) {
                              : *static_cast<const float *>(f.data) != 0.0f;
 }
 
-/// f32 view of `count` elements: the data itself when already f32.
+/// f32 view of `count` elements: the data itself when already f32, else a
+/// widened copy in `scratch` (kept by the backend: fresh pages cost more than
+/// the widening on small VMs).
 class F32View {
 public:
-  F32View(Buf b, int64_t count) {
+  F32View(Buf b, int64_t count, std::vector<float> &scratch) {
     if (b.dtype == AMPC_F32) {
       ptr = static_cast<const float *>(b.data);
       return;
     }
-    store.resize(static_cast<size_t>(count));
+    if (scratch.size() < static_cast<size_t>(count))
+      scratch.resize(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i)
-      store[i] = loadF32(b.data, b.dtype, i);
-    ptr = store.data();
+      scratch[i] = loadF32(b.data, b.dtype, i);
+    ptr = scratch.data();
   }
   const float *get() const { return ptr; }
 
 private:
-  std::vector<float> store;
   const float *ptr;
 };
 
@@ -113,10 +117,39 @@ public:
     return AMPC_OK;
   }
   ampc_status synchronize() override { return AMPC_OK; }
+  /// Scratch blocks are recycled by size class (powers of two) so repeated
+  /// calls do not fault in fresh pages.
   ampc_status tempAlloc(size_t bytes, void **ptr) override {
-    return alloc(bytes, ptr);
+    size_t cls = 256;
+    while (cls < bytes)
+      cls *= 2;
+    auto &list = freeBlocks[cls];
+    if (!list.empty()) {
+      *ptr = list.back();
+      list.pop_back();
+      cachedBytes -= cls;
+    } else {
+      AMPC_TRY(alloc(cls, ptr));
+    }
+    blockClass[*ptr] = cls;
+    return AMPC_OK;
   }
-  void tempFree(void *ptr) override { free(ptr); }
+  void tempFree(void *ptr) override {
+    auto it = blockClass.find(ptr);
+    size_t cls = it->second;
+    blockClass.erase(it);
+    if (cachedBytes + cls > kMaxCachedBytes) {
+      free(ptr);
+      return;
+    }
+    freeBlocks[cls].push_back(ptr);
+    cachedBytes += cls;
+  }
+  ~CpuBackend() override {
+    for (auto &entry : freeBlocks)
+      for (void *p : entry.second)
+        free(p);
+  }
 
   ampc_status copy(Buf dst, Buf src, const Walk &w, float scale) override {
     if (scale == 1.0f) {
@@ -555,11 +588,11 @@ public:
     int64_t ar = d.transA ? d.k : d.m, ac = d.transA ? d.m : d.k;
     int64_t br = d.transB ? d.n : d.k, bc = d.transB ? d.k : d.n;
     bool emptyK = d.k == 0;
-    F32View a(d.a, emptyK ? 0 : extent(ar, ac, d.lda, d.strideA));
-    F32View b(d.b, emptyK ? 0 : extent(br, bc, d.ldb, d.strideB));
+    F32View a(d.a, emptyK ? 0 : extent(ar, ac, d.lda, d.strideA), scratchA);
+    F32View b(d.b, emptyK ? 0 : extent(br, bc, d.ldb, d.strideB), scratchB);
     bool direct = d.c.dtype == AMPC_F32;
-    std::vector<float> tmp;
-    if (!direct)
+    std::vector<float> &tmp = scratchC;
+    if (!direct && tmp.size() < static_cast<size_t>(d.m * d.n))
       tmp.resize(static_cast<size_t>(d.m * d.n));
     std::vector<float> bias;
     if (d.bias.data) {
@@ -740,6 +773,13 @@ public:
     }
     return AMPC_OK;
   }
+
+private:
+  static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+  std::vector<float> scratchA, scratchB, scratchC;
+  std::map<size_t, std::vector<void *>> freeBlocks;
+  std::unordered_map<void *, size_t> blockClass;
+  size_t cachedBytes = 0;
 };
 
 } // namespace
