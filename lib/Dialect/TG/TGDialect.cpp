@@ -144,6 +144,23 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kComputeAttrName) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    if (!type || !isLowOrF32(type.getValue()))
+      return op->emitOpError("'")
+             << kComputeAttrName << "' must be one of f32, f16, bf16, got "
+             << attr.getValue();
+    bool floatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      return isLowOrF32(tensor ? tensor.getElementType() : t);
+    });
+    if (!floatResult || isa<CastOp, ConstantOp>(op))
+      return op->emitOpError("'")
+             << kComputeAttrName
+             << "' needs an op that computes a float result (not a cast or "
+                "constant)";
+    return success();
+  }
   return op->emitOpError("unknown attribute '")
          << attr.getName().getValue() << "'";
 }

@@ -81,6 +81,68 @@ bool ampc::tg::isExactConversion(Type from, Type to) {
   return false;
 }
 
+bool ampc::tg::areCompatibleResultTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != actual.size())
+    return false;
+  for (auto [a, b] : llvm::zip_equal(inferred, actual)) {
+    if (a == b)
+      continue;
+    auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getShape() != tb.getShape() ||
+        !isFloat(ta.getElementType()) || !isFloat(tb.getElementType()))
+      return false;
+  }
+  return true;
+}
+
+ParseResult ampc::tg::parseStoreType(OpAsmParser &parser, Type &operand,
+                                     Type &result) {
+  if (parser.parseType(operand))
+    return failure();
+  result = operand;
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(result);
+  return success();
+}
+
+void ampc::tg::printStoreType(OpAsmPrinter &printer, Operation *,
+                              Type operand, Type result) {
+  printer << operand;
+  if (operand != result)
+    printer << " -> " << result;
+}
+
+Type ampc::tg::getComputeType(Operation *op) {
+  if (auto attr = op->getAttrOfType<TypeAttr>(TGDialect::kComputeAttrName))
+    return attr.getValue();
+  auto elementOf = [](Type t) -> Type {
+    if (auto shaped = dyn_cast<ShapedType>(t))
+      return shaped.getElementType();
+    return t;
+  };
+  if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    SmallVector<Type> types;
+    if (succeeded(infer.inferReturnTypes(
+            op->getContext(), std::nullopt, op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)) &&
+        !types.empty())
+      return elementOf(types.front());
+  }
+  Type widest;
+  for (Value v : op->getOperands()) {
+    Type e = elementOf(v.getType());
+    if (!isFloat(e))
+      continue;
+    widest = widest ? promoteElementTypes(widest, e) : e;
+  }
+  if (widest)
+    return widest;
+  if (op->getNumResults() > 0)
+    return elementOf(op->getResult(0).getType());
+  return {};
+}
+
 namespace {
 /// Collects a failure message for `emitOptionalError`, prefixed by the op.
 struct InferError {

@@ -6,9 +6,10 @@
 // A shape error is reported by type inference and then, for the same op, by the
 // InferTypeOpInterface verifier ("failed to infer returned types"). A declared
 // result type that differs from the inferred one gives "inferred type(s) ...
-// are incompatible with return type(s)" followed by the same. Ops whose custom
-// form has no result type (unary ops, softmax, grad, grad_seed, minimize) infer
-// it while parsing, so they report only the inference error.
+// are incompatible with return type(s)" followed by the same; a float result
+// stored in another float type of the same shape is valid (a fused cast, see
+// fused-store.mlir). Ops whose custom form has no result type (grad, grad_seed,
+// minimize) infer it while parsing, so they report only the inference error.
 
 func.func @constant_f64() {
   // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<f64>'}}

@@ -50,6 +50,48 @@ def TG_Dialect : Dialect {
 
     - `tg.pin = f32|f16|bf16` on any op pins its compute precision (the `@f32`
       suffix of the language); automatic mixed precision honours it.
+    - `tg.compute = f32|f16|bf16` on an op with a float result: the precision
+      the op computes in, when it is not its natural one (see below). The
+      automatic-mixed-precision pass sets it and leaves ops that carry it as
+      they are.
+
+    ## Mixed precision: operand, compute and result types
+
+    Each op has a *natural* element type: the one its type inference gives
+    for its operands (the widest float operand, f32 for f16 with bf16). An op
+    computes in its *compute type* C: `tg.compute` when present, else the
+    natural type. It then means, exactly:
+
+    1. every float operand of another type than C is converted to C as it is
+       loaded: exactly when C is wider (f16 or bf16 to f32), with IEEE
+       round-to-nearest-even when C is narrower (f32 to f16 overflows to
+       infinity, as `tg.cast` does);
+    2. the op computes as its PyTorch namesake does on C tensors; GEMM-like
+       ops (`matmul`, `linear`, `conv2d` and their backward ops) computing in
+       f16 or bf16 accumulate in f32;
+    3. a float result whose type R differs from C is rounded from the f32
+       accumulator (GEMMs) or from C (everything else) to R on store, with
+       round-to-nearest-even; storing a wider R than C keeps the value
+       exactly, and a GEMM computing in f16 that stores f32 skips the
+       rounding to f16 altogether.
+
+    So a float result may be stored in any float type (same shape): the
+    verifier checks shapes and integer types exactly and lets float results
+    differ in element type from the inferred one. Integer operands and
+    results (ids, labels) are never converted. In the custom assembly the
+    result type of a unary op is printed (` -> T`) only when it differs from
+    its operand type:
+
+    ```mlir
+    // A GEMM reading f16, accumulating in f32 and storing f32 directly.
+    %y = tg.matmul %a, %b : tensor<4x8xf16>, tensor<8x2xf16> -> tensor<4x2xf32>
+    // layer_norm reading f32, computing in f32, storing f16 (fused cast).
+    %h = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf16>
+    // add loading an f32 operand, converting it to f16 on load.
+    %s = tg.add %p, %q {tg.compute = f16} : tensor<4xf32>, tensor<4xf16> -> tensor<4xf16>
+    // softmax reading f16, computing and storing f32.
+    %p = tg.softmax %s dim 0 {tg.compute = f32} : tensor<4xf16> -> tensor<4xf32>
+    ```
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -59,6 +101,7 @@ def TG_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Discardable attribute names used across the compiler.
     static constexpr ::llvm::StringLiteral kPinAttrName = "tg.pin";
+    static constexpr ::llvm::StringLiteral kComputeAttrName = "tg.compute";
     static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttrName = "tg.init";

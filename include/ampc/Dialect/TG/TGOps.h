@@ -17,6 +17,21 @@
 #define GET_ATTRDEF_CLASSES
 #include "ampc/Dialect/TG/TGAttrs.h.inc"
 
+namespace ampc::tg {
+/// The relaxed result-type rule of `tg` ops: same count and shapes; a float
+/// result may be stored in any float type (a cast fused into the store);
+/// integer and i1 results must match exactly.
+bool areCompatibleResultTypes(mlir::TypeRange inferred, mlir::TypeRange actual);
+
+/// Custom assembly directive `custom<StoreType>` of unary ops: `T` when the
+/// result has the operand's type T, `T -> R` when it is stored as R (a fused
+/// store).
+mlir::ParseResult parseStoreType(mlir::OpAsmParser &parser, mlir::Type &operand,
+                                 mlir::Type &result);
+void printStoreType(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                    mlir::Type operand, mlir::Type result);
+} // namespace ampc::tg
+
 #define GET_OP_CLASSES
 #include "ampc/Dialect/TG/TGOps.h.inc"
 
@@ -37,6 +52,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
 /// True when every value of `from` is exactly representable in `to`
 /// (e.g. f16 -> f32), so a cast from -> to loses nothing.
 bool isExactConversion(mlir::Type from, mlir::Type to);
+
+/// The element type an op computes in: its `tg.compute` attribute when
+/// present, else its natural type (the element type its result type
+/// inference gives for its current operands; for an op without inference,
+/// the widest float operand type, else its first result's element type).
+/// Null for an op with neither float operands nor results.
+mlir::Type getComputeType(mlir::Operation *op);
 
 /// `tensor<2x3xf32>`, for diagnostics.
 std::string typeToString(mlir::Type type);

@@ -35,15 +35,30 @@ def TG_NumTensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64]>;
 class TG_Op<string mnemonic, list<Trait> traits = []> :
     Op<TG_Dialect, mnemonic, traits>;
 
-// Ops whose result type is inferred from operands and attributes.
+// Ops whose result type is inferred from operands and attributes. A float
+// result may be stored in another float type than the inferred one (a cast
+// fused into the store, see "Mixed precision" in the dialect description);
+// shapes and integer types must match the inferred ones exactly.
+def TG_InferTypeWithFusedStore : InferTypeOpAdaptorBase<[{
+  static bool isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+    return ::ampc::tg::areCompatibleResultTypes(l, r);
+  }
+}]>;
+
 class TG_InferOp<string mnemonic, list<Trait> traits = []> :
+    TG_Op<mnemonic, !listconcat([Pure, TG_InferTypeWithFusedStore], traits)>;
+
+// Ops whose result types must be exactly the inferred ones: constants and
+// the training ops, whose results are values of other ops' types, not kernels
+// that could store in another precision.
+class TG_StrictInferOp<string mnemonic, list<Trait> traits = []> :
     TG_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
 
 //===----------------------------------------------------------------------===//
 // Constants and casts
 //===----------------------------------------------------------------------===//
 
-def TG_ConstantOp : TG_InferOp<"constant", [ConstantLike]> {
+def TG_ConstantOp : TG_StrictInferOp<"constant", [ConstantLike]> {
   let summary = "A constant tensor";
   let description = [{
     A constant. The frontend makes one for every bare number in an
@@ -180,7 +195,10 @@ class TG_UnaryOp<string mnemonic, string torchName, Type operandType,
   let summary = "Elementwise `" # torchName # "`";
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  // `-> T` only when the result is stored in another float type (fused cast).
+  let assemblyFormat = [{
+    $input attr-dict `:` custom<StoreType>(type($input), type($result))
+  }];
 }
 
 def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor> {
@@ -208,7 +226,9 @@ def TG_GeluOp : TG_InferOp<"gelu"> {
   let arguments = (ins TG_FloatTensor:$input,
                        DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$input `approximate` $approximate attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input `approximate` $approximate attr-dict `:` custom<StoreType>(type($input), type($result))
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -256,7 +276,9 @@ class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
   }];
   let arguments = (ins TG_FloatTensor:$input, I64Attr:$dim);
   let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input `dim` $dim attr-dict `:` custom<StoreType>(type($input), type($result))
+  }];
 }
 
 def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax">;
@@ -465,7 +487,7 @@ def TG_MseLossOp : TG_InferOp<"mse_loss"> {
 // Training
 //===----------------------------------------------------------------------===//
 
-def TG_GradOp : TG_InferOp<"grad"> {
+def TG_GradOp : TG_StrictInferOp<"grad"> {
   let summary = "Gradients of a scalar loss (`grad(loss, p1, p2, ...)`)";
   let description = [{
     The gradients of the scalar float `loss` with respect to each of `wrt`
@@ -484,7 +506,7 @@ def TG_GradOp : TG_InferOp<"grad"> {
   }];
 }
 
-def TG_GradSeedOp : TG_InferOp<"grad_seed"> {
+def TG_GradSeedOp : TG_StrictInferOp<"grad_seed"> {
   let summary = "The seed of a backward graph: d loss / d loss";
   let description = [{
     The gradient of `loss` with respect to itself, where a backward graph
@@ -505,7 +527,7 @@ def TG_GradSeedOp : TG_InferOp<"grad_seed"> {
   }];
 }
 
-def TG_MinimizeOp : TG_InferOp<"minimize"> {
+def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   let summary = "One optimizer step on `params` minimizing `loss`";
   let description = [{
     The `minimize LOSS with OPT(...)` statement: differentiates the scalar
