@@ -48,6 +48,141 @@ template <typename F> void forEach(const Walk &w, F &&f) {
   }
 }
 
+/// Whether operand `k` of the walk is laid out contiguously in walk order.
+bool contiguous(const Walk &w, int k) {
+  int64_t st = 1;
+  for (int d = w.rank - 1; d >= 0; --d) {
+    if (w.shape[d] != 1 && w.stride[k][d] != st)
+      return false;
+    st *= w.shape[d];
+  }
+  return true;
+}
+
+// Contiguous float data moves through f32 chunks: the dtype switch and the
+// op switch are taken once per chunk, not per element.
+constexpr int64_t kChunk = 1024;
+
+void loadChunk(Buf b, int64_t off, int64_t n, float *out) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
+    return;
+  case AMPC_F16: {
+    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = f16ToF32(p[i]);
+    return;
+  }
+  case AMPC_BF16: {
+    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = bf16ToF32(p[i]);
+    return;
+  }
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = loadF32(b.data, b.dtype, off + i);
+  }
+}
+
+void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
+    return;
+  case AMPC_F16: {
+    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = f32ToF16(in[i]);
+    return;
+  }
+  case AMPC_BF16: {
+    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = f32ToBf16(in[i]);
+    return;
+  }
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      storeF32(b.data, b.dtype, off + i, in[i]);
+  }
+}
+
+template <UnaryOp Op> void unaryChunk(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = unaryForward(Op, x[i]);
+}
+
+template <UnaryOp Op>
+void unaryBwdChunk(const float *x, float *g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = unaryBackward(Op, x[i], g[i]);
+}
+
+template <BinaryOp Op>
+void binaryChunk(const float *a, const float *b, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = binaryForward(Op, a[i], b[i]);
+}
+
+#define AMPC_UNARY_CASES(F, ...)                                               \
+  case UnaryOp::Neg:                                                           \
+    return F<UnaryOp::Neg>(__VA_ARGS__);                                       \
+  case UnaryOp::Abs:                                                           \
+    return F<UnaryOp::Abs>(__VA_ARGS__);                                       \
+  case UnaryOp::Exp:                                                           \
+    return F<UnaryOp::Exp>(__VA_ARGS__);                                       \
+  case UnaryOp::Log:                                                           \
+    return F<UnaryOp::Log>(__VA_ARGS__);                                       \
+  case UnaryOp::Sqrt:                                                          \
+    return F<UnaryOp::Sqrt>(__VA_ARGS__);                                      \
+  case UnaryOp::Rsqrt:                                                         \
+    return F<UnaryOp::Rsqrt>(__VA_ARGS__);                                     \
+  case UnaryOp::Relu:                                                          \
+    return F<UnaryOp::Relu>(__VA_ARGS__);                                      \
+  case UnaryOp::Gelu:                                                          \
+    return F<UnaryOp::Gelu>(__VA_ARGS__);                                      \
+  case UnaryOp::GeluTanh:                                                      \
+    return F<UnaryOp::GeluTanh>(__VA_ARGS__);                                  \
+  case UnaryOp::Silu:                                                          \
+    return F<UnaryOp::Silu>(__VA_ARGS__);                                      \
+  case UnaryOp::Sigmoid:                                                       \
+    return F<UnaryOp::Sigmoid>(__VA_ARGS__);                                   \
+  case UnaryOp::Tanh:                                                          \
+    return F<UnaryOp::Tanh>(__VA_ARGS__);
+
+void unaryChunkOp(UnaryOp op, const float *x, float *y, int64_t n) {
+  switch (op) { AMPC_UNARY_CASES(unaryChunk, x, y, n) }
+  __builtin_unreachable();
+}
+
+void unaryBwdChunkOp(UnaryOp op, const float *x, float *g, int64_t n) {
+  switch (op) { AMPC_UNARY_CASES(unaryBwdChunk, x, g, n) }
+  __builtin_unreachable();
+}
+
+void binaryChunkOp(BinaryOp op, const float *a, const float *b, float *y,
+                   int64_t n) {
+  switch (op) {
+  case BinaryOp::Add:
+    return binaryChunk<BinaryOp::Add>(a, b, y, n);
+  case BinaryOp::Sub:
+    return binaryChunk<BinaryOp::Sub>(a, b, y, n);
+  case BinaryOp::Mul:
+    return binaryChunk<BinaryOp::Mul>(a, b, y, n);
+  case BinaryOp::Div:
+    return binaryChunk<BinaryOp::Div>(a, b, y, n);
+  case BinaryOp::Maximum:
+    return binaryChunk<BinaryOp::Maximum>(a, b, y, n);
+  case BinaryOp::Minimum:
+    return binaryChunk<BinaryOp::Minimum>(a, b, y, n);
+  case BinaryOp::Pow:
+    return binaryChunk<BinaryOp::Pow>(a, b, y, n);
+  }
+  __builtin_unreachable();
+}
+
 bool readFlag(Buf f) {
   if (!f.data)
     return false;
@@ -152,6 +287,22 @@ public:
   }
 
   ampc_status copy(Buf dst, Buf src, const Walk &w, float scale) override {
+    if (scale == 1.0f && contiguous(w, 0) && contiguous(w, 1)) {
+      int64_t n = w.numel();
+      if (dst.dtype == src.dtype) {
+        memmove(dst.data, src.data, n * dtypeSize(dst.dtype));
+        return AMPC_OK;
+      }
+      if (isFloatDtype(dst.dtype) && isFloatDtype(src.dtype)) {
+        float buf[kChunk];
+        for (int64_t i = 0; i < n; i += kChunk) {
+          int64_t len = n - i < kChunk ? n - i : kChunk;
+          loadChunk(src, i, len, buf);
+          storeChunk(dst, i, len, buf);
+        }
+        return AMPC_OK;
+      }
+    }
     if (scale == 1.0f) {
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);
@@ -195,22 +346,42 @@ public:
   }
 
   ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i)
-      storeF32(y.data, y.dtype, i,
-               unaryForward(op, loadF32(x.data, x.dtype, i)));
+    float in[kChunk], out[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+      int64_t len = n - i < kChunk ? n - i : kChunk;
+      loadChunk(x, i, len, in);
+      unaryChunkOp(op, in, out, len);
+      storeChunk(y, i, len, out);
+    }
     return AMPC_OK;
   }
 
   ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i)
-      storeF32(dx.data, dx.dtype, i,
-               unaryBackward(op, loadF32(x.data, x.dtype, i),
-                             loadF32(dy.data, dy.dtype, i)));
+    float xs[kChunk], g[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+      int64_t len = n - i < kChunk ? n - i : kChunk;
+      loadChunk(x, i, len, xs);
+      loadChunk(dy, i, len, g);
+      unaryBwdChunkOp(op, xs, g, len);
+      storeChunk(dx, i, len, g);
+    }
     return AMPC_OK;
   }
 
   ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
                      const Walk &w) override {
+    if (contiguous(w, 0) && contiguous(w, 1) && contiguous(w, 2)) {
+      int64_t n = w.numel();
+      float as[kChunk], bs[kChunk], ys[kChunk];
+      for (int64_t i = 0; i < n; i += kChunk) {
+        int64_t len = n - i < kChunk ? n - i : kChunk;
+        loadChunk(a, i, len, as);
+        loadChunk(b, i, len, bs);
+        binaryChunkOp(op, as, bs, ys, len);
+        storeChunk(y, i, len, ys);
+      }
+      return AMPC_OK;
+    }
     forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
       storeF32(y.data, y.dtype, o0,
                binaryForward(op, loadF32(a.data, a.dtype, o1),
