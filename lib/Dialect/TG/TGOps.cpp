@@ -436,8 +436,20 @@ TG_SAME_TYPE_INFER(SigmoidOp)
 TG_SAME_TYPE_INFER(TanhOp)
 #undef TG_SAME_TYPE_INFER
 
+/// True when `op` converts nothing: no `tg.compute` and its result has the
+/// element type of its first operand. Folders that forward a value through
+/// an op are only exact for such ops (a fused store rounds or widens).
+static bool keepsElementType(Operation *op) {
+  if (op->hasAttr(TGDialect::kComputeAttrName))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.getElementType() == out.getElementType();
+}
+
 OpFoldResult NegOp::fold(FoldAdaptor) {
-  if (auto inner = getInput().getDefiningOp<NegOp>())
+  auto inner = getInput().getDefiningOp<NegOp>();
+  if (inner && keepsElementType(*this) && keepsElementType(inner))
     return inner.getInput();
   return {};
 }
@@ -693,12 +705,15 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // reshape(reshape(x)) is one reshape: only the element order matters.
-  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+  // reshape(reshape(x)) is one reshape: only the element order matters (and
+  // the inner one must not round or widen on store).
+  auto inner = getInput().getDefiningOp<ReshapeOp>();
+  if (inner && keepsElementType(inner)) {
     getInputMutable().assign(inner.getInput());
     return getResult();
   }
-  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
+  if (dense && keepsElementType(*this))
     return dense.reshape(getType());
   return {};
 }
@@ -735,6 +750,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   for (auto [i, p] : llvm::enumerate(getPerm()))
     if (static_cast<int64_t>(i) != p)
       return {};
+  if (getInput().getType() != getType())
+    return {};
   return getInput();
 }
 
