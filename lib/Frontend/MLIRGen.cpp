@@ -21,6 +21,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -188,8 +189,9 @@ private:
       value = DenseElementsAttr::get(type, v);
     } else {
       if (!lit.isInteger) {
-        error(l) << "the number " << lit.value << " cannot be used as a "
-                 << formatType(type) << " scalar (it is not an integer)";
+        error(l) << "the number " << llvm::formatv("{0}", lit.value).str()
+                 << " cannot be used as an " << formatType(type)
+                 << " scalar (it is not an integer)";
         return nullptr;
       }
       unsigned width = elt.getIntOrFloatBitWidth();
@@ -435,6 +437,17 @@ private:
     return kw ? kw->value.loc : call.getLoc();
   }
 
+  /// The location of element `index` of list attribute `name` (or of the
+  /// attribute itself when it is a single value).
+  const frontend::Location &kwElementLoc(const CallExprAST &call,
+                                         StringRef name, size_t index) {
+    const KeywordArg *kw = call.findKeyword(name);
+    if (kw && kw->value.kind == AttrAST::Kind::List &&
+        index < kw->value.list.size())
+      return kw->value.list[index].loc;
+    return kwLoc(call, name);
+  }
+
   //===--------------------------------------------------------------------===//
   // Statements and graphs
   //===--------------------------------------------------------------------===//
@@ -497,8 +510,15 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
     error(e.getLoc()) << "unknown operator '" << bin.op << "'";
     return nullptr;
   }
-  case ExprAST::Kind::Call:
-    return genCall(cast<CallExprAST>(e), 1);
+  case ExprAST::Kind::Call: {
+    auto &call = cast<CallExprAST>(e);
+    if (call.callee == "grad") {
+      error(call.getLoc()) << "'grad' must be the whole right-hand side of an "
+                              "assignment, with one name per gradient";
+      return nullptr;
+    }
+    return genCall(call, 1);
+  }
   }
   return nullptr;
 }
@@ -722,17 +742,17 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       for (int64_t d = 0; d < type.getRank(); ++d)
         dims.push_back(d);
     } else {
-      for (int64_t d : **dimsOr) {
+      for (auto [i, d] : llvm::enumerate(**dimsOr)) {
+        const frontend::Location &dl = kwElementLoc(call, "dims", i);
         if (type.getRank() == 0) {
-          error(kwLoc(call, "dims"))
-              << "cannot reduce a scalar over dim " << d;
+          error(dl) << "cannot reduce a scalar over dim " << d;
           return nullptr;
         }
-        auto nd = normalizeDim(d, type, kwLoc(call, "dims"));
+        auto nd = normalizeDim(d, type, dl);
         if (failed(nd))
           return nullptr;
         if (llvm::is_contained(dims, *nd)) {
-          error(kwLoc(call, "dims")) << "dim " << d << " appears twice in 'dims'";
+          error(dl) << "dim " << d << " appears twice in 'dims'";
           return nullptr;
         }
         dims.push_back(*nd);
@@ -1117,11 +1137,14 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   SmallVector<Value> operands{loss};
   for (const Param &p : params)
     operands.push_back(p.arg);
-  return buildOp<tg::MinimizeOp>(
+  Operation *op = buildOp<tg::MinimizeOp>(
       loc(opt.getLoc()), operands,
       {named("optimizer", builder.getStringAttr(opt.callee)),
        named("hyperparams", builder.getDictionaryAttr(hyper))},
       params.size());
+  if (!op)
+    return failure();
+  return op;
 }
 
 LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
