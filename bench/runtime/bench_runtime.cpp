@@ -1,4 +1,5 @@
-//===- bench_runtime.cpp - Runtime kernel benchmarks ------------------------===//
+//===- bench_runtime.cpp - Runtime kernel benchmarks
+//------------------------===//
 //
 // CPU: ampc_gemm with f16 inputs against OpenBLAS sgemm on the same shape
 // (the ratio is printed at the end), elementwise and softmax bandwidth.
@@ -65,7 +66,10 @@ void BM_CpuSgemmOpenBLAS(benchmark::State &state) {
   }
   gemmCounters(state, n);
 }
-BENCHMARK(BM_CpuSgemmOpenBLAS)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSgemmOpenBLAS)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_CpuGemmF16(benchmark::State &state) {
   ampc_context ctx = cpuContext();
@@ -82,7 +86,10 @@ void BM_CpuGemmF16(benchmark::State &state) {
   ampc_free(ctx, b);
   ampc_free(ctx, c);
 }
-BENCHMARK(BM_CpuGemmF16)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuGemmF16)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_CpuAdd(benchmark::State &state) {
   ampc_context ctx = cpuContext();
@@ -120,7 +127,10 @@ void BM_CpuGelu(benchmark::State &state) {
   ampc_free(ctx, x);
   ampc_free(ctx, y);
 }
-BENCHMARK(BM_CpuGelu)->Arg(1 << 22)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuGelu)
+    ->Arg(1 << 22)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_CpuSoftmax(benchmark::State &state) {
   ampc_context ctx = cpuContext();
@@ -134,7 +144,10 @@ void BM_CpuSoftmax(benchmark::State &state) {
   ampc_free(ctx, x);
   ampc_free(ctx, y);
 }
-BENCHMARK(BM_CpuSoftmax)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSoftmax)
+    ->Args({4096, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_CudaGemmF16(benchmark::State &state) {
   ampc_context ctx = cudaContext();
@@ -165,7 +178,10 @@ void BM_CudaGemmF16(benchmark::State &state) {
   ampc_free(ctx, b);
   ampc_free(ctx, c);
 }
-BENCHMARK(BM_CudaGemmF16)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CudaGemmF16)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_CudaUnscale(benchmark::State &state) {
   ampc_context ctx = cudaContext();
@@ -196,7 +212,10 @@ void BM_CudaUnscale(benchmark::State &state) {
   ampc_free(ctx, scale);
   ampc_free(ctx, flag);
 }
-BENCHMARK(BM_CudaUnscale)->Arg(int64_t(1) << 28)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CudaUnscale)
+    ->Arg(int64_t(1) << 28)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// Console output plus the f16-GEMM / sgemm throughput ratio at the end.
 class RatioReporter : public benchmark::ConsoleReporter {

@@ -1,4 +1,5 @@
-//===- cpu_backend.cpp - The CPU backend ------------------------------------===//
+//===- cpu_backend.cpp - The CPU backend
+//------------------------------------===//
 //
 // Plain loops in f32 (f64 for long accumulations), GEMMs through OpenBLAS
 // cblas_sgemm on exactly widened inputs. Single-threaded apart from
@@ -114,8 +115,7 @@ template <UnaryOp Op> void unaryChunk(const float *x, float *y, int64_t n) {
     y[i] = unaryForward(Op, x[i]);
 }
 
-template <UnaryOp Op>
-void unaryBwdChunk(const float *x, float *g, int64_t n) {
+template <UnaryOp Op> void unaryBwdChunk(const float *x, float *g, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     g[i] = unaryBackward(Op, x[i], g[i]);
 }
@@ -368,8 +368,7 @@ public:
     return AMPC_OK;
   }
 
-  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
-                     const Walk &w) override {
+  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) override {
     if (contiguous(w, 0) && contiguous(w, 1) && contiguous(w, 2)) {
       int64_t n = w.numel();
       float as[kChunk], bs[kChunk], ys[kChunk];
@@ -483,8 +482,7 @@ public:
           int64_t i = base + j * inner;
           float g = loadF32(dy.data, dy.dtype, i);
           float yv = loadF32(y.data, y.dtype, i);
-          storeF32(dx.data, dx.dtype, i,
-                   log ? g - expf(yv) * s : yv * (g - s));
+          storeF32(dx.data, dx.dtype, i, log ? g - expf(yv) * s : yv * (g - s));
         }
       }
     }
@@ -706,8 +704,8 @@ public:
     int64_t valid = 0;
     for (int64_t r = 0; r < rows; ++r)
       valid += loadIndex(labels.data, labels.dtype, r) != -100;
-    float scale = loadF32(dloss.data, dloss.dtype, 0) /
-                  static_cast<float>(valid);
+    float scale =
+        loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(valid);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t label = loadIndex(labels.data, labels.dtype, r);
       int64_t base = r * classes;
@@ -740,9 +738,8 @@ public:
     float norm = 2.0f / static_cast<float>(n);
     float g = loadF32(dloss.data, dloss.dtype, 0);
     for (int64_t i = 0; i < n; ++i) {
-      float v = norm * (loadF32(a.data, a.dtype, i) -
-                        loadF32(b.data, b.dtype, i)) *
-                g;
+      float v = norm *
+                (loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i)) * g;
       if (da.data)
         storeF32(da.data, da.dtype, i, v);
       if (db.data)
@@ -886,8 +883,8 @@ public:
     return AMPC_OK;
   }
 
-  ampc_status clipGradNorm(float *totalNorm, const TensorList &g,
-                           float maxNorm, Buf foundInf) override {
+  ampc_status clipGradNorm(float *totalNorm, const TensorList &g, float maxNorm,
+                           Buf foundInf) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     double sq = 0.0;
@@ -925,9 +922,9 @@ public:
   }
 
   ampc_status adamw(const TensorList &params, const TensorList &grads,
-                    void *const *expAvgs, void *const *expAvgSqs,
-                    int32_t *step, double lr, double beta1, double beta2,
-                    double eps, double weightDecay, Buf foundInf) override {
+                    void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
+                    double lr, double beta1, double beta2, double eps,
+                    double weightDecay, Buf foundInf) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     *step += 1;

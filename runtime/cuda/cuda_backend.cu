@@ -1,4 +1,5 @@
-//===- cuda_backend.cu - The CUDA backend -----------------------------------===//
+//===- cuda_backend.cu - The CUDA backend
+//-----------------------------------===//
 //
 // Stream-ordered kernels over the shared scalar formulas of src/. One thread
 // per element for elementwise work, one warp per row for softmax, norms and
@@ -27,13 +28,12 @@ int blocksFor(int64_t n, int threads = kThreads) {
 }
 
 #define GRID_STRIDE(i, n)                                                      \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +            \
-                   threadIdx.x;                                                \
+  for (int64_t i =                                                             \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
        i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
-__device__ __forceinline__ void walkOffsets(const Walk &w, int64_t i,
-                                            int64_t &o0, int64_t &o1,
-                                            int64_t &o2) {
+__device__ __forceinline__ void
+walkOffsets(const Walk &w, int64_t i, int64_t &o0, int64_t &o1, int64_t &o2) {
   o0 = o1 = o2 = 0;
   for (int d = w.rank - 1; d >= 0; --d) {
     int64_t idx = i % w.shape[d];
@@ -145,10 +145,11 @@ __global__ void binaryBwdKernel(BinaryOp op, int which, Buf g, Buf dy, Buf a,
 // ------------------------------------------------------------- reductions --
 
 /// One warp per output element; lanes stride over the reduced elements.
-__global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer,
-                             Walk inner, int64_t nOut, int64_t nIn) {
+__global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer, Walk inner,
+                             int64_t nOut, int64_t nIn) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t o = warp; o < nOut; o += warps) {
     int64_t yo, xo, unused;
@@ -184,7 +185,8 @@ __global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer,
 __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
                                    Walk inner, int64_t nOut, int64_t nIn) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t o = warp; o < nOut; o += warps) {
     int64_t yo, xo, unused;
@@ -213,7 +215,8 @@ __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
 __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = warp; r < outer * inner; r += warps) {
     int64_t base = (r / inner) * dim * inner + r % inner;
@@ -228,15 +231,17 @@ __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
     float lse = logf(s), inv = 1.0f / s;
     for (int64_t j = lane; j < dim; j += 32) {
       float v = loadF32(x.data, x.dtype, base + j * inner) - m;
-      storeF32(y.data, y.dtype, base + j * inner, log ? v - lse : expf(v) * inv);
+      storeF32(y.data, y.dtype, base + j * inner,
+               log ? v - lse : expf(v) * inv);
     }
   }
 }
 
-__global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y,
-                                 int64_t outer, int64_t dim, int64_t inner) {
+__global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
+                                 int64_t dim, int64_t inner) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = warp; r < outer * inner; r += warps) {
     int64_t base = (r / inner) * dim * inner + r % inner;
@@ -258,7 +263,8 @@ __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y,
 __global__ void rowStatsKernel(bool rms, Buf x, int64_t rows, int64_t cols,
                                float eps, float *mean, float *rstd) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = warp; r < rows; r += warps) {
     float s = 0;
@@ -281,8 +287,7 @@ __global__ void rowStatsKernel(bool rms, Buf x, int64_t rows, int64_t cols,
 }
 
 __global__ void normKernel(Buf y, Buf x, Buf w, Buf b, int64_t rows,
-                           int64_t cols, const float *mean,
-                           const float *rstd) {
+                           int64_t cols, const float *mean, const float *rstd) {
   GRID_STRIDE(i, rows * cols) {
     int64_t r = i / cols, j = i % cols;
     float v = (loadF32(x.data, x.dtype, i) - mean[r]) * rstd[r];
@@ -298,7 +303,8 @@ __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
                                 int64_t rows, int64_t cols, const float *mean,
                                 const float *rstd) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = warp; r < rows; r += warps) {
     float mu = mean[r], rs = rstd[r], sg = 0, sgx = 0;
@@ -449,7 +455,8 @@ __global__ void crossEntropyRowsKernel(Buf logits, Buf labels, int64_t rows,
                                        int64_t classes, float *rowLoss,
                                        float *rowValid, float *rowLse) {
   int lane = threadIdx.x & 31;
-  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = warp; r < rows; r += warps) {
     int64_t base = r * classes;
@@ -510,9 +517,8 @@ __global__ void crossEntropyFinishKernel(Buf loss, const double *sums) {
 }
 
 __global__ void crossEntropyBwdKernel(Buf dlogits, Buf dloss, Buf logits,
-                                      Buf labels, int64_t rows,
-                                      int64_t classes, const float *rowLse,
-                                      const double *sums) {
+                                      Buf labels, int64_t rows, int64_t classes,
+                                      const float *rowLse, const double *sums) {
   GRID_STRIDE(i, rows * classes) {
     int64_t r = i / classes, c = i % classes;
     int64_t label = loadIndex(labels.data, labels.dtype, r);
@@ -543,7 +549,8 @@ __global__ void mseBwdKernel(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                              int64_t n) {
   GRID_STRIDE(i, n) {
     float norm = 2.0f / static_cast<float>(n);
-    float v = norm * (loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i)) *
+    float v = norm *
+              (loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i)) *
               loadF32(dloss.data, dloss.dtype, 0);
     if (da.data)
       storeF32(da.data, da.dtype, i, v);
@@ -838,8 +845,7 @@ public:
     LAUNCH_CHECK("unary backward kernel");
     return AMPC_OK;
   }
-  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
-                     const Walk &w) override {
+  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) override {
     int64_t n = w.numel();
     binaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, y, a, b, w, n);
     LAUNCH_CHECK("binary kernel");
@@ -848,8 +854,8 @@ public:
   ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                         const Walk &w) override {
     int64_t n = w.numel();
-    binaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, which, g, dy,
-                                                            a, b, w, n);
+    binaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, which, g, dy, a,
+                                                            b, w, n);
     LAUNCH_CHECK("binary backward kernel");
     return AMPC_OK;
   }
@@ -940,9 +946,10 @@ public:
                            int64_t vocab, int64_t dim) override {
     Temp acc(*this);
     AMPC_TRY(acc.alloc(vocab * dim * sizeof(float)));
-    CUDA_TRY(cudaMemsetAsync(acc.get(), 0, vocab * dim * sizeof(float), stream_));
-    embeddingBwdKernel<<<blocksFor(dim, 64), 64, 0, stream_>>>(acc.f32(), dy,
-                                                               ids, n, vocab, dim);
+    CUDA_TRY(
+        cudaMemsetAsync(acc.get(), 0, vocab * dim * sizeof(float), stream_));
+    embeddingBwdKernel<<<blocksFor(dim, 64), 64, 0, stream_>>>(
+        acc.f32(), dy, ids, n, vocab, dim);
     LAUNCH_CHECK("embedding backward kernel");
     Walk w;
     w.rank = 1;
@@ -999,7 +1006,8 @@ public:
   }
   ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                      int64_t n) override {
-    mseBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(da, db, dloss, a, b, n);
+    mseBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(da, db, dloss, a, b,
+                                                         n);
     LAUNCH_CHECK("mse backward kernel");
     return AMPC_OK;
   }
@@ -1024,12 +1032,14 @@ public:
     // Mixed input dtypes: cuBLASLt wants one type for A and B.
     if (d.a.dtype != d.b.dtype && d.k > 0) {
       if (d.a.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.a, extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k,
-                                   d.lda, d.strideA),
+        AMPC_TRY(widen(d.a,
+                       extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k, d.lda,
+                              d.strideA),
                        ta, g.a));
       if (d.b.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.b, extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n,
-                                   d.ldb, d.strideB),
+        AMPC_TRY(widen(d.b,
+                       extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n, d.ldb,
+                              d.strideB),
                        tb, g.b));
     }
     bool direct = d.k > 0 && LtGemm::supports(g.a.dtype, d.c.dtype) &&
@@ -1111,8 +1121,8 @@ public:
     LAUNCH_CHECK("scale update kernel");
     return AMPC_OK;
   }
-  ampc_status clipGradNorm(float *totalNorm, const TensorList &g,
-                           float maxNorm, Buf foundInf) override {
+  ampc_status clipGradNorm(float *totalNorm, const TensorList &g, float maxNorm,
+                           Buf foundInf) override {
     Temp t(*this);
     int64_t slots = static_cast<int64_t>(g.count) * kNormBlocks;
     AMPC_TRY(t.alloc(slots * sizeof(double) + sizeof(double)));
@@ -1157,9 +1167,9 @@ public:
     return AMPC_OK;
   }
   ampc_status adamw(const TensorList &params, const TensorList &grads,
-                    void *const *expAvgs, void *const *expAvgSqs,
-                    int32_t *step, double lr, double beta1, double beta2,
-                    double eps, double weightDecay, Buf foundInf) override {
+                    void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
+                    double lr, double beta1, double beta2, double eps,
+                    double weightDecay, Buf foundInf) override {
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
     AdamwScalars *s = static_cast<AdamwScalars *>(t.get());
@@ -1171,9 +1181,8 @@ public:
         continue;
       adamwKernel<<<blocksFor(params.numels[i]), kThreads, 0, stream_>>>(
           Buf{params.data[i], params.dtypes[i]},
-          Buf{grads.data[i], grads.dtypes[i]},
-          static_cast<float *>(expAvgs[i]), static_cast<float *>(expAvgSqs[i]),
-          params.numels[i], s, foundInf);
+          Buf{grads.data[i], grads.dtypes[i]}, static_cast<float *>(expAvgs[i]),
+          static_cast<float *>(expAvgSqs[i]), params.numels[i], s, foundInf);
       LAUNCH_CHECK("adamw kernel");
     }
     return AMPC_OK;
@@ -1197,10 +1206,9 @@ Backend *createCudaBackend(int device, ampc_status *status) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    *status = setError(AMPC_ERROR_NO_DEVICE,
-                       "cuda backend: no usable CUDA device (%s)",
-                       err != cudaSuccess ? cudaGetErrorString(err)
-                                          : "no devices found");
+    *status = setError(
+        AMPC_ERROR_NO_DEVICE, "cuda backend: no usable CUDA device (%s)",
+        err != cudaSuccess ? cudaGetErrorString(err) : "no devices found");
     cudaGetLastError(); // clear the sticky-free error state
     return nullptr;
   }

@@ -1,4 +1,5 @@
-//===- cuda_gemm.cpp - GEMMs through cuBLASLt --------------------------------===//
+//===- cuda_gemm.cpp - GEMMs through cuBLASLt
+//--------------------------------===//
 //
 // Row-major C = op(A) op(B) is computed as the column-major product
 // C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand. Compute type is
@@ -30,8 +31,9 @@ cudaDataType_t cudaType(ampc_dtype dt) {
 }
 
 ampc_status ltFail(cublasStatus_t s, const char *what) {
-  return setError(AMPC_ERROR_DEVICE, "cuda backend: %s failed (cublasLt status %d)",
-                  what, static_cast<int>(s));
+  return setError(AMPC_ERROR_DEVICE,
+                  "cuda backend: %s failed (cublasLt status %d)", what,
+                  static_cast<int>(s));
 }
 
 #define LT_TRY(call)                                                           \
@@ -150,21 +152,21 @@ ampc_status LtGemm::run(const GemmDesc &d) {
     LT_TRY(cublasLtMatmulDescSetAttribute(
         ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
   }
-  AMPC_TRY(makeLayout(&ds.a, abType, d.transB ? d.k : d.n,
-                      d.transB ? d.n : d.k, d.ldb, d.batch, d.strideB));
-  AMPC_TRY(makeLayout(&ds.b, abType, d.transA ? d.m : d.k,
-                      d.transA ? d.k : d.m, d.lda, d.batch, d.strideA));
+  AMPC_TRY(makeLayout(&ds.a, abType, d.transB ? d.k : d.n, d.transB ? d.n : d.k,
+                      d.ldb, d.batch, d.strideB));
+  AMPC_TRY(makeLayout(&ds.b, abType, d.transA ? d.m : d.k, d.transA ? d.k : d.m,
+                      d.lda, d.batch, d.strideA));
   AMPC_TRY(makeLayout(&ds.c, cType, d.n, d.m, d.ldc, d.batch, d.strideC));
 
   uint32_t alignA = alignmentOf(d.b.data), alignB = alignmentOf(d.a.data),
            alignC = alignmentOf(d.c.data);
-  Cache::Key key = {d.a.dtype,  d.c.dtype, d.bias.data ? d.bias.dtype : -1,
-                    d.transA,   d.transB,  d.m,
-                    d.n,        d.k,       d.lda,
-                    d.ldb,      d.ldc,     d.batch,
-                    d.strideA,  d.strideB, d.strideC,
-                    epi,        alignA,    alignB,
-                    alignC,     d.beta != 0.0f};
+  Cache::Key key = {d.a.dtype, d.c.dtype,     d.bias.data ? d.bias.dtype : -1,
+                    d.transA,  d.transB,      d.m,
+                    d.n,       d.k,           d.lda,
+                    d.ldb,     d.ldc,         d.batch,
+                    d.strideA, d.strideB,     d.strideC,
+                    epi,       alignA,        alignB,
+                    alignC,    d.beta != 0.0f};
   auto it = cache->algos.find(key);
   if (it == cache->algos.end()) {
     LT_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
@@ -185,8 +187,8 @@ ampc_status LtGemm::run(const GemmDesc &d) {
         sizeof(alignC)));
     cublasLtMatmulHeuristicResult_t result = {};
     int found = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c,
-                                          ds.c, ds.pref, 1, &result, &found));
+    LT_TRY(cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.c,
+                                          ds.pref, 1, &result, &found));
     if (found == 0)
       return setError(AMPC_ERROR_DEVICE,
                       "cuda backend: cuBLASLt has no algorithm for this GEMM "

@@ -1,4 +1,5 @@
-//===- cuda_internal.h - Pieces shared by the CUDA backend's TUs -*- C++ -*-===//
+//===- cuda_internal.h - Pieces shared by the CUDA backend's TUs -*- C++
+//-*-===//
 #ifndef AMPC_RUNTIME_CUDA_INTERNAL_H
 #define AMPC_RUNTIME_CUDA_INTERNAL_H
 

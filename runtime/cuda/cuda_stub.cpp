@@ -1,4 +1,5 @@
-//===- cuda_stub.cpp - The CUDA backend in a build without CUDA -------------===//
+//===- cuda_stub.cpp - The CUDA backend in a build without CUDA
+//-------------===//
 #include "../src/common.h"
 
 namespace ampc {

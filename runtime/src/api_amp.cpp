@@ -1,4 +1,5 @@
-//===- api_amp.cpp - Loss scaling and optimizer updates --------------------===//
+//===- api_amp.cpp - Loss scaling and optimizer updates
+//--------------------===//
 #include "common.h"
 
 #include <math.h>
@@ -81,26 +82,25 @@ ampc_status ampc_check_finite_unscale(ampc_context ctx, void *found_inf,
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, true));
     AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
     TensorList g{grads, grad_dtypes, numels, count};
-    return ctx->backend->checkFiniteUnscale(
-        Buf{found_inf, found_inf_dtype}, g, static_cast<const float *>(scale));
+    return ctx->backend->checkFiniteUnscale(Buf{found_inf, found_inf_dtype}, g,
+                                            static_cast<const float *>(scale));
   });
 }
 
 ampc_status ampc_update_scale(ampc_context ctx, void *scale,
                               void *growth_tracker, void *hysteresis_left,
-                              const void *found_inf,
-                              ampc_dtype found_inf_dtype, double growth_factor,
-                              double backoff_factor, int32_t growth_interval,
-                              int32_t hysteresis, double min_scale,
-                              double max_scale) {
+                              const void *found_inf, ampc_dtype found_inf_dtype,
+                              double growth_factor, double backoff_factor,
+                              int32_t growth_interval, int32_t hysteresis,
+                              double min_scale, double max_scale) {
   const char *fn = "ampc_update_scale";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     if (!scale || !growth_tracker || !hysteresis_left)
-      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
-                      !scale ? "scale"
-                             : (!growth_tracker ? "growth_tracker"
-                                                : "hysteresis_left"));
+      return setError(
+          AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+          !scale ? "scale"
+                 : (!growth_tracker ? "growth_tracker" : "hysteresis_left"));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, true));
     if (growth_interval <= 0 || hysteresis <= 0 || !(growth_factor > 0) ||
         !(backoff_factor > 0))
@@ -182,16 +182,12 @@ ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
   });
 }
 
-ampc_status ampc_adamw_update(ampc_context ctx, void *const *params,
-                              const ampc_dtype *param_dtypes,
-                              void *const *grads,
-                              const ampc_dtype *grad_dtypes,
-                              void *const *exp_avgs, void *const *exp_avg_sqs,
-                              void *step, const int64_t *numels, int32_t count,
-                              double lr, double beta1, double beta2,
-                              double eps, double weight_decay,
-                              double max_grad_norm, const void *found_inf,
-                              ampc_dtype found_inf_dtype) {
+ampc_status ampc_adamw_update(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype) {
   const char *fn = "ampc_adamw_update";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -207,8 +203,8 @@ ampc_status ampc_adamw_update(ampc_context ctx, void *const *params,
                        count == 0));
     if (!step)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: step is NULL", fn);
-    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
-        !(eps >= 0) || !(weight_decay >= 0))
+    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) ||
+        !(beta2 >= 0 && beta2 < 1) || !(eps >= 0) || !(weight_decay >= 0))
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: needs lr >= 0, 0 <= beta < 1, eps >= 0, "
                       "weight_decay >= 0",

@@ -1,4 +1,5 @@
-//===- api_core.cpp - Version, errors, contexts, memory, init ---------------===//
+//===- api_core.cpp - Version, errors, contexts, memory, init
+//---------------===//
 #include "common.h"
 
 #include <math.h>
@@ -8,8 +9,6 @@ using namespace ampc;
 extern "C" {
 
 uint32_t ampc_runtime_version(void) { return AMPC_RUNTIME_VERSION; }
-
-
 
 const char *ampc_status_string(ampc_status status) {
   switch (status) {
@@ -143,8 +142,8 @@ ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_memcpy: %s is NULL",
                     dst ? "src" : "dst");
   if (kind < AMPC_MEMCPY_HOST_TO_DEVICE || kind > AMPC_MEMCPY_HOST_TO_HOST)
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "ampc_memcpy: unknown kind %d", static_cast<int>(kind));
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "ampc_memcpy: unknown kind %d",
+                    static_cast<int>(kind));
   return ctx->backend->copyBytes(dst, src, bytes, kind);
 }
 
@@ -219,8 +218,7 @@ ampc_status ampc_fill(ampc_context ctx, void *y, ampc_dtype y_dtype,
                       int64_t numel, double value) {
   return guard("ampc_fill", [&] {
     AMPC_TRY(checkFlat("ampc_fill", ctx, y, y_dtype, numel, false));
-    return numel ? ctx->backend->fill(Buf{y, y_dtype}, numel, value)
-                 : AMPC_OK;
+    return numel ? ctx->backend->fill(Buf{y, y_dtype}, numel, value) : AMPC_OK;
   });
 }
 

@@ -1,4 +1,5 @@
-//===- api_elementwise.cpp - Unary and broadcasting binary ops -------------===//
+//===- api_elementwise.cpp - Unary and broadcasting binary ops
+//-------------===//
 #include "common.h"
 
 using namespace ampc;
@@ -121,8 +122,8 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
     AMPC_TRY(full.alloc(dys.numel() * sizeof(float)));
     AMPC_TRY(be.binaryBwd(op, which, Buf{full.get(), AMPC_F32}, dy.buf(),
                           a.buf(), b.buf(), w));
-    AMPC_TRY(sumToShape(be, g.buf(), *shapes[which],
-                        Buf{full.get(), AMPC_F32}, dys));
+    AMPC_TRY(sumToShape(be, g.buf(), *shapes[which], Buf{full.get(), AMPC_F32},
+                        dys));
   }
   return AMPC_OK;
 }
@@ -130,21 +131,21 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
 } // namespace
 
 #define AMPC_DEFINE_UNARY(OP, KIND)                                            \
-  ampc_status ampc_##OP##_fwd(                                                 \
-      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
-      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank) {                                \
+  ampc_status ampc_##OP##_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,   \
+                              const int64_t *y_shape, int32_t y_rank,          \
+                              const void *x, ampc_dtype x_dtype,               \
+                              const int64_t *x_shape, int32_t x_rank) {        \
     return guard("ampc_" #OP "_fwd", [&] {                                     \
       return unaryFwdImpl("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),       \
                           AMPC_TENSOR(x));                                     \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(                                                 \
-      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
-      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
-      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
-      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
-      int32_t x_rank) {                                                        \
+  ampc_status ampc_##OP##_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype, \
+                              const int64_t *dx_shape, int32_t dx_rank,        \
+                              const void *dy, ampc_dtype dy_dtype,             \
+                              const int64_t *dy_shape, int32_t dy_rank,        \
+                              const void *x, ampc_dtype x_dtype,               \
+                              const int64_t *x_shape, int32_t x_rank) {        \
     return guard("ampc_" #OP "_bwd", [&] {                                     \
       return unaryBwdImpl("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(dx),      \
                           AMPC_TENSOR(dy), AMPC_TENSOR(x));                    \
@@ -202,17 +203,15 @@ static ampc_status geluKind(const char *fn, ampc_gelu_approximate a,
                             UnaryOp &op) {
   if (a != AMPC_GELU_NONE && a != AMPC_GELU_TANH)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: unknown approximate mode %d", fn,
-                    static_cast<int>(a));
+                    "%s: unknown approximate mode %d", fn, static_cast<int>(a));
   op = a == AMPC_GELU_TANH ? UnaryOp::GeluTanh : UnaryOp::Gelu;
   return AMPC_OK;
 }
 
 ampc_status ampc_gelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                          const int64_t *y_shape, int32_t y_rank,
-                          const void *x, ampc_dtype x_dtype,
-                          const int64_t *x_shape, int32_t x_rank,
-                          ampc_gelu_approximate approximate) {
+                          const int64_t *y_shape, int32_t y_rank, const void *x,
+                          ampc_dtype x_dtype, const int64_t *x_shape,
+                          int32_t x_rank, ampc_gelu_approximate approximate) {
   return guard("ampc_gelu_fwd", [&] {
     UnaryOp op = UnaryOp::Gelu;
     AMPC_TRY(geluKind("ampc_gelu_fwd", approximate, op));

@@ -1,4 +1,5 @@
-//===- api_linalg.cpp - GEMM, matmul, linear, conv2d -----------------------===//
+//===- api_linalg.cpp - GEMM, matmul, linear, conv2d
+//-----------------------===//
 //
 // Every op here is a composition of the backend's strided-batched GEMM with
 // copies and reductions; convolutions are im2col + GEMM on both backends.
@@ -34,8 +35,7 @@ GemmDesc makeGemm(Buf c, Buf a, Buf b, int64_t m, int64_t n, int64_t k,
 }
 
 Buf offsetBuf(Buf b, int64_t elems) {
-  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype),
-             b.dtype};
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
 }
 
 /// Shapes of a matmul after PyTorch's promotion of 1-D operands.
@@ -55,9 +55,8 @@ ampc_status planMatmul(const char *fn, const Shape &as, const Shape &bs,
   int64_t kb = bVec ? bs.d[0] : bs.d[bs.rank - 2];
   p.n = bVec ? 1 : bs.d[bs.rank - 1];
   if (ka != kb)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: inner dims differ: %s @ %s", fn, as.str().c_str(),
-                    bs.str().c_str());
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: inner dims differ: %s @ %s",
+                    fn, as.str().c_str(), bs.str().c_str());
   p.k = ka;
   p.aBatch.rank = aVec ? 0 : as.rank - 2;
   p.bBatch.rank = bVec ? 0 : bs.rank - 2;
@@ -69,7 +68,8 @@ ampc_status planMatmul(const char *fn, const Shape &as, const Shape &bs,
   ob.rank = p.aBatch.rank > p.bBatch.rank ? p.aBatch.rank : p.bBatch.rank;
   for (int i = 0; i < ob.rank; ++i) {
     int ia = i - (ob.rank - p.aBatch.rank), ib = i - (ob.rank - p.bBatch.rank);
-    int64_t da = ia >= 0 ? p.aBatch.d[ia] : 1, db = ib >= 0 ? p.bBatch.d[ib] : 1;
+    int64_t da = ia >= 0 ? p.aBatch.d[ia] : 1,
+            db = ib >= 0 ? p.bBatch.d[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return setError(AMPC_ERROR_SHAPE_MISMATCH,
                       "%s: batch dims of %s and %s do not broadcast", fn,
@@ -187,8 +187,9 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
   if (oh < 0 || ow < 0)
     return setError(AMPC_ERROR_SHAPE_MISMATCH,
                     "%s: kernel larger than the padded input", fn);
-  g = ConvGeom{ws.d[1], xs.d[2], xs.d[3], ws.d[2], ws.d[3], oh / sh + 1,
-               ow / sw + 1, sh, sw, ph, pw, dh, dw};
+  g = ConvGeom{ws.d[1],     xs.d[2],     xs.d[3], ws.d[2], ws.d[3],
+               oh / sh + 1, ow / sw + 1, sh,      sw,      ph,
+               pw,          dh,          dw};
   Shape want = xs;
   want.d[1] = ws.d[0];
   want.d[2] = g.oh;
@@ -211,8 +212,8 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
 }
 
 /// y (contiguous [outer, channels, inner]) = src + bias[channel].
-ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias,
-                           int64_t outer, int64_t channels, int64_t inner) {
+ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias, int64_t outer,
+                           int64_t channels, int64_t inner) {
   Walk w;
   w.rank = 3;
   w.shape[0] = outer;
@@ -252,8 +253,8 @@ ampc_status ampc_gemm(ampc_context ctx, void *c, ampc_dtype c_dtype,
         return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                         "%s: operands must be f32, f16 or bf16 (got %d)", fn,
                         static_cast<int>(dt));
-    if (batch < 0 || m < 0 || n < 0 || k < 0 || stride_a < 0 ||
-        stride_b < 0 || stride_c < 0)
+    if (batch < 0 || m < 0 || n < 0 || k < 0 || stride_a < 0 || stride_b < 0 ||
+        stride_c < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: negative size or stride", fn);
     if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n) || ldc < n ||
@@ -325,13 +326,15 @@ ampc_status ampc_matmul_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
   });
 }
 
-ampc_status ampc_matmul_bwd(
-    ampc_context ctx, void *da, ampc_dtype da_dtype, const int64_t *da_shape,
-    int32_t da_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
-    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *a,
-    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
-    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank) {
+ampc_status ampc_matmul_bwd(ampc_context ctx, void *da, ampc_dtype da_dtype,
+                            const int64_t *da_shape, int32_t da_rank, void *db,
+                            ampc_dtype db_dtype, const int64_t *db_shape,
+                            int32_t db_rank, const void *dy,
+                            ampc_dtype dy_dtype, const int64_t *dy_shape,
+                            int32_t dy_rank, const void *a, ampc_dtype a_dtype,
+                            const int64_t *a_shape, int32_t a_rank,
+                            const void *b, ampc_dtype b_dtype,
+                            const int64_t *b_shape, int32_t b_rank) {
   const char *fn = "ampc_matmul_bwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -369,8 +372,8 @@ ampc_status ampc_matmul_bwd(
                  p.aBatch.numel() == p.outBatch.numel()) {
         // One shared b: db = a_flat^T * dy_flat over all rows at once.
         int64_t rows = p.m * p.outBatch.numel();
-        GemmDesc d = makeGemm(Buf{db, db_dtype}, ab, dyb, p.k, p.n, rows, true,
-                              false);
+        GemmDesc d =
+            makeGemm(Buf{db, db_dtype}, ab, dyb, p.k, p.n, rows, true, false);
         AMPC_TRY(be.gemm(d));
       } else {
         // db[k, n] = a[m, k]^T * dy[m, n]
@@ -384,15 +387,12 @@ ampc_status ampc_matmul_bwd(
   });
 }
 
-ampc_status ampc_linear_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                            const int64_t *y_shape, int32_t y_rank,
-                            const void *x, ampc_dtype x_dtype,
-                            const int64_t *x_shape, int32_t x_rank,
-                            const void *w, ampc_dtype w_dtype,
-                            const int64_t *w_shape, int32_t w_rank,
-                            const void *bias, ampc_dtype bias_dtype,
-                            const int64_t *bias_shape, int32_t bias_rank,
-                            ampc_epilogue epilogue) {
+ampc_status ampc_linear_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, ampc_epilogue epilogue) {
   const char *fn = "ampc_linear_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -432,8 +432,7 @@ ampc_status ampc_linear_bwd(
     const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
     ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
     const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
-    const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
-    int32_t w_rank) {
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank) {
   const char *fn = "ampc_linear_bwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -482,21 +481,22 @@ ampc_status ampc_linear_bwd(
       flat.d[0] = rows;
       flat.d[1] = out;
       bool reduced[kMaxRank] = {true, false};
-      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb,
-                          flat, reduced));
+      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb, flat,
+                          reduced));
     }
     return AMPC_OK;
   });
 }
 
-ampc_status ampc_conv2d_fwd(
-    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
-    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
-    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
-    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
-    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_h,
-    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
+ampc_status
+ampc_conv2d_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                const int64_t *y_shape, int32_t y_rank, const void *x,
+                ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+                const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+                int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+                const int64_t *bias_shape, int32_t bias_rank, int64_t stride_h,
+                int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                int64_t dilation_h, int64_t dilation_w, int64_t groups) {
   const char *fn = "ampc_conv2d_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -540,8 +540,8 @@ ampc_status ampc_conv2d_fwd(
       }
     }
     if (bias)
-      return addChannelBias(be, Buf{y, y_dtype}, out,
-                            AMPC_TENSOR(bias).buf(), n, o, hw);
+      return addChannelBias(be, Buf{y, y_dtype}, out, AMPC_TENSOR(bias).buf(),
+                            n, o, hw);
     if (!direct)
       return sumToShape(be, Buf{y, y_dtype}, ys, out, ys);
     return AMPC_OK;
@@ -588,8 +588,8 @@ ampc_status ampc_conv2d_bwd(
       flat.d[1] = o;
       flat.d[2] = hw;
       bool reduced[kMaxRank] = {true, false, true};
-      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb,
-                          flat, reduced));
+      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb, flat,
+                          reduced));
     }
     if (dx && xs.numel()) {
       Temp dcol(be), dimg(be);
@@ -602,10 +602,9 @@ ampc_status ampc_conv2d_bwd(
         AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
         for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
           // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
-          GemmDesc d = makeGemm(Buf{dcol.get(), AMPC_F32},
-                                offsetBuf(wb, gi * og * ckk),
-                                offsetBuf(dyb, (i * o + gi * og) * hw), ckk,
-                                hw, og, true, false);
+          GemmDesc d = makeGemm(
+              Buf{dcol.get(), AMPC_F32}, offsetBuf(wb, gi * og * ckk),
+              offsetBuf(dyb, (i * o + gi * og) * hw), ckk, hw, og, true, false);
           AMPC_TRY(be.gemm(d));
           AMPC_TRY(be.col2im(dimg.f32() + gi * g.channels * g.h * g.w,
                              dcol.f32(), g));

@@ -1,4 +1,5 @@
-//===- api_nn.cpp - Reductions, normalisation, pooling, losses -------------===//
+//===- api_nn.cpp - Reductions, normalisation, pooling, losses
+//-------------===//
 #include "common.h"
 
 using namespace ampc;
@@ -46,8 +47,8 @@ ampc_status reductionFwd(const char *fn, ReduceOp op, ampc_context ctx,
   if (ys.numel() == 0)
     return AMPC_OK;
   if (xs.numel() == 0 && op == ReduceOp::Max)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: max of an empty tensor", fn);
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: max of an empty tensor",
+                    fn);
   return reduceDims(*ctx->backend, op, y.buf(), x.buf(), xs, reduced);
 }
 
@@ -82,8 +83,8 @@ ampc_status reductionBwd(const char *fn, ReduceOp op, ampc_context ctx,
 }
 
 /// outer x dim x inner around `dim`.
-ampc_status splitAt(const char *fn, const Shape &s, int64_t dim,
-                    int64_t &outer, int64_t &size, int64_t &inner) {
+ampc_status splitAt(const char *fn, const Shape &s, int64_t dim, int64_t &outer,
+                    int64_t &size, int64_t &inner) {
   int d;
   AMPC_TRY(normaliseDim(fn, dim, s.rank == 0 ? 1 : s.rank, d));
   outer = inner = 1;
@@ -119,14 +120,14 @@ ampc_status softmaxBwd(const char *fn, bool log, ampc_context ctx,
   AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
   AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
   if (dys != ys || dxs != ys)
-    return shapeError(fn, dys != ys ? dy.name : dx.name,
-                      dys != ys ? dys : dxs, ys);
+    return shapeError(fn, dys != ys ? dy.name : dx.name, dys != ys ? dys : dxs,
+                      ys);
   int64_t outer, size, inner;
   AMPC_TRY(splitAt(fn, ys, dim, outer, size, inner));
   if (ys.numel() == 0)
     return AMPC_OK;
-  return ctx->backend->softmaxBwd(log, dx.buf(), dy.buf(), y.buf(), outer,
-                                  size, inner);
+  return ctx->backend->softmaxBwd(log, dx.buf(), dy.buf(), y.buf(), outer, size,
+                                  inner);
 }
 
 /// Checks x [..., C] against an optional per-feature tensor of shape [C].
@@ -151,8 +152,7 @@ ampc_status normFwd(const char *fn, bool rms, ampc_context ctx,
   AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
   AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
   if (xs.rank == 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1",
-                    fn);
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
   if (ys != xs)
     return shapeError(fn, y.name, ys, xs);
   AMPC_TRY(featureShape(fn, w, xs, ws));
@@ -176,8 +176,7 @@ ampc_status normBwd(const char *fn, bool rms, ampc_context ctx,
   AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
   AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
   if (xs.rank == 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1",
-                    fn);
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
   if (dys != xs)
     return shapeError(fn, dy.name, dys, xs);
   if (dx.data && dxs != xs)
@@ -197,16 +196,16 @@ ampc_status poolGeom(const char *fn, bool isMax, const Shape &xs,
                      const Shape &ys, int64_t kh, int64_t kw, int64_t sh,
                      int64_t sw, int64_t ph, int64_t pw, PoolGeom &g) {
   if (xs.rank != 4)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: x must be NCHW, got %s", fn, xs.str().c_str());
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must be NCHW, got %s", fn,
+                    xs.str().c_str());
   if (kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0 || ph < 0 || pw < 0 ||
       2 * ph > kh || 2 * pw > kw)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: bad kernel/stride/padding (kernel > 0, stride > 0, "
                     "0 <= padding <= kernel / 2)",
                     fn);
-  g = PoolGeom{xs.d[0] * xs.d[1], xs.d[2], xs.d[3], 0, 0, kh, kw, sh, sw, ph,
-               pw, isMax};
+  g = PoolGeom{
+      xs.d[0] * xs.d[1], xs.d[2], xs.d[3], 0, 0, kh, kw, sh, sw, ph, pw, isMax};
   int64_t oh = (xs.d[2] + 2 * ph - kh), ow = (xs.d[3] + 2 * pw - kw);
   if (oh < 0 || ow < 0)
     return setError(AMPC_ERROR_SHAPE_MISMATCH,
@@ -358,12 +357,13 @@ AMPC_DEFINE_SOFTMAX(log_softmax, true)
 AMPC_DEFINE_POOL(max_pool2d, true)
 AMPC_DEFINE_POOL(avg_pool2d, false)
 
-ampc_status ampc_layer_norm_fwd(
-    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
-    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
-    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
-    int32_t w_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
-    int32_t b_rank, double eps) {
+ampc_status
+ampc_layer_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                    const int64_t *y_shape, int32_t y_rank, const void *x,
+                    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+                    const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+                    int32_t w_rank, const void *b, ampc_dtype b_dtype,
+                    const int64_t *b_shape, int32_t b_rank, double eps) {
   return guard("ampc_layer_norm_fwd", [&] {
     return normFwd("ampc_layer_norm_fwd", false, ctx, AMPC_TENSOR(y),
                    AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(b), eps);
@@ -375,9 +375,9 @@ ampc_status ampc_layer_norm_bwd(
     int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
     int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
     int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x,
-    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
-    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps) {
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps) {
   return guard("ampc_layer_norm_bwd", [&] {
     return normBwd("ampc_layer_norm_bwd", false, ctx, AMPC_TENSOR(dx),
                    AMPC_TENSOR(dw), AMPC_TENSOR(db), AMPC_TENSOR(dy),
@@ -406,9 +406,9 @@ ampc_status ampc_rms_norm_bwd(
     ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
     int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
     int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x,
-    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
-    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps) {
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps) {
   return guard("ampc_rms_norm_bwd", [&] {
     void *db = nullptr;
     ampc_dtype db_dtype = AMPC_F32;
@@ -420,12 +420,13 @@ ampc_status ampc_rms_norm_bwd(
   });
 }
 
-ampc_status ampc_cross_entropy_fwd(
-    ampc_context ctx, void *loss, ampc_dtype loss_dtype,
-    const int64_t *loss_shape, int32_t loss_rank, const void *logits,
-    ampc_dtype logits_dtype, const int64_t *logits_shape, int32_t logits_rank,
-    const void *labels, ampc_dtype labels_dtype, const int64_t *labels_shape,
-    int32_t labels_rank) {
+ampc_status
+ampc_cross_entropy_fwd(ampc_context ctx, void *loss, ampc_dtype loss_dtype,
+                       const int64_t *loss_shape, int32_t loss_rank,
+                       const void *logits, ampc_dtype logits_dtype,
+                       const int64_t *logits_shape, int32_t logits_rank,
+                       const void *labels, ampc_dtype labels_dtype,
+                       const int64_t *labels_shape, int32_t labels_rank) {
   const char *fn = "ampc_cross_entropy_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -435,10 +436,9 @@ ampc_status ampc_cross_entropy_fwd(
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(labels), kIndexDtype, true, labs));
     AMPC_TRY(scalarShape(fn, AMPC_TENSOR(loss), ls));
     AMPC_TRY(crossEntropyShapes(fn, lgs, labs));
-    return ctx->backend->crossEntropy(AMPC_TENSOR(loss).buf(),
-                                      AMPC_TENSOR(logits).buf(),
-                                      AMPC_TENSOR(labels).buf(), lgs.d[0],
-                                      lgs.d[1]);
+    return ctx->backend->crossEntropy(
+        AMPC_TENSOR(loss).buf(), AMPC_TENSOR(logits).buf(),
+        AMPC_TENSOR(labels).buf(), lgs.d[0], lgs.d[1]);
   });
 }
 
@@ -474,9 +474,8 @@ ampc_status ampc_mse_loss_fwd(ampc_context ctx, void *loss,
                               ampc_dtype loss_dtype, const int64_t *loss_shape,
                               int32_t loss_rank, const void *a,
                               ampc_dtype a_dtype, const int64_t *a_shape,
-                              int32_t a_rank, const void *b,
-                              ampc_dtype b_dtype, const int64_t *b_shape,
-                              int32_t b_rank) {
+                              int32_t a_rank, const void *b, ampc_dtype b_dtype,
+                              const int64_t *b_shape, int32_t b_rank) {
   const char *fn = "ampc_mse_loss_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));

@@ -1,4 +1,5 @@
-//===- api_shape.cpp - Casts and shape ops ---------------------------------===//
+//===- api_shape.cpp - Casts and shape ops
+//---------------------------------===//
 #include "common.h"
 
 using namespace ampc;
@@ -7,8 +8,7 @@ namespace {
 
 /// Element offset `elems` into a buffer.
 Buf offsetBuf(Buf b, int64_t elems) {
-  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype),
-             b.dtype};
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
 }
 
 /// Float<->float, or identical dtypes, may meet in a shape op.
@@ -67,8 +67,8 @@ ampc_status resolvePerm(const char *fn, const int64_t *perm, int32_t n,
     int d;
     AMPC_TRY(normaliseDim(fn, perm[i], rank, d));
     if (seen[d])
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: perm repeats dim %d", fn, d);
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: perm repeats dim %d",
+                      fn, d);
     seen[d] = true;
     out[i] = d;
   }
@@ -127,8 +127,7 @@ void resolveSlice(int64_t size, int64_t &start, int64_t &end) {
 /// Copies between a whole tensor `part` and the region of `whole` starting
 /// at `offset` along `dim` (toWhole: part -> whole).
 ampc_status copyRegion(Backend &be, Buf whole, const Shape &ws, Buf part,
-                       const Shape &ps, int dim, int64_t offset,
-                       bool toWhole) {
+                       const Shape &ps, int dim, int64_t offset, bool toWhole) {
   if (ps.numel() == 0)
     return AMPC_OK;
   int64_t wstr[kMaxRank], pstr[kMaxRank];
@@ -148,8 +147,8 @@ ampc_status copyRegion(Backend &be, Buf whole, const Shape &ws, Buf part,
 
 ampc_status concatImpl(const char *fn, ampc_context ctx, const TensorArg &y,
                        void *const *xs, const ampc_dtype *dtypes,
-                       const int64_t *const *shapes, int32_t count,
-                       int64_t dim, bool backward) {
+                       const int64_t *const *shapes, int32_t count, int64_t dim,
+                       bool backward) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys;
   AMPC_TRY(parseTensor(fn, y, kAnyDtype, true, ys));
@@ -231,9 +230,9 @@ ampc_status embeddingShapes(const char *fn, const Shape &ys, const Shape &ts,
 extern "C" {
 
 ampc_status ampc_cast_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                          const int64_t *y_shape, int32_t y_rank,
-                          const void *x, ampc_dtype x_dtype,
-                          const int64_t *x_shape, int32_t x_rank) {
+                          const int64_t *y_shape, int32_t y_rank, const void *x,
+                          ampc_dtype x_dtype, const int64_t *x_shape,
+                          int32_t x_rank) {
   return guard("ampc_cast_fwd", [&] {
     return castImpl("ampc_cast_fwd", ctx, AMPC_TENSOR(y), AMPC_TENSOR(x),
                     false);
@@ -322,8 +321,8 @@ ampc_status ampc_slice_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
                            const int64_t *x_shape, int32_t x_rank, int64_t dim,
                            int64_t start, int64_t end) {
   return guard("ampc_slice_fwd", [&] {
-    return sliceImpl("ampc_slice_fwd", ctx, AMPC_TENSOR(x), AMPC_TENSOR(y),
-                     dim, start, end, false);
+    return sliceImpl("ampc_slice_fwd", ctx, AMPC_TENSOR(x), AMPC_TENSOR(y), dim,
+                     start, end, false);
   });
 }
 
@@ -354,21 +353,19 @@ ampc_status ampc_embedding_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
     AMPC_TRY(embeddingShapes(fn, ys, ts, is));
     if (ys.numel() == 0)
       return AMPC_OK;
-    return ctx->backend->embedding(Buf{y, y_dtype},
-                                   AMPC_TENSOR(table).buf(),
-                                   AMPC_TENSOR(ids).buf(), is.numel(),
-                                   ts.d[0], ts.d[1]);
+    return ctx->backend->embedding(Buf{y, y_dtype}, AMPC_TENSOR(table).buf(),
+                                   AMPC_TENSOR(ids).buf(), is.numel(), ts.d[0],
+                                   ts.d[1]);
   });
 }
 
 ampc_status ampc_embedding_bwd(ampc_context ctx, void *dtable,
                                ampc_dtype dtable_dtype,
-                               const int64_t *dtable_shape,
-                               int32_t dtable_rank, const void *dy,
-                               ampc_dtype dy_dtype, const int64_t *dy_shape,
-                               int32_t dy_rank, const void *ids,
-                               ampc_dtype ids_dtype, const int64_t *ids_shape,
-                               int32_t ids_rank) {
+                               const int64_t *dtable_shape, int32_t dtable_rank,
+                               const void *dy, ampc_dtype dy_dtype,
+                               const int64_t *dy_shape, int32_t dy_rank,
+                               const void *ids, ampc_dtype ids_dtype,
+                               const int64_t *ids_shape, int32_t ids_rank) {
   const char *fn = "ampc_embedding_bwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -379,10 +376,9 @@ ampc_status ampc_embedding_bwd(ampc_context ctx, void *dtable,
     AMPC_TRY(embeddingShapes(fn, ys, ts, is));
     if (ts.numel() == 0)
       return AMPC_OK;
-    return ctx->backend->embeddingBwd(Buf{dtable, dtable_dtype},
-                                      AMPC_TENSOR(dy).buf(),
-                                      AMPC_TENSOR(ids).buf(), is.numel(),
-                                      ts.d[0], ts.d[1]);
+    return ctx->backend->embeddingBwd(
+        Buf{dtable, dtable_dtype}, AMPC_TENSOR(dy).buf(),
+        AMPC_TENSOR(ids).buf(), is.numel(), ts.d[0], ts.d[1]);
   });
 }
 

@@ -1,4 +1,5 @@
-//===- backend.h - The primitive interface every backend implements -*- C++ -*-===//
+//===- backend.h - The primitive interface every backend implements -*- C++
+//-*-===//
 //
 // The public API (src/api_*.cpp) validates arguments and composes the ops of
 // the language from these primitives; a backend implements only primitives.
@@ -85,8 +86,7 @@ public:
   virtual void tempFree(void *ptr) = 0;
 
   /// dst[walk stride 0] = scale * src[walk stride 1], converting dtypes.
-  virtual ampc_status copy(Buf dst, Buf src, const Walk &walk,
-                           float scale) = 0;
+  virtual ampc_status copy(Buf dst, Buf src, const Walk &walk, float scale) = 0;
   virtual ampc_status fill(Buf y, int64_t n, double value) = 0;
   virtual ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                              bool normal, double p0, double p1) = 0;
@@ -111,15 +111,13 @@ public:
 
   virtual ampc_status softmax(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner) = 0;
-  virtual ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y,
-                                 int64_t outer, int64_t dim,
-                                 int64_t inner) = 0;
+  virtual ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
+                                 int64_t dim, int64_t inner) = 0;
   /// w and b may have null data (1 and 0).
   virtual ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
                            int64_t cols, float eps) = 0;
   virtual ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
-                              Buf w, int64_t rows, int64_t cols,
-                              float eps) = 0;
+                              Buf w, int64_t rows, int64_t cols, float eps) = 0;
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n,

@@ -1,4 +1,5 @@
-//===- common.cpp - Errors, validation and shape helpers --------------------===//
+//===- common.cpp - Errors, validation and shape helpers
+//--------------------===//
 #include "common.h"
 
 #include <stdarg.h>
@@ -78,8 +79,8 @@ ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                     dtypeName(t.dtype));
   if (t.rank < 0 || t.rank > kMaxRank)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: tensor '%s' has rank %d (0..%d supported)", fn,
-                    t.name, t.rank, kMaxRank);
+                    "%s: tensor '%s' has rank %d (0..%d supported)", fn, t.name,
+                    t.rank, kMaxRank);
   if (t.rank > 0 && !t.shape)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: shape of '%s' is NULL", fn,
                     t.name);

@@ -80,7 +80,8 @@ struct TensorArg {
   Buf buf() const { return Buf{const_cast<void *>(data), dtype}; }
 };
 
-#define AMPC_TENSOR(t) ::ampc::TensorArg{#t, t, t##_dtype, t##_shape, t##_rank}
+#define AMPC_TENSOR(t)                                                         \
+  ::ampc::TensorArg { #t, t, t##_dtype, t##_shape, t##_rank }
 
 enum DtypeClass { kAnyDtype, kFloatDtype, kIndexDtype };
 

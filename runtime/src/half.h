@@ -43,10 +43,11 @@ AMPC_HD uint16_t f32ToF16(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) // inf or NaN
-    return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    return static_cast<uint16_t>(sign |
+                                 (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (abs >= 0x477ff000u) // >= 65520 rounds past the largest finite (65504)
     return static_cast<uint16_t>(sign | 0x7c00u);
-  if (abs >= 0x38800000u) { // normal result (>= 2^-14)
+  if (abs >= 0x38800000u) {         // normal result (>= 2^-14)
     uint32_t h = abs - 0x38000000u; // rebias exponent 127 -> 15
     h += 0xfffu + ((h >> 13) & 1u);
     return static_cast<uint16_t>(sign | (h >> 13));
@@ -150,8 +151,9 @@ AMPC_HD void storeF32(void *p, ampc_dtype dt, int64_t i, float v) {
 
 /// Reads an integer element (ids, labels) as int64.
 AMPC_HD int64_t loadIndex(const void *p, ampc_dtype dt, int64_t i) {
-  return dt == AMPC_I64 ? static_cast<const int64_t *>(p)[i]
-                        : static_cast<int64_t>(static_cast<const int32_t *>(p)[i]);
+  return dt == AMPC_I64
+             ? static_cast<const int64_t *>(p)[i]
+             : static_cast<int64_t>(static_cast<const int32_t *>(p)[i]);
 }
 
 /// Copies element si of src to element di of dst, converting dtypes. Integer

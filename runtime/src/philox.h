@@ -32,7 +32,8 @@ AMPC_HD Philox4 philox4x32_10(uint64_t counterLo, uint64_t counterHi,
            c1 = static_cast<uint32_t>(counterLo >> 32),
            c2 = static_cast<uint32_t>(counterHi),
            c3 = static_cast<uint32_t>(counterHi >> 32);
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  uint32_t k0 = static_cast<uint32_t>(key),
+           k1 = static_cast<uint32_t>(key >> 32);
   for (int r = 0; r < 10; ++r) {
     uint32_t hi0, lo0, hi1, lo1;
     mulhilo(0xD2511F53u, c0, hi0, lo0);

@@ -1,4 +1,5 @@
-//===- scalar_ops.h - Per-element formulas shared by the backends -*- C++ -*-===//
+//===- scalar_ops.h - Per-element formulas shared by the backends -*- C++
+//-*-===//
 //
 // Every elementwise formula (forward, backward, optimizer and loss-scale
 // updates) is defined once here and used by the CPU loops and the CUDA
@@ -221,11 +222,11 @@ AMPC_HD void sgdElement(float &param, float grad, float *buf,
 /// Scalars of one AdamW step, derived on the device from the step count in
 /// f64 as Python does, then cast to f32.
 struct AdamwScalars {
-  float decay;          // 1 - lr * weight_decay
-  float oneMinusBeta1;  // lerp weight
+  float decay;         // 1 - lr * weight_decay
+  float oneMinusBeta1; // lerp weight
   float beta2, oneMinusBeta2;
-  float negStepSize;    // -lr / (1 - beta1^t)
-  float bc2Sqrt;        // sqrt(1 - beta2^t)
+  float negStepSize; // -lr / (1 - beta1^t)
+  float bc2Sqrt;     // sqrt(1 - beta2^t)
   float eps;
 };
 

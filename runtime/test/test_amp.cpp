@@ -1,4 +1,5 @@
-//===- test_amp.cpp - Loss scaling, optimizers, random init ----------------===//
+//===- test_amp.cpp - Loss scaling, optimizers, random init
+//----------------===//
 #include "src/philox.h"
 #include "test_util.h"
 
@@ -95,8 +96,8 @@ TEST_F(Amp, ScaleUpdateMatchesMegatronHysteresis) {
       bool found = inf(rng());
       float flag = found ? 1.0f : 0.0f;
       float before = scale;
-      ASSERT_OK(ampc_update_scale(ctx, &scale, &tracker, &hyst, &flag,
-                                  AMPC_F32, 2.0, 0.5, 4, hysteresis, 1.0, 0.0));
+      ASSERT_OK(ampc_update_scale(ctx, &scale, &tracker, &hyst, &flag, AMPC_F32,
+                                  2.0, 0.5, 4, hysteresis, 1.0, 0.0));
       ref.update(found);
       ASSERT_TRUE(std::isfinite(ref.scale));
       ASSERT_EQ(scale, ref.scale) << "step " << step;
@@ -240,8 +241,8 @@ void torchAdamw(std::vector<float> &p, const std::vector<float> &g,
     m[i] = m[i] + w * (g[i] - m[i]); // lerp_, weight < 0.5
     v[i] = v[i] * static_cast<float>(b2) +
            static_cast<float>(1 - b2) * g[i] * g[i];
-    float denom = std::sqrt(v[i]) / static_cast<float>(bc2Sqrt) +
-                  static_cast<float>(eps);
+    float denom =
+        std::sqrt(v[i]) / static_cast<float>(bc2Sqrt) + static_cast<float>(eps);
     p[i] = p[i] + static_cast<float>(-stepSize) * (m[i] / denom);
   }
 }
@@ -295,7 +296,8 @@ TEST_F(Amp, FoundInfLeavesEverythingBitIdentical) {
     Tensor flag(Shape{}, fdt);
     flag.set(0, 1);
     Tensor p = randomTensor({40}, AMPC_F32), g = randomTensor({40}, AMPC_F16);
-    Tensor m = randomTensor({40}, AMPC_F32), v = randomTensor({40}, AMPC_F32, 0, 1);
+    Tensor m = randomTensor({40}, AMPC_F32),
+           v = randomTensor({40}, AMPC_F32, 0, 1);
     Tensor p0 = p, g0 = g, m0 = m, v0 = v;
     int32_t step = 7;
     void *ps[1] = {p.data()}, *gs[1] = {g.data()}, *ms[1] = {m.data()},
@@ -308,8 +310,8 @@ TEST_F(Amp, FoundInfLeavesEverythingBitIdentical) {
     ASSERT_OK(ampc_sgd_update(ctx, ps, pdt, gs, gdt, ms, n, 1, 0.1, 0.9, 0.01,
                               1, 0.5, flag.data(), fdt));
     float norm = -1;
-    ASSERT_OK(ampc_clip_grad_norm(ctx, &norm, gs, gdt, n, 1, 1e-3,
-                                  flag.data(), fdt));
+    ASSERT_OK(
+        ampc_clip_grad_norm(ctx, &norm, gs, gdt, n, 1, 1e-3, flag.data(), fdt));
     EXPECT_EQ(step, 7);
     EXPECT_EQ(norm, -1.0f);
     EXPECT_EQ(p.bytes, p0.bytes);
@@ -339,13 +341,13 @@ TEST_F(Amp, ClipGradNorm) {
   int64_t n[2] = {30, 20};
   float norm = 0;
   // Below the limit: coefficient clamps to 1 (grads unchanged).
-  ASSERT_OK(ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 1e6, nullptr,
-                                AMPC_F32));
+  ASSERT_OK(
+      ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 1e6, nullptr, AMPC_F32));
   EXPECT_NEAR(norm, total, 1e-5 * total);
   EXPECT_EQ(a.bytes, a0.bytes);
   // Above: scaled by max_norm / (total + 1e-6).
-  ASSERT_OK(ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 1.0, nullptr,
-                                AMPC_F32));
+  ASSERT_OK(
+      ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 1.0, nullptr, AMPC_F32));
   float coef = static_cast<float>(1.0f / (static_cast<float>(total) + 1e-6f));
   for (int i = 0; i < 30; ++i)
     EXPECT_NEAR(a.get(i), a0.get(i) * coef, 1e-6);

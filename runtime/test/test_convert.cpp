@@ -1,4 +1,5 @@
-//===- test_convert.cpp - f16 / bf16 conversions, exhaustively -------------===//
+//===- test_convert.cpp - f16 / bf16 conversions, exhaustively
+//-------------===//
 //
 // The reference is arithmetic, not bit tricks: a 16-bit pattern's value is
 // computed from its fields with ldexp, and f32 -> 16-bit rounding is checked
@@ -137,7 +138,8 @@ TEST(Convert, RoundTripAllPatterns) {
 TEST(Convert, F32ToF16Boundaries) {
   for (uint32_t h = 0; h < 0x7c00; ++h) {
     double lo = f16Value(static_cast<uint16_t>(h));
-    double hi = h + 1 < 0x7c00 ? f16Value(static_cast<uint16_t>(h + 1)) : 65536.0;
+    double hi =
+        h + 1 < 0x7c00 ? f16Value(static_cast<uint16_t>(h + 1)) : 65536.0;
     float mid = static_cast<float>((lo + hi) / 2); // exact in f32
     ASSERT_EQ(static_cast<double>(mid), (lo + hi) / 2);
     for (float f : {mid, std::nextafter(mid, 0.0f),
@@ -169,13 +171,13 @@ TEST(Convert, SpecialCases) {
   EXPECT_EQ(ampc::f32ToF16(INFINITY), 0x7c00);
   EXPECT_EQ(ampc::f32ToF16(-INFINITY), 0xfc00);
   EXPECT_EQ(ampc::f32ToF16(NAN) & 0x7fff, 0x7e00);
-  EXPECT_EQ(ampc::f32ToF16(1.0f + 1.0f / 2048), 0x3c00);     // tie -> even
-  EXPECT_EQ(ampc::f32ToF16(1.0f + 3.0f / 2048), 0x3c02);     // tie -> even
-  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -24)), 0x0001);  // min subnormal
-  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -25)), 0x0000);  // tie -> 0
+  EXPECT_EQ(ampc::f32ToF16(1.0f + 1.0f / 2048), 0x3c00);    // tie -> even
+  EXPECT_EQ(ampc::f32ToF16(1.0f + 3.0f / 2048), 0x3c02);    // tie -> even
+  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -24)), 0x0001); // min subnormal
+  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -25)), 0x0000); // tie -> 0
   EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(ampc::f32ToF16(std::ldexp(3.0f, -25)), 0x0002);  // tie -> even
-  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -14)), 0x0400);  // min normal
+  EXPECT_EQ(ampc::f32ToF16(std::ldexp(3.0f, -25)), 0x0002); // tie -> even
+  EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -14)), 0x0400); // min normal
   EXPECT_EQ(ampc::f32ToF16(std::ldexp(1023.5f, -24)), 0x0400);
   EXPECT_EQ(ampc::f32ToF16(-0.0f), 0x8000);
   EXPECT_EQ(ampc::f32ToF16(std::ldexp(1.0f, -149)), 0x0000);

@@ -1,4 +1,5 @@
-//===- test_errors.cpp - Error paths of the C API ---------------------------===//
+//===- test_errors.cpp - Error paths of the C API
+//---------------------------===//
 #include "test_util.h"
 
 using namespace ampc_test;
@@ -8,7 +9,8 @@ namespace {
 class Errors : public CpuTest {};
 
 TEST(Version, MatchesHeader) {
-  EXPECT_EQ(ampc_runtime_version(), static_cast<uint32_t>(AMPC_RUNTIME_VERSION));
+  EXPECT_EQ(ampc_runtime_version(),
+            static_cast<uint32_t>(AMPC_RUNTIME_VERSION));
   EXPECT_STREQ(ampc_status_string(AMPC_OK), "ok");
   EXPECT_STREQ(ampc_status_string(AMPC_ERROR_NO_DEVICE), "no device");
   EXPECT_STREQ(ampc_status_string(static_cast<ampc_status>(99)),
@@ -61,8 +63,8 @@ TEST_F(Errors, NullPointers) {
             AMPC_ERROR_NULL_POINTER);
   float flag = 0;
   int64_t n[1] = {4};
-  EXPECT_EQ(ampc_sgd_update(ctx, nullptr, nullptr, nullptr, nullptr, nullptr,
-                            n, 1, 0.1, 0, 0, 0, 0, &flag, AMPC_F32),
+  EXPECT_EQ(ampc_sgd_update(ctx, nullptr, nullptr, nullptr, nullptr, nullptr, n,
+                            1, 0.1, 0, 0, 0, 0, &flag, AMPC_F32),
             AMPC_ERROR_NULL_POINTER);
 }
 
@@ -97,8 +99,8 @@ TEST_F(Errors, ShapeMismatches) {
 
 TEST_F(Errors, DtypeErrors) {
   Tensor a({4}, AMPC_F32), y({4}, AMPC_F32), ids({4}, AMPC_I32);
-  EXPECT_EQ(ampc_relu_fwd(ctx, y.data(), static_cast<ampc_dtype>(42),
-                          y.dims(), 1, T(a)),
+  EXPECT_EQ(ampc_relu_fwd(ctx, y.data(), static_cast<ampc_dtype>(42), y.dims(),
+                          1, T(a)),
             AMPC_ERROR_UNSUPPORTED_DTYPE);
   EXPECT_NE(std::string(ampc_last_error()).find("unknown dtype"),
             std::string::npos);
@@ -118,8 +120,9 @@ TEST_F(Errors, DtypeErrors) {
   Tensor bad({2}, AMPC_F32);
   EXPECT_EQ(ampc_relu_fwd(ctx, bad.data(), AMPC_F32, bad.dims(), 9, T(a)),
             AMPC_ERROR_INVALID_ARGUMENT); // rank > AMPC_MAX_RANK
-  EXPECT_EQ(ampc_gelu_fwd(ctx, T(y), T(a), static_cast<ampc_gelu_approximate>(7)),
-            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ampc_gelu_fwd(ctx, T(y), T(a), static_cast<ampc_gelu_approximate>(7)),
+      AMPC_ERROR_INVALID_ARGUMENT);
 }
 
 } // namespace

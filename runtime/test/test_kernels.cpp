@@ -1,4 +1,5 @@
-//===- test_kernels.cpp - Every kernel against f64 references ---------------===//
+//===- test_kernels.cpp - Every kernel against f64 references
+//---------------===//
 //
 // Forward outputs are compared with a direct f64 evaluation on the (rounded)
 // inputs. Backward kernels are compared with central differences of that
@@ -17,11 +18,11 @@ using namespace ampc_test;
 namespace {
 
 using Ref = std::function<Vec(const std::vector<Vec> &)>;
-using Fwd = std::function<ampc_status(ampc_context, Tensor &,
-                                      std::vector<Tensor> &)>;
-using Bwd = std::function<ampc_status(ampc_context, std::vector<Tensor> &,
-                                      Tensor &, std::vector<Tensor> &,
-                                      Tensor &)>;
+using Fwd =
+    std::function<ampc_status(ampc_context, Tensor &, std::vector<Tensor> &)>;
+using Bwd =
+    std::function<ampc_status(ampc_context, std::vector<Tensor> &, Tensor &,
+                              std::vector<Tensor> &, Tensor &)>;
 
 struct OpCheck {
   std::string name;
@@ -29,8 +30,8 @@ struct OpCheck {
   Shape outShape;
   Ref ref;
   Fwd fwd;
-  Bwd bwd;                       // may be empty
-  std::vector<bool> grad;        // which inputs get a gradient (default all)
+  Bwd bwd;                // may be empty
+  std::vector<bool> grad; // which inputs get a gradient (default all)
   ampc_dtype outDtype = AMPC_F32;
   double fwdTol = 0, bwdTol = 1e-4;
 };
@@ -72,13 +73,11 @@ class Kernels : public CpuTest {};
 
 struct UnaryCase {
   const char *name;
-  ampc_status (*fwd)(ampc_context, void *, ampc_dtype, const int64_t *,
-                     int32_t, const void *, ampc_dtype, const int64_t *,
-                     int32_t);
-  ampc_status (*bwd)(ampc_context, void *, ampc_dtype, const int64_t *,
-                     int32_t, const void *, ampc_dtype, const int64_t *,
-                     int32_t, const void *, ampc_dtype, const int64_t *,
-                     int32_t);
+  ampc_status (*fwd)(ampc_context, void *, ampc_dtype, const int64_t *, int32_t,
+                     const void *, ampc_dtype, const int64_t *, int32_t);
+  ampc_status (*bwd)(ampc_context, void *, ampc_dtype, const int64_t *, int32_t,
+                     const void *, ampc_dtype, const int64_t *, int32_t,
+                     const void *, ampc_dtype, const int64_t *, int32_t);
   double (*ref)(double);
   double lo, hi;
 };
@@ -99,8 +98,8 @@ const UnaryCase kUnary[] = {
      [](double x) { return 1 / std::sqrt(x); }, 0.2, 3},
     {"relu", ampc_relu_fwd, ampc_relu_bwd,
      [](double x) { return x > 0 ? x : 0.0; }, -2, 2},
-    {"silu", ampc_silu_fwd, ampc_silu_bwd,
-     [](double x) { return x * sigm(x); }, -4, 4},
+    {"silu", ampc_silu_fwd, ampc_silu_bwd, [](double x) { return x * sigm(x); },
+     -4, 4},
     {"sigmoid", ampc_sigmoid_fwd, ampc_sigmoid_bwd, sigm, -4, 4},
     {"tanh", ampc_tanh_fwd, ampc_tanh_bwd,
      [](double x) { return std::tanh(x); }, -3, 3},
@@ -129,9 +128,8 @@ TEST_F(Kernels, UnaryOps) {
       };
       if (dt == AMPC_F32)
         c.bwd = [&u](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
-                     std::vector<Tensor> &in, Tensor &) {
-          return u.bwd(ctx, T(g[0]), T(dy), T(in[0]));
-        };
+                     std::vector<Tensor> &in,
+                     Tensor &) { return u.bwd(ctx, T(g[0]), T(dy), T(in[0])); };
       runCheck(ctx, c);
     }
   }
@@ -177,14 +175,14 @@ struct BinaryCase {
 };
 
 const BinaryCase kBinary[] = {
-    {"add", ampc_add_fwd, ampc_add_bwd, [](double a, double b) { return a + b; },
-     -2, 2},
-    {"sub", ampc_sub_fwd, ampc_sub_bwd, [](double a, double b) { return a - b; },
-     -2, 2},
-    {"mul", ampc_mul_fwd, ampc_mul_bwd, [](double a, double b) { return a * b; },
-     -2, 2},
-    {"div", ampc_div_fwd, ampc_div_bwd, [](double a, double b) { return a / b; },
-     0.5, 2},
+    {"add", ampc_add_fwd, ampc_add_bwd,
+     [](double a, double b) { return a + b; }, -2, 2},
+    {"sub", ampc_sub_fwd, ampc_sub_bwd,
+     [](double a, double b) { return a - b; }, -2, 2},
+    {"mul", ampc_mul_fwd, ampc_mul_bwd,
+     [](double a, double b) { return a * b; }, -2, 2},
+    {"div", ampc_div_fwd, ampc_div_bwd,
+     [](double a, double b) { return a / b; }, 0.5, 2},
     {"maximum", ampc_maximum_fwd, ampc_maximum_bwd,
      [](double a, double b) { return std::max(a, b); }, -2, 2},
     {"minimum", ampc_minimum_fwd, ampc_minimum_bwd,
@@ -259,8 +257,11 @@ TEST_F(Kernels, Reductions) {
     std::vector<int64_t> dims;
     bool keep;
   };
-  const RCase cases[] = {{{}, false}, {{1}, false}, {{0, 2}, true},
-                         {{-1}, true}, {{0, 1, 2}, false}};
+  const RCase cases[] = {{{}, false},
+                         {{1}, false},
+                         {{0, 2}, true},
+                         {{-1}, true},
+                         {{0, 1, 2}, false}};
   Shape xs = {3, 4, 5};
   for (int op = 0; op < 3; ++op) {
     for (const RCase &rc : cases) {
@@ -272,7 +273,9 @@ TEST_F(Kernels, Reductions) {
         if (!red[i] || rc.keep)
           ys.push_back(red[i] ? 1 : xs[i]);
       OpCheck c;
-      c.name = std::string(op == 0 ? "sum" : op == 1 ? "mean" : "max") +
+      c.name = std::string(op == 0   ? "sum"
+                           : op == 1 ? "mean"
+                                     : "max") +
                " dims " + std::to_string(rc.dims.size());
       c.inputs.push_back(randomTensor(xs, AMPC_F32, -2, 2));
       c.outShape = ys;
@@ -345,8 +348,8 @@ Vec softmaxRef(const Vec &x, const Shape &s, int dim, bool log) {
         sum += std::exp(x[(o * n + j) * inner + in] - m);
       for (int64_t j = 0; j < n; ++j) {
         double v = x[(o * n + j) * inner + in] - m;
-        y[(o * n + j) * inner + in] = log ? v - std::log(sum)
-                                          : std::exp(v) / sum;
+        y[(o * n + j) * inner + in] =
+            log ? v - std::log(sum) : std::exp(v) / sum;
       }
     }
   return y;
@@ -406,9 +409,9 @@ TEST_F(Kernels, LayerNormAndRmsNorm) {
           for (int j = 0; j < 8; ++j)
             var += (in[0][r * 8 + j] - mean) * (in[0][r * 8 + j] - mean) / 8;
           for (int j = 0; j < 8; ++j)
-            y[r * 8 + j] = (in[0][r * 8 + j] - mean) / std::sqrt(var + eps) *
-                               in[1][j] +
-                           (rms ? 0.0 : in[2][j]);
+            y[r * 8 + j] =
+                (in[0][r * 8 + j] - mean) / std::sqrt(var + eps) * in[1][j] +
+                (rms ? 0.0 : in[2][j]);
         }
         return y;
       };
@@ -420,8 +423,8 @@ TEST_F(Kernels, LayerNormAndRmsNorm) {
       if (dt == AMPC_F32)
         c.bwd = [=](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
                     std::vector<Tensor> &in, Tensor &) {
-          return rms ? ampc_rms_norm_bwd(ctx, T(g[0]), T(g[1]), T(dy),
-                                         T(in[0]), T(in[1]), eps)
+          return rms ? ampc_rms_norm_bwd(ctx, T(g[0]), T(g[1]), T(dy), T(in[0]),
+                                         T(in[1]), eps)
                      : ampc_layer_norm_bwd(ctx, T(g[0]), T(g[1]), T(g[2]),
                                            T(dy), T(in[0]), T(in[1]), eps);
         };
@@ -471,10 +474,10 @@ TEST_F(Kernels, MatmulBatchedBroadcast) {
   struct MCase {
     Shape a, b;
   };
-  const MCase cases[] = {{{4, 3}, {3, 5}},       {{2, 4, 3}, {3, 5}},
-                         {{4, 3}, {2, 3, 5}},    {{2, 1, 4, 3}, {3, 3, 5}},
-                         {{3}, {3, 5}},          {{2, 4, 3}, {3}},
-                         {{3}, {3}},             {{2, 2, 4, 3}, {2, 1, 3, 5}}};
+  const MCase cases[] = {{{4, 3}, {3, 5}},    {{2, 4, 3}, {3, 5}},
+                         {{4, 3}, {2, 3, 5}}, {{2, 1, 4, 3}, {3, 3, 5}},
+                         {{3}, {3, 5}},       {{2, 4, 3}, {3}},
+                         {{3}, {3}},          {{2, 2, 4, 3}, {2, 1, 3, 5}}};
   for (const MCase &mc : cases)
     for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16}) {
       OpCheck c;
@@ -552,7 +555,8 @@ TEST_F(Kernels, GemmTransposesBiasEpilogueAndBeta) {
 
 TEST_F(Kernels, GemmBroadcastBatchAndMixedDtypes) {
   // B shared across the batch (stride 0); f16 x bf16 inputs, f32 output.
-  Tensor a = randomTensor({2, 3, 4}, AMPC_F16), b = randomTensor({4, 5}, AMPC_BF16);
+  Tensor a = randomTensor({2, 3, 4}, AMPC_F16),
+         b = randomTensor({4, 5}, AMPC_BF16);
   Tensor c({2, 3, 5}, AMPC_F32);
   ASSERT_OK(ampc_gemm(ctx, c.data(), AMPC_F32, a.data(), AMPC_F16, b.data(),
                       AMPC_BF16, nullptr, AMPC_F32, 2, 3, 5, 4, 0, 0, 4, 5, 5,
@@ -584,23 +588,21 @@ TEST_F(Kernels, Linear) {
           }
         return y;
       };
-      c.fwd = [withBias](ampc_context ctx, Tensor &y,
-                         std::vector<Tensor> &in) {
+      c.fwd = [withBias](ampc_context ctx, Tensor &y, std::vector<Tensor> &in) {
         Tensor none;
         Tensor &b = withBias ? in[2] : none;
         return ampc_linear_fwd(ctx, T(y), T(in[0]), T(in[1]),
-                               withBias ? b.data() : nullptr, b.dtype,
-                               b.dims(), b.rank(), AMPC_EPILOGUE_NONE);
+                               withBias ? b.data() : nullptr, b.dtype, b.dims(),
+                               b.rank(), AMPC_EPILOGUE_NONE);
       };
       if (dt == AMPC_F32)
-        c.bwd = [withBias](ampc_context ctx, std::vector<Tensor> &g,
-                           Tensor &dy, std::vector<Tensor> &in, Tensor &) {
+        c.bwd = [withBias](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
+                           std::vector<Tensor> &in, Tensor &) {
           Tensor none;
           Tensor &db = withBias ? g[2] : none;
-          return ampc_linear_bwd(ctx, T(g[0]), T(g[1]),
-                                 withBias ? db.data() : nullptr, db.dtype,
-                                 db.dims(), db.rank(), T(dy), T(in[0]),
-                                 T(in[1]));
+          return ampc_linear_bwd(
+              ctx, T(g[0]), T(g[1]), withBias ? db.data() : nullptr, db.dtype,
+              db.dims(), db.rank(), T(dy), T(in[0]), T(in[1]));
         };
       runCheck(ctx, c);
     }
@@ -640,11 +642,10 @@ Vec convRef(const std::vector<Vec> &in, const ConvParams &p, bool bias,
 }
 
 TEST_F(Kernels, Conv2d) {
-  const ConvParams cases[] = {
-      {2, 3, 5, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1},
-      {1, 4, 6, 5, 6, 3, 2, 2, 1, 1, 1, 1, 1, 2},
-      {2, 2, 7, 7, 2, 3, 3, 1, 2, 2, 1, 2, 1, 1},
-      {1, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 4}};
+  const ConvParams cases[] = {{2, 3, 5, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1},
+                              {1, 4, 6, 5, 6, 3, 2, 2, 1, 1, 1, 1, 1, 2},
+                              {2, 2, 7, 7, 2, 3, 3, 1, 2, 2, 1, 2, 1, 1},
+                              {1, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 4}};
   for (const ConvParams &p : cases)
     for (bool bias : {true, false})
       for (ampc_dtype dt : {AMPC_F32, AMPC_F16}) {
@@ -652,8 +653,7 @@ TEST_F(Kernels, Conv2d) {
         c.name = "conv2d groups " + std::to_string(p.groups) + " bias " +
                  std::to_string(bias) + " dtype " + std::to_string(dt);
         c.inputs.push_back(randomTensor({p.n, p.c, p.h, p.w}, dt));
-        c.inputs.push_back(
-            randomTensor({p.o, p.c / p.groups, p.kh, p.kw}, dt));
+        c.inputs.push_back(randomTensor({p.o, p.c / p.groups, p.kh, p.kw}, dt));
         if (bias)
           c.inputs.push_back(randomTensor({p.o}, dt));
         Shape out;
@@ -670,21 +670,19 @@ TEST_F(Kernels, Conv2d) {
         c.fwd = [=](ampc_context ctx, Tensor &y, std::vector<Tensor> &in) {
           Tensor none;
           Tensor &b = bias ? in[2] : none;
-          return ampc_conv2d_fwd(ctx, T(y), T(in[0]), T(in[1]),
-                                 bias ? b.data() : nullptr, b.dtype, b.dims(),
-                                 b.rank(), p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
-                                 p.groups);
+          return ampc_conv2d_fwd(
+              ctx, T(y), T(in[0]), T(in[1]), bias ? b.data() : nullptr, b.dtype,
+              b.dims(), b.rank(), p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.groups);
         };
         if (dt == AMPC_F32)
           c.bwd = [=](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
                       std::vector<Tensor> &in, Tensor &) {
             Tensor none;
             Tensor &db = bias ? g[2] : none;
-            return ampc_conv2d_bwd(ctx, T(g[0]), T(g[1]),
-                                   bias ? db.data() : nullptr, db.dtype,
-                                   db.dims(), db.rank(), T(dy), T(in[0]),
-                                   T(in[1]), p.sh, p.sw, p.ph, p.pw, p.dh,
-                                   p.dw, p.groups);
+            return ampc_conv2d_bwd(
+                ctx, T(g[0]), T(g[1]), bias ? db.data() : nullptr, db.dtype,
+                db.dims(), db.rank(), T(dy), T(in[0]), T(in[1]), p.sh, p.sw,
+                p.ph, p.pw, p.dh, p.dw, p.groups);
           };
         runCheck(ctx, c);
       }
@@ -696,8 +694,8 @@ TEST_F(Kernels, Pooling) {
   struct PCase {
     int64_t kh, kw, sh, sw, ph, pw;
   };
-  const PCase cases[] = {{2, 2, 2, 2, 0, 0}, {3, 3, 1, 1, 1, 1},
-                         {3, 2, 2, 1, 1, 0}};
+  const PCase cases[] = {
+      {2, 2, 2, 2, 0, 0}, {3, 3, 1, 1, 1, 1}, {3, 2, 2, 1, 1, 0}};
   Shape xs = {2, 2, 6, 5};
   for (bool isMax : {true, false})
     for (const PCase &p : cases) {
@@ -736,10 +734,10 @@ TEST_F(Kernels, Pooling) {
       };
       c.bwd = [=](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
                   std::vector<Tensor> &in, Tensor &) {
-        return isMax ? ampc_max_pool2d_bwd(ctx, T(g[0]), T(dy), T(in[0]),
-                                           p.kh, p.kw, p.sh, p.sw, p.ph, p.pw)
-                     : ampc_avg_pool2d_bwd(ctx, T(g[0]), T(dy), T(in[0]),
-                                           p.kh, p.kw, p.sh, p.sw, p.ph, p.pw);
+        return isMax ? ampc_max_pool2d_bwd(ctx, T(g[0]), T(dy), T(in[0]), p.kh,
+                                           p.kw, p.sh, p.sw, p.ph, p.pw)
+                     : ampc_avg_pool2d_bwd(ctx, T(g[0]), T(dy), T(in[0]), p.kh,
+                                           p.kw, p.sh, p.sw, p.ph, p.pw);
       };
       runCheck(ctx, c);
     }
@@ -752,7 +750,8 @@ TEST_F(Kernels, TransposeAndPermute) {
   for (std::vector<int64_t> perm :
        {std::vector<int64_t>{2, 0, 1}, std::vector<int64_t>{},
         std::vector<int64_t>{0, 2, 1}, std::vector<int64_t>{-1, -3, -2}}) {
-    std::vector<int64_t> p = perm.empty() ? std::vector<int64_t>{0, 2, 1} : perm;
+    std::vector<int64_t> p =
+        perm.empty() ? std::vector<int64_t>{0, 2, 1} : perm;
     for (auto &v : p)
       v = v < 0 ? v + 3 : v;
     OpCheck c;
@@ -803,8 +802,8 @@ TEST_F(Kernels, ConcatSliceReshape) {
         const Shape &s = first ? as : bs;
         if (!first)
           idx[d] -= as[d];
-        y[i] = (first ? in[0] : in[1])[(idx[0] * s[1] + idx[1]) * s[2] +
-                                       idx[2]];
+        y[i] =
+            (first ? in[0] : in[1])[(idx[0] * s[1] + idx[1]) * s[2] + idx[2]];
       }
       return y;
     };
@@ -857,12 +856,11 @@ TEST_F(Kernels, ConcatSliceReshape) {
   }
   // reshape: a no-op on the same buffer, a (converting) copy otherwise.
   Tensor x = randomTensor({2, 6}, AMPC_F32), y({3, 4}, AMPC_F16);
-  ASSERT_OK(ampc_reshape_fwd(ctx, x.data(), x.dtype, y.dims(), y.rank(),
-                             T(x)));
+  ASSERT_OK(ampc_reshape_fwd(ctx, x.data(), x.dtype, y.dims(), y.rank(), T(x)));
   ASSERT_OK(ampc_reshape_fwd(ctx, T(y), T(x)));
   for (int64_t i = 0; i < 12; ++i)
-    EXPECT_EQ(y.get(i), static_cast<double>(ampc::f16ToF32(ampc::f32ToF16(
-                            static_cast<float>(x.get(i))))));
+    EXPECT_EQ(y.get(i), static_cast<double>(ampc::f16ToF32(
+                            ampc::f32ToF16(static_cast<float>(x.get(i))))));
   Tensor dx({2, 6}, AMPC_F32);
   ASSERT_OK(ampc_reshape_bwd(ctx, T(dx), T(y)));
   EXPECT_EQ(dx.values(), y.values());
@@ -950,8 +948,7 @@ TEST_F(Kernels, MseLoss) {
   };
   c.bwd = [](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
              std::vector<Tensor> &in, Tensor &) {
-    return ampc_mse_loss_bwd(ctx, T(g[0]), T(g[1]), T(dy), T(in[0]),
-                             T(in[1]));
+    return ampc_mse_loss_bwd(ctx, T(g[0]), T(g[1]), T(dy), T(in[0]), T(in[1]));
   };
   runCheck(ctx, c);
 }
@@ -974,8 +971,8 @@ TEST_F(Kernels, FillAndMemory) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 256, 0u);
   ASSERT_OK(ampc_memset(ctx, base, 0x7f, 1000));
   std::vector<uint8_t> host(1000);
-  ASSERT_OK(ampc_memcpy(ctx, host.data(), base, 1000,
-                        AMPC_MEMCPY_DEVICE_TO_HOST));
+  ASSERT_OK(
+      ampc_memcpy(ctx, host.data(), base, 1000, AMPC_MEMCPY_DEVICE_TO_HOST));
   EXPECT_EQ(host[999], 0x7f);
   ASSERT_OK(ampc_arena_destroy(arena));
   void *p = nullptr;

@@ -1,4 +1,5 @@
-//===- test_util.h - Host tensors and references for runtime tests -*- C++ -*-===//
+//===- test_util.h - Host tensors and references for runtime tests -*- C++
+//-*-===//
 //
 // Tests drive the public C API on the CPU backend (device pointers are host
 // pointers there) and compare with straightforward f64 references. The

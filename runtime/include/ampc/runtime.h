@@ -55,7 +55,7 @@ typedef enum ampc_status {
   AMPC_ERROR_OUT_OF_MEMORY = 5,
   AMPC_ERROR_BACKEND_UNAVAILABLE = 6, ///< The backend was not built in.
   AMPC_ERROR_NO_DEVICE = 7,           ///< No usable GPU or driver.
-  AMPC_ERROR_DEVICE = 8,     ///< A CUDA / cuBLASLt call failed.
+  AMPC_ERROR_DEVICE = 8,              ///< A CUDA / cuBLASLt call failed.
   AMPC_ERROR_INTERNAL = 9
 } ampc_status;
 
@@ -85,7 +85,7 @@ typedef enum ampc_memcpy_kind {
 typedef enum ampc_epilogue {
   AMPC_EPILOGUE_NONE = 0,
   AMPC_EPILOGUE_RELU = 1,
-  AMPC_EPILOGUE_GELU = 2,      ///< Exact (erf) GELU.
+  AMPC_EPILOGUE_GELU = 2,     ///< Exact (erf) GELU.
   AMPC_EPILOGUE_GELU_TANH = 3 ///< tanh-approximated GELU.
 } ampc_epilogue;
 
@@ -188,10 +188,10 @@ AMPC_API ampc_status ampc_cast_fwd(ampc_context ctx, void *y,
                                    int32_t x_rank);
 /// dx = cast(dy) back to the input dtype.
 AMPC_API ampc_status ampc_cast_bwd(ampc_context ctx, void *dx,
-                                   ampc_dtype dx_dtype,
-                                   const int64_t *dx_shape, int32_t dx_rank,
-                                   const void *dy, ampc_dtype dy_dtype,
-                                   const int64_t *dy_shape, int32_t dy_rank);
+                                   ampc_dtype dx_dtype, const int64_t *dx_shape,
+                                   int32_t dx_rank, const void *dy,
+                                   ampc_dtype dy_dtype, const int64_t *dy_shape,
+                                   int32_t dy_rank);
 
 /*===------------------------------------------------------------------===*
  * Linear algebra
@@ -204,32 +204,34 @@ AMPC_API ampc_status ampc_cast_bwd(ampc_context ctx, void *dx,
 /// (0 broadcasts one matrix over the batch). `bias` (n elements, may be NULL)
 /// is added to every row. A and B may be f32/f16/bf16 (products are exact in
 /// f32, accumulation f32), C f32/f16/bf16. When beta == 0, C is not read.
-AMPC_API ampc_status ampc_gemm(
-    ampc_context ctx, void *c, ampc_dtype c_dtype, const void *a,
-    ampc_dtype a_dtype, const void *b, ampc_dtype b_dtype, const void *bias,
-    ampc_dtype bias_dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
-    int32_t trans_a, int32_t trans_b, int64_t lda, int64_t ldb, int64_t ldc,
-    int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha,
-    float beta, ampc_epilogue epilogue);
+AMPC_API ampc_status ampc_gemm(ampc_context ctx, void *c, ampc_dtype c_dtype,
+                               const void *a, ampc_dtype a_dtype, const void *b,
+                               ampc_dtype b_dtype, const void *bias,
+                               ampc_dtype bias_dtype, int64_t batch, int64_t m,
+                               int64_t n, int64_t k, int32_t trans_a,
+                               int32_t trans_b, int64_t lda, int64_t ldb,
+                               int64_t ldc, int64_t stride_a, int64_t stride_b,
+                               int64_t stride_c, float alpha, float beta,
+                               ampc_epilogue epilogue);
 
 /// y = torch.matmul(a, b): 1-D operands are promoted as in PyTorch, batch
 /// dims broadcast.
 AMPC_API ampc_status ampc_matmul_fwd(ampc_context ctx, void *y,
-                                     ampc_dtype y_dtype,
-                                     const int64_t *y_shape, int32_t y_rank,
-                                     const void *a, ampc_dtype a_dtype,
-                                     const int64_t *a_shape, int32_t a_rank,
-                                     const void *b, ampc_dtype b_dtype,
-                                     const int64_t *b_shape, int32_t b_rank);
+                                     ampc_dtype y_dtype, const int64_t *y_shape,
+                                     int32_t y_rank, const void *a,
+                                     ampc_dtype a_dtype, const int64_t *a_shape,
+                                     int32_t a_rank, const void *b,
+                                     ampc_dtype b_dtype, const int64_t *b_shape,
+                                     int32_t b_rank);
 /// da = dy * b^T, db = a^T * dy, each summed over the batch dims it was
 /// broadcast along.
 AMPC_API ampc_status ampc_matmul_bwd(
     ampc_context ctx, void *da, ampc_dtype da_dtype, const int64_t *da_shape,
     int32_t da_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
     int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *a,
-    ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank, const void *b,
-    ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);
+    const int64_t *dy_shape, int32_t dy_rank, const void *a, ampc_dtype a_dtype,
+    const int64_t *a_shape, int32_t a_rank, const void *b, ampc_dtype b_dtype,
+    const int64_t *b_shape, int32_t b_rank);
 
 /// y = epilogue(x * w^T + bias): x [..., in], w [out, in], bias [out] or
 /// NULL, y [..., out].
@@ -356,9 +358,8 @@ AMPC_API ampc_status ampc_gelu_fwd(ampc_context ctx, void *y,
 AMPC_API ampc_status ampc_gelu_bwd(
     ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
     int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x,
-    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
-    ampc_gelu_approximate approximate);
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, ampc_gelu_approximate approximate);
 
 /*===------------------------------------------------------------------===*
  * Reductions over `dims` (n_dims == 0: all dims; negative dims count from
@@ -404,8 +405,8 @@ AMPC_API ampc_status ampc_softmax_fwd(ampc_context ctx, void *y,
 AMPC_API ampc_status ampc_softmax_bwd(
     ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
     int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y,
-    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank, int64_t dim);
+    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
+    const int64_t *y_shape, int32_t y_rank, int64_t dim);
 /// y = log_softmax(x, dim).
 AMPC_API ampc_status ampc_log_softmax_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
@@ -415,8 +416,8 @@ AMPC_API ampc_status ampc_log_softmax_fwd(
 AMPC_API ampc_status ampc_log_softmax_bwd(
     ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
     int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y,
-    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank, int64_t dim);
+    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
+    const int64_t *y_shape, int32_t y_rank, int64_t dim);
 
 /// y = (x - mean) / sqrt(var + eps) * w + b over the last dim (biased var);
 /// w, b have the last dim's size (either may be NULL: 1 and 0).
@@ -432,9 +433,9 @@ AMPC_API ampc_status ampc_layer_norm_bwd(
     int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
     int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
     int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x,
-    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
-    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps);
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps);
 /// y = x / sqrt(mean(x^2) + eps) * w over the last dim (w may be NULL).
 AMPC_API ampc_status ampc_rms_norm_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
@@ -446,9 +447,9 @@ AMPC_API ampc_status ampc_rms_norm_bwd(
     ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
     int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
     int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x,
-    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
-    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank, double eps);
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps);
 
 /*===------------------------------------------------------------------===*
  * Pooling (NCHW; ceil_mode false; avg counts padding, as PyTorch's default)
@@ -485,38 +486,37 @@ AMPC_API ampc_status ampc_reshape_fwd(ampc_context ctx, void *y,
                                       const void *x, ampc_dtype x_dtype,
                                       const int64_t *x_shape, int32_t x_rank);
 /// dx = reshape(dy).
-AMPC_API ampc_status ampc_reshape_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank);
+AMPC_API ampc_status ampc_reshape_bwd(ampc_context ctx, void *dx,
+                                      ampc_dtype dx_dtype,
+                                      const int64_t *dx_shape, int32_t dx_rank,
+                                      const void *dy, ampc_dtype dy_dtype,
+                                      const int64_t *dy_shape, int32_t dy_rank);
 /// y = x.permute(perm); n_perm == 0 swaps the last two dims.
-AMPC_API ampc_status ampc_transpose_fwd(
-    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
-    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
-    int32_t x_rank, const int64_t *perm, int32_t n_perm);
+AMPC_API ampc_status ampc_transpose_fwd(ampc_context ctx, void *y,
+                                        ampc_dtype y_dtype,
+                                        const int64_t *y_shape, int32_t y_rank,
+                                        const void *x, ampc_dtype x_dtype,
+                                        const int64_t *x_shape, int32_t x_rank,
+                                        const int64_t *perm, int32_t n_perm);
 /// dx = dy permuted by the inverse of perm.
-AMPC_API ampc_status ampc_transpose_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const int64_t *perm,
-    int32_t n_perm);
+AMPC_API ampc_status
+ampc_transpose_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
+                   const int64_t *dx_shape, int32_t dx_rank, const void *dy,
+                   ampc_dtype dy_dtype, const int64_t *dy_shape,
+                   int32_t dy_rank, const int64_t *perm, int32_t n_perm);
 /// y = concat(xs, dim). Inputs are arrays of `count` pointers, dtypes and
 /// shapes; every input has y's rank.
 AMPC_API ampc_status ampc_concat_fwd(ampc_context ctx, void *y,
-                                     ampc_dtype y_dtype,
-                                     const int64_t *y_shape, int32_t y_rank,
-                                     const void *const *xs,
+                                     ampc_dtype y_dtype, const int64_t *y_shape,
+                                     int32_t y_rank, const void *const *xs,
                                      const ampc_dtype *x_dtypes,
                                      const int64_t *const *x_shapes,
                                      int32_t count, int64_t dim);
 /// dxs[i] = the slice of dy that came from xs[i] (NULL entries skipped).
-AMPC_API ampc_status ampc_concat_bwd(ampc_context ctx, void *const *dxs,
-                                     const ampc_dtype *dx_dtypes,
-                                     const int64_t *const *dx_shapes,
-                                     int32_t count, const void *dy,
-                                     ampc_dtype dy_dtype,
-                                     const int64_t *dy_shape, int32_t dy_rank,
-                                     int64_t dim);
+AMPC_API ampc_status ampc_concat_bwd(
+    ampc_context ctx, void *const *dxs, const ampc_dtype *dx_dtypes,
+    const int64_t *const *dx_shapes, int32_t count, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank, int64_t dim);
 /// y = x[..., start:end, ...] along `dim` (Python semantics for negative and
 /// out-of-range bounds, step 1).
 AMPC_API ampc_status ampc_slice_fwd(ampc_context ctx, void *y,
@@ -540,12 +540,12 @@ AMPC_API ampc_status ampc_embedding_fwd(
     const int64_t *table_shape, int32_t table_rank, const void *ids,
     ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank);
 /// dtable = scatter-add of dy rows at ids (deterministic order).
-AMPC_API ampc_status ampc_embedding_bwd(
-    ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
-    const int64_t *dtable_shape, int32_t dtable_rank, const void *dy,
-    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
-    const void *ids, ampc_dtype ids_dtype, const int64_t *ids_shape,
-    int32_t ids_rank);
+AMPC_API ampc_status
+ampc_embedding_bwd(ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
+                   const int64_t *dtable_shape, int32_t dtable_rank,
+                   const void *dy, ampc_dtype dy_dtype, const int64_t *dy_shape,
+                   int32_t dy_rank, const void *ids, ampc_dtype ids_dtype,
+                   const int64_t *ids_shape, int32_t ids_rank);
 
 /*===------------------------------------------------------------------===*
  * Losses (mean reduction; loss is a rank-0 tensor)
@@ -616,8 +616,7 @@ AMPC_API ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
                                          void *const *grads,
                                          const ampc_dtype *grad_dtypes,
                                          const int64_t *numels, int32_t count,
-                                         double max_norm,
-                                         const void *found_inf,
+                                         double max_norm, const void *found_inf,
                                          ampc_dtype found_inf_dtype);
 
 /// torch.optim.SGD step (dampening 0) on every (param, grad, momentum
@@ -627,8 +626,8 @@ AMPC_API ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
 AMPC_API ampc_status ampc_sgd_update(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
     void *const *grads, const ampc_dtype *grad_dtypes,
-    void *const *momentum_bufs, const int64_t *numels, int32_t count,
-    double lr, double momentum, double weight_decay, int32_t nesterov,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
+    double momentum, double weight_decay, int32_t nesterov,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
 
 /// torch.optim.AdamW step (amsgrad off) unless found_inf is set. exp_avgs
@@ -637,10 +636,9 @@ AMPC_API ampc_status ampc_sgd_update(
 AMPC_API ampc_status ampc_adamw_update(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
     void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
-    void *const *exp_avg_sqs, void *step, const int64_t *numels,
-    int32_t count, double lr, double beta1, double beta2, double eps,
-    double weight_decay, double max_grad_norm, const void *found_inf,
-    ampc_dtype found_inf_dtype);
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
 
 #ifdef __cplusplus
 } // extern "C"

@@ -11,7 +11,8 @@ int main() {
     return 2;
   float x[4] = {-1, 2, -3, 4}, y[4];
   int64_t shape[1] = {4};
-  ampc_status s = ampc_relu_fwd(ctx, y, AMPC_F32, shape, 1, x, AMPC_F32, shape, 1);
+  ampc_status s =
+      ampc_relu_fwd(ctx, y, AMPC_F32, shape, 1, x, AMPC_F32, shape, 1);
   ampc_context_destroy(ctx);
   std::printf("relu: %g %g %g %g\n", y[0], y[1], y[2], y[3]);
   return s == AMPC_OK && y[0] == 0 && y[3] == 4 ? 0 : 3;
