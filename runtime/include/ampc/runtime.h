@@ -125,7 +125,8 @@ AMPC_API ampc_status ampc_backend_available(ampc_backend backend,
 /// a CPU-only build with AMPC_ERROR_BACKEND_UNAVAILABLE.
 AMPC_API ampc_status ampc_context_create(ampc_backend backend, int32_t device,
                                          ampc_context *ctx);
-/// Destroys a context (waits for its work). NULL is accepted.
+/// Destroys a context (waits for its work); destroy its arenas and free its
+/// allocations first. NULL is accepted.
 AMPC_API ampc_status ampc_context_destroy(ampc_context ctx);
 /// The backend a context runs on.
 AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
@@ -154,7 +155,7 @@ AMPC_API ampc_status ampc_arena_create(ampc_context ctx, size_t bytes,
 AMPC_API ampc_status ampc_arena_base(ampc_arena arena, void **base);
 /// The arena's size in bytes.
 AMPC_API ampc_status ampc_arena_size(ampc_arena arena, size_t *bytes);
-/// Destroys an arena. NULL is accepted.
+/// Destroys an arena (before its context). NULL is accepted.
 AMPC_API ampc_status ampc_arena_destroy(ampc_arena arena);
 
 /*===------------------------------------------------------------------===*
