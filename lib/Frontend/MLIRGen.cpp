@@ -130,10 +130,9 @@ private:
     Operation *op = builder.create(state);
     SmallVector<Type> types;
     auto iface = cast<InferTypeOpInterface>(op);
-    if (failed(iface.inferReturnTypes(&ctx, l, op->getOperands(),
-                                      op->getRawDictionaryAttrs(),
-                                      op->getPropertiesStorage(),
-                                      op->getRegions(), types)) ||
+    if (failed(iface.inferReturnTypes(
+            &ctx, l, op->getOperands(), op->getRawDictionaryAttrs(),
+            op->getPropertiesStorage(), op->getRegions(), types)) ||
         types.size() != numResults) {
       op->erase();
       return nullptr;
@@ -184,8 +183,7 @@ private:
     if (auto f = dyn_cast<FloatType>(elt)) {
       APFloat v(lit.value);
       bool lostInfo = false;
-      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                &lostInfo);
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lostInfo);
       value = DenseElementsAttr::get(type, v);
     } else {
       if (!lit.isInteger) {
@@ -284,8 +282,8 @@ private:
     for (const KeywordArg &kw : call.kwargs) {
       if (llvm::is_contained(allowed, kw.name))
         continue;
-      auto diag = error(kw.loc) << "unknown attribute '" << kw.name
-                                << "' for '" << call.callee << "'";
+      auto diag = error(kw.loc) << "unknown attribute '" << kw.name << "' for '"
+                                << call.callee << "'";
       if (allowed.empty())
         diag << " (it takes none)";
       else {
@@ -526,15 +524,45 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
 namespace {
 enum class OpKind {
   Unknown,
-  Matmul, Linear, Conv2d,
-  Add, Sub, Mul, Div, Maximum, Minimum, Pow,
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid, Tanh,
-  Sum, Mean, Max,
-  Softmax, LogSoftmax, LayerNorm, RmsNorm,
-  MaxPool2d, AvgPool2d,
-  Reshape, Transpose, Concat, Slice, Embedding,
-  CrossEntropy, MseLoss,
-  Cast, Grad,
+  Matmul,
+  Linear,
+  Conv2d,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Maximum,
+  Minimum,
+  Pow,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Relu,
+  Gelu,
+  Silu,
+  Sigmoid,
+  Tanh,
+  Sum,
+  Mean,
+  Max,
+  Softmax,
+  LogSoftmax,
+  LayerNorm,
+  RmsNorm,
+  MaxPool2d,
+  AvgPool2d,
+  Reshape,
+  Transpose,
+  Concat,
+  Slice,
+  Embedding,
+  CrossEntropy,
+  MseLoss,
+  Cast,
+  Grad,
 };
 } // namespace
 
@@ -597,9 +625,8 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     return nullptr;
   }
   if (kind != OpKind::Grad && numResults != 1) {
-    error(call.getLoc()) << "'" << call.callee
-                         << "' produces one value, but " << numResults
-                         << " names are assigned";
+    error(call.getLoc()) << "'" << call.callee << "' produces one value, but "
+                         << numResults << " names are assigned";
     return nullptr;
   }
 
@@ -683,16 +710,15 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     return build<tg::LinearOp>(l, ops);
   case OpKind::Conv2d: {
     if (failed(checkArity(call, 2, 3)) ||
-        failed(checkKeywords(call,
-                             {"stride", "padding", "dilation", "groups"})) ||
+        failed(
+            checkKeywords(call, {"stride", "padding", "dilation", "groups"})) ||
         failed(genOperands(call, ops)))
       return nullptr;
     auto stride = getPair(call, "stride", 1);
     auto padding = getPair(call, "padding", 0);
     auto dilation = getPair(call, "dilation", 1);
     auto groups = getInt(call, "groups", 1);
-    if (failed(stride) || failed(padding) || failed(dilation) ||
-        failed(groups))
+    if (failed(stride) || failed(padding) || failed(dilation) || failed(groups))
       return nullptr;
     return build<tg::Conv2dOp>(
         l, ops,
@@ -708,8 +734,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       return nullptr;
     std::string approx = "none";
     if (const KeywordArg *kw = call.findKeyword("approximate")) {
-      if (kw->value.kind != AttrAST::Kind::String)
-      {
+      if (kw->value.kind != AttrAST::Kind::String) {
         (void)attrError(call, *kw, "\"none\" or \"tanh\"");
         return nullptr;
       }
@@ -811,8 +836,9 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     if (failed(kernel))
       return nullptr;
     // PyTorch: the stride defaults to the kernel size.
-    auto stride = call.findKeyword("stride") ? getPair(call, "stride", 1)
-                                             : FailureOr<SmallVector<int64_t>>(*kernel);
+    auto stride = call.findKeyword("stride")
+                      ? getPair(call, "stride", 1)
+                      : FailureOr<SmallVector<int64_t>>(*kernel);
     auto padding = getPair(call, "padding", 0);
     if (failed(stride) || failed(padding))
       return nullptr;
@@ -915,8 +941,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     int64_t s = resolve(*start), e = resolve(*end);
     if (s >= e) {
       error(call.getLoc()) << "slice [" << *start << ":" << *end << "] of dim "
-                           << *nd << " of " << formatType(type)
-                           << " is empty";
+                           << *nd << " of " << formatType(type) << " is empty";
       return nullptr;
     }
     return build<tg::SliceOp>(l, ops,
@@ -933,8 +958,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       error(call.getLoc()) << "'cast' needs attribute 'to' (a dtype)";
       return nullptr;
     }
-    if (to->value.kind != AttrAST::Kind::DType)
-    {
+    if (to->value.kind != AttrAST::Kind::DType) {
       (void)attrError(call, *to, "a dtype");
       return nullptr;
     }
@@ -949,15 +973,13 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     if (call.args.size() - 1 != numResults) {
       error(call.getLoc()) << "'grad' with respect to " << call.args.size() - 1
                            << " value" << (call.args.size() == 2 ? "" : "s")
-                           << " produces as many gradients, but "
-                           << numResults << " name"
-                           << (numResults == 1 ? " is" : "s are")
+                           << " produces as many gradients, but " << numResults
+                           << " name" << (numResults == 1 ? " is" : "s are")
                            << " assigned";
       return nullptr;
     }
     auto lossType = cast<RankedTensorType>(ops[0].getType());
-    if (lossType.getRank() != 0 ||
-        !isa<FloatType>(lossType.getElementType())) {
+    if (lossType.getRank() != 0 || !isa<FloatType>(lossType.getElementType())) {
       error(call.args[0]->getLoc())
           << "'grad' needs a float scalar loss, got " << formatType(lossType);
       return nullptr;
@@ -1035,8 +1057,7 @@ LogicalResult MLIRGenImpl::genAssign(const AssignStmtAST &stmt) {
       error(stmt.pinLoc) << "a pin must be @f32, @f16 or @bf16";
       return failure();
     }
-    def->setAttr(tg::TGDialect::kPinAttrName,
-                 TypeAttr::get(elementType(pin)));
+    def->setAttr(tg::TGDialect::kPinAttrName, TypeAttr::get(elementType(pin)));
   }
   if (def) {
     std::string joined;
@@ -1060,8 +1081,7 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   auto lossType = cast<RankedTensorType>(loss.getType());
   if (lossType.getRank() != 0 || !isa<FloatType>(lossType.getElementType())) {
     error(stmt.loss.loc) << "'minimize' needs a float scalar loss, but '"
-                         << stmt.loss.name << "' is "
-                         << formatType(lossType);
+                         << stmt.loss.name << "' is " << formatType(lossType);
     return failure();
   }
   if (params.empty()) {
@@ -1080,8 +1100,8 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   SmallVector<StringRef> allowed =
       isSgd ? SmallVector<StringRef>{"lr", "momentum", "weight_decay",
                                      "nesterov", "max_grad_norm"}
-            : SmallVector<StringRef>{"lr", "beta1", "beta2", "eps",
-                                     "weight_decay", "max_grad_norm"};
+            : SmallVector<StringRef>{"lr",  "beta1",        "beta2",
+                                     "eps", "weight_decay", "max_grad_norm"};
   if (failed(checkKeywords(opt, allowed)))
     return failure();
 
@@ -1246,8 +1266,7 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
                            << " but returns " << outputs.size();
       return failure();
     }
-    for (auto [i, declared, v] :
-         llvm::enumerate(graph.results, outputs)) {
+    for (auto [i, declared, v] : llvm::enumerate(graph.results, outputs)) {
       Type want = tensorType(declared);
       if (want != v.getType()) {
         error(ret->values[i]->getLoc())
@@ -1280,7 +1299,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::genModule(const ModuleAST &module) {
   ctx.getOrLoadDialect<func::FuncDialect>();
   mlir::Location moduleLoc = builder.getUnknownLoc();
   if (!module.graphs.empty() && module.graphs.front().loc.file)
-    moduleLoc = FileLineColLoc::get(&ctx, *module.graphs.front().loc.file, 1, 1);
+    moduleLoc =
+        FileLineColLoc::get(&ctx, *module.graphs.front().loc.file, 1, 1);
   OwningOpRef<ModuleOp> owned = ModuleOp::create(moduleLoc);
   theModule = *owned;
   for (const GraphAST &graph : module.graphs)
