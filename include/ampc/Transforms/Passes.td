@@ -11,4 +11,173 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------===//
+// Autodiff
+//===----------------------------------------------------------------------===//
+
+def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
+  let summary = "Expand tg.grad and tg.minimize into backward graphs and optimizer ops";
+  let description = [{
+    Reverse-mode automatic differentiation of a graph. Every `tg.grad` and
+    the (at most one) `tg.minimize` of a function becomes an explicit
+    backward graph that starts at a `tg.grad_seed` of the loss:
+
+    - Only ops between the loss and a value it is differentiated with
+      respect to are differentiated: an op the loss does not depend on, or
+      one that depends on none of those values, gets no backward op.
+    - Each op's gradient rule comes from the op itself
+      (`GradientOpInterface`, lib/Dialect/TG/TGGradients.cpp). A value used
+      by several ops accumulates its gradients with `tg.add`.
+    - Gradients have the type of their value and are computed at the forward
+      types; automatic mixed precision, which runs next, recasts them by
+      class. Broadcast operands get their gradient summed over the broadcast
+      dims; the gradient of `tg.cast` is cast back to the source type.
+    - `tg.grad` results are replaced by the gradients; a value the loss does
+      not reach gets a zero gradient (PyTorch's `materialize_grads`).
+    - `tg.minimize` becomes optional `tg.clip_grad_norm` (`max_grad_norm`)
+      and one `tg.sgd_update` or `tg.adamw_update` over every parameter the
+      loss reaches; a parameter it does not reach is returned unchanged. The
+      optimizer state becomes function arguments `{tg.state = "NAME",
+      tg.init = #tg.init<zeros>}` and results `{tg.state_out = "NAME"}`:
+      `P.momentum_buffer` (SGD with momentum), `P.exp_avg`, `P.exp_avg_sq`
+      and one `adamw.step` (i32) for AdamW.
+
+    Ops it creates carry the location of the op they come from, tagged:
+    `loc(fused<"grad">[...])` for backward ops, `fused<"optimizer">` for
+    optimizer ops.
+
+    Errors: a second `tg.minimize` in a function, a loss that is not a float
+    scalar, a value to differentiate that is not a float tensor, a minimize
+    operand that is not a `tg.param` argument, and an op on the path from
+    the loss that has no gradient rule (e.g. differentiating a gradient).
+
+    Before:
+    ```mlir
+    func.func @step(%x: tensor<4x3xf32> {tg.input = "x"},
+                    %w: tensor<3xf32> {tg.param = "w", tg.init = #tg.init<zeros>})
+        -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}) {
+      %y = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+      %l = tg.mean %y dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
+      %w1 = tg.minimize %l wrt %w with "sgd" {lr = 1.0e-01 : f64,
+          momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
+          : tensor<f32>, tensor<3xf32>
+      return %l, %w1 : tensor<f32>, tensor<3xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @step(%x: ..., %w: ...,
+                    %m: tensor<3xf32> {tg.state = "w.momentum_buffer", tg.init = #tg.init<zeros>})
+        -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"},
+            tensor<3xf32> {tg.state_out = "w.momentum_buffer"}) {
+      %y = tg.mul %x, %w : ...
+      %l = tg.mean %y dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
+      %seed = tg.grad_seed %l : tensor<f32>
+      %c = tg.constant dense<1.200000e+01> : tensor<f32>
+      %d = tg.div %seed, %c : tensor<f32>, tensor<f32> -> tensor<f32>
+      %r = tg.reshape %d shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
+      %b = tg.broadcast_to %r shape [4, 3] : tensor<1x1xf32> -> tensor<4x3xf32>
+      %gy = tg.mul %b, %x : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+      %s = tg.sum %gy dims [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
+      %gw = tg.reshape %s shape [3] : tensor<1x3xf32> -> tensor<3xf32>
+      %new:2 = tg.sgd_update params(%w : tensor<3xf32>) grads(%gw : tensor<3xf32>)
+          momentum_buffers(%m : tensor<3xf32>) {lr = 1.0e-01 : f64, ...}
+      return %l, %new#0, %new#1 : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
+  let summary = "Loss scaling of training steps (shared/spec/amp.md)";
+  let description = [{
+    Rewrites every function with a `tg.grad_seed` (made by `ampc-autodiff`
+    or written by hand) into a loss-scaled step:
+
+    1. The seed becomes the current scale (`tg.grad_seed %loss scale %s`);
+       the loss value itself, which the step returns, is untouched.
+    2. One `tg.check_finite_and_unscale` over all gradients of the step
+       multiplies them by `1/scale` and produces `found_inf`.
+    3. `tg.clip_grad_norm`, `tg.sgd_update` and `tg.adamw_update` read the
+       unscaled gradients and take `found_inf`: with it set they leave
+       parameters and optimizer state bit-identical. No host branch.
+    4. `mode=dynamic`: one `tg.update_scale` with the options below, and the
+       scaler state as function arguments and results (like parameters):
+       `loss_scale.scale` (f32, `#tg.init<full(INIT)>`),
+       `loss_scale.growth_tracker` (i32, zeros) and
+       `loss_scale.hysteresis_left` (i32, `full(HYSTERESIS)`).
+       `mode=static`: the scale is the constant `init`, no update, no state.
+       `mode=none`: nothing changes.
+
+    The gradients of a step are the `grads` operands of `tg.clip_grad_norm`
+    and of the optimizer updates (the clip's inputs where clipping is on),
+    plus every value the function returns that depends on a seed without
+    passing through an optimizer or clipping op (the gradients of
+    `tg.grad`). Exactly these uses are rewired to the unscaled values. The
+    backward graph between the seed and these values is linear in the seed
+    (true of every gradient rule), which is what makes scaling exact up to
+    rounding.
+
+    The configuration is recorded on the function as
+    `tg.loss_scale = {mode = "dynamic", init = 65536.0 : f64,
+    growth_factor = 2.0 : f64, backoff_factor = 0.5 : f64,
+    growth_interval = 2000 : i64, hysteresis = 1 : i64}` (plus `min_scale`
+    / `max_scale` when set; `{mode = "static", scale = N : f64}` for a
+    static scale); the AMP report prints its `loss_scale` block from it. A
+    function that already has the attribute is left alone.
+
+    Numerics: with an f16 loss the seed (the scale, stored at the loss's
+    type) overflows for scales above 65504; the dynamic scaler then backs
+    off on the first step. Losses are f32 under `--amp=fp16` (they are fp32
+    ops), so this only concerns hand-written f16 losses.
+
+    Before (made by `ampc-autodiff`):
+    ```mlir
+    %seed = tg.grad_seed %l : tensor<f32>
+    ...
+    %new:2 = tg.sgd_update params(%w : tensor<3xf32>) grads(%gw : tensor<3xf32>) ...
+    ```
+    After (`mode=dynamic`):
+    ```mlir
+    func.func @step(..., %s: tensor<f32> {tg.state = "loss_scale.scale", tg.init = #tg.init<full(65536.0)>},
+                    %t: tensor<i32> {tg.state = "loss_scale.growth_tracker", tg.init = #tg.init<zeros>},
+                    %h: tensor<i32> {tg.state = "loss_scale.hysteresis_left", tg.init = #tg.init<full(1.0)>})
+        -> (..., tensor<f32> {tg.state_out = "loss_scale.scale"}, ...)
+        attributes {tg.loss_scale = {mode = "dynamic", ...}} {
+      %seed = tg.grad_seed %l scale %s : tensor<f32>, tensor<f32>
+      ...
+      %u, %found_inf = tg.check_finite_and_unscale %gw scale %s : tensor<3xf32>
+      %new:2 = tg.sgd_update params(%w : tensor<3xf32>) grads(%u : tensor<3xf32>) ...
+          found_inf(%found_inf : tensor<f32>) {...}
+      %s2, %t2, %h2 = tg.update_scale %s, %t, %h found_inf %found_inf {...} : tensor<f32>
+      return ..., %s2, %t2, %h2 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "dynamic | static | none">,
+    Option<"init", "init", "double", /*default=*/"65536.0",
+           "initial scale (dynamic) or the scale (static)">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "scale multiplier after growth-interval finite steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "scale multiplier on overflow, in (0, 1)">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "consecutive finite steps before the scale grows (>= 1)">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "overflowing steps tolerated before backing off (>= 1)">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "lower bound of the scale (0: none)">,
+    Option<"maxScale", "max-scale", "double", /*default=*/"0.0",
+           "upper bound of the scale (0: none)">,
+  ];
+}
+
 #endif // AMPC_TRANSFORMS_PASSES_TD

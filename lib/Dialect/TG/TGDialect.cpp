@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -87,13 +88,16 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(kindName);
   if (!kind) {
     parser.emitError(kindLoc, "unknown initialiser '")
-        << kindName << "'; expected zeros, ones, normal or uniform";
+        << kindName << "'; expected zeros, ones, normal, uniform or full";
     return {};
   }
   double a = 0.0, b = 0.0;
   if (*kind == InitKind::normal || *kind == InitKind::uniform) {
     if (parser.parseLParen() || parser.parseFloat(a) || parser.parseComma() ||
         parser.parseFloat(b) || parser.parseRParen())
+      return {};
+  } else if (*kind == InitKind::full) {
+    if (parser.parseLParen() || parser.parseFloat(a) || parser.parseRParen())
       return {};
   }
   if (parser.parseGreater())
@@ -109,6 +113,10 @@ void InitAttr::print(AsmPrinter &printer) const {
     printShortestDouble(printer, getFirst());
     printer << ", ";
     printShortestDouble(printer, getSecond());
+    printer << ")";
+  } else if (getKind() == InitKind::full) {
+    printer << "(";
+    printShortestDouble(printer, getFirst());
     printer << ")";
   }
   printer << ">";
@@ -134,8 +142,44 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 static bool isLowOrF32(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
 
+/// `tg.loss_scale` on a function: the configuration the loss-scaling pass
+/// applied (the AMP report prints it as is).
+static LogicalResult verifyLossScaleAttr(Operation *op, Attribute value) {
+  auto emit = [&]() {
+    return op->emitOpError("'") << TGDialect::kLossScaleAttrName << "' ";
+  };
+  if (!isa<FunctionOpInterface>(op))
+    return emit() << "belongs on a function";
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  if (!dict)
+    return emit() << "must be a dictionary, got " << value;
+  auto mode = dict.getAs<StringAttr>("mode");
+  if (!mode || !llvm::is_contained({"dynamic", "static", "none"},
+                                   mode.getValue()))
+    return emit() << "needs mode = \"dynamic\", \"static\" or \"none\"";
+  for (NamedAttribute entry : dict) {
+    StringRef key = entry.getName();
+    if (key == "mode")
+      continue;
+    bool isFloat = llvm::is_contained({"init", "scale", "growth_factor",
+                                       "backoff_factor", "min_scale",
+                                       "max_scale"},
+                                      key);
+    bool isInt = key == "growth_interval" || key == "hysteresis";
+    if (!isFloat && !isInt)
+      return emit() << "has an unknown entry '" << key << "'";
+    if (isFloat ? !isa<FloatAttr>(entry.getValue())
+                : !isa<IntegerAttr>(entry.getValue()))
+      return emit() << "entry '" << key << "' must be "
+                    << (isFloat ? "a float" : "an integer");
+  }
+  return success();
+}
+
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
+  if (attr.getName() == kLossScaleAttrName)
+    return verifyLossScaleAttr(op, attr.getValue());
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     if (!type || !isLowOrF32(type.getValue()))
@@ -178,6 +222,17 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName();
   DictionaryAttr siblings = getArgAttrs(op, argIndex);
+  if (name == kStateAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be a string";
+    if (siblings &&
+        (siblings.get(kInputAttrName) || siblings.get(kParamAttrName)))
+      return op->emitOpError("argument #")
+             << argIndex
+             << " cannot be both state and an input or a parameter";
+    return success();
+  }
   if (name == kInputAttrName || name == kParamAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("argument #")
@@ -193,7 +248,7 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << argIndex << ": '" << name << "' must be a #tg.init";
     // Only state (parameters, and the compiler's own state arguments) is
     // initialised by the runtime; inputs come from the caller.
-    if (siblings && !siblings.get(kParamAttrName) && !siblings.get("tg.state"))
+    if (siblings && !siblings.get(kParamAttrName) && !siblings.get(kStateAttrName))
       return op->emitOpError("argument #")
              << argIndex << ": '" << name
              << "' needs a parameter or state argument";
@@ -213,6 +268,12 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
       return op->emitOpError("result #")
              << resultIndex << ": '" << name
              << "' must be a non-negative integer";
+    return success();
+  }
+  if (name == kStateOutAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("result #")
+             << resultIndex << ": '" << name << "' must be a string";
     return success();
   }
   if (name == kParamOutAttrName) {

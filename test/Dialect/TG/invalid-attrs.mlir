@@ -161,7 +161,7 @@ func.func @second_argument(%x: tensor<2xf32> {tg.input = "x"}, %y: tensor<2xf32>
 
 // -----
 
-// expected-error@+1 {{unknown initialiser 'xavier'; expected zeros, ones, normal or uniform}}
+// expected-error@+1 {{unknown initialiser 'xavier'; expected zeros, ones, normal, uniform or full}}
 func.func @init_unknown_kind(%x: tensor<2xf32> {tg.init = #tg.init<xavier>}) {
   return
 }

@@ -44,10 +44,16 @@ def TG_Dialect : Dialect {
     - Results carry `tg.output = I` (the I-th value of the graph's `return`)
       or, for a training step, `tg.param_out = "NAME"`: the updated value of
       parameter NAME. An inference graph does not return its parameters.
+    - `tg.state = "NAME"` marks compiler-made training state (optimizer
+      moments, step count, loss-scaler state; docs/training.md), with its
+      `tg.init`; `tg.state_out = "NAME"` marks the result that holds its
+      new value.
     - A training step holds exactly one `tg.minimize`.
 
     ## Discardable attributes
 
+    - `tg.loss_scale = {mode = ..., ...}` on a function: the loss-scaling
+      configuration the `ampc-loss-scaling` pass applied to it.
     - `tg.pin = f32|f16|bf16` on any op pins its compute precision (the `@f32`
       suffix of the language); automatic mixed precision honours it.
     - `tg.compute = f32|f16|bf16` on an op with a float result: the precision
@@ -107,6 +113,9 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInitAttrName = "tg.init";
     static constexpr ::llvm::StringLiteral kOutputAttrName = "tg.output";
     static constexpr ::llvm::StringLiteral kParamOutAttrName = "tg.param_out";
+    static constexpr ::llvm::StringLiteral kStateAttrName = "tg.state";
+    static constexpr ::llvm::StringLiteral kStateOutAttrName = "tg.state_out";
+    static constexpr ::llvm::StringLiteral kLossScaleAttrName = "tg.loss_scale";
 
     void registerAttributes();
   }];
@@ -118,7 +127,8 @@ def TG_Dialect : Dialect {
 
 def TG_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [
     I32EnumAttrCase<"zeros", 0>, I32EnumAttrCase<"ones", 1>,
-    I32EnumAttrCase<"normal", 2>, I32EnumAttrCase<"uniform", 3>]> {
+    I32EnumAttrCase<"normal", 2>, I32EnumAttrCase<"uniform", 3>,
+    I32EnumAttrCase<"full", 4>]> {
   let cppNamespace = "::ampc::tg";
   let genSpecializedAttr = 0;
 }
@@ -127,12 +137,14 @@ def TG_InitAttr : AttrDef<TG_Dialect, "Init"> {
   let mnemonic = "init";
   let summary = "How a parameter is initialised";
   let description = [{
-    `#tg.init<zeros>`, `#tg.init<ones>`, `#tg.init<normal(MEAN, STD)>` or
-    `#tg.init<uniform(LOW, HIGH)>`. Random initialisers draw from the
+    `#tg.init<zeros>`, `#tg.init<ones>`, `#tg.init<normal(MEAN, STD)>`,
+    `#tg.init<uniform(LOW, HIGH)>` or `#tg.init<full(VALUE)>` (every element
+    VALUE, converted to the tensor's element type: the loss scaler's initial
+    scale and hysteresis count). Random initialisers draw from the
     counter-based generator seeded by the user (`ampc run --seed`).
   }];
   let parameters = (ins "InitKind":$kind,
-                        APFloatParameter<"mean or low bound">:$a,
+                        APFloatParameter<"mean, low bound or full value">:$a,
                         APFloatParameter<"std or high bound">:$b);
   let builders = [
     AttrBuilder<(ins "InitKind":$kind, "double":$a, "double":$b), [{

@@ -3,6 +3,7 @@
 #define AMPC_DIALECT_TG_TGOPS_H
 
 #include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

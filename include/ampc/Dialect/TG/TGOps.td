@@ -14,6 +14,7 @@ include "ampc/Dialect/TG/TGDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/CastInterfaces.td"
+include "ampc/Dialect/TG/TGInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints
@@ -75,7 +76,7 @@ def TG_ConstantOp : TG_StrictInferOp<"constant", [ConstantLike]> {
 }
 
 def TG_CastOp : TG_Op<"cast",
-    [Pure, SameOperandsAndResultShape,
+    [Pure, TG_Differentiable, SameOperandsAndResultShape,
      DeclareOpInterfaceMethods<CastOpInterface>]> {
   let summary = "Element type conversion (`cast(x, to=f16)`)";
   let description = [{
@@ -102,7 +103,7 @@ def TG_CastOp : TG_Op<"cast",
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferOp<"matmul"> {
+def TG_MatmulOp : TG_InferOp<"matmul", [TG_Differentiable]> {
   let summary = "Matrix product with broadcast batch dims (`torch.matmul`)";
   let description = [{
     `torch.matmul` semantics: 1-D operands are promoted to a matrix (and the
@@ -120,7 +121,7 @@ def TG_MatmulOp : TG_InferOp<"matmul"> {
   }];
 }
 
-def TG_LinearOp : TG_InferOp<"linear"> {
+def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
   let summary = "Affine map `x · wᵀ + b` (`torch.nn.functional.linear`)";
   let description = [{
     `x` is `[..., in]`, `w` is `[out, in]`, the optional `b` is `[out]`; the
@@ -139,7 +140,7 @@ def TG_LinearOp : TG_InferOp<"linear"> {
   }];
 }
 
-def TG_Conv2dOp : TG_InferOp<"conv2d"> {
+def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
   let summary = "2-D convolution, NCHW input, OIHW weight (`F.conv2d`)";
   let description = [{
     `x` is `[N, C, H, W]`, `w` is `[O, C/groups, KH, KW]`, the optional `b`
@@ -167,7 +168,7 @@ def TG_Conv2dOp : TG_InferOp<"conv2d"> {
 //===----------------------------------------------------------------------===//
 
 class TG_BinaryOp<string mnemonic, string torchName, list<Trait> traits = []> :
-    TG_InferOp<mnemonic, traits> {
+    TG_InferOp<mnemonic, !listconcat([TG_Differentiable], traits)> {
   let summary = "Elementwise `" # torchName # "` with NumPy broadcasting";
   let description = [{
     Operands broadcast by NumPy/PyTorch rules. Mixed float dtypes compute in
@@ -191,7 +192,7 @@ def TG_PowOp : TG_BinaryOp<"pow", "torch.pow">;
 
 class TG_UnaryOp<string mnemonic, string torchName, Type operandType,
                  list<Trait> traits = []> :
-    TG_InferOp<mnemonic, traits> {
+    TG_InferOp<mnemonic, !listconcat([TG_Differentiable], traits)> {
   let summary = "Elementwise `" # torchName # "`";
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
@@ -214,7 +215,7 @@ def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor>;
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor>;
 def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor>;
 
-def TG_GeluOp : TG_InferOp<"gelu"> {
+def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let summary = "Elementwise `F.gelu`";
   let description = [{
     `approximate` is `"none"` (the erf form) or `"tanh"`, as in PyTorch.
@@ -236,7 +237,7 @@ def TG_GeluOp : TG_InferOp<"gelu"> {
 //===----------------------------------------------------------------------===//
 
 class TG_ReduceOp<string mnemonic, string torchName, Type tensorType> :
-    TG_InferOp<mnemonic> {
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
   let summary = "`" # torchName # "` over `dims`";
   let description = [{
     Reduces over `dims` (sorted, distinct, in range; the frontend expands
@@ -264,7 +265,7 @@ def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor>;
 //===----------------------------------------------------------------------===//
 
 class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
-    TG_InferOp<mnemonic> {
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
   let summary = "`" # torchName # "` along `dim`";
   let description = [{
     `dim` is a non-negative dim of the input (the frontend resolves negative
@@ -284,7 +285,7 @@ class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
 def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax">;
 def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax">;
 
-def TG_LayerNormOp : TG_InferOp<"layer_norm"> {
+def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
   let summary = "`F.layer_norm` over the last dim, with weight and bias";
   let description = [{
     Normalizes over the last dim `D` of the input; `weight` and `bias` are
@@ -304,7 +305,7 @@ def TG_LayerNormOp : TG_InferOp<"layer_norm"> {
   }];
 }
 
-def TG_RmsNormOp : TG_InferOp<"rms_norm"> {
+def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
   let summary = "`F.rms_norm` over the last dim, with weight";
   let description = [{
     `x / sqrt(mean(x², last dim) + eps) * weight`, `weight` is `[D]`.
@@ -326,7 +327,8 @@ def TG_RmsNormOp : TG_InferOp<"rms_norm"> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-class TG_PoolOp<string mnemonic, string torchName> : TG_InferOp<mnemonic> {
+class TG_PoolOp<string mnemonic, string torchName> :
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
   let summary = "`" # torchName # "` over NCHW input";
   let description = [{
     `kernel`, `stride` and `padding` hold (H, W) values; the frontend makes
@@ -355,7 +357,7 @@ def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d">;
 // Shape
 //===----------------------------------------------------------------------===//
 
-def TG_ReshapeOp : TG_InferOp<"reshape"> {
+def TG_ReshapeOp : TG_InferOp<"reshape", [TG_Differentiable]> {
   let summary = "Reshape to `shape` (`torch.reshape`)";
   let description = [{
     At most one entry of `shape` may be -1: it is inferred from the element
@@ -373,7 +375,7 @@ def TG_ReshapeOp : TG_InferOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def TG_TransposeOp : TG_InferOp<"transpose"> {
+def TG_TransposeOp : TG_InferOp<"transpose", [TG_Differentiable]> {
   let summary = "Permute dims (`torch.permute`)";
   let description = [{
     Result dim `i` is input dim `perm[i]`. The language's `transpose(x)`
@@ -391,7 +393,7 @@ def TG_TransposeOp : TG_InferOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def TG_ConcatOp : TG_InferOp<"concat"> {
+def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
   let summary = "Concatenate along `dim` (`torch.cat`)";
   let description = [{
     All inputs have the same rank and equal sizes except along `dim`. Mixed
@@ -408,7 +410,7 @@ def TG_ConcatOp : TG_InferOp<"concat"> {
   }];
 }
 
-def TG_SliceOp : TG_InferOp<"slice"> {
+def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
   let summary = "Contiguous range `[start, end)` of `dim` (`x[..., start:end]`)";
   let description = [{
     `0 <= start < end <= size(dim)`; the frontend resolves negative indices
@@ -427,7 +429,7 @@ def TG_SliceOp : TG_InferOp<"slice"> {
   let hasFolder = 1;
 }
 
-def TG_EmbeddingOp : TG_InferOp<"embedding"> {
+def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
   let summary = "Row lookup `table[ids]` (`F.embedding`)";
   let description = [{
     `table` is `[V, D]`, `ids` an integer tensor of any shape; the result is
@@ -448,7 +450,7 @@ def TG_EmbeddingOp : TG_InferOp<"embedding"> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def TG_CrossEntropyOp : TG_InferOp<"cross_entropy"> {
+def TG_CrossEntropyOp : TG_InferOp<"cross_entropy", [TG_Differentiable]> {
   let summary = "Mean cross-entropy of logits `[N, C]` and labels `[N]`";
   let description = [{
     `F.cross_entropy(logits, labels)` with the default mean reduction;
@@ -466,7 +468,7 @@ def TG_CrossEntropyOp : TG_InferOp<"cross_entropy"> {
   }];
 }
 
-def TG_MseLossOp : TG_InferOp<"mse_loss"> {
+def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
   let summary = "Mean squared error of two same-shaped tensors";
   let description = [{
     `F.mse_loss(a, b)` with the default mean reduction; a scalar of the wider
@@ -557,5 +559,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   }];
   let hasVerifier = 1;
 }
+
+// Backward ops, optimizer updates and the loss-scaler ops.
+include "ampc/Dialect/TG/TGTrainingOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD

@@ -1,0 +1,591 @@
+//===- TGTrainingOps.td - backward, optimizer and scaler ops -*- tablegen -*-===//
+//
+// The ops the compiler makes for training steps (included by TGOps.td):
+//  - backward ops: gradients that forward `tg` ops cannot express (they need a
+//    comparison, a scatter or the forward op's internals). Each maps 1:1 onto
+//    an `ampc_<op>_bwd` kernel of the runtime (runtime/include/ampc/runtime.h)
+//    and, like those kernels, returns every operand gradient at once: a
+//    result nobody uses is simply not written (the kernel gets NULL);
+//  - `tg.broadcast_to`, the inverse of a sum over broadcast dims;
+//  - optimizer updates, gradient clipping and the loss-scaler ops. These are
+//    multi-tensor ops over every parameter of the step, like the runtime's
+//    `ampc_sgd_update`, `ampc_adamw_update`, `ampc_clip_grad_norm`,
+//    `ampc_check_finite_unscale` and `ampc_update_scale`. They take
+//    `found_inf` as an operand instead of branching on the host.
+//
+// Result types are inferred; inference is the verifier, as for the forward
+// ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_TG_TGTRAININGOPS_TD
+#define AMPC_DIALECT_TG_TGTRAININGOPS_TD
+
+// Optimizer and loss-scaler ops update state in place at run time (buffer
+// planning pairs each state argument with its result), so they are
+// TG_StrictInferOp: their result types are exactly the inferred ones.
+
+// A device-resident scalar flag: nonzero means "a gradient is inf or NaN".
+def TG_FlagTensor : Type<And<[TensorOf<[F32, I32]>.predicate,
+                              HasStaticShapePred,
+                              CPred<"::llvm::cast<::mlir::ShapedType>($_self).getRank() == 0">]>,
+                         "rank-0 tensor of f32 or i32 (found_inf)",
+                         "::mlir::RankedTensorType">;
+def TG_F32Scalar : Type<And<[TensorOf<[F32]>.predicate, HasStaticShapePred,
+                             CPred<"::llvm::cast<::mlir::ShapedType>($_self).getRank() == 0">]>,
+                        "rank-0 tensor of f32", "::mlir::RankedTensorType"> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+def TG_I32Scalar : Type<And<[TensorOf<[I32]>.predicate, HasStaticShapePred,
+                             CPred<"::llvm::cast<::mlir::ShapedType>($_self).getRank() == 0">]>,
+                        "rank-0 tensor of i32", "::mlir::RankedTensorType"> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcast
+//===----------------------------------------------------------------------===//
+
+def TG_BroadcastToOp : TG_InferOp<"broadcast_to",
+    [DeclareOpInterfaceMethods<TG_GradientOpInterface>]> {
+  let summary = "Broadcast to `shape` (`torch.broadcast_to`)";
+  let description = [{
+    Repeats `input` along the dims NumPy broadcasting adds or stretches
+    (size-1 dims, and missing leading dims). The backward graphs of `sum`
+    and `mean` use it; its own gradient sums over the broadcast dims.
+
+    ```mlir
+    %y = tg.broadcast_to %x shape [4, 8] : tensor<1x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `shape` $shape attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+class TG_UnaryGradOp<string mnemonic, string fwd> : TG_InferOp<mnemonic> {
+  let summary = "Gradient of `tg." # fwd # "`: `dx = dy * " # fwd # "'(x)`";
+  let description = [{
+    `grad` is the gradient of the forward op's result, `input` the forward
+    op's input (same shape). The result has the input's shape and the
+    promoted float type of both operands. Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %x : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($input), type($result))
+  }];
+}
+
+def TG_ReluGradOp : TG_UnaryGradOp<"relu_grad", "relu">;
+def TG_AbsGradOp : TG_UnaryGradOp<"abs_grad", "abs">;
+def TG_SiluGradOp : TG_UnaryGradOp<"silu_grad", "silu">;
+
+def TG_GeluGradOp : TG_InferOp<"gelu_grad"> {
+  let summary = "Gradient of `tg.gelu`";
+  let description = [{
+    `dx = dy * gelu'(x)` for the erf form (`approximate "none"`) or the tanh
+    approximation, as PyTorch's `gelu_backward`. Runtime kernel:
+    `ampc_gelu_bwd`.
+
+    ```mlir
+    %dx = tg.gelu_grad %dy, %x approximate "tanh" : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `approximate` $approximate attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($input), type($result))
+  }];
+}
+
+class TG_BinaryGradOp<string mnemonic, string fwd, string rule> :
+    TG_InferOp<mnemonic> {
+  let summary = "Gradients of `tg." # fwd # "` with respect to both operands";
+  let description = [{
+    `grad` is the gradient of `tg.}] # fwd # [{ %lhs, %rhs`, whose shape is
+    the broadcast of both operand shapes. The results are the gradients of
+    `lhs` and `rhs`, each summed over the dims its operand was broadcast
+    along and with that operand's type. }] # rule # [{ Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %da, %db = tg.}] # mnemonic # [{ %dy, %a, %b : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+        -> tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
+                       TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
+    `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+}
+
+def TG_MaximumGradOp : TG_BinaryGradOp<"maximum_grad", "maximum",
+    "The larger operand gets the gradient; ties split it in half (PyTorch).">;
+def TG_MinimumGradOp : TG_BinaryGradOp<"minimum_grad", "minimum",
+    "The smaller operand gets the gradient; ties split it in half (PyTorch).">;
+def TG_PowGradOp : TG_BinaryGradOp<"pow_grad", "pow",
+    "`d lhs = dy * rhs * lhs^(rhs-1)`, `d rhs = dy * lhs^rhs * log(lhs)`, 0 "
+    "where `lhs == 0` and `rhs >= 0` (PyTorch's `pow_backward_exponent`).">;
+
+def TG_MaxGradOp : TG_InferOp<"max_grad"> {
+  let summary = "Gradient of the `tg.max` reduction";
+  let description = [{
+    `grad` has the shape of the forward result `result` (`tg.max %input dims
+    DIMS`, same `dims` and `keepdim`); the gradient is split evenly between
+    the elements of each reduced group that equal the maximum (PyTorch's
+    `amax` backward). The result has the input's shape. Runtime kernel:
+    `ampc_max_bwd`.
+
+    ```mlir
+    %dx = tg.max_grad %dy, %x, %y dims [1] : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$result_value, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
+    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
+  }];
+}
+
+class TG_SoftmaxGradLikeOp<string mnemonic, string fwd, string rule> :
+    TG_InferOp<mnemonic> {
+  let summary = "Gradient of `tg." # fwd # "` from its output";
+  let description = [{
+    `output` is the forward op's result and `grad` its gradient (same
+    shape); }] # rule # [{ Runtime kernel: `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %y dim 1 : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$output,
+                       I64Attr:$dim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $output `dim` $dim attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($output), type($result))
+  }];
+}
+
+def TG_SoftmaxGradOp : TG_SoftmaxGradLikeOp<"softmax_grad", "softmax",
+    "`dx = y * (dy - sum(dy * y, dim))`.">;
+def TG_LogSoftmaxGradOp : TG_SoftmaxGradLikeOp<"log_softmax_grad",
+    "log_softmax", "`dx = dy - exp(y) * sum(dy, dim)`.">;
+
+def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
+  let summary = "Gradients of `tg.layer_norm` (input, weight, bias)";
+  let description = [{
+    Recomputes the statistics of `input` over its last dim (as the forward
+    op, same `eps`) and returns `d input` (the input's shape), `d weight`
+    and `d bias` (both `[D]`, the weight's type; `d bias` is the sum of
+    `grad` over every dim but the last). Runtime kernel:
+    `ampc_layer_norm_bwd`.
+
+    ```mlir
+    %dx, %dw, %db = tg.layer_norm_grad %dy, %x, %w eps 1.0e-05
+        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+        -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
+    type($input) `,` type($weight) `->` type($input_grad) `,`
+    type($weight_grad) `,` type($bias_grad)
+  }];
+}
+
+def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
+  let summary = "Gradients of `tg.rms_norm` (input, weight)";
+  let description = [{
+    Recomputes `rsqrt(mean(x², last dim) + eps)` and returns `d input` (the
+    input's shape) and `d weight` (`[D]`, the weight's type). Runtime
+    kernel: `ampc_rms_norm_bwd`.
+
+    ```mlir
+    %dx, %dw = tg.rms_norm_grad %dy, %x, %w eps 1.0e-06
+        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+        -> tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
+    type($input) `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
+  }];
+}
+
+def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
+  let summary = "Gradients of `tg.conv2d` with respect to input and weight";
+  let description = [{
+    `grad` is the gradient of `tg.conv2d %input, %weight` with the same
+    `stride`, `padding`, `dilation` and `groups` (its shape must be that
+    conv's output shape). Returns `d input` (a transposed convolution of
+    `grad`, the input's type) and `d weight` (the correlation of `input`
+    with `grad`, the weight's type). The bias gradient is a `tg.sum` of
+    `grad` over dims 0, 2, 3. Runtime kernel: `ampc_conv2d_bwd`.
+
+    ```mlir
+    %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1]
+        dilation [1, 1] groups 1
+        : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+        -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
+                       I64Attr:$groups);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups attr-dict
+    `:` type($grad) `,` type($input) `,` type($weight)
+    `->` type($input_grad) `,` type($weight_grad)
+  }];
+}
+
+class TG_PoolGradOp<string mnemonic, string fwd, string rule> :
+    TG_InferOp<mnemonic> {
+  let summary = "Gradient of `tg." # fwd # "`";
+  let description = [{
+    `grad` is the gradient of `tg.}] # fwd # [{ %input` with the same
+    `kernel`, `stride` and `padding` (its shape must be that op's output
+    shape); the result has the input's type. }] # rule # [{ Runtime
+    kernel: `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %x kernel [2, 2] stride [2, 2] padding [0, 0]
+        : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `kernel` $kernel `stride` $stride `padding` $padding
+    attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($input), type($result))
+  }];
+}
+
+def TG_MaxPool2dGradOp : TG_PoolGradOp<"max_pool2d_grad", "max_pool2d",
+    "Each window's gradient goes to its first maximum (PyTorch).">;
+def TG_AvgPool2dGradOp : TG_PoolGradOp<"avg_pool2d_grad", "avg_pool2d",
+    "Each window's gradient is spread evenly over the kernel area, padding "
+    "included (`count_include_pad=True`); only the input's shape is read.">;
+
+def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
+  let summary = "Gradient of `tg.embedding` with respect to the table";
+  let description = [{
+    Scatter-add: row `ids[i]` of the `[num_embeddings, D]` result is the sum
+    of the rows of `grad` (`ids.shape + [D]`) at every position `i` where
+    that id occurs; rows no id selects are zero. Deterministic summation
+    order. Runtime kernel: `ampc_embedding_bwd`.
+
+    ```mlir
+    %dt = tg.embedding_grad %dy, %ids num_embeddings 100
+        : tensor<4x8x16xf32>, tensor<4x8xi32> -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_IntTensor:$ids,
+                       I64Attr:$num_embeddings);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids `num_embeddings` $num_embeddings attr-dict `:` type($grad)
+    `,` type($ids) `->` type($result)
+  }];
+}
+
+def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
+  let summary = "Gradient of `tg.cross_entropy` with respect to the logits";
+  let description = [{
+    `dlogits = (softmax(logits) - onehot(labels)) * grad / N` with `grad` the
+    scalar gradient of the mean loss. The result has the logits' type.
+    Runtime kernel: `ampc_cross_entropy_bwd`.
+
+    ```mlir
+    %dl = tg.cross_entropy_grad %seed, %logits, %labels
+        : tensor<f32>, tensor<64x10xf32>, tensor<64xi32> -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$logits,
+                       TG_IntTensor:$labels);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
+    `,` type($labels) `->` type($result)
+  }];
+}
+
+def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
+  let summary = "Gradients of `tg.mse_loss` with respect to both operands";
+  let description = [{
+    `d lhs = 2 * (lhs - rhs) * grad / numel`, `d rhs = -d lhs`, each with its
+    operand's type; `grad` is the scalar gradient of the mean loss. Runtime
+    kernel: `ampc_mse_loss_bwd`.
+
+    ```mlir
+    %da, %db = tg.mse_loss_grad %seed, %a, %b
+        : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>
+        -> tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
+                       TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
+    `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers and gradient clipping
+//===----------------------------------------------------------------------===//
+
+def TG_ClipGradNormOp : TG_StrictInferOp<"clip_grad_norm", [AttrSizedOperandSegments]> {
+  let summary = "Global-norm gradient clipping (`clip_grad_norm_`)";
+  let description = [{
+    `torch.nn.utils.clip_grad_norm_(grads, max_norm)` over every gradient
+    of the step at once: `total_norm = sqrt(sum of all squared elements)`
+    (accumulated in f32), `coef = min(1, max_norm / (total_norm + 1e-6))`,
+    each result is `grad * coef` in its gradient's type. The second result
+    is `total_norm` (f32).
+
+    With `found_inf` nonzero the gradients come back unchanged (the
+    optimizer update that reads them is skipped as well). Runtime kernel:
+    `ampc_clip_grad_norm`.
+
+    ```mlir
+    %c:2, %norm = tg.clip_grad_norm %gw, %gb max_norm 1.0 found_inf(%f : tensor<f32>)
+        : tensor<4x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$grads,
+                       Optional<TG_FlagTensor>:$found_inf, F64Attr:$max_norm);
+  let results = (outs Variadic<TG_FloatTensor>:$clipped,
+                      TG_F32Scalar:$total_norm);
+  let assemblyFormat = [{
+    $grads `max_norm` $max_norm (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    attr-dict `:` type($grads)
+  }];
+}
+
+def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> {
+  let summary = "One `torch.optim.SGD` step over every parameter";
+  let description = [{
+    For each parameter `p` with gradient `g` (same shape; any float types)
+    and, when `momentum != 0`, momentum buffer `buf` (f32, the parameter's
+    shape), exactly PyTorch's SGD with `dampening = 0`:
+
+    ```
+    g = g + weight_decay * p                       (if weight_decay != 0)
+    buf = momentum * buf + g                       (if momentum != 0)
+    g = nesterov ? g + momentum * buf : buf        (if momentum != 0)
+    p = p - lr * g
+    ```
+
+    computed in f32 and stored in each tensor's type. PyTorch initialises
+    the buffer with a copy of the first gradient; ampc zero-initialises it,
+    which gives the same first step only because dampening is 0
+    (`momentum * 0 + g == g`).
+
+    With `found_inf` nonzero nothing changes: every result is bit-identical
+    to its operand. The results are the new parameters, then the new
+    momentum buffers (none when `momentum == 0`). Runtime kernel:
+    `ampc_sgd_update` (its `max_grad_norm` is 0: clipping is the separate
+    `tg.clip_grad_norm`).
+
+    ```mlir
+    %p:2, %m:2 = ...
+    %new:4 = tg.sgd_update params(%w, %b : tensor<4x4xf32>, tensor<4xf32>)
+        grads(%gw, %gb : tensor<4x4xf32>, tensor<4xf32>)
+        momentum_buffers(%mw, %mb : tensor<4x4xf32>, tensor<4xf32>)
+        found_inf(%f : tensor<f32>)
+        {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$params,
+                       Variadic<TG_FloatTensor>:$grads,
+                       Variadic<TG_FloatTensor>:$momentum_buffers,
+                       Optional<TG_FlagTensor>:$found_inf,
+                       F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
+                       BoolAttr:$nesterov);
+  let results = (outs Variadic<TG_FloatTensor>:$updated);
+  let assemblyFormat = [{
+    `params` `(` $params `:` type($params) `)`
+    `grads` `(` $grads `:` type($grads) `)`
+    (`momentum_buffers` `(` $momentum_buffers^ `:` type($momentum_buffers) `)`)?
+    (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The updated parameters, in the order of `params`.
+    ::mlir::ResultRange getNewParams() {
+      return getUpdated().take_front(getParams().size());
+    }
+    /// The updated momentum buffers (empty when momentum is 0).
+    ::mlir::ResultRange getNewMomentumBuffers() {
+      return getUpdated().drop_front(getParams().size());
+    }
+  }];
+}
+
+def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
+    [AttrSizedOperandSegments, SameVariadicResultSize]> {
+  let summary = "One `torch.optim.AdamW` step over every parameter";
+  let description = [{
+    For each parameter `p` with gradient `g` and moments `m = exp_avg`,
+    `v = exp_avg_sq` (f32, the parameter's shape), exactly PyTorch's AdamW
+    (`amsgrad = False`), with the step count `t` shared by all parameters:
+
+    ```
+    t = step + 1
+    p = p * (1 - lr * weight_decay)               (decoupled weight decay)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    ```
+
+    computed in f32 and stored in each tensor's type; `step` is an i32
+    scalar starting at 0. With `found_inf` nonzero nothing changes, the step
+    count included. Results: new parameters, new `exp_avg`s, new
+    `exp_avg_sq`s, new step. Runtime kernel: `ampc_adamw_update`.
+
+    ```mlir
+    %p, %m, %v, %t = tg.adamw_update params(%w : tensor<4x4xf32>)
+        grads(%gw : tensor<4x4xf32>) exp_avgs(%mw : tensor<4x4xf32>)
+        exp_avg_sqs(%vw : tensor<4x4xf32>) step(%step : tensor<i32>)
+        {beta1 = 9.0e-01 : f64, beta2 = 9.990e-01 : f64, eps = 1.0e-08 : f64,
+         lr = 1.0e-03 : f64, weight_decay = 1.0e-02 : f64}
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$params,
+                       Variadic<TG_FloatTensor>:$grads,
+                       Variadic<TG_FloatTensor>:$exp_avgs,
+                       Variadic<TG_FloatTensor>:$exp_avg_sqs,
+                       TG_I32Scalar:$step,
+                       Optional<TG_FlagTensor>:$found_inf,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
+                       F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Variadic<TG_FloatTensor>:$new_params,
+                      Variadic<TG_FloatTensor>:$new_exp_avgs,
+                      Variadic<TG_FloatTensor>:$new_exp_avg_sqs,
+                      TG_I32Scalar:$new_step);
+  let assemblyFormat = [{
+    `params` `(` $params `:` type($params) `)`
+    `grads` `(` $grads `:` type($grads) `)`
+    `exp_avgs` `(` $exp_avgs `:` type($exp_avgs) `)`
+    `exp_avg_sqs` `(` $exp_avg_sqs `:` type($exp_avg_sqs) `)`
+    `step` `(` $step `:` type($step) `)`
+    (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+def TG_CheckFiniteAndUnscaleOp : TG_StrictInferOp<"check_finite_and_unscale"> {
+  let summary = "Fused inf/NaN check and unscale of every gradient";
+  let description = [{
+    One pass over all gradients of a loss-scaled step, as PyTorch's
+    `torch._amp_foreach_non_finite_check_and_unscale_`: each result is its
+    gradient times `1 / scale` (the reciprocal computed in f32, the product
+    stored in the gradient's type), and the last result, `found_inf`, is
+    1.0 when any element of any gradient is inf or NaN and 0.0 otherwise.
+    The loss-scaling pass makes exactly one per training step. Runtime
+    kernel: `ampc_check_finite_unscale`.
+
+    ```mlir
+    %g:2, %found_inf = tg.check_finite_and_unscale %gw, %gb scale %s
+        : tensor<4x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$grads, TG_F32Scalar:$scale);
+  let results = (outs Variadic<TG_FloatTensor>:$unscaled,
+                      TG_F32Scalar:$found_inf);
+  let assemblyFormat = [{
+    $grads `scale` $scale attr-dict `:` type($grads)
+  }];
+}
+
+// All result types are fixed (buildable), so ODS builds them without inference.
+def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
+  let summary = "Dynamic loss-scale update (shared/spec/amp.md)";
+  let description = [{
+    The scale update of amp.md on device-resident state: `scale` (f32),
+    `growth_tracker` and `hysteresis_left` (i32). Returns their new values:
+
+    ```
+    if found_inf:
+      growth_tracker = 0
+      hysteresis_left -= 1
+      if hysteresis_left <= 0: scale = max(scale * backoff_factor, min_scale)
+    else:
+      growth_tracker += 1
+      if growth_tracker == growth_interval:
+        growth_tracker = 0
+        hysteresis_left = hysteresis
+        if isfinite(scale * growth_factor) and scale * growth_factor <= max_scale:
+          scale = scale * growth_factor
+    ```
+
+    `min_scale` and `max_scale` are optional (no bound). With
+    `hysteresis = 1` this is PyTorch's `GradScaler.update()`; with 2,
+    Megatron-LM's. Runtime kernel: `ampc_update_scale`.
+
+    ```mlir
+    %s2, %t2, %h2 = tg.update_scale %s, %t, %h found_inf %f
+        {backoff_factor = 5.0e-01 : f64, growth_factor = 2.0 : f64,
+         growth_interval = 2000 : i64, hysteresis = 1 : i64}
+        : tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$scale, TG_I32Scalar:$growth_tracker,
+                       TG_I32Scalar:$hysteresis_left, TG_FlagTensor:$found_inf,
+                       F64Attr:$growth_factor, F64Attr:$backoff_factor,
+                       I64Attr:$growth_interval, I64Attr:$hysteresis,
+                       OptionalAttr<F64Attr>:$min_scale,
+                       OptionalAttr<F64Attr>:$max_scale);
+  let results = (outs TG_F32Scalar:$new_scale,
+                      TG_I32Scalar:$new_growth_tracker,
+                      TG_I32Scalar:$new_hysteresis_left);
+  let assemblyFormat = [{
+    $scale `,` $growth_tracker `,` $hysteresis_left `found_inf` $found_inf
+    attr-dict `:` type($found_inf)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // AMPC_DIALECT_TG_TGTRAININGOPS_TD

@@ -1,0 +1,784 @@
+//===- TGGradients.cpp - gradient rules of the tg ops ---------------------===//
+//
+// `GradientOpInterface::buildGradient` for every differentiable op: the
+// vector-Jacobian product of the op, written with forward `tg` ops where they
+// express it exactly and with the backward ops of TGTrainingOps.td where the
+// rule needs a comparison, a scatter or the op's internals.
+//
+// Conventions (TGInterfaces.td): the gradient of a value has the value's
+// type. Rules compute in the natural (promoted) type of the ops they build
+// and `fit` the result to each operand: sum over the dims the operand was
+// broadcast along, reshape, and cast back to its element type (the gradient
+// of `cast` is the cast back, as in PyTorch). Where PyTorch's autograd
+// formula is a specific expression (`div`, `rsqrt`, `sigmoid`, ...), the rule
+// uses the same expression so the numbers match.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGInterfaces.h"
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace ampc::tg;
+
+#include "ampc/Dialect/TG/TGInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Locations
+//===----------------------------------------------------------------------===//
+
+Location ampc::tg::getTaggedLoc(Location loc, StringRef tag) {
+  MLIRContext *ctx = loc.getContext();
+  return FusedLoc::get(ctx, {loc}, StringAttr::get(ctx, tag));
+}
+
+StringRef ampc::tg::getLocTag(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      return tag.getValue();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Builds backward ops at one location.
+class GradBuilder {
+public:
+  GradBuilder(OpBuilder &b, Operation *forward)
+      : b(b), loc(getGradientLoc(forward)) {}
+
+  static RankedTensorType type(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType());
+  }
+  static bool isFloatValue(Value v) {
+    Type e = type(v).getElementType();
+    return e.isF32() || e.isF16() || e.isBF16();
+  }
+
+  /// A splat constant of `shape` and element type `elt`.
+  Value splat(double value, ArrayRef<int64_t> shape, Type elt) {
+    auto t = RankedTensorType::get(shape, elt);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                          t, b.getFloatAttr(elt, value)));
+  }
+  /// A scalar constant of `like`'s element type.
+  Value scalar(double value, Value like) {
+    return splat(value, {}, type(like).getElementType());
+  }
+
+  Value cast(Value v, Type elt) {
+    if (type(v).getElementType() == elt)
+      return v;
+    return CastOp::create(b, loc, type(v).clone(elt), v);
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (type(v).getShape() == shape)
+      return v;
+    return ReshapeOp::create(b, loc, v, shape);
+  }
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    return TransposeOp::create(b, loc, v, perm);
+  }
+  /// Swaps the last two dims.
+  Value transposeLast2(Value v) {
+    int64_t rank = type(v).getRank();
+    SmallVector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return transpose(v, perm);
+  }
+  Value broadcastTo(Value v, ArrayRef<int64_t> shape) {
+    if (type(v).getShape() == shape)
+      return v;
+    return BroadcastToOp::create(b, loc, v, shape);
+  }
+
+  /// Sums `g` over the dims along which `shape` was broadcast to `g`'s shape
+  /// (missing leading dims and size-1 dims), then reshapes to `shape`.
+  Value sumTo(Value g, ArrayRef<int64_t> shape) {
+    ArrayRef<int64_t> gs = type(g).getShape();
+    if (gs == shape)
+      return g;
+    size_t lead = gs.size() - shape.size();
+    SmallVector<int64_t> dims;
+    for (size_t i = 0; i < gs.size(); ++i)
+      if (i < lead || (shape[i - lead] == 1 && gs[i] != 1))
+        dims.push_back(i);
+    Value summed = g;
+    if (!dims.empty())
+      summed = SumOp::create(b, loc, g, dims, /*keepdim=*/true);
+    return reshape(summed, shape);
+  }
+
+  /// The gradient of `operand` from `g`: `sumTo` its shape, cast to its type.
+  Value fit(Value g, Value operand) {
+    RankedTensorType t = type(operand);
+    return cast(sumTo(g, t.getShape()), t.getElementType());
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+} // namespace
+
+/// Checks the interface contract on the way in: one gradient slot per
+/// operand, all null.
+static void initGrads(Operation *op, SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(op->getNumOperands(), Value());
+}
+
+//===----------------------------------------------------------------------===//
+// Casts and linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::buildGradient(OpBuilder &builder,
+                                    ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  GradBuilder gb(builder, *this);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  operandGrads[0] = gb.fit(dy, getInput());
+  return success();
+}
+
+LogicalResult MatmulOp::buildGradient(OpBuilder &builder,
+                                      ArrayRef<Value> resultGrads,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  GradBuilder gb(builder, *this);
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Value a = getLhs(), b = getRhs();
+  RankedTensorType at = gb.type(a), bt = gb.type(b);
+  // torch.matmul's 1-D promotion, made explicit: a [k] is [1, k], b [k] is
+  // [k, 1], and dy gets the dim the result dropped.
+  Value a2 = at.getRank() == 1 ? gb.reshape(a, {1, at.getDimSize(0)}) : a;
+  Value b2 = bt.getRank() == 1 ? gb.reshape(b, {bt.getDimSize(0), 1}) : b;
+  RankedTensorType a2t = gb.type(a2), b2t = gb.type(b2);
+  SmallVector<int64_t> yShape(gb.type(dy).getShape());
+  if (at.getRank() == 1)
+    yShape.insert(yShape.end() - (bt.getRank() == 1 ? 0 : 1), 1);
+  if (bt.getRank() == 1)
+    yShape.push_back(1);
+  Value dy2 = gb.reshape(dy, yShape);
+  int64_t k = a2t.getShape().back(), n = b2t.getShape().back();
+
+  if (wanted[0]) {
+    // da = dy @ b^T, summed over the batch dims a was broadcast along.
+    Value da = MatmulOp::create(builder, gb.loc, dy2, gb.transposeLast2(b2));
+    operandGrads[0] = gb.fit(gb.reshape(gb.sumTo(da, a2t.getShape()),
+                                        at.getShape()),
+                             a);
+  }
+  if (wanted[1]) {
+    Value db;
+    if (b2t.getRank() == 2 && a2t.getRank() > 2) {
+      // A shared 2-D rhs (the common "activations @ weight"): fold a's batch
+      // into its rows, one GEMM instead of a batched one and a sum.
+      Value aFlat = gb.reshape(a2, {a2t.getNumElements() / k, k});
+      Value dyFlat = gb.reshape(dy2, {gb.type(dy2).getNumElements() / n, n});
+      db = MatmulOp::create(builder, gb.loc, gb.transposeLast2(aFlat), dyFlat);
+    } else {
+      db = MatmulOp::create(builder, gb.loc, gb.transposeLast2(a2), dy2);
+      db = gb.sumTo(db, b2t.getShape());
+    }
+    operandGrads[1] = gb.fit(gb.reshape(db, bt.getShape()), b);
+  }
+  return success();
+}
+
+LogicalResult LinearOp::buildGradient(OpBuilder &builder,
+                                      ArrayRef<Value> resultGrads,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  GradBuilder gb(builder, *this);
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Value x = getInput(), w = getWeight();
+  int64_t out = gb.type(w).getDimSize(0), in = gb.type(w).getDimSize(1);
+  if (wanted[0]) // dx = dy @ w
+    operandGrads[0] = gb.fit(MatmulOp::create(builder, gb.loc, dy, w), x);
+  if (wanted[1]) {
+    // dw = dy^T @ x over all leading dims folded into rows.
+    int64_t rows = gb.type(dy).getNumElements() / out;
+    Value dy2 = gb.reshape(dy, {rows, out});
+    Value x2 = gb.reshape(x, {rows, in});
+    operandGrads[1] = gb.fit(
+        MatmulOp::create(builder, gb.loc, gb.transposeLast2(dy2), x2), w);
+  }
+  if (getBias() && wanted[2])
+    operandGrads[2] = gb.fit(dy, getBias());
+  return success();
+}
+
+LogicalResult Conv2dOp::buildGradient(OpBuilder &builder,
+                                      ArrayRef<Value> resultGrads,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  GradBuilder gb(builder, *this);
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  if (wanted[0] || wanted[1]) {
+    auto grad = Conv2dGradOp::create(builder, gb.loc, dy, getInput(),
+                                     getWeight(), getStrideAttr(),
+                                     getPaddingAttr(), getDilationAttr(),
+                                     getGroupsAttr());
+    if (wanted[0])
+      operandGrads[0] = gb.fit(grad.getInputGrad(), getInput());
+    if (wanted[1])
+      operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
+  }
+  if (getBias() && wanted[2]) {
+    Value db = SumOp::create(builder, gb.loc, dy, ArrayRef<int64_t>{0, 2, 3},
+                             /*keepdim=*/false);
+    operandGrads[2] = gb.fit(db, getBias());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops
+//===----------------------------------------------------------------------===//
+
+/// Shared shape of the binary rules: skip integer operands and unwanted ones.
+template <typename Fn>
+static LogicalResult binaryGrad(Operation *op, OpBuilder &builder,
+                                ArrayRef<Value> resultGrads,
+                                ArrayRef<bool> wanted,
+                                SmallVectorImpl<Value> &operandGrads, Fn fn) {
+  initGrads(op, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !GradBuilder::isFloatValue(op->getResult(0)))
+    return success();
+  GradBuilder gb(builder, op);
+  bool wantA = wanted[0] && GradBuilder::isFloatValue(op->getOperand(0));
+  bool wantB = wanted[1] && GradBuilder::isFloatValue(op->getOperand(1));
+  if (!wantA && !wantB)
+    return success();
+  fn(gb, dy, op->getOperand(0), op->getOperand(1), wantA, wantB,
+     operandGrads[0], operandGrads[1]);
+  return success();
+}
+
+LogicalResult AddOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
+                    [](GradBuilder &gb, Value dy, Value a, Value b, bool wa,
+                       bool wb, Value &da, Value &db) {
+                      if (wa)
+                        da = gb.fit(dy, a);
+                      if (wb)
+                        db = gb.fit(dy, b);
+                    });
+}
+
+LogicalResult SubOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(
+      *this, builder, resultGrads, wanted, operandGrads,
+      [](GradBuilder &gb, Value dy, Value a, Value b, bool wa, bool wb,
+         Value &da, Value &db) {
+        if (wa)
+          da = gb.fit(dy, a);
+        if (wb) {
+          // Negate after the reduction: fewer elements, same values.
+          Value summed = gb.sumTo(dy, gb.type(b).getShape());
+          db = gb.cast(NegOp::create(gb.b, gb.loc, summed),
+                       gb.type(b).getElementType());
+        }
+      });
+}
+
+LogicalResult MulOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
+                    [](GradBuilder &gb, Value dy, Value a, Value b, bool wa,
+                       bool wb, Value &da, Value &db) {
+                      if (wa)
+                        da = gb.fit(MulOp::create(gb.b, gb.loc, dy, b), a);
+                      if (wb)
+                        db = gb.fit(MulOp::create(gb.b, gb.loc, dy, a), b);
+                    });
+}
+
+LogicalResult DivOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(
+      *this, builder, resultGrads, wanted, operandGrads,
+      [](GradBuilder &gb, Value dy, Value a, Value b, bool wa, bool wb,
+         Value &da, Value &db) {
+        if (wa) // da = dy / b
+          da = gb.fit(DivOp::create(gb.b, gb.loc, dy, b), a);
+        if (wb) {
+          // PyTorch's div_tensor_other_backward: -dy * ((a / b) / b).
+          Value q = DivOp::create(gb.b, gb.loc, a, b);
+          q = DivOp::create(gb.b, gb.loc, q, b);
+          Value t = MulOp::create(gb.b, gb.loc, dy, q);
+          db = gb.fit(NegOp::create(gb.b, gb.loc, t), b);
+        }
+      });
+}
+
+template <typename GradOpT>
+static void viaBackwardOp(GradBuilder &gb, Value dy, Value a, Value b, bool wa,
+                          bool wb, Value &da, Value &db) {
+  auto grad = GradOpT::create(gb.b, gb.loc, dy, a, b);
+  if (wa)
+    da = gb.fit(grad.getLhsGrad(), a);
+  if (wb)
+    db = gb.fit(grad.getRhsGrad(), b);
+}
+
+LogicalResult MaximumOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
+                    viaBackwardOp<MaximumGradOp>);
+}
+
+LogicalResult MinimumOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
+                    viaBackwardOp<MinimumGradOp>);
+}
+
+LogicalResult PowOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
+                    viaBackwardOp<PowGradOp>);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+/// Shared shape of the unary rules: `fn(gb, dy, x, y)` returns dx.
+template <typename Fn>
+static LogicalResult unaryGrad(Operation *op, OpBuilder &builder,
+                               ArrayRef<Value> resultGrads,
+                               ArrayRef<bool> wanted,
+                               SmallVectorImpl<Value> &operandGrads, Fn fn) {
+  initGrads(op, operandGrads);
+  Value dy = resultGrads[0];
+  Value x = op->getOperand(0);
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(x))
+    return success();
+  GradBuilder gb(builder, op);
+  operandGrads[0] = gb.fit(fn(gb, dy, x, op->getResult(0)), x);
+  return success();
+}
+
+#define TG_UNARY_GRAD(OP, BODY)                                                \
+  LogicalResult OP::buildGradient(OpBuilder &builder,                          \
+                                  ArrayRef<Value> resultGrads,                 \
+                                  ArrayRef<bool> wanted,                       \
+                                  SmallVectorImpl<Value> &operandGrads) {      \
+    return unaryGrad(*this, builder, resultGrads, wanted, operandGrads,        \
+                     [&](GradBuilder &gb, Value dy, Value x,                   \
+                         Value y) -> Value {                                   \
+                       (void)x;                                                \
+                       (void)y;                                                \
+                       OpBuilder &b = gb.b;                                    \
+                       Location loc = gb.loc;                                  \
+                       (void)b;                                                \
+                       (void)loc;                                              \
+                       BODY                                                    \
+                     });                                                       \
+  }
+
+// -dy
+TG_UNARY_GRAD(NegOp, { return NegOp::create(b, loc, dy); })
+// dy * sign(x), 0 at 0.
+TG_UNARY_GRAD(AbsOp, { return AbsGradOp::create(b, loc, dy, x); })
+// dy * exp(x), reusing the result.
+TG_UNARY_GRAD(ExpOp, { return MulOp::create(b, loc, dy, y); })
+// dy / x
+TG_UNARY_GRAD(LogOp, { return DivOp::create(b, loc, dy, x); })
+// PyTorch: dy / (2 * sqrt(x)).
+TG_UNARY_GRAD(SqrtOp, {
+  Value twice = MulOp::create(b, loc, y, gb.scalar(2.0, y));
+  return DivOp::create(b, loc, dy, twice);
+})
+// PyTorch: -0.5 * dy * rsqrt(x)^3.
+TG_UNARY_GRAD(RsqrtOp, {
+  Value cube = MulOp::create(b, loc, MulOp::create(b, loc, y, y), y);
+  Value t = MulOp::create(b, loc, dy, cube);
+  return MulOp::create(b, loc, t, gb.scalar(-0.5, y));
+})
+// dy where x > 0, else 0.
+TG_UNARY_GRAD(ReluOp, { return ReluGradOp::create(b, loc, dy, x); })
+TG_UNARY_GRAD(SiluOp, { return SiluGradOp::create(b, loc, dy, x); })
+// PyTorch's sigmoid_backward: dy * (1 - y) * y.
+TG_UNARY_GRAD(SigmoidOp, {
+  Value oneMinus = SubOp::create(b, loc, gb.scalar(1.0, y), y);
+  return MulOp::create(b, loc, MulOp::create(b, loc, dy, oneMinus), y);
+})
+// PyTorch's tanh_backward: dy * (1 - y * y).
+TG_UNARY_GRAD(TanhOp, {
+  Value sq = MulOp::create(b, loc, y, y);
+  Value oneMinus = SubOp::create(b, loc, gb.scalar(1.0, y), sq);
+  return MulOp::create(b, loc, dy, oneMinus);
+})
+TG_UNARY_GRAD(GeluOp, {
+  return GeluGradOp::create(b, loc, dy, x, getApproximateAttr());
+})
+#undef TG_UNARY_GRAD
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// dy of a reduction reshaped to the keepdim shape of `x`.
+static Value keepdimGrad(GradBuilder &gb, Value dy, Value x,
+                         ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> shape(gb.type(x).getShape());
+  for (int64_t d : dims)
+    shape[d] = 1;
+  return gb.reshape(dy, shape);
+}
+
+LogicalResult SumOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  Value x = getInput();
+  Value g = keepdimGrad(gb, dy, x, getDims());
+  operandGrads[0] = gb.fit(gb.broadcastTo(g, gb.type(x).getShape()), x);
+  return success();
+}
+
+LogicalResult MeanOp::buildGradient(OpBuilder &builder,
+                                    ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  Value x = getInput();
+  int64_t count = 1;
+  for (int64_t d : getDims())
+    count *= gb.type(x).getDimSize(d);
+  // PyTorch divides the expanded gradient by the count; dividing before the
+  // broadcast gives the same values with fewer elements.
+  Value g = keepdimGrad(gb, dy, x, getDims());
+  if (count != 1)
+    g = DivOp::create(builder, gb.loc, g, gb.scalar(double(count), g));
+  operandGrads[0] = gb.fit(gb.broadcastTo(g, gb.type(x).getShape()), x);
+  return success();
+}
+
+LogicalResult MaxOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  GradBuilder gb(builder, *this);
+  Value dx = MaxGradOp::create(builder, gb.loc, dy, getInput(), getResult(),
+                               getDimsAttr(), getKeepdimAttr());
+  operandGrads[0] = gb.fit(dx, getInput());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  Value dx = SoftmaxGradOp::create(builder, gb.loc, dy, getResult(),
+                                   getDimAttr());
+  operandGrads[0] = gb.fit(dx, getInput());
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &builder,
+                                          ArrayRef<Value> resultGrads,
+                                          ArrayRef<bool> wanted,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  Value dx = LogSoftmaxGradOp::create(builder, gb.loc, dy, getResult(),
+                                      getDimAttr());
+  operandGrads[0] = gb.fit(dx, getInput());
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradient(OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !llvm::is_contained(wanted, true))
+    return success();
+  GradBuilder gb(builder, *this);
+  auto grad = LayerNormGradOp::create(builder, gb.loc, dy, getInput(),
+                                      getWeight(), getEpsAttr());
+  if (wanted[0])
+    operandGrads[0] = gb.fit(grad.getInputGrad(), getInput());
+  if (wanted[1])
+    operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
+  if (wanted[2])
+    operandGrads[2] = gb.fit(grad.getBiasGrad(), getBias());
+  return success();
+}
+
+LogicalResult RmsNormOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !llvm::is_contained(wanted, true))
+    return success();
+  GradBuilder gb(builder, *this);
+  auto grad = RmsNormGradOp::create(builder, gb.loc, dy, getInput(),
+                                    getWeight(), getEpsAttr());
+  if (wanted[0])
+    operandGrads[0] = gb.fit(grad.getInputGrad(), getInput());
+  if (wanted[1])
+    operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+template <typename GradOpT, typename PoolOpT>
+static LogicalResult poolGrad(PoolOpT op, OpBuilder &builder,
+                              ArrayRef<Value> resultGrads,
+                              ArrayRef<bool> wanted,
+                              SmallVectorImpl<Value> &operandGrads) {
+  initGrads(op, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, op);
+  Value dx = GradOpT::create(builder, gb.loc, dy, op.getInput(),
+                             op.getKernelAttr(), op.getStrideAttr(),
+                             op.getPaddingAttr());
+  operandGrads[0] = gb.fit(dx, op.getInput());
+  return success();
+}
+
+LogicalResult MaxPool2dOp::buildGradient(OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  return poolGrad<MaxPool2dGradOp>(*this, builder, resultGrads, wanted,
+                                   operandGrads);
+}
+
+LogicalResult AvgPool2dOp::buildGradient(OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  return poolGrad<AvgPool2dGradOp>(*this, builder, resultGrads, wanted,
+                                   operandGrads);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  GradBuilder gb(builder, *this);
+  operandGrads[0] =
+      gb.fit(gb.reshape(dy, gb.type(getInput()).getShape()), getInput());
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradient(OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  GradBuilder gb(builder, *this);
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  operandGrads[0] = gb.fit(gb.transpose(dy, inverse), getInput());
+  return success();
+}
+
+LogicalResult ConcatOp::buildGradient(OpBuilder &builder,
+                                      ArrayRef<Value> resultGrads,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  GradBuilder gb(builder, *this);
+  int64_t dim = getDim(), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    int64_t size = gb.type(input).getDimSize(dim);
+    if (wanted[i] && GradBuilder::isFloatValue(input)) {
+      Value part = dy;
+      if (gb.type(dy).getDimSize(dim) != size)
+        part = SliceOp::create(builder, gb.loc, dy, dim, offset,
+                               offset + size);
+      operandGrads[i] = gb.fit(part, input);
+    }
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildGradient(OpBuilder &builder,
+                                     ArrayRef<Value> resultGrads,
+                                     ArrayRef<bool> wanted,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  Value x = getInput();
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(x))
+    return success();
+  GradBuilder gb(builder, *this);
+  // dx = concat(zeros before, dy, zeros after) along dim.
+  int64_t dim = getDim(), start = getStart(), end = getEnd();
+  int64_t size = gb.type(x).getDimSize(dim);
+  Type elt = gb.type(dy).getElementType();
+  SmallVector<Value> parts;
+  SmallVector<int64_t> shape(gb.type(x).getShape());
+  if (start > 0) {
+    shape[dim] = start;
+    parts.push_back(gb.splat(0.0, shape, elt));
+  }
+  parts.push_back(dy);
+  if (end < size) {
+    shape[dim] = size - end;
+    parts.push_back(gb.splat(0.0, shape, elt));
+  }
+  Value dx = parts.size() == 1
+                 ? dy
+                 : ConcatOp::create(builder, gb.loc, parts, dim).getResult();
+  operandGrads[0] = gb.fit(dx, x);
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildGradient(OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  int64_t rows = gb.type(getTable()).getDimSize(0);
+  Value dt = EmbeddingGradOp::create(builder, gb.loc, dy, getIds(), rows);
+  operandGrads[0] = gb.fit(dt, getTable());
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildGradient(OpBuilder &builder,
+                                           ArrayRef<Value> resultGrads,
+                                           ArrayRef<bool> wanted,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  GradBuilder gb(builder, *this);
+  operandGrads[0] = gb.fit(dy, getInput());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::buildGradient(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> wanted,
+    SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0])
+    return success();
+  GradBuilder gb(builder, *this);
+  Value dl = CrossEntropyGradOp::create(builder, gb.loc, dy, getLogits(),
+                                        getLabels());
+  operandGrads[0] = gb.fit(dl, getLogits());
+  return success();
+}
+
+LogicalResult MseLossOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || (!wanted[0] && !wanted[1]))
+    return success();
+  GradBuilder gb(builder, *this);
+  auto grad = MseLossGradOp::create(builder, gb.loc, dy, getLhs(), getRhs());
+  if (wanted[0])
+    operandGrads[0] = gb.fit(grad.getLhsGrad(), getLhs());
+  if (wanted[1])
+    operandGrads[1] = gb.fit(grad.getRhsGrad(), getRhs());
+  return success();
+}

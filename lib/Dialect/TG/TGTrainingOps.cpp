@@ -1,0 +1,668 @@
+//===- TGTrainingOps.cpp - backward, optimizer and scaler ops -------------===//
+//
+// Type inference (which is also verification) of the ops in TGTrainingOps.td.
+// Backward ops check that the incoming gradient has exactly the shape the
+// forward op would produce, so a malformed backward graph is a located error
+// rather than a runtime shape mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ampc::tg;
+
+namespace {
+/// Emits `'tg.NAME' MESSAGE` at the (optional) location.
+struct Err {
+  std::optional<Location> loc;
+  StringRef opName;
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, "'tg.", opName, "' ",
+                             std::forward<Args>(args)...);
+  }
+};
+} // namespace
+
+static RankedTensorType tensorOf(Value v) {
+  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+/// The promoted float element type of `values` (all float tensors).
+static FailureOr<Type> promoteFloats(const Err &err, ValueRange values) {
+  Type result;
+  for (Value v : values) {
+    auto t = tensorOf(v);
+    if (!t)
+      return err("operands must be ranked tensors");
+    Type e = t.getElementType();
+    Type next = result ? promoteElementTypes(result, e) : e;
+    if (!next)
+      return err("cannot mix element types ", result, " and ", e);
+    result = next;
+  }
+  return result;
+}
+
+/// Checks that `grad` has exactly `shape` (the forward result's shape).
+static LogicalResult checkGradShape(const Err &err, Value grad,
+                                    ArrayRef<int64_t> shape,
+                                    StringRef forward) {
+  auto g = tensorOf(grad);
+  if (!g)
+    return err("gradient must be a ranked tensor");
+  if (g.getShape() != shape)
+    return err("gradient ", g, " must have the shape ", shapeStr(shape),
+               " of the ", forward, " result");
+  return success();
+}
+
+static LogicalResult checkPairAttr(const Err &err, StringRef what,
+                                   DenseI64ArrayAttr attr, int64_t minValue) {
+  if (!attr)
+    return err("requires attribute '", what, "'");
+  if (attr.size() != 2)
+    return err("'", what, "' needs 2 values (H, W), got ", attr.size());
+  for (int64_t v : attr.asArrayRef())
+    if (v < minValue)
+      return err("'", what, "' values must be >= ", minValue, ", got ",
+                 shapeStr(attr.asArrayRef()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastToOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  Err err{loc, "broadcast_to"};
+  auto x = tensorOf(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (!adaptor.getShapeAttr())
+    return err("requires attribute 'shape'");
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  for (int64_t d : shape)
+    if (d < 1)
+      return err("shape ", shapeStr(shape), " has invalid size ", d);
+  auto joined = broadcastShapes(x.getShape(), shape);
+  if (!joined || ArrayRef<int64_t>(*joined) != shape)
+    return err("cannot broadcast ", x, " to ", shapeStr(shape));
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise backward ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferUnaryGrad(StringRef name,
+                                    std::optional<Location> loc, Value grad,
+                                    Value input, SmallVectorImpl<Type> &types) {
+  Err err{loc, name};
+  auto x = tensorOf(input);
+  if (!x || !tensorOf(grad))
+    return err("operands must be ranked tensors");
+  if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(err, {grad, input});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+#define TG_UNARY_GRAD_INFER(OP, NAME)                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferUnaryGrad(NAME, loc, adaptor.getGrad(), adaptor.getInput(),    \
+                          types);                                              \
+  }
+TG_UNARY_GRAD_INFER(ReluGradOp, "relu_grad")
+TG_UNARY_GRAD_INFER(AbsGradOp, "abs_grad")
+TG_UNARY_GRAD_INFER(SiluGradOp, "silu_grad")
+#undef TG_UNARY_GRAD_INFER
+
+LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  StringAttr approx = adaptor.getApproximateAttr();
+  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
+    return emitOptionalError(
+        loc, "'tg.gelu_grad' approximate must be \"none\" or \"tanh\", got \"",
+        approx.getValue(), "\"");
+  return inferUnaryGrad("gelu_grad", loc, adaptor.getGrad(),
+                        adaptor.getInput(), types);
+}
+
+static LogicalResult inferBinaryGrad(StringRef name,
+                                     std::optional<Location> loc, Value grad,
+                                     Value lhs, Value rhs,
+                                     SmallVectorImpl<Type> &types) {
+  Err err{loc, name};
+  auto a = tensorOf(lhs), b = tensorOf(rhs);
+  if (!a || !b || !tensorOf(grad))
+    return err("operands must be ranked tensors");
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (!shape)
+    return err("operands ", a, " and ", b, " do not broadcast");
+  if (failed(checkGradShape(err, grad, *shape, "forward")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(err, {grad, lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
+
+#define TG_BINARY_GRAD_INFER(OP, NAME)                                         \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBinaryGrad(NAME, loc, adaptor.getGrad(), adaptor.getLhs(),     \
+                           adaptor.getRhs(), types);                           \
+  }
+TG_BINARY_GRAD_INFER(MaximumGradOp, "maximum_grad")
+TG_BINARY_GRAD_INFER(MinimumGradOp, "minimum_grad")
+TG_BINARY_GRAD_INFER(PowGradOp, "pow_grad")
+#undef TG_BINARY_GRAD_INFER
+
+LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Err err{loc, "max_grad"};
+  auto x = tensorOf(adaptor.getInput()), y = tensorOf(adaptor.getResultValue());
+  if (!x || !y || !tensorOf(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  if (!adaptor.getDimsAttr())
+    return err("requires attribute 'dims'");
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  if (dims.empty() && x.getRank() > 0)
+    return err("dims must not be empty (list every dim to reduce)");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= x.getRank())
+      return err("dim ", dims[i], " is out of range for ", x);
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return err("dims ", shapeStr(dims), " must be sorted and distinct");
+  }
+  bool keepdim = static_cast<bool>(adaptor.getKeepdimAttr());
+  SmallVector<int64_t> reduced;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      reduced.push_back(x.getDimSize(d));
+    else if (keepdim)
+      reduced.push_back(1);
+  }
+  if (y.getShape() != ArrayRef<int64_t>(reduced))
+    return err("forward result ", y, " must have the shape ",
+               shapeStr(reduced), " of max over dims ", shapeStr(dims), " of ",
+               x);
+  if (failed(checkGradShape(err, adaptor.getGrad(), reduced, "max")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, pooling, convolution, losses
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferSoftmaxGrad(StringRef name,
+                                      std::optional<Location> loc, Value grad,
+                                      Value output, IntegerAttr dimAttr,
+                                      SmallVectorImpl<Type> &types) {
+  Err err{loc, name};
+  auto y = tensorOf(output);
+  if (!y || !tensorOf(grad))
+    return err("operands must be ranked tensors");
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= std::max<int64_t>(y.getRank(), 1))
+    return err("dim ", dim, " is out of range for ", y);
+  if (failed(checkGradShape(err, grad, y.getShape(), "forward")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(err, {grad, output});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(y.getShape(), *elt));
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return inferSoftmaxGrad("softmax_grad", loc, adaptor.getGrad(),
+                          adaptor.getOutput(), adaptor.getDimAttr(), types);
+}
+
+LogicalResult LogSoftmaxGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferSoftmaxGrad("log_softmax_grad", loc, adaptor.getGrad(),
+                          adaptor.getOutput(), adaptor.getDimAttr(), types);
+}
+
+static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
+                                   Value grad, Value input, Value weight,
+                                   FloatAttr eps, unsigned numWeightGrads,
+                                   SmallVectorImpl<Type> &types) {
+  Err err{loc, name};
+  auto x = tensorOf(input), w = tensorOf(weight);
+  if (!x || !w || !tensorOf(grad))
+    return err("operands must be ranked tensors");
+  if (x.getRank() < 1)
+    return err("input must have rank >= 1, got ", x);
+  if (!eps)
+    return err("requires attribute 'eps'");
+  if (!(eps.getValueAsDouble() >= 0.0))
+    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  int64_t d = x.getShape().back();
+  if (w.getRank() != 1 || w.getDimSize(0) != d)
+    return err("weight ", w, " must be [", d,
+               "] to match the last dim of input ", x);
+  if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(err, {grad, input, weight});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  for (unsigned i = 0; i < numWeightGrads; ++i)
+    types.push_back(RankedTensorType::get({d}, *elt));
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferNormGrad("layer_norm_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getWeight(),
+                       adaptor.getEpsAttr(), 2, types);
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return inferNormGrad("rms_norm_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getWeight(),
+                       adaptor.getEpsAttr(), 1, types);
+}
+
+LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  Err err{loc, "conv2d_grad"};
+  auto x = tensorOf(adaptor.getInput()), w = tensorOf(adaptor.getWeight());
+  if (!x || !w || !tensorOf(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (w.getRank() != 4)
+    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
+  if (failed(checkPairAttr(err, "stride", adaptor.getStrideAttr(), 1)) ||
+      failed(checkPairAttr(err, "padding", adaptor.getPaddingAttr(), 0)) ||
+      failed(checkPairAttr(err, "dilation", adaptor.getDilationAttr(), 1)))
+    return failure();
+  if (!adaptor.getGroupsAttr())
+    return err("requires attribute 'groups'");
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
+  if (groups < 1 || c % groups != 0 || o % groups != 0 ||
+      w.getDimSize(1) != c / groups)
+    return err("input ", x, " and weight ", w, " do not fit groups ", groups);
+  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
+                    dil = adaptor.getDilation();
+  SmallVector<int64_t> out{x.getDimSize(0), o};
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = dil[i] * (w.getDimSize(2 + i) - 1) + 1;
+    int64_t padded = x.getDimSize(2 + i) + 2 * pad[i];
+    if (padded < span)
+      return err("kernel extent ", span, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    out.push_back((padded - span) / stride[i] + 1);
+  }
+  if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  types.push_back(RankedTensorType::get(w.getShape(), *elt));
+  return success();
+}
+
+static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
+                                   Value grad, Value input,
+                                   DenseI64ArrayAttr kernel,
+                                   DenseI64ArrayAttr stride,
+                                   DenseI64ArrayAttr padding,
+                                   SmallVectorImpl<Type> &types) {
+  Err err{loc, name};
+  auto x = tensorOf(input);
+  if (!x || !tensorOf(grad))
+    return err("operands must be ranked tensors");
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (failed(checkPairAttr(err, "kernel", kernel, 1)) ||
+      failed(checkPairAttr(err, "stride", stride, 1)) ||
+      failed(checkPairAttr(err, "padding", padding, 0)))
+    return failure();
+  SmallVector<int64_t> out{x.getDimSize(0), x.getDimSize(1)};
+  for (int i = 0; i < 2; ++i) {
+    int64_t k = kernel[i], s = stride[i], p = padding[i];
+    if (p > k / 2)
+      return err("padding ", p, " exceeds half the kernel ", k,
+                 " in spatial dim ", 2 + i);
+    int64_t padded = x.getDimSize(2 + i) + 2 * p;
+    if (padded < k)
+      return err("kernel ", k, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    out.push_back((padded - k) / s + 1);
+  }
+  if (failed(checkGradShape(err, grad, out, "pooling")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(err, {grad, input});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+LogicalResult MaxPool2dGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferPoolGrad("max_pool2d_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getKernelAttr(),
+                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
+                       types);
+}
+
+LogicalResult AvgPool2dGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferPoolGrad("avg_pool2d_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getKernelAttr(),
+                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
+                       types);
+}
+
+LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Err err{loc, "embedding_grad"};
+  auto g = tensorOf(adaptor.getGrad()), ids = tensorOf(adaptor.getIds());
+  if (!g || !ids)
+    return err("operands must be ranked tensors");
+  if (!adaptor.getNumEmbeddingsAttr())
+    return err("requires attribute 'num_embeddings'");
+  int64_t rows = adaptor.getNumEmbeddingsAttr().getInt();
+  if (rows < 1)
+    return err("num_embeddings must be >= 1, got ", rows);
+  if (g.getRank() != ids.getRank() + 1 ||
+      g.getShape().drop_back() != ids.getShape())
+    return err("gradient ", g, " must be the ids' shape ",
+               shapeStr(ids.getShape()), " plus the embedding dim");
+  types.push_back(
+      RankedTensorType::get({rows, g.getShape().back()}, g.getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  Err err{loc, "cross_entropy_grad"};
+  auto logits = tensorOf(adaptor.getLogits());
+  auto labels = tensorOf(adaptor.getLabels());
+  if (!logits || !labels || !tensorOf(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  if (logits.getRank() != 2)
+    return err("logits must be 2-D [N, C], got ", logits);
+  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
+    return err("labels ", labels, " must be [", logits.getDimSize(0),
+               "] to match logits ", logits);
+  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
+    return failure();
+  FailureOr<Type> elt =
+      promoteFloats(err, {adaptor.getGrad(), adaptor.getLogits()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(logits.getShape(), *elt));
+  return success();
+}
+
+LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  Err err{loc, "mse_loss_grad"};
+  auto a = tensorOf(adaptor.getLhs()), b = tensorOf(adaptor.getRhs());
+  if (!a || !b || !tensorOf(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
+    return failure();
+  FailureOr<Type> elt = promoteFloats(
+      err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers and clipping
+//===----------------------------------------------------------------------===//
+
+/// `state` holds one f32 tensor per parameter, of the parameter's shape.
+static LogicalResult checkPerParam(const Err &err, StringRef what,
+                                   ValueRange params, ValueRange values,
+                                   bool f32Only) {
+  if (values.size() != params.size())
+    return err("needs one ", what, " per parameter: ", params.size(),
+               " parameters but ", values.size(), " ", what, "s");
+  for (auto [i, p, v] : llvm::enumerate(params, values)) {
+    auto pt = tensorOf(p), vt = tensorOf(v);
+    if (!pt || !vt)
+      return err("operands must be ranked tensors");
+    if (pt.getShape() != vt.getShape())
+      return err(what, " #", i, " ", vt, " does not have the shape of parameter ",
+                 pt);
+    if (f32Only && !vt.getElementType().isF32())
+      return err(what, " #", i, " must be f32 (optimizer state is kept in "
+                                "f32), got ",
+                 vt);
+  }
+  return success();
+}
+
+static LogicalResult checkNonNegative(const Err &err, StringRef name,
+                                      FloatAttr attr) {
+  if (!attr)
+    return err("requires attribute '", name, "'");
+  double v = attr.getValueAsDouble();
+  if (!(v >= 0.0) || !std::isfinite(v))
+    return err(name, " must be finite and >= 0, got ", v);
+  return success();
+}
+
+LogicalResult ClipGradNormOp::inferReturnTypes(MLIRContext *ctx,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Err err{loc, "clip_grad_norm"};
+  if (adaptor.getGrads().empty())
+    return err("needs at least one gradient");
+  FloatAttr maxNorm = adaptor.getMaxNormAttr();
+  if (!maxNorm)
+    return err("requires attribute 'max_norm'");
+  if (!(maxNorm.getValueAsDouble() > 0.0) ||
+      !std::isfinite(maxNorm.getValueAsDouble()))
+    return err("max_norm must be finite and > 0, got ",
+               maxNorm.getValueAsDouble());
+  for (Value g : adaptor.getGrads())
+    types.push_back(g.getType());
+  types.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Err err{loc, "sgd_update"};
+  ValueRange params = adaptor.getParams();
+  if (params.empty())
+    return err("needs at least one parameter");
+  if (failed(checkPerParam(err, "gradient", params, adaptor.getGrads(),
+                           /*f32Only=*/false)))
+    return failure();
+  if (failed(checkNonNegative(err, "lr", adaptor.getLrAttr())) ||
+      failed(checkNonNegative(err, "momentum", adaptor.getMomentumAttr())) ||
+      failed(checkNonNegative(err, "weight_decay",
+                              adaptor.getWeightDecayAttr())))
+    return failure();
+  if (!adaptor.getNesterovAttr())
+    return err("requires attribute 'nesterov'");
+  double momentum = adaptor.getMomentumAttr().getValueAsDouble();
+  if (adaptor.getNesterovAttr().getValue() && momentum <= 0.0)
+    return err("nesterov needs momentum > 0");
+  ValueRange buffers = adaptor.getMomentumBuffers();
+  if (momentum == 0.0 && !buffers.empty())
+    return err("momentum 0 keeps no momentum buffers, got ", buffers.size());
+  if (momentum != 0.0 &&
+      failed(checkPerParam(err, "momentum buffer", params, buffers,
+                           /*f32Only=*/true)))
+    return failure();
+  for (Value p : params)
+    types.push_back(p.getType());
+  for (Value m : buffers)
+    types.push_back(m.getType());
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  Err err{loc, "adamw_update"};
+  ValueRange params = adaptor.getParams();
+  if (params.empty())
+    return err("needs at least one parameter");
+  if (failed(checkPerParam(err, "gradient", params, adaptor.getGrads(),
+                           /*f32Only=*/false)) ||
+      failed(checkPerParam(err, "exp_avg", params, adaptor.getExpAvgs(),
+                           /*f32Only=*/true)) ||
+      failed(checkPerParam(err, "exp_avg_sq", params, adaptor.getExpAvgSqs(),
+                           /*f32Only=*/true)))
+    return failure();
+  if (failed(checkNonNegative(err, "lr", adaptor.getLrAttr())) ||
+      failed(checkNonNegative(err, "eps", adaptor.getEpsAttr())) ||
+      failed(checkNonNegative(err, "weight_decay",
+                              adaptor.getWeightDecayAttr())))
+    return failure();
+  for (auto [name, attr] : {std::pair<StringRef, FloatAttr>{
+                                "beta1", adaptor.getBeta1Attr()},
+                            {"beta2", adaptor.getBeta2Attr()}}) {
+    if (!attr)
+      return err("requires attribute '", name, "'");
+    double v = attr.getValueAsDouble();
+    if (!(v >= 0.0 && v < 1.0))
+      return err(name, " must be in [0, 1), got ", v);
+  }
+  for (Value v : params)
+    types.push_back(v.getType());
+  for (Value v : adaptor.getExpAvgs())
+    types.push_back(v.getType());
+  for (Value v : adaptor.getExpAvgSqs())
+    types.push_back(v.getType());
+  types.push_back(adaptor.getStep().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckFiniteAndUnscaleOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (adaptor.getGrads().empty())
+    return emitOptionalError(
+        loc, "'tg.check_finite_and_unscale' needs at least one gradient");
+  for (Value g : adaptor.getGrads())
+    types.push_back(g.getType());
+  types.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult UpdateScaleOp::verify() {
+  double growth = getGrowthFactor().convertToDouble();
+  double backoff = getBackoffFactor().convertToDouble();
+  if (!(growth > 1.0) || !std::isfinite(growth))
+    return emitOpError("growth_factor must be finite and > 1, got ") << growth;
+  if (!(backoff > 0.0 && backoff < 1.0))
+    return emitOpError("backoff_factor must be in (0, 1), got ") << backoff;
+  if (getGrowthInterval() < 1 || getGrowthInterval() > INT32_MAX)
+    return emitOpError("growth_interval must be in [1, 2^31), got ")
+           << getGrowthInterval();
+  if (getHysteresis() < 1 || getHysteresis() > INT32_MAX)
+    return emitOpError("hysteresis must be in [1, 2^31), got ")
+           << getHysteresis();
+  std::optional<double> lo, hi;
+  if (auto attr = getMinScaleAttr())
+    lo = attr.getValueAsDouble();
+  if (auto attr = getMaxScaleAttr())
+    hi = attr.getValueAsDouble();
+  if (lo && !(*lo > 0.0 && std::isfinite(*lo)))
+    return emitOpError("min_scale must be finite and > 0, got ") << *lo;
+  if (hi && !(*hi > 0.0 && std::isfinite(*hi)))
+    return emitOpError("max_scale must be finite and > 0, got ") << *hi;
+  if (lo && hi && *lo > *hi)
+    return emitOpError("min_scale ")
+           << *lo << " exceeds max_scale " << *hi;
+  return success();
+}

@@ -1,0 +1,365 @@
+//===- Autodiff.cpp - tg.grad / tg.minimize to backward graphs ------------===//
+//
+// Reverse-mode automatic differentiation (the `ampc-autodiff` pass, see its
+// description in Passes.td). The pass only walks the graph, decides which
+// ops are on a path from the loss, and accumulates; every gradient rule is
+// the op's own `GradientOpInterface::buildGradient`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGInterfaces.h"
+#include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+using namespace ampc;
+using namespace ampc::tg;
+
+namespace {
+
+constexpr llvm::StringLiteral kStateAttrName = "tg.state";
+constexpr llvm::StringLiteral kStateOutAttrName = "tg.state_out";
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t)
+    return false;
+  Type e = t.getElementType();
+  return e.isF32() || e.isF16() || e.isBF16();
+}
+
+/// Reverse-mode differentiation of one scalar `loss` with respect to `wrt`,
+/// inserting the backward graph before `anchor` (the tg.grad or
+/// tg.minimize being expanded). Returns one gradient per `wrt` value (null
+/// where the loss does not reach it).
+FailureOr<SmallVector<Value>> differentiate(Operation *anchor, Value loss,
+                                            ValueRange wrt) {
+  Block *block = anchor->getBlock();
+
+  // Values the loss depends on (within this block).
+  llvm::DenseSet<Value> reachesLoss;
+  SmallVector<Value> work{loss};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!reachesLoss.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == block)
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+  }
+
+  // Values that depend on a `wrt` value and reach the loss: the active set.
+  // Only float tensors carry gradients.
+  llvm::DenseSet<Value> active;
+  for (Value v : wrt)
+    if (reachesLoss.contains(v) && isFloatTensor(v))
+      active.insert(v);
+  for (Operation &op : *block) {
+    if (&op == anchor)
+      break;
+    if (!llvm::any_of(op.getOperands(),
+                      [&](Value v) { return active.contains(v); }))
+      continue;
+    for (Value r : op.getResults())
+      if (reachesLoss.contains(r) && isFloatTensor(r))
+        active.insert(r);
+  }
+
+  SmallVector<Value> result(wrt.size());
+  if (!active.contains(loss))
+    return result;
+
+  OpBuilder builder(anchor);
+  llvm::DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value v, Value g, Location loc) {
+    auto [it, inserted] = grads.try_emplace(v, g);
+    if (!inserted)
+      it->second = AddOp::create(builder, loc, it->second, g);
+  };
+  Operation *lossDef = loss.getDefiningOp();
+  Location seedLoc = getTaggedLoc(lossDef ? lossDef->getLoc() : loss.getLoc(),
+                                  kGradLocTag);
+  grads[loss] = GradSeedOp::create(builder, seedLoc, loss);
+
+  // Reverse program order is a reverse topological order of the block.
+  for (Operation &op :
+       llvm::reverse(llvm::make_range(block->begin(), anchor->getIterator()))) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op.getResults()) {
+      Value g = active.contains(r) ? grads.lookup(r) : Value();
+      any |= static_cast<bool>(g);
+      resultGrads.push_back(g);
+    }
+    if (!any)
+      continue;
+    auto iface = dyn_cast<GradientOpInterface>(&op);
+    if (!iface) {
+      InFlightDiagnostic diag =
+          op.emitOpError("has no gradient rule, but the loss depends on it "
+                         "through a value being differentiated");
+      diag.attachNote(anchor->getLoc()) << "differentiated here";
+      return failure();
+    }
+    SmallVector<bool> wanted;
+    for (Value operand : op.getOperands())
+      wanted.push_back(active.contains(operand));
+    SmallVector<Value> operandGrads;
+    if (failed(iface.buildGradient(builder, resultGrads, wanted,
+                                   operandGrads)))
+      return failure();
+    if (operandGrads.size() != op.getNumOperands())
+      return op.emitOpError("gradient rule returned ")
+             << operandGrads.size() << " gradients for " << op.getNumOperands()
+             << " operands";
+    for (auto [operand, g, want] :
+         llvm::zip_equal(op.getOperands(), operandGrads, wanted)) {
+      if (!g || !want)
+        continue;
+      if (g.getType() != operand.getType())
+        return op.emitOpError("gradient rule produced ")
+               << g.getType() << " for an operand of type "
+               << operand.getType();
+      accumulate(operand, g, getGradientLoc(&op));
+    }
+  }
+
+  for (auto [i, v] : llvm::enumerate(wrt))
+    result[i] = active.contains(v) ? grads.lookup(v) : Value();
+  return result;
+}
+
+struct AutodiffPass : public ampc::impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override;
+
+  LogicalResult expandGrad(GradOp op);
+  LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op);
+};
+
+LogicalResult AutodiffPass::expandGrad(GradOp op) {
+  FailureOr<SmallVector<Value>> grads =
+      differentiate(op, op.getLoss(), op.getWrt());
+  if (failed(grads))
+    return failure();
+  OpBuilder builder(op);
+  for (auto [result, g, v] : llvm::zip_equal(op.getGrads(), *grads,
+                                             op.getWrt())) {
+    if (!g) {
+      // The loss does not reach `v`: its gradient is zero.
+      auto type = cast<RankedTensorType>(v.getType());
+      g = ConstantOp::create(
+          builder, getTaggedLoc(op.getLoc(), kGradLocTag),
+          DenseElementsAttr::get(
+              type, builder.getFloatAttr(type.getElementType(), 0.0)));
+    }
+    result.replaceAllUsesWith(g);
+  }
+  op.erase();
+  return success();
+}
+
+/// Adds a state argument (and its result) named `name` to `func`.
+BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
+                          Attribute init, Location loc) {
+  MLIRContext *ctx = func.getContext();
+  NamedAttrList attrs;
+  attrs.append(kStateAttrName, StringAttr::get(ctx, name));
+  attrs.append(TGDialect::kInitAttrName, init);
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type, attrs.getDictionary(ctx), loc);
+  return func.getArgument(index);
+}
+
+LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
+  MLIRContext *ctx = func.getContext();
+  // Every operand must be a parameter: its name names its state.
+  SmallVector<StringRef> names;
+  llvm::SmallDenseSet<Value> seen;
+  for (auto [i, p] : llvm::enumerate(op.getParams())) {
+    auto arg = dyn_cast<BlockArgument>(p);
+    StringAttr name;
+    if (arg && arg.getOwner() == &func.getBody().front())
+      name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                               TGDialect::kParamAttrName);
+    if (!name)
+      return op.emitOpError("operand #")
+             << i + 1
+             << " is not a parameter (a function argument with 'tg.param')";
+    if (!seen.insert(p).second)
+      return op.emitOpError("parameter '")
+             << name.getValue() << "' is listed twice";
+    names.push_back(name.getValue());
+  }
+
+  FailureOr<SmallVector<Value>> grads =
+      differentiate(op, op.getLoss(), op.getParams());
+  if (failed(grads))
+    return failure();
+
+  SmallVector<unsigned> reached;
+  for (auto [i, g] : llvm::enumerate(*grads))
+    if (g)
+      reached.push_back(i);
+  // A parameter the loss does not reach comes back unchanged.
+  SmallVector<Value> updated(op.getParams());
+  if (reached.empty()) {
+    op.emitWarning("the loss does not depend on any parameter; this "
+                   "training step updates nothing");
+  } else {
+    OpBuilder builder(op);
+    Location loc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
+    DictionaryAttr hyper = op.getHyperparams();
+    auto param = [&](StringRef key, double dflt) {
+      auto attr = dyn_cast_or_null<FloatAttr>(hyper.get(key));
+      return attr ? attr.getValueAsDouble() : dflt;
+    };
+    auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
+
+    SmallVector<Value> params, paramGrads;
+    for (unsigned i : reached) {
+      params.push_back(op.getParams()[i]);
+      paramGrads.push_back((*grads)[i]);
+    }
+    if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
+      auto clip = ClipGradNormOp::create(builder, loc, paramGrads,
+                                         /*found_inf=*/Value(),
+                                         f64(maxNorm.getValueAsDouble()));
+      paramGrads.assign(clip.getClipped().begin(), clip.getClipped().end());
+    }
+
+    // Optimizer state: f32 tensors of each parameter's shape, initialised
+    // to zero, named after the parameter.
+    SmallVector<std::string> stateNames;
+    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
+    auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
+    auto f32Like = [&](Value p) {
+      return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
+    };
+    SmallVector<std::pair<std::string, Value>> newState;
+
+    if (op.getOptimizer() == "sgd") {
+      double momentum = param("momentum", 0.0);
+      SmallVector<Value> buffers;
+      if (momentum != 0.0)
+        for (unsigned i : reached) {
+          Value p = op.getParams()[i];
+          std::string name = (names[i] + ".momentum_buffer").str();
+          buffers.push_back(addStateArg(func, f32Like(p), name, zeros,
+                                        stateLoc(p)));
+          stateNames.push_back(name);
+        }
+      auto sgd = SgdUpdateOp::create(
+          builder, loc, params, paramGrads, buffers, /*found_inf=*/Value(),
+          f64(param("lr", 0.0)), f64(momentum),
+          f64(param("weight_decay", 0.0)),
+          builder.getBoolAttr(
+              cast_or_null<BoolAttr>(hyper.get("nesterov")) &&
+              cast<BoolAttr>(hyper.get("nesterov")).getValue()));
+      for (auto [j, i] : llvm::enumerate(reached))
+        updated[i] = sgd.getNewParams()[j];
+      for (auto [name, v] :
+           llvm::zip_equal(stateNames, sgd.getNewMomentumBuffers()))
+        newState.emplace_back(name, v);
+    } else {
+      SmallVector<Value> expAvgs, expAvgSqs;
+      SmallVector<std::string> avgNames, sqNames;
+      for (unsigned i : reached) {
+        Value p = op.getParams()[i];
+        std::string avg = (names[i] + ".exp_avg").str();
+        std::string sq = (names[i] + ".exp_avg_sq").str();
+        expAvgs.push_back(
+            addStateArg(func, f32Like(p), avg, zeros, stateLoc(p)));
+        expAvgSqs.push_back(
+            addStateArg(func, f32Like(p), sq, zeros, stateLoc(p)));
+        avgNames.push_back(avg);
+        sqNames.push_back(sq);
+      }
+      Value step = addStateArg(
+          func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+          "adamw.step", zeros, loc);
+      auto adamw = AdamWUpdateOp::create(
+          builder, loc, params, paramGrads, expAvgs, expAvgSqs, step,
+          /*found_inf=*/Value(), f64(param("lr", 1e-3)),
+          f64(param("beta1", 0.9)), f64(param("beta2", 0.999)),
+          f64(param("eps", 1e-8)), f64(param("weight_decay", 1e-2)));
+      for (auto [j, i] : llvm::enumerate(reached))
+        updated[i] = adamw.getNewParams()[j];
+      // State results in argument order: per parameter exp_avg, exp_avg_sq.
+      for (auto [j, name] : llvm::enumerate(avgNames)) {
+        newState.emplace_back(name, adamw.getNewExpAvgs()[j]);
+        newState.emplace_back(sqNames[j], adamw.getNewExpAvgSqs()[j]);
+      }
+      newState.emplace_back("adamw.step", adamw.getNewStep());
+    }
+
+    // Results: the new state after the existing results, in argument order.
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (auto &[name, value] : newState) {
+      unsigned index = func.getNumResults();
+      NamedAttrList attrs;
+      attrs.append(kStateOutAttrName, StringAttr::get(ctx, name));
+      (void)func.insertResult(index, value.getType(),
+                              attrs.getDictionary(ctx));
+      ret->insertOperands(ret->getNumOperands(), value);
+    }
+  }
+
+  for (auto [result, v] : llvm::zip_equal(op.getUpdated(), updated))
+    result.replaceAllUsesWith(v);
+  op.erase();
+  return success();
+}
+
+void AutodiffPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  if (func.isExternal())
+    return;
+  if (!func.getBody().hasOneBlock()) {
+    func.emitOpError("autodiff needs a graph with a single block");
+    return signalPassFailure();
+  }
+  SmallVector<Operation *> targets;
+  MinimizeOp first;
+  for (Operation &op : func.getBody().front()) {
+    if (auto m = dyn_cast<MinimizeOp>(op)) {
+      if (first) {
+        InFlightDiagnostic diag = m.emitOpError(
+            "a graph holds at most one 'tg.minimize' (one optimizer step)");
+        diag.attachNote(first.getLoc()) << "the first 'tg.minimize' is here";
+        return signalPassFailure();
+      }
+      first = m;
+      targets.push_back(m);
+    } else if (isa<GradOp>(op)) {
+      targets.push_back(&op);
+    }
+  }
+  for (Operation *op : targets) {
+    if (auto m = dyn_cast<MinimizeOp>(op)) {
+      if (!func.getBody().front().mightHaveTerminator() ||
+          !isa<func::ReturnOp>(func.getBody().front().getTerminator())) {
+        m.emitOpError("needs a function that ends with 'func.return'");
+        return signalPassFailure();
+      }
+      if (failed(expandMinimize(func, m)))
+        return signalPassFailure();
+    } else if (failed(expandGrad(cast<GradOp>(op)))) {
+      return signalPassFailure();
+    }
+  }
+}
+
+} // namespace
