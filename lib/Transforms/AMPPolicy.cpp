@@ -3,6 +3,7 @@
 #include "ampc/Transforms/AMPPolicy.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/ManagedStatic.h"
 
 using namespace ampc::amp;
@@ -49,7 +50,7 @@ struct DefaultTable {
     for (const char *op :
          {"neg", "abs", "sqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
           "max", "reshape", "transpose", "slice", "embedding", "max_pool2d",
-          "avg_pool2d", "constant"})
+          "avg_pool2d", "constant", "grad", "grad_seed", "minimize"})
       classes[std::string("tg.") + op] = OpClass::Follow;
   }
 };
@@ -72,4 +73,54 @@ std::optional<OpClass> PolicyTable::lookup(llvm::StringRef opName) const {
 
 void ampc::amp::registerOpClass(llvm::StringRef opName, OpClass cls) {
   defaultTable->classes[opName] = cls;
+}
+
+std::optional<std::string>
+ampc::amp::resolveOpName(llvm::StringRef name, const PolicyTable &table) {
+  name = name.trim();
+  if (name.empty())
+    return std::nullopt;
+  if (!name.contains('.'))
+    return table.lookup((llvm::Twine("tg.") + name).str())
+               ? std::optional<std::string>("tg." + name.str())
+               : std::nullopt;
+  if (name.starts_with("tg."))
+    return table.lookup(name) ? std::optional<std::string>(name.str())
+                              : std::nullopt;
+  llvm::StringRef dialect = name.split('.').first;
+  if (dialect.empty() || name.ends_with("."))
+    return std::nullopt;
+  return name.str();
+}
+
+std::optional<PolicyTable>
+ampc::amp::buildPolicyTable(llvm::ArrayRef<std::string> fp32,
+                            llvm::ArrayRef<std::string> lower,
+                            llvm::ArrayRef<std::string> follow,
+                            std::string &badName) {
+  PolicyTable table = PolicyTable::getDefault();
+  std::pair<llvm::ArrayRef<std::string>, OpClass> lists[] = {
+      {fp32, OpClass::FP32}, {lower, OpClass::Lower}, {follow, OpClass::Follow}};
+  for (auto &[names, cls] : lists) {
+    for (const std::string &name : names) {
+      std::optional<std::string> key = resolveOpName(name, table);
+      if (!key) {
+        badName = name;
+        return std::nullopt;
+      }
+      table.set(*key, cls);
+    }
+  }
+  return table;
+}
+
+std::optional<OpClass> ampc::amp::lookupDefaultClass(llvm::StringRef opName) {
+  auto it = defaultTable->classes.find(opName);
+  if (it == defaultTable->classes.end())
+    return std::nullopt;
+  return it->getValue();
+}
+
+bool ampc::amp::isGemmLike(llvm::StringRef opName) {
+  return lookupDefaultClass(opName) == OpClass::Lower;
 }

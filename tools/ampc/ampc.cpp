@@ -10,6 +10,7 @@
 #include "ampc/Frontend/Parser.h"
 #include "ampc/InitAll.h"
 #include "ampc/Pipelines/Pipelines.h"
+#include "ampc/Report/Report.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -34,7 +35,7 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
-enum class EmitKind { MLIR };
+enum class EmitKind { MLIR, Report, Dot };
 
 cl::OptionCategory ampcCategory("ampc options");
 
@@ -47,7 +48,46 @@ cl::opt<std::string> outputFile("o", cl::desc("Write the output to FILE "
                                 cl::cat(ampcCategory));
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to emit"), cl::init(EmitKind::MLIR),
-    cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline")),
+    cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline"),
+               clEnumValN(EmitKind::Report, "report",
+                          "the AMP report (JSON, one object per graph)"),
+               clEnumValN(EmitKind::Dot, "dot",
+                          "Graphviz: ops coloured by compute precision, casts "
+                          "highlighted")),
+    cl::cat(ampcCategory));
+cl::opt<ampc::amp::Mode> ampMode(
+    "amp", cl::desc("Automatic mixed precision (default: off)"),
+    cl::init(ampc::amp::Mode::Off),
+    cl::values(clEnumValN(ampc::amp::Mode::Off, "off", "everything as written"),
+               clEnumValN(ampc::amp::Mode::FP16, "fp16", "low = f16"),
+               clEnumValN(ampc::amp::Mode::BF16, "bf16", "low = bf16")),
+    cl::cat(ampcCategory));
+cl::opt<ampc::amp::Policy> ampPolicy(
+    "amp-policy", cl::desc("AMP policy (default: fast)"),
+    cl::init(ampc::amp::Policy::Fast),
+    cl::values(clEnumValN(ampc::amp::Policy::Fast, "fast",
+                          "the same contract or stricter, fewer bytes"),
+               clEnumValN(ampc::amp::Policy::Reference, "reference",
+                          "exactly torch.autocast")),
+    cl::cat(ampcCategory));
+cl::list<std::string> ampFp32("amp-fp32", cl::CommaSeparated,
+                              cl::desc("Ops moved to the fp32 class"),
+                              cl::value_desc("OP,OP"), cl::cat(ampcCategory));
+cl::list<std::string> ampLower("amp-lower", cl::CommaSeparated,
+                               cl::desc("Ops moved to the lower class"),
+                               cl::value_desc("OP,OP"), cl::cat(ampcCategory));
+cl::list<std::string> ampFollow("amp-follow", cl::CommaSeparated,
+                                cl::desc("Ops moved to the follow class"),
+                                cl::value_desc("OP,OP"),
+                                cl::cat(ampcCategory));
+cl::opt<ampc::amp::UnknownOpMode> ampUnknownOps(
+    "amp-unknown-ops",
+    cl::desc("Ops not in the AMP policy table (default: follow, with a note)"),
+    cl::init(ampc::amp::UnknownOpMode::Follow),
+    cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow, "follow",
+                          "treat as follow"),
+               clEnumValN(ampc::amp::UnknownOpMode::Error, "error",
+                          "fail")),
     cl::cat(ampcCategory));
 cl::opt<bool> printLocations(
     "locations",
@@ -197,6 +237,12 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   PassManager pm(&context);
   ampc::PipelineOptions options;
   options.canonicalize = runCanonicalizer;
+  options.amp = ampMode;
+  options.ampPolicy = ampPolicy;
+  options.ampFp32 = ampFp32;
+  options.ampLower = ampLower;
+  options.ampFollow = ampFollow;
+  options.ampUnknownOps = ampUnknownOps;
   ampc::buildPipeline(pm, options);
   if (failed(pm.run(*module)))
     return kInputError;
@@ -212,6 +258,22 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     module->print(os, flags);
     break;
   }
+  case EmitKind::Report: {
+    ampc::report::ReportOptions report;
+    report.amp = ampMode == ampc::amp::Mode::FP16   ? "fp16"
+                 : ampMode == ampc::amp::Mode::BF16 ? "bf16"
+                                                    : "off";
+    report.policy =
+        ampPolicy == ampc::amp::Policy::Reference ? "reference" : "fast";
+    std::string bad;
+    report.table = *ampc::amp::buildPolicyTable(ampFp32, ampLower, ampFollow,
+                                                bad);
+    ampc::report::emitReport(*module, report, os);
+    break;
+  }
+  case EmitKind::Dot:
+    ampc::report::emitDot(*module, os);
+    break;
   }
 
   if (outputFile == "-") {
@@ -263,6 +325,22 @@ int main(int argc, char **argv) {
     llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
     return kUsageError;
   }
+  // Class overrides name ops of the language (`gelu` or `tg.gelu`) or
+  // dialect-qualified ops of other dialects.
+  auto checkOps = [](const cl::list<std::string> &list, StringRef flag) {
+    for (const std::string &name : list) {
+      if (ampc::amp::resolveOpName(name, ampc::amp::PolicyTable::getDefault()))
+        continue;
+      llvm::errs() << "ampc: error: --" << flag << ": unknown op '" << name
+                   << "' (expected an op of the language such as 'gelu' or "
+                      "'tg.gelu')\n";
+      return false;
+    }
+    return true;
+  };
+  if (!checkOps(ampFp32, "amp-fp32") || !checkOps(ampLower, "amp-lower") ||
+      !checkOps(ampFollow, "amp-follow"))
+    return kUsageError;
   if (runMode) {
     llvm::errs() << "ampc: error: 'ampc run' is not available yet: execution "
                     "needs the runtime lowering, which is not built\n";

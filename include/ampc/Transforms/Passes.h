@@ -3,6 +3,7 @@
 #define AMPC_TRANSFORMS_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "ampc/Transforms/AMPPolicy.h"
 
 namespace ampc {
 

@@ -180,4 +180,160 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Automatic mixed precision
+//===----------------------------------------------------------------------===//
+
+def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp"> {
+  let summary = "Automatic mixed precision: op classes, casts, fused casts";
+  let description = [{
+    Rewrites a graph (an inference graph, or a whole training step after
+    autodiff) for automatic mixed precision, following the numeric contract
+    of `shared/spec/amp.md`. Each op gets a class from the policy table
+    (`ampc/Transforms/AMPPolicy.h`: op name to class, defaults of amp.md,
+    extensible for other dialects' ops), unless `tg.pin` pins it:
+
+    - `lower` (`matmul linear conv2d`, their backward GEMMs): every float
+      input is cast to low (`low-type`), the op computes in low with f32
+      accumulation, the result is low.
+    - `fp32` (`exp log pow rsqrt softmax log_softmax layer_norm rms_norm sum
+      mean cross_entropy mse_loss`): inputs cast to f32, result f32.
+    - `promote` (`add sub mul div maximum minimum concat`): narrower float
+      inputs are cast to the widest, with PyTorch's category rule: bare
+      numbers (`tg.constant`) never widen anything and are rematerialised in
+      the compute type (no cast op), rank-0 tensors only widen other rank-0
+      operands.
+    - `follow` (everything else, `tg.grad`/`tg.minimize` before autodiff, and
+      ops not in the table, with a remark or, with `unknown-ops=error`, an
+      error): computes in the type of its inputs; no cast is ever inserted
+      for it.
+    - `tg.pin = T` (`@f32`, `@f16`, `@bf16` in the source): inputs cast to T,
+      computed and stored in T, whatever the class.
+
+    Parameters and inputs (function arguments) are never changed: a `lower`
+    op reading an f32 parameter reads a cast of it, the master weight stays
+    f32. Integer tensors are never touched. A result whose type changed is
+    cast back to the function's declared result type at `return`. Source
+    casts (`tg.cast` written by the user) and ops that already carry
+    `tg.compute` are kept as they are, which makes the pass idempotent.
+    Casts it inserts have location `fused<"amp">[consumer location]`.
+
+    `policy=reference` stops there: each op's compute type and each value's
+    type are exactly those `torch.autocast("cuda", dtype=low)` gives (with
+    `mean` in f32), every cast is an explicit `tg.cast`, and each value is
+    cast at most once to each type (autocast's weight-cast cache, extended to
+    every value).
+
+    `policy=fast` (default) then runs `ampc-cast-optimization` on the result,
+    which fuses casts into producers and consumers (see that pass). The
+    guarantee, checked op by op against `reference` in the tests: every op
+    reads each input with at least the precision it has under `reference`
+    (the same values, or values that skip a rounding), every op computes in
+    the same type as under `reference` (so every `lower` op computes in
+    low), and no rounding is ever added; a lossy round trip (f32 -> f16 ->
+    f32) is never folded, an exact one (f16 -> f32 -> f16) is.
+
+    Before (`low-type=f16 policy=reference`):
+    ```mlir
+    %0 = tg.matmul %x, %w : tensor<64x784xf32>, tensor<784x256xf32> -> tensor<64x256xf32>
+    %1 = tg.softmax %0 dim 1 : tensor<64x256xf32>
+    ```
+    After:
+    ```mlir
+    %c0 = tg.cast %x : tensor<64x784xf32> to tensor<64x784xf16>
+    %c1 = tg.cast %w : tensor<784x256xf32> to tensor<784x256xf16>
+    %0 = tg.matmul %c0, %c1 : tensor<64x784xf16>, tensor<784x256xf16> -> tensor<64x256xf16>
+    %c2 = tg.cast %0 : tensor<64x256xf16> to tensor<64x256xf32>
+    %1 = tg.softmax %c2 dim 1 : tensor<64x256xf32>
+    ```
+    With `policy=fast` the GEMM writes f32 directly (its only reader wants
+    f32) and `%c2` disappears:
+    `tg.matmul %c0, %c1 : tensor<64x784xf16>, tensor<784x256xf16> -> tensor<64x256xf32>`.
+
+    Numerics caveats: `lower` ops round their result to low (as autocast
+    does), so values above 65504 overflow to inf in f16 (use bf16, loss
+    scaling, or `fp32-ops`/pins for such ops); bf16 keeps f32's range with 8
+    bits of mantissa. Casts use IEEE round-to-nearest-even.
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect", "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"lowType", "low-type", "::ampc::amp::LowType",
+           /*default=*/"::ampc::amp::LowType::F16",
+           "The 16-bit type `lower` ops compute in",
+           [{::llvm::cl::values(
+               clEnumValN(::ampc::amp::LowType::F16, "f16", "IEEE half precision"),
+               clEnumValN(::ampc::amp::LowType::BF16, "bf16", "bfloat16"))}]>,
+    Option<"policy", "policy", "::ampc::amp::Policy",
+           /*default=*/"::ampc::amp::Policy::Fast",
+           "How casts are placed",
+           [{::llvm::cl::values(
+               clEnumValN(::ampc::amp::Policy::Reference, "reference",
+                          "exactly torch.autocast, explicit casts"),
+               clEnumValN(::ampc::amp::Policy::Fast, "fast",
+                          "the same contract or stricter, casts fused"))}]>,
+    ListOption<"fp32Ops", "fp32-ops", "std::string",
+               "Ops moved to the fp32 class (`gelu`, `tg.gelu`, `arith.mulf`)">,
+    ListOption<"lowerOps", "lower-ops", "std::string",
+               "Ops moved to the lower class">,
+    ListOption<"followOps", "follow-ops", "std::string",
+               "Ops moved to the follow class">,
+    Option<"unknownOps", "unknown-ops", "::ampc::amp::UnknownOpMode",
+           /*default=*/"::ampc::amp::UnknownOpMode::Follow",
+           "What to do with an op that is not in the policy table",
+           [{::llvm::cl::values(
+               clEnumValN(::ampc::amp::UnknownOpMode::Follow, "follow",
+                          "treat it as follow, with a remark"),
+               clEnumValN(::ampc::amp::UnknownOpMode::Error, "error",
+                          "fail with an error at the op"))}]>,
+  ];
+}
+
+def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
+  let summary = "Fuse the casts of automatic mixed precision into kernels";
+  let description = [{
+    The `fast` policy of automatic mixed precision, as a pass of its own so
+    that it also sees the casts later passes (loss scaling) add. It rewrites
+    only casts that automatic mixed precision inserted (location
+    `fused<"amp">`); a `cast()` written in the source stays. Two rewrites,
+    using the dialect's fused stores and `tg.compute` (see the dialect's
+    "Mixed precision"):
+
+    1. *Producer fusion* — a value whose every reader reads the same cast of
+       it is stored in the cast's type by its producer, which keeps computing
+       in its own type (`tg.compute`). Narrowing: the producer rounds on
+       store, exactly as the cast did. Widening (a GEMM whose readers all want
+       f32): the GEMM writes its f32 accumulator directly, skipping the
+       rounding to low. Function arguments (parameters, inputs) are never
+       restored, so their casts are never fused this way.
+    2. *Consumer fusion* — a reader that is not GEMM-like and computes in the
+       cast's type reads the uncast value and converts it on load (it gets
+       `tg.compute`). A widening cast is always fused (the reader loads
+       fewer bytes); a narrowing cast only when every reader can load-convert
+       and the readers together load no more bytes than the cast kernel
+       moves (k readers of an f32 -> f16 cast: k <= 3). GEMMs read their
+       inputs in low precision, so a cast into a GEMM stays unless producer
+       fusion removes it.
+
+    Every value each op reads is the one it reads under `reference` or a
+    more precise one (a GEMM's unrounded f32 result), every op computes in
+    the same type, and no rounding is added, so the pass is numerically
+    exact or stricter. It is idempotent and never folds a lossy round trip.
+
+    Before:
+    ```mlir
+    %h = tg.layer_norm %x, %w, %b eps 1.0e-05 : ... -> tensor<4x64xf32>
+    %c = tg.cast %h : tensor<4x64xf32> to tensor<4x64xf16> loc(fused<"amp">[...])
+    %q = tg.linear %c, %wq : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
+    %k = tg.linear %c, %wk : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
+    ```
+    After (layer_norm computes in f32 and stores f16):
+    ```mlir
+    %h = tg.layer_norm %x, %w, %b eps 1.0e-05 {tg.compute = f32} : ... -> tensor<4x64xf16>
+    %q = tg.linear %h, %wq : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
+    %k = tg.linear %h, %wk : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
 #endif // AMPC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,56 @@
+//===- Report.h - the AMP report and the Graphviz view ----------*- C++ -*-===//
+//
+// `ampc --emit=report` (the JSON of shared/spec/cli.md) and `--emit=dot`
+// (Graphviz, ops coloured by compute precision, casts drawn distinctly),
+// both computed from the IR after the pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_REPORT_REPORT_H
+#define AMPC_REPORT_REPORT_H
+
+#include "ampc/Transforms/AMPPolicy.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ampc::report {
+
+/// What the report says about the run (the pipeline's AMP options).
+struct ReportOptions {
+  /// "off", "fp16" or "bf16".
+  std::string amp = "off";
+  /// "fast" or "reference"; printed as null when `amp` is "off".
+  std::string policy = "fast";
+  /// The effective class table (defaults plus overrides).
+  amp::PolicyTable table = amp::PolicyTable::getDefault();
+};
+
+/// Standalone cast kernels of one graph: how many, and the bytes they read
+/// plus write per execution. Every `tg.cast` counts, the source's `cast()`
+/// included: each is a kernel that runs.
+struct CastTraffic {
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+CastTraffic measureCasts(mlir::Operation *graph);
+
+/// True for an op of the source program: a `tg` op that is not a constant
+/// (bare numbers are not ops of the language) and whose location is not
+/// tagged by a compiler pass ("amp", "grad", "optimizer", "loss_scale").
+bool isSourceOp(mlir::Operation *op);
+
+/// One JSON object per graph (`func.func`), a JSON array of them when the
+/// module holds several.
+void emitReport(mlir::ModuleOp module, const ReportOptions &options,
+                llvm::raw_ostream &os);
+
+/// One Graphviz digraph, with one cluster per graph.
+void emitDot(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+} // namespace ampc::report
+
+#endif // AMPC_REPORT_REPORT_H

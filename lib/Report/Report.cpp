@@ -1,0 +1,223 @@
+//===- Report.cpp - the AMP report (--emit=report) ------------------------===//
+//
+// The JSON of shared/spec/cli.md, one object per graph. Written by hand
+// rather than with llvm::json so that the layout is one op per line and
+// floats keep their `.0` (65536.0, as the spec shows them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Report/Report.h"
+
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace ampc;
+using namespace ampc::report;
+
+namespace {
+
+/// JSON string literal.
+std::string quote(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+  }
+  return out + "\"";
+}
+
+/// The shortest decimal that reads back as `value`, always with a fraction
+/// or exponent (65536.0, 0.5, 1e-08 -> 1e-08).
+std::string formatDouble(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value)
+      break;
+  }
+  std::string text(buf);
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+std::string typeName(Type t) {
+  if (!t)
+    return "null";
+  if (auto shaped = dyn_cast<ShapedType>(t))
+    t = shaped.getElementType();
+  if (t.isInteger(1))
+    return "\"bool\"";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return quote(s);
+}
+
+std::string locString(Location loc) {
+  auto flc = loc->findInstanceOf<FileLineColLoc>();
+  if (!flc)
+    return "null";
+  return quote((flc.getFilename().getValue() + ":" + Twine(flc.getLine()) +
+                ":" + Twine(flc.getColumn()))
+                   .str());
+}
+
+std::string nameOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return quote(name.getName().getValue());
+  return "null";
+}
+
+std::string classOf(Operation *op, const amp::PolicyTable &table) {
+  if (isa<tg::CastOp>(op))
+    return "\"explicit\"";
+  std::optional<amp::OpClass> cls = table.lookup(op->getName().getStringRef());
+  return quote(amp::stringifyOpClass(cls.value_or(amp::OpClass::Follow)));
+}
+
+int64_t bytesOf(Type element) {
+  return std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+void emitLossScale(DictionaryAttr dict, llvm::raw_ostream &os) {
+  os << "{";
+  bool first = true;
+  auto emitEntry = [&](StringRef key, Attribute value) {
+    os << (first ? "" : ", ") << quote(key) << ": ";
+    first = false;
+    if (auto s = dyn_cast<StringAttr>(value))
+      os << quote(s.getValue());
+    else if (auto f = dyn_cast<FloatAttr>(value))
+      os << formatDouble(f.getValueAsDouble());
+    else if (auto i = dyn_cast<IntegerAttr>(value))
+      os << i.getValue().getSExtValue();
+    else if (auto b = dyn_cast<BoolAttr>(value))
+      os << (b.getValue() ? "true" : "false");
+    else
+      os << "null";
+  };
+  // The order of cli.md; anything else after it, alphabetically.
+  static const char *order[] = {"mode",          "init",           "scale",
+                                "growth_factor", "backoff_factor", "growth_interval",
+                                "hysteresis",    "min_scale",      "max_scale"};
+  for (const char *key : order)
+    if (Attribute value = dict.get(key))
+      emitEntry(key, value);
+  for (NamedAttribute entry : dict)
+    if (!llvm::is_contained(order, entry.getName().getValue()))
+      emitEntry(entry.getName().getValue(), entry.getValue());
+  os << "}";
+}
+
+void emitGraph(func::FuncOp func, const ReportOptions &options,
+               llvm::raw_ostream &os, StringRef indent) {
+  bool off = options.amp == "off";
+  os << indent << "{\n";
+  os << indent << "  \"graph\": " << quote(func.getSymName()) << ", \"amp\": "
+     << quote(options.amp)
+     << ", \"policy\": " << (off ? "null" : quote(options.policy)) << ",\n";
+  os << indent << "  \"ops\": [";
+  bool first = true;
+  func.walk([&](Operation *op) {
+    if (!isSourceOp(op))
+      return;
+    os << (first ? "\n" : ",\n") << indent << "    {";
+    first = false;
+    StringRef opName = op->getName().stripDialect();
+    os << "\"name\": " << nameOf(op->getLoc()) << ", \"op\": " << quote(opName)
+       << ", \"loc\": " << locString(op->getLoc())
+       << ", \"class\": " << classOf(op, options.table)
+       << ", \"compute\": " << typeName(tg::getComputeType(op))
+       << ", \"result\": "
+       << typeName(op->getNumResults() ? op->getResult(0).getType() : Type());
+    os << ", \"inputs\": [";
+    llvm::interleave(
+        op->getOperandTypes(), os, [&](Type t) { os << typeName(t); }, ", ");
+    os << "]";
+    if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
+      os << ", \"pin\": " << typeName(pin.getValue());
+    os << "}";
+  });
+  os << (first ? "],\n" : ("\n" + indent + "  ],\n").str());
+  CastTraffic casts = measureCasts(func);
+  os << indent << "  \"casts\": {\"count\": " << casts.count
+     << ", \"bytes\": " << casts.bytes << "}";
+  if (auto scale = func->getAttrOfType<DictionaryAttr>(
+          tg::TGDialect::kLossScaleAttrName)) {
+    os << ",\n" << indent << "  \"loss_scale\": ";
+    emitLossScale(scale, os);
+  }
+  os << "\n" << indent << "}";
+}
+
+} // namespace
+
+bool ampc::report::isSourceOp(Operation *op) {
+  if (!isa<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
+    return false;
+  if (auto fused = dyn_cast<FusedLoc>(op->getLoc())) {
+    auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata());
+    if (tag && llvm::is_contained({"amp", "grad", "optimizer", "loss_scale"},
+                                  tag.getValue()))
+      return false;
+  }
+  return true;
+}
+
+CastTraffic ampc::report::measureCasts(Operation *graph) {
+  CastTraffic traffic;
+  graph->walk([&](tg::CastOp cast) {
+    auto in = cast.getInput().getType();
+    auto out = cast.getType();
+    ++traffic.count;
+    traffic.bytes += out.getNumElements() * (bytesOf(in.getElementType()) +
+                                             bytesOf(out.getElementType()));
+  });
+  return traffic;
+}
+
+void ampc::report::emitReport(ModuleOp module, const ReportOptions &options,
+                              llvm::raw_ostream &os) {
+  SmallVector<func::FuncOp> graphs(module.getOps<func::FuncOp>());
+  if (graphs.size() == 1) {
+    emitGraph(graphs.front(), options, os, "");
+    os << "\n";
+    return;
+  }
+  os << "[\n";
+  llvm::interleave(
+      graphs, os, [&](func::FuncOp f) { emitGraph(f, options, os, "  "); },
+      ",\n");
+  os << "\n]\n";
+}

@@ -1,0 +1,310 @@
+//===- AutoMixedPrecision.cpp - automatic mixed precision -----------------===//
+//
+// The `reference` rewriting of amp.md (exactly torch.autocast, explicit casts,
+// each value cast at most once per type), followed for `policy=fast` by the
+// cast-optimization pass. The pass description in Passes.td states the rules
+// and the guarantee.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/AMPPolicy.h"
+#include "ampc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_AUTOMIXEDPRECISION
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+using namespace ampc;
+using namespace ampc::amp;
+
+namespace {
+
+bool isFloatElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// The element type of a tensor, or the type itself for a scalar.
+Type elementOf(Type t) {
+  if (auto shaped = dyn_cast<ShapedType>(t))
+    return shaped.getElementType();
+  return t;
+}
+
+bool isFloatValue(Value v) { return isFloatElement(elementOf(v.getType())); }
+
+Type withElement(Type t, Type element) {
+  if (auto shaped = dyn_cast<ShapedType>(t))
+    return shaped.clone(element);
+  return element;
+}
+
+unsigned bitWidth(Type t) { return t.getIntOrFloatBitWidth(); }
+
+/// How an op is rewritten: its precision decision.
+struct Decision {
+  enum Kind { Keep, Follow, Compute } kind = Keep;
+  /// For `Compute`: the type every float input is cast to.
+  Type type;
+};
+
+class AutoMixedPrecisionPass
+    : public ampc::impl::AutoMixedPrecisionBase<AutoMixedPrecisionPass> {
+public:
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *) override {
+    std::string bad;
+    std::optional<PolicyTable> built =
+        buildPolicyTable(fp32Ops, lowerOps, followOps, bad);
+    if (!built)
+      return emitError(UnknownLoc::get(&getContext()))
+             << "ampc-auto-mixed-precision: unknown op '" << bad
+             << "' in a class override (expected a tg op such as 'gelu' or "
+                "'tg.gelu', or a dialect-qualified name such as 'arith.mulf')";
+    table = std::move(*built);
+    return success();
+  }
+
+  void runOnOperation() override;
+
+private:
+  PolicyTable table;
+
+  // Per-function state.
+  DenseMap<std::pair<Value, Type>, Value> castCache;
+  bool sawUnknownOp = false;
+
+  Type lowElementType() {
+    return lowType == LowType::BF16 ? Type(BFloat16Type::get(&getContext()))
+                                    : Type(Float16Type::get(&getContext()));
+  }
+  Decision decide(Operation *op);
+  Value castTo(OpBuilder &b, Operation *consumer, Value v, Type element);
+  Value convertConstant(OpBuilder &b, Operation *constant, Value v,
+                        Type element);
+  void updateResultTypes(Operation *op, const Decision &d);
+  void rewriteReturn(func::ReturnOp ret, func::FuncOp func);
+};
+
+} // namespace
+
+/// PyTorch's promotion with its categories: dimensioned tensors decide; rank-0
+/// tensors only when there is no dimensioned float operand; bare numbers
+/// (constants) only when there is nothing else.
+static Type promoteType(Operation *op) {
+  Type dims, zeroDim, numbers;
+  auto meet = [](Type acc, Type t) {
+    return acc ? ampc::tg::promoteElementTypes(acc, t) : t;
+  };
+  for (Value v : op->getOperands()) {
+    if (!isFloatValue(v))
+      continue;
+    Type e = elementOf(v.getType());
+    auto tensor = dyn_cast<RankedTensorType>(v.getType());
+    bool rank0 = tensor && tensor.getRank() == 0;
+    if (rank0 && v.getDefiningOp() &&
+        v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
+      numbers = meet(numbers, e);
+    else if (rank0)
+      zeroDim = meet(zeroDim, e);
+    else
+      dims = meet(dims, e);
+  }
+  return dims ? dims : zeroDim ? zeroDim : numbers;
+}
+
+Decision AutoMixedPrecisionPass::decide(Operation *op) {
+  // Explicit casts, constants (rematerialised where they are read) and ops
+  // whose precision is already decided stay as they are.
+  if (isa<tg::CastOp>(op) || op->hasTrait<OpTrait::ConstantLike>() ||
+      op->hasAttr(tg::TGDialect::kComputeAttrName))
+    return {};
+  // Integer-only ops are never touched.
+  bool hasFloat = llvm::any_of(op->getOperands(), isFloatValue) ||
+                  llvm::any_of(op->getResults(), isFloatValue);
+  if (!hasFloat)
+    return {};
+  if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
+    return {Decision::Compute, pin.getValue()};
+
+  std::optional<OpClass> cls = table.lookup(op->getName().getStringRef());
+  if (!cls) {
+    if (unknownOps == UnknownOpMode::Error) {
+      op->emitError("'") << op->getName()
+                         << "' is not in the AMP policy table (classify it "
+                            "with --amp-fp32=/--amp-lower=/--amp-follow= or "
+                            "ampc::amp::registerOpClass)";
+      sawUnknownOp = true;
+      return {};
+    }
+    op->emitRemark("'") << op->getName()
+                        << "' is not in the AMP policy table; treated as "
+                           "follow";
+    cls = OpClass::Follow;
+  }
+  switch (*cls) {
+  case OpClass::Lower:
+    return {Decision::Compute, lowElementType()};
+  case OpClass::FP32:
+    return {Decision::Compute, Float32Type::get(&getContext())};
+  case OpClass::Promote:
+    if (Type t = promoteType(op))
+      return {Decision::Compute, t};
+    return {Decision::Follow, Type()};
+  case OpClass::Follow:
+    return {Decision::Follow, Type()};
+  }
+  return {};
+}
+
+/// A float constant converted to `element` (round-to-nearest-even), shared
+/// by every reader: a bare number is not an op of the program, so it costs no
+/// cast kernel.
+Value AutoMixedPrecisionPass::convertConstant(OpBuilder &b, Operation *constant,
+                                              Value v, Type element) {
+  auto attr = dyn_cast<DenseElementsAttr>(
+      constant->getAttrOfType<ElementsAttr>("value"));
+  if (!isa<tg::ConstantOp>(constant) || !attr)
+    return {};
+  auto floatType = cast<FloatType>(element);
+  auto newType = cast<RankedTensorType>(attr.getType()).clone(element);
+  SmallVector<APFloat> values;
+  for (APFloat x : attr.getValues<APFloat>()) {
+    bool lost;
+    x.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+              &lost);
+    values.push_back(x);
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(constant);
+  return tg::ConstantOp::create(b, constant->getLoc(),
+                                DenseElementsAttr::get(newType, values));
+}
+
+Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
+                                     Type element) {
+  auto key = std::make_pair(v, element);
+  if (Value cached = castCache.lookup(key))
+    return cached;
+  Value result;
+  Operation *def = v.getDefiningOp();
+  if (def && def->hasTrait<OpTrait::ConstantLike>())
+    result = convertConstant(b, def, v, element);
+  if (!result) {
+    Location loc = FusedLoc::get(&getContext(), {consumer->getLoc()},
+                                 StringAttr::get(&getContext(), "amp"));
+    Type from = elementOf(v.getType());
+    Type to = withElement(v.getType(), element);
+    auto tensor = dyn_cast<RankedTensorType>(v.getType());
+    if (tensor && tensor.hasStaticShape()) {
+      result = tg::CastOp::create(b, loc, to, v);
+    } else if (bitWidth(from) < bitWidth(element)) {
+      // Scalars and dynamically shaped tensors of other dialects.
+      result = arith::ExtFOp::create(b, loc, to, v);
+    } else if (bitWidth(from) > bitWidth(element)) {
+      result = arith::TruncFOp::create(b, loc, to, v);
+    } else {
+      // f16 <-> bf16: exactly through f32, then one rounding.
+      Type f32 = withElement(v.getType(), b.getF32Type());
+      Value wide = arith::ExtFOp::create(b, loc, f32, v);
+      result = arith::TruncFOp::create(b, loc, to, wide);
+    }
+  }
+  castCache[key] = result;
+  return result;
+}
+
+void AutoMixedPrecisionPass::updateResultTypes(Operation *op,
+                                               const Decision &d) {
+  if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    SmallVector<Type> types;
+    if (succeeded(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)) &&
+        types.size() == op->getNumResults()) {
+      for (auto [result, type] : llvm::zip_equal(op->getResults(), types))
+        result.setType(type);
+      return;
+    }
+  }
+  // Ops without type inference: float results take the compute type (or, for
+  // follow, the common type of the float inputs when there is one).
+  Type target = d.type;
+  if (d.kind == Decision::Follow) {
+    for (Value v : op->getOperands()) {
+      if (!isFloatValue(v))
+        continue;
+      Type e = elementOf(v.getType());
+      if (target && target != e)
+        return;
+      target = e;
+    }
+  }
+  if (!target)
+    return;
+  for (Value result : op->getResults())
+    if (isFloatValue(result))
+      result.setType(withElement(result.getType(), target));
+}
+
+void AutoMixedPrecisionPass::rewriteReturn(func::ReturnOp ret,
+                                           func::FuncOp func) {
+  OpBuilder b(ret);
+  for (auto [i, declared] :
+       llvm::enumerate(func.getFunctionType().getResults())) {
+    Value v = ret.getOperand(i);
+    if (v.getType() == declared || !isFloatValue(v) ||
+        !isFloatElement(elementOf(declared)))
+      continue;
+    ret.setOperand(i, castTo(b, ret, v, elementOf(declared)));
+  }
+}
+
+void AutoMixedPrecisionPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  castCache.clear();
+  sawUnknownOp = false;
+  for (Block &block : func.getBody()) {
+    // A cast is placed before its first reader, so it dominates only the
+    // rest of its block.
+    castCache.clear();
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        rewriteReturn(ret, func);
+        continue;
+      }
+      Decision d = decide(&op);
+      if (d.kind == Decision::Keep)
+        continue;
+      if (d.kind == Decision::Compute) {
+        OpBuilder b(&op);
+        for (OpOperand &operand : op.getOpOperands()) {
+          Value v = operand.get();
+          if (!isFloatValue(v) || elementOf(v.getType()) == d.type)
+            continue;
+          operand.set(castTo(b, &op, v, d.type));
+        }
+      }
+      updateResultTypes(&op, d);
+    }
+  }
+  if (sawUnknownOp)
+    return signalPassFailure();
+
+  if (policy == Policy::Fast) {
+    OpPassManager pm(func::FuncOp::getOperationName());
+    pm.addPass(createCastOptimization());
+    if (mlir::failed(runPipeline(pm, func)))
+      return signalPassFailure();
+  }
+}
