@@ -61,12 +61,12 @@ class AutoMixedPrecisionPass
 public:
   using Base::Base;
 
-  LogicalResult initialize(MLIRContext *) override {
+  LogicalResult initialize(MLIRContext *ctx) override {
     std::string bad;
     std::optional<PolicyTable> built =
         buildPolicyTable(fp32Ops, lowerOps, followOps, bad);
     if (!built)
-      return emitError(UnknownLoc::get(&getContext()))
+      return emitError(UnknownLoc::get(ctx))
              << "ampc-auto-mixed-precision: unknown op '" << bad
              << "' in a class override (expected a tg op such as 'gelu' or "
                 "'tg.gelu', or a dialect-qualified name such as 'arith.mulf')";

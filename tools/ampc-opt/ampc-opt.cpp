@@ -5,10 +5,35 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/InitAll.h"
+#include "ampc/Transforms/AMPPolicy.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+/// `--ampc-amp-register=OP=CLASS` (repeatable): registers the AMP class of an
+/// op through the C++ API (`ampc::amp::registerOpClass`), as an embedding
+/// compiler would, so lit tests show foreign ops rewritten by the same pass.
+static llvm::cl::list<std::string> ampRegister(
+    "ampc-amp-register",
+    llvm::cl::desc("Register the AMP class of an op: OP=lower|fp32|promote|"
+                   "follow (e.g. arith.mulf=lower)"),
+    llvm::cl::value_desc("OP=CLASS"),
+    llvm::cl::cb<void, const std::string &>([](const std::string &spec) {
+      auto [op, cls] = llvm::StringRef(spec).split('=');
+      std::optional<ampc::amp::OpClass> parsed = ampc::amp::symbolizeOpClass(cls);
+      if (op.empty() || !op.contains('.') || !parsed) {
+        llvm::errs() << "ampc-opt: error: --ampc-amp-register expects "
+                        "DIALECT.OP=lower|fp32|promote|follow, got '"
+                     << spec << "'\n";
+        std::exit(2);
+      }
+      ampc::amp::registerOpClass(op, *parsed);
+    }));
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
