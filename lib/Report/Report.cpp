@@ -106,6 +106,44 @@ std::string classOf(Operation *op, const amp::PolicyTable &table) {
   return quote(amp::stringifyOpClass(cls.value_or(amp::OpClass::Follow)));
 }
 
+bool isFloatElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+Type elementOf(Type t) {
+  if (auto shaped = dyn_cast<ShapedType>(t))
+    return shaped.getElementType();
+  return t;
+}
+
+/// The less precise of two float types (f32 holds every f16 and bf16; between
+/// f16 and bf16 the later conversion decides).
+Type narrower(Type earlier, Type later) {
+  if (earlier == later || earlier.isF32())
+    return later;
+  if (later.isF32())
+    return earlier;
+  return later;
+}
+
+/// The precision of the values `v` carries: its element type, except that a
+/// widening cast or store keeps the precision of what it widened (an f16
+/// value cast to f32 reads as f16). GEMMs store their f32 accumulator, so a
+/// GEMM computing in f16 and storing f32 carries f32.
+Type effectiveType(Value v) {
+  Type t = elementOf(v.getType());
+  Operation *def = v.getDefiningOp();
+  if (!isFloatElement(t) || !def)
+    return t;
+  if (auto cast = dyn_cast<tg::CastOp>(def)) {
+    Type source = effectiveType(cast.getInput());
+    return isFloatElement(source) ? narrower(source, t) : t;
+  }
+  if (!isa<tg::TGDialect>(def->getDialect()) ||
+      amp::isGemmLike(def->getName().getStringRef()))
+    return t;
+  Type compute = tg::getComputeType(def);
+  return compute && isFloatElement(compute) ? narrower(compute, t) : t;
+}
+
 int64_t bytesOf(Type element) {
   return std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
 }
@@ -164,6 +202,19 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << ", \"inputs\": [";
     llvm::interleave(
         op->getOperandTypes(), os, [&](Type t) { os << typeName(t); }, ", ");
+    // What the op computes with: the operand's precision, converted on load
+    // to the compute type when that is narrower.
+    os << "], \"reads\": [";
+    Type compute = tg::getComputeType(op);
+    llvm::interleave(
+        op->getOperands(), os,
+        [&](Value v) {
+          Type t = effectiveType(v);
+          if (isFloatElement(t) && compute && isFloatElement(compute))
+            t = narrower(t, compute);
+          os << typeName(t);
+        },
+        ", ");
     os << "]";
     if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
       os << ", \"pin\": " << typeName(pin.getValue());
