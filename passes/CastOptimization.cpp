@@ -44,10 +44,18 @@ bool isAmpCast(Operation *op) {
   return tag && tag.getValue() == "amp";
 }
 
-/// The training ops, whose results are values of other ops' types.
+/// Ops whose kernels keep their declared types: casts, constants, the
+/// training ops whose results are values of other ops' types, and the
+/// optimizer and loss-scaling ops (multi-tensor kernels over f32 state,
+/// tagged "optimizer" / "loss_scale" by the passes that make them).
 bool isStructural(Operation *op) {
-  return isa<tg::CastOp, tg::GradOp, tg::GradSeedOp, tg::MinimizeOp>(op) ||
-         op->hasTrait<OpTrait::ConstantLike>();
+  if (isa<tg::CastOp, tg::GradOp, tg::GradSeedOp, tg::MinimizeOp>(op) ||
+      op->hasTrait<OpTrait::ConstantLike>())
+    return true;
+  auto fused = dyn_cast<FusedLoc>(op->getLoc());
+  auto tag = fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
+                   : StringAttr();
+  return tag && (tag.getValue() == "optimizer" || tag.getValue() == "loss_scale");
 }
 
 /// Whether `op` may store `result` as `element` (the dialect's fused store).

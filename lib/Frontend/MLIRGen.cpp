@@ -1201,11 +1201,15 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
 
+  // All argument attributes are set at once: setArgAttr per argument
+  // rebuilds (and uniques) the whole arg_attrs array each time, which is
+  // quadratic in time and memory for graphs with many parameters.
+  SmallVector<DictionaryAttr> argAttrs(argTypes.size());
   for (auto [i, arg] : llvm::enumerate(graph.args)) {
     entry->getArgument(i).setLoc(
         NameLoc::get(builder.getStringAttr(arg.name), loc(arg.loc)));
-    func.setArgAttr(i, tg::TGDialect::kInputAttrName,
-                    builder.getStringAttr(arg.name));
+    argAttrs[i] = builder.getDictionaryAttr(builder.getNamedAttr(
+        tg::TGDialect::kInputAttrName, builder.getStringAttr(arg.name)));
     if (failed(define(arg.name, arg.loc, entry->getArgument(i))))
       return failure();
   }
@@ -1213,25 +1217,28 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
     unsigned index = graph.args.size() + i;
     entry->getArgument(index).setLoc(
         NameLoc::get(builder.getStringAttr(p->name), loc(p->nameLoc)));
-    func.setArgAttr(index, tg::TGDialect::kParamAttrName,
-                    builder.getStringAttr(p->name));
     static_assert(static_cast<int>(InitSpec::Kind::Uniform) ==
                       static_cast<int>(tg::InitKind::uniform),
                   "init kinds must line up");
-    func.setArgAttr(index, tg::TGDialect::kInitAttrName,
-                    tg::InitAttr::get(&ctx,
-                                      static_cast<tg::InitKind>(p->init.kind),
-                                      p->init.a, p->init.b));
+    argAttrs[index] = builder.getDictionaryAttr(
+        {builder.getNamedAttr(tg::TGDialect::kParamAttrName,
+                              builder.getStringAttr(p->name)),
+         builder.getNamedAttr(
+             tg::TGDialect::kInitAttrName,
+             tg::InitAttr::get(&ctx, static_cast<tg::InitKind>(p->init.kind),
+                               p->init.a, p->init.b))});
     params.push_back({p, entry->getArgument(index)});
   }
+  func.setAllArgAttrs(argAttrs);
 
   Operation *minimize = nullptr;
   const ReturnStmtAST *ret = nullptr;
+  size_t nextParam = 0;
   for (const auto &stmt : graph.stmts) {
     if (auto *p = dyn_cast<ParamStmtAST>(stmt.get())) {
-      BlockArgument arg = llvm::find_if(params, [&](const Param &q) {
-                            return q.stmt == p;
-                          })->arg;
+      // Parameters are visited in declaration order, as they were pushed.
+      assert(nextParam < params.size() && params[nextParam].stmt == p);
+      BlockArgument arg = params[nextParam++].arg;
       if (failed(define(p->name, p->nameLoc, arg)))
         return failure();
     } else if (auto *a = dyn_cast<AssignStmtAST>(stmt.get())) {

@@ -98,6 +98,52 @@ cl::opt<bool> runCanonicalizer("canonicalize",
                            cl::desc("Run the canonicalizer (default: true)"),
                                cl::init(true), cl::cat(ampcCategory));
 
+// Loss scaling (shared/spec/amp.md); checked by ampc::resolveLossScale.
+cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Loss scaling of training steps: dynamic | none | N (a static "
+             "scale); default: dynamic with --amp=fp16, none otherwise"),
+    cl::value_desc("MODE"), cl::cat(ampcCategory));
+cl::opt<double> lossScaleInit("loss-scale-init",
+                              cl::desc("Initial dynamic scale (default: "
+                                       "65536)"),
+                              cl::init(65536.0), cl::cat(ampcCategory));
+cl::opt<double> lossScaleGrowth(
+    "loss-scale-growth", cl::desc("Scale growth factor, > 1 (default: 2)"),
+    cl::init(2.0), cl::cat(ampcCategory));
+cl::opt<double> lossScaleBackoff(
+    "loss-scale-backoff",
+    cl::desc("Scale backoff factor on overflow, in (0, 1) (default: 0.5)"),
+    cl::init(0.5), cl::cat(ampcCategory));
+cl::opt<int64_t> lossScaleInterval(
+    "loss-scale-interval",
+    cl::desc("Finite steps before the scale grows (default: 2000)"),
+    cl::init(2000), cl::cat(ampcCategory));
+cl::opt<int64_t> lossScaleHysteresis(
+    "loss-scale-hysteresis",
+    cl::desc("Overflowing steps tolerated before backing off (default: 1; "
+             "2 is Megatron-LM's)"),
+    cl::init(1), cl::cat(ampcCategory));
+cl::opt<double> lossScaleMin("loss-scale-min",
+                             cl::desc("Minimum scale (default: none)"),
+                             cl::init(0.0), cl::cat(ampcCategory));
+cl::opt<double> lossScaleMax("loss-scale-max",
+                             cl::desc("Maximum scale (default: none)"),
+                             cl::init(0.0), cl::cat(ampcCategory));
+
+/// Copies the loss-scale flags into the pipeline options.
+void setLossScaleOptions(ampc::PipelineOptions &options) {
+  options.amp = ampMode;
+  options.lossScale = lossScale;
+  options.lossScaleInit = lossScaleInit;
+  options.lossScaleGrowth = lossScaleGrowth;
+  options.lossScaleBackoff = lossScaleBackoff;
+  options.lossScaleInterval = lossScaleInterval;
+  options.lossScaleHysteresis = lossScaleHysteresis;
+  options.lossScaleMin = lossScaleMin;
+  options.lossScaleMax = lossScaleMax;
+}
+
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
 class DiagnosticPrinter {
@@ -243,6 +289,7 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   options.ampLower = ampLower;
   options.ampFollow = ampFollow;
   options.ampUnknownOps = ampUnknownOps;
+  setLossScaleOptions(options);
   ampc::buildPipeline(pm, options);
   if (failed(pm.run(*module)))
     return kInputError;
@@ -341,6 +388,18 @@ int main(int argc, char **argv) {
   if (!checkOps(ampFp32, "amp-fp32") || !checkOps(ampLower, "amp-lower") ||
       !checkOps(ampFollow, "amp-follow"))
     return kUsageError;
+  {
+    ampc::PipelineOptions options;
+    setLossScaleOptions(options);
+    std::string error;
+    if (failed(ampc::resolveLossScale(options, error))) {
+      llvm::errs() << "ampc: error: " << error << "\n";
+      return kUsageError;
+    }
+    std::string warning = ampc::lossScaleWarning(options);
+    if (!warning.empty())
+      llvm::errs() << "ampc: warning: " << warning << "\n";
+  }
   if (runMode) {
     llvm::errs() << "ampc: error: 'ampc run' is not available yet: execution "
                     "needs the runtime lowering, which is not built\n";
