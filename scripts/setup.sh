@@ -11,7 +11,7 @@ packages=(
   # MLIR / LLVM 22 (libMLIR.so, mlir-tblgen, FileCheck, lit-22).
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Runtime library: CPU GEMMs; tests and benchmarks.
-  libopenblas-dev libgtest-dev libbenchmark-dev
+  libopenblas-dev libgtest-dev libbenchmark-dev libffi-dev
   # Rendering --emit=dot.
   graphviz
 )

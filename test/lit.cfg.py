@@ -37,3 +37,16 @@ if os.path.exists(os.path.join(config.ampc_tools_dir, "ampc-fuzz")):
 
 if shutil.which("dot"):
     config.available_features.add("graphviz")
+
+# End-to-end tests of emitted C++ (test/Run/): the runtime built in-tree.
+config.substitutions.append(("%ampc_runtime_include",
+                             os.path.join(config.ampc_src_root, "runtime", "include")))
+config.substitutions.append(("%ampc_runtime_lib",
+                             os.path.join(config.ampc_obj_root, "runtime")))
+if shutil.which("g++"):
+    config.available_features.add("gxx")
+if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"))
+if os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-device")

@@ -229,6 +229,14 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << ",\n" << indent << "  \"loss_scale\": ";
     emitLossScale(scale, os);
   }
+  // Buffer planning (ampc-buffer-planning): the arena against one buffer per
+  // intermediate value.
+  if (auto arena = func->getAttrOfType<IntegerAttr>("tg.arena_size")) {
+    auto sum = func->getAttrOfType<IntegerAttr>("tg.intermediate_bytes");
+    os << ",\n" << indent << "  \"memory\": {\"arena_bytes\": "
+       << arena.getInt() << ", \"intermediate_bytes\": "
+       << (sum ? sum.getInt() : 0) << "}";
+  }
   os << "\n" << indent << "}";
 }
 

@@ -336,4 +336,38 @@ def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ampc::tg::TGDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Buffer planning
+//===----------------------------------------------------------------------===//
+
+def BufferPlanning : Pass<"ampc-buffer-planning", "::mlir::func::FuncOp"> {
+  let summary = "Place every intermediate tensor of a step in one arena";
+  let description = [{
+    Runs last, after autodiff, mixed precision, loss scaling and cast
+    optimization. Every op result gets a byte offset in one arena
+    (`tg.offsets`, one entry per result; -1: not in the arena); values whose
+    live ranges (definition to last use, the `return` counting as the end of
+    the step) do not overlap share bytes. Offsets are 256-byte aligned;
+    placement is greedy, largest buffer first, at the lowest free offset.
+
+    Results computed in place share their operand's buffer: the new
+    parameters and optimizer state of `tg.sgd_update` / `tg.adamw_update`,
+    the scaler state of `tg.update_scale`, the gradients of
+    `tg.check_finite_and_unscale` and `tg.clip_grad_norm`, and a `tg.reshape`
+    that keeps the element type (a view). So each parameter, optimizer and
+    scaler state has one persistent buffer (its argument's) that the step
+    updates in place. `found_inf` stays live to the end of the step so the
+    host can read whether the step was skipped.
+
+    The function gets `tg.arena_size` (bytes) and `tg.intermediate_bytes`
+    (the sum of all planned buffers: what one allocation per value takes).
+
+    ```mlir
+    %0 = tg.relu %x {tg.offsets = array<i64: 0>} : tensor<64x256xf32>
+    func.func @step(...) attributes {tg.arena_size = 131072 : i64, tg.intermediate_bytes = 262144 : i64}
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
 #endif // AMPC_TRANSFORMS_PASSES_TD

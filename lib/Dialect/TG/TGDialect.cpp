@@ -180,6 +180,20 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() == kLossScaleAttrName)
     return verifyLossScaleAttr(op, attr.getValue());
+  // Written by ampc-buffer-planning (include/ampc/Conversion/BufferPlan.h).
+  if (attr.getName() == "tg.offsets") {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitOpError("'tg.offsets' must hold one i64 per result");
+    return success();
+  }
+  if (attr.getName() == "tg.arena_size" ||
+      attr.getName() == "tg.intermediate_bytes") {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitOpError("'")
+             << attr.getName().getValue() << "' must be an integer";
+    return success();
+  }
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     if (!type || !isLowOrF32(type.getValue()))

@@ -1,0 +1,58 @@
+//===- Executor.h - run a lowered step in-process ----------------*- C++ -*-===//
+//
+// Runs an ampc::rt::Program (the same lowered calls the C++ emitter prints)
+// on the runtime library, calling each entry point through libffi.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_EXECUTOR_EXECUTOR_H
+#define AMPC_EXECUTOR_EXECUTOR_H
+
+#include "ampc/Conversion/TGToRuntime.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampc::exec {
+
+class Executor {
+public:
+  ~Executor();
+  /// Creates the context (`cuda` or `cpu`), allocates the arena and the
+  /// slots and runs the initialisation calls. On failure returns null and
+  /// sets `error`.
+  static std::unique_ptr<Executor> create(const rt::Program &program,
+                                          bool cuda, uint64_t seed,
+                                          std::string &error);
+
+  /// Writes host data into an input slot (bytes must match).
+  bool setInput(size_t slot, const void *data, size_t bytes,
+                std::string &error);
+  /// Fills the input slots not given: floats N(0,1), integers uniform in
+  /// [0, range) (range from their consumer, else 2), from `seed`.
+  bool synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
+                        std::string &error);
+  /// Runs one step.
+  bool step(std::string &error);
+  /// Reads output `i` (after a step) as f64 values.
+  bool readOutput(size_t i, std::vector<double> &values, std::string &error);
+  /// The scale the next step will use (dynamic scaler only), and whether the
+  /// last step was skipped.
+  bool readScale(double &scale, std::string &error);
+  bool readSkipped(bool &skipped, std::string &error);
+
+  /// Checkpoints of parameters, optimizer state and scaler state, written
+  /// atomically; loading validates everything before touching the state.
+  bool save(const std::string &path, int64_t steps, std::string &error);
+  bool load(const std::string &path, int64_t &steps, std::string &error);
+
+private:
+  explicit Executor(const rt::Program &program);
+  struct Impl;
+  const rt::Program &program;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ampc::exec
+
+#endif // AMPC_EXECUTOR_EXECUTOR_H

@@ -1,0 +1,560 @@
+//===- Executor.cpp - run a lowered step in-process -------------------------===//
+//
+// Every call of the lowered program is prepared once (function pointer from
+// the runtime library, libffi call interface, argument storage with device
+// pointers resolved), so a step is a loop of ffi_call's with no
+// interpretation of ops: the emitted C++ makes exactly the same calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Executor/Executor.h"
+
+#include "ampc/runtime.h"
+
+#include <ffi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace ampc;
+using namespace ampc::exec;
+
+namespace {
+struct PreparedCall {
+  std::string callee;
+  void *fn = nullptr;
+  ffi_cif cif;
+  std::vector<ffi_type *> types;
+  std::vector<uint64_t> storage; // one 8-byte cell per argument
+  std::vector<void *> values;
+  std::vector<std::vector<int64_t>> i64s;
+  std::vector<std::vector<int32_t>> i32s;
+  std::vector<std::vector<void *>> ptrs;
+  std::vector<std::vector<const int64_t *>> shapePtrs;
+  std::vector<std::vector<uint8_t>> bytes;
+};
+
+double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(mant, -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(mant | 0x400, exp - 25);
+  return sign ? -v : v;
+}
+
+uint64_t fnv1a(const uint8_t *data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= data[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string lastError(const char *what, ampc_status st) {
+  std::string e = ampc_last_error();
+  return std::string(what) + " failed: " + ampc_status_string(st) +
+         (e.empty() ? "" : " (" + e + ")");
+}
+} // namespace
+
+struct Executor::Impl {
+  ampc_context ctx = nullptr;
+  ampc_arena arena = nullptr;
+  char *arenaBase = nullptr;
+  std::vector<void *> slots;
+  std::vector<PreparedCall> init, step;
+  uint64_t seed = 0;
+
+  void *resolve(const rt::BufferRef &r) {
+    return r.slot < 0 ? arenaBase + r.offset
+                      : static_cast<char *>(slots[r.slot]) + r.offset;
+  }
+
+  bool prepare(const rt::Call &call, PreparedCall &p, std::string &error) {
+    p.callee = call.callee;
+    p.fn = dlsym(RTLD_DEFAULT, call.callee.c_str());
+    if (!p.fn) {
+      error = "runtime entry point '" + call.callee + "' not found";
+      return false;
+    }
+    size_t n = call.args.size();
+    p.storage.assign(n, 0);
+    p.values.resize(n);
+    p.types.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const rt::Arg &a = call.args[i];
+      void *cell = &p.storage[i];
+      p.values[i] = cell;
+      auto setPtr = [&](const void *ptr) {
+        std::memcpy(cell, &ptr, sizeof(ptr));
+        p.types[i] = &ffi_type_pointer;
+      };
+      using K = rt::Arg::Kind;
+      switch (a.kind) {
+      case K::Context:
+        setPtr(ctx);
+        break;
+      case K::Buffer:
+        setPtr(resolve(a.buffer));
+        break;
+      case K::Null:
+        setPtr(nullptr);
+        break;
+      case K::Seed:
+        std::memcpy(cell, &seed, 8);
+        p.types[i] = &ffi_type_uint64;
+        break;
+      case K::Scalar:
+        switch (a.ctype) {
+        case rt::CType::I32: {
+          int32_t v = static_cast<int32_t>(a.i);
+          std::memcpy(cell, &v, 4);
+          p.types[i] = &ffi_type_sint32;
+          break;
+        }
+        case rt::CType::I64:
+        case rt::CType::U64:
+        case rt::CType::Ptr: {
+          int64_t v = a.i;
+          std::memcpy(cell, &v, 8);
+          p.types[i] = a.ctype == rt::CType::I64 ? &ffi_type_sint64
+                                                 : &ffi_type_uint64;
+          break;
+        }
+        case rt::CType::F32: {
+          float v = static_cast<float>(a.f);
+          std::memcpy(cell, &v, 4);
+          p.types[i] = &ffi_type_float;
+          break;
+        }
+        case rt::CType::F64:
+          std::memcpy(cell, &a.f, 8);
+          p.types[i] = &ffi_type_double;
+          break;
+        }
+        break;
+      case K::I64Array:
+        p.i64s.push_back(a.ints);
+        setPtr(p.i64s.back().empty() ? nullptr : p.i64s.back().data());
+        break;
+      case K::I32Array: {
+        std::vector<int32_t> v(a.ints.begin(), a.ints.end());
+        p.i32s.push_back(std::move(v));
+        setPtr(p.i32s.back().data());
+        break;
+      }
+      case K::BufferArray: {
+        std::vector<void *> v;
+        for (const rt::BufferRef &r : a.buffers)
+          v.push_back(resolve(r));
+        p.ptrs.push_back(std::move(v));
+        setPtr(p.ptrs.back().data());
+        break;
+      }
+      case K::ShapeArray: {
+        for (const auto &s : a.shapes)
+          p.i64s.push_back(s);
+        std::vector<const int64_t *> v;
+        for (size_t k = 0; k < a.shapes.size(); ++k)
+          v.push_back(p.i64s[p.i64s.size() - a.shapes.size() + k].data());
+        p.shapePtrs.push_back(std::move(v));
+        setPtr(p.shapePtrs.back().data());
+        break;
+      }
+      case K::HostBytes:
+        p.bytes.push_back(a.bytes);
+        setPtr(p.bytes.back().data());
+        break;
+      }
+    }
+    if (ffi_prep_cif(&p.cif, FFI_DEFAULT_ABI, n, &ffi_type_sint32,
+                     p.types.data()) != FFI_OK) {
+      error = "cannot prepare the call to '" + call.callee + "'";
+      return false;
+    }
+    return true;
+  }
+
+  bool prepareAll(const std::vector<rt::Call> &calls,
+                  std::vector<PreparedCall> &out, std::string &error) {
+    // Inner vectors are reserved up front: prepared pointers point into them.
+    out.resize(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      out[i].i64s.reserve(64);
+      out[i].i32s.reserve(8);
+      out[i].ptrs.reserve(8);
+      out[i].shapePtrs.reserve(2);
+      out[i].bytes.reserve(2);
+      if (!prepare(calls[i], out[i], error))
+        return false;
+    }
+    return true;
+  }
+
+  bool run(std::vector<PreparedCall> &calls, std::string &error) {
+    for (PreparedCall &p : calls) {
+      ffi_arg ret = 0;
+      ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+      auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
+      if (st != AMPC_OK) {
+        error = lastError(p.callee.c_str(), st);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  ~Impl() {
+    for (void *p : slots)
+      ampc_free(ctx, p);
+    ampc_arena_destroy(arena);
+    ampc_context_destroy(ctx);
+  }
+};
+
+Executor::Executor(const rt::Program &program) : program(program) {}
+Executor::~Executor() = default;
+
+std::unique_ptr<Executor> Executor::create(const rt::Program &program,
+                                           bool cuda, uint64_t seed,
+                                           std::string &error) {
+  std::unique_ptr<Executor> ex(new Executor(program));
+  ex->impl = std::make_unique<Impl>();
+  Impl &im = *ex->impl;
+  im.seed = seed;
+  ampc_status st = ampc_context_create(
+      cuda ? AMPC_BACKEND_CUDA : AMPC_BACKEND_CPU, 0, &im.ctx);
+  if (st != AMPC_OK) {
+    error = std::string("cannot create a ") + (cuda ? "cuda" : "cpu") +
+            " context: " + ampc_last_error();
+    return nullptr;
+  }
+  st = ampc_arena_create(im.ctx, std::max<int64_t>(program.arenaSize, 256),
+                         &im.arena);
+  if (st == AMPC_OK)
+    st = ampc_arena_base(im.arena, reinterpret_cast<void **>(&im.arenaBase));
+  if (st != AMPC_OK) {
+    error = lastError("allocating the arena", st);
+    return nullptr;
+  }
+  for (const rt::Slot &s : program.slots) {
+    void *p = nullptr;
+    st = ampc_malloc(im.ctx, std::max<int64_t>(s.bytes, 1), &p);
+    if (st != AMPC_OK) {
+      error = lastError(("allocating '" + s.name + "'").c_str(), st);
+      return nullptr;
+    }
+    im.slots.push_back(p);
+  }
+  if (!im.prepareAll(program.init, im.init, error) ||
+      !im.prepareAll(program.step, im.step, error) || !im.run(im.init, error))
+    return nullptr;
+  return ex;
+}
+
+bool Executor::setInput(size_t slot, const void *data, size_t bytes,
+                        std::string &error) {
+  const rt::Slot &s = program.slots[slot];
+  if (static_cast<int64_t>(bytes) != s.bytes) {
+    error = "input '" + s.name + "': size mismatch";
+    return false;
+  }
+  ampc_status st = ampc_memcpy(impl->ctx, impl->slots[slot], data, bytes,
+                               AMPC_MEMCPY_HOST_TO_DEVICE);
+  if (st != AMPC_OK) {
+    error = lastError("copying an input", st);
+    return false;
+  }
+  return true;
+}
+
+bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
+                                std::string &error) {
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &s = program.slots[i];
+    if (s.role != rt::Slot::Role::Input || given[i])
+      continue;
+    int64_t numel = 1;
+    for (int64_t d : s.shape)
+      numel *= d;
+    // Inputs draw from streams far from the parameters' (offset = slot).
+    uint64_t offset = 1000003 + i;
+    ampc_status st;
+    if (s.dtype <= AMPC_BF16) {
+      st = ampc_init_normal(impl->ctx, impl->slots[i],
+                            static_cast<ampc_dtype>(s.dtype), numel, seed,
+                            offset, 0.0, 1.0);
+    } else {
+      int64_t range = s.intRange > 0 ? s.intRange : 2;
+      void *tmp = nullptr;
+      st = ampc_malloc(impl->ctx, numel * 4, &tmp);
+      if (st == AMPC_OK)
+        st = ampc_init_uniform(impl->ctx, tmp, AMPC_F32, numel, seed, offset,
+                               0.0, static_cast<double>(range) - 1e-3);
+      if (st == AMPC_OK)
+        st = ampc_cast_fwd(impl->ctx, impl->slots[i],
+                           static_cast<ampc_dtype>(s.dtype), s.shape.data(),
+                           s.shape.size(), tmp, AMPC_F32, s.shape.data(),
+                           s.shape.size());
+      ampc_free(impl->ctx, tmp);
+    }
+    if (st != AMPC_OK) {
+      error = lastError(("synthesizing input '" + s.name + "'").c_str(), st);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Executor::step(std::string &error) { return impl->run(impl->step, error); }
+
+static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
+                       int64_t bytes, std::vector<double> &values,
+                       std::string &error) {
+  std::vector<uint8_t> host(bytes);
+  ampc_status st = ampc_memcpy(ctx, host.data(), src, bytes,
+                               AMPC_MEMCPY_DEVICE_TO_HOST);
+  if (st != AMPC_OK) {
+    error = lastError("reading a result", st);
+    return false;
+  }
+  values.clear();
+  const uint8_t *p = host.data();
+  switch (dtype) {
+  case AMPC_F32:
+    for (int64_t i = 0; i < bytes / 4; ++i) {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      values.push_back(f);
+    }
+    break;
+  case AMPC_F16:
+  case AMPC_BF16:
+    for (int64_t i = 0; i < bytes / 2; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      if (dtype == AMPC_F16) {
+        values.push_back(halfToDouble(h));
+      } else {
+        uint32_t w = static_cast<uint32_t>(h) << 16;
+        float f;
+        std::memcpy(&f, &w, 4);
+        values.push_back(f);
+      }
+    }
+    break;
+  case AMPC_I32:
+    for (int64_t i = 0; i < bytes / 4; ++i) {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      values.push_back(v);
+    }
+    break;
+  case AMPC_I64:
+    for (int64_t i = 0; i < bytes / 8; ++i) {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      values.push_back(static_cast<double>(v));
+    }
+    break;
+  default:
+    for (int64_t i = 0; i < bytes; ++i)
+      values.push_back(p[i]);
+  }
+  return true;
+}
+
+bool Executor::readOutput(size_t i, std::vector<double> &values,
+                          std::string &error) {
+  const rt::Output &o = program.outputs[i];
+  return readDevice(impl->ctx, impl->resolve(o.buffer), o.dtype, o.bytes,
+                    values, error);
+}
+
+bool Executor::readScale(double &scale, std::string &error) {
+  std::vector<double> v;
+  if (program.scaleSlot < 0 ||
+      !readDevice(impl->ctx, impl->slots[program.scaleSlot], AMPC_F32, 4, v,
+                  error))
+    return false;
+  scale = v[0];
+  return true;
+}
+
+bool Executor::readSkipped(bool &skipped, std::string &error) {
+  std::vector<double> v;
+  if (!program.hasFoundInf ||
+      !readDevice(impl->ctx, impl->resolve(program.foundInf), AMPC_F32, 4, v,
+                  error))
+    return false;
+  skipped = v[0] != 0.0;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints: "AMPCCKPT" | u32 version | u64 fingerprint | i64 steps |
+// u32 count | per slot: u32 name length, name, i32 dtype, i64 bytes, data |
+// u64 FNV-1a of everything before.
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+template <typename T> void put(std::string &s, T v) {
+  s.append(reinterpret_cast<const char *>(&v), sizeof(T));
+}
+struct Reader {
+  const std::string &s;
+  size_t pos = 0;
+  template <typename T> bool get(T &v) {
+    if (pos + sizeof(T) > s.size())
+      return false;
+    std::memcpy(&v, s.data() + pos, sizeof(T));
+    pos += sizeof(T);
+    return true;
+  }
+  bool bytes(size_t n, const char *&p) {
+    if (pos + n > s.size())
+      return false;
+    p = s.data() + pos;
+    pos += n;
+    return true;
+  }
+};
+} // namespace
+
+bool Executor::save(const std::string &path, int64_t steps,
+                    std::string &error) {
+  std::string s(kMagic, 8);
+  put<uint32_t>(s, kVersion);
+  put<uint64_t>(s, program.fingerprint);
+  put<int64_t>(s, steps);
+  uint32_t count = 0;
+  for (const rt::Slot &slot : program.slots)
+    count += slot.role == rt::Slot::Role::Param ||
+             slot.role == rt::Slot::Role::State;
+  put<uint32_t>(s, count);
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &slot = program.slots[i];
+    if (slot.role != rt::Slot::Role::Param &&
+        slot.role != rt::Slot::Role::State)
+      continue;
+    put<uint32_t>(s, slot.name.size());
+    s += slot.name;
+    put<int32_t>(s, slot.dtype);
+    put<int64_t>(s, slot.bytes);
+    size_t at = s.size();
+    s.resize(at + slot.bytes);
+    ampc_status st = ampc_memcpy(impl->ctx, &s[at], impl->slots[i], slot.bytes,
+                                 AMPC_MEMCPY_DEVICE_TO_HOST);
+    if (st != AMPC_OK) {
+      error = lastError("reading the state", st);
+      return false;
+    }
+  }
+  put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
+                         s.size()));
+  // Temp file + rename: an existing checkpoint is replaced whole or kept.
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(s.data(), s.size());
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      error = "cannot write checkpoint '" + path + "'";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    error = "cannot write checkpoint '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+bool Executor::load(const std::string &path, int64_t &steps,
+                    std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot read checkpoint '" + path + "'";
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  auto bad = [&](const std::string &why) {
+    error = "checkpoint '" + path + "' " + why;
+    return false;
+  };
+  if (s.size() < 8 || std::memcmp(s.data(), kMagic, 8) != 0)
+    return bad("is not an ampc checkpoint");
+  if (s.size() < 8 + 8)
+    return bad("is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, s.data() + s.size() - 8, 8);
+  if (fnv1a(reinterpret_cast<const uint8_t *>(s.data()), s.size() - 8) !=
+      stored)
+    return bad("is corrupt or truncated (checksum mismatch)");
+  Reader r{s, 8};
+  uint32_t version, count;
+  uint64_t fingerprint;
+  if (!r.get(version) || version != kVersion)
+    return bad("has an unsupported version");
+  if (!r.get(fingerprint) || !r.get(steps) || !r.get(count))
+    return bad("is truncated");
+  if (fingerprint != program.fingerprint)
+    return bad("was saved from another graph (its parameters, optimizer or "
+               "scaler state differ from '" +
+               program.name + "')");
+  std::vector<std::pair<size_t, const char *>> copies;
+  for (uint32_t k = 0; k < count; ++k) {
+    uint32_t len;
+    const char *name;
+    int32_t dtype;
+    int64_t bytes;
+    const char *data;
+    if (!r.get(len) || !r.bytes(len, name) || !r.get(dtype) ||
+        !r.get(bytes) || bytes < 0 ||
+        !r.bytes(static_cast<size_t>(bytes), data))
+      return bad("is truncated");
+    std::string n(name, len);
+    bool found = false;
+    for (size_t i = 0; i < program.slots.size(); ++i) {
+      const rt::Slot &slot = program.slots[i];
+      if ((slot.role == rt::Slot::Role::Param ||
+           slot.role == rt::Slot::Role::State) &&
+          slot.name == n) {
+        if (slot.dtype != dtype || slot.bytes != bytes)
+          return bad("holds '" + n + "' with another type or shape");
+        copies.push_back({i, data});
+        found = true;
+      }
+    }
+    if (!found)
+      return bad("holds '" + n + "', which this graph does not have");
+  }
+  // Everything checked: only now is the state overwritten.
+  for (auto [i, data] : copies) {
+    ampc_status st =
+        ampc_memcpy(impl->ctx, impl->slots[i], data, program.slots[i].bytes,
+                    AMPC_MEMCPY_HOST_TO_DEVICE);
+    if (st != AMPC_OK) {
+      error = lastError("writing the state", st);
+      return false;
+    }
+  }
+  return true;
+}
