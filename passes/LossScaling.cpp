@@ -259,11 +259,11 @@ void LossScalingPass::runOnOperation() {
         builder.getI64IntegerAttr(hysteresis),
         minScale > 0.0 ? builder.getF64FloatAttr(minScale) : FloatAttr(),
         maxScale > 0.0 ? builder.getF64FloatAttr(maxScale) : FloatAttr());
+    static constexpr StringLiteral kStateNames[] = {
+        "loss_scale.scale", "loss_scale.growth_tracker",
+        "loss_scale.hysteresis_left"};
     for (auto [name, value] :
-         llvm::zip_equal(ArrayRef<StringRef>{"loss_scale.scale",
-                                             "loss_scale.growth_tracker",
-                                             "loss_scale.hysteresis_left"},
-                         update.getResults())) {
+         llvm::zip_equal(kStateNames, update.getResults())) {
       NamedAttrList attrs;
       attrs.append(TGDialect::kStateOutAttrName, builder.getStringAttr(name));
       (void)func.insertResult(func.getNumResults(), value.getType(),

@@ -11,11 +11,91 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 
+/// `%g` of a double, for option messages (`0.5`, `1e+10`).
+static std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+FailureOr<ampc::LossScaleChoice>
+ampc::resolveLossScale(const PipelineOptions &options, std::string &error) {
+  LossScaleChoice choice;
+  StringRef requested = options.lossScale;
+  if (requested.empty())
+    choice.mode = options.amp == amp::Mode::FP16 ? "dynamic" : "none";
+  else if (requested == "dynamic" || requested == "none")
+    choice.mode = requested.str();
+  else if (!requested.getAsDouble(choice.scale) && choice.scale > 0.0 &&
+           std::isfinite(choice.scale))
+    choice.mode = "static";
+  else {
+    error = "--loss-scale must be 'dynamic', 'none' or a positive number, "
+            "got '" +
+            requested.str() + "'";
+    return failure();
+  }
+  auto fail = [&](const Twine &msg) {
+    error = msg.str();
+    return failure();
+  };
+  double init = options.lossScaleInit, growth = options.lossScaleGrowth,
+         backoff = options.lossScaleBackoff, lo = options.lossScaleMin,
+         hi = options.lossScaleMax;
+  if (!(init > 0.0) || !std::isfinite(init))
+    return fail("--loss-scale-init must be a positive number, got " +
+                num(init));
+  if (!(growth > 1.0) || !std::isfinite(growth))
+    return fail("--loss-scale-growth must be a number > 1, got " +
+                num(growth));
+  if (!(backoff > 0.0 && backoff < 1.0))
+    return fail("--loss-scale-backoff must be in (0, 1), got " +
+                num(backoff));
+  if (options.lossScaleInterval < 1 || options.lossScaleInterval > INT32_MAX)
+    return fail("--loss-scale-interval must be an integer in [1, 2^31), got " +
+                Twine(options.lossScaleInterval));
+  if (options.lossScaleHysteresis < 1 ||
+      options.lossScaleHysteresis > INT32_MAX)
+    return fail(
+        "--loss-scale-hysteresis must be an integer in [1, 2^31), got " +
+        Twine(options.lossScaleHysteresis));
+  if (!(lo >= 0.0) || !std::isfinite(lo))
+    return fail("--loss-scale-min must be a number >= 0, got " + num(lo));
+  if (!(hi >= 0.0) || !std::isfinite(hi))
+    return fail("--loss-scale-max must be a number >= 0, got " + num(hi));
+  if (lo > 0.0 && hi > 0.0 && lo > hi)
+    return fail("--loss-scale-min " + num(lo) +
+                " exceeds --loss-scale-max " + num(hi));
+  return choice;
+}
+
+std::string ampc::lossScaleWarning(const PipelineOptions &options) {
+  StringRef requested = options.lossScale;
+  if (options.amp != amp::Mode::BF16 || requested.empty() ||
+      requested == "none")
+    return "";
+  return "--loss-scale=" + requested.str() +
+         " is unneeded with --amp=bf16 (bf16 has the exponent range of f32, "
+         "so gradients do not underflow); applying it as asked";
+}
+
 void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  // Autodiff, automatic mixed precision, loss scaling, cast optimization and
-  // buffer planning are added here, in that order, as they land.
+  // The order matters:
+  //  1. autodiff first: automatic mixed precision must see the backward
+  //     graph, so backward GEMMs run in low precision and backward
+  //     softmax/norm/loss ops in f32, exactly like their forward ops;
+  //  2. automatic mixed precision (reference rewriting);
+  //  3. loss scaling after AMP: it must see the final types (the gradients
+  //     it unscales and checks are the values the optimizer reads, after
+  //     AMP's casts back to the parameter types);
+  //  4. the fast policy's cast fusions, which also see loss scaling's ops;
+  //  5. canonicalization (dead backward results, folded casts).
+  pm.addNestedPass<func::FuncOp>(createAutodiff());
   bool ampOn = options.amp != amp::Mode::Off;
   if (ampOn) {
     // The reference rewriting here; the fast policy's fusions run after loss
@@ -31,6 +111,25 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
                                 options.ampFollow.end());
     ampOptions.unknownOps = options.ampUnknownOps;
     pm.addNestedPass<func::FuncOp>(createAutoMixedPrecision(ampOptions));
+  }
+  {
+    std::string error;
+    FailureOr<LossScaleChoice> choice = resolveLossScale(options, error);
+    LossScalingOptions lossOptions;
+    // A bad option reaches the pass as is: it reports it when it runs.
+    lossOptions.mode =
+        succeeded(choice) ? choice->mode : std::string(options.lossScale);
+    lossOptions.init = succeeded(choice) && choice->mode == "static"
+                           ? choice->scale
+                           : double(options.lossScaleInit);
+    lossOptions.growthFactor = options.lossScaleGrowth;
+    lossOptions.backoffFactor = options.lossScaleBackoff;
+    lossOptions.growthInterval = options.lossScaleInterval;
+    lossOptions.hysteresis = options.lossScaleHysteresis;
+    lossOptions.minScale = options.lossScaleMin;
+    lossOptions.maxScale = options.lossScaleMax;
+    if (lossOptions.mode != "none")
+      pm.addNestedPass<func::FuncOp>(createLossScaling(lossOptions));
   }
   if (ampOn && options.ampPolicy == amp::Policy::Fast)
     pm.addNestedPass<func::FuncOp>(createCastOptimization());

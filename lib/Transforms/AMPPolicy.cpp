@@ -52,6 +52,25 @@ struct DefaultTable {
           "max", "reshape", "transpose", "slice", "embedding", "max_pool2d",
           "avg_pool2d", "constant", "grad", "grad_seed", "minimize"})
       classes[std::string("tg.") + op] = OpClass::Follow;
+
+    // Training ops made by autodiff and loss scaling (TGTrainingOps.td).
+    // A backward op takes its forward op's class: backward GEMMs run in low
+    // precision, backward softmax/norm/loss ops in f32. Optimizer, clipping
+    // and loss-scaler ops read and write f32 master state: fp32.
+    classes["tg.conv2d_grad"] = OpClass::Lower;
+    for (const char *op :
+         {"pow_grad", "softmax_grad", "log_softmax_grad", "layer_norm_grad",
+          "rms_norm_grad", "cross_entropy_grad", "mse_loss_grad",
+          "sgd_update", "adamw_update", "clip_grad_norm",
+          "check_finite_and_unscale", "update_scale"})
+      classes[std::string("tg.") + op] = OpClass::FP32;
+    for (const char *op : {"maximum_grad", "minimum_grad"})
+      classes[std::string("tg.") + op] = OpClass::Promote;
+    for (const char *op :
+         {"relu_grad", "abs_grad", "silu_grad", "gelu_grad", "max_grad",
+          "max_pool2d_grad", "avg_pool2d_grad", "embedding_grad",
+          "broadcast_to"})
+      classes[std::string("tg.") + op] = OpClass::Follow;
   }
 };
 llvm::ManagedStatic<DefaultTable> defaultTable;

@@ -98,6 +98,12 @@ cl::opt<bool> runCanonicalizer("canonicalize",
                            cl::desc("Run the canonicalizer (default: true)"),
                                cl::init(true), cl::cat(ampcCategory));
 
+cl::opt<bool> runPipeline(
+    "pipeline",
+    cl::desc("Run the compilation pipeline (default: true); "
+             "--pipeline=false emits the IR as the frontend made it"),
+    cl::init(true), cl::cat(ampcCategory));
+
 // Loss scaling (shared/spec/amp.md); checked by ampc::resolveLossScale.
 cl::opt<std::string> lossScale(
     "loss-scale",
@@ -290,7 +296,8 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   options.ampFollow = ampFollow;
   options.ampUnknownOps = ampUnknownOps;
   setLossScaleOptions(options);
-  ampc::buildPipeline(pm, options);
+  if (runPipeline)
+    ampc::buildPipeline(pm, options);
   if (failed(pm.run(*module)))
     return kInputError;
 

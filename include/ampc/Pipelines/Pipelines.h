@@ -48,7 +48,54 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::values(
           clEnumValN(amp::UnknownOpMode::Follow, "follow", "with a remark"),
           clEnumValN(amp::UnknownOpMode::Error, "error", "fail"))};
+
+  // Loss scaling (shared/spec/amp.md, "Loss scaling").
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("dynamic | none | N (a static scale); default: dynamic "
+                     "with amp=fp16, none otherwise"),
+      llvm::cl::init("")};
+  Option<double> lossScaleInit{*this, "loss-scale-init",
+                               llvm::cl::desc("Initial dynamic scale"),
+                               llvm::cl::init(65536.0)};
+  Option<double> lossScaleGrowth{*this, "loss-scale-growth",
+                                 llvm::cl::desc("Growth factor (> 1)"),
+                                 llvm::cl::init(2.0)};
+  Option<double> lossScaleBackoff{*this, "loss-scale-backoff",
+                                  llvm::cl::desc("Backoff factor in (0, 1)"),
+                                  llvm::cl::init(0.5)};
+  Option<int64_t> lossScaleInterval{
+      *this, "loss-scale-interval",
+      llvm::cl::desc("Finite steps before the scale grows"),
+      llvm::cl::init(2000)};
+  Option<int64_t> lossScaleHysteresis{
+      *this, "loss-scale-hysteresis",
+      llvm::cl::desc("Overflowing steps tolerated before backing off"),
+      llvm::cl::init(1)};
+  Option<double> lossScaleMin{*this, "loss-scale-min",
+                              llvm::cl::desc("Minimum scale (0: none)"),
+                              llvm::cl::init(0.0)};
+  Option<double> lossScaleMax{*this, "loss-scale-max",
+                              llvm::cl::desc("Maximum scale (0: none)"),
+                              llvm::cl::init(0.0)};
 };
+
+/// The loss scaling a pipeline applies: `mode` is "dynamic", "static" or
+/// "none"; `scale` is the static scale.
+struct LossScaleChoice {
+  std::string mode;
+  double scale = 0.0;
+};
+
+/// Resolves `loss-scale` against `amp` (dynamic with fp16, none otherwise)
+/// and checks every loss-scale option; on a bad value returns failure and
+/// sets `error` to a one-line message naming the option.
+mlir::FailureOr<LossScaleChoice>
+resolveLossScale(const PipelineOptions &options, std::string &error);
+
+/// The warning `ampc` prints when a scaler is asked for with amp=bf16 (it
+/// is applied anyway), or an empty string.
+std::string lossScaleWarning(const PipelineOptions &options);
 
 /// Appends ampc's pipeline to `pm` (which runs on the module).
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);

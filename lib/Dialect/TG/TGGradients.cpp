@@ -166,35 +166,38 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &builder,
   RankedTensorType at = gb.type(a), bt = gb.type(b);
   // torch.matmul's 1-D promotion, made explicit: a [k] is [1, k], b [k] is
   // [k, 1], and dy gets the dim the result dropped.
-  Value a2 = at.getRank() == 1 ? gb.reshape(a, {1, at.getDimSize(0)}) : a;
-  Value b2 = bt.getRank() == 1 ? gb.reshape(b, {bt.getDimSize(0), 1}) : b;
-  RankedTensorType a2t = gb.type(a2), b2t = gb.type(b2);
+  SmallVector<int64_t> a2Shape(at.getShape()), b2Shape(bt.getShape());
+  if (at.getRank() == 1)
+    a2Shape.insert(a2Shape.begin(), 1);
+  if (bt.getRank() == 1)
+    b2Shape.push_back(1);
   SmallVector<int64_t> yShape(gb.type(dy).getShape());
   if (at.getRank() == 1)
     yShape.insert(yShape.end() - (bt.getRank() == 1 ? 0 : 1), 1);
   if (bt.getRank() == 1)
     yShape.push_back(1);
   Value dy2 = gb.reshape(dy, yShape);
-  int64_t k = a2t.getShape().back(), n = b2t.getShape().back();
+  int64_t k = a2Shape.back(), n = b2Shape.back();
 
   if (wanted[0]) {
     // da = dy @ b^T, summed over the batch dims a was broadcast along.
-    Value da = MatmulOp::create(builder, gb.loc, dy2, gb.transposeLast2(b2));
-    operandGrads[0] = gb.fit(gb.reshape(gb.sumTo(da, a2t.getShape()),
-                                        at.getShape()),
-                             a);
+    Value bT = gb.transposeLast2(gb.reshape(b, b2Shape));
+    Value da = MatmulOp::create(builder, gb.loc, dy2, bT);
+    operandGrads[0] =
+        gb.fit(gb.reshape(gb.sumTo(da, a2Shape), at.getShape()), a);
   }
   if (wanted[1]) {
+    Value a2 = gb.reshape(a, a2Shape);
     Value db;
-    if (b2t.getRank() == 2 && a2t.getRank() > 2) {
+    if (b2Shape.size() == 2 && a2Shape.size() > 2) {
       // A shared 2-D rhs (the common "activations @ weight"): fold a's batch
       // into its rows, one GEMM instead of a batched one and a sum.
-      Value aFlat = gb.reshape(a2, {a2t.getNumElements() / k, k});
+      Value aFlat = gb.reshape(a2, {at.getNumElements() / k, k});
       Value dyFlat = gb.reshape(dy2, {gb.type(dy2).getNumElements() / n, n});
       db = MatmulOp::create(builder, gb.loc, gb.transposeLast2(aFlat), dyFlat);
     } else {
       db = MatmulOp::create(builder, gb.loc, gb.transposeLast2(a2), dy2);
-      db = gb.sumTo(db, b2t.getShape());
+      db = gb.sumTo(db, b2Shape);
     }
     operandGrads[1] = gb.fit(gb.reshape(db, bt.getShape()), b);
   }

@@ -519,16 +519,6 @@ static LogicalResult checkPerParam(const Err &err, StringRef what,
   return success();
 }
 
-static LogicalResult checkNonNegative(const Err &err, StringRef name,
-                                      FloatAttr attr) {
-  if (!attr)
-    return err("requires attribute '", name, "'");
-  double v = attr.getValueAsDouble();
-  if (!(v >= 0.0) || !std::isfinite(v))
-    return err(name, " must be finite and >= 0, got ", v);
-  return success();
-}
-
 LogicalResult ClipGradNormOp::inferReturnTypes(MLIRContext *ctx,
                                                std::optional<Location> loc,
                                                Adaptor adaptor,
@@ -560,20 +550,8 @@ LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *,
   if (failed(checkPerParam(err, "gradient", params, adaptor.getGrads(),
                            /*f32Only=*/false)))
     return failure();
-  if (failed(checkNonNegative(err, "lr", adaptor.getLrAttr())) ||
-      failed(checkNonNegative(err, "momentum", adaptor.getMomentumAttr())) ||
-      failed(checkNonNegative(err, "weight_decay",
-                              adaptor.getWeightDecayAttr())))
-    return failure();
-  if (!adaptor.getNesterovAttr())
-    return err("requires attribute 'nesterov'");
-  double momentum = adaptor.getMomentumAttr().getValueAsDouble();
-  if (adaptor.getNesterovAttr().getValue() && momentum <= 0.0)
-    return err("nesterov needs momentum > 0");
   ValueRange buffers = adaptor.getMomentumBuffers();
-  if (momentum == 0.0 && !buffers.empty())
-    return err("momentum 0 keeps no momentum buffers, got ", buffers.size());
-  if (momentum != 0.0 &&
+  if (!buffers.empty() &&
       failed(checkPerParam(err, "momentum buffer", params, buffers,
                            /*f32Only=*/true)))
     return failure();
@@ -599,20 +577,6 @@ LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
       failed(checkPerParam(err, "exp_avg_sq", params, adaptor.getExpAvgSqs(),
                            /*f32Only=*/true)))
     return failure();
-  if (failed(checkNonNegative(err, "lr", adaptor.getLrAttr())) ||
-      failed(checkNonNegative(err, "eps", adaptor.getEpsAttr())) ||
-      failed(checkNonNegative(err, "weight_decay",
-                              adaptor.getWeightDecayAttr())))
-    return failure();
-  for (auto [name, attr] : {std::pair<StringRef, FloatAttr>{
-                                "beta1", adaptor.getBeta1Attr()},
-                            {"beta2", adaptor.getBeta2Attr()}}) {
-    if (!attr)
-      return err("requires attribute '", name, "'");
-    double v = attr.getValueAsDouble();
-    if (!(v >= 0.0 && v < 1.0))
-      return err(name, " must be in [0, 1), got ", v);
-  }
   for (Value v : params)
     types.push_back(v.getType());
   for (Value v : adaptor.getExpAvgs())
@@ -620,6 +584,48 @@ LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
   for (Value v : adaptor.getExpAvgSqs())
     types.push_back(v.getType());
   types.push_back(adaptor.getStep().getType());
+  return success();
+}
+
+static LogicalResult checkNonNegative(Operation *op, StringRef name,
+                                      double v) {
+  if (!(v >= 0.0) || !std::isfinite(v))
+    return op->emitOpError(name) << " must be finite and >= 0, got " << v;
+  return success();
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  double momentum = getMomentum().convertToDouble();
+  if (failed(checkNonNegative(*this, "lr", getLr().convertToDouble())) ||
+      failed(checkNonNegative(*this, "momentum", momentum)) ||
+      failed(checkNonNegative(*this, "weight_decay",
+                              getWeightDecay().convertToDouble())))
+    return failure();
+  if (getNesterov() && momentum <= 0.0)
+    return emitOpError("nesterov needs momentum > 0");
+  size_t buffers = getMomentumBuffers().size();
+  if (momentum == 0.0 && buffers != 0)
+    return emitOpError("momentum 0 keeps no momentum buffers, got ")
+           << buffers;
+  if (momentum != 0.0 && buffers != getParams().size())
+    return emitOpError("momentum ")
+           << momentum << " needs one momentum buffer per parameter: "
+           << getParams().size() << " parameters but " << buffers
+           << " buffers";
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  if (failed(checkNonNegative(*this, "lr", getLr().convertToDouble())) ||
+      failed(checkNonNegative(*this, "eps", getEps().convertToDouble())) ||
+      failed(checkNonNegative(*this, "weight_decay",
+                              getWeightDecay().convertToDouble())))
+    return failure();
+  for (auto [name, value] : {std::pair<StringRef, double>{
+                                 "beta1", getBeta1().convertToDouble()},
+                             {"beta2", getBeta2().convertToDouble()}})
+    if (!(value >= 0.0 && value < 1.0))
+      return emitOpError(name) << " must be in [0, 1), got " << value;
   return success();
 }
 

@@ -457,7 +457,9 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     ::mlir::ResultRange getNewMomentumBuffers() {
       return getUpdated().drop_front(getParams().size());
     }
-  }];
+  }];  // Hyperparameters are checked by the verifier: the custom form parses
+  // them after the result types are inferred.
+  let hasVerifier = 1;
 }
 
 def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
@@ -510,6 +512,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
