@@ -135,6 +135,9 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
   if (options.canonicalize)
     pm.addPass(createCanonicalizerPass());
+  // 6. buffer planning, on the final program.
+  if (options.planBuffers)
+    pm.addNestedPass<func::FuncOp>(createBufferPlanning());
 }
 
 void ampc::registerPipelines() {

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Emit/EmitCpp.h"
+#include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
 #include "ampc/Frontend/Parser.h"
 #include "ampc/InitAll.h"
@@ -35,7 +37,7 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
-enum class EmitKind { MLIR, Report, Dot };
+enum class EmitKind { MLIR, Report, Dot, Cpp };
 
 cl::OptionCategory ampcCategory("ampc options");
 
@@ -51,6 +53,9 @@ cl::opt<EmitKind> emitKind(
     cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline"),
                clEnumValN(EmitKind::Report, "report",
                           "the AMP report (JSON, one object per graph)"),
+               clEnumValN(EmitKind::Cpp, "cpp",
+                          "host C++ calling the runtime: FILE (source) and "
+                          "FILE's stem + .h (header)"),
                clEnumValN(EmitKind::Dot, "dot",
                           "Graphviz: ops coloured by compute precision, casts "
                           "highlighted")),
@@ -149,6 +154,41 @@ void setLossScaleOptions(ampc::PipelineOptions &options) {
   options.lossScaleMin = lossScaleMin;
   options.lossScaleMax = lossScaleMax;
 }
+
+cl::opt<std::string> target("target",
+                           cl::desc("--emit=cpp: the runtime backend the code "
+                                    "asks for, cpu | cuda (default: cuda)"),
+                           cl::init("cuda"), cl::cat(ampcCategory));
+
+// `ampc run` (shared/spec/cli.md, "Run options").
+bool runMode = false;
+cl::opt<int64_t> runSteps("steps",
+                          cl::desc("run: training steps (default: 10); a "
+                                   "graph without minimize runs once"),
+                          cl::init(10), cl::cat(ampcCategory));
+cl::opt<std::string> runDevice("device",
+                               cl::desc("run: runtime backend, cpu | cuda "
+                                        "(default: cpu)"),
+                               cl::init("cpu"), cl::cat(ampcCategory));
+cl::opt<uint64_t> runSeed("seed",
+                          cl::desc("run: seeds parameter init and synthetic "
+                                   "inputs (default: 0)"),
+                          cl::init(0), cl::cat(ampcCategory));
+cl::list<std::string> runInputs("input",
+                                cl::desc("run: feed input NAME from a NumPy "
+                                         "file (repeatable)"),
+                                cl::value_desc("NAME=FILE.npy"),
+                                cl::cat(ampcCategory));
+cl::opt<std::string> runLog("log",
+                            cl::desc("run: one JSON object per step"),
+                            cl::value_desc("FILE.jsonl"),
+                            cl::cat(ampcCategory));
+cl::opt<std::string> runSave("save",
+                             cl::desc("run: write a checkpoint at the end"),
+                             cl::value_desc("FILE"), cl::cat(ampcCategory));
+cl::opt<std::string> runLoad("load",
+                             cl::desc("run: start from a checkpoint"),
+                             cl::value_desc("FILE"), cl::cat(ampcCategory));
 
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
@@ -296,10 +336,23 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   options.ampFollow = ampFollow;
   options.ampUnknownOps = ampUnknownOps;
   setLossScaleOptions(options);
+  options.planBuffers = runMode || emitKind == EmitKind::Report ||
+                        emitKind == EmitKind::Cpp;
   if (runPipeline)
     ampc::buildPipeline(pm, options);
   if (failed(pm.run(*module)))
     return kInputError;
+  if (runMode) {
+    ampc::exec::RunOptions run;
+    run.steps = runSteps;
+    run.cuda = runDevice == "cuda";
+    run.seed = runSeed;
+    run.inputs.assign(runInputs.begin(), runInputs.end());
+    run.log = runLog;
+    run.save = runSave;
+    run.load = runLoad;
+    return ampc::exec::runModule(*module, run);
+  }
 
   // Render the whole output first, so a failure never leaves a partial file.
   std::string text;
@@ -328,6 +381,38 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   case EmitKind::Dot:
     ampc::report::emitDot(*module, os);
     break;
+  case EmitKind::Cpp: {
+    auto funcs = module->getOps<func::FuncOp>();
+    FailureOr<ampc::rt::Program> program =
+        ampc::rt::lowerToRuntime(*funcs.begin());
+    if (failed(program))
+      return kInputError;
+    std::string stem = outputFile == "-"
+                           ? program->name
+                           : llvm::sys::path::stem(outputFile).str();
+    std::string headerText, sourceText;
+    ampc::emit::emitCpp(*program, target == "cuda", stem + ".h", headerText,
+                        sourceText);
+    if (outputFile == "-") {
+      os << "// ===== " << stem << ".h =====\n"
+         << headerText << "// ===== " << stem << ".cpp =====\n"
+         << sourceText;
+      break;
+    }
+    SmallString<256> headerPath(outputFile.getValue());
+    llvm::sys::path::replace_extension(headerPath, ".h");
+    if (llvm::Error err = llvm::writeToOutput(
+            headerPath, [&](llvm::raw_ostream &out) -> llvm::Error {
+              out << headerText;
+              return llvm::Error::success();
+            })) {
+      llvm::errs() << "ampc: error: cannot write '" << headerPath
+                   << "': " << llvm::toString(std::move(err)) << "\n";
+      return kInputError;
+    }
+    os << sourceText;
+    break;
+  }
   }
 
   if (outputFile == "-") {
@@ -354,7 +439,7 @@ int main(int argc, char **argv) {
 
   // `ampc compile X` and `ampc X` are the same; `ampc run X` executes.
   std::vector<const char *> args(argv, argv + argc);
-  bool runMode = false;
+  runMode = false;
   if (args.size() > 1 && StringRef(args[1]) == "compile") {
     args.erase(args.begin() + 1);
   } else if (args.size() > 1 && StringRef(args[1]) == "run") {
@@ -369,8 +454,8 @@ int main(int argc, char **argv) {
           static_cast<int>(args.size()), args.data(),
           "ampc: a mixed-precision graph compiler\n\n"
           "  ampc [compile] INPUT [options]   compile a .tg or .mlir file\n"
-          "  ampc run INPUT [options]         compile and execute (not yet "
-          "available)\n",
+          "  ampc run INPUT [options]         compile, then train or run "
+          "it on the runtime\n",
           &errStream)) {
     llvm::errs() << errors;
     return kUsageError;
@@ -407,9 +492,18 @@ int main(int argc, char **argv) {
     if (!warning.empty())
       llvm::errs() << "ampc: warning: " << warning << "\n";
   }
-  if (runMode) {
-    llvm::errs() << "ampc: error: 'ampc run' is not available yet: execution "
-                    "needs the runtime lowering, which is not built\n";
+  if (runMode && runDevice != "cpu" && runDevice != "cuda") {
+    llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"
+                 << runDevice << "'\n";
+    return kUsageError;
+  }
+  if (target != "cpu" && target != "cuda") {
+    llvm::errs() << "ampc: error: --target must be 'cpu' or 'cuda', got '"
+                 << target << "'\n";
+    return kUsageError;
+  }
+  if (runMode && runSteps < 1) {
+    llvm::errs() << "ampc: error: --steps must be at least 1\n";
     return kUsageError;
   }
 

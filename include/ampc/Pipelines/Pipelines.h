@@ -78,6 +78,13 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<double> lossScaleMax{*this, "loss-scale-max",
                               llvm::cl::desc("Maximum scale (0: none)"),
                               llvm::cl::init(0.0)};
+
+  // Buffer planning (the last step before lowering to runtime calls).
+  Option<bool> planBuffers{
+      *this, "plan-buffers",
+      llvm::cl::desc("Run ampc-buffer-planning last (ampc run, --emit=cpp, "
+                     "--emit=report)"),
+      llvm::cl::init(false)};
 };
 
 /// The loss scaling a pipeline applies: `mode` is "dynamic", "static" or

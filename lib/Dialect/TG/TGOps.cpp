@@ -97,11 +97,16 @@ bool ampc::tg::areCompatibleResultTypes(TypeRange inferred, TypeRange actual) {
 
 ParseResult ampc::tg::parseStoreType(OpAsmParser &parser, Type &operand,
                                      Type &result) {
-  if (parser.parseType(operand))
+  // Tensors only, as the declarative `type($input)` it replaces required.
+  RankedTensorType operandType, resultType;
+  if (parser.parseType(operandType))
     return failure();
-  result = operand;
-  if (succeeded(parser.parseOptionalArrow()))
-    return parser.parseType(result);
+  operand = result = operandType;
+  if (failed(parser.parseOptionalArrow()))
+    return success();
+  if (parser.parseType(resultType))
+    return failure();
+  result = resultType;
   return success();
 }
 

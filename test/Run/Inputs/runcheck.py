@@ -1,0 +1,143 @@
+"""Checks for the `ampc run` end-to-end tests (no third-party modules).
+
+  falls LOG FACTOR            last loss <= first loss / FACTOR
+  track LOG REF ABS REL       every step: |loss - ref| <= ABS + REL * |ref|
+  same LOG REF                the losses of REF's steps equal LOG's, bit for bit
+  scaler LOG INIT GROWTH BACKOFF INTERVAL HYST GRAD
+                              loss_scale/skipped of every step equal the
+                              transcription of PyTorch's GradScaler.update()
+                              (and of the hysteresis rule), for a step whose
+                              largest f16 gradient is GRAD * scale
+  npy OUT DTYPE SHAPE VALUE   writes a .npy file filled with VALUE (or
+                              "ramp": varied floats; "ramp:M": ints < M)
+  ckpt-params A B             the parameter and optimizer slots of two
+                              checkpoints are bit-identical
+"""
+import json
+import struct
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def falls(log, factor):
+    rows = load(log)
+    first, last = rows[0]["loss"], rows[-1]["loss"]
+    if not last <= first / float(factor):
+        fail("loss %g -> %g does not fall by %s" % (first, last, factor))
+    print("OK falls %g -> %g" % (first, last))
+
+
+def track(log, ref, abs_tol, rel_tol):
+    a, b = load(log), load(ref)
+    if len(a) != len(b):
+        fail("%d steps vs %d" % (len(a), len(b)))
+    worst = 0.0
+    for x, y in zip(a, b):
+        d = abs(x["loss"] - y["loss"])
+        worst = max(worst, d)
+        if d > float(abs_tol) + float(rel_tol) * abs(y["loss"]):
+            fail("step %d: loss %r vs %r" % (x["step"], x["loss"], y["loss"]))
+    print("OK track, worst |diff| %g" % worst)
+
+
+def same(log, ref):
+    a = {r["step"]: r["loss"] for r in load(log)}
+    b = load(ref)
+    for r in b:
+        if r["step"] not in a or a[r["step"]] != r["loss"]:
+            fail("step %d differs: %r vs %r" % (r["step"], a.get(r["step"]), r["loss"]))
+    print("OK same over %d steps" % len(b))
+
+
+def scaler(log, init, growth, backoff, interval, hyst, grad):
+    init, growth, backoff, grad = map(float, (init, growth, backoff, grad))
+    interval, hyst = int(interval), int(hyst)
+    scale, tracker, left = init, 0, hyst
+    rows = load(log)
+    skips = grows = 0
+    for r in rows:
+        # f16 overflows when a value rounds to >= 65520.
+        found = scale >= 65520.0 or scale * grad >= 65520.0
+        if r["loss_scale"] != scale or r["skipped"] != found:
+            fail("step %d: got scale %r skipped %r, GradScaler rule: %r %r"
+                 % (r["step"], r["loss_scale"], r["skipped"], scale, found))
+        if found:
+            skips += 1
+            tracker = 0
+            left -= 1
+            if left <= 0:
+                scale = scale * backoff
+        else:
+            tracker += 1
+            if tracker == interval:
+                tracker = 0
+                left = hyst
+                scale = scale * growth
+                grows += 1
+    print("OK scaler: %d steps, %d skipped, %d growths" % (len(rows), skips, grows))
+
+
+def npy(out, dtype, shape, value):
+    dims = tuple(int(d) for d in shape.split("x"))
+    n = 1
+    for d in dims:
+        n *= d
+    fmt = {"<f4": "f", "<i4": "i", "<f8": "d", "<i8": "q"}[dtype]
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, "".join("%d, " % d for d in dims) if len(dims) == 1 else ", ".join(map(str, dims)))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    if value.startswith("ramp"):
+        # ramp:M gives integers i*7919 % M; plain ramp gives floats in [-0.5, 0.5).
+        if ":" in value:
+            m = int(value.split(":")[1])
+            vals = [(i * 7919) % m for i in range(n)]
+        else:
+            vals = [((i * 7919) % 997) / 997.0 - 0.5 for i in range(n)]
+    else:
+        v = float(value) if fmt in "fd" else int(value)
+        vals = [v] * n
+    with open(out, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (n, fmt), *vals))
+
+
+def read_ckpt(path):
+    data = open(path, "rb").read()
+    pos = 8 + 4 + 8 + 8
+    (count,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    slots = {}
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        name = data[pos:pos + n].decode()
+        pos += n
+        dtype, size = struct.unpack_from("<iq", data, pos)
+        pos += 12
+        slots[name] = data[pos:pos + size]
+        pos += size
+    return slots
+
+
+def ckpt_params(a, b):
+    x, y = read_ckpt(a), read_ckpt(b)
+    keys = [k for k in x if not k.startswith("loss_scale.")]
+    for k in keys:
+        if x[k] != y[k]:
+            fail("slot %s differs" % k)
+    print("OK %d parameter/optimizer slots bit-identical" % len(keys))
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"falls": falls, "track": track, "same": same, "scaler": scaler,
+     "npy": npy, "ckpt-params": ckpt_params}[cmd.replace("-", "_") if False else cmd](*args)
