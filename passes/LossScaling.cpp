@@ -84,11 +84,11 @@ LogicalResult LossScalingPass::checkOptions(Location loc) {
   if (growthInterval < 1 || growthInterval > INT32_MAX)
     return emitError(loc, "ampc-loss-scaling: growth-interval must be in [1, "
                           "2^31), got ")
-           << growthInterval;
+           << static_cast<int64_t>(growthInterval);
   if (hysteresis < 1 || hysteresis > INT32_MAX)
     return emitError(loc, "ampc-loss-scaling: hysteresis must be in [1, "
                           "2^31), got ")
-           << hysteresis;
+           << static_cast<int64_t>(hysteresis);
   if (minScale < 0.0 || maxScale < 0.0 || !std::isfinite(minScale) ||
       !std::isfinite(maxScale))
     return emitError(loc, "ampc-loss-scaling: min-scale and max-scale must be "
