@@ -73,10 +73,10 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       %y = tg.mul %x, %w : ...
       %l = tg.mean %y dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
       %seed = tg.grad_seed %l : tensor<f32>
+      %r = tg.reshape %seed shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
       %c = tg.constant dense<1.200000e+01> : tensor<f32>
-      %d = tg.div %seed, %c : tensor<f32>, tensor<f32> -> tensor<f32>
-      %r = tg.reshape %d shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
-      %b = tg.broadcast_to %r shape [4, 3] : tensor<1x1xf32> -> tensor<4x3xf32>
+      %d = tg.div %r, %c : tensor<1x1xf32>, tensor<f32> -> tensor<1x1xf32>
+      %b = tg.broadcast_to %d shape [4, 3] : tensor<1x1xf32> -> tensor<4x3xf32>
       %gy = tg.mul %b, %x : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
       %s = tg.sum %gy dims [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
       %gw = tg.reshape %s shape [3] : tensor<1x3xf32> -> tensor<3xf32>
