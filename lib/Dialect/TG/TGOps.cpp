@@ -8,6 +8,8 @@
 
 #include "ampc/Dialect/TG/TGOps.h"
 
+#include "InferSupport.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -17,6 +19,7 @@
 
 using namespace mlir;
 using namespace ampc::tg;
+using namespace ampc::tg::detail;
 
 //===----------------------------------------------------------------------===//
 // Shared helpers
@@ -26,14 +29,6 @@ std::string ampc::tg::typeToString(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
   type.print(os);
-  return s;
-}
-
-static std::string shapeToString(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
   return s;
 }
 
@@ -146,55 +141,6 @@ Type ampc::tg::getComputeType(Operation *op) {
   if (op->getNumResults() > 0)
     return elementOf(op->getResult(0).getType());
   return {};
-}
-
-namespace {
-/// Collects a failure message for `emitOptionalError`, prefixed by the op.
-struct InferError {
-  std::optional<Location> loc;
-  StringRef opName;
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
-    return emitOptionalError(loc, "'tg.", opName, "' ",
-                             std::forward<Args>(args)...);
-  }
-};
-} // namespace
-
-static RankedTensorType tensorType(Value v) {
-  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
-}
-
-/// Promotes the element types of all `values`, reporting a mix that cannot be
-/// promoted.
-static FailureOr<Type> promoteAll(const InferError &err, ValueRange values) {
-  Type result;
-  for (Value v : values) {
-    Type e = tensorType(v).getElementType();
-    if (!result) {
-      result = e;
-      continue;
-    }
-    Type next = promoteElementTypes(result, e);
-    if (!next)
-      return err("cannot mix element types ", result, " and ", e);
-    result = next;
-  }
-  return result;
-}
-
-/// Checks that a DenseI64ArrayAttr holds exactly `n` values.
-static LogicalResult checkPair(const InferError &err, StringRef what,
-                               DenseI64ArrayAttr attr, int64_t minValue) {
-  if (!attr)
-    return err("requires attribute '", what, "'");
-  if (attr.size() != 2)
-    return err("'", what, "' needs 2 values (H, W), got ", attr.size());
-  for (int64_t v : attr.asArrayRef())
-    if (v < minValue)
-      return err("'", what, "' values must be >= ", minValue, ", got ",
-                 shapeToString(attr.asArrayRef()));
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -621,25 +567,10 @@ static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (failed(checkPair(err, "kernel", kernel, 1)) ||
-      failed(checkPair(err, "stride", stride, 1)) ||
-      failed(checkPair(err, "padding", padding, 0)))
+  auto shape = poolOutputShape(err, x, kernel, stride, padding);
+  if (failed(shape))
     return failure();
-  SmallVector<int64_t> shape{x.getDimSize(0), x.getDimSize(1)};
-  for (int i = 0; i < 2; ++i) {
-    int64_t k = kernel[i], s = stride[i], p = padding[i];
-    if (p > k / 2)
-      return err("padding ", p, " exceeds half the kernel ", k,
-                 " in spatial dim ", 2 + i);
-    int64_t padded = x.getDimSize(2 + i) + 2 * p;
-    if (padded < k)
-      return err("kernel ", k, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    shape.push_back((padded - k) / s + 1);
-  }
-  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
   return success();
 }
 

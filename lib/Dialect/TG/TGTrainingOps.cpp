@@ -9,6 +9,8 @@
 
 #include "ampc/Dialect/TG/TGOps.h"
 
+#include "InferSupport.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -17,71 +19,18 @@
 
 using namespace mlir;
 using namespace ampc::tg;
-
-namespace {
-/// Emits `'tg.NAME' MESSAGE` at the (optional) location.
-struct Err {
-  std::optional<Location> loc;
-  StringRef opName;
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
-    return emitOptionalError(loc, "'tg.", opName, "' ",
-                             std::forward<Args>(args)...);
-  }
-};
-} // namespace
-
-static RankedTensorType tensorOf(Value v) {
-  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
-}
-
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return s;
-}
-
-/// The promoted float element type of `values` (all float tensors).
-static FailureOr<Type> promoteFloats(const Err &err, ValueRange values) {
-  Type result;
-  for (Value v : values) {
-    auto t = tensorOf(v);
-    if (!t)
-      return err("operands must be ranked tensors");
-    Type e = t.getElementType();
-    Type next = result ? promoteElementTypes(result, e) : e;
-    if (!next)
-      return err("cannot mix element types ", result, " and ", e);
-    result = next;
-  }
-  return result;
-}
+using namespace ampc::tg::detail;
 
 /// Checks that `grad` has exactly `shape` (the forward result's shape).
-static LogicalResult checkGradShape(const Err &err, Value grad,
+static LogicalResult checkGradShape(const InferError &err, Value grad,
                                     ArrayRef<int64_t> shape,
                                     StringRef forward) {
-  auto g = tensorOf(grad);
+  auto g = tensorType(grad);
   if (!g)
     return err("gradient must be a ranked tensor");
   if (g.getShape() != shape)
-    return err("gradient ", g, " must have the shape ", shapeStr(shape),
+    return err("gradient ", g, " must have the shape ", shapeToString(shape),
                " of the ", forward, " result");
-  return success();
-}
-
-static LogicalResult checkPairAttr(const Err &err, StringRef what,
-                                   DenseI64ArrayAttr attr, int64_t minValue) {
-  if (!attr)
-    return err("requires attribute '", what, "'");
-  if (attr.size() != 2)
-    return err("'", what, "' needs 2 values (H, W), got ", attr.size());
-  for (int64_t v : attr.asArrayRef())
-    if (v < minValue)
-      return err("'", what, "' values must be >= ", minValue, ", got ",
-                 shapeStr(attr.asArrayRef()));
   return success();
 }
 
@@ -93,8 +42,8 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  Err err{loc, "broadcast_to"};
-  auto x = tensorOf(adaptor.getInput());
+  InferError err{loc, "broadcast_to"};
+  auto x = tensorType(adaptor.getInput());
   if (!x)
     return err("operand must be a ranked tensor");
   if (!adaptor.getShapeAttr())
@@ -102,10 +51,10 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
   ArrayRef<int64_t> shape = adaptor.getShape();
   for (int64_t d : shape)
     if (d < 1)
-      return err("shape ", shapeStr(shape), " has invalid size ", d);
+      return err("shape ", shapeToString(shape), " has invalid size ", d);
   auto joined = broadcastShapes(x.getShape(), shape);
   if (!joined || ArrayRef<int64_t>(*joined) != shape)
-    return err("cannot broadcast ", x, " to ", shapeStr(shape));
+    return err("cannot broadcast ", x, " to ", shapeToString(shape));
   types.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
 }
@@ -123,13 +72,13 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
 static LogicalResult inferUnaryGrad(StringRef name,
                                     std::optional<Location> loc, Value grad,
                                     Value input, SmallVectorImpl<Type> &types) {
-  Err err{loc, name};
-  auto x = tensorOf(input);
-  if (!x || !tensorOf(grad))
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x || !tensorType(grad))
     return err("operands must be ranked tensors");
   if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(err, {grad, input});
+  FailureOr<Type> elt = promoteAll(err, {grad, input});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(x.getShape(), *elt));
@@ -166,16 +115,16 @@ static LogicalResult inferBinaryGrad(StringRef name,
                                      std::optional<Location> loc, Value grad,
                                      Value lhs, Value rhs,
                                      SmallVectorImpl<Type> &types) {
-  Err err{loc, name};
-  auto a = tensorOf(lhs), b = tensorOf(rhs);
-  if (!a || !b || !tensorOf(grad))
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b || !tensorType(grad))
     return err("operands must be ranked tensors");
   auto shape = broadcastShapes(a.getShape(), b.getShape());
   if (!shape)
     return err("operands ", a, " and ", b, " do not broadcast");
   if (failed(checkGradShape(err, grad, *shape, "forward")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(err, {grad, lhs, rhs});
+  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(a.getShape(), *elt));
@@ -200,9 +149,9 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  Err err{loc, "max_grad"};
-  auto x = tensorOf(adaptor.getInput()), y = tensorOf(adaptor.getResultValue());
-  if (!x || !y || !tensorOf(adaptor.getGrad()))
+  InferError err{loc, "max_grad"};
+  auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
+  if (!x || !y || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
   if (!adaptor.getDimsAttr())
     return err("requires attribute 'dims'");
@@ -213,7 +162,7 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
     if (dims[i] < 0 || dims[i] >= x.getRank())
       return err("dim ", dims[i], " is out of range for ", x);
     if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeStr(dims), " must be sorted and distinct");
+      return err("dims ", shapeToString(dims), " must be sorted and distinct");
   }
   bool keepdim = static_cast<bool>(adaptor.getKeepdimAttr());
   SmallVector<int64_t> reduced;
@@ -225,11 +174,11 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
   }
   if (y.getShape() != ArrayRef<int64_t>(reduced))
     return err("forward result ", y, " must have the shape ",
-               shapeStr(reduced), " of max over dims ", shapeStr(dims), " of ",
+               shapeToString(reduced), " of max over dims ", shapeToString(dims), " of ",
                x);
   if (failed(checkGradShape(err, adaptor.getGrad(), reduced, "max")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(
+  FailureOr<Type> elt = promoteAll(
       err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()});
   if (failed(elt))
     return failure();
@@ -245,9 +194,9 @@ static LogicalResult inferSoftmaxGrad(StringRef name,
                                       std::optional<Location> loc, Value grad,
                                       Value output, IntegerAttr dimAttr,
                                       SmallVectorImpl<Type> &types) {
-  Err err{loc, name};
-  auto y = tensorOf(output);
-  if (!y || !tensorOf(grad))
+  InferError err{loc, name};
+  auto y = tensorType(output);
+  if (!y || !tensorType(grad))
     return err("operands must be ranked tensors");
   if (!dimAttr)
     return err("requires attribute 'dim'");
@@ -256,7 +205,7 @@ static LogicalResult inferSoftmaxGrad(StringRef name,
     return err("dim ", dim, " is out of range for ", y);
   if (failed(checkGradShape(err, grad, y.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(err, {grad, output});
+  FailureOr<Type> elt = promoteAll(err, {grad, output});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(y.getShape(), *elt));
@@ -282,9 +231,9 @@ static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
                                    Value grad, Value input, Value weight,
                                    FloatAttr eps, unsigned numWeightGrads,
                                    SmallVectorImpl<Type> &types) {
-  Err err{loc, name};
-  auto x = tensorOf(input), w = tensorOf(weight);
-  if (!x || !w || !tensorOf(grad))
+  InferError err{loc, name};
+  auto x = tensorType(input), w = tensorType(weight);
+  if (!x || !w || !tensorType(grad))
     return err("operands must be ranked tensors");
   if (x.getRank() < 1)
     return err("input must have rank >= 1, got ", x);
@@ -298,7 +247,7 @@ static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
                "] to match the last dim of input ", x);
   if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(err, {grad, input, weight});
+  FailureOr<Type> elt = promoteAll(err, {grad, input, weight});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(x.getShape(), *elt));
@@ -329,17 +278,17 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  Err err{loc, "conv2d_grad"};
-  auto x = tensorOf(adaptor.getInput()), w = tensorOf(adaptor.getWeight());
-  if (!x || !w || !tensorOf(adaptor.getGrad()))
+  InferError err{loc, "conv2d_grad"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  if (!x || !w || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
   if (x.getRank() != 4)
     return err("input must be 4-D [N, C, H, W], got ", x);
   if (w.getRank() != 4)
     return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
-  if (failed(checkPairAttr(err, "stride", adaptor.getStrideAttr(), 1)) ||
-      failed(checkPairAttr(err, "padding", adaptor.getPaddingAttr(), 0)) ||
-      failed(checkPairAttr(err, "dilation", adaptor.getDilationAttr(), 1)))
+  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
+      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
+      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
     return failure();
   if (!adaptor.getGroupsAttr())
     return err("requires attribute 'groups'");
@@ -361,7 +310,7 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   }
   if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(
+  FailureOr<Type> elt = promoteAll(
       err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
   if (failed(elt))
     return failure();
@@ -376,31 +325,16 @@ static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
                                    DenseI64ArrayAttr stride,
                                    DenseI64ArrayAttr padding,
                                    SmallVectorImpl<Type> &types) {
-  Err err{loc, name};
-  auto x = tensorOf(input);
-  if (!x || !tensorOf(grad))
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x || !tensorType(grad))
     return err("operands must be ranked tensors");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (failed(checkPairAttr(err, "kernel", kernel, 1)) ||
-      failed(checkPairAttr(err, "stride", stride, 1)) ||
-      failed(checkPairAttr(err, "padding", padding, 0)))
+  auto out = poolOutputShape(err, x, kernel, stride, padding);
+  if (failed(out))
     return failure();
-  SmallVector<int64_t> out{x.getDimSize(0), x.getDimSize(1)};
-  for (int i = 0; i < 2; ++i) {
-    int64_t k = kernel[i], s = stride[i], p = padding[i];
-    if (p > k / 2)
-      return err("padding ", p, " exceeds half the kernel ", k,
-                 " in spatial dim ", 2 + i);
-    int64_t padded = x.getDimSize(2 + i) + 2 * p;
-    if (padded < k)
-      return err("kernel ", k, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    out.push_back((padded - k) / s + 1);
-  }
-  if (failed(checkGradShape(err, grad, out, "pooling")))
+  if (failed(checkGradShape(err, grad, *out, "pooling")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(err, {grad, input});
+  FailureOr<Type> elt = promoteAll(err, {grad, input});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(x.getShape(), *elt));
@@ -431,8 +365,8 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {
-  Err err{loc, "embedding_grad"};
-  auto g = tensorOf(adaptor.getGrad()), ids = tensorOf(adaptor.getIds());
+  InferError err{loc, "embedding_grad"};
+  auto g = tensorType(adaptor.getGrad()), ids = tensorType(adaptor.getIds());
   if (!g || !ids)
     return err("operands must be ranked tensors");
   if (!adaptor.getNumEmbeddingsAttr())
@@ -443,7 +377,7 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
   if (g.getRank() != ids.getRank() + 1 ||
       g.getShape().drop_back() != ids.getShape())
     return err("gradient ", g, " must be the ids' shape ",
-               shapeStr(ids.getShape()), " plus the embedding dim");
+               shapeToString(ids.getShape()), " plus the embedding dim");
   types.push_back(
       RankedTensorType::get({rows, g.getShape().back()}, g.getElementType()));
   return success();
@@ -452,10 +386,10 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
 LogicalResult CrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
-  Err err{loc, "cross_entropy_grad"};
-  auto logits = tensorOf(adaptor.getLogits());
-  auto labels = tensorOf(adaptor.getLabels());
-  if (!logits || !labels || !tensorOf(adaptor.getGrad()))
+  InferError err{loc, "cross_entropy_grad"};
+  auto logits = tensorType(adaptor.getLogits());
+  auto labels = tensorType(adaptor.getLabels());
+  if (!logits || !labels || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
   if (logits.getRank() != 2)
     return err("logits must be 2-D [N, C], got ", logits);
@@ -465,7 +399,7 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
   FailureOr<Type> elt =
-      promoteFloats(err, {adaptor.getGrad(), adaptor.getLogits()});
+      promoteAll(err, {adaptor.getGrad(), adaptor.getLogits()});
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get(logits.getShape(), *elt));
@@ -476,15 +410,15 @@ LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  Err err{loc, "mse_loss_grad"};
-  auto a = tensorOf(adaptor.getLhs()), b = tensorOf(adaptor.getRhs());
-  if (!a || !b || !tensorOf(adaptor.getGrad()))
+  InferError err{loc, "mse_loss_grad"};
+  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
+  if (!a || !b || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
   if (a.getShape() != b.getShape())
     return err("operands must have the same shape, got ", a, " and ", b);
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
-  FailureOr<Type> elt = promoteFloats(
+  FailureOr<Type> elt = promoteAll(
       err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
   if (failed(elt))
     return failure();
@@ -498,14 +432,14 @@ LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 /// `state` holds one f32 tensor per parameter, of the parameter's shape.
-static LogicalResult checkPerParam(const Err &err, StringRef what,
+static LogicalResult checkPerParam(const InferError &err, StringRef what,
                                    ValueRange params, ValueRange values,
                                    bool f32Only) {
   if (values.size() != params.size())
     return err("needs one ", what, " per parameter: ", params.size(),
                " parameters but ", values.size(), " ", what, "s");
   for (auto [i, p, v] : llvm::enumerate(params, values)) {
-    auto pt = tensorOf(p), vt = tensorOf(v);
+    auto pt = tensorType(p), vt = tensorType(v);
     if (!pt || !vt)
       return err("operands must be ranked tensors");
     if (pt.getShape() != vt.getShape())
@@ -523,7 +457,7 @@ LogicalResult ClipGradNormOp::inferReturnTypes(MLIRContext *ctx,
                                                std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &types) {
-  Err err{loc, "clip_grad_norm"};
+  InferError err{loc, "clip_grad_norm"};
   if (adaptor.getGrads().empty())
     return err("needs at least one gradient");
   FloatAttr maxNorm = adaptor.getMaxNormAttr();
@@ -543,7 +477,7 @@ LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  Err err{loc, "sgd_update"};
+  InferError err{loc, "sgd_update"};
   ValueRange params = adaptor.getParams();
   if (params.empty())
     return err("needs at least one parameter");
@@ -566,7 +500,7 @@ LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  Err err{loc, "adamw_update"};
+  InferError err{loc, "adamw_update"};
   ValueRange params = adaptor.getParams();
   if (params.empty())
     return err("needs at least one parameter");

@@ -1,0 +1,110 @@
+//===- InferSupport.h - shared helpers of tg type inference ----*- C++ -*-===//
+//
+// Private to lib/Dialect/TG: the error helper and shape checks that the
+// inference functions of the forward ops (TGOps.cpp) and of the backward and
+// training ops (TGTrainingOps.cpp) share, so a message reads the same in both.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_LIB_DIALECT_TG_INFERSUPPORT_H
+#define AMPC_LIB_DIALECT_TG_INFERSUPPORT_H
+
+#include "ampc/Dialect/TG/TGOps.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+
+namespace ampc::tg::detail {
+
+/// Emits `'tg.NAME' MESSAGE` at the (optional) location and fails.
+struct InferError {
+  std::optional<mlir::Location> loc;
+  llvm::StringRef opName;
+  template <typename... Args>
+  mlir::LogicalResult operator()(Args &&...args) const {
+    return mlir::emitOptionalError(loc, "'tg.", opName, "' ",
+                                   std::forward<Args>(args)...);
+  }
+};
+
+/// The ranked tensor type of `v`, or null (also for a null value).
+inline mlir::RankedTensorType tensorType(mlir::Value v) {
+  return v ? llvm::dyn_cast<mlir::RankedTensorType>(v.getType())
+           : mlir::RankedTensorType();
+}
+
+/// `[2, 3]`, for diagnostics.
+inline std::string shapeToString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+/// The promoted element type of all `values` (ranked tensors), reporting a
+/// mix that cannot be promoted.
+inline mlir::FailureOr<mlir::Type> promoteAll(const InferError &err,
+                                              mlir::ValueRange values) {
+  mlir::Type result;
+  for (mlir::Value v : values) {
+    auto t = tensorType(v);
+    if (!t)
+      return err("operands must be ranked tensors");
+    mlir::Type e = t.getElementType();
+    mlir::Type next = result ? promoteElementTypes(result, e) : e;
+    if (!next)
+      return err("cannot mix element types ", result, " and ", e);
+    result = next;
+  }
+  return result;
+}
+
+/// Checks that `attr` holds two (H, W) values, each at least `minValue`.
+inline mlir::LogicalResult checkPair(const InferError &err,
+                                     llvm::StringRef what,
+                                     mlir::DenseI64ArrayAttr attr,
+                                     int64_t minValue) {
+  if (!attr)
+    return err("requires attribute '", what, "'");
+  if (attr.size() != 2)
+    return err("'", what, "' needs 2 values (H, W), got ", attr.size());
+  for (int64_t v : attr.asArrayRef())
+    if (v < minValue)
+      return err("'", what, "' values must be >= ", minValue, ", got ",
+                 shapeToString(attr.asArrayRef()));
+  return mlir::success();
+}
+
+/// The output shape of max/avg pooling of the NCHW tensor `x` (and of the
+/// input of their backward ops), checking every attribute.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+poolOutputShape(const InferError &err, mlir::RankedTensorType x,
+                mlir::DenseI64ArrayAttr kernel, mlir::DenseI64ArrayAttr stride,
+                mlir::DenseI64ArrayAttr padding) {
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (failed(checkPair(err, "kernel", kernel, 1)) ||
+      failed(checkPair(err, "stride", stride, 1)) ||
+      failed(checkPair(err, "padding", padding, 0)))
+    return mlir::failure();
+  llvm::SmallVector<int64_t> shape{x.getDimSize(0), x.getDimSize(1)};
+  for (int i = 0; i < 2; ++i) {
+    int64_t k = kernel[i], s = stride[i], p = padding[i];
+    if (p > k / 2)
+      return err("padding ", p, " exceeds half the kernel ", k,
+                 " in spatial dim ", 2 + i);
+    int64_t padded = x.getDimSize(2 + i) + 2 * p;
+    if (padded < k)
+      return err("kernel ", k, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    shape.push_back((padded - k) / s + 1);
+  }
+  return shape;
+}
+
+} // namespace ampc::tg::detail
+
+#endif // AMPC_LIB_DIALECT_TG_INFERSUPPORT_H
