@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/Npy.h"
 
 #include "ampc/runtime.h"
 
@@ -19,7 +20,6 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 using namespace ampc;
 using namespace ampc::exec;
@@ -262,20 +262,38 @@ std::unique_ptr<Executor> Executor::create(const rt::Program &program,
   return ex;
 }
 
-bool Executor::setInput(size_t slot, const void *data, size_t bytes,
-                        std::string &error) {
+bool Executor::writeSlot(size_t slot, const void *data, size_t bytes,
+                         std::string &error) {
   const rt::Slot &s = program.slots[slot];
   if (static_cast<int64_t>(bytes) != s.bytes) {
-    error = "input '" + s.name + "': size mismatch";
+    error = "'" + s.name + "': size mismatch";
     return false;
   }
   ampc_status st = ampc_memcpy(impl->ctx, impl->slots[slot], data, bytes,
                                AMPC_MEMCPY_HOST_TO_DEVICE);
   if (st != AMPC_OK) {
-    error = lastError("copying an input", st);
+    error = lastError(("writing '" + s.name + "'").c_str(), st);
     return false;
   }
   return true;
+}
+
+static bool copyToHost(ampc_context ctx, const void *src, int64_t bytes,
+                       std::vector<char> &host, std::string &error) {
+  host.resize(bytes);
+  ampc_status st = ampc_memcpy(ctx, host.data(), src, bytes,
+                               AMPC_MEMCPY_DEVICE_TO_HOST);
+  if (st != AMPC_OK) {
+    error = lastError("reading a result", st);
+    return false;
+  }
+  return true;
+}
+
+bool Executor::readSlot(size_t slot, std::vector<char> &bytes,
+                        std::string &error) {
+  return copyToHost(impl->ctx, impl->slots[slot], program.slots[slot].bytes,
+                    bytes, error);
 }
 
 bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
@@ -321,15 +339,11 @@ bool Executor::step(std::string &error) { return impl->run(impl->step, error); }
 static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
                        int64_t bytes, std::vector<double> &values,
                        std::string &error) {
-  std::vector<uint8_t> host(bytes);
-  ampc_status st = ampc_memcpy(ctx, host.data(), src, bytes,
-                               AMPC_MEMCPY_DEVICE_TO_HOST);
-  if (st != AMPC_OK) {
-    error = lastError("reading a result", st);
+  std::vector<char> host;
+  if (!copyToHost(ctx, src, bytes, host, error))
     return false;
-  }
   values.clear();
-  const uint8_t *p = host.data();
+  const uint8_t *p = reinterpret_cast<const uint8_t *>(host.data());
   switch (dtype) {
   case AMPC_F32:
     for (int64_t i = 0; i < bytes / 4; ++i) {
@@ -379,6 +393,12 @@ bool Executor::readOutput(size_t i, std::vector<double> &values,
   const rt::Output &o = program.outputs[i];
   return readDevice(impl->ctx, impl->resolve(o.buffer), o.dtype, o.bytes,
                     values, error);
+}
+
+bool Executor::readOutputBytes(size_t i, std::vector<char> &bytes,
+                               std::string &error) {
+  const rt::Output &o = program.outputs[i];
+  return copyToHost(impl->ctx, impl->resolve(o.buffer), o.bytes, bytes, error);
 }
 
 bool Executor::readScale(double &scale, std::string &error) {
@@ -465,20 +485,8 @@ bool Executor::save(const std::string &path, int64_t steps,
   }
   put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
                          s.size()));
-  // Temp file + rename: an existing checkpoint is replaced whole or kept.
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(s.data(), s.size());
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      error = "cannot write checkpoint '" + path + "'";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  // An existing checkpoint is replaced whole or kept.
+  if (!writeFilesAtomically({{path, s}}, error)) {
     error = "cannot write checkpoint '" + path + "'";
     return false;
   }

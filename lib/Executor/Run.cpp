@@ -2,15 +2,16 @@
 
 #include "ampc/Executor/Run.h"
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <regex>
-#include <sstream>
 #include <unistd.h>
 
 using namespace mlir;
@@ -25,97 +26,86 @@ int fail(int code, const std::string &msg) {
   return code;
 }
 
-const char *npyDescr(int32_t dtype) {
-  switch (dtype) {
-  case 0:
-    return "<f4";
-  case 1:
-    return "<f2";
-  case 3:
-    return "<i4";
-  case 4:
-    return "<i8";
-  case 5:
-    return "|b1";
-  }
-  return "";
+/// The parameter slots of a program, in signature order.
+std::vector<size_t> paramSlots(const rt::Program &program) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < program.slots.size(); ++i)
+    if (program.slots[i].role == rt::Slot::Role::Param)
+      out.push_back(i);
+  return out;
 }
 
-/// Reads a C-order .npy file; checks dtype and shape against the slot.
-bool readNpy(const std::string &path, const rt::Slot &slot,
-             std::vector<char> &data, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read '" + path + "'";
+std::string joinPath(const std::string &dir, const std::string &file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+/// Reads DIR/NAME.npy for every parameter NAME: a file missing, a .npy file
+/// that names no parameter, or one of another dtype or shape is an error.
+bool readParams(const rt::Program &program, const std::string &dir,
+                std::vector<std::pair<size_t, std::vector<char>>> &out,
+                std::string &error) {
+  std::vector<size_t> params = paramSlots(program);
+  std::string names;
+  for (size_t i : params)
+    names += (names.empty() ? "" : ", ") + program.slots[i].name;
+  if (names.empty())
+    names = "none";
+  if (!llvm::sys::fs::is_directory(dir)) {
+    error = "--params-in: '" + dir + "' is not a directory";
     return false;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  if (s.size() < 10 || s.compare(0, 6, "\x93NUMPY") != 0) {
-    error = "'" + path + "' is not a .npy file";
-    return false;
-  }
-  size_t headerLen, start;
-  if (s[6] == 1) {
-    headerLen = static_cast<uint8_t>(s[8]) | (static_cast<uint8_t>(s[9]) << 8);
-    start = 10;
-  } else {
-    if (s.size() < 12) {
-      error = "'" + path + "' is truncated";
+  for (size_t i : params) {
+    std::string path = joinPath(dir, program.slots[i].name + ".npy");
+    if (!llvm::sys::fs::exists(path)) {
+      error = "--params-in: '" + path + "' is missing (graph '" +
+              program.name + "' has parameters: " + names + ")";
       return false;
     }
-    headerLen = 0;
-    for (int i = 0; i < 4; ++i)
-      headerLen |= static_cast<size_t>(static_cast<uint8_t>(s[8 + i]))
-                   << (8 * i);
-    start = 12;
   }
-  if (start + headerLen > s.size()) {
-    error = "'" + path + "' is truncated";
+  std::error_code ec;
+  std::vector<std::string> extra;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef file = llvm::sys::path::filename(it->path());
+    if (!file.ends_with(".npy"))
+      continue;
+    llvm::StringRef stem = file.drop_back(4);
+    if (llvm::none_of(params, [&](size_t i) {
+          return program.slots[i].name == stem;
+        }))
+      extra.push_back(it->path());
+  }
+  if (ec) {
+    error = "--params-in: cannot read directory '" + dir + "': " + ec.message();
     return false;
   }
-  std::string header = s.substr(start, headerLen);
-  std::smatch m;
-  std::string descr, shapeText;
-  if (std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")))
-    descr = m[1];
-  if (std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
-    shapeText = m[1];
-  if (header.find("'fortran_order': True") != std::string::npos) {
-    error = "'" + path + "' is in Fortran order (save a C-order array)";
+  if (!extra.empty()) {
+    std::sort(extra.begin(), extra.end());
+    error = "--params-in: '" + extra.front() + "' is not a parameter of graph '" +
+            program.name + "' (its parameters: " + names + ")";
     return false;
   }
-  std::vector<int64_t> shape;
-  std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(shapeText.begin(), shapeText.end(), num);
-       it != std::sregex_iterator(); ++it)
-    shape.push_back(std::stoll(it->str()));
-  auto shapeStr = [](const std::vector<int64_t> &v) {
-    std::string r = "[";
-    for (size_t i = 0; i < v.size(); ++i)
-      r += (i ? ", " : "") + std::to_string(v[i]);
-    return r + "]";
-  };
-  std::string want = npyDescr(slot.dtype);
-  if (descr != want) {
-    error = "input '" + slot.name + "' from '" + path + "': dtype '" + descr +
-            "', expected '" + (want.empty() ? "bf16 (no NumPy dtype)" : want) +
-            "'";
+  for (size_t i : params) {
+    const rt::Slot &slot = program.slots[i];
+    std::vector<char> data;
+    if (!readNpyAs(joinPath(dir, slot.name + ".npy"),
+                   "parameter '" + slot.name + "'", slot.dtype, slot.shape,
+                   slot.bytes, data, error))
+      return false;
+    out.push_back({i, std::move(data)});
+  }
+  return true;
+}
+
+/// Creates DIR (and its parents) for an --*-out option.
+bool makeDirectory(const std::string &flag, const std::string &dir,
+                   std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = flag + ": cannot create directory '" + dir + "': " + ec.message();
     return false;
   }
-  if (shape != slot.shape) {
-    error = "input '" + slot.name + "' from '" + path + "': shape " +
-            shapeStr(shape) + ", expected " + shapeStr(slot.shape);
-    return false;
-  }
-  size_t at = start + headerLen;
-  if (s.size() - at != static_cast<size_t>(slot.bytes)) {
-    error = "'" + path + "' holds " + std::to_string(s.size() - at) +
-            " data bytes, expected " + std::to_string(slot.bytes);
-    return false;
-  }
-  data.assign(s.begin() + at, s.end());
   return true;
 }
 
@@ -167,19 +157,34 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
                                    "' (its inputs: " + names + ")");
     std::vector<char> data;
     std::string error;
-    if (!readNpy(path, program.slots[slot], data, error))
+    const rt::Slot &in = program.slots[slot];
+    if (!readNpyAs(path, "input '" + in.name + "'", in.dtype, in.shape,
+                   in.bytes, data, error))
       return fail(kInputError, error);
     given[slot] = true;
     inputData.push_back({slot, std::move(data)});
   }
 
   std::string error;
+  std::vector<std::pair<size_t, std::vector<char>>> paramData;
+  if (!options.paramsIn.empty() &&
+      !readParams(program, options.paramsIn, paramData, error))
+    return fail(kInputError, error);
+  if ((!options.paramsOut.empty() &&
+       !makeDirectory("--params-out", options.paramsOut, error)) ||
+      (!options.outputsOut.empty() &&
+       !makeDirectory("--outputs-out", options.outputsOut, error)))
+    return fail(kInputError, error);
+
   std::unique_ptr<Executor> ex =
       Executor::create(program, options.cuda, options.seed, error);
   if (!ex)
     return fail(kRuntimeError, error);
   for (auto &[slot, data] : inputData)
-    if (!ex->setInput(slot, data.data(), data.size(), error))
+    if (!ex->writeSlot(slot, data.data(), data.size(), error))
+      return fail(kRuntimeError, error);
+  for (auto &[slot, data] : paramData)
+    if (!ex->writeSlot(slot, data.data(), data.size(), error))
       return fail(kRuntimeError, error);
   if (!ex->synthesizeInputs(given, options.seed, error))
     return fail(kRuntimeError, error);
@@ -253,6 +258,35 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
   }
   if (!options.save.empty() && !ex->save(options.save, done, error))
     return fail(kRuntimeError, error);
+  if (!options.paramsOut.empty()) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (size_t i : paramSlots(program)) {
+      const rt::Slot &slot = program.slots[i];
+      std::vector<char> bytes;
+      if (!ex->readSlot(i, bytes, error))
+        return fail(kRuntimeError, error);
+      files.push_back({joinPath(options.paramsOut, slot.name + ".npy"),
+                       encodeNpy(slot.dtype, slot.shape, bytes.data(),
+                                 bytes.size())});
+    }
+    if (!writeFilesAtomically(files, error))
+      return fail(kRuntimeError, "--params-out: " + error);
+  }
+  if (!options.outputsOut.empty()) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      const rt::Output &o = program.outputs[i];
+      std::vector<char> bytes;
+      if (!ex->readOutputBytes(i, bytes, error))
+        return fail(kRuntimeError, error);
+      files.push_back(
+          {joinPath(options.outputsOut,
+                    "output_" + std::to_string(o.index) + ".npy"),
+           encodeNpy(o.dtype, o.shape, bytes.data(), bytes.size())});
+    }
+    if (!writeFilesAtomically(files, error))
+      return fail(kRuntimeError, "--outputs-out: " + error);
+  }
 
   // A summary on stdout.
   llvm::outs() << program.name << ": " << steps

@@ -84,19 +84,8 @@ std::string typeName(Type t) {
   return quote(s);
 }
 
-std::string locString(Location loc) {
-  auto flc = loc->findInstanceOf<FileLineColLoc>();
-  if (!flc)
-    return "null";
-  return quote((flc.getFilename().getValue() + ":" + Twine(flc.getLine()) +
-                ":" + Twine(flc.getColumn()))
-                   .str());
-}
-
-std::string nameOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return quote(name.getName().getValue());
-  return "null";
+std::string quoteOrNull(const std::optional<std::string> &s) {
+  return s ? quote(*s) : "null";
 }
 
 std::string classOf(Operation *op, const amp::PolicyTable &table) {
@@ -193,8 +182,8 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << (first ? "\n" : ",\n") << indent << "    {";
     first = false;
     StringRef opName = op->getName().stripDialect();
-    os << "\"name\": " << nameOf(op->getLoc()) << ", \"op\": " << quote(opName)
-       << ", \"loc\": " << locString(op->getLoc())
+    os << "\"name\": " << quoteOrNull(sourceName(op->getLoc())) << ", \"op\": " << quote(opName)
+       << ", \"loc\": " << quoteOrNull(sourceLocation(op->getLoc()))
        << ", \"class\": " << classOf(op, options.table)
        << ", \"compute\": " << typeName(tg::getComputeType(op))
        << ", \"result\": "
@@ -241,6 +230,21 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
 }
 
 } // namespace
+
+std::optional<std::string> ampc::report::sourceLocation(Location loc) {
+  auto flc = loc->findInstanceOf<FileLineColLoc>();
+  if (!flc)
+    return std::nullopt;
+  return (flc.getFilename().getValue() + ":" + Twine(flc.getLine()) + ":" +
+          Twine(flc.getColumn()))
+      .str();
+}
+
+std::optional<std::string> ampc::report::sourceName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue().str();
+  return std::nullopt;
+}
 
 bool ampc::report::isSourceOp(Operation *op) {
   if (!isa<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))

@@ -37,7 +37,7 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
-enum class EmitKind { MLIR, Report, Dot, Cpp };
+enum class EmitKind { MLIR, Report, Dot, Cpp, Json };
 
 cl::OptionCategory ampcCategory("ampc options");
 
@@ -58,7 +58,10 @@ cl::opt<EmitKind> emitKind(
                           "FILE's stem + .h (header)"),
                clEnumValN(EmitKind::Dot, "dot",
                           "Graphviz: ops coloured by compute precision, casts "
-                          "highlighted")),
+                          "highlighted"),
+               clEnumValN(EmitKind::Json, "json",
+                          "the IR as JSON for other tools (docs/json.md); "
+                          "with --pipeline=false, the program as written")),
     cl::cat(ampcCategory));
 cl::opt<ampc::amp::Mode> ampMode(
     "amp", cl::desc("Automatic mixed precision (default: off)"),
@@ -189,6 +192,20 @@ cl::opt<std::string> runSave("save",
 cl::opt<std::string> runLoad("load",
                              cl::desc("run: start from a checkpoint"),
                              cl::value_desc("FILE"), cl::cat(ampcCategory));
+cl::opt<std::string> runParamsIn(
+    "params-in",
+    cl::desc("run: initialise every parameter from DIR/NAME.npy (dtype and "
+             "shape checked; a missing or extra .npy file is an error)"),
+    cl::value_desc("DIR"), cl::cat(ampcCategory));
+cl::opt<std::string> runParamsOut(
+    "params-out",
+    cl::desc("run: write every parameter after the last step to "
+             "DIR/NAME.npy (created if missing; files replaced atomically)"),
+    cl::value_desc("DIR"), cl::cat(ampcCategory));
+cl::opt<std::string> runOutputsOut(
+    "outputs-out",
+    cl::desc("run: write the last step's outputs to DIR/output_I.npy"),
+    cl::value_desc("DIR"), cl::cat(ampcCategory));
 
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
@@ -351,6 +368,9 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     run.log = runLog;
     run.save = runSave;
     run.load = runLoad;
+    run.paramsIn = runParamsIn;
+    run.paramsOut = runParamsOut;
+    run.outputsOut = runOutputsOut;
     return ampc::exec::runModule(*module, run);
   }
 
@@ -380,6 +400,10 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   }
   case EmitKind::Dot:
     ampc::report::emitDot(*module, os);
+    break;
+  case EmitKind::Json:
+    if (failed(ampc::report::emitJson(*module, os)))
+      return kInputError;
     break;
   case EmitKind::Cpp: {
     auto funcs = module->getOps<func::FuncOp>();
@@ -500,6 +524,17 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda") {
     llvm::errs() << "ampc: error: --target must be 'cpu' or 'cuda', got '"
                  << target << "'\n";
+    return kUsageError;
+  }
+  if (runMode && !runParamsIn.empty() && !runLoad.empty()) {
+    llvm::errs() << "ampc: error: --params-in and --load both set the "
+                    "parameters; give one of them\n";
+    return kUsageError;
+  }
+  if (!runMode && (!runParamsIn.empty() || !runParamsOut.empty() ||
+                   !runOutputsOut.empty())) {
+    llvm::errs() << "ampc: error: --params-in, --params-out and --outputs-out "
+                    "are options of 'ampc run'\n";
     return kUsageError;
   }
   if (runMode && runSteps < 1) {

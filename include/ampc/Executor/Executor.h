@@ -25,9 +25,12 @@ public:
                                           bool cuda, uint64_t seed,
                                           std::string &error);
 
-  /// Writes host data into an input slot (bytes must match).
-  bool setInput(size_t slot, const void *data, size_t bytes,
-                std::string &error);
+  /// Writes host data into a slot (an input or a parameter; bytes must
+  /// match).
+  bool writeSlot(size_t slot, const void *data, size_t bytes,
+                 std::string &error);
+  /// Reads a slot's bytes to the host.
+  bool readSlot(size_t slot, std::vector<char> &bytes, std::string &error);
   /// Fills the input slots not given: floats N(0,1), integers uniform in
   /// [0, range) (range from their consumer, else 2), from `seed`.
   bool synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
@@ -36,6 +39,9 @@ public:
   bool step(std::string &error);
   /// Reads output `i` (after a step) as f64 values.
   bool readOutput(size_t i, std::vector<double> &values, std::string &error);
+  /// Reads output `i` (after a step) as its bytes.
+  bool readOutputBytes(size_t i, std::vector<char> &bytes,
+                       std::string &error);
   /// The scale the next step will use (dynamic scaler only), and whether the
   /// last step was skipped.
   bool readScale(double &scale, std::string &error);

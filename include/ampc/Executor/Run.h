@@ -17,6 +17,10 @@ struct RunOptions {
   uint64_t seed = 0;
   std::vector<std::string> inputs; ///< NAME=FILE.npy
   std::string log, save, load;
+  /// Directories of NAME.npy files: every parameter read before the first
+  /// step, every parameter written after the last; each output of the last
+  /// step written as output_I.npy.
+  std::string paramsIn, paramsOut, outputsOut;
 };
 
 /// Lowers the module's (first) graph, planned by the pipeline, and executes

@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ampc::report {
@@ -43,10 +44,21 @@ CastTraffic measureCasts(mlir::Operation *graph);
 /// tagged by a compiler pass ("amp", "grad", "optimizer", "loss_scale").
 bool isSourceOp(mlir::Operation *op);
 
+/// `FILE:LINE:COL` of the source position in `loc`, if it has one.
+std::optional<std::string> sourceLocation(mlir::Location loc);
+/// The variable an op computes (its `NameLoc`), if any.
+std::optional<std::string> sourceName(mlir::Location loc);
+
 /// One JSON object per graph (`func.func`), a JSON array of them when the
 /// module holds several.
 void emitReport(mlir::ModuleOp module, const ReportOptions &options,
                 llvm::raw_ostream &os);
+
+/// The module as JSON (`--emit=json`, docs/json.md): every graph's
+/// arguments, ops (name, operand ids, result types, attributes, source
+/// location and variable) and results. Fails with a diagnostic on an op it
+/// cannot represent (one with regions).
+mlir::LogicalResult emitJson(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// One Graphviz digraph, with one cluster per graph.
 void emitDot(mlir::ModuleOp module, llvm::raw_ostream &os);

@@ -1,0 +1,53 @@
+//===- Npy.h - NumPy .npy files for `ampc run` -------------------*- C++ -*-===//
+//
+// Reading and writing the C-order, little-endian .npy files `ampc run`
+// exchanges with users: inputs (--input), parameters (--params-in/-out) and
+// outputs (--outputs-out). bf16 has no NumPy dtype: its tensors are
+// exchanged as '<u2' arrays holding the bit patterns.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_EXECUTOR_NPY_H
+#define AMPC_EXECUTOR_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampc::exec {
+
+/// The NumPy dtype string ('<f4', '<f2', '<u2' for bf16, '<i4', '<i8',
+/// '|b1') of an ampc_dtype.
+const char *npyDescr(int32_t dtype);
+
+/// One array of a .npy file.
+struct NpyArray {
+  std::string descr;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+};
+
+/// Reads a .npy file (format 1.x or 2.x, C order). On failure sets `error`
+/// (naming the file) and returns false.
+bool readNpy(const std::string &path, NpyArray &array, std::string &error);
+
+/// Reads `path` and checks that it holds `what` (e.g. "input 'x'"): dtype
+/// `dtype`, shape `shape`, `bytes` bytes of data.
+bool readNpyAs(const std::string &path, const std::string &what,
+               int32_t dtype, const std::vector<int64_t> &shape,
+               int64_t bytes, std::vector<char> &data, std::string &error);
+
+/// The bytes of a .npy file (format 1.0) holding `data`.
+std::string encodeNpy(int32_t dtype, const std::vector<int64_t> &shape,
+                      const char *data, size_t bytes);
+
+/// Writes several files so that each is replaced whole or not at all: all
+/// contents go to temporary files in the target directories first, and are
+/// renamed into place only when every one was written. Returns false (and
+/// removes the temporaries) if any write fails.
+bool writeFilesAtomically(
+    const std::vector<std::pair<std::string, std::string>> &files,
+    std::string &error);
+
+} // namespace ampc::exec
+
+#endif // AMPC_EXECUTOR_NPY_H
