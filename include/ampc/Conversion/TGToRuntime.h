@@ -97,7 +97,7 @@ struct Program {
   std::vector<Call> init; ///< run once: parameters, state, constants
   std::vector<Call> step; ///< run every step
   std::vector<Output> outputs;
-  bool training = false;
+  bool training = false; ///< it updates parameters (a `minimize` step)
   /// The scaler: its scale slot, and found_inf (f32) after a step.
   int32_t scaleSlot = -1;
   bool hasFoundInf = false;

@@ -811,16 +811,18 @@ FailureOr<Program> Lowering::run() {
         // A new parameter or state value: its argument's buffer holds it.
         std::optional<unsigned> target = argumentBehind(v);
         StringRef name;
+        // A step that updates parameters trains (`--steps` of them); one
+        // that only carries state (a scaler of `grad` results) runs once.
         if (auto n = func.getResultAttrOfType<StringAttr>(
-                i, TGDialect::kParamOutAttrName))
+                i, TGDialect::kParamOutAttrName)) {
           name = n.getValue();
-        else if (auto n = func.getResultAttrOfType<StringAttr>(
+          prog.training = true;
+        } else if (auto n = func.getResultAttrOfType<StringAttr>(
                      i, TGDialect::kStateOutAttrName))
           name = n.getValue();
         else
           return ret.emitError("result #") << i << " has no tg.output, "
                                            << "tg.param_out or tg.state_out";
-        prog.training = true;
         if (!name.empty())
           for (const Slot &s : prog.slots)
             if (s.role != Slot::Role::Input && s.name == name)

@@ -1,0 +1,877 @@
+#!/usr/bin/env python3
+"""ampc-torch: PyTorch as the reference for ampc programs.
+
+Runs a `.tg` training or inference step with PyTorch eager ops, autograd and
+torch.optim (SGD, AdamW), from the same parameters and inputs as `ampc run`,
+and writes the same outputs (a JSONL log, parameters and outputs as .npy).
+The program comes from `ampc PROGRAM --emit=json --pipeline=false` (the
+program as written; docs/json.md), never from a second parser.
+
+  ampc_torch.py run PROGRAM.tg|PROGRAM.json [--steps N] [--params-in DIR]
+      [--input NAME=FILE.npy]... [--log FILE.jsonl] [--params-out DIR]
+      [--outputs-out DIR] [--amp=off|fp16|bf16 --amp-policy=reference]
+      [--loss-scale=...] [--threads N]
+
+With --amp=fp16|bf16 it emulates ampc's reference policy (shared/spec/amp.md:
+torch.autocast's op classes, with `mean` in f32) on the CPU: every value is
+held in f32 and rounded to its autocast type with torch's round-to-nearest-
+even conversions, so a low-precision GEMM is its inputs rounded to low,
+widened exactly, multiplied with f32 accumulation and its result rounded
+once. Gradients get the dtype autograd gives them under autocast: the
+gradient flowing into a low-precision value is rounded to that type (each
+use's contribution, and their sum). Loss scaling follows PyTorch's
+GradScaler (seed = scale, one unscale by the f32 reciprocal, skip on inf or
+NaN, amp.md's update with optional hysteresis). docs/pytorch.md has the
+details and the deliberate differences.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+FLOATS = ("f32", "f16", "bf16")
+LOW_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+                "i32": np.int32, "i64": np.int64, "bool": np.bool_}
+# f32 values at or beyond this magnitude round to inf in f16 (RNE: 65504 is
+# the largest finite f16; the midpoint to the next binade rounds up).
+F16_OVERFLOW = 65520.0
+
+# The default op classes of shared/spec/amp.md.
+DEFAULT_CLASSES = {}
+for _op in ("matmul", "linear", "conv2d"):
+    DEFAULT_CLASSES[_op] = "lower"
+for _op in ("exp", "log", "pow", "rsqrt", "softmax", "log_softmax", "layer_norm",
+            "rms_norm", "sum", "mean", "cross_entropy", "mse_loss"):
+    DEFAULT_CLASSES[_op] = "fp32"
+for _op in ("add", "sub", "mul", "div", "maximum", "minimum", "concat"):
+    DEFAULT_CLASSES[_op] = "promote"
+
+
+class UsageError(Exception):
+    """A bad command line (exit code 2)."""
+
+
+class InputError(Exception):
+    """A bad program or data file (exit code 1)."""
+
+
+def round_to(x, dtype):
+    """x (f32) rounded to `dtype` and widened back exactly."""
+    if dtype not in LOW_DTYPES:
+        return x
+    return x.to(LOW_DTYPES[dtype]).to(torch.float32)
+
+
+class OverflowMonitor:
+    """How close any value rounded to f16 came to the overflow threshold:
+    the smallest | |v| / 65520 - 1 | over every finite element, forward and
+    backward. A comparison of skip sequences is only meaningful when this is
+    well above the relative difference between two implementations."""
+
+    def __init__(self):
+        self.closest = math.inf
+
+    def observe(self, t):
+        a = t.detach().abs()
+        a = a[torch.isfinite(a)]
+        if a.numel():
+            self.closest = min(self.closest,
+                               float((a / F16_OVERFLOW - 1.0).abs().min()))
+
+
+class _Round(torch.autograd.Function):
+    """Rounds to a dtype; the gradient is rounded to the same dtype (the
+    gradient of a tensor has the tensor's dtype)."""
+
+    @staticmethod
+    def forward(ctx, x, dtype, monitor):
+        ctx.dtype = dtype
+        ctx.monitor = monitor
+        if monitor is not None and dtype == "f16":
+            monitor.observe(x)
+        return round_to(x, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.monitor is not None and ctx.dtype == "f16":
+            ctx.monitor.observe(g)
+        return round_to(g, ctx.dtype), None, None
+
+
+def quantize(x, dtype, monitor):
+    if dtype not in LOW_DTYPES or not torch.is_floating_point(x):
+        return x
+    if x.requires_grad:
+        return _Round.apply(x, dtype, monitor)
+    if monitor is not None and dtype == "f16":
+        monitor.observe(x)
+    return round_to(x, dtype)
+
+
+# ---------------------------------------------------------------------------
+# The program (the JSON of `ampc --emit=json --pipeline=false`).
+# ---------------------------------------------------------------------------
+
+def find_ampc(explicit=None):
+    if explicit:
+        return explicit
+    if os.environ.get("AMPC"):
+        return os.environ["AMPC"]
+    on_path = shutil.which("ampc")
+    if on_path:
+        return on_path
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = os.path.join(here, "..", "..", "build", "bin", "ampc")
+    if os.path.exists(built):
+        return os.path.normpath(built)
+    raise UsageError("cannot find ampc: pass --ampc PATH or set $AMPC")
+
+
+def load_program_json(path, ampc=None):
+    """The JSON document of a .json file, or of `ampc PATH --emit=json
+    --pipeline=false` for a .tg or .mlir file."""
+    if path.endswith(".json"):
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except OSError as e:
+            raise InputError("cannot read '%s': %s" % (path, e.strerror))
+        except ValueError as e:
+            raise InputError("'%s' is not JSON: %s" % (path, e))
+    proc = subprocess.run([find_ampc(ampc), path, "--emit=json", "--pipeline=false"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise InputError("ampc could not compile '%s' (exit %d)" % (path, proc.returncode))
+    return json.loads(proc.stdout)
+
+
+class Program:
+    """One graph of the document."""
+
+    def __init__(self, doc, graph=None):
+        if doc.get("format") != "ampc-graph" or doc.get("version") != 1:
+            raise InputError("not an ampc-graph version 1 document")
+        graphs = doc["graphs"]
+        if not graphs:
+            raise InputError("the program has no graph")
+        if graph is None:
+            self.graph = graphs[0]
+        else:
+            match = [g for g in graphs if g["name"] == graph]
+            if not match:
+                raise UsageError("no graph '%s' (graphs: %s)" %
+                                 (graph, ", ".join(g["name"] for g in graphs)))
+            self.graph = match[0]
+        g = self.graph
+        self.name = g["name"]
+        self.args = g["args"]
+        self.ops = g["ops"]
+        self.results = g["results"]
+        self.inputs = [a for a in self.args if a.get("role") == "input"]
+        self.params = [a for a in self.args if a.get("role") == "param"]
+        self.outputs = sorted((r for r in self.results if r.get("role") == "output"),
+                              key=lambda r: r["index"])
+        self.minimize = next((op for op in self.ops if op["op"] == "tg.minimize"), None)
+        self.training = self.minimize is not None
+        self.has_grad = any(op["op"] == "tg.grad" for op in self.ops)
+        self.producer = {}
+        for op in self.ops:
+            for r in op["results"]:
+                self.producer[r["value"]] = op
+        self.type_of = {a["value"]: a for a in self.args}
+        for op in self.ops:
+            for r in op["results"]:
+                self.type_of[r["value"]] = r
+        # Arguments we differentiate with respect to (grad and minimize).
+        self.wrt = set()
+        for op in self.ops:
+            if op["op"] in ("tg.grad", "tg.minimize"):
+                self.wrt.update(op["operands"][1:])
+
+    def int_range(self, arg):
+        """The exclusive bound of valid values of an integer input, from its
+        consumer (cross_entropy labels < C, embedding ids < V), else 2."""
+        for op in self.ops:
+            ops = op["operands"]
+            if op["op"] == "tg.cross_entropy" and ops[1] == arg["value"]:
+                return self.type_of[ops[0]]["shape"][1]
+            if op["op"] == "tg.embedding" and ops[1] == arg["value"]:
+                return self.type_of[ops[0]]["shape"][0]
+        return 2
+
+
+# ---------------------------------------------------------------------------
+# Ops, computed on f32 storage (integers on int64).
+# ---------------------------------------------------------------------------
+
+def _reduce(fn):
+    def run(x, a):
+        dims = a.get("dims", list(range(x.dim())))
+        if not dims:
+            return x.clone()
+        return fn(x, dim=dims, keepdim=bool(a.get("keepdim", False)))
+    return run
+
+
+def _rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+OPS = {
+    "matmul": lambda xs, a: torch.matmul(xs[0], xs[1]),
+    "linear": lambda xs, a: F.linear(xs[0], xs[1], xs[2] if len(xs) > 2 else None),
+    "conv2d": lambda xs, a: F.conv2d(xs[0], xs[1], xs[2] if len(xs) > 2 else None,
+                                     stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+                                     dilation=tuple(a["dilation"]), groups=a["groups"]),
+    "add": lambda xs, a: xs[0] + xs[1],
+    "sub": lambda xs, a: xs[0] - xs[1],
+    "mul": lambda xs, a: xs[0] * xs[1],
+    "div": lambda xs, a: xs[0] / xs[1],
+    "maximum": lambda xs, a: torch.maximum(xs[0], xs[1]),
+    "minimum": lambda xs, a: torch.minimum(xs[0], xs[1]),
+    "pow": lambda xs, a: torch.pow(xs[0], xs[1]),
+    "neg": lambda xs, a: -xs[0],
+    "abs": lambda xs, a: torch.abs(xs[0]),
+    "exp": lambda xs, a: torch.exp(xs[0]),
+    "log": lambda xs, a: torch.log(xs[0]),
+    "sqrt": lambda xs, a: torch.sqrt(xs[0]),
+    "rsqrt": lambda xs, a: torch.rsqrt(xs[0]),
+    "relu": lambda xs, a: torch.relu(xs[0]),
+    "gelu": lambda xs, a: F.gelu(xs[0], approximate=a.get("approximate", "none")),
+    "silu": lambda xs, a: F.silu(xs[0]),
+    "sigmoid": lambda xs, a: torch.sigmoid(xs[0]),
+    "tanh": lambda xs, a: torch.tanh(xs[0]),
+    "sum": lambda xs, a: _reduce(torch.sum)(xs[0], a),
+    "mean": lambda xs, a: _reduce(torch.mean)(xs[0], a),
+    "max": lambda xs, a: _reduce(torch.amax)(xs[0], a),
+    "softmax": lambda xs, a: torch.softmax(xs[0], dim=a["dim"]),
+    "log_softmax": lambda xs, a: torch.log_softmax(xs[0], dim=a["dim"]),
+    "layer_norm": lambda xs, a: F.layer_norm(xs[0], (xs[0].shape[-1],), xs[1], xs[2], a["eps"]),
+    "rms_norm": lambda xs, a: _rms_norm(xs[0], xs[1], a["eps"]),
+    "max_pool2d": lambda xs, a: F.max_pool2d(xs[0], tuple(a["kernel"]), tuple(a["stride"]),
+                                             tuple(a["padding"])),
+    "avg_pool2d": lambda xs, a: F.avg_pool2d(xs[0], tuple(a["kernel"]), tuple(a["stride"]),
+                                             tuple(a["padding"])),
+    "reshape": lambda xs, a: xs[0].reshape(a["shape"]),
+    "transpose": lambda xs, a: xs[0].permute(a["perm"]),
+    "concat": lambda xs, a: torch.cat(xs, dim=a["dim"]),
+    "slice": lambda xs, a: xs[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
+    "embedding": lambda xs, a: F.embedding(xs[1], xs[0]),
+    "cross_entropy": lambda xs, a: F.cross_entropy(xs[0], xs[1]),
+    "mse_loss": lambda xs, a: F.mse_loss(xs[0], xs[1]),
+}
+
+# Ops whose operands all take part in type promotion (amp.md's `promote`
+# rules, and any op reading several float tensors).
+_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+_FROM_TORCH = {v: k for k, v in _TORCH_DTYPES.items()}
+
+
+def promote(operands):
+    """The type torch's promotion gives float operands [(dtype, rank,
+    is_bare_number)]: a bare number never widens a tensor, and a rank-0
+    tensor only widens other rank-0 operands (torch.result_type's
+    categories, folded pairwise)."""
+    acc = None
+    for dtype, rank, bare in operands:
+        if bare:
+            continue
+        probe = torch.empty((1,) if rank else (), dtype=_TORCH_DTYPES[dtype])
+        if acc is None:
+            acc = probe
+            continue
+        dt = torch.result_type(acc, probe)
+        acc = torch.empty((1,) if max(acc.dim(), probe.dim()) else (), dtype=dt)
+    return operands[0][0] if acc is None else _FROM_TORCH[acc.dtype]
+
+
+class AmpConfig:
+    def __init__(self, mode="off", fp32=(), lower=(), follow=()):
+        self.mode = mode
+        self.low = {"fp16": "f16", "bf16": "bf16"}.get(mode)
+        self.classes = dict(DEFAULT_CLASSES)
+        for names, cls in ((fp32, "fp32"), (lower, "lower"), (follow, "follow")):
+            for n in names:
+                self.classes[n[3:] if n.startswith("tg.") else n] = cls
+
+    def op_class(self, name):
+        return self.classes.get(name, "follow")
+
+
+class ScalerConfig:
+    """amp.md's loss scaling: mode 'none', 'static' or 'dynamic'."""
+
+    def __init__(self, mode="none", init=65536.0, growth=2.0, backoff=0.5, interval=2000,
+                 hysteresis=1, min_scale=0.0, max_scale=0.0):
+        self.mode, self.init, self.growth, self.backoff = mode, init, growth, backoff
+        self.interval, self.hysteresis = interval, hysteresis
+        self.min_scale, self.max_scale = min_scale, max_scale
+
+
+class Scaler:
+    """The scaler state (f32 scale, i32 counters) and PyTorch's rules."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.scale = np.float32(cfg.init)
+        self.growth_tracker = 0
+        self.hysteresis_left = cfg.hysteresis
+
+    def update(self, found_inf):
+        c = self.cfg
+        if c.mode != "dynamic":
+            return
+        if found_inf:
+            self.growth_tracker = 0
+            self.hysteresis_left -= 1
+            if self.hysteresis_left <= 0:
+                s = np.float32(self.scale * np.float32(c.backoff))
+                if c.min_scale > 0:
+                    s = max(s, np.float32(c.min_scale))
+                self.scale = np.float32(s)
+        else:
+            self.growth_tracker += 1
+            if self.growth_tracker == c.interval:
+                self.growth_tracker = 0
+                self.hysteresis_left = c.hysteresis
+                with np.errstate(over="ignore"):
+                    s = np.float32(self.scale * np.float32(c.growth))
+                if np.isfinite(s) and not (c.max_scale > 0 and s > c.max_scale):
+                    self.scale = s
+
+
+# ---------------------------------------------------------------------------
+# The interpreter.
+# ---------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, program, amp=None, scaler=None, monitor=False):
+        self.p = program
+        self.amp = amp or AmpConfig()
+        self.scaler_cfg = scaler or ScalerConfig()
+        self.monitor = OverflowMonitor() if monitor else None
+        self.params = {}  # name -> leaf f32 tensor
+        self.param_dtype = {}
+        self.inputs = {}
+        self.optimizer = None
+        self.scaler = Scaler(self.scaler_cfg) if self.scaler_cfg.mode != "none" else None
+        self.last_outputs = None
+        self.grad_ratio = {}
+
+    # -- data -------------------------------------------------------------
+    @staticmethod
+    def to_tensor(array, dtype):
+        if dtype == "bf16":
+            bits = torch.from_numpy(array.astype(np.uint16).view(np.int16).copy())
+            return bits.view(torch.bfloat16).to(torch.float32)
+        if dtype in FLOATS:
+            return torch.from_numpy(array.astype(np.float32))
+        if dtype == "bool":
+            return torch.from_numpy(array.astype(np.bool_))
+        return torch.from_numpy(array.astype(np.int64))
+
+    @staticmethod
+    def to_numpy(t, dtype):
+        t = t.detach()
+        if dtype == "bf16":
+            return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+        if dtype == "f16":
+            return t.to(torch.float16).numpy()
+        return t.numpy().astype(NUMPY_DTYPES[dtype])
+
+    def load_array(self, path, arg, what):
+        try:
+            a = np.load(path, allow_pickle=False)
+        except OSError as e:
+            raise InputError("cannot read '%s': %s" % (path, e.strerror or e))
+        except ValueError as e:
+            raise InputError("'%s' is not a .npy file: %s" % (path, e))
+        want = np.dtype(NUMPY_DTYPES[arg["type"]])
+        if a.dtype != want:
+            raise InputError("%s from '%s': dtype '%s', expected '%s'" %
+                             (what, path, a.dtype.str, want.str))
+        if list(a.shape) != list(arg["shape"]):
+            raise InputError("%s from '%s': shape %s, expected %s" %
+                             (what, path, list(a.shape), list(arg["shape"])))
+        return self.to_tensor(a, arg["type"])
+
+    def set_inputs(self, files, seed):
+        gen = torch.Generator().manual_seed(seed)
+        by_name = {a["name"]: a for a in self.p.inputs}
+        for name in files:
+            if name not in by_name:
+                raise UsageError("--input: graph '%s' has no input '%s' (its inputs: %s)" %
+                                 (self.p.name, name, ", ".join(by_name)))
+        for a in self.p.inputs:
+            if a["name"] in files:
+                t = self.load_array(files[a["name"]], a, "input '%s'" % a["name"])
+            elif a["type"] in FLOATS:
+                t = round_to(torch.randn(a["shape"], generator=gen), a["type"])
+            else:
+                t = torch.randint(0, self.p.int_range(a), a["shape"], generator=gen)
+            self.inputs[a["name"]] = t
+
+    def set_params(self, directory, seed):
+        gen = torch.Generator().manual_seed(seed + 1)
+        if directory is not None:
+            if not os.path.isdir(directory):
+                raise InputError("--params-in: '%s' is not a directory" % directory)
+            names = [a["name"] for a in self.p.params]
+            for a in self.p.params:
+                path = os.path.join(directory, a["name"] + ".npy")
+                if not os.path.exists(path):
+                    raise InputError("--params-in: '%s' is missing (graph '%s' has parameters: %s)"
+                                     % (path, self.p.name, ", ".join(names) or "none"))
+            for f in sorted(os.listdir(directory)):
+                if f.endswith(".npy") and f[:-4] not in names:
+                    raise InputError("--params-in: '%s' is not a parameter of graph '%s' "
+                                     "(its parameters: %s)" % (os.path.join(directory, f),
+                                                               self.p.name, ", ".join(names)))
+        for a in self.p.params:
+            if directory is not None:
+                t = self.load_array(os.path.join(directory, a["name"] + ".npy"), a,
+                                    "parameter '%s'" % a["name"])
+            else:
+                init = a["attrs"].get("tg.init", {"kind": "zeros"})
+                kind = init["kind"]
+                shape = a["shape"]
+                if kind == "normal":
+                    t = torch.randn(shape, generator=gen) * init["std"] + init["mean"]
+                elif kind == "uniform":
+                    t = torch.rand(shape, generator=gen) * (init["high"] - init["low"]) + init["low"]
+                elif kind == "ones":
+                    t = torch.ones(shape)
+                elif kind == "full":
+                    t = torch.full(shape, float(init["value"]))
+                else:
+                    t = torch.zeros(shape)
+                if a["type"] in FLOATS:
+                    t = round_to(t.float(), a["type"])
+                else:
+                    t = t.long()
+            if a["type"] in FLOATS:
+                t = t.clone().requires_grad_(True)
+            self.params[a["name"]] = t
+            self.param_dtype[a["name"]] = a["type"]
+
+    # -- types ------------------------------------------------------------
+    def compute_type(self, op, name, float_ins):
+        """The type a float op computes (and stores) in under AMP, from its
+        pin or class and its float operands [(dtype, rank, bare)]."""
+        pin = op["attrs"].get("tg.pin")
+        if pin:
+            return pin
+        cls = self.amp.op_class(name)
+        if cls == "lower":
+            return self.amp.low
+        if cls == "fp32":
+            return "f32"
+        # promote, and follow (the type of its float operands).
+        return promote(float_ins)
+
+    # -- one step ---------------------------------------------------------
+    def forward(self, seed_scale):
+        """Evaluates the graph. Returns (values, dtypes, grads of `grad` ops
+        as {value id: tensor}, scaled by `seed_scale`)."""
+        p, amp = self.p, self.amp
+        vals, dts, bare = {}, {}, set()
+        for a in p.args:
+            if a.get("role") == "input":
+                vals[a["value"]] = self.inputs[a["name"]]
+            elif a.get("role") == "param":
+                vals[a["value"]] = self.params[a["name"]]
+            else:
+                raise InputError("argument %d of '%s' is neither an input nor a parameter "
+                                 "(give ampc_torch the program as written: --pipeline=false)"
+                                 % (a["value"], p.name))
+            dts[a["value"]] = a["type"]
+        for a in p.inputs:
+            if a["value"] in p.wrt and a["type"] in FLOATS:
+                vals[a["value"]] = vals[a["value"]].detach().clone().requires_grad_(True)
+        grads = {}
+        for op in p.ops:
+            kind = op["op"]
+            if not kind.startswith("tg."):
+                raise InputError("%s: op '%s' is not an op of the tg dialect" % (op["loc"], kind))
+            name = kind[3:]
+            results = op["results"]
+            if name == "minimize":
+                continue
+            if name == "constant":
+                v = op["attrs"]["value"]
+                dtype = results[0]["type"]
+                if "splat" in v:
+                    t = torch.full(v["shape"], float(v["splat"]) if dtype in FLOATS else v["splat"],
+                                   dtype=torch.float32 if dtype in FLOATS else torch.int64)
+                else:
+                    t = torch.tensor(v["values"], dtype=torch.float32 if dtype in FLOATS
+                                     else torch.int64).reshape(v["shape"])
+                rid = results[0]["value"]
+                vals[rid], dts[rid] = round_to(t, dtype), dtype
+                if op.get("source") is False and not v["shape"]:
+                    bare.add(rid)
+                continue
+            if name == "grad":
+                loss = vals[op["operands"][0]]
+                wrt = [vals[i] for i in op["operands"][1:]]
+                seed = torch.full_like(loss, 1.0) if seed_scale is None else \
+                    round_to(torch.full_like(loss, float(seed_scale)), dts[op["operands"][0]])
+                gs = torch.autograd.grad(loss, wrt, grad_outputs=seed, retain_graph=True,
+                                         allow_unused=True)
+                for r, w, g in zip(results, wrt, gs):
+                    g = torch.zeros_like(w) if g is None else g.detach()
+                    vals[r["value"]], dts[r["value"]] = g, r["type"]
+                    grads[r["value"]] = g
+                continue
+            ins = [vals[i] for i in op["operands"]]
+            in_dts = [dts[i] for i in op["operands"]]
+            if name == "cast":
+                to = results[0]["type"]
+                x = ins[0]
+                if to in FLOATS and in_dts[0] in FLOATS:
+                    y = quantize(quantize(x, in_dts[0], self.monitor), to, self.monitor)
+                elif to in FLOATS:
+                    y = round_to(x.to(torch.float32), to)
+                elif to == "bool":
+                    y = x != 0
+                else:
+                    y = x.trunc().to(torch.int64) if torch.is_floating_point(x) else x
+                vals[results[0]["value"]], dts[results[0]["value"]] = y, to
+                continue
+            if name not in OPS:
+                raise InputError("%s: the reference has no rule for 'tg.%s'" % (op["loc"], name))
+            float_pos = [i for i, d in enumerate(in_dts) if d in FLOATS]
+            if amp.low is not None and float_pos:
+                compute = self.compute_type(
+                    op, name, [(in_dts[i], len(p.type_of[op["operands"][i]]["shape"]),
+                                op["operands"][i] in bare) for i in float_pos])
+                out_dts = [compute if r["type"] in FLOATS else r["type"] for r in results]
+            else:
+                compute = None
+                out_dts = [r["type"] for r in results]
+            xs = list(ins)
+            for i in float_pos:
+                x = xs[i]
+                if op["operands"][i] in bare:
+                    # A bare number is a scalar of the type the op computes in.
+                    xs[i] = round_to(x, compute or in_dts[i])
+                    continue
+                # Each use's gradient contribution has the operand's type.
+                x = quantize(x, in_dts[i], self.monitor)
+                if compute in LOW_DTYPES and compute != in_dts[i]:
+                    x = quantize(x, compute, self.monitor)  # autocast's cast
+                xs[i] = x
+            y = OPS[name](xs, op["attrs"])
+            ys = y if isinstance(y, tuple) else (y,)
+            for r, t, d in zip(results, ys, out_dts):
+                if d in FLOATS:
+                    t = quantize(t.float(), d, self.monitor)
+                vals[r["value"]], dts[r["value"]] = t, d
+        return vals, dts, grads
+
+    def outputs(self, vals, dts):
+        out = []
+        for r in self.p.outputs:
+            v = vals[r["value"]]
+            if r["type"] in FLOATS:
+                v = round_to(v.detach().float(), r["type"])
+            out.append(v.detach())
+        return out
+
+    def make_optimizer(self):
+        op = self.p.minimize
+        hp = op["attrs"]["hyperparams"]
+        opt = op["attrs"]["optimizer"]
+        by_value = {a["value"]: a["name"] for a in self.p.params}
+        tensors = [self.params[by_value[v]] for v in op["operands"][1:]]
+        if opt == "sgd":
+            return torch.optim.SGD(tensors, lr=hp["lr"], momentum=hp.get("momentum", 0.0),
+                                   weight_decay=hp.get("weight_decay", 0.0),
+                                   nesterov=bool(hp.get("nesterov", False)))
+        if opt == "adamw":
+            return torch.optim.AdamW(tensors, lr=hp["lr"],
+                                     betas=(hp.get("beta1", 0.9), hp.get("beta2", 0.999)),
+                                     eps=hp.get("eps", 1e-8),
+                                     weight_decay=hp.get("weight_decay", 0.01))
+        raise InputError("%s: the reference has no optimizer '%s'" % (op["loc"], opt))
+
+    def note_gradients(self, values, targets):
+        """Keeps, per parameter, the largest ratio over steps of its largest
+        gradient element to the largest of all: a parameter whose ratio stays
+        at rounding-noise level (softmax's invariance to a key bias, say) has
+        no well-defined update under AdamW's per-element normalisation."""
+        by_value = {a["value"]: a["name"] for a in self.p.params}
+        norms = {by_value[v]: float(t.grad.abs().max()) if t.grad is not None and t.grad.numel()
+                 else 0.0 for v, t in zip(values, targets)}
+        top = max(norms.values(), default=0.0)
+        for name, n in norms.items():
+            ratio = n / top if top > 0 else 0.0
+            self.grad_ratio[name] = max(self.grad_ratio.get(name, 0.0), ratio)
+
+    def step(self):
+        """One step. Returns the log record {"loss", "loss_scale", "skipped"}."""
+        p = self.p
+        scale = self.scaler.scale if self.scaler is not None else None
+        training = p.training
+        with torch.set_grad_enabled(training or p.has_grad):
+            vals, dts, grads = self.forward(scale)
+        record = {}
+        found_inf = False
+        targets = []
+        inv = np.float32(1.0) / np.float32(scale) if scale is not None else None
+        if training:
+            op = p.minimize
+            loss = vals[op["operands"][0]]
+            by_value = {a["value"]: a["name"] for a in p.params}
+            targets = [self.params[by_value[v]] for v in op["operands"][1:]]
+            seed = torch.ones_like(loss) if scale is None else \
+                round_to(torch.full_like(loss, float(scale)), dts[op["operands"][0]])
+            gs = torch.autograd.grad(loss, targets, grad_outputs=seed, allow_unused=True)
+            for t, g in zip(targets, gs):
+                t.grad = None if g is None else g.detach().clone()
+            raw = [t.grad for t in targets if t.grad is not None] + list(grads.values())
+        else:
+            raw = list(grads.values())
+        if scale is not None:
+            found_inf = any(not bool(torch.isfinite(g).all()) for g in raw)
+            for t in targets:
+                if t.grad is not None:
+                    t.grad = t.grad * float(inv)
+            for v in grads:
+                grads[v] = grads[v] * float(inv)
+                vals[v] = grads[v]
+        if training and not found_inf:
+            self.note_gradients(op["operands"][1:], targets)
+        if training:
+            if self.optimizer is None:
+                self.optimizer = self.make_optimizer()
+            hp = p.minimize["attrs"]["hyperparams"]
+            if not found_inf:
+                with_grad = [t for t in targets if t.grad is not None]
+                if hp.get("max_grad_norm") and with_grad:
+                    torch.nn.utils.clip_grad_norm_(with_grad, hp["max_grad_norm"])
+                self.optimizer.step()
+                with torch.no_grad():
+                    for name, t in self.params.items():
+                        if self.param_dtype[name] in LOW_DTYPES:
+                            t.copy_(round_to(t, self.param_dtype[name]))
+            self.optimizer.zero_grad(set_to_none=True)
+        outs = self.outputs(vals, dts)
+        self.last_outputs = outs
+        loss_value = float(outs[0]) if outs and outs[0].numel() == 1 else float("nan")
+        record["loss"] = loss_value
+        if self.scaler is not None:
+            record["loss_scale"] = float(scale)
+            record["skipped"] = bool(found_inf)
+            self.scaler.update(found_inf)
+        return record
+
+
+# ---------------------------------------------------------------------------
+# Files and the command line.
+# ---------------------------------------------------------------------------
+
+def fmt(v):
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    s = "%.9g" % v
+    return s
+
+
+def log_line(step, record, extra=None):
+    line = '{"step": %d, "loss": %s' % (step, fmt(record["loss"]))
+    if "loss_scale" in record:
+        line += ', "loss_scale": %s, "skipped": %s' % (
+            fmt(record["loss_scale"]), "true" if record["skipped"] else "false")
+    for k, v in (extra or {}).items():
+        line += ', "%s": %s' % (k, json.dumps(v))
+    return line + "}\n"
+
+
+def write_npy_files(directory, arrays):
+    """Writes {file name: array} so that each file is replaced whole or not
+    at all (temporary files, renamed when all are written)."""
+    os.makedirs(directory, exist_ok=True)
+    temps = []
+    try:
+        for fname, arr in arrays.items():
+            fd, tmp = tempfile.mkstemp(prefix="." + fname, dir=directory)
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, arr, allow_pickle=False)
+            temps.append((tmp, os.path.join(directory, fname)))
+        for tmp, dst in temps:
+            os.replace(tmp, dst)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def parse_inputs(specs):
+    files = {}
+    for spec in specs or []:
+        name, eq, path = spec.partition("=")
+        if not eq or not name or not path:
+            raise UsageError("--input expects NAME=FILE.npy, got '%s'" % spec)
+        files[name] = path
+    return files
+
+
+def scaler_from_args(args, training_or_grad):
+    mode = args.loss_scale
+    if mode is None:
+        mode = "dynamic" if args.amp == "fp16" else "none"
+    if not training_or_grad:
+        mode = "none"
+    if mode in ("none", "dynamic"):
+        cfg = ScalerConfig(mode, args.loss_scale_init, args.loss_scale_growth,
+                           args.loss_scale_backoff, args.loss_scale_interval,
+                           args.loss_scale_hysteresis, args.loss_scale_min, args.loss_scale_max)
+    else:
+        try:
+            n = float(mode)
+        except ValueError:
+            raise UsageError("--loss-scale must be dynamic, none or a positive number, got '%s'"
+                             % mode)
+        if not (n > 0 and math.isfinite(n)):
+            raise UsageError("--loss-scale must be dynamic, none or a positive number, got '%s'"
+                             % mode)
+        cfg = ScalerConfig("static", init=n)
+    return cfg
+
+
+def add_run_arguments(ap):
+    ap.add_argument("program", help=".tg, .mlir (compiled by ampc) or .json (--emit=json)")
+    ap.add_argument("--graph", help="the graph to run (default: the first)")
+    ap.add_argument("--ampc", help="the ampc binary (default: $AMPC, PATH, build/bin)")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="synthetic inputs and parameters (torch's generator, not ampc's)")
+    ap.add_argument("--input", action="append", metavar="NAME=FILE.npy")
+    ap.add_argument("--params-in", metavar="DIR")
+    ap.add_argument("--params-out", metavar="DIR")
+    ap.add_argument("--outputs-out", metavar="DIR")
+    ap.add_argument("--log", metavar="FILE.jsonl")
+    ap.add_argument("--amp", choices=["off", "fp16", "bf16"], default="off")
+    ap.add_argument("--amp-policy", choices=["reference", "fast"], default="reference")
+    ap.add_argument("--amp-fp32", default="")
+    ap.add_argument("--amp-lower", default="")
+    ap.add_argument("--amp-follow", default="")
+    ap.add_argument("--loss-scale")
+    ap.add_argument("--loss-scale-init", type=float, default=65536.0)
+    ap.add_argument("--loss-scale-growth", type=float, default=2.0)
+    ap.add_argument("--loss-scale-backoff", type=float, default=0.5)
+    ap.add_argument("--loss-scale-interval", type=int, default=2000)
+    ap.add_argument("--loss-scale-hysteresis", type=int, default=1)
+    ap.add_argument("--loss-scale-min", type=float, default=0.0)
+    ap.add_argument("--loss-scale-max", type=float, default=0.0)
+    ap.add_argument("--threads", type=int, help="torch.set_num_threads")
+    ap.add_argument("--grad-stats", metavar="FILE.json",
+                    help="write each parameter's largest gradient relative to the "
+                         "step's largest (max over steps)")
+    ap.add_argument("--overflow-margin", action="store_true",
+                    help="log each step's closest approach to the f16 overflow threshold")
+    ap.add_argument("--quiet", action="store_true")
+
+
+def split_ops(text):
+    return [s for s in text.split(",") if s]
+
+
+def make_runner(args, doc=None):
+    if args.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    if args.amp != "off" and args.amp_policy != "reference":
+        raise UsageError("the reference emulates --amp-policy=reference only "
+                         "(the fast policy promises the same or stricter numerics)")
+    program = Program(doc if doc is not None else load_program_json(args.program, args.ampc),
+                      args.graph)
+    amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
+                    split_ops(args.amp_follow))
+    scaler = scaler_from_args(args, program.training or program.has_grad)
+    return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16")
+
+
+def run(args, doc=None):
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    runner = make_runner(args, doc)
+    p = runner.p
+    runner.set_inputs(parse_inputs(args.input), args.seed)
+    runner.set_params(args.params_in, args.seed)
+    steps = args.steps if p.training else 1
+    log = open(args.log, "w") if args.log else None
+    first = last = float("nan")
+    skipped = 0
+    t0 = time.perf_counter()
+    for k in range(steps):
+        if runner.monitor is not None:
+            runner.monitor.closest = math.inf
+        record = runner.step()
+        if k == 0:
+            first = record["loss"]
+        last = record["loss"]
+        skipped += bool(record.get("skipped"))
+        if log:
+            extra = None
+            if args.overflow_margin and runner.monitor is not None:
+                c = runner.monitor.closest
+                extra = {"f16_margin": c if math.isfinite(c) else None}
+            log.write(log_line(k + 1, record, extra))
+    secs = time.perf_counter() - t0
+    if log:
+        log.close()
+    if args.params_out:
+        write_npy_files(args.params_out, {
+            a["name"] + ".npy": Runner.to_numpy(runner.params[a["name"]], a["type"])
+            for a in p.params})
+    if args.outputs_out:
+        write_npy_files(args.outputs_out, {
+            "output_%d.npy" % r["index"]: Runner.to_numpy(t, r["type"])
+            for r, t in zip(p.outputs, runner.last_outputs)})
+    if args.grad_stats:
+        with open(args.grad_stats, "w") as f:
+            json.dump(runner.grad_ratio, f, indent=1, sort_keys=True)
+    if not args.quiet:
+        line = "%s: %d %s, loss %s -> %s" % (p.name, steps,
+                                             "training steps" if p.training else "forward pass",
+                                             fmt(first), fmt(last))
+        if runner.scaler is not None:
+            line += ", loss scale %s, %d skipped" % (fmt(float(runner.scaler.scale)), skipped)
+        line += ", %.1f steps/s" % (steps / max(secs, 1e-9))
+        print(line)
+    return steps / max(secs, 1e-9)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="ampc_torch.py", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    add_run_arguments(sub.add_parser("run", help="run a program with PyTorch"))
+    try:
+        args = ap.parse_args(argv)
+        run(args)
+    except UsageError as e:
+        sys.stderr.write("ampc_torch: error: %s\n" % e)
+        return 2
+    except InputError as e:
+        sys.stderr.write("ampc_torch: error: %s\n" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

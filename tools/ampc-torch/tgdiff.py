@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""tgdiff: differential tests of `ampc run` against the PyTorch reference.
+
+  tgdiff.py check PROGRAM.tg... [--amp=off|fp16|bf16] [--steps N] [ampc flags]
+  tgdiff.py ops [--amp=...]            every op of the language, alone: a
+                                       forward+grad program and a training step
+  tgdiff.py fuzz [--count N] [--seed S] [--amp=...]
+                                       random valid programs (tggen.py); a
+                                       disagreement is shrunk to a minimal
+                                       reproducer, printed and saved
+
+For each program it draws inputs and parameters from a seeded NumPy
+generator, writes them as .npy files, runs `ampc run --params-in --input
+--log --params-out --outputs-out` and ampc_torch.py on the same files, and
+compares per-step losses, the loss-scale/skipped sequence, final parameters
+and outputs. Tolerances (docs/pytorch.md explains them):
+
+  off   losses 1e-5 relative (+ 1e-6 of the first step's loss, for losses
+        that fall towards 0), parameters and outputs 1e-4 of their largest
+        element; the same summation-order differences of two f32 libraries
+  fp16  losses and tensors 2e-2 (relative, and of the largest element)
+  bf16  5e-2; f16 and bf16 round to 11 and 8 significant bits, and a
+        summation-order difference in an f32 accumulator flips a rounding of
+        the 16-bit result now and then; over 20 steps these compound
+  loss_scale and skipped: exactly equal, for data whose values stay more
+        than 1% away from the f16 overflow threshold (checked: a case
+        closer than that is reported as ambiguous, not as agreement)
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ampc_torch as ref  # noqa: E402
+
+# (loss, tensor) tolerances by AMP mode and by kind of program: "step" runs
+# once (forward + grad), "train" runs 20 optimizer steps.
+TOLERANCES = {
+    ("off", "step"): (1e-5, 1e-5), ("off", "train"): (1e-5, 1e-3),
+    ("fp16", "step"): (2e-3, 2e-3), ("fp16", "train"): (2e-2, 3e-2),
+    ("bf16", "step"): (1e-2, 1e-2), ("bf16", "train"): (5e-2, 1e-1),
+}
+MARGIN = 1e-2  # closest allowed approach to the f16 overflow threshold
+NOISE_GRADIENT = 1e-5  # a parameter's gradient this small is rounding noise
+
+
+class Case:
+    """A program and the ampc flags to run it with."""
+
+    def __init__(self, name, source, flags=(), steps=20, seed=0):
+        self.name, self.source, self.flags = name, source, list(flags)
+        self.steps, self.seed = steps, seed
+
+
+def draw_data(program, rng, work):
+    """Inputs and parameters for `program` (an ampc_torch.Program) as .npy
+    files under work/inputs and work/params."""
+    inputs, params = os.path.join(work, "inputs"), os.path.join(work, "params")
+    os.makedirs(inputs, exist_ok=True)
+    os.makedirs(params, exist_ok=True)
+    files = {}
+    for a in program.inputs:
+        shape, dtype = a["shape"], a["type"]
+        if dtype in ref.FLOATS:
+            arr = rng.standard_normal(shape).astype(np.float32)
+        elif dtype == "bool":
+            arr = rng.integers(0, 2, shape).astype(np.bool_)
+        else:
+            arr = rng.integers(0, program.int_range(a), shape).astype(ref.NUMPY_DTYPES[dtype])
+        path = os.path.join(inputs, a["name"] + ".npy")
+        np.save(path, to_storage(arr, dtype))
+        files[a["name"]] = path
+    for a in program.params:
+        init = a["attrs"].get("tg.init", {"kind": "zeros"})
+        shape, kind = a["shape"], init["kind"]
+        if kind == "normal":
+            arr = rng.normal(init["mean"], init["std"], shape)
+        elif kind == "uniform":
+            arr = rng.uniform(init["low"], init["high"], shape)
+        elif kind == "ones":
+            arr = np.ones(shape)
+        elif kind == "full":
+            arr = np.full(shape, init["value"])
+        else:
+            arr = np.zeros(shape)
+        np.save(os.path.join(params, a["name"] + ".npy"), to_storage(arr, a["type"]))
+    return files, params
+
+
+def to_storage(arr, dtype):
+    """A float64/float32 array as the .npy of `dtype` (bf16: bit patterns)."""
+    if dtype == "bf16":
+        import torch
+        t = torch.from_numpy(np.asarray(arr, dtype=np.float32)).to(torch.bfloat16)
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return np.asarray(arr).astype(ref.NUMPY_DTYPES[dtype])
+
+
+def from_storage(arr, dtype):
+    if dtype == "bf16":
+        return (arr.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return arr.astype(np.float64)
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_dir(path):
+    return {f[:-4]: np.load(os.path.join(path, f)) for f in sorted(os.listdir(path))
+            if f.endswith(".npy")}
+
+
+def run_both(ampc, case, work, amp_flags):
+    """Runs one case through ampc and the reference. Returns (ampc result,
+    reference result, program) with each result {"log", "params",
+    "outputs"}, or raises RuntimeError with ampc's message."""
+    src = os.path.join(work, "program.tg")
+    with open(src, "w") as f:
+        f.write(case.source)
+    doc = ref.load_program_json(src, ampc)
+    program = ref.Program(doc)
+    rng = np.random.default_rng(case.seed)
+    inputs, params = draw_data(program, rng, work)
+    flags = list(case.flags) + list(amp_flags)
+    common = ["--steps", str(case.steps), "--params-in", params]
+    for name, path in inputs.items():
+        common += ["--input", "%s=%s" % (name, path)]
+    results = {}
+    for who in ("ampc", "torch"):
+        out = os.path.join(work, who)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        files = ["--log", os.path.join(out, "log.jsonl"),
+                 "--params-out", os.path.join(out, "params"),
+                 "--outputs-out", os.path.join(out, "outputs")]
+        if who == "ampc":
+            proc = subprocess.run([ampc, "run", src] + common + files + flags,
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError("ampc run failed (exit %d): %s" %
+                                   (proc.returncode, proc.stderr.strip()))
+        else:
+            ap = argparse.ArgumentParser()
+            ref.add_run_arguments(ap)
+            args = ap.parse_args([src, "--quiet", "--overflow-margin", "--grad-stats",
+                                  os.path.join(out, "grad_stats.json")] + common + files +
+                                 [f for f in flags if ref_accepts(f)])
+            ref.run(args, doc)
+        results[who] = {"log": read_log(os.path.join(out, "log.jsonl")),
+                        "params": read_dir(os.path.join(out, "params")),
+                        "outputs": read_dir(os.path.join(out, "outputs"))}
+    return results["ampc"], results["torch"], program
+
+
+def ref_accepts(flag):
+    return flag.split("=")[0] in ("--amp", "--amp-policy", "--amp-fp32", "--amp-lower",
+                                  "--amp-follow") or flag.startswith("--loss-scale")
+
+
+def amp_mode(flags):
+    for f in flags:
+        if f.startswith("--amp="):
+            return f.split("=", 1)[1]
+    return "off"
+
+
+def tensor_error(a, b):
+    """||a - b||_2 / ||b||_2 (0 when equal); non-finite elements must sit at
+    the same places with the same values (any NaN matches any NaN)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return math.inf
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if (fa != fb).any():
+        return math.inf
+    na, nb = a[~fa], b[~fb]
+    if not ((na == nb) | (np.isnan(na) & np.isnan(nb))).all():
+        return math.inf
+    diff = np.linalg.norm(a[fa] - b[fb])
+    if diff == 0:
+        return 0.0
+    return diff / max(np.linalg.norm(b[fb]), 1e-30)
+
+
+def loss_error(x, y, first):
+    """|x - y| relative to |y|, but never to less than a tenth of the first
+    step's loss: a loss that has fallen to 1e-5 is known only to within an
+    f32 ulp of the terms it is computed from (cross-entropy's log(1 + 1e-5)),
+    so below that it is compared absolutely, at the scale it started at."""
+    x, y = float(x), float(y)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return 0.0 if (math.isnan(x) and math.isnan(y)) or x == y else math.inf
+    diff = abs(x - y)
+    return 0.0 if diff == 0 else diff / max(abs(y), 0.1 * abs(first), 1e-30)
+
+
+class Comparison:
+    """Every difference between ampc's run and the reference's, as numbers:
+    `loss` (worst step), `tensors` {"param w": error, "output 0": error},
+    `scaler` (steps whose loss_scale or skipped differ), `skipped` (params
+    not compared, with the reason)."""
+
+    def __init__(self, got, want, program, grad_ratio):
+        self.loss = 0.0
+        self.worst_step = None
+        self.scaler = []
+        self.tensors = {}
+        self.skipped = {}
+        self.structure = []
+        la, lb = got["log"], want["log"]
+        if len(la) != len(lb):
+            self.structure.append("%d log records from ampc, %d from torch" % (len(la), len(lb)))
+        first = lb[0]["loss"] if lb else 0.0
+        for ra, rb in zip(la, lb):
+            e = loss_error(ra["loss"], rb["loss"], first if math.isfinite(first) else 0.0)
+            if e > self.loss:
+                self.loss, self.worst_step = e, (ra["step"], ra["loss"], rb["loss"])
+            for key in ("loss_scale", "skipped"):
+                if (key in ra) != (key in rb) or ra.get(key) != rb.get(key):
+                    self.scaler.append("step %d: %s %r vs torch %r" %
+                                       (ra["step"], key, ra.get(key), rb.get(key)))
+        dtypes = {"params": {p["name"]: p["type"] for p in program.params},
+                  "outputs": {"output_%d" % r["index"]: r["type"] for r in program.outputs}}
+        for kind in ("params", "outputs"):
+            a, b = got[kind], want[kind]
+            if sorted(a) != sorted(b):
+                self.structure.append("%s: ampc wrote %s, torch %s" % (kind, sorted(a), sorted(b)))
+                continue
+            for name in sorted(a):
+                label = "%s %s" % (kind[:-1], name)
+                if kind == "params" and name in grad_ratio and grad_ratio[name] <= NOISE_GRADIENT:
+                    self.skipped[label] = ("its gradient is at most %.1g of the largest "
+                                           "(rounding noise)" % grad_ratio[name])
+                    continue
+                dt = dtypes[kind].get(name, "f32")
+                x, y = from_storage(a[name], dt), from_storage(b[name], dt)
+                if kind == "outputs" and program.training and y.size == 1:
+                    # The last step's loss: compared as a loss.
+                    self.tensors[label] = loss_error(x.item(), y.item(), first)
+                else:
+                    self.tensors[label] = tensor_error(x, y)
+
+    def problems(self, tolerance):
+        loss_tol, tensor_tol = tolerance
+        out = list(self.structure)
+        if self.loss > loss_tol:
+            step, x, y = self.worst_step
+            out.append("step %d: loss %.9g vs torch %.9g (error %.3g > %.3g)" %
+                       (step, x, y, self.loss, loss_tol))
+        out += self.scaler
+        for label, err in self.tensors.items():
+            if err > tensor_tol:
+                out.append("%s: ||ampc - torch|| / ||torch|| = %.3g > %.3g" %
+                           (label, err, tensor_tol))
+        return out
+
+    def summary(self):
+        worst = max(self.tensors.items(), key=lambda kv: kv[1], default=("-", 0.0))
+        return "loss %.2g, worst tensor %s %.2g" % (self.loss, worst[0], worst[1])
+
+
+def check_case(ampc, case, amp_flags, keep=None):
+    """(Comparison, tolerance, f16 margin) of one case."""
+    work = tempfile.mkdtemp(prefix="tgdiff-")
+    try:
+        got, want, program = run_both(ampc, case, work, amp_flags)
+        ratio_path = os.path.join(work, "torch", "grad_stats.json")
+        grad_ratio = {}
+        if os.path.exists(ratio_path):
+            with open(ratio_path) as f:
+                grad_ratio = json.load(f)
+        cmp = Comparison(got, want, program, grad_ratio)
+        margins = [r.get("f16_margin") for r in want["log"]]
+        margin = min((m for m in margins if m is not None), default=math.inf)
+        amp = amp_mode(list(case.flags) + list(amp_flags))
+        tol = TOLERANCES[(amp, "train" if program.training else "step")]
+        return cmp, tol, margin
+    finally:
+        if keep:
+            shutil.copytree(work, keep, dirs_exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Single-op programs: every op of the language, forward + grad and trained.
+# ---------------------------------------------------------------------------
+
+# name: (inputs [(name, type, shape)], expression)
+OPS = {
+    "matmul": ([("a", "f32", [4, 6]), ("b", "f32", [6, 5])], "matmul(a, b)"),
+    "matmul_batched": ([("a", "f32", [2, 4, 6]), ("b", "f32", [6, 5])], "matmul(a, b)"),
+    "linear": ([("x", "f32", [4, 6]), ("w", "f32", [5, 6]), ("b", "f32", [5])], "linear(x, w, b)"),
+    "linear_nobias": ([("x", "f32", [2, 3, 6]), ("w", "f32", [5, 6])], "linear(x, w)"),
+    "conv2d": ([("x", "f32", [2, 3, 6, 6]), ("w", "f32", [4, 3, 3, 3]), ("b", "f32", [4])],
+               "conv2d(x, w, b, padding=1)"),
+    "conv2d_strided": ([("x", "f32", [1, 4, 7, 7]), ("w", "f32", [4, 2, 3, 3])],
+                       "conv2d(x, w, stride=2, dilation=1, groups=2)"),
+    "add": ([("a", "f32", [4, 6]), ("b", "f32", [6])], "a + b"),
+    "sub": ([("a", "f32", [4, 6]), ("b", "f32", [4, 1])], "a - b"),
+    "mul": ([("a", "f32", [4, 6]), ("b", "f32", [6])], "a * b"),
+    "div": ([("a", "f32", [4, 6]), ("b", "f32", [4, 6])], "a / (b * b + 1.0)"),
+    "maximum": ([("a", "f32", [4, 6]), ("b", "f32", [4, 6])], "maximum(a, b)"),
+    "minimum": ([("a", "f32", [4, 6]), ("b", "f32", [6])], "minimum(a, b)"),
+    "pow": ([("a", "f32", [4, 6]), ("b", "f32", [4, 6])], "pow(a * a + 0.5, b)"),
+    "neg": ([("x", "f32", [4, 6])], "-x"),
+    "abs": ([("x", "f32", [4, 6])], "abs(x)"),
+    "exp": ([("x", "f32", [4, 6])], "exp(x)"),
+    "log": ([("x", "f32", [4, 6])], "log(x * x + 0.5)"),
+    "sqrt": ([("x", "f32", [4, 6])], "sqrt(x * x + 0.5)"),
+    "rsqrt": ([("x", "f32", [4, 6])], "rsqrt(x * x + 0.5)"),
+    "relu": ([("x", "f32", [4, 6])], "relu(x)"),
+    "gelu": ([("x", "f32", [4, 6])], "gelu(x)"),
+    "gelu_tanh": ([("x", "f32", [4, 6])], 'gelu(x, approximate="tanh")'),
+    "silu": ([("x", "f32", [4, 6])], "silu(x)"),
+    "sigmoid": ([("x", "f32", [4, 6])], "sigmoid(x)"),
+    "tanh": ([("x", "f32", [4, 6])], "tanh(x)"),
+    "sum": ([("x", "f32", [4, 6])], "sum(x, dims=[1])"),
+    "sum_all": ([("x", "f32", [3, 4, 5])], "sum(x)"),
+    "mean": ([("x", "f32", [4, 6])], "mean(x, dims=[0], keepdim=true)"),
+    "max": ([("x", "f32", [4, 6])], "max(x, dims=[1])"),
+    "softmax": ([("x", "f32", [4, 6])], "softmax(x)"),
+    "log_softmax": ([("x", "f32", [4, 6])], "log_softmax(x, dim=0)"),
+    "layer_norm": ([("x", "f32", [4, 6]), ("w", "f32", [6]), ("b", "f32", [6])],
+                   "layer_norm(x, w, b)"),
+    "rms_norm": ([("x", "f32", [4, 6]), ("w", "f32", [6])], "rms_norm(x, w, eps=1e-5)"),
+    "max_pool2d": ([("x", "f32", [2, 2, 6, 6])], "max_pool2d(x, kernel=[2, 2])"),
+    "max_pool2d_pad": ([("x", "f32", [1, 2, 5, 5])],
+                       "max_pool2d(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])"),
+    "avg_pool2d": ([("x", "f32", [2, 2, 6, 6])], "avg_pool2d(x, kernel=[2, 2])"),
+    "avg_pool2d_pad": ([("x", "f32", [1, 2, 5, 5])],
+                       "avg_pool2d(x, kernel=[3, 3], stride=[1, 1], padding=[1, 1])"),
+    "reshape": ([("x", "f32", [4, 6])], "reshape(x, shape=[3, -1])"),
+    "transpose": ([("x", "f32", [4, 6])], "transpose(x)"),
+    "transpose_perm": ([("x", "f32", [2, 3, 4])], "transpose(x, perm=[2, 0, 1])"),
+    "concat": ([("a", "f32", [4, 6]), ("b", "f32", [2, 6])], "concat(a, b, dim=0)"),
+    "slice": ([("x", "f32", [4, 6])], "slice(x, dim=1, start=1, end=5)"),
+    "embedding": ([("t", "f32", [7, 5]), ("ids", "i32", [4, 3])], "embedding(t, ids)"),
+    "cross_entropy": ([("z", "f32", [6, 5]), ("labels", "i32", [6])], "cross_entropy(z, labels)"),
+    "mse_loss": ([("a", "f32", [4, 6]), ("b", "f32", [4, 6])], "mse_loss(a, b)"),
+    "cast": ([("x", "f32", [4, 6])], "cast(cast(x, to=f16), to=f32)"),
+}
+
+
+def type_text(dtype, shape):
+    return "%s[%s]" % (dtype, ", ".join(map(str, shape)))
+
+
+def op_programs(name):
+    """(forward+grad program, training program) of one op."""
+    inputs, expr = OPS[name]
+    floats = [n for n, t, _ in inputs if t in ref.FLOATS]
+    scalar_loss = name in ("cross_entropy", "mse_loss", "sum_all")
+    loss = "y" if scalar_loss else "mean(y * y)"
+    sig = ", ".join("%s: %s" % (n, type_text(t, s)) for n, t, s in inputs)
+    fwd = ("graph %s(%s) {\n  y = %s\n  loss = %s\n  %s = grad(loss, %s)\n"
+           "  return loss, y, %s\n}\n" % (
+               name, sig, expr, loss, ", ".join("g_" + n for n in floats), ", ".join(floats),
+               ", ".join("g_" + n for n in floats)))
+    # The training step: the float operands become parameters.
+    ins = [(n, t, s) for n, t, s in inputs if t not in ref.FLOATS]
+    params = "".join("  param %s: %s = normal(0.0, 1.0)\n" % (n, type_text(t, s))
+                     for n, t, s in inputs if t in ref.FLOATS)
+    opt = "adamw(lr = 0.01)" if len(name) % 2 else "sgd(lr = 0.05, momentum = 0.9)"
+    train = ("graph %s_train(%s) -> f32[] {\n%s  y = %s\n  loss = %s\n"
+             "  minimize loss with %s\n  return loss\n}\n" % (
+                 name, ", ".join("%s: %s" % (n, type_text(t, s)) for n, t, s in ins),
+                 params, expr, loss, opt))
+    return fwd, train
+
+
+def op_cases():
+    cases = []
+    for name in OPS:
+        fwd, train = op_programs(name)
+        cases.append(Case(name, fwd, steps=1))
+        cases.append(Case(name + "_train", train, steps=20))
+    return cases
+
+
+def example_cases(src_root):
+    cases = []
+    for name in ("mlp", "cnn", "transformer"):
+        with open(os.path.join(src_root, "examples", name + ".tg")) as f:
+            cases.append(Case(name, f.read(), steps=20))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# The command line.
+# ---------------------------------------------------------------------------
+
+def report(cases, ampc, amp_flags, verbose=False):
+    failed = ambiguous = 0
+    for case in cases:
+        tag = " ".join(list(case.flags) + list(amp_flags)) or "--amp=off"
+        try:
+            cmp, tol, margin = check_case(ampc, case, amp_flags)
+            problems = cmp.problems(tol)
+        except RuntimeError as e:
+            cmp, problems, margin = None, [str(e)], math.inf
+        if problems and margin < MARGIN:
+            ambiguous += 1
+            print("AMBIGUOUS %s [%s]: a value came within %.2g%% of the f16 overflow "
+                  "threshold" % (case.name, tag, 100 * margin))
+        elif problems:
+            failed += 1
+            print("FAIL %s [%s]" % (case.name, tag))
+            for p in problems[:10]:
+                print("  " + p)
+        elif verbose:
+            print("ok %s [%s]: %s" % (case.name, tag, cmp.summary()))
+        if cmp is not None and verbose:
+            for label, why in cmp.skipped.items():
+                print("  not compared: %s: %s" % (label, why))
+    print("%d programs, %d disagreements, %d ambiguous" % (len(cases), failed, ambiguous))
+    return failed == 0 and ambiguous == 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="tgdiff.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ampc", help="the ampc binary")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("programs", nargs="+")
+    c.add_argument("--steps", type=int, default=20)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--keep", help="copy the work directory (data, both outputs) here")
+    sub.add_parser("ops")
+    e = sub.add_parser("examples")
+    e.add_argument("--steps", type=int, default=20)
+    f = sub.add_parser("fuzz")
+    f.add_argument("--count", type=int, default=100)
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--save", help="write each minimal reproducer here")
+    args, extra = ap.parse_known_args(argv)
+    bad = [x for x in extra if not x.startswith("--")]
+    if bad:
+        ap.error("unrecognized arguments: %s" % " ".join(bad))
+    ampc = ref.find_ampc(args.ampc)
+    here = os.path.dirname(os.path.abspath(__file__))
+    src_root = os.path.normpath(os.path.join(here, "..", ".."))
+    if args.command == "check":
+        cases = []
+        for path in args.programs:
+            with open(path) as fh:
+                cases.append(Case(os.path.basename(path), fh.read(), steps=args.steps,
+                                  seed=args.seed))
+        if args.keep and len(cases) == 1:
+            cmp, tol, _ = check_case(ampc, cases[0], extra, keep=args.keep)
+            problems = cmp.problems(tol)
+            print("\n".join(problems) or "agree: " + cmp.summary())
+            return 1 if problems else 0
+        return 0 if report(cases, ampc, extra, args.verbose) else 1
+    if args.command == "ops":
+        return 0 if report(op_cases(), ampc, extra, args.verbose) else 1
+    if args.command == "examples":
+        cases = example_cases(src_root)
+        for cs in cases:
+            cs.steps = args.steps
+        return 0 if report(cases, ampc, extra, args.verbose) else 1
+    import tggen
+    return tggen.fuzz(ampc, args.count, args.seed, extra, args.save, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
