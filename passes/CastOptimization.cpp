@@ -34,13 +34,27 @@ Type elementOf(Type t) {
   return t;
 }
 
-/// A cast that automatic mixed precision inserted: `loc(fused<"amp">[...])`.
+/// The tag of a pass-made location (`loc(fused<"TAG">[...])`), or null.
+StringAttr locTag(Location loc) {
+  auto fused = dyn_cast<FusedLoc>(loc);
+  return fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
+               : StringAttr();
+}
+
+/// A cast that automatic mixed precision inserted (`loc(fused<"amp">[...])`),
+/// or the cast back that autodiff made as its gradient
+/// (`loc(fused<"grad">[fused<"amp">[...]])`). Casts of the source, and
+/// their gradients, are never changed.
 bool isAmpCast(Operation *op) {
   if (!isa<tg::CastOp>(op))
     return false;
-  auto fused = dyn_cast<FusedLoc>(op->getLoc());
-  auto tag = fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
-                   : StringAttr();
+  StringAttr tag = locTag(op->getLoc());
+  if (tag && tag.getValue() == "grad")
+    return llvm::any_of(cast<FusedLoc>(op->getLoc()).getLocations(),
+                        [](Location inner) {
+                          StringAttr t = locTag(inner);
+                          return t && t.getValue() == "amp";
+                        });
   return tag && tag.getValue() == "amp";
 }
 
@@ -52,9 +66,7 @@ bool isStructural(Operation *op) {
   if (isa<tg::CastOp, tg::GradOp, tg::GradSeedOp, tg::MinimizeOp>(op) ||
       op->hasTrait<OpTrait::ConstantLike>())
     return true;
-  auto fused = dyn_cast<FusedLoc>(op->getLoc());
-  auto tag = fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
-                   : StringAttr();
+  StringAttr tag = locTag(op->getLoc());
   return tag && (tag.getValue() == "optimizer" || tag.getValue() == "loss_scale");
 }
 

@@ -86,16 +86,19 @@ std::string ampc::lossScaleWarning(const PipelineOptions &options) {
 
 void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // The order matters:
-  //  1. autodiff first: automatic mixed precision must see the backward
-  //     graph, so backward GEMMs run in low precision and backward
-  //     softmax/norm/loss ops in f32, exactly like their forward ops;
-  //  2. automatic mixed precision (reference rewriting);
-  //  3. loss scaling after AMP: it must see the final types (the gradients
-  //     it unscales and checks are the values the optimizer reads, after
-  //     AMP's casts back to the parameter types);
-  //  4. the fast policy's cast fusions, which also see loss scaling's ops;
+  //  1. automatic mixed precision (the reference rewriting) on the program as
+  //     written, before autodiff: the backward graph is then built at the
+  //     forward's mixed types, which is exactly what autograd does under
+  //     torch.autocast (the gradient of an f16 value is f16, the gradient of
+  //     an inserted cast is the cast back, backward GEMMs run in low precision
+  //     and backward softmax/norm/loss ops in f32 because their forward ops
+  //     did; pins reach the backward ops the same way);
+  //  2. autodiff;
+  //  3. loss scaling after both: it must see the final types (the gradients
+  //     it unscales and checks are the values the optimizer reads, after the
+  //     casts back to the parameter types);
+  //  4. the fast policy's cast fusions, which see the whole step;
   //  5. canonicalization (dead backward results, folded casts).
-  pm.addNestedPass<func::FuncOp>(createAutodiff());
   bool ampOn = options.amp != amp::Mode::Off;
   if (ampOn) {
     // The reference rewriting here; the fast policy's fusions run after loss
@@ -112,6 +115,7 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     ampOptions.unknownOps = options.ampUnknownOps;
     pm.addNestedPass<func::FuncOp>(createAutoMixedPrecision(ampOptions));
   }
+  pm.addNestedPass<func::FuncOp>(createAutodiff());
   {
     std::string error;
     FailureOr<LossScaleChoice> choice = resolveLossScale(options, error);

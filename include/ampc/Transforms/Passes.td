@@ -187,9 +187,13 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
 def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp"> {
   let summary = "Automatic mixed precision: op classes, casts, fused casts";
   let description = [{
-    Rewrites a graph (an inference graph, or a whole training step after
-    autodiff) for automatic mixed precision, following the numeric contract
-    of `shared/spec/amp.md`. Each op gets a class from the policy table
+    Rewrites a graph for automatic mixed precision, following the numeric
+    contract of `shared/spec/amp.md`. In the `ampc` pipeline it runs on the
+    program as written, before `ampc-autodiff`, which then builds the
+    backward graph at the mixed types exactly as autograd does under
+    `torch.autocast` (the gradient of an f16 value is f16, the gradient of a
+    cast the cast back); on a step that already has backward ops (a
+    hand-written one) it recasts those by class as well. Each op gets a class from the policy table
     (`ampc/Transforms/AMPPolicy.h`: op name to class, defaults of amp.md,
     extensible for other dialects' ops), unless `tg.pin` pins it:
 
@@ -343,7 +347,7 @@ def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
 def BufferPlanning : Pass<"ampc-buffer-planning", "::mlir::func::FuncOp"> {
   let summary = "Place every intermediate tensor of a step in one arena";
   let description = [{
-    Runs last, after autodiff, mixed precision, loss scaling and cast
+    Runs last, after mixed precision, autodiff, loss scaling and cast
     optimization. Every op result gets a byte offset in one arena
     (`tg.offsets`, one entry per result; -1: not in the arena); values whose
     live ranges (definition to last use, the `return` counting as the end of
