@@ -74,20 +74,29 @@ def round_to(x, dtype):
 
 
 class OverflowMonitor:
-    """How close any value rounded to f16 came to the overflow threshold:
-    the smallest | |v| / 65520 - 1 | over every finite element, forward and
-    backward. A comparison of skip sequences is only meaningful when this is
-    well above the relative difference between two implementations."""
+    """How close a step came to deciding f16 overflow the other way. A step
+    is skipped when some value rounded to f16 reaches the overflow threshold,
+    so what decides it is the largest finite magnitude about to be rounded to
+    f16, over every rounding of the step, forward and backward, relative to
+    65520 (values already inf or NaN were decided upstream). The margin is
+    | largest / 65520 - 1 |: a skip sequence is only a meaningful comparison
+    when it stays well above the relative difference between two
+    implementations."""
 
     def __init__(self):
-        self.closest = math.inf
+        self.largest = 0.0
+
+    def reset(self):
+        self.largest = 0.0
 
     def observe(self, t):
         a = t.detach().abs()
         a = a[torch.isfinite(a)]
         if a.numel():
-            self.closest = min(self.closest,
-                               float((a / F16_OVERFLOW - 1.0).abs().min()))
+            self.largest = max(self.largest, float(a.max()) / F16_OVERFLOW)
+
+    def margin(self):
+        return abs(self.largest - 1.0) if self.largest > 0 else None
 
 
 class _Round(torch.autograd.Function):
@@ -820,7 +829,7 @@ def run(args, doc=None):
     t0 = time.perf_counter()
     for k in range(steps):
         if runner.monitor is not None:
-            runner.monitor.closest = math.inf
+            runner.monitor.reset()
         record = runner.step()
         if k == 0:
             first = record["loss"]
@@ -829,8 +838,7 @@ def run(args, doc=None):
         if log:
             extra = None
             if args.overflow_margin and runner.monitor is not None:
-                c = runner.monitor.closest
-                extra = {"f16_margin": c if math.isfinite(c) else None}
+                extra = {"f16_margin": runner.monitor.margin()}
             log.write(log_line(k + 1, record, extra))
     secs = time.perf_counter() - t0
     if log:
