@@ -161,8 +161,8 @@ def load_program_json(path, ampc=None):
     proc = subprocess.run([find_ampc(ampc), path, "--emit=json", "--pipeline=false"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        raise InputError("ampc could not compile '%s' (exit %d)" % (path, proc.returncode))
+        raise InputError("ampc could not compile '%s' (exit %d):\n%s" %
+                         (path, proc.returncode, proc.stderr.rstrip()))
     return json.loads(proc.stdout)
 
 
@@ -208,6 +208,31 @@ class Program:
         for op in self.ops:
             if op["op"] in ("tg.grad", "tg.minimize"):
                 self.wrt.update(op["operands"][1:])
+
+    def reaches(self, value, targets):
+        """The values of `targets` that `value` depends on."""
+        seen, stack, found = set(), [value], set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in targets:
+                found.add(v)
+            op = self.producer.get(v)
+            if op is not None:
+                stack.extend(op["operands"])
+        return found
+
+    def has_gradients(self):
+        """Whether the step computes any gradient: a `minimize` whose loss
+        reaches a parameter, or a `grad` whose loss reaches what it
+        differentiates (ampc adds no scaler to a step without one)."""
+        for op in self.ops:
+            if op["op"] in ("tg.minimize", "tg.grad") and \
+                    self.reaches(op["operands"][0], set(op["operands"][1:])):
+                return True
+        return False
 
     def int_range(self, arg):
         """The exclusive bound of valid values of an integer input, from its
@@ -538,7 +563,8 @@ class Runner:
                 seed = torch.full_like(loss, 1.0) if seed_scale is None else \
                     round_to(torch.full_like(loss, float(seed_scale)), dts[op["operands"][0]])
                 gs = torch.autograd.grad(loss, wrt, grad_outputs=seed, retain_graph=True,
-                                         allow_unused=True)
+                                         allow_unused=True) if loss.requires_grad else \
+                    [None] * len(wrt)
                 for r, w, g in zip(results, wrt, gs):
                     g = torch.zeros_like(w) if g is None else g.detach()
                     vals[r["value"]], dts[r["value"]] = g, r["type"]
@@ -647,7 +673,10 @@ class Runner:
             targets = [self.params[by_value[v]] for v in op["operands"][1:]]
             seed = torch.ones_like(loss) if scale is None else \
                 round_to(torch.full_like(loss, float(scale)), dts[op["operands"][0]])
-            gs = torch.autograd.grad(loss, targets, grad_outputs=seed, allow_unused=True)
+            if loss.requires_grad:
+                gs = torch.autograd.grad(loss, targets, grad_outputs=seed, allow_unused=True)
+            else:
+                gs = [None] * len(targets)  # the loss reaches no parameter
             for t, g in zip(targets, gs):
                 t.grad = None if g is None else g.detach().clone()
             raw = [t.grad for t in targets if t.grad is not None] + list(grads.values())
@@ -740,11 +769,11 @@ def parse_inputs(specs):
     return files
 
 
-def scaler_from_args(args, training_or_grad):
+def scaler_from_args(args, has_gradients):
     mode = args.loss_scale
     if mode is None:
         mode = "dynamic" if args.amp == "fp16" else "none"
-    if not training_or_grad:
+    if not has_gradients:
         mode = "none"
     if mode in ("none", "dynamic"):
         cfg = ScalerConfig(mode, args.loss_scale_init, args.loss_scale_growth,
@@ -811,7 +840,7 @@ def make_runner(args, doc=None):
                       args.graph)
     amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
                     split_ops(args.amp_follow))
-    scaler = scaler_from_args(args, program.training or program.has_grad)
+    scaler = scaler_from_args(args, program.has_gradients())
     return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16")
 
 

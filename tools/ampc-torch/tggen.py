@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+"""tggen: random valid .tg programs, and the fuzz loop of tgdiff.py.
+
+A program is a list of statements, each defining one new tensor from earlier
+ones (and from inputs and parameters it creates as it goes), with shapes
+kept consistent by the shape rules of shared/spec/language.md. Values are
+kept in a moderate range (domains of log/sqrt/rsqrt/div/pow are guarded, exp
+reads a tanh), so a disagreement is a difference of semantics or precision,
+not two infinities. The loss is the sum of mean(v * v) over the values no
+later statement reads, so every op counts; the program is a training step
+(SGD or AdamW) or one forward + `grad` pass.
+
+  tggen.py [--seed S] [--count N] [--out DIR]    write N programs
+
+`fuzz()` (tgdiff.py fuzz) runs programs through ampc and the reference and
+shrinks any disagreement to a minimal reproducer: statements are removed one
+at a time (their readers read one of the statement's operands of the same
+type, or a new input), unused inputs and parameters dropped, while the
+disagreement persists.
+"""
+
+import argparse
+import copy
+import math
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def type_text(dtype, shape):
+    return "%s[%s]" % (dtype, ", ".join(map(str, shape)))
+
+
+class Program:
+    def __init__(self, name):
+        self.name = name
+        self.inputs = []   # (name, dtype, shape)
+        self.params = []   # (name, dtype, shape, init text)
+        self.stmts = []    # dicts: name, template, operands, dtype, shape
+        self.training = False
+        self.optimizer = "sgd(lr = 0.05)"
+        self.counter = 0
+
+    def fresh(self, prefix):
+        self.counter += 1
+        return "%s%d" % (prefix, self.counter)
+
+    def types(self):
+        t = {n: (d, s) for n, d, s in self.inputs}
+        t.update({n: (d, s) for n, d, s, _ in self.params})
+        t.update({st["name"]: (st["dtype"], st["shape"]) for st in self.stmts})
+        return t
+
+    def leaves(self):
+        used = set()
+        for st in self.stmts:
+            used.update(st["operands"])
+        return [st["name"] for st in self.stmts if st["name"] not in used]
+
+    def float_args(self):
+        return [n for n, d, _ in self.inputs if d != "i32"] + [p[0] for p in self.params]
+
+    def render(self):
+        types = self.types()
+        lines = []
+        for n, d, s, init in self.params:
+            lines.append("  param %s: %s = %s" % (n, type_text(d, s), init))
+        for st in self.stmts:
+            expr = st["template"].format(*st["operands"])
+            lines.append("  %s = %s%s" % (st["name"], expr, st.get("pin", "")))
+        leaves = self.leaves() or [self.float_args()[0]]
+        terms = []
+        for v in leaves:
+            d, s = types[v]
+            terms.append("mean(cast(%s, to=f32) * cast(%s, to=f32))" % (v, v) if d != "f32"
+                         else "mean(%s * %s)" % (v, v) if s else "%s * %s" % (v, v))
+        lines.append("  loss = " + " + ".join(terms))
+        if self.training and self.params:
+            lines.append("  minimize loss with " + self.optimizer)
+            ret = "loss"
+        else:
+            wrt = [n for n in self.float_args()]
+            grads = ["g_" + n for n in wrt]
+            lines.append("  %s = grad(loss, %s)" % (", ".join(grads), ", ".join(wrt)))
+            ret = ", ".join(["loss"] + leaves[:2] + grads)
+        lines.append("  return " + ret)
+        sig = ", ".join("%s: %s" % (n, type_text(d, s)) for n, d, s in self.inputs)
+        return "graph %s(%s) {\n%s\n}\n" % (self.name, sig, "\n".join(lines))
+
+
+class Generator:
+    """Builds one random program."""
+
+    FLOATS = ("f32", "f16", "bf16")
+
+    def __init__(self, rng, name, amp_pins=False):
+        self.rng = rng
+        self.p = Program(name)
+        self.amp_pins = amp_pins
+
+    # -- pool -------------------------------------------------------------
+    def pool(self, pred=lambda d, s: True):
+        return [(n, d, s) for n, (d, s) in self.p.types().items()
+                if d in self.FLOATS and pred(d, s)]
+
+    def new_input(self, shape, dtype="f32"):
+        name = self.p.fresh("x")
+        self.p.inputs.append((name, dtype, list(shape)))
+        return name
+
+    def new_param(self, shape, std=0.5):
+        name = self.p.fresh("w")
+        self.p.params.append((name, "f32", list(shape), "normal(0.0, %g)" % std))
+        return name
+
+    def operand(self, pred=lambda d, s: True, shape=None):
+        """An existing float tensor (often the newest) satisfying pred, or a
+        new input/parameter of `shape`."""
+        cands = self.pool(pred)
+        if cands and self.rng.random() < 0.85:
+            # Prefer recent values: programs become chains, not just fans.
+            cands.sort(key=lambda c: self.order(c[0]))
+            pick = cands[-1] if self.rng.random() < 0.6 else self.rng.choice(cands)
+            return pick[0]
+        if shape is None:
+            shape = self.random_shape()
+        return self.new_param(shape) if self.rng.random() < 0.5 else self.new_input(shape)
+
+    def order(self, name):
+        for i, st in enumerate(self.p.stmts):
+            if st["name"] == name:
+                return 1000 + i
+        return 0
+
+    def random_shape(self, rank=None):
+        rank = self.rng.choice([1, 2, 2, 3, 4]) if rank is None else rank
+        return [self.rng.randint(1, 5) for _ in range(rank)]
+
+    def shape_of(self, name):
+        return self.p.types()[name][1]
+
+    def dtype_of(self, name):
+        return self.p.types()[name][0]
+
+    def add(self, template, operands, shape, dtype=None):
+        if dtype is None:
+            dts = [self.dtype_of(o) for o in operands if self.dtype_of(o) in self.FLOATS]
+            dtype = promote(dts)
+        st = {"name": self.p.fresh("v"), "template": template, "operands": list(operands),
+              "dtype": dtype, "shape": list(shape)}
+        if self.amp_pins and self.rng.random() < 0.08:
+            st["pin"] = " @" + self.rng.choice(["f32", "f16", "bf16"])
+        self.p.stmts.append(st)
+        return st["name"]
+
+    # -- ops --------------------------------------------------------------
+    def unary(self):
+        a = self.operand()
+        s = self.shape_of(a)
+        template = self.rng.choice([
+            "neg({0})", "-{0}", "abs({0})", "exp(tanh({0}))", "log({0} * {0} + 0.5)",
+            "sqrt({0} * {0} + 0.5)", "rsqrt({0} * {0} + 0.5)", "relu({0})", "gelu({0})",
+            'gelu({0}, approximate="tanh")', "silu({0})", "sigmoid({0})", "tanh({0})"])
+        return self.add(template, [a], s)
+
+    def broadcastable(self, shape):
+        """A shape that broadcasts against `shape`: a suffix, some dims 1."""
+        k = self.rng.randint(0, len(shape))
+        suffix = shape[len(shape) - k:]
+        return [1 if self.rng.random() < 0.3 else d for d in suffix]
+
+    def binary(self):
+        a = self.operand()
+        sa = self.shape_of(a)
+        want = self.broadcastable(sa)
+        cands = [n for n, d, s in self.pool(lambda d, s: s == want)]
+        b = self.rng.choice(cands) if cands and self.rng.random() < 0.5 else (
+            self.new_param(want) if self.rng.random() < 0.5 else self.new_input(want))
+        if self.rng.random() < 0.5:
+            a, b = b, a
+        out = broadcast(self.shape_of(a), self.shape_of(b))
+        template = self.rng.choice([
+            "{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / ({1} * {1} + 0.5)",
+            "maximum({0}, {1})", "minimum({0}, {1})", "pow({0} * {0} + 0.5, tanh({1}))",
+            "{0} * 0.5", "{0} + 1.5"])
+        if "{1}" not in template:
+            return self.add(template, [a], self.shape_of(a))
+        return self.add(template, [a, b], out)
+
+    def matmul(self):
+        a = self.operand(lambda d, s: len(s) >= 2)
+        if len(self.shape_of(a)) < 2:
+            a = self.new_input(self.random_shape(self.rng.choice([2, 3])))
+        sa = self.shape_of(a)
+        k, n = sa[-1], self.rng.randint(1, 6)
+        if self.rng.random() < 0.5:
+            w = self.new_param([k, n], std=1.0 / math.sqrt(k))
+            return self.add("matmul({0}, {1})", [a, w], sa[:-1] + [n])
+        w = self.new_param([n, k], std=1.0 / math.sqrt(k))
+        if self.rng.random() < 0.5:
+            b = self.new_param([n], std=0.1)
+            return self.add("linear({0}, {1}, {2})", [a, w, b], sa[:-1] + [n])
+        return self.add("linear({0}, {1})", [a, w], sa[:-1] + [n])
+
+    def image(self):
+        cands = self.pool(lambda d, s: len(s) == 4 and s[2] >= 2 and s[3] >= 2)
+        if cands and self.rng.random() < 0.8:
+            return self.rng.choice(cands)[0]
+        return self.new_input([self.rng.randint(1, 2), self.rng.randint(1, 4),
+                               self.rng.randint(3, 7), self.rng.randint(3, 7)])
+
+    def conv(self):
+        x = self.image()
+        n, c, h, w = self.shape_of(x)
+        groups = c if c > 1 and self.rng.random() < 0.25 else 1
+        o = groups * self.rng.randint(1, 3)
+        kh, kw = self.rng.randint(1, min(3, h)), self.rng.randint(1, min(3, w))
+        stride = self.rng.choice([1, 1, 2])
+        pad = self.rng.choice([0, 0, 1])
+        dil = self.rng.choice([1, 1, 2]) if h > 4 and w > 4 else 1
+        oh = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+        ow = (w + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+        if oh < 1 or ow < 1:
+            return None
+        wt = self.new_param([o, c // groups, kh, kw], std=1.0 / math.sqrt(c // groups * kh * kw))
+        attrs = "stride=%d, padding=%d, dilation=%d, groups=%d" % (stride, pad, dil, groups)
+        if self.rng.random() < 0.5:
+            b = self.new_param([o], std=0.1)
+            return self.add("conv2d({0}, {1}, {2}, %s)" % attrs, [x, wt, b], [n, o, oh, ow])
+        return self.add("conv2d({0}, {1}, %s)" % attrs, [x, wt], [n, o, oh, ow])
+
+    def pool2d(self):
+        x = self.image()
+        n, c, h, w = self.shape_of(x)
+        k = self.rng.randint(1, min(3, h, w))
+        stride = self.rng.randint(1, k)
+        pad = self.rng.randint(0, k // 2)
+        oh = (h + 2 * pad - k) // stride + 1
+        ow = (w + 2 * pad - k) // stride + 1
+        op = self.rng.choice(["max_pool2d", "avg_pool2d"])
+        return self.add("%s({0}, kernel=[%d, %d], stride=[%d, %d], padding=[%d, %d])" % (
+            op, k, k, stride, stride, pad, pad), [x], [n, c, oh, ow])
+
+    def reduce(self):
+        a = self.operand(lambda d, s: len(s) >= 1)
+        s = self.shape_of(a)
+        if not s:
+            return None
+        dims = sorted(self.rng.sample(range(len(s)), self.rng.randint(1, len(s))))
+        keep = self.rng.random() < 0.4
+        op = self.rng.choice(["sum", "mean", "max"])
+        out = [1 if i in dims else d for i, d in enumerate(s)] if keep else \
+            [d for i, d in enumerate(s) if i not in dims]
+        return self.add("%s({0}, dims=[%s]%s)" % (op, ", ".join(map(str, dims)),
+                                                  ", keepdim=true" if keep else ""), [a], out)
+
+    def norm(self):
+        a = self.operand(lambda d, s: len(s) >= 1)
+        s = self.shape_of(a)
+        if not s:
+            return None
+        kind = self.rng.choice(["softmax", "log_softmax", "layer_norm", "rms_norm"])
+        if kind in ("softmax", "log_softmax"):
+            dim = self.rng.randrange(-len(s), len(s))
+            return self.add("%s({0}, dim=%d)" % (kind, dim), [a], s)
+        if s[-1] < 2:
+            # Normalising one element gives a constant (the bias), which
+            # PyTorch computes with its rounding noise times 1/sqrt(eps).
+            return None
+        w = self.new_param([s[-1]], std=0.5)
+        if kind == "layer_norm":
+            b = self.new_param([s[-1]], std=0.1)
+            return self.add("layer_norm({0}, {1}, {2})", [a, w, b], s)
+        return self.add("rms_norm({0}, {1})", [a, w], s)
+
+    def shape_op(self):
+        a = self.operand(lambda d, s: len(s) >= 1)
+        s = self.shape_of(a)
+        if not s:
+            return None
+        kind = self.rng.choice(["reshape", "transpose", "concat", "slice"])
+        if kind == "reshape":
+            n = numel(s)
+            divisors = [d for d in range(1, n + 1) if n % d == 0]
+            d0 = self.rng.choice(divisors)
+            new = [d0, -1] if self.rng.random() < 0.5 else [n]
+            out = [d0, n // d0] if len(new) == 2 else [n]
+            return self.add("reshape({0}, shape=[%s])" % ", ".join(map(str, new)), [a], out)
+        if kind == "transpose" and len(s) >= 2:
+            perm = list(range(len(s)))
+            self.rng.shuffle(perm)
+            return self.add("transpose({0}, perm=[%s])" % ", ".join(map(str, perm)), [a],
+                            [s[i] for i in perm])
+        if kind == "concat":
+            dim = self.rng.randrange(len(s))
+            other = list(s)
+            other[dim] = self.rng.randint(1, 3)
+            b = self.new_param(other) if self.rng.random() < 0.5 else self.new_input(other)
+            out = list(s)
+            out[dim] += other[dim]
+            return self.add("concat({0}, {1}, dim=%d)" % dim, [a, b], out)
+        dims = [i for i, d in enumerate(s) if d >= 2]
+        if not dims:
+            return None
+        dim = self.rng.choice(dims)
+        start = self.rng.randint(0, s[dim] - 1)
+        end = self.rng.randint(start + 1, s[dim])
+        out = list(s)
+        out[dim] = end - start
+        return self.add("slice({0}, dim=%d, start=%d, end=%d)" % (dim, start, end), [a], out)
+
+    def embedding(self):
+        v, d = self.rng.randint(2, 8), self.rng.randint(1, 5)
+        table = self.new_param([v, d], std=1.0)
+        ids = self.p.fresh("ids")
+        shape = self.random_shape(self.rng.choice([1, 2]))
+        self.p.inputs.append((ids, "i32", shape))
+        st = self.add("embedding({0}, %s)" % ids, [table], shape + [d])
+        return st
+
+    def cast(self):
+        a = self.operand()
+        to = self.rng.choice(["f16", "bf16", "f32"])
+        return self.add("cast({0}, to=%s)" % to, [a], self.shape_of(a), dtype=to)
+
+    def loss_op(self):
+        a = self.operand(lambda d, s: len(s) == 2 and s[1] >= 2)
+        s = self.shape_of(a)
+        if len(s) != 2 or s[1] < 2:
+            return None
+        if self.rng.random() < 0.5:
+            labels = self.p.fresh("labels")
+            self.p.inputs.append((labels, "i32", [s[0]]))
+            return self.add("cross_entropy({0}, %s)" % labels, [a], [], dtype="f32")
+        b = self.new_input(s)
+        return self.add("mse_loss({0}, {1})", [a, b], [], dtype="f32")
+
+    def build(self, n_ops):
+        makers = [self.unary, self.unary, self.binary, self.binary, self.matmul, self.conv,
+                  self.pool2d, self.reduce, self.norm, self.norm, self.shape_op,
+                  self.shape_op, self.embedding, self.cast, self.loss_op]
+        while len(self.p.stmts) < n_ops:
+            self.rng.choice(makers)()
+        self.p.training = self.rng.random() < 0.5 and bool(self.p.params)
+        if self.rng.random() < 0.5:
+            self.p.optimizer = "sgd(lr = %g, momentum = %g)" % (
+                self.rng.choice([0.01, 0.05]), self.rng.choice([0.0, 0.9]))
+        else:
+            self.p.optimizer = "adamw(lr = %g, weight_decay = %g)" % (
+                self.rng.choice([0.001, 0.01]), self.rng.choice([0.0, 0.01]))
+        return self.p
+
+
+def promote(dtypes):
+    if not dtypes:
+        return "f32"
+    s = set(dtypes)
+    if len(s) == 1:
+        return dtypes[0]
+    return "f32"
+
+
+def broadcast(a, b):
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + list(a)
+    b = [1] * (n - len(b)) + list(b)
+    return [max(x, y) for x, y in zip(a, b)]
+
+
+def generate(seed, index, amp_pins=False):
+    rng = random.Random(seed * 100003 + index)
+    return Generator(rng, "fuzz%d" % index, amp_pins).build(rng.randint(1, 7))
+
+
+# ---------------------------------------------------------------------------
+# Shrinking.
+# ---------------------------------------------------------------------------
+
+def without(prog, i):
+    """`prog` without statement i: its readers read an operand of the same
+    type, or a new input of the statement's type."""
+    p = copy.deepcopy(prog)
+    st = p.stmts.pop(i)
+    types = p.types()
+    same = [o for o in st["operands"] if types.get(o) == (st["dtype"], st["shape"])]
+    if same:
+        repl = same[0]
+    else:
+        repl = p.fresh("x")
+        p.inputs.append((repl, st["dtype"], st["shape"]))
+    for other in p.stmts:
+        other["operands"] = [repl if o == st["name"] else o for o in other["operands"]]
+    return prune(p)
+
+
+def prune(p):
+    used = set()
+    for st in p.stmts:
+        used.update(st["operands"])
+        used.update(tok for tok in st["template"].replace("(", " ").replace(")", " ")
+                    .replace(",", " ").split())
+    p.inputs = [x for x in p.inputs if x[0] in used] or p.inputs[:1]
+    p.params = [x for x in p.params if x[0] in used]
+    if not p.params:
+        p.training = False
+    return p
+
+
+def shrink(prog, fails):
+    """The smallest program reachable by removing statements for which
+    `fails(program)` still holds."""
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(prog.stmts) - 1, -1, -1):
+            if len(prog.stmts) <= 1:
+                break
+            candidate = without(prog, i)
+            try:
+                if fails(candidate):
+                    prog, changed = candidate, True
+                    break
+            except Exception:
+                continue
+        if not changed and prog.training:
+            candidate = copy.deepcopy(prog)
+            candidate.training = False
+            try:
+                if fails(candidate):
+                    prog, changed = candidate, True
+            except Exception:
+                pass
+    return prog
+
+
+def kind_of(problem):
+    """What a problem is about: "loss", "param", "output", "loss_scale",
+    "skipped", "error" or "crash" (names and numbers left out)."""
+    words = problem.replace(":", " ").split()
+    if words[0] == "step":
+        return words[2] if len(words) > 2 else "loss"
+    return words[0]
+
+
+def fuzz(ampc, count, seed, amp_flags, save=None, verbose=False):
+    """Runs `count` random programs through ampc and the reference; prints
+    and saves a minimal reproducer of every disagreement. Returns the exit
+    code (0: all agree)."""
+    import tgdiff
+    amp = tgdiff.amp_mode(amp_flags)
+    failures = ambiguous = 0
+    for i in range(count):
+        prog = generate(seed, i, amp_pins=amp != "off")
+        case = tgdiff.Case(prog.name, prog.render(), steps=5, seed=seed + i)
+
+        def problems_of(p):
+            c = tgdiff.Case(p.name, p.render(), steps=5, seed=seed + i)
+            try:
+                cmp, tol, margin = tgdiff.check_case(ampc, c, amp_flags)
+            except (RuntimeError, tgdiff.ref.InputError) as e:
+                return ["error: %s" % e], math.inf
+            except Exception as e:  # the reference itself failed
+                return ["crash: %s: %s" % (type(e).__name__, e)], math.inf
+            return cmp.problems(tol), margin
+
+        problems, margin = problems_of(prog)
+        if problems and margin < tgdiff.MARGIN:
+            ambiguous += 1
+            if verbose:
+                print("ambiguous %s (f16 overflow margin %.2g%%), not counted" %
+                      (prog.name, 100 * margin))
+            continue
+        if not problems:
+            if verbose:
+                print("ok %s: %d statements%s" % (prog.name, len(prog.stmts),
+                                                   ", training" if prog.training else ""))
+            continue
+        failures += 1
+        kinds = {kind_of(p) for p in problems}
+
+        def still_fails(p):
+            # The same kind of disagreement, not another one met on the way.
+            found, m = problems_of(p)
+            return m >= tgdiff.MARGIN and bool(kinds & {kind_of(x) for x in found})
+
+        small = shrink(prog, still_fails)
+        text = small.render()
+        print("DISAGREE %s [%s] (seed %d, program %d); minimal reproducer:" %
+              (prog.name, " ".join(amp_flags) or "--amp=off", seed, i))
+        print("  " + text.replace("\n", "\n  ").rstrip())
+        for p in problems_of(small)[0][:6]:
+            print("  -> " + p)
+        if verbose:
+            for p in problems[:6]:
+                print("  (the original program: %s)" % p)
+        if save:
+            os.makedirs(save, exist_ok=True)
+            with open(os.path.join(save, "%s.tg" % prog.name), "w") as f:
+                f.write("# tgdiff fuzz --seed %d, program %d, %s\n" %
+                        (seed, i, " ".join(amp_flags) or "--amp=off"))
+                f.write(text)
+        del case
+    print("%d random programs, %d disagreements, %d ambiguous (not counted)" %
+          (count, failures, ambiguous))
+    return 1 if failures else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="write random valid .tg programs")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--count", type=int, default=10)
+    ap.add_argument("--out", default="-")
+    ap.add_argument("--pins", action="store_true", help="pin some ops (@f32/@f16/@bf16)")
+    args = ap.parse_args(argv)
+    for i in range(args.count):
+        text = generate(args.seed, i, args.pins).render()
+        if args.out == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "fuzz%d.tg" % i), "w") as f:
+                f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
