@@ -14,6 +14,8 @@ packages=(
   libopenblas-dev libgtest-dev libbenchmark-dev libffi-dev
   # Rendering --emit=dot.
   graphviz
+  # The PyTorch reference and the differential tests (tools/ampc-torch).
+  python3-torch python3-numpy
 )
 
 missing=()

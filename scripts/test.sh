@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of ampc: installs what is missing, builds, then runs the
-# lit suite (dialect, frontend, driver, passes) and the ctest suite (runtime
+# lit suite (dialect, frontend, driver, passes, the differential tests
+# against PyTorch) and the ctest suite (runtime
 # unit tests; CUDA tests report themselves skipped without a GPU).
 # Exits non-zero if anything fails; the last lines are ctest's summary.
 set -uo pipefail
@@ -12,7 +13,8 @@ bash scripts/build.sh || exit 1
 
 status=0
 echo "== lit =="
-lit-22 -sv --time-tests "$build/test" || status=1
+# The differential tests against PyTorch must run, not be skipped.
+AMPC_REQUIRE_TORCH=1 lit-22 -sv --time-tests "$build/test" || status=1
 echo "== ctest =="
 ctest --test-dir "$build" --output-on-failure -j2 || status=1
 exit $status

@@ -50,3 +50,35 @@ if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.substitutions.append(("%nvcc", shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"))
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")
+
+# Differential tests against PyTorch (test/Reference/): an interpreter that
+# imports torch and numpy (Debian's python3-torch, installed by
+# scripts/setup.sh, lives in /usr/bin/python3's dist-packages).
+import subprocess
+
+
+def _has_torch(python):
+    try:
+        return subprocess.run([python, "-c", "import torch, numpy"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+_torch_python = next((p for p in (os.environ.get("AMPC_TORCH_PYTHON"), "/usr/bin/python3",
+                                  config.python_executable)
+                      if p and os.path.exists(p) and _has_torch(p)), None)
+if _torch_python:
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_python", _torch_python))
+elif os.environ.get("AMPC_REQUIRE_TORCH"):
+    lit_config.fatal("AMPC_REQUIRE_TORCH is set but no python3 imports torch and numpy "
+                     "(install python3-torch: bash scripts/setup.sh)")
+else:
+    lit_config.warning("no python3 imports torch: the differential tests against PyTorch "
+                       "(test/Reference) are unsupported here (bash scripts/setup.sh "
+                       "installs python3-torch)")
+config.substitutions.append(("%ampc_torch", os.path.join(config.ampc_src_root, "tools",
+                                                         "ampc-torch")))
+config.substitutions.append(("%ampc_bin", os.path.join(config.ampc_tools_dir, "ampc")))

@@ -200,13 +200,21 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
       return fail(kInputError, "cannot write '" + options.log + "'");
   }
   bool tty = isatty(STDERR_FILENO);
-  bool scaler = program.scaleSlot >= 0;
+  // A scaler is on when the step checks its gradients (dynamic or static).
+  bool scaler = program.hasFoundInf;
+  auto scaleOfStep = [&](double &value) {
+    if (program.scaleSlot < 0) {
+      value = program.staticScale;
+      return true;
+    }
+    return ex->readScale(value, error);
+  };
   int64_t steps = program.training ? options.steps : 1;
   int64_t skippedCount = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t k = 0; k < steps; ++k) {
-    if (scaler && !ex->readScale(scale, error))
+    if (scaler && !scaleOfStep(scale))
       return fail(kRuntimeError, error);
     if (!ex->step(error))
       return fail(kRuntimeError, error);
@@ -294,7 +302,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
                << ", loss " << fmt(firstLoss) << " -> " << fmt(lastLoss);
   if (scaler) {
     double next = 0.0;
-    if (ex->readScale(next, error))
+    if (scaleOfStep(next))
       llvm::outs() << ", loss scale " << fmt(next) << ", " << skippedCount
                    << " skipped";
   }

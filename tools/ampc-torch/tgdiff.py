@@ -171,8 +171,10 @@ def run_both(ampc, case, work, amp_flags):
 
 
 def ref_accepts(flag):
-    return flag.split("=")[0] in ("--amp", "--amp-policy", "--amp-fp32", "--amp-lower",
-                                  "--amp-follow") or flag.startswith("--loss-scale")
+    """The flags that mean the same to the reference (which emulates the
+    reference policy whatever ampc's --amp-policy is)."""
+    return flag.split("=")[0] in ("--amp", "--amp-fp32", "--amp-lower", "--amp-follow") or \
+        flag.startswith("--loss-scale")
 
 
 def precision(program, amp):
@@ -256,6 +258,9 @@ class Comparison:
         if len(la) != len(lb):
             self.structure.append("%d log records from ampc, %d from torch" % (len(la), len(lb)))
         first = lb[0]["loss"] if lb else 0.0
+        self.skips = None
+        if lb and "skipped" in lb[0]:
+            self.skips = (sum(bool(r["skipped"]) for r in lb), len(lb))
         for ra, rb in zip(la, lb):
             e = loss_error(ra["loss"], rb["loss"], first if math.isfinite(first) else 0.0)
             if e > self.loss:
@@ -306,7 +311,10 @@ class Comparison:
 
     def summary(self):
         worst = max(self.tensors.items(), key=lambda kv: kv[1], default=("-", 0.0))
-        return "loss %.2g, worst tensor %s %.2g" % (self.loss, worst[0], worst[1])
+        text = "loss %.2g, worst tensor %s %.2g" % (self.loss, worst[0], worst[1])
+        if self.skips:
+            text += ", skipped %d of %d steps" % self.skips
+        return text
 
 
 def check_case(ampc, case, amp_flags, keep=None):

@@ -98,8 +98,10 @@ struct Program {
   std::vector<Call> step; ///< run every step
   std::vector<Output> outputs;
   bool training = false; ///< it updates parameters (a `minimize` step)
-  /// The scaler: its scale slot, and found_inf (f32) after a step.
+  /// The scaler: its scale slot (dynamic) or its constant scale (static,
+  /// else 0), and found_inf (f32) after a step.
   int32_t scaleSlot = -1;
+  double staticScale = 0.0;
   bool hasFoundInf = false;
   BufferRef foundInf;
   /// Identifies the graph's state layout (checkpoints refuse other graphs).

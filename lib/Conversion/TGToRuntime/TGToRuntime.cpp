@@ -697,6 +697,12 @@ static std::optional<unsigned> argumentBehind(Value v) {
 FailureOr<Program> Lowering::run() {
   using tg::TGDialect;
   prog.name = func.getSymName().str();
+  if (auto scaling =
+          func->getAttrOfType<DictionaryAttr>(TGDialect::kLossScaleAttrName))
+    if (auto mode = scaling.getAs<StringAttr>("mode");
+        mode && mode.getValue() == "static")
+      if (auto scale = scaling.getAs<FloatAttr>("scale"))
+        prog.staticScale = scale.getValueAsDouble();
   if (auto a = func->getAttrOfType<IntegerAttr>(kArenaSizeAttrName))
     prog.arenaSize = a.getInt();
   else

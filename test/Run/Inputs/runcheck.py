@@ -12,6 +12,8 @@
                               "ramp": varied floats; "ramp:M": ints < M)
   ckpt-params A B             the parameter and optimizer slots of two
                               checkpoints are bit-identical
+  npy-header FILE...          prints each .npy file's dtype and shape, and
+                              checks that the data fills the file exactly
 """
 import json
 import struct
@@ -137,7 +139,28 @@ def ckpt_params(a, b):
     print("OK %d parameter/optimizer slots bit-identical" % len(keys))
 
 
+def npy_header(*paths):
+    import ast
+    import os
+    for path in paths:
+        data = open(path, "rb").read()
+        if data[:6] != b"\x93NUMPY":
+            fail("%s is not a .npy file" % path)
+        (hlen,) = struct.unpack_from("<H", data, 8)
+        if (10 + hlen) % 64:
+            fail("%s: the data does not start on a 64-byte boundary" % path)
+        header = ast.literal_eval(data[10:10 + hlen].decode("latin1"))
+        n = 1
+        for d in header["shape"]:
+            n *= d
+        size = int(header["descr"][2:])
+        if len(data) - 10 - hlen != n * size:
+            fail("%s: %d data bytes for %d elements of %d bytes" %
+                 (path, len(data) - 10 - hlen, n, size))
+        print("%s: %r %r" % (os.path.basename(path), header["descr"], header["shape"]))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
-     "npy": npy, "ckpt-params": ckpt_params}[cmd.replace("-", "_") if False else cmd](*args)
+     "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header}[cmd.replace("-", "_") if False else cmd](*args)
