@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -224,6 +225,76 @@ float applyEpilogue(ampc_epilogue e, float v) {
     return unaryForward(UnaryOp::GeluTanh, v);
   }
   return v;
+}
+
+/// The f32 cases of the optimizer and loss-scaling kernels: the same
+/// operations per element as the generic loops (so the same bits), on
+/// restrict pointers and a local copy of the scalars, which the compiler
+/// vectorises.
+void sgdF32(float *__restrict p, const float *__restrict g,
+            float *__restrict buf, int64_t n, const SgdScalars &scalars) {
+  const SgdScalars s = scalars;
+  if (buf)
+    for (int64_t i = 0; i < n; ++i)
+      sgdElement(p[i], g[i], buf + i, s);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      sgdElement(p[i], g[i], nullptr, s);
+}
+
+void adamwF32(float *__restrict p, const float *__restrict g,
+              float *__restrict m, float *__restrict v, int64_t n,
+              const AdamwScalars &scalars) {
+  const AdamwScalars s = scalars;
+  for (int64_t i = 0; i < n; ++i)
+    adamwElement(p[i], g[i], m[i], v[i], s);
+}
+
+/// Multiplies by `inv` (unless it is 1) and says whether any element was
+/// not finite.
+bool unscaleF32(float *__restrict p, int64_t n, float inv) {
+  bool found = false;
+  for (int64_t i = 0; i < n; ++i)
+    found |= !isFinite(p[i]);
+  if (inv != 1.0f)
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = p[i] * inv;
+  return found;
+}
+
+/// im2col of f32 data: for every (channel, ky, kx, output row) the output
+/// columns that read inside the image form one interval, copied (contiguous
+/// for stride 1); the rest are the zero padding.
+void im2colF32(float *__restrict col, const float *__restrict x,
+               const ConvGeom &g) {
+  int64_t hw = g.oh * g.ow;
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+        // ix = ox * sw - pw + kx * dw lies in [0, w) for ox in [lo, hi).
+        int64_t off = kx * g.dw - g.pw;
+        int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+        int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+        lo = std::min(lo, g.ow);
+        hi = std::max(lo, std::min(hi, g.ow));
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          float *out = row + oy * g.ow;
+          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(out, out + g.ow, 0.0f);
+            continue;
+          }
+          const float *in = x + (c * g.h + iy) * g.w;
+          std::fill(out, out + lo, 0.0f);
+          if (g.sw == 1)
+            std::copy(in + lo + off, in + hi + off, out + lo);
+          else
+            for (int64_t ox = lo; ox < hi; ++ox)
+              out[ox] = in[ox * g.sw + off];
+          std::fill(out + hi, out + g.ow, 0.0f);
+        }
+      }
 }
 
 class CpuBackend final : public Backend {
@@ -577,13 +648,15 @@ public:
     }
   }
 
-  /// The offset of the first maximum of a max-pooling window (-1: none).
-  static int64_t argmax(const PoolGeom &g, Buf x, int64_t plane, int64_t oy,
+  /// The offset of the first maximum of a max-pooling window (-1: none);
+  /// `load(offset)` reads the plane.
+  template <typename Load>
+  static int64_t argmax(const PoolGeom &g, Load &&load, int64_t oy,
                         int64_t ox) {
     int64_t best = -1;
     float bv = -INFINITY;
     window(g, oy, ox, [&](int64_t off) {
-      float v = loadF32(x.data, x.dtype, plane + off);
+      float v = load(off);
       if (best < 0 || v > bv || (v != v && bv == bv)) {
         best = off;
         bv = v;
@@ -592,49 +665,68 @@ public:
     return best;
   }
 
+  /// Calls `f(load)` with a reader of `b`'s elements from `base`: a plain
+  /// f32 load when it is f32 (the common case, without the dtype switch).
+  template <typename F> static void withLoader(Buf b, F &&f) {
+    if (b.dtype == AMPC_F32) {
+      const float *p = static_cast<const float *>(b.data);
+      f([p](int64_t i) { return p[i]; });
+    } else {
+      f([b](int64_t i) { return loadF32(b.data, b.dtype, i); });
+    }
+  }
+
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
     float div = static_cast<float>(g.kh * g.kw);
-    for (int64_t p = 0; p < g.planes; ++p) {
-      int64_t plane = p * g.h * g.w;
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          float v;
-          if (g.isMax) {
-            int64_t a = argmax(g, x, plane, oy, ox);
-            v = a < 0 ? -INFINITY : loadF32(x.data, x.dtype, plane + a);
-          } else {
-            float s = 0.0f;
-            window(g, oy, ox, [&](int64_t off) {
-              s += loadF32(x.data, x.dtype, plane + off);
-            });
-            v = s / div;
+    withLoader(x, [&](auto load) {
+      for (int64_t p = 0; p < g.planes; ++p) {
+        int64_t plane = p * g.h * g.w;
+        auto at = [&](int64_t off) { return load(plane + off); };
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            float v;
+            if (g.isMax) {
+              int64_t a = argmax(g, at, oy, ox);
+              v = a < 0 ? -INFINITY : at(a);
+            } else {
+              float s = 0.0f;
+              window(g, oy, ox, [&](int64_t off) { s += at(off); });
+              v = s / div;
+            }
+            storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
           }
-          storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
-        }
-    }
+      }
+    });
     return AMPC_OK;
   }
 
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
     std::vector<float> acc(static_cast<size_t>(g.h * g.w));
     float div = static_cast<float>(g.kh * g.kw);
-    for (int64_t p = 0; p < g.planes; ++p) {
-      int64_t plane = p * g.h * g.w;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
-          if (g.isMax) {
-            int64_t a = argmax(g, x, plane, oy, ox);
-            if (a >= 0)
-              acc[a] += d;
-          } else {
-            window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+    withLoader(x, [&](auto load) {
+      for (int64_t p = 0; p < g.planes; ++p) {
+        int64_t plane = p * g.h * g.w;
+        auto at = [&](int64_t off) { return load(plane + off); };
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            float d =
+                loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+            if (g.isMax) {
+              int64_t a = argmax(g, at, oy, ox);
+              if (a >= 0)
+                acc[a] += d;
+            } else {
+              window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+            }
           }
-        }
-      for (int64_t i = 0; i < g.h * g.w; ++i)
-        storeF32(dx.data, dx.dtype, plane + i, acc[i]);
-    }
+        if (dx.dtype == AMPC_F32)
+          std::copy(acc.begin(), acc.end(), static_cast<float *>(dx.data) + plane);
+        else
+          for (int64_t i = 0; i < g.h * g.w; ++i)
+            storeF32(dx.data, dx.dtype, plane + i, acc[i]);
+      }
+    });
     return AMPC_OK;
   }
 
@@ -814,6 +906,11 @@ public:
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow;
+    if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
+      im2colF32(static_cast<float *>(col.data),
+                static_cast<const float *>(x.data), g);
+      return AMPC_OK;
+    }
     for (int64_t c = 0; c < g.channels; ++c)
       for (int64_t ky = 0; ky < g.kh; ++ky)
         for (int64_t kx = 0; kx < g.kw; ++kx) {
@@ -861,6 +958,10 @@ public:
     for (int32_t t = 0; t < g.count; ++t) {
       void *p = g.data[t];
       ampc_dtype dt = g.dtypes[t];
+      if (dt == AMPC_F32) {
+        found |= unscaleF32(static_cast<float *>(p), g.numels[t], inv);
+        continue;
+      }
       for (int64_t i = 0; i < g.numels[t]; ++i) {
         float v = loadF32(p, dt, i);
         found |= !isFinite(v);
@@ -887,20 +988,38 @@ public:
                            Buf foundInf) override {
     if (readFlag(foundInf))
       return AMPC_OK;
+    // One sequential f64 sum over all elements (the same order as the
+    // CUDA backend's, so the same bits); f32 tensors skip the dtype switch.
     double sq = 0.0;
-    for (int32_t t = 0; t < g.count; ++t)
+    for (int32_t t = 0; t < g.count; ++t) {
+      if (g.dtypes[t] == AMPC_F32) {
+        const float *p = static_cast<const float *>(g.data[t]);
+        for (int64_t i = 0; i < g.numels[t]; ++i) {
+          double v = p[i];
+          sq += v * v;
+        }
+        continue;
+      }
       for (int64_t i = 0; i < g.numels[t]; ++i) {
         double v = loadF32(g.data[t], g.dtypes[t], i);
         sq += v * v;
       }
+    }
     float total = static_cast<float>(sqrt(sq));
     if (totalNorm)
       *totalNorm = total;
     float coef = clipCoefficient(total, maxNorm);
-    for (int32_t t = 0; t < g.count; ++t)
+    for (int32_t t = 0; t < g.count; ++t) {
+      if (g.dtypes[t] == AMPC_F32) {
+        float *p = static_cast<float *>(g.data[t]);
+        for (int64_t i = 0; i < g.numels[t]; ++i)
+          p[i] = p[i] * coef;
+        continue;
+      }
       for (int64_t i = 0; i < g.numels[t]; ++i)
         storeF32(g.data[t], g.dtypes[t], i,
                  loadF32(g.data[t], g.dtypes[t], i) * coef);
+    }
     return AMPC_OK;
   }
 
@@ -911,6 +1030,12 @@ public:
       return AMPC_OK;
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
+      if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
+        sgdF32(static_cast<float *>(params.data[t]),
+               static_cast<const float *>(grads.data[t]), buf,
+               params.numels[t], s);
+        continue;
+      }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
         float p = loadF32(params.data[t], params.dtypes[t], i);
         sgdElement(p, loadF32(grads.data[t], grads.dtypes[t], i),
@@ -932,6 +1057,12 @@ public:
     for (int32_t t = 0; t < params.count; ++t) {
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
+      if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
+        adamwF32(static_cast<float *>(params.data[t]),
+                 static_cast<const float *>(grads.data[t]), m, v,
+                 params.numels[t], s);
+        continue;
+      }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
         float p = loadF32(params.data[t], params.dtypes[t], i);
         adamwElement(p, loadF32(grads.data[t], grads.dtypes[t], i), m[i], v[i],
