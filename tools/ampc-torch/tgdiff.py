@@ -13,18 +13,20 @@ For each program it draws inputs and parameters from a seeded NumPy
 generator, writes them as .npy files, runs `ampc run --params-in --input
 --log --params-out --outputs-out` and ampc_torch.py on the same files, and
 compares per-step losses, the loss-scale/skipped sequence, final parameters
-and outputs. Tolerances (docs/pytorch.md explains them):
+and outputs. The tolerance class is the run's AMP mode or the lowest float
+type the program holds, whichever is less precise; docs/pytorch.md gives
+each tolerance, why, and the errors measured against it:
 
-  off   losses 1e-5 relative (+ 1e-6 of the first step's loss, for losses
-        that fall towards 0), parameters and outputs 1e-4 of their largest
-        element; the same summation-order differences of two f32 libraries
-  fp16  losses and tensors 2e-2 (relative, and of the largest element)
-  bf16  5e-2; f16 and bf16 round to 11 and 8 significant bits, and a
-        summation-order difference in an f32 accumulator flips a rounding of
-        the 16-bit result now and then; over 20 steps these compound
-  loss_scale and skipped: exactly equal, for data whose values stay more
-        than 1% away from the f16 overflow threshold (checked: a case
-        closer than that is reported as ambiguous, not as agreement)
+                 one pass (forward + grad)   20 training steps
+  f32            losses 1e-5, tensors 1e-4  losses 1e-5, tensors 1e-3
+  fp16           1e-3                        2e-2, 3e-2
+  bf16           8e-3                        5e-2, 5e-2
+
+Losses are relative (floored at a tenth of the first step's loss), tensors
+are max |ampc - torch| over the larger of their own largest element and the
+largest of their kind in the program. loss_scale and skipped must be equal,
+for data that stay more than 1% away from the f16 overflow threshold (a
+case closer than that is reported as ambiguous, not as agreement).
 """
 
 import argparse
@@ -46,9 +48,9 @@ import ampc_torch as ref  # noqa: E402
 # (loss, tensor) tolerances by AMP mode and by kind of program: "step" runs
 # once (forward + grad), "train" runs 20 optimizer steps.
 TOLERANCES = {
-    ("off", "step"): (1e-5, 1e-5), ("off", "train"): (1e-5, 1e-3),
-    ("fp16", "step"): (2e-3, 2e-3), ("fp16", "train"): (2e-2, 3e-2),
-    ("bf16", "step"): (1e-2, 1e-2), ("bf16", "train"): (5e-2, 1e-1),
+    ("off", "step"): (1e-5, 1e-4), ("off", "train"): (1e-5, 1e-3),
+    ("fp16", "step"): (1e-3, 1e-3), ("fp16", "train"): (2e-2, 3e-2),
+    ("bf16", "step"): (8e-3, 8e-3), ("bf16", "train"): (5e-2, 5e-2),
 }
 MARGIN = 1e-2  # closest allowed approach to the f16 overflow threshold
 NOISE_GRADIENT = 1e-5  # a parameter's gradient this small is rounding noise
