@@ -18,8 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
-#include <fstream>
-#include <sstream>
 
 using namespace ampc;
 using namespace ampc::exec;
@@ -495,14 +493,11 @@ bool Executor::save(const std::string &path, int64_t steps,
 
 bool Executor::load(const std::string &path, int64_t &steps,
                     std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  std::string s;
+  if (!readWholeFile(path, s)) {
     error = "cannot read checkpoint '" + path + "'";
     return false;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
   auto bad = [&](const std::string &why) {
     error = "checkpoint '" + path + "' " + why;
     return false;

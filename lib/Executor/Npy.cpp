@@ -37,16 +37,24 @@ static std::string shapeString(const std::vector<int64_t> &shape) {
   return r + "]";
 }
 
+bool ampc::exec::readWholeFile(const std::string &path,
+                               std::string &contents) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  contents = ss.str();
+  return !f.bad();
+}
+
 bool ampc::exec::readNpy(const std::string &path, NpyArray &array,
                          std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  std::string s;
+  if (!readWholeFile(path, s)) {
     error = "cannot read '" + path + "'";
     return false;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
   if (s.size() < 10 || s.compare(0, 6, "\x93NUMPY") != 0) {
     error = "'" + path + "' is not a .npy file";
     return false;

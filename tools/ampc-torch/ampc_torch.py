@@ -391,8 +391,10 @@ class Scaler:
 # ---------------------------------------------------------------------------
 
 class Runner:
-    def __init__(self, program, amp=None, scaler=None, monitor=False):
+    def __init__(self, program, amp=None, scaler=None, monitor=False, track_gradients=False):
         self.p = program
+        self.track_gradients = track_gradients
+        self.param_of_value = {a["value"]: a["name"] for a in program.params}
         self.amp = amp or AmpConfig()
         self.scaler_cfg = scaler or ScalerConfig()
         self.monitor = OverflowMonitor() if monitor else None
@@ -629,8 +631,7 @@ class Runner:
         op = self.p.minimize
         hp = op["attrs"]["hyperparams"]
         opt = op["attrs"]["optimizer"]
-        by_value = {a["value"]: a["name"] for a in self.p.params}
-        tensors = [self.params[by_value[v]] for v in op["operands"][1:]]
+        tensors = [self.params[self.param_of_value[v]] for v in op["operands"][1:]]
         if opt == "sgd":
             return torch.optim.SGD(tensors, lr=hp["lr"], momentum=hp.get("momentum", 0.0),
                                    weight_decay=hp.get("weight_decay", 0.0),
@@ -647,8 +648,7 @@ class Runner:
         gradient element to the largest of all: a parameter whose ratio stays
         at rounding-noise level (softmax's invariance to a key bias, say) has
         no well-defined update under AdamW's per-element normalisation."""
-        by_value = {a["value"]: a["name"] for a in self.p.params}
-        norms = {by_value[v]: float(t.grad.abs().max()) if t.grad is not None and t.grad.numel()
+        norms = {self.param_of_value[v]: float(t.grad.abs().max()) if t.grad is not None and t.grad.numel()
                  else 0.0 for v, t in zip(values, targets)}
         top = max(norms.values(), default=0.0)
         for name, n in norms.items():
@@ -669,8 +669,7 @@ class Runner:
         if training:
             op = p.minimize
             loss = vals[op["operands"][0]]
-            by_value = {a["value"]: a["name"] for a in p.params}
-            targets = [self.params[by_value[v]] for v in op["operands"][1:]]
+            targets = [self.params[self.param_of_value[v]] for v in op["operands"][1:]]
             seed = torch.ones_like(loss) if scale is None else \
                 round_to(torch.full_like(loss, float(scale)), dts[op["operands"][0]])
             if loss.requires_grad:
@@ -690,7 +689,7 @@ class Runner:
             for v in grads:
                 grads[v] = grads[v] * float(inv)
                 vals[v] = grads[v]
-        if training and not found_inf:
+        if training and not found_inf and self.track_gradients:
             self.note_gradients(op["operands"][1:], targets)
         if training:
             if self.optimizer is None:
@@ -841,7 +840,8 @@ def make_runner(args, doc=None):
     amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
                     split_ops(args.amp_follow))
     scaler = scaler_from_args(args, program.has_gradients())
-    return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16")
+    return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16",
+                  track_gradients=bool(args.grad_stats))
 
 
 def run(args, doc=None):

@@ -40,6 +40,9 @@ bool readNpyAs(const std::string &path, const std::string &what,
 std::string encodeNpy(int32_t dtype, const std::vector<int64_t> &shape,
                       const char *data, size_t bytes);
 
+/// Reads a whole file; false if it cannot be read.
+bool readWholeFile(const std::string &path, std::string &contents);
+
 /// Writes several files so that each is replaced whole or not at all: all
 /// contents go to temporary files in the target directories first, and are
 /// renamed into place only when every one was written. Returns false (and
