@@ -1,4 +1,5 @@
-//===- Npy.cpp - NumPy .npy files for `ampc run` ----------------------------===//
+//===- Npy.cpp - NumPy .npy files for `ampc run`
+//----------------------------===//
 
 #include "ampc/Executor/Npy.h"
 
@@ -37,8 +38,7 @@ static std::string shapeString(const std::vector<int64_t> &shape) {
   return r + "]";
 }
 
-bool ampc::exec::readWholeFile(const std::string &path,
-                               std::string &contents) {
+bool ampc::exec::readWholeFile(const std::string &path, std::string &contents) {
   std::ifstream f(path, std::ios::binary);
   if (!f)
     return false;
@@ -136,8 +136,7 @@ std::string ampc::exec::encodeNpy(int32_t dtype,
   if (shape.size() == 1)
     dims += ",";
   std::string header = "{'descr': '" + std::string(npyDescr(dtype)) +
-                       "', 'fortran_order': False, 'shape': (" + dims +
-                       "), }";
+                       "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // The data starts at a multiple of 64 bytes; the header ends with '\n'.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

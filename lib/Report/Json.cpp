@@ -1,4 +1,5 @@
-//===- Json.cpp - the graph as JSON (--emit=json) ---------------------------===//
+//===- Json.cpp - the graph as JSON (--emit=json)
+//---------------------------===//
 //
 // A machine-readable form of the IR for tools outside the compiler (the
 // PyTorch reference of tools/ampc-torch reads it instead of parsing .tg a
@@ -180,9 +181,9 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
   if (func.isExternal())
     return func.emitError("--emit=json: graph '")
            << func.getSymName() << "' has no body";
-  json::Object graph{{"name", func.getSymName()},
-                     {"loc", optionalString(report::sourceLocation(
-                                 func.getLoc()))}};
+  json::Object graph{
+      {"name", func.getSymName()},
+      {"loc", optionalString(report::sourceLocation(func.getLoc()))}};
   Block &body = func.getBody().front();
 
   json::Array args;
@@ -190,8 +191,9 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
     int64_t id = static_cast<int64_t>(ids.size());
     ids[arg] = id;
     DictionaryAttr attrs = func.getArgAttrDict(arg.getArgNumber());
-    json::Object a{{"value", id},
-                   {"loc", optionalString(report::sourceLocation(arg.getLoc()))}};
+    json::Object a{
+        {"value", id},
+        {"loc", optionalString(report::sourceLocation(arg.getLoc()))}};
     addType(a, arg.getType());
     addRole(a, attrs,
             {{tg::TGDialect::kInputAttrName, "input"},
@@ -237,9 +239,9 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
     r["attrs"] = attrs ? attrsToJson(attrs.getValue()) : json::Object();
     results.push_back(std::move(r));
   }
-  graph["attrs"] = attrsToJson(
-      func->getAttrs(), {"sym_name", "function_type", "arg_attrs", "res_attrs",
-                         "sym_visibility"});
+  graph["attrs"] =
+      attrsToJson(func->getAttrs(), {"sym_name", "function_type", "arg_attrs",
+                                     "res_attrs", "sym_visibility"});
   // The graph's own fields, then the three lists, one entry per line.
   std::string head;
   llvm::raw_string_ostream headOs(head);

@@ -1,4 +1,5 @@
-//===- Npy.h - NumPy .npy files for `ampc run` -------------------*- C++ -*-===//
+//===- Npy.h - NumPy .npy files for `ampc run` -------------------*- C++
+//-*-===//
 //
 // Reading and writing the C-order, little-endian .npy files `ampc run`
 // exchanges with users: inputs (--input), parameters (--params-in/-out) and
@@ -32,9 +33,9 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error);
 
 /// Reads `path` and checks that it holds `what` (e.g. "input 'x'"): dtype
 /// `dtype`, shape `shape`, `bytes` bytes of data.
-bool readNpyAs(const std::string &path, const std::string &what,
-               int32_t dtype, const std::vector<int64_t> &shape,
-               int64_t bytes, std::vector<char> &data, std::string &error);
+bool readNpyAs(const std::string &path, const std::string &what, int32_t dtype,
+               const std::vector<int64_t> &shape, int64_t bytes,
+               std::vector<char> &data, std::string &error);
 
 /// The bytes of a .npy file (format 1.0) holding `data`.
 std::string encodeNpy(int32_t dtype, const std::vector<int64_t> &shape,
