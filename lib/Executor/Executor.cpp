@@ -279,8 +279,8 @@ bool Executor::writeSlot(size_t slot, const void *data, size_t bytes,
 static bool copyToHost(ampc_context ctx, const void *src, int64_t bytes,
                        std::vector<char> &host, std::string &error) {
   host.resize(bytes);
-  ampc_status st = ampc_memcpy(ctx, host.data(), src, bytes,
-                               AMPC_MEMCPY_DEVICE_TO_HOST);
+  ampc_status st =
+      ampc_memcpy(ctx, host.data(), src, bytes, AMPC_MEMCPY_DEVICE_TO_HOST);
   if (st != AMPC_OK) {
     error = lastError("reading a result", st);
     return false;

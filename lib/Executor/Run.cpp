@@ -59,8 +59,8 @@ bool readParams(const rt::Program &program, const std::string &dir,
   for (size_t i : params) {
     std::string path = joinPath(dir, program.slots[i].name + ".npy");
     if (!llvm::sys::fs::exists(path)) {
-      error = "--params-in: '" + path + "' is missing (graph '" +
-              program.name + "' has parameters: " + names + ")";
+      error = "--params-in: '" + path + "' is missing (graph '" + program.name +
+              "' has parameters: " + names + ")";
       return false;
     }
   }
@@ -72,9 +72,8 @@ bool readParams(const rt::Program &program, const std::string &dir,
     if (!file.ends_with(".npy"))
       continue;
     llvm::StringRef stem = file.drop_back(4);
-    if (llvm::none_of(params, [&](size_t i) {
-          return program.slots[i].name == stem;
-        }))
+    if (llvm::none_of(params,
+                      [&](size_t i) { return program.slots[i].name == stem; }))
       extra.push_back(it->path());
   }
   if (ec) {
@@ -83,8 +82,9 @@ bool readParams(const rt::Program &program, const std::string &dir,
   }
   if (!extra.empty()) {
     std::sort(extra.begin(), extra.end());
-    error = "--params-in: '" + extra.front() + "' is not a parameter of graph '" +
-            program.name + "' (its parameters: " + names + ")";
+    error = "--params-in: '" + extra.front() +
+            "' is not a parameter of graph '" + program.name +
+            "' (its parameters: " + names + ")";
     return false;
   }
   for (size_t i : params) {
@@ -273,9 +273,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
       std::vector<char> bytes;
       if (!ex->readSlot(i, bytes, error))
         return fail(kRuntimeError, error);
-      files.push_back({joinPath(options.paramsOut, slot.name + ".npy"),
-                       encodeNpy(slot.dtype, slot.shape, bytes.data(),
-                                 bytes.size())});
+      files.push_back(
+          {joinPath(options.paramsOut, slot.name + ".npy"),
+           encodeNpy(slot.dtype, slot.shape, bytes.data(), bytes.size())});
     }
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--params-out: " + error);

@@ -182,7 +182,8 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << (first ? "\n" : ",\n") << indent << "    {";
     first = false;
     StringRef opName = op->getName().stripDialect();
-    os << "\"name\": " << quoteOrNull(sourceName(op->getLoc())) << ", \"op\": " << quote(opName)
+    os << "\"name\": " << quoteOrNull(sourceName(op->getLoc()))
+       << ", \"op\": " << quote(opName)
        << ", \"loc\": " << quoteOrNull(sourceLocation(op->getLoc()))
        << ", \"class\": " << classOf(op, options.table)
        << ", \"compute\": " << typeName(tg::getComputeType(op))

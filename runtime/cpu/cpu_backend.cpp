@@ -710,8 +710,7 @@ public:
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t oy = 0; oy < g.oh; ++oy)
           for (int64_t ox = 0; ox < g.ow; ++ox) {
-            float d =
-                loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+            float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
             if (g.isMax) {
               int64_t a = argmax(g, at, oy, ox);
               if (a >= 0)
@@ -721,7 +720,8 @@ public:
             }
           }
         if (dx.dtype == AMPC_F32)
-          std::copy(acc.begin(), acc.end(), static_cast<float *>(dx.data) + plane);
+          std::copy(acc.begin(), acc.end(),
+                    static_cast<float *>(dx.data) + plane);
         else
           for (int64_t i = 0; i < g.h * g.w; ++i)
             storeF32(dx.data, dx.dtype, plane + i, acc[i]);
@@ -1032,8 +1032,8 @@ public:
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
         sgdF32(static_cast<float *>(params.data[t]),
-               static_cast<const float *>(grads.data[t]), buf,
-               params.numels[t], s);
+               static_cast<const float *>(grads.data[t]), buf, params.numels[t],
+               s);
         continue;
       }
       for (int64_t i = 0; i < params.numels[t]; ++i) {

@@ -40,8 +40,7 @@ public:
   /// Reads output `i` (after a step) as f64 values.
   bool readOutput(size_t i, std::vector<double> &values, std::string &error);
   /// Reads output `i` (after a step) as its bytes.
-  bool readOutputBytes(size_t i, std::vector<char> &bytes,
-                       std::string &error);
+  bool readOutputBytes(size_t i, std::vector<char> &bytes, std::string &error);
   /// The scale the next step will use (dynamic scaler only), and whether the
   /// last step was skipped.
   bool readScale(double &scale, std::string &error);

@@ -824,7 +824,7 @@ FailureOr<Program> Lowering::run() {
           name = n.getValue();
           prog.training = true;
         } else if (auto n = func.getResultAttrOfType<StringAttr>(
-                     i, TGDialect::kStateOutAttrName))
+                       i, TGDialect::kStateOutAttrName))
           name = n.getValue();
         else
           return ret.emitError("result #") << i << " has no tg.output, "
