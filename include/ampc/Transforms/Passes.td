@@ -29,9 +29,11 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       (`GradientOpInterface`, lib/Dialect/TG/TGGradients.cpp). A value used
       by several ops accumulates its gradients with `tg.add`.
     - Gradients have the type of their value and are computed at the forward
-      types; automatic mixed precision, which runs next, recasts them by
-      class. Broadcast operands get their gradient summed over the broadcast
-      dims; the gradient of `tg.cast` is cast back to the source type.
+      types. In the `ampc` pipeline automatic mixed precision has run
+      before, so the backward graph takes the forward's mixed types, as
+      autograd's does under `torch.autocast`. Broadcast operands get their
+      gradient summed over the broadcast dims; the gradient of `tg.cast` is
+      cast back to the source type.
     - `tg.grad` results are replaced by the gradients; a value the loss does
       not reach gets a zero gradient (PyTorch's `materialize_grads`).
     - `tg.minimize` becomes optional `tg.clip_grad_norm` (`max_grad_norm`)
