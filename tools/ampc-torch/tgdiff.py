@@ -33,7 +33,6 @@ import argparse
 import json
 import math
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -469,6 +468,8 @@ def report(cases, ampc, amp_flags, verbose=False):
             problems = cmp.problems(tol)
         except (RuntimeError, ref.InputError, ref.UsageError) as e:
             cmp, problems, margin = None, [str(e)], math.inf
+        except Exception as e:  # the reference itself failed: report, go on
+            cmp, problems, margin = None, ["crash: %s: %s" % (type(e).__name__, e)], math.inf
         if problems and margin < MARGIN:
             ambiguous += 1
             print("AMBIGUOUS %s [%s]: a value came within %.2g%% of the f16 overflow "

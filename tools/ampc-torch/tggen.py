@@ -460,7 +460,6 @@ def fuzz(ampc, count, seed, amp_flags, save=None, verbose=False):
     failures = ambiguous = 0
     for i in range(count):
         prog = generate(seed, i, amp_pins=amp != "off")
-        case = tgdiff.Case(prog.name, prog.render(), steps=5, seed=seed + i)
 
         def problems_of(p):
             c = tgdiff.Case(p.name, p.render(), steps=5, seed=seed + i)
@@ -497,7 +496,7 @@ def fuzz(ampc, count, seed, amp_flags, save=None, verbose=False):
         print("DISAGREE %s [%s] (seed %d, program %d); minimal reproducer:" %
               (prog.name, " ".join(amp_flags) or "--amp=off", seed, i))
         print("  " + text.replace("\n", "\n  ").rstrip())
-        for p in problems_of(small)[0][:6]:
+        for p in problems_of(small)[0][:6]:  # what the reproducer shows
             print("  -> " + p)
         if verbose:
             for p in problems[:6]:
@@ -508,7 +507,6 @@ def fuzz(ampc, count, seed, amp_flags, save=None, verbose=False):
                 f.write("# tgdiff fuzz --seed %d, program %d, %s\n" %
                         (seed, i, " ".join(amp_flags) or "--amp=off"))
                 f.write(text)
-        del case
     print("%d random programs, %d disagreements, %d ambiguous (not counted)" %
           (count, failures, ambiguous))
     return 1 if failures else 0
