@@ -171,6 +171,18 @@ void addRole(json::Object &obj, DictionaryAttr attrs,
     }
 }
 
+/// An argument or result of a graph: its id, type, role and name (from its
+/// tg attribute) and all its attributes.
+json::Object
+describeSignatureValue(int64_t id, Type type, DictionaryAttr attrs,
+                       ArrayRef<std::pair<StringRef, StringRef>> roles) {
+  json::Object obj{{"value", id}};
+  addType(obj, type);
+  addRole(obj, attrs, roles);
+  obj["attrs"] = attrs ? attrsToJson(attrs.getValue()) : json::Object();
+  return obj;
+}
+
 /// One graph: its fields, then its args, ops and results one per line.
 LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
   llvm::DenseMap<Value, int64_t> ids;
@@ -190,16 +202,12 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
   for (BlockArgument arg : body.getArguments()) {
     int64_t id = static_cast<int64_t>(ids.size());
     ids[arg] = id;
-    DictionaryAttr attrs = func.getArgAttrDict(arg.getArgNumber());
-    json::Object a{
-        {"value", id},
-        {"loc", optionalString(report::sourceLocation(arg.getLoc()))}};
-    addType(a, arg.getType());
-    addRole(a, attrs,
-            {{tg::TGDialect::kInputAttrName, "input"},
-             {tg::TGDialect::kParamAttrName, "param"},
-             {tg::TGDialect::kStateAttrName, "state"}});
-    a["attrs"] = attrs ? attrsToJson(attrs.getValue()) : json::Object();
+    json::Object a = describeSignatureValue(
+        id, arg.getType(), func.getArgAttrDict(arg.getArgNumber()),
+        {{tg::TGDialect::kInputAttrName, "input"},
+         {tg::TGDialect::kParamAttrName, "param"},
+         {tg::TGDialect::kStateAttrName, "state"}});
+    a["loc"] = optionalString(report::sourceLocation(arg.getLoc()));
     args.push_back(std::move(a));
   }
 
@@ -229,14 +237,11 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
   }
   Operation *ret = body.getTerminator();
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    DictionaryAttr attrs = func.getResultAttrDict(i);
-    json::Object r{{"value", idOf(v)}};
-    addType(r, v.getType());
-    addRole(r, attrs,
-            {{tg::TGDialect::kOutputAttrName, "output"},
-             {tg::TGDialect::kParamOutAttrName, "param_out"},
-             {tg::TGDialect::kStateOutAttrName, "state_out"}});
-    r["attrs"] = attrs ? attrsToJson(attrs.getValue()) : json::Object();
+    json::Object r = describeSignatureValue(
+        idOf(v), v.getType(), func.getResultAttrDict(i),
+        {{tg::TGDialect::kOutputAttrName, "output"},
+         {tg::TGDialect::kParamOutAttrName, "param_out"},
+         {tg::TGDialect::kStateOutAttrName, "state_out"}});
     results.push_back(std::move(r));
   }
   graph["attrs"] =
