@@ -12,12 +12,14 @@
 
 namespace ampc {
 
-/// Adds the `tg` dialect and the upstream dialects ampc's IR uses
-/// (`func`, `arith`) to `registry`.
+/// Adds the `tg` dialect and the upstream dialects whose ops ampc's passes
+/// accept next to `tg` ops (`func`, `arith`, `math`, `linalg`, `tensor`,
+/// `scf`) to `registry`.
 void registerAllDialects(mlir::DialectRegistry &registry);
 
-/// Registers every ampc pass and the `ampc-pipeline` pass pipeline with the
-/// global registry (for `ampc-opt` and `mlir-opt`-style drivers).
+/// Registers every ampc pass (`ampc-auto-mixed-precision`, ...) and the
+/// `ampc-pipeline` pass pipeline with MLIR's global registry, for
+/// `mlir-opt`-style drivers and textual pipelines (`parsePassPipeline`).
 void registerAllPasses();
 
 } // namespace ampc

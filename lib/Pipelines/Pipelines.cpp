@@ -3,10 +3,8 @@
 #include "ampc/Pipelines/Pipelines.h"
 
 #include "ampc/Dialect/TG/TGDialect.h"
-#include "ampc/InitAll.h"
 #include "ampc/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -148,13 +146,4 @@ void ampc::registerPipelines() {
   PassPipelineRegistration<PipelineOptions>(
       "ampc-pipeline", "The ampc compilation pipeline (what `ampc` runs)",
       buildPipeline);
-}
-
-void ampc::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<tg::TGDialect, func::FuncDialect, arith::ArithDialect>();
-}
-
-void ampc::registerAllPasses() {
-  registerAMPCPasses();
-  registerPipelines();
 }
