@@ -1,0 +1,59 @@
+# The ctest `ampc.install`: installs the whole build into a fresh prefix,
+# checks what landed there, runs the installed `ampc` and `ampc-opt`, then
+# configures, builds and runs the out-of-tree tool of this folder
+# (CMakeLists.txt, amp-embed.cpp) against the installed package and checks
+# its output with FileCheck.
+# Inputs: BUILD_DIR, WORK_DIR, SOURCE_DIR (this folder), EXAMPLE (a .tg
+# file), GENERATOR, CXX_COMPILER, MLIR_DIR, FILECHECK.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+endfunction()
+
+# `out` of the command is checked against the CHECK lines of `checkfile`.
+function(run_checked checkfile low)
+  run(${ARGN})
+  file(WRITE ${WORK_DIR}/out.txt "${out}")
+  run(${FILECHECK} ${checkfile} -DLOW=${low} --input-file ${WORK_DIR}/out.txt
+      --dump-input=fail)
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+
+foreach(f bin/ampc bin/ampc-opt include/ampc/ampc.h include/ampc/InitAll.h
+          include/ampc/Transforms/AMPPolicy.h include/ampc/Transforms/Passes.h.inc
+          include/ampc/Dialect/TG/TGOps.h.inc include/ampc/runtime.h
+          lib/cmake/ampc/ampcConfig.cmake lib/cmake/ampc/ampcCompilerTargets.cmake)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "not installed: ${prefix}/${f}")
+  endif()
+endforeach()
+
+# The installed drivers run from the prefix (they find the runtime there).
+run(${prefix}/bin/ampc ${EXAMPLE} --amp=fp16 --emit=mlir --locations=false)
+if(NOT out MATCHES "tg.cast")
+  message(FATAL_ERROR "installed ampc: no cast in --amp=fp16 output:\n${out}")
+endif()
+run(${prefix}/bin/ampc-opt --help)
+if(NOT out MATCHES "ampc-auto-mixed-precision")
+  message(FATAL_ERROR "installed ampc-opt does not list the AMP pass")
+endif()
+
+# The out-of-tree tool: find_package(ampc COMPONENTS compiler), nothing else.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    -DCMAKE_PREFIX_PATH=${prefix} -DMLIR_DIR=${MLIR_DIR})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+set(tool ${WORK_DIR}/build/amp-embed)
+foreach(low f16 bf16)
+  run_checked(${SOURCE_DIR}/scale.mlir ${low} ${tool} ${SOURCE_DIR}/scale.mlir ${low})
+  run_checked(${SOURCE_DIR}/dense.mlir ${low} ${tool} ${SOURCE_DIR}/dense.mlir ${low})
+endforeach()
+message(STATUS "amp-embed built against ${prefix}; its output checked")
