@@ -21,6 +21,61 @@ static std::string num(double v) {
   return buf;
 }
 
+StringRef ampc::stringifyAMPMode(amp::Mode mode) {
+  switch (mode) {
+  case amp::Mode::Off:
+    return "off";
+  case amp::Mode::FP16:
+    return "fp16";
+  case amp::Mode::BF16:
+    return "bf16";
+  }
+  return "off";
+}
+
+StringRef ampc::stringifyAMPPolicy(amp::Policy policy) {
+  return policy == amp::Policy::Reference ? "reference" : "fast";
+}
+
+ampc::PipelinePassOptions::PipelinePassOptions() {
+  // The defaults live in PipelineOptions; the list options default to empty.
+  const PipelineOptions defaults;
+  canonicalize.setInitialValue(defaults.canonicalize);
+  amp.setInitialValue(defaults.amp);
+  ampPolicy.setInitialValue(defaults.ampPolicy);
+  ampUnknownOps.setInitialValue(defaults.ampUnknownOps);
+  lossScale.setInitialValue(defaults.lossScale);
+  lossScaleInit.setInitialValue(defaults.lossScaleInit);
+  lossScaleGrowth.setInitialValue(defaults.lossScaleGrowth);
+  lossScaleBackoff.setInitialValue(defaults.lossScaleBackoff);
+  lossScaleInterval.setInitialValue(defaults.lossScaleInterval);
+  lossScaleHysteresis.setInitialValue(defaults.lossScaleHysteresis);
+  lossScaleMin.setInitialValue(defaults.lossScaleMin);
+  lossScaleMax.setInitialValue(defaults.lossScaleMax);
+  planBuffers.setInitialValue(defaults.planBuffers);
+}
+
+ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
+  PipelineOptions options;
+  options.canonicalize = canonicalize;
+  options.amp = amp;
+  options.ampPolicy = ampPolicy;
+  options.ampFp32.assign(ampFp32.begin(), ampFp32.end());
+  options.ampLower.assign(ampLower.begin(), ampLower.end());
+  options.ampFollow.assign(ampFollow.begin(), ampFollow.end());
+  options.ampUnknownOps = ampUnknownOps;
+  options.lossScale = lossScale;
+  options.lossScaleInit = lossScaleInit;
+  options.lossScaleGrowth = lossScaleGrowth;
+  options.lossScaleBackoff = lossScaleBackoff;
+  options.lossScaleInterval = lossScaleInterval;
+  options.lossScaleHysteresis = lossScaleHysteresis;
+  options.lossScaleMin = lossScaleMin;
+  options.lossScaleMax = lossScaleMax;
+  options.planBuffers = planBuffers;
+  return options;
+}
+
 FailureOr<ampc::LossScaleChoice>
 ampc::resolveLossScale(const PipelineOptions &options, std::string &error) {
   LossScaleChoice choice;
@@ -119,11 +174,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     FailureOr<LossScaleChoice> choice = resolveLossScale(options, error);
     LossScalingOptions lossOptions;
     // A bad option reaches the pass as is: it reports it when it runs.
-    lossOptions.mode =
-        succeeded(choice) ? choice->mode : std::string(options.lossScale);
+    lossOptions.mode = succeeded(choice) ? choice->mode : options.lossScale;
     lossOptions.init = succeeded(choice) && choice->mode == "static"
                            ? choice->scale
-                           : double(options.lossScaleInit);
+                           : options.lossScaleInit;
     lossOptions.growthFactor = options.lossScaleGrowth;
     lossOptions.backoffFactor = options.lossScaleBackoff;
     lossOptions.growthInterval = options.lossScaleInterval;
@@ -143,7 +197,9 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
 }
 
 void ampc::registerPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
+  PassPipelineRegistration<PipelinePassOptions>(
       "ampc-pipeline", "The ampc compilation pipeline (what `ampc` runs)",
-      buildPipeline);
+      [](OpPassManager &pm, const PipelinePassOptions &options) {
+        buildPipeline(pm, options.get());
+      });
 }

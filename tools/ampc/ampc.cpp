@@ -1,7 +1,7 @@
 //===- ampc.cpp - the ampc compiler driver --------------------------------===//
 //
 // `ampc [compile] INPUT [options]` and `ampc run INPUT [options]`
-// (shared/spec/cli.md). Exit codes: 0 success, 1 the input is wrong,
+// (docs/cli.md). Exit codes: 0 success, 1 the input is wrong,
 // 2 the command line is wrong, 3 a runtime failure.
 //
 //===----------------------------------------------------------------------===//
@@ -24,12 +24,16 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <deque>
+#include <type_traits>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -41,15 +45,56 @@ enum class EmitKind { MLIR, Report, Dot, Cpp, Json };
 
 cl::OptionCategory ampcCategory("ampc options");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .tg or .mlir>"),
-                               cl::cat(ampcCategory));
-cl::opt<std::string> outputFile("o", cl::desc("Write the output to FILE "
-                                              "(default: stdout); written "
-                                              "atomically, only on success"),
-                                cl::value_desc("FILE"), cl::init("-"),
-                                cl::cat(ampcCategory));
-cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to emit"), cl::init(EmitKind::MLIR),
+/// Everything the command line sets: the pipeline's options object, the
+/// options of `ampc run` and the driver's own. The flags below bind to these
+/// fields (cl::location), so each default is written once, as the field's
+/// initializer, and `--help` prints it from there.
+struct DriverOptions {
+  ampc::PipelineOptions pipeline;
+  ampc::exec::RunOptions run;
+  /// `ampc run INPUT` rather than `ampc [compile] INPUT`.
+  bool runMode = false;
+  std::string input;
+  std::string output = "-";
+  EmitKind emit = EmitKind::MLIR;
+  bool locations = true;
+  bool runPipeline = true;
+  std::string target = "cuda";
+  std::string device = "cpu";
+};
+DriverOptions opts;
+
+/// `text` + " (default: VALUE)", VALUE printed from the field a flag binds
+/// to. The strings live as long as the options that point at them.
+template <typename T>
+StringRef withDefault(StringRef text, const T &value) {
+  static std::deque<std::string> storage;
+  std::string rendered;
+  llvm::raw_string_ostream os(rendered);
+  if constexpr (std::is_same_v<T, bool>)
+    os << (value ? "true" : "false");
+  else if constexpr (std::is_floating_point_v<T>)
+    os << llvm::format("%g", value);
+  else
+    os << value;
+  storage.push_back((text + " (default: " + rendered + ")").str());
+  return storage.back();
+}
+
+// The compiler (`ampc [compile]`).
+cl::opt<std::string, true> inputFile(cl::Positional,
+                                     cl::desc("<input .tg or .mlir>"),
+                                     cl::location(opts.input),
+                                     cl::cat(ampcCategory));
+cl::opt<std::string, true>
+    outputFile("o",
+               cl::desc("Write the output to FILE (default: stdout); "
+                        "written atomically, only on success"),
+               cl::value_desc("FILE"), cl::location(opts.output),
+               cl::cat(ampcCategory));
+cl::opt<EmitKind, true> emitKind(
+    "emit", cl::desc("What to emit"),
+    cl::location(opts.emit),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline"),
                clEnumValN(EmitKind::Report, "report",
                           "the AMP report (JSON, one object per graph)"),
@@ -63,149 +108,165 @@ cl::opt<EmitKind> emitKind(
                           "the IR as JSON for other tools (docs/json.md); "
                           "with --pipeline=false, the program as written")),
     cl::cat(ampcCategory));
-cl::opt<ampc::amp::Mode> ampMode(
-    "amp", cl::desc("Automatic mixed precision (default: off)"),
-    cl::init(ampc::amp::Mode::Off),
+cl::opt<ampc::amp::Mode, true> ampMode(
+    "amp",
+    cl::desc(withDefault("Automatic mixed precision",
+                         ampc::stringifyAMPMode(opts.pipeline.amp))),
+    cl::location(opts.pipeline.amp),
     cl::values(clEnumValN(ampc::amp::Mode::Off, "off", "everything as written"),
                clEnumValN(ampc::amp::Mode::FP16, "fp16", "low = f16"),
                clEnumValN(ampc::amp::Mode::BF16, "bf16", "low = bf16")),
     cl::cat(ampcCategory));
-cl::opt<ampc::amp::Policy> ampPolicy(
-    "amp-policy", cl::desc("AMP policy (default: fast)"),
-    cl::init(ampc::amp::Policy::Fast),
+cl::opt<ampc::amp::Policy, true> ampPolicy(
+    "amp-policy",
+    cl::desc(withDefault("AMP policy",
+                         ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy))),
+    cl::location(opts.pipeline.ampPolicy),
     cl::values(clEnumValN(ampc::amp::Policy::Fast, "fast",
                           "the same contract or stricter, fewer bytes"),
                clEnumValN(ampc::amp::Policy::Reference, "reference",
                           "exactly torch.autocast")),
     cl::cat(ampcCategory));
-cl::list<std::string> ampFp32("amp-fp32", cl::CommaSeparated,
-                              cl::desc("Ops moved to the fp32 class"),
-                              cl::value_desc("OP,OP"), cl::cat(ampcCategory));
-cl::list<std::string> ampLower("amp-lower", cl::CommaSeparated,
-                               cl::desc("Ops moved to the lower class"),
-                               cl::value_desc("OP,OP"), cl::cat(ampcCategory));
-cl::list<std::string> ampFollow("amp-follow", cl::CommaSeparated,
-                                cl::desc("Ops moved to the follow class"),
-                                cl::value_desc("OP,OP"),
-                                cl::cat(ampcCategory));
-cl::opt<ampc::amp::UnknownOpMode> ampUnknownOps(
+cl::list<std::string, std::vector<std::string>>
+    ampFp32("amp-fp32", cl::CommaSeparated,
+            cl::desc("Ops moved to the fp32 class"), cl::value_desc("OP,OP"),
+            cl::location(opts.pipeline.ampFp32), cl::cat(ampcCategory));
+cl::list<std::string, std::vector<std::string>>
+    ampLower("amp-lower", cl::CommaSeparated,
+             cl::desc("Ops moved to the lower class"), cl::value_desc("OP,OP"),
+             cl::location(opts.pipeline.ampLower), cl::cat(ampcCategory));
+cl::list<std::string, std::vector<std::string>>
+    ampFollow("amp-follow", cl::CommaSeparated,
+              cl::desc("Ops moved to the follow class"),
+              cl::value_desc("OP,OP"), cl::location(opts.pipeline.ampFollow),
+              cl::cat(ampcCategory));
+cl::opt<ampc::amp::UnknownOpMode, true> ampUnknownOps(
     "amp-unknown-ops",
     cl::desc("Ops not in the AMP policy table (default: follow, with a note)"),
-    cl::init(ampc::amp::UnknownOpMode::Follow),
+    cl::location(opts.pipeline.ampUnknownOps),
     cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow, "follow",
                           "treat as follow"),
                clEnumValN(ampc::amp::UnknownOpMode::Error, "error",
                           "fail")),
     cl::cat(ampcCategory));
-cl::opt<bool> printLocations(
+cl::opt<bool, true> printLocations(
     "locations",
-    cl::desc("Print source locations in --emit=mlir (default: true; "
-             "--locations=false for bare IR)"),
-    cl::init(true), cl::cat(ampcCategory));
-cl::opt<bool> runCanonicalizer("canonicalize",
-                           cl::desc("Run the canonicalizer (default: true)"),
-                               cl::init(true), cl::cat(ampcCategory));
-
-cl::opt<bool> runPipeline(
+    cl::desc(withDefault("Print source locations in --emit=mlir "
+                         "(--locations=false for bare IR)",
+                         opts.locations)),
+    cl::location(opts.locations), cl::cat(ampcCategory));
+cl::opt<bool, true> runCanonicalizer(
+    "canonicalize",
+    cl::desc(withDefault("Run the canonicalizer", opts.pipeline.canonicalize)),
+    cl::location(opts.pipeline.canonicalize), cl::cat(ampcCategory));
+cl::opt<bool, true> runPipeline(
     "pipeline",
-    cl::desc("Run the compilation pipeline (default: true); "
-             "--pipeline=false emits the IR as the frontend made it"),
-    cl::init(true), cl::cat(ampcCategory));
+    cl::desc(withDefault("Run the compilation pipeline; --pipeline=false "
+                         "emits the IR as the frontend made it",
+                         opts.runPipeline)),
+    cl::location(opts.runPipeline), cl::cat(ampcCategory));
 
-// Loss scaling (shared/spec/amp.md); checked by ampc::resolveLossScale.
-cl::opt<std::string> lossScale(
+// Loss scaling (docs/amp.md); checked by ampc::resolveLossScale.
+cl::opt<std::string, true> lossScale(
     "loss-scale",
     cl::desc("Loss scaling of training steps: dynamic | none | N (a static "
              "scale); default: dynamic with --amp=fp16, none otherwise"),
-    cl::value_desc("MODE"), cl::cat(ampcCategory));
-cl::opt<double> lossScaleInit("loss-scale-init",
-                              cl::desc("Initial dynamic scale (default: "
-                                       "65536)"),
-                              cl::init(65536.0), cl::cat(ampcCategory));
-cl::opt<double> lossScaleGrowth(
-    "loss-scale-growth", cl::desc("Scale growth factor, > 1 (default: 2)"),
-    cl::init(2.0), cl::cat(ampcCategory));
-cl::opt<double> lossScaleBackoff(
+    cl::value_desc("MODE"), cl::location(opts.pipeline.lossScale),
+    cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleInit(
+    "loss-scale-init",
+    cl::desc(withDefault("Initial dynamic scale",
+                         opts.pipeline.lossScaleInit)),
+    cl::location(opts.pipeline.lossScaleInit), cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleGrowth(
+    "loss-scale-growth",
+    cl::desc(withDefault("Scale growth factor, > 1",
+                         opts.pipeline.lossScaleGrowth)),
+    cl::location(opts.pipeline.lossScaleGrowth), cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleBackoff(
     "loss-scale-backoff",
-    cl::desc("Scale backoff factor on overflow, in (0, 1) (default: 0.5)"),
-    cl::init(0.5), cl::cat(ampcCategory));
-cl::opt<int64_t> lossScaleInterval(
+    cl::desc(withDefault("Scale backoff factor on overflow, in (0, 1)",
+                         opts.pipeline.lossScaleBackoff)),
+    cl::location(opts.pipeline.lossScaleBackoff), cl::cat(ampcCategory));
+cl::opt<int64_t, true> lossScaleInterval(
     "loss-scale-interval",
-    cl::desc("Finite steps before the scale grows (default: 2000)"),
-    cl::init(2000), cl::cat(ampcCategory));
-cl::opt<int64_t> lossScaleHysteresis(
+    cl::desc(withDefault("Finite steps before the scale grows",
+                         opts.pipeline.lossScaleInterval)),
+    cl::location(opts.pipeline.lossScaleInterval), cl::cat(ampcCategory));
+cl::opt<int64_t, true> lossScaleHysteresis(
     "loss-scale-hysteresis",
-    cl::desc("Overflowing steps tolerated before backing off (default: 1; "
-             "2 is Megatron-LM's)"),
-    cl::init(1), cl::cat(ampcCategory));
-cl::opt<double> lossScaleMin("loss-scale-min",
-                             cl::desc("Minimum scale (default: none)"),
-                             cl::init(0.0), cl::cat(ampcCategory));
-cl::opt<double> lossScaleMax("loss-scale-max",
-                             cl::desc("Maximum scale (default: none)"),
-                             cl::init(0.0), cl::cat(ampcCategory));
+    cl::desc(withDefault("Overflowing steps tolerated before backing off "
+                         "(2 is Megatron-LM's)",
+                         opts.pipeline.lossScaleHysteresis)),
+    cl::location(opts.pipeline.lossScaleHysteresis), cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleMin(
+    "loss-scale-min", cl::desc("Minimum scale (default: none)"),
+    cl::location(opts.pipeline.lossScaleMin), cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleMax(
+    "loss-scale-max", cl::desc("Maximum scale (default: none)"),
+    cl::location(opts.pipeline.lossScaleMax), cl::cat(ampcCategory));
 
-/// Copies the loss-scale flags into the pipeline options.
-void setLossScaleOptions(ampc::PipelineOptions &options) {
-  options.amp = ampMode;
-  options.lossScale = lossScale;
-  options.lossScaleInit = lossScaleInit;
-  options.lossScaleGrowth = lossScaleGrowth;
-  options.lossScaleBackoff = lossScaleBackoff;
-  options.lossScaleInterval = lossScaleInterval;
-  options.lossScaleHysteresis = lossScaleHysteresis;
-  options.lossScaleMin = lossScaleMin;
-  options.lossScaleMax = lossScaleMax;
-}
+cl::opt<std::string, true>
+    target("target",
+           cl::desc(withDefault("--emit=cpp: the runtime backend the code "
+                                "asks for, cpu | cuda",
+                                opts.target)),
+           cl::location(opts.target), cl::cat(ampcCategory));
 
-cl::opt<std::string> target("target",
-                           cl::desc("--emit=cpp: the runtime backend the code "
-                                    "asks for, cpu | cuda (default: cuda)"),
-                           cl::init("cuda"), cl::cat(ampcCategory));
-
-// `ampc run` (shared/spec/cli.md, "Run options").
-bool runMode = false;
-cl::opt<int64_t> runSteps("steps",
-                          cl::desc("run: training steps (default: 10); a "
-                                   "graph without minimize runs once"),
-                          cl::init(10), cl::cat(ampcCategory));
-cl::opt<std::string> runDevice("device",
-                               cl::desc("run: runtime backend, cpu | cuda "
-                                        "(default: cpu)"),
-                               cl::init("cpu"), cl::cat(ampcCategory));
-cl::opt<uint64_t> runSeed("seed",
-                          cl::desc("run: seeds parameter init and synthetic "
-                                   "inputs (default: 0)"),
-                          cl::init(0), cl::cat(ampcCategory));
-cl::list<std::string> runInputs("input",
-                                cl::desc("run: feed input NAME from a NumPy "
-                                         "file (repeatable)"),
-                                cl::value_desc("NAME=FILE.npy"),
-                                cl::cat(ampcCategory));
-cl::opt<std::string> runLog("log",
-                            cl::desc("run: one JSON object per step"),
-                            cl::value_desc("FILE.jsonl"),
-                            cl::cat(ampcCategory));
-cl::opt<std::string> runSave("save",
-                             cl::desc("run: write a checkpoint at the end"),
-                             cl::value_desc("FILE"), cl::cat(ampcCategory));
-cl::opt<std::string> runLoad("load",
-                             cl::desc("run: start from a checkpoint"),
-                             cl::value_desc("FILE"), cl::cat(ampcCategory));
-cl::opt<std::string> runParamsIn(
+// `ampc run` (docs/cli.md, "ampc run").
+cl::opt<int64_t, true>
+    runSteps("steps",
+             cl::desc(withDefault("run: training steps; a graph without "
+                                  "minimize runs once",
+                                  opts.run.steps)),
+             cl::location(opts.run.steps), cl::cat(ampcCategory));
+cl::opt<std::string, true>
+    runDevice("device",
+              cl::desc(withDefault("run: runtime backend, cpu | cuda",
+                                   opts.device)),
+              cl::location(opts.device), cl::cat(ampcCategory));
+cl::opt<uint64_t, true>
+    runSeed("seed",
+            cl::desc(withDefault("run: seeds parameter init and synthetic "
+                                 "inputs",
+                                 opts.run.seed)),
+            cl::location(opts.run.seed), cl::cat(ampcCategory));
+cl::list<std::string, std::vector<std::string>>
+    runInputs("input",
+              cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
+              cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.inputs),
+              cl::cat(ampcCategory));
+cl::opt<std::string, true> runLog("log",
+                                  cl::desc("run: one JSON object per step"),
+                                  cl::value_desc("FILE.jsonl"),
+                                  cl::location(opts.run.log),
+                                  cl::cat(ampcCategory));
+cl::opt<std::string, true>
+    runSave("save", cl::desc("run: write a checkpoint at the end"),
+            cl::value_desc("FILE"), cl::location(opts.run.save),
+            cl::cat(ampcCategory));
+cl::opt<std::string, true> runLoad("load",
+                                   cl::desc("run: start from a checkpoint"),
+                                   cl::value_desc("FILE"),
+                                   cl::location(opts.run.load),
+                                   cl::cat(ampcCategory));
+cl::opt<std::string, true> runParamsIn(
     "params-in",
     cl::desc("run: initialise every parameter from DIR/NAME.npy (dtype and "
              "shape checked; a missing or extra .npy file is an error)"),
-    cl::value_desc("DIR"), cl::cat(ampcCategory));
-cl::opt<std::string> runParamsOut(
+    cl::value_desc("DIR"), cl::location(opts.run.paramsIn),
+    cl::cat(ampcCategory));
+cl::opt<std::string, true> runParamsOut(
     "params-out",
     cl::desc("run: write every parameter after the last step to "
              "DIR/NAME.npy (created if missing; files replaced atomically)"),
-    cl::value_desc("DIR"), cl::cat(ampcCategory));
-cl::opt<std::string> runOutputsOut(
+    cl::value_desc("DIR"), cl::location(opts.run.paramsOut),
+    cl::cat(ampcCategory));
+cl::opt<std::string, true> runOutputsOut(
     "outputs-out",
     cl::desc("run: write the last step's outputs to DIR/output_I.npy"),
-    cl::value_desc("DIR"), cl::cat(ampcCategory));
+    cl::value_desc("DIR"), cl::location(opts.run.outputsOut),
+    cl::cat(ampcCategory));
 
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
@@ -286,15 +347,15 @@ bool hasGraph(ModuleOp module) {
 } // namespace
 
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
-  auto bufferOr = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/false,
+  auto bufferOr = llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
                                                      /*RequiresNullTerminator=*/true);
   if (std::error_code ec = bufferOr.getError()) {
-    llvm::errs() << "ampc: error: cannot read '" << inputFile
+    llvm::errs() << "ampc: error: cannot read '" << opts.input
                  << "': " << ec.message() << "\n";
     return kInputError;
   }
   std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
-  StringRef name = inputFile;
+  StringRef name = opts.input;
   printer.addBuffer(name, buffer->getBuffer());
   mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
 
@@ -344,57 +405,37 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     return kInputError;
 
   PassManager pm(&context);
-  ampc::PipelineOptions options;
-  options.canonicalize = runCanonicalizer;
-  options.amp = ampMode;
-  options.ampPolicy = ampPolicy;
-  options.ampFp32 = ampFp32;
-  options.ampLower = ampLower;
-  options.ampFollow = ampFollow;
-  options.ampUnknownOps = ampUnknownOps;
-  setLossScaleOptions(options);
-  options.planBuffers = runMode || emitKind == EmitKind::Report ||
-                        emitKind == EmitKind::Cpp;
-  if (runPipeline)
-    ampc::buildPipeline(pm, options);
+  // The stages after buffer planning need it.
+  opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
+                              opts.emit == EmitKind::Cpp;
+  if (opts.runPipeline)
+    ampc::buildPipeline(pm, opts.pipeline);
   if (failed(pm.run(*module)))
     return kInputError;
-  if (runMode) {
-    ampc::exec::RunOptions run;
-    run.steps = runSteps;
-    run.cuda = runDevice == "cuda";
-    run.seed = runSeed;
-    run.inputs.assign(runInputs.begin(), runInputs.end());
-    run.log = runLog;
-    run.save = runSave;
-    run.load = runLoad;
-    run.paramsIn = runParamsIn;
-    run.paramsOut = runParamsOut;
-    run.outputsOut = runOutputsOut;
-    return ampc::exec::runModule(*module, run);
+  if (opts.runMode) {
+    opts.run.cuda = opts.device == "cuda";
+    return ampc::exec::runModule(*module, opts.run);
   }
 
   // Render the whole output first, so a failure never leaves a partial file.
   std::string text;
   llvm::raw_string_ostream os(text);
-  switch (emitKind) {
+  switch (opts.emit) {
   case EmitKind::MLIR: {
     OpPrintingFlags flags;
-    if (printLocations)
+    if (opts.locations)
       flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
     module->print(os, flags);
     break;
   }
   case EmitKind::Report: {
     ampc::report::ReportOptions report;
-    report.amp = ampMode == ampc::amp::Mode::FP16   ? "fp16"
-                 : ampMode == ampc::amp::Mode::BF16 ? "bf16"
-                                                    : "off";
-    report.policy =
-        ampPolicy == ampc::amp::Policy::Reference ? "reference" : "fast";
+    report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
+    report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
     std::string bad;
-    report.table = *ampc::amp::buildPolicyTable(ampFp32, ampLower, ampFollow,
-                                                bad);
+    report.table = *ampc::amp::buildPolicyTable(
+        opts.pipeline.ampFp32, opts.pipeline.ampLower, opts.pipeline.ampFollow,
+        bad);
     ampc::report::emitReport(*module, report, os);
     break;
   }
@@ -411,19 +452,19 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
         ampc::rt::lowerToRuntime(*funcs.begin());
     if (failed(program))
       return kInputError;
-    std::string stem = outputFile == "-"
+    std::string stem = opts.output == "-"
                            ? program->name
-                           : llvm::sys::path::stem(outputFile).str();
+                           : llvm::sys::path::stem(opts.output).str();
     std::string headerText, sourceText;
-    ampc::emit::emitCpp(*program, target == "cuda", stem + ".h", headerText,
+    ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h", headerText,
                         sourceText);
-    if (outputFile == "-") {
+    if (opts.output == "-") {
       os << "// ===== " << stem << ".h =====\n"
          << headerText << "// ===== " << stem << ".cpp =====\n"
          << sourceText;
       break;
     }
-    SmallString<256> headerPath(outputFile.getValue());
+    SmallString<256> headerPath(opts.output);
     llvm::sys::path::replace_extension(headerPath, ".h");
     if (llvm::Error err = llvm::writeToOutput(
             headerPath, [&](llvm::raw_ostream &out) -> llvm::Error {
@@ -439,7 +480,7 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   }
   }
 
-  if (outputFile == "-") {
+  if (opts.output == "-") {
     llvm::outs() << text;
     llvm::outs().flush();
     return kSuccess;
@@ -447,11 +488,11 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   // writeToOutput goes through a temporary file and a rename: an existing
   // FILE is replaced whole or not at all.
   if (llvm::Error err = llvm::writeToOutput(
-          outputFile, [&](llvm::raw_ostream &out) -> llvm::Error {
+          opts.output, [&](llvm::raw_ostream &out) -> llvm::Error {
             out << text;
             return llvm::Error::success();
           })) {
-    llvm::errs() << "ampc: error: cannot write '" << outputFile
+    llvm::errs() << "ampc: error: cannot write '" << opts.output
                  << "': " << llvm::toString(std::move(err)) << "\n";
     return kInputError;
   }
@@ -463,12 +504,11 @@ int main(int argc, char **argv) {
 
   // `ampc compile X` and `ampc X` are the same; `ampc run X` executes.
   std::vector<const char *> args(argv, argv + argc);
-  runMode = false;
   if (args.size() > 1 && StringRef(args[1]) == "compile") {
     args.erase(args.begin() + 1);
   } else if (args.size() > 1 && StringRef(args[1]) == "run") {
     args.erase(args.begin() + 1);
-    runMode = true;
+    opts.runMode = true;
   }
 
   cl::HideUnrelatedOptions(ampcCategory);
@@ -484,13 +524,13 @@ int main(int argc, char **argv) {
     llvm::errs() << errors;
     return kUsageError;
   }
-  if (inputFile.empty()) {
+  if (opts.input.empty()) {
     llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
     return kUsageError;
   }
   // Class overrides name ops of the language (`gelu` or `tg.gelu`) or
   // dialect-qualified ops of other dialects.
-  auto checkOps = [](const cl::list<std::string> &list, StringRef flag) {
+  auto checkOps = [](const std::vector<std::string> &list, StringRef flag) {
     for (const std::string &name : list) {
       if (ampc::amp::resolveOpName(name, ampc::amp::PolicyTable::getDefault()))
         continue;
@@ -501,43 +541,43 @@ int main(int argc, char **argv) {
     }
     return true;
   };
-  if (!checkOps(ampFp32, "amp-fp32") || !checkOps(ampLower, "amp-lower") ||
-      !checkOps(ampFollow, "amp-follow"))
+  if (!checkOps(opts.pipeline.ampFp32, "amp-fp32") ||
+      !checkOps(opts.pipeline.ampLower, "amp-lower") ||
+      !checkOps(opts.pipeline.ampFollow, "amp-follow"))
     return kUsageError;
   {
-    ampc::PipelineOptions options;
-    setLossScaleOptions(options);
     std::string error;
-    if (failed(ampc::resolveLossScale(options, error))) {
+    if (failed(ampc::resolveLossScale(opts.pipeline, error))) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
     }
-    std::string warning = ampc::lossScaleWarning(options);
+    std::string warning = ampc::lossScaleWarning(opts.pipeline);
     if (!warning.empty())
       llvm::errs() << "ampc: warning: " << warning << "\n";
   }
-  if (runMode && runDevice != "cpu" && runDevice != "cuda") {
+  if (opts.runMode && opts.device != "cpu" && opts.device != "cuda") {
     llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"
-                 << runDevice << "'\n";
+                 << opts.device << "'\n";
     return kUsageError;
   }
-  if (target != "cpu" && target != "cuda") {
+  if (opts.target != "cpu" && opts.target != "cuda") {
     llvm::errs() << "ampc: error: --target must be 'cpu' or 'cuda', got '"
-                 << target << "'\n";
+                 << opts.target << "'\n";
     return kUsageError;
   }
-  if (runMode && !runParamsIn.empty() && !runLoad.empty()) {
+  if (opts.runMode && !opts.run.paramsIn.empty() && !opts.run.load.empty()) {
     llvm::errs() << "ampc: error: --params-in and --load both set the "
                     "parameters; give one of them\n";
     return kUsageError;
   }
-  if (!runMode && (!runParamsIn.empty() || !runParamsOut.empty() ||
-                   !runOutputsOut.empty())) {
+  if (!opts.runMode &&
+      (!opts.run.paramsIn.empty() || !opts.run.paramsOut.empty() ||
+       !opts.run.outputsOut.empty())) {
     llvm::errs() << "ampc: error: --params-in, --params-out and --outputs-out "
                     "are options of 'ampc run'\n";
     return kUsageError;
   }
-  if (runMode && runSteps < 1) {
+  if (opts.runMode && opts.run.steps < 1) {
     llvm::errs() << "ampc: error: --steps must be at least 1\n";
     return kUsageError;
   }

@@ -10,7 +10,8 @@
 
 namespace ampc::exec {
 
-/// The `ampc run` options of shared/spec/cli.md.
+/// The options of `ampc run` (docs/cli.md), each with its default; the
+/// driver binds its flags to the fields of one of these.
 struct RunOptions {
   int64_t steps = 10;
   bool cuda = false;

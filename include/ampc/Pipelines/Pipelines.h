@@ -1,7 +1,8 @@
 //===- Pipelines.h - the ampc compilation pipeline --------------*- C++ -*-===//
 //
-// The one function that builds ampc's pass pipeline. `ampc` calls it with
-// options from its command line; `ampc-opt` exposes it as `ampc-pipeline`.
+// The one function that builds ampc's pass pipeline and the one options
+// object it reads. `ampc` calls it with the options its command line set;
+// `ampc-opt` exposes it as `ampc-pipeline`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,24 +14,71 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace ampc {
 
-/// Options of the whole pipeline; the `ampc` flags map onto these one to one.
-struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
-  Option<bool> canonicalize{*this, "canonicalize",
-                            llvm::cl::desc("Run the canonicalizer"),
-                            llvm::cl::init(true)};
+/// Every setting of ampc's compilation pipeline, each with its default: the
+/// one options object. The `ampc` driver binds its flags to the fields of one
+/// of these, the textual `ampc-pipeline{...}` options (PipelinePassOptions)
+/// take their defaults from it, and an embedding compiler fills one in and
+/// calls buildPipeline.
+struct PipelineOptions {
+  /// Run the canonicalizer at the end.
+  bool canonicalize = true;
 
-  // Automatic mixed precision (shared/spec/amp.md).
+  // Automatic mixed precision (docs/amp.md).
+  /// off, or the 16-bit type values are lowered to.
+  amp::Mode amp = amp::Mode::Off;
+  /// fast (casts fused after the reference rewriting) or reference (exactly
+  /// torch.autocast).
+  amp::Policy ampPolicy = amp::Policy::Fast;
+  /// Ops moved to the fp32, lower and follow classes (names as
+  /// amp::resolveOpName takes them; later lists win).
+  std::vector<std::string> ampFp32, ampLower, ampFollow;
+  /// Ops in no class: follow (with a remark) or an error.
+  amp::UnknownOpMode ampUnknownOps = amp::UnknownOpMode::Follow;
+
+  // Loss scaling (docs/amp.md, "Loss scaling"); resolveLossScale checks them.
+  /// dynamic | none | N (a static scale); empty: dynamic with amp=fp16,
+  /// none otherwise.
+  std::string lossScale;
+  double lossScaleInit = 65536.0;
+  double lossScaleGrowth = 2.0;
+  double lossScaleBackoff = 0.5;
+  int64_t lossScaleInterval = 2000;
+  int64_t lossScaleHysteresis = 1;
+  /// 0: no bound.
+  double lossScaleMin = 0.0;
+  double lossScaleMax = 0.0;
+
+  /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
+  bool planBuffers = false;
+};
+
+/// "off", "fp16", "bf16".
+llvm::StringRef stringifyAMPMode(amp::Mode mode);
+/// "fast", "reference".
+llvm::StringRef stringifyAMPPolicy(amp::Policy policy);
+
+/// The textual options of the registered `ampc-pipeline`
+/// (`ampc-opt --pass-pipeline='builtin.module(ampc-pipeline{amp=fp16})'`):
+/// one option per PipelineOptions field, its default taken from there.
+struct PipelinePassOptions
+    : public mlir::PassPipelineOptions<PipelinePassOptions> {
+  PipelinePassOptions();
+
+  Option<bool> canonicalize{*this, "canonicalize",
+                            llvm::cl::desc("Run the canonicalizer")};
   Option<amp::Mode> amp{
       *this, "amp", llvm::cl::desc("Automatic mixed precision: off|fp16|bf16"),
-      llvm::cl::init(amp::Mode::Off),
       llvm::cl::values(clEnumValN(amp::Mode::Off, "off", "as written"),
                        clEnumValN(amp::Mode::FP16, "fp16", "low = f16"),
                        clEnumValN(amp::Mode::BF16, "bf16", "low = bf16"))};
   Option<amp::Policy> ampPolicy{
       *this, "amp-policy", llvm::cl::desc("AMP policy: fast|reference"),
-      llvm::cl::init(amp::Policy::Fast),
       llvm::cl::values(
           clEnumValN(amp::Policy::Fast, "fast", "casts fused (default)"),
           clEnumValN(amp::Policy::Reference, "reference",
@@ -44,47 +92,36 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<amp::UnknownOpMode> ampUnknownOps{
       *this, "amp-unknown-ops",
       llvm::cl::desc("Ops not in the AMP table: follow (remark) | error"),
-      llvm::cl::init(amp::UnknownOpMode::Follow),
       llvm::cl::values(
           clEnumValN(amp::UnknownOpMode::Follow, "follow", "with a remark"),
           clEnumValN(amp::UnknownOpMode::Error, "error", "fail"))};
-
-  // Loss scaling (shared/spec/amp.md, "Loss scaling").
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("dynamic | none | N (a static scale); default: dynamic "
-                     "with amp=fp16, none otherwise"),
-      llvm::cl::init("")};
+                     "with amp=fp16, none otherwise")};
   Option<double> lossScaleInit{*this, "loss-scale-init",
-                               llvm::cl::desc("Initial dynamic scale"),
-                               llvm::cl::init(65536.0)};
+                               llvm::cl::desc("Initial dynamic scale")};
   Option<double> lossScaleGrowth{*this, "loss-scale-growth",
-                                 llvm::cl::desc("Growth factor (> 1)"),
-                                 llvm::cl::init(2.0)};
+                                 llvm::cl::desc("Growth factor (> 1)")};
   Option<double> lossScaleBackoff{*this, "loss-scale-backoff",
-                                  llvm::cl::desc("Backoff factor in (0, 1)"),
-                                  llvm::cl::init(0.5)};
+                                  llvm::cl::desc("Backoff factor in (0, 1)")};
   Option<int64_t> lossScaleInterval{
       *this, "loss-scale-interval",
-      llvm::cl::desc("Finite steps before the scale grows"),
-      llvm::cl::init(2000)};
+      llvm::cl::desc("Finite steps before the scale grows")};
   Option<int64_t> lossScaleHysteresis{
       *this, "loss-scale-hysteresis",
-      llvm::cl::desc("Overflowing steps tolerated before backing off"),
-      llvm::cl::init(1)};
+      llvm::cl::desc("Overflowing steps tolerated before backing off")};
   Option<double> lossScaleMin{*this, "loss-scale-min",
-                              llvm::cl::desc("Minimum scale (0: none)"),
-                              llvm::cl::init(0.0)};
+                              llvm::cl::desc("Minimum scale (0: none)")};
   Option<double> lossScaleMax{*this, "loss-scale-max",
-                              llvm::cl::desc("Maximum scale (0: none)"),
-                              llvm::cl::init(0.0)};
-
-  // Buffer planning (the last step before lowering to runtime calls).
+                              llvm::cl::desc("Maximum scale (0: none)")};
   Option<bool> planBuffers{
       *this, "plan-buffers",
       llvm::cl::desc("Run ampc-buffer-planning last (ampc run, --emit=cpp, "
-                     "--emit=report)"),
-      llvm::cl::init(false)};
+                     "--emit=report)")};
+
+  /// The options object these textual options describe.
+  PipelineOptions get() const;
 };
 
 /// The loss scaling a pipeline applies: `mode` is "dynamic", "static" or
