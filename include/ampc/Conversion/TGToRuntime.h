@@ -1,6 +1,6 @@
 //===- TGToRuntime.h - a planned tg step as runtime calls ---------*- C++ -*-===//
 //
-// The lowered form of a step (design.md, "one lowering, two consumers"): a
+// The lowered form of a step ("one lowering, two consumers"): a
 // flat list of calls into the runtime C ABI (runtime/include/ampc/runtime.h)
 // whose arguments are buffers (a slot or an arena offset), constants and
 // constant arrays. The in-process executor calls it through libffi; the C++

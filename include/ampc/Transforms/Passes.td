@@ -96,7 +96,7 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
 //===----------------------------------------------------------------------===//
 
 def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
-  let summary = "Loss scaling of training steps (shared/spec/amp.md)";
+  let summary = "Loss scaling of training steps (docs/amp.md)";
   let description = [{
     Rewrites every function with a `tg.grad_seed` (made by `ampc-autodiff`
     or written by hand) into a loss-scaled step:
@@ -190,7 +190,7 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
   let summary = "Automatic mixed precision: op classes, casts, fused casts";
   let description = [{
     Rewrites a graph for automatic mixed precision, following the numeric
-    contract of `shared/spec/amp.md`. In the `ampc` pipeline it runs on the
+    contract of `docs/amp.md`. In the `ampc` pipeline it runs on the
     program as written, before `ampc-autodiff`, which then builds the
     backward graph at the mixed types exactly as autograd does under
     `torch.autocast` (the gradient of an f16 value is f16, the gradient of a

@@ -30,7 +30,7 @@ def TG_Dialect : Dialect {
     ## Graphs as functions
 
     A `.tg` graph becomes a `func.func` whose arguments are, in order, the
-    graph's inputs and then its parameters (explicit state, see design.md):
+    graph's inputs and then its parameters (explicit state):
 
     ```mlir
     func.func @mlp(%x: tensor<64x784xf32> {tg.input = "x"},

@@ -1,6 +1,6 @@
 //===- TGInterfaces.td - tg op interfaces --------------------*- tablegen -*-===//
 //
-// The gradient rule of an op lives with the op (design.md, "Knowledge lives
+// The gradient rule of an op lives with the op ("Knowledge lives
 // with the op"): every differentiable `tg` op implements
 // `TG_GradientOpInterface`, and the autodiff pass only walks the graph and
 // accumulates.

@@ -1,6 +1,6 @@
 //===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
 //
-// One op per op of the `.tg` language (shared/spec/language.md), plus the
+// One op per op of the `.tg` language (docs/language.md), plus the
 // compiler's own `constant`, `cast`, `grad`, `grad_seed` and `minimize`.
 // Every op that can infers its result type; the inference functions are also
 // the verifiers and name both shapes and the offending dimension.

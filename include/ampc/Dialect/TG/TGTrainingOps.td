@@ -545,7 +545,7 @@ def TG_CheckFiniteAndUnscaleOp : TG_StrictInferOp<"check_finite_and_unscale"> {
 
 // All result types are fixed (buildable), so ODS builds them without inference.
 def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
-  let summary = "Dynamic loss-scale update (shared/spec/amp.md)";
+  let summary = "Dynamic loss-scale update (docs/amp.md)";
   let description = [{
     The scale update of amp.md on device-resident state: `scale` (f32),
     `growth_tracker` and `hysteresis_left` (i32). Returns their new values:
