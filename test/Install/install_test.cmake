@@ -1,12 +1,16 @@
-# The ctest `ampc.install`: installs the whole build into a fresh prefix,
+# The ctests of test/CMakeLists.txt that use an installed ampc.
+#
+# ampc.install (no INPUT): installs the whole build into a fresh prefix,
 # checks what landed there, runs the installed `ampc` and `ampc-opt`, then
-# configures, builds and runs the out-of-tree tool of this folder
-# (CMakeLists.txt, amp-embed.cpp) against the installed package and checks
-# its output with FileCheck.
+# configures and builds the out-of-tree tool of this folder (CMakeLists.txt,
+# amp-embed.cpp) against the installed package, and checks its output on
+# scale.mlir (arith/math ops) with FileCheck.
+# ampc.install.linalg (INPUT=dense.mlir): the tool that ampc.install built,
+# on linalg ops, checked the same way.
 # Inputs: BUILD_DIR, WORK_DIR, SOURCE_DIR (this folder), EXAMPLE (a .tg
-# file), GENERATOR, CXX_COMPILER, MLIR_DIR, FILECHECK.
-file(REMOVE_RECURSE ${WORK_DIR})
+# file), GENERATOR, CXX_COMPILER, MLIR_DIR, FILECHECK; INPUT.
 set(prefix ${WORK_DIR}/prefix)
+set(tool ${WORK_DIR}/build/amp-embed)
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
@@ -20,10 +24,30 @@ endfunction()
 # `out` of the command is checked against the CHECK lines of `checkfile`.
 function(run_checked checkfile low)
   run(${ARGN})
-  file(WRITE ${WORK_DIR}/out.txt "${out}")
-  run(${FILECHECK} ${checkfile} -DLOW=${low} --input-file ${WORK_DIR}/out.txt
+  get_filename_component(name ${checkfile} NAME_WE)
+  set(output ${WORK_DIR}/${name}-${low}.txt)
+  file(WRITE ${output} "${out}")
+  run(${FILECHECK} ${checkfile} -DLOW=${low} --input-file ${output}
       --dump-input=fail)
 endfunction()
+
+# Each input, with both low types.
+function(check_tool input)
+  foreach(low f16 bf16)
+    run_checked(${input} ${low} ${tool} ${input} ${low})
+  endforeach()
+endfunction()
+
+if(INPUT)
+  if(NOT EXISTS ${tool})
+    message(FATAL_ERROR "${tool} is missing: ampc.install builds it")
+  endif()
+  check_tool(${SOURCE_DIR}/${INPUT})
+  message(STATUS "amp-embed's output on ${INPUT} checked")
+  return()
+endif()
+
+file(REMOVE_RECURSE ${WORK_DIR})
 
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
@@ -51,9 +75,5 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DCMAKE_PREFIX_PATH=${prefix} -DMLIR_DIR=${MLIR_DIR})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-set(tool ${WORK_DIR}/build/amp-embed)
-foreach(low f16 bf16)
-  run_checked(${SOURCE_DIR}/scale.mlir ${low} ${tool} ${SOURCE_DIR}/scale.mlir ${low})
-  run_checked(${SOURCE_DIR}/dense.mlir ${low} ${tool} ${SOURCE_DIR}/dense.mlir ${low})
-endforeach()
+check_tool(${SOURCE_DIR}/scale.mlir)
 message(STATUS "amp-embed built against ${prefix}; its output checked")
