@@ -142,7 +142,11 @@ cl::list<std::string, std::vector<std::string>>
               cl::cat(ampcCategory));
 cl::opt<ampc::amp::UnknownOpMode, true> ampUnknownOps(
     "amp-unknown-ops",
-    cl::desc("Ops not in the AMP policy table (default: follow, with a note)"),
+    cl::desc(withDefault(
+        "Ops not in the AMP policy table (follow: with a note)",
+        opts.pipeline.ampUnknownOps == ampc::amp::UnknownOpMode::Error
+            ? "error"
+            : "follow")),
     cl::location(opts.pipeline.ampUnknownOps),
     cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow, "follow",
                           "treat as follow"),

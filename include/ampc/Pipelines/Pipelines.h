@@ -10,6 +10,7 @@
 #define AMPC_PIPELINES_PIPELINES_H
 
 #include "ampc/Transforms/AMPPolicy.h"
+#include "ampc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -24,7 +25,9 @@ namespace ampc {
 /// one options object. The `ampc` driver binds its flags to the fields of one
 /// of these, the textual `ampc-pipeline{...}` options (PipelinePassOptions)
 /// take their defaults from it, and an embedding compiler fills one in and
-/// calls buildPipeline.
+/// calls buildPipeline. A setting that is also a pass option takes its
+/// default from that pass's options (Passes.td), so no default is written
+/// twice.
 struct PipelineOptions {
   /// Run the canonicalizer at the end.
   bool canonicalize = true;
@@ -34,25 +37,25 @@ struct PipelineOptions {
   amp::Mode amp = amp::Mode::Off;
   /// fast (casts fused after the reference rewriting) or reference (exactly
   /// torch.autocast).
-  amp::Policy ampPolicy = amp::Policy::Fast;
+  amp::Policy ampPolicy = AutoMixedPrecisionOptions().policy;
   /// Ops moved to the fp32, lower and follow classes (names as
   /// amp::resolveOpName takes them; later lists win).
   std::vector<std::string> ampFp32, ampLower, ampFollow;
   /// Ops in no class: follow (with a remark) or an error.
-  amp::UnknownOpMode ampUnknownOps = amp::UnknownOpMode::Follow;
+  amp::UnknownOpMode ampUnknownOps = AutoMixedPrecisionOptions().unknownOps;
 
   // Loss scaling (docs/amp.md, "Loss scaling"); resolveLossScale checks them.
   /// dynamic | none | N (a static scale); empty: dynamic with amp=fp16,
   /// none otherwise.
   std::string lossScale;
-  double lossScaleInit = 65536.0;
-  double lossScaleGrowth = 2.0;
-  double lossScaleBackoff = 0.5;
-  int64_t lossScaleInterval = 2000;
-  int64_t lossScaleHysteresis = 1;
+  double lossScaleInit = LossScalingOptions().init;
+  double lossScaleGrowth = LossScalingOptions().growthFactor;
+  double lossScaleBackoff = LossScalingOptions().backoffFactor;
+  int64_t lossScaleInterval = LossScalingOptions().growthInterval;
+  int64_t lossScaleHysteresis = LossScalingOptions().hysteresis;
   /// 0: no bound.
-  double lossScaleMin = 0.0;
-  double lossScaleMax = 0.0;
+  double lossScaleMin = LossScalingOptions().minScale;
+  double lossScaleMax = LossScalingOptions().maxScale;
 
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
