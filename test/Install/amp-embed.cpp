@@ -5,7 +5,9 @@
 // upstream dialects for automatic mixed precision, runs the AMP pass on a
 // module of `arith`/`linalg`/`math` ops and prints the result.
 //
-//   amp-embed INPUT.mlir [f16|bf16]
+//   amp-embed INPUT.mlir [f16|bf16]   the AMP pass, built from its options
+//   amp-embed INPUT.mlir PIPELINE     a textual pass pipeline on the module,
+//       e.g. 'ampc-pipeline{amp=bf16 amp-policy=reference}'
 //
 // Exit codes: 0 success, 1 the input or the pass failed, 2 usage.
 //
@@ -19,20 +21,16 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
-    llvm::errs() << "usage: amp-embed INPUT.mlir [f16|bf16]\n";
+    llvm::errs() << "usage: amp-embed INPUT.mlir [f16|bf16|PIPELINE]\n";
     return 2;
   }
-  llvm::StringRef lowType = argc == 3 ? argv[2] : "f16";
-  if (lowType != "f16" && lowType != "bf16") {
-    llvm::errs() << "amp-embed: the low type is f16 or bf16, got '" << lowType
-                 << "'\n";
-    return 2;
-  }
+  llvm::StringRef mode = argc == 3 ? argv[2] : "f16";
 
   // The dialects: tg plus func, arith, math, linalg, tensor, scf.
   mlir::DialectRegistry registry;
@@ -55,16 +53,23 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  // The same pass `ampc-opt --ampc-auto-mixed-precision` runs, built from
-  // its options struct (the textual form also works:
-  // mlir::parsePassPipeline after ampc::registerAllPasses()).
-  ampc::AutoMixedPrecisionOptions options;
-  options.lowType =
-      lowType == "bf16" ? ampc::amp::LowType::BF16 : ampc::amp::LowType::F16;
-  options.policy = ampc::amp::Policy::Reference;
   mlir::PassManager pm(&context);
-  pm.addNestedPass<mlir::func::FuncOp>(
-      ampc::createAutoMixedPrecision(options));
+  if (mode == "f16" || mode == "bf16") {
+    // The same pass `ampc-opt --ampc-auto-mixed-precision` runs, built from
+    // its options struct.
+    ampc::AutoMixedPrecisionOptions options;
+    options.lowType =
+        mode == "bf16" ? ampc::amp::LowType::BF16 : ampc::amp::LowType::F16;
+    options.policy = ampc::amp::Policy::Reference;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        ampc::createAutoMixedPrecision(options));
+  } else {
+    // The textual form: every ampc pass and `ampc-pipeline` by name, nested
+    // in the module's pass manager (no `builtin.module(...)` around it).
+    ampc::registerAllPasses();
+    if (mlir::failed(mlir::parsePassPipeline(mode, pm, llvm::errs())))
+      return 2;
+  }
   if (mlir::failed(pm.run(*module)))
     return 1;
   // The pass manager verifies after each pass; say so explicitly, since the

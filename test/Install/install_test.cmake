@@ -21,20 +21,21 @@ function(run)
   set(out "${out}" PARENT_SCOPE)
 endfunction()
 
-# `out` of the command is checked against the CHECK lines of `checkfile`.
-function(run_checked checkfile low)
+# `out` of the command is checked against the lines of `checkfile` with
+# `prefix` (CHECK, PIPE); `tag` names the output file.
+function(run_checked checkfile prefix low tag)
   run(${ARGN})
   get_filename_component(name ${checkfile} NAME_WE)
-  set(output ${WORK_DIR}/${name}-${low}.txt)
+  set(output ${WORK_DIR}/${name}-${tag}.txt)
   file(WRITE ${output} "${out}")
-  run(${FILECHECK} ${checkfile} -DLOW=${low} --input-file ${output}
-      --dump-input=fail)
+  run(${FILECHECK} ${checkfile} --check-prefix=${prefix} -DLOW=${low}
+      --input-file ${output} --dump-input=fail)
 endfunction()
 
 # Each input, with both low types.
 function(check_tool input)
   foreach(low f16 bf16)
-    run_checked(${input} ${low} ${tool} ${input} ${low})
+    run_checked(${input} CHECK ${low} ${low} ${tool} ${input} ${low})
   endforeach()
 endfunction()
 
@@ -76,4 +77,10 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DMLIR_DIR=${MLIR_DIR})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 check_tool(${SOURCE_DIR}/scale.mlir)
+# registerAllPasses() and the textual pipelines from the installed package.
+set(scale ${SOURCE_DIR}/scale.mlir)
+run_checked(${scale} PIPE bf16 pass ${tool} ${scale}
+  "func.func(ampc-auto-mixed-precision{low-type=bf16 policy=reference})")
+run_checked(${scale} PIPE bf16 pipeline ${tool} ${scale}
+  "ampc-pipeline{amp=bf16 amp-policy=reference}")
 message(STATUS "amp-embed built against ${prefix}; its output checked")

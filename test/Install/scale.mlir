@@ -16,3 +16,12 @@ func.func @scale(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: %[[E:.+]] = math.exp %[[MF]] : tensor<4x8xf32>
 // CHECK: %[[S:.+]] = arith.addf %[[E]], %[[X]] : tensor<4x8xf32>
 // CHECK: return %[[S]] : tensor<4x8xf32>
+
+// The same through textual pipelines (install_test.cmake passes the
+// pipeline instead of the low type; PIPE checks them):
+// ampc-auto-mixed-precision by name, and ampc-pipeline, which runs it with
+// the reference policy and then autodiff and the canonicalizer.
+// PIPE-LABEL: func.func @scale
+// PIPE: arith.mulf {{.*}} : tensor<4x8xbf16>
+// PIPE: math.exp {{.*}} : tensor<4x8xf32>
+// PIPE: return {{.*}} : tensor<4x8xf32>
