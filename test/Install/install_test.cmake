@@ -1,7 +1,8 @@
 # The ctests of test/CMakeLists.txt that use an installed ampc.
 #
 # ampc.install (no INPUT): installs the whole build into a fresh prefix,
-# checks what landed there, runs the installed `ampc` and `ampc-opt`, then
+# checks what landed there, runs the installed `ampc` and `ampc-opt`, builds
+# the runtime's consumer project against it with MLIR hidden, then
 # configures and builds the out-of-tree tool of this folder (CMakeLists.txt,
 # amp-embed.cpp) against the installed package, and checks its output on
 # scale.mlir (arith/math ops) with FileCheck.
@@ -70,6 +71,15 @@ run(${prefix}/bin/ampc-opt --help)
 if(NOT out MATCHES "ampc-auto-mixed-precision")
   message(FATAL_ERROR "installed ampc-opt does not list the AMP pass")
 endif()
+
+# Where MLIR cannot be found (a GPU machine building emitted code), the same
+# prefix still gives ampc::runtime: the runtime's own consumer project.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/../../runtime/test/package_consumer
+    -B ${WORK_DIR}/runtime-only -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/runtime-only)
+run(${WORK_DIR}/runtime-only/consumer)
 
 # The out-of-tree tool: find_package(ampc COMPONENTS compiler), nothing else.
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
