@@ -14,10 +14,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 void ampc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tg::TGDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::math::MathDialect,
-                  mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
-                  mlir::scf::SCFDialect>();
+  registry
+      .insert<tg::TGDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+              mlir::math::MathDialect, mlir::linalg::LinalgDialect,
+              mlir::tensor::TensorDialect, mlir::scf::SCFDialect>();
 }
 
 void ampc::registerAllPasses() {

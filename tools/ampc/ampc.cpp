@@ -66,8 +66,7 @@ DriverOptions opts;
 
 /// `text` + " (default: VALUE)", VALUE printed from the field a flag binds
 /// to. The strings live as long as the options that point at them.
-template <typename T>
-StringRef withDefault(StringRef text, const T &value) {
+template <typename T> StringRef withDefault(StringRef text, const T &value) {
   static std::deque<std::string> storage;
   std::string rendered;
   llvm::raw_string_ostream os(rendered);
@@ -93,8 +92,7 @@ cl::opt<std::string, true>
                cl::value_desc("FILE"), cl::location(opts.output),
                cl::cat(ampcCategory));
 cl::opt<EmitKind, true> emitKind(
-    "emit", cl::desc("What to emit"),
-    cl::location(opts.emit),
+    "emit", cl::desc("What to emit"), cl::location(opts.emit),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline"),
                clEnumValN(EmitKind::Report, "report",
                           "the AMP report (JSON, one object per graph)"),
@@ -150,15 +148,14 @@ cl::opt<ampc::amp::UnknownOpMode, true> ampUnknownOps(
     cl::location(opts.pipeline.ampUnknownOps),
     cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow, "follow",
                           "treat as follow"),
-               clEnumValN(ampc::amp::UnknownOpMode::Error, "error",
-                          "fail")),
+               clEnumValN(ampc::amp::UnknownOpMode::Error, "error", "fail")),
     cl::cat(ampcCategory));
-cl::opt<bool, true> printLocations(
-    "locations",
-    cl::desc(withDefault("Print source locations in --emit=mlir "
-                         "(--locations=false for bare IR)",
-                         opts.locations)),
-    cl::location(opts.locations), cl::cat(ampcCategory));
+cl::opt<bool, true>
+    printLocations("locations",
+                   cl::desc(withDefault("Print source locations in --emit=mlir "
+                                        "(--locations=false for bare IR)",
+                                        opts.locations)),
+                   cl::location(opts.locations), cl::cat(ampcCategory));
 cl::opt<bool, true> runCanonicalizer(
     "canonicalize",
     cl::desc(withDefault("Run the canonicalizer", opts.pipeline.canonicalize)),
@@ -179,14 +176,14 @@ cl::opt<std::string, true> lossScale(
     cl::cat(ampcCategory));
 cl::opt<double, true> lossScaleInit(
     "loss-scale-init",
-    cl::desc(withDefault("Initial dynamic scale",
-                         opts.pipeline.lossScaleInit)),
+    cl::desc(withDefault("Initial dynamic scale", opts.pipeline.lossScaleInit)),
     cl::location(opts.pipeline.lossScaleInit), cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleGrowth(
-    "loss-scale-growth",
-    cl::desc(withDefault("Scale growth factor, > 1",
-                         opts.pipeline.lossScaleGrowth)),
-    cl::location(opts.pipeline.lossScaleGrowth), cl::cat(ampcCategory));
+cl::opt<double, true>
+    lossScaleGrowth("loss-scale-growth",
+                    cl::desc(withDefault("Scale growth factor, > 1",
+                                         opts.pipeline.lossScaleGrowth)),
+                    cl::location(opts.pipeline.lossScaleGrowth),
+                    cl::cat(ampcCategory));
 cl::opt<double, true> lossScaleBackoff(
     "loss-scale-backoff",
     cl::desc(withDefault("Scale backoff factor on overflow, in (0, 1)",
@@ -203,12 +200,14 @@ cl::opt<int64_t, true> lossScaleHysteresis(
                          "(2 is Megatron-LM's)",
                          opts.pipeline.lossScaleHysteresis)),
     cl::location(opts.pipeline.lossScaleHysteresis), cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMin(
-    "loss-scale-min", cl::desc("Minimum scale (default: none)"),
-    cl::location(opts.pipeline.lossScaleMin), cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMax(
-    "loss-scale-max", cl::desc("Maximum scale (default: none)"),
-    cl::location(opts.pipeline.lossScaleMax), cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleMin("loss-scale-min",
+                                   cl::desc("Minimum scale (default: none)"),
+                                   cl::location(opts.pipeline.lossScaleMin),
+                                   cl::cat(ampcCategory));
+cl::opt<double, true> lossScaleMax("loss-scale-max",
+                                   cl::desc("Maximum scale (default: none)"),
+                                   cl::location(opts.pipeline.lossScaleMax),
+                                   cl::cat(ampcCategory));
 
 cl::opt<std::string, true>
     target("target",
@@ -224,11 +223,10 @@ cl::opt<int64_t, true>
                                   "minimize runs once",
                                   opts.run.steps)),
              cl::location(opts.run.steps), cl::cat(ampcCategory));
-cl::opt<std::string, true>
-    runDevice("device",
-              cl::desc(withDefault("run: runtime backend, cpu | cuda",
-                                   opts.device)),
-              cl::location(opts.device), cl::cat(ampcCategory));
+cl::opt<std::string, true> runDevice(
+    "device",
+    cl::desc(withDefault("run: runtime backend, cpu | cuda", opts.device)),
+    cl::location(opts.device), cl::cat(ampcCategory));
 cl::opt<uint64_t, true>
     runSeed("seed",
             cl::desc(withDefault("run: seeds parameter init and synthetic "
@@ -351,8 +349,9 @@ bool hasGraph(ModuleOp module) {
 } // namespace
 
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
-  auto bufferOr = llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
-                                                     /*RequiresNullTerminator=*/true);
+  auto bufferOr =
+      llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/true);
   if (std::error_code ec = bufferOr.getError()) {
     llvm::errs() << "ampc: error: cannot read '" << opts.input
                  << "': " << ec.message() << "\n";
@@ -437,9 +436,9 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
     report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
     std::string bad;
-    report.table = *ampc::amp::buildPolicyTable(
-        opts.pipeline.ampFp32, opts.pipeline.ampLower, opts.pipeline.ampFollow,
-        bad);
+    report.table = *ampc::amp::buildPolicyTable(opts.pipeline.ampFp32,
+                                                opts.pipeline.ampLower,
+                                                opts.pipeline.ampFollow, bad);
     ampc::report::emitReport(*module, report, os);
     break;
   }
@@ -460,8 +459,8 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
                            ? program->name
                            : llvm::sys::path::stem(opts.output).str();
     std::string headerText, sourceText;
-    ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h", headerText,
-                        sourceText);
+    ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
+                        headerText, sourceText);
     if (opts.output == "-") {
       os << "// ===== " << stem << ".h =====\n"
          << headerText << "// ===== " << stem << ".cpp =====\n"
