@@ -9,7 +9,8 @@
 # ampc.install.linalg (INPUT=dense.mlir): the tool that ampc.install built,
 # on linalg ops, checked the same way.
 # Inputs: BUILD_DIR, WORK_DIR, SOURCE_DIR (this folder), EXAMPLE (a .tg
-# file), GENERATOR, CXX_COMPILER, MLIR_DIR, FILECHECK; INPUT.
+# file), GENERATOR, CXX_COMPILER, CXX_FLAGS, EXE_LINKER_FLAGS, MLIR_DIR,
+# FILECHECK; INPUT.
 set(prefix ${WORK_DIR}/prefix)
 set(tool ${WORK_DIR}/build/amp-embed)
 
@@ -76,7 +77,8 @@ endif()
 # prefix still gives ampc::runtime: the runtime's own consumer project.
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/../../runtime/test/package_consumer
     -B ${WORK_DIR}/runtime-only -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}" -DCMAKE_PREFIX_PATH=${prefix}
     -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/runtime-only)
 run(${WORK_DIR}/runtime-only/consumer)
@@ -84,6 +86,7 @@ run(${WORK_DIR}/runtime-only/consumer)
 # The out-of-tree tool: find_package(ampc COMPONENTS compiler), nothing else.
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
     -DCMAKE_PREFIX_PATH=${prefix} -DMLIR_DIR=${MLIR_DIR})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 check_tool(${SOURCE_DIR}/scale.mlir)
