@@ -45,8 +45,23 @@
 extern "C" {
 #endif
 
+/* Enumerations. Every enumerated type of this ABI is 32 bits wide whatever
+ * the compiler: in C it is an int32_t typedef (the enumerators name its
+ * values), in C++ an enumeration with the fixed underlying type int32_t, so
+ * every int32_t is one of its values. A caller may pass any integer where an
+ * enumerated parameter is declared; the runtime checks it before use (an
+ * unknown dtype is AMPC_ERROR_UNSUPPORTED_DTYPE, any other unknown value
+ * AMPC_ERROR_INVALID_ARGUMENT), and no value is undefined behaviour. */
+#ifdef __cplusplus
+#define AMPC_ENUM(name) enum name : int32_t
+#else
+#define AMPC_ENUM(name)                                                        \
+  typedef int32_t name;                                                        \
+  enum name##_values
+#endif
+
 /// Result of every entry point.
-typedef enum ampc_status {
+AMPC_ENUM(ampc_status) {
   AMPC_OK = 0,
   AMPC_ERROR_INVALID_ARGUMENT = 1,  ///< A bad attribute, count or enum value.
   AMPC_ERROR_NULL_POINTER = 2,      ///< A required pointer was NULL.
@@ -57,43 +72,37 @@ typedef enum ampc_status {
   AMPC_ERROR_NO_DEVICE = 7,           ///< No usable GPU or driver.
   AMPC_ERROR_DEVICE = 8,              ///< A CUDA / cuBLASLt call failed.
   AMPC_ERROR_INTERNAL = 9
-} ampc_status;
+};
 
 /// Element types. Values are stable across versions.
-typedef enum ampc_dtype {
+AMPC_ENUM(ampc_dtype) {
   AMPC_F32 = 0,
   AMPC_F16 = 1,  ///< IEEE binary16.
   AMPC_BF16 = 2, ///< bfloat16 (upper half of an f32).
   AMPC_I32 = 3,
   AMPC_I64 = 4,
   AMPC_BOOL = 5 ///< One byte, 0 or 1.
-} ampc_dtype;
+};
 
-typedef enum ampc_backend {
-  AMPC_BACKEND_CPU = 0,
-  AMPC_BACKEND_CUDA = 1
-} ampc_backend;
+AMPC_ENUM(ampc_backend) { AMPC_BACKEND_CPU = 0, AMPC_BACKEND_CUDA = 1 };
 
-typedef enum ampc_memcpy_kind {
+AMPC_ENUM(ampc_memcpy_kind) {
   AMPC_MEMCPY_HOST_TO_DEVICE = 0,
   AMPC_MEMCPY_DEVICE_TO_HOST = 1,
   AMPC_MEMCPY_DEVICE_TO_DEVICE = 2,
   AMPC_MEMCPY_HOST_TO_HOST = 3
-} ampc_memcpy_kind;
+};
 
 /// Activation applied by GEMM-based kernels after alpha*A*B + beta*C + bias.
-typedef enum ampc_epilogue {
+AMPC_ENUM(ampc_epilogue) {
   AMPC_EPILOGUE_NONE = 0,
   AMPC_EPILOGUE_RELU = 1,
   AMPC_EPILOGUE_GELU = 2,     ///< Exact (erf) GELU.
   AMPC_EPILOGUE_GELU_TANH = 3 ///< tanh-approximated GELU.
-} ampc_epilogue;
+};
 
 /// The `approximate` attribute of gelu.
-typedef enum ampc_gelu_approximate {
-  AMPC_GELU_NONE = 0,
-  AMPC_GELU_TANH = 1
-} ampc_gelu_approximate;
+AMPC_ENUM(ampc_gelu_approximate) { AMPC_GELU_NONE = 0, AMPC_GELU_TANH = 1 };
 
 /// A runtime context: one backend, one device, one stream (CUDA).
 typedef struct ampc_context_impl *ampc_context;
