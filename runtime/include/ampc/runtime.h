@@ -35,6 +35,35 @@
 /// Largest tensor rank any kernel accepts.
 #define AMPC_MAX_RANK 8
 
+/// Most float attributes a table kernel (ampc/runtime_kernels.inc) takes.
+#define AMPC_MAX_KERNEL_ATTRS 4
+
+/* Helpers for the rows of ampc/runtime_kernels.inc: a row's attributes are a
+ * count N and a parenthesised list of names. AMPC_KERNEL_ATTR_PARAMS gives
+ * the trailing parameters (", float a, float b"), AMPC_KERNEL_ATTR_VALUES
+ * the names as a list ("a, b"), AMPC_KERNEL_ATTR_NAMES them as strings
+ * ("\"a\", \"b\""); each is empty for N = 0. */
+#define AMPC_PP_CAT(a, b) AMPC_PP_CAT_(a, b)
+#define AMPC_PP_CAT_(a, b) a##b
+#define AMPC_KERNEL_ATTR_PARAMS(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_PARAMS_, N) ATTRS
+#define AMPC_KERNEL_ATTR_VALUES(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_VALUES_, N) ATTRS
+#define AMPC_KERNEL_ATTR_NAMES(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_NAMES_, N) ATTRS
+#define AMPC_ATTR_PARAMS_0()
+#define AMPC_ATTR_PARAMS_1(a) , float a
+#define AMPC_ATTR_PARAMS_2(a, b) , float a, float b
+#define AMPC_ATTR_PARAMS_3(a, b, c) , float a, float b, float c
+#define AMPC_ATTR_PARAMS_4(a, b, c, d) , float a, float b, float c, float d
+#define AMPC_ATTR_VALUES_0()
+#define AMPC_ATTR_VALUES_1(a) a
+#define AMPC_ATTR_VALUES_2(a, b) a, b
+#define AMPC_ATTR_VALUES_3(a, b, c) a, b, c
+#define AMPC_ATTR_VALUES_4(a, b, c, d) a, b, c, d
+#define AMPC_ATTR_NAMES_0()
+#define AMPC_ATTR_NAMES_1(a) #a
+#define AMPC_ATTR_NAMES_2(a, b) #a, #b
+#define AMPC_ATTR_NAMES_3(a, b, c) #a, #b, #c
+#define AMPC_ATTR_NAMES_4(a, b, c, d) #a, #b, #c, #d
+
 #if defined(_WIN32)
 #define AMPC_API __declspec(dllexport)
 #else
@@ -290,13 +319,13 @@ AMPC_API ampc_status ampc_conv2d_bwd(
  * over the dims that were broadcast.
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_BINARY(OP)                                                \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *a, ampc_dtype a_dtype,                       \
       const int64_t *a_shape, int32_t a_rank, const void *b,                   \
       ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);             \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
       const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
       const int64_t *db_shape, int32_t db_rank, const void *dy,                \
@@ -304,58 +333,29 @@ AMPC_API ampc_status ampc_conv2d_bwd(
       const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
       int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
       const int64_t *b_shape, int32_t b_rank);
-
-/// y = a + b; ampc_add_bwd gives da, db.
-AMPC_DECLARE_BINARY(add)
-/// y = a - b.
-AMPC_DECLARE_BINARY(sub)
-/// y = a * b.
-AMPC_DECLARE_BINARY(mul)
-/// y = a / b.
-AMPC_DECLARE_BINARY(div)
-/// y = max(a, b) (NaN propagates); ties split the gradient in half.
-AMPC_DECLARE_BINARY(maximum)
-/// y = min(a, b) (NaN propagates); ties split the gradient in half.
-AMPC_DECLARE_BINARY(minimum)
-/// y = a ** b; gradients as torch.pow (0 where the derivative is undefined).
-AMPC_DECLARE_BINARY(pow)
+/* add, sub, mul, div, maximum, minimum, pow: see ampc/runtime_kernels.inc. */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Elementwise unary ops: y and x have one shape. *_bwd: dx = dy * f'(x).
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_UNARY(OP)                                                 \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank);                                 \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      const int64_t *x_shape,                                                  \
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS));                       \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
-      int32_t x_rank);
-
-/// y = -x.
-AMPC_DECLARE_UNARY(neg)
-/// y = |x| (gradient sign(x), 0 at 0).
-AMPC_DECLARE_UNARY(abs)
-/// y = exp(x).
-AMPC_DECLARE_UNARY(exp)
-/// y = log(x).
-AMPC_DECLARE_UNARY(log)
-/// y = sqrt(x).
-AMPC_DECLARE_UNARY(sqrt)
-/// y = 1 / sqrt(x).
-AMPC_DECLARE_UNARY(rsqrt)
-/// y = max(x, 0) (gradient 0 at 0).
-AMPC_DECLARE_UNARY(relu)
-/// y = x * sigmoid(x).
-AMPC_DECLARE_UNARY(silu)
-/// y = 1 / (1 + exp(-x)).
-AMPC_DECLARE_UNARY(sigmoid)
-/// y = tanh(x).
-AMPC_DECLARE_UNARY(tanh)
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS));
+/* neg, abs, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh (and the ops
+ * added since): the AMPC_UNARY_KERNEL rows of ampc/runtime_kernels.inc. A
+ * kernel's float attributes follow x_rank in both entry points. */
+#include "ampc/runtime_kernels.inc"
 
 /// y = gelu(x): x * Phi(x) (AMPC_GELU_NONE) or the tanh approximation.
 AMPC_API ampc_status ampc_gelu_fwd(ampc_context ctx, void *y,
@@ -377,13 +377,13 @@ AMPC_API ampc_status ampc_gelu_bwd(
  * `keepdim`. Accumulation is f32 (CUDA) / f64 (CPU).
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_REDUCTION(OP)                                             \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_REDUCTION_KERNEL(NAME, OP)                                        \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim);                                        \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
@@ -391,43 +391,30 @@ AMPC_API ampc_status ampc_gelu_bwd(
       int32_t x_rank, const void *y, ampc_dtype y_dtype,                       \
       const int64_t *y_shape, int32_t y_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim);
-
-/// y = sum of x over dims. bwd broadcasts dy (x and y may be NULL).
-AMPC_DECLARE_REDUCTION(sum)
-/// y = mean of x over dims. bwd broadcasts dy / count (x, y may be NULL).
-AMPC_DECLARE_REDUCTION(mean)
-/// y = max of x over dims (torch.amax). bwd splits dy evenly between the
-/// elements equal to the maximum (needs x and y).
-AMPC_DECLARE_REDUCTION(max)
+/* sum: bwd broadcasts dy (x and y may be NULL). mean: bwd broadcasts
+ * dy / count (x, y may be NULL). max (torch.amax): bwd splits dy evenly
+ * between the elements equal to the maximum (needs x and y). */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Normalisation
  *===------------------------------------------------------------------===*/
 
-/// y = softmax(x, dim).
-AMPC_API ampc_status ampc_softmax_fwd(ampc_context ctx, void *y,
-                                      ampc_dtype y_dtype,
-                                      const int64_t *y_shape, int32_t y_rank,
-                                      const void *x, ampc_dtype x_dtype,
-                                      const int64_t *x_shape, int32_t x_rank,
-                                      int64_t dim);
-/// dx = y * (dy - sum(dy * y, dim)); y is the forward output.
-AMPC_API ampc_status ampc_softmax_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
-    const int64_t *y_shape, int32_t y_rank, int64_t dim);
-/// y = log_softmax(x, dim).
-AMPC_API ampc_status ampc_log_softmax_fwd(
-    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
-    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
-    int32_t x_rank, int64_t dim);
-/// dx = dy - exp(y) * sum(dy, dim); y is the forward output.
-AMPC_API ampc_status ampc_log_softmax_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
-    const int64_t *y_shape, int32_t y_rank, int64_t dim);
+/* softmax and log_softmax along `dim`. bwd takes the forward output y:
+ * softmax: dx = y * (dy - sum(dy * y, dim)); log_softmax: dx = dy - exp(y) *
+ * sum(dy, dim). */
+#define AMPC_SOFTMAX_KERNEL(NAME, LOG)                                         \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank, int64_t dim);                    \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *y, ampc_dtype y_dtype, const int64_t *y_shape,               \
+      int32_t y_rank, int64_t dim);
+#include "ampc/runtime_kernels.inc"
 
 /// y = (x - mean) / sqrt(var + eps) * w + b over the last dim (biased var);
 /// w, b have the last dim's size (either may be NULL: 1 and 0).
@@ -465,25 +452,23 @@ AMPC_API ampc_status ampc_rms_norm_bwd(
  * Pooling (NCHW; ceil_mode false; avg counts padding, as PyTorch's default)
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_POOL(OP)                                                  \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_POOL_KERNEL(NAME, IS_MAX)                                         \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, int64_t kernel_h,                \
       int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,     \
       int64_t pad_w);                                                          \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
       int32_t x_rank, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,    \
       int64_t stride_w, int64_t pad_h, int64_t pad_w);
-
-/// F.max_pool2d; bwd routes dy to the first maximum of each window.
-AMPC_DECLARE_POOL(max_pool2d)
-/// F.avg_pool2d (count_include_pad=True); x may be NULL in bwd.
-AMPC_DECLARE_POOL(avg_pool2d)
+/* max_pool2d: bwd routes dy to the first maximum of each window.
+ * avg_pool2d (count_include_pad=True): x may be NULL in bwd. */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Shape ops (any dtype; float<->float conversions allowed between x and y)
