@@ -1203,12 +1203,12 @@ private:
 } // namespace
 } // namespace cuda
 
-bool cudaBackendAvailable() {
+bool cudaPluginAvailable() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-Backend *createCudaBackend(int device, ampc_status *status) {
+Backend *cudaPluginCreate(int device, ampc_status *status) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
