@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 0
+#define AMPC_RUNTIME_VERSION_MINOR 1
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
