@@ -52,6 +52,12 @@ else
   export ASAN_OPTIONS="$asan_common:detect_leaks=0"
 fi
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Reports also go to files (log_path), one per process: a report from a
+# process whose failure a test expects (`not ampc ...`) or whose output a
+# passing test never shows is still seen, and fails the run.
+san_logs=$(mktemp -d)
+export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$san_logs/asan"
+export UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$san_logs/ubsan"
 
 launcher=()
 if command -v ccache > /dev/null; then
@@ -84,7 +90,7 @@ status=0
 ctest_log=$(mktemp)
 lit_log=$(mktemp)
 fuzz_log=$(mktemp)
-trap 'rm -f "$ctest_log" "$lit_log" "$fuzz_log"; rm -rf "${wrap:-}" "${fuzz_dir:-}"' EXIT
+trap 'rm -f "$ctest_log" "$lit_log" "$fuzz_log"; rm -rf "${wrap:-}" "${fuzz_dir:-}" "$san_logs"' EXIT
 
 if [ "$mode" = all ]; then
   # Tests that compile their own programs against the sanitized runtime
@@ -111,7 +117,10 @@ if [ "$mode" = all ]; then
     # New inputs go to a scratch corpus (the first directory), never into
     # the checked-in seeds.
     fuzz_dir=$(mktemp -d)
-    "$build/bin/ampc-fuzz" -max_total_time="$fuzz_seconds" -max_len=4096 \
+    # libFuzzer reads the report from stderr: no log_path here.
+    ASAN_OPTIONS="${ASAN_OPTIONS%:log_path=*}" \
+      UBSAN_OPTIONS="${UBSAN_OPTIONS%:log_path=*}" \
+      "$build/bin/ampc-fuzz" -max_total_time="$fuzz_seconds" -max_len=4096 \
       -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$fuzz_dir" \
       test/Frontend/fuzz-corpus test/Frontend/bad > "$fuzz_log" 2>&1
     fuzz_rc=$?
@@ -124,7 +133,16 @@ if [ "$mode" = all ]; then
   fi
 fi
 
-# Any sanitizer report in a log fails the run even where a test ignored it.
+# Any sanitizer report fails the run, also where a test ignored it.
+reports=$(find "$san_logs" -type f | sort)
+if [ -n "$reports" ]; then
+  echo "== sanitizer reports ($(echo "$reports" | wc -l) processes) =="
+  for f in $reports; do
+    echo "-- $f"
+    head -n 40 "$f"
+  done
+  status=1
+fi
 if grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" \
      "$lit_log" "$ctest_log" "$fuzz_log" > /dev/null 2>&1; then
   echo "sanitizer findings in the output above"
@@ -132,6 +150,7 @@ if grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" \
 fi
 
 echo "== summary =="
+echo "-- sanitizer report files: $(find "$san_logs" -type f | wc -l)"
 if [ "$mode" = all ]; then
   echo "-- lit:"
   grep -E "^(Total Discovered Tests|  (Passed|Failed|Unsupported|Expectedly Failed|Unexpectedly Passed|Unresolved|Timed Out|Skipped|Excluded))" "$lit_log" \
