@@ -2,8 +2,11 @@
 # Runs every test of ampc: installs what is missing, builds, then runs the
 # lit suite (dialect, frontend, driver, passes, the differential tests
 # against PyTorch) and the ctest suite (runtime
-# unit tests; CUDA tests report themselves skipped without a GPU).
-# Exits non-zero if anything fails; the last lines are ctest's summary.
+# unit tests; CUDA tests report themselves skipped without a GPU), then the
+# runtime's unit tests again in a runtime-only ASan+UBSan build
+# (scripts/sanitize.sh --runtime-only, build-rt-asan/).
+# Exits non-zero if anything fails; the last lines are the sanitized run's
+# ctest summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${AMPC_BUILD_DIR:-build}
@@ -17,4 +20,6 @@ echo "== lit =="
 AMPC_REQUIRE_TORCH=1 lit-22 -sv --time-tests "$build/test" || status=1
 echo "== ctest =="
 ctest --test-dir "$build" --output-on-failure -j2 || status=1
+echo "== runtime unit tests under ASan+UBSan =="
+bash scripts/sanitize.sh --runtime-only || status=1
 exit $status

@@ -111,75 +111,60 @@ void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
   }
 }
 
-template <UnaryOp Op> void unaryChunk(const float *x, float *y, int64_t n) {
+// One loop per table row (the op's struct inlined), chosen once per chunk.
+template <typename Fn>
+void unaryChunk(const float *x, float *y, int64_t n, const UnaryAttrs &a) {
   for (int64_t i = 0; i < n; ++i)
-    y[i] = unaryForward(Op, x[i]);
+    y[i] = Fn::fwd(x[i], a);
 }
 
-template <UnaryOp Op> void unaryBwdChunk(const float *x, float *g, int64_t n) {
+template <typename Fn>
+void unaryBwdChunk(const float *x, float *g, int64_t n, const UnaryAttrs &a) {
   for (int64_t i = 0; i < n; ++i)
-    g[i] = unaryBackward(Op, x[i], g[i]);
+    g[i] = Fn::bwd(x[i], g[i], a);
 }
 
-template <BinaryOp Op>
+template <typename Fn>
 void binaryChunk(const float *a, const float *b, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    y[i] = binaryForward(Op, a[i], b[i]);
+    y[i] = Fn::fwd(a[i], b[i]);
 }
 
-#define AMPC_UNARY_CASES(F, ...)                                               \
-  case UnaryOp::Neg:                                                           \
-    return F<UnaryOp::Neg>(__VA_ARGS__);                                       \
-  case UnaryOp::Abs:                                                           \
-    return F<UnaryOp::Abs>(__VA_ARGS__);                                       \
-  case UnaryOp::Exp:                                                           \
-    return F<UnaryOp::Exp>(__VA_ARGS__);                                       \
-  case UnaryOp::Log:                                                           \
-    return F<UnaryOp::Log>(__VA_ARGS__);                                       \
-  case UnaryOp::Sqrt:                                                          \
-    return F<UnaryOp::Sqrt>(__VA_ARGS__);                                      \
-  case UnaryOp::Rsqrt:                                                         \
-    return F<UnaryOp::Rsqrt>(__VA_ARGS__);                                     \
-  case UnaryOp::Relu:                                                          \
-    return F<UnaryOp::Relu>(__VA_ARGS__);                                      \
-  case UnaryOp::Gelu:                                                          \
-    return F<UnaryOp::Gelu>(__VA_ARGS__);                                      \
-  case UnaryOp::GeluTanh:                                                      \
-    return F<UnaryOp::GeluTanh>(__VA_ARGS__);                                  \
-  case UnaryOp::Silu:                                                          \
-    return F<UnaryOp::Silu>(__VA_ARGS__);                                      \
-  case UnaryOp::Sigmoid:                                                       \
-    return F<UnaryOp::Sigmoid>(__VA_ARGS__);                                   \
-  case UnaryOp::Tanh:                                                          \
-    return F<UnaryOp::Tanh>(__VA_ARGS__);
-
-void unaryChunkOp(UnaryOp op, const float *x, float *y, int64_t n) {
-  switch (op) { AMPC_UNARY_CASES(unaryChunk, x, y, n) }
+void unaryChunkOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
+                  int64_t n) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryChunk<OP##Fn>(x, y, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryChunk<OP##Fn>(x, y, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
   __builtin_unreachable();
 }
 
-void unaryBwdChunkOp(UnaryOp op, const float *x, float *g, int64_t n) {
-  switch (op) { AMPC_UNARY_CASES(unaryBwdChunk, x, g, n) }
+void unaryBwdChunkOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *g,
+                     int64_t n) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdChunk<OP##Fn>(x, g, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdChunk<OP##Fn>(x, g, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
   __builtin_unreachable();
 }
 
 void binaryChunkOp(BinaryOp op, const float *a, const float *b, float *y,
                    int64_t n) {
   switch (op) {
-  case BinaryOp::Add:
-    return binaryChunk<BinaryOp::Add>(a, b, y, n);
-  case BinaryOp::Sub:
-    return binaryChunk<BinaryOp::Sub>(a, b, y, n);
-  case BinaryOp::Mul:
-    return binaryChunk<BinaryOp::Mul>(a, b, y, n);
-  case BinaryOp::Div:
-    return binaryChunk<BinaryOp::Div>(a, b, y, n);
-  case BinaryOp::Maximum:
-    return binaryChunk<BinaryOp::Maximum>(a, b, y, n);
-  case BinaryOp::Minimum:
-    return binaryChunk<BinaryOp::Minimum>(a, b, y, n);
-  case BinaryOp::Pow:
-    return binaryChunk<BinaryOp::Pow>(a, b, y, n);
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryChunk<OP##Fn>(a, b, y, n);
+#include "ampc/runtime_kernels.inc"
   }
   __builtin_unreachable();
 }
@@ -416,24 +401,26 @@ public:
     return AMPC_OK;
   }
 
-  ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) override {
+  ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
+                    int64_t n) override {
     float in[kChunk], out[kChunk];
     for (int64_t i = 0; i < n; i += kChunk) {
       int64_t len = n - i < kChunk ? n - i : kChunk;
       loadChunk(x, i, len, in);
-      unaryChunkOp(op, in, out, len);
+      unaryChunkOp(op, attrs, in, out, len);
       storeChunk(y, i, len, out);
     }
     return AMPC_OK;
   }
 
-  ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x, int64_t n) override {
+  ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy,
+                       Buf x, int64_t n) override {
     float xs[kChunk], g[kChunk];
     for (int64_t i = 0; i < n; i += kChunk) {
       int64_t len = n - i < kChunk ? n - i : kChunk;
       loadChunk(x, i, len, xs);
       loadChunk(dy, i, len, g);
-      unaryBwdChunkOp(op, xs, g, len);
+      unaryBwdChunkOp(op, attrs, xs, g, len);
       storeChunk(dx, i, len, g);
     }
     return AMPC_OK;

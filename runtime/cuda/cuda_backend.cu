@@ -105,17 +105,20 @@ __global__ void randomKernel(Buf y, int64_t n, uint64_t seed, uint64_t offset,
   }
 }
 
-__global__ void unaryKernel(UnaryOp op, Buf y, Buf x, int64_t n) {
+__global__ void unaryKernel(UnaryOp op, UnaryAttrs a, Buf y, Buf x,
+                            int64_t n) {
   GRID_STRIDE(i, n) {
-    storeF32(y.data, y.dtype, i, unaryForward(op, loadF32(x.data, x.dtype, i)));
+    storeF32(y.data, y.dtype, i,
+             unaryForward(op, loadF32(x.data, x.dtype, i), a));
   }
 }
 
-__global__ void unaryBwdKernel(UnaryOp op, Buf dx, Buf dy, Buf x, int64_t n) {
+__global__ void unaryBwdKernel(UnaryOp op, UnaryAttrs a, Buf dx, Buf dy, Buf x,
+                               int64_t n) {
   GRID_STRIDE(i, n) {
     storeF32(dx.data, dx.dtype, i,
              unaryBackward(op, loadF32(x.data, x.dtype, i),
-                           loadF32(dy.data, dy.dtype, i)));
+                           loadF32(dy.data, dy.dtype, i), a));
   }
 }
 
@@ -835,13 +838,16 @@ public:
     LAUNCH_CHECK("random kernel");
     return AMPC_OK;
   }
-  ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) override {
-    unaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, y, x, n);
+  ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
+                    int64_t n) override {
+    unaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, y, x, n);
     LAUNCH_CHECK("unary kernel");
     return AMPC_OK;
   }
-  ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x, int64_t n) override {
-    unaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, dx, dy, x, n);
+  ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy,
+                       Buf x, int64_t n) override {
+    unaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, dx, dy, x,
+                                                           n);
     LAUNCH_CHECK("unary backward kernel");
     return AMPC_OK;
   }
@@ -1197,12 +1203,12 @@ private:
 } // namespace
 } // namespace cuda
 
-bool cudaBackendAvailable() {
+bool cudaPluginAvailable() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-Backend *createCudaBackend(int device, ampc_status *status) {
+Backend *cudaPluginCreate(int device, ampc_status *status) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {

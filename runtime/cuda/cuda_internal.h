@@ -42,6 +42,11 @@ private:
 };
 
 } // namespace cuda
+
+/// The backend library's side of cuda_plugin.h (cuda_backend.cu).
+bool cudaPluginAvailable();
+Backend *cudaPluginCreate(int device, ampc_status *status);
+
 } // namespace ampc
 
 #endif // AMPC_RUNTIME_CUDA_INTERNAL_H

@@ -136,14 +136,15 @@ ampc_status ampc_free(ampc_context ctx, void *ptr) {
 ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
                         size_t bytes, ampc_memcpy_kind kind) {
   AMPC_TRY(checkContext("ampc_memcpy", ctx));
+  // The kind is checked even for an empty copy: a bad value is a caller bug.
+  if (kind < AMPC_MEMCPY_HOST_TO_DEVICE || kind > AMPC_MEMCPY_HOST_TO_HOST)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "ampc_memcpy: unknown kind %d",
+                    static_cast<int>(kind));
   if (bytes == 0)
     return AMPC_OK;
   if (!dst || !src)
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_memcpy: %s is NULL",
                     dst ? "src" : "dst");
-  if (kind < AMPC_MEMCPY_HOST_TO_DEVICE || kind > AMPC_MEMCPY_HOST_TO_HOST)
-    return setError(AMPC_ERROR_INVALID_ARGUMENT, "ampc_memcpy: unknown kind %d",
-                    static_cast<int>(kind));
   return ctx->backend->copyBytes(dst, src, bytes, kind);
 }
 

@@ -6,8 +6,9 @@ using namespace ampc;
 
 namespace {
 
-ampc_status unaryFwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
-                         const TensorArg &y, const TensorArg &x) {
+ampc_status unaryFwdImpl(const char *fn, UnaryOp op, const UnaryAttrs &attrs,
+                         ampc_context ctx, const TensorArg &y,
+                         const TensorArg &x) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, xs;
   AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
@@ -16,12 +17,12 @@ ampc_status unaryFwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
     return shapeError(fn, y.name, ys, xs);
   if (xs.numel() == 0)
     return AMPC_OK;
-  return ctx->backend->unary(op, y.buf(), x.buf(), xs.numel());
+  return ctx->backend->unary(op, attrs, y.buf(), x.buf(), xs.numel());
 }
 
-ampc_status unaryBwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
-                         const TensorArg &dx, const TensorArg &dy,
-                         const TensorArg &x) {
+ampc_status unaryBwdImpl(const char *fn, UnaryOp op, const UnaryAttrs &attrs,
+                         ampc_context ctx, const TensorArg &dx,
+                         const TensorArg &dy, const TensorArg &x) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape dxs, dys, xs;
   AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
@@ -33,7 +34,8 @@ ampc_status unaryBwdImpl(const char *fn, UnaryOp op, ampc_context ctx,
     return shapeError(fn, dx.name, dxs, xs);
   if (xs.numel() == 0)
     return AMPC_OK;
-  return ctx->backend->unaryBwd(op, dx.buf(), dy.buf(), x.buf(), xs.numel());
+  return ctx->backend->unaryBwd(op, attrs, dx.buf(), dy.buf(), x.buf(),
+                                xs.numel());
 }
 
 /// NumPy broadcast of a and b; fails unless it equals `out`.
@@ -130,40 +132,45 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
 
 } // namespace
 
-#define AMPC_DEFINE_UNARY(OP, KIND)                                            \
-  ampc_status ampc_##OP##_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,   \
-                              const int64_t *y_shape, int32_t y_rank,          \
-                              const void *x, ampc_dtype x_dtype,               \
-                              const int64_t *x_shape, int32_t x_rank) {        \
-    return guard("ampc_" #OP "_fwd", [&] {                                     \
-      return unaryFwdImpl("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),       \
-                          AMPC_TENSOR(x));                                     \
+// The entry points of the table's unary rows; a row's attributes arrive as
+// its trailing float parameters and reach the scalar code as UnaryAttrs.
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  ampc_status ampc_##NAME##_fwd(                                               \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape,                                                  \
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS)) {                      \
+    UnaryAttrs attrs = {{AMPC_KERNEL_ATTR_VALUES(N, ATTRS)}};                  \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return unaryFwdImpl("ampc_" #NAME "_fwd", UnaryOp::OP, attrs, ctx,       \
+                          AMPC_TENSOR(y), AMPC_TENSOR(x));                     \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype, \
-                              const int64_t *dx_shape, int32_t dx_rank,        \
-                              const void *dy, ampc_dtype dy_dtype,             \
-                              const int64_t *dy_shape, int32_t dy_rank,        \
-                              const void *x, ampc_dtype x_dtype,               \
-                              const int64_t *x_shape, int32_t x_rank) {        \
-    return guard("ampc_" #OP "_bwd", [&] {                                     \
-      return unaryBwdImpl("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(dx),      \
-                          AMPC_TENSOR(dy), AMPC_TENSOR(x));                    \
+  ampc_status ampc_##NAME##_bwd(                                               \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS)) {                      \
+    UnaryAttrs attrs = {{AMPC_KERNEL_ATTR_VALUES(N, ATTRS)}};                  \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return unaryBwdImpl("ampc_" #NAME "_bwd", UnaryOp::OP, attrs, ctx,       \
+                          AMPC_TENSOR(dx), AMPC_TENSOR(dy), AMPC_TENSOR(x));   \
     });                                                                        \
   }
 
-#define AMPC_DEFINE_BINARY(OP, KIND)                                           \
-  ampc_status ampc_##OP##_fwd(                                                 \
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  ampc_status ampc_##NAME##_fwd(                                               \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *a, ampc_dtype a_dtype,                       \
       const int64_t *a_shape, int32_t a_rank, const void *b,                   \
       ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank) {            \
-    return guard("ampc_" #OP "_fwd", [&] {                                     \
-      return binaryFwdImpl("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),      \
-                           AMPC_TENSOR(a), AMPC_TENSOR(b));                    \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return binaryFwdImpl("ampc_" #NAME "_fwd", BinaryOp::OP, ctx,            \
+                           AMPC_TENSOR(y), AMPC_TENSOR(a), AMPC_TENSOR(b));    \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(                                                 \
+  ampc_status ampc_##NAME##_bwd(                                               \
       ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
       const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
       const int64_t *db_shape, int32_t db_rank, const void *dy,                \
@@ -171,33 +178,16 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
       const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
       int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
       const int64_t *b_shape, int32_t b_rank) {                                \
-    return guard("ampc_" #OP "_bwd", [&] {                                     \
-      return binaryBwdImpl("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(da),     \
-                           AMPC_TENSOR(db), AMPC_TENSOR(dy), AMPC_TENSOR(a),   \
-                           AMPC_TENSOR(b));                                    \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return binaryBwdImpl("ampc_" #NAME "_bwd", BinaryOp::OP, ctx,            \
+                           AMPC_TENSOR(da), AMPC_TENSOR(db), AMPC_TENSOR(dy),  \
+                           AMPC_TENSOR(a), AMPC_TENSOR(b));                    \
     });                                                                        \
   }
 
 extern "C" {
 
-AMPC_DEFINE_UNARY(neg, UnaryOp::Neg)
-AMPC_DEFINE_UNARY(abs, UnaryOp::Abs)
-AMPC_DEFINE_UNARY(exp, UnaryOp::Exp)
-AMPC_DEFINE_UNARY(log, UnaryOp::Log)
-AMPC_DEFINE_UNARY(sqrt, UnaryOp::Sqrt)
-AMPC_DEFINE_UNARY(rsqrt, UnaryOp::Rsqrt)
-AMPC_DEFINE_UNARY(relu, UnaryOp::Relu)
-AMPC_DEFINE_UNARY(silu, UnaryOp::Silu)
-AMPC_DEFINE_UNARY(sigmoid, UnaryOp::Sigmoid)
-AMPC_DEFINE_UNARY(tanh, UnaryOp::Tanh)
-
-AMPC_DEFINE_BINARY(add, BinaryOp::Add)
-AMPC_DEFINE_BINARY(sub, BinaryOp::Sub)
-AMPC_DEFINE_BINARY(mul, BinaryOp::Mul)
-AMPC_DEFINE_BINARY(div, BinaryOp::Div)
-AMPC_DEFINE_BINARY(maximum, BinaryOp::Maximum)
-AMPC_DEFINE_BINARY(minimum, BinaryOp::Minimum)
-AMPC_DEFINE_BINARY(pow, BinaryOp::Pow)
+#include "ampc/runtime_kernels.inc"
 
 static ampc_status geluKind(const char *fn, ampc_gelu_approximate a,
                             UnaryOp &op) {
@@ -215,7 +205,7 @@ ampc_status ampc_gelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
   return guard("ampc_gelu_fwd", [&] {
     UnaryOp op = UnaryOp::Gelu;
     AMPC_TRY(geluKind("ampc_gelu_fwd", approximate, op));
-    return unaryFwdImpl("ampc_gelu_fwd", op, ctx, AMPC_TENSOR(y),
+    return unaryFwdImpl("ampc_gelu_fwd", op, UnaryAttrs{}, ctx, AMPC_TENSOR(y),
                         AMPC_TENSOR(x));
   });
 }
@@ -230,7 +220,7 @@ ampc_status ampc_gelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
   return guard("ampc_gelu_bwd", [&] {
     UnaryOp op = UnaryOp::Gelu;
     AMPC_TRY(geluKind("ampc_gelu_bwd", approximate, op));
-    return unaryBwdImpl("ampc_gelu_bwd", op, ctx, AMPC_TENSOR(dx),
+    return unaryBwdImpl("ampc_gelu_bwd", op, UnaryAttrs{}, ctx, AMPC_TENSOR(dx),
                         AMPC_TENSOR(dy), AMPC_TENSOR(x));
   });
 }

@@ -272,18 +272,19 @@ ampc_status crossEntropyShapes(const char *fn, const Shape &ls,
 
 } // namespace
 
-#define AMPC_DEFINE_REDUCTION(OP, KIND)                                        \
-  ampc_status ampc_##OP##_fwd(                                                 \
+#define AMPC_REDUCTION_KERNEL(NAME, OP)                                        \
+  ampc_status ampc_##NAME##_fwd(                                               \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim) {                                       \
-    return guard("ampc_" #OP "_fwd", [&] {                                     \
-      return reductionFwd("ampc_" #OP "_fwd", KIND, ctx, AMPC_TENSOR(y),       \
-                          AMPC_TENSOR(x), dims, n_dims, keepdim);              \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return reductionFwd("ampc_" #NAME "_fwd", ReduceOp::OP, ctx,             \
+                          AMPC_TENSOR(y), AMPC_TENSOR(x), dims, n_dims,        \
+                          keepdim);                                            \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(                                                 \
+  ampc_status ampc_##NAME##_bwd(                                               \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
@@ -291,57 +292,57 @@ ampc_status crossEntropyShapes(const char *fn, const Shape &ls,
       int32_t x_rank, const void *y, ampc_dtype y_dtype,                       \
       const int64_t *y_shape, int32_t y_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim) {                                       \
-    return guard("ampc_" #OP "_bwd", [&] {                                     \
-      return reductionBwd("ampc_" #OP "_bwd", KIND, ctx, AMPC_TENSOR(dx),      \
-                          AMPC_TENSOR(dy), AMPC_TENSOR(x), AMPC_TENSOR(y),     \
-                          dims, n_dims, keepdim);                              \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return reductionBwd("ampc_" #NAME "_bwd", ReduceOp::OP, ctx,             \
+                          AMPC_TENSOR(dx), AMPC_TENSOR(dy), AMPC_TENSOR(x),    \
+                          AMPC_TENSOR(y), dims, n_dims, keepdim);              \
     });                                                                        \
   }
 
-#define AMPC_DEFINE_SOFTMAX(OP, LOG)                                           \
-  ampc_status ampc_##OP##_fwd(                                                 \
+#define AMPC_SOFTMAX_KERNEL(NAME, LOG)                                         \
+  ampc_status ampc_##NAME##_fwd(                                               \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, int64_t dim) {                   \
-    return guard("ampc_" #OP "_fwd", [&] {                                     \
-      return softmaxFwd("ampc_" #OP "_fwd", LOG, ctx, AMPC_TENSOR(y),          \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return softmaxFwd("ampc_" #NAME "_fwd", LOG, ctx, AMPC_TENSOR(y),        \
                         AMPC_TENSOR(x), dim);                                  \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(                                                 \
+  ampc_status ampc_##NAME##_bwd(                                               \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *y, ampc_dtype y_dtype, const int64_t *y_shape,               \
       int32_t y_rank, int64_t dim) {                                           \
-    return guard("ampc_" #OP "_bwd", [&] {                                     \
-      return softmaxBwd("ampc_" #OP "_bwd", LOG, ctx, AMPC_TENSOR(dx),         \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return softmaxBwd("ampc_" #NAME "_bwd", LOG, ctx, AMPC_TENSOR(dx),       \
                         AMPC_TENSOR(dy), AMPC_TENSOR(y), dim);                 \
     });                                                                        \
   }
 
-#define AMPC_DEFINE_POOL(OP, IS_MAX)                                           \
-  ampc_status ampc_##OP##_fwd(                                                 \
+#define AMPC_POOL_KERNEL(NAME, IS_MAX)                                         \
+  ampc_status ampc_##NAME##_fwd(                                               \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, int64_t kernel_h,                \
       int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,     \
       int64_t pad_w) {                                                         \
-    return guard("ampc_" #OP "_fwd", [&] {                                     \
-      return poolFwd("ampc_" #OP "_fwd", IS_MAX, ctx, AMPC_TENSOR(y),          \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return poolFwd("ampc_" #NAME "_fwd", IS_MAX, ctx, AMPC_TENSOR(y),        \
                      AMPC_TENSOR(x), kernel_h, kernel_w, stride_h, stride_w,   \
                      pad_h, pad_w);                                            \
     });                                                                        \
   }                                                                            \
-  ampc_status ampc_##OP##_bwd(                                                 \
+  ampc_status ampc_##NAME##_bwd(                                               \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
       int32_t x_rank, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,    \
       int64_t stride_w, int64_t pad_h, int64_t pad_w) {                        \
-    return guard("ampc_" #OP "_bwd", [&] {                                     \
-      return poolBwd("ampc_" #OP "_bwd", IS_MAX, ctx, AMPC_TENSOR(dx),         \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return poolBwd("ampc_" #NAME "_bwd", IS_MAX, ctx, AMPC_TENSOR(dx),       \
                      AMPC_TENSOR(dy), AMPC_TENSOR(x), kernel_h, kernel_w,      \
                      stride_h, stride_w, pad_h, pad_w);                        \
     });                                                                        \
@@ -349,13 +350,7 @@ ampc_status crossEntropyShapes(const char *fn, const Shape &ls,
 
 extern "C" {
 
-AMPC_DEFINE_REDUCTION(sum, ReduceOp::Sum)
-AMPC_DEFINE_REDUCTION(mean, ReduceOp::Mean)
-AMPC_DEFINE_REDUCTION(max, ReduceOp::Max)
-AMPC_DEFINE_SOFTMAX(softmax, false)
-AMPC_DEFINE_SOFTMAX(log_softmax, true)
-AMPC_DEFINE_POOL(max_pool2d, true)
-AMPC_DEFINE_POOL(avg_pool2d, false)
+#include "ampc/runtime_kernels.inc"
 
 ampc_status
 ampc_layer_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,

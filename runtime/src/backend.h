@@ -91,9 +91,10 @@ public:
   virtual ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                              bool normal, double p0, double p1) = 0;
 
-  virtual ampc_status unary(UnaryOp op, Buf y, Buf x, int64_t n) = 0;
-  virtual ampc_status unaryBwd(UnaryOp op, Buf dx, Buf dy, Buf x,
-                               int64_t n) = 0;
+  virtual ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
+                            int64_t n) = 0;
+  virtual ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx,
+                               Buf dy, Buf x, int64_t n) = 0;
   /// y (stride 0, contiguous) = op(a (stride 1), b (stride 2)).
   virtual ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
                              const Walk &walk) = 0;

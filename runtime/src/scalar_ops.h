@@ -11,6 +11,7 @@
 #ifndef AMPC_RUNTIME_SRC_SCALAR_OPS_H
 #define AMPC_RUNTIME_SRC_SCALAR_OPS_H
 
+#include "ampc/runtime.h"
 #include "hd.h"
 
 #include <math.h>
@@ -18,24 +19,30 @@
 
 namespace ampc {
 
-enum class UnaryOp {
-  Neg,
-  Abs,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Relu,
-  Gelu,
-  GeluTanh,
-  Silu,
-  Sigmoid,
-  Tanh
+/// The float attributes of a unary kernel, in the order of its row in
+/// ampc/runtime_kernels.inc (unused entries are 0).
+struct UnaryAttrs {
+  float v[AMPC_MAX_KERNEL_ATTRS];
 };
 
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+/// One enumerator per unary row (kernels and variants) of the table.
+enum class UnaryOp {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS) OP,
+#define AMPC_UNARY_VARIANT(OP) OP,
+#include "ampc/runtime_kernels.inc"
+};
 
-enum class ReduceOp { Sum, Mean, Max };
+/// One enumerator per binary row of the table.
+enum class BinaryOp {
+#define AMPC_BINARY_KERNEL(NAME, OP) OP,
+#include "ampc/runtime_kernels.inc"
+};
+
+/// One enumerator per reduction row of the table.
+enum class ReduceOp {
+#define AMPC_REDUCTION_KERNEL(NAME, OP) OP,
+#include "ampc/runtime_kernels.inc"
+};
 
 constexpr float kSqrt1_2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
@@ -44,99 +51,224 @@ constexpr float kGeluCoef = 0.044715f;
 
 AMPC_HD float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-AMPC_HD float unaryForward(UnaryOp op, float x) {
-  switch (op) {
-  case UnaryOp::Neg:
-    return -x;
-  case UnaryOp::Abs:
-    return fabsf(x);
-  case UnaryOp::Exp:
-    return expf(x);
-  case UnaryOp::Log:
-    return logf(x);
-  case UnaryOp::Sqrt:
-    return sqrtf(x);
-  case UnaryOp::Rsqrt:
-    return 1.0f / sqrtf(x);
-  case UnaryOp::Relu:
-    return x > 0.0f ? x : (x != x ? x : 0.0f);
-  case UnaryOp::Gelu:
-    return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
-  case UnaryOp::GeluTanh:
-    return 0.5f * x *
-           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
-  case UnaryOp::Silu:
-    return x * sigmoidF(x);
-  case UnaryOp::Sigmoid:
-    return sigmoidF(x);
-  case UnaryOp::Tanh:
-    return tanhf(x);
-  }
-  return 0.0f;
-}
+// The scalar code of each unary row OP of the table: struct OP##Fn with
+//   static float fwd(float x, const UnaryAttrs &a);          // f(x)
+//   static float bwd(float x, float dy, const UnaryAttrs &a); // dy * f'(x)
+// where a.v[i] is the row's i-th attribute. Both backends reach it only
+// through unaryForward / unaryBackward below, so a row without its struct
+// is a compile error.
 
-/// dy * f'(x).
-AMPC_HD float unaryBackward(UnaryOp op, float x, float dy) {
-  switch (op) {
-  case UnaryOp::Neg:
-    return -dy;
-  case UnaryOp::Abs:
+struct NegFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return -x; }
+  static AMPC_HD float bwd(float, float dy, const UnaryAttrs &) { return -dy; }
+};
+
+struct AbsFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return fabsf(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
-  case UnaryOp::Exp:
+  }
+};
+
+struct ExpFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return expf(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     return dy * expf(x);
-  case UnaryOp::Log:
+  }
+};
+
+struct LogFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return logf(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     return dy / x;
-  case UnaryOp::Sqrt:
+  }
+};
+
+struct SqrtFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sqrtf(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     return dy * 0.5f / sqrtf(x);
-  case UnaryOp::Rsqrt: {
+  }
+};
+
+struct RsqrtFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+    return 1.0f / sqrtf(x);
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float r = 1.0f / sqrtf(x);
     return dy * -0.5f * r * r * r;
   }
-  case UnaryOp::Relu:
+};
+
+struct ReluFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+    return x > 0.0f ? x : (x != x ? x : 0.0f);
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     return x > 0.0f ? dy : 0.0f;
-  case UnaryOp::Gelu: {
+  }
+};
+
+struct GeluFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+    return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float cdf = 0.5f * (1.0f + erff(x * kSqrt1_2));
     float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
     return dy * (cdf + x * pdf);
   }
-  case UnaryOp::GeluTanh: {
+};
+
+struct GeluTanhFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+    return 0.5f * x *
+           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float inner = kSqrt2OverPi * (x + kGeluCoef * x * x * x);
     float t = tanhf(inner);
     float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x * x);
     return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
   }
-  case UnaryOp::Silu: {
+};
+
+struct SiluFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+    return x * sigmoidF(x);
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float s = sigmoidF(x);
     return dy * s * (1.0f + x * (1.0f - s));
   }
-  case UnaryOp::Sigmoid: {
+};
+
+struct SigmoidFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sigmoidF(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float s = sigmoidF(x);
     return dy * s * (1.0f - s);
   }
-  case UnaryOp::Tanh: {
+};
+
+struct TanhFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return tanhf(x); }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
     float t = tanhf(x);
     return dy * (1.0f - t * t);
   }
+};
+
+// The scalar code of each binary row OP: struct OP##Fn with
+//   static float fwd(float a, float b);
+//   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b
+
+struct AddFn {
+  static AMPC_HD float fwd(float a, float b) { return a + b; }
+  static AMPC_HD float bwd(int, float, float, float dy) { return dy; }
+};
+
+struct SubFn {
+  static AMPC_HD float fwd(float a, float b) { return a - b; }
+  static AMPC_HD float bwd(int which, float, float, float dy) {
+    return which == 0 ? dy : -dy;
+  }
+};
+
+struct MulFn {
+  static AMPC_HD float fwd(float a, float b) { return a * b; }
+  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+    return which == 0 ? dy * b : dy * a;
+  }
+};
+
+struct DivFn {
+  static AMPC_HD float fwd(float a, float b) { return a / b; }
+  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+    return which == 0 ? dy / b : -dy * a / (b * b);
+  }
+};
+
+/// maximum/minimum's gradient: all of dy to the winner, half each on ties.
+AMPC_HD float extremumBackward(bool isMax, int which, float a, float b,
+                               float dy) {
+  float mine = which == 0 ? a : b, other = which == 0 ? b : a;
+  if (mine == other)
+    return dy * 0.5f;
+  bool wins = isMax ? mine > other : mine < other;
+  return wins ? dy : 0.0f;
+}
+
+struct MaximumFn {
+  static AMPC_HD float fwd(float a, float b) {
+    return (a != a || b != b) ? a + b : (a > b ? a : b);
+  }
+  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+    return extremumBackward(true, which, a, b, dy);
+  }
+};
+
+struct MinimumFn {
+  static AMPC_HD float fwd(float a, float b) {
+    return (a != a || b != b) ? a + b : (a < b ? a : b);
+  }
+  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+    return extremumBackward(false, which, a, b, dy);
+  }
+};
+
+struct PowFn {
+  static AMPC_HD float fwd(float a, float b) { return powf(a, b); }
+  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+    if (which == 0)
+      return b == 0.0f ? 0.0f : dy * b * powf(a, b - 1.0f);
+    return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * powf(a, b) * logf(a);
+  }
+};
+
+// Dispatch by op, generated from the table (used by the CUDA kernels and the
+// GEMM epilogues; the CPU loops instantiate the structs directly).
+
+AMPC_HD float unaryForward(UnaryOp op, float x, const UnaryAttrs &a) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return OP##Fn::fwd(x, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return OP##Fn::fwd(x, a);
+#include "ampc/runtime_kernels.inc"
   }
   return 0.0f;
 }
 
+/// dy * f'(x).
+AMPC_HD float unaryBackward(UnaryOp op, float x, float dy,
+                            const UnaryAttrs &a) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return OP##Fn::bwd(x, dy, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return OP##Fn::bwd(x, dy, a);
+#include "ampc/runtime_kernels.inc"
+  }
+  return 0.0f;
+}
+
+/// A unary op without attributes (the GEMM epilogues).
+AMPC_HD float unaryForward(UnaryOp op, float x) {
+  return unaryForward(op, x, UnaryAttrs{});
+}
+
 AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
   switch (op) {
-  case BinaryOp::Add:
-    return a + b;
-  case BinaryOp::Sub:
-    return a - b;
-  case BinaryOp::Mul:
-    return a * b;
-  case BinaryOp::Div:
-    return a / b;
-  case BinaryOp::Maximum:
-    return (a != a || b != b) ? a + b : (a > b ? a : b);
-  case BinaryOp::Minimum:
-    return (a != a || b != b) ? a + b : (a < b ? a : b);
-  case BinaryOp::Pow:
-    return powf(a, b);
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return OP##Fn::fwd(a, b);
+#include "ampc/runtime_kernels.inc"
   }
   return 0.0f;
 }
@@ -145,26 +277,10 @@ AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
 AMPC_HD float binaryBackward(BinaryOp op, int which, float a, float b,
                              float dy) {
   switch (op) {
-  case BinaryOp::Add:
-    return dy;
-  case BinaryOp::Sub:
-    return which == 0 ? dy : -dy;
-  case BinaryOp::Mul:
-    return which == 0 ? dy * b : dy * a;
-  case BinaryOp::Div:
-    return which == 0 ? dy / b : -dy * a / (b * b);
-  case BinaryOp::Maximum:
-  case BinaryOp::Minimum: {
-    float mine = which == 0 ? a : b, other = which == 0 ? b : a;
-    if (mine == other)
-      return dy * 0.5f;
-    bool wins = op == BinaryOp::Maximum ? mine > other : mine < other;
-    return wins ? dy : 0.0f;
-  }
-  case BinaryOp::Pow:
-    if (which == 0)
-      return b == 0.0f ? 0.0f : dy * b * powf(a, b - 1.0f);
-    return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * powf(a, b) * logf(a);
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return OP##Fn::bwd(which, a, b, dy);
+#include "ampc/runtime_kernels.inc"
   }
   return 0.0f;
 }

@@ -1,6 +1,8 @@
 # Installs the runtime component into a fresh prefix, then configures, builds
 # and runs test/package_consumer against it.
-# Inputs: BUILD_DIR, WORK_DIR, CONSUMER_DIR, GENERATOR.
+# Inputs: BUILD_DIR, WORK_DIR, CONSUMER_DIR, GENERATOR, and the parent
+# build's CONSUMER_CXX_FLAGS / CONSUMER_LINKER_FLAGS (so a sanitized build's
+# consumer links the sanitizer runtimes too).
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
@@ -12,7 +14,9 @@ endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --component ampc_runtime
     --prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINKER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 message(STATUS "package consumer built and ran against ${WORK_DIR}/prefix")

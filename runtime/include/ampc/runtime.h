@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 0
+#define AMPC_RUNTIME_VERSION_MINOR 1
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -34,6 +34,35 @@
 
 /// Largest tensor rank any kernel accepts.
 #define AMPC_MAX_RANK 8
+
+/// Most float attributes a table kernel (ampc/runtime_kernels.inc) takes.
+#define AMPC_MAX_KERNEL_ATTRS 4
+
+/* Helpers for the rows of ampc/runtime_kernels.inc: a row's attributes are a
+ * count N and a parenthesised list of names. AMPC_KERNEL_ATTR_PARAMS gives
+ * the trailing parameters (", float a, float b"), AMPC_KERNEL_ATTR_VALUES
+ * the names as a list ("a, b"), AMPC_KERNEL_ATTR_NAMES them as strings
+ * ("\"a\", \"b\""); each is empty for N = 0. */
+#define AMPC_PP_CAT(a, b) AMPC_PP_CAT_(a, b)
+#define AMPC_PP_CAT_(a, b) a##b
+#define AMPC_KERNEL_ATTR_PARAMS(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_PARAMS_, N) ATTRS
+#define AMPC_KERNEL_ATTR_VALUES(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_VALUES_, N) ATTRS
+#define AMPC_KERNEL_ATTR_NAMES(N, ATTRS) AMPC_PP_CAT(AMPC_ATTR_NAMES_, N) ATTRS
+#define AMPC_ATTR_PARAMS_0()
+#define AMPC_ATTR_PARAMS_1(a) , float a
+#define AMPC_ATTR_PARAMS_2(a, b) , float a, float b
+#define AMPC_ATTR_PARAMS_3(a, b, c) , float a, float b, float c
+#define AMPC_ATTR_PARAMS_4(a, b, c, d) , float a, float b, float c, float d
+#define AMPC_ATTR_VALUES_0()
+#define AMPC_ATTR_VALUES_1(a) a
+#define AMPC_ATTR_VALUES_2(a, b) a, b
+#define AMPC_ATTR_VALUES_3(a, b, c) a, b, c
+#define AMPC_ATTR_VALUES_4(a, b, c, d) a, b, c, d
+#define AMPC_ATTR_NAMES_0()
+#define AMPC_ATTR_NAMES_1(a) #a
+#define AMPC_ATTR_NAMES_2(a, b) #a, #b
+#define AMPC_ATTR_NAMES_3(a, b, c) #a, #b, #c
+#define AMPC_ATTR_NAMES_4(a, b, c, d) #a, #b, #c, #d
 
 #if defined(_WIN32)
 #define AMPC_API __declspec(dllexport)
@@ -45,8 +74,23 @@
 extern "C" {
 #endif
 
+/* Enumerations. Every enumerated type of this ABI is 32 bits wide whatever
+ * the compiler: in C it is an int32_t typedef (the enumerators name its
+ * values), in C++ an enumeration with the fixed underlying type int32_t, so
+ * every int32_t is one of its values. A caller may pass any integer where an
+ * enumerated parameter is declared; the runtime checks it before use (an
+ * unknown dtype is AMPC_ERROR_UNSUPPORTED_DTYPE, any other unknown value
+ * AMPC_ERROR_INVALID_ARGUMENT), and no value is undefined behaviour. */
+#ifdef __cplusplus
+#define AMPC_ENUM(name) enum name : int32_t
+#else
+#define AMPC_ENUM(name)                                                        \
+  typedef int32_t name;                                                        \
+  enum name##_values
+#endif
+
 /// Result of every entry point.
-typedef enum ampc_status {
+AMPC_ENUM(ampc_status) {
   AMPC_OK = 0,
   AMPC_ERROR_INVALID_ARGUMENT = 1,  ///< A bad attribute, count or enum value.
   AMPC_ERROR_NULL_POINTER = 2,      ///< A required pointer was NULL.
@@ -57,43 +101,37 @@ typedef enum ampc_status {
   AMPC_ERROR_NO_DEVICE = 7,           ///< No usable GPU or driver.
   AMPC_ERROR_DEVICE = 8,              ///< A CUDA / cuBLASLt call failed.
   AMPC_ERROR_INTERNAL = 9
-} ampc_status;
+};
 
 /// Element types. Values are stable across versions.
-typedef enum ampc_dtype {
+AMPC_ENUM(ampc_dtype) {
   AMPC_F32 = 0,
   AMPC_F16 = 1,  ///< IEEE binary16.
   AMPC_BF16 = 2, ///< bfloat16 (upper half of an f32).
   AMPC_I32 = 3,
   AMPC_I64 = 4,
   AMPC_BOOL = 5 ///< One byte, 0 or 1.
-} ampc_dtype;
+};
 
-typedef enum ampc_backend {
-  AMPC_BACKEND_CPU = 0,
-  AMPC_BACKEND_CUDA = 1
-} ampc_backend;
+AMPC_ENUM(ampc_backend) { AMPC_BACKEND_CPU = 0, AMPC_BACKEND_CUDA = 1 };
 
-typedef enum ampc_memcpy_kind {
+AMPC_ENUM(ampc_memcpy_kind) {
   AMPC_MEMCPY_HOST_TO_DEVICE = 0,
   AMPC_MEMCPY_DEVICE_TO_HOST = 1,
   AMPC_MEMCPY_DEVICE_TO_DEVICE = 2,
   AMPC_MEMCPY_HOST_TO_HOST = 3
-} ampc_memcpy_kind;
+};
 
 /// Activation applied by GEMM-based kernels after alpha*A*B + beta*C + bias.
-typedef enum ampc_epilogue {
+AMPC_ENUM(ampc_epilogue) {
   AMPC_EPILOGUE_NONE = 0,
   AMPC_EPILOGUE_RELU = 1,
   AMPC_EPILOGUE_GELU = 2,     ///< Exact (erf) GELU.
   AMPC_EPILOGUE_GELU_TANH = 3 ///< tanh-approximated GELU.
-} ampc_epilogue;
+};
 
 /// The `approximate` attribute of gelu.
-typedef enum ampc_gelu_approximate {
-  AMPC_GELU_NONE = 0,
-  AMPC_GELU_TANH = 1
-} ampc_gelu_approximate;
+AMPC_ENUM(ampc_gelu_approximate) { AMPC_GELU_NONE = 0, AMPC_GELU_TANH = 1 };
 
 /// A runtime context: one backend, one device, one stream (CUDA).
 typedef struct ampc_context_impl *ampc_context;
@@ -281,13 +319,13 @@ AMPC_API ampc_status ampc_conv2d_bwd(
  * over the dims that were broadcast.
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_BINARY(OP)                                                \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *a, ampc_dtype a_dtype,                       \
       const int64_t *a_shape, int32_t a_rank, const void *b,                   \
       ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);             \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
       const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
       const int64_t *db_shape, int32_t db_rank, const void *dy,                \
@@ -295,58 +333,29 @@ AMPC_API ampc_status ampc_conv2d_bwd(
       const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
       int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
       const int64_t *b_shape, int32_t b_rank);
-
-/// y = a + b; ampc_add_bwd gives da, db.
-AMPC_DECLARE_BINARY(add)
-/// y = a - b.
-AMPC_DECLARE_BINARY(sub)
-/// y = a * b.
-AMPC_DECLARE_BINARY(mul)
-/// y = a / b.
-AMPC_DECLARE_BINARY(div)
-/// y = max(a, b) (NaN propagates); ties split the gradient in half.
-AMPC_DECLARE_BINARY(maximum)
-/// y = min(a, b) (NaN propagates); ties split the gradient in half.
-AMPC_DECLARE_BINARY(minimum)
-/// y = a ** b; gradients as torch.pow (0 where the derivative is undefined).
-AMPC_DECLARE_BINARY(pow)
+/* add, sub, mul, div, maximum, minimum, pow: see ampc/runtime_kernels.inc. */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Elementwise unary ops: y and x have one shape. *_bwd: dx = dy * f'(x).
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_UNARY(OP)                                                 \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank);                                 \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+      const int64_t *x_shape,                                                  \
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS));                       \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
-      int32_t x_rank);
-
-/// y = -x.
-AMPC_DECLARE_UNARY(neg)
-/// y = |x| (gradient sign(x), 0 at 0).
-AMPC_DECLARE_UNARY(abs)
-/// y = exp(x).
-AMPC_DECLARE_UNARY(exp)
-/// y = log(x).
-AMPC_DECLARE_UNARY(log)
-/// y = sqrt(x).
-AMPC_DECLARE_UNARY(sqrt)
-/// y = 1 / sqrt(x).
-AMPC_DECLARE_UNARY(rsqrt)
-/// y = max(x, 0) (gradient 0 at 0).
-AMPC_DECLARE_UNARY(relu)
-/// y = x * sigmoid(x).
-AMPC_DECLARE_UNARY(silu)
-/// y = 1 / (1 + exp(-x)).
-AMPC_DECLARE_UNARY(sigmoid)
-/// y = tanh(x).
-AMPC_DECLARE_UNARY(tanh)
+      int32_t x_rank AMPC_KERNEL_ATTR_PARAMS(N, ATTRS));
+/* neg, abs, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh (and the ops
+ * added since): the AMPC_UNARY_KERNEL rows of ampc/runtime_kernels.inc. A
+ * kernel's float attributes follow x_rank in both entry points. */
+#include "ampc/runtime_kernels.inc"
 
 /// y = gelu(x): x * Phi(x) (AMPC_GELU_NONE) or the tanh approximation.
 AMPC_API ampc_status ampc_gelu_fwd(ampc_context ctx, void *y,
@@ -368,13 +377,13 @@ AMPC_API ampc_status ampc_gelu_bwd(
  * `keepdim`. Accumulation is f32 (CUDA) / f64 (CPU).
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_REDUCTION(OP)                                             \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_REDUCTION_KERNEL(NAME, OP)                                        \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim);                                        \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
@@ -382,43 +391,30 @@ AMPC_API ampc_status ampc_gelu_bwd(
       int32_t x_rank, const void *y, ampc_dtype y_dtype,                       \
       const int64_t *y_shape, int32_t y_rank, const int64_t *dims,             \
       int32_t n_dims, int32_t keepdim);
-
-/// y = sum of x over dims. bwd broadcasts dy (x and y may be NULL).
-AMPC_DECLARE_REDUCTION(sum)
-/// y = mean of x over dims. bwd broadcasts dy / count (x, y may be NULL).
-AMPC_DECLARE_REDUCTION(mean)
-/// y = max of x over dims (torch.amax). bwd splits dy evenly between the
-/// elements equal to the maximum (needs x and y).
-AMPC_DECLARE_REDUCTION(max)
+/* sum: bwd broadcasts dy (x and y may be NULL). mean: bwd broadcasts
+ * dy / count (x, y may be NULL). max (torch.amax): bwd splits dy evenly
+ * between the elements equal to the maximum (needs x and y). */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Normalisation
  *===------------------------------------------------------------------===*/
 
-/// y = softmax(x, dim).
-AMPC_API ampc_status ampc_softmax_fwd(ampc_context ctx, void *y,
-                                      ampc_dtype y_dtype,
-                                      const int64_t *y_shape, int32_t y_rank,
-                                      const void *x, ampc_dtype x_dtype,
-                                      const int64_t *x_shape, int32_t x_rank,
-                                      int64_t dim);
-/// dx = y * (dy - sum(dy * y, dim)); y is the forward output.
-AMPC_API ampc_status ampc_softmax_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
-    const int64_t *y_shape, int32_t y_rank, int64_t dim);
-/// y = log_softmax(x, dim).
-AMPC_API ampc_status ampc_log_softmax_fwd(
-    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
-    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
-    int32_t x_rank, int64_t dim);
-/// dx = dy - exp(y) * sum(dy, dim); y is the forward output.
-AMPC_API ampc_status ampc_log_softmax_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *y, ampc_dtype y_dtype,
-    const int64_t *y_shape, int32_t y_rank, int64_t dim);
+/* softmax and log_softmax along `dim`. bwd takes the forward output y:
+ * softmax: dx = y * (dy - sum(dy * y, dim)); log_softmax: dx = dy - exp(y) *
+ * sum(dy, dim). */
+#define AMPC_SOFTMAX_KERNEL(NAME, LOG)                                         \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
+      const int64_t *x_shape, int32_t x_rank, int64_t dim);                    \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
+      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
+      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
+      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
+      const void *y, ampc_dtype y_dtype, const int64_t *y_shape,               \
+      int32_t y_rank, int64_t dim);
+#include "ampc/runtime_kernels.inc"
 
 /// y = (x - mean) / sqrt(var + eps) * w + b over the last dim (biased var);
 /// w, b have the last dim's size (either may be NULL: 1 and 0).
@@ -456,25 +452,23 @@ AMPC_API ampc_status ampc_rms_norm_bwd(
  * Pooling (NCHW; ceil_mode false; avg counts padding, as PyTorch's default)
  *===------------------------------------------------------------------===*/
 
-#define AMPC_DECLARE_POOL(OP)                                                  \
-  AMPC_API ampc_status ampc_##OP##_fwd(                                        \
+#define AMPC_POOL_KERNEL(NAME, IS_MAX)                                         \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
       int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
       const int64_t *x_shape, int32_t x_rank, int64_t kernel_h,                \
       int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,     \
       int64_t pad_w);                                                          \
-  AMPC_API ampc_status ampc_##OP##_bwd(                                        \
+  AMPC_API ampc_status ampc_##NAME##_bwd(                                      \
       ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
       const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
       ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
       const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
       int32_t x_rank, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,    \
       int64_t stride_w, int64_t pad_h, int64_t pad_w);
-
-/// F.max_pool2d; bwd routes dy to the first maximum of each window.
-AMPC_DECLARE_POOL(max_pool2d)
-/// F.avg_pool2d (count_include_pad=True); x may be NULL in bwd.
-AMPC_DECLARE_POOL(avg_pool2d)
+/* max_pool2d: bwd routes dy to the first maximum of each window.
+ * avg_pool2d (count_include_pad=True): x may be NULL in bwd. */
+#include "ampc/runtime_kernels.inc"
 
 /*===------------------------------------------------------------------===*
  * Shape ops (any dtype; float<->float conversions allowed between x and y)

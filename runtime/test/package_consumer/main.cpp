@@ -15,5 +15,17 @@ int main() {
       ampc_relu_fwd(ctx, y, AMPC_F32, shape, 1, x, AMPC_F32, shape, 1);
   ampc_context_destroy(ctx);
   std::printf("relu: %g %g %g %g\n", y[0], y[1], y[2], y[3]);
-  return s == AMPC_OK && y[0] == 0 && y[3] == 4 ? 0 : 3;
+  if (s != AMPC_OK || y[0] != 0 || y[3] != 4)
+    return 3;
+#ifdef AMPC_EXPECT_CUDA_BACKEND
+  ampc_context gpu = nullptr;
+  s = ampc_context_create(AMPC_BACKEND_CUDA, 0, &gpu);
+  std::printf("cuda context: %s (%s)\n", ampc_status_string(s),
+              ampc_last_error());
+  if (s == AMPC_OK)
+    ampc_context_destroy(gpu);
+  else if (s != AMPC_ERROR_NO_DEVICE)
+    return 4; // the backend library was not found or did not load
+#endif
+  return 0;
 }

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Builds ampc with AddressSanitizer + UndefinedBehaviorSanitizer into its own
+# build folder and runs every test under them:
+#   - the whole lit suite (dialect, frontend, passes, driver, the `ampc run`
+#     end-to-end tests of test/Run, the differential tests against PyTorch),
+#   - the whole ctest suite (runtime unit tests, the installed-package test),
+#   - the frontend fuzz target (clang, libFuzzer) from test/Frontend/fuzz-corpus
+#     for a bounded time.
+# Prints each runner's summary at the end and exits non-zero on any failure
+# or sanitizer finding. See docs/sanitizers.md.
+#
+#   bash scripts/sanitize.sh                 # everything (build-asan/)
+#   bash scripts/sanitize.sh --runtime-only  # the runtime alone, its unit tests
+#
+# Environment: AMPC_SANITIZE_BUILD_DIR (default build-asan, or build-rt-asan
+# with --runtime-only), AMPC_FUZZ_SECONDS (default 60), AMPC_SANITIZE_JOBS
+# (default 2).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+mode=all
+case "${1:-}" in
+  "") ;;
+  --runtime-only) mode=runtime ;;
+  *) echo "usage: $0 [--runtime-only]" >&2; exit 2 ;;
+esac
+if [ "$mode" = runtime ]; then
+  build=${AMPC_SANITIZE_BUILD_DIR:-build-rt-asan}
+else
+  build=${AMPC_SANITIZE_BUILD_DIR:-build-asan}
+fi
+jobs=${AMPC_SANITIZE_JOBS:-2}
+fuzz_seconds=${AMPC_FUZZ_SECONDS:-60}
+
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+
+# Sanitizer options for every process the tests start (lit passes these
+# variables through to its tests):
+#  - allow_user_poisoning=0: Debian's libMLIR.so is not instrumented, and its
+#    bump allocator's manual poisoning gives false use-after-poison reports;
+#  - protect_shadow_gap=0: the CUDA runtime maps memory where ASan's shadow
+#    gap would be (harmless without CUDA);
+#  - detect_leaks=0: MLIR and LLVM keep global singletons (registries, the
+#    command-line parser) alive until exit, which LeakSanitizer reports as
+#    leaks of the uninstrumented libraries; leaks in the runtime are covered
+#    by the runtime-only run, which enables leak detection.
+asan_common="allow_user_poisoning=0:protect_shadow_gap=0:halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+if [ "$mode" = runtime ]; then
+  export ASAN_OPTIONS="$asan_common:detect_leaks=1"
+else
+  export ASAN_OPTIONS="$asan_common:detect_leaks=0"
+fi
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Reports also go to files (log_path), one per process: a report from a
+# process whose failure a test expects (`not ampc ...`) or whose output a
+# passing test never shows is still seen, and fails the run.
+san_logs=$(mktemp -d)
+export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$san_logs/asan"
+export UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$san_logs/ubsan"
+
+launcher=()
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+echo "== sanitized build ($mode) in $build =="
+if [ ! -f "$build/build.ninja" ]; then
+  if [ "$mode" = runtime ]; then
+    # The runtime alone (no MLIR), without the CUDA backend (nvcc code is not
+    # instrumented by these sanitizers) and without the benchmarks.
+    cmake -S runtime -B "$build" -G Ninja "${launcher[@]}" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+      -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+      -DAMPC_RUNTIME_ENABLE_CUDA=OFF -DAMPC_RUNTIME_BUILD_BENCH=OFF || exit 1
+  else
+    cmake -S . -B "$build" -G Ninja "${launcher[@]}" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+      -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+      -DMLIR_DIR="$(llvm-config-22 --cmakedir)/../mlir" \
+      -DLLVM_DIR="$(llvm-config-22 --cmakedir)" \
+      -DLLVM_EXTERNAL_LIT="$(command -v lit-22)" || exit 1
+  fi
+fi
+ninja -C "$build" -j"$jobs" || exit 1
+
+status=0
+ctest_log=$(mktemp)
+lit_log=$(mktemp)
+fuzz_log=$(mktemp)
+trap 'rm -f "$ctest_log" "$lit_log" "$fuzz_log"; rm -rf "${wrap:-}" "${fuzz_dir:-}" "$san_logs"' EXIT
+
+if [ "$mode" = all ]; then
+  # Tests that compile their own programs against the sanitized runtime
+  # (test/Run's emitted C++) call `g++` from PATH: this wrapper adds the
+  # sanitizer flags, so those programs link the sanitizer runtimes first, as
+  # ASan requires, and are checked too.
+  wrap=$(mktemp -d)
+  real_gxx=$(command -v g++)
+  printf '#!/bin/sh\nexec %s "$@" %s\n' "$real_gxx" "$san" > "$wrap/g++"
+  chmod +x "$wrap/g++"
+  echo "== lit (sanitized) =="
+  PATH="$wrap:$PATH" AMPC_REQUIRE_TORCH=1 lit-22 -sv --time-tests "$build/test" \
+    2>&1 | tee "$lit_log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+echo "== ctest (sanitized) =="
+ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$ctest_log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+if [ "$mode" = all ]; then
+  echo "== frontend fuzzer (${fuzz_seconds}s) =="
+  if [ -x "$build/bin/ampc-fuzz" ]; then
+    # New inputs go to a scratch corpus (the first directory), never into
+    # the checked-in seeds.
+    fuzz_dir=$(mktemp -d)
+    # libFuzzer reads the report from stderr: no log_path here.
+    ASAN_OPTIONS="${ASAN_OPTIONS%:log_path=*}" \
+      UBSAN_OPTIONS="${UBSAN_OPTIONS%:log_path=*}" \
+      "$build/bin/ampc-fuzz" -max_total_time="$fuzz_seconds" -max_len=4096 \
+      -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$fuzz_dir" \
+      test/Frontend/fuzz-corpus test/Frontend/bad > "$fuzz_log" 2>&1
+    fuzz_rc=$?
+    tail -n 20 "$fuzz_log"
+    [ "$fuzz_rc" -eq 0 ] || status=1
+  else
+    echo "ampc-fuzz not built (needs clang++ and libFuzzer): fuzzing skipped" \
+      | tee "$fuzz_log"
+    status=1
+  fi
+fi
+
+# Any sanitizer report fails the run, also where a test ignored it.
+reports=$(find "$san_logs" -type f | sort)
+if [ -n "$reports" ]; then
+  echo "== sanitizer reports ($(echo "$reports" | wc -l) processes) =="
+  for f in $reports; do
+    echo "-- $f"
+    head -n 40 "$f"
+  done
+  status=1
+fi
+if grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" \
+     "$lit_log" "$ctest_log" "$fuzz_log" > /dev/null 2>&1; then
+  echo "sanitizer findings in the output above"
+  status=1
+fi
+
+echo "== summary =="
+echo "-- sanitizer report files: $(find "$san_logs" -type f | wc -l)"
+if [ "$mode" = all ]; then
+  echo "-- lit:"
+  grep -E "^(Total Discovered Tests|  (Passed|Failed|Unsupported|Expectedly Failed|Unexpectedly Passed|Unresolved|Timed Out|Skipped|Excluded))" "$lit_log" \
+    || tail -n 5 "$lit_log"
+fi
+echo "-- ctest:"
+grep -E "tests passed|tests failed|Total Test time" "$ctest_log" || tail -n 3 "$ctest_log"
+if [ "$mode" = all ]; then
+  echo "-- fuzzer:"
+  grep -E "^Done [0-9]+ runs|stat::number_of_executed_units|ERROR|fuzz target not built|skipped" "$fuzz_log" \
+    || tail -n 3 "$fuzz_log"
+fi
+[ $status -eq 0 ] && echo "sanitizers: clean" || echo "sanitizers: FAILED"
+exit $status
