@@ -2,6 +2,8 @@
 
 #include "ampc/Pipelines/Pipelines.h"
 
+#include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/InitAll.h"
 #include "ampc/Transforms/Passes.h"
@@ -151,10 +153,12 @@ void ampc::registerPipelines() {
 }
 
 void ampc::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<tg::TGDialect, func::FuncDialect, arith::ArithDialect>();
+  registry.insert<tg::TGDialect, rt::RTDialect, func::FuncDialect,
+                  arith::ArithDialect>();
 }
 
 void ampc::registerAllPasses() {
   registerAMPCPasses();
+  registerAMPCConversionPasses();
   registerPipelines();
 }
