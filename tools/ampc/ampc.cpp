@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
@@ -37,7 +38,7 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
-enum class EmitKind { MLIR, Report, Dot, Cpp, Json };
+enum class EmitKind { MLIR, Report, Dot, Cpp, Json, Lowered };
 
 cl::OptionCategory ampcCategory("ampc options");
 
@@ -56,6 +57,9 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Cpp, "cpp",
                           "host C++ calling the runtime: FILE (source) and "
                           "FILE's stem + .h (header)"),
+               clEnumValN(EmitKind::Lowered, "lowered",
+                          "the step as runtime calls on planned buffers (the "
+                          "rt dialect) that `run` executes and `cpp` prints"),
                clEnumValN(EmitKind::Dot, "dot",
                           "Graphviz: ops coloured by compute precision, casts "
                           "highlighted"),
@@ -354,7 +358,8 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   options.ampUnknownOps = ampUnknownOps;
   setLossScaleOptions(options);
   options.planBuffers = runMode || emitKind == EmitKind::Report ||
-                        emitKind == EmitKind::Cpp;
+                        emitKind == EmitKind::Cpp ||
+                        emitKind == EmitKind::Lowered;
   if (runPipeline)
     ampc::buildPipeline(pm, options);
   if (failed(pm.run(*module)))
@@ -405,18 +410,27 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     if (failed(ampc::report::emitJson(*module, os)))
       return kInputError;
     break;
-  case EmitKind::Cpp: {
-    auto funcs = module->getOps<func::FuncOp>();
-    FailureOr<ampc::rt::Program> program =
-        ampc::rt::lowerToRuntime(*funcs.begin());
-    if (failed(program))
+  case EmitKind::Lowered: {
+    if (failed(ampc::lowerToRuntime(*module)))
       return kInputError;
+    OpPrintingFlags flags;
+    if (printLocations)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+    break;
+  }
+  case EmitKind::Cpp: {
+    if (failed(ampc::lowerToRuntime(*module)))
+      return kInputError;
+    std::optional<ampc::rt::Program> program =
+        ampc::rt::describeProgram(*module->getOps<ampc::rt::ProgramOp>().begin());
     std::string stem = outputFile == "-"
                            ? program->name
                            : llvm::sys::path::stem(outputFile).str();
     std::string headerText, sourceText;
-    ampc::emit::emitCpp(*program, target == "cuda", stem + ".h", headerText,
-                        sourceText);
+    if (failed(ampc::emit::emitCpp(*program, target == "cuda", stem + ".h",
+                                   headerText, sourceText)))
+      return kInputError;
     if (outputFile == "-") {
       os << "// ===== " << stem << ".h =====\n"
          << headerText << "// ===== " << stem << ".cpp =====\n"

@@ -88,3 +88,35 @@ Program ampc::rt::describeProgram(ProgramOp op) {
                    });
   return p;
 }
+
+std::vector<uint8_t> ampc::rt::constantBytes(ElementsAttr value) {
+  auto attr = cast<DenseElementsAttr>(value);
+  std::vector<uint8_t> bytes;
+  auto push = [&](const APInt &bits, unsigned width) {
+    uint64_t v = bits.getZExtValue();
+    for (unsigned b = 0; b < width / 8; ++b)
+      bytes.push_back(static_cast<uint8_t>(v >> (8 * b)));
+  };
+  Type elt = attr.getElementType();
+  int64_t n = attr.getNumElements();
+  bool splat = attr.isSplat();
+  int64_t values = splat ? 1 : n;
+  if (auto ft = dyn_cast<FloatType>(elt)) {
+    auto it = attr.value_begin<APFloat>();
+    for (int64_t i = 0; i < values; ++i, ++it)
+      push((*it).bitcastToAPInt(), ft.getWidth());
+  } else {
+    unsigned width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
+    auto it = attr.value_begin<APInt>();
+    for (int64_t i = 0; i < values; ++i, ++it)
+      push((*it).zextOrTrunc(width), width);
+  }
+  if (splat && n > 1) {
+    std::vector<uint8_t> one = bytes;
+    bytes.clear();
+    bytes.reserve(one.size() * n);
+    for (int64_t i = 0; i < n; ++i)
+      bytes.insert(bytes.end(), one.begin(), one.end());
+  }
+  return bytes;
+}

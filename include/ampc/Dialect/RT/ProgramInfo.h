@@ -44,13 +44,13 @@ struct Output {
 
 /// An rt.program, described for its consumers.
 struct Program {
-  ProgramOp op;
+  mutable ProgramOp op; ///< ops have no const accessors
   std::string name;
   int64_t arenaSize = 0;
   int64_t intermediateBytes = 0;
   std::vector<Slot> slots;
   /// The rt.constant ops, in order; constant k is slot numArgs + k.
-  std::vector<ConstantOp> constants;
+  mutable std::vector<ConstantOp> constants;
   size_t numArgs = 0; ///< slots declared by rt.slot
   std::vector<Output> outputs; ///< by index
   bool training = false;
@@ -65,6 +65,10 @@ struct Program {
     return arg.getArgNumber() < numArgs ? int32_t(arg.getArgNumber()) : -1;
   }
 };
+
+/// The bytes of a constant as the runtime stores them (little-endian, i1 as
+/// one byte, a splat repeated).
+std::vector<uint8_t> constantBytes(mlir::ElementsAttr value);
 
 /// Reads `op`.
 Program describeProgram(ProgramOp op);
