@@ -37,7 +37,7 @@ def RT_Dialect : Dialect {
       rt.slot param @w : tensor<8x2xf32>
       rt.init {
       ^bb0(%x: !rt.buffer, %w: !rt.buffer, %arena: !rt.buffer):
-        rt.call "ampc_init_normal"(#rt.context, %w, #rt.dtype<f32>, 16, #rt.seed, 1 : ui64, 0.000000e+00, 1.000000e-01)
+        rt.call "ampc_init_normal"(#rt.context, %w, #rt.dtype<f32>, 16 : i64, #rt.seed, 1 : ui64, 0.000000e+00 : f64, 1.000000e-01 : f64)
       }
       rt.step {
       ^bb0(%x: !rt.buffer, %w: !rt.buffer, %arena: !rt.buffer):
@@ -50,8 +50,8 @@ def RT_Dialect : Dialect {
 
     Both consumers execute exactly these calls, in order: the in-process
     executor of `ampc run` calls each entry point through libffi, and the C++
-    emitter prints each as a call in the generated `NAME_step` (through the
-    EmitC dialect). A call that returns a status other than `AMPC_OK` ends
+    emitter prints each as a call in the generated code (through the EmitC
+    dialect and `mlir::emitc::translateToCpp`). A call that returns a status other than `AMPC_OK` ends
     the step with that status.
   }];
   let useDefaultTypePrinterParser = 1;
@@ -250,8 +250,8 @@ def RT_CallOp : RT_Op<"call"> {
     | `#rt.seed` | `uint64_t`, the user's seed |
     | `#rt.null` | a null pointer |
     | `#rt.dtype<T>`, `#rt.enum<"NAME", V>` | `ampc_dtype`, an `int32_t` enum |
-    | `N : i32`, `N`, `N : ui64` | `int32_t`, `int64_t`, `uint64_t` (or `size_t`) |
-    | `X` (f64), `X : f32` | `double`, `float` |
+    | `N : i32`, `N : i64`, `N : ui64` | `int32_t`, `int64_t`, `uint64_t` (or `size_t`) |
+    | `X : f64`, `X : f32` | `double`, `float` |
     | `array<i64: ...>` | `const int64_t *` (null when empty) |
     | `[#rt.dtype<..>, ...]` | `const ampc_dtype *` |
     | `[array<i64: ...>, ...]` | `const int64_t *const *` |
