@@ -78,10 +78,6 @@ def RT_SlotRole : I32EnumAttr<"SlotRole", "what a persistent buffer holds", [
     I32EnumAttrCase<"input", 0>, I32EnumAttrCase<"param", 1>,
     I32EnumAttrCase<"state", 2>]> {
   let cppNamespace = "::ampc::rt";
-  let genSpecializedAttr = 0;
-}
-def RT_SlotRoleAttr : EnumAttr<RT_Dialect, RT_SlotRole, "role"> {
-  let assemblyFormat = "$value";
 }
 
 def RT_ContextAttr : AttrDef<RT_Dialect, "Context"> {
@@ -170,7 +166,7 @@ def RT_SlotOp : RT_Op<"slot", [Symbol, HasParent<"ProgramOp">]> {
     step. `int_range` bounds an integer input's valid values (class labels,
     token ids), for synthetic inputs.
   }];
-  let arguments = (ins RT_SlotRoleAttr:$role, SymbolNameAttr:$sym_name,
+  let arguments = (ins RT_SlotRole:$role, SymbolNameAttr:$sym_name,
                        TypeAttrOf<AnyStaticShapeTensor>:$type,
                        OptionalAttr<I64Attr>:$int_range);
   let assemblyFormat = "$role $sym_name `:` $type attr-dict";
