@@ -86,6 +86,7 @@ private:
   llvm::DenseMap<int64_t, Value> slotPtr, arenaPtr;
   llvm::StringMap<Value> literals;
   llvm::DenseMap<Attribute, Value> globalRefs;
+  llvm::DenseMap<Attribute, Value> scalars;
 
   Value literal(StringRef text, Type type) {
     Value &v = literals[text];
@@ -160,19 +161,29 @@ private:
   LogicalResult translateCall(Operation *call, StringRef callee,
                               ArrayAttr callArgs, ValueRange buffers) {
     MLIRContext *c = b.getContext();
+    // Every argument is an operand: buffers and arrays are values of the
+    // function, scalars literals (made once per function and printed in
+    // place by translateToCpp).
     SmallVector<Value> operands;
-    SmallVector<Attribute> args;
-    auto operand = [&](Value v) {
-      operands.push_back(v);
-      args.push_back(b.getIndexAttr(operands.size() - 1));
-    };
+    auto operand = [&](Value v) { operands.push_back(v); };
+    Type scalarType = ec::OpaqueType::get(c, "int");
     auto opaque = [&](StringRef text) {
-      args.push_back(ec::OpaqueAttr::get(c, text));
+      operands.push_back(literal(text, scalarType));
     };
     auto bufferAt = [&](Attribute a) -> FailureOr<Value> {
       return address(buffers[cast<IntegerAttr>(a).getInt()]);
     };
     for (Attribute a : callArgs) {
+      // Scalars print the same wherever they appear: converted once.
+      if (Value known = scalars.lookup(a)) {
+        operands.push_back(known);
+        continue;
+      }
+      size_t before = operands.size();
+      bool scalar = isa<rt::NullAttr, rt::DtypeAttr, rt::EnumAttr, FloatAttr,
+                        IntegerAttr>(a) &&
+                    !(isa<IntegerAttr>(a) &&
+                      cast<IntegerAttr>(a).getType().isIndex());
       if (isa<rt::ContextAttr>(a)) {
         operand(ctx);
       } else if (isa<rt::SeedAttr>(a)) {
@@ -190,7 +201,15 @@ private:
             return call->emitError("a buffer the C++ emitter cannot address");
           operand(*v);
         } else {
-          args.push_back(a);
+          llvm::SmallString<24> text;
+          ia.getValue().toString(text, 10,
+                                 /*Signed=*/!ia.getType().isUnsignedInteger());
+          if (ia.getType().isUnsignedInteger())
+            text += "ULL";
+          else if (ia.getType().getIntOrFloatBitWidth() == 64 &&
+                   !ia.getValue().isSignedIntN(32))
+            text += "LL";
+          opaque(text);
         }
       } else if (auto fa = dyn_cast<FloatAttr>(a)) {
         // Printed with 17 significant digits: the same double or float.
@@ -271,10 +290,11 @@ private:
       } else {
         return call->emitError("an argument the C++ emitter cannot print");
       }
+      if (scalar && operands.size() == before + 1)
+        scalars[a] = operands.back();
     }
     auto st = ec::CallOpaqueOp::create(b, loc, TypeRange{status}, callee,
-                                       operands,
-                                       b.getArrayAttr(args));
+                                       operands);
     ec::CallOpaqueOp::create(b, loc, TypeRange{}, "AMPC_TRY",
                              st.getResult(0));
     return success();

@@ -772,8 +772,18 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     fp.mix(text);
   }
 
-  // What each result is: an output, or the new value of a slot.
+  // What each result is: an output, or the new value of a slot (found by
+  // the parameter's or state's name).
   Builder attrs(ctx);
+  llvm::StringMap<unsigned> stateArgs;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned k = arg.getArgNumber();
+    StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
+    if (!n)
+      n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
+    if (n)
+      stateArgs[n.getValue()] = k;
+  }
   SmallVector<Attribute> targets;
   bool training = false;
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -795,14 +805,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
              << i << " has no tg.output, tg.param_out or tg.state_out";
     }
     std::optional<unsigned> target = argumentBehind(v);
-    for (BlockArgument arg : body.getArguments()) {
-      unsigned k = arg.getArgNumber();
-      StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
-      if (!n)
-        n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
-      if (n && n.getValue() == name)
-        target = k;
-    }
+    if (auto it = stateArgs.find(name); it != stateArgs.end())
+      target = it->second;
     if (!target)
       return ret.emitError("result #")
              << i << " ('" << name << "') matches no argument";
