@@ -80,11 +80,20 @@ struct ArgSpec {
 
 using Group = std::pair<unsigned, unsigned>;
 
+/// An integer operand whose valid values the op bounds: below dimension
+/// `dim` of operand `bound` (class labels below the class count, token ids
+/// below the vocabulary). Synthetic inputs of `ampc run` draw from it.
+struct IndexBound {
+  int operand = -1; ///< -1: none
+  unsigned bound = 0, dim = 0;
+};
+
 struct KernelRule {
   StringRef callee;
   std::vector<ArgSpec> args;
   Group (*operandGroup)(Operation *, unsigned);
   Group (*resultGroup)(Operation *, unsigned);
+  IndexBound indexBound = {};
 };
 
 template <typename OpTy> Group operandGroupOf(Operation *op, unsigned i) {
@@ -123,10 +132,10 @@ struct Row {
 };
 
 template <typename OpTy>
-Row row(StringRef callee, std::vector<ArgSpec> args) {
+Row row(StringRef callee, std::vector<ArgSpec> args, IndexBound bound = {}) {
   return {OpTy::getOperationName(),
           {callee, std::move(args), &operandGroupOf<OpTy>,
-           &resultGroupOf<OpTy>}};
+           &resultGroupOf<OpTy>, bound}};
 }
 
 /// What every tg op with a plain kernel lowers to: its runtime entry point
@@ -192,8 +201,9 @@ const std::vector<Row> &kernelTable() {
                                           shapes(0), count(0), i64("dim")}),
         row<SliceOp>("ampc_slice_fwd",
                      {res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
-        row<EmbeddingOp>("ampc_embedding_fwd", binary),
-        row<CrossEntropyOp>("ampc_cross_entropy_fwd", binary),
+        // ids < the table's rows; labels < the logits' classes.
+        row<EmbeddingOp>("ampc_embedding_fwd", binary, {1, 0, 0}),
+        row<CrossEntropyOp>("ampc_cross_entropy_fwd", binary, {1, 0, 1}),
         row<MseLossOp>("ampc_mse_loss_fwd", binary),
         // Backward ops.
         row<ReluGradOp>("ampc_relu_bwd", unaryGrad),
@@ -723,6 +733,9 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   if (!ret)
     return func.emitError("does not end with 'func.return'");
 
+  llvm::StringMap<const KernelRule *> rules;
+  for (const Row &r : kernelTable())
+    rules[r.opName] = &r.rule;
   Fingerprint fp;
   fp.mix(func.getSymName());
   // Slots: the arguments, in order, named as the graph names them.
@@ -748,14 +761,20 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       for (int64_t d : cast<ShapedType>(arg.getType()).getShape())
         fp.mix(std::to_string(d));
     }
-    // Consumers bound integer inputs: labels < C, ids < V.
-    for (Operation *user : arg.getUsers()) {
-      if (auto ce = dyn_cast<tg::CrossEntropyOp>(user))
-        if (ce.getLabels() == arg)
-          s.intRange = cast<ShapedType>(ce.getLogits().getType()).getShape()[1];
-      if (auto e = dyn_cast<tg::EmbeddingOp>(user))
-        if (e.getIds() == arg)
-          s.intRange = cast<ShapedType>(e.getTable().getType()).getShape()[0];
+    // Consumers bound integer inputs (the table's index bounds).
+    for (OpOperand &use : arg.getUses()) {
+      Operation *user = use.getOwner();
+      auto it = rules.find(user->getName().getStringRef());
+      if (it == rules.end() || it->second->indexBound.operand < 0)
+        continue;
+      const KernelRule &rule = *it->second;
+      if (rule.operandGroup(user, rule.indexBound.operand).first !=
+          use.getOperandNumber())
+        continue;
+      Value bound =
+          user->getOperand(rule.operandGroup(user, rule.indexBound.bound).first);
+      s.intRange =
+          cast<ShapedType>(bound.getType()).getShape()[rule.indexBound.dim];
     }
     // Symbol names are unique; a clash (an input named like a parameter)
     // gets a suffix.
