@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
@@ -285,7 +286,9 @@ private:
 };
 
 bool hasGraph(ModuleOp module) {
-  return !module.getOps<func::FuncOp>().empty();
+  // A graph, or a step lowered already (--emit=lowered output).
+  return !module.getOps<func::FuncOp>().empty() ||
+         !module.getOps<ampc::rt::ProgramOp>().empty();
 }
 } // namespace
 
