@@ -4,11 +4,11 @@
 // the operand's buffer. Constants get their own buffer.
 // CHECK-LABEL: rt.program @view
 // CHECK: rt.step {
-// CHECK: %[[R:[0-9]+]] = rt.view %arena[0]
+// CHECK: %[[R:[a-z0-9_]+]] = rt.view %arena[0]
 // CHECK-NEXT: rt.call "ampc_relu_fwd"
 // CHECK-NOT: ampc_reshape_fwd
-// CHECK: %[[C:[0-9]+]] = rt.constant dense<2.000000e+00> : tensor<8x8xf32>
-// CHECK: rt.call "ampc_mul_fwd"(#rt.context, %[[M:[0-9]+]], #rt.dtype<f32>, array<i64: 8, 8>, 2 : i32, %[[R]], #rt.dtype<f32>, array<i64: 8, 8>, 2 : i32, %[[C]],
+// CHECK: %[[C:[a-z0-9_]+]] = rt.constant dense<2.000000e+00> : tensor<8x8xf32>
+// CHECK: rt.call "ampc_mul_fwd"(#rt.context, %[[M:[a-z0-9_]+]], #rt.dtype<f32>, array<i64: 8, 8>, 2 : i32, %[[R]], #rt.dtype<f32>, array<i64: 8, 8>, 2 : i32, %[[C]],
 // CHECK: rt.output 0, %[[R]] : tensor<8x8xf32>
 // CHECK: rt.output 1, %[[M]] : tensor<8x8xf32>
 func.func @view(%x: tensor<64xf32> {tg.input = "x"}) -> (tensor<8x8xf32> {tg.output = 0 : i64}, tensor<8x8xf32> {tg.output = 1 : i64}) {
@@ -24,7 +24,7 @@ func.func @view(%x: tensor<64xf32> {tg.input = "x"}) -> (tensor<8x8xf32> {tg.out
 // SGD with momentum updates its operands in place; a new parameter value
 // computed elsewhere is copied into the parameter's slot.
 // CHECK-LABEL: rt.program @sgd
-// CHECK: rt.call "ampc_sgd_update"(#rt.context, [%w], [#rt.dtype<f32>], [%[[G:[0-9]+]]], [#rt.dtype<f32>], [%w.momentum_buffer], array<i64: 4>, 1 : i32, 1.000000e-01 : f64, 9.000000e-01 : f64, 0.000000e+00 : f64, 0 : i32, 0.000000e+00 : f64, #rt.null, #rt.dtype<f32>)
+// CHECK: rt.call "ampc_sgd_update"(#rt.context, [%w], [#rt.dtype<f32>], [%[[G:[a-z0-9_]+]]], [#rt.dtype<f32>], [%w.momentum_buffer], array<i64: 4>, 1 : i32, 1.000000e-01 : f64, 9.000000e-01 : f64, 0.000000e+00 : f64, 0 : i32, 0.000000e+00 : f64, #rt.null, #rt.dtype<f32>)
 // CHECK-NOT: ampc_memcpy
 // CHECK: }
 func.func @sgd(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<zeros>},
@@ -39,7 +39,7 @@ func.func @sgd(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<zeros>},
 // -----
 
 // CHECK-LABEL: rt.program @copy
-// CHECK: %[[N:[0-9]+]] = rt.view %arena[0]
+// CHECK: %[[N:[a-z0-9_]+]] = rt.view %arena[0]
 // CHECK: rt.call "ampc_memcpy"(#rt.context, %w, %[[N]], 16 : ui64, #rt.enum<"AMPC_MEMCPY_DEVICE_TO_DEVICE", 2>)
 func.func @copy(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<ones>})
     -> (tensor<4xf32> {tg.param_out = "w"}) {

@@ -34,10 +34,10 @@ def ConvertTGToRuntime : Pass<"ampc-convert-tg-to-rt", "mlir::ModuleOp"> {
       }
       rt.step {
       ^bb0(%x: !rt.buffer, %arena: !rt.buffer):
-        %0 = rt.view %arena[0]
-        rt.call "ampc_relu_fwd"(#rt.context, %0, #rt.dtype<f32>, array<i64: 64>, 1 : i32,
+        %a0 = rt.view %arena[0]
+        rt.call "ampc_relu_fwd"(#rt.context, %a0, #rt.dtype<f32>, array<i64: 64>, 1 : i32,
                                 %x, #rt.dtype<f32>, array<i64: 64>, 1 : i32)
-        rt.output 0, %0 : tensor<64xf32>
+        rt.output 0, %a0 : tensor<64xf32>
       }
     }
     ```

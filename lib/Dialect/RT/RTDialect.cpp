@@ -153,6 +153,15 @@ void StepOp::getAsmBlockArgumentNames(Region &region,
   nameCodeBlock(*this, region, setNameFn);
 }
 
+void ViewOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  if (isa<BlockArgument>(getBase()))
+    setNameFn(getResult(), "a" + std::to_string(getOffset()));
+}
+
+void ConstantOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), "cst");
+}
+
 //===----------------------------------------------------------------------===//
 // rt.call
 //

@@ -41,9 +41,9 @@ def RT_Dialect : Dialect {
       }
       rt.step {
       ^bb0(%x: !rt.buffer, %w: !rt.buffer, %arena: !rt.buffer):
-        %0 = rt.view %arena[0]
-        rt.call "ampc_matmul_fwd"(#rt.context, %0, #rt.dtype<f32>, array<i64: 4, 2>, 2 : i32, %x, ...)
-        rt.output 0, %0 : tensor<4x2xf32>
+        %a0 = rt.view %arena[0]
+        rt.call "ampc_matmul_fwd"(#rt.context, %a0, #rt.dtype<f32>, array<i64: 4, 2>, 2 : i32, %x, ...)
+        rt.output 0, %a0 : tensor<4x2xf32>
       }
     }
     ```
@@ -208,18 +208,21 @@ def RT_StepOp : RT_CodeOp<"step"> {
 // Buffers and calls
 //===----------------------------------------------------------------------===//
 
-def RT_ViewOp : RT_Op<"view", [Pure]> {
+def RT_ViewOp : RT_Op<"view", [Pure, DeclareOpInterfaceMethods<OpAsmOpInterface,
+    ["getAsmResultNames"]>]> {
   let summary = "The address `offset` bytes into a buffer";
   let description = [{
-    `%0 = rt.view %arena[256]`: a planned buffer of the arena (offsets come
-    from buffer planning and are 256-byte aligned).
+    `%a256 = rt.view %arena[256]`: a planned buffer of the arena (offsets
+    come from buffer planning and are 256-byte aligned). Printed names say
+    the offset (`%a256`, `%a256_0` for a later value at the same bytes).
   }];
   let arguments = (ins RT_BufferType:$base, I64Attr:$offset);
   let results = (outs RT_BufferType:$result);
   let assemblyFormat = "$base `[` $offset `]` attr-dict";
 }
 
-def RT_ConstantOp : RT_Op<"constant", [Pure]> {
+def RT_ConstantOp : RT_Op<"constant", [Pure, DeclareOpInterfaceMethods<OpAsmOpInterface,
+    ["getAsmResultNames"]>]> {
   let summary = "A buffer holding constant data";
   let description = [{
     `%c = rt.constant dense<1.0> : tensor<4xf32>`: a buffer of the value's
@@ -265,7 +268,7 @@ def RT_CallOp : RT_Op<"call"> {
 def RT_OutputOp : RT_Op<"output", [HasParent<"StepOp">]> {
   let summary = "A value the step returns to its caller";
   let description = [{
-    `rt.output 0, %3 : tensor<f32>`: after a step, the buffer holds output 0
+    `rt.output 0, %a768 : tensor<f32>`: after a step, the buffer holds output 0
     of the graph, a tensor of that type.
   }];
   let arguments = (ins I64Attr:$index, RT_BufferType:$buffer,
