@@ -1,8 +1,11 @@
 //===- EmitCpp.cpp - print a lowered step as C++ ----------------------------===//
 //
-// The second consumer of ampc::rt::Program (the executor is the first): the
-// same calls, printed. Checkpoints use the executor's format, so `ampc run
-// --save` files load into generated code and back.
+// The second consumer of an rt.program (the executor is the first): its
+// calls become an EmitC module (emitc.func bodies of emitc.call_opaque, the
+// arrays of dims, dtypes and constants as emitc.global, the fixed support
+// code as emitc.verbatim) printed by mlir::emitc::translateToCpp.
+// Checkpoints use the executor's format, so `ampc run --save` files load
+// into generated code and back.
 //
 //===----------------------------------------------------------------------===//
 

@@ -203,13 +203,11 @@ ParseResult CallOp::parse(OpAsmParser &parser, OperationState &result) {
     }
     if (succeeded(parser.parseOptionalLSquare())) {
       SmallVector<Attribute> elems;
-      bool buffers = false;
       auto parseElem = [&]() -> ParseResult {
         OptionalParseResult e = parser.parseOptionalOperand(operand);
         if (e.has_value()) {
           if (failed(*e))
             return failure();
-          buffers = true;
           elems.push_back(operandRef(operand));
           return success();
         }
@@ -223,7 +221,6 @@ ParseResult CallOp::parse(OpAsmParser &parser, OperationState &result) {
         if (parser.parseCommaSeparatedList(parseElem) || parser.parseRSquare())
           return failure();
       }
-      (void)buffers;
       args.push_back(b.getArrayAttr(elems));
       return success();
     }
