@@ -488,8 +488,6 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
     Block *entry = func.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockEnd(entry);
-    for (BlockArgument arg : entry->getArguments())
-      ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
     BlockTranslator t(fb, func, p, arrays, *module, globals);
     for (size_t k = 0; k < p.constants.size(); ++k)
       t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
@@ -503,6 +501,12 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
           return failure();
       }
     }
+    // Parameters this function does not use (-Wunused-parameter).
+    fb.setInsertionPointToStart(entry);
+    for (BlockArgument arg : entry->getArguments())
+      if (arg.use_empty())
+        ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
+    fb.setInsertionPointToEnd(entry);
     auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
     ec::ReturnOp::create(fb, loc, ok);
     return success();
