@@ -12,12 +12,13 @@
 
 namespace ampc {
 
-/// Adds the `tg` dialect and the upstream dialects whose ops ampc's passes
+/// Adds the `tg` and `rt` dialects and the upstream dialects whose ops ampc's passes
 /// accept next to `tg` ops (`func`, `arith`, `math`, `linalg`, `tensor`,
 /// `scf`) to `registry`.
 void registerAllDialects(mlir::DialectRegistry &registry);
 
-/// Registers every ampc pass (`ampc-auto-mixed-precision`, ...) and the
+/// Registers every ampc pass (`ampc-auto-mixed-precision`, ...,
+/// `ampc-convert-tg-to-rt`) and the
 /// `ampc-pipeline` pass pipeline with MLIR's global registry, for
 /// `mlir-opt`-style drivers and textual pipelines (`parsePassPipeline`).
 void registerAllPasses();

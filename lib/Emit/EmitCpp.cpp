@@ -1,13 +1,22 @@
 //===- EmitCpp.cpp - print a lowered step as C++ ----------------------------===//
 //
-// The second consumer of ampc::rt::Program (the executor is the first): the
-// same calls, printed. Checkpoints use the executor's format, so `ampc run
-// --save` files load into generated code and back.
+// The second consumer of an rt.program (the executor is the first): its
+// calls become an EmitC module (emitc.func bodies of emitc.call_opaque, the
+// arrays of dims, dtypes and constants as emitc.global, the fixed support
+// code as emitc.verbatim) printed by mlir::emitc::translateToCpp.
+// Checkpoints use the executor's format, so `ampc run --save` files load
+// into generated code and back.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Emit/EmitCpp.h"
 
+#include "ampc/Dialect/RT/RTDialect.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -17,145 +26,286 @@ using namespace ampc;
 using namespace ampc::rt;
 
 namespace {
-class Printer {
-public:
-  Printer(const Program &p, llvm::raw_ostream &globals)
-      : p(p), globals(globals) {}
+using namespace mlir;
+namespace ec = mlir::emitc;
 
-  /// Prints one call; tensor lists become local arrays before it.
-  void call(const Call &c, llvm::raw_ostream &os, const char *indent) {
-    std::string pre, args;
-    llvm::raw_string_ostream preOs(pre), argOs(args);
-    for (size_t i = 0; i < c.args.size(); ++i) {
-      argOs << (i ? ", " : "");
-      arg(c.args[i], preOs, argOs, indent);
+/// Translates the calls of one rt block into an emitc.func body. The
+/// function takes the context, the seed, the arena and the slot table; each
+/// rt value becomes an EmitC value (a slot's pointer, an arena address), each
+/// rt.call an emitc.call_opaque whose status AMPC_TRY checks.
+class BlockTranslator {
+public:
+  BlockTranslator(OpBuilder &b, ec::FuncOp func, const rt::Program &p,
+                  llvm::DenseMap<Attribute, std::string> &arrays,
+                  ModuleOp module, OpBuilder &globals)
+      : b(b), p(p), arrays(arrays), module(module), globals(globals) {
+    Block &entry = func.getBody().front();
+    ctx = entry.getArgument(0);
+    seed = entry.getArgument(1);
+    arena = entry.getArgument(2);
+    slotTable = entry.getArgument(3);
+    loc = func.getLoc();
+    MLIRContext *c = b.getContext();
+    voidPtr = ec::PointerType::get(ec::OpaqueType::get(c, "void"));
+    status = ec::OpaqueType::get(c, "ampc_status");
+  }
+
+  LogicalResult translate(Block &block) {
+    for (BlockArgument arg : block.getArguments())
+      if (arg.getArgNumber() + 1 < block.getNumArguments())
+        slotOf[arg] = arg.getArgNumber();
+      else
+        values[arg] = arena;
+    for (Operation &op : block) {
+      if (auto view = dyn_cast<rt::ViewOp>(op)) {
+        if (values.lookup(view.getBase()) != arena)
+          return view.emitError("views of slots are not emitted");
+        viewOffset[view.getResult()] = view.getOffset();
+        continue;
+      }
+      if (auto call = dyn_cast<rt::CallOp>(op)) {
+        if (failed(translateCall(call)))
+          return failure();
+      }
     }
-    if (!c.note.empty())
-      os << indent << "// " << c.note << "\n";
-    if (pre.empty()) {
-      os << indent << "AMPC_TRY(" << c.callee << "(" << args << "));\n";
-      return;
+    return success();
+  }
+
+  /// Constant k's slot (constants follow the declared slots).
+  void bindConstant(Value v, int64_t slot) { slotOf[v] = slot; }
+
+private:
+  OpBuilder &b;
+  const rt::Program &p;
+  llvm::DenseMap<Attribute, std::string> &arrays;
+  ModuleOp module;
+  OpBuilder &globals;
+  Location loc = UnknownLoc::get(b.getContext());
+  Value ctx, seed, arena, slotTable;
+  Type voidPtr, status;
+  llvm::DenseMap<Value, Value> values;
+  llvm::DenseMap<Value, int64_t> slotOf;
+  llvm::DenseMap<Value, int64_t> viewOffset;
+  llvm::DenseMap<int64_t, Value> slotPtr, arenaPtr;
+  llvm::StringMap<Value> literals;
+  llvm::DenseMap<Attribute, Value> globalRefs;
+  llvm::DenseMap<Attribute, Value> scalars;
+
+  Value literal(StringRef text, Type type) {
+    Value &v = literals[text];
+    if (!v)
+      v = ec::LiteralOp::create(b, loc, type, text);
+    return v;
+  }
+
+  /// The address a buffer value stands for (one EmitC value per slot and
+  /// per arena offset, made at its first use: the block is straight-line).
+  FailureOr<Value> address(Value v) {
+    if (auto it = slotOf.find(v); it != slotOf.end()) {
+      Value &ptr = slotPtr[it->second];
+      if (!ptr) {
+        Value index = literal(std::to_string(it->second), b.getI64Type());
+        auto lv = ec::SubscriptOp::create(
+            b, loc, ec::LValueType::get(voidPtr),
+            cast<TypedValue<ec::PointerType>>(slotTable), index);
+        ptr = ec::LoadOp::create(b, loc, voidPtr, lv);
+      }
+      return ptr;
     }
-    os << indent << "{\n" << pre;
-    os << indent << "  AMPC_TRY(" << c.callee << "(" << args << "));\n";
-    os << indent << "}\n";
+    if (auto it = viewOffset.find(v); it != viewOffset.end()) {
+      Value &ptr = arenaPtr[it->second];
+      if (!ptr) {
+        Value off = literal(std::to_string(it->second), b.getI64Type());
+        Value sum = ec::AddOp::create(b, loc, arena.getType(), arena, off);
+        ptr = ec::CastOp::create(b, loc, voidPtr, sum);
+      }
+      return ptr;
+    }
+    return failure();
+  }
+
+  /// The name of a static const array holding `attr`'s values.
+  Value array(Attribute attr, Type type, Attribute init) {
+    Value &ref = globalRefs[attr];
+    if (ref)
+      return ref;
+    std::string &name = arrays[attr];
+    if (name.empty()) {
+      name = "k" + std::to_string(arrays.size());
+      ec::GlobalOp::create(globals, loc, name, type, init,
+                           /*extern=*/false, /*static=*/true, /*const=*/true);
+    }
+    ref = ec::GetGlobalOp::create(b, loc, type, name);
+    return ref;
+  }
+
+public:
+  /// Writes constant `constant` into its slot (its bytes as a static array).
+  LogicalResult translateConstant(rt::ConstantOp constant) {
+    Builder ab(b.getContext());
+    std::vector<uint8_t> bytes = rt::constantBytes(constant.getValue());
+    SmallVector<Attribute> args = {
+        rt::ContextAttr::get(b.getContext()), ab.getIndexAttr(0),
+        constant.getValue(),
+        IntegerAttr::get(IntegerType::get(b.getContext(), 64,
+                                          IntegerType::Unsigned),
+                         bytes.size()),
+        rt::EnumAttr::get(b.getContext(), "AMPC_MEMCPY_HOST_TO_DEVICE", 0)};
+    return translateCall(constant, "ampc_memcpy", ab.getArrayAttr(args),
+                         constant.getResult());
   }
 
 private:
-  const Program &p;
-  llvm::raw_ostream &globals;
-  int counter = 0;
-
-  std::string buffer(const BufferRef &r) {
-    if (r.slot < 0)
-      return "(void *)(s->arena + " + std::to_string(r.offset) + ")";
-    return "(void *)((char *)s->slot[" + std::to_string(r.slot) + "] + " +
-           std::to_string(r.offset) + ")";
-  }
-  std::string i64Array(const std::vector<int64_t> &v) {
-    if (v.empty())
-      return "NULL";
-    std::string name = "k" + std::to_string(counter++);
-    globals << "static const int64_t " << name << "[] = {";
-    for (size_t i = 0; i < v.size(); ++i)
-      globals << (i ? ", " : "") << v[i] << "LL";
-    globals << "};\n";
-    return name;
+  LogicalResult translateCall(rt::CallOp call) {
+    return translateCall(call, call.getCallee(), call.getArgs(),
+                         call.getBuffers());
   }
 
-  void arg(const Arg &a, llvm::raw_ostream &pre, llvm::raw_ostream &os,
-           const char *indent) {
-    using K = Arg::Kind;
-    switch (a.kind) {
-    case K::Context:
-      os << "s->ctx";
-      return;
-    case K::Buffer:
-      os << buffer(a.buffer);
-      return;
-    case K::Null:
-      os << "NULL";
-      return;
-    case K::Seed:
-      os << "s->seed";
-      return;
-    case K::Scalar:
-      if (!a.symbol.empty()) {
-        os << a.symbol;
-        return;
+  LogicalResult translateCall(Operation *call, StringRef callee,
+                              ArrayAttr callArgs, ValueRange buffers) {
+    MLIRContext *c = b.getContext();
+    // Every argument is an operand: buffers and arrays are values of the
+    // function, scalars literals (made once per function and printed in
+    // place by translateToCpp).
+    SmallVector<Value> operands;
+    auto operand = [&](Value v) { operands.push_back(v); };
+    Type scalarType = ec::OpaqueType::get(c, "int");
+    auto opaque = [&](StringRef text) {
+      operands.push_back(literal(text, scalarType));
+    };
+    auto bufferAt = [&](Attribute a) -> FailureOr<Value> {
+      return address(buffers[cast<IntegerAttr>(a).getInt()]);
+    };
+    for (Attribute a : callArgs) {
+      // Scalars print the same wherever they appear: converted once.
+      if (Value known = scalars.lookup(a)) {
+        operands.push_back(known);
+        continue;
       }
-      switch (a.ctype) {
-      case CType::I32:
-        os << a.i;
-        return;
-      case CType::I64:
-      case CType::Ptr:
-        os << a.i << "LL";
-        return;
-      case CType::U64:
-        os << static_cast<uint64_t>(a.i) << "ULL";
-        return;
-      case CType::F32:
-      case CType::F64: {
-        char buf[64];
-        std::snprintf(buf, sizeof(buf), "%.17g", a.f);
-        std::string t = buf;
-        if (t.find_first_of(".en") == std::string::npos)
+      size_t before = operands.size();
+      bool scalar = isa<rt::NullAttr, rt::DtypeAttr, rt::EnumAttr, FloatAttr,
+                        IntegerAttr>(a) &&
+                    !(isa<IntegerAttr>(a) &&
+                      cast<IntegerAttr>(a).getType().isIndex());
+      if (isa<rt::ContextAttr>(a)) {
+        operand(ctx);
+      } else if (isa<rt::SeedAttr>(a)) {
+        operand(seed);
+      } else if (isa<rt::NullAttr>(a)) {
+        opaque("NULL");
+      } else if (auto d = dyn_cast<rt::DtypeAttr>(a)) {
+        opaque(d.getSymbol());
+      } else if (auto e = dyn_cast<rt::EnumAttr>(a)) {
+        opaque(e.getName());
+      } else if (auto ia = dyn_cast<IntegerAttr>(a)) {
+        if (ia.getType().isIndex()) {
+          FailureOr<Value> v = bufferAt(a);
+          if (failed(v))
+            return call->emitError("a buffer the C++ emitter cannot address");
+          operand(*v);
+        } else {
+          llvm::SmallString<24> text;
+          ia.getValue().toString(text, 10,
+                                 /*Signed=*/!ia.getType().isUnsignedInteger());
+          if (ia.getType().isUnsignedInteger())
+            text += "ULL";
+          else if (ia.getType().getIntOrFloatBitWidth() == 64 &&
+                   !ia.getValue().isSignedIntN(32))
+            text += "LL";
+          opaque(text);
+        }
+      } else if (auto fa = dyn_cast<FloatAttr>(a)) {
+        // Printed with 17 significant digits: the same double or float.
+        double v = fa.getValueAsDouble();
+        char text[64];
+        if (std::isinf(v))
+          std::snprintf(text, sizeof(text), "%sHUGE_VAL", v < 0 ? "-" : "");
+        else
+          std::snprintf(text, sizeof(text), "%.17g", v);
+        std::string t = text;
+        if (std::isfinite(v) && t.find_first_of(".en") == std::string::npos)
           t += ".0";
-        if (std::isinf(a.f))
-          t = a.f > 0 ? "HUGE_VAL" : "-HUGE_VAL";
-        os << t << (a.ctype == CType::F32 ? "f" : "");
-        return;
+        if (fa.getType().isF32())
+          t = "(float)" + t;
+        opaque(t);
+      } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(a)) {
+        if (ints.empty()) {
+          opaque("NULL");
+          continue;
+        }
+        auto type = ec::ArrayType::get({ints.size()}, b.getI64Type());
+        operand(array(a, type,
+                      DenseIntElementsAttr::get(
+                          RankedTensorType::get({ints.size()}, b.getI64Type()),
+                          ints.asArrayRef())));
+      } else if (auto list = dyn_cast<ArrayAttr>(a)) {
+        if (isa<IntegerAttr>(list[0])) {
+          // A list of device pointers: a local array.
+          auto type = ec::ArrayType::get({(int64_t)list.size()}, voidPtr);
+          Value arr = ec::VariableOp::create(b, loc, type,
+                                             ec::OpaqueAttr::get(c, ""));
+          for (auto [k, e] : llvm::enumerate(list)) {
+            FailureOr<Value> v = bufferAt(e);
+            if (failed(v))
+              return call->emitError("a buffer the C++ emitter cannot address");
+            auto lv = ec::SubscriptOp::create(
+                b, loc, cast<TypedValue<ec::ArrayType>>(arr),
+                ValueRange{literal(std::to_string(k), b.getI64Type())});
+            ec::AssignOp::create(b, loc, lv, *v);
+          }
+          operand(arr);
+        } else if (isa<rt::DtypeAttr>(list[0])) {
+          std::string init = "{";
+          for (auto [k, e] : llvm::enumerate(list))
+            init += (k ? ", " : "") + cast<rt::DtypeAttr>(e).getSymbol().str();
+          init += "}";
+          auto type = ec::ArrayType::get({(int64_t)list.size()},
+                                         ec::OpaqueType::get(c, "ampc_dtype"));
+          operand(array(a, type, ec::OpaqueAttr::get(c, init)));
+        } else {
+          // Shapes: an array of pointers to each shape's array.
+          std::string init = "{";
+          for (auto [k, e] : llvm::enumerate(list)) {
+            auto shape = cast<DenseI64ArrayAttr>(e);
+            auto type = ec::ArrayType::get({shape.size()}, b.getI64Type());
+            Value g = array(e, type,
+                            DenseIntElementsAttr::get(
+                                RankedTensorType::get({shape.size()},
+                                                      b.getI64Type()),
+                                shape.asArrayRef()));
+            init += (k ? ", " : "") +
+                    g.getDefiningOp<ec::GetGlobalOp>().getName().str();
+          }
+          init += "}";
+          auto type = ec::ArrayType::get(
+              {(int64_t)list.size()},
+              ec::PointerType::get(b.getI64Type()));
+          operand(array(a, type, ec::OpaqueAttr::get(c, init)));
+        }
+      } else if (auto dense = dyn_cast<ElementsAttr>(a)) {
+        std::vector<uint8_t> bytes = rt::constantBytes(dense);
+        auto ui8 = IntegerType::get(c, 8, IntegerType::Unsigned);
+        auto type = ec::ArrayType::get({(int64_t)bytes.size()}, ui8);
+        operand(array(a, type,
+                      DenseElementsAttr::get(
+                          RankedTensorType::get({(int64_t)bytes.size()}, ui8),
+                          ArrayRef<uint8_t>(bytes))));
+      } else {
+        return call->emitError("an argument the C++ emitter cannot print");
       }
-      }
-      return;
-    case K::I64Array:
-      os << i64Array(a.ints);
-      return;
-    case K::I32Array: {
-      std::string name = "k" + std::to_string(counter++);
-      globals << "static const ampc_dtype " << name << "[] = {";
-      for (size_t i = 0; i < a.ints.size(); ++i)
-        globals << (i ? ", " : "") << dtypeSymbol(a.ints[i]);
-      globals << "};\n";
-      os << name;
-      return;
+      if (scalar && operands.size() == before + 1)
+        scalars[a] = operands.back();
     }
-    case K::BufferArray: {
-      std::string name = "ptrs" + std::to_string(counter++);
-      pre << indent << "  void *const " << name << "[] = {";
-      for (size_t i = 0; i < a.buffers.size(); ++i)
-        pre << (i ? ", " : "") << buffer(a.buffers[i]);
-      pre << "};\n";
-      os << name;
-      return;
-    }
-    case K::ShapeArray: {
-      std::vector<std::string> names;
-      for (const auto &s : a.shapes)
-        names.push_back(i64Array(s));
-      std::string name = "k" + std::to_string(counter++);
-      globals << "static const int64_t *const " << name << "[] = {";
-      for (size_t i = 0; i < names.size(); ++i)
-        globals << (i ? ", " : "") << names[i];
-      globals << "};\n";
-      os << name;
-      return;
-    }
-    case K::HostBytes: {
-      std::string name = "k" + std::to_string(counter++);
-      globals << "static const unsigned char " << name << "[] = {";
-      for (size_t i = 0; i < a.bytes.size(); ++i)
-        globals << (i ? ", " : "") << static_cast<unsigned>(a.bytes[i]);
-      globals << "};\n";
-      os << name;
-      return;
-    }
-    }
+    auto st = ec::CallOpaqueOp::create(b, loc, TypeRange{status}, callee,
+                                       operands);
+    ec::CallOpaqueOp::create(b, loc, TypeRange{}, "AMPC_TRY",
+                             st.getResult(0));
+    return success();
   }
 };
 
 const char *kSupport = R"cpp(
+#define AMPC_UNUSED(x) (void)(x)
 #define AMPC_TRY(x)                                                            \
   do {                                                                         \
     ampc_status st_ = (x);                                                     \
@@ -186,7 +336,7 @@ template <typename T> bool ckptGet(const std::string &s, size_t &pos, T &v) {
 )cpp";
 } // namespace
 
-void ampc::emit::emitCpp(const Program &p, bool cuda,
+LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
                          const std::string &header, std::string &headerText,
                          std::string &sourceText) {
   const std::string &n = p.name;
@@ -236,109 +386,203 @@ void ampc::emit::emitCpp(const Program &p, bool cuda,
       << "\n";
   }
 
-  // The source.
-  std::string globals, body;
-  llvm::raw_string_ostream g(globals), b(body);
-  Printer printer(p, g);
+  // The source: one EmitC module, printed by translateToCpp.
+  MLIRContext *c = p.op->getContext();
+  c->getOrLoadDialect<ec::EmitCDialect>();
+  Location loc = p.op.getLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
   size_t numSlots = p.slots.size();
-
-  b << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
-    << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
-    << std::max<size_t>(numSlots, 1) << "];\n};\n\n";
-  // Slot tables.
-  g << "static const int64_t kSlotBytes[] = {";
-  for (size_t i = 0; i < numSlots; ++i)
-    g << (i ? ", " : "") << p.slots[i].bytes << "LL";
-  g << (numSlots ? "" : "0") << "};\n";
-  g << "static const int kSlotRole[] = {";
-  for (size_t i = 0; i < numSlots; ++i)
-    g << (i ? ", " : "") << static_cast<int>(p.slots[i].role);
-  g << (numSlots ? "" : "0") << "};\n";
-  g << "static const int32_t kSlotDtype[] = {";
-  for (size_t i = 0; i < numSlots; ++i)
-    g << (i ? ", " : "") << p.slots[i].dtype;
-  g << (numSlots ? "" : "0") << "};\n";
-  g << "static const char *const kSlotName[] = {";
-  for (size_t i = 0; i < numSlots; ++i)
-    g << (i ? ", " : "") << "\"" << p.slots[i].name << "\"";
-  g << (numSlots ? "" : "\"\"") << "};\n";
-  g << "static const int32_t kInputSlot[] = {";
+  auto verbatim = [&](const std::string &text) {
+    ec::VerbatimOp::create(b, loc, b.getStringAttr(text));
+  };
   {
-    bool first = true;
-    for (size_t i = 0; i < numSlots; ++i)
-      if (p.slots[i].role == Slot::Role::Input) {
-        g << (first ? "" : ", ") << i;
-        first = false;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "// Generated by ampc (--emit=cpp --target=" << (cuda ? "cuda" : "cpu")
+       << ") from graph '" << n << "'. Do not edit.\n"
+       << "// Arena: " << p.arenaSize << " bytes (intermediates: "
+       << p.intermediateBytes << " bytes).";
+    verbatim(text);
+  }
+  ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
+  for (const char *h : {"cmath", "cstdio", "cstring", "string", "utility",
+                        "vector"})
+    ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
+  verbatim(kSupport);
+
+  // Slot tables (one entry at least: C++ has no empty arrays).
+  auto i64Table = [&](StringRef name, ArrayRef<int64_t> values, Type elt) {
+    SmallVector<int64_t> v(values.begin(), values.end());
+    if (v.empty())
+      v.push_back(0);
+    auto tensor = RankedTensorType::get({(int64_t)v.size()}, elt);
+    Attribute init;
+    if (elt.isInteger(64))
+      init = DenseIntElementsAttr::get(tensor, ArrayRef<int64_t>(v));
+    else
+      init = DenseIntElementsAttr::get(
+          tensor, llvm::to_vector(llvm::map_range(
+                      v, [](int64_t x) { return static_cast<int32_t>(x); })));
+    ec::GlobalOp::create(b, loc, name, ec::ArrayType::get({(int64_t)v.size()}, elt),
+                         init, false, true, true);
+  };
+  SmallVector<int64_t> bytes, roles, dtypes, inputSlots;
+  std::string names = "{";
+  for (auto [i, slot] : llvm::enumerate(p.slots)) {
+    bytes.push_back(slot.bytes);
+    roles.push_back(static_cast<int>(slot.role));
+    dtypes.push_back(slot.dtype);
+    if (slot.role == rt::Slot::Role::Input)
+      inputSlots.push_back(i);
+    names += (i ? ", \"" : "\"") + slot.name + "\"";
+  }
+  names += numSlots ? "}" : "\"\"}";
+  i64Table("kSlotBytes", bytes, b.getI64Type());
+  i64Table("kSlotRole", roles, b.getI32Type());
+  i64Table("kSlotDtype", dtypes, b.getI32Type());
+  ec::GlobalOp::create(
+      b, loc, "kSlotName",
+      ec::ArrayType::get({std::max<int64_t>(numSlots, 1)},
+                         ec::PointerType::get(ec::OpaqueType::get(c, "char"))),
+      ec::OpaqueAttr::get(c, names), false, true, true);
+  i64Table("kInputSlot", inputSlots, b.getI32Type());
+  // The arrays of call arguments go here, before the functions.
+  OpBuilder globals(c);
+  globals.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+  auto anchor = ec::VerbatimOp::create(b, loc, b.getStringAttr(""));
+  globals.setInsertionPoint(anchor);
+
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
+       << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
+       << std::max<size_t>(numSlots, 1) << "];\n};\n\n";
+    os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
+       << "; }\n\n";
+    os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
+       << "  return index >= 0 && index < " << numInputs
+       << " ? kSlotBytes[kInputSlot[index]] : -1;\n}\n\n";
+    os << "void " << n << "_destroy(" << n << "_state *s) {\n"
+       << "  if (!s)\n    return;\n"
+       << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
+       << "    if (kSlotRole[i] != 0)\n      ampc_free(s->ctx, s->slot[i]);\n"
+       << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}";
+    verbatim(text);
+  }
+
+  // The init and step calls: (context, seed, arena, slots) -> status.
+  Type ctxType = ec::OpaqueType::get(c, "ampc_context");
+  Type seedType = IntegerType::get(c, 64, IntegerType::Unsigned);
+  Type arenaType = ec::PointerType::get(ec::OpaqueType::get(c, "char"));
+  Type slotsType = ec::PointerType::get(
+      ec::PointerType::get(ec::OpaqueType::get(c, "void")));
+  Type statusType = ec::OpaqueType::get(c, "ampc_status");
+  llvm::DenseMap<Attribute, std::string> arrays;
+  auto function = [&](StringRef name, Block &block,
+                      bool withConstants) -> LogicalResult {
+    auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
+                                  {statusType});
+    auto func = ec::FuncOp::create(b, loc, name, type);
+    func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
+    Block *entry = func.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockEnd(entry);
+    BlockTranslator t(fb, func, p, arrays, *module, globals);
+    for (size_t k = 0; k < p.constants.size(); ++k)
+      t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
+    if (failed(t.translate(block)))
+      return failure();
+    if (withConstants) {
+      // Constants are written once, after the initialisers.
+      for (size_t k = 0; k < p.constants.size(); ++k) {
+        rt::ConstantOp constant = p.constants[k];
+        if (failed(t.translateConstant(constant)))
+          return failure();
       }
-    if (first)
-      g << "0";
+    }
+    // Parameters this function does not use (-Wunused-parameter).
+    fb.setInsertionPointToStart(entry);
+    for (BlockArgument arg : entry->getArguments())
+      if (arg.use_empty())
+        ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
+    fb.setInsertionPointToEnd(entry);
+    auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
+    ec::ReturnOp::create(fb, loc, ok);
+    return success();
+  };
+  if (failed(function(n + "_init_calls", p.op.getInit().getBody().front(),
+                      true)))
+    return failure();
+
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
+       << n << "_state **out) {\n"
+       << "  if (!ctx || !out)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << "  ampc_backend backend;\n"
+       << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
+       << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
+       << ")\n    return AMPC_ERROR_INVALID_ARGUMENT; // generated for --target="
+       << (cuda ? "cuda" : "cpu") << "\n"
+       << "  " << n << "_state *s = new " << n << "_state();\n"
+       << "  s->ctx = ctx;\n  s->seed = seed;\n"
+       << "  ampc_status st = ampc_arena_create(ctx, "
+       << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
+       << "  void *base = NULL;\n"
+       << "  if (st == AMPC_OK)\n    st = ampc_arena_base(s->arena_handle, &base);\n"
+       << "  s->arena = static_cast<char *>(base);\n"
+       << "  for (size_t i = 0; st == AMPC_OK && i < " << numSlots << "; ++i)\n"
+       << "    if (kSlotRole[i] != 0)\n"
+       << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
+          "&s->slot[i]);\n"
+       << "  if (st == AMPC_OK)\n    st = " << n
+       << "_init_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+       << "  if (st != AMPC_OK) {\n    " << n
+       << "_destroy(s);\n    return st;\n  }\n"
+       << "  *out = s;\n  return AMPC_OK;\n}";
+    verbatim(text);
   }
-  g << "};\n";
+  if (failed(function(n + "_step_calls", p.op.getStep().getBody().front(),
+                      false)))
+    return failure();
 
-  b << "int32_t " << n << "_num_inputs(void) { return " << numInputs
-    << "; }\n\n";
-  b << "int64_t " << n << "_input_bytes(int32_t index) {\n"
-    << "  return index >= 0 && index < " << numInputs
-    << " ? kSlotBytes[kInputSlot[index]] : -1;\n}\n\n";
-
-  b << "void " << n << "_destroy(" << n << "_state *s) {\n"
-    << "  if (!s)\n    return;\n"
-    << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "    if (kSlotRole[i] != 0)\n      ampc_free(s->ctx, s->slot[i]);\n"
-    << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}\n\n";
-
-  b << "static ampc_status " << n << "_init(" << n << "_state *s) {\n";
-  for (const Call &c : p.init)
-    printer.call(c, b, "  ");
-  b << "  return AMPC_OK;\n}\n\n";
-
-  b << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, " << n
-    << "_state **out) {\n"
-    << "  if (!ctx || !out)\n    return AMPC_ERROR_NULL_POINTER;\n"
-    << "  ampc_backend backend;\n"
-    << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
-    << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
-    << ")\n    return AMPC_ERROR_INVALID_ARGUMENT; // generated for --target="
-    << (cuda ? "cuda" : "cpu") << "\n"
-    << "  " << n << "_state *s = new " << n << "_state();\n"
-    << "  s->ctx = ctx;\n  s->seed = seed;\n"
-    << "  ampc_status st = ampc_arena_create(ctx, " << std::max<int64_t>(p.arenaSize, 256)
-    << ", &s->arena_handle);\n"
-    << "  void *base = NULL;\n"
-    << "  if (st == AMPC_OK)\n    st = ampc_arena_base(s->arena_handle, &base);\n"
-    << "  s->arena = static_cast<char *>(base);\n"
-    << "  for (size_t i = 0; st == AMPC_OK && i < " << numSlots << "; ++i)\n"
-    << "    if (kSlotRole[i] != 0)\n"
-    << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
-       "&s->slot[i]);\n"
-    << "  if (st == AMPC_OK)\n    st = " << n << "_init(s);\n"
-    << "  if (st != AMPC_OK) {\n    " << n << "_destroy(s);\n    return st;\n  }\n"
-    << "  *out = s;\n  return AMPC_OK;\n}\n\n";
-
-  b << "ampc_status " << n << "_step(" << n
-    << "_state *s, const void *const *inputs) {\n"
-    << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
-    << "    return AMPC_ERROR_NULL_POINTER;\n"
-    << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
-    << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
-  for (const Call &c : p.step)
-    printer.call(c, b, "  ");
-  b << "  return AMPC_OK;\n}\n\n";
-
-  b << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
-    << "  switch (index) {\n";
+  // Where each output lives.
+  llvm::DenseMap<Value, std::string> where;
+  {
+    Block &step = p.op.getStep().getBody().front();
+    for (BlockArgument arg : step.getArguments())
+      if (arg.getArgNumber() + 1 < step.getNumArguments())
+        where[arg] = "(const char *)s->slot[" +
+                     std::to_string(arg.getArgNumber()) + "]";
+    for (size_t k = 0; k < p.constants.size(); ++k)
+      where[p.constants[k].getResult()] =
+          "(const char *)s->slot[" + std::to_string(p.numArgs + k) + "]";
+    for (auto view : step.getOps<rt::ViewOp>())
+      where[view.getResult()] = "s->arena + " + std::to_string(view.getOffset());
+  }
+  std::string tail;
+  llvm::raw_string_ostream b2(tail);
+  b2 << "ampc_status " << n << "_step(" << n
+     << "_state *s, const void *const *inputs) {\n"
+     << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
+     << "    return AMPC_ERROR_NULL_POINTER;\n"
+     << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
+     << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n"
+     << "  return " << n << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+     << "}\n\n";
+  b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
+     << "  switch (index) {\n";
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    const BufferRef &r = p.outputs[i].buffer;
-    b << "  case " << i << ":\n    return "
-      << (r.slot < 0 ? "s->arena + " + std::to_string(r.offset)
-                     : "(const char *)s->slot[" + std::to_string(r.slot) +
-                           "] + " + std::to_string(r.offset))
-      << ";\n";
+    std::string w = where.lookup(p.outputs[i].buffer);
+    if (w.empty())
+      return p.op.emitError("output ") << i << " has no buffer";
+    b2 << "  case " << i << ":\n    return " << w << ";\n";
   }
-  b << "  default:\n    return NULL;\n  }\n}\n\n";
-
+  b2 << "  default:\n    return NULL;\n  }\n}\n\n";
   // Checkpoints, in the executor's format.
-  b << "static const uint64_t kFingerprint = " << p.fingerprint << "ULL;\n\n"
+  b2 << "static const uint64_t kFingerprint = " << p.fingerprint << "ULL;\n\n"
     << "ampc_status " << n << "_save(" << n << "_state *s, const char *path) {\n"
     << "  std::string d(\"AMPCCKPT\", 8);\n"
     << "  ckptPut<uint32_t>(d, 1);\n  ckptPut<uint64_t>(d, kFingerprint);\n"
@@ -365,7 +609,7 @@ void ampc::emit::emitCpp(const Program &p, bool cuda,
     << "  if (!ok || std::rename(tmp.c_str(), path) != 0) {\n"
     << "    std::remove(tmp.c_str());\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "  }\n  return AMPC_OK;\n}\n\n";
-  b << "ampc_status " << n << "_load(" << n << "_state *s, const char *path) {\n"
+  b2 << "ampc_status " << n << "_load(" << n << "_state *s, const char *path) {\n"
     << "  FILE *f = std::fopen(path, \"rb\");\n"
     << "  if (!f)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "  std::string d;\n  char chunk[65536];\n  size_t got;\n"
@@ -407,15 +651,9 @@ void ampc::emit::emitCpp(const Program &p, bool cuda,
     << "                         AMPC_MEMCPY_HOST_TO_DEVICE));\n"
     << "  return AMPC_OK;\n}\n";
 
+  verbatim(tail);
   llvm::raw_string_ostream src(sourceText);
-  src << "// Generated by ampc (--emit=cpp --target=" << (cuda ? "cuda" : "cpu")
-      << ") from graph '" << n << "'. Do not edit.\n"
-      << "// Arena: " << p.arenaSize << " bytes (intermediates: "
-      << p.intermediateBytes << " bytes).\n"
-      << "#include \"" << header << "\"\n\n"
-      << "#include <cmath>\n#include <cstdio>\n#include <cstring>\n"
-      << "#include <string>\n#include <utility>\n#include <vector>\n"
-      << kSupport << "\n"
-      << globals << "\n"
-      << body;
+  if (failed(ec::translateToCpp(*module, src)))
+    return failure();
+  return success();
 }

@@ -10,6 +10,8 @@
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include "ampc/runtime.h"
 
 #include <ffi.h>
@@ -72,128 +74,150 @@ struct Executor::Impl {
   std::vector<void *> slots;
   std::vector<PreparedCall> init, step;
   uint64_t seed = 0;
+  /// The device address of every buffer value of the program.
+  llvm::DenseMap<mlir::Value, void *> addr;
 
-  void *resolve(const rt::BufferRef &r) {
-    return r.slot < 0 ? arenaBase + r.offset
-                      : static_cast<char *>(slots[r.slot]) + r.offset;
+  void *resolve(mlir::Value v) { return addr.lookup(v); }
+
+  /// Gives the block's arguments their slots' addresses and the arena's.
+  void bindBlock(mlir::Block &block) {
+    for (mlir::BlockArgument arg : block.getArguments())
+      addr[arg] = arg.getArgNumber() + 1 == block.getNumArguments()
+                      ? static_cast<void *>(arenaBase)
+                      : slots[arg.getArgNumber()];
   }
 
-  bool prepare(const rt::Call &call, PreparedCall &p, std::string &error) {
-    p.callee = call.callee;
-    p.fn = dlsym(RTLD_DEFAULT, call.callee.c_str());
+  bool prepare(rt::CallOp call, PreparedCall &p, std::string &error) {
+    p.callee = call.getCallee().str();
+    p.fn = dlsym(RTLD_DEFAULT, p.callee.c_str());
     if (!p.fn) {
-      error = "runtime entry point '" + call.callee + "' not found";
+      error = "runtime entry point '" + p.callee + "' not found";
       return false;
     }
-    size_t n = call.args.size();
+    mlir::ArrayAttr args = call.getArgs();
+    mlir::OperandRange buffers = call.getBuffers();
+    size_t n = args.size();
     p.storage.assign(n, 0);
     p.values.resize(n);
     p.types.resize(n);
+    auto bufferAt = [&](mlir::Attribute a) {
+      return resolve(buffers[llvm::cast<mlir::IntegerAttr>(a).getInt()]);
+    };
     for (size_t i = 0; i < n; ++i) {
-      const rt::Arg &a = call.args[i];
+      mlir::Attribute a = args[i];
       void *cell = &p.storage[i];
       p.values[i] = cell;
       auto setPtr = [&](const void *ptr) {
         std::memcpy(cell, &ptr, sizeof(ptr));
         p.types[i] = &ffi_type_pointer;
       };
-      using K = rt::Arg::Kind;
-      switch (a.kind) {
-      case K::Context:
+      auto setI32 = [&](int32_t v) {
+        std::memcpy(cell, &v, 4);
+        p.types[i] = &ffi_type_sint32;
+      };
+      if (llvm::isa<rt::ContextAttr>(a)) {
         setPtr(ctx);
-        break;
-      case K::Buffer:
-        setPtr(resolve(a.buffer));
-        break;
-      case K::Null:
+      } else if (llvm::isa<rt::NullAttr>(a)) {
         setPtr(nullptr);
-        break;
-      case K::Seed:
+      } else if (llvm::isa<rt::SeedAttr>(a)) {
         std::memcpy(cell, &seed, 8);
         p.types[i] = &ffi_type_uint64;
-        break;
-      case K::Scalar:
-        switch (a.ctype) {
-        case rt::CType::I32: {
-          int32_t v = static_cast<int32_t>(a.i);
-          std::memcpy(cell, &v, 4);
-          p.types[i] = &ffi_type_sint32;
-          break;
-        }
-        case rt::CType::I64:
-        case rt::CType::U64:
-        case rt::CType::Ptr: {
-          int64_t v = a.i;
+      } else if (auto d = llvm::dyn_cast<rt::DtypeAttr>(a)) {
+        setI32(d.getValue());
+      } else if (auto e = llvm::dyn_cast<rt::EnumAttr>(a)) {
+        setI32(e.getValue());
+      } else if (auto ia = llvm::dyn_cast<mlir::IntegerAttr>(a)) {
+        if (ia.getType().isIndex()) {
+          setPtr(bufferAt(a));
+        } else if (ia.getType().getIntOrFloatBitWidth() == 32) {
+          setI32(static_cast<int32_t>(ia.getInt()));
+        } else {
+          int64_t v = ia.getValue().getZExtValue();
           std::memcpy(cell, &v, 8);
-          p.types[i] = a.ctype == rt::CType::I64 ? &ffi_type_sint64
-                                                 : &ffi_type_uint64;
-          break;
+          p.types[i] = ia.getType().isUnsignedInteger() ? &ffi_type_uint64
+                                                        : &ffi_type_sint64;
         }
-        case rt::CType::F32: {
-          float v = static_cast<float>(a.f);
+      } else if (auto fa = llvm::dyn_cast<mlir::FloatAttr>(a)) {
+        if (fa.getType().isF32()) {
+          float v = static_cast<float>(fa.getValueAsDouble());
           std::memcpy(cell, &v, 4);
           p.types[i] = &ffi_type_float;
-          break;
-        }
-        case rt::CType::F64:
-          std::memcpy(cell, &a.f, 8);
+        } else {
+          double v = fa.getValueAsDouble();
+          std::memcpy(cell, &v, 8);
           p.types[i] = &ffi_type_double;
-          break;
         }
-        break;
-      case K::I64Array:
-        p.i64s.push_back(a.ints);
+      } else if (auto ints = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(a)) {
+        p.i64s.emplace_back(ints.asArrayRef().begin(), ints.asArrayRef().end());
         setPtr(p.i64s.back().empty() ? nullptr : p.i64s.back().data());
-        break;
-      case K::I32Array: {
-        std::vector<int32_t> v(a.ints.begin(), a.ints.end());
-        p.i32s.push_back(std::move(v));
-        setPtr(p.i32s.back().data());
-        break;
-      }
-      case K::BufferArray: {
-        std::vector<void *> v;
-        for (const rt::BufferRef &r : a.buffers)
-          v.push_back(resolve(r));
-        p.ptrs.push_back(std::move(v));
-        setPtr(p.ptrs.back().data());
-        break;
-      }
-      case K::ShapeArray: {
-        for (const auto &s : a.shapes)
-          p.i64s.push_back(s);
-        std::vector<const int64_t *> v;
-        for (size_t k = 0; k < a.shapes.size(); ++k)
-          v.push_back(p.i64s[p.i64s.size() - a.shapes.size() + k].data());
-        p.shapePtrs.push_back(std::move(v));
-        setPtr(p.shapePtrs.back().data());
-        break;
-      }
-      case K::HostBytes:
-        p.bytes.push_back(a.bytes);
+      } else if (auto list = llvm::dyn_cast<mlir::ArrayAttr>(a)) {
+        if (list.empty() || llvm::isa<mlir::IntegerAttr>(list[0])) {
+          std::vector<void *> v;
+          for (mlir::Attribute e : list)
+            v.push_back(bufferAt(e));
+          p.ptrs.push_back(std::move(v));
+          setPtr(p.ptrs.back().data());
+        } else if (llvm::isa<rt::DtypeAttr>(list[0])) {
+          std::vector<int32_t> v;
+          for (mlir::Attribute e : list)
+            v.push_back(llvm::cast<rt::DtypeAttr>(e).getValue());
+          p.i32s.push_back(std::move(v));
+          setPtr(p.i32s.back().data());
+        } else {
+          size_t first = p.i64s.size();
+          for (mlir::Attribute e : list) {
+            auto shape = llvm::cast<mlir::DenseI64ArrayAttr>(e).asArrayRef();
+            p.i64s.emplace_back(shape.begin(), shape.end());
+          }
+          std::vector<const int64_t *> v;
+          for (size_t k = first; k < p.i64s.size(); ++k)
+            v.push_back(p.i64s[k].data());
+          p.shapePtrs.push_back(std::move(v));
+          setPtr(p.shapePtrs.back().data());
+        }
+      } else if (auto dense = llvm::dyn_cast<mlir::ElementsAttr>(a)) {
+        p.bytes.push_back(rt::constantBytes(dense));
         setPtr(p.bytes.back().data());
-        break;
+      } else {
+        error = "cannot pass argument #" + std::to_string(i) + " of '" +
+                p.callee + "'";
+        return false;
       }
     }
     if (ffi_prep_cif(&p.cif, FFI_DEFAULT_ABI, n, &ffi_type_sint32,
                      p.types.data()) != FFI_OK) {
-      error = "cannot prepare the call to '" + call.callee + "'";
+      error = "cannot prepare the call to '" + p.callee + "'";
       return false;
     }
     return true;
   }
 
-  bool prepareAll(const std::vector<rt::Call> &calls,
-                  std::vector<PreparedCall> &out, std::string &error) {
+  /// Prepares the calls of a block (binding views as it goes).
+  bool prepareBlock(mlir::Block &block, std::vector<PreparedCall> &out,
+                    std::string &error) {
+    bindBlock(block);
+    size_t calls = 0;
+    for (mlir::Operation &op : block)
+      calls += llvm::isa<rt::CallOp>(op);
     // Inner vectors are reserved up front: prepared pointers point into them.
-    out.resize(calls.size());
-    for (size_t i = 0; i < calls.size(); ++i) {
-      out[i].i64s.reserve(64);
-      out[i].i32s.reserve(8);
-      out[i].ptrs.reserve(8);
-      out[i].shapePtrs.reserve(2);
-      out[i].bytes.reserve(2);
-      if (!prepare(calls[i], out[i], error))
+    out.resize(calls);
+    size_t k = 0;
+    for (mlir::Operation &op : block) {
+      if (auto view = llvm::dyn_cast<rt::ViewOp>(op)) {
+        addr[view.getResult()] =
+            static_cast<char *>(resolve(view.getBase())) + view.getOffset();
+        continue;
+      }
+      auto call = llvm::dyn_cast<rt::CallOp>(op);
+      if (!call)
+        continue;
+      PreparedCall &p = out[k++];
+      p.i64s.reserve(64);
+      p.i32s.reserve(8);
+      p.ptrs.reserve(8);
+      p.shapePtrs.reserve(2);
+      p.bytes.reserve(2);
+      if (!prepare(call, p, error))
         return false;
     }
     return true;
@@ -254,8 +278,25 @@ std::unique_ptr<Executor> Executor::create(const rt::Program &program,
     }
     im.slots.push_back(p);
   }
-  if (!im.prepareAll(program.init, im.init, error) ||
-      !im.prepareAll(program.step, im.step, error) || !im.run(im.init, error))
+  // Constants are written once, at creation.
+  rt::ProgramOp op = program.op;
+  for (size_t k = 0; k < program.constants.size(); ++k) {
+    rt::ConstantOp constant = program.constants[k];
+    size_t slot = program.numArgs + k;
+    im.addr[constant.getResult()] = im.slots[slot];
+    std::vector<uint8_t> bytes =
+        rt::constantBytes(constant.getValue());
+    st = ampc_memcpy(im.ctx, im.slots[slot], bytes.data(), bytes.size(),
+                     AMPC_MEMCPY_HOST_TO_DEVICE);
+    if (st != AMPC_OK) {
+      error = lastError("writing a constant", st);
+      return nullptr;
+    }
+  }
+  if (!im.prepareBlock(op.getInit().getBody().front(), im.init,
+                       error) ||
+      !im.run(im.init, error) ||
+      !im.prepareBlock(op.getStep().getBody().front(), im.step, error))
     return nullptr;
   return ex;
 }
@@ -411,7 +452,7 @@ bool Executor::readScale(double &scale, std::string &error) {
 
 bool Executor::readSkipped(bool &skipped, std::string &error) {
   std::vector<double> v;
-  if (!program.hasFoundInf ||
+  if (!program.foundInf ||
       !readDevice(impl->ctx, impl->resolve(program.foundInf), AMPC_F32, 4, v,
                   error))
     return false;

@@ -1,6 +1,7 @@
 //===- Run.cpp - `ampc run` -------------------------------------------------===//
 
 #include "ampc/Executor/Run.h"
+#include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
 
@@ -124,14 +125,16 @@ std::string fmt(double v) {
 } // namespace
 
 int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
-  auto funcs = module.getOps<func::FuncOp>();
-  if (funcs.empty())
+  if (module.getOps<func::FuncOp>().empty() &&
+      module.getOps<rt::ProgramOp>().empty())
     return fail(kInputError, "no graph to run");
-  func::FuncOp func = *funcs.begin();
-  FailureOr<rt::Program> lowered = rt::lowerToRuntime(func);
-  if (failed(lowered))
+  // The step as runtime calls (the IR --emit=lowered prints), unless the
+  // module is lowered already.
+  if (!module.getOps<func::FuncOp>().empty() &&
+      failed(ampc::lowerToRuntime(module)))
     return kInputError;
-  const rt::Program &program = *lowered;
+  const rt::Program program =
+      rt::describeProgram(*module.getOps<rt::ProgramOp>().begin());
 
   // Inputs from files, validated before anything runs.
   std::vector<bool> given(program.slots.size(), false);
@@ -201,7 +204,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
   }
   bool tty = isatty(STDERR_FILENO);
   // A scaler is on when the step checks its gradients (dynamic or static).
-  bool scaler = program.hasFoundInf;
+  bool scaler = bool(program.foundInf);
   auto scaleOfStep = [&](double &value) {
     if (program.scaleSlot < 0) {
       value = program.staticScale;
@@ -228,7 +231,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
         loss = values[0];
     }
     bool skipped = false;
-    if (program.hasFoundInf && !ex->readSkipped(skipped, error))
+    if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
       return fail(kRuntimeError, error);
     skippedCount += skipped;
     if (k == 0)

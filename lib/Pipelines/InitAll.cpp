@@ -2,6 +2,8 @@
 
 #include "ampc/InitAll.h"
 
+#include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Pipelines/Pipelines.h"
 #include "ampc/Transforms/Passes.h"
@@ -15,12 +17,13 @@
 
 void ampc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry
-      .insert<tg::TGDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+      .insert<tg::TGDialect, rt::RTDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
               mlir::math::MathDialect, mlir::linalg::LinalgDialect,
               mlir::tensor::TensorDialect, mlir::scf::SCFDialect>();
 }
 
 void ampc::registerAllPasses() {
   registerAMPCPasses();
+  registerAMPCConversionPasses();
   registerPipelines();
 }

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
@@ -41,7 +43,7 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
-enum class EmitKind { MLIR, Report, Dot, Cpp, Json };
+enum class EmitKind { MLIR, Report, Dot, Cpp, Json, Lowered };
 
 cl::OptionCategory ampcCategory("ampc options");
 
@@ -99,6 +101,9 @@ cl::opt<EmitKind, true> emitKind(
                clEnumValN(EmitKind::Cpp, "cpp",
                           "host C++ calling the runtime: FILE (source) and "
                           "FILE's stem + .h (header)"),
+               clEnumValN(EmitKind::Lowered, "lowered",
+                          "the step as runtime calls on planned buffers (the "
+                          "rt dialect) that `run` executes and `cpp` prints"),
                clEnumValN(EmitKind::Dot, "dot",
                           "Graphviz: ops coloured by compute precision, casts "
                           "highlighted"),
@@ -344,7 +349,9 @@ private:
 };
 
 bool hasGraph(ModuleOp module) {
-  return !module.getOps<func::FuncOp>().empty();
+  // A graph, or a step lowered already (--emit=lowered output).
+  return !module.getOps<func::FuncOp>().empty() ||
+         !module.getOps<ampc::rt::ProgramOp>().empty();
 }
 } // namespace
 
@@ -410,7 +417,8 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   PassManager pm(&context);
   // The stages after buffer planning need it.
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
-                              opts.emit == EmitKind::Cpp;
+                              opts.emit == EmitKind::Cpp ||
+                              opts.emit == EmitKind::Lowered;
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
   if (failed(pm.run(*module)))
@@ -449,18 +457,27 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     if (failed(ampc::report::emitJson(*module, os)))
       return kInputError;
     break;
-  case EmitKind::Cpp: {
-    auto funcs = module->getOps<func::FuncOp>();
-    FailureOr<ampc::rt::Program> program =
-        ampc::rt::lowerToRuntime(*funcs.begin());
-    if (failed(program))
+  case EmitKind::Lowered: {
+    if (failed(ampc::lowerToRuntime(*module)))
       return kInputError;
+    OpPrintingFlags flags;
+    if (opts.locations)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+    break;
+  }
+  case EmitKind::Cpp: {
+    if (failed(ampc::lowerToRuntime(*module)))
+      return kInputError;
+    std::optional<ampc::rt::Program> program =
+        ampc::rt::describeProgram(*module->getOps<ampc::rt::ProgramOp>().begin());
     std::string stem = opts.output == "-"
                            ? program->name
                            : llvm::sys::path::stem(opts.output).str();
     std::string headerText, sourceText;
-    ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
-                        headerText, sourceText);
+    if (failed(ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
+                                   headerText, sourceText)))
+      return kInputError;
     if (opts.output == "-") {
       os << "// ===== " << stem << ".h =====\n"
          << headerText << "// ===== " << stem << ".cpp =====\n"

@@ -1,13 +1,13 @@
 //===- Executor.h - run a lowered step in-process ----------------*- C++ -*-===//
 //
-// Runs an ampc::rt::Program (the same lowered calls the C++ emitter prints)
-// on the runtime library, calling each entry point through libffi.
+// Runs an rt.program (the same lowered calls the C++ emitter prints) on the
+// runtime library, calling each entry point through libffi.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_EXECUTOR_EXECUTOR_H
 #define AMPC_EXECUTOR_EXECUTOR_H
 
-#include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Dialect/RT/ProgramInfo.h"
 
 #include <memory>
 #include <string>

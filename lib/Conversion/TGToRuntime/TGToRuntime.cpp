@@ -1,687 +1,707 @@
-//===- TGToRuntime.cpp - lower a planned tg step to runtime calls ----------===//
+//===- TGToRuntime.cpp - lower a planned tg step to rt runtime calls -------===//
 //
-// One rewrite per op kind, each appending the runtime call(s) the op means.
-// Buffers come from ampc-buffer-planning's `tg.offsets`; results computed in
-// place (BufferPlan.h) reuse their operand's buffer.
+// What every tg op lowers to is one table (`kernelTable`): the runtime entry
+// point and its argument list, spelled in terms of the op's ODS operand and
+// result groups and attributes. One generic pattern turns a row into an
+// `rt.call`; four ops whose lowering depends on more than their operands
+// (constants, reshapes that are views, broadcasts, the gradient seed) have
+// their own small patterns. Buffers come from ampc-buffer-planning's
+// `tg.offsets`; results computed in place (BufferPlan.h) reuse their
+// operand's buffer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Conversion/BufferPlan.h"
+#include "ampc/Dialect/RT/ProgramInfo.h"
+#include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_CONVERTTGTORUNTIME
+#include "ampc/Conversion/Passes.h.inc"
+} // namespace ampc
 
 using namespace mlir;
 using namespace ampc;
-using namespace ampc::rt;
+namespace rtd = ampc::rt;
 
-const char *ampc::rt::dtypeSymbol(int32_t dtype) {
-  static const char *names[] = {"AMPC_F32", "AMPC_F16", "AMPC_BF16",
-                                "AMPC_I32", "AMPC_I64", "AMPC_BOOL"};
-  return dtype >= 0 && dtype < 6 ? names[dtype] : "AMPC_F32";
+ampc::RuntimeTypeConverter::RuntimeTypeConverter(MLIRContext *context) {
+  addConversion([](Type t) { return t; });
+  addConversion([context](RankedTensorType t) -> Type {
+    return rtd::BufferType::get(context);
+  });
 }
 
-static int32_t dtypeOf(Type type) {
-  Type elt = getElementTypeOrSelf(type);
-  if (elt.isF32())
-    return 0;
-  if (elt.isF16())
-    return 1;
-  if (elt.isBF16())
-    return 2;
-  if (elt.isInteger(32))
-    return 3;
-  if (elt.isInteger(64))
-    return 4;
-  return 5;
-}
-
-static std::vector<int64_t> shapeOf(Type type) {
-  auto shape = cast<ShapedType>(type).getShape();
-  return std::vector<int64_t>(shape.begin(), shape.end());
-}
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
 
 namespace {
-class Lowering {
+/// One C argument of a runtime call. "Group" is an ODS operand (or result)
+/// group of the op: an operand, an optional operand or a variadic list.
+struct ArgSpec {
+  enum Kind {
+    Result,      ///< ptr, dtype, dims, rank of result group G's first value
+    Operand,     ///< the same of operand group G's first value (or NULL ...)
+    NullTensor,  ///< NULL, AMPC_F32, NULL, 0
+    Buffer,      ///< ptr of operand group G's first value
+    ResultBuffer,///< ptr of result group G's first value
+    List,        ///< the buffers of operand group G (NULL when empty)
+    Dtypes,      ///< their dtypes
+    Numels,      ///< their element counts
+    Count,       ///< how many (int32_t)
+    Shapes,      ///< their shapes (const int64_t *const *)
+    Flag,        ///< ptr and dtype of optional operand group G, or NULL, F32
+    I64,         ///< integer attribute NAME (int64_t)
+    I32,         ///< integer attribute NAME (int32_t)
+    Bool,        ///< unit or bool attribute NAME as 0/1 (int32_t)
+    F64,         ///< float attribute NAME (double; 0 when absent)
+    Dims,        ///< i64 array attribute NAME and its length (int32_t)
+    Each,        ///< every element of i64 array attribute NAME (int64_t)
+    Gelu,        ///< string attribute NAME ("none" | "tanh") as ampc_gelu
+    Enum,        ///< the C enum constant NAME = VALUE
+    ConstF64,    ///< the double VALUE
+    ConstDtype,  ///< AMPC_F32
+    MarkFoundInf ///< no argument: result group G is the step's overflow flag
+  };
+  Kind kind;
+  unsigned group = 0;
+  const char *name = nullptr;
+  double value = 0.0;
+};
+
+using Group = std::pair<unsigned, unsigned>;
+
+/// An integer operand whose valid values the op bounds: below dimension
+/// `dim` of operand `bound` (class labels below the class count, token ids
+/// below the vocabulary). Synthetic inputs of `ampc run` draw from it.
+struct IndexBound {
+  int operand = -1; ///< -1: none
+  unsigned bound = 0, dim = 0;
+};
+
+struct KernelRule {
+  StringRef callee;
+  std::vector<ArgSpec> args;
+  Group (*operandGroup)(Operation *, unsigned);
+  Group (*resultGroup)(Operation *, unsigned);
+  IndexBound indexBound = {};
+};
+
+template <typename OpTy> Group operandGroupOf(Operation *op, unsigned i) {
+  return cast<OpTy>(op).getODSOperandIndexAndLength(i);
+}
+template <typename OpTy> Group resultGroupOf(Operation *op, unsigned i) {
+  return cast<OpTy>(op).getODSResultIndexAndLength(i);
+}
+
+ArgSpec res(unsigned g) { return {ArgSpec::Result, g}; }
+ArgSpec opd(unsigned g) { return {ArgSpec::Operand, g}; }
+ArgSpec nullTensor() { return {ArgSpec::NullTensor}; }
+ArgSpec buf(unsigned g) { return {ArgSpec::Buffer, g}; }
+ArgSpec resBuf(unsigned g) { return {ArgSpec::ResultBuffer, g}; }
+ArgSpec list(unsigned g) { return {ArgSpec::List, g}; }
+ArgSpec dtypes(unsigned g) { return {ArgSpec::Dtypes, g}; }
+ArgSpec numels(unsigned g) { return {ArgSpec::Numels, g}; }
+ArgSpec count(unsigned g) { return {ArgSpec::Count, g}; }
+ArgSpec shapes(unsigned g) { return {ArgSpec::Shapes, g}; }
+ArgSpec flag(unsigned g) { return {ArgSpec::Flag, g}; }
+ArgSpec i64(const char *n) { return {ArgSpec::I64, 0, n}; }
+ArgSpec i32(const char *n) { return {ArgSpec::I32, 0, n}; }
+ArgSpec boolean(const char *n) { return {ArgSpec::Bool, 0, n}; }
+ArgSpec f64(const char *n) { return {ArgSpec::F64, 0, n}; }
+ArgSpec dims(const char *n) { return {ArgSpec::Dims, 0, n}; }
+ArgSpec each(const char *n) { return {ArgSpec::Each, 0, n}; }
+ArgSpec gelu(const char *n) { return {ArgSpec::Gelu, 0, n}; }
+ArgSpec cEnum(const char *n, int v) { return {ArgSpec::Enum, 0, n, double(v)}; }
+ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, nullptr, v}; }
+ArgSpec f32Dtype() { return {ArgSpec::ConstDtype}; }
+ArgSpec markFoundInf(unsigned g) { return {ArgSpec::MarkFoundInf, g}; }
+
+struct Row {
+  StringRef opName;
+  KernelRule rule;
+};
+
+template <typename OpTy>
+Row row(StringRef callee, std::vector<ArgSpec> args, IndexBound bound = {}) {
+  return {OpTy::getOperationName(),
+          {callee, std::move(args), &operandGroupOf<OpTy>,
+           &resultGroupOf<OpTy>, bound}};
+}
+
+/// What every tg op with a plain kernel lowers to: its runtime entry point
+/// and arguments, in order. The context is every call's first argument.
+const std::vector<Row> &kernelTable() {
+  using namespace tg;
+  static const std::vector<Row> table = [] {
+    std::vector<ArgSpec> unary = {res(0), opd(0)};
+    std::vector<ArgSpec> binary = {res(0), opd(0), opd(1)};
+    std::vector<ArgSpec> reduce = {res(0), opd(0), dims("dims"),
+                                   boolean("keepdim")};
+    std::vector<ArgSpec> pool = {res(0),        opd(0),         each("kernel"),
+                                 each("stride"), each("padding")};
+    std::vector<ArgSpec> poolGrad = {res(0),         opd(0),
+                                     opd(1),         each("kernel"),
+                                     each("stride"), each("padding")};
+    std::vector<ArgSpec> binaryGrad = {res(0), res(1), opd(0), opd(1),
+                                       opd(2)};
+    std::vector<ArgSpec> unaryGrad = {res(0), opd(0), opd(1)};
+    std::vector<ArgSpec> softmax = {res(0), opd(0), i64("dim")};
+    std::vector<ArgSpec> softmaxGrad = {res(0), opd(0), opd(1), i64("dim")};
+    return std::vector<Row>{
+        // Forward ops.
+        row<CastOp>("ampc_cast_fwd", unary),
+        row<MatmulOp>("ampc_matmul_fwd", binary),
+        row<LinearOp>("ampc_linear_fwd",
+                      {res(0), opd(0), opd(1), opd(2),
+                       cEnum("AMPC_EPILOGUE_NONE", 0)}),
+        row<Conv2dOp>("ampc_conv2d_fwd",
+                      {res(0), opd(0), opd(1), opd(2), each("stride"),
+                       each("padding"), each("dilation"), i64("groups")}),
+        row<AddOp>("ampc_add_fwd", binary),
+        row<SubOp>("ampc_sub_fwd", binary),
+        row<MulOp>("ampc_mul_fwd", binary),
+        row<DivOp>("ampc_div_fwd", binary),
+        row<MaximumOp>("ampc_maximum_fwd", binary),
+        row<MinimumOp>("ampc_minimum_fwd", binary),
+        row<PowOp>("ampc_pow_fwd", binary),
+        row<NegOp>("ampc_neg_fwd", unary),
+        row<AbsOp>("ampc_abs_fwd", unary),
+        row<ExpOp>("ampc_exp_fwd", unary),
+        row<LogOp>("ampc_log_fwd", unary),
+        row<SqrtOp>("ampc_sqrt_fwd", unary),
+        row<RsqrtOp>("ampc_rsqrt_fwd", unary),
+        row<ReluOp>("ampc_relu_fwd", unary),
+        row<SiluOp>("ampc_silu_fwd", unary),
+        row<SigmoidOp>("ampc_sigmoid_fwd", unary),
+        row<TanhOp>("ampc_tanh_fwd", unary),
+        row<GeluOp>("ampc_gelu_fwd", {res(0), opd(0), gelu("approximate")}),
+        row<SumOp>("ampc_sum_fwd", reduce),
+        row<MeanOp>("ampc_mean_fwd", reduce),
+        row<MaxOp>("ampc_max_fwd", reduce),
+        row<SoftmaxOp>("ampc_softmax_fwd", softmax),
+        row<LogSoftmaxOp>("ampc_log_softmax_fwd", softmax),
+        row<LayerNormOp>("ampc_layer_norm_fwd",
+                         {res(0), opd(0), opd(1), opd(2), f64("eps")}),
+        row<RmsNormOp>("ampc_rms_norm_fwd",
+                       {res(0), opd(0), opd(1), f64("eps")}),
+        row<MaxPool2dOp>("ampc_max_pool2d_fwd", pool),
+        row<AvgPool2dOp>("ampc_avg_pool2d_fwd", pool),
+        row<TransposeOp>("ampc_transpose_fwd", {res(0), opd(0), dims("perm")}),
+        row<ConcatOp>("ampc_concat_fwd", {res(0), list(0), dtypes(0),
+                                          shapes(0), count(0), i64("dim")}),
+        row<SliceOp>("ampc_slice_fwd",
+                     {res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
+        // ids < the table's rows; labels < the logits' classes.
+        row<EmbeddingOp>("ampc_embedding_fwd", binary, {1, 0, 0}),
+        row<CrossEntropyOp>("ampc_cross_entropy_fwd", binary, {1, 0, 1}),
+        row<MseLossOp>("ampc_mse_loss_fwd", binary),
+        // Backward ops.
+        row<ReluGradOp>("ampc_relu_bwd", unaryGrad),
+        row<AbsGradOp>("ampc_abs_bwd", unaryGrad),
+        row<SiluGradOp>("ampc_silu_bwd", unaryGrad),
+        row<GeluGradOp>("ampc_gelu_bwd",
+                        {res(0), opd(0), opd(1), gelu("approximate")}),
+        row<MaximumGradOp>("ampc_maximum_bwd", binaryGrad),
+        row<MinimumGradOp>("ampc_minimum_bwd", binaryGrad),
+        row<PowGradOp>("ampc_pow_bwd", binaryGrad),
+        row<MaxGradOp>("ampc_max_bwd", {res(0), opd(0), opd(1), opd(2),
+                                        dims("dims"), boolean("keepdim")}),
+        row<SoftmaxGradOp>("ampc_softmax_bwd", softmaxGrad),
+        row<LogSoftmaxGradOp>("ampc_log_softmax_bwd", softmaxGrad),
+        row<LayerNormGradOp>("ampc_layer_norm_bwd",
+                             {res(0), res(1), res(2), opd(0), opd(1), opd(2),
+                              f64("eps")}),
+        row<RmsNormGradOp>("ampc_rms_norm_bwd", {res(0), res(1), opd(0),
+                                                 opd(1), opd(2), f64("eps")}),
+        row<Conv2dGradOp>("ampc_conv2d_bwd",
+                          {res(0), res(1), nullTensor(), opd(0), opd(1),
+                           opd(2), each("stride"), each("padding"),
+                           each("dilation"), i64("groups")}),
+        row<MaxPool2dGradOp>("ampc_max_pool2d_bwd", poolGrad),
+        row<AvgPool2dGradOp>("ampc_avg_pool2d_bwd", poolGrad),
+        row<EmbeddingGradOp>("ampc_embedding_bwd", unaryGrad),
+        row<CrossEntropyGradOp>("ampc_cross_entropy_bwd",
+                                {res(0), opd(0), opd(1), opd(2)}),
+        row<MseLossGradOp>("ampc_mse_loss_bwd", binaryGrad),
+        // Loss scaling and optimizers: in place on their operands.
+        row<CheckFiniteAndUnscaleOp>(
+            "ampc_check_finite_unscale",
+            {resBuf(1), f32Dtype(), list(0), dtypes(0), numels(0), count(0),
+             buf(1), markFoundInf(1)}),
+        row<ClipGradNormOp>("ampc_clip_grad_norm",
+                            {resBuf(1), list(0), dtypes(0), numels(0),
+                             count(0), f64("max_norm"), flag(1)}),
+        row<SgdUpdateOp>("ampc_sgd_update",
+                         {list(0), dtypes(0), list(1), dtypes(1), list(2),
+                          numels(0), count(0), f64("lr"), f64("momentum"),
+                          f64("weight_decay"), boolean("nesterov"),
+                          constF64(0.0), flag(3)}),
+        row<AdamWUpdateOp>("ampc_adamw_update",
+                           {list(0), dtypes(0), list(1), dtypes(1), list(2),
+                            list(3), buf(4), numels(0), count(0), f64("lr"),
+                            f64("beta1"), f64("beta2"), f64("eps"),
+                            f64("weight_decay"), constF64(0.0), flag(5)}),
+        row<UpdateScaleOp>("ampc_update_scale",
+                           {buf(0), buf(1), buf(2), flag(3),
+                            f64("growth_factor"), f64("backoff_factor"),
+                            i32("growth_interval"), i32("hysteresis"),
+                            f64("min_scale"), f64("max_scale")}),
+    };
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Building calls
+//===----------------------------------------------------------------------===//
+
+/// A converted buffer, looking through the casts the conversion puts
+/// between a step's slot arguments and their tensor uses.
+Value stripCasts(Value v) {
+  while (auto cast = v.getDefiningOp<UnrealizedConversionCastOp>()) {
+    if (cast->getNumOperands() != 1)
+      break;
+    v = cast->getOperand(0);
+  }
+  return v;
+}
+
+/// Accumulates the arguments of one rt.call.
+class CallBuilder {
 public:
-  explicit Lowering(func::FuncOp func) : func(func) {}
+  explicit CallBuilder(MLIRContext *ctx) : ctx(ctx), b(ctx) {
+    args.push_back(rtd::ContextAttr::get(ctx));
+  }
+  MLIRContext *ctx;
+  Builder b;
+  SmallVector<Attribute> args;
+  SmallVector<Value> buffers;
 
-  FailureOr<Program> run();
-
-private:
-  func::FuncOp func;
-  Program prog;
-  llvm::DenseMap<Value, BufferRef> refs;
-  std::vector<Call> *out = nullptr;
-
-  // Argument builders.
-  static Arg ctx() {
-    Arg a;
-    a.kind = Arg::Kind::Context;
-    return a;
+  Attribute ref(Value buffer) {
+    buffers.push_back(stripCasts(buffer));
+    return b.getIndexAttr(buffers.size() - 1);
   }
-  static Arg buf(BufferRef r) {
-    Arg a;
-    a.kind = Arg::Kind::Buffer;
-    a.buffer = r;
-    return a;
+  void buffer(Value v) { args.push_back(ref(v)); }
+  void null() { args.push_back(rtd::NullAttr::get(ctx)); }
+  void i32(int64_t v) { args.push_back(b.getI32IntegerAttr(v)); }
+  void i64(int64_t v) { args.push_back(b.getI64IntegerAttr(v)); }
+  void u64(uint64_t v) {
+    args.push_back(
+        IntegerAttr::get(IntegerType::get(ctx, 64, IntegerType::Unsigned), v));
   }
-  static Arg null() { return Arg(); }
-  static Arg i32(int64_t v, std::string symbol = "") {
-    Arg a;
-    a.kind = Arg::Kind::Scalar;
-    a.ctype = CType::I32;
-    a.i = v;
-    a.symbol = std::move(symbol);
-    return a;
+  void f64(double v) { args.push_back(b.getF64FloatAttr(v)); }
+  void dtype(Type t) {
+    args.push_back(rtd::DtypeAttr::get(ctx, getElementTypeOrSelf(t)));
   }
-  static Arg i64(int64_t v) {
-    Arg a;
-    a.kind = Arg::Kind::Scalar;
-    a.ctype = CType::I64;
-    a.i = v;
-    return a;
+  void ints(ArrayRef<int64_t> v) { args.push_back(b.getDenseI64ArrayAttr(v)); }
+  void cEnum(StringRef name, int32_t v) {
+    args.push_back(rtd::EnumAttr::get(ctx, name, v));
   }
-  static Arg u64(int64_t v) {
-    Arg a = i64(v);
-    a.ctype = CType::U64;
-    return a;
-  }
-  static Arg f64(double v) {
-    Arg a;
-    a.kind = Arg::Kind::Scalar;
-    a.ctype = CType::F64;
-    a.f = v;
-    return a;
-  }
-  static Arg seed() {
-    Arg a;
-    a.kind = Arg::Kind::Seed;
-    a.ctype = CType::U64;
-    return a;
-  }
-  static Arg i64s(ArrayRef<int64_t> v) {
-    Arg a;
-    a.kind = Arg::Kind::I64Array;
-    a.ints.assign(v.begin(), v.end());
-    return a;
-  }
-  static Arg dtype(int32_t d) { return i32(d, dtypeSymbol(d)); }
-
-  BufferRef ref(Value v) { return refs.lookup(v); }
-
-  /// ptr, dtype, dims, rank of a value (or of NULL).
-  void tensor(Call &c, Value v) {
-    if (!v) {
-      c.args.push_back(null());
-      c.args.push_back(dtype(0));
-      c.args.push_back(null());
-      c.args.push_back(i32(0));
+  /// ptr, dtype, dims, rank of a tensor whose buffer is `buffer`.
+  void tensor(Value buffer, Type type) {
+    if (!buffer) {
+      null();
+      dtype(Float32Type::get(ctx));
+      null();
+      i32(0);
       return;
     }
-    c.args.push_back(buf(ref(v)));
-    c.args.push_back(dtype(dtypeOf(v.getType())));
-    c.args.push_back(i64s(shapeOf(v.getType())));
-    c.args.push_back(i32(cast<ShapedType>(v.getType()).getRank()));
+    auto shaped = cast<ShapedType>(type);
+    this->buffer(buffer);
+    dtype(type);
+    ints(shaped.getShape());
+    i32(shaped.getRank());
   }
-  Call &call(StringRef callee, Operation *op) {
-    out->push_back(Call());
-    Call &c = out->back();
-    c.callee = callee.str();
-    c.args.push_back(ctx());
-    if (op)
-      c.note = op->getName().getStringRef().str();
-    return c;
+  rtd::CallOp create(OpBuilder &builder, Location loc, StringRef callee) {
+    return rtd::CallOp::create(builder, loc, builder.getStringAttr(callee),
+                               builder.getArrayAttr(args), buffers);
   }
-  /// Lists for the multi-tensor calls.
-  static Arg bufs(std::vector<BufferRef> v) {
-    Arg a;
-    a.kind = Arg::Kind::BufferArray;
-    a.buffers = std::move(v);
-    return a;
-  }
-  Arg bufList(ValueRange vs) {
-    std::vector<BufferRef> v;
-    for (Value x : vs)
-      v.push_back(ref(x));
-    return bufs(v);
-  }
-  static Arg dtypeList(ValueRange vs) {
-    Arg a;
-    a.kind = Arg::Kind::I32Array;
-    for (Value x : vs)
-      a.ints.push_back(dtypeOf(x.getType()));
-    return a;
-  }
-  static Arg numels(ValueRange vs) {
-    Arg a;
-    a.kind = Arg::Kind::I64Array;
-    for (Value x : vs)
-      a.ints.push_back(cast<ShapedType>(x.getType()).getNumElements());
-    return a;
-  }
-  void flag(Call &c, Value foundInf) {
-    if (foundInf) {
-      c.args.push_back(buf(ref(foundInf)));
-      c.args.push_back(dtype(dtypeOf(foundInf.getType())));
-    } else {
-      c.args.push_back(null());
-      c.args.push_back(dtype(0));
+};
+
+Value arenaOf(Operation *op) {
+  auto step = op->getParentOfType<rtd::StepOp>();
+  return step ? step.getArena() : Value();
+}
+
+/// The buffers of `op`'s results: in place on an operand's, or a view of
+/// the arena at the planned offset.
+FailureOr<SmallVector<Value>> resultBuffers(Operation *op,
+                                            ValueRange operands,
+                                            ConversionPatternRewriter &rw) {
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttrName);
+  Value arena = arenaOf(op);
+  if (!arena)
+    return op->emitError("is not inside an 'rt.step'"), failure();
+  SmallVector<Value> out;
+  for (OpResult result : op->getResults()) {
+    unsigned i = result.getResultNumber();
+    if (auto operand = getInPlaceOperand(op, i)) {
+      out.push_back(stripCasts(operands[*operand]));
+      continue;
     }
+    if (!offsets || static_cast<int64_t>(offsets.size()) <= i ||
+        offsets[i] < 0)
+      return op->emitError("not buffer-planned (run ampc-buffer-planning)"),
+             failure();
+    out.push_back(rtd::ViewOp::create(rw, op->getLoc(), arena.getType(), arena,
+                                      offsets[i]));
+  }
+  return out;
+}
+
+class KernelCallPattern : public ConversionPattern {
+public:
+  KernelCallPattern(const TypeConverter &converter, MLIRContext *ctx,
+                    StringRef opName, const KernelRule &rule)
+      : ConversionPattern(converter, opName, /*benefit=*/1, ctx), rule(rule) {}
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rw) const override {
+    FailureOr<SmallVector<Value>> results = resultBuffers(op, operands, rw);
+    if (failed(results))
+      return failure();
+    CallBuilder c(op->getContext());
+    SmallVector<Value> foundInf;
+    auto operandGroup = [&](unsigned g) {
+      auto [start, len] = rule.operandGroup(op, g);
+      return std::make_pair(start, len);
+    };
+    for (const ArgSpec &a : rule.args) {
+      switch (a.kind) {
+      case ArgSpec::Result: {
+        auto [start, len] = rule.resultGroup(op, a.group);
+        if (len == 0)
+          c.tensor(Value(), Type());
+        else
+          c.tensor((*results)[start], op->getResult(start).getType());
+        break;
+      }
+      case ArgSpec::Operand: {
+        auto [start, len] = operandGroup(a.group);
+        if (len == 0)
+          c.tensor(Value(), Type());
+        else
+          c.tensor(operands[start], op->getOperand(start).getType());
+        break;
+      }
+      case ArgSpec::NullTensor:
+        c.tensor(Value(), Type());
+        break;
+      case ArgSpec::Buffer:
+        c.buffer(operands[operandGroup(a.group).first]);
+        break;
+      case ArgSpec::ResultBuffer:
+        c.buffer((*results)[rule.resultGroup(op, a.group).first]);
+        break;
+      case ArgSpec::List: {
+        auto [start, len] = operandGroup(a.group);
+        if (len == 0) {
+          c.null();
+          break;
+        }
+        SmallVector<Attribute> refs;
+        for (unsigned k = start; k < start + len; ++k)
+          refs.push_back(c.ref(operands[k]));
+        c.args.push_back(c.b.getArrayAttr(refs));
+        break;
+      }
+      case ArgSpec::Dtypes: {
+        auto [start, len] = operandGroup(a.group);
+        SmallVector<Attribute> ds;
+        for (unsigned k = start; k < start + len; ++k)
+          ds.push_back(rtd::DtypeAttr::get(
+              c.ctx, getElementTypeOrSelf(op->getOperand(k).getType())));
+        c.args.push_back(c.b.getArrayAttr(ds));
+        break;
+      }
+      case ArgSpec::Numels: {
+        auto [start, len] = operandGroup(a.group);
+        SmallVector<int64_t> ns;
+        for (unsigned k = start; k < start + len; ++k)
+          ns.push_back(
+              cast<ShapedType>(op->getOperand(k).getType()).getNumElements());
+        c.ints(ns);
+        break;
+      }
+      case ArgSpec::Count:
+        c.i32(operandGroup(a.group).second);
+        break;
+      case ArgSpec::Shapes: {
+        auto [start, len] = operandGroup(a.group);
+        SmallVector<Attribute> ss;
+        for (unsigned k = start; k < start + len; ++k)
+          ss.push_back(c.b.getDenseI64ArrayAttr(
+              cast<ShapedType>(op->getOperand(k).getType()).getShape()));
+        c.args.push_back(c.b.getArrayAttr(ss));
+        break;
+      }
+      case ArgSpec::Flag: {
+        auto [start, len] = operandGroup(a.group);
+        if (len == 0) {
+          c.null();
+          c.dtype(Float32Type::get(c.ctx));
+        } else {
+          c.buffer(operands[start]);
+          c.dtype(op->getOperand(start).getType());
+        }
+        break;
+      }
+      case ArgSpec::I64:
+      case ArgSpec::I32: {
+        auto attr = op->getAttrOfType<IntegerAttr>(a.name);
+        if (!attr)
+          return op->emitError("has no integer attribute '") << a.name << "'";
+        if (a.kind == ArgSpec::I64)
+          c.i64(attr.getInt());
+        else
+          c.i32(attr.getInt());
+        break;
+      }
+      case ArgSpec::Bool: {
+        Attribute attr = op->getAttr(a.name);
+        auto b = dyn_cast_or_null<BoolAttr>(attr);
+        c.i32(b ? b.getValue() : attr != nullptr);
+        break;
+      }
+      case ArgSpec::F64: {
+        auto attr = op->getAttrOfType<FloatAttr>(a.name);
+        c.f64(attr ? attr.getValueAsDouble() : 0.0);
+        break;
+      }
+      case ArgSpec::Dims:
+      case ArgSpec::Each: {
+        auto attr = op->getAttrOfType<DenseI64ArrayAttr>(a.name);
+        if (!attr)
+          return op->emitError("has no i64 array attribute '") << a.name << "'";
+        if (a.kind == ArgSpec::Dims) {
+          c.ints(attr.asArrayRef());
+          c.i32(attr.size());
+        } else {
+          for (int64_t v : attr.asArrayRef())
+            c.i64(v);
+        }
+        break;
+      }
+      case ArgSpec::Gelu: {
+        auto attr = op->getAttrOfType<StringAttr>(a.name);
+        bool tanh = attr && attr.getValue() == "tanh";
+        c.cEnum(tanh ? "AMPC_GELU_TANH" : "AMPC_GELU_NONE", tanh ? 1 : 0);
+        break;
+      }
+      case ArgSpec::Enum:
+        c.cEnum(a.name, static_cast<int32_t>(a.value));
+        break;
+      case ArgSpec::ConstF64:
+        c.f64(a.value);
+        break;
+      case ArgSpec::ConstDtype:
+        c.dtype(Float32Type::get(c.ctx));
+        break;
+      case ArgSpec::MarkFoundInf:
+        foundInf.push_back((*results)[rule.resultGroup(op, a.group).first]);
+        break;
+      }
+    }
+    c.create(rw, op->getLoc(), rule.callee);
+    for (Value f : foundInf)
+      rtd::FoundInfOp::create(rw, op->getLoc(), f);
+    rw.replaceOp(op, *results);
+    return success();
   }
 
-  int32_t addConstSlot(Type type, std::vector<uint8_t> bytes, bool splat);
-  LogicalResult lowerOp(Operation *op);
-  LogicalResult assignResults(Operation *op);
+private:
+  const KernelRule &rule;
+};
+
+//===----------------------------------------------------------------------===//
+// Ops with more than a kernel row
+//===----------------------------------------------------------------------===//
+
+/// A constant: a buffer of its bytes, written when the program is created.
+struct ConstantPattern : OpConversionPattern<tg::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tg::ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto value = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!value)
+      return op.emitError("cannot lower a non-dense constant");
+    rw.replaceOp(op, rtd::ConstantOp::create(
+                         rw, op.getLoc(), rtd::BufferType::get(op.getContext()),
+                         cast<ElementsAttr>(value)));
+    return success();
+  }
+};
+
+/// A reshape is a view of its operand when buffer planning made it one,
+/// else a copy that converts the element type.
+struct ReshapePattern : OpConversionPattern<tg::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tg::ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    FailureOr<SmallVector<Value>> results =
+        resultBuffers(op, adaptor.getOperands(), rw);
+    if (failed(results))
+      return failure();
+    Value out = (*results)[0];
+    if (out != stripCasts(adaptor.getInput())) {
+      CallBuilder c(op.getContext());
+      c.tensor(out, op.getType());
+      c.tensor(adaptor.getInput(), op.getInput().getType());
+      c.create(rw, op.getLoc(), "ampc_reshape_fwd");
+    }
+    rw.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// The runtime has no broadcast kernel: sum's backward broadcasts dy over
+/// the reduced dims (kept as 1), and the input, seen with ones prepended to
+/// the result's rank, is exactly such a dy.
+struct BroadcastPattern : OpConversionPattern<tg::BroadcastToOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tg::BroadcastToOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    FailureOr<SmallVector<Value>> results =
+        resultBuffers(op, adaptor.getOperands(), rw);
+    if (failed(results))
+      return failure();
+    auto in = cast<ShapedType>(op.getInput().getType());
+    auto outShape = cast<ShapedType>(op.getType()).getShape();
+    SmallVector<int64_t> dy(outShape.size() - in.getRank(), 1);
+    dy.append(in.getShape().begin(), in.getShape().end());
+    SmallVector<int64_t> reduced;
+    for (size_t i = 0; i < dy.size(); ++i)
+      if (dy[i] == 1 && outShape[i] != 1)
+        reduced.push_back(i);
+    CallBuilder c(op.getContext());
+    c.tensor((*results)[0], op.getType());
+    if (reduced.empty()) {
+      c.tensor(adaptor.getInput(), op.getInput().getType());
+      c.create(rw, op.getLoc(), "ampc_reshape_fwd");
+    } else {
+      c.buffer(adaptor.getInput());
+      c.dtype(op.getInput().getType());
+      c.ints(dy);
+      c.i32(dy.size());
+      c.tensor(Value(), Type());
+      c.tensor(Value(), Type());
+      c.ints(reduced);
+      c.i32(reduced.size());
+      c.i32(1); // keepdim
+      c.create(rw, op.getLoc(), "ampc_sum_bwd");
+    }
+    rw.replaceOp(op, *results);
+    return success();
+  }
+};
+
+/// The gradient seed: the loss scale cast to the loss's type, or a 1.
+struct GradSeedPattern : OpConversionPattern<tg::GradSeedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tg::GradSeedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    FailureOr<SmallVector<Value>> results =
+        resultBuffers(op, adaptor.getOperands(), rw);
+    if (failed(results))
+      return failure();
+    CallBuilder c(op.getContext());
+    if (op.getScale()) {
+      c.tensor((*results)[0], op.getType());
+      c.tensor(adaptor.getScale(), op.getScale().getType());
+      c.create(rw, op.getLoc(), "ampc_cast_fwd");
+    } else {
+      c.buffer((*results)[0]);
+      c.dtype(op.getType());
+      c.i64(1);
+      c.f64(1.0);
+      c.create(rw, op.getLoc(), "ampc_fill");
+    }
+    rw.replaceOp(op, *results);
+    return success();
+  }
+};
+
+/// The step's return: outputs, and new parameter and state values copied
+/// into their slots unless computed there. The pass marks each returned
+/// value with `rt.targets`: an i64 output index, or an index-typed slot.
+struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto step = op->getParentOfType<rtd::StepOp>();
+    auto targets = op->getAttrOfType<ArrayAttr>("rt.targets");
+    if (!step || !targets || targets.size() != op.getNumOperands())
+      return failure();
+    Block &block = step.getBody().front();
+    for (auto [i, target] : llvm::enumerate(targets)) {
+      Value v = stripCasts(adaptor.getOperands()[i]);
+      Type type = op.getOperand(i).getType();
+      auto t = cast<IntegerAttr>(target);
+      if (!t.getType().isIndex()) {
+        rtd::OutputOp::create(rw, op.getLoc(), rw.getI64IntegerAttr(t.getInt()), v,
+                              TypeAttr::get(type));
+        continue;
+      }
+      Value slot = block.getArgument(t.getInt());
+      if (v == slot)
+        continue;
+      CallBuilder c(op.getContext());
+      c.buffer(slot);
+      c.buffer(v);
+      c.u64(rtd::tensorBytes(type));
+      c.cEnum("AMPC_MEMCPY_DEVICE_TO_DEVICE", 2);
+      c.create(rw, op.getLoc(), "ampc_memcpy");
+    }
+    rw.eraseOp(op);
+    return success();
+  }
 };
 } // namespace
 
-int32_t Lowering::addConstSlot(Type type, std::vector<uint8_t> bytes,
-                               bool splat) {
-  Slot s;
-  s.role = Slot::Role::Constant;
-  s.name = "const" + std::to_string(prog.slots.size());
-  s.dtype = dtypeOf(type);
-  s.shape = shapeOf(type);
-  s.bytes = getTensorBytes(type);
-  int32_t index = prog.slots.size();
-  prog.slots.push_back(s);
-  // Constants are written once at creation (a byte image of the value).
-  std::vector<Call> *saved = out;
-  out = &prog.init;
-  Call &c = call("ampc_memcpy", nullptr);
-  c.note = "constant";
-  c.args.push_back(buf({index, 0}));
-  Arg data;
-  data.kind = Arg::Kind::HostBytes;
-  if (splat) {
-    std::vector<uint8_t> full;
-    for (int64_t i = 0, e = s.bytes / std::max<size_t>(bytes.size(), 1); i < e;
-         ++i)
-      full.insert(full.end(), bytes.begin(), bytes.end());
-    bytes = std::move(full);
-  }
-  data.bytes = std::move(bytes);
-  c.args.push_back(data);
-  Arg n = i64(s.bytes);
-  n.ctype = CType::U64; // size_t
-  c.args.push_back(n);
-  c.args.push_back(i32(0, "AMPC_MEMCPY_HOST_TO_DEVICE"));
-  out = saved;
-  return index;
+void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
+                                                 RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  for (const Row &r : kernelTable())
+    patterns.add<KernelCallPattern>(converter, ctx, r.opName, r.rule);
+  patterns.add<ConstantPattern, ReshapePattern, BroadcastPattern,
+               GradSeedPattern, ReturnPattern>(converter, ctx);
 }
 
-LogicalResult Lowering::assignResults(Operation *op) {
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttrName);
-  for (OpResult result : op->getResults()) {
-    if (auto operand = getInPlaceOperand(op, result.getResultNumber())) {
-      refs[result] = ref(op->getOperand(*operand));
-      continue;
+//===----------------------------------------------------------------------===//
+// The pass: the program's structure around the patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Fingerprint {
+  uint64_t h = 1469598103934665603ull;
+  void mix(StringRef s) {
+    for (char ch : s) {
+      h ^= static_cast<uint8_t>(ch);
+      h *= 1099511628211ull;
     }
-    if (isa<tg::ConstantOp>(op))
-      continue;
-    if (!offsets || offsets[result.getResultNumber()] < 0)
-      return op->emitError("not buffer-planned (run ampc-buffer-planning)");
-    refs[result] = BufferRef{-1, offsets[result.getResultNumber()]};
+    h ^= 0xff;
+    h *= 1099511628211ull;
   }
-  return success();
-}
-
-/// Raw little-endian bytes of a dense constant's elements.
-static std::vector<uint8_t> constantBytes(DenseElementsAttr attr,
-                                          bool &splat) {
-  splat = attr.isSplat();
-  std::vector<uint8_t> bytes;
-  auto push = [&](const APInt &bits, unsigned width) {
-    uint64_t v = bits.getZExtValue();
-    for (unsigned b = 0; b < width / 8; ++b)
-      bytes.push_back(static_cast<uint8_t>(v >> (8 * b)));
-  };
-  Type elt = attr.getElementType();
-  auto values = splat ? 1 : attr.getNumElements();
-  if (auto ft = dyn_cast<FloatType>(elt)) {
-    auto it = attr.value_begin<APFloat>();
-    for (int64_t i = 0; i < values; ++i, ++it)
-      push((*it).bitcastToAPInt(), ft.getWidth());
-  } else {
-    unsigned width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
-    auto it = attr.value_begin<APInt>();
-    for (int64_t i = 0; i < values; ++i, ++it)
-      push((*it).zextOrTrunc(width), width);
-  }
-  return bytes;
-}
-
-static int64_t epilogueNone() { return 0; }
-
-LogicalResult Lowering::lowerOp(Operation *op) {
-  using namespace tg;
-  auto unary = [&](StringRef name, Value x) -> LogicalResult {
-    Call &c = call(("ampc_" + name + "_fwd").str(), op);
-    tensor(c, op->getResult(0));
-    tensor(c, x);
-    return success();
-  };
-  auto binary = [&](StringRef name) -> LogicalResult {
-    Call &c = call(("ampc_" + name + "_fwd").str(), op);
-    tensor(c, op->getResult(0));
-    tensor(c, op->getOperand(0));
-    tensor(c, op->getOperand(1));
-    return success();
-  };
-  auto pool = [&](Call &c, ArrayRef<int64_t> k, ArrayRef<int64_t> s,
-                  ArrayRef<int64_t> p) {
-    for (int64_t v : {k[0], k[1], s[0], s[1], p[0], p[1]})
-      c.args.push_back(i64(v));
-  };
-  auto conv = [&](Call &c, ArrayRef<int64_t> s, ArrayRef<int64_t> p,
-                  ArrayRef<int64_t> d, int64_t groups) {
-    for (int64_t v : {s[0], s[1], p[0], p[1], d[0], d[1], groups})
-      c.args.push_back(i64(v));
-  };
-  auto reduce = [&](Call &c, ArrayRef<int64_t> dims, bool keepdim) {
-    c.args.push_back(i64s(dims));
-    c.args.push_back(i32(dims.size()));
-    c.args.push_back(i32(keepdim));
-  };
-  auto gelu = [&](StringRef approx) {
-    return i32(approx == "tanh" ? 1 : 0,
-               approx == "tanh" ? "AMPC_GELU_TANH" : "AMPC_GELU_NONE");
-  };
-
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ConstantOp c) -> LogicalResult {
-        auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-        if (!dense)
-          return c.emitError("cannot lower a non-dense constant");
-        bool splat;
-        auto bytes = constantBytes(dense, splat);
-        refs[c.getResult()] =
-            BufferRef{addConstSlot(c.getType(), std::move(bytes), splat), 0};
-        return success();
-      })
-      .Case([&](CastOp c) { return unary("cast", c.getInput()); })
-      .Case([&](MatmulOp) { return binary("matmul"); })
-      .Case([&](LinearOp l) -> LogicalResult {
-        Call &c = call("ampc_linear_fwd", op);
-        tensor(c, l.getResult());
-        tensor(c, l.getInput());
-        tensor(c, l.getWeight());
-        tensor(c, l.getBias());
-        c.args.push_back(i32(epilogueNone(), "AMPC_EPILOGUE_NONE"));
-        return success();
-      })
-      .Case([&](Conv2dOp v) -> LogicalResult {
-        Call &c = call("ampc_conv2d_fwd", op);
-        tensor(c, v.getResult());
-        tensor(c, v.getInput());
-        tensor(c, v.getWeight());
-        tensor(c, v.getBias());
-        conv(c, v.getStride(), v.getPadding(), v.getDilation(), v.getGroups());
-        return success();
-      })
-      .Case([&](AddOp) { return binary("add"); })
-      .Case([&](SubOp) { return binary("sub"); })
-      .Case([&](MulOp) { return binary("mul"); })
-      .Case([&](DivOp) { return binary("div"); })
-      .Case([&](MaximumOp) { return binary("maximum"); })
-      .Case([&](MinimumOp) { return binary("minimum"); })
-      .Case([&](PowOp) { return binary("pow"); })
-      .Case<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReluOp, SiluOp,
-            SigmoidOp, TanhOp>([&](Operation *u) {
-        return unary(u->getName().stripDialect(), u->getOperand(0));
-      })
-      .Case([&](GeluOp g) -> LogicalResult {
-        Call &c = call("ampc_gelu_fwd", op);
-        tensor(c, g.getResult());
-        tensor(c, g.getInput());
-        c.args.push_back(gelu(g.getApproximate()));
-        return success();
-      })
-      .Case<SumOp, MeanOp, MaxOp>([&](Operation *r) -> LogicalResult {
-        Call &c = call(("ampc_" + r->getName().stripDialect() + "_fwd").str(),
-                       op);
-        tensor(c, r->getResult(0));
-        tensor(c, r->getOperand(0));
-        reduce(c, r->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef(),
-               r->hasAttr("keepdim"));
-        return success();
-      })
-      .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *s) -> LogicalResult {
-        Call &c = call(("ampc_" + s->getName().stripDialect() + "_fwd").str(),
-                       op);
-        tensor(c, s->getResult(0));
-        tensor(c, s->getOperand(0));
-        c.args.push_back(
-            i64(s->getAttrOfType<IntegerAttr>("dim").getInt()));
-        return success();
-      })
-      .Case([&](LayerNormOp l) -> LogicalResult {
-        Call &c = call("ampc_layer_norm_fwd", op);
-        tensor(c, l.getResult());
-        tensor(c, l.getInput());
-        tensor(c, l.getWeight());
-        tensor(c, l.getBias());
-        c.args.push_back(f64(l.getEps().convertToDouble()));
-        return success();
-      })
-      .Case([&](RmsNormOp l) -> LogicalResult {
-        Call &c = call("ampc_rms_norm_fwd", op);
-        tensor(c, l.getResult());
-        tensor(c, l.getInput());
-        tensor(c, l.getWeight());
-        c.args.push_back(f64(l.getEps().convertToDouble()));
-        return success();
-      })
-      .Case<MaxPool2dOp, AvgPool2dOp>([&](Operation *p) -> LogicalResult {
-        Call &c = call(("ampc_" + p->getName().stripDialect() + "_fwd").str(),
-                       op);
-        tensor(c, p->getResult(0));
-        tensor(c, p->getOperand(0));
-        pool(c, p->getAttrOfType<DenseI64ArrayAttr>("kernel").asArrayRef(),
-             p->getAttrOfType<DenseI64ArrayAttr>("stride").asArrayRef(),
-             p->getAttrOfType<DenseI64ArrayAttr>("padding").asArrayRef());
-        return success();
-      })
-      .Case([&](ReshapeOp r) -> LogicalResult {
-        if (ref(r.getResult()) == ref(r.getInput()))
-          return success(); // a view
-        return unary("reshape", r.getInput());
-      })
-      .Case([&](TransposeOp t) -> LogicalResult {
-        Call &c = call("ampc_transpose_fwd", op);
-        tensor(c, t.getResult());
-        tensor(c, t.getInput());
-        c.args.push_back(i64s(t.getPerm()));
-        c.args.push_back(i32(t.getPerm().size()));
-        return success();
-      })
-      .Case([&](ConcatOp cc) -> LogicalResult {
-        Call &c = call("ampc_concat_fwd", op);
-        tensor(c, cc.getResult());
-        c.args.push_back(bufList(cc.getInputs()));
-        c.args.push_back(dtypeList(cc.getInputs()));
-        Arg shapes;
-        shapes.kind = Arg::Kind::ShapeArray;
-        for (Value v : cc.getInputs())
-          shapes.shapes.push_back(shapeOf(v.getType()));
-        c.args.push_back(shapes);
-        c.args.push_back(i32(cc.getInputs().size()));
-        c.args.push_back(i64(cc.getDim()));
-        return success();
-      })
-      .Case([&](SliceOp s) -> LogicalResult {
-        Call &c = call("ampc_slice_fwd", op);
-        tensor(c, s.getResult());
-        tensor(c, s.getInput());
-        c.args.push_back(i64(s.getDim()));
-        c.args.push_back(i64(s.getStart()));
-        c.args.push_back(i64(s.getEnd()));
-        return success();
-      })
-      .Case([&](EmbeddingOp e) -> LogicalResult {
-        Call &c = call("ampc_embedding_fwd", op);
-        tensor(c, e.getResult());
-        tensor(c, e.getTable());
-        tensor(c, e.getIds());
-        return success();
-      })
-      .Case([&](CrossEntropyOp e) -> LogicalResult {
-        Call &c = call("ampc_cross_entropy_fwd", op);
-        tensor(c, e.getResult());
-        tensor(c, e.getLogits());
-        tensor(c, e.getLabels());
-        return success();
-      })
-      .Case([&](MseLossOp e) { return binary("mse_loss"); })
-      .Case([&](BroadcastToOp b) -> LogicalResult {
-        // The runtime has no broadcast kernel: sum's backward broadcasts dy
-        // over the reduced dims (kept as 1). The input, seen with ones
-        // prepended to the result's rank, is exactly such a dy.
-        auto in = cast<ShapedType>(b.getInput().getType());
-        auto outShape = shapeOf(b.getType());
-        std::vector<int64_t> dy(outShape.size() - in.getRank(), 1);
-        dy.insert(dy.end(), in.getShape().begin(), in.getShape().end());
-        std::vector<int64_t> dims;
-        for (size_t i = 0; i < dy.size(); ++i)
-          if (dy[i] == 1 && outShape[i] != 1)
-            dims.push_back(i);
-        if (dims.empty())
-          return unary("reshape", b.getInput());
-        Call &c = call("ampc_sum_bwd", op);
-        tensor(c, b.getResult());
-        c.args.push_back(buf(ref(b.getInput())));
-        c.args.push_back(dtype(dtypeOf(b.getInput().getType())));
-        c.args.push_back(i64s(dy));
-        c.args.push_back(i32(dy.size()));
-        tensor(c, Value());
-        tensor(c, Value());
-        reduce(c, dims, /*keepdim=*/true);
-        return success();
-      })
-      .Case([&](GradSeedOp s) -> LogicalResult {
-        if (s.getScale())
-          return unary("cast", s.getScale());
-        Call &c = call("ampc_fill", op);
-        c.args.push_back(buf(ref(s.getResult())));
-        c.args.push_back(dtype(dtypeOf(s.getType())));
-        c.args.push_back(i64(1));
-        c.args.push_back(f64(1.0));
-        return success();
-      })
-      // Backward ops.
-      .Case<ReluGradOp, AbsGradOp, SiluGradOp>([&](Operation *g) -> LogicalResult {
-        StringRef name = g->getName().stripDialect();
-        name.consume_back("_grad");
-        Call &c = call(("ampc_" + name + "_bwd").str(), op);
-        tensor(c, g->getResult(0));
-        tensor(c, g->getOperand(0));
-        tensor(c, g->getOperand(1));
-        return success();
-      })
-      .Case([&](GeluGradOp g) -> LogicalResult {
-        Call &c = call("ampc_gelu_bwd", op);
-        tensor(c, g.getResult());
-        tensor(c, g.getGrad());
-        tensor(c, g.getInput());
-        c.args.push_back(gelu(g.getApproximate()));
-        return success();
-      })
-      .Case<MaximumGradOp, MinimumGradOp, PowGradOp>([&](Operation *g) -> LogicalResult {
-        StringRef name = g->getName().stripDialect();
-        name.consume_back("_grad");
-        Call &c = call(("ampc_" + name + "_bwd").str(), op);
-        tensor(c, g->getResult(0));
-        tensor(c, g->getResult(1));
-        tensor(c, g->getOperand(0));
-        tensor(c, g->getOperand(1));
-        tensor(c, g->getOperand(2));
-        return success();
-      })
-      .Case([&](MaxGradOp g) -> LogicalResult {
-        Call &c = call("ampc_max_bwd", op);
-        tensor(c, g.getResult());
-        tensor(c, g.getGrad());
-        tensor(c, g.getInput());
-        tensor(c, g.getResultValue());
-        reduce(c, g.getDims(), g.getKeepdim());
-        return success();
-      })
-      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([&](Operation *g) -> LogicalResult {
-        StringRef name = g->getName().stripDialect();
-        name.consume_back("_grad");
-        Call &c = call(("ampc_" + name + "_bwd").str(), op);
-        tensor(c, g->getResult(0));
-        tensor(c, g->getOperand(0));
-        tensor(c, g->getOperand(1));
-        c.args.push_back(
-            i64(g->getAttrOfType<IntegerAttr>("dim").getInt()));
-        return success();
-      })
-      .Case([&](LayerNormGradOp g) -> LogicalResult {
-        Call &c = call("ampc_layer_norm_bwd", op);
-        tensor(c, g.getInputGrad());
-        tensor(c, g.getWeightGrad());
-        tensor(c, g.getBiasGrad());
-        tensor(c, g.getGrad());
-        tensor(c, g.getInput());
-        tensor(c, g.getWeight());
-        c.args.push_back(f64(g.getEps().convertToDouble()));
-        return success();
-      })
-      .Case([&](RmsNormGradOp g) -> LogicalResult {
-        Call &c = call("ampc_rms_norm_bwd", op);
-        tensor(c, g.getInputGrad());
-        tensor(c, g.getWeightGrad());
-        tensor(c, g.getGrad());
-        tensor(c, g.getInput());
-        tensor(c, g.getWeight());
-        c.args.push_back(f64(g.getEps().convertToDouble()));
-        return success();
-      })
-      .Case([&](Conv2dGradOp g) -> LogicalResult {
-        Call &c = call("ampc_conv2d_bwd", op);
-        tensor(c, g.getInputGrad());
-        tensor(c, g.getWeightGrad());
-        tensor(c, Value());
-        tensor(c, g.getGrad());
-        tensor(c, g.getInput());
-        tensor(c, g.getWeight());
-        conv(c, g.getStride(), g.getPadding(), g.getDilation(), g.getGroups());
-        return success();
-      })
-      .Case<MaxPool2dGradOp, AvgPool2dGradOp>([&](Operation *g) -> LogicalResult {
-        StringRef name = g->getName().stripDialect();
-        name.consume_back("_grad");
-        Call &c = call(("ampc_" + name + "_bwd").str(), op);
-        tensor(c, g->getResult(0));
-        tensor(c, g->getOperand(0));
-        tensor(c, g->getOperand(1));
-        pool(c, g->getAttrOfType<DenseI64ArrayAttr>("kernel").asArrayRef(),
-             g->getAttrOfType<DenseI64ArrayAttr>("stride").asArrayRef(),
-             g->getAttrOfType<DenseI64ArrayAttr>("padding").asArrayRef());
-        return success();
-      })
-      .Case([&](EmbeddingGradOp g) -> LogicalResult {
-        Call &c = call("ampc_embedding_bwd", op);
-        tensor(c, g.getResult());
-        tensor(c, g.getGrad());
-        tensor(c, g.getIds());
-        return success();
-      })
-      .Case([&](CrossEntropyGradOp g) -> LogicalResult {
-        Call &c = call("ampc_cross_entropy_bwd", op);
-        tensor(c, g.getResult());
-        tensor(c, g.getGrad());
-        tensor(c, g.getLogits());
-        tensor(c, g.getLabels());
-        return success();
-      })
-      .Case([&](MseLossGradOp g) -> LogicalResult {
-        Call &c = call("ampc_mse_loss_bwd", op);
-        tensor(c, g.getLhsGrad());
-        tensor(c, g.getRhsGrad());
-        tensor(c, g.getGrad());
-        tensor(c, g.getLhs());
-        tensor(c, g.getRhs());
-        return success();
-      })
-      // Loss scaling and optimizers: in place on their operands.
-      .Case([&](CheckFiniteAndUnscaleOp u) -> LogicalResult {
-        Call &c = call("ampc_check_finite_unscale", op);
-        c.args.push_back(buf(ref(u.getFoundInf())));
-        c.args.push_back(dtype(0));
-        c.args.push_back(bufList(u.getGrads()));
-        c.args.push_back(dtypeList(u.getGrads()));
-        c.args.push_back(numels(u.getGrads()));
-        c.args.push_back(i32(u.getGrads().size()));
-        c.args.push_back(buf(ref(u.getScale())));
-        prog.hasFoundInf = true;
-        prog.foundInf = ref(u.getFoundInf());
-        return success();
-      })
-      .Case([&](ClipGradNormOp g) -> LogicalResult {
-        Call &c = call("ampc_clip_grad_norm", op);
-        c.args.push_back(buf(ref(g.getTotalNorm())));
-        c.args.push_back(bufList(g.getGrads()));
-        c.args.push_back(dtypeList(g.getGrads()));
-        c.args.push_back(numels(g.getGrads()));
-        c.args.push_back(i32(g.getGrads().size()));
-        c.args.push_back(f64(g.getMaxNorm().convertToDouble()));
-        flag(c, g.getFoundInf());
-        return success();
-      })
-      .Case([&](SgdUpdateOp s) -> LogicalResult {
-        Call &c = call("ampc_sgd_update", op);
-        c.args.push_back(bufList(s.getParams()));
-        c.args.push_back(dtypeList(s.getParams()));
-        c.args.push_back(bufList(s.getGrads()));
-        c.args.push_back(dtypeList(s.getGrads()));
-        if (s.getMomentumBuffers().empty())
-          c.args.push_back(null());
-        else
-          c.args.push_back(bufList(s.getMomentumBuffers()));
-        c.args.push_back(numels(s.getParams()));
-        c.args.push_back(i32(s.getParams().size()));
-        c.args.push_back(f64(s.getLr().convertToDouble()));
-        c.args.push_back(f64(s.getMomentum().convertToDouble()));
-        c.args.push_back(f64(s.getWeightDecay().convertToDouble()));
-        c.args.push_back(i32(s.getNesterov()));
-        c.args.push_back(f64(0.0));
-        flag(c, s.getFoundInf());
-        return success();
-      })
-      .Case([&](AdamWUpdateOp a) -> LogicalResult {
-        Call &c = call("ampc_adamw_update", op);
-        c.args.push_back(bufList(a.getParams()));
-        c.args.push_back(dtypeList(a.getParams()));
-        c.args.push_back(bufList(a.getGrads()));
-        c.args.push_back(dtypeList(a.getGrads()));
-        c.args.push_back(bufList(a.getExpAvgs()));
-        c.args.push_back(bufList(a.getExpAvgSqs()));
-        c.args.push_back(buf(ref(a.getStep())));
-        c.args.push_back(numels(a.getParams()));
-        c.args.push_back(i32(a.getParams().size()));
-        c.args.push_back(f64(a.getLr().convertToDouble()));
-        c.args.push_back(f64(a.getBeta1().convertToDouble()));
-        c.args.push_back(f64(a.getBeta2().convertToDouble()));
-        c.args.push_back(f64(a.getEps().convertToDouble()));
-        c.args.push_back(f64(a.getWeightDecay().convertToDouble()));
-        c.args.push_back(f64(0.0));
-        flag(c, a.getFoundInf());
-        return success();
-      })
-      .Case([&](UpdateScaleOp u) -> LogicalResult {
-        Call &c = call("ampc_update_scale", op);
-        c.args.push_back(buf(ref(u.getScale())));
-        c.args.push_back(buf(ref(u.getGrowthTracker())));
-        c.args.push_back(buf(ref(u.getHysteresisLeft())));
-        flag(c, u.getFoundInf());
-        c.args.push_back(f64(u.getGrowthFactor().convertToDouble()));
-        c.args.push_back(f64(u.getBackoffFactor().convertToDouble()));
-        c.args.push_back(i32(u.getGrowthInterval()));
-        c.args.push_back(i32(u.getHysteresis()));
-        c.args.push_back(
-            f64(u.getMinScale() ? u.getMinScale()->convertToDouble() : 0.0));
-        c.args.push_back(
-            f64(u.getMaxScale() ? u.getMaxScale()->convertToDouble() : 0.0));
-        if (auto arg = dyn_cast<BlockArgument>(u.getScale()))
-          prog.scaleSlot = arg.getArgNumber();
-        return success();
-      })
-      .Default([&](Operation *other) -> LogicalResult {
-        return other->emitError("cannot lower '")
-               << other->getName() << "' to runtime calls";
-      });
-}
+};
 
 /// Follows in-place results back to the argument whose buffer they use.
-static std::optional<unsigned> argumentBehind(Value v) {
+std::optional<unsigned> argumentBehind(Value v) {
   while (true) {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getArgNumber();
@@ -694,178 +714,271 @@ static std::optional<unsigned> argumentBehind(Value v) {
   }
 }
 
-FailureOr<Program> Lowering::run() {
+/// Builds the rt.program of `func` around its (moved) body; the patterns
+/// then lower the body's ops.
+FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   using tg::TGDialect;
-  prog.name = func.getSymName().str();
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(func);
+  Location loc = func.getLoc();
+  auto arena = func->getAttrOfType<IntegerAttr>(kArenaSizeAttrName);
+  if (!arena)
+    return func.emitError("not buffer-planned (run ampc-buffer-planning)");
+  auto intermediate =
+      func->getAttrOfType<IntegerAttr>(kIntermediateBytesAttrName);
+  if (func.getBody().empty())
+    return func.emitError("has no body to lower");
+  Block &body = func.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret)
+    return func.emitError("does not end with 'func.return'");
+
+  llvm::StringMap<const KernelRule *> rules;
+  for (const Row &r : kernelTable())
+    rules[r.opName] = &r.rule;
+  Fingerprint fp;
+  fp.mix(func.getSymName());
+  // Slots: the arguments, in order, named as the graph names them.
+  struct SlotInfo {
+    rtd::SlotRole role;
+    std::string name;
+    int64_t intRange = 0;
+  };
+  std::vector<SlotInfo> slots;
+  llvm::StringSet<> used;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    SlotInfo s{rtd::SlotRole::input, "arg" + std::to_string(i)};
+    if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.input"))
+      s.name = n.str();
+    else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.param"))
+      s = {rtd::SlotRole::param, n.str()};
+    else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.state"))
+      s = {rtd::SlotRole::state, n.str()};
+    if (s.role != rtd::SlotRole::input) {
+      fp.mix(s.name);
+      fp.mix(std::to_string(rtd::dtypeOf(arg.getType())));
+      for (int64_t d : cast<ShapedType>(arg.getType()).getShape())
+        fp.mix(std::to_string(d));
+    }
+    // Consumers bound integer inputs (the table's index bounds).
+    for (OpOperand &use : arg.getUses()) {
+      Operation *user = use.getOwner();
+      auto it = rules.find(user->getName().getStringRef());
+      if (it == rules.end() || it->second->indexBound.operand < 0)
+        continue;
+      const KernelRule &rule = *it->second;
+      if (rule.operandGroup(user, rule.indexBound.operand).first !=
+          use.getOperandNumber())
+        continue;
+      Value bound =
+          user->getOperand(rule.operandGroup(user, rule.indexBound.bound).first);
+      s.intRange =
+          cast<ShapedType>(bound.getType()).getShape()[rule.indexBound.dim];
+    }
+    // Symbol names are unique; a clash (an input named like a parameter)
+    // gets a suffix.
+    std::string unique = s.name;
+    for (int k = 1; !used.insert(unique).second; ++k)
+      unique = s.name + "_" + std::to_string(k);
+    s.name = unique;
+    slots.push_back(s);
+  }
+  if (auto ls = func->getAttr(TGDialect::kLossScaleAttrName)) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << ls;
+    fp.mix(text);
+  }
+
+  // What each result is: an output, or the new value of a slot (found by
+  // the parameter's or state's name).
+  Builder attrs(ctx);
+  llvm::StringMap<unsigned> stateArgs;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned k = arg.getArgNumber();
+    StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
+    if (!n)
+      n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
+    if (n)
+      stateArgs[n.getValue()] = k;
+  }
+  SmallVector<Attribute> targets;
+  bool training = false;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (auto index =
+            func.getResultAttrOfType<IntegerAttr>(i, TGDialect::kOutputAttrName)) {
+      targets.push_back(attrs.getI64IntegerAttr(index.getInt()));
+      continue;
+    }
+    StringRef name;
+    if (auto n = func.getResultAttrOfType<StringAttr>(
+            i, TGDialect::kParamOutAttrName)) {
+      name = n.getValue();
+      training = true;
+    } else if (auto n = func.getResultAttrOfType<StringAttr>(
+                   i, TGDialect::kStateOutAttrName)) {
+      name = n.getValue();
+    } else {
+      return ret.emitError("result #")
+             << i << " has no tg.output, tg.param_out or tg.state_out";
+    }
+    std::optional<unsigned> target = argumentBehind(v);
+    if (auto it = stateArgs.find(name); it != stateArgs.end())
+      target = it->second;
+    if (!target)
+      return ret.emitError("result #")
+             << i << " ('" << name << "') matches no argument";
+    targets.push_back(attrs.getIndexAttr(*target));
+  }
+
+  auto program = rtd::ProgramOp::create(
+      b, loc, attrs.getStringAttr(func.getSymName()),
+      attrs.getI64IntegerAttr(arena.getInt()),
+      attrs.getI64IntegerAttr(intermediate ? intermediate.getInt() : 0),
+      attrs.getI64IntegerAttr(static_cast<int64_t>(fp.h)),
+      training ? attrs.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
+      FloatAttr());
   if (auto scaling =
           func->getAttrOfType<DictionaryAttr>(TGDialect::kLossScaleAttrName))
     if (auto mode = scaling.getAs<StringAttr>("mode");
         mode && mode.getValue() == "static")
       if (auto scale = scaling.getAs<FloatAttr>("scale"))
-        prog.staticScale = scale.getValueAsDouble();
-  if (auto a = func->getAttrOfType<IntegerAttr>(kArenaSizeAttrName))
-    prog.arenaSize = a.getInt();
-  else
-    return func.emitError("not buffer-planned (run ampc-buffer-planning)");
-  if (auto a = func->getAttrOfType<IntegerAttr>(kIntermediateBytesAttrName))
-    prog.intermediateBytes = a.getInt();
+        program.setStaticLossScaleAttr(
+            attrs.getF64FloatAttr(scale.getValueAsDouble()));
+  for (Operation &op : body)
+    if (auto u = dyn_cast<tg::UpdateScaleOp>(op))
+      if (auto arg = dyn_cast<BlockArgument>(u.getScale()))
+        program.setLossScaleAttr(
+            FlatSymbolRefAttr::get(ctx, slots[arg.getArgNumber()].name));
 
-  Block &body = func.getBody().front();
-  uint64_t fp = 1469598103934665603ull;
-  auto mix = [&](StringRef s) {
-    for (char ch : s) {
-      fp ^= static_cast<uint8_t>(ch);
-      fp *= 1099511628211ull;
-    }
-    fp ^= 0xff;
-    fp *= 1099511628211ull;
+  Block *programBlock = new Block();
+  program.getBody().push_back(programBlock);
+  OpBuilder pb = OpBuilder::atBlockEnd(programBlock);
+  for (auto [i, s] : llvm::enumerate(slots)) {
+    rtd::SlotOp::create(
+        pb, body.getArgument(i).getLoc(), rtd::SlotRoleAttr::get(ctx, s.role),
+        attrs.getStringAttr(s.name),
+        TypeAttr::get(body.getArgument(i).getType()),
+        s.intRange ? attrs.getI64IntegerAttr(s.intRange) : IntegerAttr());
+  }
+  Type bufferType = rtd::BufferType::get(ctx);
+  auto codeBlock = [&](Region &region) {
+    Block *block = new Block();
+    region.push_back(block);
+    for (size_t i = 0; i <= slots.size(); ++i)
+      block->addArgument(bufferType, loc);
+    return block;
   };
-  mix(prog.name);
-  // Slots 0..N-1 are the function's arguments, in order.
-  out = &prog.init;
+
+  // Initialisers of parameters and state.
+  auto init = rtd::InitOp::create(pb, loc);
+  Block *initBlock = codeBlock(init.getBody());
+  OpBuilder ib = OpBuilder::atBlockEnd(initBlock);
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
-    Slot s;
-    s.argIndex = i;
-    s.dtype = dtypeOf(arg.getType());
-    s.shape = shapeOf(arg.getType());
-    s.bytes = getTensorBytes(arg.getType());
-    if (auto name = func.getArgAttrOfType<StringAttr>(i, "tg.input")) {
-      s.role = Slot::Role::Input;
-      s.name = name.str();
-    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "tg.param")) {
-      s.role = Slot::Role::Param;
-      s.name = name.str();
-    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "tg.state")) {
-      s.role = Slot::Role::State;
-      s.name = name.str();
-    } else {
-      s.role = Slot::Role::Input;
-      s.name = "arg" + std::to_string(i);
-    }
-    refs[arg] = BufferRef{static_cast<int32_t>(i), 0};
-    if (s.role != Slot::Role::Input) {
-      mix(s.name);
-      mix(std::to_string(s.dtype));
-      for (int64_t d : s.shape)
-        mix(std::to_string(d));
-    }
-    // Consumers bound integer inputs: labels < C, ids < V.
-    for (Operation *user : arg.getUsers()) {
-      if (auto ce = dyn_cast<tg::CrossEntropyOp>(user))
-        if (ce.getLabels() == arg)
-          s.intRange = cast<ShapedType>(ce.getLogits().getType()).getShape()[1];
-      if (auto e = dyn_cast<tg::EmbeddingOp>(user))
-        if (e.getIds() == arg)
-          s.intRange = cast<ShapedType>(e.getTable().getType()).getShape()[0];
-    }
-    prog.slots.push_back(s);
-    if (s.role == Slot::Role::Input)
+    if (slots[i].role == rtd::SlotRole::input)
       continue;
-    auto init = func.getArgAttrOfType<tg::InitAttr>(i, TGDialect::kInitAttrName);
-    if (!init)
-      return func.emitError("argument '") << s.name << "' has no tg.init";
-    double a = init.getA().convertToDouble(), b = init.getB().convertToDouble();
+    auto initAttr =
+        func.getArgAttrOfType<tg::InitAttr>(i, TGDialect::kInitAttrName);
+    if (!initAttr)
+      return func.emitError("argument '") << slots[i].name << "' has no tg.init";
+    double lo = initAttr.getA().convertToDouble();
+    double hi = initAttr.getB().convertToDouble();
     int64_t numel = cast<ShapedType>(arg.getType()).getNumElements();
-    switch (init.getKind()) {
+    CallBuilder c(ctx);
+    c.buffer(initBlock->getArgument(i));
+    c.dtype(arg.getType());
+    c.i64(numel);
+    switch (initAttr.getKind()) {
     case tg::InitKind::zeros:
     case tg::InitKind::ones:
-    case tg::InitKind::full: {
-      Call &c = call("ampc_fill", nullptr);
-      c.note = "init " + s.name;
-      c.args.push_back(buf({static_cast<int32_t>(i), 0}));
-      c.args.push_back(dtype(s.dtype));
-      c.args.push_back(i64(numel));
-      c.args.push_back(f64(init.getKind() == tg::InitKind::zeros  ? 0.0
-                           : init.getKind() == tg::InitKind::ones ? 1.0
-                                                                  : a));
+    case tg::InitKind::full:
+      c.f64(initAttr.getKind() == tg::InitKind::zeros  ? 0.0
+            : initAttr.getKind() == tg::InitKind::ones ? 1.0
+                                                       : lo);
+      c.create(ib, arg.getLoc(), "ampc_fill");
       break;
-    }
     case tg::InitKind::normal:
-    case tg::InitKind::uniform: {
-      bool normal = init.getKind() == tg::InitKind::normal;
-      Call &c = call(normal ? "ampc_init_normal" : "ampc_init_uniform", nullptr);
-      c.note = "init " + s.name;
-      c.args.push_back(buf({static_cast<int32_t>(i), 0}));
-      c.args.push_back(dtype(s.dtype));
-      c.args.push_back(i64(numel));
-      c.args.push_back(seed());
+    case tg::InitKind::uniform:
+      c.args.push_back(rtd::SeedAttr::get(ctx));
       // Each argument draws from its own Philox stream.
-      c.args.push_back(u64(i));
-      c.args.push_back(f64(a));
-      c.args.push_back(f64(b));
+      c.u64(i);
+      c.f64(lo);
+      c.f64(hi);
+      c.create(ib, arg.getLoc(),
+               initAttr.getKind() == tg::InitKind::normal ? "ampc_init_normal"
+                                                          : "ampc_init_uniform");
       break;
-    }
     }
   }
 
-  out = &prog.step;
-  for (Operation &op : body) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        if (auto index = func.getResultAttrOfType<IntegerAttr>(
-                i, TGDialect::kOutputAttrName)) {
-          Output o;
-          o.index = index.getInt();
-          o.buffer = ref(v);
-          o.dtype = dtypeOf(v.getType());
-          o.shape = shapeOf(v.getType());
-          o.bytes = getTensorBytes(v.getType());
-          prog.outputs.push_back(o);
-          continue;
-        }
-        // A new parameter or state value: its argument's buffer holds it.
-        std::optional<unsigned> target = argumentBehind(v);
-        StringRef name;
-        // A step that updates parameters trains (`--steps` of them); one
-        // that only carries state (a scaler of `grad` results) runs once.
-        if (auto n = func.getResultAttrOfType<StringAttr>(
-                i, TGDialect::kParamOutAttrName)) {
-          name = n.getValue();
-          prog.training = true;
-        } else if (auto n = func.getResultAttrOfType<StringAttr>(
-                       i, TGDialect::kStateOutAttrName))
-          name = n.getValue();
-        else
-          return ret.emitError("result #") << i << " has no tg.output, "
-                                           << "tg.param_out or tg.state_out";
-        if (!name.empty())
-          for (const Slot &s : prog.slots)
-            if (s.role != Slot::Role::Input && s.name == name)
-              target = s.argIndex;
-        if (!target)
-          return ret.emitError("result #") << i << " ('" << name
-                                           << "') matches no argument";
-        BufferRef dst{static_cast<int32_t>(*target), 0};
-        if (ref(v) == dst)
-          continue;
-        Call &c = call("ampc_memcpy", nullptr);
-        c.note = "new " + name.str();
-        c.args.push_back(buf(dst));
-        c.args.push_back(buf(ref(v)));
-        Arg n = i64(getTensorBytes(v.getType()));
-        n.ctype = CType::U64;
-        c.args.push_back(n);
-        c.args.push_back(i32(2, "AMPC_MEMCPY_DEVICE_TO_DEVICE"));
-      }
-      continue;
-    }
-    if (failed(assignResults(&op)) || failed(lowerOp(&op)))
-      return failure();
+  // The step: the function's body, its arguments seen through casts of the
+  // slots' buffers until the patterns have rewritten every use.
+  auto step = rtd::StepOp::create(pb, loc);
+  Block *stepBlock = codeBlock(step.getBody());
+  OpBuilder sb = OpBuilder::atBlockEnd(stepBlock);
+  for (BlockArgument arg : body.getArguments()) {
+    auto cast = UnrealizedConversionCastOp::create(
+        sb, arg.getLoc(), arg.getType(),
+        stepBlock->getArgument(arg.getArgNumber()));
+    arg.replaceAllUsesWith(cast.getResult(0));
   }
-  // The fingerprint also covers the optimizer and scaler configuration.
-  if (auto ls = func->getAttr(TGDialect::kLossScaleAttrName)) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    os << ls;
-    mix(s);
-  }
-  prog.fingerprint = fp;
-  std::sort(prog.outputs.begin(), prog.outputs.end(),
-            [](const Output &a, const Output &b) { return a.index < b.index; });
-  return prog;
+  stepBlock->getOperations().splice(stepBlock->end(), body.getOperations());
+  ret->setAttr("rt.targets", attrs.getArrayAttr(targets));
+  return program;
 }
 
-FailureOr<Program> ampc::rt::lowerToRuntime(func::FuncOp func) {
-  return Lowering(func).run();
+struct ConvertTGToRuntimePass
+    : ampc::impl::ConvertTGToRuntimeBase<ConvertTGToRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    SmallVector<rtd::ProgramOp> programs;
+    for (func::FuncOp func : funcs) {
+      FailureOr<rtd::ProgramOp> program = buildProgram(func);
+      if (failed(program))
+        return signalPassFailure();
+      programs.push_back(*program);
+      func.erase();
+    }
+
+    RuntimeTypeConverter converter(ctx);
+    RewritePatternSet patterns(ctx);
+    populateTGToRuntimeConversionPatterns(converter, patterns);
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<rtd::RTDialect>();
+    target.addIllegalDialect<tg::TGDialect>();
+    target.addIllegalOp<func::ReturnOp>();
+    target.addLegalOp<UnrealizedConversionCastOp>();
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    for (rtd::ProgramOp program : programs) {
+      if (failed(applyPartialConversion(program.getStep(), target, frozen)))
+        return signalPassFailure();
+      // The casts of the slots' buffers are unused once every tg op is
+      // lowered.
+      SmallVector<UnrealizedConversionCastOp> casts;
+      program.getStep().walk(
+          [&](UnrealizedConversionCastOp c) { casts.push_back(c); });
+      for (auto c : llvm::reverse(casts))
+        if (c->use_empty())
+          c->erase();
+      bool left = false;
+      program.getStep().walk([&](UnrealizedConversionCastOp c) {
+        c.emitError("a value of the step is used by an op without a "
+                    "runtime lowering");
+        left = true;
+      });
+      if (left)
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace
+
+LogicalResult ampc::lowerToRuntime(ModuleOp module) {
+  PassManager pm(module.getContext());
+  pm.addPass(createConvertTGToRuntime());
+  return pm.run(module);
 }

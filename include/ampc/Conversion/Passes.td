@@ -1,0 +1,56 @@
+//===- Passes.td - ampc conversions ------------------------*- tablegen -*-===//
+
+#ifndef AMPC_CONVERSION_PASSES_TD
+#define AMPC_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTGToRuntime : Pass<"ampc-convert-tg-to-rt", "mlir::ModuleOp"> {
+  let summary = "Lower buffer-planned tg steps to runtime calls (the rt dialect)";
+  let description = [{
+    Replaces every `func.func` that `ampc-buffer-planning` has planned by an
+    `rt.program` of the same name: one `rt.slot` per argument (inputs,
+    parameters, state, in signature order), an `rt.init` with the
+    parameters' and state's initialisers (`tg.init`; random ones draw from
+    the Philox stream `(seed, argument index)`), and an `rt.step` holding,
+    in program order, the runtime calls of every `tg` op on the buffers the
+    planner gave it:
+
+    ```mlir
+    func.func @f(%x: tensor<64xf32> {tg.input = "x"})
+        -> (tensor<64xf32> {tg.output = 0 : i64})
+        attributes {tg.arena_size = 256 : i64, tg.intermediate_bytes = 256 : i64} {
+      %0 = tg.relu %x {tg.offsets = array<i64: 0>} : tensor<64xf32>
+      return %0 : tensor<64xf32>
+    }
+    ```
+    becomes
+    ```mlir
+    rt.program @f attributes {arena_size = 256 : i64, fingerprint = ... : i64,
+                              intermediate_bytes = 256 : i64} {
+      rt.slot input @x : tensor<64xf32>
+      rt.init {
+      ^bb0(%x: !rt.buffer, %arena: !rt.buffer):
+      }
+      rt.step {
+      ^bb0(%x: !rt.buffer, %arena: !rt.buffer):
+        %a0 = rt.view %arena[0]
+        rt.call "ampc_relu_fwd"(#rt.context, %a0, #rt.dtype<f32>, array<i64: 64>, 1 : i32,
+                                %x, #rt.dtype<f32>, array<i64: 64>, 1 : i32)
+        rt.output 0, %a0 : tensor<64xf32>
+      }
+    }
+    ```
+
+    Results the runtime computes in place (optimizer and scaler updates,
+    unscaling, clipping, element-type-preserving reshapes) are their
+    operand's buffer; a new parameter or state value not already in its
+    slot is copied there at the end of the step. What each op lowers to is
+    one table in lib/Conversion/TGToRuntime (callee and argument list per op).
+    An op without a rule, or a function that was not planned, is an error
+    located at it.
+  }];
+  let dependentDialects = ["ampc::rt::RTDialect"];
+}
+
+#endif // AMPC_CONVERSION_PASSES_TD

@@ -1,0 +1,81 @@
+//===- ProgramInfo.h - what consumers of an rt.program read -------*- C++ -*-===//
+//
+// The executor and the C++ emitter both need the slot table of a program
+// (names, roles, dtypes, sizes) and where its outputs, constants and scaler
+// flags live; this reads them from the IR once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_DIALECT_RT_PROGRAMINFO_H
+#define AMPC_DIALECT_RT_PROGRAMINFO_H
+
+#include "ampc/Dialect/RT/RTDialect.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampc::rt {
+
+/// Bytes of a statically shaped tensor (i1 takes one byte).
+int64_t tensorBytes(mlir::Type type);
+
+/// A persistent buffer: one per rt.slot, then one per rt.constant.
+struct Slot {
+  enum class Role { Input, Param, State, Constant };
+  Role role = Role::Input;
+  std::string name;
+  int32_t dtype = 0; ///< ampc_dtype
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  /// Inputs: the exclusive upper bound of valid integer values, else 0.
+  int64_t intRange = 0;
+  /// Constants: their value.
+  mlir::ElementsAttr value;
+};
+
+/// A value the step returns.
+struct Output {
+  int64_t index = 0;
+  mlir::Value buffer;
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+};
+
+/// An rt.program, described for its consumers.
+struct Program {
+  mutable ProgramOp op; ///< ops have no const accessors
+  std::string name;
+  int64_t arenaSize = 0;
+  int64_t intermediateBytes = 0;
+  std::vector<Slot> slots;
+  /// The rt.constant ops, in order; constant k is slot numArgs + k.
+  mutable std::vector<ConstantOp> constants;
+  size_t numArgs = 0; ///< slots declared by rt.slot
+  std::vector<Output> outputs; ///< by index
+  bool training = false;
+  int32_t scaleSlot = -1;   ///< a dynamic scaler's scale
+  double staticScale = 0.0; ///< a static scaler's scale, else 0
+  mlir::Value foundInf;     ///< the overflow flag, if any
+  uint64_t fingerprint = 0;
+
+  /// The slot a block argument of rt.init/rt.step stands for, or -1 (the
+  /// arena).
+  int32_t slotOf(mlir::BlockArgument arg) const {
+    return arg.getArgNumber() < numArgs ? int32_t(arg.getArgNumber()) : -1;
+  }
+};
+
+/// The bytes of a constant as the runtime stores them (little-endian, i1 as
+/// one byte, a splat repeated).
+std::vector<uint8_t> constantBytes(mlir::ElementsAttr value);
+
+/// Reads `op`.
+Program describeProgram(ProgramOp op);
+
+/// The ampc_dtype of a tensor's element type.
+int32_t dtypeOf(mlir::Type type);
+
+} // namespace ampc::rt
+
+#endif // AMPC_DIALECT_RT_PROGRAMINFO_H

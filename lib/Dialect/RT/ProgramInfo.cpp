@@ -1,0 +1,122 @@
+//===- ProgramInfo.cpp - what consumers of an rt.program read --------------===//
+
+#include "ampc/Dialect/RT/ProgramInfo.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace ampc::rt;
+
+int64_t ampc::rt::tensorBytes(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  Type elt = shaped.getElementType();
+  int64_t width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
+  return shaped.getNumElements() * (width / 8);
+}
+
+int32_t ampc::rt::dtypeOf(Type type) {
+  return DtypeAttr::get(type.getContext(), getElementTypeOrSelf(type))
+      .getValue();
+}
+
+static std::vector<int64_t> shapeOf(Type type) {
+  auto shape = cast<ShapedType>(type).getShape();
+  return std::vector<int64_t>(shape.begin(), shape.end());
+}
+
+Program ampc::rt::describeProgram(ProgramOp op) {
+  Program p;
+  p.op = op;
+  p.name = op.getSymName().str();
+  p.arenaSize = op.getArenaSize();
+  p.intermediateBytes = op.getIntermediateBytes();
+  p.fingerprint = static_cast<uint64_t>(op.getFingerprint());
+  p.training = op.getTraining();
+  if (auto s = op.getStaticLossScale())
+    p.staticScale = s->convertToDouble();
+  for (SlotOp slot : op.getSlots()) {
+    Slot s;
+    switch (slot.getRole()) {
+    case SlotRole::input:
+      s.role = Slot::Role::Input;
+      break;
+    case SlotRole::param:
+      s.role = Slot::Role::Param;
+      break;
+    case SlotRole::state:
+      s.role = Slot::Role::State;
+      break;
+    }
+    s.name = slot.getSymName().str();
+    s.dtype = dtypeOf(slot.getType());
+    s.shape = shapeOf(slot.getType());
+    s.bytes = tensorBytes(slot.getType());
+    if (auto r = slot.getIntRange())
+      s.intRange = *r;
+    if (auto scale = op.getLossScaleAttr();
+        scale && scale.getValue() == slot.getSymName())
+      p.scaleSlot = p.slots.size();
+    p.slots.push_back(std::move(s));
+  }
+  p.numArgs = p.slots.size();
+  for (Operation &o : op.getStep().getBody().front()) {
+    if (auto c = dyn_cast<ConstantOp>(o)) {
+      Slot s;
+      s.role = Slot::Role::Constant;
+      s.name = "const" + std::to_string(p.slots.size());
+      s.dtype = dtypeOf(c.getValue().getType());
+      s.shape = shapeOf(c.getValue().getType());
+      s.bytes = tensorBytes(c.getValue().getType());
+      s.value = c.getValue();
+      p.constants.push_back(c);
+      p.slots.push_back(std::move(s));
+    } else if (auto out = dyn_cast<OutputOp>(o)) {
+      Output r;
+      r.index = out.getIndex();
+      r.buffer = out.getBuffer();
+      r.dtype = dtypeOf(out.getType());
+      r.shape = shapeOf(out.getType());
+      r.bytes = tensorBytes(out.getType());
+      p.outputs.push_back(std::move(r));
+    } else if (auto f = dyn_cast<FoundInfOp>(o)) {
+      p.foundInf = f.getFlag();
+    }
+  }
+  std::stable_sort(p.outputs.begin(), p.outputs.end(),
+                   [](const Output &a, const Output &b) {
+                     return a.index < b.index;
+                   });
+  return p;
+}
+
+std::vector<uint8_t> ampc::rt::constantBytes(ElementsAttr value) {
+  auto attr = cast<DenseElementsAttr>(value);
+  std::vector<uint8_t> bytes;
+  auto push = [&](const APInt &bits, unsigned width) {
+    uint64_t v = bits.getZExtValue();
+    for (unsigned b = 0; b < width / 8; ++b)
+      bytes.push_back(static_cast<uint8_t>(v >> (8 * b)));
+  };
+  Type elt = attr.getElementType();
+  int64_t n = attr.getNumElements();
+  bool splat = attr.isSplat();
+  int64_t values = splat ? 1 : n;
+  if (auto ft = dyn_cast<FloatType>(elt)) {
+    auto it = attr.value_begin<APFloat>();
+    for (int64_t i = 0; i < values; ++i, ++it)
+      push((*it).bitcastToAPInt(), ft.getWidth());
+  } else {
+    unsigned width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
+    auto it = attr.value_begin<APInt>();
+    for (int64_t i = 0; i < values; ++i, ++it)
+      push((*it).zextOrTrunc(width), width);
+  }
+  if (splat && n > 1) {
+    std::vector<uint8_t> one = bytes;
+    bytes.clear();
+    bytes.reserve(one.size() * n);
+    for (int64_t i = 0; i < n; ++i)
+      bytes.insert(bytes.end(), one.begin(), one.end());
+  }
+  return bytes;
+}

@@ -1,0 +1,38 @@
+// RUN: ampc-opt %s --split-input-file -verify-diagnostics
+
+// expected-error @+1 {{needs one 'rt.init' and one 'rt.step'}}
+rt.program @none attributes {arena_size = 0 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64} {
+  rt.slot input @x : tensor<4xf32>
+}
+
+// -----
+
+rt.program @args attributes {arena_size = 0 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64} {
+  rt.slot input @x : tensor<4xf32>
+  rt.init {
+  ^bb0(%x: !rt.buffer, %arena: !rt.buffer):
+  }
+  // expected-error @+1 {{expects 2 block arguments (the 1 slots and the arena), got 1}}
+  rt.step {
+  ^bb0(%arena: !rt.buffer):
+  }
+}
+
+// -----
+
+rt.program @call attributes {arena_size = 256 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64} {
+  rt.init {
+  ^bb0(%arena: !rt.buffer):
+  }
+  rt.step {
+  ^bb0(%arena: !rt.buffer):
+    // expected-error @+1 {{argument #1 ("text") has no C type of the runtime ABI}}
+    rt.call "ampc_fill"(#rt.context, "text")
+  }
+}
+
+// -----
+
+// expected-error @+1 {{no runtime dtype for 'f64'}}
+rt.program @dtype attributes {arena_size = 256 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64, foo = #rt.dtype<f64>} {
+}
