@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
@@ -97,6 +98,11 @@ cl::opt<ampc::amp::UnknownOpMode> ampUnknownOps(
                clEnumValN(ampc::amp::UnknownOpMode::Error, "error",
                           "fail")),
     cl::cat(ampcCategory));
+cl::opt<bool> listOps("list-ops",
+                      cl::desc("Print every tg op record as JSON (operands, "
+                               "keyword attributes, AMP class, kernels) and "
+                               "exit"),
+                      cl::cat(ampcCategory));
 cl::opt<bool> printLocations(
     "locations",
     cl::desc("Print source locations in --emit=mlir (default: true; "
@@ -483,6 +489,10 @@ int main(int argc, char **argv) {
           &errStream)) {
     llvm::errs() << errors;
     return kUsageError;
+  }
+  if (listOps) {
+    llvm::outs() << ampc::tg::getOpListJSON();
+    return kSuccess;
   }
   if (inputFile.empty()) {
     llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";

@@ -105,6 +105,13 @@ poolOutputShape(const InferError &err, mlir::RankedTensorType x,
   return shape;
 }
 
+/// Result type of an elementwise binary op `name` (broadcast shapes,
+/// promoted element type); the inference of every TG_BinaryOp.
+mlir::LogicalResult inferBinary(llvm::StringRef name,
+                                std::optional<mlir::Location> loc,
+                                mlir::Value lhs, mlir::Value rhs,
+                                llvm::SmallVectorImpl<mlir::Type> &types);
+
 } // namespace ampc::tg::detail
 
 #endif // AMPC_LIB_DIALECT_TG_INFERSUPPORT_H
