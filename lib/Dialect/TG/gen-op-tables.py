@@ -201,6 +201,7 @@ def op_json(op):
         kws.append(entry)
     return {
         "name": op.name,
+        "summary": op.rec.get("summary", ""),
         "language": op.language or None,
         "operands": [n for n, _ in op.operands],
         "min_operands": lo,

@@ -329,18 +329,6 @@ def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor, TG_FP32,
 // dy where x > 0, else 0.
 def TG_ReluOp : TG_UnaryOp<"relu", "torch.relu", TG_FloatTensor, TG_Follow,
     (TGOp<"relu_grad"> $dy, $input)>;
-def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor, TG_Follow,
-    (TGOp<"silu_grad"> $dy, $input)>;
-// PyTorch's sigmoid_backward: dy * (1 - y) * y.
-def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
-    TG_Follow,
-    (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result), $result)),
-              $result)>;
-// PyTorch's tanh_backward: dy * (1 - y * y).
-def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
-    (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result),
-                             (TGOp<"mul"> $result, $result)))>;
-
 def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let summary = "Elementwise `F.gelu`";
   let description = [{
@@ -362,6 +350,18 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"approximate", "string", "none", ["none", "tanh"]>];
   let gradients = [(TGOp<"gelu_grad"> $dy, $input)];
 }
+
+def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor, TG_Follow,
+    (TGOp<"silu_grad"> $dy, $input)>;
+// PyTorch's sigmoid_backward: dy * (1 - y) * y.
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
+    TG_Follow,
+    (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result), $result)),
+              $result)>;
+// PyTorch's tanh_backward: dy * (1 - y * y).
+def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
+    (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result),
+                             (TGOp<"mul"> $result, $result)))>;
 
 //===----------------------------------------------------------------------===//
 // Reductions
