@@ -3,7 +3,7 @@
 
 A program is a list of statements, each defining one new tensor from earlier
 ones (and from inputs and parameters it creates as it goes), with shapes
-kept consistent by the shape rules of the language (docs/guide.md). Values are
+kept consistent by the shape rules of the `.tg` language. Values are
 kept in a moderate range (domains of log/sqrt/rsqrt/div/pow are guarded, exp
 reads a tanh), so a disagreement is a difference of semantics or precision,
 not two infinities. The loss is the sum of mean(v * v) over the values no

@@ -556,9 +556,12 @@ def gen_gradients(recs, ops):
 # ---------------------------------------------------------------------------
 
 def source_order(op_rec):
-    loc = (op_rec.get("!locs") or ["?:0"])[0]
+    """Forward ops before training ops, each in the order of the .td files
+    (a `defm` record is where the defm is)."""
+    loc = (op_rec.get("!locs") or ["?:0"])[-1]
     f, _, line = loc.rpartition(":")
-    return (0 if f.endswith("TGOps.td") else 1, f, int(line) if line.isdigit() else 0)
+    return (op_rec.get("training", 0), 0 if f.endswith("TGOps.td") else 1, f,
+            int(line) if line.isdigit() else 0)
 
 
 def load_ops(path):

@@ -1,9 +1,14 @@
 //===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
 //
-// One op per op of the `.tg` language (shared/spec/language.md), plus the
-// compiler's own `constant`, `cast`, `grad`, `grad_seed` and `minimize`.
-// Every op that can infers its result type; the inference functions are also
-// the verifiers and name both shapes and the offending dimension.
+// One op per op of the `.tg` language, plus the compiler's own `constant`,
+// `cast`, `grad`, `grad_seed` and `minimize`. Every op that can infers its
+// result type; the inference functions are also the verifiers and name both
+// shapes and the offending dimension.
+//
+// Each record also declares what the rest of the compiler needs to know
+// about the op (TGOpInfo.td): its AMP class, load conversion, in-place
+// operands, loss-scaling role, runtime kernels, its `.tg` spelling, its
+// PyTorch equivalent and (for most differentiable ops) its gradient rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -307,6 +312,51 @@ class TG_UnaryOp<string mnemonic, string torchName, Type operandType,
   }];
 }
 
+// The backward op of an elementwise op `fwd` with a kernel of its own; its
+// attributes (`attrs`) are those of the forward op.
+class TG_UnaryGradOp<string mnemonic, string fwd, TG_AmpClass cls = TG_Follow,
+                     dag attrs = (ins)> : TG_InferOp<mnemonic> {
+  let ampClass = cls;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_" # fwd # "_bwd"];
+  let summary = "Gradient of `tg." # fwd # "`: `dx = dy * " # fwd # "'(x)`";
+  let description = [{
+    `grad` is the gradient of the forward op's result, `input` the forward
+    op's input (same shape). The result has the input's shape and the
+    promoted float type of both operands. Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %x : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$input), attrs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($input), type($result))
+  }];
+}
+
+// An elementwise op whose gradient is a kernel of its own: the op and its
+// backward op `MNEMONIC_grad` (kernels `ampc_MNEMONIC_fwd` and
+// `ampc_MNEMONIC_bwd`), both with the attributes `attrs`. One `defm` adds
+// both, e.g.
+//
+//   defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu",
+//       TG_Follow, (ins DefaultValuedAttr<F64Attr, "0.01">:$negative_slope)>;
+//
+// defines TG_LeakyReluOp (`leaky_relu(x, negative_slope=0.01)` in the
+// language, F.leaky_relu in the reference, follow under AMP) and
+// TG_LeakyReluGradOp, with the gradient rule `dx = leaky_relu_grad(dy, x)`.
+multiclass TG_UnaryKernelOp<string mnemonic, string torchName,
+                            TG_AmpClass cls, dag attrs = (ins)> {
+  def Op : TG_UnaryOp<mnemonic, torchName, TG_FloatTensor, cls,
+                      (TGOp<mnemonic # "_grad"> $dy, $input), attrs>;
+  def GradOp : TG_UnaryGradOp<mnemonic # "_grad", mnemonic, cls, attrs>;
+}
+
 def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor, TG_Follow,
     (TGOp<"neg"> $dy)> {
   let hasFolder = 1;
@@ -327,8 +377,7 @@ def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor, TG_FP32,
     (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"mul"> (TGOp<"mul"> $result, $result), $result)),
               (TG_Scalar<"-0.5"> $result))>;
 // dy where x > 0, else 0.
-def TG_ReluOp : TG_UnaryOp<"relu", "torch.relu", TG_FloatTensor, TG_Follow,
-    (TGOp<"relu_grad"> $dy, $input)>;
+defm TG_Relu : TG_UnaryKernelOp<"relu", "torch.relu", TG_Follow>;
 def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let summary = "Elementwise `F.gelu`";
   let description = [{
@@ -351,8 +400,7 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let gradients = [(TGOp<"gelu_grad"> $dy, $input)];
 }
 
-def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor, TG_Follow,
-    (TGOp<"silu_grad"> $dy, $input)>;
+defm TG_Silu : TG_UnaryKernelOp<"silu", "F.silu", TG_Follow>;
 // PyTorch's sigmoid_backward: dy * (1 - y) * y.
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
     TG_Follow,

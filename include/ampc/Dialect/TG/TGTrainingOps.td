@@ -77,34 +77,8 @@ def TG_BroadcastToOp : TG_InferOp<"broadcast_to",
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-// The backward op of an elementwise op `fwd` with a kernel of its own; its
-// attributes (`attrs`) are those of the forward op.
-class TG_UnaryGradOp<string mnemonic, string fwd, TG_AmpClass cls = TG_Follow,
-                     dag attrs = (ins)> : TG_InferOp<mnemonic> {
-  let ampClass = cls;
-  let kernels = ["ampc_" # fwd # "_bwd"];
-  let summary = "Gradient of `tg." # fwd # "`: `dx = dy * " # fwd # "'(x)`";
-  let description = [{
-    `grad` is the gradient of the forward op's result, `input` the forward
-    op's input (same shape). The result has the input's shape and the
-    promoted float type of both operands. Runtime kernel:
-    `ampc_}] # fwd # [{_bwd`.
-
-    ```mlir
-    %dx = tg.}] # mnemonic # [{ %dy, %x : tensor<4x8xf32>, tensor<4x8xf32>
-    ```
-  }];
-  let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$input), attrs);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input attr-dict `:` type($grad) `,`
-    custom<StoreType>(type($input), type($result))
-  }];
-}
-
-def TG_ReluGradOp : TG_UnaryGradOp<"relu_grad", "relu">;
+// TG_UnaryGradOp (TGOps.td): backward ops with a kernel of their own.
 def TG_AbsGradOp : TG_UnaryGradOp<"abs_grad", "abs">;
-def TG_SiluGradOp : TG_UnaryGradOp<"silu_grad", "silu">;
 
 def TG_GeluGradOp : TG_InferOp<"gelu_grad"> {
   let summary = "Gradient of `tg.gelu`";
@@ -602,9 +576,9 @@ def TG_CheckFiniteAndUnscaleOp : TG_StrictInferOp<"check_finite_and_unscale"> {
 
 // All result types are fixed (buildable), so ODS builds them without inference.
 def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
-  let summary = "Dynamic loss-scale update (shared/spec/amp.md)";
+  let summary = "Dynamic loss-scale update (docs/amp.md)";
   let description = [{
-    The scale update of amp.md on device-resident state: `scale` (f32),
+    The scale update of loss scaling (docs/amp.md) on device-resident state: `scale` (f32),
     `growth_tracker` and `hysteresis_left` (i32). Returns their new values:
 
     ```
