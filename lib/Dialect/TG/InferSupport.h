@@ -112,6 +112,14 @@ mlir::LogicalResult inferBinary(llvm::StringRef name,
                                 mlir::Value lhs, mlir::Value rhs,
                                 llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of the backward op `name` of an elementwise op: the input's
+/// shape, the promoted type of `grad` and `input`; the inference of every
+/// TG_UnaryGradOp.
+mlir::LogicalResult inferUnaryGrad(llvm::StringRef name,
+                                   std::optional<mlir::Location> loc,
+                                   mlir::Value grad, mlir::Value input,
+                                   llvm::SmallVectorImpl<mlir::Type> &types);
+
 } // namespace ampc::tg::detail
 
 #endif // AMPC_LIB_DIALECT_TG_INFERSUPPORT_H

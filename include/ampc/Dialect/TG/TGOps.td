@@ -337,6 +337,14 @@ class TG_UnaryGradOp<string mnemonic, string fwd, TG_AmpClass cls = TG_Follow,
     $grad `,` $input attr-dict `:` type($grad) `,`
     custom<StoreType>(type($input), type($result))
   }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferUnaryGrad("}] # mnemonic # [{", loc,
+          adaptor.getGrad(), adaptor.getInput(), types);
+    }
+  }];
 }
 
 // An elementwise op whose gradient is a kernel of its own: the op and its
