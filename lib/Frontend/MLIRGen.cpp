@@ -613,21 +613,23 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
                                       SmallVectorImpl<NamedAttribute> &attrs) {
   StringRef name = kw.name;
   bool required = kw.isRequired();
+  // The default of a numeric keyword (none when it is required).
+  std::optional<int64_t> intDefault;
+  std::optional<double> floatDefault;
+  if (!required) {
+    floatDefault = defaultNumber(kw);
+    intDefault = static_cast<int64_t>(*floatDefault);
+  }
   switch (kw.kind) {
   case tg::KeywordKind::Float: {
-    auto v = getFloat(call, name,
-                      required ? std::nullopt
-                               : std::optional<double>(defaultNumber(kw)));
+    auto v = getFloat(call, name, floatDefault);
     if (failed(v))
       return failure();
     attrs.push_back(named(name, builder.getF64FloatAttr(*v)));
     return success();
   }
   case tg::KeywordKind::Int: {
-    auto v = getInt(call, name,
-                    required ? std::nullopt
-                             : std::optional<int64_t>(
-                                   static_cast<int64_t>(defaultNumber(kw))));
+    auto v = getInt(call, name, intDefault);
     if (failed(v))
       return failure();
     attrs.push_back(named(name, builder.getI64IntegerAttr(*v)));
@@ -691,10 +693,9 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
       if (failed(pair))
         llvm_unreachable("a pair defaults to a keyword built before it");
     } else {
-      std::optional<int64_t> dflt;
-      if (!required && !kw.defaultValue.starts_with("="))
-        dflt = static_cast<int64_t>(defaultNumber(kw));
-      pair = getPair(call, name, dflt);
+      pair = getPair(call, name,
+                     kw.defaultValue.starts_with("=") ? std::nullopt
+                                                      : intDefault);
     }
     if (failed(pair))
       return failure();
@@ -702,10 +703,7 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
     return success();
   }
   case tg::KeywordKind::Dim: {
-    auto dim = getInt(call, name,
-                      required ? std::nullopt
-                               : std::optional<int64_t>(
-                                     static_cast<int64_t>(defaultNumber(kw))));
+    auto dim = getInt(call, name, intDefault);
     if (failed(dim))
       return failure();
     auto nd = normalizeDim(*dim, cast<RankedTensorType>(ops[0].getType()),
