@@ -16,6 +16,9 @@ writes, for every op derived from TG_Op (the facts of TGOpInfo.td):
 
 A record without an AMP class, a keyword of an unknown kind or a gradient DAG
 that does not fit its op is an error: the build stops and says which record.
+With --runtime-kernels (the runtime's X-macro table, runtime_kernels.inc, when
+the tree has one) so is a kernel a record names that the runtime does not
+have, or an elementwise op whose float attributes differ from its kernel's.
 """
 
 import argparse
@@ -573,6 +576,47 @@ def load_ops(path):
     return recs, [Op(recs, r) for r in records]
 
 
+def runtime_kernels(path):
+    """{entry point: attribute names or None} of the runtime's kernel table
+    (an X-macro file: AMPC_UNARY_KERNEL(NAME, OP, N, (ATTRS)), ...)."""
+    with open(path) as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    kernels = {}
+    pairs = "UNARY_KERNEL|BINARY_KERNEL|REDUCTION_KERNEL|SOFTMAX_KERNEL|POOL_KERNEL|CUSTOM_KERNEL"
+    for m in re.finditer(r"^\s*AMPC_(%s|ENTRY)\(\s*(\w+)\s*(?:,([^\n]*))?\)\s*$" % pairs,
+                         text, flags=re.M):
+        family, name, rest = m.group(1), m.group(2), m.group(3) or ""
+        if family == "ENTRY":
+            kernels["ampc_" + name] = None
+            continue
+        attrs = None
+        if family == "UNARY_KERNEL":
+            inner = re.search(r"\(([^()]*)\)\s*$", rest)
+            attrs = [a.strip() for a in inner.group(1).split(",") if a.strip()] if inner else []
+        kernels["ampc_%s_fwd" % name] = attrs
+        kernels["ampc_%s_bwd" % name] = attrs
+    return kernels
+
+
+def check_kernels(ops, path):
+    kernels = runtime_kernels(path)
+    if not kernels:
+        raise RecordError("%s: no kernel entries" % path)
+    for op in ops:
+        for k in op.kernels:
+            if k not in kernels:
+                raise RecordError("%s: op '%s' lowers to '%s', which the runtime's kernel table "
+                                  "(%s) does not have" % (op.loc, op.name, k,
+                                                          os.path.basename(path)))
+            want = kernels[k]
+            if want is None or op.elementwise != "unary" or op.training:
+                continue
+            have = [n for n, c in op.attrs]
+            if have != want:
+                raise RecordError("%s: op '%s' has attributes (%s) but its kernel '%s' takes "
+                                  "(%s)" % (op.loc, op.name, ", ".join(have), k, ", ".join(want)))
+
+
 def write_if_changed(path, text):
     if os.path.exists(path):
         with open(path) as f:
@@ -586,11 +630,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", help="llvm-tblgen --dump-json output of TGOps.td")
     ap.add_argument("--outdir", required=True)
+    ap.add_argument("--runtime-kernels", metavar="FILE",
+                    help="check every kernel a record names against the runtime's table "
+                         "(skipped when FILE does not exist)")
     args = ap.parse_args(argv)
     try:
         recs, ops = load_ops(args.records)
         if not ops:
             raise RecordError("no TG_Op records in %s" % args.records)
+        if args.runtime_kernels and os.path.exists(args.runtime_kernels):
+            check_kernels(ops, args.runtime_kernels)
         doc = {"format": "ampc-ops", "version": 1, "ops": [op_json(op) for op in ops]}
         text = json.dumps(doc, indent=1) + "\n"
         files = {
