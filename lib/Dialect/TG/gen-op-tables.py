@@ -376,6 +376,8 @@ class GradGen:
             return self.shared[k]
         op_rec = self.recs.get(node["operator"])
         opname = op_rec["!name"]
+        if self.recs.isa(op_rec, "TGOp"):
+            return self.emit_op(node, indent)
         args = self.arguments(node, indent)
         pad = "  " * indent
         v = self.fresh()
@@ -399,9 +401,6 @@ class GradGen:
             inner = self.emit_op(node["args"][0][0], indent)
             self.lines.append("%sValue %s = %s->getResult(%d);" % (pad, v, inner,
                                                                   op_rec["index"]))
-        elif self.recs.isa(op_rec, "TGOp"):
-            self.counter -= 1
-            return self.emit_op(node, indent, args)
         else:
             self.err("unknown operator '%s'" % opname)
         return v
