@@ -33,7 +33,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,6 @@ NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
 # f32 values at or beyond this magnitude round to inf in f16 (RNE: 65504 is
 # the largest finite f16; the midpoint to the next binade rounds up).
 F16_OVERFLOW = 65520.0
-
 
 
 class UsageError(Exception):
