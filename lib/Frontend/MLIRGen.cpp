@@ -513,13 +513,17 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
     auto &bin = cast<BinaryExprAST>(e);
     switch (bin.op) {
     case '+':
-      return genBinary(tg::AddOp::getOperationName(), *bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::AddOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '-':
-      return genBinary(tg::SubOp::getOperationName(), *bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::SubOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '*':
-      return genBinary(tg::MulOp::getOperationName(), *bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::MulOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '/':
-      return genBinary(tg::DivOp::getOperationName(), *bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::DivOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     }
     error(e.getLoc()) << "unknown operator '" << bin.op << "'";
     return nullptr;
@@ -659,9 +663,9 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
         return attrError(call, *arg, expected);
       value = arg->value.string;
       if (!kw.allowed.empty() && !llvm::is_contained(kw.allowed, value)) {
-        error(arg->value.loc) << "attribute '" << name << "' of '"
-                              << call.callee << "' must be " << expected
-                              << ", found \"" << value << "\"";
+        error(arg->value.loc)
+            << "attribute '" << name << "' of '" << call.callee << "' must be "
+            << expected << ", found \"" << value << "\"";
         return failure();
       }
     }
@@ -693,9 +697,9 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
       if (failed(pair))
         llvm_unreachable("a pair defaults to a keyword built before it");
     } else {
-      pair = getPair(call, name,
-                     kw.defaultValue.starts_with("=") ? std::nullopt
-                                                      : intDefault);
+      pair =
+          getPair(call, name,
+                  kw.defaultValue.starts_with("=") ? std::nullopt : intDefault);
     }
     if (failed(pair))
       return failure();

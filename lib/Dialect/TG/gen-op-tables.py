@@ -130,6 +130,11 @@ class Op:
                 if kind == "bool" and name in attr_by_name and \
                         self.attr_base(attr_by_name[name]) == "UnitAttr":
                     kind = "flag"
+                if dflt.startswith("=") and not self.custom_frontend and \
+                        dflt[1:] not in [o["name"] for o in out]:
+                    raise RecordError("%s: keyword '%s' of '%s' defaults to '%s', which is not "
+                                      "a keyword before it" % (self.loc, name, self.name,
+                                                               dflt[1:]))
                 out.append({"name": name, "kind": kind, "default": dflt,
                             "allowed": list(k["allowed"])})
             return out
