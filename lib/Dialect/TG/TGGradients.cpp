@@ -300,20 +300,6 @@ LogicalResult MeanOp::buildGradient(OpBuilder &builder,
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReshapeOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
-  operandGrads[0] =
-      gb.fit(gb.reshape(dy, gb.type(getInput()).getShape()), getInput());
-  return success();
-}
-
 LogicalResult TransposeOp::buildGradient(OpBuilder &builder,
                                          ArrayRef<Value> resultGrads,
                                          ArrayRef<bool> wanted,
@@ -399,19 +385,6 @@ LogicalResult EmbeddingOp::buildGradient(OpBuilder &builder,
   int64_t rows = gb.type(getTable()).getDimSize(0);
   Value dt = EmbeddingGradOp::create(builder, gb.loc, dy, getIds(), rows);
   operandGrads[0] = gb.fit(dt, getTable());
-  return success();
-}
-
-LogicalResult BroadcastToOp::buildGradient(OpBuilder &builder,
-                                           ArrayRef<Value> resultGrads,
-                                           ArrayRef<bool> wanted,
-                                           SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
-  operandGrads[0] = gb.fit(dy, getInput());
   return success();
 }
 

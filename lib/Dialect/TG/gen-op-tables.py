@@ -395,6 +395,11 @@ class GradGen:
                 self.err("TG_SumTo takes a value and an operand")
             self.lines.append("%sValue %s = gb.sumTo(%s, gb.type(%s).getShape());" % (
                 pad, v, args[0], args[1]))
+        elif opname == "TG_ReshapeTo":
+            if len(args) != 2:
+                self.err("TG_ReshapeTo takes a value and an operand")
+            self.lines.append("%sValue %s = gb.reshape(%s, gb.type(%s).getShape());" % (
+                pad, v, args[0], args[1]))
         elif self.recs.isa(op_rec, "TG_Scalar"):
             if len(args) != 1:
                 self.err("TG_Scalar takes one value (whose element type it has)")
@@ -514,6 +519,7 @@ class GradGen:
         body.append("  OpBuilder &b = gb.b;")
         body.append("  Location loc = gb.loc;")
         body.append("  (void)b;")
+        body.append("  (void)loc;")
         # Shared nodes, in first-use order.
         order = []
         for d in dags:

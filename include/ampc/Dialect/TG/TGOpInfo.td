@@ -99,6 +99,8 @@ def TG_Identity;
 /// `(TG_SumTo v, $operand)`: v summed over the dims `$operand` was broadcast
 /// along, reshaped to its shape (not cast).
 def TG_SumTo;
+/// `(TG_ReshapeTo v, $operand)`: v reshaped to `$operand`'s shape.
+def TG_ReshapeTo;
 /// `(TG_Scalar<"2.0"> $like)`: a scalar constant of `$like`'s element type.
 /// Nodes are built left to right, their scalar constants last.
 class TG_Scalar<string v> { string value = v; }

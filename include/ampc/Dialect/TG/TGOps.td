@@ -593,6 +593,7 @@ def TG_ReshapeOp : TG_InferOp<"reshape", [TG_Differentiable]> {
   let ampClass = TG_Follow;
   // A reshape that keeps the element type is a view of its input.
   let inPlace = ["input"];
+  let gradients = [(TG_ReshapeTo $dy, $input)];
 }
 
 def TG_TransposeOp : TG_InferOp<"transpose", [TG_Differentiable]> {

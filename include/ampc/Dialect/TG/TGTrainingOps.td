@@ -71,6 +71,8 @@ def TG_BroadcastToOp : TG_InferOp<"broadcast_to",
   // The runtime broadcasts with sum's backward kernel (a reshape when no
   // dim is stretched).
   let kernels = ["ampc_sum_bwd", "ampc_reshape_fwd"];
+  // Summed over the broadcast dims (`fit`).
+  let gradients = [(TG_Identity $dy)];
 }
 
 //===----------------------------------------------------------------------===//
