@@ -10,6 +10,7 @@
 #include "ampc/Frontend/MLIRGen.h"
 
 #include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,10 +21,10 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace ampc;
@@ -120,10 +121,9 @@ private:
   /// Creates `OpTy` with `operands` and `attrs`, lets it infer its result
   /// types and verifies it. Emits the op's own diagnostic and returns null on
   /// failure (the half-built op is erased).
-  template <typename OpTy>
-  Operation *buildOp(mlir::Location l, ValueRange operands,
+  Operation *buildOp(StringRef opName, mlir::Location l, ValueRange operands,
                      ArrayRef<NamedAttribute> attrs, unsigned numResults = 1) {
-    OperationState state(l, OpTy::getOperationName());
+    OperationState state(l, opName);
     state.addOperands(operands);
     state.addAttributes(attrs);
     state.addTypes(SmallVector<Type>(numResults, builder.getNoneType()));
@@ -147,10 +147,21 @@ private:
   }
 
   template <typename OpTy>
+  Operation *buildOp(mlir::Location l, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs, unsigned numResults = 1) {
+    return buildOp(OpTy::getOperationName(), l, operands, attrs, numResults);
+  }
+
+  Value build(StringRef opName, mlir::Location l, ValueRange operands,
+              ArrayRef<NamedAttribute> attrs = {}) {
+    Operation *op = buildOp(opName, l, operands, attrs);
+    return op ? op->getResult(0) : Value();
+  }
+
+  template <typename OpTy>
   Value build(mlir::Location l, ValueRange operands,
               ArrayRef<NamedAttribute> attrs = {}) {
-    Operation *op = buildOp<OpTy>(l, operands, attrs);
-    return op ? op->getResult(0) : Value();
+    return build(OpTy::getOperationName(), l, operands, attrs);
   }
 
   NamedAttribute named(StringRef name, Attribute attr) {
@@ -215,11 +226,16 @@ private:
   Value genExpr(const ExprAST &e);
   Value genCall(const CallExprAST &call, unsigned numResults,
                 SmallVectorImpl<Value> *results = nullptr);
+  LogicalResult genKeyword(const CallExprAST &call, const tg::KeywordInfo &kw,
+                           ArrayRef<Value> ops,
+                           SmallVectorImpl<NamedAttribute> &attrs);
+  Value genCustomCall(const CallExprAST &call, const tg::OpInfo &info,
+                      ArrayRef<Value> ops, unsigned numResults,
+                      SmallVectorImpl<Value> *results);
 
   /// Generates `lhs OP rhs` where either side may be a bare number, which
   /// then takes the dtype of the other side.
-  template <typename OpTy>
-  Value genBinary(const ExprAST &lhs, const ExprAST &rhs,
+  Value genBinary(StringRef opName, const ExprAST &lhs, const ExprAST &rhs,
                   const frontend::Location &opLoc) {
     std::optional<Literal> l = asLiteral(lhs), r = asLiteral(rhs);
     Value a, b;
@@ -242,7 +258,7 @@ private:
     }
     if (!a || !b)
       return nullptr;
-    return build<OpTy>(loc(opLoc), {a, b});
+    return build(opName, loc(opLoc), {a, b});
   }
 
   /// Operands of a call that must be tensors (not bare numbers).
@@ -497,13 +513,17 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
     auto &bin = cast<BinaryExprAST>(e);
     switch (bin.op) {
     case '+':
-      return genBinary<tg::AddOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::AddOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '-':
-      return genBinary<tg::SubOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::SubOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '*':
-      return genBinary<tg::MulOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::MulOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     case '/':
-      return genBinary<tg::DivOp>(*bin.lhs, *bin.rhs, bin.getLoc());
+      return genBinary(tg::DivOp::getOperationName(), *bin.lhs, *bin.rhs,
+                       bin.getLoc());
     }
     error(e.getLoc()) << "unknown operator '" << bin.op << "'";
     return nullptr;
@@ -521,100 +541,15 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
   return nullptr;
 }
 
-namespace {
-enum class OpKind {
-  Unknown,
-  Matmul,
-  Linear,
-  Conv2d,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Maximum,
-  Minimum,
-  Pow,
-  Neg,
-  Abs,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Relu,
-  Gelu,
-  Silu,
-  Sigmoid,
-  Tanh,
-  Sum,
-  Mean,
-  Max,
-  Softmax,
-  LogSoftmax,
-  LayerNorm,
-  RmsNorm,
-  MaxPool2d,
-  AvgPool2d,
-  Reshape,
-  Transpose,
-  Concat,
-  Slice,
-  Embedding,
-  CrossEntropy,
-  MseLoss,
-  Cast,
-  Grad,
-};
-} // namespace
-
-static OpKind classifyCallee(StringRef name) {
-  return llvm::StringSwitch<OpKind>(name)
-      .Case("matmul", OpKind::Matmul)
-      .Case("linear", OpKind::Linear)
-      .Case("conv2d", OpKind::Conv2d)
-      .Case("add", OpKind::Add)
-      .Case("sub", OpKind::Sub)
-      .Case("mul", OpKind::Mul)
-      .Case("div", OpKind::Div)
-      .Case("maximum", OpKind::Maximum)
-      .Case("minimum", OpKind::Minimum)
-      .Case("pow", OpKind::Pow)
-      .Case("neg", OpKind::Neg)
-      .Case("abs", OpKind::Abs)
-      .Case("exp", OpKind::Exp)
-      .Case("log", OpKind::Log)
-      .Case("sqrt", OpKind::Sqrt)
-      .Case("rsqrt", OpKind::Rsqrt)
-      .Case("relu", OpKind::Relu)
-      .Case("gelu", OpKind::Gelu)
-      .Case("silu", OpKind::Silu)
-      .Case("sigmoid", OpKind::Sigmoid)
-      .Case("tanh", OpKind::Tanh)
-      .Case("sum", OpKind::Sum)
-      .Case("mean", OpKind::Mean)
-      .Case("max", OpKind::Max)
-      .Case("softmax", OpKind::Softmax)
-      .Case("log_softmax", OpKind::LogSoftmax)
-      .Case("layer_norm", OpKind::LayerNorm)
-      .Case("rms_norm", OpKind::RmsNorm)
-      .Case("max_pool2d", OpKind::MaxPool2d)
-      .Case("avg_pool2d", OpKind::AvgPool2d)
-      .Case("reshape", OpKind::Reshape)
-      .Case("transpose", OpKind::Transpose)
-      .Case("concat", OpKind::Concat)
-      .Case("slice", OpKind::Slice)
-      .Case("embedding", OpKind::Embedding)
-      .Case("cross_entropy", OpKind::CrossEntropy)
-      .Case("mse_loss", OpKind::MseLoss)
-      .Case("cast", OpKind::Cast)
-      .Case("grad", OpKind::Grad)
-      .Default(OpKind::Unknown);
-}
-
+/// The op `info` of a `.tg` call, built from its record: operand counts and
+/// keyword attributes (names, kinds, defaults) come from the dialect
+/// (TGOpInfo.h), so an op declared in ODS is callable without code here.
+/// Only the calls whose records say `customFrontend` have code of their own
+/// (genCustomCall).
 Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                            SmallVectorImpl<Value> *results) {
-  OpKind kind = classifyCallee(call.callee);
-  mlir::Location l = loc(call.getLoc());
-  if (kind == OpKind::Unknown) {
+  const tg::OpInfo *info = tg::lookupLanguageOp(call.callee);
+  if (!info) {
     if (call.callee == "sgd" || call.callee == "adamw")
       error(call.getLoc()) << "'" << call.callee
                            << "' is an optimizer: use it in 'minimize LOSS "
@@ -624,143 +559,169 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       error(call.getLoc()) << "unknown op '" << call.callee << "'";
     return nullptr;
   }
-  if (kind != OpKind::Grad && numResults != 1) {
+  bool isGrad = info->name == tg::GradOp::getOperationName();
+  if (!isGrad && numResults != 1) {
     error(call.getLoc()) << "'" << call.callee << "' produces one value, but "
                          << numResults << " names are assigned";
     return nullptr;
   }
+  SmallVector<StringRef> keywords;
+  for (const tg::KeywordInfo &kw : info->keywords)
+    keywords.push_back(kw.name);
+  size_t maxOperands = info->maxOperands == tg::OpInfo::kVariadic
+                           ? SIZE_MAX
+                           : size_t(info->maxOperands);
+  if (failed(checkArity(call, info->minOperands, maxOperands)) ||
+      failed(checkKeywords(call, keywords)))
+    return nullptr;
 
   // Binary elementwise ops accept bare numbers on either side.
-  auto binary = [&](auto tag) -> Value {
-    using OpTy = decltype(tag);
-    if (failed(checkArity(call, 2, 2)) || failed(checkKeywords(call, {})))
-      return nullptr;
-    return genBinary<OpTy>(*call.args[0], *call.args[1], call.getLoc());
-  };
-  // Unary ops without attributes.
-  auto unary = [&](auto tag) -> Value {
-    using OpTy = decltype(tag);
-    SmallVector<Value> ops;
-    if (failed(checkArity(call, 1, 1)) || failed(checkKeywords(call, {})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    return build<OpTy>(l, ops);
-  };
-
-  switch (kind) {
-  case OpKind::Add:
-    return binary(tg::AddOp());
-  case OpKind::Sub:
-    return binary(tg::SubOp());
-  case OpKind::Mul:
-    return binary(tg::MulOp());
-  case OpKind::Div:
-    return binary(tg::DivOp());
-  case OpKind::Maximum:
-    return binary(tg::MaximumOp());
-  case OpKind::Minimum:
-    return binary(tg::MinimumOp());
-  case OpKind::Pow:
-    return binary(tg::PowOp());
-  case OpKind::Neg:
-    return unary(tg::NegOp());
-  case OpKind::Abs:
-    return unary(tg::AbsOp());
-  case OpKind::Exp:
-    return unary(tg::ExpOp());
-  case OpKind::Log:
-    return unary(tg::LogOp());
-  case OpKind::Sqrt:
-    return unary(tg::SqrtOp());
-  case OpKind::Rsqrt:
-    return unary(tg::RsqrtOp());
-  case OpKind::Relu:
-    return unary(tg::ReluOp());
-  case OpKind::Silu:
-    return unary(tg::SiluOp());
-  case OpKind::Sigmoid:
-    return unary(tg::SigmoidOp());
-  case OpKind::Tanh:
-    return unary(tg::TanhOp());
-  default:
-    break;
-  }
+  if (info->elementwise == "binary")
+    return genBinary(info->name, *call.args[0], *call.args[1], call.getLoc());
 
   SmallVector<Value> ops;
-  switch (kind) {
-  case OpKind::Matmul:
-  case OpKind::Embedding:
-  case OpKind::CrossEntropy:
-  case OpKind::MseLoss: {
-    if (failed(checkArity(call, 2, 2)) || failed(checkKeywords(call, {})) ||
-        failed(genOperands(call, ops)))
+  if (failed(genOperands(call, ops)))
+    return nullptr;
+  if (info->customFrontend)
+    return genCustomCall(call, *info, ops, numResults, results);
+  SmallVector<NamedAttribute> attrs;
+  for (const tg::KeywordInfo &kw : info->keywords)
+    if (failed(genKeyword(call, kw, ops, attrs)))
       return nullptr;
-    if (kind == OpKind::Matmul)
-      return build<tg::MatmulOp>(l, ops);
-    if (kind == OpKind::Embedding)
-      return build<tg::EmbeddingOp>(l, ops);
-    if (kind == OpKind::CrossEntropy)
-      return build<tg::CrossEntropyOp>(l, ops);
-    return build<tg::MseLossOp>(l, ops);
+  return build(info->name, loc(call.getLoc()), ops, attrs);
+}
+
+/// The default of `kw` as a number.
+static double defaultNumber(const tg::KeywordInfo &kw) {
+  return std::strtod(kw.defaultValue.data(), nullptr);
+}
+
+/// The default of a list keyword: `N` or `[A, B, ...]`.
+static SmallVector<int64_t> defaultList(const tg::KeywordInfo &kw) {
+  SmallVector<int64_t> values;
+  StringRef text = kw.defaultValue;
+  text = text.trim().trim("[]");
+  SmallVector<StringRef> parts;
+  text.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    int64_t v = 0;
+    if (!part.trim().getAsInteger(10, v))
+      values.push_back(v);
   }
-  case OpKind::Linear:
-    if (failed(checkArity(call, 2, 3)) || failed(checkKeywords(call, {})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    return build<tg::LinearOp>(l, ops);
-  case OpKind::Conv2d: {
-    if (failed(checkArity(call, 2, 3)) ||
-        failed(
-            checkKeywords(call, {"stride", "padding", "dilation", "groups"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    auto stride = getPair(call, "stride", 1);
-    auto padding = getPair(call, "padding", 0);
-    auto dilation = getPair(call, "dilation", 1);
-    auto groups = getInt(call, "groups", 1);
-    if (failed(stride) || failed(padding) || failed(dilation) || failed(groups))
-      return nullptr;
-    return build<tg::Conv2dOp>(
-        l, ops,
-        {named("stride", builder.getDenseI64ArrayAttr(*stride)),
-         named("padding", builder.getDenseI64ArrayAttr(*padding)),
-         named("dilation", builder.getDenseI64ArrayAttr(*dilation)),
-         named("groups", builder.getI64IntegerAttr(*groups))});
+  return values;
+}
+
+LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
+                                      const tg::KeywordInfo &kw,
+                                      ArrayRef<Value> ops,
+                                      SmallVectorImpl<NamedAttribute> &attrs) {
+  StringRef name = kw.name;
+  bool required = kw.isRequired();
+  // The default of a numeric keyword (none when it is required).
+  std::optional<int64_t> intDefault;
+  std::optional<double> floatDefault;
+  if (!required) {
+    floatDefault = defaultNumber(kw);
+    intDefault = static_cast<int64_t>(*floatDefault);
   }
-  case OpKind::Gelu: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"approximate"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    std::string approx = "none";
-    if (const KeywordArg *kw = call.findKeyword("approximate")) {
-      if (kw->value.kind != AttrAST::Kind::String) {
-        (void)attrError(call, *kw, "\"none\" or \"tanh\"");
-        return nullptr;
+  switch (kw.kind) {
+  case tg::KeywordKind::Float: {
+    auto v = getFloat(call, name, floatDefault);
+    if (failed(v))
+      return failure();
+    attrs.push_back(named(name, builder.getF64FloatAttr(*v)));
+    return success();
+  }
+  case tg::KeywordKind::Int: {
+    auto v = getInt(call, name, intDefault);
+    if (failed(v))
+      return failure();
+    attrs.push_back(named(name, builder.getI64IntegerAttr(*v)));
+    return success();
+  }
+  case tg::KeywordKind::Bool:
+  case tg::KeywordKind::Flag: {
+    auto v = getBool(call, name, kw.defaultValue == "true");
+    if (failed(v))
+      return failure();
+    if (kw.kind == tg::KeywordKind::Bool)
+      attrs.push_back(named(name, builder.getBoolAttr(*v)));
+    else if (*v)
+      attrs.push_back(named(name, builder.getUnitAttr()));
+    return success();
+  }
+  case tg::KeywordKind::String: {
+    std::string value = kw.defaultValue.str();
+    if (const KeywordArg *arg = call.findKeyword(name)) {
+      std::string expected = "a string";
+      if (!kw.allowed.empty()) {
+        expected.clear();
+        for (auto [i, a] : llvm::enumerate(kw.allowed))
+          expected += (i ? " or \"" : "\"") + a.str() + "\"";
       }
-      approx = kw->value.string;
-      if (approx != "none" && approx != "tanh") {
-        error(kw->value.loc) << "attribute 'approximate' of 'gelu' must be "
-                                "\"none\" or \"tanh\", found \""
-                             << approx << "\"";
-        return nullptr;
+      if (arg->value.kind != AttrAST::Kind::String)
+        return attrError(call, *arg, expected);
+      value = arg->value.string;
+      if (!kw.allowed.empty() && !llvm::is_contained(kw.allowed, value)) {
+        error(arg->value.loc)
+            << "attribute '" << name << "' of '" << call.callee << "' must be "
+            << expected << ", found \"" << value << "\"";
+        return failure();
       }
     }
-    return build<tg::GeluOp>(
-        l, ops, {named("approximate", builder.getStringAttr(approx))});
+    attrs.push_back(named(name, builder.getStringAttr(value)));
+    return success();
   }
-  case OpKind::Sum:
-  case OpKind::Mean:
-  case OpKind::Max: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"dims", "keepdim"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
+  case tg::KeywordKind::Ints: {
+    auto list = getIntList(call, name);
+    if (failed(list))
+      return failure();
+    if (!*list && required) {
+      error(call.getLoc()) << "'" << call.callee << "' needs attribute '"
+                           << name << "'";
+      return failure();
+    }
+    SmallVector<int64_t> values = *list ? **list : defaultList(kw);
+    attrs.push_back(named(name, builder.getDenseI64ArrayAttr(values)));
+    return success();
+  }
+  case tg::KeywordKind::Pair: {
+    FailureOr<SmallVector<int64_t>> pair = failure();
+    if (kw.defaultValue.starts_with("=") && !call.findKeyword(name)) {
+      // The value of another keyword (built before this one).
+      StringRef from = kw.defaultValue.drop_front();
+      for (const NamedAttribute &a : attrs)
+        if (a.getName() == from)
+          pair = SmallVector<int64_t>(
+              cast<DenseI64ArrayAttr>(a.getValue()).asArrayRef());
+      if (failed(pair))
+        llvm_unreachable("a pair defaults to a keyword built before it");
+    } else {
+      pair =
+          getPair(call, name,
+                  kw.defaultValue.starts_with("=") ? std::nullopt : intDefault);
+    }
+    if (failed(pair))
+      return failure();
+    attrs.push_back(named(name, builder.getDenseI64ArrayAttr(*pair)));
+    return success();
+  }
+  case tg::KeywordKind::Dim: {
+    auto dim = getInt(call, name, intDefault);
+    if (failed(dim))
+      return failure();
+    auto nd = normalizeDim(*dim, cast<RankedTensorType>(ops[0].getType()),
+                           kwLoc(call, name));
+    if (failed(nd))
+      return failure();
+    attrs.push_back(named(name, builder.getI64IntegerAttr(*nd)));
+    return success();
+  }
+  case tg::KeywordKind::Dims: {
     auto type = cast<RankedTensorType>(ops[0].getType());
-    auto dimsOr = getIntList(call, "dims");
-    auto keep = getBool(call, "keepdim", false);
-    if (failed(dimsOr) || failed(keep))
-      return nullptr;
+    auto dimsOr = getIntList(call, name);
+    if (failed(dimsOr))
+      return failure();
     SmallVector<int64_t> dims;
     // No dims (or an empty list, as in torch.sum(x, dim=[])) reduces all.
     if (!*dimsOr || (*dimsOr)->empty()) {
@@ -768,107 +729,41 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
         dims.push_back(d);
     } else {
       for (auto [i, d] : llvm::enumerate(**dimsOr)) {
-        const frontend::Location &dl = kwElementLoc(call, "dims", i);
+        const frontend::Location &dl = kwElementLoc(call, name, i);
         if (type.getRank() == 0) {
           error(dl) << "cannot reduce a scalar over dim " << d;
-          return nullptr;
+          return failure();
         }
         auto nd = normalizeDim(d, type, dl);
         if (failed(nd))
-          return nullptr;
+          return failure();
         if (llvm::is_contained(dims, *nd)) {
-          error(dl) << "dim " << d << " appears twice in 'dims'";
-          return nullptr;
+          error(dl) << "dim " << d << " appears twice in '" << name << "'";
+          return failure();
         }
         dims.push_back(*nd);
       }
       llvm::sort(dims);
     }
-    SmallVector<NamedAttribute> attrs{
-        named("dims", builder.getDenseI64ArrayAttr(dims))};
-    if (*keep)
-      attrs.push_back(named("keepdim", builder.getUnitAttr()));
-    if (kind == OpKind::Sum)
-      return build<tg::SumOp>(l, ops, attrs);
-    if (kind == OpKind::Mean)
-      return build<tg::MeanOp>(l, ops, attrs);
-    return build<tg::MaxOp>(l, ops, attrs);
+    attrs.push_back(named(name, builder.getDenseI64ArrayAttr(dims)));
+    return success();
   }
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"dim"})) || failed(genOperands(call, ops)))
-      return nullptr;
-    auto dim = getInt(call, "dim", -1);
-    if (failed(dim))
-      return nullptr;
-    auto nd = normalizeDim(*dim, cast<RankedTensorType>(ops[0].getType()),
-                           kwLoc(call, "dim"));
-    if (failed(nd))
-      return nullptr;
-    NamedAttribute attr = named("dim", builder.getI64IntegerAttr(*nd));
-    if (kind == OpKind::Softmax)
-      return build<tg::SoftmaxOp>(l, ops, {attr});
-    return build<tg::LogSoftmaxOp>(l, ops, {attr});
+  case tg::KeywordKind::DType:
+    break;
   }
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm: {
-    bool isLayer = kind == OpKind::LayerNorm;
-    size_t n = isLayer ? 3 : 2;
-    if (failed(checkArity(call, n, n)) ||
-        failed(checkKeywords(call, {"eps"})) || failed(genOperands(call, ops)))
-      return nullptr;
-    auto eps = getFloat(call, "eps", isLayer ? 1e-5 : 1e-6);
-    if (failed(eps))
-      return nullptr;
-    NamedAttribute attr = named("eps", builder.getF64FloatAttr(*eps));
-    if (isLayer)
-      return build<tg::LayerNormOp>(l, ops, {attr});
-    return build<tg::RmsNormOp>(l, ops, {attr});
-  }
-  case OpKind::MaxPool2d:
-  case OpKind::AvgPool2d: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"kernel", "stride", "padding"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    auto kernel = getPair(call, "kernel", std::nullopt);
-    if (failed(kernel))
-      return nullptr;
-    // PyTorch: the stride defaults to the kernel size.
-    auto stride = call.findKeyword("stride")
-                      ? getPair(call, "stride", 1)
-                      : FailureOr<SmallVector<int64_t>>(*kernel);
-    auto padding = getPair(call, "padding", 0);
-    if (failed(stride) || failed(padding))
-      return nullptr;
-    SmallVector<NamedAttribute> attrs{
-        named("kernel", builder.getDenseI64ArrayAttr(*kernel)),
-        named("stride", builder.getDenseI64ArrayAttr(*stride)),
-        named("padding", builder.getDenseI64ArrayAttr(*padding))};
-    if (kind == OpKind::MaxPool2d)
-      return build<tg::MaxPool2dOp>(l, ops, attrs);
-    return build<tg::AvgPool2dOp>(l, ops, attrs);
-  }
-  case OpKind::Reshape: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"shape"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
-    auto shape = getIntList(call, "shape");
-    if (failed(shape))
-      return nullptr;
-    if (!*shape) {
-      error(call.getLoc()) << "'reshape' needs attribute 'shape'";
-      return nullptr;
-    }
-    return build<tg::ReshapeOp>(
-        l, ops, {named("shape", builder.getDenseI64ArrayAttr(**shape))});
-  }
-  case OpKind::Transpose: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"perm"})) || failed(genOperands(call, ops)))
-      return nullptr;
+  llvm_unreachable("a dtype keyword belongs to a custom call");
+}
+
+/// The calls that need code: `transpose` (its 2-D default), `concat` and
+/// `slice` (Python's index rules), `cast` (its result type) and `grad`
+/// (several results).
+Value MLIRGenImpl::genCustomCall(const CallExprAST &call,
+                                 const tg::OpInfo &info, ArrayRef<Value> ops,
+                                 unsigned numResults,
+                                 SmallVectorImpl<Value> *results) {
+  mlir::Location l = loc(call.getLoc());
+  StringRef name = info.name;
+  if (name == tg::TransposeOp::getOperationName()) {
     auto type = cast<RankedTensorType>(ops[0].getType());
     auto permOr = getIntList(call, "perm");
     if (failed(permOr))
@@ -891,10 +786,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     return build<tg::TransposeOp>(
         l, ops, {named("perm", builder.getDenseI64ArrayAttr(perm))});
   }
-  case OpKind::Concat: {
-    if (failed(checkArity(call, 1, SIZE_MAX)) ||
-        failed(checkKeywords(call, {"dim"})) || failed(genOperands(call, ops)))
-      return nullptr;
+  if (name == tg::ConcatOp::getOperationName()) {
     auto dim = getInt(call, "dim", 0);
     if (failed(dim))
       return nullptr;
@@ -911,11 +803,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     return build<tg::ConcatOp>(l, ops,
                                {named("dim", builder.getI64IntegerAttr(*nd))});
   }
-  case OpKind::Slice: {
-    if (failed(checkArity(call, 1, 1)) ||
-        failed(checkKeywords(call, {"dim", "start", "end"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
+  if (name == tg::SliceOp::getOperationName()) {
     auto type = cast<RankedTensorType>(ops[0].getType());
     auto dim = getInt(call, "dim", std::nullopt);
     if (failed(dim))
@@ -949,10 +837,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                                named("start", builder.getI64IntegerAttr(s)),
                                named("end", builder.getI64IntegerAttr(e))});
   }
-  case OpKind::Cast: {
-    if (failed(checkArity(call, 1, 1)) || failed(checkKeywords(call, {"to"})) ||
-        failed(genOperands(call, ops)))
-      return nullptr;
+  if (name == tg::CastOp::getOperationName()) {
     const KeywordArg *to = call.findKeyword("to");
     if (!to) {
       error(call.getLoc()) << "'cast' needs attribute 'to' (a dtype)";
@@ -966,10 +851,7 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
     auto result = type.clone(elementType(to->value.dtype));
     return tg::CastOp::create(builder, l, result, ops[0]);
   }
-  case OpKind::Grad: {
-    if (failed(checkArity(call, 2, SIZE_MAX)) ||
-        failed(checkKeywords(call, {})) || failed(genOperands(call, ops)))
-      return nullptr;
+  if (name == tg::GradOp::getOperationName()) {
     if (call.args.size() - 1 != numResults) {
       error(call.getLoc()) << "'grad' with respect to " << call.args.size() - 1
                            << " value" << (call.args.size() == 2 ? "" : "s")
@@ -1007,10 +889,8 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
       results->append(op->result_begin(), op->result_end());
     return op->getResult(0);
   }
-  default:
-    break;
-  }
-  llvm_unreachable("unhandled op kind");
+  error(call.getLoc()) << "'" << call.callee << "' has no frontend rule";
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//

@@ -32,45 +32,17 @@ std::optional<OpClass> ampc::amp::symbolizeOpClass(llvm::StringRef name) {
 }
 
 namespace {
-/// The defaults of amp.md. `lower` and `fp32` follow PyTorch's CUDA autocast
-/// lists; `mean` is fp32 (TensorFlow's deny list) because reductions stay in
-/// f32. Backward ops take the class of the forward op they differentiate.
+/// The defaults: the `ampClass` of every tg op record (TGOps.td,
+/// TGTrainingOps.td; a record without one does not build). `lower` and
+/// `fp32` follow PyTorch's CUDA autocast lists, `mean` is fp32 (TensorFlow's
+/// deny list) because reductions stay in f32, and a backward op takes the
+/// class of the forward op it differentiates. Registrations
+/// (`registerOpClass`) are layered on top.
 struct DefaultTable {
   llvm::StringMap<OpClass> classes;
   DefaultTable() {
-    for (const char *op : {"matmul", "linear", "conv2d"})
-      classes[std::string("tg.") + op] = OpClass::Lower;
-    for (const char *op :
-         {"exp", "log", "pow", "rsqrt", "softmax", "log_softmax", "layer_norm",
-          "rms_norm", "sum", "mean", "cross_entropy", "mse_loss"})
-      classes[std::string("tg.") + op] = OpClass::FP32;
-    for (const char *op :
-         {"add", "sub", "mul", "div", "maximum", "minimum", "concat"})
-      classes[std::string("tg.") + op] = OpClass::Promote;
-    for (const char *op :
-         {"neg", "abs", "sqrt", "relu", "gelu", "silu", "sigmoid", "tanh",
-          "max", "reshape", "transpose", "slice", "embedding", "max_pool2d",
-          "avg_pool2d", "constant", "grad", "grad_seed", "minimize"})
-      classes[std::string("tg.") + op] = OpClass::Follow;
-
-    // Training ops made by autodiff and loss scaling (TGTrainingOps.td).
-    // A backward op takes its forward op's class: backward GEMMs run in low
-    // precision, backward softmax/norm/loss ops in f32. Optimizer, clipping
-    // and loss-scaler ops read and write f32 master state: fp32.
-    classes["tg.conv2d_grad"] = OpClass::Lower;
-    for (const char *op :
-         {"pow_grad", "softmax_grad", "log_softmax_grad", "layer_norm_grad",
-          "rms_norm_grad", "cross_entropy_grad", "mse_loss_grad",
-          "sgd_update", "adamw_update", "clip_grad_norm",
-          "check_finite_and_unscale", "update_scale"})
-      classes[std::string("tg.") + op] = OpClass::FP32;
-    for (const char *op : {"maximum_grad", "minimum_grad"})
-      classes[std::string("tg.") + op] = OpClass::Promote;
-    for (const char *op :
-         {"relu_grad", "abs_grad", "silu_grad", "gelu_grad", "max_grad",
-          "max_pool2d_grad", "avg_pool2d_grad", "embedding_grad",
-          "broadcast_to"})
-      classes[std::string("tg.") + op] = OpClass::Follow;
+#define TG_AMP_CLASS(NAME, CLASS) classes[NAME] = OpClass::CLASS;
+#include "ampc/Dialect/TG/TGAmpClasses.inc"
   }
 };
 llvm::ManagedStatic<DefaultTable> defaultTable;

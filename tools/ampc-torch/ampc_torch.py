@@ -12,7 +12,11 @@ program as written; docs/json.md), never from a second parser.
       [--outputs-out DIR] [--amp=off|fp16|bf16 --amp-policy=reference]
       [--loss-scale=...] [--threads N]
 
-With --amp=fp16|bf16 it emulates ampc's reference policy (shared/spec/amp.md:
+The ops, their AMP classes and the PyTorch function of each come from
+`ampc --list-ops` (the op records of the dialect); only the ops whose meaning
+needs code have a rule here (OPS).
+
+With --amp=fp16|bf16 it emulates ampc's reference policy (docs/amp.md:
 torch.autocast's op classes, with `mean` in f32) on the CPU: every value is
 held in f32 and rounded to its autocast type with torch's round-to-nearest-
 even conversions, so a low-precision GEMM is its inputs rounded to low,
@@ -29,7 +33,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +42,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgops  # noqa: E402
+
 FLOATS = ("f32", "f16", "bf16")
 LOW_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
@@ -46,16 +52,6 @@ NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
 # f32 values at or beyond this magnitude round to inf in f16 (RNE: 65504 is
 # the largest finite f16; the midpoint to the next binade rounds up).
 F16_OVERFLOW = 65520.0
-
-# The default op classes of shared/spec/amp.md.
-DEFAULT_CLASSES = {}
-for _op in ("matmul", "linear", "conv2d"):
-    DEFAULT_CLASSES[_op] = "lower"
-for _op in ("exp", "log", "pow", "rsqrt", "softmax", "log_softmax", "layer_norm",
-            "rms_norm", "sum", "mean", "cross_entropy", "mse_loss"):
-    DEFAULT_CLASSES[_op] = "fp32"
-for _op in ("add", "sub", "mul", "div", "maximum", "minimum", "concat"):
-    DEFAULT_CLASSES[_op] = "promote"
 
 
 class UsageError(Exception):
@@ -133,18 +129,25 @@ def quantize(x, dtype, monitor):
 # ---------------------------------------------------------------------------
 
 def find_ampc(explicit=None):
-    if explicit:
-        return explicit
-    if os.environ.get("AMPC"):
-        return os.environ["AMPC"]
-    on_path = shutil.which("ampc")
-    if on_path:
-        return on_path
-    here = os.path.dirname(os.path.abspath(__file__))
-    built = os.path.join(here, "..", "..", "build", "bin", "ampc")
-    if os.path.exists(built):
-        return os.path.normpath(built)
-    raise UsageError("cannot find ampc: pass --ampc PATH or set $AMPC")
+    exe = tgops.find_ampc(explicit)
+    if exe is None:
+        raise UsageError("cannot find ampc: pass --ampc PATH or set $AMPC")
+    return exe
+
+
+def load_op_list(ampc=None):
+    """The op records of the dialect, `ampc --list-ops`: the ops, their
+    operands and keyword attributes, AMP classes and PyTorch equivalents.
+    {"tg.NAME": record}."""
+    try:
+        return tgops.load_op_list(find_ampc(ampc))
+    except RuntimeError as e:
+        raise InputError(str(e))
+
+
+def default_classes(op_list):
+    """The default AMP class of every op, by name without `tg.`."""
+    return {name[3:]: op["amp_class"] for name, op in op_list.items()}
 
 
 def load_program_json(path, ampc=None):
@@ -263,35 +266,16 @@ def _rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+# The ops whose record names no PyTorch function to call with the operands
+# and keyword attributes (the `torch` field of `ampc --list-ops`): their
+# meaning needs code. Every other op is computed by `torch_rule`.
 OPS = {
-    "matmul": lambda xs, a: torch.matmul(xs[0], xs[1]),
-    "linear": lambda xs, a: F.linear(xs[0], xs[1], xs[2] if len(xs) > 2 else None),
     "conv2d": lambda xs, a: F.conv2d(xs[0], xs[1], xs[2] if len(xs) > 2 else None,
                                      stride=tuple(a["stride"]), padding=tuple(a["padding"]),
                                      dilation=tuple(a["dilation"]), groups=a["groups"]),
-    "add": lambda xs, a: xs[0] + xs[1],
-    "sub": lambda xs, a: xs[0] - xs[1],
-    "mul": lambda xs, a: xs[0] * xs[1],
-    "div": lambda xs, a: xs[0] / xs[1],
-    "maximum": lambda xs, a: torch.maximum(xs[0], xs[1]),
-    "minimum": lambda xs, a: torch.minimum(xs[0], xs[1]),
-    "pow": lambda xs, a: torch.pow(xs[0], xs[1]),
-    "neg": lambda xs, a: -xs[0],
-    "abs": lambda xs, a: torch.abs(xs[0]),
-    "exp": lambda xs, a: torch.exp(xs[0]),
-    "log": lambda xs, a: torch.log(xs[0]),
-    "sqrt": lambda xs, a: torch.sqrt(xs[0]),
-    "rsqrt": lambda xs, a: torch.rsqrt(xs[0]),
-    "relu": lambda xs, a: torch.relu(xs[0]),
-    "gelu": lambda xs, a: F.gelu(xs[0], approximate=a.get("approximate", "none")),
-    "silu": lambda xs, a: F.silu(xs[0]),
-    "sigmoid": lambda xs, a: torch.sigmoid(xs[0]),
-    "tanh": lambda xs, a: torch.tanh(xs[0]),
     "sum": lambda xs, a: _reduce(torch.sum)(xs[0], a),
     "mean": lambda xs, a: _reduce(torch.mean)(xs[0], a),
     "max": lambda xs, a: _reduce(torch.amax)(xs[0], a),
-    "softmax": lambda xs, a: torch.softmax(xs[0], dim=a["dim"]),
-    "log_softmax": lambda xs, a: torch.log_softmax(xs[0], dim=a["dim"]),
     "layer_norm": lambda xs, a: F.layer_norm(xs[0], (xs[0].shape[-1],), xs[1], xs[2], a["eps"]),
     "rms_norm": lambda xs, a: _rms_norm(xs[0], xs[1], a["eps"]),
     "max_pool2d": lambda xs, a: F.max_pool2d(xs[0], tuple(a["kernel"]), tuple(a["stride"]),
@@ -303,9 +287,31 @@ OPS = {
     "concat": lambda xs, a: torch.cat(xs, dim=a["dim"]),
     "slice": lambda xs, a: xs[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
     "embedding": lambda xs, a: F.embedding(xs[1], xs[0]),
-    "cross_entropy": lambda xs, a: F.cross_entropy(xs[0], xs[1]),
-    "mse_loss": lambda xs, a: F.mse_loss(xs[0], xs[1]),
 }
+
+
+def torch_rule(record):
+    """The rule of an op whose record names its PyTorch function: that
+    function of the operands, with the op's keyword attributes (by the same
+    names) as keyword arguments."""
+    fn = torch
+    for part in record["torch"].split(".")[1:]:
+        fn = getattr(fn, part)
+    names = [a["name"] for a in record["attributes"]]
+
+    def run(xs, a):
+        return fn(*xs, **{n: a[n] for n in names if n in a})
+    return run
+
+
+def op_rule(record):
+    """How the reference computes an op: its PyTorch function, or code."""
+    name = record["name"][3:]
+    if name in OPS:
+        return OPS[name]
+    if record.get("torch"):
+        return torch_rule(record)
+    return None
 
 # Ops whose operands all take part in type promotion (amp.md's `promote`
 # rules, and any op reading several float tensors).
@@ -332,10 +338,10 @@ def promote(operands):
 
 
 class AmpConfig:
-    def __init__(self, mode="off", fp32=(), lower=(), follow=()):
+    def __init__(self, mode="off", fp32=(), lower=(), follow=(), classes=None):
         self.mode = mode
         self.low = {"fp16": "f16", "bf16": "bf16"}.get(mode)
-        self.classes = dict(DEFAULT_CLASSES)
+        self.classes = dict(classes or {})
         for names, cls in ((fp32, "fp32"), (lower, "lower"), (follow, "follow")):
             for n in names:
                 self.classes[n[3:] if n.startswith("tg.") else n] = cls
@@ -391,8 +397,14 @@ class Scaler:
 # ---------------------------------------------------------------------------
 
 class Runner:
-    def __init__(self, program, amp=None, scaler=None, monitor=False, track_gradients=False):
+    def __init__(self, program, amp=None, scaler=None, monitor=False, track_gradients=False,
+                 op_list=None):
         self.p = program
+        self.rules = {}
+        for name, record in (op_list or {}).items():
+            rule = op_rule(record)
+            if rule is not None:
+                self.rules[name[3:]] = rule
         self.track_gradients = track_gradients
         self.param_of_value = {a["value"]: a["name"] for a in program.params}
         self.amp = amp or AmpConfig()
@@ -587,7 +599,7 @@ class Runner:
                     y = x.trunc().to(torch.int64) if torch.is_floating_point(x) else x
                 vals[results[0]["value"]], dts[results[0]["value"]] = y, to
                 continue
-            if name not in OPS:
+            if name not in self.rules:
                 raise InputError("%s: the reference has no rule for 'tg.%s'" % (op["loc"], name))
             float_pos = [i for i, d in enumerate(in_dts) if d in FLOATS]
             if amp.low is not None and float_pos:
@@ -610,7 +622,7 @@ class Runner:
                 if compute in LOW_DTYPES and compute != in_dts[i]:
                     x = quantize(x, compute, self.monitor)  # autocast's cast
                 xs[i] = x
-            y = OPS[name](xs, op["attrs"])
+            y = self.rules[name](xs, op["attrs"])
             ys = y if isinstance(y, tuple) else (y,)
             for r, t, d in zip(results, ys, out_dts):
                 if d in FLOATS:
@@ -837,11 +849,12 @@ def make_runner(args, doc=None):
                          "(the fast policy promises the same or stricter numerics)")
     program = Program(doc if doc is not None else load_program_json(args.program, args.ampc),
                       args.graph)
+    op_list = load_op_list(args.ampc)
     amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
-                    split_ops(args.amp_follow))
+                    split_ops(args.amp_follow), default_classes(op_list))
     scaler = scaler_from_args(args, program.has_gradients())
     return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16",
-                  track_gradients=bool(args.grad_stats))
+                  track_gradients=bool(args.grad_stats), op_list=op_list)
 
 
 def run(args, doc=None):

@@ -161,7 +161,8 @@ def run_both(ampc, case, work, amp_flags):
         else:
             ap = argparse.ArgumentParser()
             ref.add_run_arguments(ap)
-            args = ap.parse_args([src, "--quiet", "--overflow-margin", "--grad-stats",
+            args = ap.parse_args([src, "--ampc", ampc, "--quiet", "--overflow-margin",
+                                  "--grad-stats",
                                   os.path.join(out, "grad_stats.json")] + common + files +
                                  [f for f in flags if ref_accepts(f)])
             ref.run(args, doc)
@@ -344,7 +345,8 @@ def check_case(ampc, case, amp_flags, keep=None):
 # Single-op programs: every op of the language, forward + grad and trained.
 # ---------------------------------------------------------------------------
 
-# name: (inputs [(name, type, shape)], expression)
+# name: (inputs [(name, type, shape)], expression). Elementwise ops of
+# `ampc --list-ops` that have no case here get one of their own (all_ops).
 OPS = {
     "matmul": ([("a", "f32", [4, 6]), ("b", "f32", [6, 5])], "matmul(a, b)"),
     "matmul_batched": ([("a", "f32", [2, 4, 6]), ("b", "f32", [6, 5])], "matmul(a, b)"),
@@ -400,15 +402,31 @@ OPS = {
 }
 
 
+def all_ops(ampc):
+    """OPS, plus a case for every elementwise op of the dialect it lacks: the
+    op with its default keyword attributes on a [4, 6] input (and a [6]
+    second operand for a binary op)."""
+    cases = dict(OPS)
+    for record in ref.load_op_list(ampc).values():
+        name, kind = record["language"], record["elementwise"]
+        if not name or not kind or any(k == name or k.startswith(name + "_") for k in cases):
+            continue
+        if kind == "unary":
+            cases[name] = ([("x", "f32", [4, 6])], "%s(x)" % name)
+        else:
+            cases[name] = ([("a", "f32", [4, 6]), ("b", "f32", [6])], "%s(a, b)" % name)
+    return cases
+
+
 def type_text(dtype, shape):
     return "%s[%s]" % (dtype, ", ".join(map(str, shape)))
 
 
-def op_programs(name, low=None):
+def op_programs(name, low=None, ops=None):
     """(forward+grad program, training program) of one op. With `low`
     (f16 or bf16), every float operand is first cast to it, so the op reads
     low-precision values (and its class decides what it computes in)."""
-    inputs, expr = OPS[name]
+    inputs, expr = (ops or OPS)[name]
     floats = [n for n, t, _ in inputs if t in ref.FLOATS]
     body = ""
     if low:
@@ -434,13 +452,14 @@ def op_programs(name, low=None):
     return fwd, train
 
 
-def op_cases(low=None):
+def op_cases(ampc, low=None):
     """Every op alone (forward + grad once, and 20 training steps); with
     `low`, also every op reading operands cast to that type."""
     cases = []
+    ops = all_ops(ampc)
     for variant in ([None, low] if low else [None]):
-        for name in OPS:
-            fwd, train = op_programs(name, variant)
+        for name in ops:
+            fwd, train = op_programs(name, variant, ops)
             tag = name + ("_" + variant if variant else "")
             cases.append(Case(tag, fwd, steps=1))
             cases.append(Case(tag + "_train", train, steps=20))
@@ -526,7 +545,7 @@ def main(argv=None):
         return 0 if report(cases, ampc, extra, args.verbose) else 1
     if args.command == "ops":
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
-        return 0 if report(op_cases(low), ampc, extra, args.verbose) else 1
+        return 0 if report(op_cases(ampc, low), ampc, extra, args.verbose) else 1
     if args.command == "examples":
         cases = example_cases(src_root)
         for cs in cases:

@@ -3,7 +3,7 @@
 
 A program is a list of statements, each defining one new tensor from earlier
 ones (and from inputs and parameters it creates as it goes), with shapes
-kept consistent by the shape rules of shared/spec/language.md. Values are
+kept consistent by the shape rules of the `.tg` language. Values are
 kept in a moderate range (domains of log/sqrt/rsqrt/div/pow are guarded, exp
 reads a tanh), so a disagreement is a difference of semantics or precision,
 not two infinities. The loss is the sum of mean(v * v) over the values no
@@ -38,6 +38,55 @@ def numel(shape):
 
 def type_text(dtype, shape):
     return "%s[%s]" % (dtype, ", ".join(map(str, shape)))
+
+
+# The elementwise ops come from the dialect (`ampc --list-ops`); only the
+# ones whose domain must be guarded, and the operator spellings, are here.
+UNARY_GUARDS = {
+    "exp": "exp(tanh({0}))",
+    "log": "log({0} * {0} + 0.5)",
+    "sqrt": "sqrt({0} * {0} + 0.5)",
+    "rsqrt": "rsqrt({0} * {0} + 0.5)",
+}
+UNARY_SPELLINGS = {"neg": ["neg({0})", "-{0}"]}
+BINARY_GUARDS = {
+    "div": "{0} / ({1} * {1} + 0.5)",
+    "pow": "pow({0} * {0} + 0.5, tanh({1}))",
+}
+BINARY_SPELLINGS = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}"}
+# Bare numbers next to a tensor.
+BINARY_EXTRAS = ["{0} * 0.5", "{0} + 1.5"]
+
+_TEMPLATES = {}
+
+
+def templates(ampc=None):
+    """(unary, binary) expression templates of every elementwise op of the
+    dialect, in the order of its records: each op with its default keyword
+    attributes, plus one template per other allowed value of a string
+    attribute (gelu's approximate="tanh")."""
+    key = ampc or ""
+    if key in _TEMPLATES:
+        return _TEMPLATES[key]
+    import tgops
+    exe = tgops.find_ampc(ampc)
+    if exe is None:
+        raise RuntimeError("cannot find ampc: pass --ampc PATH or set $AMPC")
+    unary, binary = [], []
+    for record in tgops.load_op_list(exe).values():
+        name, kind = record["language"], record["elementwise"]
+        if not name or not kind:
+            continue
+        if kind == "unary":
+            unary.extend(UNARY_SPELLINGS.get(name, [UNARY_GUARDS.get(name, name + "({0})")]))
+            for attr in record["attributes"]:
+                for value in attr.get("allowed", []):
+                    if value != attr.get("default"):
+                        unary.append('%s({0}, %s="%s")' % (name, attr["name"], value))
+        else:
+            binary.append(BINARY_SPELLINGS.get(name, BINARY_GUARDS.get(name, name + "({0}, {1})")))
+    _TEMPLATES[key] = (unary, binary + BINARY_EXTRAS)
+    return _TEMPLATES[key]
 
 
 class Program:
@@ -102,10 +151,11 @@ class Generator:
 
     FLOATS = ("f32", "f16", "bf16")
 
-    def __init__(self, rng, name, amp_pins=False):
+    def __init__(self, rng, name, amp_pins=False, ampc=None):
         self.rng = rng
         self.p = Program(name)
         self.amp_pins = amp_pins
+        self.unary_templates, self.binary_templates = templates(ampc)
 
     # -- pool -------------------------------------------------------------
     def pool(self, pred=lambda d, s: True):
@@ -166,10 +216,7 @@ class Generator:
     def unary(self):
         a = self.operand()
         s = self.shape_of(a)
-        template = self.rng.choice([
-            "neg({0})", "-{0}", "abs({0})", "exp(tanh({0}))", "log({0} * {0} + 0.5)",
-            "sqrt({0} * {0} + 0.5)", "rsqrt({0} * {0} + 0.5)", "relu({0})", "gelu({0})",
-            'gelu({0}, approximate="tanh")', "silu({0})", "sigmoid({0})", "tanh({0})"])
+        template = self.rng.choice(self.unary_templates)
         return self.add(template, [a], s)
 
     def broadcastable(self, shape):
@@ -188,10 +235,7 @@ class Generator:
         if self.rng.random() < 0.5:
             a, b = b, a
         out = broadcast(self.shape_of(a), self.shape_of(b))
-        template = self.rng.choice([
-            "{0} + {1}", "{0} - {1}", "{0} * {1}", "{0} / ({1} * {1} + 0.5)",
-            "maximum({0}, {1})", "minimum({0}, {1})", "pow({0} * {0} + 0.5, tanh({1}))",
-            "{0} * 0.5", "{0} + 1.5"])
+        template = self.rng.choice(self.binary_templates)
         if "{1}" not in template:
             return self.add(template, [a], self.shape_of(a))
         return self.add(template, [a, b], out)
@@ -376,9 +420,9 @@ def broadcast(a, b):
     return [max(x, y) for x, y in zip(a, b)]
 
 
-def generate(seed, index, amp_pins=False):
+def generate(seed, index, amp_pins=False, ampc=None):
     rng = random.Random(seed * 100003 + index)
-    return Generator(rng, "fuzz%d" % index, amp_pins).build(rng.randint(1, 7))
+    return Generator(rng, "fuzz%d" % index, amp_pins, ampc).build(rng.randint(1, 7))
 
 
 # ---------------------------------------------------------------------------
@@ -459,7 +503,7 @@ def fuzz(ampc, count, seed, amp_flags, save=None, verbose=False):
     amp = tgdiff.amp_mode(amp_flags)
     failures = ambiguous = 0
     for i in range(count):
-        prog = generate(seed, i, amp_pins=amp != "off")
+        prog = generate(seed, i, amp_pins=amp != "off", ampc=ampc)
 
         def problems_of(p):
             c = tgdiff.Case(p.name, p.render(), steps=5, seed=seed + i)
@@ -518,9 +562,11 @@ def main(argv=None):
     ap.add_argument("--count", type=int, default=10)
     ap.add_argument("--out", default="-")
     ap.add_argument("--pins", action="store_true", help="pin some ops (@f32/@f16/@bf16)")
+    ap.add_argument("--ampc", help="the ampc binary whose ops to use (default: $AMPC, PATH, "
+                                   "build/bin)")
     args = ap.parse_args(argv)
     for i in range(args.count):
-        text = generate(args.seed, i, args.pins).render()
+        text = generate(args.seed, i, args.pins, args.ampc).render()
         if args.out == "-":
             sys.stdout.write(text + "\n")
         else:

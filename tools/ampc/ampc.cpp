@@ -8,6 +8,7 @@
 
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Dialect/RT/RTDialect.h"
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
@@ -61,6 +62,8 @@ struct DriverOptions {
   EmitKind emit = EmitKind::MLIR;
   bool locations = true;
   bool runPipeline = true;
+  /// `--list-ops`: print the op records and exit.
+  bool listOps = false;
   std::string target = "cuda";
   std::string device = "cpu";
 };
@@ -155,6 +158,11 @@ cl::opt<ampc::amp::UnknownOpMode, true> ampUnknownOps(
                           "treat as follow"),
                clEnumValN(ampc::amp::UnknownOpMode::Error, "error", "fail")),
     cl::cat(ampcCategory));
+cl::opt<bool, true>
+    listOps("list-ops",
+            cl::desc("Print every tg op record as JSON (operands, keyword "
+                     "attributes, AMP class, kernels) and exit"),
+            cl::location(opts.listOps), cl::cat(ampcCategory));
 cl::opt<bool, true>
     printLocations("locations",
                    cl::desc(withDefault("Print source locations in --emit=mlir "
@@ -543,6 +551,10 @@ int main(int argc, char **argv) {
           &errStream)) {
     llvm::errs() << errors;
     return kUsageError;
+  }
+  if (opts.listOps) {
+    llvm::outs() << ampc::tg::getOpListJSON();
+    return kSuccess;
   }
   if (opts.input.empty()) {
     llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";

@@ -105,6 +105,21 @@ poolOutputShape(const InferError &err, mlir::RankedTensorType x,
   return shape;
 }
 
+/// Result type of an elementwise binary op `name` (broadcast shapes,
+/// promoted element type); the inference of every TG_BinaryOp.
+mlir::LogicalResult inferBinary(llvm::StringRef name,
+                                std::optional<mlir::Location> loc,
+                                mlir::Value lhs, mlir::Value rhs,
+                                llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of the backward op `name` of an elementwise op: the input's
+/// shape, the promoted type of `grad` and `input`; the inference of every
+/// TG_UnaryGradOp.
+mlir::LogicalResult inferUnaryGrad(llvm::StringRef name,
+                                   std::optional<mlir::Location> loc,
+                                   mlir::Value grad, mlir::Value input,
+                                   llvm::SmallVectorImpl<mlir::Type> &types);
+
 } // namespace ampc::tg::detail
 
 #endif // AMPC_LIB_DIALECT_TG_INFERSUPPORT_H

@@ -3,7 +3,9 @@
 // `GradientOpInterface::buildGradient` for every differentiable op: the
 // vector-Jacobian product of the op, written with forward `tg` ops where they
 // express it exactly and with the backward ops of TGTrainingOps.td where the
-// rule needs a comparison, a scatter or the op's internals.
+// rule needs a comparison, a scatter or the op's internals. Most rules are
+// data in the op records (`gradients`, expanded by gen-op-tables.py into
+// TGGradients.inc, included at the end); the ones here need C++.
 //
 // Conventions (TGInterfaces.td): the gradient of a value has the value's
 // type. Rules compute in the natural (promoted) type of the ops they build
@@ -140,19 +142,6 @@ static void initGrads(Operation *op, SmallVectorImpl<Value> &operandGrads) {
 // Casts and linear algebra
 //===----------------------------------------------------------------------===//
 
-LogicalResult CastOp::buildGradient(OpBuilder &builder,
-                                    ArrayRef<Value> resultGrads,
-                                    ArrayRef<bool> wanted,
-                                    SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  GradBuilder gb(builder, *this);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  operandGrads[0] = gb.fit(dy, getInput());
-  return success();
-}
-
 LogicalResult MatmulOp::buildGradient(OpBuilder &builder,
                                       ArrayRef<Value> resultGrads,
                                       ArrayRef<bool> wanted,
@@ -258,207 +247,6 @@ LogicalResult Conv2dOp::buildGradient(OpBuilder &builder,
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise binary ops
-//===----------------------------------------------------------------------===//
-
-/// Shared shape of the binary rules: skip integer operands and unwanted ones.
-template <typename Fn>
-static LogicalResult binaryGrad(Operation *op, OpBuilder &builder,
-                                ArrayRef<Value> resultGrads,
-                                ArrayRef<bool> wanted,
-                                SmallVectorImpl<Value> &operandGrads, Fn fn) {
-  initGrads(op, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !GradBuilder::isFloatValue(op->getResult(0)))
-    return success();
-  GradBuilder gb(builder, op);
-  bool wantA = wanted[0] && GradBuilder::isFloatValue(op->getOperand(0));
-  bool wantB = wanted[1] && GradBuilder::isFloatValue(op->getOperand(1));
-  if (!wantA && !wantB)
-    return success();
-  fn(gb, dy, op->getOperand(0), op->getOperand(1), wantA, wantB,
-     operandGrads[0], operandGrads[1]);
-  return success();
-}
-
-LogicalResult AddOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
-                    [](GradBuilder &gb, Value dy, Value a, Value b, bool wa,
-                       bool wb, Value &da, Value &db) {
-                      if (wa)
-                        da = gb.fit(dy, a);
-                      if (wb)
-                        db = gb.fit(dy, b);
-                    });
-}
-
-LogicalResult SubOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(
-      *this, builder, resultGrads, wanted, operandGrads,
-      [](GradBuilder &gb, Value dy, Value a, Value b, bool wa, bool wb,
-         Value &da, Value &db) {
-        if (wa)
-          da = gb.fit(dy, a);
-        if (wb) {
-          // Negate after the reduction: fewer elements, same values.
-          Value summed = gb.sumTo(dy, gb.type(b).getShape());
-          db = gb.cast(NegOp::create(gb.b, gb.loc, summed),
-                       gb.type(b).getElementType());
-        }
-      });
-}
-
-LogicalResult MulOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
-                    [](GradBuilder &gb, Value dy, Value a, Value b, bool wa,
-                       bool wb, Value &da, Value &db) {
-                      if (wa)
-                        da = gb.fit(MulOp::create(gb.b, gb.loc, dy, b), a);
-                      if (wb)
-                        db = gb.fit(MulOp::create(gb.b, gb.loc, dy, a), b);
-                    });
-}
-
-LogicalResult DivOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(
-      *this, builder, resultGrads, wanted, operandGrads,
-      [](GradBuilder &gb, Value dy, Value a, Value b, bool wa, bool wb,
-         Value &da, Value &db) {
-        if (wa) // da = dy / b
-          da = gb.fit(DivOp::create(gb.b, gb.loc, dy, b), a);
-        if (wb) {
-          // PyTorch's div_tensor_other_backward: -dy * ((a / b) / b).
-          Value q = DivOp::create(gb.b, gb.loc, a, b);
-          q = DivOp::create(gb.b, gb.loc, q, b);
-          Value t = MulOp::create(gb.b, gb.loc, dy, q);
-          db = gb.fit(NegOp::create(gb.b, gb.loc, t), b);
-        }
-      });
-}
-
-template <typename GradOpT>
-static void viaBackwardOp(GradBuilder &gb, Value dy, Value a, Value b, bool wa,
-                          bool wb, Value &da, Value &db) {
-  auto grad = GradOpT::create(gb.b, gb.loc, dy, a, b);
-  if (wa)
-    da = gb.fit(grad.getLhsGrad(), a);
-  if (wb)
-    db = gb.fit(grad.getRhsGrad(), b);
-}
-
-LogicalResult MaximumOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
-                    viaBackwardOp<MaximumGradOp>);
-}
-
-LogicalResult MinimumOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
-                    viaBackwardOp<MinimumGradOp>);
-}
-
-LogicalResult PowOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  return binaryGrad(*this, builder, resultGrads, wanted, operandGrads,
-                    viaBackwardOp<PowGradOp>);
-}
-
-//===----------------------------------------------------------------------===//
-// Elementwise unary ops
-//===----------------------------------------------------------------------===//
-
-/// Shared shape of the unary rules: `fn(gb, dy, x, y)` returns dx.
-template <typename Fn>
-static LogicalResult unaryGrad(Operation *op, OpBuilder &builder,
-                               ArrayRef<Value> resultGrads,
-                               ArrayRef<bool> wanted,
-                               SmallVectorImpl<Value> &operandGrads, Fn fn) {
-  initGrads(op, operandGrads);
-  Value dy = resultGrads[0];
-  Value x = op->getOperand(0);
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(x))
-    return success();
-  GradBuilder gb(builder, op);
-  operandGrads[0] = gb.fit(fn(gb, dy, x, op->getResult(0)), x);
-  return success();
-}
-
-#define TG_UNARY_GRAD(OP, BODY)                                                \
-  LogicalResult OP::buildGradient(OpBuilder &builder,                          \
-                                  ArrayRef<Value> resultGrads,                 \
-                                  ArrayRef<bool> wanted,                       \
-                                  SmallVectorImpl<Value> &operandGrads) {      \
-    return unaryGrad(*this, builder, resultGrads, wanted, operandGrads,        \
-                     [&](GradBuilder &gb, Value dy, Value x,                   \
-                         Value y) -> Value {                                   \
-                       (void)x;                                                \
-                       (void)y;                                                \
-                       OpBuilder &b = gb.b;                                    \
-                       Location loc = gb.loc;                                  \
-                       (void)b;                                                \
-                       (void)loc;                                              \
-                       BODY                                                    \
-                     });                                                       \
-  }
-
-// -dy
-TG_UNARY_GRAD(NegOp, { return NegOp::create(b, loc, dy); })
-// dy * sign(x), 0 at 0.
-TG_UNARY_GRAD(AbsOp, { return AbsGradOp::create(b, loc, dy, x); })
-// dy * exp(x), reusing the result.
-TG_UNARY_GRAD(ExpOp, { return MulOp::create(b, loc, dy, y); })
-// dy / x
-TG_UNARY_GRAD(LogOp, { return DivOp::create(b, loc, dy, x); })
-// PyTorch: dy / (2 * sqrt(x)).
-TG_UNARY_GRAD(SqrtOp, {
-  Value twice = MulOp::create(b, loc, y, gb.scalar(2.0, y));
-  return DivOp::create(b, loc, dy, twice);
-})
-// PyTorch: -0.5 * dy * rsqrt(x)^3.
-TG_UNARY_GRAD(RsqrtOp, {
-  Value cube = MulOp::create(b, loc, MulOp::create(b, loc, y, y), y);
-  Value t = MulOp::create(b, loc, dy, cube);
-  return MulOp::create(b, loc, t, gb.scalar(-0.5, y));
-})
-// dy where x > 0, else 0.
-TG_UNARY_GRAD(ReluOp, { return ReluGradOp::create(b, loc, dy, x); })
-TG_UNARY_GRAD(SiluOp, { return SiluGradOp::create(b, loc, dy, x); })
-// PyTorch's sigmoid_backward: dy * (1 - y) * y.
-TG_UNARY_GRAD(SigmoidOp, {
-  Value oneMinus = SubOp::create(b, loc, gb.scalar(1.0, y), y);
-  return MulOp::create(b, loc, MulOp::create(b, loc, dy, oneMinus), y);
-})
-// PyTorch's tanh_backward: dy * (1 - y * y).
-TG_UNARY_GRAD(TanhOp, {
-  Value sq = MulOp::create(b, loc, y, y);
-  Value oneMinus = SubOp::create(b, loc, gb.scalar(1.0, y), sq);
-  return MulOp::create(b, loc, dy, oneMinus);
-})
-TG_UNARY_GRAD(GeluOp, {
-  return GeluGradOp::create(b, loc, dy, x, getApproximateAttr());
-})
-#undef TG_UNARY_GRAD
-
-//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
@@ -508,147 +296,9 @@ LogicalResult MeanOp::buildGradient(OpBuilder &builder,
   return success();
 }
 
-LogicalResult MaxOp::buildGradient(OpBuilder &builder,
-                                   ArrayRef<Value> resultGrads,
-                                   ArrayRef<bool> wanted,
-                                   SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
-  Value dx = MaxGradOp::create(builder, gb.loc, dy, getInput(), getResult(),
-                               getDimsAttr(), getKeepdimAttr());
-  operandGrads[0] = gb.fit(dx, getInput());
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Normalization
-//===----------------------------------------------------------------------===//
-
-LogicalResult SoftmaxOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0])
-    return success();
-  GradBuilder gb(builder, *this);
-  Value dx = SoftmaxGradOp::create(builder, gb.loc, dy, getResult(),
-                                   getDimAttr());
-  operandGrads[0] = gb.fit(dx, getInput());
-  return success();
-}
-
-LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &builder,
-                                          ArrayRef<Value> resultGrads,
-                                          ArrayRef<bool> wanted,
-                                          SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0])
-    return success();
-  GradBuilder gb(builder, *this);
-  Value dx = LogSoftmaxGradOp::create(builder, gb.loc, dy, getResult(),
-                                      getDimAttr());
-  operandGrads[0] = gb.fit(dx, getInput());
-  return success();
-}
-
-LogicalResult LayerNormOp::buildGradient(OpBuilder &builder,
-                                         ArrayRef<Value> resultGrads,
-                                         ArrayRef<bool> wanted,
-                                         SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !llvm::is_contained(wanted, true))
-    return success();
-  GradBuilder gb(builder, *this);
-  auto grad = LayerNormGradOp::create(builder, gb.loc, dy, getInput(),
-                                      getWeight(), getEpsAttr());
-  if (wanted[0])
-    operandGrads[0] = gb.fit(grad.getInputGrad(), getInput());
-  if (wanted[1])
-    operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
-  if (wanted[2])
-    operandGrads[2] = gb.fit(grad.getBiasGrad(), getBias());
-  return success();
-}
-
-LogicalResult RmsNormOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !llvm::is_contained(wanted, true))
-    return success();
-  GradBuilder gb(builder, *this);
-  auto grad = RmsNormGradOp::create(builder, gb.loc, dy, getInput(),
-                                    getWeight(), getEpsAttr());
-  if (wanted[0])
-    operandGrads[0] = gb.fit(grad.getInputGrad(), getInput());
-  if (wanted[1])
-    operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Pooling
-//===----------------------------------------------------------------------===//
-
-template <typename GradOpT, typename PoolOpT>
-static LogicalResult poolGrad(PoolOpT op, OpBuilder &builder,
-                              ArrayRef<Value> resultGrads,
-                              ArrayRef<bool> wanted,
-                              SmallVectorImpl<Value> &operandGrads) {
-  initGrads(op, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0])
-    return success();
-  GradBuilder gb(builder, op);
-  Value dx = GradOpT::create(builder, gb.loc, dy, op.getInput(),
-                             op.getKernelAttr(), op.getStrideAttr(),
-                             op.getPaddingAttr());
-  operandGrads[0] = gb.fit(dx, op.getInput());
-  return success();
-}
-
-LogicalResult MaxPool2dOp::buildGradient(OpBuilder &builder,
-                                         ArrayRef<Value> resultGrads,
-                                         ArrayRef<bool> wanted,
-                                         SmallVectorImpl<Value> &operandGrads) {
-  return poolGrad<MaxPool2dGradOp>(*this, builder, resultGrads, wanted,
-                                   operandGrads);
-}
-
-LogicalResult AvgPool2dOp::buildGradient(OpBuilder &builder,
-                                         ArrayRef<Value> resultGrads,
-                                         ArrayRef<bool> wanted,
-                                         SmallVectorImpl<Value> &operandGrads) {
-  return poolGrad<AvgPool2dGradOp>(*this, builder, resultGrads, wanted,
-                                   operandGrads);
-}
-
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
-
-LogicalResult ReshapeOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
-  operandGrads[0] =
-      gb.fit(gb.reshape(dy, gb.type(getInput()).getShape()), getInput());
-  return success();
-}
 
 LogicalResult TransposeOp::buildGradient(OpBuilder &builder,
                                          ArrayRef<Value> resultGrads,
@@ -738,50 +388,12 @@ LogicalResult EmbeddingOp::buildGradient(OpBuilder &builder,
   return success();
 }
 
-LogicalResult BroadcastToOp::buildGradient(OpBuilder &builder,
-                                           ArrayRef<Value> resultGrads,
-                                           ArrayRef<bool> wanted,
-                                           SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
-  operandGrads[0] = gb.fit(dy, getInput());
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
-// Losses
+// Rules as data
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::buildGradient(
-    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> wanted,
-    SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0])
-    return success();
-  GradBuilder gb(builder, *this);
-  Value dl = CrossEntropyGradOp::create(builder, gb.loc, dy, getLogits(),
-                                        getLabels());
-  operandGrads[0] = gb.fit(dl, getLogits());
-  return success();
-}
-
-LogicalResult MseLossOp::buildGradient(OpBuilder &builder,
-                                       ArrayRef<Value> resultGrads,
-                                       ArrayRef<bool> wanted,
-                                       SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || (!wanted[0] && !wanted[1]))
-    return success();
-  GradBuilder gb(builder, *this);
-  auto grad = MseLossGradOp::create(builder, gb.loc, dy, getLhs(), getRhs());
-  if (wanted[0])
-    operandGrads[0] = gb.fit(grad.getLhsGrad(), getLhs());
-  if (wanted[1])
-    operandGrads[1] = gb.fit(grad.getRhsGrad(), getRhs());
-  return success();
-}
+// The rules of the ops whose records hold them (`gradients` in TGOps.td):
+// the elementwise ops, casts, softmax-like ops, norms, pools, losses and the
+// `max` reduction. The rules above need code: shape bookkeeping (matmul's
+// 1-D promotion, reductions, slices) or attributes the forward op lacks.
+#include "ampc/Dialect/TG/TGGradients.inc"

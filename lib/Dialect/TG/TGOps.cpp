@@ -333,9 +333,10 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferBinary(StringRef name, std::optional<Location> loc,
-                                 Value lhs, Value rhs,
-                                 SmallVectorImpl<Type> &types) {
+LogicalResult ampc::tg::detail::inferBinary(StringRef name,
+                                            std::optional<Location> loc,
+                                            Value lhs, Value rhs,
+                                            SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
   auto a = tensorType(lhs), b = tensorType(rhs);
   if (!a || !b)
@@ -352,40 +353,8 @@ static LogicalResult inferBinary(StringRef name, std::optional<Location> loc,
   return success();
 }
 
-#define TG_BINARY_INFER(OP, NAME)                                              \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferBinary(NAME, loc, adaptor.getLhs(), adaptor.getRhs(), types);  \
-  }
-TG_BINARY_INFER(AddOp, "add")
-TG_BINARY_INFER(SubOp, "sub")
-TG_BINARY_INFER(MulOp, "mul")
-TG_BINARY_INFER(DivOp, "div")
-TG_BINARY_INFER(MaximumOp, "maximum")
-TG_BINARY_INFER(MinimumOp, "minimum")
-TG_BINARY_INFER(PowOp, "pow")
-#undef TG_BINARY_INFER
-
-#define TG_SAME_TYPE_INFER(OP)                                                 \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    types.push_back(adaptor.getInput().getType());                             \
-    return success();                                                          \
-  }
-TG_SAME_TYPE_INFER(NegOp)
-TG_SAME_TYPE_INFER(AbsOp)
-TG_SAME_TYPE_INFER(ExpOp)
-TG_SAME_TYPE_INFER(LogOp)
-TG_SAME_TYPE_INFER(SqrtOp)
-TG_SAME_TYPE_INFER(RsqrtOp)
-TG_SAME_TYPE_INFER(ReluOp)
-TG_SAME_TYPE_INFER(SiluOp)
-TG_SAME_TYPE_INFER(SigmoidOp)
-TG_SAME_TYPE_INFER(TanhOp)
-#undef TG_SAME_TYPE_INFER
+// The elementwise ops' inference is generated with them (TG_BinaryOp and
+// TG_UnaryOp in TGOps.td).
 
 /// True when `op` converts nothing: no `tg.compute` and its result has the
 /// element type of its first operand. Folders that forward a value through

@@ -69,9 +69,10 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
 // Elementwise backward ops
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferUnaryGrad(StringRef name,
-                                    std::optional<Location> loc, Value grad,
-                                    Value input, SmallVectorImpl<Type> &types) {
+LogicalResult ampc::tg::detail::inferUnaryGrad(StringRef name,
+                                               std::optional<Location> loc,
+                                               Value grad, Value input,
+                                               SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
   auto x = tensorType(input);
   if (!x || !tensorType(grad))
@@ -85,18 +86,7 @@ static LogicalResult inferUnaryGrad(StringRef name,
   return success();
 }
 
-#define TG_UNARY_GRAD_INFER(OP, NAME)                                          \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferUnaryGrad(NAME, loc, adaptor.getGrad(), adaptor.getInput(),    \
-                          types);                                              \
-  }
-TG_UNARY_GRAD_INFER(ReluGradOp, "relu_grad")
-TG_UNARY_GRAD_INFER(AbsGradOp, "abs_grad")
-TG_UNARY_GRAD_INFER(SiluGradOp, "silu_grad")
-#undef TG_UNARY_GRAD_INFER
+// The inference of every TG_UnaryGradOp is generated with it (TGOps.td).
 
 LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,

@@ -98,6 +98,40 @@ def TG_Dialect : Dialect {
     // softmax reading f16, computing and storing f32.
     %p = tg.softmax %s dim 0 {tg.compute = f32} : tensor<4xf16> -> tensor<4xf32>
     ```
+
+    ## What each op declares
+
+    Everything the compiler knows about an op is in its ODS record
+    (TGOpInfo.td), once: its default AMP class (`lower`, `fp32`, `promote`
+    or `follow`; a record without one does not build), the operands its
+    kernel converts from another float type on load, the operands whose
+    buffers its results reuse, its role for loss scaling, the runtime kernels
+    it lowers to, how a `.tg` call spells it (operand counts, keyword
+    attributes with their defaults), the PyTorch function with its meaning,
+    and, for most differentiable ops, its gradient rule as a DAG:
+
+    ```tablegen
+    // dx = dy * (1 - y * y)
+    def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
+        (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result),
+                                      (TGOp<"mul"> $result, $result)))>;
+    ```
+
+    At build time `llvm-tblgen --dump-json` prints the records and
+    `lib/Dialect/TG/gen-op-tables.py` generates from them the AMP defaults,
+    the table of `ampc/Dialect/TG/TGOpInfo.h` (read by the frontend, the
+    passes and the lowering), the gradient rules and the JSON that
+    `ampc --list-ops` prints (read by the PyTorch reference and the program
+    generator in `tools/ampc-torch`).
+
+    An elementwise op with a kernel of its own for its gradient is one
+    `defm`: the op, its backward op and the rule that links them, with the
+    op's keyword attributes as ODS attributes with defaults:
+
+    ```tablegen
+    defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu", TG_Follow,
+        (ins DefaultValuedAttr<F64Attr, "0.01">:$negative_slope)>;
+    ```
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;

@@ -48,7 +48,8 @@ def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
 }
 
 /// The trait list entry of a differentiable op: its `buildGradient` is
-/// implemented in lib/Dialect/TG/TGGradients.cpp.
+/// generated from the `gradients` DAGs of its record (TGOpInfo.td), or
+/// written in lib/Dialect/TG/TGGradients.cpp when the rule needs code.
 def TG_Differentiable : DeclareOpInterfaceMethods<TG_GradientOpInterface>;
 
 #endif // AMPC_DIALECT_TG_TGINTERFACES_TD

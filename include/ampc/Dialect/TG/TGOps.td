@@ -1,9 +1,14 @@
 //===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
 //
-// One op per op of the `.tg` language (docs/language.md), plus the
-// compiler's own `constant`, `cast`, `grad`, `grad_seed` and `minimize`.
-// Every op that can infers its result type; the inference functions are also
-// the verifiers and name both shapes and the offending dimension.
+// One op per op of the `.tg` language (docs/language.md), plus the compiler's own `constant`,
+// `cast`, `grad`, `grad_seed` and `minimize`. Every op that can infers its
+// result type; the inference functions are also the verifiers and name both
+// shapes and the offending dimension.
+//
+// Each record also declares what the rest of the compiler needs to know
+// about the op (TGOpInfo.td): its AMP class, load conversion, in-place
+// operands, loss-scaling role, runtime kernels, its `.tg` spelling, its
+// PyTorch equivalent and (for most differentiable ops) its gradient rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +20,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/CastInterfaces.td"
 include "ampc/Dialect/TG/TGInterfaces.td"
+include "ampc/Dialect/TG/TGOpInfo.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints
@@ -33,8 +39,41 @@ def TG_FloatTensor : TG_StaticTensorOf<[F32, F16, BF16]>;
 def TG_IntTensor : TG_StaticTensorOf<[I32, I64]>;
 def TG_NumTensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64]>;
 
+// Every op declares the facts of TGOpInfo.td. The defaults below fit a
+// forward op of the language with one kernel; `ampClass` has none.
 class TG_Op<string mnemonic, list<Trait> traits = []> :
-    Op<TG_Dialect, mnemonic, traits>;
+    Op<TG_Dialect, mnemonic, traits> {
+  TG_AmpClass ampClass = TG_NoAmpClass;
+  list<string> loadConverts = ["*"];
+  list<string> inPlace = [];
+  TG_LossScaleRole lossScaleRole = TG_NoRole;
+  list<string> kernels = ["ampc_" # mnemonic # "_fwd"];
+  // The `.tg` callee ("" for ops the compiler makes).
+  string language = mnemonic;
+  // The keyword attributes of the call; unset: derived from the attribute
+  // arguments (names, kinds, ODS defaults).
+  list<TG_Keyword> keywords = ?;
+  // "unary" or "binary" for elementwise ops (a binary one accepts bare
+  // numbers on either side).
+  string elementwise = "";
+  // The PyTorch function with the op's meaning, called with the operands
+  // and the keyword attributes ("" where the reference needs code).
+  string torch = "";
+  // The gradient rule (TGOpInfo.td); empty: written in C++
+  // (TGGradients.cpp) or not differentiable.
+  list<dag> gradients = [];
+  // Whether a non-float result gets no gradient rule at all.
+  bit gradientNeedsFloatResult = 1;
+  // An op the compiler makes for training steps (autodiff, optimizers,
+  // loss scaling), not one a forward graph computes.
+  bit training = 0;
+  // The frontend builds it with its own code (MLIRGen.cpp), not from
+  // `keywords` alone.
+  bit customFrontend = 0;
+  // The fewest operands a call takes, when more than the ODS operands say
+  // (a variadic operand that must not be empty); -1: as ODS says.
+  int languageMinOperands = -1;
+}
 
 // Ops whose result type is inferred from operands and attributes. A float
 // result may be stored in another float type than the inferred one (a cast
@@ -73,6 +112,11 @@ def TG_ConstantOp : TG_StrictInferOp<"constant", [ConstantLike]> {
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$value attr-dict";
   let hasFolder = 1;
+  let ampClass = TG_Follow;
+  let language = "";
+  let kernels = [];
+  let loadConverts = [];
+  let keywords = [];
 }
 
 def TG_CastOp : TG_Op<"cast",
@@ -97,6 +141,14 @@ def TG_CastOp : TG_Op<"cast",
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasFolder = 1;
+  // Casts are what AMP inserts; they keep their declared types.
+  let ampClass = TG_Follow;
+  let loadConverts = [];
+  let keywords = [TG_Keyword<"to", "dtype">];
+  let customFrontend = 1;
+  // The gradient of a cast is the cast back (`fit` casts to the operand).
+  let gradients = [(TG_Identity $dy)];
+  let gradientNeedsFloatResult = 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -119,6 +171,10 @@ def TG_MatmulOp : TG_InferOp<"matmul", [TG_Differentiable]> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let ampClass = TG_Lower;
+  // GEMMs read their matrices in their compute precision.
+  let loadConverts = [];
+  let torch = "torch.matmul";
 }
 
 def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
@@ -138,6 +194,10 @@ def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
     $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
     (`,` type($bias)^)? `->` type($result)
   }];
+  let ampClass = TG_Lower;
+  // Only the bias, added in the GEMM epilogue, converts on load.
+  let loadConverts = ["bias"];
+  let torch = "F.linear";
 }
 
 def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
@@ -161,13 +221,18 @@ def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
     `dilation` $dilation `groups` $groups attr-dict
     `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
   }];
+  let ampClass = TG_Lower;
+  let loadConverts = ["bias"];
+  let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
+                  TG_Keyword<"dilation", "pair", "1">, TG_Keyword<"groups", "int", "1">];
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class TG_BinaryOp<string mnemonic, string torchName, list<Trait> traits = []> :
+class TG_BinaryOp<string mnemonic, string torchName, TG_AmpClass cls,
+                  list<dag> rule, list<Trait> traits = []> :
     TG_InferOp<mnemonic, !listconcat([TG_Differentiable], traits)> {
   let summary = "Elementwise `" # torchName # "` with NumPy broadcasting";
   let description = [{
@@ -180,41 +245,147 @@ class TG_BinaryOp<string mnemonic, string torchName, list<Trait> traits = []> :
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let ampClass = cls;
+  let elementwise = "binary";
+  let torch = torchName;
+  let gradients = rule;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferBinary("}] # mnemonic # [{", loc,
+          adaptor.getLhs(), adaptor.getRhs(), types);
+    }
+  }];
 }
 
-def TG_AddOp : TG_BinaryOp<"add", "torch.add", [Commutative]>;
-def TG_SubOp : TG_BinaryOp<"sub", "torch.sub">;
-def TG_MulOp : TG_BinaryOp<"mul", "torch.mul", [Commutative]>;
-def TG_DivOp : TG_BinaryOp<"div", "torch.div">;
-def TG_MaximumOp : TG_BinaryOp<"maximum", "torch.maximum", [Commutative]>;
-def TG_MinimumOp : TG_BinaryOp<"minimum", "torch.minimum", [Commutative]>;
-def TG_PowOp : TG_BinaryOp<"pow", "torch.pow">;
+def TG_AddOp : TG_BinaryOp<"add", "torch.add", TG_Promote,
+    [(TG_Identity $dy), (TG_Identity $dy)], [Commutative]>;
+// The negation after the sum: fewer elements, same values.
+def TG_SubOp : TG_BinaryOp<"sub", "torch.sub", TG_Promote,
+    [(TG_Identity $dy), (TGOp<"neg"> (TG_SumTo $dy, $rhs))]>;
+def TG_MulOp : TG_BinaryOp<"mul", "torch.mul", TG_Promote,
+    [(TGOp<"mul"> $dy, $rhs), (TGOp<"mul"> $dy, $lhs)], [Commutative]>;
+// PyTorch's div_tensor_other_backward: -dy * ((a / b) / b).
+def TG_DivOp : TG_BinaryOp<"div", "torch.div", TG_Promote,
+    [(TGOp<"div"> $dy, $rhs),
+     (TGOp<"neg"> (TGOp<"mul"> $dy, (TGOp<"div"> (TGOp<"div"> $lhs, $rhs), $rhs)))]>;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "torch.maximum", TG_Promote,
+    [(TG_Result<0> (TGOp<"maximum_grad"> $dy, $lhs, $rhs)),
+     (TG_Result<1> (TGOp<"maximum_grad"> $dy, $lhs, $rhs))], [Commutative]>;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "torch.minimum", TG_Promote,
+    [(TG_Result<0> (TGOp<"minimum_grad"> $dy, $lhs, $rhs)),
+     (TG_Result<1> (TGOp<"minimum_grad"> $dy, $lhs, $rhs))], [Commutative]>;
+def TG_PowOp : TG_BinaryOp<"pow", "torch.pow", TG_FP32,
+    [(TG_Result<0> (TGOp<"pow_grad"> $dy, $lhs, $rhs)),
+     (TG_Result<1> (TGOp<"pow_grad"> $dy, $lhs, $rhs))]>;
 
+// An elementwise op of one tensor: its result has the operand's type. Its
+// attributes (`attrs`, e.g. `(ins DefaultValuedAttr<F64Attr, "0.01">:$slope)`)
+// are the call's keywords, with their ODS defaults; `rule` is its gradient.
 class TG_UnaryOp<string mnemonic, string torchName, Type operandType,
+                 TG_AmpClass cls, dag rule, dag attrs = (ins),
                  list<Trait> traits = []> :
     TG_InferOp<mnemonic, !listconcat([TG_Differentiable], traits)> {
   let summary = "Elementwise `" # torchName # "`";
-  let arguments = (ins operandType:$input);
+  let description = [{
+    Elementwise, as PyTorch's `}] # torchName # [{`; the result has the
+    operand's shape and type (or another float type, a fused store).
+  }];
+  let arguments = !con((ins operandType:$input), attrs);
   let results = (outs operandType:$result);
   // `-> T` only when the result is stored in another float type (fused cast).
   let assemblyFormat = [{
     $input attr-dict `:` custom<StoreType>(type($input), type($result))
   }];
+  let ampClass = cls;
+  let elementwise = "unary";
+  let torch = torchName;
+  let gradients = [rule];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getInput().getType());
+      return ::mlir::success();
+    }
+  }];
 }
 
-def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor> {
+// The backward op of an elementwise op `fwd` with a kernel of its own; its
+// attributes (`attrs`) are those of the forward op.
+class TG_UnaryGradOp<string mnemonic, string fwd, TG_AmpClass cls = TG_Follow,
+                     dag attrs = (ins)> : TG_InferOp<mnemonic> {
+  let ampClass = cls;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_" # fwd # "_bwd"];
+  let summary = "Gradient of `tg." # fwd # "`: `dx = dy * " # fwd # "'(x)`";
+  let description = [{
+    `grad` is the gradient of the forward op's result, `input` the forward
+    op's input (same shape). The result has the input's shape and the
+    promoted float type of both operands. Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %x : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$input), attrs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,`
+    custom<StoreType>(type($input), type($result))
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferUnaryGrad("}] # mnemonic # [{", loc,
+          adaptor.getGrad(), adaptor.getInput(), types);
+    }
+  }];
+}
+
+// An elementwise op whose gradient is a kernel of its own: the op and its
+// backward op `MNEMONIC_grad` (kernels `ampc_MNEMONIC_fwd` and
+// `ampc_MNEMONIC_bwd`), both with the attributes `attrs`. One `defm` adds
+// both, e.g.
+//
+//   defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu",
+//       TG_Follow, (ins DefaultValuedAttr<F64Attr, "0.01">:$negative_slope)>;
+//
+// defines TG_LeakyReluOp (`leaky_relu(x, negative_slope=0.01)` in the
+// language, F.leaky_relu in the reference, follow under AMP) and
+// TG_LeakyReluGradOp, with the gradient rule `dx = leaky_relu_grad(dy, x)`.
+multiclass TG_UnaryKernelOp<string mnemonic, string torchName,
+                            TG_AmpClass cls, dag attrs = (ins)> {
+  def Op : TG_UnaryOp<mnemonic, torchName, TG_FloatTensor, cls,
+                      (TGOp<mnemonic # "_grad"> $dy, $input), attrs>;
+  def GradOp : TG_UnaryGradOp<mnemonic # "_grad", mnemonic, cls, attrs>;
+}
+
+def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor, TG_Follow,
+    (TGOp<"neg"> $dy)> {
   let hasFolder = 1;
 }
-def TG_AbsOp : TG_UnaryOp<"abs", "torch.abs", TG_NumTensor>;
-def TG_ExpOp : TG_UnaryOp<"exp", "torch.exp", TG_FloatTensor>;
-def TG_LogOp : TG_UnaryOp<"log", "torch.log", TG_FloatTensor>;
-def TG_SqrtOp : TG_UnaryOp<"sqrt", "torch.sqrt", TG_FloatTensor>;
-def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor>;
-def TG_ReluOp : TG_UnaryOp<"relu", "torch.relu", TG_FloatTensor>;
-def TG_SiluOp : TG_UnaryOp<"silu", "F.silu", TG_FloatTensor>;
-def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor>;
-def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor>;
-
+// dy * sign(x), 0 at 0.
+def TG_AbsOp : TG_UnaryOp<"abs", "torch.abs", TG_NumTensor, TG_Follow,
+    (TGOp<"abs_grad"> $dy, $input)>;
+// dy * exp(x), reusing the result.
+def TG_ExpOp : TG_UnaryOp<"exp", "torch.exp", TG_FloatTensor, TG_FP32,
+    (TGOp<"mul"> $dy, $result)>;
+def TG_LogOp : TG_UnaryOp<"log", "torch.log", TG_FloatTensor, TG_FP32,
+    (TGOp<"div"> $dy, $input)>;
+// PyTorch: dy / (2 * sqrt(x)).
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "torch.sqrt", TG_FloatTensor, TG_Follow,
+    (TGOp<"div"> $dy, (TGOp<"mul"> $result, (TG_Scalar<"2.0"> $result)))>;
+// PyTorch: -0.5 * dy * rsqrt(x)^3.
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor, TG_FP32,
+    (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"mul"> (TGOp<"mul"> $result, $result), $result)),
+              (TG_Scalar<"-0.5"> $result))>;
+// dy where x > 0, else 0.
+defm TG_Relu : TG_UnaryKernelOp<"relu", "torch.relu", TG_Follow>;
 def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let summary = "Elementwise `F.gelu`";
   let description = [{
@@ -230,14 +401,33 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let assemblyFormat = [{
     $input `approximate` $approximate attr-dict `:` custom<StoreType>(type($input), type($result))
   }];
+  let ampClass = TG_Follow;
+  let elementwise = "unary";
+  let torch = "F.gelu";
+  let keywords = [TG_Keyword<"approximate", "string", "none", ["none", "tanh"]>];
+  let gradients = [(TGOp<"gelu_grad"> $dy, $input)];
 }
+
+defm TG_Silu : TG_UnaryKernelOp<"silu", "F.silu", TG_Follow>;
+// PyTorch's sigmoid_backward: dy * (1 - y) * y.
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
+    TG_Follow,
+    (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result), $result)),
+              $result)>;
+// PyTorch's tanh_backward: dy * (1 - y * y).
+def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
+    (TGOp<"mul"> $dy, (TGOp<"sub"> (TG_Scalar<"1.0"> $result),
+                             (TGOp<"mul"> $result, $result)))>;
 
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class TG_ReduceOp<string mnemonic, string torchName, Type tensorType> :
+class TG_ReduceOp<string mnemonic, string torchName, Type tensorType,
+                  TG_AmpClass cls> :
     TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let ampClass = cls;
+  let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
   let summary = "`" # torchName # "` over `dims`";
   let description = [{
     Reduces over `dims` (sorted, distinct, in range; the frontend expands
@@ -256,16 +446,23 @@ class TG_ReduceOp<string mnemonic, string torchName, Type tensorType> :
   }];
 }
 
-def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor>;
-def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor>;
-def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor>;
+def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor, TG_FP32>;
+// fp32 as in TensorFlow's deny list: reductions stay in f32.
+def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
+def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
+  let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
+}
 
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
 
-class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
+class TG_SoftmaxLikeOp<string mnemonic, string torchName, dag rule> :
     TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let ampClass = TG_FP32;
+  let torch = torchName;
+  let keywords = [TG_Keyword<"dim", "dim", "-1">];
+  let gradients = [rule];
   let summary = "`" # torchName # "` along `dim`";
   let description = [{
     `dim` is a non-negative dim of the input (the frontend resolves negative
@@ -282,8 +479,10 @@ class TG_SoftmaxLikeOp<string mnemonic, string torchName> :
   }];
 }
 
-def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax">;
-def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax">;
+def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax",
+    (TGOp<"softmax_grad"> $dy, $result)>;
+def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax",
+    (TGOp<"log_softmax_grad"> $dy, $result)>;
 
 def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
   let summary = "`F.layer_norm` over the last dim, with weight and bias";
@@ -303,6 +502,12 @@ def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
     $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
     type($weight) `,` type($bias) `->` type($result)
   }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"eps", "float", "1e-05">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<2> (TGOp<"layer_norm_grad"> $dy, $input, $weight))];
 }
 
 def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
@@ -321,14 +526,24 @@ def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
     $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
     `->` type($result)
   }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"eps", "float", "1e-06">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"rms_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"rms_norm_grad"> $dy, $input, $weight))];
 }
 
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
 
-class TG_PoolOp<string mnemonic, string torchName> :
+class TG_PoolOp<string mnemonic, string torchName, dag rule> :
     TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let ampClass = TG_Follow;
+  // PyTorch: the stride defaults to the kernel size.
+  let keywords = [TG_Keyword<"kernel", "pair">, TG_Keyword<"stride", "pair", "=kernel">,
+                  TG_Keyword<"padding", "pair", "0">];
+  let gradients = [rule];
   let summary = "`" # torchName # "` over NCHW input";
   let description = [{
     `kernel`, `stride` and `padding` hold (H, W) values; the frontend makes
@@ -350,8 +565,10 @@ class TG_PoolOp<string mnemonic, string torchName> :
   }];
 }
 
-def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "F.max_pool2d">;
-def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d">;
+def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "F.max_pool2d",
+    (TGOp<"max_pool2d_grad"> $dy, $input)>;
+def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d",
+    (TGOp<"avg_pool2d_grad"> $dy, $input)>;
 
 //===----------------------------------------------------------------------===//
 // Shape
@@ -373,6 +590,10 @@ def TG_ReshapeOp : TG_InferOp<"reshape", [TG_Differentiable]> {
     $input `shape` $shape attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+  let ampClass = TG_Follow;
+  // A reshape that keeps the element type is a view of its input.
+  let inPlace = ["input"];
+  let gradients = [(TG_ReshapeTo $dy, $input)];
 }
 
 def TG_TransposeOp : TG_InferOp<"transpose", [TG_Differentiable]> {
@@ -391,6 +612,10 @@ def TG_TransposeOp : TG_InferOp<"transpose", [TG_Differentiable]> {
     $input `perm` $perm attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+  let ampClass = TG_Follow;
+  // No `perm` swaps the two dims of a 2-D tensor.
+  let keywords = [TG_Keyword<"perm", "ints", "[1, 0]">];
+  let customFrontend = 1;
 }
 
 def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
@@ -408,6 +633,10 @@ def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
   let assemblyFormat = [{
     $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
   }];
+  let ampClass = TG_Promote;
+  let keywords = [TG_Keyword<"dim", "dim", "0">];
+  let customFrontend = 1;
+  let languageMinOperands = 1;
 }
 
 def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
@@ -427,6 +656,11 @@ def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
     $input `dim` $dim `start` $start `end` $end attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+  let ampClass = TG_Follow;
+  // Python slicing: negative indices count from the end, then clamp.
+  let keywords = [TG_Keyword<"dim", "dim">, TG_Keyword<"start", "int", "0">,
+                  TG_Keyword<"end", "int", "=size">];
+  let customFrontend = 1;
 }
 
 def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
@@ -444,6 +678,7 @@ def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
   }];
+  let ampClass = TG_Follow;
 }
 
 //===----------------------------------------------------------------------===//
@@ -466,6 +701,9 @@ def TG_CrossEntropyOp : TG_InferOp<"cross_entropy", [TG_Differentiable]> {
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
   }];
+  let ampClass = TG_FP32;
+  let torch = "F.cross_entropy";
+  let gradients = [(TGOp<"cross_entropy_grad"> $dy, $logits, $labels)];
 }
 
 def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
@@ -483,6 +721,11 @@ def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let ampClass = TG_FP32;
+  let torch = "F.mse_loss";
+  let gradients = [
+    (TG_Result<0> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs)),
+    (TG_Result<1> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs))];
 }
 
 //===----------------------------------------------------------------------===//
@@ -506,6 +749,14 @@ def TG_GradOp : TG_StrictInferOp<"grad"> {
   let assemblyFormat = [{
     $loss `wrt` $wrt attr-dict `:` type($loss) `,` type($wrt)
   }];
+  let ampClass = TG_Follow;
+  let training = 1;
+  let kernels = [];
+  let loadConverts = [];
+  let customFrontend = 1;
+  let keywords = [];
+  // The loss and at least one value.
+  let languageMinOperands = 2;
 }
 
 def TG_GradSeedOp : TG_StrictInferOp<"grad_seed"> {
@@ -527,6 +778,13 @@ def TG_GradSeedOp : TG_StrictInferOp<"grad_seed"> {
   let assemblyFormat = [{
     $loss (`scale` $scale^)? attr-dict `:` type($loss) (`,` type($scale)^)?
   }];
+  let ampClass = TG_Follow;
+  let training = 1;
+  let language = "";
+  let lossScaleRole = TG_SeedRole;
+  // A fill with 1, or a cast of the scale.
+  let kernels = ["ampc_fill", "ampc_cast_fwd"];
+  let loadConverts = [];
 }
 
 def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
@@ -558,6 +816,12 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     `:` type($loss) `,` type($params)
   }];
   let hasVerifier = 1;
+  let ampClass = TG_Follow;
+  let training = 1;
+  // The `minimize` statement, not a call.
+  let language = "";
+  let kernels = [];
+  let loadConverts = [];
 }
 
 // Backward ops, optimizer updates and the loss-scaler ops.

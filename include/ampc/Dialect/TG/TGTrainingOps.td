@@ -42,6 +42,9 @@ def TG_I32Scalar : Type<And<[TensorOf<[I32]>.predicate, HasStaticShapePred,
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
 }
 
+// None of these is a call of the language: the compiler makes them.
+let training = 1, language = "" in {
+
 //===----------------------------------------------------------------------===//
 // Broadcast
 //===----------------------------------------------------------------------===//
@@ -64,35 +67,20 @@ def TG_BroadcastToOp : TG_InferOp<"broadcast_to",
     $input `shape` $shape attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+  let ampClass = TG_Follow;
+  // The runtime broadcasts with sum's backward kernel (a reshape when no
+  // dim is stretched).
+  let kernels = ["ampc_sum_bwd", "ampc_reshape_fwd"];
+  // Summed over the broadcast dims (`fit`).
+  let gradients = [(TG_Identity $dy)];
 }
 
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-class TG_UnaryGradOp<string mnemonic, string fwd> : TG_InferOp<mnemonic> {
-  let summary = "Gradient of `tg." # fwd # "`: `dx = dy * " # fwd # "'(x)`";
-  let description = [{
-    `grad` is the gradient of the forward op's result, `input` the forward
-    op's input (same shape). The result has the input's shape and the
-    promoted float type of both operands. Runtime kernel:
-    `ampc_}] # fwd # [{_bwd`.
-
-    ```mlir
-    %dx = tg.}] # mnemonic # [{ %dy, %x : tensor<4x8xf32>, tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input attr-dict `:` type($grad) `,`
-    custom<StoreType>(type($input), type($result))
-  }];
-}
-
-def TG_ReluGradOp : TG_UnaryGradOp<"relu_grad", "relu">;
+// TG_UnaryGradOp (TGOps.td): backward ops with a kernel of their own.
 def TG_AbsGradOp : TG_UnaryGradOp<"abs_grad", "abs">;
-def TG_SiluGradOp : TG_UnaryGradOp<"silu_grad", "silu">;
 
 def TG_GeluGradOp : TG_InferOp<"gelu_grad"> {
   let summary = "Gradient of `tg.gelu`";
@@ -112,10 +100,14 @@ def TG_GeluGradOp : TG_InferOp<"gelu_grad"> {
     $grad `,` $input `approximate` $approximate attr-dict `:` type($grad) `,`
     custom<StoreType>(type($input), type($result))
   }];
+  let ampClass = TG_Follow;
+  let kernels = ["ampc_gelu_bwd"];
 }
 
-class TG_BinaryGradOp<string mnemonic, string fwd, string rule> :
-    TG_InferOp<mnemonic> {
+class TG_BinaryGradOp<string mnemonic, string fwd, TG_AmpClass cls,
+                      string rule> : TG_InferOp<mnemonic> {
+  let ampClass = cls;
+  let kernels = ["ampc_" # fwd # "_bwd"];
   let summary = "Gradients of `tg." # fwd # "` with respect to both operands";
   let description = [{
     `grad` is the gradient of `tg.}] # fwd # [{ %lhs, %rhs`, whose shape is
@@ -138,11 +130,11 @@ class TG_BinaryGradOp<string mnemonic, string fwd, string rule> :
   }];
 }
 
-def TG_MaximumGradOp : TG_BinaryGradOp<"maximum_grad", "maximum",
+def TG_MaximumGradOp : TG_BinaryGradOp<"maximum_grad", "maximum", TG_Promote,
     "The larger operand gets the gradient; ties split it in half (PyTorch).">;
-def TG_MinimumGradOp : TG_BinaryGradOp<"minimum_grad", "minimum",
+def TG_MinimumGradOp : TG_BinaryGradOp<"minimum_grad", "minimum", TG_Promote,
     "The smaller operand gets the gradient; ties split it in half (PyTorch).">;
-def TG_PowGradOp : TG_BinaryGradOp<"pow_grad", "pow",
+def TG_PowGradOp : TG_BinaryGradOp<"pow_grad", "pow", TG_FP32,
     "`d lhs = dy * rhs * lhs^(rhs-1)`, `d rhs = dy * lhs^rhs * log(lhs)`, 0 "
     "where `lhs == 0` and `rhs >= 0` (PyTorch's `pow_backward_exponent`).">;
 
@@ -167,10 +159,14 @@ def TG_MaxGradOp : TG_InferOp<"max_grad"> {
     $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
     `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
   }];
+  let ampClass = TG_Follow;
+  let kernels = ["ampc_max_bwd"];
 }
 
 class TG_SoftmaxGradLikeOp<string mnemonic, string fwd, string rule> :
     TG_InferOp<mnemonic> {
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_" # fwd # "_bwd"];
   let summary = "Gradient of `tg." # fwd # "` from its output";
   let description = [{
     `output` is the forward op's result and `grad` its gradient (same
@@ -218,6 +214,8 @@ def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
     type($input) `,` type($weight) `->` type($input_grad) `,`
     type($weight_grad) `,` type($bias_grad)
   }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_layer_norm_bwd"];
 }
 
 def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
@@ -240,6 +238,8 @@ def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
     $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
     type($input) `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
   }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_rms_norm_bwd"];
 }
 
 def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
@@ -270,10 +270,16 @@ def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
     `:` type($grad) `,` type($input) `,` type($weight)
     `->` type($input_grad) `,` type($weight_grad)
   }];
+  // A backward GEMM: low precision, like the forward conv.
+  let ampClass = TG_Lower;
+  let loadConverts = [];
+  let kernels = ["ampc_conv2d_bwd"];
 }
 
 class TG_PoolGradOp<string mnemonic, string fwd, string rule> :
     TG_InferOp<mnemonic> {
+  let ampClass = TG_Follow;
+  let kernels = ["ampc_" # fwd # "_bwd"];
   let summary = "Gradient of `tg." # fwd # "`";
   let description = [{
     `grad` is the gradient of `tg.}] # fwd # [{ %input` with the same
@@ -323,6 +329,8 @@ def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
     $grad `,` $ids `num_embeddings` $num_embeddings attr-dict `:` type($grad)
     `,` type($ids) `->` type($result)
   }];
+  let ampClass = TG_Follow;
+  let kernels = ["ampc_embedding_bwd"];
 }
 
 def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
@@ -344,6 +352,8 @@ def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
     $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
     `,` type($labels) `->` type($result)
   }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_cross_entropy_bwd"];
 }
 
 def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
@@ -366,6 +376,8 @@ def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
     $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
     `->` type($lhs_grad) `,` type($rhs_grad)
   }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_mse_loss_bwd"];
 }
 
 //===----------------------------------------------------------------------===//
@@ -398,6 +410,12 @@ def TG_ClipGradNormOp : TG_StrictInferOp<"clip_grad_norm", [AttrSizedOperandSegm
     $grads `max_norm` $max_norm (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     attr-dict `:` type($grads)
   }];
+  // Optimizer, clipping and scaler ops read and write f32 master state.
+  let ampClass = TG_FP32;
+  let loadConverts = [];
+  let inPlace = ["grads"];
+  let lossScaleRole = TG_GradientConsumerRole;
+  let kernels = ["ampc_clip_grad_norm"];
 }
 
 def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> {
@@ -460,6 +478,11 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
   }];  // Hyperparameters are checked by the verifier: the custom form parses
   // them after the result types are inferred.
   let hasVerifier = 1;
+  let ampClass = TG_FP32;
+  let loadConverts = [];
+  let inPlace = ["params", "momentum_buffers"];
+  let lossScaleRole = TG_GradientConsumerRole;
+  let kernels = ["ampc_sgd_update"];
 }
 
 def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
@@ -513,6 +536,11 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     attr-dict
   }];
   let hasVerifier = 1;
+  let ampClass = TG_FP32;
+  let loadConverts = [];
+  let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "step"];
+  let lossScaleRole = TG_GradientConsumerRole;
+  let kernels = ["ampc_adamw_update"];
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,13 +569,18 @@ def TG_CheckFiniteAndUnscaleOp : TG_StrictInferOp<"check_finite_and_unscale"> {
   let assemblyFormat = [{
     $grads `scale` $scale attr-dict `:` type($grads)
   }];
+  let ampClass = TG_FP32;
+  let loadConverts = [];
+  let inPlace = ["grads"];
+  let lossScaleRole = TG_UnscaleRole;
+  let kernels = ["ampc_check_finite_unscale"];
 }
 
 // All result types are fixed (buildable), so ODS builds them without inference.
 def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
   let summary = "Dynamic loss-scale update (docs/amp.md)";
   let description = [{
-    The scale update of amp.md on device-resident state: `scale` (f32),
+    The scale update of loss scaling (docs/amp.md) on device-resident state: `scale` (f32),
     `growth_tracker` and `hysteresis_left` (i32). Returns their new values:
 
     ```
@@ -589,6 +622,13 @@ def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
     attr-dict `:` type($found_inf)
   }];
   let hasVerifier = 1;
+  let ampClass = TG_FP32;
+  let loadConverts = [];
+  let inPlace = ["scale", "growth_tracker", "hysteresis_left"];
+  let lossScaleRole = TG_ScaleUpdateRole;
+  let kernels = ["ampc_update_scale"];
 }
+
+} // training = 1, language = ""
 
 #endif // AMPC_DIALECT_TG_TGTRAININGOPS_TD
