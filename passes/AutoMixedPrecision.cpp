@@ -10,6 +10,7 @@
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/AMPPolicy.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -217,7 +218,9 @@ Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
       Type f32 = withElement(v.getType(), b.getF32Type());
       Value wide = arith::ExtFOp::create(b, loc, f32, v);
       result = arith::TruncFOp::create(b, loc, to, wide);
+      setRole(wide.getDefiningOp(), Role::Amp);
     }
+    setRole(result.getDefiningOp(), Role::Amp);
   }
   castCache[key] = result;
   return result;

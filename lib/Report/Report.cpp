@@ -9,6 +9,7 @@
 #include "ampc/Report/Report.h"
 
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -250,13 +251,8 @@ std::optional<std::string> ampc::report::sourceName(Location loc) {
 bool ampc::report::isSourceOp(Operation *op) {
   if (!isa<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
     return false;
-  if (auto fused = dyn_cast<FusedLoc>(op->getLoc())) {
-    auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata());
-    if (tag && llvm::is_contained({"amp", "grad", "optimizer", "loss_scale"},
-                                  tag.getValue()))
-      return false;
-  }
-  return true;
+  // Ops a pass made carry their role (tg.role).
+  return !getRole(op);
 }
 
 CastTraffic ampc::report::measureCasts(Operation *graph) {

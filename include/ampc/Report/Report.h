@@ -40,8 +40,8 @@ struct CastTraffic {
 CastTraffic measureCasts(mlir::Operation *graph);
 
 /// True for an op of the source program: a `tg` op that is not a constant
-/// (bare numbers are not ops of the language) and whose location is not
-/// tagged by a compiler pass ("amp", "grad", "optimizer", "loss_scale").
+/// (bare numbers are not ops of the language) and that no compiler pass made
+/// (it has no `tg.role` attribute).
 bool isSourceOp(mlir::Operation *op);
 
 /// `FILE:LINE:COL` of the source position in `loc`, if it has one.
