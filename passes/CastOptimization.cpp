@@ -56,7 +56,7 @@ bool isStructural(Operation *op) {
 
 /// Whether `op` may store `result` as `element` (the dialect's fused store).
 bool canStoreAs(Operation *op, OpResult result, Type element) {
-  if (!isa<tg::TGDialect>(op->getDialect()) || isStructural(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isStructural(op))
     return false;
   auto infer = dyn_cast<InferTypeOpInterface>(op);
   if (!infer)
@@ -73,7 +73,7 @@ bool canStoreAs(Operation *op, OpResult result, Type element) {
 /// matrix operands in their compute precision.
 bool canLoadConvert(OpOperand &operand) {
   Operation *op = operand.getOwner();
-  if (!isa<tg::TGDialect>(op->getDialect()) || isStructural(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isStructural(op))
     return false;
   if (auto linear = dyn_cast<tg::LinearOp>(op))
     if (operand.get() == linear.getBias())
@@ -101,9 +101,12 @@ class CastOptimizationPass
     : public ampc::impl::CastOptimizationBase<CastOptimizationPass> {
 public:
   void runOnOperation() override {
-    for (Block &block : getOperation().getBody()) {
-      fuseIntoProducers(block);
-      fuseIntoConsumers(block);
+    // Blocks nested in regions (scf.if, scf.for, ...) too.
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks) {
+      fuseIntoProducers(*block);
+      fuseIntoConsumers(*block);
     }
   }
 

@@ -1,7 +1,7 @@
 //===- LossScaling.cpp - loss scaling of training steps -------------------===//
 //
-// The `ampc-loss-scaling` pass (Passes.td has the contract; the numerics are
-// shared/spec/amp.md): seed := scale, one fused check-and-unscale, clipping
+// The `ampc-loss-scaling` pass (Passes.td has the contract and the
+// numerics, docs/amp.md the user's view): seed := scale, one fused check-and-unscale, clipping
 // and optimizer updates predicated on found_inf, and the scale update with
 // its state in the function signature.
 //

@@ -1,6 +1,6 @@
 //===- Report.cpp - the AMP report (--emit=report) ------------------------===//
 //
-// The JSON of shared/spec/cli.md, one object per graph. Written by hand
+// The JSON described in docs/amp.md ("The report"), one object per graph. Written by hand
 // rather than with llvm::json so that the layout is one op per line and
 // floats keep their `.0` (65536.0, as the spec shows them).
 //
@@ -127,7 +127,7 @@ Type effectiveType(Value v) {
     Type source = effectiveType(cast.getInput());
     return isFloatElement(source) ? narrower(source, t) : t;
   }
-  if (!isa<tg::TGDialect>(def->getDialect()) ||
+  if (!isa_and_nonnull<tg::TGDialect>(def->getDialect()) ||
       amp::isGemmLike(def->getName().getStringRef()))
     return t;
   Type compute = tg::getComputeType(def);
@@ -249,7 +249,7 @@ std::optional<std::string> ampc::report::sourceName(Location loc) {
 }
 
 bool ampc::report::isSourceOp(Operation *op) {
-  if (!isa<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
     return false;
   // Ops a pass made carry their role (tg.role).
   return !getRole(op);

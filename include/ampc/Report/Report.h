@@ -1,6 +1,6 @@
 //===- Report.h - the AMP report and the Graphviz view ----------*- C++ -*-===//
 //
-// `ampc --emit=report` (the JSON of shared/spec/cli.md) and `--emit=dot`
+// `ampc --emit=report` (the JSON described in docs/amp.md) and `--emit=dot`
 // (Graphviz, ops coloured by compute precision, casts drawn distinctly),
 // both computed from the IR after the pipeline.
 //
