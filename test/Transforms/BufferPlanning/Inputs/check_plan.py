@@ -3,14 +3,17 @@
 buffers that are live at the same time share a byte, every buffer lies in
 the arena, and offsets are 256-byte aligned.
 
-A result whose offset equals the offset of one of its op's operands shares
-that operand's buffer (computed in place, or a view); such values are one
-buffer, live from the first definition to the last use. Prints one line:
+A result of an op that computes in place (optimizer and scaler updates,
+unscaling, clipping) or of a reshape (a view) whose offset equals the offset
+of one of the op's operands shares that operand's buffer; such values are
+one buffer, live from the first definition to the last use. Prints one line:
 `ok: N buffers, arena A bytes, peak live P bytes`.
 """
 import json
 import sys
 
+IN_PLACE = {"tg.sgd_update", "tg.adamw_update", "tg.check_finite_and_unscale",
+            "tg.clip_grad_norm", "tg.update_scale", "tg.reshape"}
 BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
 
 
@@ -44,7 +47,7 @@ def main():
                 for d in r["shape"]:
                     n *= d
                 offset[v], size[v], begin[v] = off, n, i
-                if off in operand_offsets:
+                if off in operand_offsets and op["op"] in IN_PLACE:
                     parent[v] = find(operand_offsets[off])
         for r in graph["results"]:
             last[r["value"]] = end
