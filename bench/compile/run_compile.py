@@ -12,6 +12,11 @@ need) to the measured pipeline.
 Prints, per graph family and size, the wall time (best of --repeat runs),
 ops/s, peak memory, and the 200k/100k time ratio (target <= 2.3, i.e. linear
 growth) and whether 100k ops compile in under 5 s.
+
+Then, in the same run, the whole pipeline to code: the transformer at 100k
+and 200k ops with --emit=mlir and --emit=cpp (which adds buffer planning and
+the C++ emitter), the cpp/mlir ratio at each size (target <= 2) and the
+200k/100k ratio of each (target <= 2.3). `--no-cpp` skips that part.
 """
 import argparse
 import os
@@ -26,11 +31,11 @@ sys.path.insert(0, HERE)
 import gen_graphs  # noqa: E402
 
 
-def run(ampc, path, amp, emit):
+def run(ampc, path, amp, emit, out=os.devnull):
     """(wall seconds, CPU seconds = user + system) of one compile."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([ampc, path, f"--amp={amp}", f"--emit={emit}", "-o", os.devnull],
+    proc = subprocess.run([ampc, path, f"--amp={amp}", f"--emit={emit}", "-o", out],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -38,6 +43,35 @@ def run(ampc, path, amp, emit):
         sys.exit(f"ampc failed on {path}:\n{proc.stderr[:2000]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed, cpu
+
+
+def compare_cpp(args, tmp):
+    """--emit=mlir against --emit=cpp on the transformer at 100k and 200k."""
+    times = {}
+    print()
+    print(f"{'transformer':<14}{'ops':>8}{'mlir (s)':>10}{'cpp (s)':>10}{'cpp/mlir':>10}")
+    for n in (100000, 200000):
+        text, ops = gen_graphs.transformer(n)
+        path = os.path.join(tmp, f"transformer_{n}.tg")
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(tmp, f"transformer_{n}.cpp")
+        for emit in ("mlir", "cpp"):
+            dest = out if emit == "cpp" else os.devnull
+            times[(emit, n)] = min(run(args.ampc, path, args.amp, emit, dest)[0]
+                                   for _ in range(args.repeat))
+        ratio = times[("cpp", n)] / times[("mlir", n)]
+        print(f"{'':<14}{ops:>8}{times[('mlir', n)]:>10.2f}{times[('cpp', n)]:>10.2f}"
+              f"{ratio:>10.2f}", flush=True)
+    ok = True
+    cpp_ratio = times[("cpp", 100000)] / times[("mlir", 100000)]
+    ok &= cpp_ratio <= 2.0
+    print(f"transformer --emit=cpp / --emit=mlir at 100k = {cpp_ratio:.2f} (target <= 2)")
+    for emit in ("mlir", "cpp"):
+        growth = times[(emit, 200000)] / times[(emit, 100000)]
+        ok &= growth <= 2.3
+        print(f"transformer --emit={emit}: 200k/100k = {growth:.2f} (target <= 2.3)")
+    return ok
 
 
 def main():
@@ -49,6 +83,8 @@ def main():
     parser.add_argument("--emit", default="mlir", choices=["mlir", "report"])
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per graph; the best is kept (the machine is shared)")
+    parser.add_argument("--no-cpp", action="store_true",
+                        help="skip the --emit=mlir against --emit=cpp comparison")
     args = parser.parse_args()
 
     results = {}
@@ -70,7 +106,11 @@ def main():
                 results[(family, n)] = wall
                 print(f"{family:<14}{ops:>8}{wall:>10.2f}{cpu:>10.2f}{ops / wall:>10.0f}"
                       f"{peak / 1024:>15.0f}", flush=True)
-    ok = True
+        if not args.no_cpp:
+            ok_cpp = compare_cpp(args, tmp)
+        else:
+            ok_cpp = True
+    ok = ok_cpp
     for family in ("mlp", "transformer"):
         if (family, 100000) in results and (family, 200000) in results:
             ratio = results[(family, 200000)] / results[(family, 100000)]
