@@ -92,6 +92,10 @@ private:
   CastCache *castCache = nullptr;
   /// The type a value had before this pass changed it.
   DenseMap<Value, Type> originalTypes;
+  /// While a foreign op is rewritten tentatively: the casts made for it (and
+  /// their cache keys), to remove if the rewrite is undone.
+  SmallVector<std::pair<std::pair<Value, Type>, Value>> *tentativeCasts =
+      nullptr;
   bool sawUnknownOp = false;
 
   Type lowElementType() {
@@ -242,6 +246,8 @@ Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
     setRole(result.getDefiningOp(), Role::Amp);
   }
   castCache->insert(key, result);
+  if (tentativeCasts)
+    tentativeCasts->push_back({key, result});
   return result;
 }
 
@@ -396,6 +402,8 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *op,
 
   SmallVector<Value> oldOperands(op->getOperands());
   SmallVector<Type> oldResults(op->getResultTypes());
+  SmallVector<std::pair<std::pair<Value, Type>, Value>> madeCasts;
+  tentativeCasts = &madeCasts;
   {
     OpBuilder b(op);
     for (OpOperand &operand : op->getOpOperands()) {
@@ -406,6 +414,7 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *op,
     }
   }
   updateResultTypes(op, apply);
+  tentativeCasts = nullptr;
 
   std::string reason;
   bool verifies;
@@ -426,9 +435,24 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *op,
     result.setType(type);
     originalTypes.erase(result);
   }
+  // The casts made for the attempt, unless something else reads them now;
+  // a null entry hides them from the cache for the rest of the block.
+  for (auto &[key, cast] : llvm::reverse(madeCasts)) {
+    if (!cast.use_empty())
+      continue;
+    castCache->insert(key, Value());
+    Operation *def = cast.getDefiningOp();
+    SmallVector<Value> inputs(def->getOperands());
+    def->erase();
+    // f16 <-> bf16 goes through an f32 value made for it.
+    for (Value in : inputs)
+      if (Operation *wide = in.getDefiningOp();
+          wide && in.use_empty() && hasRole(wide, Role::Amp))
+        wide->erase();
+  }
   if (d.kind == Decision::Compute)
-    return fail("with its operands cast it does not verify ('" + reason +
-                "')");
+    return fail("with its operands cast it does not verify (" + reason +
+                ")");
   restoreOperands(op);
   return success();
 }
