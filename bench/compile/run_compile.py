@@ -46,10 +46,13 @@ def run(ampc, path, amp, emit, out=os.devnull):
 
 
 def compare_cpp(args, tmp):
-    """--emit=mlir against --emit=cpp on the transformer at 100k and 200k."""
-    times = {}
+    """--emit=mlir against --emit=cpp on the transformer at 100k and 200k.
+    Wall time decides (as in the table above); CPU time is printed too, as
+    it is steadier on a loaded machine."""
+    wall, cpu = {}, {}
     print()
-    print(f"{'transformer':<14}{'ops':>8}{'mlir (s)':>10}{'cpp (s)':>10}{'cpp/mlir':>10}")
+    print(f"{'transformer':<14}{'ops':>8}{'mlir wall':>11}{'cpp wall':>10}{'cpp/mlir':>10}"
+          f"{'mlir CPU':>10}{'cpp CPU':>9}{'cpp/mlir':>10}")
     for n in (100000, 200000):
         text, ops = gen_graphs.transformer(n)
         path = os.path.join(tmp, f"transformer_{n}.tg")
@@ -58,19 +61,22 @@ def compare_cpp(args, tmp):
         out = os.path.join(tmp, f"transformer_{n}.cpp")
         for emit in ("mlir", "cpp"):
             dest = out if emit == "cpp" else os.devnull
-            times[(emit, n)] = min(run(args.ampc, path, args.amp, emit, dest)[0]
-                                   for _ in range(args.repeat))
-        ratio = times[("cpp", n)] / times[("mlir", n)]
-        print(f"{'':<14}{ops:>8}{times[('mlir', n)]:>10.2f}{times[('cpp', n)]:>10.2f}"
-              f"{ratio:>10.2f}", flush=True)
+            runs = [run(args.ampc, path, args.amp, emit, dest) for _ in range(args.repeat)]
+            wall[(emit, n)] = min(r[0] for r in runs)
+            cpu[(emit, n)] = min(r[1] for r in runs)
+        print(f"{'':<14}{ops:>8}{wall[('mlir', n)]:>11.2f}{wall[('cpp', n)]:>10.2f}"
+              f"{wall[('cpp', n)] / wall[('mlir', n)]:>10.2f}{cpu[('mlir', n)]:>10.2f}"
+              f"{cpu[('cpp', n)]:>9.2f}{cpu[('cpp', n)] / cpu[('mlir', n)]:>10.2f}", flush=True)
     ok = True
-    cpp_ratio = times[("cpp", 100000)] / times[("mlir", 100000)]
-    ok &= cpp_ratio <= 2.0
-    print(f"transformer --emit=cpp / --emit=mlir at 100k = {cpp_ratio:.2f} (target <= 2)")
+    ratio = wall[("cpp", 100000)] / wall[("mlir", 100000)]
+    ok &= ratio <= 2.0
+    print(f"transformer --emit=cpp / --emit=mlir at 100k = {ratio:.2f} wall, "
+          f"{cpu[('cpp', 100000)] / cpu[('mlir', 100000)]:.2f} CPU (target <= 2)")
     for emit in ("mlir", "cpp"):
-        growth = times[(emit, 200000)] / times[(emit, 100000)]
+        growth = wall[(emit, 200000)] / wall[(emit, 100000)]
         ok &= growth <= 2.3
-        print(f"transformer --emit={emit}: 200k/100k = {growth:.2f} (target <= 2.3)")
+        print(f"transformer --emit={emit}: 200k/100k = {growth:.2f} wall, "
+              f"{cpu[(emit, 200000)] / cpu[(emit, 100000)]:.2f} CPU (target <= 2.3)")
     return ok
 
 
