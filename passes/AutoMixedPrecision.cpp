@@ -14,9 +14,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -110,7 +112,10 @@ private:
   void rewriteReturn(func::ReturnOp ret, func::FuncOp func);
   void processBlock(Block &block, func::FuncOp func);
   void rewriteTGOp(Operation *op, const Decision &d);
-  LogicalResult rewriteForeignOp(Operation *op, const Decision &d);
+  LogicalResult rewriteForeignOp(Operation *&op, const Decision &d);
+  FailureOr<Operation *> rebuildLinalgNamedOp(linalg::LinalgOp op,
+                                              const Decision &d,
+                                              std::string &reason);
   void restoreOperands(Operation *op);
   Type originalType(Value v) const {
     auto it = originalTypes.find(v);
@@ -347,7 +352,83 @@ void AutoMixedPrecisionPass::rewriteTGOp(Operation *op, const Decision &d) {
 ///    follows, reading them at their widest current type); if the op then
 ///    fails to verify, it is kept as written when `follow`, refused with the
 ///    verifier's reason otherwise.
-LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *op,
+/// A linalg named op (its body comes from the op's region builder) made to
+/// compute in `d.type`: its inputs are cast to it and the op is rebuilt with
+/// the body its region builder makes for the new types. A `lower` op keeps
+/// its outputs (the accumulator) in the type they were written with, so it
+/// accumulates in f32 from low inputs, and its results are rounded to low
+/// after it, as autocast rounds a GEMM's result; `fp32` and `promote` ops
+/// compute and store in `d.type`. Returns the op that replaces `op`.
+FailureOr<Operation *>
+AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
+                                             const Decision &d,
+                                             std::string &reason) {
+  auto regionBuilder = op.getRegionBuilder();
+  bool lower = d.type == lowElementType() &&
+               table.lookup(op->getName().getStringRef()) == OpClass::Lower;
+  OpBuilder b(op);
+  SmallVector<Value> inputs, outputs;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Value v = in->get();
+    if (isFloatValue(v) && elementOf(v.getType()) != d.type)
+      v = castTo(b, op, v, d.type);
+    inputs.push_back(v);
+  }
+  for (OpOperand &out : op.getDpsInitsMutable()) {
+    Value v = out.get();
+    Type target = lower ? elementOf(originalType(v)) : d.type;
+    if (isFloatValue(v) && isFloatElement(target) &&
+        elementOf(v.getType()) != target)
+      v = castTo(b, op, v, target);
+    outputs.push_back(v);
+  }
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(inputs);
+  state.addOperands(outputs);
+  state.addAttributes(op->getAttrs());
+  for (Value v : outputs)
+    state.addTypes(v.getType());
+  Region *region = state.addRegion();
+  auto *body = new Block();
+  region->push_back(body);
+  for (Value v : llvm::concat<Value>(inputs, outputs))
+    body->addArgument(getElementTypeOrSelf(v.getType()), op->getLoc());
+  {
+    ImplicitLocOpBuilder ib(op->getLoc(), op->getContext());
+    ib.setInsertionPointToStart(body);
+    regionBuilder(ib, *body, op->getAttrs(),
+                  [&]() { return op->emitError(); });
+  }
+  Operation *rebuilt = b.create(state);
+  bool verifies;
+  {
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &diag) {
+      if (reason.empty())
+        reason = diag.str();
+      return success();
+    });
+    verifies = succeeded(verify(rebuilt, /*verifyRecursively=*/true));
+  }
+  if (!verifies) {
+    rebuilt->erase();
+    return failure();
+  }
+  b.setInsertionPointAfter(rebuilt);
+  for (auto [old, now] : llvm::zip_equal(op->getResults(), rebuilt->getResults())) {
+    Value replacement = now;
+    if (lower && isFloatValue(now) && elementOf(now.getType()) != d.type)
+      replacement = castTo(b, rebuilt, now, d.type);
+    if (replacement.getType() != old.getType())
+      originalTypes.try_emplace(replacement, old.getType());
+    if (now != replacement && now.getType() != old.getType())
+      originalTypes.try_emplace(now, old.getType());
+    old.replaceAllUsesWith(replacement);
+  }
+  op->erase();
+  return rebuilt;
+}
+
+LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *&op,
                                                        const Decision &d) {
   auto fail = [&](const Twine &why) {
     std::string compute;
@@ -363,6 +444,18 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *op,
   };
   if (d.kind == Decision::Keep) {
     restoreOperands(op);
+    return success();
+  }
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (linalgOp && d.kind == Decision::Compute &&
+      linalgOp.hasPureTensorSemantics() && linalgOp.getRegionBuilder() &&
+      !isa<linalg::GenericOp>(op)) {
+    std::string reason;
+    FailureOr<Operation *> rebuilt =
+        rebuildLinalgNamedOp(linalgOp, d, reason);
+    if (failed(rebuilt))
+      return fail("rebuilt for its class it does not verify (" + reason + ")");
+    op = *rebuilt;
     return success();
   }
   bool tied = op->getNumRegions() > 0 || isa<CallOpInterface>(op);
@@ -476,12 +569,16 @@ void AutoMixedPrecisionPass::processBlock(Block &block, func::FuncOp func) {
       continue;
     }
     Decision d = decide(&op);
+    Operation *current = &op;
     if (isa_and_nonnull<tg::TGDialect>(op.getDialect())) {
       rewriteTGOp(&op, d);
-    } else if (failed(rewriteForeignOp(&op, d))) {
+    } else if (failed(rewriteForeignOp(current, d))) {
       sawUnknownOp = true;
       continue;
     }
+    // A rebuilt linalg op has a body made for its new types.
+    if (current != &op)
+      continue;
     // Ops nested in regions (scf.if, scf.for, ...) are handled like
     // top-level ones; an isolated region is not part of this graph.
     if (op.hasTrait<OpTrait::IsIsolatedFromAbove>())

@@ -247,12 +247,18 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
       of a lowered GEMM result and an f32 value adds in f32); otherwise, or
       when it would not verify, it is kept in the types it was written with
       (its operands are cast back: `arith.truncf` of a lowered value).
-    - A `lower`, `fp32` or `promote` op that has regions, is a call, or does
-      not verify once retyped (destination-style ops such as
-      `linalg.matmul`, whose body and `outs` tie its element types) is
-      refused: "'linalg.matmul' must compute in f16 (its AMP class), but
-      automatic mixed precision cannot retype it: ...". Classify it `follow`
-      to keep it as written.
+    - A linalg named op (`linalg.matmul`, `linalg.exp`, ...) classified
+      `lower`, `fp32` or `promote` is rebuilt: its inputs are cast and it
+      gets the body its region builder makes for the new types. A `lower`
+      one keeps its outputs (the accumulator) as written, so it reads low
+      inputs and accumulates in f32, and its results are cast to low after
+      it (autocast's rounding of a GEMM result); the others compute and
+      store in the class's type.
+    - Any other `lower`, `fp32` or `promote` op that has regions
+      (`linalg.generic`, whose hand-written body ties its element types),
+      is a call, or does not verify once retyped is refused: "'OP' must
+      compute in f16 (its AMP class), but automatic mixed precision cannot
+      retype it: ...". Classify it `follow` to keep it as written.
     - Scalars and dynamically shaped tensors are cast with `arith.extf` /
       `arith.truncf`, static tensors with `tg.cast`.
 

@@ -1,6 +1,7 @@
-// math ops classified fp32 and linalg named ops classified lower, through the
-// registration table (C++ registerOpClass, which --ampc-amp-register calls)
-// and the pass's class options; both policies, both low types.
+// math ops classified fp32, through the registration table (C++
+// registerOpClass, which --ampc-amp-register calls) and the pass's class
+// options, and an unclassified linalg op; both policies, both low types
+// (linalg ops classified lower: linalg-named.mlir).
 // RUN: ampc-opt %s --ampc-amp-register=math.exp=fp32 --ampc-amp-register=math.tanh=fp32 --ampc-auto-mixed-precision="policy=reference low-type=f16" 2>/dev/null | FileCheck %s --check-prefixes=CHECK,REF16
 // RUN: ampc-opt %s --ampc-auto-mixed-precision="policy=reference low-type=bf16 fp32-ops=math.exp,math.tanh" 2>/dev/null | FileCheck %s --check-prefixes=CHECK,REFBF
 // RUN: ampc-opt %s --ampc-amp-register=math.exp=fp32 --ampc-amp-register=math.tanh=fp32 --ampc-auto-mixed-precision="policy=fast low-type=f16" 2>/dev/null | FileCheck %s --check-prefixes=CHECK,FAST16
