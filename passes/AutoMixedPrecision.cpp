@@ -358,7 +358,9 @@ void AutoMixedPrecisionPass::rewriteTGOp(Operation *op, const Decision &d) {
 /// its outputs (the accumulator) in the type they were written with, so it
 /// accumulates in f32 from low inputs, and its results are rounded to low
 /// after it, as autocast rounds a GEMM's result; `fp32` and `promote` ops
-/// compute and store in `d.type`. Returns the op that replaces `op`.
+/// compute and store in `d.type`. The new op carries `tg.compute` (what it
+/// computes in), so running the pass again keeps it. Returns the op that
+/// replaces `op`.
 FailureOr<Operation *>
 AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
                                              const Decision &d,
@@ -413,6 +415,8 @@ AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
     rebuilt->erase();
     return failure();
   }
+  // Decided, like a tg op with `tg.compute`: a second run keeps it.
+  rebuilt->setAttr(tg::TGDialect::kComputeAttrName, TypeAttr::get(d.type));
   b.setInsertionPointAfter(rebuilt);
   for (auto [old, now] : llvm::zip_equal(op->getResults(), rebuilt->getResults())) {
     Value replacement = now;
@@ -576,8 +580,9 @@ void AutoMixedPrecisionPass::processBlock(Block &block, func::FuncOp func) {
       sawUnknownOp = true;
       continue;
     }
-    // A rebuilt linalg op has a body made for its new types.
-    if (current != &op)
+    // A linalg op's body is scalar code over its own block arguments, made
+    // for its types (by its region builder when rebuilt), not graph ops.
+    if (current != &op || isa<linalg::LinalgOp>(current))
       continue;
     // Ops nested in regions (scf.if, scf.for, ...) are handled like
     // top-level ones; an isolated region is not part of this graph.

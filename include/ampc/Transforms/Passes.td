@@ -253,7 +253,9 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
       one keeps its outputs (the accumulator) as written, so it reads low
       inputs and accumulates in f32, and its results are cast to low after
       it (autocast's rounding of a GEMM result); the others compute and
-      store in the class's type.
+      store in the class's type. The rebuilt op carries `tg.compute` (what
+      it computes in), so a second run keeps it. Bodies of linalg ops are
+      not graph ops and are left alone.
     - Any other `lower`, `fp32` or `promote` op that has regions
       (`linalg.generic`, whose hand-written body ties its element types),
       is a call, or does not verify once retyped is refused: "'OP' must
