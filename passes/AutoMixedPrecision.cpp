@@ -10,14 +10,21 @@
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/AMPPolicy.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopedHashTable.h"
 
 namespace ampc {
 #define GEN_PASS_DEF_AUTOMIXEDPRECISION
@@ -79,8 +86,18 @@ public:
 private:
   PolicyTable table;
 
-  // Per-function state.
-  DenseMap<std::pair<Value, Type>, Value> castCache;
+  // Per-function state. Casts are cached per block scope: a cast placed in a
+  // block dominates the rest of it and the regions nested in it.
+  using CastCache = llvm::ScopedHashTable<std::pair<Value, Type>, Value>;
+  /// Points at the cache of the running function (the pass must stay
+  /// copyable, the table is not).
+  CastCache *castCache = nullptr;
+  /// The type a value had before this pass changed it.
+  DenseMap<Value, Type> originalTypes;
+  /// While a foreign op is rewritten tentatively: the casts made for it (and
+  /// their cache keys), to remove if the rewrite is undone.
+  SmallVector<std::pair<std::pair<Value, Type>, Value>> *tentativeCasts =
+      nullptr;
   bool sawUnknownOp = false;
 
   Type lowElementType() {
@@ -93,6 +110,17 @@ private:
                         Type element);
   void updateResultTypes(Operation *op, const Decision &d);
   void rewriteReturn(func::ReturnOp ret, func::FuncOp func);
+  void processBlock(Block &block, func::FuncOp func);
+  void rewriteTGOp(Operation *op, const Decision &d);
+  LogicalResult rewriteForeignOp(Operation *&op, const Decision &d);
+  FailureOr<Operation *> rebuildLinalgNamedOp(linalg::LinalgOp op,
+                                              const Decision &d,
+                                              std::string &reason);
+  void restoreOperands(Operation *op);
+  Type originalType(Value v) const {
+    auto it = originalTypes.find(v);
+    return it == originalTypes.end() ? v.getType() : it->second;
+  }
 };
 
 } // namespace
@@ -193,8 +221,9 @@ Value AutoMixedPrecisionPass::convertConstant(OpBuilder &b, Operation *constant,
 Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
                                      Type element) {
   auto key = std::make_pair(v, element);
-  if (Value cached = castCache.lookup(key))
+  if (Value cached = castCache->lookup(key))
     return cached;
+  // Casts read `v` where it is defined: before the consumer, in its block.
   Value result;
   Operation *def = v.getDefiningOp();
   if (def && def->hasTrait<OpTrait::ConstantLike>())
@@ -217,9 +246,13 @@ Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
       Type f32 = withElement(v.getType(), b.getF32Type());
       Value wide = arith::ExtFOp::create(b, loc, f32, v);
       result = arith::TruncFOp::create(b, loc, to, wide);
+      setRole(wide.getDefiningOp(), Role::Amp);
     }
+    setRole(result.getDefiningOp(), Role::Amp);
   }
-  castCache[key] = result;
+  castCache->insert(key, result);
+  if (tentativeCasts)
+    tentativeCasts->push_back({key, result});
   return result;
 }
 
@@ -232,8 +265,11 @@ void AutoMixedPrecisionPass::updateResultTypes(Operation *op,
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)) &&
         types.size() == op->getNumResults()) {
-      for (auto [result, type] : llvm::zip_equal(op->getResults(), types))
+      for (auto [result, type] : llvm::zip_equal(op->getResults(), types)) {
+        if (result.getType() != type)
+          originalTypes.try_emplace(result, result.getType());
         result.setType(type);
+      }
       return;
     }
   }
@@ -252,9 +288,14 @@ void AutoMixedPrecisionPass::updateResultTypes(Operation *op,
   }
   if (!target)
     return;
-  for (Value result : op->getResults())
-    if (isFloatValue(result))
-      result.setType(withElement(result.getType(), target));
+  for (Value result : op->getResults()) {
+    if (!isFloatValue(result))
+      continue;
+    Type type = withElement(result.getType(), target);
+    if (result.getType() != type)
+      originalTypes.try_emplace(result, result.getType());
+    result.setType(type);
+  }
 }
 
 void AutoMixedPrecisionPass::rewriteReturn(func::ReturnOp ret,
@@ -270,34 +311,298 @@ void AutoMixedPrecisionPass::rewriteReturn(func::ReturnOp ret,
   }
 }
 
-void AutoMixedPrecisionPass::runOnOperation() {
-  func::FuncOp func = getOperation();
-  castCache.clear();
-  sawUnknownOp = false;
-  for (Block &block : func.getBody()) {
-    // A cast is placed before its first reader, so it dominates only the
-    // rest of its block.
-    castCache.clear();
-    for (Operation &op : llvm::make_early_inc_range(block)) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        rewriteReturn(ret, func);
+/// Casts every float operand of `op` whose type this pass changed back to
+/// the type it had, so `op` sees exactly the types it was written with.
+void AutoMixedPrecisionPass::restoreOperands(Operation *op) {
+  OpBuilder b(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value v = operand.get();
+    Type original = originalType(v);
+    if (original == v.getType() || !isFloatValue(v) ||
+        !isFloatElement(elementOf(original)))
+      continue;
+    operand.set(castTo(b, op, v, elementOf(original)));
+  }
+}
+
+void AutoMixedPrecisionPass::rewriteTGOp(Operation *op, const Decision &d) {
+  if (d.kind == Decision::Keep)
+    return;
+  if (d.kind == Decision::Compute) {
+    OpBuilder b(op);
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!isFloatValue(v) || elementOf(v.getType()) == d.type)
         continue;
-      }
-      Decision d = decide(&op);
-      if (d.kind == Decision::Keep)
-        continue;
-      if (d.kind == Decision::Compute) {
-        OpBuilder b(&op);
-        for (OpOperand &operand : op.getOpOperands()) {
-          Value v = operand.get();
-          if (!isFloatValue(v) || elementOf(v.getType()) == d.type)
-            continue;
-          operand.set(castTo(b, &op, v, d.type));
-        }
-      }
-      updateResultTypes(&op, d);
+      operand.set(castTo(b, op, v, d.type));
     }
   }
+  updateResultTypes(op, d);
+}
+
+/// An op of another dialect (or an unregistered one). `tg` ops read mixed
+/// float types by definition; other ops may tie their types together (same
+/// operand and result types, destination operands, region arguments), so
+/// the rewrite is checked with the op's own verifier:
+///  - ops with regions and calls tie types to their bodies or callees: a
+///    `follow` one is kept as written (its operands cast back), a
+///    `lower`/`fp32`/`promote` one is refused;
+///  - otherwise the class's casts are applied and the results retyped
+///    (`follow`: only an op whose float operands and results had one type
+///    follows, reading them at their widest current type); if the op then
+///    fails to verify, it is kept as written when `follow`, refused with the
+///    verifier's reason otherwise.
+/// A linalg named op (its body comes from the op's region builder) made to
+/// compute in `d.type`: its inputs are cast to it and the op is rebuilt with
+/// the body its region builder makes for the new types. A `lower` op keeps
+/// its outputs (the accumulator) in the type they were written with, so it
+/// accumulates in f32 from low inputs, and its results are rounded to low
+/// after it, as autocast rounds a GEMM's result; `fp32` and `promote` ops
+/// compute and store in `d.type`. The new op carries `tg.compute` (what it
+/// computes in), so running the pass again keeps it. Returns the op that
+/// replaces `op`.
+FailureOr<Operation *>
+AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
+                                             const Decision &d,
+                                             std::string &reason) {
+  auto regionBuilder = op.getRegionBuilder();
+  bool lower = d.type == lowElementType() &&
+               table.lookup(op->getName().getStringRef()) == OpClass::Lower;
+  OpBuilder b(op);
+  SmallVector<Value> inputs, outputs;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Value v = in->get();
+    if (isFloatValue(v) && elementOf(v.getType()) != d.type)
+      v = castTo(b, op, v, d.type);
+    inputs.push_back(v);
+  }
+  for (OpOperand &out : op.getDpsInitsMutable()) {
+    Value v = out.get();
+    Type target = lower ? elementOf(originalType(v)) : d.type;
+    if (isFloatValue(v) && isFloatElement(target) &&
+        elementOf(v.getType()) != target)
+      v = castTo(b, op, v, target);
+    outputs.push_back(v);
+  }
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(inputs);
+  state.addOperands(outputs);
+  state.addAttributes(op->getAttrs());
+  for (Value v : outputs)
+    state.addTypes(v.getType());
+  Region *region = state.addRegion();
+  auto *body = new Block();
+  region->push_back(body);
+  for (Value v : llvm::concat<Value>(inputs, outputs))
+    body->addArgument(getElementTypeOrSelf(v.getType()), op->getLoc());
+  {
+    ImplicitLocOpBuilder ib(op->getLoc(), op->getContext());
+    ib.setInsertionPointToStart(body);
+    regionBuilder(ib, *body, op->getAttrs(),
+                  [&]() { return op->emitError(); });
+  }
+  Operation *rebuilt = b.create(state);
+  bool verifies;
+  {
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &diag) {
+      if (reason.empty())
+        reason = diag.str();
+      return success();
+    });
+    verifies = succeeded(verify(rebuilt, /*verifyRecursively=*/true));
+  }
+  if (!verifies) {
+    rebuilt->erase();
+    return failure();
+  }
+  // Decided, like a tg op with `tg.compute`: a second run keeps it.
+  rebuilt->setAttr(tg::TGDialect::kComputeAttrName, TypeAttr::get(d.type));
+  b.setInsertionPointAfter(rebuilt);
+  for (auto [old, now] : llvm::zip_equal(op->getResults(), rebuilt->getResults())) {
+    Value replacement = now;
+    if (lower && isFloatValue(now) && elementOf(now.getType()) != d.type)
+      replacement = castTo(b, rebuilt, now, d.type);
+    if (replacement.getType() != old.getType())
+      originalTypes.try_emplace(replacement, old.getType());
+    if (now != replacement && now.getType() != old.getType())
+      originalTypes.try_emplace(now, old.getType());
+    old.replaceAllUsesWith(replacement);
+  }
+  op->erase();
+  return rebuilt;
+}
+
+LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *&op,
+                                                       const Decision &d) {
+  auto fail = [&](const Twine &why) {
+    std::string compute;
+    llvm::raw_string_ostream os(compute);
+    os << d.type;
+    op->emitError("'") << op->getName() << "' must compute in " << compute
+                       << " (its AMP class), but automatic mixed precision "
+                          "cannot retype it: "
+                       << why
+                       << "; classify it 'follow' to keep it in the types "
+                          "it was written with";
+    return failure();
+  };
+  if (d.kind == Decision::Keep) {
+    restoreOperands(op);
+    return success();
+  }
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (linalgOp && d.kind == Decision::Compute &&
+      linalgOp.hasPureTensorSemantics() && linalgOp.getRegionBuilder() &&
+      !isa<linalg::GenericOp>(op)) {
+    std::string reason;
+    FailureOr<Operation *> rebuilt =
+        rebuildLinalgNamedOp(linalgOp, d, reason);
+    if (failed(rebuilt))
+      return fail("rebuilt for its class it does not verify (" + reason + ")");
+    op = *rebuilt;
+    return success();
+  }
+  bool tied = op->getNumRegions() > 0 || isa<CallOpInterface>(op);
+  if (tied) {
+    if (d.kind == Decision::Compute)
+      return fail(op->getNumRegions()
+                      ? "its regions' types are tied to its operands and "
+                        "results"
+                      : "its operand and result types are tied to its callee");
+    restoreOperands(op);
+    return success();
+  }
+
+  Decision apply = d;
+  if (d.kind == Decision::Follow) {
+    // Follow only an op that computed in the type of its float operands.
+    Type common, widest;
+    bool uniform = true;
+    for (Value v : op->getOperands()) {
+      if (!isFloatValue(v))
+        continue;
+      Type e = elementOf(originalType(v));
+      uniform &= !common || common == e;
+      common = e;
+      Type now = elementOf(v.getType());
+      widest = widest ? tg::promoteElementTypes(widest, now) : now;
+    }
+    for (Value r : op->getResults())
+      if (isFloatValue(r))
+        uniform &= !common || elementOf(r.getType()) == common;
+    if (!common || !uniform) {
+      restoreOperands(op);
+      return success();
+    }
+    apply = {Decision::Compute, widest};
+  }
+
+  SmallVector<Value> oldOperands(op->getOperands());
+  SmallVector<Type> oldResults(op->getResultTypes());
+  SmallVector<std::pair<std::pair<Value, Type>, Value>> madeCasts;
+  tentativeCasts = &madeCasts;
+  {
+    OpBuilder b(op);
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!isFloatValue(v) || elementOf(v.getType()) == apply.type)
+        continue;
+      operand.set(castTo(b, op, v, apply.type));
+    }
+  }
+  updateResultTypes(op, apply);
+  tentativeCasts = nullptr;
+
+  std::string reason;
+  bool verifies;
+  {
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &diag) {
+      if (reason.empty())
+        reason = diag.str();
+      return success();
+    });
+    verifies = succeeded(verify(op, /*verifyRecursively=*/false));
+  }
+  if (verifies)
+    return success();
+  // Undo: the op as written.
+  for (auto [operand, old] : llvm::zip_equal(op->getOpOperands(), oldOperands))
+    operand.set(old);
+  for (auto [result, type] : llvm::zip_equal(op->getResults(), oldResults)) {
+    result.setType(type);
+    originalTypes.erase(result);
+  }
+  // The casts made for the attempt, unless something else reads them now;
+  // a null entry hides them from the cache for the rest of the block.
+  for (auto &[key, cast] : llvm::reverse(madeCasts)) {
+    if (!cast.use_empty())
+      continue;
+    castCache->insert(key, Value());
+    Operation *def = cast.getDefiningOp();
+    SmallVector<Value> inputs(def->getOperands());
+    def->erase();
+    // f16 <-> bf16 goes through an f32 value made for it.
+    for (Value in : inputs)
+      if (Operation *wide = in.getDefiningOp();
+          wide && in.use_empty() && hasRole(wide, Role::Amp))
+        wide->erase();
+  }
+  if (d.kind == Decision::Compute)
+    return fail("with its operands cast it does not verify (" + reason +
+                ")");
+  restoreOperands(op);
+  return success();
+}
+
+void AutoMixedPrecisionPass::processBlock(Block &block, func::FuncOp func) {
+  CastCache::ScopeTy scope(*castCache);
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op);
+        ret && ret->getParentOp() == func) {
+      rewriteReturn(ret, func);
+      continue;
+    }
+    // An unregistered op may be a terminator: the last op of a nested block
+    // is taken as one.
+    if (op.hasTrait<OpTrait::IsTerminator>() ||
+        (!op.isRegistered() && &op == &block.back() &&
+         block.getParentOp() != func)) {
+      // A terminator of a nested region (scf.yield, ...) passes values to
+      // its parent, whose types are as written.
+      restoreOperands(&op);
+      continue;
+    }
+    Decision d = decide(&op);
+    Operation *current = &op;
+    if (isa_and_nonnull<tg::TGDialect>(op.getDialect())) {
+      rewriteTGOp(&op, d);
+    } else if (failed(rewriteForeignOp(current, d))) {
+      sawUnknownOp = true;
+      continue;
+    }
+    // A linalg op's body is scalar code over its own block arguments, made
+    // for its types (by its region builder when rebuilt), not graph ops.
+    if (current != &op || isa<linalg::LinalgOp>(current))
+      continue;
+    // Ops nested in regions (scf.if, scf.for, ...) are handled like
+    // top-level ones; an isolated region is not part of this graph.
+    if (op.hasTrait<OpTrait::IsIsolatedFromAbove>())
+      continue;
+    for (Region &region : op.getRegions())
+      for (Block &nested : region)
+        processBlock(nested, func);
+  }
+}
+
+void AutoMixedPrecisionPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  originalTypes.clear();
+  sawUnknownOp = false;
+  CastCache cache;
+  castCache = &cache;
+  for (Block &block : func.getBody())
+    processBlock(block, func);
+  castCache = nullptr;
   if (sawUnknownOp)
     return signalPassFailure();
 

@@ -11,6 +11,7 @@
 #include "ampc/Dialect/TG/TGInterfaces.h"
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -39,6 +40,19 @@ bool isFloatTensor(Value v) {
   Type e = t.getElementType();
   return e.isF32() || e.isF16() || e.isBF16();
 }
+
+/// Gives every op a builder inserts a role (`tg.role`): what later passes
+/// and the report decide from. The backward of a cast that automatic mixed
+/// precision inserted is the cast back, which is AMP's as well.
+struct RoleListener : public OpBuilder::Listener {
+  explicit RoleListener(Role role) : role(role) {}
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    setRole(op, forwardIsAmpCast && isa<CastOp>(op) ? Role::Amp : role);
+  }
+  Role role;
+  bool forwardIsAmpCast = false;
+};
 
 /// Reverse-mode differentiation of one scalar `loss` with respect to `wrt`,
 /// inserting the backward graph before `anchor` (the tg.grad or
@@ -83,6 +97,8 @@ FailureOr<SmallVector<Value>> differentiate(Operation *anchor, Value loss,
     return result;
 
   OpBuilder builder(anchor);
+  RoleListener roles(Role::Grad);
+  builder.setListener(&roles);
   llvm::DenseMap<Value, Value> grads;
   auto accumulate = [&](Value v, Value g, Location loc) {
     auto [it, inserted] = grads.try_emplace(v, g);
@@ -118,8 +134,11 @@ FailureOr<SmallVector<Value>> differentiate(Operation *anchor, Value loss,
     for (Value operand : op.getOperands())
       wanted.push_back(active.contains(operand));
     SmallVector<Value> operandGrads;
-    if (failed(iface.buildGradient(builder, resultGrads, wanted,
-                                   operandGrads)))
+    roles.forwardIsAmpCast = isa<CastOp>(op) && hasRole(&op, Role::Amp);
+    LogicalResult built =
+        iface.buildGradient(builder, resultGrads, wanted, operandGrads);
+    roles.forwardIsAmpCast = false;
+    if (failed(built))
       return failure();
     if (operandGrads.size() != op.getNumOperands())
       return op.emitOpError("gradient rule returned ")
@@ -155,6 +174,8 @@ LogicalResult AutodiffPass::expandGrad(GradOp op) {
   if (failed(grads))
     return failure();
   OpBuilder builder(op);
+  RoleListener roles(Role::Grad);
+  builder.setListener(&roles);
   for (auto [result, g, v] : llvm::zip_equal(op.getGrads(), *grads,
                                              op.getWrt())) {
     if (!g) {
@@ -220,6 +241,8 @@ LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
                    "training step updates nothing");
   } else {
     OpBuilder builder(op);
+    RoleListener roles(Role::Optimizer);
+    builder.setListener(&roles);
     Location loc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
     DictionaryAttr hyper = op.getHyperparams();
     auto param = [&](StringRef key, double dflt) {

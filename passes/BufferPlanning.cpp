@@ -19,6 +19,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
+#include <map>
+#include <set>
+#include <vector>
+
 namespace ampc {
 #define GEN_PASS_DEF_BUFFERPLANNING
 #include "ampc/Transforms/Passes.h.inc"
@@ -76,12 +80,190 @@ int64_t ampc::getTensorBytes(Type type) {
 }
 
 namespace {
+/// Values that share one buffer (an in-place chain), with their joint live
+/// range in op indices.
 struct Group {
   int64_t size = 0;
   int64_t begin = 0, end = 0;
   bool persistent = false; // lives in an argument or constant buffer
   int64_t offset = -1;
 };
+
+/// Free bytes of the arena below its high-water mark, as disjoint holes: by
+/// offset (to merge neighbours on release) and by size (best fit). Every
+/// operation is O(log holes).
+class FreeSpace {
+public:
+  /// The offset of `size` bytes: the smallest hole that holds them (lowest
+  /// offset among equals), else the hole that ends at the high-water mark,
+  /// extended, else new bytes at the top.
+  int64_t allocate(int64_t size) {
+    auto fit = bySize.lower_bound({size, 0});
+    if (fit != bySize.end()) {
+      auto [holeSize, offset] = *fit;
+      erase(offset, holeSize);
+      if (holeSize > size)
+        insert(offset + size, holeSize - size);
+      return offset;
+    }
+    int64_t offset = top;
+    if (!byOffset.empty()) {
+      auto last = std::prev(byOffset.end());
+      if (last->first + last->second == top) {
+        offset = last->first;
+        erase(last->first, last->second);
+      }
+    }
+    top = offset + size;
+    highWater = std::max(highWater, top);
+    return offset;
+  }
+
+  /// Returns [offset, offset + size) to the free space, merged with the
+  /// holes next to it.
+  void release(int64_t offset, int64_t size) {
+    auto next = byOffset.lower_bound(offset);
+    if (next != byOffset.end() && next->first == offset + size) {
+      size += next->second;
+      erase(next->first, next->second);
+    }
+    auto after = byOffset.lower_bound(offset);
+    if (after != byOffset.begin()) {
+      auto prev = std::prev(after);
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        erase(prev->first, prev->second);
+      }
+    }
+    insert(offset, size);
+  }
+
+  int64_t getHighWater() const { return highWater; }
+
+private:
+  void insert(int64_t offset, int64_t size) {
+    byOffset.emplace(offset, size);
+    bySize.emplace(size, offset);
+  }
+  void erase(int64_t offset, int64_t size) {
+    byOffset.erase(offset);
+    bySize.erase({size, offset});
+  }
+
+  std::map<int64_t, int64_t> byOffset;
+  std::set<std::pair<int64_t, int64_t>> bySize;
+  int64_t top = 0, highWater = 0;
+};
+
+/// Linear scan: a linear pass over the step in program order that allocates
+/// each buffer where its live range starts (best fit among the free holes)
+/// and frees it after its last use. O(n log n) in the number of buffers;
+/// returns the arena size and sets each group's offset.
+int64_t placeByLinearScan(ArrayRef<Group *> groups, int64_t endOfStep) {
+  // Buckets by op index: which buffers start and end where.
+  std::vector<SmallVector<Group *, 1>> starts(endOfStep + 1),
+      ends(endOfStep + 1);
+  for (Group *g : groups) {
+    starts[g->begin].push_back(g);
+    ends[g->end].push_back(g);
+  }
+  FreeSpace space;
+  for (int64_t t = 0; t <= endOfStep; ++t) {
+    // Larger buffers first: they are the hardest to fit into holes.
+    llvm::stable_sort(starts[t],
+                      [](Group *a, Group *b) { return a->size > b->size; });
+    for (Group *g : starts[t])
+      g->offset = space.allocate(g->size);
+    // A buffer read by op t is free from op t + 1 on (op t may not write
+    // its result over its own operands).
+    for (Group *g : ends[t])
+      space.release(g->offset, g->size);
+  }
+  return space.getHighWater();
+}
+
+/// Greedy by size: largest buffer first, each at the lowest offset where it
+/// overlaps no placed buffer whose live range meets its own. The placed
+/// buffers a live range meets are those live at its start (a stabbing query
+/// on a segment tree over op indices) plus those starting inside it (a range
+/// of a map by start), so each placement costs O(log n + k) for its k
+/// conflicts. That sum is small when live ranges are short (inference
+/// graphs) but can grow quadratically (many long-lived activations), so the
+/// placement gives up after `budget` conflicts in total; returns
+/// std::nullopt then.
+std::optional<int64_t> placeGreedyBySize(ArrayRef<Group *> groups,
+                                         int64_t endOfStep, int64_t budget) {
+  SmallVector<Group *> order(groups);
+  llvm::stable_sort(order, [](Group *a, Group *b) {
+    if (a->size != b->size)
+      return a->size > b->size;
+    return a->begin < b->begin;
+  });
+  // Segment tree over [0, endOfStep]: node lists of the placed ranges that
+  // cover the node's span (each range is in O(log n) nodes).
+  int64_t leaves = 1;
+  while (leaves < endOfStep + 1)
+    leaves *= 2;
+  std::vector<SmallVector<Group *, 2>> cover(2 * leaves);
+  auto insertCover = [&](Group *g) {
+    int64_t lo = g->begin + leaves, hi = g->end + leaves + 1;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1)
+        cover[lo++].push_back(g);
+      if (hi & 1)
+        cover[--hi].push_back(g);
+    }
+  };
+  std::multimap<int64_t, Group *> byBegin;
+  SmallVector<std::pair<int64_t, int64_t>> busy;
+  int64_t arena = 0, work = 0;
+  for (Group *g : order) {
+    busy.clear();
+    for (int64_t node = g->begin + leaves; node >= 1; node /= 2)
+      for (Group *p : cover[node])
+        busy.push_back({p->offset, p->offset + p->size});
+    for (auto it = byBegin.upper_bound(g->begin), e = byBegin.end();
+         it != e && it->first <= g->end; ++it)
+      busy.push_back({it->second->offset,
+                      it->second->offset + it->second->size});
+    work += busy.size();
+    if (work > budget)
+      return std::nullopt;
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [lo, hi] : busy) {
+      if (offset + g->size <= lo)
+        break;
+      offset = std::max(offset, hi);
+    }
+    g->offset = offset;
+    arena = std::max(arena, offset + g->size);
+    insertCover(g);
+    byBegin.emplace(g->begin, g);
+  }
+  return arena;
+}
+
+/// Places every group and returns the arena size: greedy by size (the
+/// smaller arena in practice) when it stays within a linear budget of
+/// conflicts, and the linear scan otherwise or when it does better. Both
+/// are O(n log n) here, so planning stays linear in the step's size.
+int64_t placeGroups(ArrayRef<Group *> groups, int64_t endOfStep) {
+  int64_t scan = placeByLinearScan(groups, endOfStep);
+  SmallVector<int64_t> scanOffsets;
+  for (Group *g : groups)
+    scanOffsets.push_back(g->offset);
+  constexpr int64_t kConflictsPerBuffer = 64;
+  std::optional<int64_t> greedy = placeGreedyBySize(
+      groups, endOfStep,
+      kConflictsPerBuffer * static_cast<int64_t>(groups.size()) + 4096);
+  if (greedy && *greedy <= scan)
+    return *greedy;
+  for (auto [g, offset] : llvm::zip_equal(groups, scanOffsets))
+    g->offset = offset;
+  return scan;
+}
 
 struct BufferPlanningPass
     : public ampc::impl::BufferPlanningBase<BufferPlanningPass> {
@@ -104,7 +286,6 @@ struct BufferPlanningPass
 
     // Union values that share a buffer.
     llvm::EquivalenceClasses<Value> classes;
-    llvm::DenseMap<Value, int64_t> lastUse;
     auto useIndex = [&](Value v) {
       int64_t last = -1;
       for (OpOperand &use : v.getUses()) {
@@ -118,6 +299,13 @@ struct BufferPlanningPass
       classes.insert(arg);
     for (Operation &op : body) {
       for (OpResult result : op.getResults()) {
+        auto tensor = dyn_cast<RankedTensorType>(result.getType());
+        if (!tensor || !tensor.hasStaticShape()) {
+          op.emitOpError("buffer planning: result #")
+              << result.getResultNumber() << " has type " << result.getType()
+              << "; only statically shaped tensors can be placed in the arena";
+          return signalPassFailure();
+        }
         classes.insert(result);
         if (auto operand = getInPlaceOperand(&op, result.getResultNumber())) {
           Value src = op.getOperand(*operand);
@@ -138,13 +326,22 @@ struct BufferPlanningPass
       }
     }
 
-    llvm::DenseMap<Value, Group> groups;
-    auto leaderOf = [&](Value v) { return classes.getLeaderValue(v); };
+    // Groups in order of first definition, so that the plan depends only on
+    // the program (never on where values happen to live in memory).
+    std::vector<Group> storage;
+    llvm::DenseMap<Value, unsigned> groupOf;
+    auto groupFor = [&](Value v) -> Group & {
+      auto [it, inserted] =
+          groupOf.try_emplace(classes.getLeaderValue(v), storage.size());
+      if (inserted)
+        storage.emplace_back();
+      return storage[it->second];
+    };
     for (BlockArgument arg : body.getArguments())
-      groups[leaderOf(arg)].persistent = true;
+      groupFor(arg).persistent = true;
     for (Operation &op : body) {
       for (OpResult result : op.getResults()) {
-        Group &g = groups[leaderOf(result)];
+        Group &g = groupFor(result);
         if (isa<tg::ConstantOp>(op))
           g.persistent = true;
         int64_t def = index[&op];
@@ -164,40 +361,16 @@ struct BufferPlanningPass
       }
     }
 
-    // Greedy by size (largest first), lowest offset that fits.
-    SmallVector<Group *> order;
+    SmallVector<Group *> planned;
     int64_t sum = 0;
-    for (auto &it : groups) {
-      Group &g = it.second;
+    for (Group &g : storage) {
       if (g.persistent)
         continue;
       g.size = llvm::alignTo(g.size, kBufferAlignment);
       sum += g.size;
-      order.push_back(&g);
+      planned.push_back(&g);
     }
-    llvm::stable_sort(order, [](Group *a, Group *b) {
-      if (a->size != b->size)
-        return a->size > b->size;
-      return a->begin < b->begin;
-    });
-    SmallVector<Group *> placed;
-    int64_t arena = 0;
-    for (Group *g : order) {
-      SmallVector<std::pair<int64_t, int64_t>> busy;
-      for (Group *p : placed)
-        if (p->begin <= g->end && g->begin <= p->end)
-          busy.push_back({p->offset, p->offset + p->size});
-      llvm::sort(busy);
-      int64_t offset = 0;
-      for (auto [lo, hi] : busy) {
-        if (offset + g->size <= lo)
-          break;
-        offset = std::max(offset, hi);
-      }
-      g->offset = offset;
-      arena = std::max(arena, offset + g->size);
-      placed.push_back(g);
-    }
+    int64_t arena = placeGroups(planned, endOfStep);
 
     Builder b(func.getContext());
     for (Operation &op : body) {
@@ -205,7 +378,7 @@ struct BufferPlanningPass
         continue;
       SmallVector<int64_t> offsets;
       for (OpResult result : op.getResults()) {
-        Group &g = groups[leaderOf(result)];
+        Group &g = groupFor(result);
         offsets.push_back(g.persistent ? -1 : g.offset);
       }
       op.setAttr(kOffsetsAttrName, b.getDenseI64ArrayAttr(offsets));

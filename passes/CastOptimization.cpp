@@ -11,6 +11,7 @@
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/AMPPolicy.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -34,45 +35,28 @@ Type elementOf(Type t) {
   return t;
 }
 
-/// The tag of a pass-made location (`loc(fused<"TAG">[...])`), or null.
-StringAttr locTag(Location loc) {
-  auto fused = dyn_cast<FusedLoc>(loc);
-  return fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
-               : StringAttr();
-}
-
-/// A cast that automatic mixed precision inserted (`loc(fused<"amp">[...])`),
-/// or the cast back that autodiff made as its gradient
-/// (`loc(fused<"grad">[fused<"amp">[...]])`). Casts of the source, and
-/// their gradients, are never changed.
+/// A cast that automatic mixed precision is responsible for
+/// (`tg.role = "amp"`): one it inserted, or the cast back autodiff made as its
+/// gradient. Casts of the source, and their gradients, are never changed.
 bool isAmpCast(Operation *op) {
-  if (!isa<tg::CastOp>(op))
-    return false;
-  StringAttr tag = locTag(op->getLoc());
-  if (tag && tag.getValue() == "grad")
-    return llvm::any_of(cast<FusedLoc>(op->getLoc()).getLocations(),
-                        [](Location inner) {
-                          StringAttr t = locTag(inner);
-                          return t && t.getValue() == "amp";
-                        });
-  return tag && tag.getValue() == "amp";
+  return isa<tg::CastOp>(op) && hasRole(op, Role::Amp);
 }
 
 /// Ops whose kernels keep their declared types: casts, constants, the
 /// training ops whose results are values of other ops' types, and the
-/// optimizer and loss-scaling ops (multi-tensor kernels over f32 state,
-/// tagged "optimizer" / "loss_scale" by the passes that make them).
+/// optimizer and loss-scaling ops (multi-tensor kernels over f32 state). What
+/// an op is, not which pass made it, decides: a hand-written update is
+/// treated like one the optimizer expansion made.
 bool isStructural(Operation *op) {
-  if (isa<tg::CastOp, tg::GradOp, tg::GradSeedOp, tg::MinimizeOp>(op) ||
-      op->hasTrait<OpTrait::ConstantLike>())
-    return true;
-  StringAttr tag = locTag(op->getLoc());
-  return tag && (tag.getValue() == "optimizer" || tag.getValue() == "loss_scale");
+  return isa<tg::CastOp, tg::GradOp, tg::GradSeedOp, tg::MinimizeOp,
+             tg::SgdUpdateOp, tg::AdamWUpdateOp, tg::ClipGradNormOp,
+             tg::CheckFiniteAndUnscaleOp, tg::UpdateScaleOp>(op) ||
+         op->hasTrait<OpTrait::ConstantLike>();
 }
 
 /// Whether `op` may store `result` as `element` (the dialect's fused store).
 bool canStoreAs(Operation *op, OpResult result, Type element) {
-  if (!isa<tg::TGDialect>(op->getDialect()) || isStructural(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isStructural(op))
     return false;
   auto infer = dyn_cast<InferTypeOpInterface>(op);
   if (!infer)
@@ -89,7 +73,7 @@ bool canStoreAs(Operation *op, OpResult result, Type element) {
 /// matrix operands in their compute precision.
 bool canLoadConvert(OpOperand &operand) {
   Operation *op = operand.getOwner();
-  if (!isa<tg::TGDialect>(op->getDialect()) || isStructural(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isStructural(op))
     return false;
   if (auto linear = dyn_cast<tg::LinearOp>(op))
     if (operand.get() == linear.getBias())
@@ -117,9 +101,12 @@ class CastOptimizationPass
     : public ampc::impl::CastOptimizationBase<CastOptimizationPass> {
 public:
   void runOnOperation() override {
-    for (Block &block : getOperation().getBody()) {
-      fuseIntoProducers(block);
-      fuseIntoConsumers(block);
+    // Blocks nested in regions (scf.if, scf.for, ...) too.
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks) {
+      fuseIntoProducers(*block);
+      fuseIntoConsumers(*block);
     }
   }
 

@@ -1,7 +1,7 @@
 //===- LossScaling.cpp - loss scaling of training steps -------------------===//
 //
-// The `ampc-loss-scaling` pass (Passes.td has the contract; the numerics are
-// shared/spec/amp.md): seed := scale, one fused check-and-unscale, clipping
+// The `ampc-loss-scaling` pass (Passes.td has the contract and the
+// numerics, docs/amp.md the user's view): seed := scale, one fused check-and-unscale, clipping
 // and optimizer updates predicated on found_inf, and the scale update with
 // its state in the function signature.
 //
@@ -11,6 +11,7 @@
 #include "ampc/Dialect/TG/TGInterfaces.h"
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +32,14 @@ using namespace ampc;
 using namespace ampc::tg;
 
 namespace {
+
+/// Marks the ops loss scaling makes (`tg.role = "loss_scale"`).
+struct LossScaleRoles : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    setRole(op, Role::LossScale);
+  }
+};
 
 /// Ops that consume gradients and end the backward graph.
 bool isGradientConsumer(Operation *op) {
@@ -192,6 +201,8 @@ void LossScalingPass::runOnOperation() {
   }
 
   OpBuilder builder(ctx);
+  LossScaleRoles roles;
+  builder.setListener(&roles);
   Location loc = getTaggedLoc(seeds.front().getLoc(), kLossScaleLocTag);
   Type f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
   Type i32Scalar = RankedTensorType::get({}, IntegerType::get(ctx, 32));

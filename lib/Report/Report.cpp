@@ -1,6 +1,6 @@
 //===- Report.cpp - the AMP report (--emit=report) ------------------------===//
 //
-// The JSON of shared/spec/cli.md, one object per graph. Written by hand
+// The JSON described in docs/amp.md ("The report"), one object per graph. Written by hand
 // rather than with llvm::json so that the layout is one op per line and
 // floats keep their `.0` (65536.0, as the spec shows them).
 //
@@ -9,6 +9,7 @@
 #include "ampc/Report/Report.h"
 
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Roles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -126,7 +127,7 @@ Type effectiveType(Value v) {
     Type source = effectiveType(cast.getInput());
     return isFloatElement(source) ? narrower(source, t) : t;
   }
-  if (!isa<tg::TGDialect>(def->getDialect()) ||
+  if (!isa_and_nonnull<tg::TGDialect>(def->getDialect()) ||
       amp::isGemmLike(def->getName().getStringRef()))
     return t;
   Type compute = tg::getComputeType(def);
@@ -248,15 +249,10 @@ std::optional<std::string> ampc::report::sourceName(Location loc) {
 }
 
 bool ampc::report::isSourceOp(Operation *op) {
-  if (!isa<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
+  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isa<tg::ConstantOp>(op))
     return false;
-  if (auto fused = dyn_cast<FusedLoc>(op->getLoc())) {
-    auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata());
-    if (tag && llvm::is_contained({"amp", "grad", "optimizer", "loss_scale"},
-                                  tag.getValue()))
-      return false;
-  }
-  return true;
+  // Ops a pass made carry their role (tg.role).
+  return !getRole(op);
 }
 
 CastTraffic ampc::report::measureCasts(Operation *graph) {

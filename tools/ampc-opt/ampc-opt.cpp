@@ -1,12 +1,20 @@
 //===- ampc-opt.cpp - MlirOptMain with ampc's dialects and passes ---------===//
 //
-// The pass-testing driver of the lit suite: `ampc-opt FILE --PASS`.
+// The pass-testing driver of the lit suite: `ampc-opt FILE --PASS`. It
+// parses tg and the upstream dialects arith, func, linalg, math, scf and
+// tensor.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/InitAll.h"
 #include "ampc/Transforms/AMPPolicy.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -40,6 +48,12 @@ int main(int argc, char **argv) {
   ampc::registerAllPasses();
   mlir::DialectRegistry registry;
   ampc::registerAllDialects(registry);
+  // The dialects an embedding compiler mixes with tg, so lit tests can show
+  // automatic mixed precision on their ops (--allow-unregistered-dialect
+  // covers any other).
+  registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "ampc pass driver\n", registry));
 }

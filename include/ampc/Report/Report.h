@@ -1,6 +1,6 @@
 //===- Report.h - the AMP report and the Graphviz view ----------*- C++ -*-===//
 //
-// `ampc --emit=report` (the JSON of docs/cli.md) and `--emit=dot`
+// `ampc --emit=report` (the JSON described in docs/amp.md) and `--emit=dot`
 // (Graphviz, ops coloured by compute precision, casts drawn distinctly),
 // both computed from the IR after the pipeline.
 //
@@ -40,8 +40,8 @@ struct CastTraffic {
 CastTraffic measureCasts(mlir::Operation *graph);
 
 /// True for an op of the source program: a `tg` op that is not a constant
-/// (bare numbers are not ops of the language) and whose location is not
-/// tagged by a compiler pass ("amp", "grad", "optimizer", "loss_scale").
+/// (bare numbers are not ops of the language) and that no compiler pass made
+/// (it has no `tg.role` attribute).
 bool isSourceOp(mlir::Operation *op);
 
 /// `FILE:LINE:COL` of the source position in `loc`, if it has one.

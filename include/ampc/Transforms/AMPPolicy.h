@@ -1,7 +1,8 @@
 //===- AMPPolicy.h - automatic-mixed-precision op classes -------*- C++ -*-===//
 //
-// The AMP policy as data: a table from operation name to class
-// (docs/amp.md). The defaults hold every `tg` op; an embedding
+// The AMP policy as data: a table from operation name to class (the
+// defaults are PyTorch's CUDA autocast lists, see docs/amp.md). The
+// defaults hold every `tg` op; an embedding
 // compiler registers the ops of its own dialects with `registerOpClass`
 // (e.g. `linalg.matmul` -> lower) and the same pass rewrites them.
 //

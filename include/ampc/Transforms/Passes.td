@@ -44,9 +44,12 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       `P.momentum_buffer` (SGD with momentum), `P.exp_avg`, `P.exp_avg_sq`
       and one `adamw.step` (i32) for AdamW.
 
-    Ops it creates carry the location of the op they come from, tagged:
-    `loc(fused<"grad">[...])` for backward ops, `fused<"optimizer">` for
-    optimizer ops.
+    Ops it creates carry `tg.role = "grad"` (backward ops; the cast back
+    that is the gradient of a cast automatic mixed precision inserted gets
+    `tg.role = "amp"`, like that cast) or `tg.role = "optimizer"` (clipping
+    and updates); later passes and the AMP report decide from these, never
+    from locations. For diagnostics they carry the location of the op they
+    come from, fused with the same tag (`loc(fused<"grad">[...])`).
 
     Errors: a second `tg.minimize` in a function, a loss that is not a float
     scalar, a value to differentiate that is not a float tensor, a minimize
@@ -96,7 +99,7 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
 //===----------------------------------------------------------------------===//
 
 def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
-  let summary = "Loss scaling of training steps (docs/amp.md)";
+  let summary = "Loss scaling of training steps (PyTorch GradScaler semantics)";
   let description = [{
     Rewrites every function with a `tg.grad_seed` (made by `ampc-autodiff`
     or written by hand) into a loss-scaled step:
@@ -115,6 +118,8 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
        `loss_scale.hysteresis_left` (i32, `full(HYSTERESIS)`).
        `mode=static`: the scale is the constant `init`, no update, no state.
        `mode=none`: nothing changes.
+
+    The ops it creates carry `tg.role = "loss_scale"`.
 
     The gradients of a step are the `grads` operands of `tg.clip_grad_norm`
     and of the optimizer updates (the clip's inputs where clipping is on),
@@ -190,7 +195,7 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
   let summary = "Automatic mixed precision: op classes, casts, fused casts";
   let description = [{
     Rewrites a graph for automatic mixed precision, following the numeric
-    contract of `docs/amp.md`. In the `ampc` pipeline it runs on the
+    contract in `docs/amp.md`. In the `ampc` pipeline it runs on the
     program as written, before `ampc-autodiff`, which then builds the
     backward graph at the mixed types exactly as autograd does under
     `torch.autocast` (the gradient of an f16 value is f16, the gradient of a
@@ -222,7 +227,42 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
     cast back to the function's declared result type at `return`. Source
     casts (`tg.cast` written by the user) and ops that already carry
     `tg.compute` are kept as they are, which makes the pass idempotent.
-    Casts it inserts have location `fused<"amp">[consumer location]`.
+    Casts it inserts carry `tg.role = "amp"` (cast optimization rewrites
+    only those) and, for diagnostics, the location `fused<"amp">[consumer
+    location]`; no decision reads locations.
+
+    Ops of other dialects, registered or not, get their class from the same
+    table (`registerOpClass`, `--ampc-amp-register=` in `ampc-opt`, the
+    `*-ops` options) and are rewritten so that the result verifies, or the
+    pass fails with an error at the op that says why:
+
+    - Ops inside regions (`scf.if`, `scf.for`, ...) are handled like
+      top-level ones; what a region yields is cast back to the type it was
+      written with, and so is every operand of an op whose types are tied to
+      a region or a callee (ops with regions, calls).
+    - A foreign op is retyped as its class says (float operands cast,
+      float results retyped) and then checked with its own verifier. A
+      `follow` op follows only when its float operands and results had one
+      element type, reading mixed inputs at their widest type (an `arith.addf`
+      of a lowered GEMM result and an f32 value adds in f32); otherwise, or
+      when it would not verify, it is kept in the types it was written with
+      (its operands are cast back: `arith.truncf` of a lowered value).
+    - A linalg named op (`linalg.matmul`, `linalg.exp`, ...) classified
+      `lower`, `fp32` or `promote` is rebuilt: its inputs are cast and it
+      gets the body its region builder makes for the new types. A `lower`
+      one keeps its outputs (the accumulator) as written, so it reads low
+      inputs and accumulates in f32, and its results are cast to low after
+      it (autocast's rounding of a GEMM result); the others compute and
+      store in the class's type. The rebuilt op carries `tg.compute` (what
+      it computes in), so a second run keeps it. Bodies of linalg ops are
+      not graph ops and are left alone.
+    - Any other `lower`, `fp32` or `promote` op that has regions
+      (`linalg.generic`, whose hand-written body ties its element types),
+      is a call, or does not verify once retyped is refused: "'OP' must
+      compute in f16 (its AMP class), but automatic mixed precision cannot
+      retype it: ...". Classify it `follow` to keep it as written.
+    - Scalars and dynamically shaped tensors are cast with `arith.extf` /
+      `arith.truncf`, static tensors with `tg.cast`.
 
     `policy=reference` stops there: each op's compute type and each value's
     type are exactly those `torch.autocast("cuda", dtype=low)` gives (with
@@ -299,8 +339,11 @@ def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
   let description = [{
     The `fast` policy of automatic mixed precision, as a pass of its own so
     that it also sees the casts later passes (loss scaling) add. It rewrites
-    only casts that automatic mixed precision inserted (location
-    `fused<"amp">`); a `cast()` written in the source stays. Two rewrites,
+    only casts that automatic mixed precision is responsible for
+    (`tg.role = "amp"`: inserted by it, or the cast back autodiff built as
+    the gradient of one); a `cast()` written in the source stays. It decides
+    from attributes and op kinds only, so stripping locations changes
+    nothing; blocks nested in regions are rewritten too. Two rewrites,
     using the dialect's fused stores and `tg.compute` (see the dialect's
     "Mixed precision"):
 
@@ -328,7 +371,7 @@ def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
     Before:
     ```mlir
     %h = tg.layer_norm %x, %w, %b eps 1.0e-05 : ... -> tensor<4x64xf32>
-    %c = tg.cast %h : tensor<4x64xf32> to tensor<4x64xf16> loc(fused<"amp">[...])
+    %c = tg.cast %h {tg.role = "amp"} : tensor<4x64xf32> to tensor<4x64xf16>
     %q = tg.linear %c, %wq : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
     %k = tg.linear %c, %wk : tensor<4x64xf16>, tensor<64x64xf16> -> tensor<4x64xf16>
     ```
@@ -353,8 +396,19 @@ def BufferPlanning : Pass<"ampc-buffer-planning", "::mlir::func::FuncOp"> {
     optimization. Every op result gets a byte offset in one arena
     (`tg.offsets`, one entry per result; -1: not in the arena); values whose
     live ranges (definition to last use, the `return` counting as the end of
-    the step) do not overlap share bytes. Offsets are 256-byte aligned;
-    placement is greedy, largest buffer first, at the lowest free offset.
+    the step) do not overlap share bytes. Offsets are 256-byte aligned.
+
+    Placement is greedy by size: largest buffer first, each at the lowest
+    offset where it overlaps no placed buffer whose live range meets its
+    own. The placed buffers a live range meets are found with a segment
+    tree over op indices (those live at its start) and a map by start
+    (those starting inside it), so a placement costs O(log n + k) for its k
+    conflicts. When the conflicts exceed 64 per buffer in total (many
+    long-lived values), it falls back to a linear scan in program order
+    with best-fit holes, O(n log n); the linear scan's plan is also kept
+    when its arena is smaller. Planning is O(n log n) either way. The plan
+    depends only on the program (ties are broken by program order).
+    A result that is not a statically shaped tensor is an error at its op.
 
     Results computed in place share their operand's buffer: the new
     parameters and optimizer state of `tg.sgd_update` / `tg.adamw_update`,

@@ -194,6 +194,17 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getName().getValue() << "' must be an integer";
     return success();
   }
+  if (attr.getName() == kRoleAttrName) {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || !llvm::is_contained({"amp", "grad", "optimizer", "loss_scale"},
+                                     role.getValue()))
+      return op->emitOpError("'")
+             << kRoleAttrName
+             << "' must be one of \"amp\", \"grad\", \"optimizer\", "
+                "\"loss_scale\", got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     if (!type || !isLowOrF32(type.getValue()))

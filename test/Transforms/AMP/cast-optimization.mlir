@@ -2,9 +2,7 @@
 // RUN: ampc-opt %s --ampc-cast-optimization --ampc-cast-optimization | FileCheck %s
 
 // The fast policy's fusions on reference-form IR. Only casts AMP inserted
-// (loc fused<"amp">) are rewritten.
-
-#amp = loc(fused<"amp">["x.tg":1:1])
+// (`tg.role = "amp"`) are rewritten.
 
 // Producer fusion, narrowing: the layer_norm computes in f32 and stores f16
 // for its three GEMM readers.
@@ -16,7 +14,7 @@
 // CHECK: tg.matmul %[[H]], %arg3
 func.func @producer_narrowing(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<8x8xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>) {
   %h = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
-  %c = tg.cast %h : tensor<4x8xf32> to tensor<4x8xf16> loc(#amp)
+  %c = tg.cast %h {tg.role = "amp"} : tensor<4x8xf32> to tensor<4x8xf16>
   %0 = tg.matmul %c, %m : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
   %1 = tg.matmul %c, %m : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
   %2 = tg.matmul %c, %m : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
@@ -31,7 +29,7 @@ func.func @producer_narrowing(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor
 // CHECK-NEXT: tg.add %[[Y]], %arg2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
 func.func @gemm_writes_f32(%a: tensor<4x8xf16>, %m: tensor<8x8xf16>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %y = tg.matmul %a, %m : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
-  %c = tg.cast %y : tensor<4x8xf16> to tensor<4x8xf32> loc(#amp)
+  %c = tg.cast %y {tg.role = "amp"} : tensor<4x8xf16> to tensor<4x8xf32>
   %0 = tg.softmax %c dim 1 : tensor<4x8xf32>
   %1 = tg.add %c, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
@@ -46,7 +44,7 @@ func.func @gemm_writes_f32(%a: tensor<4x8xf16>, %m: tensor<8x8xf16>, %r: tensor<
 // CHECK: tg.relu %[[Y]] : tensor<4x8xf16>
 func.func @consumer_widening(%a: tensor<4x8xf16>, %m: tensor<8x8xf16>) -> (tensor<4x8xf32>, tensor<4x8xf16>) {
   %y = tg.matmul %a, %m : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
-  %c = tg.cast %y : tensor<4x8xf16> to tensor<4x8xf32> loc(#amp)
+  %c = tg.cast %y {tg.role = "amp"} : tensor<4x8xf16> to tensor<4x8xf32>
   %0 = tg.softmax %c dim 1 : tensor<4x8xf32>
   %1 = tg.relu %y : tensor<4x8xf16>
   return %0, %1 : tensor<4x8xf32>, tensor<4x8xf16>
@@ -60,21 +58,21 @@ func.func @consumer_widening(%a: tensor<4x8xf16>, %m: tensor<8x8xf16>) -> (tenso
 // CHECK-LABEL: func.func @consumer_narrowing
 // CHECK: tg.add %arg0, %arg1 {tg.compute = f16} : tensor<8xf32>, tensor<8xf16> -> tensor<8xf16>
 // CHECK: tg.mul %arg0, %arg1 {tg.compute = f16} : tensor<8xf32>, tensor<8xf16> -> tensor<8xf16>
-// CHECK: %[[C4:.+]] = tg.cast %arg2 : tensor<8xf32> to tensor<8xf16>
+// CHECK: %[[C4:.+]] = tg.cast %arg2 {tg.role = "amp"} : tensor<8xf32> to tensor<8xf16>
 // CHECK-COUNT-4: tg.sub %[[C4]], %arg1 : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
-// CHECK: %[[CW:.+]] = tg.cast %arg3 : tensor<8x8xf32> to tensor<8x8xf16>
+// CHECK: %[[CW:.+]] = tg.cast %arg3 {tg.role = "amp"} : tensor<8x8xf32> to tensor<8x8xf16>
 // CHECK: tg.linear %{{.*}}, %[[CW]], %arg2 {tg.compute = f16} : tensor<2x8xf16>, tensor<8x8xf16>, tensor<8xf32> -> tensor<2x8xf16>
 func.func @consumer_narrowing(%x: tensor<8xf32>, %h: tensor<8xf16>, %z: tensor<8xf32>, %w: tensor<8x8xf32> {tg.param = "w"}, %i: tensor<2x8xf16>) {
-  %c = tg.cast %x : tensor<8xf32> to tensor<8xf16> loc(#amp)
+  %c = tg.cast %x {tg.role = "amp"} : tensor<8xf32> to tensor<8xf16>
   %0 = tg.add %c, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
   %1 = tg.mul %c, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
-  %d = tg.cast %z : tensor<8xf32> to tensor<8xf16> loc(#amp)
+  %d = tg.cast %z {tg.role = "amp"} : tensor<8xf32> to tensor<8xf16>
   %2 = tg.sub %d, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
   %3 = tg.sub %d, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
   %4 = tg.sub %d, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
   %5 = tg.sub %d, %h : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
-  %cw = tg.cast %w : tensor<8x8xf32> to tensor<8x8xf16> loc(#amp)
-  %e = tg.cast %z : tensor<8xf32> to tensor<8xf16> loc(#amp)
+  %cw = tg.cast %w {tg.role = "amp"} : tensor<8x8xf32> to tensor<8x8xf16>
+  %e = tg.cast %z {tg.role = "amp"} : tensor<8xf32> to tensor<8xf16>
   %6 = tg.linear %i, %cw, %e : tensor<2x8xf16>, tensor<8x8xf16>, tensor<8xf16> -> tensor<2x8xf16>
   return
 }

@@ -10,10 +10,10 @@
 // declared type at return (fast: the GEMM stores f32 directly).
 // REF16-LABEL: func.func @lower
 // REF16-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<8x2xf32> {tg.param = "w"})
-// REF16: %[[CX:.+]] = tg.cast %[[X]] : tensor<4x8xf32> to tensor<4x8xf16>
-// REF16: %[[CW:.+]] = tg.cast %[[W]] : tensor<8x2xf32> to tensor<8x2xf16>
+// REF16: %[[CX:.+]] = tg.cast %[[X]] {tg.role = "amp"} : tensor<4x8xf32> to tensor<4x8xf16>
+// REF16: %[[CW:.+]] = tg.cast %[[W]] {tg.role = "amp"} : tensor<8x2xf32> to tensor<8x2xf16>
 // REF16: %[[Y:.+]] = tg.matmul %[[CX]], %[[CW]] : tensor<4x8xf16>, tensor<8x2xf16> -> tensor<4x2xf16>
-// REF16: %[[R:.+]] = tg.cast %[[Y]] : tensor<4x2xf16> to tensor<4x2xf32>
+// REF16: %[[R:.+]] = tg.cast %[[Y]] {tg.role = "amp"} : tensor<4x2xf16> to tensor<4x2xf32>
 // REF16: return %[[R]]
 // REFBF-LABEL: func.func @lower
 // REFBF: tg.matmul %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x2xbf16> -> tensor<4x2xbf16>
@@ -50,10 +50,10 @@ func.func @fp32(%x: tensor<4x8xf16>) -> tensor<4x8xf32> {
 
 // promote: the narrower input is cast to the widest.
 // REF16-LABEL: func.func @promote
-// REF16: %[[C:.+]] = tg.cast %arg1 : tensor<4xf16> to tensor<4xf32>
+// REF16: %[[C:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4xf16> to tensor<4xf32>
 // REF16: tg.add %arg0, %[[C]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
 // REFBF-LABEL: func.func @promote
-// REFBF: %[[C:.+]] = tg.cast %arg1 : tensor<4xf16> to tensor<4xf32>
+// REFBF: %[[C:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4xf16> to tensor<4xf32>
 // FAST16-LABEL: func.func @promote
 // FAST16: tg.add %arg0, %arg1 {tg.compute = f32} : tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
 // FASTBF-LABEL: func.func @promote
@@ -69,7 +69,7 @@ func.func @promote(%a: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<4xf32> {
 // REF16-LABEL: func.func @promote_categories
 // REF16: %[[K:.+]] = tg.constant dense<2.500000e-01> : tensor<f16>
 // REF16: %[[M:.+]] = tg.mul %arg0, %[[K]] : tensor<4xf16>, tensor<f16> -> tensor<4xf16>
-// REF16: %[[S:.+]] = tg.cast %arg1 : tensor<f32> to tensor<f16>
+// REF16: %[[S:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<f32> to tensor<f16>
 // REF16: tg.add %[[M]], %[[S]] : tensor<4xf16>, tensor<f16> -> tensor<4xf16>
 // REFBF-LABEL: func.func @promote_categories
 // REFBF: tg.mul %arg0, %{{.*}} : tensor<4xf16>, tensor<f16> -> tensor<4xf16>

@@ -10,10 +10,10 @@
 // with arith.truncf/arith.extf.
 
 // API-LABEL: func.func @tensors
-// API: %[[A:.+]] = tg.cast %arg0 : tensor<4xf32> to tensor<4xf16>
-// API: %[[B:.+]] = tg.cast %arg1 : tensor<4xf32> to tensor<4xf16>
+// API: %[[A:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4xf32> to tensor<4xf16>
+// API: %[[B:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4xf32> to tensor<4xf16>
 // API: %[[M:.+]] = arith.mulf %[[A]], %[[B]] : tensor<4xf16>
-// API: %[[W:.+]] = tg.cast %[[M]] : tensor<4xf16> to tensor<4xf32>
+// API: %[[W:.+]] = tg.cast %[[M]] {tg.role = "amp"} : tensor<4xf16> to tensor<4xf32>
 // API: %[[S:.+]] = arith.addf %[[W]], %arg0 : tensor<4xf32>
 // API: return %[[S]]
 // OPT-LABEL: func.func @tensors
@@ -30,16 +30,16 @@ func.func @tensors(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // API-LABEL: func.func @scalars
-// API: %[[S:.+]] = arith.truncf %arg0 : f32 to f16
-// API: %[[T:.+]] = arith.truncf %arg1 : f32 to f16
+// API: %[[S:.+]] = arith.truncf %arg0 {tg.role = "amp"} : f32 to f16
+// API: %[[T:.+]] = arith.truncf %arg1 {tg.role = "amp"} : f32 to f16
 // API: %[[M:.+]] = arith.mulf %[[S]], %[[T]] : f16
-// API: %[[W:.+]] = arith.extf %[[M]] : f16 to f32
+// API: %[[W:.+]] = arith.extf %[[M]] {tg.role = "amp"} : f16 to f32
 // API: %[[A:.+]] = arith.addf %[[W]], %arg0 : f32
-// API: %[[E:.+]] = arith.extf %arg2 : bf16 to f32
-// API: %[[H:.+]] = arith.truncf %[[E]] : f32 to f16
+// API: %[[E:.+]] = arith.extf %arg2 {tg.role = "amp"} : bf16 to f32
+// API: %[[H:.+]] = arith.truncf %[[E]] {tg.role = "amp"} : f32 to f16
 // API: %[[N:.+]] = arith.mulf %[[H]], %[[H]] : f16
-// API: %[[E2:.+]] = arith.extf %[[N]] : f16 to f32
-// API: %[[R:.+]] = arith.truncf %[[E2]] : f32 to bf16
+// API: %[[E2:.+]] = arith.extf %[[N]] {tg.role = "amp"} : f16 to f32
+// API: %[[R:.+]] = arith.truncf %[[E2]] {tg.role = "amp"} : f32 to bf16
 // API: return %[[A]], %[[R]] : f32, bf16
 func.func @scalars(%s: f32, %t: f32, %b: bf16) -> (f32, bf16) {
   %0 = arith.mulf %s, %t : f32

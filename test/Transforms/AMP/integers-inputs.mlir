@@ -25,16 +25,16 @@ func.func @integers(%table: tensor<16x4xf32> {tg.param = "t"}, %ids: tensor<8xi3
 
 // REF-LABEL: func.func @low_inputs
 // f16 input into a GEMM: read as it is; bf16 input is converted to f16.
-// REF: %[[B:.+]] = tg.cast %arg1 : tensor<4x4xbf16> to tensor<4x4xf16>
+// REF: %[[B:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4x4xbf16> to tensor<4x4xf16>
 // REF: %[[M:.+]] = tg.matmul %arg0, %[[B]] : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
 // f16 + bf16 promote to f32 (as in PyTorch).
-// REF: %[[H:.+]] = tg.cast %arg0 : tensor<4x4xf16> to tensor<4x4xf32>
-// REF: %[[G:.+]] = tg.cast %arg1 : tensor<4x4xbf16> to tensor<4x4xf32>
+// REF: %[[H:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4x4xf16> to tensor<4x4xf32>
+// REF: %[[G:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4x4xbf16> to tensor<4x4xf32>
 // REF: tg.add %[[H]], %[[G]] : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
 // The declared f16 result needs no cast.
 // REF: return %{{.*}}, %{{.*}} : tensor<4x4xf16>, tensor<4x4xf32>
 // FASTBF-LABEL: func.func @low_inputs
-// FASTBF: %[[A:.+]] = tg.cast %arg0 : tensor<4x4xf16> to tensor<4x4xbf16>
+// FASTBF: %[[A:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4x4xf16> to tensor<4x4xbf16>
 // A cast written in the source stays (only casts AMP inserted are fused).
 // FASTBF: %[[M:.+]] = tg.matmul %[[A]], %arg1 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
 // FASTBF: tg.cast %[[M]] : tensor<4x4xbf16> to tensor<4x4xf16>

@@ -20,9 +20,9 @@ func.func @pinned_gemm(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {tg.param = "w"}
 // An fp32-class op pinned to a 16-bit type computes in exactly that type
 // (also under the other low type).
 // PIN-LABEL: func.func @pinned_low
-// PIN: %[[C:.+]] = tg.cast %arg0 : tensor<4x8xf32> to tensor<4x8xf16>
+// PIN: %[[C:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4x8xf32> to tensor<4x8xf16>
 // PIN: %[[S:.+]] = tg.softmax %[[C]] dim 1 {tg.pin = f16} : tensor<4x8xf16>
-// PIN: %[[B:.+]] = tg.cast %arg0 : tensor<4x8xf32> to tensor<4x8xbf16>
+// PIN: %[[B:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4x8xf32> to tensor<4x8xbf16>
 // PIN: tg.exp %[[B]] {tg.pin = bf16} : tensor<4x8xbf16>
 // PINBF-LABEL: func.func @pinned_low
 // PINBF: tg.softmax %{{.*}} dim 1 {tg.pin = f16} : tensor<4x8xf16>
@@ -35,10 +35,10 @@ func.func @pinned_low(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
 
 // OVR-LABEL: func.func @overrides
 // gelu moved to fp32: its f16 input is widened.
-// OVR: %[[G:.+]] = tg.cast %arg0 : tensor<4xf16> to tensor<4xf32>
+// OVR: %[[G:.+]] = tg.cast %arg0 {tg.role = "amp"} : tensor<4xf16> to tensor<4xf32>
 // OVR: tg.gelu %[[G]] approximate "tanh" : tensor<4xf32>
 // add moved to lower: both inputs cast to f16.
-// OVR: %[[A:.+]] = tg.cast %arg1 : tensor<4xf32> to tensor<4xf16>
+// OVR: %[[A:.+]] = tg.cast %arg1 {tg.role = "amp"} : tensor<4xf32> to tensor<4xf16>
 // OVR: tg.add %arg0, %[[A]] : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
 // softmax moved to follow: computes in its input's type, no cast.
 // OVR: tg.softmax %arg0 dim 0 : tensor<4xf16>

@@ -8,12 +8,12 @@
 // CHECK-LABEL: func.func @add_sub_broadcast(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4x3xf32>, %[[B:[a-z0-9]+]]: tensor<3xf32>, %[[C:[a-z0-9]+]]: tensor<4x1xf32>
 // CHECK: %[[SEED:.+]] = tg.grad_seed
-// CHECK: %[[R:.+]] = tg.reshape %[[SEED]] shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
-// CHECK: %[[DY:.+]] = tg.broadcast_to %[[R]] shape [4, 3] : tensor<1x1xf32> -> tensor<4x3xf32>
-// CHECK: %[[SC:.+]] = tg.sum %[[DY]] dims [1] keepdim : tensor<4x3xf32> -> tensor<4x1xf32>
-// CHECK: %[[DC:.+]] = tg.neg %[[SC]] : tensor<4x1xf32>
-// CHECK: %[[SB:.+]] = tg.sum %[[DY]] dims [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
-// CHECK: %[[DB:.+]] = tg.reshape %[[SB]] shape [3] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: %[[R:.+]] = tg.reshape %[[SEED]] shape [1, 1] {tg.role = "grad"} : tensor<f32> -> tensor<1x1xf32>
+// CHECK: %[[DY:.+]] = tg.broadcast_to %[[R]] shape [4, 3] {tg.role = "grad"} : tensor<1x1xf32> -> tensor<4x3xf32>
+// CHECK: %[[SC:.+]] = tg.sum %[[DY]] dims [1] keepdim {tg.role = "grad"} : tensor<4x3xf32> -> tensor<4x1xf32>
+// CHECK: %[[DC:.+]] = tg.neg %[[SC]] {tg.role = "grad"} : tensor<4x1xf32>
+// CHECK: %[[SB:.+]] = tg.sum %[[DY]] dims [0] keepdim {tg.role = "grad"} : tensor<4x3xf32> -> tensor<1x3xf32>
+// CHECK: %[[DB:.+]] = tg.reshape %[[SB]] shape [3] {tg.role = "grad"} : tensor<1x3xf32> -> tensor<3xf32>
 // CHECK: return %[[DY]], %[[DB]], %[[DC]]
 func.func @add_sub_broadcast(%a: tensor<4x3xf32>, %b: tensor<3xf32>, %c: tensor<4x1xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<4x1xf32>) {
   %t = tg.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
@@ -31,20 +31,20 @@ func.func @add_sub_broadcast(%a: tensor<4x3xf32>, %b: tensor<3xf32>, %c: tensor<
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4x3xf32>, %[[B:[a-z0-9]+]]: tensor<3xf16>
 // CHECK: %[[M:.+]] = tg.mul %[[A]], %[[B]]
 // CHECK: %[[DY:.+]] = tg.broadcast_to
-// CHECK: %[[DM:.+]] = tg.div %[[DY]], %[[B]] : tensor<4x3xf32>, tensor<3xf16> -> tensor<4x3xf32>
+// CHECK: %[[DM:.+]] = tg.div %[[DY]], %[[B]] {tg.role = "grad"} : tensor<4x3xf32>, tensor<3xf16> -> tensor<4x3xf32>
 // CHECK: %[[Q1:.+]] = tg.div %[[M]], %[[B]]
 // CHECK: %[[Q2:.+]] = tg.div %[[Q1]], %[[B]]
 // CHECK: %[[P:.+]] = tg.mul %[[DY]], %[[Q2]]
 // CHECK: %[[N:.+]] = tg.neg %[[P]]
 // CHECK: %[[S1:.+]] = tg.sum %[[N]] dims [0] keepdim
 // CHECK: %[[R1:.+]] = tg.reshape %[[S1]] shape [3]
-// CHECK: %[[DB1:.+]] = tg.cast %[[R1]] : tensor<3xf32> to tensor<3xf16>
-// CHECK: %[[DA:.+]] = tg.mul %[[DM]], %[[B]] : tensor<4x3xf32>, tensor<3xf16> -> tensor<4x3xf32>
+// CHECK: %[[DB1:.+]] = tg.cast %[[R1]] {tg.role = "grad"} : tensor<3xf32> to tensor<3xf16>
+// CHECK: %[[DA:.+]] = tg.mul %[[DM]], %[[B]] {tg.role = "grad"} : tensor<4x3xf32>, tensor<3xf16> -> tensor<4x3xf32>
 // CHECK: %[[P2:.+]] = tg.mul %[[DM]], %[[A]]
 // CHECK: %[[S2:.+]] = tg.sum %[[P2]] dims [0] keepdim
 // CHECK: %[[R2:.+]] = tg.reshape %[[S2]] shape [3]
-// CHECK: %[[DB2:.+]] = tg.cast %[[R2]] : tensor<3xf32> to tensor<3xf16>
-// CHECK: %[[DB:.+]] = tg.add %[[DB1]], %[[DB2]] : tensor<3xf16>, tensor<3xf16> -> tensor<3xf16>
+// CHECK: %[[DB2:.+]] = tg.cast %[[R2]] {tg.role = "grad"} : tensor<3xf32> to tensor<3xf16>
+// CHECK: %[[DB:.+]] = tg.add %[[DB1]], %[[DB2]] {tg.role = "grad"} : tensor<3xf16>, tensor<3xf16> -> tensor<3xf16>
 // CHECK: return %[[DA]], %[[DB]] : tensor<4x3xf32>, tensor<3xf16>
 func.func @mul_div_mixed(%a: tensor<4x3xf32>, %b: tensor<3xf16>) -> (tensor<4x3xf32>, tensor<3xf16>) {
   %m = tg.mul %a, %b : tensor<4x3xf32>, tensor<3xf16> -> tensor<4x3xf32>
@@ -63,9 +63,9 @@ func.func @mul_div_mixed(%a: tensor<4x3xf32>, %b: tensor<3xf16>) -> (tensor<4x3x
 // CHECK: %[[X:.+]] = tg.maximum %[[A]], %[[B]]
 // CHECK: %[[N:.+]] = tg.minimum %[[X]], %[[B]]
 // CHECK: %[[DY:.+]] = tg.broadcast_to
-// CHECK: %[[DN:.+]], %[[DB1:.+]] = tg.pow_grad %[[DY]], %[[N]], %[[B]] : tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
+// CHECK: %[[DN:.+]], %[[DB1:.+]] = tg.pow_grad %[[DY]], %[[N]], %[[B]] {tg.role = "grad"} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
 // CHECK: %[[DX:.+]], %[[DB2:.+]] = tg.minimum_grad %[[DN]], %[[X]], %[[B]]
-// CHECK: %[[ACC:.+]] = tg.add %[[DB1]], %[[DB2]] : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+// CHECK: %[[ACC:.+]] = tg.add %[[DB1]], %[[DB2]] {tg.role = "grad"} : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
 // CHECK: %[[DA:.+]], %[[DB3:.+]] = tg.maximum_grad %[[DX]], %[[A]], %[[B]]
 // CHECK: %[[DB:.+]] = tg.add %[[ACC]], %[[DB3]]
 // CHECK: return %[[DA]], %[[DB]]
@@ -95,19 +95,19 @@ func.func @maximum_minimum_pow(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tenso
 // CHECK: %[[TANH:.+]] = tg.tanh %[[SIG]]
 // CHECK: %[[DY:.+]] = tg.broadcast_to
 // gelu
-// CHECK: %[[D10:.+]] = tg.gelu_grad %[[DY]], %[[TANH]] approximate "tanh" : tensor<5xf32>, tensor<5xf32>
+// CHECK: %[[D10:.+]] = tg.gelu_grad %[[DY]], %[[TANH]] approximate "tanh" {tg.role = "grad"} : tensor<5xf32>, tensor<5xf32>
 // tanh: dy * (1 - y * y)
 // CHECK: %[[SQ:.+]] = tg.mul %[[TANH]], %[[TANH]]
 // CHECK: %[[ONE:.+]] = tg.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[OM:.+]] = tg.sub %[[ONE]], %[[SQ]] : tensor<f32>, tensor<5xf32> -> tensor<5xf32>
+// CHECK: %[[OM:.+]] = tg.sub %[[ONE]], %[[SQ]] {tg.role = "grad"} : tensor<f32>, tensor<5xf32> -> tensor<5xf32>
 // CHECK: %[[D9:.+]] = tg.mul %[[D10]], %[[OM]]
 // sigmoid: dy * (1 - y) * y
 // CHECK: %[[ONE2:.+]] = tg.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[OM2:.+]] = tg.sub %[[ONE2]], %[[SIG]]
 // CHECK: %[[T:.+]] = tg.mul %[[D9]], %[[OM2]]
 // CHECK: %[[D8:.+]] = tg.mul %[[T]], %[[SIG]]
-// CHECK: %[[D7:.+]] = tg.silu_grad %[[D8]], %[[RELU]] : tensor<5xf32>, tensor<5xf32>
-// CHECK: %[[D6:.+]] = tg.relu_grad %[[D7]], %[[RSQRT]] : tensor<5xf32>, tensor<5xf32>
+// CHECK: %[[D7:.+]] = tg.silu_grad %[[D8]], %[[RELU]] {tg.role = "grad"} : tensor<5xf32>, tensor<5xf32>
+// CHECK: %[[D6:.+]] = tg.relu_grad %[[D7]], %[[RSQRT]] {tg.role = "grad"} : tensor<5xf32>, tensor<5xf32>
 // rsqrt: dy * y^3 * -0.5
 // CHECK: %[[Y2:.+]] = tg.mul %[[RSQRT]], %[[RSQRT]]
 // CHECK: %[[Y3:.+]] = tg.mul %[[Y2]], %[[RSQRT]]
@@ -122,7 +122,7 @@ func.func @maximum_minimum_pow(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tenso
 // CHECK: %[[D3:.+]] = tg.div %[[D4]], %[[EXP]]
 // exp: dy * y
 // CHECK: %[[D2:.+]] = tg.mul %[[D3]], %[[EXP]]
-// CHECK: %[[D1:.+]] = tg.abs_grad %[[D2]], %[[NEG]] : tensor<5xf32>, tensor<5xf32>
+// CHECK: %[[D1:.+]] = tg.abs_grad %[[D2]], %[[NEG]] {tg.role = "grad"} : tensor<5xf32>, tensor<5xf32>
 // CHECK: %[[D0:.+]] = tg.neg %[[D1]]
 // CHECK: return %[[D0]]
 func.func @unary_chain(%x: tensor<5xf32>) -> tensor<5xf32> {
@@ -151,9 +151,9 @@ func.func @unary_chain(%x: tensor<5xf32>) -> tensor<5xf32> {
 // CHECK: %[[H:.+]] = tg.cast %[[X]] : tensor<5xf32> to tensor<5xf16>
 // CHECK: %[[E:.+]] = tg.exp %[[H]] : tensor<5xf16>
 // CHECK: %[[SEED:.+]] = tg.grad_seed %{{.+}} : tensor<f16>
-// CHECK: %[[DY:.+]] = tg.broadcast_to %{{.+}} shape [5] : tensor<1xf16> -> tensor<5xf16>
-// CHECK: %[[DE:.+]] = tg.mul %[[DY]], %[[E]] : tensor<5xf16>, tensor<5xf16> -> tensor<5xf16>
-// CHECK: %[[DX:.+]] = tg.cast %[[DE]] : tensor<5xf16> to tensor<5xf32>
+// CHECK: %[[DY:.+]] = tg.broadcast_to %{{.+}} shape [5] {tg.role = "grad"} : tensor<1xf16> -> tensor<5xf16>
+// CHECK: %[[DE:.+]] = tg.mul %[[DY]], %[[E]] {tg.role = "grad"} : tensor<5xf16>, tensor<5xf16> -> tensor<5xf16>
+// CHECK: %[[DX:.+]] = tg.cast %[[DE]] {tg.role = "grad"} : tensor<5xf16> to tensor<5xf32>
 // CHECK: return %[[DX]] : tensor<5xf32>
 func.func @cast(%x: tensor<5xf32>) -> tensor<5xf32> {
   %h = tg.cast %x : tensor<5xf32> to tensor<5xf16>

@@ -12,9 +12,9 @@
 // CHECK: %[[SEED:.+]] = tg.grad_seed
 // CHECK: %[[DM:.+]] = tg.mul %[[DY:.+]], %[[X]]
 // CHECK: %[[DM2:.+]] = tg.mul %[[DY]], %[[X]]
-// CHECK: %[[ACC1:.+]] = tg.add %[[DM]], %[[DM2]] : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+// CHECK: %[[ACC1:.+]] = tg.add %[[DM]], %[[DM2]] {tg.role = "grad"} : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
 // CHECK: %[[DE:.+]] = tg.mul %{{.+}}, %[[E]]
-// CHECK: %[[ACC2:.+]] = tg.add %[[ACC1]], %[[DE]] : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+// CHECK: %[[ACC2:.+]] = tg.add %[[ACC1]], %[[DE]] {tg.role = "grad"} : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
 // CHECK: return %[[ACC2]]
 func.func @fan_out(%x: tensor<3xf32>) -> tensor<3xf32> {
   %e = tg.exp %x : tensor<3xf32>
@@ -51,7 +51,7 @@ func.func @pruning(%x: tensor<3xf32>, %c: tensor<3xf32>, %y: tensor<2xf32>) -> (
 
 // The gradient of the loss with respect to itself is the seed.
 // CHECK-LABEL: func.func @wrt_loss(
-// CHECK: %[[SEED:.+]] = tg.grad_seed %arg0 : tensor<f32>
+// CHECK: %[[SEED:.+]] = tg.grad_seed %arg0 {tg.role = "grad"} : tensor<f32>
 // CHECK: return %[[SEED]]
 func.func @wrt_loss(%l: tensor<f32>) -> tensor<f32> {
   %g = tg.grad %l wrt %l : tensor<f32>, tensor<f32>

@@ -12,7 +12,7 @@
 // CHECK: %[[L:.+]] = tg.mean
 // CHECK: tg.grad_seed %[[L]]
 // CHECK: %[[GW:.+]] = tg.reshape %{{.+}} shape [3]
-// CHECK: %[[NEW:.+]] = tg.sgd_update params(%[[W]] : tensor<3xf32>) grads(%[[GW]] : tensor<3xf32>) {lr = 1.000000e-01 : f64, momentum = 0.000000e+00 : f64, nesterov = false, weight_decay = 0.000000e+00 : f64}
+// CHECK: %[[NEW:.+]] = tg.sgd_update params(%[[W]] : tensor<3xf32>) grads(%[[GW]] : tensor<3xf32>) {lr = 1.000000e-01 : f64, momentum = 0.000000e+00 : f64, nesterov = false, tg.role = "optimizer", weight_decay = 0.000000e+00 : f64}
 // CHECK: return %[[L]], %[[NEW]] : tensor<f32>, tensor<3xf32>
 // LOC-LABEL: func.func @sgd_plain(
 // LOC: tg.sgd_update {{.+}} loc(fused<"optimizer">["{{.*}}minimize.mlir":[[# @LINE + 4]]:8])
@@ -33,7 +33,7 @@ func.func @sgd_plain(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {tg
 // CHECK-SAME: -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}, tensor<f16> {tg.param_out = "b"}, tensor<3xf32> {tg.state_out = "w.momentum_buffer"}, tensor<f32> {tg.state_out = "b.momentum_buffer"})
 // CHECK: %[[GB:.+]] = tg.cast %{{.+}} : tensor<f32> to tensor<f16>
 // CHECK: %[[GW:.+]] = tg.reshape %{{.+}} shape [3]
-// CHECK: %[[NEW:.+]]:4 = tg.sgd_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f16>) grads(%[[GW]], %[[GB]] : tensor<3xf32>, tensor<f16>) momentum_buffers(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) {lr = 5.000000e-02 : f64, momentum = 9.000000e-01 : f64, nesterov = true, weight_decay = 1.000000e-04 : f64}
+// CHECK: %[[NEW:.+]]:4 = tg.sgd_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f16>) grads(%[[GW]], %[[GB]] : tensor<3xf32>, tensor<f16>) momentum_buffers(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) {lr = 5.000000e-02 : f64, momentum = 9.000000e-01 : f64, nesterov = true, tg.role = "optimizer", weight_decay = 1.000000e-04 : f64}
 // CHECK: return %{{.+}}, %[[NEW]]#0, %[[NEW]]#1, %[[NEW]]#2, %[[NEW]]#3 : tensor<f32>, tensor<3xf32>, tensor<f16>, tensor<3xf32>, tensor<f32>
 func.func @sgd_momentum(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {tg.param = "w", tg.init = #tg.init<zeros>}, %b: tensor<f16> {tg.param = "b", tg.init = #tg.init<zeros>}) -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}, tensor<f16> {tg.param_out = "b"}) {
   %y = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
@@ -54,10 +54,10 @@ func.func @sgd_momentum(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> 
 // CHECK-SAME: %[[MB:[a-z0-9]+]]: tensor<f32> {tg.init = #tg.init<zeros>, tg.state = "b.exp_avg"}, %[[VB:[a-z0-9]+]]: tensor<f32> {tg.init = #tg.init<zeros>, tg.state = "b.exp_avg_sq"},
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<i32> {tg.init = #tg.init<zeros>, tg.state = "adamw.step"})
 // CHECK-SAME: tensor<3xf32> {tg.state_out = "w.exp_avg"}, tensor<3xf32> {tg.state_out = "w.exp_avg_sq"}, tensor<f32> {tg.state_out = "b.exp_avg"}, tensor<f32> {tg.state_out = "b.exp_avg_sq"}, tensor<i32> {tg.state_out = "adamw.step"})
-// CHECK: %[[GB:.+]] = tg.reshape %{{.+}} shape [] : tensor<1x1xf32> -> tensor<f32>
+// CHECK: %[[GB:.+]] = tg.reshape %{{.+}} shape [] {tg.role = "grad"} : tensor<1x1xf32> -> tensor<f32>
 // CHECK: %[[GW:.+]] = tg.reshape %{{.+}} shape [3]
-// CHECK: %[[C:.+]]:2, %{{.+}} = tg.clip_grad_norm %[[GW]], %[[GB]] max_norm 1.000000e+00 : tensor<3xf32>, tensor<f32>
-// CHECK: %[[P:.+]]:2, %[[M:.+]]:2, %[[V:.+]]:2, %[[S:.+]] = tg.adamw_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f32>) grads(%[[C]]#0, %[[C]]#1 : tensor<3xf32>, tensor<f32>) exp_avgs(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) exp_avg_sqs(%[[VW]], %[[VB]] : tensor<3xf32>, tensor<f32>) step(%[[STEP]] : tensor<i32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64}
+// CHECK: %[[C:.+]]:2, %{{.+}} = tg.clip_grad_norm %[[GW]], %[[GB]] max_norm 1.000000e+00 {tg.role = "optimizer"} : tensor<3xf32>, tensor<f32>
+// CHECK: %[[P:.+]]:2, %[[M:.+]]:2, %[[V:.+]]:2, %[[S:.+]] = tg.adamw_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f32>) grads(%[[C]]#0, %[[C]]#1 : tensor<3xf32>, tensor<f32>) exp_avgs(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) exp_avg_sqs(%[[VW]], %[[VB]] : tensor<3xf32>, tensor<f32>) step(%[[STEP]] : tensor<i32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, tg.role = "optimizer", weight_decay = 1.000000e-02 : f64}
 // CHECK: return %{{.+}}, %[[P]]#0, %[[U]], %[[P]]#1, %[[M]]#0, %[[V]]#0, %[[M]]#1, %[[V]]#1, %[[S]]
 func.func @adamw_clip(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {tg.param = "w", tg.init = #tg.init<zeros>}, %u: tensor<2xf32> {tg.param = "unused", tg.init = #tg.init<ones>}, %b: tensor<f32> {tg.param = "b", tg.init = #tg.init<zeros>}) -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}, tensor<2xf32> {tg.param_out = "unused"}, tensor<f32> {tg.param_out = "b"}) {
   %y = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
@@ -72,7 +72,7 @@ func.func @adamw_clip(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {t
 // SGD with clipping too; and a graph whose loss reaches no parameter at all
 // is a no-op step (a warning, see errors.mlir).
 // CHECK-LABEL: func.func @sgd_clip(
-// CHECK: %[[C:.+]], %{{.+}} = tg.clip_grad_norm %{{.+}} max_norm 5.000000e-01 : tensor<3xf32>
+// CHECK: %[[C:.+]], %{{.+}} = tg.clip_grad_norm %{{.+}} max_norm 5.000000e-01 {tg.role = "optimizer"} : tensor<3xf32>
 // CHECK: tg.sgd_update params(%{{.+}} : tensor<3xf32>) grads(%[[C]] : tensor<3xf32>)
 func.func @sgd_clip(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {tg.param = "w", tg.init = #tg.init<zeros>}) -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}) {
   %y = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>

@@ -11,17 +11,17 @@
 // CHECK: %[[S:.+]] = tg.sum %[[X]] dims [1] keepdim
 // CHECK: %[[M:.+]] = tg.mean %[[X]] dims [0]
 // CHECK: %[[MX:.+]] = tg.max %[[X]] dims [0, 1] : tensor<4x6xf32> -> tensor<f32>
-// CHECK: %[[DMX:.+]] = tg.reshape %{{.+}} shape [] : tensor<1x1xf32> -> tensor<f32>
-// CHECK: %[[DS:.+]] = tg.sum %{{.+}} dims [1] keepdim : tensor<4x6xf32> -> tensor<4x1xf32>
-// CHECK: %[[DMS:.+]] = tg.sum %{{.+}} dims [0] keepdim : tensor<4x6xf32> -> tensor<1x6xf32>
+// CHECK: %[[DMX:.+]] = tg.reshape %{{.+}} shape [] {tg.role = "grad"} : tensor<1x1xf32> -> tensor<f32>
+// CHECK: %[[DS:.+]] = tg.sum %{{.+}} dims [1] keepdim {tg.role = "grad"} : tensor<4x6xf32> -> tensor<4x1xf32>
+// CHECK: %[[DMS:.+]] = tg.sum %{{.+}} dims [0] keepdim {tg.role = "grad"} : tensor<4x6xf32> -> tensor<1x6xf32>
 // CHECK: %[[DM:.+]] = tg.reshape %[[DMS]] shape [6]
-// CHECK: %[[G1:.+]] = tg.max_grad %[[DMX]], %[[X]], %[[MX]] dims [0, 1] : tensor<f32>, tensor<4x6xf32>, tensor<f32> -> tensor<4x6xf32>
-// CHECK: %[[K:.+]] = tg.reshape %[[DM]] shape [1, 6] : tensor<6xf32> -> tensor<1x6xf32>
+// CHECK: %[[G1:.+]] = tg.max_grad %[[DMX]], %[[X]], %[[MX]] dims [0, 1] {tg.role = "grad"} : tensor<f32>, tensor<4x6xf32>, tensor<f32> -> tensor<4x6xf32>
+// CHECK: %[[K:.+]] = tg.reshape %[[DM]] shape [1, 6] {tg.role = "grad"} : tensor<6xf32> -> tensor<1x6xf32>
 // CHECK: %[[CNT:.+]] = tg.constant dense<4.000000e+00> : tensor<f32>
 // CHECK: %[[DIV:.+]] = tg.div %[[K]], %[[CNT]]
-// CHECK: %[[G2:.+]] = tg.broadcast_to %[[DIV]] shape [4, 6] : tensor<1x6xf32> -> tensor<4x6xf32>
+// CHECK: %[[G2:.+]] = tg.broadcast_to %[[DIV]] shape [4, 6] {tg.role = "grad"} : tensor<1x6xf32> -> tensor<4x6xf32>
 // CHECK: %[[A1:.+]] = tg.add %[[G1]], %[[G2]]
-// CHECK: %[[G3:.+]] = tg.broadcast_to %[[DS]] shape [4, 6] : tensor<4x1xf32> -> tensor<4x6xf32>
+// CHECK: %[[G3:.+]] = tg.broadcast_to %[[DS]] shape [4, 6] {tg.role = "grad"} : tensor<4x1xf32> -> tensor<4x6xf32>
 // CHECK: %[[A2:.+]] = tg.add %[[A1]], %[[G3]]
 // CHECK: return %[[A2]]
 func.func @reductions(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
@@ -61,11 +61,11 @@ func.func @max_int(%i: tensor<4xi32>, %x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK: %[[SM:.+]] = tg.softmax %[[RN]] dim 2
 // CHECK: %[[LSM:.+]] = tg.log_softmax %[[SM]] dim 1
 // CHECK: %[[DY:.+]] = tg.broadcast_to
-// CHECK: %[[D1:.+]] = tg.log_softmax_grad %[[DY]], %[[LSM]] dim 1 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
-// CHECK: %[[D2:.+]] = tg.softmax_grad %[[D1]], %[[SM]] dim 2 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
-// CHECK: %[[D3:.+]], %[[DV:.+]] = tg.rms_norm_grad %[[D2]], %[[LN]], %[[V]] eps 9.9999999999999995E-7 : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>, tensor<8xf32>
-// CHECK: %[[DX:.+]], %[[DW:.+]], %[[DB:.+]] = tg.layer_norm_grad %[[D3]], %[[X]], %[[W]] eps 1.000000e-05 : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
-// CHECK: %[[DBH:.+]] = tg.cast %[[DB]] : tensor<8xf32> to tensor<8xf16>
+// CHECK: %[[D1:.+]] = tg.log_softmax_grad %[[DY]], %[[LSM]] dim 1 {tg.role = "grad"} : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+// CHECK: %[[D2:.+]] = tg.softmax_grad %[[D1]], %[[SM]] dim 2 {tg.role = "grad"} : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+// CHECK: %[[D3:.+]], %[[DV:.+]] = tg.rms_norm_grad %[[D2]], %[[LN]], %[[V]] eps 9.9999999999999995E-7 {tg.role = "grad"} : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>, tensor<8xf32>
+// CHECK: %[[DX:.+]], %[[DW:.+]], %[[DB:.+]] = tg.layer_norm_grad %[[D3]], %[[X]], %[[W]] eps 1.000000e-05 {tg.role = "grad"} : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+// CHECK: %[[DBH:.+]] = tg.cast %[[DB]] {tg.role = "grad"} : tensor<8xf32> to tensor<8xf16>
 // CHECK: return %[[DX]], %[[DW]], %[[DBH]], %[[DV]]
 func.func @norms(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf16>, %v: tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf32>) {
   %y = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf16> -> tensor<2x3x8xf32>

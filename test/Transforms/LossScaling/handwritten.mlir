@@ -13,7 +13,7 @@
 // CHECK: %[[SEED:.+]] = tg.grad_seed %[[L]] scale %[[S]]
 // CHECK: %[[DV:.+]] = tg.sum %{{.+}} dims [0]
 // CHECK: %[[DW:.+]] = tg.sum %{{.+}} dims [0]
-// CHECK: %[[U:.+]]:2, %[[F:.+]] = tg.check_finite_and_unscale %[[DV]], %[[DW]] scale %[[S]] : tensor<3xf32>, tensor<3xf32>
+// CHECK: %[[U:.+]]:2, %[[F:.+]] = tg.check_finite_and_unscale %[[DV]], %[[DW]] scale %[[S]] {tg.role = "loss_scale"} : tensor<3xf32>, tensor<3xf32>
 // CHECK-DAG: %[[NW:.+]] = tg.sgd_update params(%[[W]] : tensor<3xf32>) grads(%[[U]]#1 : tensor<3xf32>) found_inf(%[[F]] : tensor<f32>)
 // CHECK-DAG: %[[NV:.+]] = tg.sgd_update params(%[[V]] : tensor<3xf32>) grads(%[[U]]#0 : tensor<3xf32>) found_inf(%[[F]] : tensor<f32>)
 // CHECK-DAG: %[[S2:.+]], %[[T2:.+]], %[[H2:.+]] = tg.update_scale
@@ -61,7 +61,7 @@ func.func @handwritten_clip_adamw(%w: tensor<3xf32> {tg.param = "w", tg.init = #
 // GRAD: %[[L:.+]] = tg.sum %[[E]]
 // GRAD: tg.grad_seed %[[L]] scale %[[S]]
 // GRAD: %[[G:.+]] = tg.mul %{{.+}}, %[[E]]
-// GRAD: %[[U:.+]], %[[F:.+]] = tg.check_finite_and_unscale %[[G]] scale %[[S]] : tensor<3xf32>
+// GRAD: %[[U:.+]], %[[F:.+]] = tg.check_finite_and_unscale %[[G]] scale %[[S]] {tg.role = "loss_scale"} : tensor<3xf32>
 // GRAD: %[[S2:.+]], %[[T2:.+]], %[[H2:.+]] = tg.update_scale %[[S]], %{{.+}}, %{{.+}} found_inf %[[F]]
 // GRAD: return %[[L]], %[[U]], %[[E]], %[[S2]], %[[T2]], %[[H2]]
 func.func @grads_only(%x: tensor<3xf32> {tg.input = "x"}) -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.output = 1 : i64}, tensor<3xf32> {tg.output = 2 : i64}) {

@@ -14,14 +14,14 @@
 // DYN-SAME: attributes {tg.loss_scale = {backoff_factor = 5.000000e-01 : f64, growth_factor = 2.000000e+00 : f64, growth_interval = 2000 : i64, hysteresis = 1 : i64, init = 6.553600e+04 : f64, mode = "dynamic"}}
 // The seed is the scale; the returned loss is the unscaled one.
 // DYN: %[[L:.+]] = tg.mean
-// DYN: %[[SEED:.+]] = tg.grad_seed %[[L]] scale %[[S]] : tensor<f32>, tensor<f32>
+// DYN: %[[SEED:.+]] = tg.grad_seed %[[L]] scale %[[S]] {tg.role = "grad"} : tensor<f32>, tensor<f32>
 // DYN: %[[G:.+]] = tg.reshape %{{.+}} shape [3]
 // One fused check-and-unscale over the gradients, before clipping.
-// DYN: %[[U:.+]], %[[F:.+]] = tg.check_finite_and_unscale %[[G]] scale %[[S]] : tensor<3xf32>
+// DYN: %[[U:.+]], %[[F:.+]] = tg.check_finite_and_unscale %[[G]] scale %[[S]] {tg.role = "loss_scale"} : tensor<3xf32>
 // DYN-NOT: tg.check_finite_and_unscale
-// DYN: %[[C:.+]], %{{.+}} = tg.clip_grad_norm %[[U]] max_norm 1.000000e+00 found_inf(%[[F]] : tensor<f32>) : tensor<3xf32>
+// DYN: %[[C:.+]], %{{.+}} = tg.clip_grad_norm %[[U]] max_norm 1.000000e+00 found_inf(%[[F]] : tensor<f32>) {tg.role = "optimizer"} : tensor<3xf32>
 // DYN: %[[NEW:.+]]:2 = tg.sgd_update params(%[[W]] : tensor<3xf32>) grads(%[[C]] : tensor<3xf32>) momentum_buffers(%[[M]] : tensor<3xf32>) found_inf(%[[F]] : tensor<f32>)
-// DYN: %[[S2:.+]], %[[T2:.+]], %[[H2:.+]] = tg.update_scale %[[S]], %[[T]], %[[H]] found_inf %[[F]] {backoff_factor = 5.000000e-01 : f64, growth_factor = 2.000000e+00 : f64, growth_interval = 2000 : i64, hysteresis = 1 : i64} : tensor<f32>
+// DYN: %[[S2:.+]], %[[T2:.+]], %[[H2:.+]] = tg.update_scale %[[S]], %[[T]], %[[H]] found_inf %[[F]] {backoff_factor = 5.000000e-01 : f64, growth_factor = 2.000000e+00 : f64, growth_interval = 2000 : i64, hysteresis = 1 : i64, tg.role = "loss_scale"} : tensor<f32>
 // DYN: return %[[L]], %[[NEW]]#0, %[[NEW]]#1, %[[S2]], %[[T2]], %[[H2]]
 
 // Every option reaches the state initialisers, the update op and the record.
@@ -29,7 +29,7 @@
 // HYST-SAME: tensor<f32> {tg.init = #tg.init<full(1024.0)>, tg.state = "loss_scale.scale"}
 // HYST-SAME: tensor<i32> {tg.init = #tg.init<full(2.0)>, tg.state = "loss_scale.hysteresis_left"}
 // HYST-SAME: attributes {tg.loss_scale = {backoff_factor = 2.500000e-01 : f64, growth_factor = 4.000000e+00 : f64, growth_interval = 100 : i64, hysteresis = 2 : i64, init = 1.024000e+03 : f64, max_scale = 1.000000e+06 : f64, min_scale = 1.000000e+00 : f64, mode = "dynamic"}}
-// HYST: tg.update_scale %{{.+}}, %{{.+}}, %{{.+}} found_inf %{{.+}} {backoff_factor = 2.500000e-01 : f64, growth_factor = 4.000000e+00 : f64, growth_interval = 100 : i64, hysteresis = 2 : i64, max_scale = 1.000000e+06 : f64, min_scale = 1.000000e+00 : f64} : tensor<f32>
+// HYST: tg.update_scale %{{.+}}, %{{.+}}, %{{.+}} found_inf %{{.+}} {backoff_factor = 2.500000e-01 : f64, growth_factor = 4.000000e+00 : f64, growth_interval = 100 : i64, hysteresis = 2 : i64, max_scale = 1.000000e+06 : f64, min_scale = 1.000000e+00 : f64, tg.role = "loss_scale"} : tensor<f32>
 
 // A static scale: a constant seed, the same check-and-unscale and predicated
 // updates, no scaler state and no update.

@@ -60,6 +60,12 @@ def TG_Dialect : Dialect {
       the op computes in, when it is not its natural one (see below). The
       automatic-mixed-precision pass sets it and leaves ops that carry it as
       they are.
+    - `tg.role = "amp"|"grad"|"optimizer"|"loss_scale"` on an op a pass
+      made: a cast automatic mixed precision is responsible for (one it
+      inserted, or the cast back autodiff built as its gradient), a backward
+      op of autodiff, an optimizer op of the `tg.minimize` expansion, a
+      loss-scaling op. Passes and the AMP report decide from it, never from
+      locations, so stripping locations changes nothing.
 
     ## Mixed precision: operand, compute and result types
 
@@ -150,6 +156,7 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttrName = "tg.state";
     static constexpr ::llvm::StringLiteral kStateOutAttrName = "tg.state_out";
     static constexpr ::llvm::StringLiteral kLossScaleAttrName = "tg.loss_scale";
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "tg.role";
 
     void registerAttributes();
   }];
