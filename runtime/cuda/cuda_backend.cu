@@ -14,7 +14,10 @@
 #include "../src/philox.h"
 #include "cuda_internal.h"
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include <math.h>
+#include <string.h>
 
 namespace ampc {
 namespace cuda {
@@ -333,25 +336,6 @@ __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
   }
 }
 
-/// dw, db: one thread per column, rows summed in order.
-__global__ void normBwdParamKernel(Buf dw, Buf db, Buf dy, Buf x, int64_t rows,
-                                   int64_t cols, const float *mean,
-                                   const float *rstd) {
-  GRID_STRIDE(j, cols) {
-    float sw = 0, sb = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t i = r * cols + j;
-      float g = loadF32(dy.data, dy.dtype, i);
-      sw += g * (loadF32(x.data, x.dtype, i) - mean[r]) * rstd[r];
-      sb += g;
-    }
-    if (dw.data)
-      storeF32(dw.data, dw.dtype, j, sw);
-    if (db.data)
-      storeF32(db.data, db.dtype, j, sb);
-  }
-}
-
 // ---------------------------------------------------------------- pooling --
 
 __device__ int64_t poolArgmax(const PoolGeom &g, Buf x, int64_t plane,
@@ -438,51 +422,6 @@ __global__ void embeddingKernel(Buf y, Buf table, Buf ids, int64_t n,
     bool ok = id >= 0 && id < vocab;
     storeF32(y.data, y.dtype, i,
              ok ? loadF32(table.data, table.dtype, id * dim + i % dim) : 0.0f);
-  }
-}
-
-/// One thread per column walks the ids in order: deterministic scatter-add.
-__global__ void embeddingBwdKernel(float *acc, Buf dy, Buf ids, int64_t n,
-                                   int64_t vocab, int64_t dim) {
-  GRID_STRIDE(j, dim) {
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t id = loadIndex(ids.data, ids.dtype, i);
-      if (id >= 0 && id < vocab)
-        acc[id * dim + j] += loadF32(dy.data, dy.dtype, i * dim + j);
-    }
-  }
-}
-
-/// Per-row loss (lse - logit[label]) and validity, one warp per row.
-__global__ void crossEntropyRowsKernel(Buf logits, Buf labels, int64_t rows,
-                                       int64_t classes, float *rowLoss,
-                                       float *rowValid, float *rowLse) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
-    int64_t base = r * classes;
-    float m = -INFINITY;
-    for (int64_t c = lane; c < classes; c += 32)
-      m = fmaxf(m, loadF32(logits.data, logits.dtype, base + c));
-    m = warpMax(m);
-    float s = 0;
-    for (int64_t c = lane; c < classes; c += 32)
-      s += expf(loadF32(logits.data, logits.dtype, base + c) - m);
-    s = warpSum(s);
-    if (lane == 0) {
-      int64_t label = loadIndex(labels.data, labels.dtype, r);
-      float lse = m + logf(s);
-      bool ignored = label == -100;
-      bool inRange = label >= 0 && label < classes;
-      rowLse[r] = lse;
-      rowValid[r] = ignored ? 0.0f : 1.0f;
-      rowLoss[r] = ignored ? 0.0f
-                   : inRange
-                       ? lse - loadF32(logits.data, logits.dtype, base + label)
-                       : NAN;
-    }
   }
 }
 
@@ -631,21 +570,16 @@ __global__ void loadCKernel(float *acc, Buf c, int64_t batch, int64_t m,
   }
 }
 
-// -------------------------------------------------------------------- AMP --
-
-__global__ void unscaleKernel(float *foundInf, Buf g, int64_t n,
-                              const float *scale) {
-  float inv = scale ? 1.0f / *scale : 1.0f;
-  bool bad = false;
+__global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
   GRID_STRIDE(i, n) {
-    float v = loadF32(g.data, g.dtype, i);
-    bad |= !isFinite(v);
-    if (inv != 1.0f)
-      storeF32(g.data, g.dtype, i, v * inv);
+    int64_t o0, o1, o2;
+    walkOffsets(w, i, o0, o1, o2);
+    float *p = static_cast<float *>(c.data) + o0;
+    *p = unaryForward(UnaryOp::Gelu, *p);
   }
-  if (bad)
-    *foundInf = 1.0f; // every writer stores the same value
 }
+
+// -------------------------------------------------------------------- AMP --
 
 __global__ void storeFlagKernel(Buf out, const float *flag) {
   storeF32(out.data, out.dtype, 0, *flag != 0.0f ? 1.0f : 0.0f);
@@ -661,66 +595,6 @@ __global__ void updateScaleKernel(float *scale, int32_t *growthTracker,
                    growthInterval, hysteresis, minScale, maxScale);
 }
 
-constexpr int kNormBlocks = 256;
-
-/// partials[blockIdx] = sum of squares of this block's share (f64).
-__global__ void sumSquaresKernel(Buf g, int64_t n, double *partials,
-                                 Buf foundInf) {
-  __shared__ double warpSums[kThreads / 32];
-  if (deviceFlag(foundInf))
-    return;
-  double s = 0;
-  GRID_STRIDE(i, n) {
-    double v = loadF32(g.data, g.dtype, i);
-    s += v * v;
-  }
-  s = warpSumD(s);
-  if ((threadIdx.x & 31) == 0)
-    warpSums[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double t = 0;
-    for (int w = 0; w < kThreads / 32; ++w)
-      t += warpSums[w];
-    partials[blockIdx.x] = t;
-  }
-}
-
-__global__ void clipCoefKernel(const double *partials, int64_t count,
-                               float maxNorm, float *coef, float *totalNorm,
-                               Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  double s = 0;
-  for (int64_t i = 0; i < count; ++i)
-    s += partials[i];
-  float total = static_cast<float>(sqrt(s));
-  *coef = clipCoefficient(total, maxNorm);
-  if (totalNorm)
-    *totalNorm = total;
-}
-
-__global__ void scaleByKernel(Buf g, int64_t n, const float *coef,
-                              Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  float c = *coef;
-  GRID_STRIDE(i, n) {
-    storeF32(g.data, g.dtype, i, loadF32(g.data, g.dtype, i) * c);
-  }
-}
-
-__global__ void sgdKernel(Buf p, Buf g, float *buf, int64_t n, SgdScalars s,
-                          Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  GRID_STRIDE(i, n) {
-    float pv = loadF32(p.data, p.dtype, i);
-    sgdElement(pv, loadF32(g.data, g.dtype, i), buf ? buf + i : nullptr, s);
-    storeF32(p.data, p.dtype, i, pv);
-  }
-}
-
 __global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
                                 double beta2, double eps, double weightDecay,
                                 AdamwScalars *out, Buf foundInf) {
@@ -730,25 +604,23 @@ __global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
   *out = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
 }
 
-__global__ void adamwKernel(Buf p, Buf g, float *m, float *v, int64_t n,
-                            const AdamwScalars *s, Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  AdamwScalars sc = *s;
-  GRID_STRIDE(i, n) {
-    float pv = loadF32(p.data, p.dtype, i);
-    adamwElement(pv, loadF32(g.data, g.dtype, i), m[i], v[i], sc);
-    storeF32(p.data, p.dtype, i, pv);
-  }
-}
+#include "cuda_fast.cuh"
 
 // ---------------------------------------------------------------- backend --
 
 #define LAUNCH_CHECK(what)                                                     \
   do {                                                                         \
+    lastLaunch = what;                                                         \
     cudaError_t launchErr_ = cudaGetLastError();                               \
     if (launchErr_ != cudaSuccess)                                             \
       return cudaFail(launchErr_, what);                                       \
+  } while (0)
+
+#define ENTER()                                                                \
+  do {                                                                         \
+    ampc_status enterStatus_ = enter();                                        \
+    if (enterStatus_ != AMPC_OK)                                               \
+      return enterStatus_;                                                     \
   } while (0)
 
 #define CUDA_TRY(call)                                                         \
@@ -760,11 +632,28 @@ __global__ void adamwKernel(Buf p, Buf g, float *m, float *v, int64_t n,
 
 int warpBlocks(int64_t rows) { return blocksFor(rows * 32); }
 
+size_t eltBytes(ampc_dtype dt) {
+  switch (dt) {
+  case AMPC_F32:
+  case AMPC_I32:
+    return 4;
+  case AMPC_F16:
+  case AMPC_BF16:
+    return 2;
+  case AMPC_I64:
+    return 8;
+  case AMPC_BOOL:
+    return 1;
+  }
+  return 4;
+}
+
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(int device) : device(device) {}
   ~CudaBackend() override {
     if (stream_) {
+      enter();
       cudaStreamSynchronize(stream_);
       cudaStreamDestroy(stream_);
     }
@@ -773,13 +662,54 @@ public:
   ampc_status init() {
     CUDA_TRY(cudaSetDevice(device));
     CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // Stream-ordered scratch needs memory pools; where the device or driver
+    // has none, scratch falls back to cudaMalloc / synchronised cudaFree.
+    int pools = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
+                               device) != cudaSuccess)
+      pools = 0;
+    cudaGetLastError();
+    usePool = pools != 0 && !getenv("AMPC_CUDA_NO_POOL");
+    if (usePool) {
+      cudaMemPool_t pool;
+      CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+      // Keep freed scratch in the pool across synchronisations instead of
+      // returning it to the driver every time (the default threshold is 0).
+      uint64_t keep = UINT64_MAX;
+      CUDA_TRY(
+          cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
     return lt.init(stream_);
+  }
+
+  /// Makes this context's device current on the calling thread (every entry
+  /// point: contexts on other devices, or other threads, may have changed it).
+  ampc_status enter() {
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != device)
+      CUDA_TRY(cudaSetDevice(device));
+    return AMPC_OK;
+  }
+
+  /// The error of a call that waits for queued work: a fault of an earlier
+  /// kernel surfaces here, so the message names the last launch as well.
+  ampc_status asyncFail(cudaError_t err, const char *what) {
+    if (err == cudaErrorIllegalAddress || err == cudaErrorLaunchFailure ||
+        err == cudaErrorAssert || err == cudaErrorIllegalInstruction ||
+        err == cudaErrorMisalignedAddress || err == cudaErrorHardwareStackError)
+      return setError(AMPC_ERROR_DEVICE,
+                      "cuda backend: %s: a kernel queued earlier failed "
+                      "asynchronously (%s; last launched: %s); the CUDA "
+                      "context can no longer be used",
+                      what, cudaGetErrorString(err), lastLaunch);
+    return cudaFail(err, what);
   }
 
   ampc_backend kind() const override { return AMPC_BACKEND_CUDA; }
   void *stream() override { return stream_; }
 
   ampc_status alloc(size_t bytes, void **ptr) override {
+    ENTER();
     cudaError_t err = cudaMalloc(ptr, bytes);
     if (err == cudaErrorMemoryAllocation)
       return setError(AMPC_ERROR_OUT_OF_MEMORY,
@@ -787,45 +717,140 @@ public:
     return err == cudaSuccess ? AMPC_OK : cudaFail(err, "cudaMalloc");
   }
   ampc_status release(void *ptr) override {
+    ENTER();
     // Work queued on the stream may still use the memory.
-    CUDA_TRY(cudaStreamSynchronize(stream_));
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaStreamSynchronize (before cudaFree)");
     CUDA_TRY(cudaFree(ptr));
     return AMPC_OK;
   }
   ampc_status copyBytes(void *dst, const void *src, size_t bytes,
                         ampc_memcpy_kind kind) override {
+    ENTER();
     static const cudaMemcpyKind kinds[] = {
         cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
         cudaMemcpyDeviceToDevice, cudaMemcpyHostToHost};
+    ENTER();
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kinds[kind], stream_));
-    if (kind == AMPC_MEMCPY_DEVICE_TO_HOST || kind == AMPC_MEMCPY_HOST_TO_HOST)
-      CUDA_TRY(cudaStreamSynchronize(stream_));
+    if (kind == AMPC_MEMCPY_DEVICE_TO_HOST || kind == AMPC_MEMCPY_HOST_TO_HOST) {
+      cudaError_t err = cudaStreamSynchronize(stream_);
+      if (err != cudaSuccess)
+        return asyncFail(err, "cudaStreamSynchronize (after a copy)");
+    }
     return AMPC_OK;
   }
   ampc_status setBytes(void *ptr, int value, size_t bytes) override {
+    ENTER();
     CUDA_TRY(cudaMemsetAsync(ptr, value, bytes, stream_));
     return AMPC_OK;
   }
   ampc_status synchronize() override {
-    CUDA_TRY(cudaStreamSynchronize(stream_));
+    ENTER();
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaStreamSynchronize");
     return AMPC_OK;
   }
   ampc_status tempAlloc(size_t bytes, void **ptr) override {
-    cudaError_t err = cudaMallocAsync(ptr, bytes, stream_);
+    ENTER();
+    cudaError_t err = usePool ? cudaMallocAsync(ptr, bytes, stream_)
+                              : cudaMalloc(ptr, bytes);
     if (err == cudaErrorMemoryAllocation)
       return setError(AMPC_ERROR_OUT_OF_MEMORY,
                       "cuda backend: cannot allocate %zu scratch bytes", bytes);
     return err == cudaSuccess ? AMPC_OK : cudaFail(err, "cudaMallocAsync");
   }
-  void tempFree(void *ptr) override { cudaFreeAsync(ptr, stream_); }
+  void tempFree(void *ptr) override {
+    if (enter() != AMPC_OK)
+      return;
+    if (usePool) {
+      cudaFreeAsync(ptr, stream_);
+    } else {
+      cudaStreamSynchronize(stream_); // queued work may still use it
+      cudaFree(ptr);
+    }
+  }
 
-  ampc_status copy(Buf dst, Buf src, const Walk &w, float scale) override {
-    int64_t n = w.numel();
-    copyKernel<<<blocksFor(n), kThreads, 0, stream_>>>(dst, src, w, scale, n);
+  ampc_status copy(Buf dst, Buf src, const Walk &w0, float scale) override {
+    ENTER();
+    int64_t n = w0.numel();
+    if (n == 0)
+      return AMPC_OK;
+    Walk w = collapseWalk(w0, 2);
+    if (walkContiguous(w, 2)) {
+      if (dst.dtype == src.dtype && scale == 1.0f) {
+        CUDA_TRY(cudaMemcpyAsync(dst.data, src.data, n * eltBytes(dst.dtype),
+                                 cudaMemcpyDeviceToDevice, stream_));
+        return AMPC_OK;
+      }
+      if (launchConvert(dst, src, scale, n))
+        return AMPC_OK;
+    }
+    if (walkFits32(w, 2))
+      copy32Kernel<<<blocksFor(n), kThreads, 0, stream_>>>(dst, src,
+                                                           toWalk32(w), scale,
+                                                           n);
+    else
+      copyKernel<<<blocksFor(n), kThreads, 0, stream_>>>(dst, src, w, scale,
+                                                         n);
     LAUNCH_CHECK("copy kernel");
     return AMPC_OK;
   }
+
+  /// Contiguous float-to-float conversion, specialised by the dtype pair;
+  /// false (nothing launched) for other pairs.
+  bool launchConvert(Buf dst, Buf src, float scale, int64_t n) {
+    if (!isFloatDtype(dst.dtype) || !isFloatDtype(src.dtype))
+      return false;
+#define AMPC_CONV(DD, SD)                                                      \
+  if (dst.dtype == DD && src.dtype == SD) {                                    \
+    convertContigKernel<DD, SD><<<blocksFor(n), kThreads, 0, stream_>>>(       \
+        dst.data, src.data, scale, n);                                         \
+    lastLaunch = "convert kernel";                                             \
+    return cudaPeekAtLastError() == cudaSuccess;                               \
+  }
+    AMPC_CONV(AMPC_F32, AMPC_F32)
+    AMPC_CONV(AMPC_F32, AMPC_F16)
+    AMPC_CONV(AMPC_F32, AMPC_BF16)
+    AMPC_CONV(AMPC_F16, AMPC_F32)
+    AMPC_CONV(AMPC_F16, AMPC_F16)
+    AMPC_CONV(AMPC_F16, AMPC_BF16)
+    AMPC_CONV(AMPC_BF16, AMPC_F32)
+    AMPC_CONV(AMPC_BF16, AMPC_F16)
+    AMPC_CONV(AMPC_BF16, AMPC_BF16)
+#undef AMPC_CONV
+    return false;
+  }
+
+  /// The contiguous single-dtype kernel of `Kind` (see contigKernel); false
+  /// when the operands are not all one float dtype.
+  template <int Kind>
+  bool launchContig(int opCode, const UnaryAttrs &attrs, Buf y, Buf x0, Buf x1,
+                    int64_t n) {
+    ampc_dtype dt = y.dtype;
+    if (!isFloatDtype(dt) || x0.dtype != dt || (Kind != 0 && x1.dtype != dt))
+      return false;
+    bool vec = dt == AMPC_F32
+                   ? aligned16(y.data) && aligned16(x0.data) &&
+                         (Kind == 0 || aligned16(x1.data))
+                   : aligned8(y.data) && aligned8(x0.data) &&
+                         (Kind == 0 || aligned8(x1.data));
+    int blocks = blocksFor(vec ? (n + 3) / 4 : n);
+    if (dt == AMPC_F32)
+      contigKernel<AMPC_F32, Kind><<<blocks, kThreads, 0, stream_>>>(
+          opCode, attrs, y.data, x0.data, x1.data, n, vec);
+    else if (dt == AMPC_F16)
+      contigKernel<AMPC_F16, Kind><<<blocks, kThreads, 0, stream_>>>(
+          opCode, attrs, y.data, x0.data, x1.data, n, vec);
+    else
+      contigKernel<AMPC_BF16, Kind><<<blocks, kThreads, 0, stream_>>>(
+          opCode, attrs, y.data, x0.data, x1.data, n, vec);
+    lastLaunch = "elementwise kernel";
+    return true;
+  }
   ampc_status fill(Buf y, int64_t n, double value) override {
+    ENTER();
     fillKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
         y, n, static_cast<float>(value), static_cast<int64_t>(value));
     LAUNCH_CHECK("fill kernel");
@@ -833,6 +858,7 @@ public:
   }
   ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                      bool normal, double p0, double p1) override {
+    ENTER();
     randomKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, n, seed, offset,
                                                          normal, p0, p1);
     LAUNCH_CHECK("random kernel");
@@ -840,49 +866,140 @@ public:
   }
   ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
                     int64_t n) override {
-    unaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, y, x, n);
+    ENTER();
+    if (n == 0)
+      return AMPC_OK;
+    if (!launchContig<0>(static_cast<int>(op), attrs, y, x, x, n))
+      unaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, y, x, n);
     LAUNCH_CHECK("unary kernel");
     return AMPC_OK;
   }
   ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy,
                        Buf x, int64_t n) override {
-    unaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, dx, dy, x,
-                                                           n);
+    ENTER();
+    if (n == 0)
+      return AMPC_OK;
+    if (!launchContig<1>(static_cast<int>(op), attrs, dx, x, dy, n))
+      unaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, attrs, dx, dy,
+                                                             x, n);
     LAUNCH_CHECK("unary backward kernel");
     return AMPC_OK;
   }
-  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) override {
-    int64_t n = w.numel();
-    binaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, y, a, b, w, n);
+  ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b,
+                     const Walk &w0) override {
+    ENTER();
+    int64_t n = w0.numel();
+    if (n == 0)
+      return AMPC_OK;
+    Walk w = collapseWalk(w0, 3);
+    if (walkContiguous(w, 3) &&
+        launchContig<2>(static_cast<int>(op), UnaryAttrs{}, y, a, b, n))
+      ;
+    else if (walkFits32(w, 3))
+      binary32Kernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, y, a, b,
+                                                             toWalk32(w), n);
+    else
+      binaryKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, y, a, b, w, n);
     LAUNCH_CHECK("binary kernel");
     return AMPC_OK;
   }
   ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
-                        const Walk &w) override {
-    int64_t n = w.numel();
-    binaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, which, g, dy, a,
-                                                            b, w, n);
+                        const Walk &w0) override {
+    ENTER();
+    int64_t n = w0.numel();
+    if (n == 0)
+      return AMPC_OK;
+    Walk w = collapseWalk(w0, 3);
+    if (walkFits32(w, 3))
+      binaryBwd32Kernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+          op, which, g, dy, a, b, toWalk32(w), n);
+    else
+      binaryBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(op, which, g, dy,
+                                                              a, b, w, n);
     LAUNCH_CHECK("binary backward kernel");
     return AMPC_OK;
   }
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
+    ENTER();
     int64_t nOut = outer.numel(), nIn = inner.numel();
-    reduceKernel<<<warpBlocks(nOut), kThreads, 0, stream_>>>(op, y, x, outer,
-                                                             inner, nOut, nIn);
+    if (nOut == 0)
+      return AMPC_OK;
+    Walk o = collapseWalk(outer, 2), in = collapseWalk(inner, 2);
+    bool innerContig = in.rank == 1 && in.stride[1][0] == 1;
+    // A full reduction of contiguous x: many blocks, then one.
+    if (nOut == 1 && innerContig && nIn >= 8192) {
+      Temp t(*this);
+      int blocks = blocksFor(nIn);
+      blocks = blocks < kFullBlocks ? blocks : kFullBlocks;
+      AMPC_TRY(t.alloc(blocks * sizeof(float)));
+      bool isMax = op == ReduceOp::Max;
+      fullPartialKernel<<<blocks, kThreads, 0, stream_>>>(isMax, x, nIn,
+                                                          t.f32());
+      LAUNCH_CHECK("reduction partial kernel");
+      fullFinishKernel<<<1, kThreads, 0, stream_>>>(
+          isMax, op == ReduceOp::Mean, y, t.f32(), blocks, nIn);
+      LAUNCH_CHECK("reduction finish kernel");
+      return AMPC_OK;
+    }
+    // Column sums: x is [rows, cols] (rows `in.stride` apart), the kept
+    // columns contiguous in x and y (bias gradients, broadcast backward).
+    if (op != ReduceOp::Max && o.rank == 1 && o.stride[0][0] == 1 &&
+        o.stride[1][0] == 1 && in.rank == 1 && in.stride[1][0] >= nOut &&
+        nIn >= 64)
+      return columnSums(y, Buf{nullptr, AMPC_F32}, x, Buf{nullptr, AMPC_F32},
+                        nIn, nOut, in.stride[1][0], nullptr, nullptr,
+                        op == ReduceOp::Mean ? static_cast<float>(nIn) : 1.0f);
+    reduceKernel<<<warpBlocks(nOut), kThreads, 0, stream_>>>(op, y, x, o, in,
+                                                             nOut, nIn);
     LAUNCH_CHECK("reduce kernel");
     return AMPC_OK;
   }
   ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
                            const Walk &inner) override {
+    ENTER();
     int64_t nOut = outer.numel(), nIn = inner.numel();
     reduceMaxBwdKernel<<<warpBlocks(nOut), kThreads, 0, stream_>>>(
         dx, dy, x, y, outer, inner, nOut, nIn);
     LAUNCH_CHECK("max backward kernel");
     return AMPC_OK;
   }
+  /// y0 (/ div0), y1 = two-stage column sums (see colPartialKernel).
+  ampc_status columnSums(Buf y0, Buf y1, Buf x, Buf x2, int64_t rows,
+                         int64_t cols, int64_t rowStride, const float *mean,
+                         const float *rstd, float div0) {
+    int64_t chunks = colChunks(rows, cols);
+    int64_t perChunk = (rows + chunks - 1) / chunks;
+    chunks = (rows + perChunk - 1) / perChunk;
+    bool two = mean != nullptr;
+    Temp t(*this);
+    AMPC_TRY(t.alloc((two ? 2 : 1) * chunks * cols * sizeof(float)));
+    float *p0 = t.f32(), *p1 = two ? p0 + chunks * cols : nullptr;
+    dim3 grid(static_cast<unsigned>((cols + kColTile - 1) / kColTile),
+              static_cast<unsigned>(chunks));
+    dim3 block(kColTile, kColRows);
+    if (two)
+      colPartialKernel<1><<<grid, block, 0, stream_>>>(
+          x, x2, rows, cols, rowStride, perChunk, mean, rstd, p0, p1);
+    else
+      colPartialKernel<0><<<grid, block, 0, stream_>>>(
+          x, x2, rows, cols, rowStride, perChunk, mean, rstd, p0, p1);
+    LAUNCH_CHECK("column sum kernel");
+    colFinishKernel<<<blocksFor(cols), kThreads, 0, stream_>>>(
+        y0, y1, p0, p1, chunks, cols, div0);
+    LAUNCH_CHECK("column sum finish kernel");
+    return AMPC_OK;
+  }
+
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
+    ENTER();
+    if (inner == 1 && dim <= 32 * kRowRegs) {
+      softmaxFusedKernel<<<warpBlocks(outer), kThreads, 0, stream_>>>(
+          log, y, x, outer, dim);
+      LAUNCH_CHECK("softmax kernel");
+      return AMPC_OK;
+    }
     softmaxKernel<<<warpBlocks(outer * inner), kThreads, 0, stream_>>>(
         log, y, x, outer, dim, inner);
     LAUNCH_CHECK("softmax kernel");
@@ -890,6 +1007,7 @@ public:
   }
   ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                          int64_t dim, int64_t inner) override {
+    ENTER();
     softmaxBwdKernel<<<warpBlocks(outer * inner), kThreads, 0, stream_>>>(
         log, dx, dy, y, outer, dim, inner);
     LAUNCH_CHECK("softmax backward kernel");
@@ -906,6 +1024,13 @@ public:
   }
   ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
                    int64_t cols, float eps) override {
+    ENTER();
+    if (cols <= 32 * kRowRegs) {
+      normFusedKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
+          rms, y, x, w, b, rows, cols, eps);
+      LAUNCH_CHECK("norm kernel");
+      return AMPC_OK;
+    }
     Temp t(*this);
     AMPC_TRY(stats(rms, x, rows, cols, eps, t));
     normKernel<<<blocksFor(rows * cols), kThreads, 0, stream_>>>(
@@ -915,6 +1040,7 @@ public:
   }
   ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                       int64_t rows, int64_t cols, float eps) override {
+    ENTER();
     Temp t(*this);
     AMPC_TRY(stats(rms, x, rows, cols, eps, t));
     if (dx.data) {
@@ -922,20 +1048,20 @@ public:
           rms, dx, dy, x, w, rows, cols, t.f32(), t.f32() + rows);
       LAUNCH_CHECK("norm backward kernel");
     }
-    if (dw.data || db.data) {
-      normBwdParamKernel<<<blocksFor(cols), kThreads, 0, stream_>>>(
-          dw, db, dy, x, rows, cols, t.f32(), t.f32() + rows);
-      LAUNCH_CHECK("norm parameter backward kernel");
-    }
+    if (dw.data || db.data)
+      AMPC_TRY(columnSums(dw, db, dy, x, rows, cols, cols, t.f32(),
+                          t.f32() + rows, 1.0f));
     return AMPC_OK;
   }
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
+    ENTER();
     poolKernel<<<blocksFor(g.planes * g.oh * g.ow), kThreads, 0, stream_>>>(
         y, x, g);
     LAUNCH_CHECK("pool kernel");
     return AMPC_OK;
   }
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
+    ENTER();
     poolBwdKernel<<<blocksFor(g.planes * g.h * g.w), kThreads, 0, stream_>>>(
         dx, dy, x, g);
     LAUNCH_CHECK("pool backward kernel");
@@ -943,6 +1069,7 @@ public:
   }
   ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
                         int64_t dim) override {
+    ENTER();
     embeddingKernel<<<blocksFor(n * dim), kThreads, 0, stream_>>>(
         y, table, ids, n, vocab, dim);
     LAUNCH_CHECK("embedding kernel");
@@ -950,35 +1077,82 @@ public:
   }
   ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                            int64_t vocab, int64_t dim) override {
-    Temp acc(*this);
-    AMPC_TRY(acc.alloc(vocab * dim * sizeof(float)));
-    CUDA_TRY(
-        cudaMemsetAsync(acc.get(), 0, vocab * dim * sizeof(float), stream_));
-    embeddingBwdKernel<<<blocksFor(dim, 64), 64, 0, stream_>>>(
-        acc.f32(), dy, ids, n, vocab, dim);
+    ENTER();
+    // Rows no id touches are zero (all-zero bits in every float dtype).
+    CUDA_TRY(cudaMemsetAsync(dtable.data, 0, vocab * dim * eltBytes(dtable.dtype),
+                             stream_));
+    if (n == 0 || dim == 0)
+      return AMPC_OK;
+    if (n >= (int64_t(1) << 31))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "cuda backend: embedding backward over %lld ids (at "
+                      "most 2^31 - 1)",
+                      static_cast<long long>(n));
+    // Sort (id, position) pairs by id: stable, so each run of one id keeps
+    // token order and its sum rounds exactly as the CPU backend's does.
+    int endBit = 1;
+    while (endBit < 63 && (int64_t(1) << endBit) <= vocab)
+      ++endBit;
+    size_t sortBytes = 0;
+    CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+        nullptr, sortBytes, static_cast<const int64_t *>(nullptr),
+        static_cast<int64_t *>(nullptr), static_cast<const int32_t *>(nullptr),
+        static_cast<int32_t *>(nullptr), static_cast<int>(n), 0, endBit,
+        stream_));
+    size_t pairBytes = n * (2 * sizeof(int64_t) + 2 * sizeof(int32_t));
+    Temp t(*this);
+    AMPC_TRY(t.alloc(pairBytes + sortBytes + 16));
+    int64_t *keys = static_cast<int64_t *>(t.get());
+    int64_t *sortedKeys = keys + n;
+    int32_t *vals = reinterpret_cast<int32_t *>(sortedKeys + n);
+    int32_t *sortedVals = vals + n;
+    void *sortTemp = reinterpret_cast<char *>(t.get()) +
+                     ((pairBytes + 15) & ~static_cast<size_t>(15));
+    embeddingKeysKernel<<<blocksFor(n), kThreads, 0, stream_>>>(ids, n, vocab,
+                                                                keys, vals);
+    LAUNCH_CHECK("embedding backward key kernel");
+    CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+        sortTemp, sortBytes, keys, sortedKeys, vals, sortedVals,
+        static_cast<int>(n), 0, endBit, stream_));
+    lastLaunch = "embedding backward sort";
+    embeddingSegmentsKernel<<<warpBlocks(n), kThreads, 0, stream_>>>(
+        dtable, dy, sortedKeys, sortedVals, n, vocab, dim);
     LAUNCH_CHECK("embedding backward kernel");
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = vocab * dim;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return copy(dtable, Buf{acc.get(), AMPC_F32}, w, 1.0f);
+    return AMPC_OK;
   }
   ampc_status crossEntropyRows(Buf logits, Buf labels, int64_t rows,
                                int64_t classes, Temp &t) {
     AMPC_TRY(t.alloc(2 * sizeof(double) + 3 * rows * sizeof(float)));
     double *sums = static_cast<double *>(t.get());
     float *rowLoss = reinterpret_cast<float *>(sums + 2);
-    crossEntropyRowsKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
+    crossEntropyOnlineKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
         logits, labels, rows, classes, rowLoss, rowLoss + rows,
         rowLoss + 2 * rows);
     LAUNCH_CHECK("cross-entropy kernel");
-    sumTwoKernel<<<1, kThreads, 0, stream_>>>(rowLoss, rowLoss + rows, rows,
-                                              sums);
-    LAUNCH_CHECK("cross-entropy sum kernel");
+    return sumTwo(rowLoss, rowLoss + rows, rows, sums);
+  }
+  /// sums[0..1] = sum a, sum b (f64, fixed order): many blocks, then one.
+  ampc_status sumTwo(const float *a, const float *b, int64_t n, double *sums) {
+    if (n < 65536) {
+      sumTwoKernel<<<1, kThreads, 0, stream_>>>(a, b, n, sums);
+      LAUNCH_CHECK("sum kernel");
+      return AMPC_OK;
+    }
+    int blocks = blocksFor(n);
+    blocks = blocks < kFullBlocks ? blocks : kFullBlocks;
+    Temp t(*this);
+    AMPC_TRY(t.alloc(2 * blocks * sizeof(double)));
+    sumTwoPartialKernel<<<blocks, kThreads, 0, stream_>>>(
+        a, b, n, static_cast<double *>(t.get()));
+    LAUNCH_CHECK("sum partial kernel");
+    sumTwoFinishKernel<<<1, kThreads, 0, stream_>>>(
+        static_cast<double *>(t.get()), blocks, sums);
+    LAUNCH_CHECK("sum finish kernel");
     return AMPC_OK;
   }
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
                            int64_t classes) override {
+    ENTER();
     Temp t(*this);
     AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
     crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
@@ -988,6 +1162,7 @@ public:
   }
   ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits, Buf labels,
                               int64_t rows, int64_t classes) override {
+    ENTER();
     Temp t(*this);
     AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
     double *sums = static_cast<double *>(t.get());
@@ -998,20 +1173,21 @@ public:
     return AMPC_OK;
   }
   ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) override {
+    ENTER();
     Temp t(*this);
     AMPC_TRY(t.alloc(2 * sizeof(double) + n * sizeof(float)));
     double *sums = static_cast<double *>(t.get());
     float *sq = reinterpret_cast<float *>(sums + 2);
     squaredDiffKernel<<<blocksFor(n), kThreads, 0, stream_>>>(a, b, n, sq);
     LAUNCH_CHECK("mse kernel");
-    sumTwoKernel<<<1, kThreads, 0, stream_>>>(sq, nullptr, n, sums);
-    LAUNCH_CHECK("mse sum kernel");
+    AMPC_TRY(sumTwo(sq, nullptr, n, sums));
     mseFinishKernel<<<1, 1, 0, stream_>>>(loss, sums, n);
     LAUNCH_CHECK("mse finish kernel");
     return AMPC_OK;
   }
   ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                      int64_t n) override {
+    ENTER();
     mseBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(da, db, dloss, a, b,
                                                          n);
     LAUNCH_CHECK("mse backward kernel");
@@ -1030,6 +1206,7 @@ public:
   }
 
   ampc_status gemm(const GemmDesc &d) override {
+    ENTER();
     auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
       return (d.batch - 1) * stride + (rows - 1) * ld + cols;
     };
@@ -1048,8 +1225,11 @@ public:
                               d.strideB),
                        tb, g.b));
     }
+    // Exact-erf GELU has no cuBLASLt epilogue: with an f32 C (one rounding
+    // either way) the GEMM writes C with its bias and GELU runs in place.
+    bool geluAfter = d.epilogue == AMPC_EPILOGUE_GELU && d.c.dtype == AMPC_F32;
     bool direct = d.k > 0 && LtGemm::supports(g.a.dtype, d.c.dtype) &&
-                  d.epilogue != AMPC_EPILOGUE_GELU;
+                  (d.epilogue != AMPC_EPILOGUE_GELU || geluAfter);
     if (direct) {
       if (d.bias.data && d.bias.dtype != d.c.dtype) {
         Buf nb;
@@ -1062,14 +1242,25 @@ public:
         AMPC_TRY(copy(nb, d.bias, w, 1.0f));
         g.bias = nb;
       }
-      return lt.run(g);
+      if (geluAfter)
+        g.epilogue = AMPC_EPILOGUE_NONE;
+      bool noAlgo = false;
+      ampc_status st = lt.run(g, &noAlgo);
+      if (st == AMPC_OK && geluAfter)
+        return geluInPlace(d);
+      if (st == AMPC_OK || !noAlgo)
+        return st;
+      // No algorithm for this layout / epilogue: the f32 path below.
     }
     // Fallback: f32 accumulator, then bias + activation + one rounding.
     int64_t total = d.batch * d.m * d.n;
     AMPC_TRY(tacc.alloc(total * sizeof(float)));
-    loadCKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
-        tacc.f32(), d.c, d.batch, d.m, d.n, d.ldc, d.strideC, d.beta);
-    LAUNCH_CHECK("gemm load kernel");
+    // With beta 0 and k > 0 the GEMM writes every accumulator element.
+    if (d.beta != 0.0f || d.k == 0) {
+      loadCKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
+          tacc.f32(), d.c, d.batch, d.m, d.n, d.ldc, d.strideC, d.beta);
+      LAUNCH_CHECK("gemm load kernel");
+    }
     if (d.k > 0) {
       GemmDesc f = g;
       f.c = Buf{tacc.get(), AMPC_F32};
@@ -1078,7 +1269,7 @@ public:
       f.beta = d.beta == 0.0f ? 0.0f : 1.0f; // beta already applied
       f.bias = Buf{nullptr, AMPC_F32};
       f.epilogue = AMPC_EPILOGUE_NONE;
-      AMPC_TRY(lt.run(f));
+      AMPC_TRY(lt.run(f, nullptr));
     }
     epilogueStoreKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
         d.c, tacc.f32(), d.bias, d.batch, d.m, d.n, d.ldc, d.strideC,
@@ -1087,31 +1278,99 @@ public:
     return AMPC_OK;
   }
 
+  /// C = gelu(C) over the GEMM's [batch, m, n] block of an f32 C.
+  ampc_status geluInPlace(const GemmDesc &d) {
+    if (d.ldc == d.n && (d.batch == 1 || d.strideC == d.m * d.n)) {
+      int64_t total = d.batch * d.m * d.n;
+      if (!launchContig<0>(static_cast<int>(UnaryOp::Gelu), UnaryAttrs{}, d.c,
+                           d.c, d.c, total))
+        return setError(AMPC_ERROR_DEVICE, "cuda backend: gelu epilogue");
+      LAUNCH_CHECK("gelu epilogue kernel");
+      return AMPC_OK;
+    }
+    Walk w;
+    w.rank = 3;
+    w.shape[0] = d.batch, w.shape[1] = d.m, w.shape[2] = d.n;
+    w.stride[0][0] = w.stride[1][0] = d.strideC;
+    w.stride[0][1] = w.stride[1][1] = d.ldc;
+    w.stride[0][2] = w.stride[1][2] = 1;
+    int64_t n = w.numel();
+    // binary's walk with b = a: y = gelu(a) through a unary-on-walk copy.
+    geluWalkKernel<<<blocksFor(n), kThreads, 0, stream_>>>(d.c, w, n);
+    LAUNCH_CHECK("gelu epilogue kernel");
+    return AMPC_OK;
+  }
+
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
+    ENTER();
     im2colKernel<<<blocksFor(g.channels * g.kh * g.kw * g.oh * g.ow), kThreads,
                    0, stream_>>>(col, x, g);
     LAUNCH_CHECK("im2col kernel");
     return AMPC_OK;
   }
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
+    ENTER();
     col2imKernel<<<blocksFor(g.channels * g.h * g.w), kThreads, 0, stream_>>>(
         dx, col, g);
     LAUNCH_CHECK("col2im kernel");
     return AMPC_OK;
   }
 
-  ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
-                                 const float *scale) override {
-    Temp flag(*this);
-    AMPC_TRY(flag.alloc(sizeof(float)));
-    CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(float), stream_));
+  /// Splits a tensor list into launches of at most kMtMax tensors; `fill`
+  /// adds each tensor's extra pointers, `launch` runs one chunk on `blocks`
+  /// blocks with `firstBlock` the number of blocks of earlier chunks.
+  template <typename Fill, typename Launch>
+  ampc_status forChunks(const TensorList &g, Fill fill, Launch launch) {
+    MtChunk c{};
+    int64_t firstBlock = 0;
+    auto flush = [&]() -> ampc_status {
+      if (c.count == 0)
+        return AMPC_OK;
+      int32_t blocks = c.blockStart[c.count];
+      AMPC_TRY(launch(c, blocks, firstBlock));
+      firstBlock += blocks;
+      c.count = 0;
+      return AMPC_OK;
+    };
     for (int32_t t = 0; t < g.count; ++t) {
       if (g.numels[t] == 0)
         continue;
-      unscaleKernel<<<blocksFor(g.numels[t]), kThreads, 0, stream_>>>(
-          flag.f32(), Buf{g.data[t], g.dtypes[t]}, g.numels[t], scale);
-      LAUNCH_CHECK("unscale kernel");
+      int64_t blocks = (g.numels[t] + kMtPerBlock - 1) / kMtPerBlock;
+      if (c.count == kMtMax || c.blockStart[c.count] + blocks > (1 << 30))
+        AMPC_TRY(flush());
+      int k = c.count;
+      c.data[k] = g.data[t];
+      c.dtype[k] = static_cast<int8_t>(g.dtypes[t]);
+      c.numel[k] = g.numels[t];
+      c.aux0[k] = c.aux1[k] = c.aux2[k] = nullptr;
+      c.auxDtype[k] = 0;
+      fill(c, k, t);
+      c.blockStart[k + 1] = c.blockStart[k] + static_cast<int32_t>(blocks);
+      c.count = k + 1;
     }
+    return flush();
+  }
+  static int64_t mtBlocks(const TensorList &g) {
+    int64_t b = 0;
+    for (int32_t t = 0; t < g.count; ++t)
+      b += (g.numels[t] + kMtPerBlock - 1) / kMtPerBlock;
+    return b;
+  }
+
+  ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
+                                 const float *scale) override {
+    ENTER();
+    Temp flag(*this);
+    AMPC_TRY(flag.alloc(sizeof(float)));
+    CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(float), stream_));
+    AMPC_TRY(forChunks(
+        g, [](MtChunk &, int, int32_t) {},
+        [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+          mtUnscaleKernel<<<blocks, kThreads, 0, stream_>>>(c, flag.f32(),
+                                                            scale);
+          LAUNCH_CHECK("unscale kernel");
+          return AMPC_OK;
+        }));
     storeFlagKernel<<<1, 1, 0, stream_>>>(foundInf, flag.f32());
     LAUNCH_CHECK("found_inf kernel");
     return AMPC_OK;
@@ -1121,6 +1380,7 @@ public:
                           float growthFactor, float backoffFactor,
                           int32_t growthInterval, int32_t hysteresis,
                           float minScale, float maxScale) override {
+    ENTER();
     updateScaleKernel<<<1, 1, 0, stream_>>>(
         scale, growthTracker, hysteresisLeft, foundInf, growthFactor,
         backoffFactor, growthInterval, hysteresis, minScale, maxScale);
@@ -1129,74 +1389,81 @@ public:
   }
   ampc_status clipGradNorm(float *totalNorm, const TensorList &g, float maxNorm,
                            Buf foundInf) override {
+    ENTER();
     Temp t(*this);
-    int64_t slots = static_cast<int64_t>(g.count) * kNormBlocks;
-    AMPC_TRY(t.alloc(slots * sizeof(double) + sizeof(double)));
+    int64_t slots = mtBlocks(g);
+    AMPC_TRY(t.alloc((slots + 1) * sizeof(double) + sizeof(double)));
     double *partials = static_cast<double *>(t.get());
-    CUDA_TRY(cudaMemsetAsync(partials, 0, slots * sizeof(double), stream_));
-    for (int32_t i = 0; i < g.count; ++i) {
-      if (g.numels[i] == 0)
-        continue;
-      int blocks = blocksFor(g.numels[i]);
-      blocks = blocks < kNormBlocks ? blocks : kNormBlocks;
-      sumSquaresKernel<<<blocks, kThreads, 0, stream_>>>(
-          Buf{g.data[i], g.dtypes[i]}, g.numels[i],
-          partials + static_cast<int64_t>(i) * kNormBlocks, foundInf);
-      LAUNCH_CHECK("norm kernel");
-    }
-    float *coef = reinterpret_cast<float *>(partials + slots);
-    clipCoefKernel<<<1, 1, 0, stream_>>>(partials, slots, maxNorm, coef,
-                                         totalNorm, foundInf);
+    if (slots == 0)
+      CUDA_TRY(cudaMemsetAsync(partials, 0, sizeof(double), stream_));
+    AMPC_TRY(forChunks(
+        g, [](MtChunk &, int, int32_t) {},
+        [&](const MtChunk &c, int32_t blocks, int64_t first) -> ampc_status {
+          mtSumSquaresKernel<<<blocks, kThreads, 0, stream_>>>(
+              c, partials + first, foundInf);
+          LAUNCH_CHECK("norm kernel");
+          return AMPC_OK;
+        }));
+    float *coef = reinterpret_cast<float *>(partials + slots + 1);
+    clipCoefTreeKernel<<<1, kThreads, 0, stream_>>>(
+        partials, slots > 0 ? slots : 1, maxNorm, coef, totalNorm, foundInf);
     LAUNCH_CHECK("clip coefficient kernel");
-    for (int32_t i = 0; i < g.count; ++i) {
-      if (g.numels[i] == 0)
-        continue;
-      scaleByKernel<<<blocksFor(g.numels[i]), kThreads, 0, stream_>>>(
-          Buf{g.data[i], g.dtypes[i]}, g.numels[i], coef, foundInf);
-      LAUNCH_CHECK("clip kernel");
-    }
-    return AMPC_OK;
+    return forChunks(
+        g, [](MtChunk &, int, int32_t) {},
+        [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+          mtScaleKernel<<<blocks, kThreads, 0, stream_>>>(c, coef, foundInf);
+          LAUNCH_CHECK("clip kernel");
+          return AMPC_OK;
+        });
   }
   ampc_status sgd(const TensorList &params, const TensorList &grads,
                   void *const *bufs, const SgdScalars &s,
                   Buf foundInf) override {
-    for (int32_t t = 0; t < params.count; ++t) {
-      if (params.numels[t] == 0)
-        continue;
-      float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
-      sgdKernel<<<blocksFor(params.numels[t]), kThreads, 0, stream_>>>(
-          Buf{params.data[t], params.dtypes[t]},
-          Buf{grads.data[t], grads.dtypes[t]}, buf, params.numels[t], s,
-          foundInf);
-      LAUNCH_CHECK("sgd kernel");
-    }
-    return AMPC_OK;
+    ENTER();
+    return forChunks(
+        params,
+        [&](MtChunk &c, int k, int32_t t) {
+          c.aux0[k] = grads.data[t];
+          c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
+          c.aux1[k] = s.hasMomentum ? bufs[t] : nullptr;
+        },
+        [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+          mtSgdKernel<<<blocks, kThreads, 0, stream_>>>(c, s, foundInf);
+          LAUNCH_CHECK("sgd kernel");
+          return AMPC_OK;
+        });
   }
   ampc_status adamw(const TensorList &params, const TensorList &grads,
                     void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf) override {
+    ENTER();
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
-    AdamwScalars *s = static_cast<AdamwScalars *>(t.get());
+    AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
     adamwStepKernel<<<1, 1, 0, stream_>>>(step, lr, beta1, beta2, eps,
-                                          weightDecay, s, foundInf);
+                                          weightDecay, sc, foundInf);
     LAUNCH_CHECK("adamw step kernel");
-    for (int32_t i = 0; i < params.count; ++i) {
-      if (params.numels[i] == 0)
-        continue;
-      adamwKernel<<<blocksFor(params.numels[i]), kThreads, 0, stream_>>>(
-          Buf{params.data[i], params.dtypes[i]},
-          Buf{grads.data[i], grads.dtypes[i]}, static_cast<float *>(expAvgs[i]),
-          static_cast<float *>(expAvgSqs[i]), params.numels[i], s, foundInf);
-      LAUNCH_CHECK("adamw kernel");
-    }
-    return AMPC_OK;
+    return forChunks(
+        params,
+        [&](MtChunk &c, int k, int32_t t) {
+          c.aux0[k] = grads.data[t];
+          c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
+          c.aux1[k] = expAvgs[t];
+          c.aux2[k] = expAvgSqs[t];
+        },
+        [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+          mtAdamwKernel<<<blocks, kThreads, 0, stream_>>>(c, sc, foundInf);
+          LAUNCH_CHECK("adamw kernel");
+          return AMPC_OK;
+        });
   }
 
 private:
   int device;
   cudaStream_t stream_ = nullptr;
+  bool usePool = true;
+  const char *lastLaunch = "none";
   LtGemm lt;
 };
 

@@ -9,6 +9,7 @@
 #include "cuda_internal.h"
 
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -52,14 +53,14 @@ uint32_t alignmentOf(const void *p) {
   return a;
 }
 
-/// Owns the descriptors of one call.
+/// The descriptors of one problem, built once and kept in the cache.
 struct Descs {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
+  Descs() = default;
+  Descs(const Descs &) = delete;
+  Descs &operator=(const Descs &) = delete;
   ~Descs() {
-    if (pref)
-      cublasLtMatmulPreferenceDestroy(pref);
     if (c)
       cublasLtMatrixLayoutDestroy(c);
     if (b)
@@ -68,6 +69,14 @@ struct Descs {
       cublasLtMatrixLayoutDestroy(a);
     if (op)
       cublasLtMatmulDescDestroy(op);
+  }
+};
+
+struct Pref {
+  cublasLtMatmulPreference_t p = nullptr;
+  ~Pref() {
+    if (p)
+      cublasLtMatmulPreferenceDestroy(p);
   }
 };
 
@@ -88,11 +97,20 @@ ampc_status makeLayout(cublasLtMatrixLayout_t *out, cudaDataType_t type,
 
 } // namespace
 
-/// Problem signature -> algorithm chosen by the heuristic.
+/// Problem signature -> its descriptors and the heuristic's algorithms (in
+/// the heuristic's order; the first that runs is moved to the front).
 struct LtGemm::Cache {
   using Key = std::vector<int64_t>;
-  std::map<Key, cublasLtMatmulAlgo_t> algos;
+  struct Entry {
+    Descs descs;
+    std::vector<cublasLtMatmulAlgo_t> algos;
+  };
+  std::map<Key, std::unique_ptr<Entry>> entries;
 };
+
+size_t LtGemm::cachedProblems() const {
+  return cache ? cache->entries.size() : 0;
+}
 
 ampc_status cudaFail(cudaError_t err, const char *what) {
   return setError(AMPC_ERROR_DEVICE, "cuda backend: %s failed: %s", what,
@@ -123,8 +141,18 @@ bool LtGemm::supports(ampc_dtype ab, ampc_dtype c) {
   return c == ab || c == AMPC_F32;
 }
 
-ampc_status LtGemm::run(const GemmDesc &d) {
-  Descs ds;
+namespace {
+
+cublasLtEpilogue_t epilogueOf(const GemmDesc &d) {
+  bool bias = d.bias.data != nullptr;
+  if (d.epilogue == AMPC_EPILOGUE_RELU)
+    return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  if (d.epilogue == AMPC_EPILOGUE_GELU_TANH)
+    return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+ampc_status buildDescs(const GemmDesc &d, cublasLtEpilogue_t epi, Descs &ds) {
   cudaDataType_t abType = cudaType(d.a.dtype), cType = cudaType(d.c.dtype);
   LT_TRY(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t opB = d.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -134,21 +162,10 @@ ampc_status LtGemm::run(const GemmDesc &d) {
                                         &opB, sizeof(opB)));
   LT_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                         &opA, sizeof(opA)));
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  bool bias = d.bias.data != nullptr;
-  if (d.epilogue == AMPC_EPILOGUE_RELU)
-    epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  else if (d.epilogue == AMPC_EPILOGUE_GELU_TANH)
-    epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-  else if (bias)
-    epi = CUBLASLT_EPILOGUE_BIAS;
   LT_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                         &epi, sizeof(epi)));
-  if (bias) {
-    const void *bp = d.bias.data;
+  if (d.bias.data) {
     cudaDataType_t bt = cudaType(d.bias.dtype);
-    LT_TRY(cublasLtMatmulDescSetAttribute(
-        ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
     LT_TRY(cublasLtMatmulDescSetAttribute(
         ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
   }
@@ -157,51 +174,93 @@ ampc_status LtGemm::run(const GemmDesc &d) {
   AMPC_TRY(makeLayout(&ds.b, abType, d.transA ? d.m : d.k, d.transA ? d.k : d.m,
                       d.lda, d.batch, d.strideA));
   AMPC_TRY(makeLayout(&ds.c, cType, d.n, d.m, d.ldc, d.batch, d.strideC));
+  return AMPC_OK;
+}
 
+constexpr int kHeuristicResults = 8;
+
+} // namespace
+
+ampc_status LtGemm::run(const GemmDesc &d, bool *noAlgo) {
+  if (noAlgo)
+    *noAlgo = false;
+  cublasLtEpilogue_t epi = epilogueOf(d);
   uint32_t alignA = alignmentOf(d.b.data), alignB = alignmentOf(d.a.data),
-           alignC = alignmentOf(d.c.data);
+           alignC = alignmentOf(d.c.data),
+           alignBias = d.bias.data ? alignmentOf(d.bias.data) : 0;
   Cache::Key key = {d.a.dtype, d.c.dtype,     d.bias.data ? d.bias.dtype : -1,
                     d.transA,  d.transB,      d.m,
                     d.n,       d.k,           d.lda,
                     d.ldb,     d.ldc,         d.batch,
                     d.strideA, d.strideB,     d.strideC,
                     epi,       alignA,        alignB,
-                    alignC,    d.beta != 0.0f};
-  auto it = cache->algos.find(key);
-  if (it == cache->algos.end()) {
-    LT_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
+                    alignC,    alignBias,     d.beta != 0.0f};
+  auto it = cache->entries.find(key);
+  if (it == cache->entries.end()) {
+    auto e = std::make_unique<Cache::Entry>();
+    AMPC_TRY(buildDescs(d, epi, e->descs));
+    Pref pref;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref.p));
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
-        ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+        pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
         sizeof(workspaceBytes)));
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
-        ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
+        pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
         sizeof(alignA)));
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
-        ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
+        pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
         sizeof(alignB)));
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
-        ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+        pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
         sizeof(alignC)));
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
-        ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+        pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
         sizeof(alignC)));
-    cublasLtMatmulHeuristicResult_t result = {};
+    cublasLtMatmulHeuristicResult_t results[kHeuristicResults] = {};
     int found = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.c,
-                                          ds.pref, 1, &result, &found));
-    if (found == 0)
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+        handle, e->descs.op, e->descs.a, e->descs.b, e->descs.c, e->descs.c,
+        pref.p, kHeuristicResults, results, &found);
+    for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS)
+        e->algos.push_back(results[i].algo);
+    if (e->algos.empty()) {
+      if (noAlgo)
+        *noAlgo = true;
       return setError(AMPC_ERROR_DEVICE,
                       "cuda backend: cuBLASLt has no algorithm for this GEMM "
-                      "(m %lld n %lld k %lld)",
+                      "(m %lld n %lld k %lld, heuristic status %d)",
                       static_cast<long long>(d.m), static_cast<long long>(d.n),
-                      static_cast<long long>(d.k));
-    it = cache->algos.emplace(key, result.algo).first;
+                      static_cast<long long>(d.k), static_cast<int>(hs));
+    }
+    it = cache->entries.emplace(key, std::move(e)).first;
+  }
+  Cache::Entry &e = *it->second;
+  if (d.bias.data) { // the pointer is per call; everything else is cached
+    const void *bp = d.bias.data;
+    LT_TRY(cublasLtMatmulDescSetAttribute(
+        e.descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
   float alpha = d.alpha, beta = d.beta;
-  LT_TRY(cublasLtMatmul(handle, ds.op, &alpha, d.b.data, ds.a, d.a.data, ds.b,
-                        &beta, d.c.data, ds.c, d.c.data, ds.c, &it->second,
-                        workspace, workspaceBytes, stream));
-  return AMPC_OK;
+  cublasStatus_t last = CUBLAS_STATUS_NOT_SUPPORTED;
+  for (size_t i = 0; i < e.algos.size(); ++i) {
+    last = cublasLtMatmul(handle, e.descs.op, &alpha, d.b.data, e.descs.a,
+                          d.a.data, e.descs.b, &beta, d.c.data, e.descs.c,
+                          d.c.data, e.descs.c, &e.algos[i], workspace,
+                          workspaceBytes, stream);
+    if (last == CUBLAS_STATUS_SUCCESS) {
+      if (i != 0) // remember the one that runs
+        std::swap(e.algos[0], e.algos[i]);
+      return AMPC_OK;
+    }
+    if (last != CUBLAS_STATUS_NOT_SUPPORTED &&
+        last != CUBLAS_STATUS_INVALID_VALUE)
+      break;
+  }
+  if (noAlgo && (last == CUBLAS_STATUS_NOT_SUPPORTED ||
+                 last == CUBLAS_STATUS_INVALID_VALUE))
+    *noAlgo = true;
+  return ltFail(last, "cublasLtMatmul");
 }
 
 } // namespace cuda

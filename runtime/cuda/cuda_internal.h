@@ -29,8 +29,12 @@ public:
   /// dtype or f32).
   static bool supports(ampc_dtype ab, ampc_dtype c);
   /// C = epilogue(alpha op(A) op(B) + beta C + bias) with the bias already
-  /// in C's dtype and `epilogue` one of NONE, RELU, GELU_TANH.
-  ampc_status run(const GemmDesc &d);
+  /// in C's dtype and `epilogue` one of NONE, RELU, GELU_TANH. Where
+  /// cuBLASLt has no algorithm for the problem, returns an error and sets
+  /// *noAlgo (when given) so the caller can take another path.
+  ampc_status run(const GemmDesc &d, bool *noAlgo);
+  /// Problems whose descriptors and algorithms are cached (tests).
+  size_t cachedProblems() const;
 
 private:
   struct Cache;
