@@ -1100,14 +1100,16 @@ public:
         static_cast<int32_t *>(nullptr), static_cast<int>(n), 0, endBit,
         stream_));
     size_t pairBytes = n * (2 * sizeof(int64_t) + 2 * sizeof(int32_t));
+    pairBytes = (pairBytes + 255) & ~static_cast<size_t>(255);
     Temp t(*this);
-    AMPC_TRY(t.alloc(pairBytes + sortBytes + 16));
+    AMPC_TRY(t.alloc(pairBytes + sortBytes + 256));
     int64_t *keys = static_cast<int64_t *>(t.get());
     int64_t *sortedKeys = keys + n;
     int32_t *vals = reinterpret_cast<int32_t *>(sortedKeys + n);
     int32_t *sortedVals = vals + n;
-    void *sortTemp = reinterpret_cast<char *>(t.get()) +
-                     ((pairBytes + 15) & ~static_cast<size_t>(15));
+    uintptr_t after = reinterpret_cast<uintptr_t>(t.get()) + pairBytes;
+    void *sortTemp = reinterpret_cast<void *>((after + 255) &
+                                              ~static_cast<uintptr_t>(255));
     embeddingKeysKernel<<<blocksFor(n), kThreads, 0, stream_>>>(ids, n, vocab,
                                                                 keys, vals);
     LAUNCH_CHECK("embedding backward key kernel");
