@@ -8,6 +8,8 @@
 #   OUT=/tmp/results BUILD_DIR=/tmp/b runtime/cuda/gpu_check.sh
 #
 # Exit status: 0 when every test passed and the CUDA tests really ran.
+# The fuller run (each CUDA test in its own process, kernels against PyTorch,
+# no GoogleTest/OpenBLAS needed on the GPU machine) is scripts/gpu/gpu_run.sh.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
