@@ -135,9 +135,12 @@ fi
 KB=""
 if [ -n "$B" ] && [ -e "$B/libampc_runtime.so" ]; then
   KB="$B/kernel_bench"
-  if ! c++ -std=c++17 -O2 -I"$ROOT/runtime/include" \
+  # BENCH_CXXFLAGS / BENCH_LDFLAGS: the runtime build's own flags (e.g. a
+  # sanitizer build's), so the program links against that library.
+  # shellcheck disable=SC2086
+  if ! c++ -std=c++17 -O2 ${BENCH_CXXFLAGS:-} -I"$ROOT/runtime/include" \
        "$ROOT/bench/cuda/kernel_bench.cpp" -L"$B" -lampc_runtime \
-       -Wl,-rpath,"$B" -o "$KB" >>"$OUT/build.log" 2>&1; then
+       -Wl,-rpath,"$B" ${BENCH_LDFLAGS:-} -o "$KB" >>"$OUT/build.log" 2>&1; then
     record "{\"kind\": \"build_bench\", \"ok\": false}"
     KB=""
   fi
