@@ -30,8 +30,10 @@ World *gWorld = nullptr;
 
 int fail(int code, const std::string &msg) {
   if (gWorld) {
-    llvm::errs() << "ampc: error: rank " << gWorld->rank() << ": " << msg
-                 << "\n";
+    // One write, so the ranks' lines do not interleave.
+    std::string line = "ampc: error: rank " + std::to_string(gWorld->rank()) +
+                       ": " + msg + "\n";
+    llvm::errs() << line;
     llvm::errs().flush();
     gWorld->abortJob(code);
   }
@@ -173,8 +175,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
              {"--params-in", options.paramsIn.empty() ? "no" : "yes"}},
             error)) {
       gWorld = nullptr;
-      llvm::errs() << "ampc: error: rank " << world->rank() << ": " << error
-                   << "\n";
+      llvm::errs() << "ampc: error: rank " + std::to_string(world->rank()) +
+                          ": " + error + "\n";
       return kRuntimeError;
     }
     if (world->rank() != 0) {
