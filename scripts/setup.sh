@@ -12,6 +12,8 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Runtime library: CPU GEMMs; tests and benchmarks.
   libopenblas-dev libgtest-dev libbenchmark-dev libffi-dev
+  # Data-parallel runs (mpirun) and the runtime's MPI collectives module.
+  openmpi-bin libopenmpi-dev
   # Rendering --emit=dot.
   graphviz
   # The PyTorch reference and the differential tests (tools/ampc-torch).

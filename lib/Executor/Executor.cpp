@@ -223,8 +223,39 @@ struct Executor::Impl {
     return true;
   }
 
+  Executor::GradientHook gradientHook;
+
+  /// Where the gradient list sits among a gradient consumer's arguments
+  /// (grads, dtypes, numels, count), or false for other calls.
+  static bool gradientArgs(const std::string &callee, int (&at)[4]) {
+    static const struct {
+      const char *name;
+      int at[4];
+    } consumers[] = {{"ampc_check_finite_unscale", {3, 4, 5, 6}},
+                     {"ampc_clip_grad_norm", {2, 3, 4, 5}},
+                     {"ampc_sgd_update", {3, 4, 6, 7}},
+                     {"ampc_adamw_update", {3, 4, 7, 8}}};
+    for (const auto &c : consumers)
+      if (callee == c.name) {
+        std::copy(c.at, c.at + 4, at);
+        return true;
+      }
+    return false;
+  }
+
   bool run(std::vector<PreparedCall> &calls, std::string &error) {
+    bool hooked = !gradientHook || &calls != &step;
     for (PreparedCall &p : calls) {
+      int at[4];
+      if (!hooked && gradientArgs(p.callee, at)) {
+        hooked = true;
+        auto arg = [&](int i) { return *static_cast<void **>(p.values[i]); };
+        if (!gradientHook(static_cast<void *const *>(arg(at[0])),
+                          static_cast<const int32_t *>(arg(at[1])),
+                          static_cast<const int64_t *>(arg(at[2])),
+                          *static_cast<int32_t *>(p.values[at[3]]), error))
+          return false;
+      }
       ffi_arg ret = 0;
       ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
       auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
@@ -374,6 +405,10 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
 }
 
 bool Executor::step(std::string &error) { return impl->run(impl->step, error); }
+
+void Executor::setGradientHook(GradientHook hook) {
+  impl->gradientHook = std::move(hook);
+}
 
 static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
                        int64_t bytes, std::vector<double> &values,

@@ -2,6 +2,7 @@
 
 #include "ampc/Executor/Run.h"
 #include "ampc/Conversion/TGToRuntime.h"
+#include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
 
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 
@@ -22,7 +24,19 @@ using namespace ampc::exec;
 namespace {
 enum { kOk = 0, kInputError = 1, kUsageError = 2, kRuntimeError = 3 };
 
+/// The MPI job this run is part of, if any: a failing rank ends every rank
+/// (none may wait forever in a collective).
+World *gWorld = nullptr;
+
 int fail(int code, const std::string &msg) {
+  if (gWorld) {
+    // One write, so the ranks' lines do not interleave.
+    std::string line = "ampc: error: rank " + std::to_string(gWorld->rank()) +
+                       ": " + msg + "\n";
+    llvm::errs() << line;
+    llvm::errs().flush();
+    gWorld->abortJob(code);
+  }
   llvm::errs() << "ampc: error: " << msg << "\n";
   return code;
 }
@@ -124,7 +138,8 @@ std::string fmt(double v) {
 }
 } // namespace
 
-int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
+int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
+  RunOptions options = givenOptions;
   if (module.getOps<func::FuncOp>().empty() &&
       module.getOps<rt::ProgramOp>().empty())
     return fail(kInputError, "no graph to run");
@@ -135,6 +150,43 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
     return kInputError;
   const rt::Program program =
       rt::describeProgram(*module.getOps<rt::ProgramOp>().begin());
+
+  // Data parallel (docs/distributed.md): started by mpirun with W > 1 ranks.
+  std::unique_ptr<World> world;
+  if (launchedUnderMpi()) {
+    if (options.cuda)
+      return fail(kUsageError, "data-parallel runs on the cuda backend need "
+                               "NCCL collectives, which are not built yet; "
+                               "use --device=cpu");
+    std::string error;
+    world = World::join(error);
+    if (!world)
+      return fail(kRuntimeError, error);
+    gWorld = world.get();
+    char fp[32];
+    std::snprintf(fp, sizeof(fp), "%016llx",
+                  (unsigned long long)program.fingerprint);
+    if (!world->checkFingerprint(
+            {{"compiled step", fp},
+             {"--steps", std::to_string(options.steps)},
+             {"--seed", std::to_string(options.seed)},
+             {"--input", std::to_string(options.inputs.size()) + " given"},
+             {"--load", options.load.empty() ? "no" : "yes"},
+             {"--params-in", options.paramsIn.empty() ? "no" : "yes"}},
+            error)) {
+      gWorld = nullptr;
+      llvm::errs() << "ampc: error: rank " + std::to_string(world->rank()) +
+                          ": " + error + "\n";
+      return kRuntimeError;
+    }
+    if (world->rank() != 0) {
+      options.log.clear();
+      options.save.clear();
+      options.paramsOut.clear();
+      options.outputsOut.clear();
+    }
+  }
+  auto onRank0 = [&] { return !world || world->rank() == 0; };
 
   // Inputs from files, validated before anything runs.
   std::vector<bool> given(program.slots.size(), false);
@@ -161,9 +213,24 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
     std::vector<char> data;
     std::string error;
     const rt::Slot &in = program.slots[slot];
-    if (!readNpyAs(path, "input '" + in.name + "'", in.dtype, in.shape,
-                   in.bytes, data, error))
+    // Data parallel: a file holding W * B rows for an input of B rows is
+    // sharded as --data is: rank r takes rows j * W + r (docs/distributed.md).
+    NpyArray whole;
+    if (world && !in.shape.empty() && readNpy(path, whole, error) &&
+        whole.descr == npyDescr(in.dtype) &&
+        whole.shape.size() == in.shape.size() &&
+        whole.shape[0] == in.shape[0] * world->size() &&
+        std::equal(in.shape.begin() + 1, in.shape.end(),
+                   whole.shape.begin() + 1)) {
+      int64_t row = in.bytes / in.shape[0], w = world->size();
+      data.resize(in.bytes);
+      for (int64_t j = 0; j < in.shape[0]; ++j)
+        std::memcpy(data.data() + j * row,
+                    whole.data.data() + (j * w + world->rank()) * row, row);
+    } else if (!readNpyAs(path, "input '" + in.name + "'", in.dtype,
+                          in.shape, in.bytes, data, error)) {
       return fail(kInputError, error);
+    }
     given[slot] = true;
     inputData.push_back({slot, std::move(data)});
   }
@@ -189,12 +256,22 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
   for (auto &[slot, data] : paramData)
     if (!ex->writeSlot(slot, data.data(), data.size(), error))
       return fail(kRuntimeError, error);
-  if (!ex->synthesizeInputs(given, options.seed, error))
+  // Each rank's synthetic batch differs (its own stream of the seed).
+  uint64_t inputSeed = options.seed;
+  if (world)
+    inputSeed += 0x9e3779b97f4a7c15ull * uint64_t(world->rank());
+  if (!ex->synthesizeInputs(given, inputSeed, error))
     return fail(kRuntimeError, error);
 
   int64_t done = 0;
   if (!options.load.empty() && !ex->load(options.load, done, error))
     return fail(kInputError, error);
+  if (world) {
+    if (!world->broadcastState(*ex, program, error))
+      return fail(kRuntimeError, error);
+    if (program.training)
+      world->attach(*ex);
+  }
 
   std::unique_ptr<std::ofstream> log;
   if (!options.log.empty()) {
@@ -202,7 +279,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
     if (!*log)
       return fail(kInputError, "cannot write '" + options.log + "'");
   }
-  bool tty = isatty(STDERR_FILENO);
+  bool tty = isatty(STDERR_FILENO) && onRank0();
   // A scaler is on when the step checks its gradients (dynamic or static).
   bool scaler = bool(program.foundInf);
   auto scaleOfStep = [&](double &value) {
@@ -230,6 +307,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
       if (values.size() == 1)
         loss = values[0];
     }
+    if (world && !world->meanOf(loss, error))
+      return fail(kRuntimeError, error);
     bool skipped = false;
     if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
       return fail(kRuntimeError, error);
@@ -267,6 +346,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
     if (!*log)
       return fail(kRuntimeError, "cannot write '" + options.log + "'");
   }
+  if (world && !world->checkReplicas(*ex, program, error))
+    return fail(kRuntimeError, error);
   if (!options.save.empty() && !ex->save(options.save, done, error))
     return fail(kRuntimeError, error);
   if (!options.paramsOut.empty()) {
@@ -299,6 +380,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
       return fail(kRuntimeError, "--outputs-out: " + error);
   }
 
+  if (!onRank0())
+    return kOk;
   // A summary on stdout.
   llvm::outs() << program.name << ": " << steps
                << (program.training ? " training steps" : " forward pass")
@@ -311,7 +394,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
   }
   char rate[32];
   std::snprintf(rate, sizeof(rate), "%.1f", steps / std::max(secs, 1e-9));
-  llvm::outs() << ", " << rate << " steps/s\n";
+  llvm::outs() << ", " << rate << " steps/s";
+  if (world) {
+    char wait[32];
+    std::snprintf(wait, sizeof(wait), "%.3f", world->allReduceSeconds());
+    llvm::outs() << ", " << world->size() << " ranks, " << wait
+                 << " s in gradient all-reduce";
+  }
+  llvm::outs() << "\n";
   if (!program.training)
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       std::vector<double> values;

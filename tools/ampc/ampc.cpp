@@ -10,6 +10,7 @@
 #include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Emit/EmitCpp.h"
+#include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
 #include "ampc/Frontend/Parser.h"
@@ -27,22 +28,25 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <deque>
+#include <unistd.h>
 #include <type_traits>
 
 using namespace mlir;
 namespace cl = llvm::cl;
 
 namespace {
-enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
+enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2, kRuntimeError = 3 };
 
 enum class EmitKind { MLIR, Report, Dot, Cpp, Json, Lowered };
 
@@ -246,6 +250,11 @@ cl::opt<uint64_t, true>
                                  "inputs",
                                  opts.run.seed)),
             cl::location(opts.run.seed), cl::cat(ampcCategory));
+cl::opt<int> runNproc(
+    "nproc",
+    cl::desc("run: data parallel on this machine: re-executes itself as "
+             "`mpirun -np N ampc run ...` (docs/distributed.md)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(ampcCategory));
 cl::list<std::string, std::vector<std::string>>
     runInputs("input",
               cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
@@ -551,6 +560,49 @@ int main(int argc, char **argv) {
           &errStream)) {
     llvm::errs() << errors;
     return kUsageError;
+  }
+  if (runNproc.getNumOccurrences() && (!opts.runMode || runNproc < 1)) {
+    llvm::errs() << "ampc: error: --nproc is an option of 'ampc run' and "
+                    "must be at least 1\n";
+    return kUsageError;
+  }
+  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
+  // machine (an MPI job started by any launcher runs as is).
+  if (runNproc > 1 && !ampc::exec::launchedUnderMpi()) {
+    llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+    if (!mpirun) {
+      llvm::errs() << "ampc: error: --nproc " << runNproc
+                   << ": no MPI launcher (mpirun) on PATH; install Open MPI "
+                      "(openmpi-bin) or start the ranks with your own "
+                      "launcher\n";
+      return kRuntimeError;
+    }
+    std::vector<std::string> cmd = {*mpirun, "-np", std::to_string(runNproc)};
+    if (geteuid() == 0)
+      cmd.push_back("--allow-run-as-root");
+    // Up to N ranks on this machine whatever its core count.
+    cmd.push_back("--oversubscribe");
+    std::string self =
+        llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+    cmd.push_back(self.empty() ? argv[0] : self);
+    for (int i = 1; i < argc; ++i) {
+      StringRef a(argv[i]);
+      if (a == "--nproc" || a == "-nproc") {
+        ++i;
+        continue;
+      }
+      if (a.starts_with("--nproc=") || a.starts_with("-nproc="))
+        continue;
+      cmd.push_back(argv[i]);
+    }
+    std::vector<char *> cargs;
+    for (std::string &c : cmd)
+      cargs.push_back(c.data());
+    cargs.push_back(nullptr);
+    llvm::outs().flush();
+    execv(cargs[0], cargs.data());
+    llvm::errs() << "ampc: error: cannot run " << *mpirun << "\n";
+    return kRuntimeError;
   }
   if (opts.listOps) {
     llvm::outs() << ampc::tg::getOpListJSON();

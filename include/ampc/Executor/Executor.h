@@ -9,6 +9,7 @@
 
 #include "ampc/Dialect/RT/ProgramInfo.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,15 @@ public:
   /// atomically; loading validates everything before touching the state.
   bool save(const std::string &path, int64_t steps, std::string &error);
   bool load(const std::string &path, int64_t &steps, std::string &error);
+
+  /// Data parallel (docs/distributed.md): called once per step, before the
+  /// first call that consumes the gradients (the loss-scaling check,
+  /// clipping or the optimizer update), with that call's gradient list.
+  using GradientHook =
+      std::function<bool(void *const *grads, const int32_t *dtypes,
+                         const int64_t *numels, int32_t count,
+                         std::string &error)>;
+  void setGradientHook(GradientHook hook);
 
 private:
   explicit Executor(const rt::Program &program);

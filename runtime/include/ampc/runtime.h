@@ -635,6 +635,61 @@ AMPC_API ampc_status ampc_adamw_update(
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
 
+/*===------------------------------------------------------------------===*
+ * Collectives (data-parallel training, docs/distributed.md). A communicator
+ * spans the ranks of one MPI job. The runtime carries collectives over MPI
+ * through a separate module (libampc_runtime_mpi.so, next to this library)
+ * that it loads only when a communicator is created, so a program that never
+ * creates one needs no MPI library at run time. Buffers are the context's
+ * device memory; on the CPU backend, host memory. CUDA contexts are not
+ * supported yet (NCCL is not wired): AMPC_ERROR_BACKEND_UNAVAILABLE.
+ *===------------------------------------------------------------------===*/
+
+/// A communicator: this process's rank among `size` ranks.
+typedef struct ampc_comm_impl *ampc_comm;
+/// An all-reduce in flight; ampc_comm_wait completes and frees it.
+typedef struct ampc_request_impl *ampc_request;
+
+AMPC_ENUM(ampc_reduce_op) {
+  AMPC_REDUCE_SUM = 0,
+  AMPC_REDUCE_MEAN = 1, ///< The sum divided by the world size.
+  AMPC_REDUCE_MAX = 2
+};
+
+/// Creates a communicator over MPI_COMM_WORLD (initialising MPI if the
+/// process has not). Fails with AMPC_ERROR_BACKEND_UNAVAILABLE when the MPI
+/// module or libmpi cannot be loaded.
+AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm);
+/// Destroys a communicator (finalises MPI if the runtime initialised it).
+/// NULL is accepted.
+AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm);
+AMPC_API ampc_status ampc_comm_rank(ampc_comm comm, int32_t *rank);
+AMPC_API ampc_status ampc_comm_size(ampc_comm comm, int32_t *size);
+/// Starts an in-place all-reduce of `count` elements (f32, f16, bf16 or
+/// i32). 16-bit buffers are reduced in f32 and rounded once at the end; MEAN
+/// on i32 truncates towards zero. The buffer must not be touched before
+/// ampc_comm_wait(*request).
+AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
+                                               ampc_context ctx, void *buf,
+                                               ampc_dtype dtype, int64_t count,
+                                               ampc_reduce_op op,
+                                               ampc_request *request);
+/// Completes an all-reduce and frees the request.
+AMPC_API ampc_status ampc_comm_wait(ampc_request request);
+/// ampc_comm_allreduce_async followed by ampc_comm_wait.
+AMPC_API ampc_status ampc_comm_allreduce(ampc_comm comm, ampc_context ctx,
+                                         void *buf, ampc_dtype dtype,
+                                         int64_t count, ampc_reduce_op op);
+/// Copies `bytes` bytes of `buf` on rank `root` into `buf` on every rank.
+AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
+                                         void *buf, int64_t bytes,
+                                         int32_t root);
+/// Returns when every rank has entered it.
+AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm);
+/// Ends the whole job (every rank) with exit code `code`: what a rank that
+/// hit a fatal error calls so no other rank waits forever.
+AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

@@ -1,0 +1,65 @@
+//===- Distributed.h - `ampc run` across MPI ranks ---------------*- C++ -*-===//
+//
+// Data-parallel training (docs/distributed.md): the world of an `ampc run`
+// launched by mpirun, rank 0's state broadcast, the gradient all-reduce,
+// the mean loss, the start-up fingerprint and the replica checksum.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_EXECUTOR_DISTRIBUTED_H
+#define AMPC_EXECUTOR_DISTRIBUTED_H
+
+#include "ampc/Dialect/RT/ProgramInfo.h"
+#include "ampc/Executor/Executor.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ampc::exec {
+
+/// True when this process was started by an MPI launcher with more than
+/// one rank (Open MPI's or PMI's environment), without loading MPI.
+bool launchedUnderMpi();
+
+class World {
+public:
+  ~World();
+  /// Joins the MPI job. Null (and `error`) when the collectives cannot be
+  /// loaded.
+  static std::unique_ptr<World> join(std::string &error);
+  int rank() const { return rankId; }
+  int size() const { return worldSize; }
+
+  /// Compares `fields` (name, value) with rank 0's; on any difference every
+  /// rank returns false with `error` naming the first field that differs.
+  bool checkFingerprint(
+      const std::vector<std::pair<std::string, std::string>> &fields,
+      std::string &error);
+  /// Copies every parameter and state slot of rank 0 to every rank.
+  bool broadcastState(Executor &ex, const rt::Program &program,
+                      std::string &error);
+  /// Makes the executor average its gradients over the ranks.
+  void attach(Executor &ex);
+  /// The mean of `value` over the ranks.
+  bool meanOf(double &value, std::string &error);
+  /// Compares a checksum of every parameter across the ranks; a mismatch
+  /// names the first parameter that differs.
+  bool checkReplicas(Executor &ex, const rt::Program &program,
+                     std::string &error);
+  /// Seconds spent in gradient all-reduces so far.
+  double allReduceSeconds() const { return reduceSeconds; }
+  /// Ends the whole job with `code` (a rank failed).
+  [[noreturn]] void abortJob(int code);
+
+private:
+  World() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  int rankId = 0, worldSize = 1;
+  double reduceSeconds = 0;
+};
+
+} // namespace ampc::exec
+
+#endif // AMPC_EXECUTOR_DISTRIBUTED_H

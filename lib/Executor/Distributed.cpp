@@ -1,0 +1,272 @@
+//===- Distributed.cpp - `ampc run` across MPI ranks ------------*- C++ -*-===//
+#include "ampc/Executor/Distributed.h"
+
+#include "ampc/runtime.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+using namespace ampc;
+using namespace ampc::exec;
+
+namespace {
+std::string statusText(const char *what, ampc_status st) {
+  std::string e = ampc_last_error();
+  return std::string(what) + " failed: " + ampc_status_string(st) +
+         (e.empty() ? "" : " (" + e + ")");
+}
+
+uint64_t fnv1a(const char *data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<uint8_t>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+} // namespace
+
+bool ampc::exec::launchedUnderMpi() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *v = getenv(var))
+      return std::atoi(v) > 1;
+  return false;
+}
+
+struct World::Impl {
+  ampc_comm comm = nullptr;
+  ampc_context host = nullptr; ///< CPU context for host staging
+};
+
+World::~World() {
+  if (impl) {
+    ampc_comm_destroy(impl->comm);
+    ampc_context_destroy(impl->host);
+  }
+}
+
+std::unique_ptr<World> World::join(std::string &error) {
+  std::unique_ptr<World> w(new World);
+  w->impl = std::make_unique<Impl>();
+  if (ampc_status st = ampc_comm_create_mpi(&w->impl->comm)) {
+    error = statusText("joining the MPI job", st);
+    return nullptr;
+  }
+  if (ampc_status st =
+          ampc_context_create(AMPC_BACKEND_CPU, 0, &w->impl->host)) {
+    error = statusText("ampc_context_create", st);
+    return nullptr;
+  }
+  int32_t r = 0, s = 1;
+  ampc_comm_rank(w->impl->comm, &r);
+  ampc_comm_size(w->impl->comm, &s);
+  w->rankId = r;
+  w->worldSize = s;
+  return w;
+}
+
+void World::abortJob(int code) {
+  ampc_comm_abort(impl->comm, code);
+  std::_Exit(code);
+}
+
+bool World::checkFingerprint(
+    const std::vector<std::pair<std::string, std::string>> &fields,
+    std::string &error) {
+  std::string mine;
+  for (const auto &[name, value] : fields)
+    mine += name + "=" + value + "\n";
+  // Rank 0's text, in a fixed-size buffer so every rank broadcasts the same
+  // number of bytes whatever its own fields are.
+  std::vector<char> buf(8192, 0);
+  if (rankId == 0)
+    std::memcpy(buf.data(), mine.data(), std::min(mine.size(), buf.size() - 1));
+  if (ampc_status st = ampc_comm_broadcast(impl->comm, impl->host, buf.data(),
+                                           int64_t(buf.size()), 0)) {
+    error = statusText("fingerprint broadcast", st);
+    return false;
+  }
+  std::string root(buf.data());
+  std::string differs;
+  size_t pos = 0;
+  for (const auto &[name, value] : fields) {
+    std::string want = name + "=";
+    size_t at = root.find("\n" + want);
+    at = root.compare(0, want.size(), want) == 0 ? 0
+         : at == std::string::npos             ? at
+                                               : at + 1;
+    std::string theirs;
+    if (at != std::string::npos) {
+      size_t end = root.find('\n', at);
+      theirs = root.substr(at + want.size(), end - at - want.size());
+    }
+    if (at == std::string::npos || theirs != value) {
+      differs = name + " (rank 0: '" + theirs + "', rank " +
+                std::to_string(rankId) + ": '" + value + "')";
+      break;
+    }
+    ++pos;
+  }
+  int32_t bad = differs.empty() ? 0 : 1;
+  if (ampc_status st = ampc_comm_allreduce(impl->comm, impl->host, &bad,
+                                           AMPC_I32, 1, AMPC_REDUCE_MAX)) {
+    error = statusText("fingerprint check", st);
+    return false;
+  }
+  if (!bad)
+    return true;
+  error = differs.empty()
+              ? "the ranks were launched on different programs or options "
+                "(another rank reports what differs)"
+              : "the ranks were launched on different programs or options: " +
+                    differs;
+  return false;
+}
+
+bool World::broadcastState(Executor &ex, const rt::Program &program,
+                           std::string &error) {
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &slot = program.slots[i];
+    if (slot.role != rt::Slot::Role::Param && slot.role != rt::Slot::Role::State)
+      continue;
+    std::vector<char> bytes;
+    if (!ex.readSlot(i, bytes, error))
+      return false;
+    if (ampc_status st = ampc_comm_broadcast(impl->comm, impl->host,
+                                             bytes.data(),
+                                             int64_t(bytes.size()), 0)) {
+      error = statusText(("broadcast of '" + slot.name + "'").c_str(), st);
+      return false;
+    }
+    if (!ex.writeSlot(i, bytes.data(), bytes.size(), error))
+      return false;
+  }
+  return true;
+}
+
+void World::attach(Executor &ex) {
+  ex.setGradientHook([this](void *const *grads, const int32_t *dtypes,
+                            const int64_t *numels, int32_t count,
+                            std::string &error) {
+    auto t0 = std::chrono::steady_clock::now();
+    // f32 gradients go in buckets of at most 25 MB, in the gradients' order,
+    // each reduced by one collective (DDP's bucket_cap_mb = 25); 16-bit
+    // gradients are reduced one by one (in f32 by the runtime, rounded once).
+    // Everything is started before the first wait.
+    constexpr int64_t kBucketElems = (25ll << 20) / 4;
+    struct Bucket {
+      std::vector<int32_t> members;
+      std::vector<float> data;
+      ampc_request req = nullptr;
+    };
+    std::vector<Bucket> buckets(1);
+    std::vector<ampc_request> single;
+    for (int32_t g = 0; g < count; ++g) {
+      if (dtypes[g] != AMPC_F32) {
+        single.push_back(nullptr);
+        if (ampc_status st = ampc_comm_allreduce_async(
+                impl->comm, impl->host, grads[g], ampc_dtype(dtypes[g]),
+                numels[g], AMPC_REDUCE_MEAN, &single.back())) {
+          error = statusText("gradient all-reduce", st);
+          return false;
+        }
+        continue;
+      }
+      if (!buckets.back().members.empty() &&
+          int64_t(buckets.back().data.size()) + numels[g] > kBucketElems)
+        buckets.emplace_back();
+      Bucket &b = buckets.back();
+      b.members.push_back(g);
+      size_t at = b.data.size();
+      b.data.resize(at + numels[g]);
+      std::memcpy(b.data.data() + at, grads[g], numels[g] * 4);
+    }
+    for (Bucket &b : buckets)
+      if (!b.members.empty())
+        if (ampc_status st = ampc_comm_allreduce_async(
+                impl->comm, impl->host, b.data.data(), AMPC_F32,
+                int64_t(b.data.size()), AMPC_REDUCE_MEAN, &b.req)) {
+          error = statusText("gradient all-reduce", st);
+          return false;
+        }
+    for (ampc_request r : single)
+      if (ampc_status st = ampc_comm_wait(r)) {
+        error = statusText("gradient all-reduce", st);
+        return false;
+      }
+    for (Bucket &b : buckets) {
+      if (b.members.empty())
+        continue;
+      if (ampc_status st = ampc_comm_wait(b.req)) {
+        error = statusText("gradient all-reduce", st);
+        return false;
+      }
+      size_t at = 0;
+      for (int32_t g : b.members) {
+        std::memcpy(grads[g], b.data.data() + at, numels[g] * 4);
+        at += numels[g];
+      }
+    }
+    reduceSeconds += std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+    return true;
+  });
+}
+
+bool World::meanOf(double &value, std::string &error) {
+  double v = value;
+  // Summed as f64 bits would need a dtype MPI module lacks; f32 holds the
+  // logged loss's precision.
+  float f = static_cast<float>(v);
+  if (ampc_status st = ampc_comm_allreduce(impl->comm, impl->host, &f,
+                                           AMPC_F32, 1, AMPC_REDUCE_MEAN)) {
+    error = statusText("loss all-reduce", st);
+    return false;
+  }
+  value = f;
+  return true;
+}
+
+bool World::checkReplicas(Executor &ex, const rt::Program &program,
+                          std::string &error) {
+  std::vector<size_t> params;
+  std::vector<int32_t> sums; // two 32-bit halves per parameter
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    if (program.slots[i].role != rt::Slot::Role::Param)
+      continue;
+    std::vector<char> bytes;
+    if (!ex.readSlot(i, bytes, error))
+      return false;
+    uint64_t h = fnv1a(bytes.data(), bytes.size());
+    params.push_back(i);
+    sums.push_back(int32_t(uint32_t(h)));
+    sums.push_back(int32_t(uint32_t(h >> 32)));
+  }
+  std::vector<int32_t> root = sums;
+  if (ampc_status st = ampc_comm_broadcast(impl->comm, impl->host, root.data(),
+                                           int64_t(root.size() * 4), 0)) {
+    error = statusText("replica checksum", st);
+    return false;
+  }
+  int32_t first = int32_t(params.size());
+  for (size_t k = 0; k < params.size(); ++k)
+    if (root[2 * k] != sums[2 * k] || root[2 * k + 1] != sums[2 * k + 1]) {
+      first = int32_t(k);
+      break;
+    }
+  // The smallest index any rank saw differ: -max(-k).
+  int32_t neg = -first;
+  if (ampc_status st = ampc_comm_allreduce(impl->comm, impl->host, &neg,
+                                           AMPC_I32, 1, AMPC_REDUCE_MAX)) {
+    error = statusText("replica checksum", st);
+    return false;
+  }
+  first = -neg;
+  if (first == int32_t(params.size()))
+    return true;
+  error = "replicas differ: parameter '" + program.slots[params[first]].name +
+          "' is not the same on every rank";
+  return false;
+}

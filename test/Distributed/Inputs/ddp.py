@@ -1,0 +1,130 @@
+"""Drives the data-parallel tests: writes a small model at a given batch,
+its data, and compares runs of `ampc run` (one process against W ranks).
+
+  ddp.py model DIR B [--amp]   DIR/m{B}.tg: an MLP with batch B
+  ddp.py data DIR N [--spike ROW]   DIR/x.npy, DIR/y.npy with N rows
+  ddp.py same-log A B [--rtol R]    losses within R relative, scales and
+                                    skips identical, as many lines
+  ddp.py same-params DIR1 DIR2 [--rtol R]   every NAME.npy within R
+  ddp.py kill ...                   see kill()
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def model(d, b):
+    with open(os.path.join(d, f"m{b}.tg"), "w") as f:
+        f.write(f"""graph m(x: f32[{b}, 16], labels: i32[{b}]) -> f32[] {{
+  param w1: f32[16, 12] = normal(0.0, 0.3)
+  param b1: f32[12]     = zeros
+  param w2: f32[12, 5]  = normal(0.0, 0.3)
+  h      = relu(matmul(x, w1) + b1)
+  logits = matmul(h, w2)
+  loss   = cross_entropy(logits, labels)
+  minimize loss with sgd(lr = 0.1, momentum = 0.9)
+  return loss
+}}
+""")
+
+
+def data(d, n, spike=None):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((n, 16)).astype(np.float32)
+    if spike is not None:
+        x[spike, :] = 1.0e6  # beyond f16: an overflow in that row's rank only
+    y = rng.integers(0, 5, size=n).astype(np.int32)
+    np.save(os.path.join(d, "x.npy"), x)
+    np.save(os.path.join(d, "y.npy"), y)
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def same_log(a, b, rtol):
+    la, lb = read_log(a), read_log(b)
+    assert len(la) == len(lb), f"{len(la)} lines against {len(lb)}"
+    for x, y in zip(la, lb):
+        assert x["step"] == y["step"]
+        rel = abs(x["loss"] - y["loss"]) / max(abs(y["loss"]), 1e-30)
+        assert rel <= rtol, f"step {x['step']}: loss {x['loss']} vs {y['loss']}"
+        for k in ("loss_scale", "skipped"):
+            assert x.get(k) == y.get(k), f"step {x['step']}: {k} differs"
+    print(f"same log: {len(la)} steps, losses within {rtol:g}")
+
+
+def same_params(a, b, rtol):
+    names = sorted(f for f in os.listdir(a) if f.endswith(".npy"))
+    assert names == sorted(f for f in os.listdir(b) if f.endswith(".npy"))
+    for n in names:
+        x, y = np.load(os.path.join(a, n)), np.load(os.path.join(b, n))
+        err = np.max(np.abs(x - y) / np.maximum(np.abs(y), 1e-3))
+        assert err <= rtol, f"{n}: relative difference {err}"
+    print(f"same params: {len(names)} within {rtol:g}")
+
+
+def children(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+def kill(cmd):
+    """Starts CMD (an mpirun job), kills one of its ranks after a second,
+    and requires the job to end non-zero within 30 s."""
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    time.sleep(1.5)
+    ranks = children(job.pid)
+    assert ranks, "no rank started"
+    os.kill(ranks[-1], signal.SIGKILL)
+    t0 = time.time()
+    try:
+        out, _ = job.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        sys.exit("the job did not end within 30 s of a rank's death")
+    print(out.decode(errors="replace"))
+    print(f"exit {job.returncode} after {time.time() - t0:.1f} s")
+    assert job.returncode != 0
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    rtol = 1e-5
+    if "--rtol" in args:
+        i = args.index("--rtol")
+        rtol = float(args[i + 1])
+        del args[i:i + 2]
+    if cmd == "model":
+        model(args[0], int(args[1]))
+    elif cmd == "data":
+        spike = int(args[3]) if len(args) > 3 and args[2] == "--spike" else None
+        data(args[0], int(args[1]), spike)
+    elif cmd == "same-log":
+        same_log(args[0], args[1], rtol)
+    elif cmd == "same-params":
+        same_params(args[0], args[1], rtol)
+    elif cmd == "kill":
+        kill(args)
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()
