@@ -10,6 +10,7 @@
 #include "../src/common.h"
 #include "../src/half.h"
 #include "../src/philox.h"
+#include "cpu_fast.h"
 
 #include <cblas.h>
 
@@ -70,18 +71,12 @@ void loadChunk(Buf b, int64_t off, int64_t n, float *out) {
   case AMPC_F32:
     memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
     return;
-  case AMPC_F16: {
-    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = f16ToF32(p[i]);
+  case AMPC_F16:
+    cpufast::f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
     return;
-  }
-  case AMPC_BF16: {
-    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = bf16ToF32(p[i]);
+  case AMPC_BF16:
+    cpufast::bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
     return;
-  }
   default:
     for (int64_t i = 0; i < n; ++i)
       out[i] = loadF32(b.data, b.dtype, off + i);
@@ -93,18 +88,12 @@ void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
   case AMPC_F32:
     memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
     return;
-  case AMPC_F16: {
-    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = f32ToF16(in[i]);
+  case AMPC_F16:
+    cpufast::f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
     return;
-  }
-  case AMPC_BF16: {
-    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = f32ToBf16(in[i]);
+  case AMPC_BF16:
+    cpufast::f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
     return;
-  }
   default:
     for (int64_t i = 0; i < n; ++i)
       storeF32(b.data, b.dtype, off + i, in[i]);
@@ -188,8 +177,7 @@ public:
     }
     if (scratch.size() < static_cast<size_t>(count))
       scratch.resize(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      scratch[i] = loadF32(b.data, b.dtype, i);
+    loadChunk(b, 0, count, scratch.data());
     ptr = scratch.data();
   }
   const float *get() const { return ptr; }
@@ -359,6 +347,9 @@ public:
         return AMPC_OK;
       }
     }
+    if (scale == 1.0f && dst.dtype == src.dtype &&
+        cpufast::stridedCopy(dst.data, src.data, dtypeSize(dst.dtype), w))
+      return AMPC_OK;
     if (scale == 1.0f) {
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);
@@ -461,6 +452,11 @@ public:
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
     int64_t count = inner.numel();
+    if (op != ReduceOp::Max && y.dtype == AMPC_F32 && x.dtype == AMPC_F32 &&
+        cpufast::reduceColumns(static_cast<float *>(y.data),
+                               static_cast<const float *>(x.data), outer,
+                               inner, op == ReduceOp::Mean))
+      return AMPC_OK;
     forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
       if (op == ReduceOp::Max) {
         float m = -INFINITY;
@@ -859,9 +855,7 @@ public:
         ldc = d.n;
         if (d.beta != 0.0f)
           for (int64_t r = 0; r < d.m; ++r)
-            for (int64_t j = 0; j < d.n; ++j)
-              c[r * d.n + j] =
-                  loadF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j);
+            loadChunk(d.c, cOff + r * d.ldc, d.n, c + r * d.n);
       }
       if (emptyK) {
         for (int64_t r = 0; r < d.m; ++r)
@@ -876,17 +870,17 @@ public:
                     static_cast<int>(ldc));
       }
       bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
-      for (int64_t r = 0; r < d.m && (post || !direct); ++r)
-        for (int64_t j = 0; j < d.n; ++j) {
-          float v = c[r * ldc + j];
-          if (d.bias.data)
-            v += bias[j];
-          v = applyEpilogue(d.epilogue, v);
-          if (direct)
-            c[r * ldc + j] = v;
-          else
-            storeF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j, v);
-        }
+      for (int64_t r = 0; r < d.m && (post || !direct); ++r) {
+        float *row = c + r * ldc;
+        if (d.bias.data)
+          for (int64_t j = 0; j < d.n; ++j)
+            row[j] += bias[j];
+        if (d.epilogue != AMPC_EPILOGUE_NONE)
+          for (int64_t j = 0; j < d.n; ++j)
+            row[j] = applyEpilogue(d.epilogue, row[j]);
+        if (!direct)
+          storeChunk(d.c, cOff + r * d.ldc, d.n, row);
+      }
     }
     return AMPC_OK;
   }
