@@ -452,10 +452,8 @@ public:
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
     int64_t count = inner.numel();
-    if (op != ReduceOp::Max && y.dtype == AMPC_F32 && x.dtype == AMPC_F32 &&
-        cpufast::reduceColumns(static_cast<float *>(y.data),
-                               static_cast<const float *>(x.data), outer,
-                               inner, op == ReduceOp::Mean))
+    if (op != ReduceOp::Max &&
+        cpufast::reduceColumns(y, x, outer, inner, op == ReduceOp::Mean))
       return AMPC_OK;
     forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
       if (op == ReduceOp::Max) {

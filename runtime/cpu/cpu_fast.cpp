@@ -270,8 +270,36 @@ bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w) {
   }
 }
 
-bool reduceColumns(float *y, const float *x, const Walk &outer,
-                   const Walk &inner, bool mean) {
+namespace {
+
+bool isFloat(ampc_dtype dt) {
+  return dt == AMPC_F32 || dt == AMPC_F16 || dt == AMPC_BF16;
+}
+
+void loadRow(Buf b, int64_t off, int64_t n, float *out) {
+  if (b.dtype == AMPC_F32)
+    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
+  else if (b.dtype == AMPC_F16)
+    f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+  else
+    bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+}
+
+void storeRow(Buf b, int64_t off, int64_t n, const float *in) {
+  if (b.dtype == AMPC_F32)
+    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
+  else if (b.dtype == AMPC_F16)
+    f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
+  else
+    f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
+}
+
+} // namespace
+
+bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
+                   bool mean) {
+  if (!isFloat(yb.dtype) || !isFloat(xb.dtype))
+    return false;
   // Applies when the reduced elements are strided (innermost inner stride
   // != 1) and the outputs are x-contiguous in their innermost dim: then a
   // block of adjacent outputs reads adjacent x elements at every reduced
@@ -304,6 +332,7 @@ bool reduceColumns(float *y, const float *x, const Walk &outer,
   }
   constexpr int64_t B = 256;
   double acc[B];
+  float row[B], res[B];
   int64_t idx[kMaxRank] = {};
   int64_t yo = 0, xo = 0;
   int64_t outerRows = outer.numel() / cols;
@@ -313,16 +342,24 @@ bool reduceColumns(float *y, const float *x, const Walk &outer,
       for (int64_t c = 0; c < nb; ++c)
         acc[c] = 0.0;
       for (int64_t i = 0; i < count; ++i) {
-        const float *row = x + xo + c0 + innerOff[i];
-        for (int64_t c = 0; c < nb; ++c)
-          acc[c] += row[c];
+        if (xb.dtype == AMPC_F32) {
+          const float *xr =
+              static_cast<const float *>(xb.data) + xo + c0 + innerOff[i];
+          for (int64_t c = 0; c < nb; ++c)
+            acc[c] += xr[c];
+        } else {
+          loadRow(xb, xo + c0 + innerOff[i], nb, row);
+          for (int64_t c = 0; c < nb; ++c)
+            acc[c] += row[c];
+        }
       }
       for (int64_t c = 0; c < nb; ++c) {
         double v = acc[c];
         if (mean)
           v /= static_cast<double>(count);
-        y[yo + c0 + c] = static_cast<float>(v);
+        res[c] = static_cast<float>(v);
       }
+      storeRow(yb, yo + c0, nb, res);
     }
     for (int d = oLast - 1; d >= 0; --d) {
       if (++idx[d] < outer.shape[d]) {

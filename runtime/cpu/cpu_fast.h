@@ -40,11 +40,12 @@ void f32ToBf16N(const float *in, uint16_t *out, int64_t n);
 /// when the element size has no fast path.
 bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w);
 
-/// Sum or mean of x (f32) into y (f32) for the walks of Backend::reduce when
-/// the output block path applies; returns false (having done nothing)
-/// otherwise. `mean` divides by the reduced count as the plain loop does.
-bool reduceColumns(float *y, const float *x, const Walk &outer,
-                   const Walk &inner, bool mean);
+/// Sum or mean of x into y (both f32, f16 or bf16) for the walks of
+/// Backend::reduce when the output block path applies; returns false (having
+/// done nothing) otherwise. `mean` divides by the reduced count as the plain
+/// loop does.
+bool reduceColumns(Buf y, Buf x, const Walk &outer, const Walk &inner,
+                   bool mean);
 
 } // namespace cpufast
 } // namespace ampc

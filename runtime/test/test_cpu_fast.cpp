@@ -156,7 +156,9 @@ TEST(CpuFast, ColumnReductionBitIdenticalToPlainLoop) {
   inner.stride[1][0] = C;
   for (bool mean : {false, true}) {
     std::vector<float> y(A * C);
-    ASSERT_TRUE(cpufast::reduceColumns(y.data(), x.data(), outer, inner, mean));
+    ASSERT_TRUE(cpufast::reduceColumns({y.data(), AMPC_F32},
+                                       {x.data(), AMPC_F32}, outer, inner,
+                                       mean));
     for (int64_t a = 0; a < A; ++a)
       for (int64_t c = 0; c < C; ++c) {
         double acc = 0.0;
@@ -171,5 +173,34 @@ TEST(CpuFast, ColumnReductionBitIdenticalToPlainLoop) {
   // A reduction over the contiguous last dim is left to the plain loop.
   inner.stride[1][0] = 1;
   std::vector<float> y(A * C);
-  EXPECT_FALSE(cpufast::reduceColumns(y.data(), x.data(), outer, inner, false));
+  EXPECT_FALSE(cpufast::reduceColumns({y.data(), AMPC_F32},
+                                      {x.data(), AMPC_F32}, outer, inner,
+                                      false));
+}
+
+TEST(CpuFast, ColumnReductionOfF16GivesThePlainLoopsBits) {
+  // f16 in, f16 out: each input widened exactly, summed in double in order,
+  // rounded once to f16.
+  const int64_t R = 130, C = 270;
+  std::vector<uint16_t> x(R * C);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (uint16_t &v : x)
+    v = f32ToF16(dist(rng));
+  Walk outer, inner;
+  outer.rank = 1;
+  outer.shape[0] = C;
+  outer.stride[0][0] = 1, outer.stride[1][0] = 1;
+  inner.rank = 1;
+  inner.shape[0] = R;
+  inner.stride[1][0] = C;
+  std::vector<uint16_t> y(C);
+  ASSERT_TRUE(cpufast::reduceColumns({y.data(), AMPC_F16}, {x.data(), AMPC_F16},
+                                     outer, inner, false));
+  for (int64_t c = 0; c < C; ++c) {
+    double acc = 0.0;
+    for (int64_t r = 0; r < R; ++r)
+      acc += f16ToF32(x[r * C + c]);
+    ASSERT_EQ(y[c], f32ToF16(static_cast<float>(acc))) << c;
+  }
 }
