@@ -238,13 +238,15 @@ bool unscaleF32(float *__restrict p, int64_t n, float inv) {
 /// im2col of f32 data: for every (channel, ky, kx, output row) the output
 /// columns that read inside the image form one interval, copied (contiguous
 /// for stride 1); the rest are the zero padding.
-void im2colF32(float *__restrict col, const float *__restrict x,
-               const ConvGeom &g) {
+/// im2col on the bit patterns of one element type (f32, or f16/bf16 when
+/// the columns keep the input's dtype: a copy, and 0 bits are +0.0).
+template <typename T>
+void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
   int64_t hw = g.oh * g.ow;
   for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t ky = 0; ky < g.kh; ++ky)
       for (int64_t kx = 0; kx < g.kw; ++kx) {
-        float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+        T *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
         // ix = ox * sw - pw + kx * dw lies in [0, w) for ox in [lo, hi).
         int64_t off = kx * g.dw - g.pw;
         int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
@@ -252,20 +254,20 @@ void im2colF32(float *__restrict col, const float *__restrict x,
         lo = std::min(lo, g.ow);
         hi = std::max(lo, std::min(hi, g.ow));
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          float *out = row + oy * g.ow;
+          T *out = row + oy * g.ow;
           int64_t iy = oy * g.sh - g.ph + ky * g.dh;
           if (iy < 0 || iy >= g.h) {
-            std::fill(out, out + g.ow, 0.0f);
+            std::fill(out, out + g.ow, T(0));
             continue;
           }
-          const float *in = x + (c * g.h + iy) * g.w;
-          std::fill(out, out + lo, 0.0f);
+          const T *in = x + (c * g.h + iy) * g.w;
+          std::fill(out, out + lo, T(0));
           if (g.sw == 1)
             std::copy(in + lo + off, in + hi + off, out + lo);
           else
             for (int64_t ox = lo; ox < hi; ++ox)
               out[ox] = in[ox * g.sw + off];
-          std::fill(out + hi, out + g.ow, 0.0f);
+          std::fill(out + hi, out + g.ow, T(0));
         }
       }
 }
@@ -886,8 +888,23 @@ public:
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow;
     if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
-      im2colF32(static_cast<float *>(col.data),
-                static_cast<const float *>(x.data), g);
+      im2colTyped(static_cast<float *>(col.data),
+                  static_cast<const float *>(x.data), g);
+      return AMPC_OK;
+    }
+    if (col.dtype == x.dtype &&
+        (col.dtype == AMPC_F16 || col.dtype == AMPC_BF16)) {
+      im2colTyped(static_cast<uint16_t *>(col.data),
+                  static_cast<const uint16_t *>(x.data), g);
+      return AMPC_OK;
+    }
+    if (col.dtype == AMPC_F32 && isFloatDtype(x.dtype)) {
+      // Widen the image once (exact), then move f32 columns.
+      int64_t n = g.channels * g.h * g.w;
+      if (convScratch.size() < static_cast<size_t>(n))
+        convScratch.resize(static_cast<size_t>(n));
+      loadChunk(x, 0, n, convScratch.data());
+      im2colTyped(static_cast<float *>(col.data), convScratch.data(), g);
       return AMPC_OK;
     }
     for (int64_t c = 0; c < g.channels; ++c)
@@ -909,6 +926,8 @@ public:
         }
     return AMPC_OK;
   }
+
+  std::vector<float> convScratch;
 
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow;
