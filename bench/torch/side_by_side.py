@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", default="1",
                     help="comma-separated thread counts, e.g. 1,2")
+    ap.add_argument("--baseline", default=None,
+                    help="a second ampc binary (e.g. an older build) measured "
+                         "interleaved with the first, --amp=off and fp16")
     ap.add_argument("--set", choices=["examples", "models"], default="examples")
     ap.add_argument("--breakdown", action="store_true",
                     help="per-kernel time breakdown of ampc's step (needs perf)")
@@ -104,8 +107,8 @@ def main():
         for n, path in inputs.items():
             data += ["--input", "%s=%s" % (n, path)]
 
-        def ampc_rate(amp):
-            out = subprocess.run([args.ampc, "run", src, "--amp=" + amp, "--steps",
+        def ampc_rate(amp, binary=None):
+            out = subprocess.run([binary or args.ampc, "run", src, "--amp=" + amp, "--steps",
                                   str(args.steps)] + data, check=True, capture_output=True,
                                  text=True, env=os.environ).stdout
             return float(re.search(r"([0-9.]+) steps/s", out).group(1))
@@ -118,7 +121,12 @@ def main():
             return ref.run(run_args, doc)
 
         rates = {"off": [], "torch": [], "fp16": [], "bf16": []}
+        if args.baseline:
+            rates.update({"base_off": [], "base_fp16": []})
         for _ in range(args.repeat):
+            if args.baseline:
+                rates["base_off"].append(ampc_rate("off", args.baseline))
+                rates["base_fp16"].append(ampc_rate("fp16", args.baseline))
             rates["off"].append(ampc_rate("off"))
             rates["torch"].append(torch_rate())
             rates["fp16"].append(ampc_rate("fp16"))
@@ -129,6 +137,8 @@ def main():
         if args.breakdown:
             for amp in ("off", "fp16"):
                 breakdown(args, src, data, amp)
+                if args.baseline:
+                    breakdown(args, src, data, amp, args.baseline)
 
     print()
     print("| program | threads | ampc off (steps/s) | PyTorch eager (steps/s) "
@@ -142,6 +152,16 @@ def main():
             name, args.threads, med["off"], med["torch"], med["off"] / med["torch"],
             med["fp16"], med["bf16"], med["fp16"] / med["off"],
             med["bf16"] / med["off"]))
+    if args.baseline:
+        print()
+        print("| program | threads | baseline off | ampc off | off speed-up "
+              "| baseline fp16 | ampc fp16 | fp16 speed-up |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name, med, _ in rows:
+            print("| %s.tg | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                name, args.threads, med["base_off"], med["off"],
+                med["off"] / med["base_off"], med["base_fp16"], med["fp16"],
+                med["fp16"] / med["base_fp16"]))
     geo = 1.0
     for r in ratios:
         geo *= r
@@ -175,13 +195,14 @@ def group(sym, dso):
     return "other (compile, start-up, ...)"
 
 
-def breakdown(args, src, data, amp):
+def breakdown(args, src, data, amp, binary=None):
     """perf profile of one `ampc run`: self time grouped by kernel."""
+    binary = binary or args.ampc
     steps = str(max(args.steps, 10))
     out = tempfile.mktemp(suffix=".perf")
     try:
         subprocess.run(["perf", "record", "-q", "-F", "999", "-o", out, "--",
-                        args.ampc, "run", src, "--amp=" + amp, "--steps", steps] + data,
+                        binary, "run", src, "--amp=" + amp, "--steps", steps] + data,
                        check=True, capture_output=True, env=os.environ)
         rep = subprocess.run(["perf", "report", "-i", out, "--no-children", "--stdio",
                               "--sort", "dso,symbol", "--percent-limit", "0"],
@@ -201,8 +222,8 @@ def breakdown(args, src, data, amp):
         sym = re.sub(r"\s+-\s+-\s*$", "", sym).strip()
         key = group(sym, dso if kind != "k" else "[kernel")
         totals[key] = totals.get(key, 0.0) + pct
-    print("  where ampc's step goes, %s --amp=%s (%s steps, perf self time):" %
-          (os.path.basename(src), amp, steps))
+    print("  where the step goes, %s %s --amp=%s (%s steps, perf self time):" %
+          (binary, os.path.basename(src), amp, steps))
     for key, pct in sorted(totals.items(), key=lambda kv: -kv[1])[:12]:
         print("    %5.1f%%  %s" % (pct, key))
     sys.stdout.flush()

@@ -457,6 +457,24 @@ public:
     if (op != ReduceOp::Max &&
         cpufast::reduceColumns(y, x, outer, inner, op == ReduceOp::Mean))
       return AMPC_OK;
+    if (op != ReduceOp::Max && contiguous(inner, 1) && isFloatDtype(x.dtype)) {
+      // The reduced elements of each output are one run of x: widen it in
+      // chunks and add in the same order as the element loop below.
+      float buf[kChunk];
+      forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < count; i += kChunk) {
+          int64_t len = count - i < kChunk ? count - i : kChunk;
+          loadChunk(x, xo + i, len, buf);
+          for (int64_t j = 0; j < len; ++j)
+            acc += buf[j];
+        }
+        if (op == ReduceOp::Mean)
+          acc /= static_cast<double>(count);
+        storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
+      });
+      return AMPC_OK;
+    }
     forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
       if (op == ReduceOp::Max) {
         float m = -INFINITY;
@@ -935,15 +953,25 @@ public:
       for (int64_t ky = 0; ky < g.kh; ++ky)
         for (int64_t kx = 0; kx < g.kw; ++kx) {
           const float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+          int64_t off = kx * g.dw - g.pw;
+          int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+          int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+          lo = std::min(lo, g.ow);
+          hi = std::max(lo, std::min(hi, g.ow));
           for (int64_t oy = 0; oy < g.oh; ++oy) {
             int64_t iy = oy * g.sh - g.ph + ky * g.dh;
             if (iy < 0 || iy >= g.h)
               continue;
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-              if (ix >= 0 && ix < g.w)
-                dx[(c * g.h + iy) * g.w + ix] += row[oy * g.ow + ox];
-            }
+            // The ox whose ix lies in [0, w), as in im2colTyped; the same
+            // additions in the same order as testing every ox.
+            float *__restrict out = dx + (c * g.h + iy) * g.w;
+            const float *__restrict in = row + oy * g.ow;
+            if (g.sw == 1)
+              for (int64_t ox = lo; ox < hi; ++ox)
+                out[ox + off] += in[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox)
+                out[ox * g.sw + off] += in[ox];
           }
         }
     return AMPC_OK;
