@@ -15,6 +15,15 @@ and initialising; PyTorch: after reading the program and the data), every
 step reading its loss back to the host.
 
   python3 bench/torch/side_by_side.py [--steps 100] [--repeat 5] [--threads 1]
+  python3 bench/torch/side_by_side.py --set models --steps 5 --repeat 3 \
+      --threads 1,2 [--breakdown]
+
+`--set examples` (default) runs examples/*.tg; `--set models` the real-size
+programs of bench/models/ (encoder, llama, resnet, mobilevit). `--threads`
+takes a comma-separated list; each count is its own table. `--breakdown`
+adds, per program, where ampc's f32 (and fp16) step spends its time: a
+`perf record` of one `ampc run`, self time grouped by kernel (OpenBLAS GEMM,
+each CPU backend entry point, libm, the rest).
 
 Run it with the interpreter that imports torch (Debian's python3-torch:
 /usr/bin/python3).
@@ -37,10 +46,43 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated thread counts, e.g. 1,2")
+    ap.add_argument("--baseline", default=None,
+                    help="a second ampc binary (e.g. an older build) measured "
+                         "interleaved with the first, --amp=off and fp16")
+    ap.add_argument("--set", choices=["examples", "models"], default="examples")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="per-kernel time breakdown of ampc's step (needs perf)")
     ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "bin", "ampc"))
-    ap.add_argument("--examples", default="mlp,cnn,transformer")
+    ap.add_argument("--examples", default=None,
+                    help="comma-separated program names of the set")
     args = ap.parse_args()
+    counts = [int(t) for t in args.threads.split(",")]
+    if args.examples is None:
+        args.examples = ("mlp,cnn,transformer" if args.set == "examples" else
+                         "encoder,llama,resnet,mobilevit")
+    folder = (os.path.join(ROOT, "examples") if args.set == "examples" else
+              os.path.join(ROOT, "bench", "models"))
+    if len(counts) > 1:
+        # One process per thread count: torch's pools are sized at import.
+        rc = 0
+        for t in counts:
+            cmd = [sys.executable, os.path.abspath(__file__), "--threads", str(t)]
+            skip = False
+            for a in sys.argv[1:]:
+                if skip:
+                    skip = False
+                    continue
+                if a == "--threads":
+                    skip = True
+                    continue
+                if a.startswith("--threads="):
+                    continue
+                cmd.append(a)
+            rc |= subprocess.run(cmd).returncode
+        return rc
+    args.threads = counts[0]
 
     # Thread counts before torch is imported, so its pools start that size.
     threads = str(args.threads)
@@ -56,7 +98,7 @@ def main():
           (torch.__version__, args.threads, args.steps, args.repeat))
     rows = []
     for name in args.examples.split(","):
-        src = os.path.join(ROOT, "examples", name + ".tg")
+        src = os.path.join(folder, name + ".tg")
         doc = ref.load_program_json(src, args.ampc)
         program = ref.Program(doc)
         work = tempfile.mkdtemp(prefix="sbs-")
@@ -65,8 +107,8 @@ def main():
         for n, path in inputs.items():
             data += ["--input", "%s=%s" % (n, path)]
 
-        def ampc_rate(amp):
-            out = subprocess.run([args.ampc, "run", src, "--amp=" + amp, "--steps",
+        def ampc_rate(amp, binary=None):
+            out = subprocess.run([binary or args.ampc, "run", src, "--amp=" + amp, "--steps",
                                   str(args.steps)] + data, check=True, capture_output=True,
                                  text=True, env=os.environ).stdout
             return float(re.search(r"([0-9.]+) steps/s", out).group(1))
@@ -79,7 +121,12 @@ def main():
             return ref.run(run_args, doc)
 
         rates = {"off": [], "torch": [], "fp16": [], "bf16": []}
+        if args.baseline:
+            rates.update({"base_off": [], "base_fp16": []})
         for _ in range(args.repeat):
+            if args.baseline:
+                rates["base_off"].append(ampc_rate("off", args.baseline))
+                rates["base_fp16"].append(ampc_rate("fp16", args.baseline))
             rates["off"].append(ampc_rate("off"))
             rates["torch"].append(torch_rate())
             rates["fp16"].append(ampc_rate("fp16"))
@@ -87,21 +134,99 @@ def main():
         med = {k: statistics.median(v) for k, v in rates.items()}
         spread = {k: (min(v), max(v)) for k, v in rates.items()}
         rows.append((name, med, spread))
+        if args.breakdown:
+            for amp in ("off", "fp16"):
+                breakdown(args, src, data, amp)
+                if args.baseline:
+                    breakdown(args, src, data, amp, args.baseline)
 
     print()
-    print("| example | ampc off (steps/s) | PyTorch eager (steps/s) | ampc / PyTorch "
-          "| ampc fp16 (steps/s) | ampc bf16 (steps/s) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| program | threads | ampc off (steps/s) | PyTorch eager (steps/s) "
+          "| ampc / PyTorch | ampc fp16 (steps/s) | ampc bf16 (steps/s) "
+          "| fp16 / off | bf16 / off |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    ratios = []
     for name, med, _ in rows:
-        print("| %s.tg | %.1f | %.1f | %.2f | %.1f | %.1f |" % (
-            name, med["off"], med["torch"], med["off"] / med["torch"], med["fp16"],
-            med["bf16"]))
+        ratios.append(med["off"] / med["torch"])
+        print("| %s.tg | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            name, args.threads, med["off"], med["torch"], med["off"] / med["torch"],
+            med["fp16"], med["bf16"], med["fp16"] / med["off"],
+            med["bf16"] / med["off"]))
+    if args.baseline:
+        print()
+        print("| program | threads | baseline off | ampc off | off speed-up "
+              "| baseline fp16 | ampc fp16 | fp16 speed-up |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name, med, _ in rows:
+            print("| %s.tg | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                name, args.threads, med["base_off"], med["off"],
+                med["off"] / med["base_off"], med["base_fp16"], med["fp16"],
+                med["fp16"] / med["base_fp16"]))
+    geo = 1.0
+    for r in ratios:
+        geo *= r
+    print()
+    print("geometric mean ampc / PyTorch: %.2f" % geo ** (1.0 / len(ratios)))
     print()
     print("min-max over the runs:")
     for name, _, spread in rows:
         print("  %s: " % name + ", ".join("%s %.1f-%.1f" % (k, lo, hi)
                                          for k, (lo, hi) in spread.items()))
     return 0
+
+
+def group(sym, dso):
+    """The kernel a perf symbol's self time is charged to."""
+    if "libopenblas" in dso or "libblas" in dso or sym.startswith("sgemm") or \
+            "gemm" in sym.lower() and "CpuBackend" not in sym:
+        return "OpenBLAS GEMM"
+    m = re.search(r"CpuBackend::(\w+)", sym)
+    if m:
+        return "cpu " + m.group(1)
+    m = re.search(r"ampc::(?:\(anonymous namespace\)::)?(?:cpufast::)?(\w+)", sym)
+    if m:
+        return "cpu " + m.group(1)
+    if "libm" in dso:
+        return "libm (" + sym.split("@")[0] + ")"
+    if "libc" in dso:
+        return "libc (memcpy, malloc, ...)"
+    if "[kernel" in dso or sym.startswith("[k]"):
+        return "kernel (page faults, ...)"
+    return "other (compile, start-up, ...)"
+
+
+def breakdown(args, src, data, amp, binary=None):
+    """perf profile of one `ampc run`: self time grouped by kernel."""
+    binary = binary or args.ampc
+    steps = str(max(args.steps, 10))
+    out = tempfile.mktemp(suffix=".perf")
+    try:
+        subprocess.run(["perf", "record", "-q", "-F", "999", "-o", out, "--",
+                        binary, "run", src, "--amp=" + amp, "--steps", steps] + data,
+                       check=True, capture_output=True, env=os.environ)
+        rep = subprocess.run(["perf", "report", "-i", out, "--no-children", "--stdio",
+                              "--sort", "dso,symbol", "--percent-limit", "0"],
+                             check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("  breakdown of %s --amp=%s: perf failed (%s)" % (src, amp, e))
+        return
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+    totals = {}
+    for line in rep.splitlines():
+        m = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[(.)\]\s+(.*)$", line)
+        if not m:
+            continue
+        pct, dso, kind, sym = float(m.group(1)), m.group(2), m.group(3), m.group(4)
+        sym = re.sub(r"\s+-\s+-\s*$", "", sym).strip()
+        key = group(sym, dso if kind != "k" else "[kernel")
+        totals[key] = totals.get(key, 0.0) + pct
+    print("  where the step goes, %s %s --amp=%s (%s steps, perf self time):" %
+          (binary, os.path.basename(src), amp, steps))
+    for key, pct in sorted(totals.items(), key=lambda kv: -kv[1])[:12]:
+        print("    %5.1f%%  %s" % (pct, key))
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "../src/common.h"
 #include "../src/half.h"
 #include "../src/philox.h"
+#include "cpu_fast.h"
 
 #include <cblas.h>
 
@@ -70,18 +71,12 @@ void loadChunk(Buf b, int64_t off, int64_t n, float *out) {
   case AMPC_F32:
     memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
     return;
-  case AMPC_F16: {
-    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = f16ToF32(p[i]);
+  case AMPC_F16:
+    cpufast::f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
     return;
-  }
-  case AMPC_BF16: {
-    const uint16_t *p = static_cast<const uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = bf16ToF32(p[i]);
+  case AMPC_BF16:
+    cpufast::bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
     return;
-  }
   default:
     for (int64_t i = 0; i < n; ++i)
       out[i] = loadF32(b.data, b.dtype, off + i);
@@ -93,18 +88,12 @@ void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
   case AMPC_F32:
     memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
     return;
-  case AMPC_F16: {
-    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = f32ToF16(in[i]);
+  case AMPC_F16:
+    cpufast::f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
     return;
-  }
-  case AMPC_BF16: {
-    uint16_t *p = static_cast<uint16_t *>(b.data) + off;
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = f32ToBf16(in[i]);
+  case AMPC_BF16:
+    cpufast::f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
     return;
-  }
   default:
     for (int64_t i = 0; i < n; ++i)
       storeF32(b.data, b.dtype, off + i, in[i]);
@@ -188,8 +177,7 @@ public:
     }
     if (scratch.size() < static_cast<size_t>(count))
       scratch.resize(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      scratch[i] = loadF32(b.data, b.dtype, i);
+    loadChunk(b, 0, count, scratch.data());
     ptr = scratch.data();
   }
   const float *get() const { return ptr; }
@@ -250,13 +238,15 @@ bool unscaleF32(float *__restrict p, int64_t n, float inv) {
 /// im2col of f32 data: for every (channel, ky, kx, output row) the output
 /// columns that read inside the image form one interval, copied (contiguous
 /// for stride 1); the rest are the zero padding.
-void im2colF32(float *__restrict col, const float *__restrict x,
-               const ConvGeom &g) {
+/// im2col on the bit patterns of one element type (f32, or f16/bf16 when
+/// the columns keep the input's dtype: a copy, and 0 bits are +0.0).
+template <typename T>
+void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
   int64_t hw = g.oh * g.ow;
   for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t ky = 0; ky < g.kh; ++ky)
       for (int64_t kx = 0; kx < g.kw; ++kx) {
-        float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+        T *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
         // ix = ox * sw - pw + kx * dw lies in [0, w) for ox in [lo, hi).
         int64_t off = kx * g.dw - g.pw;
         int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
@@ -264,20 +254,20 @@ void im2colF32(float *__restrict col, const float *__restrict x,
         lo = std::min(lo, g.ow);
         hi = std::max(lo, std::min(hi, g.ow));
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          float *out = row + oy * g.ow;
+          T *out = row + oy * g.ow;
           int64_t iy = oy * g.sh - g.ph + ky * g.dh;
           if (iy < 0 || iy >= g.h) {
-            std::fill(out, out + g.ow, 0.0f);
+            std::fill(out, out + g.ow, T(0));
             continue;
           }
-          const float *in = x + (c * g.h + iy) * g.w;
-          std::fill(out, out + lo, 0.0f);
+          const T *in = x + (c * g.h + iy) * g.w;
+          std::fill(out, out + lo, T(0));
           if (g.sw == 1)
             std::copy(in + lo + off, in + hi + off, out + lo);
           else
             for (int64_t ox = lo; ox < hi; ++ox)
               out[ox] = in[ox * g.sw + off];
-          std::fill(out + hi, out + g.ow, 0.0f);
+          std::fill(out + hi, out + g.ow, T(0));
         }
       }
 }
@@ -359,6 +349,9 @@ public:
         return AMPC_OK;
       }
     }
+    if (scale == 1.0f && dst.dtype == src.dtype &&
+        cpufast::stridedCopy(dst.data, src.data, dtypeSize(dst.dtype), w))
+      return AMPC_OK;
     if (scale == 1.0f) {
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);
@@ -461,6 +454,27 @@ public:
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
     int64_t count = inner.numel();
+    if (op != ReduceOp::Max &&
+        cpufast::reduceColumns(y, x, outer, inner, op == ReduceOp::Mean))
+      return AMPC_OK;
+    if (op != ReduceOp::Max && contiguous(inner, 1) && isFloatDtype(x.dtype)) {
+      // The reduced elements of each output are one run of x: widen it in
+      // chunks and add in the same order as the element loop below.
+      float buf[kChunk];
+      forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < count; i += kChunk) {
+          int64_t len = count - i < kChunk ? count - i : kChunk;
+          loadChunk(x, xo + i, len, buf);
+          for (int64_t j = 0; j < len; ++j)
+            acc += buf[j];
+        }
+        if (op == ReduceOp::Mean)
+          acc /= static_cast<double>(count);
+        storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
+      });
+      return AMPC_OK;
+    }
     forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
       if (op == ReduceOp::Max) {
         float m = -INFINITY;
@@ -859,9 +873,7 @@ public:
         ldc = d.n;
         if (d.beta != 0.0f)
           for (int64_t r = 0; r < d.m; ++r)
-            for (int64_t j = 0; j < d.n; ++j)
-              c[r * d.n + j] =
-                  loadF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j);
+            loadChunk(d.c, cOff + r * d.ldc, d.n, c + r * d.n);
       }
       if (emptyK) {
         for (int64_t r = 0; r < d.m; ++r)
@@ -876,17 +888,17 @@ public:
                     static_cast<int>(ldc));
       }
       bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
-      for (int64_t r = 0; r < d.m && (post || !direct); ++r)
-        for (int64_t j = 0; j < d.n; ++j) {
-          float v = c[r * ldc + j];
-          if (d.bias.data)
-            v += bias[j];
-          v = applyEpilogue(d.epilogue, v);
-          if (direct)
-            c[r * ldc + j] = v;
-          else
-            storeF32(d.c.data, d.c.dtype, cOff + r * d.ldc + j, v);
-        }
+      for (int64_t r = 0; r < d.m && (post || !direct); ++r) {
+        float *row = c + r * ldc;
+        if (d.bias.data)
+          for (int64_t j = 0; j < d.n; ++j)
+            row[j] += bias[j];
+        if (d.epilogue != AMPC_EPILOGUE_NONE)
+          for (int64_t j = 0; j < d.n; ++j)
+            row[j] = applyEpilogue(d.epilogue, row[j]);
+        if (!direct)
+          storeChunk(d.c, cOff + r * d.ldc, d.n, row);
+      }
     }
     return AMPC_OK;
   }
@@ -894,8 +906,23 @@ public:
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow;
     if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
-      im2colF32(static_cast<float *>(col.data),
-                static_cast<const float *>(x.data), g);
+      im2colTyped(static_cast<float *>(col.data),
+                  static_cast<const float *>(x.data), g);
+      return AMPC_OK;
+    }
+    if (col.dtype == x.dtype &&
+        (col.dtype == AMPC_F16 || col.dtype == AMPC_BF16)) {
+      im2colTyped(static_cast<uint16_t *>(col.data),
+                  static_cast<const uint16_t *>(x.data), g);
+      return AMPC_OK;
+    }
+    if (col.dtype == AMPC_F32 && isFloatDtype(x.dtype)) {
+      // Widen the image once (exact), then move f32 columns.
+      int64_t n = g.channels * g.h * g.w;
+      if (convScratch.size() < static_cast<size_t>(n))
+        convScratch.resize(static_cast<size_t>(n));
+      loadChunk(x, 0, n, convScratch.data());
+      im2colTyped(static_cast<float *>(col.data), convScratch.data(), g);
       return AMPC_OK;
     }
     for (int64_t c = 0; c < g.channels; ++c)
@@ -918,21 +945,33 @@ public:
     return AMPC_OK;
   }
 
+  std::vector<float> convScratch;
+
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow;
     for (int64_t c = 0; c < g.channels; ++c)
       for (int64_t ky = 0; ky < g.kh; ++ky)
         for (int64_t kx = 0; kx < g.kw; ++kx) {
           const float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
+          int64_t off = kx * g.dw - g.pw;
+          int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+          int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+          lo = std::min(lo, g.ow);
+          hi = std::max(lo, std::min(hi, g.ow));
           for (int64_t oy = 0; oy < g.oh; ++oy) {
             int64_t iy = oy * g.sh - g.ph + ky * g.dh;
             if (iy < 0 || iy >= g.h)
               continue;
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-              if (ix >= 0 && ix < g.w)
-                dx[(c * g.h + iy) * g.w + ix] += row[oy * g.ow + ox];
-            }
+            // The ox whose ix lies in [0, w), as in im2colTyped; the same
+            // additions in the same order as testing every ox.
+            float *__restrict out = dx + (c * g.h + iy) * g.w;
+            const float *__restrict in = row + oy * g.ow;
+            if (g.sw == 1)
+              for (int64_t ox = lo; ox < hi; ++ox)
+                out[ox + off] += in[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox)
+                out[ox * g.sw + off] += in[ox];
           }
         }
     return AMPC_OK;

@@ -1,0 +1,379 @@
+//===- cpu_fast.cpp - Fast paths of the CPU backend's data movement -------===//
+//
+// See cpu_fast.h. The vector code is compiled for its instruction set with
+// target attributes and only called after a CPUID check, so the library still
+// runs on x86-64 machines without F16C / AVX2 (and builds elsewhere).
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_fast.h"
+
+#include "../src/half.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define AMPC_CPU_X86 1
+#include <immintrin.h>
+#endif
+
+namespace ampc {
+namespace cpufast {
+namespace {
+
+bool scalarForced() {
+  static const bool forced = getenv("AMPC_CPU_SCALAR_CONVERT") != nullptr;
+  return forced;
+}
+
+#if AMPC_CPU_X86
+__attribute__((target("avx,f16c"))) void f16ToF32F16C(const uint16_t *in,
+                                                       float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i)
+    out[i] = f16ToF32(in[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void f32ToF16F16C(const float *in,
+                                                        uint16_t *out,
+                                                        int64_t n) {
+  // VCVTPS2PH rounds to nearest even like f32ToF16 but keeps the top of a
+  // NaN's payload; f32ToF16 gives every NaN the payload 0x200, so NaN lanes
+  // are replaced.
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(in + i);
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    __m256i bits = _mm256_castps_si256(v);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), inf);
+    if (!_mm256_testz_si256(nan, nan)) {
+      __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 16),
+                                      _mm256_set1_epi32(0x8000));
+      __m256i qnan = _mm256_or_si256(sign, _mm256_set1_epi32(0x7e00));
+      // Narrow the 32-bit lane mask and values to 16 bits.
+      __m128i nanLo = _mm256_castsi256_si128(nan),
+              nanHi = _mm256_extracti128_si256(nan, 1);
+      __m128i qLo = _mm256_castsi256_si128(qnan),
+              qHi = _mm256_extracti128_si256(qnan, 1);
+      __m128i nan16 = _mm_packs_epi32(nanLo, nanHi);
+      __m128i q16 = _mm_packus_epi32(qLo, qHi);
+      h = _mm_blendv_epi8(h, q16, nan16);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), h);
+  }
+  for (; i < n; ++i)
+    out[i] = f32ToF16(in[i]);
+}
+
+__attribute__((target("avx2"))) void bf16ToF32AVX2(const uint16_t *in,
+                                                   float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i));
+    __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(w));
+  }
+  for (; i < n; ++i)
+    out[i] = bf16ToF32(in[i]);
+}
+
+__attribute__((target("avx2"))) void f32ToBf16AVX2(const float *in,
+                                                   uint16_t *out, int64_t n) {
+  // The same integer arithmetic as f32ToBf16, eight lanes at a time.
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i bias = _mm256_set1_epi32(0x7fff);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i x = _mm256_castps_si256(_mm256_loadu_ps(in + i));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absMask), inf);
+    __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(
+            x, _mm256_add_epi32(bias,
+                                _mm256_and_si256(_mm256_srli_epi32(x, 16), one))),
+        16);
+    __m256i nanv = _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet);
+    __m256i r = _mm256_blendv_epi8(rounded, nanv, nan);
+    // Values are < 2^16: pack the 32-bit lanes to 16 bits in order.
+    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm_packus_epi32(lo, hi));
+  }
+  for (; i < n; ++i)
+    out[i] = f32ToBf16(in[i]);
+}
+#endif
+
+} // namespace
+
+bool haveF16C() {
+#if AMPC_CPU_X86
+  static const bool have = !scalarForced() && __builtin_cpu_supports("avx2") &&
+                           __builtin_cpu_supports("f16c");
+  return have;
+#else
+  return false;
+#endif
+}
+
+bool haveAVX2() {
+#if AMPC_CPU_X86
+  static const bool have = !scalarForced() && __builtin_cpu_supports("avx2");
+  return have;
+#else
+  return false;
+#endif
+}
+
+void f16ToF32N(const uint16_t *in, float *out, int64_t n) {
+#if AMPC_CPU_X86
+  if (haveF16C())
+    return f16ToF32F16C(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f16ToF32(in[i]);
+}
+
+void f32ToF16N(const float *in, uint16_t *out, int64_t n) {
+#if AMPC_CPU_X86
+  if (haveF16C())
+    return f32ToF16F16C(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f32ToF16(in[i]);
+}
+
+void bf16ToF32N(const uint16_t *in, float *out, int64_t n) {
+#if AMPC_CPU_X86
+  if (haveAVX2())
+    return bf16ToF32AVX2(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bf16ToF32(in[i]);
+}
+
+void f32ToBf16N(const float *in, uint16_t *out, int64_t n) {
+#if AMPC_CPU_X86
+  if (haveAVX2())
+    return f32ToBf16AVX2(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f32ToBf16(in[i]);
+}
+
+namespace {
+
+template <typename T>
+void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
+  int last = w.rank - 1;
+  int64_t len = w.shape[last];
+  int64_t sd = w.stride[0][last], ss = w.stride[1][last];
+  // Tile the last dim against the dim where src is contiguous, so a
+  // transpose reads and writes whole cache lines.
+  int tile = -1;
+  if (ss != 1) {
+    for (int d = last - 1; d >= 0; --d)
+      if (w.stride[1][d] == 1 && w.shape[d] > 1) {
+        tile = d;
+        break;
+      }
+  }
+  int64_t idx[kMaxRank] = {};
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d)
+    rows *= w.shape[d];
+  if (tile < 0) {
+    int64_t o0 = 0, o1 = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (sd == 1 && ss == 1)
+        memcpy(dst + o0, src + o1, len * sizeof(T));
+      else
+        for (int64_t j = 0; j < len; ++j)
+          dst[o0 + j * sd] = src[o1 + j * ss];
+      for (int d = last - 1; d >= 0; --d) {
+        if (++idx[d] < w.shape[d]) {
+          o0 += w.stride[0][d];
+          o1 += w.stride[1][d];
+          break;
+        }
+        o0 -= w.stride[0][d] * (w.shape[d] - 1);
+        o1 -= w.stride[1][d] * (w.shape[d] - 1);
+        idx[d] = 0;
+      }
+    }
+    return;
+  }
+  // Walk every dim but `tile` and `last`; move [tile x last] in 32x32 blocks.
+  constexpr int64_t B = 32;
+  int64_t tn = w.shape[tile];
+  int64_t td = w.stride[0][tile], ts = w.stride[1][tile];
+  int64_t outer = rows / tn;
+  int64_t o0 = 0, o1 = 0;
+  for (int64_t r = 0; r < outer; ++r) {
+    for (int64_t i0 = 0; i0 < tn; i0 += B) {
+      int64_t i1 = i0 + B < tn ? i0 + B : tn;
+      for (int64_t j0 = 0; j0 < len; j0 += B) {
+        int64_t j1 = j0 + B < len ? j0 + B : len;
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j)
+            dst[o0 + i * td + j * sd] = src[o1 + i * ts + j * ss];
+      }
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      if (d == tile)
+        continue;
+      if (++idx[d] < w.shape[d]) {
+        o0 += w.stride[0][d];
+        o1 += w.stride[1][d];
+        break;
+      }
+      o0 -= w.stride[0][d] * (w.shape[d] - 1);
+      o1 -= w.stride[1][d] * (w.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w) {
+  if (w.rank == 0 || w.numel() == 0)
+    return false;
+  switch (elemSize) {
+  case 4:
+    copyRows(static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src),
+             w);
+    return true;
+  case 2:
+    copyRows(static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src),
+             w);
+    return true;
+  case 8:
+    copyRows(static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src),
+             w);
+    return true;
+  case 1:
+    copyRows(static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), w);
+    return true;
+  default:
+    return false;
+  }
+}
+
+namespace {
+
+bool isFloat(ampc_dtype dt) {
+  return dt == AMPC_F32 || dt == AMPC_F16 || dt == AMPC_BF16;
+}
+
+void loadRow(Buf b, int64_t off, int64_t n, float *out) {
+  if (b.dtype == AMPC_F32)
+    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
+  else if (b.dtype == AMPC_F16)
+    f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+  else
+    bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+}
+
+void storeRow(Buf b, int64_t off, int64_t n, const float *in) {
+  if (b.dtype == AMPC_F32)
+    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
+  else if (b.dtype == AMPC_F16)
+    f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
+  else
+    f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
+}
+
+} // namespace
+
+bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
+                   bool mean) {
+  if (!isFloat(yb.dtype) || !isFloat(xb.dtype))
+    return false;
+  // Applies when the reduced elements are strided (innermost inner stride
+  // != 1) and the outputs are x-contiguous in their innermost dim: then a
+  // block of adjacent outputs reads adjacent x elements at every reduced
+  // position.
+  if (inner.rank == 0 || outer.rank == 0)
+    return false;
+  int oLast = outer.rank - 1;
+  if (inner.stride[1][inner.rank - 1] == 1 || outer.stride[1][oLast] != 1 ||
+      outer.stride[0][oLast] != 1)
+    return false;
+  int64_t cols = outer.shape[oLast];
+  int64_t count = inner.numel();
+  if (cols < 2 || count == 0)
+    return false;
+  std::vector<int64_t> innerOff(static_cast<size_t>(count));
+  {
+    int64_t idx[kMaxRank] = {};
+    int64_t o = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      innerOff[i] = o;
+      for (int d = inner.rank - 1; d >= 0; --d) {
+        if (++idx[d] < inner.shape[d]) {
+          o += inner.stride[1][d];
+          break;
+        }
+        o -= inner.stride[1][d] * (inner.shape[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  }
+  constexpr int64_t B = 256;
+  double acc[B];
+  float row[B], res[B];
+  int64_t idx[kMaxRank] = {};
+  int64_t yo = 0, xo = 0;
+  int64_t outerRows = outer.numel() / cols;
+  for (int64_t r = 0; r < outerRows; ++r) {
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      int64_t nb = cols - c0 < B ? cols - c0 : B;
+      for (int64_t c = 0; c < nb; ++c)
+        acc[c] = 0.0;
+      for (int64_t i = 0; i < count; ++i) {
+        if (xb.dtype == AMPC_F32) {
+          const float *xr =
+              static_cast<const float *>(xb.data) + xo + c0 + innerOff[i];
+          for (int64_t c = 0; c < nb; ++c)
+            acc[c] += xr[c];
+        } else {
+          loadRow(xb, xo + c0 + innerOff[i], nb, row);
+          for (int64_t c = 0; c < nb; ++c)
+            acc[c] += row[c];
+        }
+      }
+      for (int64_t c = 0; c < nb; ++c) {
+        double v = acc[c];
+        if (mean)
+          v /= static_cast<double>(count);
+        res[c] = static_cast<float>(v);
+      }
+      storeRow(yb, yo + c0, nb, res);
+    }
+    for (int d = oLast - 1; d >= 0; --d) {
+      if (++idx[d] < outer.shape[d]) {
+        yo += outer.stride[0][d];
+        xo += outer.stride[1][d];
+        break;
+      }
+      yo -= outer.stride[0][d] * (outer.shape[d] - 1);
+      xo -= outer.stride[1][d] * (outer.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return true;
+}
+
+} // namespace cpufast
+} // namespace ampc

@@ -1,0 +1,53 @@
+//===- cpu_fast.h - Fast paths of the CPU backend's data movement -*- C++ -*-===//
+//
+// Same-result fast paths behind the CPU backend's generic strided loops:
+//  - f16 <-> f32 conversion of contiguous runs with the F16C instructions
+//    (chosen at run time when the CPU has them), and bf16 <-> f32 with AVX2,
+//    both bit-identical to the scalar conversions of half.h, NaNs included;
+//  - strided copies (transposes, permutes, slices) moved as typed rows or
+//    cache-sized 2-D tiles instead of element by element through the dtype
+//    switch;
+//  - reductions whose reduced elements are strided (bias gradients: a column
+//    sum over rows) accumulated for a block of outputs at once, walking the
+//    reduced elements of every output in the same order as the plain loop, so
+//    every output gets the same bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CPU_CPU_FAST_H
+#define AMPC_RUNTIME_CPU_CPU_FAST_H
+
+#include "../src/backend.h"
+
+#include <stdint.h>
+
+namespace ampc {
+namespace cpufast {
+
+/// Whether the vector conversion paths are in use (the CPU has F16C / AVX2
+/// and AMPC_CPU_SCALAR_CONVERT is not set in the environment).
+bool haveF16C();
+bool haveAVX2();
+
+/// Contiguous conversions; same bits as f16ToF32 / f32ToF16 / bf16ToF32 /
+/// f32ToBf16 element by element.
+void f16ToF32N(const uint16_t *in, float *out, int64_t n);
+void f32ToF16N(const float *in, uint16_t *out, int64_t n);
+void bf16ToF32N(const uint16_t *in, float *out, int64_t n);
+void f32ToBf16N(const float *in, uint16_t *out, int64_t n);
+
+/// Copies the elements of a walk between two buffers of the same element
+/// size (operand 0 dst, operand 1 src); returns false (having done nothing)
+/// when the element size has no fast path.
+bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w);
+
+/// Sum or mean of x into y (both f32, f16 or bf16) for the walks of
+/// Backend::reduce when the output block path applies; returns false (having
+/// done nothing) otherwise. `mean` divides by the reduced count as the plain
+/// loop does.
+bool reduceColumns(Buf y, Buf x, const Walk &outer, const Walk &inner,
+                   bool mean);
+
+} // namespace cpufast
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CPU_CPU_FAST_H

@@ -1,0 +1,206 @@
+//===- test_cpu_fast.cpp - The CPU backend's fast paths -------------------===//
+//
+// The vector conversions give the bits of the scalar conversions in half.h
+// (which test_convert.cpp checks against arithmetic), NaN payloads included;
+// the strided copy and the column reduction give the plain loops' results.
+//
+//===----------------------------------------------------------------------===//
+#include "test_util.h"
+
+#include "cpu/cpu_fast.h"
+
+using namespace ampc_test;
+using namespace ampc;
+
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Every f32 whose top 20 bits take all values, with low 12 bits from a set
+/// that covers exact, just-below, halfway and just-above rounding cases of
+/// both 16-bit formats (their rounding bits sit at bit 12 and bit 15), plus
+/// a million random patterns.
+std::vector<float> f32Patterns() {
+  std::vector<float> v;
+  const uint32_t lows[] = {0x000, 0x001, 0x3ff, 0x400, 0x7ff, 0x800, 0x801,
+                           0xfff};
+  v.reserve((1u << 20) * 8 + (1u << 20));
+  for (uint32_t hi = 0; hi < (1u << 20); ++hi)
+    for (uint32_t lo : lows)
+      v.push_back(fromBits((hi << 12) | lo));
+  std::mt19937 rng(15);
+  for (int i = 0; i < (1 << 20); ++i)
+    v.push_back(fromBits(static_cast<uint32_t>(rng())));
+  return v;
+}
+
+} // namespace
+
+TEST(CpuFast, ReportsVectorPaths) {
+  // Not an assertion on the machine: records which paths the other tests
+  // exercised.
+  std::printf("F16C %s, AVX2 %s\n", cpufast::haveF16C() ? "yes" : "no",
+              cpufast::haveAVX2() ? "yes" : "no");
+}
+
+TEST(CpuFast, F16AndBf16ToF32AllPatternsBitExact) {
+  std::vector<uint16_t> in(65536 + 7);
+  for (uint32_t h = 0; h < in.size(); ++h)
+    in[h] = static_cast<uint16_t>(h);
+  std::vector<float> out(in.size());
+  // Odd offsets and lengths run the vector body and the scalar tail.
+  for (int64_t off : {0, 3}) {
+    int64_t n = static_cast<int64_t>(in.size()) - off;
+    cpufast::f16ToF32N(in.data() + off, out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(bitsOf(out[i]), bitsOf(f16ToF32(in[off + i])))
+          << "f16 " << in[off + i];
+    cpufast::bf16ToF32N(in.data() + off, out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(bitsOf(out[i]), bitsOf(bf16ToF32(in[off + i])))
+          << "bf16 " << in[off + i];
+  }
+}
+
+TEST(CpuFast, F32ToF16AndBf16BitExact) {
+  std::vector<float> in = f32Patterns();
+  std::vector<uint16_t> out(in.size());
+  int64_t n = static_cast<int64_t>(in.size()) - 5; // a scalar tail too
+  cpufast::f32ToF16N(in.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], f32ToF16(in[i])) << std::hex << bitsOf(in[i]);
+  cpufast::f32ToBf16N(in.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+}
+
+TEST(CpuFast, F32ToF16NaNsGetTheScalarPayload) {
+  // Signalling and quiet NaNs of both signs with payload bits everywhere:
+  // the hardware conversion would keep the payload's top bits.
+  std::vector<float> in;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t m : {0x1u, 0x2000u, 0x3fffffu, 0x400000u, 0x400001u,
+                       0x7fffffu, 0x155555u, 0x2aaaaau})
+      in.push_back(fromBits(sign | 0x7f800000u | m));
+  std::vector<uint16_t> f16(in.size()), bf(in.size());
+  cpufast::f32ToF16N(in.data(), f16.data(), static_cast<int64_t>(in.size()));
+  cpufast::f32ToBf16N(in.data(), bf.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint16_t sign = (bitsOf(in[i]) >> 16) & 0x8000;
+    EXPECT_EQ(f16[i], sign | 0x7e00) << std::hex << bitsOf(in[i]);
+    EXPECT_EQ(bf[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+  }
+}
+
+TEST(CpuFast, StridedCopyMatchesElementLoop) {
+  // A [5, 37, 45] source permuted to [45, 5, 37] (a transpose whose source
+  // is strided in the destination's last dim, so the tiled path runs), and
+  // a permute that keeps the last dim (the row path).
+  const int64_t A = 5, B = 37, C = 45;
+  std::vector<uint32_t> src(A * B * C);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<uint32_t>(i * 2654435761u);
+  for (int variant = 0; variant < 2; ++variant) {
+    Walk w;
+    w.rank = 3;
+    if (variant == 0) { // dst[c][a][b] = src[a][b][c]
+      int64_t shape[3] = {C, A, B}, ss[3] = {1, B * C, C};
+      for (int d = 0; d < 3; ++d)
+        w.shape[d] = shape[d], w.stride[1][d] = ss[d];
+    } else { // dst[b][a][c] = src[a][b][c]
+      int64_t shape[3] = {B, A, C}, ss[3] = {C, B * C, 1};
+      for (int d = 0; d < 3; ++d)
+        w.shape[d] = shape[d], w.stride[1][d] = ss[d];
+    }
+    w.stride[0][2] = 1;
+    w.stride[0][1] = w.shape[2];
+    w.stride[0][0] = w.shape[1] * w.shape[2];
+    std::vector<uint32_t> got(src.size(), 0), want(src.size(), 1);
+    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), 4, w));
+    for (int64_t i = 0; i < w.shape[0]; ++i)
+      for (int64_t j = 0; j < w.shape[1]; ++j)
+        for (int64_t k = 0; k < w.shape[2]; ++k)
+          want[i * w.stride[0][0] + j * w.stride[0][1] + k] =
+              src[i * w.stride[1][0] + j * w.stride[1][1] +
+                  k * w.stride[1][2]];
+    EXPECT_EQ(got, want) << "variant " << variant;
+  }
+}
+
+TEST(CpuFast, ColumnReductionBitIdenticalToPlainLoop) {
+  // Sum and mean of a [3, 300, 301] tensor over dim 1 (outputs [3, 301]):
+  // every output sums its 300 inputs in order, in double, as the plain loop.
+  const int64_t A = 3, R = 300, C = 301;
+  std::vector<float> x(A * R * C);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (float &v : x)
+    v = dist(rng);
+  Walk outer, inner;
+  outer.rank = 2;
+  outer.shape[0] = A, outer.shape[1] = C;
+  outer.stride[0][0] = C, outer.stride[0][1] = 1;
+  outer.stride[1][0] = R * C, outer.stride[1][1] = 1;
+  inner.rank = 1;
+  inner.shape[0] = R;
+  inner.stride[1][0] = C;
+  for (bool mean : {false, true}) {
+    std::vector<float> y(A * C);
+    ASSERT_TRUE(cpufast::reduceColumns({y.data(), AMPC_F32},
+                                       {x.data(), AMPC_F32}, outer, inner,
+                                       mean));
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t c = 0; c < C; ++c) {
+        double acc = 0.0;
+        for (int64_t r = 0; r < R; ++r)
+          acc += x[a * R * C + r * C + c];
+        if (mean)
+          acc /= static_cast<double>(R);
+        ASSERT_EQ(bitsOf(y[a * C + c]), bitsOf(static_cast<float>(acc)))
+            << a << "," << c;
+      }
+  }
+  // A reduction over the contiguous last dim is left to the plain loop.
+  inner.stride[1][0] = 1;
+  std::vector<float> y(A * C);
+  EXPECT_FALSE(cpufast::reduceColumns({y.data(), AMPC_F32},
+                                      {x.data(), AMPC_F32}, outer, inner,
+                                      false));
+}
+
+TEST(CpuFast, ColumnReductionOfF16GivesThePlainLoopsBits) {
+  // f16 in, f16 out: each input widened exactly, summed in double in order,
+  // rounded once to f16.
+  const int64_t R = 130, C = 270;
+  std::vector<uint16_t> x(R * C);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (uint16_t &v : x)
+    v = f32ToF16(dist(rng));
+  Walk outer, inner;
+  outer.rank = 1;
+  outer.shape[0] = C;
+  outer.stride[0][0] = 1, outer.stride[1][0] = 1;
+  inner.rank = 1;
+  inner.shape[0] = R;
+  inner.stride[1][0] = C;
+  std::vector<uint16_t> y(C);
+  ASSERT_TRUE(cpufast::reduceColumns({y.data(), AMPC_F16}, {x.data(), AMPC_F16},
+                                     outer, inner, false));
+  for (int64_t c = 0; c < C; ++c) {
+    double acc = 0.0;
+    for (int64_t r = 0; r < R; ++r)
+      acc += f16ToF32(x[r * C + c]);
+    ASSERT_EQ(y[c], f32ToF16(static_cast<float>(acc))) << c;
+  }
+}
