@@ -1,0 +1,106 @@
+"""Helpers of the training-job tests (test/Jobs).
+
+  strict LOG...               every line of each log is one complete, strict
+                              JSON object (no NaN/Infinity literals)
+  dataset DIR N [SEED]        DIR/x.npy f32[N, 20] and DIR/labels.npy i32[N]
+                              (10 classes, a learnable rule)
+  interrupt SIG STEPS LOG CMD...
+                              runs CMD, sends SIG once LOG holds STEPS lines,
+                              prints the exit code
+  perm SEED EPOCH N           prints ampc's shuffle order (docs/jobs.md)
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def _reject(name):
+    raise ValueError("non-standard JSON constant " + name)
+
+
+def strict(paths):
+    total = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data and not data.endswith(b"\n"):
+            print("FAIL: %s: the last line is not whole" % path)
+            sys.exit(1)
+        for i, line in enumerate(data.decode().splitlines()):
+            try:
+                obj = json.loads(line, parse_constant=_reject)
+            except ValueError as e:
+                print("FAIL: %s:%d: %s: %r" % (path, i + 1, e, line))
+                sys.exit(1)
+            if not isinstance(obj, dict):
+                print("FAIL: %s:%d: not an object" % (path, i + 1))
+                sys.exit(1)
+            total += 1
+    print("OK strict %d lines" % total)
+
+
+def dataset(out, n, seed=0):
+    import numpy as np
+    rng = np.random.default_rng(int(seed))
+    n = int(n)
+    x = rng.standard_normal((n, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 10)).astype(np.float32)
+    labels = np.argmax(x @ w, axis=1).astype(np.int32)
+    os.makedirs(out, exist_ok=True)
+    np.save(os.path.join(out, "x.npy"), x)
+    np.save(os.path.join(out, "labels.npy"), labels)
+
+
+def interrupt(sig, steps, log, cmd):
+    sig = getattr(signal, sig)
+    steps = int(steps)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline:
+        try:
+            with open(log) as f:
+                if sum(1 for _ in f) >= steps:
+                    break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.001)
+    if p.poll() is None:
+        p.send_signal(sig)
+    print("exit=%d" % p.wait())
+
+
+def perm(seed, epoch, n):
+    print(" ".join(str(i) for i in epoch_order(int(seed), int(epoch), int(n))))
+
+
+def epoch_order(seed, epoch, n):
+    """ampc's shuffle (docs/jobs.md): Fisher-Yates driven by SplitMix64."""
+    m = (1 << 64) - 1
+    state = (seed ^ (0x9E3779B97F4A7C15 * epoch)) & m
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        state = (state + 0x9E3779B97F4A7C15) & m
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        z ^= z >> 31
+        j = z % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "strict":
+        strict(args)
+    elif cmd == "dataset":
+        dataset(*args)
+    elif cmd == "interrupt":
+        interrupt(args[0], args[1], args[2], args[3:])
+    elif cmd == "perm":
+        perm(*args)
+    else:
+        sys.exit("unknown command " + cmd)
