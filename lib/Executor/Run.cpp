@@ -107,6 +107,10 @@ bool readParams(const rt::Program &program, const std::string &dir,
 /// Creates DIR (and its parents) for an --*-out option.
 bool makeDirectory(const std::string &flag, const std::string &dir,
                    std::string &error) {
+  if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir)) {
+    error = flag + ": '" + dir + "' exists and is not a directory";
+    return false;
+  }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     error = flag + ": cannot create directory '" + dir + "': " + ec.message();
     return false;

@@ -12,6 +12,7 @@
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -42,16 +43,35 @@ def strict(paths):
     print("OK strict %d lines" % total)
 
 
+def write_npy(path, descr, shape, fmt, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join("%d, " % d for d in shape))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
+        f.write(header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+
+
 def dataset(out, n, seed=0):
-    import numpy as np
-    rng = np.random.default_rng(int(seed))
-    n = int(n)
-    x = rng.standard_normal((n, 20)).astype(np.float32)
-    w = rng.standard_normal((20, 10)).astype(np.float32)
-    labels = np.argmax(x @ w, axis=1).astype(np.int32)
+    """N samples of 20 features in [-1, 1) from an LCG seeded by SEED; the
+    label is the argmax of one fixed linear map (10 classes)."""
+    n, state = int(n), 12345
+    def rnd():
+        nonlocal state
+        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        return ((state >> 40) / float(1 << 24)) * 2.0 - 1.0
+    w = [[rnd() for _ in range(10)] for _ in range(20)]
+    state = int(seed) * 2654435761 + 777  # the samples differ per seed
+    xs, labels = [], []
+    for _ in range(n):
+        x = [rnd() for _ in range(20)]
+        scores = [sum(x[i] * w[i][c] for i in range(20)) for c in range(10)]
+        xs.extend(x)
+        labels.append(max(range(10), key=lambda c: scores[c]))
     os.makedirs(out, exist_ok=True)
-    np.save(os.path.join(out, "x.npy"), x)
-    np.save(os.path.join(out, "labels.npy"), labels)
+    write_npy(os.path.join(out, "x.npy"), "<f4", (n, 20), "f", xs)
+    write_npy(os.path.join(out, "labels.npy"), "<i4", (n,), "i", labels)
 
 
 def interrupt(sig, steps, log, cmd):
