@@ -8,6 +8,8 @@
                               runs CMD, sends SIG once LOG holds STEPS lines,
                               prints the exit code
   perm SEED EPOCH N           prints ampc's shuffle order (docs/jobs.md)
+  strip-momentum IN OUT       rewrites a checkpoint without its
+                              *.momentum_buffer entries (a valid file)
 """
 import json
 import os
@@ -112,6 +114,35 @@ def epoch_order(seed, epoch, n):
     return order
 
 
+def fnv1a(data):
+    h = 1469598103934665603
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & ((1 << 64) - 1)
+    return h
+
+
+def strip_momentum(src, dst):
+    data = open(src, "rb").read()
+    (version,) = struct.unpack_from("<I", data, 8)
+    pos = 8 + 4 + 8 + 8 + (16 if version >= 2 else 0)
+    head = bytearray(data[:pos])
+    (count,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    kept = []
+    for _ in range(count):
+        start = pos
+        (n,) = struct.unpack_from("<I", data, pos)
+        name = data[pos + 4:pos + 4 + n].decode()
+        pos += 4 + n
+        _, size = struct.unpack_from("<iq", data, pos)
+        pos += 12 + size
+        if not name.endswith(".momentum_buffer"):
+            kept.append(data[start:pos])
+    out = bytes(head) + struct.pack("<I", len(kept)) + b"".join(kept)
+    with open(dst, "wb") as f:
+        f.write(out + struct.pack("<Q", fnv1a(out)))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "strict":
@@ -120,6 +151,8 @@ if __name__ == "__main__":
         dataset(*args)
     elif cmd == "interrupt":
         interrupt(args[0], args[1], args[2], args[3:])
+    elif cmd == "strip-momentum":
+        strip_momentum(*args)
     elif cmd == "perm":
         perm(*args)
     else:
