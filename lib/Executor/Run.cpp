@@ -347,20 +347,6 @@ bool feedBatch(Executor &ex, const std::vector<Dataset> &sets,
   return true;
 }
 
-/// The names the graph's outputs are returned as (`tg.output_name`, set by
-/// the frontend for a returned name), by output index.
-std::map<std::string, std::map<int64_t, std::string>>
-outputNames(ModuleOp module) {
-  std::map<std::string, std::map<int64_t, std::string>> out;
-  for (func::FuncOp func : module.getOps<func::FuncOp>())
-    for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      auto index = func.getResultAttrOfType<IntegerAttr>(i, "tg.output");
-      auto name = func.getResultAttrOfType<StringAttr>(i, "tg.output_name");
-      if (index && name)
-        out[func.getSymName().str()][index.getInt()] = name.str();
-    }
-  return out;
-}
 } // namespace
 
 std::vector<int64_t> ampc::exec::epochOrder(uint64_t seed, int64_t epoch,
@@ -424,7 +410,6 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
   if (options.saveEvery > 0 && options.save.empty())
     return fail(kUsageError, "--save-every needs --save FILE");
 
-  auto names = outputNames(module);
   // The steps as runtime calls (the IR --emit=lowered prints), unless the
   // module is lowered already.
   if (!module.getOps<func::FuncOp>().empty() &&
@@ -648,16 +633,16 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
                        ", \"step\": " + std::to_string(pos.steps) +
                        ", \"samples\": " +
                        std::to_string(batches * first.batch);
-    auto graphNames = names.find(evalProgram->name);
+    auto graphNames = options.outputNames.find(evalProgram->name);
     for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
       if (!scalar[i])
         continue;
       int64_t index = evalProgram->outputs[i].index;
       std::string name = "output_" + std::to_string(index);
-      if (graphNames != names.end())
-        if (auto it = graphNames->second.find(index);
-            it != graphNames->second.end())
-          name = it->second;
+      if (graphNames != options.outputNames.end() && index >= 0 &&
+          index < static_cast<int64_t>(graphNames->second.size()) &&
+          !graphNames->second[index].empty())
+        name = graphNames->second[index];
       line += ", " + jstr(name) + ": " + jnum(sums[i] / batches);
     }
     logLine(line + "}");

@@ -1198,13 +1198,9 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   func::ReturnOp::create(builder, loc(ret->getLoc()), results);
   func.setFunctionType(
       builder.getFunctionType(argTypes, TypeRange(ValueRange(results))));
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size(); ++i)
     func.setResultAttr(i, tg::TGDialect::kOutputAttrName,
                        builder.getI64IntegerAttr(i));
-    // A returned name names the output (the eval lines of `ampc run`).
-    if (auto *n = dyn_cast<NameExprAST>(ret->values[i].get()))
-      func.setResultAttr(i, "tg.output_name", builder.getStringAttr(n->name));
-  }
   if (minimize)
     for (auto [i, p] : llvm::enumerate(params))
       func.setResultAttr(outputs.size() + i, tg::TGDialect::kParamOutAttrName,

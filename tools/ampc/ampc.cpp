@@ -459,6 +459,17 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
                            << "' (expected 'graph NAME(...) { ... }')";
       return kInputError;
     }
+    // The names graphs return their outputs as (the eval lines of `run`).
+    for (const ampc::frontend::GraphAST &graph : ast->graphs)
+      for (const auto &stmt : graph.stmts)
+        if (auto *ret =
+                dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
+          std::vector<std::string> &names = opts.run.outputNames[graph.name];
+          for (const auto &value : ret->values) {
+            auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
+            names.push_back(n ? n->name : "");
+          }
+        }
     module = ampc::frontend::mlirGen(context, *ast);
     if (!module)
       return kInputError;

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct RunOptions {
   /// step, every parameter written after the last; each output of the last
   /// step written as output_I.npy.
   std::string paramsIn, paramsOut, outputsOut;
+  /// Per graph, the name each output is returned as ("" when the returned
+  /// expression is not a name); the driver fills it from the source.
+  std::map<std::string, std::vector<std::string>> outputNames;
 };
 
 /// The order in which epoch `epoch` (from 1) visits `n` samples when

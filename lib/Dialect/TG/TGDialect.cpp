@@ -295,7 +295,7 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
              << "' must be a non-negative integer";
     return success();
   }
-  if (name == kStateOutAttrName || name == "tg.output_name") {
+  if (name == kStateOutAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("result #")
              << resultIndex << ": '" << name << "' must be a string";
