@@ -8,6 +8,9 @@
                               runs CMD, sends SIG once LOG holds STEPS lines,
                               prints the exit code
   perm SEED EPOCH N           prints ampc's shuffle order (docs/jobs.md)
+  losses LOG REF N ABS REL    the first N training losses of LOG and REF agree:
+                              |a - b| <= ABS + REL * |b|
+  close A B TOL               the numbers in files A and B differ by <= TOL
   strip-momentum IN OUT       rewrites a checkpoint without its
                               *.momentum_buffer entries (a valid file)
 """
@@ -143,6 +146,32 @@ def strip_momentum(src, dst):
         f.write(out + struct.pack("<Q", fnv1a(out)))
 
 
+def losses(log, ref, n, abs_tol, rel_tol):
+    def read(path):
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        return [r["loss"] for r in rows if "step" in r and "eval" not in r]
+    a, b = read(log)[:int(n)], read(ref)[:int(n)]
+    if len(a) != int(n) or len(b) != int(n):
+        print("FAIL: %d and %d losses, expected %s" % (len(a), len(b), n))
+        sys.exit(1)
+    worst = 0.0
+    for i, (x, y) in enumerate(zip(a, b)):
+        worst = max(worst, abs(x - y))
+        if abs(x - y) > float(abs_tol) + float(rel_tol) * abs(y):
+            print("FAIL: step %d: loss %r vs %r" % (i + 1, x, y))
+            sys.exit(1)
+    print("OK %s losses agree, worst |diff| %.3g" % (n, worst))
+
+
+def close(a, b, tol):
+    x, y = float(open(a).read()), float(open(b).read())
+    if abs(x - y) > float(tol):
+        print("FAIL: %g vs %g (tolerance %s)" % (x, y, tol))
+        sys.exit(1)
+    print("OK %g vs %g" % (x, y))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "strict":
@@ -151,6 +180,10 @@ if __name__ == "__main__":
         dataset(*args)
     elif cmd == "interrupt":
         interrupt(args[0], args[1], args[2], args[3:])
+    elif cmd == "losses":
+        losses(*args)
+    elif cmd == "close":
+        close(*args)
     elif cmd == "strip-momentum":
         strip_momentum(*args)
     elif cmd == "perm":
