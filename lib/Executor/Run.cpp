@@ -710,8 +710,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
     if (k == 0)
       firstLoss = loss;
     lastLoss = loss;
-    if (program.training) {
-      std::string line = "{\"step\": " + std::to_string(pos.steps);
+    {
+      // A forward-only graph logs its one pass as step 1.
+      std::string line =
+          "{\"step\": " +
+          std::to_string(program.training ? pos.steps : taken);
       if (!datasets.empty())
         line += ", \"epoch\": " + std::to_string(epoch);
       line += ", \"loss\": " + jnum(loss);
