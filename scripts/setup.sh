@@ -18,6 +18,8 @@ packages=(
   graphviz
   # The PyTorch reference and the differential tests (tools/ampc-torch).
   python3-torch python3-numpy
+  # The real-data training test and example (scikit-learn's digits dataset).
+  python3-sklearn
 )
 
 missing=()

@@ -11,6 +11,8 @@
 #include "ampc/Executor/Npy.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include "ampc/runtime.h"
 
@@ -497,13 +499,15 @@ bool Executor::readSkipped(bool &skipped, std::string &error) {
 
 //===----------------------------------------------------------------------===//
 // Checkpoints: "AMPCCKPT" | u32 version | u64 fingerprint | i64 steps |
-// u32 count | per slot: u32 name length, name, i32 dtype, i64 bytes, data |
-// u64 FNV-1a of everything before.
+// (version 2: i64 epoch | i64 batch) | u32 count | per slot: u32 name length,
+// name, i32 dtype, i64 bytes, data | u64 FNV-1a of everything before.
+// Entries are matched by name, so a checkpoint loads into the same graph
+// compiled with other AMP or loss-scaling settings.
 //===----------------------------------------------------------------------===//
 
 namespace {
 constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 template <typename T> void put(std::string &s, T v) {
   s.append(reinterpret_cast<const char *>(&v), sizeof(T));
@@ -526,23 +530,58 @@ struct Reader {
     return true;
   }
 };
+
+bool isSaved(const rt::Slot &slot) {
+  return slot.role == rt::Slot::Role::Param ||
+         slot.role == rt::Slot::Role::State;
+}
+
+/// State of the loss scaler (it exists only with some --amp/--loss-scale
+/// settings, so a checkpoint may lack it or hold it in excess).
+bool isScalerState(llvm::StringRef name) {
+  return name.starts_with("loss_scale.");
+}
+
+const char *dtypeName(int32_t dtype) {
+  switch (dtype) {
+  case AMPC_F32:
+    return "f32";
+  case AMPC_F16:
+    return "f16";
+  case AMPC_BF16:
+    return "bf16";
+  case AMPC_I32:
+    return "i32";
+  case AMPC_I64:
+    return "i64";
+  default:
+    return "bool";
+  }
+}
+std::string describeSlot(const rt::Slot &slot) {
+  std::string out = dtypeName(slot.dtype);
+  out += "[";
+  for (size_t i = 0; i < slot.shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(slot.shape[i]);
+  return out + "]";
+}
 } // namespace
 
-bool Executor::save(const std::string &path, int64_t steps,
+bool Executor::save(const std::string &path, const Position &position,
                     std::string &error) {
   std::string s(kMagic, 8);
   put<uint32_t>(s, kVersion);
   put<uint64_t>(s, program.fingerprint);
-  put<int64_t>(s, steps);
+  put<int64_t>(s, position.steps);
+  put<int64_t>(s, position.epoch);
+  put<int64_t>(s, position.batch);
   uint32_t count = 0;
   for (const rt::Slot &slot : program.slots)
-    count += slot.role == rt::Slot::Role::Param ||
-             slot.role == rt::Slot::Role::State;
+    count += isSaved(slot);
   put<uint32_t>(s, count);
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
-    if (slot.role != rt::Slot::Role::Param &&
-        slot.role != rt::Slot::Role::State)
+    if (!isSaved(slot))
       continue;
     put<uint32_t>(s, slot.name.size());
     s += slot.name;
@@ -567,8 +606,8 @@ bool Executor::save(const std::string &path, int64_t steps,
   return true;
 }
 
-bool Executor::load(const std::string &path, int64_t &steps,
-                    std::string &error) {
+bool Executor::load(const std::string &path, Position &position,
+                    std::string &note, std::string &error) {
   std::string s;
   if (!readWholeFile(path, s)) {
     error = "cannot read checkpoint '" + path + "'";
@@ -590,40 +629,81 @@ bool Executor::load(const std::string &path, int64_t &steps,
   Reader r{s, 8};
   uint32_t version, count;
   uint64_t fingerprint;
-  if (!r.get(version) || version != kVersion)
+  if (!r.get(version) || (version != 1 && version != 2))
     return bad("has an unsupported version");
-  if (!r.get(fingerprint) || !r.get(steps) || !r.get(count))
+  Position pos;
+  if (!r.get(fingerprint) || !r.get(pos.steps))
     return bad("is truncated");
-  if (fingerprint != program.fingerprint)
-    return bad("was saved from another graph (its parameters, optimizer or "
-               "scaler state differ from '" +
-               program.name + "')");
-  std::vector<std::pair<size_t, const char *>> copies;
-  for (uint32_t k = 0; k < count; ++k) {
-    uint32_t len;
-    const char *name;
+  if (version >= 2 && (!r.get(pos.epoch) || !r.get(pos.batch)))
+    return bad("is truncated");
+  if (!r.get(count))
+    return bad("is truncated");
+  struct Entry {
+    std::string name;
     int32_t dtype;
     int64_t bytes;
     const char *data;
-    if (!r.get(len) || !r.bytes(len, name) || !r.get(dtype) ||
-        !r.get(bytes) || bytes < 0 ||
-        !r.bytes(static_cast<size_t>(bytes), data))
+  };
+  std::vector<Entry> entries;
+  for (uint32_t k = 0; k < count; ++k) {
+    uint32_t len;
+    const char *name;
+    Entry e;
+    if (!r.get(len) || !r.bytes(len, name) || !r.get(e.dtype) ||
+        !r.get(e.bytes) || e.bytes < 0 ||
+        !r.bytes(static_cast<size_t>(e.bytes), e.data))
       return bad("is truncated");
-    std::string n(name, len);
-    bool found = false;
-    for (size_t i = 0; i < program.slots.size(); ++i) {
-      const rt::Slot &slot = program.slots[i];
-      if ((slot.role == rt::Slot::Role::Param ||
-           slot.role == rt::Slot::Role::State) &&
-          slot.name == n) {
-        if (slot.dtype != dtype || slot.bytes != bytes)
-          return bad("holds '" + n + "' with another type or shape");
-        copies.push_back({i, data});
-        found = true;
+    e.name.assign(name, len);
+    entries.push_back(std::move(e));
+  }
+  auto describe = [](int32_t dtype, int64_t bytes) {
+    return std::string(dtypeName(dtype)) + ", " + std::to_string(bytes) +
+           " bytes";
+  };
+  // In the program's order, so the first difference named is the first
+  // param or state of the graph.
+  std::vector<std::pair<size_t, const char *>> copies;
+  std::vector<std::string> fresh, ignored;
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &slot = program.slots[i];
+    if (!isSaved(slot))
+      continue;
+    auto it = llvm::find_if(entries,
+                            [&](const Entry &e) { return e.name == slot.name; });
+    if (it == entries.end()) {
+      if (isScalerState(slot.name)) {
+        fresh.push_back(slot.name);
+        continue;
       }
+      return bad("has no '" + slot.name + "', which graph '" + program.name +
+                 "' needs (" +
+                 (slot.role == rt::Slot::Role::Param ? "a parameter"
+                                                     : "optimizer state") +
+                 ")");
     }
-    if (!found)
-      return bad("holds '" + n + "', which this graph does not have");
+    if (it->dtype != slot.dtype || it->bytes != slot.bytes) {
+      if (isScalerState(slot.name)) {
+        fresh.push_back(slot.name);
+        continue;
+      }
+      return bad("holds '" + slot.name + "' as " +
+                 describe(it->dtype, it->bytes) + ", graph '" + program.name +
+                 "' has " + describe(slot.dtype, slot.bytes));
+    }
+    copies.push_back({i, it->data});
+  }
+  for (const Entry &e : entries) {
+    bool known = llvm::any_of(program.slots, [&](const rt::Slot &slot) {
+      return isSaved(slot) && slot.name == e.name;
+    });
+    if (known)
+      continue;
+    // A graph that does not train has no optimizer state to restore.
+    if (!isScalerState(e.name) && program.training)
+      return bad("holds '" + e.name + "', which graph '" + program.name +
+                 "' does not have");
+    if (isScalerState(e.name))
+      ignored.push_back(e.name);
   }
   // Everything checked: only now is the state overwritten.
   for (auto [i, data] : copies) {
@@ -633,6 +713,45 @@ bool Executor::load(const std::string &path, int64_t &steps,
     if (st != AMPC_OK) {
       error = lastError("writing the state", st);
       return false;
+    }
+  }
+  auto join = [](const std::vector<std::string> &names) {
+    std::string out;
+    for (const std::string &n : names)
+      out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  note.clear();
+  if (!fresh.empty())
+    note = "initialised fresh (not in the checkpoint with this type): " +
+           join(fresh);
+  if (!ignored.empty())
+    note += (note.empty() ? "" : "; ") +
+            std::string("ignored (this compilation has no such state): ") +
+            join(ignored);
+  position = pos;
+  return true;
+}
+
+bool Executor::copySharedFrom(Executor &from, std::string &error) {
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &slot = program.slots[i];
+    if (!isSaved(slot))
+      continue;
+    for (size_t j = 0; j < from.program.slots.size(); ++j) {
+      const rt::Slot &other = from.program.slots[j];
+      if (!isSaved(other) || other.name != slot.name)
+        continue;
+      if (other.dtype != slot.dtype || other.bytes != slot.bytes) {
+        error = "'" + slot.name + "' is " + describeSlot(other) +
+                " in graph '" + from.program.name + "' but " +
+                describeSlot(slot) + " in graph '" + program.name + "'";
+        return false;
+      }
+      std::vector<char> bytes;
+      if (!from.readSlot(j, bytes, error) ||
+          !writeSlot(i, bytes.data(), bytes.size(), error))
+        return false;
     }
   }
   return true;

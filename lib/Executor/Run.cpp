@@ -7,14 +7,18 @@
 #include "ampc/Executor/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 using namespace mlir;
@@ -117,6 +121,10 @@ bool readParams(const rt::Program &program, const std::string &dir,
 /// Creates DIR (and its parents) for an --*-out option.
 bool makeDirectory(const std::string &flag, const std::string &dir,
                    std::string &error) {
+  if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir)) {
+    error = flag + ": '" + dir + "' exists and is not a directory";
+    return false;
+  }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     error = flag + ": cannot create directory '" + dir + "': " + ec.message();
     return false;
@@ -124,32 +132,353 @@ bool makeDirectory(const std::string &flag, const std::string &dir,
   return true;
 }
 
+/// A number for the summary line.
 std::string fmt(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
   std::string s = buf;
-  if (s == "inf")
-    return "Infinity";
-  if (s == "-inf")
-    return "-Infinity";
-  if (s == "nan" || s == "-nan")
-    return "NaN";
+  if (s == "-nan")
+    return "nan";
   return s;
 }
+
+/// A number for the log: strict JSON (RFC 8259 has no NaN or Infinity, so
+/// non-finite values are the strings "nan", "inf", "-inf").
+std::string jnum(double v) {
+  if (std::isnan(v))
+    return "\"nan\"";
+  if (std::isinf(v))
+    return v > 0 ? "\"inf\"" : "\"-inf\"";
+  return fmt(v);
+}
+
+std::string jstr(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// SIGINT / SIGTERM: the first one is noted and the running step finishes;
+// a second one exits at once (files are written atomically, so nothing is
+// left half-written).
+volatile std::sig_atomic_t gSignal = 0;
+extern "C" void onSignal(int sig) {
+  if (gSignal)
+    _exit(128 + sig);
+  gSignal = sig;
+}
+
+struct SignalScope {
+  struct sigaction oldInt, oldTerm;
+  SignalScope() {
+    gSignal = 0;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &oldInt);
+    sigaction(SIGTERM, &sa, &oldTerm);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  }
+};
+
+/// Checks, before anything runs, that FILE can be written: its directory
+/// exists and accepts a new file, and FILE is not a directory.
+bool checkWritableFile(const std::string &flag, const std::string &path,
+                       std::string &error) {
+  if (llvm::sys::fs::is_directory(path)) {
+    error = flag + ": cannot write '" + path + "': it is a directory";
+    return false;
+  }
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  if (!llvm::sys::fs::is_directory(dir)) {
+    error = flag + ": cannot write '" + path + "': directory '" +
+            std::string(dir) + "' does not exist";
+    return false;
+  }
+  llvm::SmallString<256> probe;
+  int fd = -1;
+  llvm::SmallString<256> model(dir);
+  llvm::sys::path::append(model, ".ampc-probe-%%%%%%%%");
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(model, fd, probe)) {
+    error = flag + ": cannot write '" + path + "': " + ec.message();
+    return false;
+  }
+  ::close(fd);
+  llvm::sys::fs::remove(probe);
+  return true;
+}
+
+bool checkWritableDir(const std::string &flag, const std::string &dir,
+                      std::string &error) {
+  llvm::SmallString<256> file(dir);
+  llvm::sys::path::append(file, "x.npy");
+  return checkWritableFile(flag, std::string(file), error);
+}
+
+/// NAME=FILE.npy.
+bool splitSpec(const std::string &flag, const std::string &spec,
+               std::string &name, std::string &path, std::string &error) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    error = flag + " expects NAME=FILE.npy, got '" + spec + "'";
+    return false;
+  }
+  name = spec.substr(0, eq);
+  path = spec.substr(eq + 1);
+  return true;
+}
+
+/// The input slot `name` of `program`, or an error listing its inputs.
+bool findInput(const rt::Program &program, const std::string &flag,
+               const std::string &name, size_t &slot, std::string &error) {
+  std::string names;
+  slot = program.slots.size();
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    if (program.slots[i].role != rt::Slot::Role::Input)
+      continue;
+    names += (names.empty() ? "" : ", ") + program.slots[i].name;
+    if (program.slots[i].name == name)
+      slot = i;
+  }
+  if (slot != program.slots.size())
+    return true;
+  error = flag + ": graph '" + program.name + "' has no input '" + name +
+          "' (its inputs: " + (names.empty() ? "none" : names) + ")";
+  return false;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// A dataset for one input: N samples of the input's per-sample shape.
+struct Dataset {
+  size_t slot = 0;
+  std::string name, path;
+  NpyArray array;
+  int64_t samples = 0, rowBytes = 0, batch = 0;
+};
+
+/// Reads `spec` (NAME=FILE.npy) as a dataset for an input of `program`.
+int readDataset(const rt::Program &program, const std::string &flag,
+                const std::string &spec, Dataset &ds, std::string &error) {
+  if (!splitSpec(flag, spec, ds.name, ds.path, error))
+    return kUsageError;
+  if (!findInput(program, flag, ds.name, ds.slot, error))
+    return kUsageError;
+  const rt::Slot &in = program.slots[ds.slot];
+  if (!readNpy(ds.path, ds.array, error))
+    return kInputError;
+  std::string what = "input '" + ds.name + "' from '" + ds.path + "'";
+  if (ds.array.descr != npyDescr(in.dtype)) {
+    error = flag + ": " + what + ": dtype '" + ds.array.descr +
+            "', expected '" + npyDescr(in.dtype) + "'";
+    return kInputError;
+  }
+  std::vector<int64_t> want = in.shape;
+  bool ok = !want.empty() && ds.array.shape.size() == want.size() &&
+            std::equal(want.begin() + 1, want.end(),
+                       ds.array.shape.begin() + 1);
+  if (!ok) {
+    std::string expected = "[N";
+    for (size_t i = 1; i < want.size(); ++i)
+      expected += ", " + std::to_string(want[i]);
+    expected += "]";
+    error = flag + ": " + what + ": shape " + shapeString(ds.array.shape) +
+            ", expected " + (want.empty() ? "a batched input" : expected) +
+            " (samples along the leading dim)";
+    return kInputError;
+  }
+  ds.samples = ds.array.shape[0];
+  ds.batch = want[0];
+  ds.rowBytes = ds.batch > 0 ? in.bytes / ds.batch : 0;
+  if (static_cast<int64_t>(ds.array.data.size()) != ds.samples * ds.rowBytes) {
+    error = flag + ": " + what + ": the data is truncated";
+    return kInputError;
+  }
+  return kOk;
+}
+
+/// Every dataset of a set must have the same N, at least one batch.
+bool checkSamples(const std::string &flag, const std::vector<Dataset> &sets,
+                  std::string &error) {
+  for (const Dataset &d : sets) {
+    if (d.samples != sets.front().samples) {
+      error = flag + ": '" + sets.front().path + "' holds " +
+              std::to_string(sets.front().samples) + " samples but '" +
+              d.path + "' holds " + std::to_string(d.samples) +
+              " (every dataset needs the same number)";
+      return false;
+    }
+    if (d.samples < d.batch) {
+      error = flag + ": '" + d.path + "' holds " + std::to_string(d.samples) +
+              " samples, fewer than one batch of input '" + d.name + "' (" +
+              std::to_string(d.batch) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Writes the batch of samples `order[first .. first + B)` into each
+/// dataset's input slot.
+bool feedBatch(Executor &ex, const std::vector<Dataset> &sets,
+               const std::vector<int64_t> &order, int64_t first,
+               std::string &error) {
+  std::vector<char> host;
+  for (const Dataset &d : sets) {
+    host.resize(d.batch * d.rowBytes);
+    for (int64_t r = 0; r < d.batch; ++r) {
+      int64_t sample = order[first + r];
+      std::memcpy(host.data() + r * d.rowBytes,
+                  d.array.data.data() + sample * d.rowBytes, d.rowBytes);
+    }
+    if (!ex.writeSlot(d.slot, host.data(), host.size(), error))
+      return false;
+  }
+  return true;
+}
+
 } // namespace
+
+std::vector<int64_t> ampc::exec::epochOrder(uint64_t seed, int64_t epoch,
+                                            int64_t n) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch));
+  auto next = [&]() {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = n - 1; i > 0; --i) {
+    int64_t j = static_cast<int64_t>(next() % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
 
 int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   RunOptions options = givenOptions;
   if (module.getOps<func::FuncOp>().empty() &&
       module.getOps<rt::ProgramOp>().empty())
     return fail(kInputError, "no graph to run");
-  // The step as runtime calls (the IR --emit=lowered prints), unless the
+  std::string error;
+
+  // A name fed twice is a command-line error, whatever the graph.
+  {
+    std::map<std::string, std::string> seen;
+    auto check = [&](const char *flag,
+                     const std::vector<std::string> &specs) -> bool {
+      for (const std::string &spec : specs) {
+        std::string name, path;
+        if (!splitSpec(flag, spec, name, path, error))
+          return false;
+        auto [it, fresh] = seen.insert({name, flag});
+        if (!fresh) {
+          error = "input '" + name + "' is given twice (" + it->second +
+                  " and " + flag + ")";
+          return false;
+        }
+      }
+      return true;
+    };
+    if (!check("--input", options.inputs) || !check("--data", options.data))
+      return fail(kUsageError, error);
+    seen.clear();
+    if (!check("--eval-data", options.evalData))
+      return fail(kUsageError, error);
+  }
+  if (!options.evalData.empty() && options.eval.empty())
+    return fail(kUsageError, "--eval-data needs --eval GRAPH");
+  if (!options.eval.empty() && options.evalData.empty())
+    return fail(kUsageError, "--eval needs --eval-data NAME=FILE.npy");
+  if (options.evalEvery > 0 && options.eval.empty())
+    return fail(kUsageError, "--eval-every needs --eval GRAPH");
+  if (options.epochs > 0 && options.data.empty())
+    return fail(kUsageError, "--epochs needs a dataset (--data NAME=FILE.npy)");
+  if (options.saveEvery > 0 && options.save.empty())
+    return fail(kUsageError, "--save-every needs --save FILE");
+
+  // The steps as runtime calls (the IR --emit=lowered prints), unless the
   // module is lowered already.
   if (!module.getOps<func::FuncOp>().empty() &&
       failed(ampc::lowerToRuntime(module)))
     return kInputError;
-  const rt::Program program =
-      rt::describeProgram(*module.getOps<rt::ProgramOp>().begin());
+  std::vector<rt::Program> programs;
+  for (rt::ProgramOp op : module.getOps<rt::ProgramOp>())
+    programs.push_back(rt::describeProgram(op));
+  auto graphList = [&]() {
+    std::string list;
+    for (const rt::Program &p : programs)
+      list += (list.empty() ? "" : ", ") + p.name;
+    return list;
+  };
+  auto findProgram = [&](const std::string &name) -> const rt::Program * {
+    for (const rt::Program &p : programs)
+      if (p.name == name)
+        return &p;
+    return nullptr;
+  };
+  const rt::Program *chosen = nullptr;
+  if (!options.graph.empty()) {
+    chosen = findProgram(options.graph);
+    if (!chosen)
+      return fail(kUsageError, "--graph: no graph '" + options.graph +
+                                   "' (the file has: " + graphList() + ")");
+  } else {
+    for (const rt::Program &p : programs)
+      if (p.training && !chosen)
+        chosen = &p;
+    if (!chosen)
+      chosen = &programs.front();
+    if (programs.size() > 1)
+      llvm::errs() << "ampc: note: the file holds " << programs.size()
+                   << " graphs (" << graphList() << "); running '"
+                   << chosen->name << "' ("
+                   << (chosen->training ? "the first that minimizes"
+                                        : "the first")
+                   << "); choose one with --graph\n";
+  }
+  const rt::Program &program = *chosen;
+  const rt::Program *evalProgram = nullptr;
+  if (!options.eval.empty()) {
+    evalProgram = findProgram(options.eval);
+    if (!evalProgram)
+      return fail(kUsageError, "--eval: no graph '" + options.eval +
+                                   "' (the file has: " + graphList() + ")");
+    if (evalProgram->training)
+      return fail(kUsageError, "--eval: graph '" + options.eval +
+                                   "' minimizes; an eval graph must not");
+    if (evalProgram == &program)
+      return fail(kUsageError,
+                  "--eval: graph '" + options.eval + "' is the graph run");
+  }
 
   // Data parallel (docs/distributed.md): started by mpirun with W > 1 ranks.
   std::unique_ptr<World> world;
@@ -192,26 +521,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   std::vector<bool> given(program.slots.size(), false);
   std::vector<std::pair<size_t, std::vector<char>>> inputData;
   for (const std::string &spec : options.inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return fail(kUsageError,
-                  "--input expects NAME=FILE.npy, got '" + spec + "'");
-    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    size_t slot = program.slots.size();
-    std::string names;
-    for (size_t i = 0; i < program.slots.size(); ++i) {
-      if (program.slots[i].role != rt::Slot::Role::Input)
-        continue;
-      names += (names.empty() ? "" : ", ") + program.slots[i].name;
-      if (program.slots[i].name == name)
-        slot = i;
-    }
-    if (slot == program.slots.size())
-      return fail(kUsageError, "--input: graph '" + program.name +
-                                   "' has no input '" + name +
-                                   "' (its inputs: " + names + ")");
+    std::string name, path;
+    size_t slot;
+    if (!splitSpec("--input", spec, name, path, error) ||
+        !findInput(program, "--input", name, slot, error))
+      return fail(kUsageError, error);
     std::vector<char> data;
-    std::string error;
     const rt::Slot &in = program.slots[slot];
     // Data parallel: a file holding W * B rows for an input of B rows is
     // sharded as --data is: rank r takes rows j * W + r (docs/distributed.md).
@@ -234,16 +549,43 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     given[slot] = true;
     inputData.push_back({slot, std::move(data)});
   }
+  std::vector<Dataset> datasets(options.data.size());
+  for (size_t k = 0; k < options.data.size(); ++k) {
+    if (int code = readDataset(program, "--data", options.data[k],
+                               datasets[k], error))
+      return fail(code, error);
+    given[datasets[k].slot] = true;
+  }
+  if (!datasets.empty() && !checkSamples("--data", datasets, error))
+    return fail(kInputError, error);
+  std::vector<Dataset> evalSets(options.evalData.size());
+  std::vector<bool> evalGiven;
+  if (evalProgram) {
+    evalGiven.assign(evalProgram->slots.size(), false);
+    for (size_t k = 0; k < options.evalData.size(); ++k) {
+      if (int code = readDataset(*evalProgram, "--eval-data",
+                                 options.evalData[k], evalSets[k], error))
+        return fail(code, error);
+      evalGiven[evalSets[k].slot] = true;
+    }
+    if (!checkSamples("--eval-data", evalSets, error))
+      return fail(kInputError, error);
+  }
 
-  std::string error;
   std::vector<std::pair<size_t, std::vector<char>>> paramData;
   if (!options.paramsIn.empty() &&
       !readParams(program, options.paramsIn, paramData, error))
     return fail(kInputError, error);
+  // Every output path is checked before the first step.
   if ((!options.paramsOut.empty() &&
-       !makeDirectory("--params-out", options.paramsOut, error)) ||
+       (!makeDirectory("--params-out", options.paramsOut, error) ||
+        !checkWritableDir("--params-out", options.paramsOut, error))) ||
       (!options.outputsOut.empty() &&
-       !makeDirectory("--outputs-out", options.outputsOut, error)))
+       (!makeDirectory("--outputs-out", options.outputsOut, error) ||
+        !checkWritableDir("--outputs-out", options.outputsOut, error))) ||
+      (!options.save.empty() &&
+       !checkWritableFile("--save", options.save, error)) ||
+      (!options.log.empty() && !checkWritableFile("--log", options.log, error)))
     return fail(kInputError, error);
 
   std::unique_ptr<Executor> ex =
@@ -262,10 +604,21 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     inputSeed += 0x9e3779b97f4a7c15ull * uint64_t(world->rank());
   if (!ex->synthesizeInputs(given, inputSeed, error))
     return fail(kRuntimeError, error);
+  std::unique_ptr<Executor> evalEx;
+  if (evalProgram) {
+    evalEx = Executor::create(*evalProgram, options.cuda, options.seed, error);
+    if (!evalEx || !evalEx->synthesizeInputs(evalGiven, options.seed, error))
+      return fail(kRuntimeError, error);
+  }
 
-  int64_t done = 0;
-  if (!options.load.empty() && !ex->load(options.load, done, error))
-    return fail(kInputError, error);
+  Position pos;
+  if (!options.load.empty()) {
+    std::string note;
+    if (!ex->load(options.load, pos, note, error))
+      return fail(kInputError, error);
+    if (!note.empty())
+      llvm::errs() << "ampc: note: --load: " << note << "\n";
+  }
   if (world) {
     if (!world->broadcastState(*ex, program, error))
       return fail(kRuntimeError, error);
@@ -273,12 +626,47 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       world->attach(*ex);
   }
 
-  std::unique_ptr<std::ofstream> log;
-  if (!options.log.empty()) {
-    log = std::make_unique<std::ofstream>(options.log, std::ios::trunc);
-    if (!*log)
-      return fail(kInputError, "cannot write '" + options.log + "'");
+  // How many steps this run takes.
+  int64_t perEpoch = datasets.empty()
+                         ? 0
+                         : datasets.front().samples / datasets.front().batch;
+  if (perEpoch > 0 && pos.batch >= perEpoch) {
+    // A checkpoint of a run over a larger dataset: start the next epoch.
+    ++pos.epoch;
+    pos.batch = 0;
   }
+  int64_t steps = 1;
+  if (program.training) {
+    if (options.stepsGiven || datasets.empty()) {
+      steps = options.steps;
+    } else {
+      int64_t epochs = options.epochs > 0 ? options.epochs : 1;
+      steps = (epochs - pos.epoch + 1) * perEpoch - pos.batch;
+      if (steps <= 0)
+        return fail(kInputError,
+                    "--epochs " + std::to_string(epochs) + ": checkpoint '" +
+                        options.load + "' is at epoch " +
+                        std::to_string(pos.epoch) + ", nothing is left to run");
+    }
+  }
+
+  std::FILE *log = nullptr;
+  if (!options.log.empty()) {
+    log = std::fopen(options.log.c_str(), "w");
+    if (!log)
+      return fail(kInputError, "--log: cannot write '" + options.log + "'");
+  }
+  bool logOk = true;
+  auto logLine = [&](const std::string &line) {
+    if (!log)
+      return;
+    // One write and a flush per line: a reader (or a crash) never sees half
+    // of one.
+    std::string whole = line + "\n";
+    logOk &= std::fwrite(whole.data(), 1, whole.size(), log) == whole.size();
+    logOk &= std::fflush(log) == 0;
+  };
+
   bool tty = isatty(STDERR_FILENO) && onRank0();
   // A scaler is on when the step checks its gradients (dynamic or static).
   bool scaler = bool(program.foundInf);
@@ -289,16 +677,101 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     return ex->readScale(value, error);
   };
-  int64_t steps = program.training ? options.steps : 1;
-  int64_t skippedCount = 0;
+
+  // The eval pass: every full batch of the eval set, the mean of each
+  // scalar output, one log line.
+  int64_t lastEvalAt = -1;
+  auto runEval = [&](int64_t epoch) -> bool {
+    lastEvalAt = pos.steps;
+    if (!evalEx->copySharedFrom(*ex, error))
+      return false;
+    const Dataset &first = evalSets.front();
+    int64_t batches = first.samples / first.batch;
+    std::vector<int64_t> order(first.samples);
+    for (int64_t i = 0; i < first.samples; ++i)
+      order[i] = i;
+    std::vector<double> sums(evalProgram->outputs.size(), 0.0);
+    std::vector<bool> scalar(evalProgram->outputs.size(), false);
+    for (int64_t b = 0; b < batches; ++b) {
+      if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
+          !evalEx->step(error))
+        return false;
+      for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
+        std::vector<double> values;
+        if (!evalEx->readOutput(i, values, error))
+          return false;
+        scalar[i] = values.size() == 1;
+        if (scalar[i])
+          sums[i] += values[0];
+      }
+    }
+    std::string line = "{\"eval\": " + jstr(evalProgram->name) +
+                       ", \"epoch\": " + std::to_string(epoch) +
+                       ", \"step\": " + std::to_string(pos.steps) +
+                       ", \"samples\": " +
+                       std::to_string(batches * first.batch);
+    auto graphNames = options.outputNames.find(evalProgram->name);
+    for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
+      if (!scalar[i])
+        continue;
+      int64_t index = evalProgram->outputs[i].index;
+      std::string name = "output_" + std::to_string(index);
+      if (graphNames != options.outputNames.end() && index >= 0 &&
+          index < static_cast<int64_t>(graphNames->second.size()) &&
+          !graphNames->second[index].empty())
+        name = graphNames->second[index];
+      line += ", " + jstr(name) + ": " + jnum(sums[i] / batches);
+    }
+    logLine(line + "}");
+    if (!log || tty) {
+      // Without a log, eval results go to stderr.
+      llvm::errs() << (tty ? "\n" : "") << "ampc: " << line << "}\n";
+    }
+    return true;
+  };
+
+  std::vector<int64_t> order;
+  int64_t orderEpoch = -1;
+  auto prepareOrder = [&]() {
+    if (orderEpoch == pos.epoch)
+      return;
+    orderEpoch = pos.epoch;
+    int64_t n = datasets.front().samples;
+    if (options.shuffle) {
+      order = epochOrder(options.seed, pos.epoch, n);
+    } else {
+      order.resize(n);
+      for (int64_t i = 0; i < n; ++i)
+        order[i] = i;
+    }
+  };
+
+  SignalScope signals;
+  int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
+  int64_t firstEpoch = pos.epoch;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t k = 0; k < steps; ++k) {
+  for (int64_t k = 0; k < steps && !gSignal; ++k) {
+    int64_t epoch = pos.epoch;
+    if (!datasets.empty()) {
+      prepareOrder();
+      if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
+                     error))
+        return fail(kRuntimeError, error);
+    }
     if (scaler && !scaleOfStep(scale))
       return fail(kRuntimeError, error);
     if (!ex->step(error))
       return fail(kRuntimeError, error);
-    ++done;
+    ++taken;
+    if (program.training)
+      ++pos.steps;
+    bool epochDone = false;
+    if (!datasets.empty() && ++pos.batch == perEpoch) {
+      ++pos.epoch;
+      pos.batch = 0;
+      epochDone = true;
+    }
     double loss = NAN;
     std::vector<double> values;
     if (!program.outputs.empty()) {
@@ -316,39 +789,62 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (k == 0)
       firstLoss = loss;
     lastLoss = loss;
-    if (log) {
-      *log << "{\"step\": " << done << ", \"loss\": " << fmt(loss);
+    {
+      // A forward-only graph logs its one pass as step 1.
+      std::string line =
+          "{\"step\": " +
+          std::to_string(program.training ? pos.steps : taken);
+      if (!datasets.empty())
+        line += ", \"epoch\": " + std::to_string(epoch);
+      line += ", \"loss\": " + jnum(loss);
       if (scaler)
-        *log << ", \"loss_scale\": " << fmt(scale)
-             << ", \"skipped\": " << (skipped ? "true" : "false");
-      *log << "}\n";
+        line += ", \"loss_scale\": " + jnum(scale) +
+                ", \"skipped\": " + (skipped ? "true" : "false");
+      logLine(line + "}");
     }
     if (tty) {
       double secs = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
-      std::fprintf(stderr, "\rstep %lld/%lld  loss %.6g", (long long)done,
-                   (long long)(done - k - 1 + steps), loss);
+      std::fprintf(stderr, "\rstep %lld/%lld", (long long)pos.steps,
+                   (long long)(pos.steps - k - 1 + steps));
+      if (!datasets.empty())
+        std::fprintf(stderr, "  epoch %lld", (long long)epoch);
+      std::fprintf(stderr, "  loss %.6g", loss);
       if (scaler)
         std::fprintf(stderr, "  scale %g  skipped %lld", scale,
                      (long long)skippedCount);
       std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
       std::fflush(stderr);
     }
+    if (options.saveEvery > 0 && program.training &&
+        pos.steps % options.saveEvery == 0 && k + 1 < steps &&
+        !ex->save(options.save, pos, error))
+      return fail(kRuntimeError, error);
+    if (evalEx && (epochDone || (options.evalEvery > 0 &&
+                                 pos.steps % options.evalEvery == 0)))
+      if (!runEval(epochDone ? epoch : pos.epoch))
+        return fail(kRuntimeError, error);
   }
+  int interrupted = gSignal;
+  // The end of a --steps run (or of an interrupted one) gets an eval too.
+  if (evalEx && lastEvalAt != pos.steps && !interrupted &&
+      !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
+                                                   : pos.epoch))
+    return fail(kRuntimeError, error);
   if (tty)
     std::fprintf(stderr, "\n");
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   if (log) {
-    log->flush();
-    if (!*log)
-      return fail(kRuntimeError, "cannot write '" + options.log + "'");
+    logOk &= std::fclose(log) == 0;
+    if (!logOk)
+      return fail(kRuntimeError, "--log: cannot write '" + options.log + "'");
   }
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
-  if (!options.save.empty() && !ex->save(options.save, done, error))
+  if (!options.save.empty() && !ex->save(options.save, pos, error))
     return fail(kRuntimeError, error);
   if (!options.paramsOut.empty()) {
     std::vector<std::pair<std::string, std::string>> files;
@@ -364,7 +860,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--params-out: " + error);
   }
-  if (!options.outputsOut.empty()) {
+  if (!options.outputsOut.empty() && taken > 0) {
     std::vector<std::pair<std::string, std::string>> files;
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       const rt::Output &o = program.outputs[i];
@@ -383,9 +879,18 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (!onRank0())
     return kOk;
   // A summary on stdout.
-  llvm::outs() << program.name << ": " << steps
-               << (program.training ? " training steps" : " forward pass")
-               << ", loss " << fmt(firstLoss) << " -> " << fmt(lastLoss);
+  llvm::outs() << program.name << ": " << taken
+               << (program.training ? " training steps" : " forward pass");
+  if (!datasets.empty() && program.training) {
+    int64_t lastEpoch = pos.batch == 0 ? pos.epoch - 1 : pos.epoch;
+    llvm::outs() << " (epoch";
+    if (lastEpoch > firstEpoch)
+      llvm::outs() << "s " << firstEpoch << "-" << lastEpoch;
+    else
+      llvm::outs() << " " << firstEpoch;
+    llvm::outs() << ")";
+  }
+  llvm::outs() << ", loss " << fmt(firstLoss) << " -> " << fmt(lastLoss);
   if (scaler) {
     double next = 0.0;
     if (scaleOfStep(next))
@@ -393,7 +898,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                    << " skipped";
   }
   char rate[32];
-  std::snprintf(rate, sizeof(rate), "%.1f", steps / std::max(secs, 1e-9));
+  std::snprintf(rate, sizeof(rate), "%.1f", taken / std::max(secs, 1e-9));
   llvm::outs() << ", " << rate << " steps/s";
   if (world) {
     char wait[32];
@@ -415,5 +920,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       llvm::outs() << "\n";
     }
   llvm::outs().flush();
+  if (interrupted) {
+    llvm::errs() << "ampc: note: interrupted by "
+                 << (interrupted == SIGINT ? "SIGINT" : "SIGTERM")
+                 << " after step " << pos.steps
+                 << "; every requested output was written\n";
+    return 128 + interrupted;
+  }
   return kOk;
 }

@@ -60,6 +60,9 @@ private:
     BlockArgument arg;
   };
   SmallVector<Param> params;
+  /// Across graphs: the first declaration of each param name (graphs of one
+  /// file share params by name; the first declaration's initialiser counts).
+  llvm::StringMap<const ParamStmtAST *> firstParam;
 
   //===--------------------------------------------------------------------===//
   // Locations and errors
@@ -1073,6 +1076,28 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
         return failure();
       }
       argTypes.push_back(tensorType(p->type));
+      auto [first, isNew] = firstParam.try_emplace(p->name, p);
+      if (isNew)
+        continue;
+      const ParamStmtAST &f = *first->second;
+      if (tensorType(f.type) != tensorType(p->type)) {
+        error(p->type.loc) << "parameter '" << p->name << "' is "
+                           << formatType(tensorType(p->type))
+                           << " here but " << formatType(tensorType(f.type))
+                           << " where another graph declares it (line "
+                           << f.nameLoc.line
+                           << "); graphs share params by name";
+        return failure();
+      }
+      if (p->init.isExplicit &&
+          (p->init.kind != f.init.kind || p->init.a != f.init.a ||
+           p->init.b != f.init.b)) {
+        error(p->init.loc) << "parameter '" << p->name
+                           << "' has another initialiser than where it is "
+                              "first declared (line "
+                           << f.nameLoc.line << "); the first one counts";
+        return failure();
+      }
     }
 
   builder.setInsertionPointToEnd(theModule.getBody());
@@ -1105,8 +1130,10 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
                               builder.getStringAttr(p->name)),
          builder.getNamedAttr(
              tg::TGDialect::kInitAttrName,
-             tg::InitAttr::get(&ctx, static_cast<tg::InitKind>(p->init.kind),
-                               p->init.a, p->init.b))});
+             tg::InitAttr::get(
+                 &ctx,
+                 static_cast<tg::InitKind>(firstParam[p->name]->init.kind),
+                 firstParam[p->name]->init.a, firstParam[p->name]->init.b))});
     params.push_back({p, entry->getArgument(index)});
   }
   func.setAllArgAttrs(argAttrs);

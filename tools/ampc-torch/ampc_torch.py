@@ -11,6 +11,12 @@ program as written; docs/json.md), never from a second parser.
       [--input NAME=FILE.npy]... [--log FILE.jsonl] [--params-out DIR]
       [--outputs-out DIR] [--amp=off|fp16|bf16 --amp-policy=reference]
       [--loss-scale=...] [--threads N]
+      [--data NAME=FILE.npy]... [--epochs E] [--shuffle=true|false]
+
+--data/--epochs/--shuffle mean what they mean for `ampc run` (docs/jobs.md):
+each step takes the next batch of the epoch's order, which with shuffling is
+ampc's permutation of (seed, epoch) (epoch_order below), so both train on the
+same data in the same order.
 
 The ops, their AMP classes and the PyTorch function of each come from
 `ampc --list-ops` (the op records of the dialect); only the ops whose meaning
@@ -807,7 +813,12 @@ def add_run_arguments(ap):
     ap.add_argument("program", help=".tg, .mlir (compiled by ampc) or .json (--emit=json)")
     ap.add_argument("--graph", help="the graph to run (default: the first)")
     ap.add_argument("--ampc", help="the ampc binary (default: $AMPC, PATH, build/bin)")
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="training steps (default 10, or one epoch with --data)")
+    ap.add_argument("--data", action="append", metavar="NAME=FILE.npy",
+                    help="a dataset [N, ...] for an input (repeatable)")
+    ap.add_argument("--epochs", type=int, help="with --data: epochs to train")
+    ap.add_argument("--shuffle", choices=["true", "false"], default="true")
     ap.add_argument("--seed", type=int, default=0,
                     help="synthetic inputs and parameters (torch's generator, not ampc's)")
     ap.add_argument("--input", action="append", metavar="NAME=FILE.npy")
@@ -841,7 +852,55 @@ def split_ops(text):
     return [s for s in text.split(",") if s]
 
 
+def epoch_order(seed, epoch, n):
+    """ampc's shuffle order of epoch `epoch` (from 1) over n samples
+    (docs/jobs.md): Fisher-Yates driven by SplitMix64 from (seed, epoch)."""
+    m = (1 << 64) - 1
+    state = (seed ^ (0x9E3779B97F4A7C15 * epoch)) & m
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        state = (state + 0x9E3779B97F4A7C15) & m
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        z ^= z >> 31
+        j = z % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def load_datasets(runner, specs):
+    """{input name: numpy array [N, ...]} for --data, checked as ampc checks
+    them."""
+    by_name = {a["name"]: a for a in runner.p.inputs}
+    sets = {}
+    for spec in specs or []:
+        name, eq, path = spec.partition("=")
+        if not eq or not name or not path:
+            raise UsageError("--data expects NAME=FILE.npy, got '%s'" % spec)
+        if name not in by_name:
+            raise UsageError("--data: graph '%s' has no input '%s'" % (runner.p.name, name))
+        a = np.load(path, allow_pickle=False)
+        arg = by_name[name]
+        if a.dtype != np.dtype(NUMPY_DTYPES[arg["type"]]) or \
+                list(a.shape[1:]) != list(arg["shape"][1:]):
+            raise InputError("--data: '%s' does not fit input '%s'" % (path, name))
+        if a.shape[0] < arg["shape"][0]:
+            raise InputError("--data: '%s' holds fewer samples than one batch" % path)
+        sets[name] = (a, arg)
+    if len({a.shape[0] for a, _ in sets.values()}) > 1:
+        raise InputError("--data: the datasets hold different numbers of samples")
+    return sets
+
+
 def make_runner(args, doc=None):
+    if args.steps is not None and args.epochs is not None:
+        raise UsageError("--steps and --epochs both say how long to train; give one of them")
+    if args.steps is None:
+        args.steps = 10
+        args.steps_given = False
+    else:
+        args.steps_given = True
     if args.steps < 1:
         raise UsageError("--steps must be at least 1")
     if args.amp != "off" and args.amp_policy != "reference":
@@ -864,7 +923,16 @@ def run(args, doc=None):
     p = runner.p
     runner.set_inputs(parse_inputs(args.input), args.seed)
     runner.set_params(args.params_in, args.seed)
+    sets = load_datasets(runner, args.data)
     steps = args.steps if p.training else 1
+    per_epoch = 0
+    if sets:
+        n = next(iter(sets.values()))[0].shape[0]
+        batch = next(iter(sets.values()))[1]["shape"][0]
+        per_epoch = n // batch
+        if p.training and not args.steps_given:
+            steps = (args.epochs or 1) * per_epoch
+    order, order_epoch = None, None
     log = open(args.log, "w") if args.log else None
     first = last = float("nan")
     skipped = 0
@@ -872,6 +940,17 @@ def run(args, doc=None):
     for k in range(steps):
         if runner.monitor is not None:
             runner.monitor.reset()
+        epoch = k // per_epoch + 1 if per_epoch else None
+        if sets:
+            if order_epoch != epoch:
+                order_epoch = epoch
+                order = epoch_order(args.seed, epoch, n) if args.shuffle == "true" \
+                    else list(range(n))
+            first_sample = (k % per_epoch) * batch
+            rows = order[first_sample:first_sample + batch]
+            for name, (a, arg) in sets.items():
+                runner.inputs[name] = runner.to_tensor(np.ascontiguousarray(a[rows]),
+                                                       arg["type"])
         record = runner.step()
         if k == 0:
             first = record["loss"]
@@ -881,6 +960,8 @@ def run(args, doc=None):
             extra = None
             if args.overflow_margin and runner.monitor is not None:
                 extra = {"f16_margin": runner.monitor.margin()}
+            if epoch is not None:
+                extra = dict(extra or {}, epoch=epoch)
             log.write(log_line(k + 1, record, extra))
     secs = time.perf_counter() - t0
     if log:

@@ -39,6 +39,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <deque>
+#include <tuple>
 #include <unistd.h>
 #include <type_traits>
 
@@ -292,6 +293,54 @@ cl::opt<std::string, true> runOutputsOut(
     cl::value_desc("DIR"), cl::location(opts.run.outputsOut),
     cl::cat(ampcCategory));
 
+// Training jobs (docs/jobs.md).
+cl::list<std::string, std::vector<std::string>> runData(
+    "data",
+    cl::desc("run: a dataset for input NAME, shape [N, ...] (samples along "
+             "the leading dim; repeatable); each step takes the next batch of "
+             "the epoch's order"),
+    cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.data),
+    cl::cat(ampcCategory));
+cl::opt<int64_t, true> runEpochs(
+    "epochs",
+    cl::desc("run: with --data, train until the end of epoch E (default: 1; "
+             "not with --steps)"),
+    cl::value_desc("E"), cl::location(opts.run.epochs), cl::cat(ampcCategory));
+cl::opt<bool, true> runShuffle(
+    "shuffle",
+    cl::desc(withDefault("run: with --data, visit each epoch's samples in an "
+                         "order drawn from (seed, epoch)",
+                         opts.run.shuffle)),
+    cl::location(opts.run.shuffle), cl::cat(ampcCategory));
+cl::opt<std::string, true> runGraph(
+    "graph",
+    cl::desc("run: the graph to run (default: the first that minimizes, "
+             "else the first)"),
+    cl::value_desc("NAME"), cl::location(opts.run.graph),
+    cl::cat(ampcCategory));
+cl::opt<std::string, true> runEval(
+    "eval",
+    cl::desc("run: after each epoch (and at the end), run GRAPH over "
+             "--eval-data with the current params and log the means of its "
+             "scalar outputs"),
+    cl::value_desc("GRAPH"), cl::location(opts.run.eval),
+    cl::cat(ampcCategory));
+cl::list<std::string, std::vector<std::string>> runEvalData(
+    "eval-data",
+    cl::desc("run: the eval set of an input of the --eval graph "
+             "(repeatable)"),
+    cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.evalData),
+    cl::cat(ampcCategory));
+cl::opt<int64_t, true> runEvalEvery(
+    "eval-every",
+    cl::desc("run: also evaluate every K updates"), cl::value_desc("K"),
+    cl::location(opts.run.evalEvery), cl::cat(ampcCategory));
+cl::opt<int64_t, true> runSaveEvery(
+    "save-every",
+    cl::desc("run: also write the --save checkpoint every K updates"),
+    cl::value_desc("K"), cl::location(opts.run.saveEvery),
+    cl::cat(ampcCategory));
+
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
 class DiagnosticPrinter {
@@ -419,6 +468,17 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
                            << "' (expected 'graph NAME(...) { ... }')";
       return kInputError;
     }
+    // The names graphs return their outputs as (the eval lines of `run`).
+    for (const ampc::frontend::GraphAST &graph : ast->graphs)
+      for (const auto &stmt : graph.stmts)
+        if (auto *ret =
+                dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
+          std::vector<std::string> &names = opts.run.outputNames[graph.name];
+          for (const auto &value : ret->values) {
+            auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
+            names.push_back(n ? n->name : "");
+          }
+        }
     module = ampc::frontend::mlirGen(context, *ast);
     if (!module)
       return kInputError;
@@ -665,6 +725,26 @@ int main(int argc, char **argv) {
     llvm::errs() << "ampc: error: --steps must be at least 1\n";
     return kUsageError;
   }
+  opts.run.stepsGiven = runSteps.getNumOccurrences() > 0;
+  if (opts.runMode && opts.run.stepsGiven && runEpochs.getNumOccurrences()) {
+    llvm::errs() << "ampc: error: --steps and --epochs both say how long to "
+                    "train; give one of them\n";
+    return kUsageError;
+  }
+  if (opts.runMode && runEpochs.getNumOccurrences() && opts.run.epochs < 1) {
+    llvm::errs() << "ampc: error: --epochs must be at least 1\n";
+    return kUsageError;
+  }
+  for (auto [flag, given, value] :
+       {std::tuple<StringRef, bool, int64_t>{
+            "eval-every", runEvalEvery.getNumOccurrences() > 0,
+            opts.run.evalEvery},
+        {"save-every", runSaveEvery.getNumOccurrences() > 0,
+         opts.run.saveEvery}})
+    if (given && value < 1) {
+      llvm::errs() << "ampc: error: --" << flag << " must be at least 1\n";
+      return kUsageError;
+    }
 
   DialectRegistry registry;
   ampc::registerAllDialects(registry);

@@ -16,6 +16,13 @@
 
 namespace ampc::exec {
 
+/// Where a run stands: updates (steps) done, and the data position.
+struct Position {
+  int64_t steps = 0;
+  /// The epoch being consumed (from 1) and the batches of it already taken.
+  int64_t epoch = 1, batch = 0;
+};
+
 class Executor {
 public:
   ~Executor();
@@ -47,10 +54,21 @@ public:
   bool readScale(double &scale, std::string &error);
   bool readSkipped(bool &skipped, std::string &error);
 
-  /// Checkpoints of parameters, optimizer state and scaler state, written
-  /// atomically; loading validates everything before touching the state.
-  bool save(const std::string &path, int64_t steps, std::string &error);
-  bool load(const std::string &path, int64_t &steps, std::string &error);
+  /// Checkpoints of parameters, optimizer state and scaler state, with the
+  /// run's position, written atomically; loading validates everything before
+  /// touching the state.
+  bool save(const std::string &path, const Position &position,
+            std::string &error);
+  /// Loads by name: every param and optimizer state of the program must be
+  /// in the checkpoint with its dtype and shape, and the checkpoint may hold
+  /// nothing else but loss-scaler state. Scaler state missing from the
+  /// checkpoint keeps its initial value, scaler state the program lacks is
+  /// ignored; `note` says which (empty when everything matched).
+  bool load(const std::string &path, Position &position, std::string &note,
+            std::string &error);
+  /// Copies every param/state slot of `from` that this program has under the
+  /// same name, dtype and size (shared state of two graphs of one file).
+  bool copySharedFrom(Executor &from, std::string &error);
 
   /// Data parallel (docs/distributed.md): called once per step, before the
   /// first call that consumes the gradients (the loss-scaling check,

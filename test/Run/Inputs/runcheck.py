@@ -114,7 +114,9 @@ def npy(out, dtype, shape, value):
 
 def read_ckpt(path):
     data = open(path, "rb").read()
-    pos = 8 + 4 + 8 + 8
+    (version,) = struct.unpack_from("<I", data, 8)
+    # magic, version, fingerprint, steps (version 2: epoch, batch)
+    pos = 8 + 4 + 8 + 8 + (16 if version >= 2 else 0)
     (count,) = struct.unpack_from("<I", data, pos)
     pos += 4
     slots = {}
