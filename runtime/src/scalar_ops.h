@@ -13,6 +13,7 @@
 
 #include "ampc/runtime.h"
 #include "hd.h"
+#include "compare_ops.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -226,6 +227,12 @@ struct PowFn {
     return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * powf(a, b) * logf(a);
   }
 };
+
+/// Whether a binary row is a comparison (a bool result, operands of any
+/// dtype): the rows from `equal` on (runtime_kernels.inc keeps them last).
+AMPC_HD constexpr bool isComparison(BinaryOp op) {
+  return static_cast<int>(op) >= static_cast<int>(BinaryOp::Equal);
+}
 
 // Dispatch by op, generated from the table (used by the CUDA kernels and the
 // GEMM epilogues; the CPU loops instantiate the structs directly).

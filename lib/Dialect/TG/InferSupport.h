@@ -112,6 +112,13 @@ mlir::LogicalResult inferBinary(llvm::StringRef name,
                                 mlir::Value lhs, mlir::Value rhs,
                                 llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of the comparison `name`: the broadcast shape, `i1`; any
+/// operand dtypes.
+mlir::LogicalResult inferCompare(llvm::StringRef name,
+                                 std::optional<mlir::Location> loc,
+                                 mlir::Value lhs, mlir::Value rhs,
+                                 llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result type of the backward op `name` of an elementwise op: the input's
 /// shape, the promoted type of `grad` and `input`; the inference of every
 /// TG_UnaryGradOp.
