@@ -401,6 +401,24 @@ OPS = {
     "cast": ([("x", "f32", [4, 6])], "cast(cast(x, to=f16), to=f32)"),
 }
 
+# Training jobs (issue 12): comparisons give bool, so the case casts the mask
+# back to f32 and multiplies, which differentiates through the float operand
+# (and compares the mask through the forward result).
+for _cmp in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    OPS[_cmp] = ([("a", "f32", [4, 6]), ("b", "f32", [6])],
+                 "cast(%s(a, b), to=f32) * a" % _cmp)
+# Random floats are never equal: compare with a value equal in about half.
+OPS["equal"] = ([("a", "f32", [4, 6]), ("b", "f32", [6])],
+                "cast(equal(a, maximum(a, b)), to=f32) * a")
+# Integer and mixed operands (a label mask, an int/float comparison).
+OPS["equal_int"] = ([("x", "f32", [6, 4]), ("labels", "i32", [6])],
+                    "x * cast(reshape(equal(labels, 2), shape=[6, 1]), to=f32)")
+OPS["less_mixed"] = ([("x", "f32", [6]), ("labels", "i32", [6])],
+                     "x * cast(less(x, labels), to=f32)")
+OPS["cast_int"] = ([("x", "f32", [4, 6])],
+                   "x * cast(cast(x * 3.0, to=i32), to=f32)")
+OPS["cast_bool"] = ([("x", "f32", [4, 6])], "x * cast(cast(relu(x), to=bool), to=f32)")
+
 
 def all_ops(ampc):
     """OPS, plus a case for every elementwise op of the dialect it lacks: the
