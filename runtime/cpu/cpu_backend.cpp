@@ -164,6 +164,9 @@ void binaryChunkOp(BinaryOp op, const float *a, const float *b, float *y,
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
     return binaryChunk<OP##Fn>(a, b, y, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryChunk<OP##Fn>(a, b, y, n);
 #include "ampc/runtime_kernels.inc"
   }
   __builtin_unreachable();

@@ -212,6 +212,14 @@ const std::vector<Row> &kernelTable() {
         row<LessEqualOp>("ampc_less_equal_fwd", binary),
         row<GreaterOp>("ampc_greater_fwd", binary),
         row<GreaterEqualOp>("ampc_greater_equal_fwd", binary),
+        row<WhereOp>("ampc_where_fwd", {res(0), opd(0), opd(1), opd(2)}),
+        row<BinaryCrossEntropyOp>("ampc_binary_cross_entropy_fwd", binary),
+        row<BinaryCrossEntropyWithLogitsOp>(
+            "ampc_binary_cross_entropy_with_logits_fwd", binary),
+        row<BinaryCrossEntropyGradOp>("ampc_binary_cross_entropy_bwd",
+                                      binaryGrad),
+        row<BinaryCrossEntropyWithLogitsGradOp>(
+            "ampc_binary_cross_entropy_with_logits_bwd", binaryGrad),
         // Backward ops.
         row<ReluGradOp>("ampc_relu_bwd", unaryGrad),
         row<AbsGradOp>("ampc_abs_bwd", unaryGrad),

@@ -29,3 +29,63 @@ LogicalResult ampc::tg::detail::inferCompare(StringRef name,
       RankedTensorType::get(*shape, IntegerType::get(a.getContext(), 1)));
   return success();
 }
+
+LogicalResult ampc::tg::detail::inferWhere(std::optional<Location> loc,
+                                           Value condition, Value lhs,
+                                           Value rhs,
+                                           SmallVectorImpl<Type> &types) {
+  InferError err{loc, "where"};
+  auto c = tensorType(condition), a = tensorType(lhs), b = tensorType(rhs);
+  if (!c || !a || !b)
+    return err("operands must be ranked tensors");
+  Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
+  if (!elt)
+    return err("cannot combine the value types of ", a, " and ", b);
+  int64_t badDim = 0;
+  auto ab = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!ab)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  auto shape = broadcastShapes(c.getShape(), *ab, &badDim);
+  if (!shape)
+    return err("the condition ", c, " does not broadcast with shape ",
+               shapeToString(*ab), " (dim ", badDim, " of the result)");
+  types.push_back(RankedTensorType::get(*shape, elt));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferPairLoss(StringRef name,
+                                              std::optional<Location> loc,
+                                              Value lhs, Value rhs,
+                                              SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get({}, *elt));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferPairLossGrad(
+    StringRef name, std::optional<Location> loc, Value grad, Value lhs,
+    Value rhs, SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto g = tensorType(grad), a = tensorType(lhs), b = tensorType(rhs);
+  if (!g || !a || !b)
+    return err("operands must be ranked tensors");
+  if (g.getRank() != 0)
+    return err("the gradient of the loss must be a scalar, got ", g);
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
