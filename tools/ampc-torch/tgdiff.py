@@ -415,6 +415,21 @@ OPS["equal_int"] = ([("x", "f32", [6, 4]), ("labels", "i32", [6])],
                     "x * cast(reshape(equal(labels, 2), shape=[6, 1]), to=f32)")
 OPS["less_mixed"] = ([("x", "f32", [6]), ("labels", "i32", [6])],
                      "x * cast(less(x, labels), to=f32)")
+OPS["where"] = ([("a", "f32", [4, 6]), ("b", "f32", [6])], "where(greater(a, b), a, b * 2.0)")
+OPS["where_scalar"] = ([("x", "f32", [4, 6])], "where(less(x, 0.0), 0.0, x)")
+OPS["binary_cross_entropy"] = ([("a", "f32", [4, 6]), ("t", "f32", [4, 6])],
+                               "binary_cross_entropy(sigmoid(a), sigmoid(t))")
+# Probabilities near 0 and 1 (sigmoid of large logits), hard 0/1 targets.
+OPS["binary_cross_entropy_edges"] = ([("a", "f32", [4, 6]), ("t", "f32", [4, 6])],
+                                     "binary_cross_entropy(sigmoid(a * 8.0), "
+                                     "cast(greater(t, 0.0), to=f32))")
+# Read in a 16-bit type, those probabilities round to exactly 0 or 1, where
+# the loss sits on its -100 clamp and a one-ulp difference in sigmoid moves
+# it by 100/N: the case is compared with f32 operands only (also under AMP).
+F32_OPERANDS_ONLY = {"binary_cross_entropy_edges"}
+OPS["binary_cross_entropy_with_logits"] = (
+    [("a", "f32", [4, 6]), ("t", "f32", [4, 6])],
+    "binary_cross_entropy_with_logits(a * 4.0, sigmoid(t))")
 OPS["cast_int"] = ([("x", "f32", [4, 6])],
                    "x * cast(cast(x * 3.0, to=i32), to=f32)")
 OPS["cast_bool"] = ([("x", "f32", [4, 6])], "x * cast(cast(relu(x), to=bool), to=f32)")
@@ -450,7 +465,8 @@ def op_programs(name, low=None, ops=None):
     if low:
         body = "".join("  %s_l = cast(%s, to=%s)\n" % (n, n, low) for n in floats)
         expr = re.sub(r"\b(%s)\b" % "|".join(floats), r"\1_l", expr)
-    scalar_loss = name in ("cross_entropy", "mse_loss", "sum_all")
+    scalar_loss = name in ("cross_entropy", "mse_loss", "sum_all") or \
+        name.startswith("binary_cross_entropy")
     loss = "y" if scalar_loss else "mean(y * y)"
     tag = name + ("_" + low if low else "")
     sig = ", ".join("%s: %s" % (n, type_text(t, s)) for n, t, s in inputs)
@@ -477,6 +493,8 @@ def op_cases(ampc, low=None):
     ops = all_ops(ampc)
     for variant in ([None, low] if low else [None]):
         for name in ops:
+            if variant and name in F32_OPERANDS_ONLY:
+                continue
             fwd, train = op_programs(name, variant, ops)
             tag = name + ("_" + variant if variant else "")
             cases.append(Case(tag, fwd, steps=1))
