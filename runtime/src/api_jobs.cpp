@@ -152,6 +152,45 @@ ampc_status ampc_where_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
   });
 }
 
+ampc_status ampc_argmax_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                            const int64_t *y_shape, int32_t y_rank,
+                            const void *x, ampc_dtype x_dtype,
+                            const int64_t *x_shape, int32_t x_rank,
+                            int64_t dim, int32_t keepdim) {
+  const char *fn = "ampc_argmax_fwd";
+  return guard(fn, [&] {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kAnyDtype, true, ys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kAnyDtype, true, xs));
+    if (y_dtype != AMPC_I32)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: the result must be i32", fn);
+    int d = 0;
+    AMPC_TRY(normaliseDim(fn, dim, xs.rank, d));
+    Shape want;
+    for (int i = 0; i < xs.rank; ++i) {
+      if (i == d && !keepdim)
+        continue;
+      want.d[want.rank++] = i == d ? 1 : xs.d[i];
+    }
+    if (ys != want)
+      return shapeError(fn, "y", ys, want);
+    if (xs.d[d] == 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: argmax over an empty dim", fn);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; ++i)
+      outer *= xs.d[i];
+    for (int i = d + 1; i < xs.rank; ++i)
+      inner *= xs.d[i];
+    if (outer * inner == 0)
+      return AMPC_OK;
+    return ctx->backend->argmax(AMPC_TENSOR(y).buf(), AMPC_TENSOR(x).buf(),
+                                outer, xs.d[d], inner);
+  });
+}
+
 #define AMPC_JOBS_LOSS(NAME, TERM)                                             \
   ampc_status ampc_##NAME##_fwd(                                               \
       ampc_context ctx, void *loss, ampc_dtype loss_dtype,                     \

@@ -65,6 +65,12 @@ struct BceLogitsFn {
   }
 };
 
+/// Whether argmax moves from the current best `best` to `v`: a strictly
+/// greater value, or the first NaN (ties keep the first index).
+AMPC_HD bool argmaxTakes(float v, float best) {
+  return best == best && !(v <= best);
+}
+
 } // namespace ampc
 
 #endif // AMPC_RUNTIME_SRC_JOBS_OPS_H

@@ -430,6 +430,11 @@ F32_OPERANDS_ONLY = {"binary_cross_entropy_edges"}
 OPS["binary_cross_entropy_with_logits"] = (
     [("a", "f32", [4, 6]), ("t", "f32", [4, 6])],
     "binary_cross_entropy_with_logits(a * 4.0, sigmoid(t))")
+# argmax gives i32: the case weighs a float reduction by the index.
+OPS["argmax"] = ([("x", "f32", [4, 6])],
+                 "sum(x, dims=[1]) * cast(argmax(x), to=f32)")
+OPS["argmax_keepdim"] = ([("x", "f32", [4, 6])],
+                         "x * cast(argmax(x, dim=0, keepdim=true), to=f32)")
 OPS["cast_int"] = ([("x", "f32", [4, 6])],
                    "x * cast(cast(x * 3.0, to=i32), to=f32)")
 OPS["cast_bool"] = ([("x", "f32", [4, 6])], "x * cast(cast(relu(x), to=bool), to=f32)")

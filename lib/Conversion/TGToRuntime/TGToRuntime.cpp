@@ -213,6 +213,8 @@ const std::vector<Row> &kernelTable() {
         row<GreaterOp>("ampc_greater_fwd", binary),
         row<GreaterEqualOp>("ampc_greater_equal_fwd", binary),
         row<WhereOp>("ampc_where_fwd", {res(0), opd(0), opd(1), opd(2)}),
+        row<ArgmaxOp>("ampc_argmax_fwd",
+                      {res(0), opd(0), i64("dim"), boolean("keepdim")}),
         row<BinaryCrossEntropyOp>("ampc_binary_cross_entropy_fwd", binary),
         row<BinaryCrossEntropyWithLogitsOp>(
             "ampc_binary_cross_entropy_with_logits_fwd", binary),

@@ -119,6 +119,11 @@ mlir::LogicalResult inferCompare(llvm::StringRef name,
                                  mlir::Value lhs, mlir::Value rhs,
                                  llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of `tg.argmax`: i32, `dim` dropped (size 1 with keepdim).
+mlir::LogicalResult inferArgmax(std::optional<mlir::Location> loc,
+                                mlir::Value input, int64_t dim, bool keepdim,
+                                llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result type of `tg.where`: the broadcast shape of all three, the promoted
 /// type of the value sides.
 mlir::LogicalResult inferWhere(std::optional<mlir::Location> loc,

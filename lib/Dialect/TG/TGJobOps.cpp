@@ -89,3 +89,29 @@ LogicalResult ampc::tg::detail::inferPairLossGrad(
   types.push_back(RankedTensorType::get(b.getShape(), *elt));
   return success();
 }
+
+LogicalResult ampc::tg::detail::inferArgmax(std::optional<Location> loc,
+                                            Value input, int64_t dim,
+                                            bool keepdim,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "argmax"};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (x.getRank() == 0)
+    return err("needs an input of rank >= 1, got ", x);
+  if (dim < 0 || dim >= x.getRank())
+    return err("dim ", dim, " is out of range for ", x);
+  if (x.getDimSize(dim) == 0)
+    return err("dim ", dim, " of ", x, " is empty");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (i != dim)
+      shape.push_back(x.getDimSize(i));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  types.push_back(
+      RankedTensorType::get(shape, IntegerType::get(x.getContext(), 32)));
+  return success();
+}

@@ -591,6 +591,15 @@ AMPC_API ampc_status ampc_where_fwd(
     int32_t c_rank, const void *a, ampc_dtype a_dtype, const int64_t *a_shape,
     int32_t a_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
     int32_t b_rank);
+/// y = torch.argmax(x, dim, keepdim): i32 indices of the first maximum along
+/// `dim` (NaN counts as the maximum); y has x's shape without `dim` (size 1
+/// with keepdim).
+AMPC_API ampc_status ampc_argmax_fwd(ampc_context ctx, void *y,
+                                     ampc_dtype y_dtype, const int64_t *y_shape,
+                                     int32_t y_rank, const void *x,
+                                     ampc_dtype x_dtype, const int64_t *x_shape,
+                                     int32_t x_rank, int64_t dim,
+                                     int32_t keepdim);
 /// loss = mean(-(y log p + (1 - y) log(1 - p))), each log clamped at -100
 /// (F.binary_cross_entropy); p and y of one shape, computed in f32.
 AMPC_API ampc_status ampc_binary_cross_entropy_fwd(

@@ -56,6 +56,36 @@ def TG_LessEqualOp : TG_CompareOp<"less_equal", "torch.le", "<=">;
 def TG_GreaterOp : TG_CompareOp<"greater", "torch.gt", ">">;
 def TG_GreaterEqualOp : TG_CompareOp<"greater_equal", "torch.ge", ">=">;
 
+def TG_ArgmaxOp : TG_InferOp<"argmax"> {
+  let summary = "Index of the maximum along `dim` (`torch.argmax`)";
+  let description = [{
+    The `i32` index of the first maximum along `dim` (a non-negative dim of
+    the input; the frontend resolves negative ones such as the default -1);
+    NaN counts as the maximum, as in PyTorch. The result drops `dim`, or
+    keeps it as size 1 with `keepdim`. Not differentiable.
+
+    ```mlir
+    %i = tg.argmax %logits dim 1 : tensor<64x10xf32> -> tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins TG_NumTensor:$input, I64Attr:$dim, UnitAttr:$keepdim);
+  let results = (outs TG_StaticTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.argmax";
+  let keywords = [TG_Keyword<"dim", "dim", "-1">, TG_Keyword<"keepdim", "bool", "false">];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferArgmax(loc, adaptor.getInput(),
+          adaptor.getDim(), adaptor.getKeepdim(), types);
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Selection
 //===----------------------------------------------------------------------===//
