@@ -582,6 +582,35 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
   if (info->elementwise == "binary")
     return genBinary(info->name, *call.args[0], *call.args[1], call.getLoc());
 
+  // `where(c, a, b)`: a bare number as a value side takes the other side's
+  // dtype (f32 when both are numbers), as `torch.where(c, x, 0.0)` does.
+  if (info->name == tg::WhereOp::getOperationName() && call.args.size() == 3) {
+    Value c = asLiteral(*call.args[0]) ? Value() : genExpr(*call.args[0]);
+    if (!c) {
+      if (asLiteral(*call.args[0]))
+        error(call.args[0]->getLoc())
+            << "operand 1 of 'where' must be a tensor, found a bare number";
+      return nullptr;
+    }
+    std::optional<Literal> l = asLiteral(*call.args[1]),
+                           r = asLiteral(*call.args[2]);
+    Value a = l ? Value() : genExpr(*call.args[1]);
+    Value b = r ? Value() : genExpr(*call.args[2]);
+    if ((!l && !a) || (!r && !b))
+      return nullptr;
+    auto eltOf = [&](Value v) {
+      return v ? cast<RankedTensorType>(v.getType()).getElementType()
+               : Type(builder.getF32Type());
+    };
+    if (l)
+      a = genConstant(*l, eltOf(b), call.args[1]->getLoc());
+    if (r)
+      b = genConstant(*r, eltOf(a), call.args[2]->getLoc());
+    if (!a || !b)
+      return nullptr;
+    return build(info->name, loc(call.getLoc()), {c, a, b});
+  }
+
   SmallVector<Value> ops;
   if (failed(genOperands(call, ops)))
     return nullptr;

@@ -440,14 +440,28 @@ bool Parser::parseInit(InitSpec &init) {
       !parseSignedNumber(llvm::Twine("a number for ") +
                              (isNormal ? "MEAN" : "LOW") + " in " + form,
                          a) ||
-      !expect(TokenKind::Comma, "',' in initializer " + form) ||
-      !parseSignedNumber(llvm::Twine("a number for ") +
+      !expect(TokenKind::Comma, "',' in initializer " + form))
+    return false;
+  // The second argument is the one a bad pair is blamed on (its sign is part
+  // of it).
+  Token second = cur;
+  if (!parseSignedNumber(llvm::Twine("a number for ") +
                              (isNormal ? "STD" : "HIGH") + " in " + form,
                          b) ||
       !expect(TokenKind::RParen, "')' to close initializer " + form))
     return false;
   init.a = a.value;
   init.b = b.value;
+  // Checked here rather than at run time, where the draw would fail without
+  // a location (or silently produce NaNs).
+  if (isNormal && !(init.b >= 0.0))
+    return errorAt(second, "the standard deviation of 'normal(MEAN, STD)' "
+                           "must be >= 0, got " +
+                               b.spelling);
+  if (!isNormal && !(init.a <= init.b))
+    return errorAt(second, "'uniform(LOW, HIGH)' needs LOW <= HIGH, got "
+                           "LOW = " +
+                               a.spelling + " and HIGH = " + b.spelling);
   return true;
 }
 

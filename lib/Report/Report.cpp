@@ -209,6 +209,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << "]";
     if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
       os << ", \"pin\": " << typeName(pin.getValue());
+    // Where ampc deliberately departs from torch.autocast, the report says so.
+    if (!off && isa<tg::BinaryCrossEntropyOp>(op))
+      os << ", \"note\": \"torch.autocast refuses binary_cross_entropy; "
+            "ampc computes it in f32\"";
     os << "}";
   });
   os << (first ? "],\n" : ("\n" + indent + "  ],\n").str());

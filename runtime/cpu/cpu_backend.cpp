@@ -153,6 +153,9 @@ void binaryChunkOp(BinaryOp op, const float *a, const float *b, float *y,
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
     return binaryChunk<OP##Fn>(a, b, y, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryChunk<OP##Fn>(a, b, y, n);
 #include "ampc/runtime_kernels.inc"
   }
   __builtin_unreachable();
@@ -515,6 +518,24 @@ public:
     return AMPC_OK;
   }
 
+  ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
+                     int64_t inner) override {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t base = o * dim * inner + i;
+        float best = loadF32(x.data, x.dtype, base);
+        int32_t at = 0;
+        for (int64_t d = 1; d < dim; ++d) {
+          float v = loadF32(x.data, x.dtype, base + d * inner);
+          if (argmaxTakes(v, best)) {
+            best = v;
+            at = static_cast<int32_t>(d);
+          }
+        }
+        static_cast<int32_t *>(y.data)[o * inner + i] = at;
+      }
+    return AMPC_OK;
+  }
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
     std::vector<float> row(static_cast<size_t>(dim));

@@ -148,6 +148,25 @@ __global__ void binaryBwdKernel(BinaryOp op, int which, Buf g, Buf dy, Buf a,
   }
 }
 
+/// One thread per output element of argmax.
+__global__ void argmaxKernel(Buf y, Buf x, int64_t outer, int64_t dim,
+                             int64_t inner) {
+  GRID_STRIDE(k, outer * inner) {
+    int64_t o = k / inner, i = k % inner;
+    int64_t base = o * dim * inner + i;
+    float best = loadF32(x.data, x.dtype, base);
+    int32_t at = 0;
+    for (int64_t d = 1; d < dim; ++d) {
+      float v = loadF32(x.data, x.dtype, base + d * inner);
+      if (argmaxTakes(v, best)) {
+        best = v;
+        at = static_cast<int32_t>(d);
+      }
+    }
+    static_cast<int32_t *>(y.data)[k] = at;
+  }
+}
+
 // ------------------------------------------------------------- reductions --
 
 /// One warp per output element; lanes stride over the reduced elements.
@@ -991,6 +1010,14 @@ public:
     return AMPC_OK;
   }
 
+  ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
+                     int64_t inner) override {
+    int64_t n = outer * inner;
+    argmaxKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, x, outer, dim,
+                                                         inner);
+    LAUNCH_CHECK("argmax kernel");
+    return AMPC_OK;
+  }
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
     ENTER();

@@ -78,9 +78,14 @@ ampc_status binaryFwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
                           const TensorArg &b) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, as, bs;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
-  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  // Comparisons read any dtype and write bool.
+  DtypeClass in = isComparison(op) ? kAnyDtype : kFloatDtype;
+  AMPC_TRY(parseTensor(fn, y, in, true, ys));
+  AMPC_TRY(parseTensor(fn, a, in, true, as));
+  AMPC_TRY(parseTensor(fn, b, in, true, bs));
+  if (isComparison(op) && y.dtype != AMPC_BOOL)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: the result must be bool (a comparison)", fn);
   AMPC_TRY(broadcastShapes(fn, as, bs, ys));
   if (ys.numel() == 0)
     return AMPC_OK;

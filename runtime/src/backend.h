@@ -119,6 +119,11 @@ public:
                            int64_t cols, float eps) = 0;
   virtual ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                               Buf w, int64_t rows, int64_t cols, float eps) = 0;
+  /// y[o, i] (i32, contiguous [outer, inner]) = the first index along dim
+  /// of the maximum of x[o, :, i] (NaN counts as the maximum, as in
+  /// torch.argmax).
+  virtual ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
+                             int64_t inner) = 0;
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n,

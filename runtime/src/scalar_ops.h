@@ -13,6 +13,8 @@
 
 #include "ampc/runtime.h"
 #include "hd.h"
+#include "compare_ops.h"
+#include "jobs_ops.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,6 +37,7 @@ enum class UnaryOp {
 /// One enumerator per binary row of the table.
 enum class BinaryOp {
 #define AMPC_BINARY_KERNEL(NAME, OP) OP,
+#define AMPC_BINARY_VARIANT(OP) OP,
 #include "ampc/runtime_kernels.inc"
 };
 
@@ -227,6 +230,13 @@ struct PowFn {
   }
 };
 
+/// Whether a binary row is a comparison (a bool result, operands of any
+/// dtype): the rows from `equal` on (runtime_kernels.inc keeps them last,
+/// after the variants).
+AMPC_HD constexpr bool isComparison(BinaryOp op) {
+  return static_cast<int>(op) >= static_cast<int>(BinaryOp::Equal);
+}
+
 // Dispatch by op, generated from the table (used by the CUDA kernels and the
 // GEMM epilogues; the CPU loops instantiate the structs directly).
 
@@ -268,6 +278,9 @@ AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
     return OP##Fn::fwd(a, b);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return OP##Fn::fwd(a, b);
 #include "ampc/runtime_kernels.inc"
   }
   return 0.0f;
@@ -278,6 +291,9 @@ AMPC_HD float binaryBackward(BinaryOp op, int which, float a, float b,
                              float dy) {
   switch (op) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return OP##Fn::bwd(which, a, b, dy);
+#define AMPC_BINARY_VARIANT(OP)                                                \
   case BinaryOp::OP:                                                           \
     return OP##Fn::bwd(which, a, b, dy);
 #include "ampc/runtime_kernels.inc"

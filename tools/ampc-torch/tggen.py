@@ -54,6 +54,12 @@ BINARY_GUARDS = {
     "pow": "pow({0} * {0} + 0.5, tanh({1}))",
 }
 BINARY_SPELLINGS = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}"}
+# Comparisons give bool: the generator uses them as `where`'s condition, so
+# each template is a float expression of both operands.
+for _cmp in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    BINARY_GUARDS[_cmp] = "where(%s({0}, {1}), {0}, {1} * 0.5)" % _cmp
+# Equal floats are rare: compare with a value equal in about half the places.
+BINARY_GUARDS["equal"] = "where(equal({0}, maximum({0}, {1})), {1}, {0})"
 # Bare numbers next to a tensor.
 BINARY_EXTRAS = ["{0} * 0.5", "{0} + 1.5"]
 
@@ -386,6 +392,13 @@ class Generator:
             self.p.inputs.append((labels, "i32", [s[0]]))
             return self.add("cross_entropy({0}, %s)" % labels, [a], [], dtype="f32")
         b = self.new_input(s)
+        r = self.rng.random()
+        if r < 0.2:
+            return self.add("binary_cross_entropy(sigmoid({0}), sigmoid({1}))", [a, b], [],
+                            dtype="f32")
+        if r < 0.4:
+            return self.add("binary_cross_entropy_with_logits({0}, sigmoid({1}))", [a, b], [],
+                            dtype="f32")
         return self.add("mse_loss({0}, {1})", [a, b], [], dtype="f32")
 
     def build(self, n_ops):

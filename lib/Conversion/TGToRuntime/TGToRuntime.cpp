@@ -205,6 +205,23 @@ const std::vector<Row> &kernelTable() {
         row<EmbeddingOp>("ampc_embedding_fwd", binary, {1, 0, 0}),
         row<CrossEntropyOp>("ampc_cross_entropy_fwd", binary, {1, 0, 1}),
         row<MseLossOp>("ampc_mse_loss_fwd", binary),
+        // Training jobs (issue 12): comparisons.
+        row<EqualOp>("ampc_equal_fwd", binary),
+        row<NotEqualOp>("ampc_not_equal_fwd", binary),
+        row<LessOp>("ampc_less_fwd", binary),
+        row<LessEqualOp>("ampc_less_equal_fwd", binary),
+        row<GreaterOp>("ampc_greater_fwd", binary),
+        row<GreaterEqualOp>("ampc_greater_equal_fwd", binary),
+        row<WhereOp>("ampc_where_fwd", {res(0), opd(0), opd(1), opd(2)}),
+        row<ArgmaxOp>("ampc_argmax_fwd",
+                      {res(0), opd(0), i64("dim"), boolean("keepdim")}),
+        row<BinaryCrossEntropyOp>("ampc_binary_cross_entropy_fwd", binary),
+        row<BinaryCrossEntropyWithLogitsOp>(
+            "ampc_binary_cross_entropy_with_logits_fwd", binary),
+        row<BinaryCrossEntropyGradOp>("ampc_binary_cross_entropy_bwd",
+                                      binaryGrad),
+        row<BinaryCrossEntropyWithLogitsGradOp>(
+            "ampc_binary_cross_entropy_with_logits_bwd", binaryGrad),
         // Backward ops.
         row<ReluGradOp>("ampc_relu_bwd", unaryGrad),
         row<AbsGradOp>("ampc_abs_bwd", unaryGrad),

@@ -112,6 +112,40 @@ mlir::LogicalResult inferBinary(llvm::StringRef name,
                                 mlir::Value lhs, mlir::Value rhs,
                                 llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of the comparison `name`: the broadcast shape, `i1`; any
+/// operand dtypes.
+mlir::LogicalResult inferCompare(llvm::StringRef name,
+                                 std::optional<mlir::Location> loc,
+                                 mlir::Value lhs, mlir::Value rhs,
+                                 llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of `tg.argmax`: i32, `dim` dropped (size 1 with keepdim).
+mlir::LogicalResult inferArgmax(std::optional<mlir::Location> loc,
+                                mlir::Value input, int64_t dim, bool keepdim,
+                                llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of `tg.where`: the broadcast shape of all three, the promoted
+/// type of the value sides.
+mlir::LogicalResult inferWhere(std::optional<mlir::Location> loc,
+                               mlir::Value condition, mlir::Value lhs,
+                               mlir::Value rhs,
+                               llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of a mean loss of two float tensors of one shape (the binary
+/// cross-entropy losses): a scalar of the promoted type.
+mlir::LogicalResult inferPairLoss(llvm::StringRef name,
+                                  std::optional<mlir::Location> loc,
+                                  mlir::Value lhs, mlir::Value rhs,
+                                  llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result types of the backward op of such a loss: the operands' shape,
+/// the promoted type of the scalar gradient and both operands.
+mlir::LogicalResult inferPairLossGrad(llvm::StringRef name,
+                                      std::optional<mlir::Location> loc,
+                                      mlir::Value grad, mlir::Value lhs,
+                                      mlir::Value rhs,
+                                      llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result type of the backward op `name` of an elementwise op: the input's
 /// shape, the promoted type of `grad` and `input`; the inference of every
 /// TG_UnaryGradOp.

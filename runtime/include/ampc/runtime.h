@@ -579,6 +579,61 @@ AMPC_API ampc_status ampc_mse_loss_bwd(
     ampc_dtype b_dtype, const int64_t *b_shape, int32_t b_rank);
 
 /*===------------------------------------------------------------------===*
+ * Training jobs: where and the binary cross-entropy losses
+ *===------------------------------------------------------------------===*/
+
+/// y = c ? a : b elementwise with NumPy broadcasting of c, a and b to y's
+/// shape; c of any dtype (nonzero selects a), a, b and y of any dtypes
+/// (values pass through f32).
+AMPC_API ampc_status ampc_where_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *c, ampc_dtype c_dtype, const int64_t *c_shape,
+    int32_t c_rank, const void *a, ampc_dtype a_dtype, const int64_t *a_shape,
+    int32_t a_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank);
+/// y = torch.argmax(x, dim, keepdim): i32 indices of the first maximum along
+/// `dim` (NaN counts as the maximum); y has x's shape without `dim` (size 1
+/// with keepdim).
+AMPC_API ampc_status ampc_argmax_fwd(ampc_context ctx, void *y,
+                                     ampc_dtype y_dtype, const int64_t *y_shape,
+                                     int32_t y_rank, const void *x,
+                                     ampc_dtype x_dtype, const int64_t *x_shape,
+                                     int32_t x_rank, int64_t dim,
+                                     int32_t keepdim);
+/// loss = mean(-(y log p + (1 - y) log(1 - p))), each log clamped at -100
+/// (F.binary_cross_entropy); p and y of one shape, computed in f32.
+AMPC_API ampc_status ampc_binary_cross_entropy_fwd(
+    ampc_context ctx, void *loss, ampc_dtype loss_dtype,
+    const int64_t *loss_shape, int32_t loss_rank, const void *p,
+    ampc_dtype p_dtype, const int64_t *p_shape, int32_t p_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
+/// dp = dloss (p - y) / max(p (1 - p), 1e-12) / numel; dy = dloss (log(1 - p)
+/// - log p) / numel. dp or dy may be NULL.
+AMPC_API ampc_status ampc_binary_cross_entropy_bwd(
+    ampc_context ctx, void *dp, ampc_dtype dp_dtype, const int64_t *dp_shape,
+    int32_t dp_rank, void *dy, ampc_dtype dy_dtype, const int64_t *dy_shape,
+    int32_t dy_rank, const void *dloss, ampc_dtype dloss_dtype,
+    const int64_t *dloss_shape, int32_t dloss_rank, const void *p,
+    ampc_dtype p_dtype, const int64_t *p_shape, int32_t p_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
+/// loss = mean of F.binary_cross_entropy_with_logits' stable per-element
+/// form; x and y of one shape, computed in f32.
+AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_fwd(
+    ampc_context ctx, void *loss, ampc_dtype loss_dtype,
+    const int64_t *loss_shape, int32_t loss_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
+/// dx = dloss (sigmoid(x) - y) / numel; dy = -dloss x / numel. dx or dy may
+/// be NULL.
+AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dy, ampc_dtype dy_dtype, const int64_t *dy_shape,
+    int32_t dy_rank, const void *dloss, ampc_dtype dloss_dtype,
+    const int64_t *dloss_shape, int32_t dloss_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *y,
+    ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
+
+/*===------------------------------------------------------------------===*
  * Loss scaling and optimizers (spec/amp.md). Lists of tensors are host
  * arrays of `count` device pointers, dtypes and element counts. `found_inf`
  * is a device scalar of dtype f32 or i32 (nonzero: skip); `scale` is a

@@ -826,5 +826,7 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
 
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"
+// Comparisons and the other ops of training jobs.
+include "ampc/Dialect/TG/TGJobOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD

@@ -46,8 +46,11 @@ with tempfile.TemporaryDirectory() as tmp:
         if not kind:
             continue
         args = "x" if kind == "unary" else "x, y"
+        # The cast keeps the loss a float for ops with a bool result (the
+        # comparisons), and is the identity for the others.
         src = ("graph g(x: f32[2, 3], y: f32[3]) -> f32[] {\n"
-               "  v = %s(%s)\n  loss = mean(v * v)\n  gx = grad(loss, x)\n"
+               "  v = %s(%s)\n  w = cast(v, to=f32) * x\n  loss = mean(w * w)\n"
+               "  gx = grad(loss, x)\n"
                "  return loss\n}\n" % (callee, args))
         path = os.path.join(tmp, callee + ".tg")
         with open(path, "w") as f:

@@ -1,0 +1,222 @@
+//===- TGJobOps.td - ops of the training-jobs work ----------*- tablegen -*-===//
+//
+// Ops added for training jobs (classifiers with eval graphs): the
+// elementwise comparisons, `where` and the binary cross-entropy losses with
+// their backward ops. Included from TGOps.td, after the v1 ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_TG_TGJOBOPS_TD
+#define AMPC_DIALECT_TG_TGJOBOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Comparisons
+//===----------------------------------------------------------------------===//
+
+// An elementwise comparison: operands of any dtypes (float, integer, bool,
+// mixed), NumPy broadcasting, a `bool` result. Not differentiable: its
+// result is not a float, so no gradient flows through it.
+class TG_CompareOp<string mnemonic, string torchName, string symbol> :
+    TG_InferOp<mnemonic> {
+  let summary = "Elementwise `" # torchName # "` (`a " # symbol # " b`), a bool result";
+  let description = [{
+    Operands broadcast by NumPy/PyTorch rules and may have any dtypes (float,
+    integer, bool, mixed); the result is `i1` (`bool` in the language). The
+    kernel reads both operands as f32 (integers beyond 2^24 in magnitude
+    compare at f32 precision); NaN compares unequal to everything. Under AMP
+    the op follows its inputs (mixed float inputs are read at the widest
+    type, as the kernel converts them on load).
+
+    ```mlir
+    %m = tg.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs);
+  let results = (outs TG_StaticTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let elementwise = "binary";
+  let torch = torchName;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *ctx, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferCompare("}] # mnemonic # [{", loc,
+          adaptor.getLhs(), adaptor.getRhs(), types);
+    }
+  }];
+}
+
+def TG_EqualOp : TG_CompareOp<"equal", "torch.eq", "==">;
+def TG_NotEqualOp : TG_CompareOp<"not_equal", "torch.ne", "!=">;
+def TG_LessOp : TG_CompareOp<"less", "torch.lt", "<">;
+def TG_LessEqualOp : TG_CompareOp<"less_equal", "torch.le", "<=">;
+def TG_GreaterOp : TG_CompareOp<"greater", "torch.gt", ">">;
+def TG_GreaterEqualOp : TG_CompareOp<"greater_equal", "torch.ge", ">=">;
+
+def TG_ArgmaxOp : TG_InferOp<"argmax"> {
+  let summary = "Index of the maximum along `dim` (`torch.argmax`)";
+  let description = [{
+    The `i32` index of the first maximum along `dim` (a non-negative dim of
+    the input; the frontend resolves negative ones such as the default -1);
+    NaN counts as the maximum, as in PyTorch. The result drops `dim`, or
+    keeps it as size 1 with `keepdim`. Not differentiable.
+
+    ```mlir
+    %i = tg.argmax %logits dim 1 : tensor<64x10xf32> -> tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins TG_NumTensor:$input, I64Attr:$dim, UnitAttr:$keepdim);
+  let results = (outs TG_StaticTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.argmax";
+  let keywords = [TG_Keyword<"dim", "dim", "-1">, TG_Keyword<"keepdim", "bool", "false">];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferArgmax(loc, adaptor.getInput(),
+          adaptor.getDim(), adaptor.getKeepdim(), types);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Selection
+//===----------------------------------------------------------------------===//
+
+def TG_WhereOp : TG_InferOp<"where", [TG_Differentiable]> {
+  let summary = "Elementwise selection `c ? a : b` (`torch.where`)";
+  let description = [{
+    `condition`, `lhs` and `rhs` broadcast together (NumPy rules); the result
+    takes `lhs` where the condition is true (nonzero), `rhs` elsewhere.
+    `lhs` and `rhs` are both floats (the result has the promoted type) or of
+    one integer or bool dtype. The gradient of each value side is `where`
+    again with zeros on the other side, summed to its shape.
+
+    ```mlir
+    %y = tg.where %c, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$condition, TG_Tensor:$lhs, TG_Tensor:$rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
+    `,` type($rhs) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.where";
+  let gradients = [
+    (TG_NoGradient),
+    (TGOp<"where"> $condition, $dy, (TG_Scalar<"0.0"> $dy)),
+    (TGOp<"where"> $condition, (TG_Scalar<"0.0"> $dy), $dy)];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferWhere(loc, adaptor.getCondition(),
+          adaptor.getLhs(), adaptor.getRhs(), types);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Binary cross-entropy losses
+//===----------------------------------------------------------------------===//
+
+// A mean loss of two float tensors of one shape, computed in f32 by a kernel
+// of its own; its gradient is the backward op `MNEMONIC_grad`.
+class TG_PairLossOp<string mnemonic, string torchName, string first> :
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let summary = "`" # torchName # "` with the mean reduction";
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  // fp32 (amp.md v2). PyTorch's CUDA autocast refuses binary_cross_entropy
+  // (it is unsafe to autocast); ampc computes it in f32 instead.
+  let ampClass = TG_FP32;
+  let torch = torchName;
+  let gradients = [
+    (TG_Result<0> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs)),
+    (TG_Result<1> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs))];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferPairLoss("}] # mnemonic # [{", loc,
+          adaptor.getLhs(), adaptor.getRhs(), types);
+    }
+  }];
+}
+
+class TG_PairLossGradOp<string fwd> : TG_InferOp<fwd # "_grad"> {
+  let summary = "Gradients of `tg." # fwd # "` with respect to both operands";
+  let description = [{
+    `grad` is the scalar gradient of the mean loss; each result has its
+    operand's shape and the promoted float type. Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
+                       TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
+    `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_" # fwd # "_bwd"];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ampc::tg::detail::inferPairLossGrad("}] # fwd # [{_grad", loc,
+          adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs(), types);
+    }
+  }];
+}
+
+def TG_BinaryCrossEntropyOp : TG_PairLossOp<"binary_cross_entropy",
+    "F.binary_cross_entropy", "p"> {
+  let description = [{
+    `mean(-(y * log(p) + (1 - y) * log(1 - p)))` of probabilities `p` (lhs)
+    and targets `y` (rhs) of one shape, each log clamped at -100 as PyTorch
+    does (so `p` of exactly 0 or 1 gives a finite loss); a scalar of the
+    promoted dtype. Gradients as PyTorch's: `dp = dy * (p - y) /
+    max(p * (1 - p), 1e-12) / numel`, `dy = dloss * (log(1 - p) - log(p)) /
+    numel`.
+
+    ```mlir
+    %l = tg.binary_cross_entropy %p, %y : tensor<8x1xf32>, tensor<8x1xf32> -> tensor<f32>
+    ```
+  }];
+}
+def TG_BinaryCrossEntropyGradOp : TG_PairLossGradOp<"binary_cross_entropy">;
+
+def TG_BinaryCrossEntropyWithLogitsOp : TG_PairLossOp<
+    "binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits",
+    "x"> {
+  let description = [{
+    The binary cross-entropy of `sigmoid(x)` (lhs, logits) and targets `y`
+    (rhs) of one shape, in PyTorch's stable form `(1 - y) * x + m +
+    log(exp(-m) + exp(-x - m))` with `m = max(-x, 0)`; the mean, a scalar of
+    the promoted dtype. Gradients: `dx = dloss * (sigmoid(x) - y) / numel`,
+    `dy = -dloss * x / numel`.
+
+    ```mlir
+    %l = tg.binary_cross_entropy_with_logits %x, %y : tensor<8xf32>, tensor<8xf32> -> tensor<f32>
+    ```
+  }];
+}
+def TG_BinaryCrossEntropyWithLogitsGradOp :
+    TG_PairLossGradOp<"binary_cross_entropy_with_logits">;
+
+#endif // AMPC_DIALECT_TG_TGJOBOPS_TD

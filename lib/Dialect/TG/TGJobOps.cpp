@@ -1,0 +1,117 @@
+//===- TGJobOps.cpp - inference of the training-jobs ops -------------------===//
+//
+// The ops of TGJobOps.td that need C++: the comparisons' result type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "InferSupport.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace ampc::tg;
+using namespace ampc::tg::detail;
+
+LogicalResult ampc::tg::detail::inferCompare(StringRef name,
+                                             std::optional<Location> loc,
+                                             Value lhs, Value rhs,
+                                             SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  int64_t badDim = 0;
+  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!shape)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  types.push_back(
+      RankedTensorType::get(*shape, IntegerType::get(a.getContext(), 1)));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferWhere(std::optional<Location> loc,
+                                           Value condition, Value lhs,
+                                           Value rhs,
+                                           SmallVectorImpl<Type> &types) {
+  InferError err{loc, "where"};
+  auto c = tensorType(condition), a = tensorType(lhs), b = tensorType(rhs);
+  if (!c || !a || !b)
+    return err("operands must be ranked tensors");
+  Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
+  if (!elt)
+    return err("cannot combine the value types of ", a, " and ", b);
+  int64_t badDim = 0;
+  auto ab = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!ab)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  auto shape = broadcastShapes(c.getShape(), *ab, &badDim);
+  if (!shape)
+    return err("the condition ", c, " does not broadcast with shape ",
+               shapeToString(*ab), " (dim ", badDim, " of the result)");
+  types.push_back(RankedTensorType::get(*shape, elt));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferPairLoss(StringRef name,
+                                              std::optional<Location> loc,
+                                              Value lhs, Value rhs,
+                                              SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get({}, *elt));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferPairLossGrad(
+    StringRef name, std::optional<Location> loc, Value grad, Value lhs,
+    Value rhs, SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto g = tensorType(grad), a = tensorType(lhs), b = tensorType(rhs);
+  if (!g || !a || !b)
+    return err("operands must be ranked tensors");
+  if (g.getRank() != 0)
+    return err("the gradient of the loss must be a scalar, got ", g);
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
+
+LogicalResult ampc::tg::detail::inferArgmax(std::optional<Location> loc,
+                                            Value input, int64_t dim,
+                                            bool keepdim,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "argmax"};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (x.getRank() == 0)
+    return err("needs an input of rank >= 1, got ", x);
+  if (dim < 0 || dim >= x.getRank())
+    return err("dim ", dim, " is out of range for ", x);
+  if (x.getDimSize(dim) == 0)
+    return err("dim ", dim, " of ", x, " is empty");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (i != dim)
+      shape.push_back(x.getDimSize(i));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  types.push_back(
+      RankedTensorType::get(shape, IntegerType::get(x.getContext(), 32)));
+  return success();
+}

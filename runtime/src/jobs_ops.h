@@ -1,0 +1,76 @@
+//===- jobs_ops.h - Scalar terms of where and the BCE losses -----*- C++ -*-===//
+//
+// Binary variants of the kernel table (no entry points of their own):
+// api_jobs.cpp composes `where` and the binary cross-entropy losses from
+// them with the backends' binary, reduce and copy primitives, so both
+// backends run the same formulas.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_SRC_JOBS_OPS_H
+#define AMPC_RUNTIME_SRC_JOBS_OPS_H
+
+#include "hd.h"
+
+#include <math.h>
+
+namespace ampc {
+
+// `where(c, a, b)` is WhereTrue(c, a) + WhereFalse(c, b): the unselected
+// side contributes -0, the neutral element of IEEE addition (x + -0 == x for
+// every x, -0, inf and NaN included), so the sum is exactly the selected
+// value. The gradient (which == 1) routes dy the same way.
+struct WhereTrueFn {
+  static AMPC_HD float fwd(float c, float a) { return c != 0.0f ? a : -0.0f; }
+  static AMPC_HD float bwd(int which, float c, float, float dy) {
+    return which == 1 && c != 0.0f ? dy : 0.0f;
+  }
+};
+struct WhereFalseFn {
+  static AMPC_HD float fwd(float c, float b) { return c != 0.0f ? -0.0f : b; }
+  static AMPC_HD float bwd(int which, float c, float, float dy) {
+    return which == 1 && c == 0.0f ? dy : 0.0f;
+  }
+};
+
+/// PyTorch's binary_cross_entropy per element: the logs are clamped at -100
+/// so p of exactly 0 or 1 gives a finite loss. Gradients (dy already divided
+/// by the element count): p as PyTorch's binary_cross_entropy_backward
+/// (denominator clamped at 1e-12), the target as its target backward
+/// (-logit(p)).
+struct BceFn {
+  static AMPC_HD float fwd(float p, float y) {
+    float lp = fmaxf(logf(p), -100.0f);
+    float l1p = fmaxf(logf(1.0f - p), -100.0f);
+    return -(y * lp + (1.0f - y) * l1p);
+  }
+  static AMPC_HD float bwd(int which, float p, float y, float dy) {
+    if (which == 0)
+      return dy * (p - y) / fmaxf((1.0f - p) * p, 1e-12f);
+    return dy * (logf(1.0f - p) - logf(p));
+  }
+};
+
+/// PyTorch's binary_cross_entropy_with_logits per element, in its stable
+/// form: (1 - y) x + m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0).
+/// Gradients: x: dy (sigmoid(x) - y); the target: -x dy.
+struct BceLogitsFn {
+  static AMPC_HD float fwd(float x, float y) {
+    float m = fmaxf(-x, 0.0f);
+    return (1.0f - y) * x + m + logf(expf(-m) + expf(-x - m));
+  }
+  static AMPC_HD float bwd(int which, float x, float y, float dy) {
+    if (which == 0)
+      return dy * (1.0f / (1.0f + expf(-x)) - y);
+    return -x * dy;
+  }
+};
+
+/// Whether argmax moves from the current best `best` to `v`: a strictly
+/// greater value, or the first NaN (ties keep the first index).
+AMPC_HD bool argmaxTakes(float v, float best) {
+  return best == best && !(v <= best);
+}
+
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_SRC_JOBS_OPS_H
