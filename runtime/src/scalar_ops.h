@@ -160,6 +160,16 @@ struct TanhFn {
   }
 };
 
+/// v[0]: negative_slope. As PyTorch: the gradient at 0 is the slope.
+struct LeakyReluFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
+    return x > 0.0f ? x : x * a.v[0];
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
+    return x > 0.0f ? dy : dy * a.v[0];
+  }
+};
+
 // The scalar code of each binary row OP: struct OP##Fn with
 //   static float fwd(float a, float b);
 //   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b

@@ -409,6 +409,10 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
 }
 
 defm TG_Silu : TG_UnaryKernelOp<"silu", "F.silu", TG_Follow>;
+// PyTorch's leaky_relu: x where x > 0, else negative_slope * x; the gradient
+// at 0 is negative_slope.
+defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu", TG_Follow,
+    (ins DefaultValuedAttr<F64Attr, "0.01">:$negative_slope)>;
 // PyTorch's sigmoid_backward: dy * (1 - y) * y.
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
     TG_Follow,
