@@ -31,47 +31,6 @@ namespace ampc {
 using namespace mlir;
 using namespace ampc;
 
-std::optional<unsigned> ampc::getInPlaceOperand(Operation *op,
-                                                unsigned resultIndex) {
-  auto begin = [](OperandRange range) {
-    return range.getBeginOperandIndex();
-  };
-  if (auto sgd = dyn_cast<tg::SgdUpdateOp>(op)) {
-    unsigned n = sgd.getParams().size();
-    if (resultIndex < n)
-      return begin(sgd.getParams()) + resultIndex;
-    return begin(sgd.getMomentumBuffers()) + (resultIndex - n);
-  }
-  if (auto adam = dyn_cast<tg::AdamWUpdateOp>(op)) {
-    unsigned n = adam.getParams().size();
-    if (resultIndex < n)
-      return begin(adam.getParams()) + resultIndex;
-    if (resultIndex < 2 * n)
-      return begin(adam.getExpAvgs()) + (resultIndex - n);
-    if (resultIndex < 3 * n)
-      return begin(adam.getExpAvgSqs()) + (resultIndex - 2 * n);
-    return adam.getStepMutable().getOperandNumber();
-  }
-  if (auto unscale = dyn_cast<tg::CheckFiniteAndUnscaleOp>(op)) {
-    if (resultIndex < unscale.getGrads().size())
-      return begin(unscale.getGrads()) + resultIndex;
-    return std::nullopt;
-  }
-  if (auto clip = dyn_cast<tg::ClipGradNormOp>(op)) {
-    if (resultIndex < clip.getGrads().size())
-      return begin(clip.getGrads()) + resultIndex;
-    return std::nullopt;
-  }
-  if (isa<tg::UpdateScaleOp>(op))
-    return resultIndex;
-  if (auto reshape = dyn_cast<tg::ReshapeOp>(op)) {
-    if (getElementTypeOrSelf(reshape.getInput().getType()) ==
-        getElementTypeOrSelf(reshape.getType()))
-      return 0u;
-  }
-  return std::nullopt;
-}
-
 int64_t ampc::getTensorBytes(Type type) {
   auto shaped = cast<ShapedType>(type);
   Type elt = shaped.getElementType();

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
-#include "ampc/Transforms/AMPPolicy.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Roles.h"
 
@@ -65,24 +65,6 @@ bool canStoreAs(Operation *op, OpResult result, Type element) {
   proposed[result.getResultNumber()] =
       cast<ShapedType>(result.getType()).clone(element);
   return infer.isCompatibleReturnTypes(op->getResultTypes(), proposed);
-}
-
-/// Whether `op`'s kernel converts `operand` from another float type on load:
-/// every `tg` op of the policy table that is not GEMM-like, and the bias of
-/// `linear` and `conv2d` (added in the GEMM epilogue). GEMMs read their
-/// matrix operands in their compute precision.
-bool canLoadConvert(OpOperand &operand) {
-  Operation *op = operand.getOwner();
-  if (!isa_and_nonnull<tg::TGDialect>(op->getDialect()) || isStructural(op))
-    return false;
-  if (auto linear = dyn_cast<tg::LinearOp>(op))
-    if (operand.get() == linear.getBias())
-      return true;
-  if (auto conv = dyn_cast<tg::Conv2dOp>(op))
-    if (operand.get() == conv.getBias())
-      return true;
-  StringRef name = op->getName().getStringRef();
-  return amp::lookupDefaultClass(name) && !amp::isGemmLike(name);
 }
 
 /// Pins the op's current compute type, so later changes to its operand or
@@ -160,7 +142,7 @@ void CastOptimizationPass::fuseIntoConsumers(Block &block) {
     bool allFusable = true;
     for (OpOperand &use : castValue.getUses()) {
       Operation *user = use.getOwner();
-      if (canLoadConvert(use) && tg::getComputeType(user) == to)
+      if (tg::kernelConvertsOnLoad(use) && tg::getComputeType(user) == to)
         fusable.push_back(&use);
       else
         allFusable = false;

@@ -9,6 +9,7 @@
 
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGInterfaces.h"
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Roles.h"
@@ -41,9 +42,10 @@ struct LossScaleRoles : public OpBuilder::Listener {
   }
 };
 
-/// Ops that consume gradients and end the backward graph.
+/// Ops that consume gradients and end the backward graph (their records'
+/// `lossScaleRole`).
 bool isGradientConsumer(Operation *op) {
-  return isa<ClipGradNormOp, SgdUpdateOp, AdamWUpdateOp>(op);
+  return getLossScaleRole(op) == LossScaleRole::GradientConsumer;
 }
 
 /// The `grads` operands of a gradient consumer.

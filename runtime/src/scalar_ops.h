@@ -163,6 +163,32 @@ struct TanhFn {
   }
 };
 
+/// v[0]: negative_slope. As PyTorch: the gradient at 0 is the slope.
+struct LeakyReluFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
+    return x > 0.0f ? x : x * a.v[0];
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
+    return x > 0.0f ? dy : dy * a.v[0];
+  }
+};
+
+/// v[0]: beta, v[1]: threshold. As PyTorch: x itself (gradient dy) where
+/// beta * x > threshold.
+struct SoftplusFn {
+  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
+    float bx = x * a.v[0];
+    return bx > a.v[1] ? x : log1pf(expf(bx)) / a.v[0];
+  }
+  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
+    float bx = x * a.v[0];
+    if (bx > a.v[1])
+      return dy;
+    float z = expf(bx);
+    return dy * z / (z + 1.0f);
+  }
+};
+
 // The scalar code of each binary row OP: struct OP##Fn with
 //   static float fwd(float a, float b);
 //   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b

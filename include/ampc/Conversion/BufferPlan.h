@@ -8,6 +8,7 @@
 #ifndef AMPC_CONVERSION_BUFFERPLAN_H
 #define AMPC_CONVERSION_BUFFERPLAN_H
 
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include <cstdint>
@@ -27,9 +28,12 @@ constexpr llvm::StringLiteral kIntermediateBytesAttrName =
 
 /// The operand whose buffer result `resultIndex` of `op` reuses (the runtime
 /// kernel updates it in place: optimizer and scaler updates, unscaling,
-/// clipping; a reshape that keeps the element type is a view).
-std::optional<unsigned> getInPlaceOperand(mlir::Operation *op,
-                                          unsigned resultIndex);
+/// clipping; a reshape that keeps the element type is a view), as the op's
+/// record declares it (`inPlace` in TGOpInfo.td).
+inline std::optional<unsigned> getInPlaceOperand(mlir::Operation *op,
+                                                 unsigned resultIndex) {
+  return tg::getInPlaceOperand(op, resultIndex);
+}
 
 /// Bytes of a statically shaped tensor (i1 takes one byte).
 int64_t getTensorBytes(mlir::Type type);

@@ -14,6 +14,8 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace ampc {
 
@@ -29,6 +31,15 @@ public:
 /// into slots.
 void populateTGToRuntimeConversionPatterns(mlir::TypeConverter &converter,
                                            mlir::RewritePatternSet &patterns);
+
+/// Whether `name` ("ampc_relu_fwd") is an entry point of the runtime's kernel
+/// table (ampc/runtime_kernels.inc, which the lowering includes).
+bool isRuntimeKernel(llvm::StringRef name);
+
+/// The ops the generic kernel-call pattern lowers, each with the runtime
+/// entry point it calls: the rows the lowering writes and those it derives
+/// from the op records and the kernel table's families.
+std::vector<std::pair<llvm::StringRef, llvm::StringRef>> getKernelCallees();
 
 #define GEN_PASS_DECL_CONVERTTGTORUNTIME
 #include "ampc/Conversion/Passes.h.inc"

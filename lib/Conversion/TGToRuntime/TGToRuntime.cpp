@@ -2,12 +2,19 @@
 //
 // What every tg op lowers to is one table (`kernelTable`): the runtime entry
 // point and its argument list, spelled in terms of the op's ODS operand and
-// result groups and attributes. One generic pattern turns a row into an
-// `rt.call`; four ops whose lowering depends on more than their operands
-// (constants, reshapes that are views, broadcasts, the gradient seed) have
-// their own small patterns. Buffers come from ampc-buffer-planning's
-// `tg.offsets`; results computed in place (BufferPlan.h) reuse their
-// operand's buffer.
+// result groups and attributes. The entry point is the op record's
+// (`kernels` in TGOpInfo.td). Ops whose kernel belongs to a family of the
+// runtime's kernel table (ampc/runtime_kernels.inc: elementwise, reductions,
+// softmax, pooling) get their argument list from the family's signature and
+// their float attributes in the order the table's row declares them; the
+// table lists only kernels with prototypes of their own. The kernel table is
+// compiled in, so every name the lowering writes itself is checked when it
+// compiles (RT_KERNEL) and every record's kernel when the table is built.
+// One generic pattern turns a row into an `rt.call`; four ops whose lowering
+// depends on more than their operands (constants, reshapes that are views,
+// broadcasts, the gradient seed) have their own small patterns. Buffers come
+// from ampc-buffer-planning's `tg.offsets`; results computed in place
+// (BufferPlan.h) reuse their operand's buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +23,9 @@
 #include "ampc/Dialect/RT/ProgramInfo.h"
 #include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -41,10 +50,99 @@ ampc::RuntimeTypeConverter::RuntimeTypeConverter(MLIRContext *context) {
 }
 
 //===----------------------------------------------------------------------===//
-// The table
+// The runtime's kernel table
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The families of ampc/runtime_kernels.inc: each fixes the signature of its
+/// entry points.
+enum class KernelFamily { Unary, Binary, Reduction, Softmax, Pool, Custom, Entry };
+
+/// One entry point of the runtime's kernel table.
+struct RuntimeKernel {
+  const char *name;
+  KernelFamily family;
+  /// The `_bwd` entry point of a fwd/bwd pair.
+  bool backward;
+  unsigned numAttrs;
+  /// The row's float attributes as written there: "()", "(beta, threshold)".
+  const char *attrs;
+
+  /// The names of the float attributes, in the row's order.
+  SmallVector<StringRef> attrNames() const {
+    SmallVector<StringRef> names;
+    StringRef list = StringRef(attrs).trim().drop_front().drop_back();
+    SmallVector<StringRef> parts;
+    list.split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef p : parts)
+      if (!p.trim().empty())
+        names.push_back(p.trim());
+    return names;
+  }
+};
+
+#define AMPC_LOWERING_PAIR(NAME, FAMILY, N, ATTRS)                             \
+  {"ampc_" #NAME "_fwd", KernelFamily::FAMILY, false, N, #ATTRS},              \
+      {"ampc_" #NAME "_bwd", KernelFamily::FAMILY, true, N, #ATTRS},
+/// Every entry point of the runtime's kernel table, from the table itself.
+constexpr RuntimeKernel kRuntimeKernels[] = {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  AMPC_LOWERING_PAIR(NAME, Unary, N, ATTRS)
+#define AMPC_BINARY_KERNEL(NAME, OP) AMPC_LOWERING_PAIR(NAME, Binary, 0, ())
+#define AMPC_REDUCTION_KERNEL(NAME, OP)                                        \
+  AMPC_LOWERING_PAIR(NAME, Reduction, 0, ())
+#define AMPC_SOFTMAX_KERNEL(NAME, LOG) AMPC_LOWERING_PAIR(NAME, Softmax, 0, ())
+#define AMPC_POOL_KERNEL(NAME, IS_MAX) AMPC_LOWERING_PAIR(NAME, Pool, 0, ())
+#define AMPC_CUSTOM_KERNEL(NAME) AMPC_LOWERING_PAIR(NAME, Custom, 0, ())
+#define AMPC_ENTRY(NAME) {"ampc_" #NAME, KernelFamily::Entry, false, 0, "()"},
+#include "ampc/runtime_kernels.inc"
+};
+#undef AMPC_LOWERING_PAIR
+
+constexpr bool sameName(const char *a, const char *b) {
+  while (*a && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+constexpr bool isKernelName(const char *name) {
+  for (const RuntimeKernel &k : kRuntimeKernels)
+    if (sameName(k.name, name))
+      return true;
+  return false;
+}
+
+template <bool Known> constexpr const char *checkedKernel(const char *name) {
+  static_assert(Known, "not an entry point of ampc/runtime_kernels.inc");
+  return name;
+}
+
+/// A runtime entry point the lowering names itself: a name the kernel table
+/// lacks does not compile.
+#define RT_KERNEL(NAME) checkedKernel<isKernelName(NAME)>(NAME)
+
+const RuntimeKernel *lookupRuntimeKernel(StringRef name) {
+  for (const RuntimeKernel &k : kRuntimeKernels)
+    if (name == k.name)
+      return &k;
+  return nullptr;
+}
+
+/// Ops lowered by patterns of their own (below), not by a table row.
+ArrayRef<StringRef> opsWithOwnPatterns() {
+  static const StringRef names[] = {
+      tg::ConstantOp::getOperationName(), tg::ReshapeOp::getOperationName(),
+      tg::BroadcastToOp::getOperationName(),
+      tg::GradSeedOp::getOperationName()};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
 /// One C argument of a runtime call. "Group" is an ODS operand (or result)
 /// group of the op: an operand, an optional operand or a variadic list.
 struct ArgSpec {
@@ -64,6 +162,8 @@ struct ArgSpec {
     I32,         ///< integer attribute NAME (int32_t)
     Bool,        ///< unit or bool attribute NAME as 0/1 (int32_t)
     F64,         ///< float attribute NAME (double; 0 when absent)
+    F32,         ///< float attribute NAME (float; the record's default when
+                 ///< absent)
     Dims,        ///< i64 array attribute NAME and its length (int32_t)
     Each,        ///< every element of i64 array attribute NAME (int64_t)
     Gelu,        ///< string attribute NAME ("none" | "tanh") as ampc_gelu
@@ -74,7 +174,7 @@ struct ArgSpec {
   };
   Kind kind;
   unsigned group = 0;
-  const char *name = nullptr;
+  StringRef name;
   double value = 0.0;
 };
 
@@ -114,15 +214,16 @@ ArgSpec numels(unsigned g) { return {ArgSpec::Numels, g}; }
 ArgSpec count(unsigned g) { return {ArgSpec::Count, g}; }
 ArgSpec shapes(unsigned g) { return {ArgSpec::Shapes, g}; }
 ArgSpec flag(unsigned g) { return {ArgSpec::Flag, g}; }
-ArgSpec i64(const char *n) { return {ArgSpec::I64, 0, n}; }
-ArgSpec i32(const char *n) { return {ArgSpec::I32, 0, n}; }
-ArgSpec boolean(const char *n) { return {ArgSpec::Bool, 0, n}; }
-ArgSpec f64(const char *n) { return {ArgSpec::F64, 0, n}; }
-ArgSpec dims(const char *n) { return {ArgSpec::Dims, 0, n}; }
-ArgSpec each(const char *n) { return {ArgSpec::Each, 0, n}; }
-ArgSpec gelu(const char *n) { return {ArgSpec::Gelu, 0, n}; }
-ArgSpec cEnum(const char *n, int v) { return {ArgSpec::Enum, 0, n, double(v)}; }
-ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, nullptr, v}; }
+ArgSpec i64(StringRef n) { return {ArgSpec::I64, 0, n}; }
+ArgSpec i32(StringRef n) { return {ArgSpec::I32, 0, n}; }
+ArgSpec boolean(StringRef n) { return {ArgSpec::Bool, 0, n}; }
+ArgSpec f64(StringRef n) { return {ArgSpec::F64, 0, n}; }
+ArgSpec f32(StringRef n) { return {ArgSpec::F32, 0, n}; }
+ArgSpec dims(StringRef n) { return {ArgSpec::Dims, 0, n}; }
+ArgSpec each(StringRef n) { return {ArgSpec::Each, 0, n}; }
+ArgSpec gelu(StringRef n) { return {ArgSpec::Gelu, 0, n}; }
+ArgSpec cEnum(StringRef n, int v) { return {ArgSpec::Enum, 0, n, double(v)}; }
+ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, StringRef(), v}; }
 ArgSpec f32Dtype() { return {ArgSpec::ConstDtype}; }
 ArgSpec markFoundInf(unsigned g) { return {ArgSpec::MarkFoundInf, g}; }
 
@@ -131,149 +232,174 @@ struct Row {
   KernelRule rule;
 };
 
+/// An op whose row the lowering writes itself: the arguments of a kernel
+/// with a prototype of its own, in order. The callee is the record's
+/// (TGOpInfo.td `kernels`).
 template <typename OpTy>
-Row row(StringRef callee, std::vector<ArgSpec> args, IndexBound bound = {}) {
-  return {OpTy::getOperationName(),
-          {callee, std::move(args), &operandGroupOf<OpTy>,
+Row row(std::vector<ArgSpec> args, IndexBound bound = {}) {
+  StringRef name = OpTy::getOperationName();
+  const tg::OpInfo *info = tg::lookupOpInfo(name);
+  if (!info || info->kernels.size() != 1 ||
+      !lookupRuntimeKernel(info->kernels.front()))
+    llvm::report_fatal_error(llvm::Twine("the record of '") + name +
+                             "' does not name one kernel of the runtime's "
+                             "table");
+  return {name,
+          {info->kernels.front(), std::move(args), &operandGroupOf<OpTy>,
            &resultGroupOf<OpTy>, bound}};
+}
+
+/// The groups of an op whose operands and results are single values (every
+/// op of a table family): group i is value i.
+Group singleGroup(Operation *, unsigned i) { return {i, 1}; }
+
+/// The arguments of a call to a kernel of a table family (FWD or BWD entry
+/// point of its row in ampc/runtime_kernels.inc) for `info`'s op: the
+/// family's signature, written once here, and the float attributes the row
+/// names, in the row's order. std::nullopt for kernels of no family.
+std::optional<std::vector<ArgSpec>> familyArgs(const RuntimeKernel &kernel,
+                                               const tg::OpInfo &info) {
+  size_t operands = info.operands.size();
+  std::vector<ArgSpec> args = {res(0)};
+  auto allOperands = [&] {
+    for (unsigned i = 0; i < operands; ++i)
+      args.push_back(opd(i));
+  };
+  switch (kernel.family) {
+  case KernelFamily::Unary:
+    // fwd (y, x, attrs...), bwd (dx, dy, x, attrs...).
+    allOperands();
+    for (StringRef attr : kernel.attrNames())
+      args.push_back(f32(attr));
+    return args;
+  case KernelFamily::Binary:
+    // fwd (y, a, b); bwd (da, db, dy, a, b).
+    if (kernel.backward)
+      args.push_back(res(1));
+    allOperands();
+    return args;
+  case KernelFamily::Reduction:
+    // fwd (y, x, dims, keepdim); bwd (dx, dy, x, y, dims, keepdim).
+    allOperands();
+    args.push_back(dims("dims"));
+    args.push_back(boolean("keepdim"));
+    return args;
+  case KernelFamily::Softmax:
+    // fwd (y, x, dim); bwd (dx, dy, y, dim).
+    allOperands();
+    args.push_back(i64("dim"));
+    return args;
+  case KernelFamily::Pool:
+    // fwd (y, x, kernel, stride, padding); bwd (dx, dy, x, ...).
+    allOperands();
+    args.push_back(each("kernel"));
+    args.push_back(each("stride"));
+    args.push_back(each("padding"));
+    return args;
+  case KernelFamily::Custom:
+  case KernelFamily::Entry:
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 /// What every tg op with a plain kernel lowers to: its runtime entry point
 /// and arguments, in order. The context is every call's first argument.
+/// Ops whose record names one kernel of a table family (elementwise,
+/// reductions, softmax, pooling) get their row from the record and the
+/// kernel table; the rows below are the kernels with prototypes of their
+/// own.
 const std::vector<Row> &kernelTable() {
   using namespace tg;
   static const std::vector<Row> table = [] {
-    std::vector<ArgSpec> unary = {res(0), opd(0)};
     std::vector<ArgSpec> binary = {res(0), opd(0), opd(1)};
-    std::vector<ArgSpec> reduce = {res(0), opd(0), dims("dims"),
-                                   boolean("keepdim")};
-    std::vector<ArgSpec> pool = {res(0),        opd(0),         each("kernel"),
-                                 each("stride"), each("padding")};
-    std::vector<ArgSpec> poolGrad = {res(0),         opd(0),
-                                     opd(1),         each("kernel"),
-                                     each("stride"), each("padding")};
     std::vector<ArgSpec> binaryGrad = {res(0), res(1), opd(0), opd(1),
                                        opd(2)};
     std::vector<ArgSpec> unaryGrad = {res(0), opd(0), opd(1)};
-    std::vector<ArgSpec> softmax = {res(0), opd(0), i64("dim")};
-    std::vector<ArgSpec> softmaxGrad = {res(0), opd(0), opd(1), i64("dim")};
-    return std::vector<Row>{
+    std::vector<Row> rows{
         // Forward ops.
-        row<CastOp>("ampc_cast_fwd", unary),
-        row<MatmulOp>("ampc_matmul_fwd", binary),
-        row<LinearOp>("ampc_linear_fwd",
-                      {res(0), opd(0), opd(1), opd(2),
+        row<CastOp>({res(0), opd(0)}),
+        row<MatmulOp>(binary),
+        row<LinearOp>({res(0), opd(0), opd(1), opd(2),
                        cEnum("AMPC_EPILOGUE_NONE", 0)}),
-        row<Conv2dOp>("ampc_conv2d_fwd",
-                      {res(0), opd(0), opd(1), opd(2), each("stride"),
+        row<Conv2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
                        each("padding"), each("dilation"), i64("groups")}),
-        row<AddOp>("ampc_add_fwd", binary),
-        row<SubOp>("ampc_sub_fwd", binary),
-        row<MulOp>("ampc_mul_fwd", binary),
-        row<DivOp>("ampc_div_fwd", binary),
-        row<MaximumOp>("ampc_maximum_fwd", binary),
-        row<MinimumOp>("ampc_minimum_fwd", binary),
-        row<PowOp>("ampc_pow_fwd", binary),
-        row<NegOp>("ampc_neg_fwd", unary),
-        row<AbsOp>("ampc_abs_fwd", unary),
-        row<ExpOp>("ampc_exp_fwd", unary),
-        row<LogOp>("ampc_log_fwd", unary),
-        row<SqrtOp>("ampc_sqrt_fwd", unary),
-        row<RsqrtOp>("ampc_rsqrt_fwd", unary),
-        row<ReluOp>("ampc_relu_fwd", unary),
-        row<SiluOp>("ampc_silu_fwd", unary),
-        row<SigmoidOp>("ampc_sigmoid_fwd", unary),
-        row<TanhOp>("ampc_tanh_fwd", unary),
-        row<GeluOp>("ampc_gelu_fwd", {res(0), opd(0), gelu("approximate")}),
-        row<SumOp>("ampc_sum_fwd", reduce),
-        row<MeanOp>("ampc_mean_fwd", reduce),
-        row<MaxOp>("ampc_max_fwd", reduce),
-        row<SoftmaxOp>("ampc_softmax_fwd", softmax),
-        row<LogSoftmaxOp>("ampc_log_softmax_fwd", softmax),
-        row<LayerNormOp>("ampc_layer_norm_fwd",
-                         {res(0), opd(0), opd(1), opd(2), f64("eps")}),
-        row<RmsNormOp>("ampc_rms_norm_fwd",
-                       {res(0), opd(0), opd(1), f64("eps")}),
-        row<MaxPool2dOp>("ampc_max_pool2d_fwd", pool),
-        row<AvgPool2dOp>("ampc_avg_pool2d_fwd", pool),
-        row<TransposeOp>("ampc_transpose_fwd", {res(0), opd(0), dims("perm")}),
-        row<ConcatOp>("ampc_concat_fwd", {res(0), list(0), dtypes(0),
-                                          shapes(0), count(0), i64("dim")}),
-        row<SliceOp>("ampc_slice_fwd",
-                     {res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
+        row<GeluOp>({res(0), opd(0), gelu("approximate")}),
+        row<LayerNormOp>({res(0), opd(0), opd(1), opd(2), f64("eps")}),
+        row<RmsNormOp>({res(0), opd(0), opd(1), f64("eps")}),
+        row<TransposeOp>({res(0), opd(0), dims("perm")}),
+        row<ConcatOp>(
+            {res(0), list(0), dtypes(0), shapes(0), count(0), i64("dim")}),
+        row<SliceOp>({res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
         // ids < the table's rows; labels < the logits' classes.
-        row<EmbeddingOp>("ampc_embedding_fwd", binary, {1, 0, 0}),
-        row<CrossEntropyOp>("ampc_cross_entropy_fwd", binary, {1, 0, 1}),
-        row<MseLossOp>("ampc_mse_loss_fwd", binary),
-        // Training jobs (issue 12): comparisons.
-        row<EqualOp>("ampc_equal_fwd", binary),
-        row<NotEqualOp>("ampc_not_equal_fwd", binary),
-        row<LessOp>("ampc_less_fwd", binary),
-        row<LessEqualOp>("ampc_less_equal_fwd", binary),
-        row<GreaterOp>("ampc_greater_fwd", binary),
-        row<GreaterEqualOp>("ampc_greater_equal_fwd", binary),
-        row<WhereOp>("ampc_where_fwd", {res(0), opd(0), opd(1), opd(2)}),
-        row<ArgmaxOp>("ampc_argmax_fwd",
-                      {res(0), opd(0), i64("dim"), boolean("keepdim")}),
-        row<BinaryCrossEntropyOp>("ampc_binary_cross_entropy_fwd", binary),
-        row<BinaryCrossEntropyWithLogitsOp>(
-            "ampc_binary_cross_entropy_with_logits_fwd", binary),
-        row<BinaryCrossEntropyGradOp>("ampc_binary_cross_entropy_bwd",
-                                      binaryGrad),
-        row<BinaryCrossEntropyWithLogitsGradOp>(
-            "ampc_binary_cross_entropy_with_logits_bwd", binaryGrad),
+        row<EmbeddingOp>(binary, {1, 0, 0}),
+        row<CrossEntropyOp>(binary, {1, 0, 1}),
+        row<MseLossOp>(binary),
+        // Training jobs (issue 12): the comparisons are binary rows of the
+        // runtime's table (lowered from their records); these have
+        // prototypes of their own.
+        row<WhereOp>({res(0), opd(0), opd(1), opd(2)}),
+        row<ArgmaxOp>({res(0), opd(0), i64("dim"), boolean("keepdim")}),
+        row<BinaryCrossEntropyOp>(binary),
+        row<BinaryCrossEntropyWithLogitsOp>(binary),
+        row<BinaryCrossEntropyGradOp>(binaryGrad),
+        row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
         // Backward ops.
-        row<ReluGradOp>("ampc_relu_bwd", unaryGrad),
-        row<AbsGradOp>("ampc_abs_bwd", unaryGrad),
-        row<SiluGradOp>("ampc_silu_bwd", unaryGrad),
-        row<GeluGradOp>("ampc_gelu_bwd",
-                        {res(0), opd(0), opd(1), gelu("approximate")}),
-        row<MaximumGradOp>("ampc_maximum_bwd", binaryGrad),
-        row<MinimumGradOp>("ampc_minimum_bwd", binaryGrad),
-        row<PowGradOp>("ampc_pow_bwd", binaryGrad),
-        row<MaxGradOp>("ampc_max_bwd", {res(0), opd(0), opd(1), opd(2),
-                                        dims("dims"), boolean("keepdim")}),
-        row<SoftmaxGradOp>("ampc_softmax_bwd", softmaxGrad),
-        row<LogSoftmaxGradOp>("ampc_log_softmax_bwd", softmaxGrad),
-        row<LayerNormGradOp>("ampc_layer_norm_bwd",
-                             {res(0), res(1), res(2), opd(0), opd(1), opd(2),
+        row<GeluGradOp>({res(0), opd(0), opd(1), gelu("approximate")}),
+        row<LayerNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
                               f64("eps")}),
-        row<RmsNormGradOp>("ampc_rms_norm_bwd", {res(0), res(1), opd(0),
-                                                 opd(1), opd(2), f64("eps")}),
-        row<Conv2dGradOp>("ampc_conv2d_bwd",
-                          {res(0), res(1), nullTensor(), opd(0), opd(1),
+        row<RmsNormGradOp>(
+            {res(0), res(1), opd(0), opd(1), opd(2), f64("eps")}),
+        row<Conv2dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
                            opd(2), each("stride"), each("padding"),
                            each("dilation"), i64("groups")}),
-        row<MaxPool2dGradOp>("ampc_max_pool2d_bwd", poolGrad),
-        row<AvgPool2dGradOp>("ampc_avg_pool2d_bwd", poolGrad),
-        row<EmbeddingGradOp>("ampc_embedding_bwd", unaryGrad),
-        row<CrossEntropyGradOp>("ampc_cross_entropy_bwd",
-                                {res(0), opd(0), opd(1), opd(2)}),
-        row<MseLossGradOp>("ampc_mse_loss_bwd", binaryGrad),
+        row<EmbeddingGradOp>(unaryGrad),
+        row<CrossEntropyGradOp>({res(0), opd(0), opd(1), opd(2)}),
+        row<MseLossGradOp>(binaryGrad),
         // Loss scaling and optimizers: in place on their operands.
-        row<CheckFiniteAndUnscaleOp>(
-            "ampc_check_finite_unscale",
-            {resBuf(1), f32Dtype(), list(0), dtypes(0), numels(0), count(0),
-             buf(1), markFoundInf(1)}),
-        row<ClipGradNormOp>("ampc_clip_grad_norm",
-                            {resBuf(1), list(0), dtypes(0), numels(0),
+        row<CheckFiniteAndUnscaleOp>({resBuf(1), f32Dtype(), list(0),
+                                      dtypes(0), numels(0), count(0), buf(1),
+                                      markFoundInf(1)}),
+        row<ClipGradNormOp>({resBuf(1), list(0), dtypes(0), numels(0),
                              count(0), f64("max_norm"), flag(1)}),
-        row<SgdUpdateOp>("ampc_sgd_update",
-                         {list(0), dtypes(0), list(1), dtypes(1), list(2),
+        row<SgdUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
                           numels(0), count(0), f64("lr"), f64("momentum"),
                           f64("weight_decay"), boolean("nesterov"),
                           constF64(0.0), flag(3)}),
-        row<AdamWUpdateOp>("ampc_adamw_update",
-                           {list(0), dtypes(0), list(1), dtypes(1), list(2),
+        row<AdamWUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
                             list(3), buf(4), numels(0), count(0), f64("lr"),
                             f64("beta1"), f64("beta2"), f64("eps"),
                             f64("weight_decay"), constF64(0.0), flag(5)}),
-        row<UpdateScaleOp>("ampc_update_scale",
-                           {buf(0), buf(1), buf(2), flag(3),
+        row<UpdateScaleOp>({buf(0), buf(1), buf(2), flag(3),
                             f64("growth_factor"), f64("backoff_factor"),
                             i32("growth_interval"), i32("hysteresis"),
                             f64("min_scale"), f64("max_scale")}),
     };
+    // The rows the records and the kernel table give.
+    llvm::StringSet<> written;
+    for (const Row &r : rows)
+      written.insert(r.opName);
+    for (StringRef special : opsWithOwnPatterns())
+      written.insert(special);
+    for (const OpInfo &info : getOpInfos()) {
+      if (written.contains(info.name) || info.kernels.size() != 1)
+        continue;
+      const RuntimeKernel *kernel = lookupRuntimeKernel(info.kernels.front());
+      if (!kernel)
+        llvm::report_fatal_error(llvm::Twine("op '") + info.name +
+                                 "' lowers to '" + info.kernels.front() +
+                                 "', which the runtime's kernel table lacks");
+      if (info.minOperands != info.maxOperands ||
+          info.maxOperands != info.operands.size())
+        continue;
+      std::optional<std::vector<ArgSpec>> args = familyArgs(*kernel, info);
+      if (!args)
+        continue;
+      rows.push_back({info.name,
+                      {info.kernels.front(), std::move(*args), &singleGroup,
+                       &singleGroup}});
+    }
+    return rows;
   }();
   return table;
 }
@@ -317,6 +443,7 @@ public:
         IntegerAttr::get(IntegerType::get(ctx, 64, IntegerType::Unsigned), v));
   }
   void f64(double v) { args.push_back(b.getF64FloatAttr(v)); }
+  void f32(double v) { args.push_back(b.getF32FloatAttr(v)); }
   void dtype(Type t) {
     args.push_back(rtd::DtypeAttr::get(ctx, getElementTypeOrSelf(t)));
   }
@@ -374,6 +501,19 @@ FailureOr<SmallVector<Value>> resultBuffers(Operation *op,
                                       offsets[i]));
   }
   return out;
+}
+
+/// The default of float attribute `name` of `op` as its record (or, for a
+/// backward op, its forward op's record) spells it.
+bool defaultFloat(Operation *op, StringRef name, double &value) {
+  StringRef opName = op->getName().getStringRef();
+  const tg::OpInfo *info = tg::lookupOpInfo(opName);
+  if (info && info->training && opName.ends_with("_grad"))
+    info = tg::lookupOpInfo(opName.drop_back(5));
+  const tg::KeywordInfo *k = info ? info->findKeyword(name) : nullptr;
+  if (!k || k->kind != tg::KeywordKind::Float || k->defaultValue.empty())
+    return false;
+  return !k->defaultValue.getAsDouble(value);
 }
 
 class KernelCallPattern : public ConversionPattern {
@@ -496,6 +636,18 @@ public:
         c.f64(attr ? attr.getValueAsDouble() : 0.0);
         break;
       }
+      case ArgSpec::F32: {
+        // Absent only in IR written without it: the record's default.
+        auto attr = op->getAttrOfType<FloatAttr>(a.name);
+        double v;
+        if (attr) {
+          v = attr.getValueAsDouble();
+        } else if (!defaultFloat(op, a.name, v)) {
+          return op->emitError("has no float attribute '") << a.name << "'";
+        }
+        c.f32(v);
+        break;
+      }
       case ArgSpec::Dims:
       case ArgSpec::Each: {
         auto attr = op->getAttrOfType<DenseI64ArrayAttr>(a.name);
@@ -577,7 +729,7 @@ struct ReshapePattern : OpConversionPattern<tg::ReshapeOp> {
       CallBuilder c(op.getContext());
       c.tensor(out, op.getType());
       c.tensor(adaptor.getInput(), op.getInput().getType());
-      c.create(rw, op.getLoc(), "ampc_reshape_fwd");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_reshape_fwd"));
     }
     rw.replaceOp(op, out);
     return success();
@@ -608,7 +760,7 @@ struct BroadcastPattern : OpConversionPattern<tg::BroadcastToOp> {
     c.tensor((*results)[0], op.getType());
     if (reduced.empty()) {
       c.tensor(adaptor.getInput(), op.getInput().getType());
-      c.create(rw, op.getLoc(), "ampc_reshape_fwd");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_reshape_fwd"));
     } else {
       c.buffer(adaptor.getInput());
       c.dtype(op.getInput().getType());
@@ -619,7 +771,7 @@ struct BroadcastPattern : OpConversionPattern<tg::BroadcastToOp> {
       c.ints(reduced);
       c.i32(reduced.size());
       c.i32(1); // keepdim
-      c.create(rw, op.getLoc(), "ampc_sum_bwd");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_sum_bwd"));
     }
     rw.replaceOp(op, *results);
     return success();
@@ -640,13 +792,13 @@ struct GradSeedPattern : OpConversionPattern<tg::GradSeedOp> {
     if (op.getScale()) {
       c.tensor((*results)[0], op.getType());
       c.tensor(adaptor.getScale(), op.getScale().getType());
-      c.create(rw, op.getLoc(), "ampc_cast_fwd");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_cast_fwd"));
     } else {
       c.buffer((*results)[0]);
       c.dtype(op.getType());
       c.i64(1);
       c.f64(1.0);
-      c.create(rw, op.getLoc(), "ampc_fill");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_fill"));
     }
     rw.replaceOp(op, *results);
     return success();
@@ -683,13 +835,24 @@ struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
       c.buffer(v);
       c.u64(rtd::tensorBytes(type));
       c.cEnum("AMPC_MEMCPY_DEVICE_TO_DEVICE", 2);
-      c.create(rw, op.getLoc(), "ampc_memcpy");
+      c.create(rw, op.getLoc(), RT_KERNEL("ampc_memcpy"));
     }
     rw.eraseOp(op);
     return success();
   }
 };
 } // namespace
+
+bool ampc::isRuntimeKernel(StringRef name) {
+  return lookupRuntimeKernel(name) != nullptr;
+}
+
+std::vector<std::pair<StringRef, StringRef>> ampc::getKernelCallees() {
+  std::vector<std::pair<StringRef, StringRef>> callees;
+  for (const Row &r : kernelTable())
+    callees.push_back({r.opName, r.rule.callee});
+  return callees;
+}
 
 void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
@@ -914,7 +1077,7 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       c.f64(initAttr.getKind() == tg::InitKind::zeros  ? 0.0
             : initAttr.getKind() == tg::InitKind::ones ? 1.0
                                                        : lo);
-      c.create(ib, arg.getLoc(), "ampc_fill");
+      c.create(ib, arg.getLoc(), RT_KERNEL("ampc_fill"));
       break;
     case tg::InitKind::normal:
     case tg::InitKind::uniform:
@@ -924,8 +1087,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       c.f64(lo);
       c.f64(hi);
       c.create(ib, arg.getLoc(),
-               initAttr.getKind() == tg::InitKind::normal ? "ampc_init_normal"
-                                                          : "ampc_init_uniform");
+               initAttr.getKind() == tg::InitKind::normal ? RT_KERNEL("ampc_init_normal")
+                                                          : RT_KERNEL("ampc_init_uniform"));
       break;
     }
   }

@@ -42,6 +42,8 @@ CASES = {
     "gelu": ([("x", "f32", [2, 3], "any")], "gelu(x)", ["x"]),
     "gelu_tanh": ([("x", "f32", [2, 3], "any")], 'gelu(x, approximate="tanh")', ["x"]),
     "silu": ([("x", "f32", [2, 3], "any")], "silu(x)", ["x"]),
+    "leaky_relu": ([("x", "f32", [2, 3], "any")], "leaky_relu(x, negative_slope=0.2)", ["x"]),
+    "softplus": ([("x", "f32", [2, 3], "any")], "softplus(x, beta=2.0)", ["x"]),
     "sigmoid": ([("x", "f32", [2, 3], "any")], "sigmoid(x)", ["x"]),
     "tanh": ([("x", "f32", [2, 3], "any")], "tanh(x)", ["x"]),
     "sum": ([("x", "f32", [2, 3], "any")], "sum(x, dims=[1])", ["x"]),

@@ -409,6 +409,15 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
 }
 
 defm TG_Silu : TG_UnaryKernelOp<"silu", "F.silu", TG_Follow>;
+// PyTorch's leaky_relu: x where x > 0, else negative_slope * x; the gradient
+// at 0 is negative_slope.
+defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu", TG_Follow,
+    (ins DefaultValuedAttr<F64Attr, "0.01">:$negative_slope)>;
+// PyTorch's softplus: log(1 + exp(beta * x)) / beta, and x itself where
+// beta * x > threshold (for numerical stability).
+defm TG_Softplus : TG_UnaryKernelOp<"softplus", "F.softplus", TG_FP32,
+    (ins DefaultValuedAttr<F64Attr, "1.0">:$beta,
+         DefaultValuedAttr<F64Attr, "20.0">:$threshold)>;
 // PyTorch's sigmoid_backward: dy * (1 - y) * y.
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
     TG_Follow,
