@@ -224,6 +224,7 @@ private:
   //===--------------------------------------------------------------------===//
 
   Value genExpr(const ExprAST &e);
+  Value genMatmulFamily(const CallExprAST &call);
   Value genCall(const CallExprAST &call, unsigned numResults,
                 SmallVectorImpl<Value> *results = nullptr);
   LogicalResult genKeyword(const CallExprAST &call, const tg::KeywordInfo &kw,
@@ -524,6 +525,20 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
     case '/':
       return genBinary(tg::DivOp::getOperationName(), *bin.lhs, *bin.rhs,
                        bin.getLoc());
+    case '@': {
+      // `a @ b` is `matmul(a, b)` (Python's `__matmul__`).
+      for (const ExprAST *side : {bin.lhs.get(), bin.rhs.get()})
+        if (asLiteral(*side)) {
+          error(side->getLoc()) << "operands of '@' must be tensors, found a "
+                                   "bare number";
+          return nullptr;
+        }
+      Value a = genExpr(*bin.lhs);
+      if (!a)
+        return nullptr;
+      Value b = genExpr(*bin.rhs);
+      return b ? build<tg::MatmulOp>(loc(bin.getLoc()), {a, b}) : Value();
+    }
     }
     error(e.getLoc()) << "unknown operator '" << bin.op << "'";
     return nullptr;
@@ -546,9 +561,70 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
 /// (TGOpInfo.h), so an op declared in ODS is callable without code here.
 /// Only the calls whose records say `customFrontend` have code of their own
 /// (genCustomCall).
+/// The rank each operand of `mm`, `bmm`, `mv` and `chain_matmul` must have
+/// (torch.mm, torch.bmm, torch.mv, torch.chain_matmul); empty for other
+/// callees. On those ranks the ops are `torch.matmul`, so they are built as
+/// `tg.matmul` (its kernels, gradient and AMP class).
+static SmallVector<int64_t> matmulFamilyRanks(StringRef callee, size_t n) {
+  if (callee == "mm")
+    return {2, 2};
+  if (callee == "bmm")
+    return {3, 3};
+  if (callee == "mv")
+    return {2, 1};
+  if (callee == "chain_matmul")
+    return SmallVector<int64_t>(std::max<size_t>(n, 2), 2);
+  return {};
+}
+
+Value MLIRGenImpl::genMatmulFamily(const CallExprAST &call) {
+  SmallVector<int64_t> ranks =
+      matmulFamilyRanks(call.callee, call.args.size());
+  bool variadic = call.callee == "chain_matmul";
+  if (failed(checkArity(call, 2, variadic ? SIZE_MAX : 2)) ||
+      failed(checkKeywords(call, {})))
+    return nullptr;
+  SmallVector<Value> ops;
+  if (failed(genOperands(call, ops)))
+    return nullptr;
+  for (auto [i, v] : llvm::enumerate(ops)) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    if (rank != ranks[i]) {
+      error(call.args[i]->getLoc())
+          << "operand " << i + 1 << " of '" << call.callee << "' must be "
+          << ranks[i] << "-D, found a " << rank << "-D tensor";
+      return nullptr;
+    }
+  }
+  if (call.callee == "bmm") {
+    int64_t ba = cast<RankedTensorType>(ops[0].getType()).getDimSize(0);
+    int64_t bb = cast<RankedTensorType>(ops[1].getType()).getDimSize(0);
+    if (ba != bb) {
+      error(call.getLoc()) << "'bmm' needs equal batch sizes, found " << ba
+                           << " and " << bb;
+      return nullptr;
+    }
+  }
+  Value acc = ops[0];
+  for (Value next : ArrayRef<Value>(ops).drop_front()) {
+    acc = build<tg::MatmulOp>(loc(call.getLoc()), {acc, next});
+    if (!acc)
+      return nullptr;
+  }
+  return acc;
+}
+
 Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                            SmallVectorImpl<Value> *results) {
   const tg::OpInfo *info = tg::lookupLanguageOp(call.callee);
+  if (!info && !matmulFamilyRanks(call.callee, 0).empty()) {
+    if (numResults != 1) {
+      error(call.getLoc()) << "'" << call.callee << "' produces one value, but "
+                           << numResults << " names are assigned";
+      return nullptr;
+    }
+    return genMatmulFamily(call);
+  }
   if (!info) {
     if (call.callee == "sgd" || call.callee == "adamw")
       error(call.getLoc()) << "'" << call.callee

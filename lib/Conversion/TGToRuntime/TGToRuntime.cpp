@@ -184,6 +184,10 @@ const std::vector<Row> &kernelTable() {
         row<SiluOp>("ampc_silu_fwd", unary),
         row<SigmoidOp>("ampc_sigmoid_fwd", unary),
         row<TanhOp>("ampc_tanh_fwd", unary),
+        // Ops of PyTorch's autocast lists.
+        row<Log1pOp>("ampc_log1p_fwd", unary),
+        row<Expm1Op>("ampc_expm1_fwd", unary),
+        row<ReciprocalOp>("ampc_reciprocal_fwd", unary),
         row<GeluOp>("ampc_gelu_fwd", {res(0), opd(0), gelu("approximate")}),
         row<SumOp>("ampc_sum_fwd", reduce),
         row<MeanOp>("ampc_mean_fwd", reduce),
