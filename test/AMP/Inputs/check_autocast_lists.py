@@ -27,6 +27,8 @@ import tempfile
 # expected result kind: "low" (the AMP type), "f32" or "bool").
 PROGRAMS = {
     # fp16 lists: f32 inputs.
+    # conv1d is a conv2d between reshapes; `y` is the last reshape.
+    "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "reshape"),
     "conv2d": ("conv2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [4, 3, 3, 3])], "conv2d"),
     "matmul": ("matmul(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
     "__matmul__": ("a @ b", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
