@@ -418,6 +418,12 @@ SEED_OPS = {
                "conv1d(x, w, b, padding=1)"),
     "conv1d_strided": ([("x", "f32", [1, 4, 11]), ("w", "f32", [6, 2, 3])],
                        "conv1d(x, w, stride=2, padding=2, dilation=2, groups=2)"),
+    "conv_transpose2d": ([("x", "f32", [2, 4, 3, 4]), ("w", "f32", [4, 3, 3, 3]),
+                          ("b", "f32", [3])], "conv_transpose2d(x, w, b, padding=1)"),
+    "conv_transpose2d_strided": (
+        [("x", "f32", [1, 4, 3, 5]), ("w", "f32", [4, 3, 3, 2])],
+        "conv_transpose2d(x, w, stride=[2, 3], padding=[1, 0], output_padding=[1, 2], "
+        "groups=2, dilation=[1, 2])"),
     "log1p": ([("x", "f32", [4, 6])], "log1p(x * x)"),
     "log1p_neg": ([("x", "f32", [5, 3])], "log1p(0.5 * tanh(x))"),
     "expm1": ([("x", "f32", [4, 6])], "expm1(x)"),

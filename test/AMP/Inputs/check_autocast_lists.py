@@ -30,6 +30,8 @@ PROGRAMS = {
     # conv1d is a conv2d between reshapes; `y` is the last reshape.
     "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "reshape"),
     "conv2d": ("conv2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [4, 3, 3, 3])], "conv2d"),
+    "conv_transpose2d": ("conv_transpose2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [3, 4, 3, 3])],
+                         "conv_transpose2d"),
     "matmul": ("matmul(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
     "__matmul__": ("a @ b", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
     "mm": ("mm(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
