@@ -537,6 +537,15 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
       Value a = genExpr(*bin.lhs);
       if (!a)
         return nullptr;
+      // `y = x @f64` reads as a product with a tensor named `f64`: say what
+      // a pin is when that name is undefined.
+      if (auto *name = dyn_cast<NameExprAST>(bin.rhs.get());
+          name && !symbols.count(name->name)) {
+        error(name->getLoc()) << "undefined name '" << name->name
+                              << "' after '@' (a pin is '@f32', '@f16' or "
+                                 "'@bf16')";
+        return nullptr;
+      }
       Value b = genExpr(*bin.rhs);
       return b ? build<tg::MatmulOp>(loc(bin.getLoc()), {a, b}) : Value();
     }
