@@ -227,6 +227,8 @@ private:
   //===--------------------------------------------------------------------===//
 
   Value genExpr(const ExprAST &e);
+  Value genMatmulFamily(const CallExprAST &call);
+  Value genConv1d(const CallExprAST &call);
   Value genCall(const CallExprAST &call, unsigned numResults,
                 SmallVectorImpl<Value> *results = nullptr);
   LogicalResult genKeyword(const CallExprAST &call, const tg::KeywordInfo &kw,
@@ -527,6 +529,29 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
     case '/':
       return genBinary(tg::DivOp::getOperationName(), *bin.lhs, *bin.rhs,
                        bin.getLoc());
+    case '@': {
+      // `a @ b` is `matmul(a, b)` (Python's `__matmul__`).
+      for (const ExprAST *side : {bin.lhs.get(), bin.rhs.get()})
+        if (asLiteral(*side)) {
+          error(side->getLoc()) << "operands of '@' must be tensors, found a "
+                                   "bare number";
+          return nullptr;
+        }
+      Value a = genExpr(*bin.lhs);
+      if (!a)
+        return nullptr;
+      // `y = x @f64` reads as a product with a tensor named `f64`: say what
+      // a pin is when that name is undefined.
+      if (auto *name = dyn_cast<NameExprAST>(bin.rhs.get());
+          name && !symbols.count(name->name)) {
+        error(name->getLoc()) << "undefined name '" << name->name
+                              << "' after '@' (a pin is '@f32', '@f16' or "
+                                 "'@bf16')";
+        return nullptr;
+      }
+      Value b = genExpr(*bin.rhs);
+      return b ? build<tg::MatmulOp>(loc(bin.getLoc()), {a, b}) : Value();
+    }
     }
     error(e.getLoc()) << "unknown operator '" << bin.op << "'";
     return nullptr;
@@ -549,9 +574,146 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
 /// (TGOpInfo.h), so an op declared in ODS is callable without code here.
 /// Only the calls whose records say `customFrontend` have code of their own
 /// (genCustomCall).
+/// The rank each operand of `mm`, `bmm`, `mv` and `chain_matmul` must have
+/// (torch.mm, torch.bmm, torch.mv, torch.chain_matmul); empty for other
+/// callees. On those ranks the ops are `torch.matmul`, so they are built as
+/// `tg.matmul` (its kernels, gradient and AMP class).
+static SmallVector<int64_t> matmulFamilyRanks(StringRef callee, size_t n) {
+  if (callee == "mm")
+    return {2, 2};
+  if (callee == "bmm")
+    return {3, 3};
+  if (callee == "mv")
+    return {2, 1};
+  if (callee == "chain_matmul")
+    return SmallVector<int64_t>(std::max<size_t>(n, 2), 2);
+  return {};
+}
+
+Value MLIRGenImpl::genMatmulFamily(const CallExprAST &call) {
+  SmallVector<int64_t> ranks =
+      matmulFamilyRanks(call.callee, call.args.size());
+  bool variadic = call.callee == "chain_matmul";
+  if (failed(checkArity(call, 2, variadic ? SIZE_MAX : 2)) ||
+      failed(checkKeywords(call, {})))
+    return nullptr;
+  SmallVector<Value> ops;
+  if (failed(genOperands(call, ops)))
+    return nullptr;
+  for (auto [i, v] : llvm::enumerate(ops)) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    if (rank != ranks[i]) {
+      error(call.args[i]->getLoc())
+          << "operand " << i + 1 << " of '" << call.callee << "' must be "
+          << ranks[i] << "-D, found a " << rank << "-D tensor";
+      return nullptr;
+    }
+  }
+  if (call.callee == "bmm") {
+    int64_t ba = cast<RankedTensorType>(ops[0].getType()).getDimSize(0);
+    int64_t bb = cast<RankedTensorType>(ops[1].getType()).getDimSize(0);
+    if (ba != bb) {
+      error(call.getLoc()) << "'bmm' needs equal batch sizes, found " << ba
+                           << " and " << bb;
+      return nullptr;
+    }
+  }
+  Value acc = ops[0];
+  for (Value next : ArrayRef<Value>(ops).drop_front()) {
+    acc = build<tg::MatmulOp>(loc(call.getLoc()), {acc, next});
+    if (!acc)
+      return nullptr;
+  }
+  return acc;
+}
+
+/// `conv1d(x, w[, b], stride=1, padding=0, dilation=1, groups=1)`
+/// (F.conv1d: x NCL, w OIL) as a conv2d over a height of 1: x and w are
+/// reshaped to NC1L and OI1L, the result back to NCL. The conv2d's kernels,
+/// gradient and AMP class (lower) are the 1-D convolution's.
+Value MLIRGenImpl::genConv1d(const CallExprAST &call) {
+  if (failed(checkArity(call, 2, 3)) ||
+      failed(checkKeywords(call, {"stride", "padding", "dilation", "groups"})))
+    return nullptr;
+  SmallVector<Value> ops;
+  if (failed(genOperands(call, ops)))
+    return nullptr;
+  static const int64_t ranks[] = {3, 3, 1};
+  for (auto [i, v] : llvm::enumerate(ops)) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    if (rank != ranks[i]) {
+      error(call.args[i]->getLoc())
+          << "operand " << i + 1 << " of 'conv1d' must be " << ranks[i]
+          << "-D, found a " << rank << "-D tensor";
+      return nullptr;
+    }
+  }
+  auto single = [&](StringRef name, int64_t dflt) -> FailureOr<int64_t> {
+    auto list = getIntList(call, name);
+    if (failed(list))
+      return failure();
+    if (!*list)
+      return dflt;
+    if ((*list)->size() != 1) {
+      error(kwLoc(call, name)) << "attribute '" << name
+                               << "' of 'conv1d' must be one integer or a "
+                                  "list of 1, found "
+                               << (*list)->size() << " values";
+      return failure();
+    }
+    return (**list)[0];
+  };
+  FailureOr<int64_t> stride = single("stride", 1),
+                     padding = single("padding", 0),
+                     dilation = single("dilation", 1);
+  if (failed(stride) || failed(padding) || failed(dilation))
+    return nullptr;
+  FailureOr<int64_t> groups = getInt(call, "groups", 1);
+  if (failed(groups))
+    return nullptr;
+  mlir::Location l = loc(call.getLoc());
+  auto reshape = [&](Value v, ArrayRef<int64_t> shape) {
+    return build<tg::ReshapeOp>(
+        l, {v}, {named("shape", builder.getDenseI64ArrayAttr(shape))});
+  };
+  auto with1 = [&](Value v) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
+    return reshape(v, {s[0], s[1], 1, s[2]});
+  };
+  SmallVector<Value> convOps = {with1(ops[0]), with1(ops[1])};
+  if (ops.size() == 3)
+    convOps.push_back(ops[2]);
+  Value y = build<tg::Conv2dOp>(
+      l, convOps,
+      {named("stride", builder.getDenseI64ArrayAttr({1, *stride})),
+       named("padding", builder.getDenseI64ArrayAttr({0, *padding})),
+       named("dilation", builder.getDenseI64ArrayAttr({1, *dilation})),
+       named("groups", builder.getI64IntegerAttr(*groups))});
+  if (!y)
+    return nullptr;
+  ArrayRef<int64_t> s = cast<RankedTensorType>(y.getType()).getShape();
+  return reshape(y, {s[0], s[1], s[3]});
+}
+
 Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                            SmallVectorImpl<Value> *results) {
   const tg::OpInfo *info = tg::lookupLanguageOp(call.callee);
+  if (!info && call.callee == "conv1d") {
+    if (numResults != 1) {
+      error(call.getLoc()) << "'conv1d' produces one value, but "
+                           << numResults << " names are assigned";
+      return nullptr;
+    }
+    return genConv1d(call);
+  }
+  if (!info && !matmulFamilyRanks(call.callee, 0).empty()) {
+    if (numResults != 1) {
+      error(call.getLoc()) << "'" << call.callee << "' produces one value, but "
+                           << numResults << " names are assigned";
+      return nullptr;
+    }
+    return genMatmulFamily(call);
+  }
   if (!info) {
     if (call.callee == "sgd" || call.callee == "adamw")
       error(call.getLoc()) << "'" << call.callee

@@ -604,12 +604,15 @@ ParsedExpr Parser::parseExpr() {
   return lhs;
 }
 
-// term := unary (('*' | '/') unary)*
+// term := unary (('*' | '/' | '@') unary)*
+// `@` followed by a dtype keyword is not a product: it is the pin that ends
+// the assignment (`y = a @ b @f16`).
 ParsedExpr Parser::parseTerm() {
   ParsedExpr lhs = parseUnary();
   if (!lhs)
     return {};
-  while (is(TokenKind::Star) || is(TokenKind::Slash)) {
+  while (is(TokenKind::Star) || is(TokenKind::Slash) ||
+         (is(TokenKind::At) && !peek().is(TokenKind::DTypeName))) {
     Token opTok = cur;
     consume();
     ParsedExpr rhs = parseUnary();

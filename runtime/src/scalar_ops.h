@@ -193,6 +193,9 @@ struct SoftplusFn {
 //   static float fwd(float a, float b);
 //   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b
 
+// The unary ops of PyTorch's autocast lists (their own file).
+#include "scalar_ops_seed.h"
+
 struct AddFn {
   static AMPC_HD float fwd(float a, float b) { return a + b; }
   static AMPC_HD float bwd(int, float, float, float dy) { return dy; }

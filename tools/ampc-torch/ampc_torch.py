@@ -279,6 +279,10 @@ OPS = {
     "conv2d": lambda xs, a: F.conv2d(xs[0], xs[1], xs[2] if len(xs) > 2 else None,
                                      stride=tuple(a["stride"]), padding=tuple(a["padding"]),
                                      dilation=tuple(a["dilation"]), groups=a["groups"]),
+    "conv_transpose2d": lambda xs, a: F.conv_transpose2d(
+        xs[0], xs[1], xs[2] if len(xs) > 2 else None, stride=tuple(a["stride"]),
+        padding=tuple(a["padding"]), output_padding=tuple(a["output_padding"]),
+        groups=a["groups"], dilation=tuple(a["dilation"])),
     "sum": lambda xs, a: _reduce(torch.sum)(xs[0], a),
     "mean": lambda xs, a: _reduce(torch.mean)(xs[0], a),
     "max": lambda xs, a: _reduce(torch.amax)(xs[0], a),

@@ -4,6 +4,8 @@
   tgdiff.py check PROGRAM.tg... [--amp=off|fp16|bf16] [--steps N] [ampc flags]
   tgdiff.py ops [--amp=...]            every op of the language, alone: a
                                        forward+grad program and a training step
+  tgdiff.py seed-ops [--amp=...]       the same for the ops added from PyTorch's
+                                       autocast lists (`@`, mm, bmm, mv, ...)
   tgdiff.py fuzz [--count N] [--seed S] [--amp=...]
                                        random valid programs (tggen.py); a
                                        disagreement is shrunk to a minimal
@@ -438,6 +440,32 @@ OPS["argmax_keepdim"] = ([("x", "f32", [4, 6])],
 OPS["cast_int"] = ([("x", "f32", [4, 6])],
                    "x * cast(cast(x * 3.0, to=i32), to=f32)")
 OPS["cast_bool"] = ([("x", "f32", [4, 6])], "x * cast(cast(relu(x), to=bool), to=f32)")
+# The ops added from PyTorch's autocast lists (the `seed-ops` command; the
+# test test/Reference/seed-ops.test). Odd sizes on purpose.
+SEED_OPS = {
+    "matmul_at": ([("a", "f32", [4, 6]), ("b", "f32", [6, 5])], "a @ b"),
+    "matmul_at_chain": ([("a", "f32", [3, 4]), ("b", "f32", [4, 5]), ("c", "f32", [5])],
+                        "a @ b @ c * 2.0"),
+    "mm": ([("a", "f32", [5, 7]), ("b", "f32", [7, 3])], "mm(a, b)"),
+    "bmm": ([("a", "f32", [3, 4, 5]), ("b", "f32", [3, 5, 2])], "bmm(a, b)"),
+    "mv": ([("a", "f32", [5, 7]), ("v", "f32", [7])], "mv(a, v)"),
+    "chain_matmul": ([("a", "f32", [3, 4]), ("b", "f32", [4, 5]), ("c", "f32", [5, 2])],
+                     "chain_matmul(a, b, c)"),
+    "conv1d": ([("x", "f32", [2, 3, 9]), ("w", "f32", [4, 3, 3]), ("b", "f32", [4])],
+               "conv1d(x, w, b, padding=1)"),
+    "conv1d_strided": ([("x", "f32", [1, 4, 11]), ("w", "f32", [6, 2, 3])],
+                       "conv1d(x, w, stride=2, padding=2, dilation=2, groups=2)"),
+    "conv_transpose2d": ([("x", "f32", [2, 4, 3, 4]), ("w", "f32", [4, 3, 3, 3]),
+                          ("b", "f32", [3])], "conv_transpose2d(x, w, b, padding=1)"),
+    "conv_transpose2d_strided": (
+        [("x", "f32", [1, 4, 3, 5]), ("w", "f32", [4, 3, 3, 2])],
+        "conv_transpose2d(x, w, stride=[2, 3], padding=[1, 0], output_padding=[1, 2], "
+        "groups=2, dilation=[1, 2])"),
+    "log1p": ([("x", "f32", [4, 6])], "log1p(x * x)"),
+    "log1p_neg": ([("x", "f32", [5, 3])], "log1p(0.5 * tanh(x))"),
+    "expm1": ([("x", "f32", [4, 6])], "expm1(x)"),
+    "reciprocal": ([("x", "f32", [4, 6])], "reciprocal(x * x + 0.5)"),
+}
 
 
 def all_ops(ampc):
@@ -447,7 +475,8 @@ def all_ops(ampc):
     cases = dict(OPS)
     for record in ref.load_op_list(ampc).values():
         name, kind = record["language"], record["elementwise"]
-        if not name or not kind or any(k == name or k.startswith(name + "_") for k in cases):
+        if not name or not kind or name in SEED_OPS or \
+                any(k == name or k.startswith(name + "_") for k in cases):
             continue
         if kind == "unary":
             cases[name] = ([("x", "f32", [4, 6])], "%s(x)" % name)
@@ -491,11 +520,12 @@ def op_programs(name, low=None, ops=None):
     return fwd, train
 
 
-def op_cases(ampc, low=None):
+def op_cases(ampc, low=None, ops=None):
     """Every op alone (forward + grad once, and 20 training steps); with
-    `low`, also every op reading operands cast to that type."""
+    `low`, also every op reading operands cast to that type. `ops`: the
+    cases (default: every op of the first set, all_ops)."""
     cases = []
-    ops = all_ops(ampc)
+    ops = ops or all_ops(ampc)
     for variant in ([None, low] if low else [None]):
         for name in ops:
             if variant and name in F32_OPERANDS_ONLY:
@@ -559,6 +589,7 @@ def main(argv=None):
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--keep", help="copy the work directory (data, both outputs) here")
     sub.add_parser("ops")
+    sub.add_parser("seed-ops")
     e = sub.add_parser("examples")
     e.add_argument("--steps", type=int, default=20)
     f = sub.add_parser("fuzz")
@@ -587,6 +618,9 @@ def main(argv=None):
     if args.command == "ops":
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
         return 0 if report(op_cases(ampc, low), ampc, extra, args.verbose) else 1
+    if args.command == "seed-ops":
+        low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
+        return 0 if report(op_cases(ampc, low, SEED_OPS), ampc, extra, args.verbose) else 1
     if args.command == "examples":
         cases = example_cases(src_root)
         for cs in cases:

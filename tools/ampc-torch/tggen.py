@@ -47,6 +47,9 @@ UNARY_GUARDS = {
     "log": "log({0} * {0} + 0.5)",
     "sqrt": "sqrt({0} * {0} + 0.5)",
     "rsqrt": "rsqrt({0} * {0} + 0.5)",
+    "log1p": "log1p({0} * {0})",
+    "expm1": "expm1(tanh({0}))",
+    "reciprocal": "reciprocal({0} * {0} + 0.5)",
 }
 UNARY_SPELLINGS = {"neg": ["neg({0})", "-{0}"]}
 BINARY_GUARDS = {
@@ -254,7 +257,10 @@ class Generator:
         k, n = sa[-1], self.rng.randint(1, 6)
         if self.rng.random() < 0.5:
             w = self.new_param([k, n], std=1.0 / math.sqrt(k))
-            return self.add("matmul({0}, {1})", [a, w], sa[:-1] + [n])
+            # `a @ w` is matmul; `mm` its 2-D spelling.
+            spelling = self.rng.choice(["matmul({0}, {1})", "{0} @ {1}"] +
+                                       (["mm({0}, {1})"] if len(sa) == 2 else []))
+            return self.add(spelling, [a, w], sa[:-1] + [n])
         w = self.new_param([n, k], std=1.0 / math.sqrt(k))
         if self.rng.random() < 0.5:
             b = self.new_param([n], std=0.1)

@@ -331,6 +331,11 @@ const std::vector<Row> &kernelTable() {
         row<ConcatOp>(
             {res(0), list(0), dtypes(0), shapes(0), count(0), i64("dim")}),
         row<SliceOp>({res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
+        // Ops of PyTorch's autocast lists (the unary ones lower from their
+        // records).
+        row<ConvTranspose2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
+                                each("padding"), each("dilation"),
+                                i64("groups")}),
         // ids < the table's rows; labels < the logits' classes.
         row<EmbeddingOp>(binary, {1, 0, 0}),
         row<CrossEntropyOp>(binary, {1, 0, 1}),

@@ -392,6 +392,38 @@ LogicalResult EmbeddingOp::buildGradient(OpBuilder &builder,
 // Rules as data
 //===----------------------------------------------------------------------===//
 
+// y = A_w^T x, where A_w is the conv2d with weight w that maps y's shape to
+// x's: dx = conv2d(dy, w); dw is conv2d's weight gradient with input dy and
+// output gradient x; db sums dy over N, H, W.
+LogicalResult ConvTranspose2dOp::buildGradient(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> wanted,
+    SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  GradBuilder gb(builder, *this);
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  if (wanted[0]) {
+    Value dx = Conv2dOp::create(builder, gb.loc, dy, getWeight(), Value(),
+                                getStrideAttr(), getPaddingAttr(),
+                                getDilationAttr(), getGroupsAttr());
+    operandGrads[0] = gb.fit(dx, getInput());
+  }
+  if (wanted[1]) {
+    auto grad = Conv2dGradOp::create(builder, gb.loc, getInput(), dy,
+                                     getWeight(), getStrideAttr(),
+                                     getPaddingAttr(), getDilationAttr(),
+                                     getGroupsAttr());
+    operandGrads[1] = gb.fit(grad.getWeightGrad(), getWeight());
+  }
+  if (getBias() && wanted[2]) {
+    Value db = SumOp::create(builder, gb.loc, dy, ArrayRef<int64_t>{0, 2, 3},
+                             /*keepdim=*/false);
+    operandGrads[2] = gb.fit(db, getBias());
+  }
+  return success();
+}
+
 // The rules of the ops whose records hold them (`gradients` in TGOps.td):
 // the elementwise ops, casts, softmax-like ops, norms, pools, losses and the
 // `max` reduction. The rules above need code: shape bookkeeping (matmul's

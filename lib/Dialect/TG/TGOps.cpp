@@ -907,5 +907,68 @@ LogicalResult MinimizeOp::verify() {
   return success();
 }
 
+// F.conv_transpose2d's checks and output size.
+LogicalResult ConvTranspose2dOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  InferError err{loc, "conv_transpose2d"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  auto b = tensorType(adaptor.getBias());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C_in, H, W], got ", x);
+  if (w.getRank() != 4)
+    return err("weight must be 4-D [C_in, C_out/groups, KH, KW], got ", w);
+  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
+      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
+      failed(checkPair(err, "output_padding", adaptor.getOutputPaddingAttr(),
+                       0)) ||
+      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+    return failure();
+  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
+  if (!groupsAttr)
+    return err("requires attribute 'groups'");
+  int64_t groups = groupsAttr.getInt();
+  if (groups < 1)
+    return err("'groups' must be >= 1, got ", groups);
+  int64_t c = x.getDimSize(1);
+  if (w.getDimSize(0) != c)
+    return err("weight ", w, " has ", w.getDimSize(0),
+               " input channels (dim 0) but input ", x, " has ", c);
+  if (c % groups != 0)
+    return err("input channels ", c, " of ", x, " are not divisible by groups ",
+               groups);
+  int64_t o = w.getDimSize(1) * groups;
+  if (b && (b.getRank() != 1 || b.getDimSize(0) != o))
+    return err("bias ", b, " must be [", o, "] to match weight ", w,
+               " and groups ", groups);
+  SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
+  if (b)
+    vals.push_back(adaptor.getBias());
+  FailureOr<Type> elt = promoteAll(err, vals);
+  if (failed(elt))
+    return failure();
+  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
+                    outPad = adaptor.getOutputPadding(),
+                    dil = adaptor.getDilation();
+  SmallVector<int64_t> shape{x.getDimSize(0), o};
+  for (int i = 0; i < 2; ++i) {
+    if (outPad[i] >= stride[i] && outPad[i] >= dil[i])
+      return err("'output_padding' ", outPad[i], " in spatial dim ", 2 + i,
+                 " must be smaller than the stride ", stride[i],
+                 " or the dilation ", dil[i]);
+    int64_t in = x.getDimSize(2 + i), k = w.getDimSize(2 + i);
+    int64_t out = (in - 1) * stride[i] - 2 * pad[i] + dil[i] * (k - 1) +
+                  outPad[i] + 1;
+    if (out < 1)
+      return err("output size ", out, " in spatial dim ", 2 + i,
+                 " is not positive for input ", x, " and weight ", w);
+    shape.push_back(out);
+  }
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "ampc/Dialect/TG/TGOps.cpp.inc"

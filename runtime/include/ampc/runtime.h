@@ -313,6 +313,19 @@ AMPC_API ampc_status ampc_conv2d_bwd(
     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
     int64_t dilation_h, int64_t dilation_w, int64_t groups);
 
+/// F.conv_transpose2d: x [N, C_in, H, W], w [C_in, C_out/groups, KH, KW],
+/// bias [C_out] or NULL, y [N, C_out, HO, WO] (HO and WO carry the output
+/// padding). The input gradient of the conv2d with weight w from y's shape to
+/// x's, on both backends (GEMM + col2im), accumulated in f32.
+AMPC_API ampc_status ampc_conv_transpose2d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_h,
+    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+
 /*===------------------------------------------------------------------===*
  * Elementwise binary ops, NumPy broadcasting: y's shape is the broadcast
  * of a's and b's. *_bwd: da/db have a's/b's shapes; the gradient is summed

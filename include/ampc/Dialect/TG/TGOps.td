@@ -833,6 +833,9 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   let loadConverts = [];
 }
 
+// Ops of PyTorch's autocast lists added after the first set.
+include "ampc/Dialect/TG/TGSeedOps.td"
+
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"
 // Comparisons and the other ops of training jobs.
