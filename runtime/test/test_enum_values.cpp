@@ -17,6 +17,7 @@
 #include "test_util.h"
 
 #include <climits>
+#include <string>
 #include <functional>
 
 using namespace ampc_test;
@@ -167,13 +168,23 @@ TEST_F(EnumValues, UnaryKernels) {
 TEST_F(EnumValues, BinaryKernels) {
   Tensor a({2, 3}, AMPC_F32), b({3}, AMPC_F16), y({2, 3}, AMPC_BF16),
       dy({2, 3}, AMPC_F32), da({2, 3}, AMPC_F16), db({3}, AMPC_F32);
+  // The comparisons' result is bool (one byte, 0 or 1).
+  Tensor mask({2, 3}, AMPC_BOOL);
   fill(a, {0.5, 1, 1.5, 2, 2.5, 3});
   fill(b, {1, 2, 3});
+  auto isComparison = [](const char * name) {
+    for (const char *c : {"equal", "not_equal", "less", "less_equal",
+                          "greater", "greater_equal"})
+      if (std::string(name) == c)
+        return true;
+    return false;
+  };
   int kernels = 0;
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   ++kernels;                                                                   \
   checkEntry("ampc_" #NAME "_fwd", [&](Probe &p) {                             \
-    return ampc_##NAME##_fwd(ctx, P(y), P(a), P(b));                           \
+    return isComparison(#NAME) ? ampc_##NAME##_fwd(ctx, P(mask), P(a), P(b))   \
+                               : ampc_##NAME##_fwd(ctx, P(y), P(a), P(b));     \
   });                                                                          \
   checkEntry("ampc_" #NAME "_bwd", [&](Probe &p) {                             \
     return ampc_##NAME##_bwd(ctx, P(da), P(db), P(dy), P(a), P(b));            \
