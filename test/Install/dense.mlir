@@ -1,6 +1,7 @@
 // amp-embed on a dense layer of upstream dialects (install_test.cmake runs
 // it with f16 and bf16; LOW is the low type). linalg.matmul is registered
-// `lower`: its inputs are cast to the low type and it stays valid linalg;
+// `lower`: its inputs are cast to the low type, it accumulates into its f32
+// `outs` and stays valid linalg, and its result is rounded to the low type;
 // math.exp is `fp32`, so whatever the matmul gives reaches it as f32.
 func.func @dense(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>,
                  %b: tensor<8x4xf32>) -> tensor<8x4xf32> {
@@ -17,6 +18,6 @@ func.func @dense(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>,
 // CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[W:.+]]: tensor<16x4xf32>
 // CHECK-DAG: %[[XL:.+]] = {{tg.cast|arith.truncf}} %[[X]] {{.*}}tensor<8x16x[[LOW]]>
 // CHECK-DAG: %[[WL:.+]] = {{tg.cast|arith.truncf}} %[[W]] {{.*}}tensor<16x4x[[LOW]]>
-// CHECK: linalg.matmul ins(%[[XL]], %[[WL]] : tensor<8x16x[[LOW]]>, tensor<16x4x[[LOW]]>)
+// CHECK: linalg.matmul {{.*}}ins(%[[XL]], %[[WL]] : tensor<8x16x[[LOW]]>, tensor<16x4x[[LOW]]>)
 // CHECK: math.exp {{.*}} : tensor<8x4xf32>
 // CHECK: return {{.*}} : tensor<8x4xf32>
