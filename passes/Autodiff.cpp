@@ -245,10 +245,6 @@ LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
     builder.setListener(&roles);
     Location loc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
     DictionaryAttr hyper = op.getHyperparams();
-    auto param = [&](StringRef key, double dflt) {
-      auto attr = dyn_cast_or_null<FloatAttr>(hyper.get(key));
-      return attr ? attr.getValueAsDouble() : dflt;
-    };
     auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
 
     SmallVector<Value> params, paramGrads;
@@ -265,7 +261,6 @@ LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
 
     // Optimizer state: f32 tensors of each parameter's shape, initialised
     // to zero, named after the parameter.
-    SmallVector<std::string> stateNames;
     auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
     auto f32Like = [&](Value p) {
@@ -273,59 +268,108 @@ LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
     };
     SmallVector<std::pair<std::string, Value>> newState;
 
+    // torch.optim parameter groups: the default group (the params no group
+    // names, with the call's hyperparameters), then each group in order.
+    // Each group is one update op with its own hyperparameters.
+    struct Group {
+      DictionaryAttr hyper;
+      SmallVector<unsigned> members; // indices into op.getParams(), reached
+    };
+    SmallVector<Group> groups{{hyper, {}}};
+    SmallVector<int> groupOf(op.getParams().size(), 0);
+    if (std::optional<ArrayAttr> paramGroups = op.getParamGroups()) {
+      for (Attribute attr : *paramGroups) {
+        auto dict = cast<DictionaryAttr>(attr);
+        groups.push_back({cast<DictionaryAttr>(dict.get("hyperparams")), {}});
+        for (int64_t i : cast<DenseI64ArrayAttr>(dict.get("params")).asArrayRef())
+          groupOf[i] = groups.size() - 1;
+      }
+    }
+    for (auto [j, i] : llvm::enumerate(reached))
+      groups[groupOf[i]].members.push_back(j);
+    auto groupParam = [&](const Group &g, StringRef key, double dflt) {
+      auto attr = dyn_cast_or_null<FloatAttr>(g.hyper.get(key));
+      return attr ? attr.getValueAsDouble() : dflt;
+    };
+
     if (op.getOptimizer() == "sgd") {
-      double momentum = param("momentum", 0.0);
-      SmallVector<Value> buffers;
-      if (momentum != 0.0)
-        for (unsigned i : reached) {
+      for (const Group &g : groups) {
+        if (g.members.empty())
+          continue;
+        double momentum = groupParam(g, "momentum", 0.0);
+        SmallVector<Value> gParams, gGrads, buffers;
+        SmallVector<std::string> bufferNames;
+        for (unsigned j : g.members) {
+          unsigned i = reached[j];
           Value p = op.getParams()[i];
+          gParams.push_back(params[j]);
+          gGrads.push_back(paramGrads[j]);
+          if (momentum == 0.0)
+            continue;
           std::string name = (names[i] + ".momentum_buffer").str();
           buffers.push_back(addStateArg(func, f32Like(p), name, zeros,
                                         stateLoc(p)));
-          stateNames.push_back(name);
+          bufferNames.push_back(name);
         }
-      auto sgd = SgdUpdateOp::create(
-          builder, loc, params, paramGrads, buffers, /*found_inf=*/Value(),
-          f64(param("lr", 0.0)), f64(momentum),
-          f64(param("weight_decay", 0.0)),
-          builder.getBoolAttr(
-              cast_or_null<BoolAttr>(hyper.get("nesterov")) &&
-              cast<BoolAttr>(hyper.get("nesterov")).getValue()));
-      for (auto [j, i] : llvm::enumerate(reached))
-        updated[i] = sgd.getNewParams()[j];
-      for (auto [name, v] :
-           llvm::zip_equal(stateNames, sgd.getNewMomentumBuffers()))
-        newState.emplace_back(name, v);
+        auto nesterov = dyn_cast_or_null<BoolAttr>(g.hyper.get("nesterov"));
+        auto sgd = SgdUpdateOp::create(
+            builder, loc, gParams, gGrads, buffers, /*found_inf=*/Value(),
+            f64(groupParam(g, "lr", 0.0)), f64(momentum),
+            f64(groupParam(g, "weight_decay", 0.0)),
+            builder.getBoolAttr(nesterov && nesterov.getValue()));
+        for (auto [k, j] : llvm::enumerate(g.members))
+          updated[reached[j]] = sgd.getNewParams()[k];
+        for (auto [name, v] :
+             llvm::zip_equal(bufferNames, sgd.getNewMomentumBuffers()))
+          newState.emplace_back(name, v);
+      }
     } else {
-      SmallVector<Value> expAvgs, expAvgSqs;
-      SmallVector<std::string> avgNames, sqNames;
-      for (unsigned i : reached) {
-        Value p = op.getParams()[i];
-        std::string avg = (names[i] + ".exp_avg").str();
-        std::string sq = (names[i] + ".exp_avg_sq").str();
-        expAvgs.push_back(
-            addStateArg(func, f32Like(p), avg, zeros, stateLoc(p)));
-        expAvgSqs.push_back(
-            addStateArg(func, f32Like(p), sq, zeros, stateLoc(p)));
-        avgNames.push_back(avg);
-        sqNames.push_back(sq);
+      // Each group's update has its own step count (torch.optim keeps one
+      // per parameter; they are equal): `adamw.step` for the first group
+      // with parameters, `adamw.group<N>.step` for group N after it. An
+      // in-place update cannot share its step operand with another update.
+      bool firstGroup = true;
+      for (auto [gi, g] : llvm::enumerate(groups)) {
+        if (g.members.empty())
+          continue;
+        SmallVector<Value> gParams, gGrads, expAvgs, expAvgSqs;
+        for (unsigned j : g.members) {
+          unsigned i = reached[j];
+          Value p = op.getParams()[i];
+          gParams.push_back(params[j]);
+          gGrads.push_back(paramGrads[j]);
+          expAvgs.push_back(addStateArg(func, f32Like(p),
+                                        (names[i] + ".exp_avg").str(), zeros,
+                                        stateLoc(p)));
+          expAvgSqs.push_back(addStateArg(func, f32Like(p),
+                                          (names[i] + ".exp_avg_sq").str(),
+                                          zeros, stateLoc(p)));
+        }
+        std::string stepName =
+            firstGroup ? std::string("adamw.step")
+                       : "adamw.group" + std::to_string(gi) + ".step";
+        firstGroup = false;
+        Value step = addStateArg(
+            func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+            stepName, zeros, loc);
+        auto adamw = AdamWUpdateOp::create(
+            builder, loc, gParams, gGrads, expAvgs, expAvgSqs, step,
+            /*found_inf=*/Value(), f64(groupParam(g, "lr", 1e-3)),
+            f64(groupParam(g, "beta1", 0.9)), f64(groupParam(g, "beta2", 0.999)),
+            f64(groupParam(g, "eps", 1e-8)),
+            f64(groupParam(g, "weight_decay", 1e-2)));
+        for (auto [k, j] : llvm::enumerate(g.members)) {
+          unsigned i = reached[j];
+          updated[i] = adamw.getNewParams()[k];
+          // State results in argument order: per parameter exp_avg,
+          // exp_avg_sq.
+          newState.emplace_back((names[i] + ".exp_avg").str(),
+                                adamw.getNewExpAvgs()[k]);
+          newState.emplace_back((names[i] + ".exp_avg_sq").str(),
+                                adamw.getNewExpAvgSqs()[k]);
+        }
+        newState.emplace_back(stepName, adamw.getNewStep());
       }
-      Value step = addStateArg(
-          func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
-          "adamw.step", zeros, loc);
-      auto adamw = AdamWUpdateOp::create(
-          builder, loc, params, paramGrads, expAvgs, expAvgSqs, step,
-          /*found_inf=*/Value(), f64(param("lr", 1e-3)),
-          f64(param("beta1", 0.9)), f64(param("beta2", 0.999)),
-          f64(param("eps", 1e-8)), f64(param("weight_decay", 1e-2)));
-      for (auto [j, i] : llvm::enumerate(reached))
-        updated[i] = adamw.getNewParams()[j];
-      // State results in argument order: per parameter exp_avg, exp_avg_sq.
-      for (auto [j, name] : llvm::enumerate(avgNames)) {
-        newState.emplace_back(name, adamw.getNewExpAvgs()[j]);
-        newState.emplace_back(sqNames[j], adamw.getNewExpAvgSqs()[j]);
-      }
-      newState.emplace_back("adamw.step", adamw.getNewStep());
     }
 
     // Results: the new state after the existing results, in argument order.

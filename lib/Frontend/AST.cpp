@@ -108,6 +108,8 @@ void dumpStmt(llvm::raw_ostream &os, const StmtAST &stmt, unsigned level) {
     indent(os, level) << "minimize " << minimize->loss.name << " "
                       << minimize->loc << "\n";
     dumpExpr(os, *minimize->optimizer, level + 1);
+    for (const std::unique_ptr<CallExprAST> &group : minimize->groups)
+      dumpExpr(os, *group, level + 1);
     return;
   }
   auto *ret = llvm::cast<ReturnStmtAST>(&stmt);

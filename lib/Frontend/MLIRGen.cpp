@@ -486,6 +486,10 @@ private:
   LogicalResult genGraph(const GraphAST &graph);
   LogicalResult genAssign(const AssignStmtAST &stmt);
   FailureOr<Operation *> genMinimize(const MinimizeStmtAST &stmt);
+  /// The `param_groups` attribute of `tg.minimize` (null without groups).
+  FailureOr<ArrayAttr> genParamGroups(const MinimizeStmtAST &stmt, Value loss,
+                                      ArrayRef<NamedAttribute> callHyper,
+                                      bool isSgd);
 };
 
 } // namespace
@@ -1145,6 +1149,114 @@ LogicalResult MLIRGenImpl::genAssign(const AssignStmtAST &stmt) {
   return success();
 }
 
+FailureOr<ArrayAttr>
+MLIRGenImpl::genParamGroups(const MinimizeStmtAST &stmt, Value loss,
+                            ArrayRef<NamedAttribute> callHyper, bool isSgd) {
+  if (stmt.groups.empty())
+    return ArrayAttr();
+  const CallExprAST &opt = *stmt.optimizer;
+  // The params the loss depends on: block arguments reached backwards.
+  llvm::SmallDenseSet<Value> reached;
+  SmallVector<Value> work{loss};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!reached.insert(v).second)
+      continue;
+    if (Operation *def = v.getDefiningOp())
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+  }
+
+  SmallVector<StringRef> perParam =
+      isSgd ? SmallVector<StringRef>{"lr", "momentum", "weight_decay",
+                                     "nesterov"}
+            : SmallVector<StringRef>{"lr", "beta1", "beta2", "eps",
+                                     "weight_decay"};
+  // Attributes of the whole optimizer, never of a group.
+  static constexpr StringRef kGlobal[] = {
+      "max_grad_norm", "schedule", "warmup_steps", "total_steps", "min_lr",
+      "step_size",     "gamma",    "accumulate"};
+
+  llvm::StringMap<std::pair<unsigned, const NameExprAST *>> grouped;
+  SmallVector<Attribute> result;
+  for (auto [g, group] : llvm::enumerate(stmt.groups)) {
+    if (group->args.empty()) {
+      error(group->getLoc()) << "a parameter group names no parameter "
+                                "(expected 'group(PARAM, ..., NAME = VALUE)')";
+      return failure();
+    }
+    SmallVector<int64_t> members;
+    for (const std::unique_ptr<ExprAST> &arg : group->args) {
+      auto *name = dyn_cast<NameExprAST>(arg.get());
+      if (!name) {
+        error(arg->getLoc()) << "a parameter group lists parameter names, "
+                                "not expressions";
+        return failure();
+      }
+      const Param *param = llvm::find_if(params, [&](const Param &p) {
+        return p.stmt->name == name->name;
+      });
+      if (param == params.end()) {
+        error(name->getLoc()) << "'" << name->name
+                              << "' is not a parameter of this graph";
+        return failure();
+      }
+      if (!reached.contains(param->arg)) {
+        error(name->getLoc()) << "the loss '" << stmt.loss.name
+                              << "' does not depend on parameter '"
+                              << name->name << "'";
+        return failure();
+      }
+      auto [it, inserted] =
+          grouped.try_emplace(name->name, static_cast<unsigned>(g), name);
+      if (!inserted) {
+        error(name->getLoc())
+            << "parameter '" << name->name
+            << "' is in two parameter groups (first at "
+            << it->second.second->getLoc().line << ":"
+            << it->second.second->getLoc().col << ")";
+        return failure();
+      }
+      members.push_back(param - params.begin());
+    }
+    for (const KeywordArg &kw : group->kwargs) {
+      if (llvm::is_contained(kGlobal, kw.name)) {
+        error(kw.loc) << "'" << kw.name << "' applies to the whole optimizer "
+                      << "and cannot be set in a parameter group; give it "
+                      << "in '" << opt.callee << "(...)'";
+        return failure();
+      }
+    }
+    if (failed(checkKeywords(*group, perParam)))
+      return failure();
+    // The group's values over the call's.
+    NamedAttrList hyper;
+    for (const NamedAttribute &attr : callHyper) {
+      if (attr.getName() == "max_grad_norm")
+        continue;
+      if (!group->findKeyword(attr.getName())) {
+        hyper.append(attr);
+        continue;
+      }
+      if (attr.getName() == "nesterov") {
+        auto v = getBool(*group, "nesterov", false);
+        if (failed(v))
+          return failure();
+        hyper.append(named("nesterov", builder.getBoolAttr(*v)));
+        continue;
+      }
+      auto v = getFloat(*group, attr.getName(), std::nullopt);
+      if (failed(v))
+        return failure();
+      hyper.append(named(attr.getName(), builder.getF64FloatAttr(*v)));
+    }
+    result.push_back(builder.getDictionaryAttr(
+        {named("params", builder.getDenseI64ArrayAttr(members)),
+         named("hyperparams", hyper.getDictionary(builder.getContext()))}));
+  }
+  return builder.getArrayAttr(result);
+}
+
 FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   auto it = symbols.find(stmt.loss.name);
   if (it == symbols.end()) {
@@ -1228,14 +1340,20 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
       failed(addFloat("max_grad_norm", 0.0)))
     return failure();
 
+  FailureOr<ArrayAttr> groups = genParamGroups(stmt, loss, hyper, isSgd);
+  if (failed(groups))
+    return failure();
+
   SmallVector<Value> operands{loss};
   for (const Param &p : params)
     operands.push_back(p.arg);
-  Operation *op = buildOp<tg::MinimizeOp>(
-      loc(opt.getLoc()), operands,
-      {named("optimizer", builder.getStringAttr(opt.callee)),
-       named("hyperparams", builder.getDictionaryAttr(hyper))},
-      params.size());
+  SmallVector<NamedAttribute> attrs{
+      named("optimizer", builder.getStringAttr(opt.callee)),
+      named("hyperparams", builder.getDictionaryAttr(hyper))};
+  if (*groups)
+    attrs.push_back(named("param_groups", *groups));
+  Operation *op = buildOp<tg::MinimizeOp>(loc(opt.getLoc()), operands, attrs,
+                                          params.size());
   if (!op)
     return failure();
   return op;

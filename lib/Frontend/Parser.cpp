@@ -529,7 +529,7 @@ std::unique_ptr<StmtAST> Parser::parseAssign() {
   return assign;
 }
 
-// minimize := 'minimize' IDENT 'with' call
+// minimize := 'minimize' IDENT 'with' call ['{' group* '}']
 std::unique_ptr<StmtAST> Parser::parseMinimize() {
   auto minimize = std::make_unique<MinimizeStmtAST>(cur.loc);
   consume(); // 'minimize'
@@ -553,6 +553,26 @@ std::unique_ptr<StmtAST> Parser::parseMinimize() {
   if (!call)
     return nullptr;
   minimize->optimizer.reset(llvm::cast<CallExprAST>(call.expr.release()));
+  // Parameter groups: '{' group* '}' with
+  // group := 'group' '(' IDENT (',' IDENT)* (',' IDENT '=' attr)* ')'.
+  if (consumeIf(TokenKind::LBrace)) {
+    while (!is(TokenKind::RBrace)) {
+      if (!is(TokenKind::Identifier) || cur.spelling != "group" ||
+          !peek().is(TokenKind::LParen)) {
+        expected("'group(PARAM, ..., NAME = VALUE, ...)' or '}' in the "
+                 "parameter groups of 'minimize'");
+        return nullptr;
+      }
+      Location groupLoc = cur.loc;
+      consume(); // 'group'
+      ParsedExpr group = parseCallRest("group", std::move(groupLoc));
+      if (!group)
+        return nullptr;
+      minimize->groups.emplace_back(
+          llvm::cast<CallExprAST>(group.expr.release()));
+    }
+    consume(); // '}'
+  }
   return minimize;
 }
 

@@ -174,7 +174,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   os << indent << "{\n";
   os << indent << "  \"graph\": " << quote(func.getSymName()) << ", \"amp\": "
      << quote(options.amp)
-     << ", \"policy\": " << (off ? "null" : quote(options.policy)) << ",\n";
+     << ", \"policy\": " << (off ? "null" : quote(options.policy));
+  if (!options.optLevel.empty())
+    os << ", \"opt_level\": " << quote(options.optLevel);
+  os << ",\n";
   os << indent << "  \"ops\": [";
   bool first = true;
   func.walk([&](Operation *op) {
@@ -224,6 +227,21 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     os << ",\n" << indent << "  \"loss_scale\": ";
     emitLossScale(scale, os);
   }
+  // Each param's master copy (what the optimizer updates) and the copy the
+  // forward reads: one copy, so the same type, until O2 model copies exist.
+  os << ",\n" << indent << "  \"params\": [";
+  bool firstParam = true;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttrName);
+    if (!name)
+      continue;
+    std::string type = typeName(func.getArgument(i).getType());
+    os << (firstParam ? "" : ", ") << "{\"name\": " << quote(name.getValue())
+       << ", \"master\": " << type << ", \"model\": " << type << "}";
+    firstParam = false;
+  }
+  os << "]";
   // Buffer planning (ampc-buffer-planning): the arena against one buffer per
   // intermediate value.
   if (auto arena = func->getAttrOfType<IntegerAttr>("tg.arena_size")) {

@@ -654,15 +654,28 @@ class Runner:
         hp = op["attrs"]["hyperparams"]
         opt = op["attrs"]["optimizer"]
         tensors = [self.params[self.param_of_value[v]] for v in op["operands"][1:]]
+
+        def options(h):
+            if opt == "sgd":
+                return dict(lr=h["lr"], momentum=h.get("momentum", 0.0),
+                            weight_decay=h.get("weight_decay", 0.0),
+                            nesterov=bool(h.get("nesterov", False)))
+            return dict(lr=h["lr"], betas=(h.get("beta1", 0.9), h.get("beta2", 0.999)),
+                        eps=h.get("eps", 1e-8), weight_decay=h.get("weight_decay", 0.01))
+
+        # torch.optim param_groups: the params no group names (the call's
+        # values), then each `group(...)` of the minimize block.
+        groups = op["attrs"].get("param_groups") or []
+        grouped = set(i for g in groups for i in g["params"])
+        param_groups = [dict(params=[t for i, t in enumerate(tensors) if i not in grouped])]
+        for g in groups:
+            param_groups.append(dict(params=[tensors[i] for i in g["params"]],
+                                     **options(g["hyperparams"])))
+        param_groups = [g for g in param_groups if g["params"]]
         if opt == "sgd":
-            return torch.optim.SGD(tensors, lr=hp["lr"], momentum=hp.get("momentum", 0.0),
-                                   weight_decay=hp.get("weight_decay", 0.0),
-                                   nesterov=bool(hp.get("nesterov", False)))
+            return torch.optim.SGD(param_groups, **options(hp))
         if opt == "adamw":
-            return torch.optim.AdamW(tensors, lr=hp["lr"],
-                                     betas=(hp.get("beta1", 0.9), hp.get("beta2", 0.999)),
-                                     eps=hp.get("eps", 1e-8),
-                                     weight_decay=hp.get("weight_decay", 0.01))
+            return torch.optim.AdamW(param_groups, **options(hp))
         raise InputError("%s: the reference has no optimizer '%s'" % (op["loc"], opt))
 
     def note_gradients(self, values, targets):

@@ -227,6 +227,19 @@ cl::opt<double, true> lossScaleMax("loss-scale-max",
                                    cl::location(opts.pipeline.lossScaleMax),
                                    cl::cat(ampcCategory));
 
+// Opt levels (docs/optimizer.md); applied by ampc::applyOptLevel.
+cl::opt<std::string, true> optLevel(
+    "opt-level",
+    cl::desc("Apex-style preset O0 | O1 (O2, O3 not supported yet); explicit "
+             "--amp and --loss-scale override its fields"),
+    cl::value_desc("LEVEL"), cl::location(opts.pipeline.optLevel),
+    cl::cat(ampcCategory));
+cl::opt<bool> keepBatchnormFp32(
+    "keep-batchnorm-fp32",
+    cl::desc("With --opt-level=O2/O3: keep batch_norm in f32 (Apex's "
+             "keep_batchnorm_fp32)"),
+    cl::cat(ampcCategory));
+
 cl::opt<std::string, true>
     target("target",
            cl::desc(withDefault("--emit=cpp: the runtime backend the code "
@@ -520,6 +533,7 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     ampc::report::ReportOptions report;
     report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
     report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
+    report.optLevel = opts.pipeline.optLevel;
     std::string bad;
     report.table = *ampc::amp::buildPolicyTable(opts.pipeline.ampFp32,
                                                 opts.pipeline.ampLower,
@@ -689,6 +703,18 @@ int main(int argc, char **argv) {
       !checkOps(opts.pipeline.ampLower, "amp-lower") ||
       !checkOps(opts.pipeline.ampFollow, "amp-follow"))
     return kUsageError;
+  {
+    std::string error;
+    if (keepBatchnormFp32.getNumOccurrences())
+      opts.pipeline.keepBatchnormFp32 = keepBatchnormFp32.getValue();
+    ampc::ExplicitSettings explicitly;
+    explicitly.amp = ampMode.getNumOccurrences() > 0;
+    explicitly.lossScale = lossScale.getNumOccurrences() > 0;
+    if (failed(ampc::applyOptLevel(opts.pipeline, explicitly, error))) {
+      llvm::errs() << "ampc: error: " << error << "\n";
+      return kUsageError;
+    }
+  }
   {
     std::string error;
     if (failed(ampc::resolveLossScale(opts.pipeline, error))) {

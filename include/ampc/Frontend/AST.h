@@ -226,7 +226,7 @@ public:
   Location pinLoc; ///< The dtype after '@' (valid when pin is set).
 };
 
-/// `minimize LOSS with OPT(...)`.
+/// `minimize LOSS with OPT(...) [{ group(p, ..., key = value, ...)* }]`.
 class MinimizeStmtAST : public StmtAST {
 public:
   explicit MinimizeStmtAST(Location loc)
@@ -235,6 +235,9 @@ public:
 
   NamedLoc loss;
   std::unique_ptr<CallExprAST> optimizer;
+  /// The parameter groups of the optional `{ ... }` block, each parsed as a
+  /// call to `group` (positional operands: the params; keywords: overrides).
+  std::vector<std::unique_ptr<CallExprAST>> groups;
 };
 
 /// `return expr (, expr)*`: always the last statement of a graph.

@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,27 @@ struct PipelineOptions {
 
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
+
+  // Apex-style opt levels (docs/optimizer.md, "Opt levels"); applyOptLevel
+  // sets the fields above from the preset.
+  /// "" (none given), "O0", "O1", "O2" or "O3".
+  std::string optLevel;
+  /// Apex's keep_batchnorm_fp32 (only with O2/O3); unset when not given.
+  std::optional<bool> keepBatchnormFp32;
 };
+
+/// Which preset fields the user set explicitly (they win over the preset).
+struct ExplicitSettings {
+  bool amp = false;
+  bool lossScale = false;
+};
+
+/// Applies `options.optLevel` to the AMP and loss-scale fields that
+/// `explicitly` does not mark as given. On a bad or unsupported level
+/// returns failure and sets `error` to a one-line message naming the flag.
+mlir::LogicalResult applyOptLevel(PipelineOptions &options,
+                                  const ExplicitSettings &explicitly,
+                                  std::string &error);
 
 /// "off", "fp16", "bf16".
 llvm::StringRef stringifyAMPMode(amp::Mode mode);

@@ -28,6 +28,8 @@ struct ReportOptions {
   std::string policy = "fast";
   /// The effective class table (defaults plus overrides).
   amp::PolicyTable table = amp::PolicyTable::getDefault();
+  /// `--opt-level` when given ("O0".."O3"), else empty (no key).
+  std::string optLevel;
 };
 
 /// Standalone cast kernels of one graph: how many, and the bytes they read

@@ -840,8 +840,11 @@ LogicalResult MinimizeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult MinimizeOp::verify() {
-  StringRef opt = getOptimizer();
+/// Checks one hyperparameter dictionary of `tg.minimize`: the call's
+/// (`global` true: `max_grad_norm` allowed) or a parameter group's.
+static LogicalResult verifyHyperparams(Operation *op, StringRef opt,
+                                       DictionaryAttr hyper, bool global,
+                                       StringRef what) {
   struct Key {
     StringRef name;
     bool isBool;
@@ -852,57 +855,105 @@ LogicalResult MinimizeOp::verify() {
     keys = {{"lr", false, true},
             {"momentum", false, true},
             {"weight_decay", false, true},
-            {"nesterov", true, true},
-            {"max_grad_norm", false, false}};
-  else if (opt == "adamw")
-    keys = {{"lr", false, true},           {"beta1", false, true},
-            {"beta2", false, true},        {"eps", false, true},
-            {"weight_decay", false, true}, {"max_grad_norm", false, false}};
+            {"nesterov", true, true}};
   else
-    return emitOpError("unknown optimizer \"")
-           << opt << "\"; expected \"sgd\" or \"adamw\"";
+    keys = {{"lr", false, true},          {"beta1", false, true},
+            {"beta2", false, true},       {"eps", false, true},
+            {"weight_decay", false, true}};
+  if (global)
+    keys.push_back({"max_grad_norm", false, false});
 
-  DictionaryAttr hyper = getHyperparams();
   for (NamedAttribute attr : hyper) {
     const Key *key = llvm::find_if(
         keys, [&](const Key &k) { return k.name == attr.getName(); });
     if (key == keys.end())
-      return emitOpError("unknown ")
-             << opt << " hyperparameter '" << attr.getName().getValue() << "'";
+      return op->emitOpError("unknown ")
+             << opt << " hyperparameter '" << attr.getName().getValue()
+             << "'" << what;
     if (key->isBool ? !isa<BoolAttr>(attr.getValue())
                     : !isa<FloatAttr>(attr.getValue()))
-      return emitOpError(opt)
-             << " hyperparameter '" << attr.getName().getValue() << "' must be a "
-             << (key->isBool ? "bool" : "float") << ", got " << attr.getValue();
+      return op->emitOpError(opt)
+             << " hyperparameter '" << attr.getName().getValue() << "'"
+             << what << " must be a " << (key->isBool ? "bool" : "float")
+             << ", got " << attr.getValue();
   }
   for (const Key &k : keys)
     if (k.required && !hyper.get(k.name))
-      return emitOpError(opt) << " needs hyperparameter '" << k.name << "'";
+      return op->emitOpError(opt)
+             << " needs hyperparameter '" << k.name << "'" << what;
 
   auto value = [&](StringRef name) {
     auto f = dyn_cast_or_null<FloatAttr>(hyper.get(name));
     return f ? f.getValueAsDouble() : 0.0;
   };
   if (!(value("lr") >= 0.0))
-    return emitOpError("lr must be >= 0, got ") << value("lr");
+    return op->emitOpError("lr must be >= 0, got ") << value("lr") << what;
   if (!(value("weight_decay") >= 0.0))
-    return emitOpError("weight_decay must be >= 0, got ")
-           << value("weight_decay");
+    return op->emitOpError("weight_decay must be >= 0, got ")
+           << value("weight_decay") << what;
   if (hyper.get("max_grad_norm") && !(value("max_grad_norm") > 0.0))
-    return emitOpError("max_grad_norm must be > 0, got ")
+    return op->emitOpError("max_grad_norm must be > 0, got ")
            << value("max_grad_norm");
   if (opt == "sgd") {
     if (!(value("momentum") >= 0.0))
-      return emitOpError("momentum must be >= 0, got ") << value("momentum");
+      return op->emitOpError("momentum must be >= 0, got ")
+             << value("momentum") << what;
     if (cast<BoolAttr>(hyper.get("nesterov")).getValue() &&
         value("momentum") <= 0.0)
-      return emitOpError("nesterov needs momentum > 0");
+      return op->emitOpError("nesterov needs momentum > 0") << what;
   } else {
     for (StringRef beta : {"beta1", "beta2"})
       if (!(value(beta) >= 0.0 && value(beta) < 1.0))
-        return emitOpError(beta) << " must be in [0, 1), got " << value(beta);
+        return op->emitOpError(beta)
+               << " must be in [0, 1), got " << value(beta) << what;
     if (!(value("eps") >= 0.0))
-      return emitOpError("eps must be >= 0, got ") << value("eps");
+      return op->emitOpError("eps must be >= 0, got ") << value("eps") << what;
+  }
+  return success();
+}
+
+LogicalResult MinimizeOp::verify() {
+  StringRef opt = getOptimizer();
+  if (opt != "sgd" && opt != "adamw")
+    return emitOpError("unknown optimizer \"")
+           << opt << "\"; expected \"sgd\" or \"adamw\"";
+  if (failed(verifyHyperparams(*this, opt, getHyperparams(), /*global=*/true,
+                               "")))
+    return failure();
+
+  // Parameter groups: each {params = array<i64: operand indices>,
+  // hyperparams = {...}}; a parameter belongs to at most one group.
+  std::optional<ArrayAttr> groups = getParamGroups();
+  if (!groups)
+    return success();
+  SmallVector<int> owner(getParams().size(), -1);
+  for (auto [g, attr] : llvm::enumerate(*groups)) {
+    std::string what = " (in parameter group #" + std::to_string(g) + ")";
+    auto dict = dyn_cast<DictionaryAttr>(attr);
+    auto members =
+        dict ? dyn_cast_or_null<DenseI64ArrayAttr>(dict.get("params")) : nullptr;
+    auto hyper =
+        dict ? dyn_cast_or_null<DictionaryAttr>(dict.get("hyperparams"))
+             : nullptr;
+    if (!members || !hyper || dict.size() != 2)
+      return emitOpError("parameter group #")
+             << g
+             << " must be {params = array<i64: ...>, hyperparams = {...}}";
+    if (members.empty())
+      return emitOpError("parameter group #") << g << " names no parameter";
+    for (int64_t i : members.asArrayRef()) {
+      if (i < 0 || i >= static_cast<int64_t>(owner.size()))
+        return emitOpError("parameter group #")
+               << g << " names operand " << i << ", but there are "
+               << owner.size() << " parameters";
+      if (owner[i] >= 0)
+        return emitOpError("parameter #")
+               << i << " is in parameter groups #" << owner[i] << " and #"
+               << g;
+      owner[i] = static_cast<int>(g);
+    }
+    if (failed(verifyHyperparams(*this, opt, hyper, /*global=*/false, what)))
+      return failure();
   }
   return success();
 }

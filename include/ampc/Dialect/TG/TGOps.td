@@ -811,6 +811,13 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     - adamw: `lr`, `beta1`, `beta2`, `eps`, `weight_decay` (f64);
     - both: optional `max_grad_norm` (f64, global-norm clipping).
 
+    `param_groups` (optional) are `torch.optim` parameter groups: each
+    element is `{params = array<i64: ...>, hyperparams = {...}}`, the
+    indices of the `params` operands in the group and the group's complete
+    per-parameter hyperparameters (the keys above but `max_grad_norm`,
+    which is global). A parameter is in at most one group; the parameters
+    no group names use `hyperparams`.
+
     ```mlir
     %w1, %b1 = tg.minimize %loss wrt %w, %b with "sgd"
         {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
@@ -818,7 +825,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     ```
   }];
   let arguments = (ins TG_FloatTensor:$loss, Variadic<TG_FloatTensor>:$params,
-                       StrAttr:$optimizer, DictionaryAttr:$hyperparams);
+                       StrAttr:$optimizer, DictionaryAttr:$hyperparams,
+                       OptionalAttr<ArrayAttr>:$param_groups);
   let results = (outs Variadic<TG_FloatTensor>:$updated);
   let assemblyFormat = [{
     $loss `wrt` $params `with` $optimizer $hyperparams attr-dict
