@@ -5,6 +5,7 @@
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
+#include "ampc/Executor/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -696,6 +697,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
           !evalEx->step(error))
         return false;
+      // Device-side checks (labels, ids): read with the batch's outputs.
+      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error))
+        return false;
       for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
         std::vector<double> values;
         if (!evalEx->readOutput(i, values, error))
@@ -782,8 +786,17 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (world && !world->meanOf(loss, error))
       return fail(kRuntimeError, error);
+    // Device-side checks (labels, ids): read with the loss.
+    if (!checkIndices(*ex, program, program.training ? pos.steps : taken,
+                      error))
+      return fail(kRuntimeError, error);
     bool skipped = false;
     if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
+      return fail(kRuntimeError, error);
+    // Which op overflowed: a replay of the skipped step (Provenance.cpp).
+    const rt::CallSource *overflow = nullptr;
+    if (skipped && options.overflowReport &&
+        !findOverflow(*ex, program, scale, overflow, error))
       return fail(kRuntimeError, error);
     skippedCount += skipped;
     if (k == 0)
@@ -800,6 +813,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (scaler)
         line += ", \"loss_scale\": " + jnum(scale) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
+      if (overflow)
+        line += ", \"overflow\": " + overflowJson(*overflow);
       logLine(line + "}");
     }
     if (tty) {
