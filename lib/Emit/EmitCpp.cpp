@@ -446,6 +446,10 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "/// The op an overflow came from: its source op, the variable it is "
          "assigned\n/// to (or NULL), \"FILE:LINE:COL\" and \"forward\" or "
          "\"backward\".\n"
+      << "/// After a step: *skipped = 1 when the loss scaler skipped its "
+         "update (0\n/// without a scaler). Reads device memory.\n"
+      << "ampc_status " << n << "_skipped(" << n
+      << "_state *state, int32_t *skipped);\n"
       << "typedef struct " << n << "_overflow_site {\n"
       << "  const char *op, *name, *loc, *pass;\n} " << n
       << "_overflow_site;\n"
@@ -708,6 +712,20 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   b2 << "  case -1:\n    break;\n"
      << "  default:\n    *message = \"an index was out of range\";\n  }\n"
      << "  return AMPC_OK;\n}\n\n";
+  b2 << "ampc_status " << n << "_skipped(" << n
+     << "_state *s, int32_t *skipped) {\n"
+     << "  if (!s || !skipped)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << "  *skipped = 0;\n";
+  if (p.foundInf) {
+    std::string w = where.lookup(p.foundInf);
+    if (w.empty())
+      return p.op.emitError("the overflow flag has no buffer");
+    b2 << "  float flag = 0.0f;\n"
+       << "  AMPC_TRY(ampc_memcpy(s->ctx, &flag, " << w
+       << ", 4, AMPC_MEMCPY_DEVICE_TO_HOST));\n"
+       << "  *skipped = flag != 0.0f;\n";
+  }
+  b2 << "  return AMPC_OK;\n}\n\n";
   size_t numSources = p.sources.size();
   b2 << "static const char *const kSourceInfo[" << std::max<size_t>(numSources, 1)
      << "][4] = {";

@@ -81,7 +81,9 @@ std::vector<std::vector<Probe>> probesOf(const rt::Program &program) {
 } // namespace
 
 bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
-                              int64_t step, std::string &error) {
+                              int64_t step, std::string &error,
+                              bool &located) {
+  located = false;
   auto ctx = static_cast<ampc_context>(ex.context());
   int32_t site = -1;
   ampc_status st = ampc_check_read(ctx, AMPC_CHECK_INDEX, 0, &site);
@@ -98,7 +100,8 @@ bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
     return false;
   }
   std::string what = s->index.empty() ? "an index" : "'" + s->index + "'";
-  error = (s->loc.empty() ? std::string("<unknown>") : s->loc) + ": step " +
+  located = !s->loc.empty();
+  error = (located ? s->loc + ": error: " : std::string()) + "step " +
           std::to_string(step) + ": " + s->op + ": " + what +
           " holds a value outside [0, " + std::to_string(s->range) + ")";
   if (s->op == "cross_entropy")

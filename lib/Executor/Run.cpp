@@ -46,6 +46,18 @@ int fail(int code, const std::string &msg) {
   return code;
 }
 
+/// A run-time error located in the source (`FILE:LINE:COL: error: ...`,
+/// from Provenance.h) or a plain one.
+int failChecked(int code, const std::string &msg, bool located) {
+  if (!located)
+    return fail(code, msg);
+  llvm::errs() << msg << "\n";
+  llvm::errs().flush();
+  if (gWorld)
+    gWorld->abortJob(code);
+  return code;
+}
+
 /// The parameter slots of a program, in signature order.
 std::vector<size_t> paramSlots(const rt::Program &program) {
   std::vector<size_t> out;
@@ -682,6 +694,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // The eval pass: every full batch of the eval set, the mean of each
   // scalar output, one log line.
   int64_t lastEvalAt = -1;
+  bool evalLocated = false;
   auto runEval = [&](int64_t epoch) -> bool {
     lastEvalAt = pos.steps;
     if (!evalEx->copySharedFrom(*ex, error))
@@ -698,7 +711,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
           !evalEx->step(error))
         return false;
       // Device-side checks (labels, ids): read with the batch's outputs.
-      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error))
+      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error,
+                        evalLocated))
         return false;
       for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
         std::vector<double> values;
@@ -787,9 +801,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (world && !world->meanOf(loss, error))
       return fail(kRuntimeError, error);
     // Device-side checks (labels, ids): read with the loss.
+    bool located = false;
     if (!checkIndices(*ex, program, program.training ? pos.steps : taken,
-                      error))
-      return fail(kRuntimeError, error);
+                      error, located))
+      return failChecked(kRuntimeError, error, located);
     bool skipped = false;
     if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
       return fail(kRuntimeError, error);
@@ -839,14 +854,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (evalEx && (epochDone || (options.evalEvery > 0 &&
                                  pos.steps % options.evalEvery == 0)))
       if (!runEval(epochDone ? epoch : pos.epoch))
-        return fail(kRuntimeError, error);
+        return failChecked(kRuntimeError, error, evalLocated);
   }
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
                                                    : pos.epoch))
-    return fail(kRuntimeError, error);
+    return failChecked(kRuntimeError, error, evalLocated);
   if (tty)
     std::fprintf(stderr, "\n");
   double secs =

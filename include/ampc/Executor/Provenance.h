@@ -15,11 +15,12 @@
 namespace ampc::exec {
 
 /// Reads the context's index check word after a step (with its loss, so it
-/// waits for nothing more). Returns false with `error` set when an error
-/// happened, or when a kernel recorded a site: then `error` is a message
-/// naming the op's source location ("FILE:LINE:COL: ...").
+/// waits for nothing more). Returns false with `error` set when the read
+/// failed, or when a kernel recorded a site: then `located` is set and
+/// `error` is a diagnostic naming the op's source location
+/// ("FILE:LINE:COL: error: ...").
 bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
-                  std::string &error);
+                  std::string &error, bool &located);
 
 /// After a skipped step, before the next one: runs the step's calls up to
 /// the gradients' overflow check again from the same state, with the scale
