@@ -99,3 +99,74 @@ TEST_F(Checks, BadArguments) {
   EXPECT_OK(ampc_check_nonfinite(ctx, nullptr, AMPC_F32, 0, 0));
 }
 } // namespace
+
+namespace {
+/// The same words on the CUDA backend (skipped without a GPU).
+class CudaChecks : public ::testing::Test {
+protected:
+  void SetUp() override {
+    int32_t available = 0;
+    ampc_backend_available(AMPC_BACKEND_CUDA, &available);
+    if (!available)
+      GTEST_SKIP() << "no usable CUDA device (or the runtime was built "
+                      "without CUDA): CUDA check words not tested";
+    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CUDA, 0, &ctx));
+  }
+  void TearDown() override {
+    for (void *p : owned)
+      ampc_free(ctx, p);
+    ampc_context_destroy(ctx);
+  }
+  void *upload(Tensor &t) {
+    void *p = nullptr;
+    EXPECT_OK(ampc_malloc(ctx, t.bytes.size(), &p));
+    EXPECT_OK(ampc_memcpy(ctx, p, t.data(), t.bytes.size(),
+                          AMPC_MEMCPY_HOST_TO_DEVICE));
+    owned.push_back(p);
+    return p;
+  }
+  int32_t read(ampc_check check) {
+    int32_t site = -2;
+    EXPECT_OK(ampc_check_read(ctx, check, 1, &site));
+    return site;
+  }
+  ampc_context ctx = nullptr;
+  std::vector<void *> owned;
+};
+
+#define D(t, p) (p), (t).dtype, (t).dims(), (t).rank()
+
+TEST_F(CudaChecks, LabelsIdsAndNonfinite) {
+  EXPECT_EQ(read(AMPC_CHECK_INDEX), -1);
+  Tensor logits = randomTensor({70, 5}, AMPC_F16);
+  Tensor labels({70}, AMPC_I32), loss(Shape{}, AMPC_F32);
+  for (int64_t i = 0; i < 70; ++i)
+    labels.set(i, i % 5);
+  labels.set(69, 5);
+  void *dl = upload(logits), *dlab = upload(labels), *dloss = upload(loss);
+  EXPECT_OK(ampc_cross_entropy_fwd(ctx, D(loss, dloss), D(logits, dl),
+                                   D(labels, dlab), 11));
+  EXPECT_OK(ampc_cross_entropy_fwd(ctx, D(loss, dloss), D(logits, dl),
+                                   D(labels, dlab), 6));
+  EXPECT_EQ(read(AMPC_CHECK_INDEX), 6);
+  EXPECT_EQ(read(AMPC_CHECK_INDEX), -1);
+
+  Tensor table = randomTensor({4, 3}, AMPC_F32), ids({8}, AMPC_I64),
+         y({8, 3}, AMPC_F32);
+  for (int64_t i = 0; i < 8; ++i)
+    ids.set(i, i == 3 ? -7 : i % 4);
+  void *dt = upload(table), *di = upload(ids), *dy = upload(y);
+  EXPECT_OK(ampc_embedding_fwd(ctx, D(y, dy), D(table, dt), D(ids, di), 2));
+  EXPECT_EQ(read(AMPC_CHECK_INDEX), 2);
+
+  Tensor x = randomTensor({100000}, AMPC_BF16);
+  void *dx = upload(x);
+  EXPECT_OK(ampc_check_nonfinite(ctx, dx, AMPC_BF16, 100000, 1));
+  EXPECT_EQ(read(AMPC_CHECK_NONFINITE), -1);
+  x.set(99999, NAN);
+  void *dx2 = upload(x);
+  EXPECT_OK(ampc_check_nonfinite(ctx, dx2, AMPC_BF16, 100000, 5));
+  EXPECT_OK(ampc_check_nonfinite(ctx, dx2, AMPC_BF16, 100000, 8));
+  EXPECT_EQ(read(AMPC_CHECK_NONFINITE), 5);
+}
+} // namespace
