@@ -24,6 +24,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 using namespace mlir;
@@ -1593,6 +1594,13 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   return success();
 }
 
+/// A number as C's %g prints it (`0.5`, `-0.001`, `1`).
+static std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 /// What a value is, for messages about operands that must be buffers.
 static std::string describeValue(Value v, StringRef asWritten) {
   std::string name = "'" + asWritten.str() + "'";
@@ -1643,7 +1651,8 @@ Value MLIRGenImpl::genBatchNorm(const CallExprAST &call, ArrayRef<Value> ops) {
   if (failed(momentum) || failed(eps))
     return nullptr;
   if (!(*eps >= 0.0)) {
-    error(kwLoc(call, "eps")) << "'batch_norm' needs eps >= 0, got " << *eps;
+    error(kwLoc(call, "eps")) << "'batch_norm' needs eps >= 0, got "
+                              << shortNumber(*eps);
     return nullptr;
   }
   if (!std::isfinite(*momentum)) {
@@ -1697,7 +1706,8 @@ Value MLIRGenImpl::genDropout(const CallExprAST &call, ArrayRef<Value> ops) {
   if (failed(p))
     return nullptr;
   if (!(*p >= 0.0 && *p < 1.0)) {
-    error(kwLoc(call, "p")) << "'dropout' needs p in [0, 1), got " << *p;
+    error(kwLoc(call, "p")) << "'dropout' needs p in [0, 1), got "
+                            << shortNumber(*p);
     return nullptr;
   }
   // Outside a training graph dropout is the identity.
