@@ -187,6 +187,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (lossOptions.mode != "none")
       pm.addNestedPass<func::FuncOp>(createLossScaling(lossOptions));
   }
+  // O2: the forward's casts of the f32 masters become low model copies the
+  // optimizer writes (after loss scaling, so the updates are predicated).
+  if (ampOn && options.modelCopies)
+    pm.addNestedPass<func::FuncOp>(createModelCopies());
   if (ampOn && options.ampPolicy == amp::Policy::Fast)
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
   if (options.canonicalize)
