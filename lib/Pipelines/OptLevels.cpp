@@ -105,9 +105,25 @@ LogicalResult ampc::applyOptLevel(PipelineOptions &options,
     options.modelCopies = true;
     return success();
   } else if (level == "O3") {
-    error = "--opt-level=O3 is not supported yet (parameters stored in low "
-            "precision only are not built); use O0, O1 or O2";
-    return failure();
+    // Every float op in low (batch_norm too unless keep_batchnorm_fp32,
+    // whose Apex default for O3 is false), params stored in low only, a
+    // static scale of 1.0.
+    if (!explicitly.amp)
+      options.amp = amp::Mode::FP16;
+    if (options.amp == amp::Mode::Off) {
+      error = "--opt-level=O3 computes in a 16-bit type: it cannot be "
+              "combined with --amp=off";
+      return failure();
+    }
+    if (!explicitly.lossScale)
+      options.lossScale = "1";
+    SmallVector<StringRef> keep;
+    if (options.keepBatchnormFp32.value_or(false) &&
+        tg::lookupOpInfo("tg.batch_norm"))
+      keep.push_back("tg.batch_norm");
+    applyAllLow(options, keep);
+    options.lowParams = true;
+    return success();
   } else {
     error = "--opt-level must be O0, O1, O2 or O3, got '" + level + "'";
     return failure();

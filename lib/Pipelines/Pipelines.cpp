@@ -167,6 +167,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
                                 options.ampFollow.end());
     ampOptions.unknownOps = options.ampUnknownOps;
     pm.addNestedPass<func::FuncOp>(createAutoMixedPrecision(ampOptions));
+    // O3: parameters read only in low are stored in low, before autodiff
+    // gives them gradients.
+    if (options.lowParams)
+      pm.addNestedPass<func::FuncOp>(createLowParams());
   }
   pm.addNestedPass<func::FuncOp>(createAutodiff());
   {

@@ -429,6 +429,37 @@ def ModelCopies : Pass<"ampc-model-copies", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ampc::tg::TGDialect"];
 }
 
+def LowParams : Pass<"ampc-low-params", "::mlir::func::FuncOp"> {
+  let summary = "Store parameters read only in low precision in that type "
+                "(opt level O3)";
+  let description = [{
+    Apex's O3 ("pure fp16": `model.half()`, no master weights). Runs after
+    the mixed-precision rewriting (with every float op in the lower class)
+    and before autodiff. A parameter (`tg.param`, f32) whose every read is a
+    `tg.cast` to one 16-bit type (`tg.minimize`'s and `tg.grad`'s parameter
+    lists do not read it) becomes an argument of that type, and the casts
+    are removed; `tg.minimize`'s updated values and the function's results
+    follow. Autodiff then gives it gradients of its type, and the optimizer
+    updates it in place in that type (computing in f32, its state f32, as
+    for any parameter). A parameter that an f32 op reads (`batch_norm`
+    under `--keep-batchnorm-fp32=true`) stays f32.
+
+    Numerics: the initial values are the f32 initialisers' rounded to the
+    low type; updates smaller than half an ulp of the parameter are lost,
+    as in PyTorch with a half model.
+
+    ```mlir
+    // before
+    func.func @step(%w: tensor<4x4xf32> {tg.param = "w", ...}, ...) {
+      %w16 = tg.cast %w : tensor<4x4xf32> -> tensor<4x4xf16>
+      ...
+    // after
+    func.func @step(%w: tensor<4x4xf16> {tg.param = "w", ...}, ...) {
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Buffer planning
 //===----------------------------------------------------------------------===//
