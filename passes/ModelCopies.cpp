@@ -65,6 +65,39 @@ void ModelCopiesPass::runOnOperation() {
   auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
   if (!ret)
     return;
+  // Every f32 parameter read through casts to low gets its model copy,
+  // which replaces the casts. One the graph does not update (an evaluation
+  // graph of the file, a parameter left out of `minimize`) only reads it:
+  // it is the master rounded because the master does not change here, and
+  // a graph that shares it by name hands it over with the master.
+  DenseMap<Value, std::pair<Value, std::string>> modelOf;
+  SmallVector<BlockArgument> args(body.getArguments());
+  for (BlockArgument p : args) {
+    auto name = func.getArgAttrOfType<StringAttr>(p.getArgNumber(),
+                                                  TGDialect::kParamAttrName);
+    if (!name)
+      continue;
+    SmallVector<CastOp> casts = lowCasts(p);
+    if (casts.empty())
+      continue;
+    std::string stateName = (name.getValue() + ".model").str();
+    NamedAttrList attrs;
+    attrs.append(TGDialect::kStateAttrName, StringAttr::get(ctx, stateName));
+    attrs.append(kModelOfAttrName, name);
+    // Read only where the lowering cannot cast from the master.
+    attrs.append(TGDialect::kInitAttrName,
+                 InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0));
+    unsigned index = func.getNumArguments();
+    (void)func.insertArgument(index, casts.front().getType(),
+                              attrs.getDictionary(ctx), p.getLoc());
+    Value model = func.getArgument(index);
+    for (CastOp cast : casts) {
+      cast.getResult().replaceAllUsesWith(model);
+      cast.erase();
+    }
+    modelOf[p] = {model, stateName};
+  }
+
   SmallVector<Operation *> updates;
   for (Operation &op : body)
     if (isa<SgdUpdateOp, AdamWUpdateOp>(op))
@@ -78,34 +111,12 @@ void ModelCopiesPass::runOnOperation() {
     SmallVector<int64_t> modelParams;
     SmallVector<std::string> modelNames;
     for (auto [j, p] : llvm::enumerate(params)) {
-      auto arg = dyn_cast<BlockArgument>(p);
-      if (!arg || arg.getOwner() != &body)
+      auto it = modelOf.find(p);
+      if (it == modelOf.end())
         continue;
-      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                    TGDialect::kParamAttrName);
-      if (!name)
-        continue;
-      SmallVector<CastOp> casts = lowCasts(p);
-      if (casts.empty())
-        continue;
-      std::string stateName = (name.getValue() + ".model").str();
-      NamedAttrList attrs;
-      attrs.append(TGDialect::kStateAttrName, StringAttr::get(ctx, stateName));
-      attrs.append(kModelOfAttrName, name);
-      // Read only where the lowering cannot cast from the master.
-      attrs.append(TGDialect::kInitAttrName,
-                   InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0));
-      unsigned index = func.getNumArguments();
-      (void)func.insertArgument(index, casts.front().getType(),
-                                attrs.getDictionary(ctx), p.getLoc());
-      Value model = func.getArgument(index);
-      for (CastOp cast : casts) {
-        cast.getResult().replaceAllUsesWith(model);
-        cast.erase();
-      }
-      models.push_back(model);
+      models.push_back(it->second.first);
       modelParams.push_back(j);
-      modelNames.push_back(stateName);
+      modelNames.push_back(it->second.second);
     }
     if (models.empty())
       continue;

@@ -786,6 +786,30 @@ bool Executor::load(const std::string &path, Position &position,
   return true;
 }
 
+bool Executor::refreshModelCopies(std::string &error) {
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &to = program.slots[i];
+    if (to.role != rt::Slot::Role::State || !isModelCopy(to.name))
+      continue;
+    llvm::StringRef master = llvm::StringRef(to.name).drop_back(6);
+    for (size_t m = 0; m < program.slots.size(); ++m) {
+      const rt::Slot &from = program.slots[m];
+      if (from.role != rt::Slot::Role::Param || from.name != master)
+        continue;
+      ampc_status st = ampc_cast_fwd(
+          impl->ctx, impl->slots[i], static_cast<ampc_dtype>(to.dtype),
+          to.shape.data(), to.shape.size(), impl->slots[m],
+          static_cast<ampc_dtype>(from.dtype), from.shape.data(),
+          from.shape.size());
+      if (st != AMPC_OK) {
+        error = lastError("deriving the model copies", st);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool Executor::copySharedFrom(Executor &from, std::string &error) {
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];

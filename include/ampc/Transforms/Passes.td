@@ -396,19 +396,22 @@ def ModelCopies : Pass<"ampc-model-copies", "::mlir::func::FuncOp"> {
     Apex's O2: the optimizer updates f32 master weights and the forward
     reads fp16 model weights. Runs after autodiff and loss scaling (so the
     updates are already predicated on `found_inf`), before cast
-    optimization. For every parameter an optimizer update
-    (`tg.sgd_update`, `tg.adamw_update`) updates that is an f32 function
-    argument read through `tg.cast`s to a 16-bit type:
+    optimization. For every f32 parameter read through `tg.cast`s to a
+    16-bit type:
 
     - a state argument `NAME.model` of that type is added (`tg.state`,
       `tg.model_of = "NAME"`: the lowering initialises it as the master
       rounded, after the masters are initialised), and every such cast is
       replaced by it, so the forward and backward read the model copy with
       no cast kernel;
-    - the update op gets it in its `models` operand (`model_params` gives
-      the parameter of each model copy), so the update kernel stores the
-      rounded new master into it in the same pass over the elements, and
-      its new value is returned as state (`tg.state_out`), updated in place.
+    - when an optimizer update (`tg.sgd_update`, `tg.adamw_update`) updates
+      the parameter, the update op gets the copy in its `models` operand
+      (`model_params` gives the parameter of each model copy), so the update
+      kernel stores the rounded new master into it in the same pass over the
+      elements, and its new value is returned as state (`tg.state_out`),
+      updated in place. A graph that does not update the parameter (an
+      evaluation graph) only reads the copy; graphs of one file share it by
+      name like the master.
 
     The values are exactly those of the casts it replaces: the model copy is
     always the master rounded to its type (a skipped step changes neither).

@@ -7,6 +7,9 @@
   falls LOG                  the mean loss of the last 5 steps is below the
                              first step's loss
   no-param-cast LOWERED      no ampc_cast_fwd in a step reads a param slot
+  model-copies CKPT          every f16 state NAME.model of checkpoint CKPT
+                             is its f32 master NAME rounded, bit for bit
+  first-loss LOG REF         step 1's loss of LOG equals REF's, bit for bit
 """
 import json
 import re
@@ -113,10 +116,43 @@ def no_param_cast(lowered):
     print("OK no param cast in the step (%d other cast calls)" % casts)
 
 
+def model_copies(ckpt):
+    import os
+    import struct
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "Run", "Inputs"))
+    import runcheck
+    slots = runcheck.read_ckpt(ckpt)
+    n = 0
+    for name, data in slots.items():
+        if not name.endswith(".model"):
+            continue
+        master = slots[name[:-len(".model")]]
+        count = len(master) // 4
+        if len(data) != 2 * count:
+            fail("%s is not an f16 copy of its master" % name)
+        floats = struct.unpack("<%df" % count, master)
+        want = struct.pack("<%de" % count, *floats)
+        if data != want:
+            fail("%s is not its master rounded to f16" % name)
+        n += 1
+    if not n:
+        fail("no model copies in " + ckpt)
+    print("OK %d model copies are their masters rounded" % n)
+
+
+def first_loss(log, ref):
+    a, b = load_log(log)[0]["loss"], load_log(ref)[0]["loss"]
+    if a != b:
+        fail("step 1: loss %r vs %r" % (a, b))
+    print("OK first loss %r" % a)
+
+
 def main(argv):
     cmd, args = argv[1], argv[2:]
     {"types": types, "mean": mean, "falls": falls,
-     "no-param-cast": no_param_cast}[cmd](*args)
+     "no-param-cast": no_param_cast, "model-copies": model_copies,
+     "first-loss": first_loss}[cmd](*args)
 
 
 if __name__ == "__main__":
