@@ -22,11 +22,27 @@ func.func @step(%x: tensor<4x3xf16> {tg.input = "x"}, %w: tensor<3xf32> {tg.init
 // CHECK: tg.mul %{{.*}}, %[[M]]
 // CHECK: %[[NEW:.+]]:3 = tg.sgd_update params(%arg1, %arg2 : {{.*}}) models(%[[M]] : tensor<3xf16>) {{{.*}}model_params = array<i64: 0>
 // CHECK: return %{{.*}}, %{{.*}}, %[[NEW]]#0, %[[NEW]]#1, %[[NEW]]#2 :
-// b is read in f32 by the add: it stays as it is under ampc-low-params too.
-// LOW-LABEL: func.func @step(
+
+// -----
+
+// ampc-low-params (opt level O3), before autodiff: w, read only through a
+// cast to f16, becomes an f16 param (minimize's result follows); b, read in
+// f32 by the add, stays f32.
+func.func @lowstep(%x: tensor<4x3xf16> {tg.input = "x"}, %w: tensor<3xf32> {tg.init = #tg.init<zeros>, tg.param = "w"}, %b: tensor<3xf32> {tg.init = #tg.init<zeros>, tg.param = "b"}) -> (tensor<f32>, tensor<3xf32> {tg.param_out = "w"}, tensor<3xf32> {tg.param_out = "b"}) {
+  %w16 = tg.cast %w {tg.role = "amp"} : tensor<3xf32> to tensor<3xf16>
+  %y = tg.mul %x, %w16 : tensor<4x3xf16>, tensor<3xf16> -> tensor<4x3xf16>
+  %y32 = tg.cast %y : tensor<4x3xf16> to tensor<4x3xf32>
+  %z = tg.add %y32, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %l = tg.mean %z dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
+  %w1, %b1 = tg.minimize %l wrt %w, %b with "sgd" {lr = 1.0e-01 : f64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64} : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+  return %l, %w1, %b1 : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+}
+// LOW-LABEL: func.func @lowstep(
 // LOW-SAME: %arg1: tensor<3xf16> {tg.init = #tg.init<zeros>, tg.param = "w"}, %arg2: tensor<3xf32>
 // LOW-SAME: tensor<3xf16> {tg.param_out = "w"}, tensor<3xf32> {tg.param_out = "b"}
 // LOW-NOT: tg.cast %arg1
+// LOW: tg.mul %arg0, %arg1
+// LOW: tg.minimize {{.*}} : tensor<f32>, tensor<3xf16>, tensor<3xf32>
 
 // -----
 
