@@ -236,7 +236,10 @@ struct Executor::Impl {
     } consumers[] = {{"ampc_check_finite_unscale", {3, 4, 5, 6}},
                      {"ampc_clip_grad_norm", {2, 3, 4, 5}},
                      {"ampc_sgd_update", {3, 4, 6, 7}},
-                     {"ampc_adamw_update", {3, 4, 7, 8}}};
+                     {"ampc_adamw_update", {3, 4, 7, 8}},
+                     // Opt level O2: the same lists, model copies after.
+                     {"ampc_sgd_update_model", {3, 4, 6, 7}},
+                     {"ampc_adamw_update_model", {3, 4, 7, 8}}};
     for (const auto &c : consumers)
       if (callee == c.name) {
         std::copy(c.at, c.at + 4, at);
@@ -567,6 +570,11 @@ bool isScalerState(llvm::StringRef name) {
   return name.starts_with("loss_scale.");
 }
 
+/// Opt level O2's low model copy of param NAME is state `NAME.model`: a
+/// checkpoint of another level may lack it (it is derived from the loaded
+/// master) or hold it in excess (ignored).
+bool isModelCopy(llvm::StringRef name) { return name.ends_with(".model"); }
+
 const char *dtypeName(int32_t dtype) {
   switch (dtype) {
   case AMPC_F32:
@@ -699,12 +707,31 @@ bool Executor::load(const std::string &path, Position &position,
   // param or state of the graph.
   std::vector<std::pair<size_t, const char *>> copies;
   std::vector<std::string> fresh, ignored;
+  // Model copies the checkpoint lacks (or holds with another type): the
+  // slot and its master's, recomputed after the copy.
+  std::vector<std::pair<size_t, size_t>> derived;
+  auto masterOf = [&](const rt::Slot &slot) -> std::optional<size_t> {
+    if (!isModelCopy(slot.name))
+      return std::nullopt;
+    llvm::StringRef master = llvm::StringRef(slot.name).drop_back(6);
+    for (size_t j = 0; j < program.slots.size(); ++j)
+      if (program.slots[j].role == rt::Slot::Role::Param &&
+          program.slots[j].name == master)
+        return j;
+    return std::nullopt;
+  };
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
     if (!isSaved(slot))
       continue;
     auto it = llvm::find_if(entries,
                             [&](const Entry &e) { return e.name == slot.name; });
+    std::optional<size_t> master = masterOf(slot);
+    if (master && (it == entries.end() || it->dtype != slot.dtype ||
+                   it->bytes != slot.bytes)) {
+      derived.push_back({i, *master});
+      continue;
+    }
     if (it == entries.end()) {
       if (isScalerState(slot.name)) {
         fresh.push_back(slot.name);
@@ -734,6 +761,10 @@ bool Executor::load(const std::string &path, Position &position,
     });
     if (known || alsoKnown.count(e.name))
       continue;
+    if (isModelCopy(e.name)) {
+      ignored.push_back(e.name);
+      continue;
+    }
     // A graph that does not train has no optimizer state to restore.
     if (!isScalerState(e.name) && program.training)
       return bad("holds '" + e.name + "', which graph '" + program.name +
@@ -751,6 +782,18 @@ bool Executor::load(const std::string &path, Position &position,
       return false;
     }
   }
+  for (auto [i, m] : derived) {
+    const rt::Slot &to = program.slots[i], &from = program.slots[m];
+    ampc_status st = ampc_cast_fwd(
+        impl->ctx, impl->slots[i], static_cast<ampc_dtype>(to.dtype),
+        to.shape.data(), to.shape.size(), impl->slots[m],
+        static_cast<ampc_dtype>(from.dtype), from.shape.data(),
+        from.shape.size());
+    if (st != AMPC_OK) {
+      error = lastError("deriving the model copies", st);
+      return false;
+    }
+  }
   auto join = [](const std::vector<std::string> &names) {
     std::string out;
     for (const std::string &n : names)
@@ -758,14 +801,48 @@ bool Executor::load(const std::string &path, Position &position,
     return out;
   };
   note.clear();
+  if (!derived.empty()) {
+    std::vector<std::string> names;
+    for (auto [i, m] : derived)
+      names.push_back(program.slots[i].name);
+    note = "model copies derived from the loaded f32 masters (not in the "
+           "checkpoint with this type): " +
+           join(names);
+  }
   if (!fresh.empty())
-    note = "initialised fresh (not in the checkpoint with this type): " +
-           join(fresh);
+    note += (note.empty() ? "" : "; ") +
+            std::string("initialised fresh (not in the checkpoint with this "
+                        "type): ") +
+            join(fresh);
   if (!ignored.empty())
     note += (note.empty() ? "" : "; ") +
             std::string("ignored (this compilation has no such state): ") +
             join(ignored);
   position = pos;
+  return true;
+}
+
+bool Executor::refreshModelCopies(std::string &error) {
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    const rt::Slot &to = program.slots[i];
+    if (to.role != rt::Slot::Role::State || !isModelCopy(to.name))
+      continue;
+    llvm::StringRef master = llvm::StringRef(to.name).drop_back(6);
+    for (size_t m = 0; m < program.slots.size(); ++m) {
+      const rt::Slot &from = program.slots[m];
+      if (from.role != rt::Slot::Role::Param || from.name != master)
+        continue;
+      ampc_status st = ampc_cast_fwd(
+          impl->ctx, impl->slots[i], static_cast<ampc_dtype>(to.dtype),
+          to.shape.data(), to.shape.size(), impl->slots[m],
+          static_cast<ampc_dtype>(from.dtype), from.shape.data(),
+          from.shape.size());
+      if (st != AMPC_OK) {
+        error = lastError("deriving the model copies", st);
+        return false;
+      }
+    }
+  }
   return true;
 }
 

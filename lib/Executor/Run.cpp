@@ -638,6 +638,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   for (auto &[slot, data] : paramData)
     if (!ex->writeSlot(slot, data.data(), data.size(), error))
       return fail(kRuntimeError, error);
+  // O2's model copies follow the masters --params-in wrote.
+  if (!paramData.empty() && !ex->refreshModelCopies(error))
+    return fail(kRuntimeError, error);
   // Each rank's synthetic batch differs (its own stream of the seed).
   uint64_t inputSeed = options.seed;
   if (world)

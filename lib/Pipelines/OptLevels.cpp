@@ -6,9 +6,61 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Pipelines/Pipelines.h"
 
+#include "llvm/ADT/StringSet.h"
+
 using namespace mlir;
+
+namespace {
+
+/// The ops O2 keeps in f32: batch_norm (Apex keeps batch norm in fp32) and
+/// the losses (Apex computes them outside the model, on its f32 output).
+/// Only those of this build's op set count.
+constexpr llvm::StringLiteral kO2KeptF32[] = {
+    "tg.batch_norm",         "tg.cross_entropy",
+    "tg.mse_loss",           "tg.binary_cross_entropy",
+    "tg.binary_cross_entropy_with_logits", "tg.nll_loss"};
+
+/// Whether `info` is a forward op of the language that computes on floats
+/// (the ops the all-low presets move to the lower class). Ops the compiler
+/// makes (gradients, optimizer, loss scaling) are placed by their passes.
+bool isLanguageOp(const ampc::tg::OpInfo &info) {
+  return !info.training && !info.language.empty();
+}
+
+/// Moves every language op to the lower class except the names in `keep`
+/// (to fp32) and the ops the user classified explicitly, whose class wins.
+void applyAllLow(ampc::PipelineOptions &options,
+                 llvm::ArrayRef<llvm::StringRef> keep) {
+  llvm::StringSet<> userNamed;
+  auto note = [&](const std::vector<std::string> &list) {
+    for (const std::string &name : list) {
+      llvm::StringRef n = name;
+      userNamed.insert(n.starts_with("tg.") ? n.str() : ("tg." + n).str());
+    }
+  };
+  note(options.ampFp32);
+  note(options.ampLower);
+  note(options.ampFollow);
+  std::vector<std::string> fp32, lower;
+  for (const ampc::tg::OpInfo &info : ampc::tg::getOpInfos()) {
+    if (!isLanguageOp(info) || userNamed.contains(info.name))
+      continue;
+    if (llvm::is_contained(keep, info.name))
+      fp32.push_back(info.name.str());
+    else if (info.ampClass != "lower")
+      lower.push_back(info.name.str());
+  }
+  // The preset's lists first: the user's entries (later) never conflict.
+  fp32.insert(fp32.end(), options.ampFp32.begin(), options.ampFp32.end());
+  lower.insert(lower.end(), options.ampLower.begin(), options.ampLower.end());
+  options.ampFp32 = std::move(fp32);
+  options.ampLower = std::move(lower);
+}
+
+} // namespace
 
 LogicalResult ampc::applyOptLevel(PipelineOptions &options,
                                   const ExplicitSettings &explicitly,
@@ -32,11 +84,46 @@ LogicalResult ampc::applyOptLevel(PipelineOptions &options,
     // resolution gives dynamic with fp16 and none with an explicit bf16.
     if (!explicitly.amp)
       options.amp = amp::Mode::FP16;
-  } else if (level == "O2" || level == "O3") {
-    error = "--opt-level=" + level +
-            " is not supported yet (low model copies with f32 masters and "
-            "all-low compute are not built); use O0 or O1";
-    return failure();
+  } else if (level == "O2") {
+    // Every float op in low except batch_norm and the losses; f32 masters
+    // with low model copies the optimizer writes; dynamic loss scale (the
+    // default resolution, as for O1). keep_batchnorm_fp32 is Apex's O2
+    // default (true); false moves batch_norm to low as well.
+    if (!explicitly.amp)
+      options.amp = amp::Mode::FP16;
+    if (options.amp == amp::Mode::Off) {
+      error = "--opt-level=O2 computes in a 16-bit type: it cannot be "
+              "combined with --amp=off";
+      return failure();
+    }
+    SmallVector<StringRef> keep;
+    for (StringRef name : kO2KeptF32)
+      if (name != "tg.batch_norm" || options.keepBatchnormFp32.value_or(true))
+        if (tg::lookupOpInfo(name))
+          keep.push_back(name);
+    applyAllLow(options, keep);
+    options.modelCopies = true;
+    return success();
+  } else if (level == "O3") {
+    // Every float op in low (batch_norm too unless keep_batchnorm_fp32,
+    // whose Apex default for O3 is false), params stored in low only, a
+    // static scale of 1.0.
+    if (!explicitly.amp)
+      options.amp = amp::Mode::FP16;
+    if (options.amp == amp::Mode::Off) {
+      error = "--opt-level=O3 computes in a 16-bit type: it cannot be "
+              "combined with --amp=off";
+      return failure();
+    }
+    if (!explicitly.lossScale)
+      options.lossScale = "1";
+    SmallVector<StringRef> keep;
+    if (options.keepBatchnormFp32.value_or(false) &&
+        tg::lookupOpInfo("tg.batch_norm"))
+      keep.push_back("tg.batch_norm");
+    applyAllLow(options, keep);
+    options.lowParams = true;
+    return success();
   } else {
     error = "--opt-level must be O0, O1, O2 or O3, got '" + level + "'";
     return failure();

@@ -167,6 +167,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
                                 options.ampFollow.end());
     ampOptions.unknownOps = options.ampUnknownOps;
     pm.addNestedPass<func::FuncOp>(createAutoMixedPrecision(ampOptions));
+    // O3: parameters read only in low are stored in low, before autodiff
+    // gives them gradients.
+    if (options.lowParams)
+      pm.addNestedPass<func::FuncOp>(createLowParams());
   }
   pm.addNestedPass<func::FuncOp>(createAutodiff());
   {
@@ -187,6 +191,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (lossOptions.mode != "none")
       pm.addNestedPass<func::FuncOp>(createLossScaling(lossOptions));
   }
+  // O2: the forward's casts of the f32 masters become low model copies the
+  // optimizer writes (after loss scaling, so the updates are predicated).
+  if (ampOn && options.modelCopies)
+    pm.addNestedPass<func::FuncOp>(createModelCopies());
   if (ampOn && options.ampPolicy == amp::Policy::Fast)
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
   if (options.canonicalize)

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -228,17 +229,24 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
     emitLossScale(scale, os);
   }
   // Each param's master copy (what the optimizer updates) and the copy the
-  // forward reads: one copy, so the same type, until O2 model copies exist.
+  // forward reads: under O2 the low model copy (the state argument with
+  // `tg.model_of`), else the master itself.
   os << ",\n" << indent << "  \"params\": [";
   bool firstParam = true;
+  llvm::StringMap<std::string> modelTypes;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto of = func.getArgAttrOfType<StringAttr>(i, "tg.model_of"))
+      modelTypes[of.getValue()] = typeName(func.getArgument(i).getType());
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     auto name =
         func.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttrName);
     if (!name)
       continue;
     std::string type = typeName(func.getArgument(i).getType());
+    auto model = modelTypes.find(name.getValue());
     os << (firstParam ? "" : ", ") << "{\"name\": " << quote(name.getValue())
-       << ", \"master\": " << type << ", \"model\": " << type << "}";
+       << ", \"master\": " << type << ", \"model\": "
+       << (model == modelTypes.end() ? type : model->getValue()) << "}";
     firstParam = false;
   }
   os << "]";

@@ -1092,12 +1092,24 @@ public:
   }
 
   ampc_status sgd(const TensorList &params, const TensorList &grads,
-                  void *const *bufs, const SgdScalars &s,
-                  Buf foundInf) override {
+                  void *const *bufs, const SgdScalars &s, Buf foundInf,
+                  const ModelCopies &models) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
+      if (void *model = models.at(t)) {
+        // Opt level O2: the low model copy in the same pass.
+        ampc_dtype md = models.dtypes[t];
+        for (int64_t i = 0; i < params.numels[t]; ++i) {
+          float p = loadF32(params.data[t], params.dtypes[t], i);
+          sgdElement(p, loadF32(grads.data[t], grads.dtypes[t], i),
+                     buf ? buf + i : nullptr, s);
+          storeF32(params.data[t], params.dtypes[t], i, p);
+          storeF32(model, md, i, p);
+        }
+        continue;
+      }
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
         sgdF32(static_cast<float *>(params.data[t]),
                static_cast<const float *>(grads.data[t]), buf, params.numels[t],
@@ -1117,7 +1129,8 @@ public:
   ampc_status adamw(const TensorList &params, const TensorList &grads,
                     void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
                     double lr, double beta1, double beta2, double eps,
-                    double weightDecay, Buf foundInf) override {
+                    double weightDecay, Buf foundInf,
+                    const ModelCopies &models) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     *step += 1;
@@ -1125,6 +1138,18 @@ public:
     for (int32_t t = 0; t < params.count; ++t) {
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
+      if (void *model = models.at(t)) {
+        // Opt level O2: the low model copy in the same pass.
+        ampc_dtype md = models.dtypes[t];
+        for (int64_t i = 0; i < params.numels[t]; ++i) {
+          float p = loadF32(params.data[t], params.dtypes[t], i);
+          adamwElement(p, loadF32(grads.data[t], grads.dtypes[t], i), m[i],
+                       v[i], s);
+          storeF32(params.data[t], params.dtypes[t], i, p);
+          storeF32(model, md, i, p);
+        }
+        continue;
+      }
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
         adamwF32(static_cast<float *>(params.data[t]),
                  static_cast<const float *>(grads.data[t]), m, v,

@@ -1401,7 +1401,7 @@ public:
       c.data[k] = g.data[t];
       c.dtype[k] = static_cast<int8_t>(g.dtypes[t]);
       c.numel[k] = g.numels[t];
-      c.aux0[k] = c.aux1[k] = c.aux2[k] = nullptr;
+      c.aux0[k] = c.aux1[k] = c.aux2[k] = c.model[k] = nullptr;
       c.auxDtype[k] = 0;
       fill(c, k, t);
       c.blockStart[k + 1] = c.blockStart[k] + static_cast<int32_t>(blocks);
@@ -1476,8 +1476,8 @@ public:
         });
   }
   ampc_status sgd(const TensorList &params, const TensorList &grads,
-                  void *const *bufs, const SgdScalars &s,
-                  Buf foundInf) override {
+                  void *const *bufs, const SgdScalars &s, Buf foundInf,
+                  const ModelCopies &models) override {
     ENTER();
     return forChunks(
         params,
@@ -1485,6 +1485,9 @@ public:
           c.aux0[k] = grads.data[t];
           c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
           c.aux1[k] = s.hasMomentum ? bufs[t] : nullptr;
+          c.model[k] = models.at(t);
+          c.modelDtype[k] =
+              static_cast<int8_t>(models.at(t) ? models.dtypes[t] : AMPC_F32);
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
           mtSgdKernel<<<blocks, kThreads, 0, stream_>>>(c, s, foundInf);
@@ -1495,7 +1498,8 @@ public:
   ampc_status adamw(const TensorList &params, const TensorList &grads,
                     void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
                     double lr, double beta1, double beta2, double eps,
-                    double weightDecay, Buf foundInf) override {
+                    double weightDecay, Buf foundInf,
+                    const ModelCopies &models) override {
     ENTER();
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
@@ -1510,6 +1514,9 @@ public:
           c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
           c.aux1[k] = expAvgs[t];
           c.aux2[k] = expAvgSqs[t];
+          c.model[k] = models.at(t);
+          c.modelDtype[k] =
+              static_cast<int8_t>(models.at(t) ? models.dtypes[t] : AMPC_F32);
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
           mtAdamwKernel<<<blocks, kThreads, 0, stream_>>>(c, sc, foundInf);

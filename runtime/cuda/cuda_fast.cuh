@@ -638,6 +638,8 @@ struct MtChunk {
   void *aux0[kMtMax]; // grads (SGD/AdamW) or nothing
   void *aux1[kMtMax]; // momentum buffer / exp_avg
   void *aux2[kMtMax]; // exp_avg_sq
+  void *model[kMtMax]; // opt level O2: the low model copy (SGD/AdamW) or null
+  int8_t modelDtype[kMtMax];
   int64_t numel[kMtMax];
   int8_t dtype[kMtMax], auxDtype[kMtMax];
   int32_t blockStart[kMtMax + 1];
@@ -745,6 +747,8 @@ __global__ void mtSgdKernel(MtChunk c, SgdScalars s, Buf foundInf) {
                loadF32(c.aux0[t_], static_cast<ampc_dtype>(c.auxDtype[t_]), i),
                buf, s);
     storeF32(p_.data, p_.dtype, i, pv);
+    if (c.model[t_])
+      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
   }
 }
 
@@ -760,5 +764,7 @@ __global__ void mtAdamwKernel(MtChunk c, const AdamwScalars *s,
         static_cast<float *>(c.aux1[t_])[i],
         static_cast<float *>(c.aux2[t_])[i], sc);
     storeF32(p_.data, p_.dtype, i, pv);
+    if (c.model[t_])
+      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
   }
 }

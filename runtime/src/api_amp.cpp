@@ -2,6 +2,8 @@
 //--------------------===//
 #include "common.h"
 
+#include <vector>
+
 #include <math.h>
 
 using namespace ampc;
@@ -139,15 +141,20 @@ ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
   });
 }
 
-ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
-                            const ampc_dtype *param_dtypes, void *const *grads,
-                            const ampc_dtype *grad_dtypes,
-                            void *const *momentum_bufs, const int64_t *numels,
-                            int32_t count, double lr, double momentum,
-                            double weight_decay, int32_t nesterov,
-                            double max_grad_norm, const void *found_inf,
-                            ampc_dtype found_inf_dtype) {
-  const char *fn = "ampc_sgd_update";
+} // extern "C"
+
+/// The body of ampc_sgd_update and ampc_sgd_update_model (`models`: opt
+/// level O2's low copies, aligned with `params`).
+static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
+                             void *const *params,
+                             const ampc_dtype *param_dtypes,
+                             void *const *grads, const ampc_dtype *grad_dtypes,
+                             void *const *momentum_bufs, const int64_t *numels,
+                             int32_t count, double lr, double momentum,
+                             double weight_decay, int32_t nesterov,
+                             double max_grad_norm, const void *found_inf,
+                             ampc_dtype found_inf_dtype,
+                             const ModelCopies &models) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
@@ -178,17 +185,19 @@ ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
     s.nesterov = nesterov != 0;
     s.hasMomentum = momentum != 0;
     s.hasWeightDecay = weight_decay != 0;
-    return ctx->backend->sgd(p, g, momentum_bufs, s, fi);
+    return ctx->backend->sgd(p, g, momentum_bufs, s, fi, models);
   });
 }
 
-ampc_status ampc_adamw_update(
-    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
-    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+/// The body of ampc_adamw_update and ampc_adamw_update_model.
+static ampc_status adamwUpdate(
+    const char *fn, ampc_context ctx, void *const *params,
+    const ampc_dtype *param_dtypes, void *const *grads,
+    const ampc_dtype *grad_dtypes, void *const *exp_avgs,
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
-    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype) {
-  const char *fn = "ampc_adamw_update";
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const ModelCopies &models) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
@@ -217,8 +226,132 @@ ampc_status ampc_adamw_update(
           nullptr, g, static_cast<float>(max_grad_norm), fi));
     return ctx->backend->adamw(p, g, exp_avgs, exp_avg_sqs,
                                static_cast<int32_t *>(step), lr, beta1, beta2,
-                               eps, weight_decay, fi);
+                               eps, weight_decay, fi, models);
   });
+}
+
+extern "C" {
+
+ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
+                            const ampc_dtype *param_dtypes, void *const *grads,
+                            const ampc_dtype *grad_dtypes,
+                            void *const *momentum_bufs, const int64_t *numels,
+                            int32_t count, double lr, double momentum,
+                            double weight_decay, int32_t nesterov,
+                            double max_grad_norm, const void *found_inf,
+                            ampc_dtype found_inf_dtype) {
+  return sgdUpdate("ampc_sgd_update", ctx, params, param_dtypes, grads,
+                   grad_dtypes, momentum_bufs, numels, count, lr, momentum,
+                   weight_decay, nesterov, max_grad_norm, found_inf,
+                   found_inf_dtype, ModelCopies());
+}
+
+ampc_status ampc_adamw_update(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype) {
+  return adamwUpdate("ampc_adamw_update", ctx, params, param_dtypes, grads,
+                     grad_dtypes, exp_avgs, exp_avg_sqs, step, numels, count,
+                     lr, beta1, beta2, eps, weight_decay, max_grad_norm,
+                     found_inf, found_inf_dtype, ModelCopies());
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Opt level O2: optimizer updates that also write the low model copies
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The model copies of ampc_*_update_model as a list aligned with the
+/// parameters (null where a parameter has none), after checking them.
+struct AlignedModels {
+  std::vector<void *> data;
+  std::vector<ampc_dtype> dtypes;
+  ModelCopies view() const { return {data.data(), dtypes.data()}; }
+};
+
+ampc_status alignModels(const char *fn, int32_t count, void *const *models,
+                        const ampc_dtype *model_dtypes,
+                        const int64_t *model_params, int32_t model_count,
+                        AlignedModels &out) {
+  if (model_count < 0 || model_count > count)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: model_count %d must be in [0, count = %d]", fn,
+                    model_count, count);
+  if (model_count > 0 && (!models || !model_dtypes || !model_params))
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "%s: models, model_dtypes or model_params is NULL", fn);
+  out.data.assign(count > 0 ? count : 1, nullptr);
+  out.dtypes.assign(count > 0 ? count : 1, AMPC_F32);
+  int64_t previous = -1;
+  for (int32_t k = 0; k < model_count; ++k) {
+    int64_t i = model_params[k];
+    if (i <= previous || i >= count)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: model_params must be increasing indices below %d",
+                      fn, count);
+    previous = i;
+    if (!models[k])
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: models[%d] is NULL", fn,
+                      k);
+    if (model_dtypes[k] != AMPC_F32 && model_dtypes[k] != AMPC_F16 &&
+        model_dtypes[k] != AMPC_BF16)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: model copy %d is not a float tensor", fn, k);
+    out.data[i] = models[k];
+    out.dtypes[i] = model_dtypes[k];
+  }
+  return AMPC_OK;
+}
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_sgd_update_model(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
+    double momentum, double weight_decay, int32_t nesterov,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count) {
+  const char *fn = "ampc_sgd_update_model";
+  AlignedModels aligned;
+  ampc_status st = guard(fn, [&] {
+    return alignModels(fn, count, models, model_dtypes, model_params,
+                       model_count, aligned);
+  });
+  if (st != AMPC_OK)
+    return st;
+  return sgdUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
+                   momentum_bufs, numels, count, lr, momentum, weight_decay,
+                   nesterov, max_grad_norm, found_inf, found_inf_dtype,
+                   aligned.view());
+}
+
+ampc_status ampc_adamw_update_model(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count) {
+  const char *fn = "ampc_adamw_update_model";
+  AlignedModels aligned;
+  ampc_status st = guard(fn, [&] {
+    return alignModels(fn, count, models, model_dtypes, model_params,
+                       model_count, aligned);
+  });
+  if (st != AMPC_OK)
+    return st;
+  return adamwUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
+                     exp_avgs, exp_avg_sqs, step, numels, count, lr, beta1,
+                     beta2, eps, weight_decay, max_grad_norm, found_inf,
+                     found_inf_dtype, aligned.view());
 }
 
 } // extern "C"

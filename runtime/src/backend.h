@@ -69,6 +69,15 @@ struct TensorList {
   int32_t count;
 };
 
+/// Opt level O2: the low model copy of each parameter of a TensorList
+/// (data[t] null: parameter t has none; data null: none has one). The
+/// optimizer kernels store the updated parameter into it in the same pass.
+struct ModelCopies {
+  void *const *data = nullptr;
+  const ampc_dtype *dtypes = nullptr;
+  void *at(int32_t t) const { return data ? data[t] : nullptr; }
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -172,12 +181,12 @@ public:
                                    float maxNorm, Buf foundInf) = 0;
   virtual ampc_status sgd(const TensorList &params, const TensorList &grads,
                           void *const *bufs, const SgdScalars &s,
-                          Buf foundInf) = 0;
+                          Buf foundInf, const ModelCopies &models) = 0;
   virtual ampc_status adamw(const TensorList &params, const TensorList &grads,
                             void *const *expAvgs, void *const *expAvgSqs,
                             int32_t *step, double lr, double beta1,
                             double beta2, double eps, double weightDecay,
-                            Buf foundInf) = 0;
+                            Buf foundInf, const ModelCopies &models) = 0;
 
   // Batch norm and dropout (issue 12; scalar code in norm_dropout_ops.h).
   // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].

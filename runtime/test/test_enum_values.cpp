@@ -385,6 +385,27 @@ TEST_F(EnumValues, LossScalingAndOptimizers) {
                              numels, 2, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.0,
                              &flag, p.dt(AMPC_F32));
   });
+  // Opt level O2: the same updates writing a low model copy of param 0.
+  Tensor model0({4}, AMPC_F16);
+  void *models[1] = {model0.data()};
+  int64_t modelParams[1] = {0};
+  checkEntry("ampc_sgd_update_model", [&](Probe &p) {
+    ampc_dtype pdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_BF16)};
+    ampc_dtype gdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_F16)};
+    ampc_dtype mdts[1] = {p.dt(AMPC_F16)};
+    return ampc_sgd_update_model(ctx, params, pdts, grads, gdts, moms, numels,
+                                 2, 0.1, 0.9, 0.0, 0, 0.0, &flag,
+                                 p.dt(AMPC_F32), models, mdts, modelParams, 1);
+  });
+  checkEntry("ampc_adamw_update_model", [&](Probe &p) {
+    ampc_dtype pdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_BF16)};
+    ampc_dtype gdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_F16)};
+    ampc_dtype mdts[1] = {p.dt(AMPC_F16)};
+    return ampc_adamw_update_model(ctx, params, pdts, grads, gdts, moms, sqs,
+                                   &step, numels, 2, 1e-3, 0.9, 0.999, 1e-8,
+                                   0.01, 0.0, &flag, p.dt(AMPC_F32), models,
+                                   mdts, modelParams, 1);
+  });
 }
 
 } // namespace

@@ -81,6 +81,9 @@ public:
   /// skipped, not refused.
   bool load(const std::string &path, Position &position, std::string &note,
             std::string &error, const std::set<std::string> &alsoKnown = {});
+  /// Opt level O2: recomputes every low model copy (state `NAME.model`) as
+  /// its master param `NAME` rounded (after params were written directly).
+  bool refreshModelCopies(std::string &error);
   /// Copies every param/state slot of `from` that this program has under the
   /// same name, dtype and size (shared state of two graphs of one file).
   bool copySharedFrom(Executor &from, std::string &error);

@@ -67,6 +67,12 @@ struct PipelineOptions {
   std::string optLevel;
   /// Apex's keep_batchnorm_fp32 (only with O2/O3); unset when not given.
   std::optional<bool> keepBatchnormFp32;
+  /// O2: f32 master params with low model copies the optimizer writes
+  /// (ampc-model-copies after loss scaling).
+  bool modelCopies = false;
+  /// O3: params read only in low are stored in low (ampc-low-params after
+  /// the mixed-precision rewriting).
+  bool lowParams = false;
 };
 
 /// Which preset fields the user set explicitly (they win over the preset).

@@ -386,6 +386,84 @@ def CastOptimization : Pass<"ampc-cast-optimization", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Opt level O2: model copies
+//===----------------------------------------------------------------------===//
+
+def ModelCopies : Pass<"ampc-model-copies", "::mlir::func::FuncOp"> {
+  let summary = "Give each parameter read in low precision a low model copy "
+                "the optimizer writes (opt level O2)";
+  let description = [{
+    Apex's O2: the optimizer updates f32 master weights and the forward
+    reads fp16 model weights. Runs after autodiff and loss scaling (so the
+    updates are already predicated on `found_inf`), before cast
+    optimization. For every f32 parameter read through `tg.cast`s to a
+    16-bit type:
+
+    - a state argument `NAME.model` of that type is added (`tg.state`,
+      `tg.model_of = "NAME"`: the lowering initialises it as the master
+      rounded, after the masters are initialised), and every such cast is
+      replaced by it, so the forward and backward read the model copy with
+      no cast kernel;
+    - when an optimizer update (`tg.sgd_update`, `tg.adamw_update`) updates
+      the parameter, the update op gets the copy in its `models` operand
+      (`model_params` gives the parameter of each model copy), so the update
+      kernel stores the rounded new master into it in the same pass over the
+      elements, and its new value is returned as state (`tg.state_out`),
+      updated in place. A graph that does not update the parameter (an
+      evaluation graph) only reads the copy; graphs of one file share it by
+      name like the master.
+
+    The values are exactly those of the casts it replaces: the model copy is
+    always the master rounded to its type (a skipped step changes neither).
+    The gradients keep their types (the backward of the removed cast, the
+    cast of the low gradient to f32, stays).
+
+    ```mlir
+    // before
+    %w16 = tg.cast %w {tg.role = "amp"} : tensor<4x4xf32> -> tensor<4x4xf16>
+    %y = tg.matmul %x, %w16 ...
+    %new = tg.sgd_update params(%w : tensor<4x4xf32>) grads(%gw : tensor<4x4xf32>) found_inf(%f : tensor<f32>) {...}
+    // after: %wm is the argument {tg.state = "w.model", tg.model_of = "w"}
+    %y = tg.matmul %x, %wm ...
+    %new:2 = tg.sgd_update params(%w : tensor<4x4xf32>) grads(%gw : tensor<4x4xf32>) found_inf(%f : tensor<f32>)
+        models(%wm : tensor<4x4xf16>) {model_params = array<i64: 0>, ...}
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
+def LowParams : Pass<"ampc-low-params", "::mlir::func::FuncOp"> {
+  let summary = "Store parameters read only in low precision in that type "
+                "(opt level O3)";
+  let description = [{
+    Apex's O3 ("pure fp16": `model.half()`, no master weights). Runs after
+    the mixed-precision rewriting (with every float op in the lower class)
+    and before autodiff. A parameter (`tg.param`, f32) whose every read is a
+    `tg.cast` to one 16-bit type (`tg.minimize`'s and `tg.grad`'s parameter
+    lists do not read it) becomes an argument of that type, and the casts
+    are removed; `tg.minimize`'s updated values and the function's results
+    follow. Autodiff then gives it gradients of its type, and the optimizer
+    updates it in place in that type (computing in f32, its state f32, as
+    for any parameter). A parameter that an f32 op reads (`batch_norm`
+    under `--keep-batchnorm-fp32=true`) stays f32.
+
+    Numerics: the initial values are the f32 initialisers' rounded to the
+    low type; updates smaller than half an ulp of the parameter are lost,
+    as in PyTorch with a half model.
+
+    ```mlir
+    // before
+    func.func @step(%w: tensor<4x4xf32> {tg.param = "w", ...}, ...) {
+      %w16 = tg.cast %w : tensor<4x4xf32> -> tensor<4x4xf16>
+      ...
+    // after
+    func.func @step(%w: tensor<4x4xf16> {tg.param = "w", ...}, ...) {
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Buffer planning
 //===----------------------------------------------------------------------===//
 

@@ -548,8 +548,9 @@ bool defaultFloat(Operation *op, StringRef name, double &value) {
 class KernelCallPattern : public ConversionPattern {
 public:
   KernelCallPattern(const TypeConverter &converter, MLIRContext *ctx,
-                    StringRef opName, const KernelRule &rule)
-      : ConversionPattern(converter, opName, /*benefit=*/1, ctx), rule(rule) {}
+                    StringRef opName, const KernelRule &rule,
+                    PatternBenefit benefit = 1)
+      : ConversionPattern(converter, opName, benefit, ctx), rule(rule) {}
 
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
@@ -901,11 +902,61 @@ std::vector<std::pair<StringRef, StringRef>> ampc::getKernelCallees() {
   return callees;
 }
 
+//===----------------------------------------------------------------------===//
+// Opt level O2: optimizer updates that also write the low model copies
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An update op with `models` calls the `_model` entry point: the record's
+/// kernel's arguments, then the model copies, their dtypes and the indices
+/// of their parameters (`model_params`).
+class ModelCopyUpdatePattern : public KernelCallPattern {
+public:
+  ModelCopyUpdatePattern(const TypeConverter &converter, MLIRContext *ctx,
+                         StringRef opName, const KernelRule &rule)
+      : KernelCallPattern(converter, ctx, opName, rule, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rw) const override {
+    if (!op->getAttr("model_params"))
+      return failure();
+    return KernelCallPattern::matchAndRewrite(op, operands, rw);
+  }
+};
+
+/// The rules of the `_model` entry points, from the update ops' rows.
+const std::vector<Row> &modelCopyRows() {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> out;
+    auto extend = [&](StringRef opName, const char *callee, unsigned models) {
+      for (const Row &r : kernelTable()) {
+        if (r.opName != opName)
+          continue;
+        Row row = r;
+        row.rule.callee = callee;
+        row.rule.args.push_back(list(models));
+        row.rule.args.push_back(dtypes(models));
+        row.rule.args.push_back(dims("model_params"));
+        out.push_back(std::move(row));
+      }
+    };
+    extend(tg::SgdUpdateOp::getOperationName(),
+           RT_KERNEL("ampc_sgd_update_model"), 4);
+    extend(tg::AdamWUpdateOp::getOperationName(),
+           RT_KERNEL("ampc_adamw_update_model"), 6);
+    return out;
+  }();
+  return rows;
+}
+} // namespace
+
 void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   for (const Row &r : kernelTable())
     patterns.add<KernelCallPattern>(converter, ctx, r.opName, r.rule);
+  for (const Row &r : modelCopyRows())
+    patterns.add<ModelCopyUpdatePattern>(converter, ctx, r.opName, r.rule);
   patterns.add<ConstantPattern, ReshapePattern, BroadcastPattern,
                GradSeedPattern, ReturnPattern>(converter, ctx);
 }
@@ -1164,6 +1215,21 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     unsigned i = arg.getArgNumber();
     if (slots[i].role == rtd::SlotRole::input)
       continue;
+    // Opt level O2: a model copy starts as its master, rounded (the
+    // masters are initialised first: they are arguments before it).
+    if (auto master = func.getArgAttrOfType<StringAttr>(i, "tg.model_of")) {
+      auto it = stateArgs.find(master.getValue());
+      if (it == stateArgs.end())
+        return func.emitError("model copy '")
+               << slots[i].name << "' names no parameter '"
+               << master.getValue() << "'";
+      BlockArgument from = body.getArgument(it->second);
+      CallBuilder c(ctx);
+      c.tensor(initBlock->getArgument(i), arg.getType());
+      c.tensor(initBlock->getArgument(it->second), from.getType());
+      c.create(ib, arg.getLoc(), RT_KERNEL("ampc_cast_fwd"));
+      continue;
+    }
     auto initAttr =
         func.getArgAttrOfType<tg::InitAttr>(i, TGDialect::kInitAttrName);
     if (!initAttr)

@@ -292,6 +292,17 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << "' needs a parameter, buffer or state argument";
     return success();
   }
+  // Opt level O2: a state argument that is the low model copy of a
+  // parameter (ampc-model-copies).
+  if (name == "tg.model_of") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be a string";
+    if (siblings && !siblings.get(kStateAttrName))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' needs a state argument";
+    return success();
+  }
   return op->emitOpError("argument #")
          << argIndex << ": unknown attribute '" << name << "'";
 }

@@ -483,6 +483,8 @@ LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *,
     types.push_back(p.getType());
   for (Value m : buffers)
     types.push_back(m.getType());
+  for (Value m : adaptor.getModels())
+    types.push_back(m.getType());
   return success();
 }
 
@@ -507,6 +509,8 @@ LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
     types.push_back(v.getType());
   for (Value v : adaptor.getExpAvgSqs())
     types.push_back(v.getType());
+  for (Value v : adaptor.getModels())
+    types.push_back(v.getType());
   types.push_back(adaptor.getStep().getType());
   return success();
 }
@@ -515,6 +519,32 @@ static LogicalResult checkNonNegative(Operation *op, StringRef name,
                                       double v) {
   if (!(v >= 0.0) || !std::isfinite(v))
     return op->emitOpError(name) << " must be finite and >= 0, got " << v;
+  return success();
+}
+
+/// Opt level O2's model copies: `model_params` names, in increasing order,
+/// the parameter each low copy in `models` belongs to (same shape).
+static LogicalResult verifyModelCopies(Operation *op, ValueRange params,
+                                       ValueRange models,
+                                       std::optional<ArrayRef<int64_t>> index) {
+  size_t given = index ? index->size() : 0;
+  if (given != models.size())
+    return op->emitOpError("has ")
+           << models.size() << " model copies but 'model_params' names "
+           << given;
+  int64_t previous = -1;
+  for (auto [k, i] : llvm::enumerate(index.value_or(ArrayRef<int64_t>()))) {
+    if (i <= previous || i >= static_cast<int64_t>(params.size()))
+      return op->emitOpError("'model_params' must be increasing indices "
+                             "below ")
+             << params.size() << ", got " << i;
+    previous = i;
+    auto p = cast<RankedTensorType>(params[i].getType());
+    auto m = cast<RankedTensorType>(models[k].getType());
+    if (p.getShape() != m.getShape())
+      return op->emitOpError("model copy #")
+             << k << " has shape of " << m << " but its parameter is " << p;
+  }
   return success();
 }
 
@@ -536,7 +566,7 @@ LogicalResult SgdUpdateOp::verify() {
            << momentum << " needs one momentum buffer per parameter: "
            << getParams().size() << " parameters but " << buffers
            << " buffers";
-  return success();
+  return verifyModelCopies(*this, getParams(), getModels(), getModelParams());
 }
 
 LogicalResult AdamWUpdateOp::verify() {
@@ -550,7 +580,7 @@ LogicalResult AdamWUpdateOp::verify() {
                              {"beta2", getBeta2().convertToDouble()}})
     if (!(value >= 0.0 && value < 1.0))
       return emitOpError(name) << " must be in [0, 1), got " << value;
-  return success();
+  return verifyModelCopies(*this, getParams(), getModels(), getModelParams());
 }
 
 //===----------------------------------------------------------------------===//

@@ -767,6 +767,29 @@ AMPC_API ampc_status ampc_adamw_update(
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
 
+/* Opt level O2 (docs/optimizer.md, "Opt levels"): the same updates, and in
+ * the same pass over the elements each updated parameter params[
+ * model_params[k]] is also stored, rounded, into its low model copy
+ * models[k] (dtype model_dtypes[k], the parameter's element count).
+ * model_params are increasing indices below count; a skipped step
+ * (found_inf set) leaves the model copies unchanged as well. */
+AMPC_API ampc_status ampc_sgd_update_model(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
+    double momentum, double weight_decay, int32_t nesterov,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count);
+AMPC_API ampc_status ampc_adamw_update_model(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count);
+
 /*===------------------------------------------------------------------===*
  * Check words (docs/runtime.md "Check words"). A context holds one device
  * word per kind of check. Kernels that find a bad value record the `site`

@@ -57,8 +57,8 @@ func.func @sgd_momentum(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> 
 // CHECK: %[[GB:.+]] = tg.reshape %{{.+}} shape [] {tg.role = "grad"} : tensor<1x1xf32> -> tensor<f32>
 // CHECK: %[[GW:.+]] = tg.reshape %{{.+}} shape [3]
 // CHECK: %[[C:.+]]:2, %{{.+}} = tg.clip_grad_norm %[[GW]], %[[GB]] max_norm 1.000000e+00 {tg.role = "optimizer"} : tensor<3xf32>, tensor<f32>
-// CHECK: %[[P:.+]]:2, %[[M:.+]]:2, %[[V:.+]]:2, %[[S:.+]] = tg.adamw_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f32>) grads(%[[C]]#0, %[[C]]#1 : tensor<3xf32>, tensor<f32>) exp_avgs(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) exp_avg_sqs(%[[VW]], %[[VB]] : tensor<3xf32>, tensor<f32>) step(%[[STEP]] : tensor<i32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, tg.role = "optimizer", weight_decay = 1.000000e-02 : f64}
-// CHECK: return %{{.+}}, %[[P]]#0, %[[U]], %[[P]]#1, %[[M]]#0, %[[V]]#0, %[[M]]#1, %[[V]]#1, %[[S]]
+// CHECK: %[[R:.+]]:6, %[[S:.+]] = tg.adamw_update params(%[[W]], %[[B]] : tensor<3xf32>, tensor<f32>) grads(%[[C]]#0, %[[C]]#1 : tensor<3xf32>, tensor<f32>) exp_avgs(%[[MW]], %[[MB]] : tensor<3xf32>, tensor<f32>) exp_avg_sqs(%[[VW]], %[[VB]] : tensor<3xf32>, tensor<f32>) step(%[[STEP]] : tensor<i32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, tg.role = "optimizer", weight_decay = 1.000000e-02 : f64}
+// CHECK: return %{{.+}}, %[[R]]#0, %[[U]], %[[R]]#1, %[[R]]#2, %[[R]]#4, %[[R]]#3, %[[R]]#5, %[[S]]
 func.func @adamw_clip(%x: tensor<4x3xf32> {tg.input = "x"}, %w: tensor<3xf32> {tg.param = "w", tg.init = #tg.init<zeros>}, %u: tensor<2xf32> {tg.param = "unused", tg.init = #tg.init<ones>}, %b: tensor<f32> {tg.param = "b", tg.init = #tg.init<zeros>}) -> (tensor<f32> {tg.output = 0 : i64}, tensor<3xf32> {tg.param_out = "w"}, tensor<2xf32> {tg.param_out = "unused"}, tensor<f32> {tg.param_out = "b"}) {
   %y = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
   %z = tg.add %y, %b : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>

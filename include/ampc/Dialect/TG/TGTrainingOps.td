@@ -443,6 +443,13 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     `ampc_sgd_update` (its `max_grad_norm` is 0: clipping is the separate
     `tg.clip_grad_norm`).
 
+    Opt level O2: `models` are low (f16/bf16) model copies of the
+    parameters `model_params` names (indices into `params`, increasing).
+    The kernel stores each updated parameter once more, rounded to its
+    model copy's type, in the same pass over the elements
+    (`ampc_sgd_update_model`); the new model copies are the last results.
+    A skipped step leaves them unchanged too.
+
     ```mlir
     %p:2, %m:2 = ...
     %new:4 = tg.sgd_update params(%w, %b : tensor<4x4xf32>, tensor<4xf32>)
@@ -456,16 +463,32 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                        Variadic<TG_FloatTensor>:$grads,
                        Variadic<TG_FloatTensor>:$momentum_buffers,
                        Optional<TG_FlagTensor>:$found_inf,
+                       Variadic<TG_FloatTensor>:$models,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
-                       BoolAttr:$nesterov);
+                       BoolAttr:$nesterov,
+                       OptionalAttr<DenseI64ArrayAttr>:$model_params);
   let results = (outs Variadic<TG_FloatTensor>:$updated);
   let assemblyFormat = [{
     `params` `(` $params `:` type($params) `)`
     `grads` `(` $grads `:` type($grads) `)`
     (`momentum_buffers` `(` $momentum_buffers^ `:` type($momentum_buffers) `)`)?
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    (`models` `(` $models^ `:` type($models) `)`)?
     attr-dict
   }];
+  // Opt level O2 (model copies): the builder without them.
+  let builders = [
+    OpBuilder<(ins "::mlir::ValueRange":$params, "::mlir::ValueRange":$grads,
+                   "::mlir::ValueRange":$momentum_buffers,
+                   "::mlir::Value":$found_inf, "::mlir::FloatAttr":$lr,
+                   "::mlir::FloatAttr":$momentum,
+                   "::mlir::FloatAttr":$weight_decay,
+                   "::mlir::BoolAttr":$nesterov), [{
+      build($_builder, $_state, params, grads, momentum_buffers, found_inf,
+            ::mlir::ValueRange(), lr, momentum, weight_decay, nesterov,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// The updated parameters, in the order of `params`.
     ::mlir::ResultRange getNewParams() {
@@ -473,20 +496,26 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     }
     /// The updated momentum buffers (empty when momentum is 0).
     ::mlir::ResultRange getNewMomentumBuffers() {
-      return getUpdated().drop_front(getParams().size());
+      return getUpdated()
+          .drop_front(getParams().size())
+          .take_front(getMomentumBuffers().size());
+    }
+    /// The new low model copies (opt level O2), in the order of `models`.
+    ::mlir::ResultRange getNewModels() {
+      return getUpdated().take_back(getModels().size());
     }
   }];  // Hyperparameters are checked by the verifier: the custom form parses
   // them after the result types are inferred.
   let hasVerifier = 1;
   let ampClass = TG_FP32;
   let loadConverts = [];
-  let inPlace = ["params", "momentum_buffers"];
+  let inPlace = ["params", "momentum_buffers", "models"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_sgd_update"];
 }
 
 def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
-    [AttrSizedOperandSegments, SameVariadicResultSize]> {
+    [AttrSizedOperandSegments]> {
   let summary = "One `torch.optim.AdamW` step over every parameter";
   let description = [{
     For each parameter `p` with gradient `g` and moments `m = exp_avg`,
@@ -504,7 +533,13 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     computed in f32 and stored in each tensor's type; `step` is an i32
     scalar starting at 0. With `found_inf` nonzero nothing changes, the step
     count included. Results: new parameters, new `exp_avg`s, new
-    `exp_avg_sq`s, new step. Runtime kernel: `ampc_adamw_update`.
+    `exp_avg_sq`s (one list, `updated`), new step. Runtime kernel:
+    `ampc_adamw_update`.
+
+    Opt level O2: `models` are low model copies of the parameters
+    `model_params` names (indices into `params`, increasing); the kernel
+    writes each one from the updated f32 parameter in the same pass
+    (`ampc_adamw_update_model`), and the new copies end the `updated` list.
 
     ```mlir
     %p, %m, %v, %t = tg.adamw_update params(%w : tensor<4x4xf32>)
@@ -520,11 +555,13 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                        Variadic<TG_FloatTensor>:$exp_avg_sqs,
                        TG_I32Scalar:$step,
                        Optional<TG_FlagTensor>:$found_inf,
+                       Variadic<TG_FloatTensor>:$models,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
-                       F64Attr:$eps, F64Attr:$weight_decay);
-  let results = (outs Variadic<TG_FloatTensor>:$new_params,
-                      Variadic<TG_FloatTensor>:$new_exp_avgs,
-                      Variadic<TG_FloatTensor>:$new_exp_avg_sqs,
+                       F64Attr:$eps, F64Attr:$weight_decay,
+                       OptionalAttr<DenseI64ArrayAttr>:$model_params);
+  // One list (new params, exp_avgs, exp_avg_sqs, models): the model copies
+  // of O2 need not cover every parameter.
+  let results = (outs Variadic<TG_FloatTensor>:$updated,
                       TG_I32Scalar:$new_step);
   let assemblyFormat = [{
     `params` `(` $params `:` type($params) `)`
@@ -533,12 +570,45 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     `exp_avg_sqs` `(` $exp_avg_sqs `:` type($exp_avg_sqs) `)`
     `step` `(` $step `:` type($step) `)`
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    (`models` `(` $models^ `:` type($models) `)`)?
     attr-dict
+  }];
+  // Opt level O2 (model copies): the builder without them.
+  let builders = [
+    OpBuilder<(ins "::mlir::ValueRange":$params, "::mlir::ValueRange":$grads,
+                   "::mlir::ValueRange":$exp_avgs,
+                   "::mlir::ValueRange":$exp_avg_sqs, "::mlir::Value":$step,
+                   "::mlir::Value":$found_inf, "::mlir::FloatAttr":$lr,
+                   "::mlir::FloatAttr":$beta1, "::mlir::FloatAttr":$beta2,
+                   "::mlir::FloatAttr":$eps,
+                   "::mlir::FloatAttr":$weight_decay), [{
+      build($_builder, $_state, params, grads, exp_avgs, exp_avg_sqs, step,
+            found_inf, ::mlir::ValueRange(), lr, beta1, beta2, eps,
+            weight_decay, ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The updated parameters, in the order of `params`.
+    ::mlir::ResultRange getNewParams() {
+      return getUpdated().take_front(getParams().size());
+    }
+    /// The updated first moments, in the order of `params`.
+    ::mlir::ResultRange getNewExpAvgs() {
+      return getUpdated().slice(getParams().size(), getParams().size());
+    }
+    /// The updated second moments, in the order of `params`.
+    ::mlir::ResultRange getNewExpAvgSqs() {
+      return getUpdated().slice(2 * getParams().size(), getParams().size());
+    }
+    /// The new low model copies (opt level O2), in the order of `models`.
+    ::mlir::ResultRange getNewModels() {
+      return getUpdated().take_back(getModels().size());
+    }
   }];
   let hasVerifier = 1;
   let ampClass = TG_FP32;
   let loadConverts = [];
-  let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "step"];
+  let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "models", "step"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_adamw_update"];
 }
