@@ -119,6 +119,32 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
     };
     SmallVector<std::pair<std::string, Value>> newState;
 
+    // A learning-rate schedule: the factor of this update, computed on the
+    // device from the update counter (state `lr_schedule.step`), which
+    // multiplies every group's lr.
+    Value lrScale;
+    if (std::optional<DictionaryAttr> schedule = op.getSchedule()) {
+      auto i32Scalar = RankedTensorType::get({}, IntegerType::get(ctx, 32));
+      auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+      Value count = addStateArg(func, i32Scalar, "lr_schedule.step", zeros, loc);
+      auto integer = [&](StringRef key) {
+        return cast<IntegerAttr>(schedule->get(key)).getInt();
+      };
+      auto real = [&](StringRef key) {
+        return cast<FloatAttr>(schedule->get(key)).getValueAsDouble();
+      };
+      auto sched = LrScheduleOp::create(
+          builder, loc, i32Scalar, f32Scalar, count, /*found_inf=*/Value(),
+          cast<StringAttr>(schedule->get("kind")),
+          f64(cast<FloatAttr>(hyper.get("lr")).getValueAsDouble()),
+          builder.getI64IntegerAttr(integer("warmup_steps")),
+          builder.getI64IntegerAttr(integer("total_steps")),
+          f64(real("min_lr")), builder.getI64IntegerAttr(integer("step_size")),
+          f64(real("gamma")));
+      lrScale = sched.getFactor();
+      newState.emplace_back("lr_schedule.step", sched.getNewStep());
+    }
+
     // torch.optim parameter groups: the default group (the params no group
     // names, with the call's hyperparameters), then each group in order.
     // Each group is one update op with its own hyperparameters.
@@ -165,6 +191,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
         auto nesterov = dyn_cast_or_null<BoolAttr>(g.hyper.get("nesterov"));
         auto sgd = SgdUpdateOp::create(
             builder, loc, gParams, gGrads, buffers, /*found_inf=*/Value(),
+            lrScale,
             f64(groupParam(g, "lr", 0.0)), f64(momentum),
             f64(groupParam(g, "weight_decay", 0.0)),
             builder.getBoolAttr(nesterov && nesterov.getValue()));
@@ -205,7 +232,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
             stepName, zeros, loc);
         auto adamw = AdamWUpdateOp::create(
             builder, loc, gParams, gGrads, expAvgs, expAvgSqs, step,
-            /*found_inf=*/Value(), f64(groupParam(g, "lr", 1e-3)),
+            /*found_inf=*/Value(), lrScale, f64(groupParam(g, "lr", 1e-3)),
             f64(groupParam(g, "beta1", 0.9)), f64(groupParam(g, "beta2", 0.999)),
             f64(groupParam(g, "eps", 1e-8)),
             f64(groupParam(g, "weight_decay", 1e-2)));

@@ -146,7 +146,7 @@ ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
                             int32_t count, double lr, double momentum,
                             double weight_decay, int32_t nesterov,
                             double max_grad_norm, const void *found_inf,
-                            ampc_dtype found_inf_dtype) {
+                            ampc_dtype found_inf_dtype, const void *lr_scale) {
   const char *fn = "ampc_sgd_update";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -178,6 +178,7 @@ ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
     s.nesterov = nesterov != 0;
     s.hasMomentum = momentum != 0;
     s.hasWeightDecay = weight_decay != 0;
+    s.lrScale = static_cast<const float *>(lr_scale);
     return ctx->backend->sgd(p, g, momentum_bufs, s, fi);
   });
 }
@@ -187,7 +188,8 @@ ampc_status ampc_adamw_update(
     void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
-    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype) {
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale) {
   const char *fn = "ampc_adamw_update";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -217,7 +219,8 @@ ampc_status ampc_adamw_update(
           nullptr, g, static_cast<float>(max_grad_norm), fi));
     return ctx->backend->adamw(p, g, exp_avgs, exp_avg_sqs,
                                static_cast<int32_t *>(step), lr, beta1, beta2,
-                               eps, weight_decay, fi);
+                               eps, weight_decay, fi,
+                               static_cast<const float *>(lr_scale));
   });
 }
 

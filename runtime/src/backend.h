@@ -10,6 +10,7 @@
 #define AMPC_RUNTIME_SRC_BACKEND_H
 
 #include "ampc/runtime.h"
+#include "lr_schedule.h"
 #include "scalar_ops.h"
 
 #include <stddef.h>
@@ -163,7 +164,11 @@ public:
                             void *const *expAvgs, void *const *expAvgSqs,
                             int32_t *step, double lr, double beta1,
                             double beta2, double eps, double weightDecay,
-                            Buf foundInf) = 0;
+                            Buf foundInf, const float *lrScale) = 0;
+  /// *factor = lrScheduleFactor(s, *step); then *step += 1 unless foundInf
+  /// (its data may be null) is set.
+  virtual ampc_status lrSchedule(float *factor, int32_t *step,
+                                 const LrSchedule &s, Buf foundInf) = 0;
 };
 
 /// The CPU backend (always built).

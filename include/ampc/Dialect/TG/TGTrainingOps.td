@@ -443,6 +443,9 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     `ampc_sgd_update` (its `max_grad_norm` is 0: clipping is the separate
     `tg.clip_grad_norm`).
 
+    `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
+    schedule's factor (`tg.lr_schedule`), read on the device.
+
     ```mlir
     %p:2, %m:2 = ...
     %new:4 = tg.sgd_update params(%w, %b : tensor<4x4xf32>, tensor<4xf32>)
@@ -456,6 +459,7 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                        Variadic<TG_FloatTensor>:$grads,
                        Variadic<TG_FloatTensor>:$momentum_buffers,
                        Optional<TG_FlagTensor>:$found_inf,
+                       Optional<TG_F32Scalar>:$lr_scale,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
                        BoolAttr:$nesterov);
   let results = (outs Variadic<TG_FloatTensor>:$updated);
@@ -464,6 +468,7 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     `grads` `(` $grads `:` type($grads) `)`
     (`momentum_buffers` `(` $momentum_buffers^ `:` type($momentum_buffers) `)`)?
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
     attr-dict
   }];
   let extraClassDeclaration = [{
@@ -506,6 +511,9 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     count included. Results: new parameters, new `exp_avg`s, new
     `exp_avg_sq`s, new step. Runtime kernel: `ampc_adamw_update`.
 
+    `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
+    schedule's factor (`tg.lr_schedule`), read on the device.
+
     ```mlir
     %p, %m, %v, %t = tg.adamw_update params(%w : tensor<4x4xf32>)
         grads(%gw : tensor<4x4xf32>) exp_avgs(%mw : tensor<4x4xf32>)
@@ -520,6 +528,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                        Variadic<TG_FloatTensor>:$exp_avg_sqs,
                        TG_I32Scalar:$step,
                        Optional<TG_FlagTensor>:$found_inf,
+                       Optional<TG_F32Scalar>:$lr_scale,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Variadic<TG_FloatTensor>:$new_params,
@@ -533,6 +542,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     `exp_avg_sqs` `(` $exp_avg_sqs `:` type($exp_avg_sqs) `)`
     `step` `(` $step `:` type($step) `)`
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
+    (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
     attr-dict
   }];
   let hasVerifier = 1;
