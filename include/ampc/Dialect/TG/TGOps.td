@@ -857,5 +857,7 @@ include "ampc/Dialect/TG/TGTrainingOps.td"
 include "ampc/Dialect/TG/TGJobOps.td"
 // Learning-rate schedules.
 include "ampc/Dialect/TG/TGScheduleOps.td"
+// batch_norm (running statistics in buffers) and dropout.
+include "ampc/Dialect/TG/TGNormDropoutOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
