@@ -1,15 +1,19 @@
-//===- Autodiff.cpp - tg.grad / tg.minimize to backward graphs ------------===//
+//===- Autodiff.cpp - tg.grad to backward graphs --------------------------===//
 //
 // Reverse-mode automatic differentiation (the `ampc-autodiff` pass, see its
 // description in Passes.td). The pass only walks the graph, decides which
 // ops are on a path from the loss, and accumulates; every gradient rule is
-// the op's own `GradientOpInterface::buildGradient`.
+// the op's own `GradientOpInterface::buildGradient`. The engine,
+// `ampc::differentiate` (Differentiate.h), is also what
+// `ampc-optimizer-expansion` (OptimizerExpansion.cpp) differentiates a
+// `tg.minimize` with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGInterfaces.h"
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Differentiate.h"
 #include "ampc/Transforms/Passes.h"
 #include "ampc/Transforms/Roles.h"
 
@@ -29,9 +33,6 @@ using namespace ampc;
 using namespace ampc::tg;
 
 namespace {
-
-constexpr llvm::StringLiteral kStateAttrName = "tg.state";
-constexpr llvm::StringLiteral kStateOutAttrName = "tg.state_out";
 
 bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
@@ -54,12 +55,14 @@ struct RoleListener : public OpBuilder::Listener {
   bool forwardIsAmpCast = false;
 };
 
+} // namespace
+
 /// Reverse-mode differentiation of one scalar `loss` with respect to `wrt`,
 /// inserting the backward graph before `anchor` (the tg.grad or
 /// tg.minimize being expanded). Returns one gradient per `wrt` value (null
 /// where the loss does not reach it).
-FailureOr<SmallVector<Value>> differentiate(Operation *anchor, Value loss,
-                                            ValueRange wrt) {
+FailureOr<SmallVector<Value>> ampc::differentiate(Operation *anchor,
+                                                  Value loss, ValueRange wrt) {
   Block *block = anchor->getBlock();
 
   // Values the loss depends on (within this block).
@@ -161,11 +164,12 @@ FailureOr<SmallVector<Value>> differentiate(Operation *anchor, Value loss,
   return result;
 }
 
+namespace {
+
 struct AutodiffPass : public ampc::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override;
 
   LogicalResult expandGrad(GradOp op);
-  LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op);
 };
 
 LogicalResult AutodiffPass::expandGrad(GradOp op) {
@@ -192,241 +196,21 @@ LogicalResult AutodiffPass::expandGrad(GradOp op) {
   return success();
 }
 
-/// Adds a state argument (and its result) named `name` to `func`.
-BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
-                          Attribute init, Location loc) {
-  MLIRContext *ctx = func.getContext();
-  NamedAttrList attrs;
-  attrs.append(kStateAttrName, StringAttr::get(ctx, name));
-  attrs.append(TGDialect::kInitAttrName, init);
-  unsigned index = func.getNumArguments();
-  (void)func.insertArgument(index, type, attrs.getDictionary(ctx), loc);
-  return func.getArgument(index);
-}
-
-LogicalResult AutodiffPass::expandMinimize(func::FuncOp func, MinimizeOp op) {
-  MLIRContext *ctx = func.getContext();
-  // Every operand must be a parameter: its name names its state.
-  SmallVector<StringRef> names;
-  llvm::SmallDenseSet<Value> seen;
-  for (auto [i, p] : llvm::enumerate(op.getParams())) {
-    auto arg = dyn_cast<BlockArgument>(p);
-    StringAttr name;
-    if (arg && arg.getOwner() == &func.getBody().front())
-      name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                               TGDialect::kParamAttrName);
-    if (!name)
-      return op.emitOpError("operand #")
-             << i + 1
-             << " is not a parameter (a function argument with 'tg.param')";
-    if (!seen.insert(p).second)
-      return op.emitOpError("parameter '")
-             << name.getValue() << "' is listed twice";
-    names.push_back(name.getValue());
-  }
-
-  FailureOr<SmallVector<Value>> grads =
-      differentiate(op, op.getLoss(), op.getParams());
-  if (failed(grads))
-    return failure();
-
-  SmallVector<unsigned> reached;
-  for (auto [i, g] : llvm::enumerate(*grads))
-    if (g)
-      reached.push_back(i);
-  // A parameter the loss does not reach comes back unchanged.
-  SmallVector<Value> updated(op.getParams());
-  if (reached.empty()) {
-    op.emitWarning("the loss does not depend on any parameter; this "
-                   "training step updates nothing");
-  } else {
-    OpBuilder builder(op);
-    RoleListener roles(Role::Optimizer);
-    builder.setListener(&roles);
-    Location loc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
-    DictionaryAttr hyper = op.getHyperparams();
-    auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
-
-    SmallVector<Value> params, paramGrads;
-    for (unsigned i : reached) {
-      params.push_back(op.getParams()[i]);
-      paramGrads.push_back((*grads)[i]);
-    }
-    if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
-      auto clip = ClipGradNormOp::create(builder, loc, paramGrads,
-                                         /*found_inf=*/Value(),
-                                         f64(maxNorm.getValueAsDouble()));
-      paramGrads.assign(clip.getClipped().begin(), clip.getClipped().end());
-    }
-
-    // Optimizer state: f32 tensors of each parameter's shape, initialised
-    // to zero, named after the parameter.
-    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
-    auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
-    auto f32Like = [&](Value p) {
-      return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
-    };
-    SmallVector<std::pair<std::string, Value>> newState;
-
-    // torch.optim parameter groups: the default group (the params no group
-    // names, with the call's hyperparameters), then each group in order.
-    // Each group is one update op with its own hyperparameters.
-    struct Group {
-      DictionaryAttr hyper;
-      SmallVector<unsigned> members; // indices into op.getParams(), reached
-    };
-    SmallVector<Group> groups{{hyper, {}}};
-    SmallVector<int> groupOf(op.getParams().size(), 0);
-    if (std::optional<ArrayAttr> paramGroups = op.getParamGroups()) {
-      for (Attribute attr : *paramGroups) {
-        auto dict = cast<DictionaryAttr>(attr);
-        groups.push_back({cast<DictionaryAttr>(dict.get("hyperparams")), {}});
-        for (int64_t i : cast<DenseI64ArrayAttr>(dict.get("params")).asArrayRef())
-          groupOf[i] = groups.size() - 1;
-      }
-    }
-    for (auto [j, i] : llvm::enumerate(reached))
-      groups[groupOf[i]].members.push_back(j);
-    auto groupParam = [&](const Group &g, StringRef key, double dflt) {
-      auto attr = dyn_cast_or_null<FloatAttr>(g.hyper.get(key));
-      return attr ? attr.getValueAsDouble() : dflt;
-    };
-
-    if (op.getOptimizer() == "sgd") {
-      for (const Group &g : groups) {
-        if (g.members.empty())
-          continue;
-        double momentum = groupParam(g, "momentum", 0.0);
-        SmallVector<Value> gParams, gGrads, buffers;
-        SmallVector<std::string> bufferNames;
-        for (unsigned j : g.members) {
-          unsigned i = reached[j];
-          Value p = op.getParams()[i];
-          gParams.push_back(params[j]);
-          gGrads.push_back(paramGrads[j]);
-          if (momentum == 0.0)
-            continue;
-          std::string name = (names[i] + ".momentum_buffer").str();
-          buffers.push_back(addStateArg(func, f32Like(p), name, zeros,
-                                        stateLoc(p)));
-          bufferNames.push_back(name);
-        }
-        auto nesterov = dyn_cast_or_null<BoolAttr>(g.hyper.get("nesterov"));
-        auto sgd = SgdUpdateOp::create(
-            builder, loc, gParams, gGrads, buffers, /*found_inf=*/Value(),
-            f64(groupParam(g, "lr", 0.0)), f64(momentum),
-            f64(groupParam(g, "weight_decay", 0.0)),
-            builder.getBoolAttr(nesterov && nesterov.getValue()));
-        for (auto [k, j] : llvm::enumerate(g.members))
-          updated[reached[j]] = sgd.getNewParams()[k];
-        for (auto [name, v] :
-             llvm::zip_equal(bufferNames, sgd.getNewMomentumBuffers()))
-          newState.emplace_back(name, v);
-      }
-    } else {
-      // Each group's update has its own step count (torch.optim keeps one
-      // per parameter; they are equal): `adamw.step` for the first group
-      // with parameters, `adamw.group<N>.step` for group N after it. An
-      // in-place update cannot share its step operand with another update.
-      bool firstGroup = true;
-      for (auto [gi, g] : llvm::enumerate(groups)) {
-        if (g.members.empty())
-          continue;
-        SmallVector<Value> gParams, gGrads, expAvgs, expAvgSqs;
-        for (unsigned j : g.members) {
-          unsigned i = reached[j];
-          Value p = op.getParams()[i];
-          gParams.push_back(params[j]);
-          gGrads.push_back(paramGrads[j]);
-          expAvgs.push_back(addStateArg(func, f32Like(p),
-                                        (names[i] + ".exp_avg").str(), zeros,
-                                        stateLoc(p)));
-          expAvgSqs.push_back(addStateArg(func, f32Like(p),
-                                          (names[i] + ".exp_avg_sq").str(),
-                                          zeros, stateLoc(p)));
-        }
-        std::string stepName =
-            firstGroup ? std::string("adamw.step")
-                       : "adamw.group" + std::to_string(gi) + ".step";
-        firstGroup = false;
-        Value step = addStateArg(
-            func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
-            stepName, zeros, loc);
-        auto adamw = AdamWUpdateOp::create(
-            builder, loc, gParams, gGrads, expAvgs, expAvgSqs, step,
-            /*found_inf=*/Value(), f64(groupParam(g, "lr", 1e-3)),
-            f64(groupParam(g, "beta1", 0.9)), f64(groupParam(g, "beta2", 0.999)),
-            f64(groupParam(g, "eps", 1e-8)),
-            f64(groupParam(g, "weight_decay", 1e-2)));
-        for (auto [k, j] : llvm::enumerate(g.members)) {
-          unsigned i = reached[j];
-          updated[i] = adamw.getNewParams()[k];
-          // State results in argument order: per parameter exp_avg,
-          // exp_avg_sq.
-          newState.emplace_back((names[i] + ".exp_avg").str(),
-                                adamw.getNewExpAvgs()[k]);
-          newState.emplace_back((names[i] + ".exp_avg_sq").str(),
-                                adamw.getNewExpAvgSqs()[k]);
-        }
-        newState.emplace_back(stepName, adamw.getNewStep());
-      }
-    }
-
-    // Results: the new state after the existing results, in argument order.
-    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    for (auto &[name, value] : newState) {
-      unsigned index = func.getNumResults();
-      NamedAttrList attrs;
-      attrs.append(kStateOutAttrName, StringAttr::get(ctx, name));
-      (void)func.insertResult(index, value.getType(),
-                              attrs.getDictionary(ctx));
-      ret->insertOperands(ret->getNumOperands(), value);
-    }
-  }
-
-  for (auto [result, v] : llvm::zip_equal(op.getUpdated(), updated))
-    result.replaceAllUsesWith(v);
-  op.erase();
-  return success();
-}
-
 void AutodiffPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
+    return;
+  SmallVector<GradOp> targets;
+  func.walk([&](GradOp op) { targets.push_back(op); });
+  if (targets.empty())
     return;
   if (!func.getBody().hasOneBlock()) {
     func.emitOpError("autodiff needs a graph with a single block");
     return signalPassFailure();
   }
-  SmallVector<Operation *> targets;
-  MinimizeOp first;
-  for (Operation &op : func.getBody().front()) {
-    if (auto m = dyn_cast<MinimizeOp>(op)) {
-      if (first) {
-        InFlightDiagnostic diag = m.emitOpError(
-            "a graph holds at most one 'tg.minimize' (one optimizer step)");
-        diag.attachNote(first.getLoc()) << "the first 'tg.minimize' is here";
-        return signalPassFailure();
-      }
-      first = m;
-      targets.push_back(m);
-    } else if (isa<GradOp>(op)) {
-      targets.push_back(&op);
-    }
-  }
-  for (Operation *op : targets) {
-    if (auto m = dyn_cast<MinimizeOp>(op)) {
-      if (!func.getBody().front().mightHaveTerminator() ||
-          !isa<func::ReturnOp>(func.getBody().front().getTerminator())) {
-        m.emitOpError("needs a function that ends with 'func.return'");
-        return signalPassFailure();
-      }
-      if (failed(expandMinimize(func, m)))
-        return signalPassFailure();
-    } else if (failed(expandGrad(cast<GradOp>(op)))) {
+  for (GradOp op : targets)
+    if (failed(expandGrad(op)))
       return signalPassFailure();
-    }
-  }
 }
 
 } // namespace

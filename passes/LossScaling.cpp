@@ -54,6 +54,8 @@ OperandRange gradOperands(Operation *op) {
     return clip.getGrads();
   if (auto sgd = dyn_cast<SgdUpdateOp>(op))
     return sgd.getGrads();
+  if (auto sched = dyn_cast<LrScheduleOp>(op)) // reads no gradient
+    return sched->getOperands().take_front(0);
   return cast<AdamWUpdateOp>(op).getGrads();
 }
 
@@ -62,6 +64,8 @@ MutableOperandRange foundInfOperand(Operation *op) {
     return clip.getFoundInfMutable();
   if (auto sgd = dyn_cast<SgdUpdateOp>(op))
     return sgd.getFoundInfMutable();
+  if (auto sched = dyn_cast<LrScheduleOp>(op))
+    return sched.getFoundInfMutable();
   return cast<AdamWUpdateOp>(op).getFoundInfMutable();
 }
 

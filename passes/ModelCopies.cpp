@@ -128,7 +128,8 @@ void ModelCopiesPass::runOnOperation() {
     if (auto sgd = dyn_cast<SgdUpdateOp>(update)) {
       auto now = SgdUpdateOp::create(
           b, sgd.getLoc(), sgd.getParams(), sgd.getGrads(),
-          sgd.getMomentumBuffers(), sgd.getFoundInf(), models, sgd.getLrAttr(),
+          sgd.getMomentumBuffers(), sgd.getFoundInf(), models, sgd.getLrScale(),
+          sgd.getLrAttr(),
           sgd.getMomentumAttr(), sgd.getWeightDecayAttr(),
           sgd.getNesterovAttr(), indexAttr);
       for (auto [old, v] : llvm::zip(sgd.getUpdated(), now.getUpdated()))
@@ -140,7 +141,8 @@ void ModelCopiesPass::runOnOperation() {
       auto now = AdamWUpdateOp::create(
           b, adamw.getLoc(), adamw.getParams(), adamw.getGrads(),
           adamw.getExpAvgs(), adamw.getExpAvgSqs(), adamw.getStep(),
-          adamw.getFoundInf(), models, adamw.getLrAttr(), adamw.getBeta1Attr(),
+          adamw.getFoundInf(), models, adamw.getLrScale(), adamw.getLrAttr(),
+          adamw.getBeta1Attr(),
           adamw.getBeta2Attr(), adamw.getEpsAttr(),
           adamw.getWeightDecayAttr(), indexAttr);
       for (auto [old, v] : llvm::zip(adamw.getUpdated(), now.getUpdated()))

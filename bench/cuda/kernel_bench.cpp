@@ -197,7 +197,7 @@ std::vector<Case> cases() {
                       ctx, p.data(), dts.data(), g.data(), dts.data(), m.data(),
                       v.data(), step, sizes.data(),
                       static_cast<int32_t>(sizes.size()), 1e-4, 0.9, 0.999,
-                      1e-8, 0.1, 0.0, nullptr, AMPC_F32);
+                      1e-8, 0.1, 0.0, nullptr, AMPC_F32, nullptr);
                 }});
   return cs;
 }

@@ -5,6 +5,7 @@
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
+#include "ampc/Executor/Schedule.h"
 #include "ampc/Executor/Provenance.h"
 #include "ampc/Executor/SharedState.h"
 
@@ -691,6 +692,20 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       world->attach(*ex);
   }
 
+  // A learning-rate schedule: the log's "lr" follows its counter on the
+  // host (read once here, then advanced by every update not skipped), so
+  // logging it costs no device read.
+  std::optional<ScheduleInfo> schedule = findSchedule(program);
+  int64_t scheduleCount = 0;
+  if (schedule && schedule->counterSlot >= 0) {
+    std::vector<char> bytes;
+    if (!ex->readSlot(schedule->counterSlot, bytes, error))
+      return fail(kRuntimeError, error);
+    int32_t count = 0;
+    std::memcpy(&count, bytes.data(), std::min(bytes.size(), sizeof(count)));
+    scheduleCount = count;
+  }
+
   // How many steps this run takes.
   int64_t perEpoch = datasets.empty()
                          ? 0
@@ -831,6 +846,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (scaler && !scaleOfStep(scale))
       return fail(kRuntimeError, error);
+    double lr = schedule ? schedule->rate(scheduleCount) : 0.0;
     if (!ex->step(error))
       return fail(kRuntimeError, error);
     ++taken;
@@ -866,6 +882,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         !findOverflow(*ex, program, scale, overflow, error))
       return fail(kRuntimeError, error);
     skippedCount += skipped;
+    scheduleCount += schedule && !skipped;
     if (k == 0)
       firstLoss = loss;
     lastLoss = loss;
@@ -877,6 +894,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!datasets.empty())
         line += ", \"epoch\": " + std::to_string(epoch);
       line += ", \"loss\": " + jnum(loss);
+      if (schedule)
+        line += ", \"lr\": " + jnum(lr);
       if (scaler)
         line += ", \"loss_scale\": " + jnum(scale) +
                 ", \"skipped\": " + (skipped ? "true" : "false");

@@ -509,6 +509,11 @@ private:
   LogicalResult genGraph(const GraphAST &graph);
   LogicalResult genAssign(const AssignStmtAST &stmt);
   FailureOr<Operation *> genMinimize(const MinimizeStmtAST &stmt);
+  /// The optimizer call's learning-rate schedule keys.
+  static constexpr StringRef kScheduleKeys[] = {
+      "schedule", "warmup_steps", "total_steps", "min_lr", "step_size",
+      "gamma"};
+  FailureOr<DictionaryAttr> genSchedule(const CallExprAST &opt, double lr);
   /// The `param_groups` attribute of `tg.minimize` (null without groups).
   FailureOr<ArrayAttr> genParamGroups(const MinimizeStmtAST &stmt, Value loss,
                                       ArrayRef<NamedAttribute> callHyper,
@@ -1294,6 +1299,115 @@ MLIRGenImpl::genParamGroups(const MinimizeStmtAST &stmt, Value loss,
   return builder.getArrayAttr(result);
 }
 
+/// The learning-rate schedule of an optimizer call (docs/optimizer.md), or
+/// a null attribute when the call sets none of its keys.
+FailureOr<DictionaryAttr> MLIRGenImpl::genSchedule(const CallExprAST &opt,
+                                                   double lr) {
+  // Numbers in messages as written (`0.5`, `-0.1`).
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return std::string(buf);
+  };
+  if (llvm::none_of(kScheduleKeys,
+                    [&](StringRef k) { return opt.findKeyword(k); }))
+    return DictionaryAttr();
+  std::string kind = "constant";
+  if (const KeywordArg *kw = opt.findKeyword("schedule")) {
+    if (kw->value.kind != AttrAST::Kind::String)
+      return attrError(opt, *kw, "a string");
+    kind = kw->value.string;
+    if (kind != "constant" && kind != "linear" && kind != "cosine" &&
+        kind != "step") {
+      error(kw->value.loc) << "unknown schedule \"" << kind
+                           << "\" (expected \"constant\", \"linear\", "
+                              "\"cosine\" or \"step\")";
+      return failure();
+    }
+  }
+  bool decays = kind == "linear" || kind == "cosine";
+  // The keys each schedule reads; a key it does not read is an error.
+  auto uses = [&](StringRef key) {
+    if (key == "total_steps" || key == "min_lr")
+      return decays;
+    if (key == "step_size" || key == "gamma")
+      return kind == "step";
+    return true;
+  };
+  for (StringRef key : kScheduleKeys)
+    if (const KeywordArg *kw = opt.findKeyword(key); kw && !uses(key)) {
+      error(kw->loc) << "'" << key << "' does not apply to schedule \""
+                     << kind << "\"";
+      return failure();
+    }
+  if (!(lr > 0.0)) {
+    error(opt.getLoc()) << "a learning-rate schedule needs lr > 0, got "
+                        << num(lr);
+    return failure();
+  }
+  // An integer attribute in [lo, 2^31).
+  auto count = [&](StringRef key, std::optional<int64_t> dflt,
+                   int64_t lo) -> FailureOr<int64_t> {
+    FailureOr<int64_t> v = getInt(opt, key, dflt);
+    if (failed(v))
+      return failure();
+    if (*v < lo || *v > INT32_MAX) {
+      error(opt.findKeyword(key)->value.loc)
+          << "'" << key << "' must be an integer in [" << lo
+          << ", 2^31), got " << *v;
+      return failure();
+    }
+    return *v;
+  };
+  FailureOr<int64_t> warmup = count("warmup_steps", 0, 0);
+  if (failed(warmup))
+    return failure();
+  int64_t total = 0, stepSize = 0;
+  double minLr = 0.0, gamma = 0.0;
+  if (decays) {
+    FailureOr<int64_t> t = count("total_steps", std::nullopt, 1);
+    if (failed(t))
+      return failure();
+    if (*t <= *warmup) {
+      error(opt.findKeyword("total_steps")->value.loc)
+          << "'total_steps' (" << *t << ") must exceed 'warmup_steps' ("
+          << *warmup << ")";
+      return failure();
+    }
+    total = *t;
+    FailureOr<double> m = getFloat(opt, "min_lr", 0.0);
+    if (failed(m))
+      return failure();
+    if (!(*m >= 0.0)) {
+      error(opt.findKeyword("min_lr")->value.loc)
+          << "'min_lr' must be >= 0, got " << num(*m);
+      return failure();
+    }
+    minLr = *m;
+  } else if (kind == "step") {
+    FailureOr<int64_t> k = count("step_size", std::nullopt, 1);
+    if (failed(k))
+      return failure();
+    stepSize = *k;
+    FailureOr<double> g = getFloat(opt, "gamma", 0.1);
+    if (failed(g))
+      return failure();
+    if (!(*g > 0.0)) {
+      error(opt.findKeyword("gamma")->value.loc)
+          << "'gamma' must be > 0, got " << num(*g);
+      return failure();
+    }
+    gamma = *g;
+  }
+  return builder.getDictionaryAttr(
+      {named("kind", builder.getStringAttr(kind)),
+       named("warmup_steps", builder.getI64IntegerAttr(*warmup)),
+       named("total_steps", builder.getI64IntegerAttr(total)),
+       named("min_lr", builder.getF64FloatAttr(minLr)),
+       named("step_size", builder.getI64IntegerAttr(stepSize)),
+       named("gamma", builder.getF64FloatAttr(gamma))});
+}
+
 FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   auto it = symbols.find(stmt.loss.name);
   if (it == symbols.end()) {
@@ -1325,6 +1439,7 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
                                      "nesterov", "max_grad_norm"}
             : SmallVector<StringRef>{"lr",  "beta1",        "beta2",
                                      "eps", "weight_decay", "max_grad_norm"};
+  allowed.append(std::begin(kScheduleKeys), std::end(kScheduleKeys));
   if (failed(checkKeywords(opt, allowed)))
     return failure();
 
@@ -1381,6 +1496,10 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   if (failed(groups))
     return failure();
 
+  FailureOr<DictionaryAttr> schedule = genSchedule(opt, *lr);
+  if (failed(schedule))
+    return failure();
+
   SmallVector<Value> operands{loss};
   for (const Param &p : params)
     operands.push_back(p.arg);
@@ -1389,6 +1508,8 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
       named("hyperparams", builder.getDictionaryAttr(hyper))};
   if (*groups)
     attrs.push_back(named("param_groups", *groups));
+  if (*schedule)
+    attrs.push_back(named("schedule", *schedule));
   Operation *op = buildOp<tg::MinimizeOp>(loc(opt.getLoc()), operands, attrs,
                                           params.size());
   if (!op)

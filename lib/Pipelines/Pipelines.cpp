@@ -146,7 +146,8 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   //     an inserted cast is the cast back, backward GEMMs run in low precision
   //     and backward softmax/norm/loss ops in f32 because their forward ops
   //     did; pins reach the backward ops the same way);
-  //  2. autodiff;
+  //  2. autodiff (tg.grad), then the optimizer expansion (tg.minimize: its
+  //     backward graph and updates);
   //  3. loss scaling after both: it must see the final types (the gradients
   //     it unscales and checks are the values the optimizer reads, after the
   //     casts back to the parameter types);
@@ -173,6 +174,7 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
       pm.addNestedPass<func::FuncOp>(createLowParams());
   }
   pm.addNestedPass<func::FuncOp>(createAutodiff());
+  pm.addNestedPass<func::FuncOp>(createOptimizerExpansion());
   {
     std::string error;
     FailureOr<LossScaleChoice> choice = resolveLossScale(options, error);

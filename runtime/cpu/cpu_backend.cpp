@@ -1092,10 +1092,13 @@ public:
   }
 
   ampc_status sgd(const TensorList &params, const TensorList &grads,
-                  void *const *bufs, const SgdScalars &s, Buf foundInf,
-                  const ModelCopies &models) override {
+                  void *const *bufs, const SgdScalars &scalars,
+                  Buf foundInf, const ModelCopies &models) override {
     if (readFlag(foundInf))
       return AMPC_OK;
+    SgdScalars s = scalars;
+    if (s.lrScale)
+      s.lr = s.lr * *s.lrScale;
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (void *model = models.at(t)) {
@@ -1130,9 +1133,12 @@ public:
                     void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf,
+                    const float *lrScale,
                     const ModelCopies &models) override {
     if (readFlag(foundInf))
       return AMPC_OK;
+    if (lrScale)
+      lr = lr * static_cast<double>(*lrScale);
     *step += 1;
     AdamwScalars s = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
     for (int32_t t = 0; t < params.count; ++t) {
@@ -1163,6 +1169,14 @@ public:
         storeF32(params.data[t], params.dtypes[t], i, p);
       }
     }
+    return AMPC_OK;
+  }
+
+  ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,
+                         Buf foundInf) override {
+    *factor = static_cast<float>(lrScheduleFactor(s, *step));
+    if (!readFlag(foundInf))
+      *step += 1;
     return AMPC_OK;
   }
 

@@ -637,11 +637,23 @@ __global__ void updateScaleKernel(float *scale, int32_t *growthTracker,
 
 __global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
                                 double beta2, double eps, double weightDecay,
-                                AdamwScalars *out, Buf foundInf) {
+                                AdamwScalars *out, Buf foundInf,
+                                const float *lrScale) {
   if (deviceFlag(foundInf))
     return;
+  if (lrScale)
+    lr = lr * static_cast<double>(*lrScale);
   *step += 1;
   *out = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
+}
+
+/// ampc_lr_schedule on the device: the factor from the step count, then the
+/// count advances unless the step is skipped.
+__global__ void lrScheduleKernel(float *factor, int32_t *step, LrSchedule s,
+                                 Buf foundInf) {
+  *factor = static_cast<float>(lrScheduleFactor(s, *step));
+  if (!deviceFlag(foundInf))
+    *step += 1;
 }
 
 #include "cuda_fast.cuh"
@@ -1499,13 +1511,14 @@ public:
                     void *const *expAvgs, void *const *expAvgSqs, int32_t *step,
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf,
+                    const float *lrScale,
                     const ModelCopies &models) override {
     ENTER();
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
     AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
     adamwStepKernel<<<1, 1, 0, stream_>>>(step, lr, beta1, beta2, eps,
-                                          weightDecay, sc, foundInf);
+                                          weightDecay, sc, foundInf, lrScale);
     LAUNCH_CHECK("adamw step kernel");
     return forChunks(
         params,
@@ -1523,6 +1536,14 @@ public:
           LAUNCH_CHECK("adamw kernel");
           return AMPC_OK;
         });
+  }
+
+  ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,
+                         Buf foundInf) override {
+    ENTER();
+    lrScheduleKernel<<<1, 1, 0, stream_>>>(factor, step, s, foundInf);
+    LAUNCH_CHECK("lr schedule kernel");
+    return AMPC_OK;
   }
 
   // Batch norm and dropout (issue 12; kernels in cuda_norm_dropout.cuh).

@@ -740,6 +740,8 @@ __global__ void mtScaleKernel(MtChunk c, const float *coef, Buf foundInf) {
 __global__ void mtSgdKernel(MtChunk c, SgdScalars s, Buf foundInf) {
   if (deviceFlag(foundInf))
     return;
+  if (s.lrScale)
+    s.lr = s.lr * *s.lrScale;
   MT_BEGIN(c) {
     float pv = loadF32(p_.data, p_.dtype, i);
     float *buf = c.aux1[t_] ? static_cast<float *>(c.aux1[t_]) + i : nullptr;

@@ -154,6 +154,7 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
                              double weight_decay, int32_t nesterov,
                              double max_grad_norm, const void *found_inf,
                              ampc_dtype found_inf_dtype,
+                             const void *lr_scale,
                              const ModelCopies &models) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -185,6 +186,7 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
     s.nesterov = nesterov != 0;
     s.hasMomentum = momentum != 0;
     s.hasWeightDecay = weight_decay != 0;
+    s.lrScale = static_cast<const float *>(lr_scale);
     return ctx->backend->sgd(p, g, momentum_bufs, s, fi, models);
   });
 }
@@ -197,7 +199,7 @@ static ampc_status adamwUpdate(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    const ModelCopies &models) {
+    const void *lr_scale, const ModelCopies &models) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
@@ -226,7 +228,8 @@ static ampc_status adamwUpdate(
           nullptr, g, static_cast<float>(max_grad_norm), fi));
     return ctx->backend->adamw(p, g, exp_avgs, exp_avg_sqs,
                                static_cast<int32_t *>(step), lr, beta1, beta2,
-                               eps, weight_decay, fi, models);
+                               eps, weight_decay, fi,
+                               static_cast<const float *>(lr_scale), models);
   });
 }
 
@@ -239,11 +242,11 @@ ampc_status ampc_sgd_update(ampc_context ctx, void *const *params,
                             int32_t count, double lr, double momentum,
                             double weight_decay, int32_t nesterov,
                             double max_grad_norm, const void *found_inf,
-                            ampc_dtype found_inf_dtype) {
+                            ampc_dtype found_inf_dtype, const void *lr_scale) {
   return sgdUpdate("ampc_sgd_update", ctx, params, param_dtypes, grads,
                    grad_dtypes, momentum_bufs, numels, count, lr, momentum,
                    weight_decay, nesterov, max_grad_norm, found_inf,
-                   found_inf_dtype, ModelCopies());
+                   found_inf_dtype, lr_scale, ModelCopies());
 }
 
 ampc_status ampc_adamw_update(
@@ -251,11 +254,12 @@ ampc_status ampc_adamw_update(
     void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
-    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype) {
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale) {
   return adamwUpdate("ampc_adamw_update", ctx, params, param_dtypes, grads,
                      grad_dtypes, exp_avgs, exp_avg_sqs, step, numels, count,
                      lr, beta1, beta2, eps, weight_decay, max_grad_norm,
-                     found_inf, found_inf_dtype, ModelCopies());
+                     found_inf, found_inf_dtype, lr_scale, ModelCopies());
 }
 
 } // extern "C"
@@ -316,7 +320,7 @@ ampc_status ampc_sgd_update_model(
     void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
     double momentum, double weight_decay, int32_t nesterov,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    void *const *models, const ampc_dtype *model_dtypes,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count) {
   const char *fn = "ampc_sgd_update_model";
   AlignedModels aligned;
@@ -329,7 +333,7 @@ ampc_status ampc_sgd_update_model(
   return sgdUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
                    momentum_bufs, numels, count, lr, momentum, weight_decay,
                    nesterov, max_grad_norm, found_inf, found_inf_dtype,
-                   aligned.view());
+                   lr_scale, aligned.view());
 }
 
 ampc_status ampc_adamw_update_model(
@@ -338,7 +342,7 @@ ampc_status ampc_adamw_update_model(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    void *const *models, const ampc_dtype *model_dtypes,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count) {
   const char *fn = "ampc_adamw_update_model";
   AlignedModels aligned;
@@ -351,7 +355,7 @@ ampc_status ampc_adamw_update_model(
   return adamwUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
                      exp_avgs, exp_avg_sqs, step, numels, count, lr, beta1,
                      beta2, eps, weight_decay, max_grad_norm, found_inf,
-                     found_inf_dtype, aligned.view());
+                     found_inf_dtype, lr_scale, aligned.view());
 }
 
 } // extern "C"

@@ -10,6 +10,7 @@
 #define AMPC_RUNTIME_SRC_BACKEND_H
 
 #include "ampc/runtime.h"
+#include "lr_schedule.h"
 #include "scalar_ops.h"
 
 #include <stddef.h>
@@ -186,7 +187,12 @@ public:
                             void *const *expAvgs, void *const *expAvgSqs,
                             int32_t *step, double lr, double beta1,
                             double beta2, double eps, double weightDecay,
-                            Buf foundInf, const ModelCopies &models) = 0;
+                            Buf foundInf, const float *lrScale,
+                            const ModelCopies &models) = 0;
+  /// *factor = lrScheduleFactor(s, *step); then *step += 1 unless foundInf
+  /// (its data may be null) is set.
+  virtual ampc_status lrSchedule(float *factor, int32_t *step,
+                                 const LrSchedule &s, Buf foundInf) = 0;
 
   // Batch norm and dropout (issue 12; scalar code in norm_dropout_ops.h).
   // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].

@@ -363,6 +363,8 @@ AMPC_HD void updateScaleState(float &scale, int32_t &growthTracker,
 struct SgdScalars {
   float lr, momentum, weightDecay;
   bool nesterov, hasMomentum, hasWeightDecay;
+  /// A device f32 scalar lr is multiplied by (a schedule's factor), or null.
+  const float *lrScale = nullptr;
 };
 
 /// torch.optim.SGD (_single_tensor_sgd, dampening 0, zero-initialised

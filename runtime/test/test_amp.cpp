@@ -201,7 +201,7 @@ TEST_F(Amp, SgdMatchesPyTorchSteps) {
           int64_t n[1] = {50};
           ASSERT_OK(ampc_sgd_update(ctx, ps, dt, gs, dt, bs, n, 1, 0.1,
                                     momentum, wd, nesterov, 0.0, nullptr,
-                                    AMPC_F32));
+                                    AMPC_F32, nullptr));
           torchSgd(rp, rg, rbuf, step == 0, 0.1f, static_cast<float>(momentum),
                    static_cast<float>(wd), nesterov);
           for (int i = 0; i < 50; ++i)
@@ -220,10 +220,10 @@ TEST_F(Amp, SgdHandComputed) {
   ampc_dtype dt[1] = {AMPC_F32};
   int64_t n[1] = {1};
   ASSERT_OK(ampc_sgd_update(ctx, ps, dt, gs, dt, bs, n, 1, 0.1, 0.9, 0.1, 0,
-                            0.0, nullptr, AMPC_F32));
+                            0.0, nullptr, AMPC_F32, nullptr));
   EXPECT_NEAR(p, 0.94, 1e-7);
   ASSERT_OK(ampc_sgd_update(ctx, ps, dt, gs, dt, bs, n, 1, 0.1, 0.9, 0.1, 0,
-                            0.0, nullptr, AMPC_F32));
+                            0.0, nullptr, AMPC_F32, nullptr));
   EXPECT_NEAR(buf, 1.134, 1e-6);
   EXPECT_NEAR(p, 0.8266, 1e-6);
 }
@@ -266,7 +266,7 @@ TEST_F(Amp, AdamwMatchesPyTorchSteps) {
       int64_t n[1] = {64};
       ASSERT_OK(ampc_adamw_update(ctx, ps, dt, gs, dt, ms, vs, &step, n, 1,
                                   1e-3, 0.9, 0.999, 1e-8, wd, 0.0, nullptr,
-                                  AMPC_F32));
+                                  AMPC_F32, nullptr));
       EXPECT_EQ(step, s);
       torchAdamw(rp, rg, rm, rv, s, 1e-3, 0.9, 0.999, 1e-8, wd);
       for (int i = 0; i < 64; ++i) {
@@ -286,7 +286,7 @@ TEST_F(Amp, AdamwFirstStepIsSignStep) {
   ampc_dtype dt[1] = {AMPC_F32};
   int64_t n[1] = {2};
   ASSERT_OK(ampc_adamw_update(ctx, ps, dt, gs, dt, ms, vs, &step, n, 1, 0.01,
-                              0.9, 0.999, 1e-8, 0.0, 0.0, nullptr, AMPC_F32));
+                              0.9, 0.999, 1e-8, 0.0, 0.0, nullptr, AMPC_F32, nullptr));
   EXPECT_NEAR(p[0], 0.99, 1e-6);
   EXPECT_NEAR(p[1], -1.99, 1e-6);
 }
@@ -306,9 +306,9 @@ TEST_F(Amp, FoundInfLeavesEverythingBitIdentical) {
     int64_t n[1] = {40};
     ASSERT_OK(ampc_adamw_update(ctx, ps, pdt, gs, gdt, ms, vs, &step, n, 1,
                                 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.5, flag.data(),
-                                fdt));
+                                fdt, nullptr));
     ASSERT_OK(ampc_sgd_update(ctx, ps, pdt, gs, gdt, ms, n, 1, 0.1, 0.9, 0.01,
-                              1, 0.5, flag.data(), fdt));
+                              1, 0.5, flag.data(), fdt, nullptr));
     float norm = -1;
     ASSERT_OK(
         ampc_clip_grad_norm(ctx, &norm, gs, gdt, n, 1, 1e-3, flag.data(), fdt));
@@ -321,7 +321,7 @@ TEST_F(Amp, FoundInfLeavesEverythingBitIdentical) {
     // With the flag clear the same calls do move the parameters.
     flag.set(0, 0);
     ASSERT_OK(ampc_sgd_update(ctx, ps, pdt, gs, gdt, ms, n, 1, 0.1, 0.9, 0.01,
-                              1, 0.0, flag.data(), fdt));
+                              1, 0.0, flag.data(), fdt, nullptr));
     EXPECT_NE(p.bytes, p0.bytes);
   }
 }

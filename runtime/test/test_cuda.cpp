@@ -400,9 +400,9 @@ TEST_F(Cuda, LossScalingAndOptimizersAreBitIdentical) {
                                                2, p(8)));
             AMPC_TRY(ampc_adamw_update(c, params, pdt, grads, gdt, m, v, p(12),
                                        n, 2, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.0,
-                                       p(9), AMPC_F32));
+                                       p(9), AMPC_F32, nullptr));
             AMPC_TRY(ampc_sgd_update(c, params, pdt, grads, gdt, m, n, 2, 0.1,
-                                     0.9, 1e-4, 1, 0.0, p(9), AMPC_F32));
+                                     0.9, 1e-4, 1, 0.0, p(9), AMPC_F32, nullptr));
             AMPC_TRY(ampc_update_scale(c, p(8), p(10), p(11), p(9), AMPC_F32,
                                        2.0, 0.5, 2, 2, 1.0, 0));
           }

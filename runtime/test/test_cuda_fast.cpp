@@ -455,10 +455,10 @@ TEST_F(CudaFast, MultiTensorUpdatesAreBitIdentical) {
                                      gdt.data(), m.data(), v.data(),
                                      p(base + 2), n.data(), count, 1e-3, 0.9,
                                      0.999, 1e-8, 0.01, 0.0, p(base + 1),
-                                     AMPC_F32));
+                                     AMPC_F32, nullptr));
           AMPC_TRY(ampc_sgd_update(c, w.data(), wdt.data(), g.data(),
                                    gdt.data(), m.data(), n.data(), count, 0.1,
-                                   0.9, 1e-4, 1, 0.0, p(base + 1), AMPC_F32));
+                                   0.9, 1e-4, 1, 0.0, p(base + 1), AMPC_F32, nullptr));
         }
         return AMPC_OK;
       },

@@ -376,14 +376,20 @@ TEST_F(EnumValues, LossScalingAndOptimizers) {
     ampc_dtype pdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_BF16)};
     ampc_dtype gdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_F16)};
     return ampc_sgd_update(ctx, params, pdts, grads, gdts, moms, numels, 2,
-                           0.1, 0.9, 0.0, 0, 0.0, &flag, p.dt(AMPC_F32));
+                           0.1, 0.9, 0.0, 0, 0.0, &flag, p.dt(AMPC_F32), nullptr);
   });
   checkEntry("ampc_adamw_update", [&](Probe &p) {
     ampc_dtype pdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_BF16)};
     ampc_dtype gdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_F16)};
     return ampc_adamw_update(ctx, params, pdts, grads, gdts, moms, sqs, &step,
                              numels, 2, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.0,
-                             &flag, p.dt(AMPC_F32));
+                             &flag, p.dt(AMPC_F32), nullptr);
+  });
+  checkEntry("ampc_lr_schedule", [&](Probe &p) {
+    float factor = 0.0f;
+    int32_t count = 0;
+    return ampc_lr_schedule(ctx, &factor, &count, p.en(AMPC_LR_COSINE), 0.1,
+                            2, 10, 0.0, 0, 0.0, &flag, p.dt(AMPC_F32));
   });
   // Opt level O2: the same updates writing a low model copy of param 0.
   Tensor model0({4}, AMPC_F16);
@@ -395,7 +401,8 @@ TEST_F(EnumValues, LossScalingAndOptimizers) {
     ampc_dtype mdts[1] = {p.dt(AMPC_F16)};
     return ampc_sgd_update_model(ctx, params, pdts, grads, gdts, moms, numels,
                                  2, 0.1, 0.9, 0.0, 0, 0.0, &flag,
-                                 p.dt(AMPC_F32), models, mdts, modelParams, 1);
+                                 p.dt(AMPC_F32), nullptr, models, mdts,
+                                 modelParams, 1);
   });
   checkEntry("ampc_adamw_update_model", [&](Probe &p) {
     ampc_dtype pdts[2] = {p.dt(AMPC_F32), p.dt(AMPC_BF16)};
@@ -403,7 +410,7 @@ TEST_F(EnumValues, LossScalingAndOptimizers) {
     ampc_dtype mdts[1] = {p.dt(AMPC_F16)};
     return ampc_adamw_update_model(ctx, params, pdts, grads, gdts, moms, sqs,
                                    &step, numels, 2, 1e-3, 0.9, 0.999, 1e-8,
-                                   0.01, 0.0, &flag, p.dt(AMPC_F32), models,
+                                   0.01, 0.0, &flag, p.dt(AMPC_F32), nullptr, models,
                                    mdts, modelParams, 1);
   });
 }

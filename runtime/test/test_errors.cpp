@@ -64,7 +64,7 @@ TEST_F(Errors, NullPointers) {
   float flag = 0;
   int64_t n[1] = {4};
   EXPECT_EQ(ampc_sgd_update(ctx, nullptr, nullptr, nullptr, nullptr, nullptr, n,
-                            1, 0.1, 0, 0, 0, 0, &flag, AMPC_F32),
+                            1, 0.1, 0, 0, 0, 0, &flag, AMPC_F32, nullptr),
             AMPC_ERROR_NULL_POINTER);
 }
 

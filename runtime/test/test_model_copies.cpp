@@ -49,10 +49,10 @@ TEST_F(ModelCopies, SgdWritesModelInTheSamePass) {
       ampc_dtype mdt[1] = {low};
       int64_t which[1] = {1};
       ASSERT_OK(ampc_sgd_update_model(ctx, ps, pdt, gs, gdt, bs, n, 2, 0.1,
-                                      0.9, 0.01, 1, 0.0, &flag, AMPC_F32,
+                                      0.9, 0.01, 1, 0.0, &flag, AMPC_F32, nullptr,
                                       models, mdt, which, 1));
       ASSERT_OK(ampc_sgd_update(ctx, rps, pdt, gs, gdt, rbs, n, 2, 0.1, 0.9,
-                                0.01, 1, 0.0, &flag, AMPC_F32));
+                                0.01, 1, 0.0, &flag, AMPC_F32, nullptr));
       ASSERT_EQ(a.bytes, refA.bytes) << "step " << step;
       ASSERT_EQ(b.bytes, refB.bytes) << "step " << step;
       if (step == 2)
@@ -82,10 +82,10 @@ TEST_F(ModelCopies, AdamWWritesModelInTheSamePass) {
     int64_t which[1] = {0};
     ASSERT_OK(ampc_adamw_update_model(ctx, ps, dt, gs, dt, ms, vs, &step, n, 1,
                                       1e-2, 0.9, 0.999, 1e-8, 0.01, 0.0, &flag,
-                                      AMPC_F32, models, mdt, which, 1));
+                                      AMPC_F32, nullptr, models, mdt, which, 1));
     ASSERT_OK(ampc_adamw_update(ctx, rps, dt, gs, dt, rms, rvs, &refStep, n, 1,
                                 1e-2, 0.9, 0.999, 1e-8, 0.01, 0.0, &flag,
-                                AMPC_F32));
+                                AMPC_F32, nullptr));
     ASSERT_EQ(a.bytes, refA.bytes) << "step " << k;
     ASSERT_EQ(step, refStep);
     if (k == 3)
@@ -102,16 +102,16 @@ TEST_F(ModelCopies, BadModelLists) {
   int64_t n[1] = {1};
   int64_t outOfRange[1] = {1};
   EXPECT_EQ(ampc_sgd_update_model(ctx, ps, dt, gs, dt, nullptr, n, 1, 0.1, 0,
-                                  0, 0, 0, nullptr, AMPC_F32, models, dt,
+                                  0, 0, 0, nullptr, AMPC_F32, nullptr, models, dt,
                                   outOfRange, 1),
             AMPC_ERROR_INVALID_ARGUMENT);
   int64_t zero[1] = {0};
   EXPECT_EQ(ampc_sgd_update_model(ctx, ps, dt, gs, dt, nullptr, n, 1, 0.1, 0,
-                                  0, 0, 0, nullptr, AMPC_F32, nullptr, dt,
+                                  0, 0, 0, nullptr, AMPC_F32, nullptr, nullptr, dt,
                                   zero, 1),
             AMPC_ERROR_NULL_POINTER);
   EXPECT_EQ(ampc_sgd_update_model(ctx, ps, dt, gs, dt, nullptr, n, 1, 0.1, 0,
-                                  0, 0, 0, nullptr, AMPC_F32, models, dt,
+                                  0, 0, 0, nullptr, AMPC_F32, nullptr, models, dt,
                                   zero, 2),
             AMPC_ERROR_INVALID_ARGUMENT);
 }
@@ -157,11 +157,11 @@ TEST(ModelCopiesCuda, MatchCpuBitForBit) {
       int64_t n[2] = {70000, 5}, which[2] = {0, 1};
       return adamw ? ampc_adamw_update_model(c, ps, pdt, gs, gdt, ms, vs, step,
                                              n, 2, 1e-2, 0.9, 0.999, 1e-8,
-                                             0.01, 0.0, nullptr, AMPC_F32,
+                                             0.01, 0.0, nullptr, AMPC_F32, nullptr,
                                              models, mdt, which, 2)
                    : ampc_sgd_update_model(c, ps, pdt, gs, gdt, ms, n, 2, 0.1,
                                            0.9, 0.01, 1, 0.0, nullptr,
-                                           AMPC_F32, models, mdt, which, 2);
+                                           AMPC_F32, nullptr, models, mdt, which, 2);
     };
     for (int k = 0; k < 3; ++k) {
       ASSERT_OK(run(cpu, [&](int i) { return onCpu[i].data(); }, &cpuStep));

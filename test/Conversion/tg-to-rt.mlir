@@ -24,7 +24,7 @@ func.func @view(%x: tensor<64xf32> {tg.input = "x"}) -> (tensor<8x8xf32> {tg.out
 // SGD with momentum updates its operands in place; a new parameter value
 // computed elsewhere is copied into the parameter's slot.
 // CHECK-LABEL: rt.program @sgd
-// CHECK: rt.call "ampc_sgd_update"(#rt.context, [%w], [#rt.dtype<f32>], [%[[G:[a-z0-9_]+]]], [#rt.dtype<f32>], [%w.momentum_buffer], array<i64: 4>, 1 : i32, 1.000000e-01 : f64, 9.000000e-01 : f64, 0.000000e+00 : f64, 0 : i32, 0.000000e+00 : f64, #rt.null, #rt.dtype<f32>)
+// CHECK: rt.call "ampc_sgd_update"(#rt.context, [%w], [#rt.dtype<f32>], [%[[G:[a-z0-9_]+]]], [#rt.dtype<f32>], [%w.momentum_buffer], array<i64: 4>, 1 : i32, 1.000000e-01 : f64, 9.000000e-01 : f64, 0.000000e+00 : f64, 0 : i32, 0.000000e+00 : f64, #rt.null, #rt.dtype<f32>, #rt.null)
 // CHECK-NOT: ampc_memcpy
 // CHECK: }
 func.func @sgd(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<zeros>},

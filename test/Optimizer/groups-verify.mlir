@@ -1,5 +1,5 @@
 // RUN: ampc-opt %s --split-input-file --verify-diagnostics
-// RUN: ampc-opt %s --split-input-file --verify-diagnostics --ampc-autodiff 2>&1 | FileCheck %s --check-prefix=AD
+// RUN: ampc-opt %s --split-input-file --verify-diagnostics --ampc-autodiff --ampc-optimizer-expansion 2>&1 | FileCheck %s --check-prefix=AD
 
 // The verifier of tg.minimize's param_groups: shape of each group, operand
 // indices in range, a parameter in at most one group, complete and valid

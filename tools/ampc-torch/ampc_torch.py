@@ -69,6 +69,21 @@ class InputError(Exception):
     """A bad program or data file (exit code 1)."""
 
 
+def schedule_factor(s, lr, t):
+    """The LambdaLR factor of ampc's learning-rate schedules (docs/optimizer.md)
+    after t applied updates, written from the formulas."""
+    w, T, m = s["warmup_steps"], s["total_steps"], s["min_lr"]
+    if t < w:
+        return (t + 1) / w
+    if s["kind"] == "linear":
+        return (m + (lr - m) * max(0.0, (T - t) / (T - w))) / lr
+    if s["kind"] == "cosine":
+        return (m + (lr - m) * 0.5 * (1 + math.cos(math.pi * min(1.0, (t - w) / (T - w))))) / lr
+    if s["kind"] == "step":
+        return s["gamma"] ** math.floor((t - w) / s["step_size"])
+    return 1.0
+
+
 def round_to(x, dtype):
     """x (f32) rounded to `dtype` and widened back exactly."""
     if dtype not in LOW_DTYPES:
@@ -458,6 +473,7 @@ class Runner:
         self.steps_done = 0  # the `dropout.step` state: updates applied
         self.inputs = {}
         self.optimizer = None
+        self.scheduler = None
         self.scaler = Scaler(self.scaler_cfg) if self.scaler_cfg.mode != "none" else None
         self.last_outputs = None
         self.grad_ratio = {}
@@ -791,12 +807,25 @@ class Runner:
         if training:
             if self.optimizer is None:
                 self.optimizer = self.make_optimizer()
+                sched = p.minimize["attrs"].get("schedule")
+                if sched:
+                    base = p.minimize["attrs"]["hyperparams"]["lr"]
+                    self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+                        self.optimizer, lambda t: schedule_factor(sched, base, t))
             hp = p.minimize["attrs"]["hyperparams"]
+            if self.scheduler is not None:
+                # The default group's rate of this update.
+                record["lr"] = hp["lr"] * schedule_factor(
+                    p.minimize["attrs"]["schedule"], hp["lr"], self.scheduler.last_epoch)
             if not found_inf:
                 with_grad = [t for t in targets if t.grad is not None]
                 if hp.get("max_grad_norm") and with_grad:
                     torch.nn.utils.clip_grad_norm_(with_grad, hp["max_grad_norm"])
                 self.optimizer.step()
+                # A skipped update does not advance the schedule (PyTorch's
+                # schedulers would, with a warning).
+                if self.scheduler is not None:
+                    self.scheduler.step()
                 with torch.no_grad():
                     for name, t in self.params.items():
                         if self.param_dtype[name] in LOW_DTYPES:
@@ -833,6 +862,8 @@ def fmt(v):
 
 def log_line(step, record, extra=None):
     line = '{"step": %d, "loss": %s' % (step, fmt(record["loss"]))
+    if "lr" in record:
+        line += ', "lr": %s' % fmt(record["lr"])
     if "loss_scale" in record:
         line += ', "loss_scale": %s, "skipped": %s' % (
             fmt(record["loss_scale"]), "true" if record["skipped"] else "false")

@@ -275,6 +275,11 @@ class Comparison:
                 if (key in ra) != (key in rb) or ra.get(key) != rb.get(key):
                     self.scaler.append("step %d: %s %r vs torch %r" %
                                        (ra["step"], key, ra.get(key), rb.get(key)))
+            # A schedule's rate: the same formula on both sides, in f64.
+            if ("lr" in ra) != ("lr" in rb) or (
+                    "lr" in ra and not math.isclose(ra["lr"], rb["lr"], rel_tol=1e-7)):
+                self.scaler.append("step %d: lr %r vs torch %r" %
+                                   (ra["step"], ra.get("lr"), rb.get("lr")))
         dtypes = {"params": {p["name"]: p["type"] for p in program.params},
                   "outputs": {"output_%d" % r["index"]: r["type"] for r in program.outputs}}
         for kind in ("params", "outputs"):

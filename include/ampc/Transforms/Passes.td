@@ -16,11 +16,12 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
-  let summary = "Expand tg.grad and tg.minimize into backward graphs and optimizer ops";
+  let summary = "Expand tg.grad into backward graphs";
   let description = [{
-    Reverse-mode automatic differentiation of a graph. Every `tg.grad` and
-    the (at most one) `tg.minimize` of a function becomes an explicit
-    backward graph that starts at a `tg.grad_seed` of the loss:
+    Reverse-mode automatic differentiation of a graph. Every `tg.grad` of a
+    function becomes an explicit backward graph that starts at a
+    `tg.grad_seed` of the loss (`tg.minimize` is left alone: it is
+    `ampc-optimizer-expansion`'s, which differentiates with the same engine):
 
     - Only ops between the loss and a value it is differentiated with
       respect to are differentiated: an op the loss does not depend on, or
@@ -36,25 +37,69 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       cast back to the source type.
     - `tg.grad` results are replaced by the gradients; a value the loss does
       not reach gets a zero gradient (PyTorch's `materialize_grads`).
-    - `tg.minimize` becomes optional `tg.clip_grad_norm` (`max_grad_norm`)
-      and one `tg.sgd_update` or `tg.adamw_update` over every parameter the
-      loss reaches; a parameter it does not reach is returned unchanged. The
-      optimizer state becomes function arguments `{tg.state = "NAME",
-      tg.init = #tg.init<zeros>}` and results `{tg.state_out = "NAME"}`:
-      `P.momentum_buffer` (SGD with momentum), `P.exp_avg`, `P.exp_avg_sq`
-      and one `adamw.step` (i32) for AdamW.
 
     Ops it creates carry `tg.role = "grad"` (backward ops; the cast back
     that is the gradient of a cast automatic mixed precision inserted gets
-    `tg.role = "amp"`, like that cast) or `tg.role = "optimizer"` (clipping
-    and updates); later passes and the AMP report decide from these, never
-    from locations. For diagnostics they carry the location of the op they
-    come from, fused with the same tag (`loc(fused<"grad">[...])`).
+    `tg.role = "amp"`, like that cast). Later passes and the AMP report
+    decide from these, never from locations. For diagnostics they carry the
+    location of the op they come from, fused with the same tag
+    (`loc(fused<"grad">[...])`).
 
-    Errors: a second `tg.minimize` in a function, a loss that is not a float
-    scalar, a value to differentiate that is not a float tensor, a minimize
-    operand that is not a `tg.param` argument, and an op on the path from
-    the loss that has no gradient rule (e.g. differentiating a gradient).
+    Errors: a loss that is not a float scalar, a value to differentiate
+    that is not a float tensor, and an op on the path from the loss that
+    has no gradient rule (e.g. differentiating a gradient).
+
+    Before:
+    ```mlir
+    %l = tg.mean %y dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
+    %gw = tg.grad %l wrt %w : tensor<f32>, tensor<3xf32>
+    ```
+    After: `%gw`'s uses read the last op of
+    ```mlir
+    %seed = tg.grad_seed %l : tensor<f32>
+    %r = tg.reshape %seed shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
+    ...
+    %gw = tg.reshape %s shape [3] : tensor<1x3xf32> -> tensor<3xf32>
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer expansion
+//===----------------------------------------------------------------------===//
+
+def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
+                              "::mlir::func::FuncOp"> {
+  let summary = "Expand tg.minimize into its backward graph and optimizer ops";
+  let description = [{
+    Expands the (at most one) `tg.minimize` of a function into one training
+    step:
+
+    1. its backward graph, built by the reverse-mode engine of
+       `ampc-autodiff` (the same rules, roles and locations as for
+       `tg.grad`) with respect to every parameter operand;
+    2. optional `tg.clip_grad_norm` over every gradient (`max_grad_norm`);
+    3. one `tg.sgd_update` or `tg.adamw_update` per parameter group that
+       has parameters (the default group first, then `param_groups` in
+       order), each with its group's hyperparameters. A parameter the loss
+       does not reach is returned unchanged; when the loss reaches none, a
+       warning says the step updates nothing.
+
+    The optimizer state becomes function arguments `{tg.state = "NAME",
+    tg.init = #tg.init<zeros>}` and results `{tg.state_out = "NAME"}`:
+    `P.momentum_buffer` (SGD with momentum), `P.exp_avg`, `P.exp_avg_sq`
+    and one i32 step count per group for AdamW (`adamw.step` for the first
+    group with parameters, `adamw.group<N>.step` for group N after it).
+
+    Ops it creates carry `tg.role = "grad"` (the backward graph) or
+    `tg.role = "optimizer"` (clipping, updates); the optimizer ops carry
+    the `tg.minimize`'s location fused with `"optimizer"`.
+
+    Errors: a second `tg.minimize` in a function, an operand that is not a
+    `tg.param` argument or is listed twice, a function that does not end
+    with `func.return`, and the errors of the backward graph (see
+    `ampc-autodiff`).
 
     Before:
     ```mlir
@@ -78,12 +123,7 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       %y = tg.mul %x, %w : ...
       %l = tg.mean %y dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
       %seed = tg.grad_seed %l : tensor<f32>
-      %r = tg.reshape %seed shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
-      %c = tg.constant dense<1.200000e+01> : tensor<f32>
-      %d = tg.div %r, %c : tensor<1x1xf32>, tensor<f32> -> tensor<1x1xf32>
-      %b = tg.broadcast_to %d shape [4, 3] : tensor<1x1xf32> -> tensor<4x3xf32>
-      %gy = tg.mul %b, %x : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
-      %s = tg.sum %gy dims [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
+      ...
       %gw = tg.reshape %s shape [3] : tensor<1x3xf32> -> tensor<3xf32>
       %new:2 = tg.sgd_update params(%w : tensor<3xf32>) grads(%gw : tensor<3xf32>)
           momentum_buffers(%m : tensor<3xf32>) {lr = 1.0e-01 : f64, ...}

@@ -159,6 +159,8 @@ struct ArgSpec {
     Count,       ///< how many (int32_t)
     Shapes,      ///< their shapes (const int64_t *const *)
     Flag,        ///< ptr and dtype of optional operand group G, or NULL, F32
+    OptBuffer,   ///< ptr of optional operand group G, or NULL
+    LrKind,      ///< string attribute NAME as ampc_lr_schedule_kind
     I64,         ///< integer attribute NAME (int64_t)
     I32,         ///< integer attribute NAME (int32_t)
     Bool,        ///< unit or bool attribute NAME as 0/1 (int32_t)
@@ -217,6 +219,8 @@ ArgSpec numels(unsigned g) { return {ArgSpec::Numels, g}; }
 ArgSpec count(unsigned g) { return {ArgSpec::Count, g}; }
 ArgSpec shapes(unsigned g) { return {ArgSpec::Shapes, g}; }
 ArgSpec flag(unsigned g) { return {ArgSpec::Flag, g}; }
+ArgSpec optBuf(unsigned g) { return {ArgSpec::OptBuffer, g}; }
+ArgSpec lrKind(StringRef n) { return {ArgSpec::LrKind, 0, n}; }
 ArgSpec i64(StringRef n) { return {ArgSpec::I64, 0, n}; }
 ArgSpec i32(StringRef n) { return {ArgSpec::I32, 0, n}; }
 ArgSpec boolean(StringRef n) { return {ArgSpec::Bool, 0, n}; }
@@ -394,11 +398,17 @@ const std::vector<Row> &kernelTable() {
         row<SgdUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
                           numels(0), count(0), f64("lr"), f64("momentum"),
                           f64("weight_decay"), boolean("nesterov"),
-                          constF64(0.0), flag(3)}),
+                          constF64(0.0), flag(3), optBuf(5)}),
         row<AdamWUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
                             list(3), buf(4), numels(0), count(0), f64("lr"),
                             f64("beta1"), f64("beta2"), f64("eps"),
-                            f64("weight_decay"), constF64(0.0), flag(5)}),
+                            f64("weight_decay"), constF64(0.0), flag(5),
+                            optBuf(7)}),
+        // Learning-rate schedules (issue 13): in place on the counter.
+        row<LrScheduleOp>({resBuf(1), buf(0), lrKind("kind"), f64("lr"),
+                           i64("warmup_steps"), i64("total_steps"),
+                           f64("min_lr"), i64("step_size"), f64("gamma"),
+                           flag(1)}),
         row<UpdateScaleOp>({buf(0), buf(1), buf(2), flag(3),
                             f64("growth_factor"), f64("backoff_factor"),
                             i32("growth_interval"), i32("hysteresis"),
@@ -646,6 +656,27 @@ public:
           c.buffer(operands[start]);
           c.dtype(op->getOperand(start).getType());
         }
+        break;
+      }
+      case ArgSpec::OptBuffer: {
+        auto [start, len] = operandGroup(a.group);
+        if (len == 0)
+          c.null();
+        else
+          c.buffer(operands[start]);
+        break;
+      }
+      case ArgSpec::LrKind: {
+        auto attr = op->getAttrOfType<StringAttr>(a.name);
+        StringRef kind = attr ? attr.getValue() : "constant";
+        if (kind == "linear")
+          c.cEnum("AMPC_LR_LINEAR", AMPC_LR_LINEAR);
+        else if (kind == "cosine")
+          c.cEnum("AMPC_LR_COSINE", AMPC_LR_COSINE);
+        else if (kind == "step")
+          c.cEnum("AMPC_LR_STEP", AMPC_LR_STEP);
+        else
+          c.cEnum("AMPC_LR_CONSTANT", AMPC_LR_CONSTANT);
         break;
       }
       case ArgSpec::I64:

@@ -154,6 +154,14 @@ mlir::LogicalResult inferUnaryGrad(llvm::StringRef name,
                                    mlir::Value grad, mlir::Value input,
                                    llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// The checks of a learning-rate schedule (TGScheduleOps.cpp), shared by
+/// tg.lr_schedule and tg.minimize's `schedule`: emits through `op` and
+/// fails on the first problem.
+mlir::LogicalResult verifyLrSchedule(mlir::Operation *op, llvm::StringRef kind,
+                                     double lr, int64_t warmup, int64_t total,
+                                     double minLr, int64_t stepSize,
+                                     double gamma);
+
 } // namespace ampc::tg::detail
 
 #endif // AMPC_LIB_DIALECT_TG_INFERSUPPORT_H

@@ -920,6 +920,28 @@ LogicalResult MinimizeOp::verify() {
   if (failed(verifyHyperparams(*this, opt, getHyperparams(), /*global=*/true,
                                "")))
     return failure();
+  if (std::optional<DictionaryAttr> schedule = getSchedule()) {
+    auto str = dyn_cast_or_null<StringAttr>(schedule->get("kind"));
+    auto integer = [&](StringRef key) {
+      return dyn_cast_or_null<IntegerAttr>(schedule->get(key));
+    };
+    auto real = [&](StringRef key) {
+      return dyn_cast_or_null<FloatAttr>(schedule->get(key));
+    };
+    if (!str || !integer("warmup_steps") || !integer("total_steps") ||
+        !integer("step_size") || !real("min_lr") || !real("gamma") ||
+        schedule->size() != 6)
+      return emitOpError("schedule must be {kind = \"...\", warmup_steps, "
+                         "total_steps, step_size (integers), min_lr, gamma "
+                         "(floats)}");
+    auto lr = cast<FloatAttr>(getHyperparams().get("lr"));
+    if (failed(detail::verifyLrSchedule(
+            *this, str.getValue(), lr.getValueAsDouble(),
+            integer("warmup_steps").getInt(), integer("total_steps").getInt(),
+            real("min_lr").getValueAsDouble(), integer("step_size").getInt(),
+            real("gamma").getValueAsDouble())))
+      return failure();
+  }
 
   // Parameter groups: each {params = array<i64: operand indices>,
   // hyperparams = {...}}; a parameter belongs to at most one group.

@@ -750,28 +750,68 @@ AMPC_API ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
 /// buffer) unless found_inf is set. Momentum buffers are f32, zero-initialised
 /// (equal to PyTorch's first-step copy), and may be NULL when momentum == 0.
 /// max_grad_norm > 0 first clips the gradients as ampc_clip_grad_norm.
+/// lr_scale (may be NULL) is a device f32 scalar the rate is multiplied by
+/// (a learning-rate schedule's factor, ampc_lr_schedule).
 AMPC_API ampc_status ampc_sgd_update(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
     void *const *grads, const ampc_dtype *grad_dtypes,
     void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
     double momentum, double weight_decay, int32_t nesterov,
-    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale);
 
 /// torch.optim.AdamW step (amsgrad off) unless found_inf is set. exp_avgs
 /// and exp_avg_sqs are f32, zero-initialised; `step` is a device i32 scalar
 /// (starts at 0, incremented before use). max_grad_norm > 0 clips first.
+/// lr_scale (may be NULL): as for ampc_sgd_update.
 AMPC_API ampc_status ampc_adamw_update(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
     void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
-    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale);
+
+/// Learning-rate schedules (docs/optimizer.md): torch.optim.lr_scheduler.
+/// LambdaLR with the factors below, after t applied updates, with warm-up
+/// W (t < W: (t + 1) / W) before each of them. m is min_lr / lr.
+AMPC_ENUM(ampc_lr_schedule_kind){
+    AMPC_LR_CONSTANT = 0, /**< 1 */
+    AMPC_LR_LINEAR = 1,   /**< m + (1 - m) * max(0, (T - t) / (T - W)) */
+    AMPC_LR_COSINE = 2, /**< m + (1 - m) * (1 + cos(pi * min(1, (t - W) / (T - W)))) / 2 */
+    AMPC_LR_STEP = 3,   /**< gamma ^ floor((t - W) / step_size) */
+};
+
+/// The factor of a schedule after `t` applied updates, computed on the host
+/// in f64 (the value ampc_lr_schedule stores, before its rounding to f32).
+/// lr > 0; total_steps > warmup_steps for linear and cosine; step_size >= 1
+/// for step. Returns NaN for arguments outside these.
+AMPC_API double ampc_lr_schedule_factor(ampc_lr_schedule_kind kind, double lr,
+                                        int64_t warmup_steps,
+                                        int64_t total_steps, double min_lr,
+                                        int64_t step_size, double gamma,
+                                        int64_t t);
+
+/// The device side of a schedule: factor (device f32 scalar) = the factor
+/// after *step (device i32 scalar, the updates applied so far); then, unless
+/// found_inf (may be NULL) is set, *step += 1 (a skipped update does not
+/// advance the schedule). The optimizer updates multiply their lr by
+/// *factor (their `lr_scale` argument), so no host synchronisation is
+/// needed.
+AMPC_API ampc_status ampc_lr_schedule(ampc_context ctx, void *factor,
+                                      void *step, ampc_lr_schedule_kind kind,
+                                      double lr, int64_t warmup_steps,
+                                      int64_t total_steps, double min_lr,
+                                      int64_t step_size, double gamma,
+                                      const void *found_inf,
+                                      ampc_dtype found_inf_dtype);
 
 /* Opt level O2 (docs/optimizer.md, "Opt levels"): the same updates, and in
  * the same pass over the elements each updated parameter params[
  * model_params[k]] is also stored, rounded, into its low model copy
  * models[k] (dtype model_dtypes[k], the parameter's element count).
- * model_params are increasing indices below count; a skipped step
+ * model_params are increasing indices below count; lr_scale as for the
+ * plain updates; a skipped step
  * (found_inf set) leaves the model copies unchanged as well. */
 AMPC_API ampc_status ampc_sgd_update_model(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
@@ -779,7 +819,7 @@ AMPC_API ampc_status ampc_sgd_update_model(
     void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
     double momentum, double weight_decay, int32_t nesterov,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    void *const *models, const ampc_dtype *model_dtypes,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count);
 AMPC_API ampc_status ampc_adamw_update_model(
     ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
@@ -787,7 +827,7 @@ AMPC_API ampc_status ampc_adamw_update_model(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    void *const *models, const ampc_dtype *model_dtypes,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count);
 
 /*===------------------------------------------------------------------===*

@@ -1,5 +1,5 @@
 // RUN: ampc-opt %s --ampc-loss-scaling --split-input-file | FileCheck %s
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling --split-input-file | FileCheck %s --check-prefix=GRAD
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling --split-input-file | FileCheck %s --check-prefix=GRAD
 
 // Steps that start from a hand-written tg.grad_seed (an exporter's already
 // differentiated step): the gradients are the `grads` of the optimizer and

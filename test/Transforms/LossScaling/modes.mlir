@@ -1,8 +1,8 @@
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling --split-input-file | FileCheck %s --check-prefix=DYN
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling="hysteresis=2 min-scale=1 max-scale=1e6 growth-interval=100 growth-factor=4 backoff-factor=0.25 init=1024" --split-input-file | FileCheck %s --check-prefix=HYST
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling="mode=static init=1024" --split-input-file | FileCheck %s --check-prefix=STATIC
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling="mode=none" --split-input-file | FileCheck %s --check-prefix=NONE
-// RUN: ampc-opt %s --ampc-autodiff --ampc-loss-scaling --ampc-loss-scaling="mode=static" --split-input-file | FileCheck %s --check-prefix=DYN
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling --split-input-file | FileCheck %s --check-prefix=DYN
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling="hysteresis=2 min-scale=1 max-scale=1e6 growth-interval=100 growth-factor=4 backoff-factor=0.25 init=1024" --split-input-file | FileCheck %s --check-prefix=HYST
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling="mode=static init=1024" --split-input-file | FileCheck %s --check-prefix=STATIC
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling="mode=none" --split-input-file | FileCheck %s --check-prefix=NONE
+// RUN: ampc-opt %s --ampc-autodiff --ampc-optimizer-expansion --ampc-loss-scaling --ampc-loss-scaling="mode=static" --split-input-file | FileCheck %s --check-prefix=DYN
 
 // Loss scaling of a training step made by autodiff (SGD with momentum and
 // clipping), in every mode.

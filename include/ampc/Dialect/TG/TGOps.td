@@ -803,7 +803,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     `loss` with respect to every parameter in `params` it depends on and
     applies the optimizer; each result is the updated value of its
     parameter (a parameter the loss does not reach comes back unchanged).
-    The autodiff pass expands it into a backward graph and optimizer ops.
+    The `ampc-optimizer-expansion` pass expands it into a backward graph and
+    optimizer ops.
 
     `optimizer` is `"sgd"` or `"adamw"`; `hyperparams` holds every
     hyperparameter explicitly (the frontend fills PyTorch's defaults):
@@ -818,6 +819,11 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     which is global). A parameter is in at most one group; the parameters
     no group names use `hyperparams`.
 
+    `schedule` (optional) is a learning-rate schedule, every field given:
+    `{kind = "constant" | "linear" | "cosine" | "step", warmup_steps,
+    total_steps, step_size (i64), min_lr, gamma (f64)}` (the fields a kind
+    does not use are 0). Its semantics are `tg.lr_schedule`'s.
+
     ```mlir
     %w1, %b1 = tg.minimize %loss wrt %w, %b with "sgd"
         {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
@@ -826,7 +832,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   }];
   let arguments = (ins TG_FloatTensor:$loss, Variadic<TG_FloatTensor>:$params,
                        StrAttr:$optimizer, DictionaryAttr:$hyperparams,
-                       OptionalAttr<ArrayAttr>:$param_groups);
+                       OptionalAttr<ArrayAttr>:$param_groups,
+                       OptionalAttr<DictionaryAttr>:$schedule);
   let results = (outs Variadic<TG_FloatTensor>:$updated);
   let assemblyFormat = [{
     $loss `wrt` $params `with` $optimizer $hyperparams attr-dict
@@ -848,6 +855,8 @@ include "ampc/Dialect/TG/TGSeedOps.td"
 include "ampc/Dialect/TG/TGTrainingOps.td"
 // Comparisons and the other ops of training jobs.
 include "ampc/Dialect/TG/TGJobOps.td"
+// Learning-rate schedules.
+include "ampc/Dialect/TG/TGScheduleOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
 

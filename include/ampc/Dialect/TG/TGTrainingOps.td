@@ -450,6 +450,9 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     (`ampc_sgd_update_model`); the new model copies are the last results.
     A skipped step leaves them unchanged too.
 
+    `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
+    schedule's factor (`tg.lr_schedule`), read on the device.
+
     ```mlir
     %p:2, %m:2 = ...
     %new:4 = tg.sgd_update params(%w, %b : tensor<4x4xf32>, tensor<4xf32>)
@@ -464,6 +467,7 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                        Variadic<TG_FloatTensor>:$momentum_buffers,
                        Optional<TG_FlagTensor>:$found_inf,
                        Variadic<TG_FloatTensor>:$models,
+                       Optional<TG_F32Scalar>:$lr_scale,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
                        BoolAttr:$nesterov,
                        OptionalAttr<DenseI64ArrayAttr>:$model_params);
@@ -474,6 +478,7 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     (`momentum_buffers` `(` $momentum_buffers^ `:` type($momentum_buffers) `)`)?
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     (`models` `(` $models^ `:` type($models) `)`)?
+    (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
     attr-dict
   }];
   // Opt level O2 (model copies): the builder without them.
@@ -485,7 +490,7 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                    "::mlir::FloatAttr":$weight_decay,
                    "::mlir::BoolAttr":$nesterov), [{
       build($_builder, $_state, params, grads, momentum_buffers, found_inf,
-            ::mlir::ValueRange(), lr, momentum, weight_decay, nesterov,
+            ::mlir::ValueRange(), ::mlir::Value(), lr, momentum, weight_decay, nesterov,
             ::mlir::DenseI64ArrayAttr());
     }]>
   ];
@@ -541,6 +546,9 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     writes each one from the updated f32 parameter in the same pass
     (`ampc_adamw_update_model`), and the new copies end the `updated` list.
 
+    `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
+    schedule's factor (`tg.lr_schedule`), read on the device.
+
     ```mlir
     %p, %m, %v, %t = tg.adamw_update params(%w : tensor<4x4xf32>)
         grads(%gw : tensor<4x4xf32>) exp_avgs(%mw : tensor<4x4xf32>)
@@ -556,6 +564,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                        TG_I32Scalar:$step,
                        Optional<TG_FlagTensor>:$found_inf,
                        Variadic<TG_FloatTensor>:$models,
+                       Optional<TG_F32Scalar>:$lr_scale,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay,
                        OptionalAttr<DenseI64ArrayAttr>:$model_params);
@@ -571,6 +580,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     `step` `(` $step `:` type($step) `)`
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     (`models` `(` $models^ `:` type($models) `)`)?
+    (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
     attr-dict
   }];
   // Opt level O2 (model copies): the builder without them.
@@ -583,7 +593,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                    "::mlir::FloatAttr":$eps,
                    "::mlir::FloatAttr":$weight_decay), [{
       build($_builder, $_state, params, grads, exp_avgs, exp_avg_sqs, step,
-            found_inf, ::mlir::ValueRange(), lr, beta1, beta2, eps,
+            found_inf, ::mlir::ValueRange(), ::mlir::Value(), lr, beta1, beta2, eps,
             weight_decay, ::mlir::DenseI64ArrayAttr());
     }]>
   ];

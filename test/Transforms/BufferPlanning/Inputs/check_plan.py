@@ -13,7 +13,7 @@ import json
 import sys
 
 IN_PLACE = {"tg.sgd_update", "tg.adamw_update", "tg.check_finite_and_unscale",
-            "tg.clip_grad_norm", "tg.update_scale", "tg.reshape"}
+            "tg.clip_grad_norm", "tg.update_scale", "tg.reshape", "tg.lr_schedule"}
 BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
 
 

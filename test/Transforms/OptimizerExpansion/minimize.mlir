@@ -1,5 +1,5 @@
-// RUN: ampc-opt %s --ampc-autodiff --split-input-file | FileCheck %s
-// RUN: ampc-opt %s --ampc-autodiff --split-input-file --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
+// RUN: ampc-opt %s --ampc-optimizer-expansion --split-input-file | FileCheck %s
+// RUN: ampc-opt %s --ampc-optimizer-expansion --split-input-file --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
 
 // tg.minimize becomes a backward graph, optional clipping, and one optimizer
 // op over the parameters the loss reaches, with the optimizer state as

@@ -1,0 +1,305 @@
+//===- OptimizerExpansion.cpp - tg.minimize to backward + optimizer ops ---===//
+//
+// The `ampc-optimizer-expansion` pass (its description is in Passes.td):
+// every `tg.minimize` becomes its backward graph (the reverse-mode engine of
+// ampc-autodiff, Differentiate.h), optional gradient clipping and one
+// optimizer update per parameter group, with the optimizer state as
+// function arguments and results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ampc/Dialect/TG/TGDialect.h"
+#include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Differentiate.h"
+#include "ampc/Transforms/Passes.h"
+#include "ampc/Transforms/Roles.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace ampc {
+#define GEN_PASS_DEF_OPTIMIZEREXPANSION
+#include "ampc/Transforms/Passes.h.inc"
+} // namespace ampc
+
+using namespace mlir;
+using namespace ampc;
+using namespace ampc::tg;
+
+namespace {
+
+constexpr llvm::StringLiteral kStateAttrName = "tg.state";
+constexpr llvm::StringLiteral kStateOutAttrName = "tg.state_out";
+
+/// Gives every op a builder inserts a role (`tg.role`).
+struct RoleListener : public OpBuilder::Listener {
+  explicit RoleListener(Role role) : role(role) {}
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    setRole(op, role);
+  }
+  Role role;
+};
+
+/// Adds a state argument (and its result) named `name` to `func`.
+BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
+                          Attribute init, Location loc) {
+  MLIRContext *ctx = func.getContext();
+  NamedAttrList attrs;
+  attrs.append(kStateAttrName, StringAttr::get(ctx, name));
+  attrs.append(TGDialect::kInitAttrName, init);
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type, attrs.getDictionary(ctx), loc);
+  return func.getArgument(index);
+}
+
+LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
+  MLIRContext *ctx = func.getContext();
+  // Every operand must be a parameter: its name names its state.
+  SmallVector<StringRef> names;
+  llvm::SmallDenseSet<Value> seen;
+  for (auto [i, p] : llvm::enumerate(op.getParams())) {
+    auto arg = dyn_cast<BlockArgument>(p);
+    StringAttr name;
+    if (arg && arg.getOwner() == &func.getBody().front())
+      name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                               TGDialect::kParamAttrName);
+    if (!name)
+      return op.emitOpError("operand #")
+             << i + 1
+             << " is not a parameter (a function argument with 'tg.param')";
+    if (!seen.insert(p).second)
+      return op.emitOpError("parameter '")
+             << name.getValue() << "' is listed twice";
+    names.push_back(name.getValue());
+  }
+
+  FailureOr<SmallVector<Value>> grads =
+      differentiate(op, op.getLoss(), op.getParams());
+  if (failed(grads))
+    return failure();
+
+  SmallVector<unsigned> reached;
+  for (auto [i, g] : llvm::enumerate(*grads))
+    if (g)
+      reached.push_back(i);
+  // A parameter the loss does not reach comes back unchanged.
+  SmallVector<Value> updated(op.getParams());
+  if (reached.empty()) {
+    op.emitWarning("the loss does not depend on any parameter; this "
+                   "training step updates nothing");
+  } else {
+    OpBuilder builder(op);
+    RoleListener roles(Role::Optimizer);
+    builder.setListener(&roles);
+    Location loc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
+    DictionaryAttr hyper = op.getHyperparams();
+    auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
+
+    SmallVector<Value> params, paramGrads;
+    for (unsigned i : reached) {
+      params.push_back(op.getParams()[i]);
+      paramGrads.push_back((*grads)[i]);
+    }
+    if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
+      auto clip = ClipGradNormOp::create(builder, loc, paramGrads,
+                                         /*found_inf=*/Value(),
+                                         f64(maxNorm.getValueAsDouble()));
+      paramGrads.assign(clip.getClipped().begin(), clip.getClipped().end());
+    }
+
+    // Optimizer state: f32 tensors of each parameter's shape, initialised
+    // to zero, named after the parameter.
+    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
+    auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
+    auto f32Like = [&](Value p) {
+      return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
+    };
+    SmallVector<std::pair<std::string, Value>> newState;
+
+    // A learning-rate schedule: the factor of this update, computed on the
+    // device from the update counter (state `lr_schedule.step`), which
+    // multiplies every group's lr.
+    Value lrScale;
+    if (std::optional<DictionaryAttr> schedule = op.getSchedule()) {
+      auto i32Scalar = RankedTensorType::get({}, IntegerType::get(ctx, 32));
+      auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+      Value count = addStateArg(func, i32Scalar, "lr_schedule.step", zeros, loc);
+      auto integer = [&](StringRef key) {
+        return cast<IntegerAttr>(schedule->get(key)).getInt();
+      };
+      auto real = [&](StringRef key) {
+        return cast<FloatAttr>(schedule->get(key)).getValueAsDouble();
+      };
+      auto sched = LrScheduleOp::create(
+          builder, loc, i32Scalar, f32Scalar, count, /*found_inf=*/Value(),
+          cast<StringAttr>(schedule->get("kind")),
+          f64(cast<FloatAttr>(hyper.get("lr")).getValueAsDouble()),
+          builder.getI64IntegerAttr(integer("warmup_steps")),
+          builder.getI64IntegerAttr(integer("total_steps")),
+          f64(real("min_lr")), builder.getI64IntegerAttr(integer("step_size")),
+          f64(real("gamma")));
+      lrScale = sched.getFactor();
+      newState.emplace_back("lr_schedule.step", sched.getNewStep());
+    }
+
+    // torch.optim parameter groups: the default group (the params no group
+    // names, with the call's hyperparameters), then each group in order.
+    // Each group is one update op with its own hyperparameters.
+    struct Group {
+      DictionaryAttr hyper;
+      SmallVector<unsigned> members; // indices into op.getParams(), reached
+    };
+    SmallVector<Group> groups{{hyper, {}}};
+    SmallVector<int> groupOf(op.getParams().size(), 0);
+    if (std::optional<ArrayAttr> paramGroups = op.getParamGroups()) {
+      for (Attribute attr : *paramGroups) {
+        auto dict = cast<DictionaryAttr>(attr);
+        groups.push_back({cast<DictionaryAttr>(dict.get("hyperparams")), {}});
+        for (int64_t i : cast<DenseI64ArrayAttr>(dict.get("params")).asArrayRef())
+          groupOf[i] = groups.size() - 1;
+      }
+    }
+    for (auto [j, i] : llvm::enumerate(reached))
+      groups[groupOf[i]].members.push_back(j);
+    auto groupParam = [&](const Group &g, StringRef key, double dflt) {
+      auto attr = dyn_cast_or_null<FloatAttr>(g.hyper.get(key));
+      return attr ? attr.getValueAsDouble() : dflt;
+    };
+
+    if (op.getOptimizer() == "sgd") {
+      for (const Group &g : groups) {
+        if (g.members.empty())
+          continue;
+        double momentum = groupParam(g, "momentum", 0.0);
+        SmallVector<Value> gParams, gGrads, buffers;
+        SmallVector<std::string> bufferNames;
+        for (unsigned j : g.members) {
+          unsigned i = reached[j];
+          Value p = op.getParams()[i];
+          gParams.push_back(params[j]);
+          gGrads.push_back(paramGrads[j]);
+          if (momentum == 0.0)
+            continue;
+          std::string name = (names[i] + ".momentum_buffer").str();
+          buffers.push_back(addStateArg(func, f32Like(p), name, zeros,
+                                        stateLoc(p)));
+          bufferNames.push_back(name);
+        }
+        auto nesterov = dyn_cast_or_null<BoolAttr>(g.hyper.get("nesterov"));
+        auto sgd = SgdUpdateOp::create(
+            builder, loc, gParams, gGrads, buffers, /*found_inf=*/Value(),
+            /*models=*/ValueRange(), lrScale,
+            f64(groupParam(g, "lr", 0.0)), f64(momentum),
+            f64(groupParam(g, "weight_decay", 0.0)),
+            builder.getBoolAttr(nesterov && nesterov.getValue()),
+            /*model_params=*/DenseI64ArrayAttr());
+        for (auto [k, j] : llvm::enumerate(g.members))
+          updated[reached[j]] = sgd.getNewParams()[k];
+        for (auto [name, v] :
+             llvm::zip_equal(bufferNames, sgd.getNewMomentumBuffers()))
+          newState.emplace_back(name, v);
+      }
+    } else {
+      // Each group's update has its own step count (torch.optim keeps one
+      // per parameter; they are equal): `adamw.step` for the first group
+      // with parameters, `adamw.group<N>.step` for group N after it. An
+      // in-place update cannot share its step operand with another update.
+      bool firstGroup = true;
+      for (auto [gi, g] : llvm::enumerate(groups)) {
+        if (g.members.empty())
+          continue;
+        SmallVector<Value> gParams, gGrads, expAvgs, expAvgSqs;
+        for (unsigned j : g.members) {
+          unsigned i = reached[j];
+          Value p = op.getParams()[i];
+          gParams.push_back(params[j]);
+          gGrads.push_back(paramGrads[j]);
+          expAvgs.push_back(addStateArg(func, f32Like(p),
+                                        (names[i] + ".exp_avg").str(), zeros,
+                                        stateLoc(p)));
+          expAvgSqs.push_back(addStateArg(func, f32Like(p),
+                                          (names[i] + ".exp_avg_sq").str(),
+                                          zeros, stateLoc(p)));
+        }
+        std::string stepName =
+            firstGroup ? std::string("adamw.step")
+                       : "adamw.group" + std::to_string(gi) + ".step";
+        firstGroup = false;
+        Value step = addStateArg(
+            func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+            stepName, zeros, loc);
+        auto adamw = AdamWUpdateOp::create(
+            builder, loc, gParams, gGrads, expAvgs, expAvgSqs, step,
+            /*found_inf=*/Value(), /*models=*/ValueRange(), lrScale,
+            f64(groupParam(g, "lr", 1e-3)), f64(groupParam(g, "beta1", 0.9)),
+            f64(groupParam(g, "beta2", 0.999)), f64(groupParam(g, "eps", 1e-8)),
+            f64(groupParam(g, "weight_decay", 1e-2)),
+            /*model_params=*/DenseI64ArrayAttr());
+        for (auto [k, j] : llvm::enumerate(g.members)) {
+          unsigned i = reached[j];
+          updated[i] = adamw.getNewParams()[k];
+          // State results in argument order: per parameter exp_avg,
+          // exp_avg_sq.
+          newState.emplace_back((names[i] + ".exp_avg").str(),
+                                adamw.getNewExpAvgs()[k]);
+          newState.emplace_back((names[i] + ".exp_avg_sq").str(),
+                                adamw.getNewExpAvgSqs()[k]);
+        }
+        newState.emplace_back(stepName, adamw.getNewStep());
+      }
+    }
+
+    // Results: the new state after the existing results, in argument order.
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (auto &[name, value] : newState) {
+      unsigned index = func.getNumResults();
+      NamedAttrList attrs;
+      attrs.append(kStateOutAttrName, StringAttr::get(ctx, name));
+      (void)func.insertResult(index, value.getType(),
+                              attrs.getDictionary(ctx));
+      ret->insertOperands(ret->getNumOperands(), value);
+    }
+  }
+
+  for (auto [result, v] : llvm::zip_equal(op.getUpdated(), updated))
+    result.replaceAllUsesWith(v);
+  op.erase();
+  return success();
+}
+
+struct OptimizerExpansionPass
+    : public ampc::impl::OptimizerExpansionBase<OptimizerExpansionPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    SmallVector<MinimizeOp> targets;
+    func.walk([&](MinimizeOp op) { targets.push_back(op); });
+    if (targets.empty())
+      return;
+    if (!func.getBody().hasOneBlock()) {
+      func.emitOpError("autodiff needs a graph with a single block");
+      return signalPassFailure();
+    }
+    if (targets.size() > 1) {
+      InFlightDiagnostic diag = targets[1].emitOpError(
+          "a graph holds at most one 'tg.minimize' (one optimizer step)");
+      diag.attachNote(targets[0].getLoc())
+          << "the first 'tg.minimize' is here";
+      return signalPassFailure();
+    }
+    Block &block = func.getBody().front();
+    if (!block.mightHaveTerminator() ||
+        !isa<func::ReturnOp>(block.getTerminator())) {
+      targets[0].emitOpError("needs a function that ends with 'func.return'");
+      return signalPassFailure();
+    }
+    if (failed(expandMinimize(func, targets[0])))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
