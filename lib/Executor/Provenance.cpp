@@ -12,10 +12,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Executor/Provenance.h"
+#include "ampc/Executor/Distributed.h"
 
 #include "ampc/runtime.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace ampc;
@@ -84,6 +87,10 @@ bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
                               int64_t step, std::string &error,
                               bool &located) {
   located = false;
+  // A program without checking kernels has nothing to read.
+  if (llvm::none_of(program.sources,
+                    [](const rt::CallSource &s) { return s.site >= 0; }))
+    return true;
   auto ctx = static_cast<ampc_context>(ex.context());
   int32_t site = -1;
   ampc_status st = ampc_check_read(ctx, AMPC_CHECK_INDEX, 0, &site);
@@ -167,6 +174,26 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   if (ok && site >= 0 && site < static_cast<int32_t>(program.sources.size()))
     found = &program.sources[site];
   return ok;
+}
+
+bool ampc::exec::agreeOnOverflow(World &world, const rt::Program &program,
+                                  const rt::CallSource *&found,
+                                  std::string &error) {
+  int64_t mine = found ? found - program.sources.data() : -1;
+  int64_t first = -1;
+  // Each rank's index in turn, through the mean (exact for these sizes).
+  for (int r = 0; r < world.size(); ++r) {
+    double v = world.rank() == r ? static_cast<double>(mine) : 0.0;
+    if (!world.meanOf(v, error))
+      return false;
+    int64_t theirs = std::llround(v * world.size());
+    if (theirs >= 0 && (first < 0 || theirs < first))
+      first = theirs;
+  }
+  found = first >= 0 && first < static_cast<int64_t>(program.sources.size())
+              ? &program.sources[first]
+              : nullptr;
+  return true;
 }
 
 std::string ampc::exec::overflowJson(const rt::CallSource &s) {

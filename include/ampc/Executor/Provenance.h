@@ -31,6 +31,14 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
                   const rt::CallSource *&found, std::string &error);
 
+class World;
+/// Data parallel: every rank passes what its own replay found; all of them
+/// get the first (in execution order) over the ranks, so an overflow only
+/// another rank's shard produced is named too. One collective per rank, on
+/// skipped steps only.
+bool agreeOnOverflow(World &world, const rt::Program &program,
+                     const rt::CallSource *&found, std::string &error);
+
 /// The log's "overflow" object for `source`.
 std::string overflowJson(const rt::CallSource &source);
 
