@@ -75,8 +75,8 @@ std::vector<std::vector<Probe>> probesOf(const rt::Program &program) {
       int64_t numel = 1;
       for (int64_t d : shape.asArrayRef())
         numel *= d;
-      probes[s.call].push_back({k, static_cast<size_t>(pos),
-                                dtype.getValue(), numel});
+      probes[s.call].push_back(
+          {k, static_cast<size_t>(pos), dtype.getValue(), numel});
     }
   }
   return probes;
@@ -84,8 +84,7 @@ std::vector<std::vector<Probe>> probesOf(const rt::Program &program) {
 } // namespace
 
 bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
-                              int64_t step, std::string &error,
-                              bool &located) {
+                              int64_t step, std::string &error, bool &located) {
   located = false;
   // A program without checking kernels has nothing to read.
   if (llvm::none_of(program.sources,
@@ -102,8 +101,10 @@ bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
     return true;
   const rt::CallSource *s = program.sourceOfSite(site);
   if (!s) {
-    error = "step " + std::to_string(step) + ": an index was out of range "
-            "in a kernel with check site " + std::to_string(site);
+    error = "step " + std::to_string(step) +
+            ": an index was out of range "
+            "in a kernel with check site " +
+            std::to_string(site);
     return false;
   }
   std::string what = s->index.empty() ? "an index" : "'" + s->index + "'";
@@ -144,18 +145,22 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   bool ok = st == AMPC_OK;
   if (!ok)
     error = lastError("clearing the check word", st);
-  ok = ok && ex.replay(program.checkCall, [&](size_t call) {
-    for (const Probe &p : probes[call]) {
-      ampc_status s = ampc_check_nonfinite(
-          ctx, ex.callPointer(call, p.arg), static_cast<ampc_dtype>(p.dtype),
-          p.numel, static_cast<int32_t>(p.source));
-      if (s != AMPC_OK) {
-        error = lastError("ampc_check_nonfinite", s);
-        return false;
-      }
-    }
-    return true;
-  }, error);
+  ok = ok && ex.replay(
+                 program.checkCall,
+                 [&](size_t call) {
+                   for (const Probe &p : probes[call]) {
+                     ampc_status s = ampc_check_nonfinite(
+                         ctx, ex.callPointer(call, p.arg),
+                         static_cast<ampc_dtype>(p.dtype), p.numel,
+                         static_cast<int32_t>(p.source));
+                     if (s != AMPC_OK) {
+                       error = lastError("ampc_check_nonfinite", s);
+                       return false;
+                     }
+                   }
+                   return true;
+                 },
+                 error);
   if (ok) {
     st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
     if (st != AMPC_OK) {
@@ -177,8 +182,8 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
 }
 
 bool ampc::exec::agreeOnOverflow(World &world, const rt::Program &program,
-                                  const rt::CallSource *&found,
-                                  std::string &error) {
+                                 const rt::CallSource *&found,
+                                 std::string &error) {
   int64_t mine = found ? found - program.sources.data() : -1;
   int64_t first = -1;
   // Each rank's index in turn, through the mean (exact for these sizes).

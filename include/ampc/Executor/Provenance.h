@@ -1,4 +1,4 @@
-//===- Provenance.h - failed checks and overflows, named by source op -*- C++ -*-===//
+//===- Provenance.h - failed checks and overflows by source op -*- C++ -*-===//
 //
 // What `ampc run` says about a step whose device-side checks failed
 // (docs/jobs.md, "Run-time checks") and about a step the loss scaler skipped
