@@ -123,12 +123,13 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   found = nullptr;
   auto ctx = static_cast<ampc_context>(ex.context());
   // The state the replay may touch (a step's forward can update state, e.g.
-  // running statistics), and the scale the step used: the scaler has backed
+  // batch_norm's running statistics in buffers), and the scale the step used: the scaler has backed
   // off since.
   std::vector<std::pair<size_t, std::vector<char>>> saved;
   for (size_t i = 0; i < program.numArgs; ++i) {
     rt::Slot::Role role = program.slots[i].role;
-    if (role != rt::Slot::Role::Param && role != rt::Slot::Role::State)
+    if (role != rt::Slot::Role::Param && role != rt::Slot::Role::State &&
+        role != rt::Slot::Role::Buffer)
       continue;
     saved.push_back({i, {}});
     if (!ex.readSlot(i, saved.back().second, error))
