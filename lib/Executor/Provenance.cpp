@@ -12,10 +12,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Executor/Provenance.h"
+#include "ampc/Executor/Distributed.h"
 
 #include "ampc/runtime.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace ampc;
@@ -72,8 +75,8 @@ std::vector<std::vector<Probe>> probesOf(const rt::Program &program) {
       int64_t numel = 1;
       for (int64_t d : shape.asArrayRef())
         numel *= d;
-      probes[s.call].push_back({k, static_cast<size_t>(pos),
-                                dtype.getValue(), numel});
+      probes[s.call].push_back(
+          {k, static_cast<size_t>(pos), dtype.getValue(), numel});
     }
   }
   return probes;
@@ -81,9 +84,12 @@ std::vector<std::vector<Probe>> probesOf(const rt::Program &program) {
 } // namespace
 
 bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
-                              int64_t step, std::string &error,
-                              bool &located) {
+                              int64_t step, std::string &error, bool &located) {
   located = false;
+  // A program without checking kernels has nothing to read.
+  if (llvm::none_of(program.sources,
+                    [](const rt::CallSource &s) { return s.site >= 0; }))
+    return true;
   auto ctx = static_cast<ampc_context>(ex.context());
   int32_t site = -1;
   ampc_status st = ampc_check_read(ctx, AMPC_CHECK_INDEX, 0, &site);
@@ -95,8 +101,10 @@ bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
     return true;
   const rt::CallSource *s = program.sourceOfSite(site);
   if (!s) {
-    error = "step " + std::to_string(step) + ": an index was out of range "
-            "in a kernel with check site " + std::to_string(site);
+    error = "step " + std::to_string(step) +
+            ": an index was out of range "
+            "in a kernel with check site " +
+            std::to_string(site);
     return false;
   }
   std::string what = s->index.empty() ? "an index" : "'" + s->index + "'";
@@ -115,12 +123,13 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   found = nullptr;
   auto ctx = static_cast<ampc_context>(ex.context());
   // The state the replay may touch (a step's forward can update state, e.g.
-  // running statistics), and the scale the step used: the scaler has backed
+  // batch_norm's running statistics in buffers), and the scale the step used: the scaler has backed
   // off since.
   std::vector<std::pair<size_t, std::vector<char>>> saved;
   for (size_t i = 0; i < program.numArgs; ++i) {
     rt::Slot::Role role = program.slots[i].role;
-    if (role != rt::Slot::Role::Param && role != rt::Slot::Role::State)
+    if (role != rt::Slot::Role::Param && role != rt::Slot::Role::State &&
+        role != rt::Slot::Role::Buffer)
       continue;
     saved.push_back({i, {}});
     if (!ex.readSlot(i, saved.back().second, error))
@@ -137,18 +146,22 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   bool ok = st == AMPC_OK;
   if (!ok)
     error = lastError("clearing the check word", st);
-  ok = ok && ex.replay(program.checkCall, [&](size_t call) {
-    for (const Probe &p : probes[call]) {
-      ampc_status s = ampc_check_nonfinite(
-          ctx, ex.callPointer(call, p.arg), static_cast<ampc_dtype>(p.dtype),
-          p.numel, static_cast<int32_t>(p.source));
-      if (s != AMPC_OK) {
-        error = lastError("ampc_check_nonfinite", s);
-        return false;
-      }
-    }
-    return true;
-  }, error);
+  ok = ok && ex.replay(
+                 program.checkCall,
+                 [&](size_t call) {
+                   for (const Probe &p : probes[call]) {
+                     ampc_status s = ampc_check_nonfinite(
+                         ctx, ex.callPointer(call, p.arg),
+                         static_cast<ampc_dtype>(p.dtype), p.numel,
+                         static_cast<int32_t>(p.source));
+                     if (s != AMPC_OK) {
+                       error = lastError("ampc_check_nonfinite", s);
+                       return false;
+                     }
+                   }
+                   return true;
+                 },
+                 error);
   if (ok) {
     st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
     if (st != AMPC_OK) {
@@ -167,6 +180,26 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   if (ok && site >= 0 && site < static_cast<int32_t>(program.sources.size()))
     found = &program.sources[site];
   return ok;
+}
+
+bool ampc::exec::agreeOnOverflow(World &world, const rt::Program &program,
+                                 const rt::CallSource *&found,
+                                 std::string &error) {
+  int64_t mine = found ? found - program.sources.data() : -1;
+  int64_t first = -1;
+  // Each rank's index in turn, through the mean (exact for these sizes).
+  for (int r = 0; r < world.size(); ++r) {
+    double v = world.rank() == r ? static_cast<double>(mine) : 0.0;
+    if (!world.meanOf(v, error))
+      return false;
+    int64_t theirs = std::llround(v * world.size());
+    if (theirs >= 0 && (first < 0 || theirs < first))
+      first = theirs;
+  }
+  found = first >= 0 && first < static_cast<int64_t>(program.sources.size())
+              ? &program.sources[first]
+              : nullptr;
+  return true;
 }
 
 std::string ampc::exec::overflowJson(const rt::CallSource &s) {

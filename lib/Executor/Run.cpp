@@ -879,7 +879,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     // Which op overflowed: a replay of the skipped step (Provenance.cpp).
     const rt::CallSource *overflow = nullptr;
     if (skipped && options.overflowReport &&
-        !findOverflow(*ex, program, scale, overflow, error))
+        (!findOverflow(*ex, program, scale, overflow, error) ||
+         (world && !agreeOnOverflow(*world, program, overflow, error))))
       return fail(kRuntimeError, error);
     skippedCount += skipped;
     scheduleCount += schedule && !skipped;

@@ -1,4 +1,5 @@
-//===- api_checks.cpp - the context's check words ---------------------------===//
+//===- api_checks.cpp - the context's check words
+//---------------------------===//
 //
 // Kernels that validate their inputs on the device (class labels, ids) or
 // that look for non-finite values record the caller's site number in a word

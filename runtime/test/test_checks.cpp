@@ -1,4 +1,5 @@
-//===- test_checks.cpp - the context's check words --------------------------===//
+//===- test_checks.cpp - the context's check words
+//--------------------------===//
 //
 // Kernels record the site they were given in a check word (smallest wins);
 // ampc_check_read reads and clears it. CPU backend; test_cuda.cpp's CUDA

@@ -1,4 +1,4 @@
-//===- Provenance.h - failed checks and overflows, named by source op -*- C++ -*-===//
+//===- Provenance.h - failed checks and overflows by source op -*- C++ -*-===//
 //
 // What `ampc run` says about a step whose device-side checks failed
 // (docs/jobs.md, "Run-time checks") and about a step the loss scaler skipped
@@ -30,6 +30,14 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 /// (e.g. the overflow was on another rank).
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
                   const rt::CallSource *&found, std::string &error);
+
+class World;
+/// Data parallel: every rank passes what its own replay found; all of them
+/// get the first (in execution order) over the ranks, so an overflow only
+/// another rank's shard produced is named too. One collective per rank, on
+/// skipped steps only.
+bool agreeOnOverflow(World &world, const rt::Program &program,
+                     const rt::CallSource *&found, std::string &error);
 
 /// The log's "overflow" object for `source`.
 std::string overflowJson(const rt::CallSource &source);

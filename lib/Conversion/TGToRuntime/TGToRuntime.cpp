@@ -174,7 +174,7 @@ struct ArgSpec {
     ConstF64,    ///< the double VALUE
     ConstDtype,  ///< AMPC_F32
     MarkFoundInf, ///< no argument: result group G is the step's overflow flag
-    Site,         ///< the op's check site (int32_t; kSiteAttrName)
+    Site,         ///< the op's check site (int32_t; rt.source "site")
     Seed          ///< the run's seed (uint64_t)
   };
   Kind kind;

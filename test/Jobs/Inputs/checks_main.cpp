@@ -88,8 +88,9 @@ int main(int argc, char **argv) {
         return 1;
       if (site.op)
         line += ", \"overflow\": {\"op\": " + str(site.op) +
-                ", \"name\": " + str(site.name) + ", \"loc\": " +
-                str(site.loc) + ", \"pass\": " + str(site.pass) + "}";
+                ", \"name\": " + str(site.name) +
+                ", \"loc\": " + str(site.loc) +
+                ", \"pass\": " + str(site.pass) + "}";
     }
     std::printf("%s}\n", line.c_str());
   }

@@ -258,6 +258,19 @@ def RT_CallOp : RT_Op<"call"> {
 
     The callee is a runtime entry point by its C name; `ampc run` resolves it
     in the runtime library when the program is prepared.
+
+    The lowering gives each call of a source op, a backward op or an AMP
+    cast the discardable attribute `rt.source`, which changes nothing the
+    call does and is read for reports: `op` (the op's name), `pass`
+    (`"forward"` or `"backward"`), `results` (the argument positions of its
+    result tensors) and, for a kernel that checks indices, `site` (the check
+    site it passes as its last argument, numbered in execution order),
+    `index` (the checked operand) and `range` (its valid values are
+    `[0, range)`):
+
+    ```mlir
+    rt.call "ampc_cross_entropy_fwd"(#rt.context, %a0, ..., 0 : i32) {rt.source = {index = "labels", op = "cross_entropy", pass = "forward", range = 10 : i64, results = array<i64: 1>, site = 0 : i32}}
+    ```
   }];
   let arguments = (ins StrAttr:$callee, ArrayAttr:$args,
                        Variadic<RT_BufferType>:$buffers);
