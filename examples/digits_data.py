@@ -3,8 +3,9 @@
 
   digits_data.py prepare DIR      DIR/{train,test}_{x,y}.npy: load_digits()
                                   with pixels / 16, a held-out split of 300
-                                  samples (a fixed permutation), and
-                                  DIR/init/*.npy, initial params
+                                  samples (a fixed permutation),
+                                  DIR/init/*.npy, initial params, and
+                                  DIR/init_bn/*.npy, those of digits_bn.tg
   digits_data.py accuracy LOGITS.npy LABELS.npy
                                   prints the accuracy of argmax(logits)
 """
@@ -31,6 +32,11 @@ def prepare(out):
             "w2": rng.normal(0.0, 0.1, (64, 10)), "b2": np.zeros(10)}
     for name, a in init.items():
         np.save(os.path.join(out, "init", name + ".npy"), a.astype(np.float32))
+    # digits_bn.tg: the same, and the batch norm's weight and bias.
+    os.makedirs(os.path.join(out, "init_bn"), exist_ok=True)
+    init.update(g=np.ones(64), beta=np.zeros(64))
+    for name, a in init.items():
+        np.save(os.path.join(out, "init_bn", name + ".npy"), a.astype(np.float32))
     print("train %d samples, test %d samples" % (len(train), len(test)))
 
 

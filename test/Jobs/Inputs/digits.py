@@ -1,4 +1,4 @@
-"""digits.py AMPC DIR PROGRAM AMPC_TORCH MODE ABS REL
+"""digits.py AMPC DIR PROGRAM AMPC_TORCH MODE ABS REL [INIT]
 
 Trains examples/digits.tg with `ampc run` and with the PyTorch reference on
 DIR's data (examples/digits_data.py prepare), same initial params, same
@@ -7,6 +7,7 @@ compares the first epoch's losses (ABS, REL) and the test accuracies of the
 two: ampc's from the `acc` of its last eval line (the eval graph's argmax,
 equal, cast and mean on the 300 held-out samples), the reference's from the
 same graph run by the reference; each also agrees with argmax of its logits.
+INIT: the folder of DIR with the initial params (default init).
 """
 import json
 import os
@@ -17,8 +18,9 @@ import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
 ampc, d, program, ref, mode, abs_tol, rel_tol = sys.argv[1:8]
+init = sys.argv[8] if len(sys.argv) > 8 else "init"
 amp = [] if mode == "off" else ["--amp=" + mode, "--amp-policy=reference"]
-out = os.path.join(d, mode)
+out = os.path.join(d, mode + ("" if init == "init" else "-" + init))
 os.makedirs(out, exist_ok=True)
 data = ["--data", "x=%s/train_x.npy" % d, "--data", "labels=%s/train_y.npy" % d]
 test = ["--input", "x=%s/test_x.npy" % d, "--input", "labels=%s/test_y.npy" % d]
@@ -30,14 +32,14 @@ def run(cmd):
 
 
 # ampc: 5 epochs with an eval after each, then the eval graph's logits.
-run([ampc, "run", program, "--params-in", d + "/init"] + data + amp +
+run([ampc, "run", program, "--params-in", d + "/" + init] + data + amp +
     ["--epochs", "5", "--eval", "eval", "--eval-data", "x=%s/test_x.npy" % d,
      "--eval-data", "labels=%s/test_y.npy" % d, "--log", out + "/ampc.jsonl",
      "--params-out", out + "/ampc-params"])
 run([ampc, "run", program, "--graph", "eval", "--params-in", out + "/ampc-params"] +
     test + amp + ["--outputs-out", out + "/ampc-out"])
 # The reference, same data order.
-run([sys.executable, ref, "run", program, "--graph", "train", "--params-in", d + "/init"] +
+run([sys.executable, ref, "run", program, "--graph", "train", "--params-in", d + "/" + init] +
     data + amp + ["--epochs", "5", "--log", out + "/ref.jsonl", "--params-out",
                   out + "/ref-params", "--quiet"])
 run([sys.executable, ref, "run", program, "--graph", "eval", "--params-in",
