@@ -1,0 +1,369 @@
+//===- TGSeedOps2.cpp - addmm family and prelu: inference, gradients ------===//
+//
+// Result types and gradient rules of the ops of TGSeedOps2.td: the
+// GEMM-plus-add family (addmm, baddbmm, addbmm, addmv, addr) and prelu.
+// Messages follow PyTorch's checks; the gradients are PyTorch's autograd
+// formulas (the scale by alpha or beta after the product).
+//
+//===----------------------------------------------------------------------===//
+
+#include "InferSupport.h"
+
+#include "ampc/Dialect/TG/TGInterfaces.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace ampc::tg;
+using namespace ampc::tg::detail;
+
+//===----------------------------------------------------------------------===//
+// Inference
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Which product an add* op computes.
+enum class Product { Mm, Bmm, SumBmm, Mv, Outer };
+} // namespace
+
+/// The result type of `beta * input + alpha * product(lhs, rhs)`: checks the
+/// ranks and inner dims of the product (PyTorch's messages, with the
+/// operands' shapes) and that `input` broadcasts to the product's shape.
+static LogicalResult inferAddGemm(StringRef name, Product kind,
+                                  std::optional<Location> loc, Value input,
+                                  Value lhs, Value rhs,
+                                  SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto c = tensorType(input), a = tensorType(lhs), b = tensorType(rhs);
+  if (!c || !a || !b)
+    return err("operands must be ranked tensors");
+  static const int64_t ranks[][2] = {{2, 2}, {3, 3}, {3, 3}, {2, 1}, {1, 1}};
+  static const char *names[][2] = {{"mat1", "mat2"},
+                                   {"batch1", "batch2"},
+                                   {"batch1", "batch2"},
+                                   {"mat", "vec"},
+                                   {"vec1", "vec2"}};
+  int idx = static_cast<int>(kind);
+  for (int i = 0; i < 2; ++i) {
+    RankedTensorType t = i ? b : a;
+    if (t.getRank() != ranks[idx][i])
+      return err("'", names[idx][i], "' (operand ", i + 2, ") must be ",
+                 ranks[idx][i], "-D, got ", t);
+  }
+  SmallVector<int64_t> shape;
+  switch (kind) {
+  case Product::Mm:
+    if (a.getDimSize(1) != b.getDimSize(0))
+      return err("mat1 and mat2 shapes cannot be multiplied (", a, " and ", b,
+                 ")");
+    shape = {a.getDimSize(0), b.getDimSize(1)};
+    break;
+  case Product::Bmm:
+  case Product::SumBmm:
+    if (a.getDimSize(0) != b.getDimSize(0))
+      return err("batch1 ", a, " and batch2 ", b,
+                 " must have the same batch size");
+    if (a.getDimSize(2) != b.getDimSize(1))
+      return err("batch1 ", a, " and batch2 ", b,
+                 " shapes cannot be multiplied");
+    if (kind == Product::Bmm)
+      shape = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
+    else
+      shape = {a.getDimSize(1), b.getDimSize(2)};
+    break;
+  case Product::Mv:
+    if (a.getDimSize(1) != b.getDimSize(0))
+      return err("mat ", a, " and vec ", b, " shapes cannot be multiplied");
+    shape = {a.getDimSize(0)};
+    break;
+  case Product::Outer:
+    shape = {a.getDimSize(0), b.getDimSize(0)};
+    break;
+  }
+  auto joined = broadcastShapes(c.getShape(), shape);
+  if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
+    return err("input ", c, " does not broadcast to the product's shape ",
+               shapeToString(shape));
+  FailureOr<Type> elt = promoteAll(err, {input, lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+#define AMPC_ADD_GEMM_INFER(OP, NAME, KIND)                                    \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferAddGemm(NAME, Product::KIND, loc, adaptor.getInput(),          \
+                        adaptor.getLhs(), adaptor.getRhs(), types);            \
+  }
+AMPC_ADD_GEMM_INFER(AddmmOp, "addmm", Mm)
+AMPC_ADD_GEMM_INFER(BaddbmmOp, "baddbmm", Bmm)
+AMPC_ADD_GEMM_INFER(AddbmmOp, "addbmm", SumBmm)
+AMPC_ADD_GEMM_INFER(AddmvOp, "addmv", Mv)
+AMPC_ADD_GEMM_INFER(AddrOp, "addr", Outer)
+#undef AMPC_ADD_GEMM_INFER
+
+/// F.prelu's weight check: `[1]`, or `[C]` with C = dim 1 of the input.
+static LogicalResult checkPreluWeight(const InferError &err,
+                                      RankedTensorType x, RankedTensorType w) {
+  if (w.getRank() != 1)
+    return err("weight must be 1-D ([1] or [C]), got ", w);
+  int64_t n = w.getDimSize(0);
+  if (n == 1)
+    return success();
+  if (x.getRank() < 2)
+    return err("weight ", w, " has ", n,
+               " slopes but input ", x, " has no channel dim (dim 1)");
+  if (x.getDimSize(1) != n)
+    return err("weight ", w, " has ", n, " slopes but input ", x, " has ",
+               x.getDimSize(1), " channels (dim 1)");
+  return success();
+}
+
+LogicalResult PreluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  InferError err{loc, "prelu"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkPreluWeight(err, x, w)))
+    return failure();
+  FailureOr<Type> elt =
+      promoteAll(err, {adaptor.getInput(), adaptor.getWeight()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "prelu_grad"};
+  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
+       w = tensorType(adaptor.getWeight());
+  if (!g || !x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkPreluWeight(err, x, w)))
+    return failure();
+  if (g.getShape() != x.getShape())
+    return err("grad ", g, " must have the input's shape ", x);
+  FailureOr<Type> elt = promoteAll(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  types.push_back(RankedTensorType::get(w.getShape(), *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The few builders the rules below need, at the backward location.
+struct Grads {
+  Grads(OpBuilder &b, Operation *forward) : b(b), loc(getGradientLoc(forward)) {}
+
+  static RankedTensorType type(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (type(v).getShape() == shape)
+      return v;
+    return ReshapeOp::create(b, loc, v, shape);
+  }
+  /// Swaps the last two dims.
+  Value transposeLast2(Value v) {
+    int64_t rank = type(v).getRank();
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return TransposeOp::create(b, loc, v, perm);
+  }
+  /// v * s, or v itself when s is 1 (PyTorch's maybe_multiply).
+  Value scale(Value v, double s) {
+    if (s == 1.0)
+      return v;
+    Type elt = type(v).getElementType();
+    auto t = RankedTensorType::get({}, elt);
+    Value c = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(t, b.getFloatAttr(elt, s)));
+    return MulOp::create(b, loc, v, c);
+  }
+  /// Sums `g` over the dims `operand` was broadcast along, reshapes and
+  /// casts it to the operand's type.
+  Value fit(Value g, Value operand) {
+    RankedTensorType t = type(operand);
+    ArrayRef<int64_t> gs = type(g).getShape(), shape = t.getShape();
+    if (gs != shape) {
+      size_t lead = gs.size() - shape.size();
+      SmallVector<int64_t> dims;
+      for (size_t i = 0; i < gs.size(); ++i)
+        if (i < lead || (shape[i - lead] == 1 && gs[i] != 1))
+          dims.push_back(i);
+      if (!dims.empty())
+        g = SumOp::create(b, loc, g, dims, /*keepdim=*/true);
+      g = reshape(g, shape);
+    }
+    if (type(g).getElementType() != t.getElementType())
+      g = CastOp::create(b, loc, type(g).clone(t.getElementType()), g);
+    return g;
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The rule shared by the add* ops: `beta * dy` summed to `input`'s shape,
+/// and the product gradients of `a` and `b`, each one GEMM of the same
+/// family with `alpha` folded in (beta 0, so its `input` is a zero that is
+/// never read): the GEMM scales before its one rounding, as the reference's
+/// `alpha * (dy @ b^T)` does, and no separate multiply runs.
+template <typename OpTy, typename DA, typename DB>
+LogicalResult addGemmGradient(OpTy op, OpBuilder &builder,
+                              ArrayRef<Value> resultGrads,
+                              ArrayRef<bool> wanted,
+                              SmallVectorImpl<Value> &operandGrads, DA da,
+                              DB db) {
+  operandGrads.assign(op->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Grads g(builder, op);
+  double beta = op.getBeta().convertToDouble();
+  double alpha = op.getAlpha().convertToDouble();
+  if (wanted[0])
+    operandGrads[0] = g.fit(g.scale(dy, beta), op.getInput());
+  if (wanted[1])
+    operandGrads[1] = g.fit(da(g, dy, op.getLhs(), op.getRhs(), alpha),
+                            op.getLhs());
+  if (wanted[2])
+    operandGrads[2] = g.fit(db(g, dy, op.getLhs(), op.getRhs(), alpha),
+                            op.getRhs());
+  return success();
+}
+
+/// `alpha * product(x, y)` as the add* op `OpTy` with beta 0.
+template <typename OpTy>
+Value scaledProduct(Grads &g, Value x, Value y, double alpha) {
+  Type elt = Grads::type(x).getElementType();
+  auto t = RankedTensorType::get({}, elt);
+  Value zero = ConstantOp::create(
+      g.b, g.loc, DenseElementsAttr::get(t, g.b.getFloatAttr(elt, 0.0)));
+  return OpTy::create(g.b, g.loc, zero, x, y, g.b.getF64FloatAttr(0.0),
+                      g.b.getF64FloatAttr(alpha));
+}
+} // namespace
+
+// addmm: da = alpha * dy @ b^T, db = alpha * a^T @ dy.
+LogicalResult AddmmOp::buildGradient(OpBuilder &builder,
+                                     ArrayRef<Value> resultGrads,
+                                     ArrayRef<bool> wanted,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  auto da = [](Grads &g, Value dy, Value, Value b, double alpha) {
+    return scaledProduct<AddmmOp>(g, dy, g.transposeLast2(b), alpha);
+  };
+  auto db = [](Grads &g, Value dy, Value a, Value, double alpha) {
+    return scaledProduct<AddmmOp>(g, g.transposeLast2(a), dy, alpha);
+  };
+  return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
+                         db);
+}
+
+// baddbmm: the same, batched.
+LogicalResult BaddbmmOp::buildGradient(OpBuilder &builder,
+                                       ArrayRef<Value> resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  auto da = [](Grads &g, Value dy, Value, Value b, double alpha) {
+    return scaledProduct<BaddbmmOp>(g, dy, g.transposeLast2(b), alpha);
+  };
+  auto db = [](Grads &g, Value dy, Value a, Value, double alpha) {
+    return scaledProduct<BaddbmmOp>(g, g.transposeLast2(a), dy, alpha);
+  };
+  return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
+                         db);
+}
+
+// addbmm: dy is shared by every batch entry: broadcast it to [B, m, n] and
+// take baddbmm's rule (PyTorch's grad.unsqueeze(0).expand(...).bmm(...)).
+LogicalResult AddbmmOp::buildGradient(OpBuilder &builder,
+                                      ArrayRef<Value> resultGrads,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  auto expand = [](Grads &g, Value dy, Value a) {
+    int64_t batch = Grads::type(a).getDimSize(0);
+    ArrayRef<int64_t> s = Grads::type(dy).getShape();
+    return BroadcastToOp::create(g.b, g.loc, dy,
+                                 ArrayRef<int64_t>{batch, s[0], s[1]})
+        .getResult();
+  };
+  auto da = [expand](Grads &g, Value dy, Value a, Value b, double alpha) {
+    return scaledProduct<BaddbmmOp>(g, expand(g, dy, a), g.transposeLast2(b),
+                                    alpha);
+  };
+  auto db = [expand](Grads &g, Value dy, Value a, Value, double alpha) {
+    return scaledProduct<BaddbmmOp>(g, g.transposeLast2(a), expand(g, dy, a),
+                                    alpha);
+  };
+  return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
+                         db);
+}
+
+// addmv: da = alpha * outer(dy, v) (addr), dv = alpha * a^T @ dy (addmv).
+LogicalResult AddmvOp::buildGradient(OpBuilder &builder,
+                                     ArrayRef<Value> resultGrads,
+                                     ArrayRef<bool> wanted,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  auto da = [](Grads &g, Value dy, Value, Value v, double alpha) {
+    return scaledProduct<AddrOp>(g, dy, v, alpha);
+  };
+  auto dv = [](Grads &g, Value dy, Value a, Value, double alpha) {
+    return scaledProduct<AddmvOp>(g, g.transposeLast2(a), dy, alpha);
+  };
+  return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
+                         dv);
+}
+
+// addr: du = alpha * dy @ v, dv = alpha * dy^T @ u (addmv both).
+LogicalResult AddrOp::buildGradient(OpBuilder &builder,
+                                    ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  auto du = [](Grads &g, Value dy, Value, Value v, double alpha) {
+    return scaledProduct<AddmvOp>(g, dy, v, alpha);
+  };
+  auto dv = [](Grads &g, Value dy, Value u, Value, double alpha) {
+    return scaledProduct<AddmvOp>(g, g.transposeLast2(dy), u, alpha);
+  };
+  return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, du,
+                         dv);
+}
+
+LogicalResult PreluOp::buildGradient(OpBuilder &builder,
+                                     ArrayRef<Value> resultGrads,
+                                     ArrayRef<bool> wanted,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(getOperation()->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  if (!dy || (!wanted[0] && !wanted[1]))
+    return success();
+  Grads g(builder, *this);
+  auto grad = PreluGradOp::create(builder, g.loc, dy, getInput(), getWeight());
+  if (wanted[0])
+    operandGrads[0] = g.fit(grad.getInputGrad(), getInput());
+  if (wanted[1])
+    operandGrads[1] = g.fit(grad.getWeightGrad(), getWeight());
+  return success();
+}
