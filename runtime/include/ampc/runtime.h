@@ -326,6 +326,68 @@ AMPC_API ampc_status ampc_conv_transpose2d_fwd(
     int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
     int64_t dilation_w, int64_t groups);
 
+/* Convolutions over 1 and 3 spatial dims and their transposed forms
+   (PyTorch's fp16 autocast list): the im2col + GEMM core of conv2d, a 1-D
+   convolution a 2-D one of height 1. Layouts as PyTorch's: x [N, C, L] /
+   [N, C, D, H, W], w [O, C/groups, K] / [O, C/groups, KD, KH, KW] (a
+   transposed convolution's w [C_in, C_out/groups, k...]), bias [O] or NULL.
+   Per-dim attributes in (D, H, W) order. A transposed convolution's output
+   padding is carried by y's shape. Accumulated in f32, rounded once. */
+AMPC_API ampc_status ampc_conv1d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride,
+    int64_t padding, int64_t dilation, int64_t groups);
+/// Gradients of ampc_conv1d_fwd with respect to x, w and bias.
+AMPC_API ampc_status ampc_conv1d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+AMPC_API ampc_status ampc_conv3d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_d,
+    int64_t stride_h, int64_t stride_w, int64_t pad_d, int64_t pad_h,
+    int64_t pad_w, int64_t dilation_d, int64_t dilation_h, int64_t dilation_w,
+    int64_t groups);
+/// Gradients of ampc_conv3d_fwd with respect to x, w and bias.
+AMPC_API ampc_status ampc_conv3d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride_d, int64_t stride_h, int64_t stride_w, int64_t pad_d,
+    int64_t pad_h, int64_t pad_w, int64_t dilation_d, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+AMPC_API ampc_status ampc_conv_transpose1d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride,
+    int64_t padding, int64_t dilation, int64_t groups);
+AMPC_API ampc_status ampc_conv_transpose3d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_d,
+    int64_t stride_h, int64_t stride_w, int64_t pad_d, int64_t pad_h,
+    int64_t pad_w, int64_t dilation_d, int64_t dilation_h, int64_t dilation_w,
+    int64_t groups);
+
 /* The GEMM-plus-add family and prelu (PyTorch's fp16 autocast list). */
 
 /* y = beta * c + alpha * (a, b's product), c broadcast to y's shape (not

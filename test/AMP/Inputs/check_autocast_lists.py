@@ -27,8 +27,20 @@ import tempfile
 # expected result kind: "low" (the AMP type), "f32" or "bool").
 PROGRAMS = {
     # fp16 lists: f32 inputs.
-    # conv1d is a conv2d between reshapes; `y` is the last reshape.
-    "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "reshape"),
+    "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "conv1d"),
+    "conv3d": ("conv3d(x, w)", [("x", [1, 3, 4, 4, 4]), ("w", [4, 3, 3, 3, 3])], "conv3d"),
+    "conv_transpose1d": ("conv_transpose1d(x, w)", [("x", [2, 3, 8]), ("w", [3, 4, 3])],
+                         "conv_transpose1d"),
+    "conv_transpose3d": ("conv_transpose3d(x, w)",
+                         [("x", [1, 3, 4, 4, 4]), ("w", [3, 4, 3, 3, 3])], "conv_transpose3d"),
+    "prelu": ("prelu(x, w)", [("x", [2, 8, 4]), ("w", [8])], "prelu"),
+    "addmm": ("addmm(c, a, b)", [("c", [8]), ("a", [8, 8]), ("b", [8, 8])], "addmm"),
+    "addmv": ("addmv(c, a, v)", [("c", [8]), ("a", [8, 8]), ("v", [8])], "addmv"),
+    "addr": ("addr(c, u, v)", [("c", [8, 8]), ("u", [8]), ("v", [8])], "addr"),
+    "addbmm": ("addbmm(c, a, b)", [("c", [8, 8]), ("a", [2, 8, 8]), ("b", [2, 8, 8])],
+               "addbmm"),
+    "baddbmm": ("baddbmm(c, a, b)", [("c", [2, 8, 8]), ("a", [2, 8, 8]), ("b", [2, 8, 8])],
+                "baddbmm"),
     "conv2d": ("conv2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [4, 3, 3, 3])], "conv2d"),
     "conv_transpose2d": ("conv_transpose2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [3, 4, 3, 3])],
                          "conv_transpose2d"),
