@@ -579,17 +579,10 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
 /// (TGOpInfo.h), so an op declared in ODS is callable without code here.
 /// Only the calls whose records say `customFrontend` have code of their own
 /// (genCustomCall).
-/// The rank each operand of `mm`, `bmm`, `mv` and `chain_matmul` must have
-/// (torch.mm, torch.bmm, torch.mv, torch.chain_matmul); empty for other
-/// callees. On those ranks the ops are `torch.matmul`, so they are built as
-/// `tg.matmul` (its kernels, gradient and AMP class).
+/// The rank each operand of `chain_matmul` must have (torch.chain_matmul:
+/// 2-D, two or more); empty for other callees. It is built as a chain of
+/// `tg.mm`, left to right (`mm`, `bmm` and `mv` have op records).
 static SmallVector<int64_t> matmulFamilyRanks(StringRef callee, size_t n) {
-  if (callee == "mm")
-    return {2, 2};
-  if (callee == "bmm")
-    return {3, 3};
-  if (callee == "mv")
-    return {2, 1};
   if (callee == "chain_matmul")
     return SmallVector<int64_t>(std::max<size_t>(n, 2), 2);
   return {};
@@ -614,18 +607,9 @@ Value MLIRGenImpl::genMatmulFamily(const CallExprAST &call) {
       return nullptr;
     }
   }
-  if (call.callee == "bmm") {
-    int64_t ba = cast<RankedTensorType>(ops[0].getType()).getDimSize(0);
-    int64_t bb = cast<RankedTensorType>(ops[1].getType()).getDimSize(0);
-    if (ba != bb) {
-      error(call.getLoc()) << "'bmm' needs equal batch sizes, found " << ba
-                           << " and " << bb;
-      return nullptr;
-    }
-  }
   Value acc = ops[0];
   for (Value next : ArrayRef<Value>(ops).drop_front()) {
-    acc = build<tg::MatmulOp>(loc(call.getLoc()), {acc, next});
+    acc = build<tg::MmOp>(loc(call.getLoc()), {acc, next});
     if (!acc)
       return nullptr;
   }

@@ -350,6 +350,10 @@ const std::vector<Row> &kernelTable() {
                      f64("alpha")}),
         row<PreluOp>(binary),
         row<PreluGradOp>(binaryGrad),
+        // mm, bmm, mv: matmul's kernel (issue 17).
+        row<MmOp>(binary),
+        row<BmmOp>(binary),
+        row<MvOp>(binary),
         // Convolutions over 1 and 3 spatial dims (issue 17, fp16 list).
         row<Conv1dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
                        each("padding"), each("dilation"), i64("groups")}),

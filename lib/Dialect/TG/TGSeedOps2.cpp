@@ -692,3 +692,124 @@ LogicalResult ConvTranspose3dOp::buildGradient(
   return convTransposeGradient<ConvTranspose3dOp, Conv3dOp, Conv3dGradOp>(
       *this, builder, resultGrads, wanted, operandGrads);
 }
+
+//===----------------------------------------------------------------------===//
+// mm, bmm, mv
+//===----------------------------------------------------------------------===//
+
+/// torch.mm / torch.bmm / torch.mv: the ranks each operand must have, the
+/// inner (and batch) dims, and the result.
+static LogicalResult inferFixedMatmul(StringRef name, int64_t ra, int64_t rb,
+                                      std::optional<Location> loc, Value lhs,
+                                      Value rhs,
+                                      SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getRank() != ra)
+    return err("operand 1 must be ", ra, "-D, got ", a);
+  if (b.getRank() != rb)
+    return err("operand 2 must be ", rb, "-D, got ", b);
+  int64_t k = a.getDimSize(ra - 1), kb = b.getDimSize(rb == 1 ? 0 : rb - 2);
+  SmallVector<int64_t> shape;
+  if (ra == 3) {
+    if (a.getDimSize(0) != b.getDimSize(0))
+      return err("needs equal batch sizes, found ", a.getDimSize(0), " and ",
+                 b.getDimSize(0));
+    shape.push_back(a.getDimSize(0));
+  }
+  if (k != kb)
+    return err("inner dims differ: ", a, " and ", b);
+  shape.push_back(a.getDimSize(ra - 2));
+  if (rb > 1)
+    shape.push_back(b.getDimSize(rb - 1));
+  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+LogicalResult MmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &types) {
+  return inferFixedMatmul("mm", 2, 2, loc, adaptor.getLhs(), adaptor.getRhs(),
+                          types);
+}
+
+LogicalResult BmmOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  return inferFixedMatmul("bmm", 3, 3, loc, adaptor.getLhs(), adaptor.getRhs(),
+                          types);
+}
+
+LogicalResult MvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &types) {
+  return inferFixedMatmul("mv", 2, 1, loc, adaptor.getLhs(), adaptor.getRhs(),
+                          types);
+}
+
+// mm and bmm: da = dy @ b^T, db = a^T @ dy with the same op.
+template <typename OpTy>
+static LogicalResult fixedMatmulGradient(OpTy op, OpBuilder &builder,
+                                         ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(op->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Grads g(builder, op);
+  if (wanted[0])
+    operandGrads[0] = g.fit(
+        OpTy::create(builder, g.loc, dy, g.transposeLast2(op.getRhs())),
+        op.getLhs());
+  if (wanted[1])
+    operandGrads[1] = g.fit(
+        OpTy::create(builder, g.loc, g.transposeLast2(op.getLhs()), dy),
+        op.getRhs());
+  return success();
+}
+
+LogicalResult MmOp::buildGradient(OpBuilder &builder,
+                                  ArrayRef<Value> resultGrads,
+                                  ArrayRef<bool> wanted,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  return fixedMatmulGradient(*this, builder, resultGrads, wanted,
+                             operandGrads);
+}
+
+LogicalResult BmmOp::buildGradient(OpBuilder &builder,
+                                   ArrayRef<Value> resultGrads,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  return fixedMatmulGradient(*this, builder, resultGrads, wanted,
+                             operandGrads);
+}
+
+// mv: da = outer(dy, v) (an mm of [n, 1] and [1, m]), dv = a^T @ dy (mv).
+LogicalResult MvOp::buildGradient(OpBuilder &builder,
+                                  ArrayRef<Value> resultGrads,
+                                  ArrayRef<bool> wanted,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(getOperation()->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Grads g(builder, *this);
+  Value a = getLhs(), v = getRhs();
+  if (wanted[0]) {
+    int64_t n = Grads::type(dy).getDimSize(0), m = Grads::type(v).getDimSize(0);
+    operandGrads[0] = g.fit(MmOp::create(builder, g.loc, g.reshape(dy, {n, 1}),
+                                         g.reshape(v, {1, m})),
+                            a);
+  }
+  if (wanted[1])
+    operandGrads[1] =
+        g.fit(MvOp::create(builder, g.loc, g.transposeLast2(a), dy), v);
+  return success();
+}

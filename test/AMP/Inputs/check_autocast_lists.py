@@ -46,11 +46,12 @@ PROGRAMS = {
                          "conv_transpose2d"),
     "matmul": ("matmul(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
     "__matmul__": ("a @ b", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
-    "mm": ("mm(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
-    "mv": ("mv(a, v)", [("a", [8, 8]), ("v", [8])], "matmul"),
-    "bmm": ("bmm(a, b)", [("a", [8, 8, 8]), ("b", [8, 8, 8])], "matmul"),
+    "mm": ("mm(a, b)", [("a", [8, 8]), ("b", [8, 8])], "mm"),
+    "mv": ("mv(a, v)", [("a", [8, 8]), ("v", [8])], "mv"),
+    "bmm": ("bmm(a, b)", [("a", [8, 8, 8]), ("b", [8, 8, 8])], "bmm"),
+    # chain_matmul is a chain of mm; `y` is the last one.
     "chain_matmul": ("chain_matmul(a, b, c)", [("a", [8, 8]), ("b", [8, 8]), ("c", [8, 8])],
-                     "matmul"),
+                     "mm"),
     "linear": ("linear(x, w, b)", [("x", [8, 8]), ("w", [8, 8]), ("b", [8])], "linear"),
     # fp32 lists: f16 inputs.
     "exp": ("exp(x)", [("x", [8])], "exp"),

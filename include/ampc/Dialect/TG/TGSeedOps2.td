@@ -246,4 +246,45 @@ class TG_ConvNdGradOp<string mnemonic, string fwd> : TG_InferOp<mnemonic> {
 def TG_Conv1dGradOp : TG_ConvNdGradOp<"conv1d_grad", "conv1d">;
 def TG_Conv3dGradOp : TG_ConvNdGradOp<"conv3d_grad", "conv3d">;
 
+//===----------------------------------------------------------------------===//
+// The fixed-rank GEMM spellings: mm, bmm, mv
+//===----------------------------------------------------------------------===//
+
+// `torch.mm`, `torch.bmm`, `torch.mv`: `torch.matmul` on fixed ranks, with
+// records of their own so the AMP report and `--list-ops` name the op the
+// program wrote. They share matmul's kernel.
+class TG_FixedRankMatmulOp<string mnemonic, string torchName, string ranks,
+                           string example> :
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let summary = "Matrix product on fixed ranks (`" # torchName # "`)";
+  let description = [{
+    `}] # ranks # [{`. The same product as `tg.matmul` on these ranks (no
+    broadcasting); mixed float dtypes compute in the wider one.
+
+    ```mlir
+    }] # example # [{
+    ```
+
+    Runtime kernel: `ampc_matmul_fwd` (one GEMM, a strided-batched one for
+    `bmm`). Gradients: the same op on `dy` and the transposed other operand.
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let ampClass = TG_Lower;
+  let loadConverts = [];
+  let kernels = ["ampc_matmul_fwd"];
+  let torch = torchName;
+}
+
+def TG_MmOp : TG_FixedRankMatmulOp<"mm", "torch.mm", "a [m, k] @ b [k, n] -> [m, n]",
+    "%y = tg.mm %a, %b : tensor<4x6xf32>, tensor<6x5xf32> -> tensor<4x5xf32>">;
+def TG_BmmOp : TG_FixedRankMatmulOp<"bmm", "torch.bmm",
+    "a [B, m, k] @ b [B, k, n] -> [B, m, n], equal batch sizes",
+    "%y = tg.bmm %a, %b : tensor<3x4x6xf32>, tensor<3x6x2xf32> -> tensor<3x4x2xf32>">;
+def TG_MvOp : TG_FixedRankMatmulOp<"mv", "torch.mv", "a [n, m] @ v [m] -> [n]",
+    "%y = tg.mv %a, %v : tensor<4x6xf32>, tensor<6xf32> -> tensor<4xf32>">;
+
 #endif // AMPC_DIALECT_TG_TGSEEDOPS2_TD
