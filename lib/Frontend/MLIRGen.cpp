@@ -251,7 +251,6 @@ private:
 
   Value genExpr(const ExprAST &e);
   Value genMatmulFamily(const CallExprAST &call);
-  Value genConv1d(const CallExprAST &call);
   Value genCall(const CallExprAST &call, unsigned numResults,
                 SmallVectorImpl<Value> *results = nullptr);
   LogicalResult genKeyword(const CallExprAST &call, const tg::KeywordInfo &kw,
@@ -433,28 +432,30 @@ private:
     return std::optional<SmallVector<int64_t>>(values);
   }
 
-  /// `k` or `[kh, kw]` for the two spatial dims.
+  /// `k` or `[kh, kw]` for the two spatial dims (`count` dims: one
+  /// integer for all of them or a list of `count`).
   FailureOr<SmallVector<int64_t>> getPair(const CallExprAST &call,
                                           StringRef name,
-                                          std::optional<int64_t> dflt) {
+                                          std::optional<int64_t> dflt,
+                                          size_t count = 2) {
     auto list = getIntList(call, name);
     if (failed(list))
       return failure();
     if (!*list) {
       if (dflt)
-        return SmallVector<int64_t>{*dflt, *dflt};
+        return SmallVector<int64_t>(count, *dflt);
       error(call.getLoc()) << "'" << call.callee << "' needs attribute '"
                            << name << "'";
       return failure();
     }
     SmallVector<int64_t> v = **list;
     if (v.size() == 1)
-      v.push_back(v[0]);
-    if (v.size() != 2) {
+      v.assign(count, v[0]);
+    if (v.size() != count) {
       error(call.findKeyword(name)->value.loc)
           << "attribute '" << name << "' of '" << call.callee
-          << "' must be one integer or a list of 2, found " << v.size()
-          << " values";
+          << "' must be one integer or a list of " << count << ", found "
+          << v.size() << " values";
       return failure();
     }
     return v;
@@ -606,17 +607,10 @@ Value MLIRGenImpl::genExpr(const ExprAST &e) {
 /// (TGOpInfo.h), so an op declared in ODS is callable without code here.
 /// Only the calls whose records say `customFrontend` have code of their own
 /// (genCustomCall).
-/// The rank each operand of `mm`, `bmm`, `mv` and `chain_matmul` must have
-/// (torch.mm, torch.bmm, torch.mv, torch.chain_matmul); empty for other
-/// callees. On those ranks the ops are `torch.matmul`, so they are built as
-/// `tg.matmul` (its kernels, gradient and AMP class).
+/// The rank each operand of `chain_matmul` must have (torch.chain_matmul:
+/// 2-D, two or more); empty for other callees. It is built as a chain of
+/// `tg.mm`, left to right (`mm`, `bmm` and `mv` have op records).
 static SmallVector<int64_t> matmulFamilyRanks(StringRef callee, size_t n) {
-  if (callee == "mm")
-    return {2, 2};
-  if (callee == "bmm")
-    return {3, 3};
-  if (callee == "mv")
-    return {2, 1};
   if (callee == "chain_matmul")
     return SmallVector<int64_t>(std::max<size_t>(n, 2), 2);
   return {};
@@ -641,103 +635,18 @@ Value MLIRGenImpl::genMatmulFamily(const CallExprAST &call) {
       return nullptr;
     }
   }
-  if (call.callee == "bmm") {
-    int64_t ba = cast<RankedTensorType>(ops[0].getType()).getDimSize(0);
-    int64_t bb = cast<RankedTensorType>(ops[1].getType()).getDimSize(0);
-    if (ba != bb) {
-      error(call.getLoc()) << "'bmm' needs equal batch sizes, found " << ba
-                           << " and " << bb;
-      return nullptr;
-    }
-  }
   Value acc = ops[0];
   for (Value next : ArrayRef<Value>(ops).drop_front()) {
-    acc = build<tg::MatmulOp>(loc(call.getLoc()), {acc, next});
+    acc = build<tg::MmOp>(loc(call.getLoc()), {acc, next});
     if (!acc)
       return nullptr;
   }
   return acc;
 }
 
-/// `conv1d(x, w[, b], stride=1, padding=0, dilation=1, groups=1)`
-/// (F.conv1d: x NCL, w OIL) as a conv2d over a height of 1: x and w are
-/// reshaped to NC1L and OI1L, the result back to NCL. The conv2d's kernels,
-/// gradient and AMP class (lower) are the 1-D convolution's.
-Value MLIRGenImpl::genConv1d(const CallExprAST &call) {
-  if (failed(checkArity(call, 2, 3)) ||
-      failed(checkKeywords(call, {"stride", "padding", "dilation", "groups"})))
-    return nullptr;
-  SmallVector<Value> ops;
-  if (failed(genOperands(call, ops)))
-    return nullptr;
-  static const int64_t ranks[] = {3, 3, 1};
-  for (auto [i, v] : llvm::enumerate(ops)) {
-    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
-    if (rank != ranks[i]) {
-      error(call.args[i]->getLoc())
-          << "operand " << i + 1 << " of 'conv1d' must be " << ranks[i]
-          << "-D, found a " << rank << "-D tensor";
-      return nullptr;
-    }
-  }
-  auto single = [&](StringRef name, int64_t dflt) -> FailureOr<int64_t> {
-    auto list = getIntList(call, name);
-    if (failed(list))
-      return failure();
-    if (!*list)
-      return dflt;
-    if ((*list)->size() != 1) {
-      error(kwLoc(call, name)) << "attribute '" << name
-                               << "' of 'conv1d' must be one integer or a "
-                                  "list of 1, found "
-                               << (*list)->size() << " values";
-      return failure();
-    }
-    return (**list)[0];
-  };
-  FailureOr<int64_t> stride = single("stride", 1),
-                     padding = single("padding", 0),
-                     dilation = single("dilation", 1);
-  if (failed(stride) || failed(padding) || failed(dilation))
-    return nullptr;
-  FailureOr<int64_t> groups = getInt(call, "groups", 1);
-  if (failed(groups))
-    return nullptr;
-  mlir::Location l = loc(call.getLoc());
-  auto reshape = [&](Value v, ArrayRef<int64_t> shape) {
-    return build<tg::ReshapeOp>(
-        l, {v}, {named("shape", builder.getDenseI64ArrayAttr(shape))});
-  };
-  auto with1 = [&](Value v) {
-    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
-    return reshape(v, {s[0], s[1], 1, s[2]});
-  };
-  SmallVector<Value> convOps = {with1(ops[0]), with1(ops[1])};
-  if (ops.size() == 3)
-    convOps.push_back(ops[2]);
-  Value y = build<tg::Conv2dOp>(
-      l, convOps,
-      {named("stride", builder.getDenseI64ArrayAttr({1, *stride})),
-       named("padding", builder.getDenseI64ArrayAttr({0, *padding})),
-       named("dilation", builder.getDenseI64ArrayAttr({1, *dilation})),
-       named("groups", builder.getI64IntegerAttr(*groups))});
-  if (!y)
-    return nullptr;
-  ArrayRef<int64_t> s = cast<RankedTensorType>(y.getType()).getShape();
-  return reshape(y, {s[0], s[1], s[3]});
-}
-
 Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                            SmallVectorImpl<Value> *results) {
   const tg::OpInfo *info = tg::lookupLanguageOp(call.callee);
-  if (!info && call.callee == "conv1d") {
-    if (numResults != 1) {
-      error(call.getLoc()) << "'conv1d' produces one value, but "
-                           << numResults << " names are assigned";
-      return nullptr;
-    }
-    return genConv1d(call);
-  }
   if (!info && !matmulFamilyRanks(call.callee, 0).empty()) {
     if (numResults != 1) {
       error(call.getLoc()) << "'" << call.callee << "' produces one value, but "
@@ -914,7 +823,12 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
     attrs.push_back(named(name, builder.getDenseI64ArrayAttr(values)));
     return success();
   }
-  case tg::KeywordKind::Pair: {
+  case tg::KeywordKind::Pair:
+  case tg::KeywordKind::Single:
+  case tg::KeywordKind::Triple: {
+    size_t count = kw.kind == tg::KeywordKind::Pair     ? 2
+                   : kw.kind == tg::KeywordKind::Single ? 1
+                                                        : 3;
     FailureOr<SmallVector<int64_t>> pair = failure();
     if (kw.defaultValue.starts_with("=") && !call.findKeyword(name)) {
       // The value of another keyword (built before this one).
@@ -928,7 +842,8 @@ LogicalResult MLIRGenImpl::genKeyword(const CallExprAST &call,
     } else {
       pair =
           getPair(call, name,
-                  kw.defaultValue.starts_with("=") ? std::nullopt : intDefault);
+                  kw.defaultValue.starts_with("=") ? std::nullopt : intDefault,
+                  count);
     }
     if (failed(pair))
       return failure();

@@ -247,34 +247,42 @@ bool unscaleF32(float *__restrict p, int64_t n, float inv) {
 /// the columns keep the input's dtype: a copy, and 0 bits are +0.0).
 template <typename T>
 void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
-  int64_t hw = g.oh * g.ow;
+  int64_t hw = g.oh * g.ow, cols = g.columns();
   for (int64_t c = 0; c < g.channels; ++c)
-    for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        T *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
-        // ix = ox * sw - pw + kx * dw lies in [0, w) for ox in [lo, hi).
-        int64_t off = kx * g.dw - g.pw;
-        int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-        int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
-        lo = std::min(lo, g.ow);
-        hi = std::max(lo, std::min(hi, g.ow));
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          T *out = row + oy * g.ow;
-          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          if (iy < 0 || iy >= g.h) {
-            std::fill(out, out + g.ow, T(0));
-            continue;
+    for (int64_t kz = 0; kz < g.kd; ++kz)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          T *row = col + (((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols;
+          // ix = ox * sw - pw + kx * dw lies in [0, w) for ox in [lo, hi).
+          int64_t off = kx * g.dw - g.pw;
+          int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+          int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+          lo = std::min(lo, g.ow);
+          hi = std::max(lo, std::min(hi, g.ow));
+          for (int64_t oz = 0; oz < g.od; ++oz) {
+            int64_t iz = oz * g.sd - g.pd + kz * g.dd;
+            if (iz < 0 || iz >= g.d) {
+              std::fill(row + oz * hw, row + (oz + 1) * hw, T(0));
+              continue;
+            }
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              T *out = row + oz * hw + oy * g.ow;
+              int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy >= g.h) {
+                std::fill(out, out + g.ow, T(0));
+                continue;
+              }
+              const T *in = x + ((c * g.d + iz) * g.h + iy) * g.w;
+              std::fill(out, out + lo, T(0));
+              if (g.sw == 1)
+                std::copy(in + lo + off, in + hi + off, out + lo);
+              else
+                for (int64_t ox = lo; ox < hi; ++ox)
+                  out[ox] = in[ox * g.sw + off];
+              std::fill(out + hi, out + g.ow, T(0));
+            }
           }
-          const T *in = x + (c * g.h + iy) * g.w;
-          std::fill(out, out + lo, T(0));
-          if (g.sw == 1)
-            std::copy(in + lo + off, in + hi + off, out + lo);
-          else
-            for (int64_t ox = lo; ox < hi; ++ox)
-              out[ox] = in[ox * g.sw + off];
-          std::fill(out + hi, out + g.ow, T(0));
         }
-      }
 }
 
 class CpuBackend final : public Backend {
@@ -946,7 +954,6 @@ public:
   }
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
-    int64_t hw = g.oh * g.ow;
     if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
       im2colTyped(static_cast<float *>(col.data),
                   static_cast<const float *>(x.data), g);
@@ -960,62 +967,75 @@ public:
     }
     if (col.dtype == AMPC_F32 && isFloatDtype(x.dtype)) {
       // Widen the image once (exact), then move f32 columns.
-      int64_t n = g.channels * g.h * g.w;
+      int64_t n = g.imageSize();
       if (convScratch.size() < static_cast<size_t>(n))
         convScratch.resize(static_cast<size_t>(n));
       loadChunk(x, 0, n, convScratch.data());
       im2colTyped(static_cast<float *>(col.data), convScratch.data(), g);
       return AMPC_OK;
     }
+    int64_t cols = g.columns();
     for (int64_t c = 0; c < g.channels; ++c)
-      for (int64_t ky = 0; ky < g.kh; ++ky)
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t row = ((c * g.kh + ky) * g.kw + kx) * hw;
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-              int64_t out = row + oy * g.ow + ox;
-              if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
-                storeF32(col.data, col.dtype, out, 0.0f);
-              else
-                convertElement(col.data, col.dtype, out, x.data, x.dtype,
-                               (c * g.h + iy) * g.w + ix);
+      for (int64_t kz = 0; kz < g.kd; ++kz)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            int64_t row = (((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols;
+            for (int64_t oz = 0; oz < g.od; ++oz) {
+              int64_t iz = oz * g.sd - g.pd + kz * g.dd;
+              for (int64_t oy = 0; oy < g.oh; ++oy) {
+                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+                for (int64_t ox = 0; ox < g.ow; ++ox) {
+                  int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                  int64_t out = row + (oz * g.oh + oy) * g.ow + ox;
+                  if (iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 ||
+                      ix >= g.w)
+                    storeF32(col.data, col.dtype, out, 0.0f);
+                  else
+                    convertElement(col.data, col.dtype, out, x.data, x.dtype,
+                                   ((c * g.d + iz) * g.h + iy) * g.w + ix);
+                }
+              }
             }
           }
-        }
     return AMPC_OK;
   }
 
   std::vector<float> convScratch;
 
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
-    int64_t hw = g.oh * g.ow;
+    int64_t hw = g.oh * g.ow, cols = g.columns();
     for (int64_t c = 0; c < g.channels; ++c)
-      for (int64_t ky = 0; ky < g.kh; ++ky)
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          const float *row = col + ((c * g.kh + ky) * g.kw + kx) * hw;
-          int64_t off = kx * g.dw - g.pw;
-          int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-          int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
-          lo = std::min(lo, g.ow);
-          hi = std::max(lo, std::min(hi, g.ow));
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-            if (iy < 0 || iy >= g.h)
-              continue;
-            // The ox whose ix lies in [0, w), as in im2colTyped; the same
-            // additions in the same order as testing every ox.
-            float *__restrict out = dx + (c * g.h + iy) * g.w;
-            const float *__restrict in = row + oy * g.ow;
-            if (g.sw == 1)
-              for (int64_t ox = lo; ox < hi; ++ox)
-                out[ox + off] += in[ox];
-            else
-              for (int64_t ox = lo; ox < hi; ++ox)
-                out[ox * g.sw + off] += in[ox];
+      for (int64_t kz = 0; kz < g.kd; ++kz)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const float *row =
+                col + (((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols;
+            int64_t off = kx * g.dw - g.pw;
+            int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+            int64_t hi = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+            lo = std::min(lo, g.ow);
+            hi = std::max(lo, std::min(hi, g.ow));
+            for (int64_t oz = 0; oz < g.od; ++oz) {
+              int64_t iz = oz * g.sd - g.pd + kz * g.dd;
+              if (iz < 0 || iz >= g.d)
+                continue;
+              for (int64_t oy = 0; oy < g.oh; ++oy) {
+                int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+                if (iy < 0 || iy >= g.h)
+                  continue;
+                // The ox whose ix lies in [0, w), as in im2colTyped; the
+                // same additions in the same order as testing every ox.
+                float *__restrict out = dx + ((c * g.d + iz) * g.h + iy) * g.w;
+                const float *__restrict in = row + oz * hw + oy * g.ow;
+                if (g.sw == 1)
+                  for (int64_t ox = lo; ox < hi; ++ox)
+                    out[ox + off] += in[ox];
+                else
+                  for (int64_t ox = lo; ox < hi; ++ox)
+                    out[ox * g.sw + off] += in[ox];
+              }
+            }
           }
-        }
     return AMPC_OK;
   }
 

@@ -542,36 +542,44 @@ __global__ void mseBwdKernel(Buf da, Buf db, Buf dloss, Buf a, Buf b,
 }
 
 __global__ void im2colKernel(Buf col, Buf x, ConvGeom g) {
-  int64_t hw = g.oh * g.ow;
-  GRID_STRIDE(i, g.channels * g.kh * g.kw * hw) {
-    int64_t row = i / hw, pix = i % hw;
-    int64_t c = row / (g.kh * g.kw), ky = (row / g.kw) % g.kh, kx = row % g.kw;
-    int64_t iy = (pix / g.ow) * g.sh - g.ph + ky * g.dh;
+  int64_t cols = g.columns(), hw = g.oh * g.ow;
+  GRID_STRIDE(i, g.rows() * cols) {
+    int64_t row = i / cols, pix = i % cols;
+    int64_t c = row / (g.kd * g.kh * g.kw), kz = (row / (g.kh * g.kw)) % g.kd;
+    int64_t ky = (row / g.kw) % g.kh, kx = row % g.kw;
+    int64_t iz = (pix / hw) * g.sd - g.pd + kz * g.dd;
+    int64_t iy = ((pix / g.ow) % g.oh) * g.sh - g.ph + ky * g.dh;
     int64_t ix = (pix % g.ow) * g.sw - g.pw + kx * g.dw;
-    if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+    if (iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
       storeF32(col.data, col.dtype, i, 0.0f);
     else
       convertElement(col.data, col.dtype, i, x.data, x.dtype,
-                     (c * g.h + iy) * g.w + ix);
+                     ((c * g.d + iz) * g.h + iy) * g.w + ix);
   }
 }
 
 /// One thread per image element gathers its column entries.
 __global__ void col2imKernel(float *dx, const float *col, ConvGeom g) {
-  int64_t hw = g.oh * g.ow;
-  GRID_STRIDE(i, g.channels * g.h * g.w) {
-    int64_t c = i / (g.h * g.w), iy = (i / g.w) % g.h, ix = i % g.w;
+  int64_t cols = g.columns();
+  GRID_STRIDE(i, g.imageSize()) {
+    int64_t c = i / (g.d * g.h * g.w), iz = (i / (g.h * g.w)) % g.d;
+    int64_t iy = (i / g.w) % g.h, ix = i % g.w;
     float acc = 0;
-    for (int64_t ky = 0; ky < g.kh; ++ky) {
-      int64_t ty = iy + g.ph - ky * g.dh;
-      if (ty < 0 || ty % g.sh || ty / g.sh >= g.oh)
+    for (int64_t kz = 0; kz < g.kd; ++kz) {
+      int64_t tz = iz + g.pd - kz * g.dd;
+      if (tz < 0 || tz % g.sd || tz / g.sd >= g.od)
         continue;
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        int64_t tx = ix + g.pw - kx * g.dw;
-        if (tx < 0 || tx % g.sw || tx / g.sw >= g.ow)
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        int64_t ty = iy + g.ph - ky * g.dh;
+        if (ty < 0 || ty % g.sh || ty / g.sh >= g.oh)
           continue;
-        acc += col[((c * g.kh + ky) * g.kw + kx) * hw + (ty / g.sh) * g.ow +
-                   tx / g.sw];
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t tx = ix + g.pw - kx * g.dw;
+          if (tx < 0 || tx % g.sw || tx / g.sw >= g.ow)
+            continue;
+          acc += col[(((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols +
+                     ((tz / g.sd) * g.oh + ty / g.sh) * g.ow + tx / g.sw];
+        }
       }
     }
     dx[i] += acc;
@@ -1374,14 +1382,14 @@ public:
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     ENTER();
-    im2colKernel<<<blocksFor(g.channels * g.kh * g.kw * g.oh * g.ow), kThreads,
+    im2colKernel<<<blocksFor(g.rows() * g.columns()), kThreads,
                    0, stream_>>>(col, x, g);
     LAUNCH_CHECK("im2col kernel");
     return AMPC_OK;
   }
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
     ENTER();
-    col2imKernel<<<blocksFor(g.channels * g.h * g.w), kThreads, 0, stream_>>>(
+    col2imKernel<<<blocksFor(g.imageSize()), kThreads, 0, stream_>>>(
         dx, col, g);
     LAUNCH_CHECK("col2im kernel");
     return AMPC_OK;

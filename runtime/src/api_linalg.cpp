@@ -5,7 +5,7 @@
 // copies and reductions; convolutions are im2col + GEMM on both backends.
 //
 //===----------------------------------------------------------------------===//
-#include "common.h"
+#include "conv_nd.h"
 
 using namespace ampc;
 
@@ -163,16 +163,25 @@ ampc_status gradGemm(Backend &be, Buf grad, const Shape &gradBatch, GemmDesc d,
                     Buf{full.get(), AMPC_F32}, withMatrix(out, d.m, d.n));
 }
 
+/// The geometry of a convolution over a.spatial dims (1 to 3) of x [N, C,
+/// spatial...] with w [O, C/groups, k...], as a 3-D one (missing leading
+/// spatial dims of size 1), checking every attribute and y's shape.
 ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
-                     const Shape &ys, int64_t sh, int64_t sw, int64_t ph,
-                     int64_t pw, int64_t dh, int64_t dw, int64_t groups,
-                     ConvGeom &g) {
-  if (xs.rank != 4 || ws.rank != 4)
+                     const Shape &ys, const ConvAttrs &a, ConvGeom &g) {
+  int r = a.spatial;
+  if (r < 1 || r > 3 || xs.rank != r + 2 || ws.rank != r + 2)
     return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: x must be NCHW and w OIHW, got %s and %s", fn,
-                    xs.str().c_str(), ws.str().c_str());
-  if (sh <= 0 || sw <= 0 || ph < 0 || pw < 0 || dh <= 0 || dw <= 0 ||
-      groups <= 0)
+                    "%s: x must be [N, C, %d spatial dims] and w [O, C/groups, "
+                    "%d kernel dims], got %s and %s",
+                    fn, r, r, xs.str().c_str(), ws.str().c_str());
+  for (int i = 0; i < r; ++i)
+    if (a.stride[i] <= 0 || a.padding[i] < 0 || a.dilation[i] <= 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: stride, dilation and groups must be > 0, padding "
+                      ">= 0",
+                      fn);
+  int64_t groups = a.groups;
+  if (groups <= 0)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: stride, dilation and groups must be > 0, padding "
                     ">= 0",
@@ -182,20 +191,37 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
                     "%s: channels of x %s and w %s do not fit groups=%lld", fn,
                     xs.str().c_str(), ws.str().c_str(),
                     static_cast<long long>(groups));
-  int64_t eh = dh * (ws.d[2] - 1) + 1, ew = dw * (ws.d[3] - 1) + 1;
-  int64_t oh = xs.d[2] + 2 * ph - eh, ow = xs.d[3] + 2 * pw - ew;
-  if (oh < 0 || ow < 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: kernel larger than the padded input", fn);
-  g = ConvGeom{ws.d[1],     xs.d[2],     xs.d[3], ws.d[2], ws.d[3],
-               oh / sh + 1, ow / sw + 1, sh,      sw,      ph,
-               pw,          dh,          dw};
+  // (D, H, W) values, the missing leading ones trivial.
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1},
+          st[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+  for (int i = 0; i < r; ++i) {
+    int j = 3 - r + i;
+    in[j] = xs.d[2 + i];
+    k[j] = ws.d[2 + i];
+    st[j] = a.stride[i];
+    pad[j] = a.padding[i];
+    dil[j] = a.dilation[i];
+    int64_t extent = dil[j] * (k[j] - 1) + 1;
+    int64_t span = in[j] + 2 * pad[j] - extent;
+    if (span < 0)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: kernel larger than the padded input", fn);
+    out[j] = span / st[j] + 1;
+  }
+  g = ConvGeom{ws.d[1], in[1],  in[2],  k[1],   k[2],   out[1], out[2],
+               st[1],   st[2],  pad[1], pad[2], dil[1], dil[2]};
+  g.d = in[0];
+  g.kd = k[0];
+  g.od = out[0];
+  g.sd = st[0];
+  g.pd = pad[0];
+  g.dd = dil[0];
   Shape want = xs;
   want.d[1] = ws.d[0];
-  want.d[2] = g.oh;
-  want.d[3] = g.ow;
+  for (int i = 0; i < r; ++i)
+    want.d[2 + i] = out[3 - r + i];
   if (ys != want)
-    return shapeError(fn, "the conv2d output", ys, want);
+    return shapeError(fn, "the convolution output", ys, want);
   return AMPC_OK;
 }
 
@@ -229,6 +255,142 @@ ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias, int64_t outer,
 }
 
 } // namespace
+
+namespace ampc {
+
+ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
+                        const TensorArg &x, const TensorArg &w,
+                        const TensorArg &bias, const ConvAttrs &a) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, xs, ws, bs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  ConvGeom g;
+  AMPC_TRY(convGeom(fn, xs, ws, ys, a, g));
+  AMPC_TRY(checkBias(fn, bias, ws.d[0], bs));
+  if (ys.numel() == 0)
+    return AMPC_OK;
+  Backend &be = *ctx->backend;
+  int64_t groups = a.groups;
+  int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
+  int64_t ckk = g.rows(), hw = g.columns(), img = g.imageSize();
+  // GEMM results land in f32 (y itself when it is f32) so the bias is added
+  // before the single rounding to y's dtype.
+  Temp acc(be), col(be);
+  bool direct = y.dtype == AMPC_F32;
+  Buf out{const_cast<void *>(y.data), AMPC_F32};
+  if (!direct) {
+    AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
+    out = Buf{acc.get(), AMPC_F32};
+  }
+  AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
+  Buf colb{col.get(), x.dtype};
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      Buf xg = offsetBuf(x.buf(), i * c * (img / g.channels) + gi * img);
+      if (ckk > 0)
+        AMPC_TRY(be.im2col(colb, xg, g));
+      GemmDesc d = makeGemm(offsetBuf(out, (i * o + gi * og) * hw),
+                            offsetBuf(w.buf(), gi * og * ckk), colb, og, hw,
+                            ckk, false, false);
+      if (ckk == 0)
+        AMPC_TRY(be.fill(d.c, og * hw, 0.0));
+      else
+        AMPC_TRY(be.gemm(d));
+    }
+  }
+  if (bias.data)
+    return addChannelBias(be, y.buf(), out, bias.buf(), n, o, hw);
+  if (!direct)
+    return sumToShape(be, y.buf(), ys, out, ys);
+  return AMPC_OK;
+}
+
+ampc_status convBackward(const char *fn, ampc_context ctx,
+                         const TensorArg &dx, const TensorArg &dw,
+                         const TensorArg &dbias, const TensorArg &dy,
+                         const TensorArg &x, const TensorArg &w,
+                         const ConvAttrs &a) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape dxs, dws, dbs, dys, xs, ws;
+  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, false, dxs));
+  AMPC_TRY(parseTensor(fn, dw, kFloatDtype, false, dws));
+  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  ConvGeom g;
+  AMPC_TRY(convGeom(fn, xs, ws, dys, a, g));
+  AMPC_TRY(checkBias(fn, dbias, ws.d[0], dbs));
+  if (dx.data && dxs != xs)
+    return shapeError(fn, "dx", dxs, xs);
+  if (dw.data && dws != ws)
+    return shapeError(fn, "dw", dws, ws);
+  Backend &be = *ctx->backend;
+  int64_t groups = a.groups;
+  int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
+  int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
+  int64_t chw = c * (gimg / g.channels);
+  Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
+  if (dbias.data && o) {
+    Shape flat;
+    flat.rank = 3;
+    flat.d[0] = n;
+    flat.d[1] = o;
+    flat.d[2] = hw;
+    bool reduced[kMaxRank] = {true, false, true};
+    AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
+  }
+  if (dx.data && xs.numel()) {
+    Temp dcol(be), dimg(be);
+    AMPC_TRY(dcol.alloc(ckk * hw * sizeof(float)));
+    AMPC_TRY(dimg.alloc(chw * sizeof(float)));
+    Shape img;
+    img.rank = 1;
+    img.d[0] = chw;
+    for (int64_t i = 0; i < n; ++i) {
+      AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
+      for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
+        // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
+        GemmDesc d = makeGemm(
+            Buf{dcol.get(), AMPC_F32}, offsetBuf(wb, gi * og * ckk),
+            offsetBuf(dyb, (i * o + gi * og) * hw), ckk, hw, og, true, false);
+        AMPC_TRY(be.gemm(d));
+        AMPC_TRY(be.col2im(dimg.f32() + gi * gimg, dcol.f32(), g));
+      }
+      AMPC_TRY(sumToShape(be, offsetBuf(dx.buf(), i * chw), img,
+                          Buf{dimg.get(), AMPC_F32}, img));
+    }
+  }
+  if (dw.data && ws.numel()) {
+    Temp col(be), acc(be);
+    bool direct = dw.dtype == AMPC_F32;
+    Buf out{const_cast<void *>(dw.data), AMPC_F32};
+    if (!direct) {
+      AMPC_TRY(acc.alloc(ws.numel() * sizeof(float)));
+      out = Buf{acc.get(), AMPC_F32};
+    }
+    AMPC_TRY(be.fill(out, ws.numel(), 0.0));
+    AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
+    Buf colb{col.get(), x.dtype};
+    for (int64_t i = 0; i < n && hw > 0; ++i) {
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        AMPC_TRY(be.im2col(colb, offsetBuf(xb, i * chw + gi * gimg), g));
+        // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
+        GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
+                              offsetBuf(dyb, (i * o + gi * og) * hw), colb, og,
+                              ckk, hw, false, true);
+        d.beta = 1.0f;
+        AMPC_TRY(be.gemm(d));
+      }
+    }
+    if (!direct)
+      AMPC_TRY(sumToShape(be, dw.buf(), ws, out, ws));
+  }
+  return AMPC_OK;
+}
+
+} // namespace ampc
 
 extern "C" {
 
@@ -498,53 +660,11 @@ ampc_conv2d_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
                 int64_t stride_w, int64_t pad_h, int64_t pad_w,
                 int64_t dilation_h, int64_t dilation_w, int64_t groups) {
   const char *fn = "ampc_conv2d_fwd";
+  const int64_t stride[2] = {stride_h, stride_w}, pad[2] = {pad_h, pad_w},
+                dil[2] = {dilation_h, dilation_w};
   return guard(fn, [&] {
-    AMPC_TRY(checkContext(fn, ctx));
-    Shape ys, xs, ws, bs;
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    ConvGeom g;
-    AMPC_TRY(convGeom(fn, xs, ws, ys, stride_h, stride_w, pad_h, pad_w,
-                      dilation_h, dilation_w, groups, g));
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(bias), ws.d[0], bs));
-    if (ys.numel() == 0)
-      return AMPC_OK;
-    Backend &be = *ctx->backend;
-    int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
-    int64_t ckk = g.channels * g.kh * g.kw, hw = g.oh * g.ow;
-    // GEMM results land in f32 (y itself when it is f32) so the bias is added
-    // before the single rounding to y's dtype.
-    Temp acc(be), col(be);
-    bool direct = y_dtype == AMPC_F32;
-    Buf out{y, AMPC_F32};
-    if (!direct) {
-      AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
-      out = Buf{acc.get(), AMPC_F32};
-    }
-    AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x_dtype)));
-    Buf colb{col.get(), x_dtype};
-    for (int64_t img = 0; img < n; ++img) {
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        Buf xg = offsetBuf(AMPC_TENSOR(x).buf(),
-                           (img * c + gi * g.channels) * g.h * g.w);
-        if (ckk > 0)
-          AMPC_TRY(be.im2col(colb, xg, g));
-        GemmDesc d = makeGemm(offsetBuf(out, (img * o + gi * og) * hw),
-                              offsetBuf(AMPC_TENSOR(w).buf(), gi * og * ckk),
-                              colb, og, hw, ckk, false, false);
-        if (ckk == 0)
-          AMPC_TRY(be.fill(d.c, og * hw, 0.0));
-        else
-          AMPC_TRY(be.gemm(d));
-      }
-    }
-    if (bias)
-      return addChannelBias(be, Buf{y, y_dtype}, out, AMPC_TENSOR(bias).buf(),
-                            n, o, hw);
-    if (!direct)
-      return sumToShape(be, Buf{y, y_dtype}, ys, out, ys);
-    return AMPC_OK;
+    return convForward(fn, ctx, AMPC_TENSOR(y), AMPC_TENSOR(x), AMPC_TENSOR(w),
+                       AMPC_TENSOR(bias), ConvAttrs{2, stride, pad, dil, groups});
   });
 }
 
@@ -559,87 +679,12 @@ ampc_status ampc_conv2d_bwd(
     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
     int64_t dilation_h, int64_t dilation_w, int64_t groups) {
   const char *fn = "ampc_conv2d_bwd";
+  const int64_t stride[2] = {stride_h, stride_w}, pad[2] = {pad_h, pad_w},
+                dil[2] = {dilation_h, dilation_w};
   return guard(fn, [&] {
-    AMPC_TRY(checkContext(fn, ctx));
-    Shape dxs, dws, dbs, dys, xs, ws;
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    ConvGeom g;
-    AMPC_TRY(convGeom(fn, xs, ws, dys, stride_h, stride_w, pad_h, pad_w,
-                      dilation_h, dilation_w, groups, g));
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(dbias), ws.d[0], dbs));
-    if (dx && dxs != xs)
-      return shapeError(fn, "dx", dxs, xs);
-    if (dw && dws != ws)
-      return shapeError(fn, "dw", dws, ws);
-    Backend &be = *ctx->backend;
-    int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
-    int64_t ckk = g.channels * g.kh * g.kw, hw = g.oh * g.ow;
-    int64_t chw = c * g.h * g.w;
-    Buf dyb = AMPC_TENSOR(dy).buf(), xb = AMPC_TENSOR(x).buf(),
-        wb = AMPC_TENSOR(w).buf();
-    if (dbias && o) {
-      Shape flat;
-      flat.rank = 3;
-      flat.d[0] = n;
-      flat.d[1] = o;
-      flat.d[2] = hw;
-      bool reduced[kMaxRank] = {true, false, true};
-      AMPC_TRY(reduceDims(be, ReduceOp::Sum, Buf{dbias, dbias_dtype}, dyb, flat,
-                          reduced));
-    }
-    if (dx && xs.numel()) {
-      Temp dcol(be), dimg(be);
-      AMPC_TRY(dcol.alloc(ckk * hw * sizeof(float)));
-      AMPC_TRY(dimg.alloc(chw * sizeof(float)));
-      Shape img;
-      img.rank = 1;
-      img.d[0] = chw;
-      for (int64_t i = 0; i < n; ++i) {
-        AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
-        for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
-          // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
-          GemmDesc d = makeGemm(
-              Buf{dcol.get(), AMPC_F32}, offsetBuf(wb, gi * og * ckk),
-              offsetBuf(dyb, (i * o + gi * og) * hw), ckk, hw, og, true, false);
-          AMPC_TRY(be.gemm(d));
-          AMPC_TRY(be.col2im(dimg.f32() + gi * g.channels * g.h * g.w,
-                             dcol.f32(), g));
-        }
-        AMPC_TRY(sumToShape(be, offsetBuf(Buf{dx, dx_dtype}, i * chw), img,
-                            Buf{dimg.get(), AMPC_F32}, img));
-      }
-    }
-    if (dw && ws.numel()) {
-      Temp col(be), acc(be);
-      bool direct = dw_dtype == AMPC_F32;
-      Buf out{dw, AMPC_F32};
-      if (!direct) {
-        AMPC_TRY(acc.alloc(ws.numel() * sizeof(float)));
-        out = Buf{acc.get(), AMPC_F32};
-      }
-      AMPC_TRY(be.fill(out, ws.numel(), 0.0));
-      AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x_dtype)));
-      Buf colb{col.get(), x_dtype};
-      for (int64_t i = 0; i < n && hw > 0; ++i) {
-        for (int64_t gi = 0; gi < groups; ++gi) {
-          AMPC_TRY(be.im2col(
-              colb, offsetBuf(xb, (i * c + gi * g.channels) * g.h * g.w), g));
-          // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
-          GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
-                                offsetBuf(dyb, (i * o + gi * og) * hw), colb,
-                                og, ckk, hw, false, true);
-          d.beta = 1.0f;
-          AMPC_TRY(be.gemm(d));
-        }
-      }
-      if (!direct)
-        AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, ws, out, ws));
-    }
-    return AMPC_OK;
+    return convBackward(fn, ctx, AMPC_TENSOR(dx), AMPC_TENSOR(dw),
+                        AMPC_TENSOR(dbias), AMPC_TENSOR(dy), AMPC_TENSOR(x),
+                        AMPC_TENSOR(w), ConvAttrs{2, stride, pad, dil, groups});
   });
 }
 

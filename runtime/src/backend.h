@@ -50,10 +50,18 @@ struct GemmDesc {
   ampc_epilogue epilogue;
 };
 
-/// One image (and one group) of a convolution, for im2col / col2im. The
-/// column matrix is [channels * kh * kw, oh * ow].
+/// One image (and one group) of a convolution, for im2col / col2im: 2-D
+/// (H, W) or, with the depth fields, 3-D (D, H, W); a 1-D convolution is a
+/// 2-D one of height 1. The image is [channels, d, h, w], the column matrix
+/// [channels * kd * kh * kw, od * oh * ow]. The depth fields default to a
+/// depth of 1 (a 2-D convolution).
 struct ConvGeom {
   int64_t channels, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  // Depth: size, kernel, output, stride, padding, dilation.
+  int64_t d = 1, kd = 1, od = 1, sd = 1, pd = 0, dd = 1;
+  AMPC_HD int64_t columns() const { return od * oh * ow; }
+  AMPC_HD int64_t rows() const { return channels * kd * kh * kw; }
+  AMPC_HD int64_t imageSize() const { return channels * d * h * w; }
 };
 
 /// A 2-D pooling problem over N*C planes.

@@ -195,6 +195,7 @@ struct SoftplusFn {
 
 // The unary ops of PyTorch's autocast lists (their own file).
 #include "scalar_ops_seed.h"
+#include "scalar_ops_seed2.h"
 
 struct AddFn {
   static AMPC_HD float fwd(float a, float b) { return a + b; }

@@ -6,6 +6,8 @@
                                        forward+grad program and a training step
   tgdiff.py seed-ops [--amp=...]       the same for the ops added from PyTorch's
                                        autocast lists (`@`, mm, bmm, mv, ...)
+  tgdiff.py cases FILE.py [--amp=...]  the same for the cases a Python file
+                                       defines (CASES, in SEED_OPS' format)
   tgdiff.py fuzz [--count N] [--seed S] [--amp=...]
                                        random valid programs (tggen.py); a
                                        disagreement is shrunk to a minimal
@@ -597,6 +599,8 @@ def main(argv=None):
     c.add_argument("--keep", help="copy the work directory (data, both outputs) here")
     sub.add_parser("ops")
     sub.add_parser("seed-ops")
+    cf = sub.add_parser("cases")
+    cf.add_argument("file")
     e = sub.add_parser("examples")
     e.add_argument("--steps", type=int, default=20)
     f = sub.add_parser("fuzz")
@@ -628,6 +632,13 @@ def main(argv=None):
     if args.command == "seed-ops":
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
         return 0 if report(op_cases(ampc, low, SEED_OPS), ampc, extra, args.verbose) else 1
+    if args.command == "cases":
+        low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
+        scope = {}
+        with open(args.file) as fh:
+            exec(compile(fh.read(), args.file, "exec"), scope)
+        return 0 if report(op_cases(ampc, low, scope["CASES"]), ampc, extra,
+                           args.verbose) else 1
     if args.command == "examples":
         cases = example_cases(src_root)
         for cs in cases:

@@ -298,6 +298,68 @@ class Generator:
             return self.add("conv2d({0}, {1}, {2}, %s)" % attrs, [x, wt, b], [n, o, oh, ow])
         return self.add("conv2d({0}, {1}, %s)" % attrs, [x, wt], [n, o, oh, ow])
 
+    def seed2(self):
+        """The GEMM-plus-add family, prelu and the 1-D / 3-D convolutions
+        (issue 17): `c` broadcast from a random suffix of the result shape,
+        beta and alpha away from 1, strides, padding, groups and output
+        padding on small shapes."""
+        r = self.rng.random()
+        m, k, n = (self.rng.randint(1, 5) for _ in range(3))
+        beta = self.rng.choice([1.0, 0.5])
+        alpha = self.rng.choice([1.0, 1.5])
+        kws = ", beta=%g, alpha=%g" % (beta, alpha)
+        if r < 0.4:
+            op = self.rng.choice(["addmm", "baddbmm", "addbmm", "addmv", "addr"])
+            b = self.rng.randint(1, 3)
+            a_shape, b_shape, out = {
+                "addmm": ([m, k], [k, n], [m, n]),
+                "baddbmm": ([b, m, k], [b, k, n], [b, m, n]),
+                "addbmm": ([b, m, k], [b, k, n], [m, n]),
+                "addmv": ([m, k], [k], [m]),
+                "addr": ([m], [n], [m, n]),
+            }[op]
+            c_shape = out[len(out) - self.rng.randint(1, len(out)):]
+            if self.rng.random() < 0.3:
+                c_shape = [1] * len(c_shape)
+            c = self.new_param(c_shape, std=0.5)
+            x = self.new_input(a_shape)
+            w = self.new_param(b_shape, std=1.0 / math.sqrt(k))
+            return self.add(op + "({0}, {1}, {2}%s)" % kws, [c, x, w], out)
+        if r < 0.6:
+            x = self.operand(lambda d, s: len(s) >= 2)
+            if len(self.shape_of(x)) < 2:
+                x = self.new_input(self.random_shape(self.rng.choice([2, 3])))
+            sx = self.shape_of(x)
+            w = self.new_param([sx[1] if self.rng.random() < 0.7 else 1], std=0.3)
+            return self.add("prelu({0}, {1})", [x, w], sx)
+        three = self.rng.random() < 0.4
+        nd = 3 if three else 1
+        c = self.rng.randint(1, 3)
+        groups = 2 if self.rng.random() < 0.3 else 1
+        c *= groups
+        spatial = [self.rng.randint(2, 4) if three else self.rng.randint(3, 8) for _ in range(nd)]
+        x = self.new_input([self.rng.randint(1, 2), c] + spatial)
+        ks = [self.rng.randint(1, 2) for _ in range(nd)]
+        stride = self.rng.choice([1, 2])
+        pad = self.rng.choice([0, 1])
+        o = groups * self.rng.randint(1, 2)
+        name = "3d" if three else "1d"
+        if self.rng.random() < 0.5:
+            out = [(s + 2 * pad - kk) // stride + 1 for s, kk in zip(spatial, ks)]
+            if min(out) < 1:
+                return None
+            wt = self.new_param([o, c // groups] + ks, std=1.0 / math.sqrt(c // groups * 2))
+            return self.add("conv%s({0}, {1}, stride=%d, padding=%d, groups=%d)" % (
+                name, stride, pad, groups), [x, wt], [self.shape_of(x)[0], o] + out)
+        opad = self.rng.choice([0, stride - 1])
+        out = [(s - 1) * stride - 2 * pad + kk + opad for s, kk in zip(spatial, ks)]
+        if min(out) < 1:
+            return None
+        wt = self.new_param([c, o // groups] + ks, std=1.0 / math.sqrt(c))
+        return self.add("conv_transpose%s({0}, {1}, stride=%d, padding=%d, output_padding=%d, "
+                        "groups=%d)" % (name, stride, pad, opad, groups), [x, wt],
+                        [self.shape_of(x)[0], o] + out)
+
     def pool2d(self):
         x = self.image()
         n, c, h, w = self.shape_of(x)
@@ -430,7 +492,7 @@ class Generator:
     def build(self, n_ops):
         makers = [self.unary, self.unary, self.binary, self.binary, self.matmul, self.conv,
                   self.pool2d, self.reduce, self.norm, self.norm, self.shape_op,
-                  self.shape_op, self.embedding, self.cast, self.loss_op]
+                  self.shape_op, self.embedding, self.cast, self.loss_op, self.seed2]
         while len(self.p.stmts) < n_ops:
             self.rng.choice(makers)()
         self.p.training = self.rng.random() < 0.5 and bool(self.p.params)

@@ -164,7 +164,8 @@ struct ArgSpec {
     I64,         ///< integer attribute NAME (int64_t)
     I32,         ///< integer attribute NAME (int32_t)
     Bool,        ///< unit or bool attribute NAME as 0/1 (int32_t)
-    F64,         ///< float attribute NAME (double; 0 when absent)
+    F64,         ///< float attribute NAME (double; the record's default,
+                 ///< else 0, when absent)
     F32,         ///< float attribute NAME (float; the record's default when
                  ///< absent)
     Dims,        ///< i64 array attribute NAME and its length (int32_t)
@@ -353,6 +354,40 @@ const std::vector<Row> &kernelTable() {
         row<ConvTranspose2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
                                 each("padding"), each("dilation"),
                                 i64("groups")}),
+        // The GEMM-plus-add family and prelu (issue 17, fp16 list).
+        row<AddmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
+                      f64("alpha")}),
+        row<BaddbmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
+                        f64("alpha")}),
+        row<AddbmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
+                       f64("alpha")}),
+        row<AddmvOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
+                      f64("alpha")}),
+        row<AddrOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
+                     f64("alpha")}),
+        row<PreluOp>(binary),
+        row<PreluGradOp>(binaryGrad),
+        // mm, bmm, mv: matmul's kernel (issue 17).
+        row<MmOp>(binary),
+        row<BmmOp>(binary),
+        row<MvOp>(binary),
+        // Convolutions over 1 and 3 spatial dims (issue 17, fp16 list).
+        row<Conv1dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
+                       each("padding"), each("dilation"), i64("groups")}),
+        row<Conv3dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
+                       each("padding"), each("dilation"), i64("groups")}),
+        row<ConvTranspose1dOp>({res(0), opd(0), opd(1), opd(2),
+                                each("stride"), each("padding"),
+                                each("dilation"), i64("groups")}),
+        row<ConvTranspose3dOp>({res(0), opd(0), opd(1), opd(2),
+                                each("stride"), each("padding"),
+                                each("dilation"), i64("groups")}),
+        row<Conv1dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
+                           opd(2), each("stride"), each("padding"),
+                           each("dilation"), i64("groups")}),
+        row<Conv3dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
+                           opd(2), each("stride"), each("padding"),
+                           each("dilation"), i64("groups")}),
         // ids < the table's rows; labels < the logits' classes.
         row<EmbeddingOp>({res(0), opd(0), opd(1), site()}, {1, 0, 0}),
         row<CrossEntropyOp>({res(0), opd(0), opd(1), site()}, {1, 0, 1}),
@@ -698,7 +733,13 @@ public:
       }
       case ArgSpec::F64: {
         auto attr = op->getAttrOfType<FloatAttr>(a.name);
-        c.f64(attr ? attr.getValueAsDouble() : 0.0);
+        // Absent: the record's default where it has one (addmm's beta), 0.
+        double v = 0.0;
+        if (attr)
+          v = attr.getValueAsDouble();
+        else if (!defaultFloat(op, a.name, v))
+          v = 0.0;
+        c.f64(v);
         break;
       }
       case ArgSpec::F32: {

@@ -123,8 +123,8 @@ class Op:
             for ref in self.rec["keywords"]:
                 k = self.recs.get(ref)
                 name, kind, dflt = k["name"], k["kind"], k["dflt"]
-                if kind not in ("float", "int", "bool", "string", "ints", "pair", "dim", "dims",
-                                "dtype"):
+                if kind not in ("float", "int", "bool", "string", "ints", "pair", "single",
+                                "triple", "dim", "dims", "dtype"):
                     raise RecordError("%s: keyword '%s' of '%s' has unknown kind '%s'" %
                                       (self.loc, name, self.name, kind))
                 if kind == "bool" and name in attr_by_name and \
@@ -181,6 +181,8 @@ def json_default(kw):
             return int(d)
         if kind in ("bool", "flag"):
             return d == "true"
+        if kind in ("single", "triple"):
+            return [int(d)] * (1 if kind == "single" else 3)
         if kind in ("ints", "pair", "dims"):
             v = json.loads(d)
             return v
@@ -194,7 +196,8 @@ def op_json(op):
     kws = []
     for kw in op.keywords:
         entry = {"name": kw["name"],
-                 "type": {"flag": "bool", "pair": "ints", "dims": "ints", "dim": "int"}.get(
+                 "type": {"flag": "bool", "pair": "ints", "single": "ints", "triple": "ints",
+                          "dims": "ints", "dim": "int"}.get(
                      kw["kind"], kw["kind"]),
                  "kind": kw["kind"]}
         d = json_default(kw)
@@ -233,7 +236,8 @@ def op_json(op):
 # ---------------------------------------------------------------------------
 
 KIND_ENUM = {"float": "Float", "int": "Int", "bool": "Bool", "flag": "Flag", "string": "String",
-             "ints": "Ints", "pair": "Pair", "dim": "Dim", "dims": "Dims", "dtype": "DType"}
+             "ints": "Ints", "pair": "Pair", "single": "Single", "triple": "Triple",
+             "dim": "Dim", "dims": "Dims", "dtype": "DType"}
 ROLE_ENUM = {"none": "None", "seed": "Seed", "gradient_consumer": "GradientConsumer",
              "unscale": "Unscale", "scale_update": "ScaleUpdate"}
 CLASS_ENUM = {"lower": "Lower", "fp32": "FP32", "promote": "Promote", "follow": "Follow"}

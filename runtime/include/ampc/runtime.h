@@ -326,6 +326,111 @@ AMPC_API ampc_status ampc_conv_transpose2d_fwd(
     int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
     int64_t dilation_w, int64_t groups);
 
+/* Convolutions over 1 and 3 spatial dims and their transposed forms
+   (PyTorch's fp16 autocast list): the im2col + GEMM core of conv2d, a 1-D
+   convolution a 2-D one of height 1. Layouts as PyTorch's: x [N, C, L] /
+   [N, C, D, H, W], w [O, C/groups, K] / [O, C/groups, KD, KH, KW] (a
+   transposed convolution's w [C_in, C_out/groups, k...]), bias [O] or NULL.
+   Per-dim attributes in (D, H, W) order. A transposed convolution's output
+   padding is carried by y's shape. Accumulated in f32, rounded once. */
+AMPC_API ampc_status ampc_conv1d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride,
+    int64_t padding, int64_t dilation, int64_t groups);
+/// Gradients of ampc_conv1d_fwd with respect to x, w and bias.
+AMPC_API ampc_status ampc_conv1d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+AMPC_API ampc_status ampc_conv3d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_d,
+    int64_t stride_h, int64_t stride_w, int64_t pad_d, int64_t pad_h,
+    int64_t pad_w, int64_t dilation_d, int64_t dilation_h, int64_t dilation_w,
+    int64_t groups);
+/// Gradients of ampc_conv3d_fwd with respect to x, w and bias.
+AMPC_API ampc_status ampc_conv3d_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *dbias, ampc_dtype dbias_dtype,
+    const int64_t *dbias_shape, int32_t dbias_rank, const void *dy,
+    ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,
+    const void *x, ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+    const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank,
+    int64_t stride_d, int64_t stride_h, int64_t stride_w, int64_t pad_d,
+    int64_t pad_h, int64_t pad_w, int64_t dilation_d, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+AMPC_API ampc_status ampc_conv_transpose1d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride,
+    int64_t padding, int64_t dilation, int64_t groups);
+AMPC_API ampc_status ampc_conv_transpose3d_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *bias, ampc_dtype bias_dtype,
+    const int64_t *bias_shape, int32_t bias_rank, int64_t stride_d,
+    int64_t stride_h, int64_t stride_w, int64_t pad_d, int64_t pad_h,
+    int64_t pad_w, int64_t dilation_d, int64_t dilation_h, int64_t dilation_w,
+    int64_t groups);
+
+/* The GEMM-plus-add family and prelu (PyTorch's fp16 autocast list). */
+
+/* y = beta * c + alpha * (a, b's product), c broadcast to y's shape (not
+   read when beta is 0). One GEMM with beta accumulation into an f32
+   accumulator (y itself when y is f32) that first holds beta * c; the
+   result is rounded once to y's dtype. Products: addmm a [m, k] @ b [k, n]
+   -> [m, n]; baddbmm a [B, m, k] @ b [B, k, n] -> [B, m, n] (one batched
+   GEMM); addbmm the sum over B of the same -> [m, n] (B GEMMs accumulating);
+   addmv a [n, m] @ v [m] -> [n]; addr the outer product u [n] x v [m] ->
+   [n, m]. */
+#define AMPC_ADD_GEMM_PROTOTYPE(NAME)                                          \
+  AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *c, ampc_dtype c_dtype,                       \
+      const int64_t *c_shape, int32_t c_rank, const void *a,                   \
+      ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank,              \
+      const void *b, ampc_dtype b_dtype, const int64_t *b_shape,               \
+      int32_t b_rank, double beta, double alpha);
+AMPC_ADD_GEMM_PROTOTYPE(addmm)
+AMPC_ADD_GEMM_PROTOTYPE(baddbmm)
+AMPC_ADD_GEMM_PROTOTYPE(addbmm)
+AMPC_ADD_GEMM_PROTOTYPE(addmv)
+AMPC_ADD_GEMM_PROTOTYPE(addr)
+#undef AMPC_ADD_GEMM_PROTOTYPE
+
+/// F.prelu: y = x > 0 ? x : w * x, w [1] or [C] (C = x's dim 1).
+AMPC_API ampc_status ampc_prelu_fwd(ampc_context ctx, void *y,
+                                    ampc_dtype y_dtype, const int64_t *y_shape,
+                                    int32_t y_rank, const void *x,
+                                    ampc_dtype x_dtype, const int64_t *x_shape,
+                                    int32_t x_rank, const void *w,
+                                    ampc_dtype w_dtype, const int64_t *w_shape,
+                                    int32_t w_rank);
+/// Gradients of ampc_prelu_fwd: dx (x's shape) and dw (w's shape, summed over
+/// every dim but the channel dim); either may be NULL.
+AMPC_API ampc_status ampc_prelu_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x,
+    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank, const void *w,
+    ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank);
+
 /*===------------------------------------------------------------------===*
  * Elementwise binary ops, NumPy broadcasting: y's shape is the broadcast
  * of a's and b's. *_bwd: da/db have a's/b's shapes; the gradient is summed

@@ -27,18 +27,31 @@ import tempfile
 # expected result kind: "low" (the AMP type), "f32" or "bool").
 PROGRAMS = {
     # fp16 lists: f32 inputs.
-    # conv1d is a conv2d between reshapes; `y` is the last reshape.
-    "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "reshape"),
+    "conv1d": ("conv1d(x, w)", [("x", [2, 3, 8]), ("w", [4, 3, 3])], "conv1d"),
+    "conv3d": ("conv3d(x, w)", [("x", [1, 3, 4, 4, 4]), ("w", [4, 3, 3, 3, 3])], "conv3d"),
+    "conv_transpose1d": ("conv_transpose1d(x, w)", [("x", [2, 3, 8]), ("w", [3, 4, 3])],
+                         "conv_transpose1d"),
+    "conv_transpose3d": ("conv_transpose3d(x, w)",
+                         [("x", [1, 3, 4, 4, 4]), ("w", [3, 4, 3, 3, 3])], "conv_transpose3d"),
+    "prelu": ("prelu(x, w)", [("x", [2, 8, 4]), ("w", [8])], "prelu"),
+    "addmm": ("addmm(c, a, b)", [("c", [8]), ("a", [8, 8]), ("b", [8, 8])], "addmm"),
+    "addmv": ("addmv(c, a, v)", [("c", [8]), ("a", [8, 8]), ("v", [8])], "addmv"),
+    "addr": ("addr(c, u, v)", [("c", [8, 8]), ("u", [8]), ("v", [8])], "addr"),
+    "addbmm": ("addbmm(c, a, b)", [("c", [8, 8]), ("a", [2, 8, 8]), ("b", [2, 8, 8])],
+               "addbmm"),
+    "baddbmm": ("baddbmm(c, a, b)", [("c", [2, 8, 8]), ("a", [2, 8, 8]), ("b", [2, 8, 8])],
+                "baddbmm"),
     "conv2d": ("conv2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [4, 3, 3, 3])], "conv2d"),
     "conv_transpose2d": ("conv_transpose2d(x, w)", [("x", [2, 3, 8, 8]), ("w", [3, 4, 3, 3])],
                          "conv_transpose2d"),
     "matmul": ("matmul(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
     "__matmul__": ("a @ b", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
-    "mm": ("mm(a, b)", [("a", [8, 8]), ("b", [8, 8])], "matmul"),
-    "mv": ("mv(a, v)", [("a", [8, 8]), ("v", [8])], "matmul"),
-    "bmm": ("bmm(a, b)", [("a", [8, 8, 8]), ("b", [8, 8, 8])], "matmul"),
+    "mm": ("mm(a, b)", [("a", [8, 8]), ("b", [8, 8])], "mm"),
+    "mv": ("mv(a, v)", [("a", [8, 8]), ("v", [8])], "mv"),
+    "bmm": ("bmm(a, b)", [("a", [8, 8, 8]), ("b", [8, 8, 8])], "bmm"),
+    # chain_matmul is a chain of mm; `y` is the last one.
     "chain_matmul": ("chain_matmul(a, b, c)", [("a", [8, 8]), ("b", [8, 8]), ("c", [8, 8])],
-                     "matmul"),
+                     "mm"),
     "linear": ("linear(x, w, b)", [("x", [8, 8]), ("w", [8, 8]), ("b", [8])], "linear"),
     # fp32 lists: f16 inputs.
     "exp": ("exp(x)", [("x", [8])], "exp"),

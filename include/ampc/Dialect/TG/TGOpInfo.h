@@ -48,6 +48,8 @@ enum class KeywordKind {
   String, ///< a string, one of `allowed` when that is not empty
   Ints,   ///< a list of integers (one integer is a list of one)
   Pair,   ///< one integer or a list of two, for the two spatial dims
+  Single, ///< one integer or a list of one, for one spatial dim
+  Triple, ///< one integer or a list of three, for three spatial dims
   Dim,    ///< a dim of the first operand, negative counting from the end
   Dims,   ///< a list of such dims; absent means every dim
   DType,  ///< a dtype name

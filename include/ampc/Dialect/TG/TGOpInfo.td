@@ -68,6 +68,8 @@ def TG_ScaleUpdateRole : TG_LossScaleRole<"scale_update">;
 ///  - "float", "int", "bool", "string" (one of `allowed` when not empty),
 ///    "ints" (a list of integers; one integer is a list of one);
 ///  - "pair": one integer or a list of two (spatial dims);
+///  - "single", "triple": one integer or a list of one / of three (the
+///    spatial dims of 1-D and 3-D convolutions);
 ///  - "dim": an integer dim of operand 1, negative counting from the end;
 ///  - "dims": a list of such dims, sorted, no repeats; absent means all dims.
 /// `dflt` is the default in the language's spelling; "" means required and

@@ -850,6 +850,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
 
 // Ops of PyTorch's autocast lists added after the first set.
 include "ampc/Dialect/TG/TGSeedOps.td"
+// The GEMM-plus-add family and prelu (fp16 list).
+include "ampc/Dialect/TG/TGSeedOps2.td"
 
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"

@@ -4,9 +4,9 @@
 // autocast_test_lists.py) that the first op set did not have. Included from
 // TGOps.td after the elementwise classes.
 //
-// The GEMM spellings `a @ b`, `mm`, `bmm`, `mv` and `chain_matmul` have no
-// record here: on the ranks PyTorch gives them they are `torch.matmul`, and
-// the frontend builds them as `tg.matmul` (lib/Frontend/MLIRGen.cpp).
+// `a @ b` is `tg.matmul`; `mm`, `bmm` and `mv` have records in
+// TGSeedOps2.td, and the frontend builds `chain_matmul` as a chain of
+// `tg.mm` (lib/Frontend/MLIRGen.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,294 @@
+//===- api_seed2.cpp - GEMM-plus-add family and prelu -----------*- C++ -*-===//
+//
+// Entry points of addmm, baddbmm, addbmm, addmv, addr and prelu (PyTorch's
+// fp16 autocast list). The add* ops are one GEMM each (the backend's
+// strided-batched GEMM: sgemm on the CPU, cuBLASLt on CUDA) whose C operand
+// first holds `beta * c`, accumulated with beta 1 in f32; prelu is the
+// broadcasting binary primitive with its weight viewed as [C, 1, ...].
+//
+//===----------------------------------------------------------------------===//
+#include "common.h"
+
+using namespace ampc;
+
+namespace {
+
+enum class AddGemmKind { Addmm, Baddbmm, Addbmm, Addmv, Addr };
+
+Buf offsetElems(Buf b, int64_t elems) {
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
+}
+
+Shape makeShape(std::initializer_list<int64_t> dims) {
+  Shape s;
+  s.rank = 0;
+  for (int64_t d : dims)
+    s.d[s.rank++] = d;
+  return s;
+}
+
+ampc_status rankError(const char *fn, const char *what, const Shape &s,
+                      int rank) {
+  return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: %s must be %d-D, got %s", fn,
+                  what, rank, s.str().c_str());
+}
+
+ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
+                    const TensorArg &y, const TensorArg &c, const TensorArg &a,
+                    const TensorArg &b, double beta, double alpha) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, cs, as, bs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, c, kFloatDtype, true, cs));
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  // The GEMM of the product: batch, m, n, k, and the layouts of a and b.
+  int64_t batch = 1, m = 0, n = 0, k = 0, lda = 0, ldb = 0;
+  bool sumBatch = false;
+  Shape want;
+  switch (kind) {
+  case AddGemmKind::Addmm:
+    if (as.rank != 2 || bs.rank != 2)
+      return rankError(fn, as.rank != 2 ? "a" : "b", as.rank != 2 ? as : bs, 2);
+    m = as.d[0], k = as.d[1], n = bs.d[1];
+    if (bs.d[0] != k)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: inner dims differ: %s @ %s", fn, as.str().c_str(),
+                      bs.str().c_str());
+    want = makeShape({m, n});
+    lda = k, ldb = n;
+    break;
+  case AddGemmKind::Baddbmm:
+  case AddGemmKind::Addbmm:
+    if (as.rank != 3 || bs.rank != 3)
+      return rankError(fn, as.rank != 3 ? "a" : "b", as.rank != 3 ? as : bs, 3);
+    batch = as.d[0], m = as.d[1], k = as.d[2], n = bs.d[2];
+    if (bs.d[0] != batch || bs.d[1] != k)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: batched product %s @ %s does not fit", fn,
+                      as.str().c_str(), bs.str().c_str());
+    sumBatch = kind == AddGemmKind::Addbmm;
+    want = sumBatch ? makeShape({m, n}) : makeShape({batch, m, n});
+    lda = k, ldb = n;
+    break;
+  case AddGemmKind::Addmv:
+    if (as.rank != 2 || bs.rank != 1)
+      return as.rank != 2 ? rankError(fn, "a", as, 2)
+                          : rankError(fn, "v", bs, 1);
+    m = as.d[0], k = as.d[1], n = 1;
+    if (bs.d[0] != k)
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: inner dims differ: %s @ %s", fn, as.str().c_str(),
+                      bs.str().c_str());
+    want = makeShape({m});
+    lda = k, ldb = 1;
+    break;
+  case AddGemmKind::Addr:
+    if (as.rank != 1 || bs.rank != 1)
+      return rankError(fn, as.rank != 1 ? "u" : "v", as.rank != 1 ? as : bs, 1);
+    m = as.d[0], n = bs.d[0], k = 1;
+    want = makeShape({m, n});
+    lda = 1, ldb = n;
+    break;
+  }
+  if (ys != want)
+    return shapeError(fn, "y", ys, want);
+  // c broadcasts to y's shape (right-aligned, size-1 dims stretched).
+  bool fits = cs.rank <= ys.rank;
+  for (int i = 0; fits && i < cs.rank; ++i) {
+    int64_t cd = cs.d[i], yd = ys.d[ys.rank - cs.rank + i];
+    fits = cd == yd || cd == 1;
+  }
+  if (!fits)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: c %s does not broadcast to the result %s", fn,
+                    cs.str().c_str(), ys.str().c_str());
+  int64_t numel = ys.numel();
+  if (numel == 0)
+    return AMPC_OK;
+  Backend &be = *ctx->backend;
+  // The f32 accumulator: y itself when y is f32.
+  Temp accTemp(be);
+  Buf acc{y.data ? const_cast<void *>(y.data) : nullptr, AMPC_F32};
+  if (y.dtype != AMPC_F32) {
+    AMPC_TRY(accTemp.alloc(numel * sizeof(float)));
+    acc = Buf{accTemp.get(), AMPC_F32};
+  }
+  if (beta != 0.0)
+    AMPC_TRY(broadcastTo(be, acc, ys, c.buf(), cs, static_cast<float>(beta)));
+  else // PyTorch does not read c when beta is 0 (NaN in it stays out).
+    AMPC_TRY(be.fill(acc, numel, 0.0));
+  if (k > 0 && batch > 0) {
+    GemmDesc d;
+    d.c = acc;
+    d.a = a.buf();
+    d.b = b.buf();
+    d.bias = Buf{nullptr, AMPC_F32};
+    d.batch = sumBatch ? 1 : batch;
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    d.transA = d.transB = false;
+    d.lda = lda;
+    d.ldb = ldb;
+    d.ldc = n;
+    d.strideA = batch > 1 ? m * k : 0;
+    d.strideB = batch > 1 ? k * n : 0;
+    d.strideC = sumBatch ? 0 : m * n;
+    d.alpha = static_cast<float>(alpha);
+    d.beta = 1.0f;
+    d.epilogue = AMPC_EPILOGUE_NONE;
+    if (!sumBatch) {
+      AMPC_TRY(be.gemm(d));
+    } else {
+      // addbmm: every batch entry accumulates into the same C.
+      d.strideA = d.strideB = 0;
+      for (int64_t i = 0; i < batch; ++i) {
+        d.a = offsetElems(a.buf(), i * m * k);
+        d.b = offsetElems(b.buf(), i * k * n);
+        AMPC_TRY(be.gemm(d));
+      }
+    }
+  }
+  if (acc.data != y.data)
+    return sumToShape(be, y.buf(), ys, acc, ys); // the one rounding
+  return AMPC_OK;
+}
+
+/// x's shape and the view of prelu's weight that broadcasts against it:
+/// [1] for one slope, [C, 1, ...] (rank x.rank - 1) for one per channel.
+ampc_status preluShapes(const char *fn, const TensorArg &x, const TensorArg &w,
+                        Shape &xs, Shape &view) {
+  Shape ws;
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  if (ws.rank != 1)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: w must be [1] or [C], got %s",
+                    fn, ws.str().c_str());
+  if (ws.d[0] == 1) {
+    view = ws;
+    return AMPC_OK;
+  }
+  if (xs.rank < 2 || xs.d[1] != ws.d[0])
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: w %s must have one slope per channel (dim 1) of x %s",
+                    fn, ws.str().c_str(), xs.str().c_str());
+  view.rank = xs.rank - 1;
+  view.d[0] = ws.d[0];
+  for (int i = 1; i < view.rank; ++i)
+    view.d[i] = 1;
+  return AMPC_OK;
+}
+
+/// The walk of prelu over x's shape: operands 0 and 1 contiguous, the
+/// weight view broadcast as operand 2.
+Walk preluWalk(const Shape &xs, const Shape &view) {
+  Walk walk = contiguousWalk(xs);
+  int64_t st[kMaxRank];
+  contiguousStrides(view, st);
+  int lead = xs.rank - view.rank;
+  for (int i = 0; i < xs.rank; ++i)
+    walk.stride[2][i] =
+        (i < lead || view.d[i - lead] != xs.d[i]) ? 0 : st[i - lead];
+  return walk;
+}
+
+} // namespace
+
+extern "C" {
+
+#define AMPC_ADD_GEMM_ENTRY(NAME, KIND)                                        \
+  ampc_status ampc_##NAME##_fwd(                                               \
+      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
+      int32_t y_rank, const void *c, ampc_dtype c_dtype,                       \
+      const int64_t *c_shape, int32_t c_rank, const void *a,                   \
+      ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank,              \
+      const void *b, ampc_dtype b_dtype, const int64_t *b_shape,               \
+      int32_t b_rank, double beta, double alpha) {                             \
+    const char *fn = "ampc_" #NAME "_fwd";                                     \
+    return guard(fn, [&] {                                                     \
+      return addGemm(fn, AddGemmKind::KIND, ctx, AMPC_TENSOR(y),               \
+                     AMPC_TENSOR(c), AMPC_TENSOR(a), AMPC_TENSOR(b), beta,     \
+                     alpha);                                                   \
+    });                                                                        \
+  }
+AMPC_ADD_GEMM_ENTRY(addmm, Addmm)
+AMPC_ADD_GEMM_ENTRY(baddbmm, Baddbmm)
+AMPC_ADD_GEMM_ENTRY(addbmm, Addbmm)
+AMPC_ADD_GEMM_ENTRY(addmv, Addmv)
+AMPC_ADD_GEMM_ENTRY(addr, Addr)
+#undef AMPC_ADD_GEMM_ENTRY
+
+ampc_status ampc_prelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                           const int64_t *y_shape, int32_t y_rank,
+                           const void *x, ampc_dtype x_dtype,
+                           const int64_t *x_shape, int32_t x_rank,
+                           const void *w, ampc_dtype w_dtype,
+                           const int64_t *w_shape, int32_t w_rank) {
+  const char *fn = "ampc_prelu_fwd";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs, view;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
+    if (ys != xs)
+      return shapeError(fn, "y", ys, xs);
+    if (xs.numel() == 0)
+      return AMPC_OK;
+    return ctx->backend->binary(BinaryOp::Prelu, AMPC_TENSOR(y).buf(),
+                                AMPC_TENSOR(x).buf(), AMPC_TENSOR(w).buf(),
+                                preluWalk(xs, view));
+  });
+}
+
+ampc_status ampc_prelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
+                           const int64_t *dx_shape, int32_t dx_rank, void *dw,
+                           ampc_dtype dw_dtype, const int64_t *dw_shape,
+                           int32_t dw_rank, const void *dy,
+                           ampc_dtype dy_dtype, const int64_t *dy_shape,
+                           int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+                           const int64_t *x_shape, int32_t x_rank,
+                           const void *w, ampc_dtype w_dtype,
+                           const int64_t *w_shape, int32_t w_rank) {
+  const char *fn = "ampc_prelu_bwd";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape dxs, dws, dys, xs, view;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
+    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
+    if (dys != xs)
+      return shapeError(fn, "dy", dys, xs);
+    if (dx && dxs != xs)
+      return shapeError(fn, "dx", dxs, xs);
+    Shape ws = makeShape({view.d[0]});
+    if (dw && dws != ws)
+      return shapeError(fn, "dw", dws, ws);
+    Backend &be = *ctx->backend;
+    Buf dyb = AMPC_TENSOR(dy).buf(), xb = AMPC_TENSOR(x).buf(),
+        wb = AMPC_TENSOR(w).buf();
+    int64_t numel = xs.numel();
+    if (numel == 0) {
+      if (dw)
+        AMPC_TRY(be.fill(Buf{dw, dw_dtype}, ws.numel(), 0.0));
+      return AMPC_OK;
+    }
+    Walk walk = preluWalk(xs, view);
+    if (dx)
+      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 0, Buf{dx, dx_dtype}, dyb, xb, wb,
+                            walk));
+    if (dw) {
+      // Per element in f32, then summed over every dim but the channel's.
+      Temp full(be);
+      AMPC_TRY(full.alloc(numel * sizeof(float)));
+      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 1, Buf{full.get(), AMPC_F32}, dyb,
+                            xb, wb, walk));
+      AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, view,
+                          Buf{full.get(), AMPC_F32}, xs));
+    }
+    return AMPC_OK;
+  });
+}
+
+} // extern "C"
