@@ -848,5 +848,7 @@ include "ampc/Dialect/TG/TGSeedOps.td"
 include "ampc/Dialect/TG/TGTrainingOps.td"
 // Comparisons and the other ops of training jobs.
 include "ampc/Dialect/TG/TGJobOps.td"
+// Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
+include "ampc/Dialect/TG/TGReduceLossOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
