@@ -412,6 +412,30 @@ void Executor::setGradientHook(GradientHook hook) {
   impl->gradientHook = std::move(hook);
 }
 
+void *Executor::context() { return impl->ctx; }
+
+bool Executor::replay(size_t end,
+                      const std::function<bool(size_t call)> &after,
+                      std::string &error) {
+  for (size_t i = 0; i < end && i < impl->step.size(); ++i) {
+    PreparedCall &p = impl->step[i];
+    ffi_arg ret = 0;
+    ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+    auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
+    if (st != AMPC_OK) {
+      error = lastError(p.callee.c_str(), st);
+      return false;
+    }
+    if (!after(i))
+      return false;
+  }
+  return true;
+}
+
+void *Executor::callPointer(size_t call, size_t arg) {
+  return *static_cast<void **>(impl->step[call].values[arg]);
+}
+
 static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
                        int64_t bytes, std::vector<double> &values,
                        std::string &error) {

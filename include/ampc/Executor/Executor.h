@@ -79,6 +79,16 @@ public:
                          std::string &error)>;
   void setGradientHook(GradientHook hook);
 
+  /// The runtime context (an `ampc_context`), for the check words.
+  void *context();
+  /// Runs the step's calls [0, end) again, without the gradient hook,
+  /// calling `after(i)` once call i is queued (docs/jobs.md, "The overflow
+  /// report").
+  bool replay(size_t end, const std::function<bool(size_t call)> &after,
+              std::string &error);
+  /// The pointer argument `arg` of the step's call `call` passes.
+  void *callPointer(size_t call, size_t arg);
+
 private:
   explicit Executor(const rt::Program &program);
   struct Impl;
