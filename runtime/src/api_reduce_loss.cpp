@@ -760,7 +760,7 @@ ampc_status pairLossBwd(const char *fn, ampc_context ctx, const PairTerm &term,
 /// whose label is not ignore_index, 0 elsewhere; and the counted rows.
 ampc_status nllWeights(const char *fn, Kit &k, const TensorArg &logp,
                        const TensorArg &labels, int64_t ignoreIndex,
-                       Shape &ls, Buf &w, Buf &valid) {
+                       Shape &ls, Buf &w, Buf &valid, int32_t site = -1) {
   Shape ys;
   AMPC_TRY(parseTensor(fn, logp, kFloatDtype, true, ls));
   AMPC_TRY(parseTensor(fn, labels, kIndexDtype, true, ys));
@@ -773,9 +773,9 @@ ampc_status nllWeights(const char *fn, Kit &k, const TensorArg &logp,
   if (ys != want)
     return shapeError(fn, labels.name, ys, want);
   int64_t rows = ls.d[0], classes = ls.d[1];
-  // TODO(issue 17): an out-of-range label that is not ignore_index selects
-  // no class here (its row counts 0); PyTorch raises an error. Use the
-  // device-side label check of cross_entropy/embedding once it lands.
+  // An out-of-range label that is not ignore_index selects no class (its
+  // row counts 0; PyTorch raises an error); with a site, the context's
+  // index check word records it (below).
   std::vector<float> iota(static_cast<size_t>(classes));
   for (int64_t c = 0; c < classes; ++c)
     iota[static_cast<size_t>(c)] = static_cast<float>(c);
@@ -793,12 +793,25 @@ ampc_status nllWeights(const char *fn, Kit &k, const TensorArg &logp,
   AMPC_TRY(k.bin(BinaryOp::Equal, w, ls, labels.buf(), col, io, row));
   AMPC_TRY(k.bin(BinaryOp::NotEqual, valid, want, labels.buf(), want, ii,
                  Shape{}));
+  if (site >= 0 && rows > 0) {
+    // The labels with ignore_index replaced by 0 go through the embedding
+    // primitive's range check (ids in [0, C)), which records the site.
+    Buf ids, table, picked;
+    AMPC_TRY(k.f32(rows, ids));
+    ids.dtype = AMPC_I32;
+    AMPC_TRY(k.bin(BinaryOp::WhereTrue, ids, want, valid, want, labels.buf(),
+                   want));
+    AMPC_TRY(k.f32(classes, table));
+    AMPC_TRY(k.be.fill(table, classes, 0.0));
+    AMPC_TRY(k.f32(rows, picked));
+    AMPC_TRY(k.be.embedding(picked, table, ids, rows, classes, 1, site));
+  }
   return k.bin(BinaryOp::Mul, w, ls, w, ls, valid, col);
 }
 
 ampc_status nllFwd(const char *fn, ampc_context ctx, const TensorArg &loss,
                    const TensorArg &logp, const TensorArg &labels,
-                   int64_t ignoreIndex, ampc_reduction r) {
+                   int64_t ignoreIndex, ampc_reduction r, int32_t site) {
   AMPC_TRY(checkContext(fn, ctx));
   if (r == AMPC_REDUCTION_BATCHMEAN)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
@@ -806,7 +819,8 @@ ampc_status nllFwd(const char *fn, ampc_context ctx, const TensorArg &loss,
   Kit k(*ctx->backend);
   Shape ls, os;
   Buf w, valid;
-  AMPC_TRY(nllWeights(fn, k, logp, labels, ignoreIndex, ls, w, valid));
+  AMPC_TRY(
+      nllWeights(fn, k, logp, labels, ignoreIndex, ls, w, valid, site));
   AMPC_TRY(checkReduction(fn, r, ls));
   Shape rowsShape;
   rowsShape.rank = 1;
@@ -1065,11 +1079,12 @@ ampc_status ampc_kl_div_bwd(ampc_context ctx, AMPC_RL_OUT(da), AMPC_RL_OUT(db),
 
 ampc_status ampc_nll_loss_fwd(ampc_context ctx, AMPC_RL_OUT(loss),
                               AMPC_RL_IN(logp), AMPC_RL_IN(labels),
-                              int64_t ignore_index, ampc_reduction reduction) {
+                              int64_t ignore_index, ampc_reduction reduction,
+                              int32_t site) {
   const char *fn = "ampc_nll_loss_fwd";
   return guard(fn, [&] {
     return nllFwd(fn, ctx, T(loss), T(logp), T(labels), ignore_index,
-                  reduction);
+                  reduction, site);
   });
 }
 

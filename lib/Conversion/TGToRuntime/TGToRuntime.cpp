@@ -394,7 +394,7 @@ const std::vector<Row> &kernelTable() {
                           reduction("reduction"), boolean("log_target")}),
         // labels < the classes of the log-probabilities.
         row<NllLossOp>({res(0), opd(0), opd(1), i64("ignore_index"),
-                        reduction("reduction")},
+                        reduction("reduction"), site()},
                        {1, 0, 1}),
         row<NllLossGradOp>({res(0), opd(0), opd(1), opd(2),
                             i64("ignore_index"), reduction("reduction")},

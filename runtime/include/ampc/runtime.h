@@ -880,11 +880,13 @@ AMPC_API ampc_status ampc_kl_div_bwd(ampc_context ctx, AMPC_RL_OUT(da),
                                      ampc_reduction reduction,
                                      int32_t log_target);
 /// F.nll_loss of logp [N, C] and integer labels [N]; loss is a scalar or
-/// [N] (AMPC_REDUCTION_NONE).
+/// [N] (AMPC_REDUCTION_NONE). A label outside [0, C) other than
+/// ignore_index counts 0 and, when site >= 0, records site in the
+/// AMPC_CHECK_INDEX word.
 AMPC_API ampc_status ampc_nll_loss_fwd(ampc_context ctx, AMPC_RL_OUT(loss),
                                        AMPC_RL_IN(logp), AMPC_RL_IN(labels),
                                        int64_t ignore_index,
-                                       ampc_reduction reduction);
+                                       ampc_reduction reduction, int32_t site);
 AMPC_API ampc_status ampc_nll_loss_bwd(ampc_context ctx, AMPC_RL_OUT(dlogp),
                                        AMPC_RL_IN(dloss), AMPC_RL_IN(logp),
                                        AMPC_RL_IN(labels),

@@ -407,7 +407,9 @@ def TG_NllLossOp : TG_InferOp<"nll_loss", [TG_Differentiable]> {
     "sum", or "none" (`[N]`). The gradient (`nll_loss_grad`) is `-dy` (over
     the count for "mean") at each counted row's label, 0 elsewhere.
     A label outside `[0, C)` that is not `ignore_index` selects no class
-    (its row counts as 0) instead of PyTorch's error.
+    (its row counts as 0) and is recorded in the context's index check word
+    (the kernel's check site), so `ampc run` stops with a located error, as
+    PyTorch raises one.
 
     ```mlir
     %l = tg.nll_loss %logp, %labels ignore_index -100 reduction "mean"
