@@ -5,7 +5,11 @@
 // backends' primitives (unary, binary, reduce, copy, norm, gemm) and the
 // scalar variants of reduce_loss_ops.h, so the CPU and CUDA backends run
 // them without code of their own. Intermediates are f32; each result is
-// rounded once to its dtype. Nothing here waits on the device.
+// rounded once to its dtype. cumsum and nll_loss copy a table built on the
+// host (a triangle of ones, the class indices) to the device on every call;
+// on CUDA a copy from pageable host memory first waits for the stream, the
+// one place here that waits on the device (a table cached per context would
+// remove it; not done yet).
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
