@@ -850,5 +850,7 @@ include "ampc/Dialect/TG/TGTrainingOps.td"
 include "ampc/Dialect/TG/TGJobOps.td"
 // Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
 include "ampc/Dialect/TG/TGReduceLossOps.td"
+// batch_norm (running statistics in buffers) and dropout.
+include "ampc/Dialect/TG/TGNormDropoutOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
