@@ -816,6 +816,14 @@ bool Parser::parseAttr(AttrAST &attr) {
                   "',' or ']' in the list opened at " + formatLoc(open));
   }
   case TokenKind::Identifier:
+    // `inf` is the one number without a literal (norm's p=inf).
+    if (cur.spelling == "inf") {
+      attr.kind = AttrAST::Kind::Number;
+      attr.number.value = std::numeric_limits<double>::infinity();
+      attr.number.spelling = "inf";
+      consume();
+      return true;
+    }
     return errorAt(cur, "expected an attribute value (number, string, true, "
                         "false, dtype or list), found " +
                             describeToken(cur) +

@@ -196,6 +196,8 @@ struct SoftplusFn {
 // The unary ops of PyTorch's autocast lists (their own file).
 #include "scalar_ops_seed.h"
 #include "scalar_ops_seed2.h"
+// The terms of the fp32-list reductions and losses (issue 17).
+#include "reduce_loss_ops.h"
 
 struct AddFn {
   static AMPC_HD float fwd(float a, float b) { return a + b; }

@@ -317,6 +317,12 @@ OPS = {
     "concat": lambda xs, a: torch.cat(xs, dim=a["dim"]),
     "slice": lambda xs, a: xs[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
     "embedding": lambda xs, a: F.embedding(xs[1], xs[0]),
+    # Reductions, norms and losses of the fp32 list (issue 17).
+    "logsumexp": lambda xs, a: _reduce(torch.logsumexp)(xs[0], a),
+    "norm": lambda xs, a: _reduce(
+        lambda x, dim, keepdim: torch.norm(x, p=float(a["p"]), dim=dim, keepdim=keepdim))(
+            xs[0], a),
+    "group_norm": lambda xs, a: F.group_norm(xs[0], a["groups"], xs[1], xs[2], a["eps"]),
     # batch_norm: the batch statistics with `training` (the running ones are
     # updated by batch_norm_update, as F.batch_norm updates them in place).
     "batch_norm": lambda xs, a: (

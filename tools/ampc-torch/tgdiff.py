@@ -529,13 +529,14 @@ def op_programs(name, low=None, ops=None):
     return fwd, train
 
 
-def op_cases(ampc, low=None, ops=None):
+def op_cases(ampc, low=None, ops=None, low_only=False):
     """Every op alone (forward + grad once, and 20 training steps); with
-    `low`, also every op reading operands cast to that type. `ops`: the
-    cases (default: every op of the first set, all_ops)."""
+    `low`, also every op reading operands cast to that type (`low_only`:
+    only those). `ops`: the cases (default: every op of the first set,
+    all_ops)."""
     cases = []
     ops = ops or all_ops(ampc)
-    for variant in ([None, low] if low else [None]):
+    for variant in ([low] if low and low_only else [None, low] if low else [None]):
         for name in ops:
             if variant and name in F32_OPERANDS_ONLY:
                 continue
@@ -586,6 +587,68 @@ def report(cases, ampc, amp_flags, verbose=False):
     print("%d programs, %d disagreements, %d ambiguous" % (len(cases), failed, ambiguous))
     return failed == 0 and ambiguous == 0
 
+# Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17; the
+# `reduce-loss-ops` command, test/Ops/reduce-loss-ops.test). Odd sizes,
+# negative dims, every reduction; rows of zeros for the norms' gradient at 0.
+REDUCE_LOSS_OPS = {
+    "logsumexp": ([("x", "f32", [5, 7])], "logsumexp(x, dims=[1])"),
+    "logsumexp_keepdim": ([("x", "f32", [3, 4, 5])],
+                          "logsumexp(x * 30.0, dims=[-1, 0], keepdim=true)"),
+    "logsumexp_all": ([("x", "f32", [3, 5])], "logsumexp(x)"),
+    "cumsum": ([("x", "f32", [5, 7])], "cumsum(x, dim=1)"),
+    "cumsum_neg": ([("x", "f32", [3, 4, 5])], "cumsum(x, dim=-3)"),
+    "norm": ([("x", "f32", [5, 7])], "norm(x, dims=[1])"),
+    "norm_p1": ([("x", "f32", [3, 4, 5])], "norm(x, p=1.0, dims=[0], keepdim=true)"),
+    "norm_inf": ([("x", "f32", [5, 7])], "norm(x, p=inf, dims=[-1])"),
+    "norm_p3": ([("x", "f32", [3, 5])], "norm(x, p=3.0)"),
+    "norm_zero": ([("x", "f32", [3, 4])],
+                  "sum(norm(concat(x, x * 0.0, dim=0), dims=[1]))"),
+    "norm_p1_zero": ([("x", "f32", [3, 4])],
+                     "sum(norm(concat(x, x * 0.0, dim=0), p=1.0, dims=[1]))"),
+    "norm_inf_zero": ([("x", "f32", [3, 4])],
+                      "sum(norm(concat(x, x * 0.0, dim=0), p=inf, dims=[1]))"),
+    "group_norm": ([("x", "f32", [2, 6, 3, 5]), ("w", "f32", [6]), ("b", "f32", [6])],
+                   "group_norm(x, w, b, groups=3)"),
+    "group_norm_1d": ([("x", "f32", [3, 4, 7]), ("w", "f32", [4]), ("b", "f32", [4])],
+                      "group_norm(x * 3.0, w, b, groups=2, eps=0.001)"),
+    "group_norm_2d": ([("x", "f32", [4, 6]), ("w", "f32", [6]), ("b", "f32", [6])],
+                      "group_norm(x, w, b, groups=2)"),
+    "cosine_similarity": ([("a", "f32", [5, 7]), ("b", "f32", [5, 7])],
+                          "cosine_similarity(a, b)"),
+    "cosine_similarity_bcast": ([("a", "f32", [3, 4, 5]), ("b", "f32", [4, 5])],
+                                "cosine_similarity(a, b, dim=-1)"),
+    "cosine_similarity_eps": ([("a", "f32", [3, 4]), ("b", "f32", [3, 4])],
+                              "cosine_similarity(a * 0.01, b, dim=0, eps=0.1)"),
+    "l1_loss": ([("a", "f32", [5, 7]), ("b", "f32", [5, 7])], "l1_loss(a, b)"),
+    "l1_loss_sum": ([("a", "f32", [3, 4, 5]), ("b", "f32", [3, 4, 5])],
+                    "l1_loss(a, b, reduction=\"sum\")"),
+    "l1_loss_none": ([("a", "f32", [4, 3]), ("b", "f32", [4, 3])],
+                     "l1_loss(a, b, reduction=\"none\")"),
+    "smooth_l1_loss": ([("a", "f32", [5, 7]), ("b", "f32", [5, 7])],
+                       "smooth_l1_loss(a * 2.0, b)"),
+    "smooth_l1_loss_beta": ([("a", "f32", [3, 5]), ("b", "f32", [3, 5])],
+                            "smooth_l1_loss(a, b, beta=0.5, reduction=\"sum\")"),
+    "smooth_l1_loss_l1": ([("a", "f32", [4, 3]), ("b", "f32", [4, 3])],
+                          "smooth_l1_loss(a, b, beta=0.0, reduction=\"none\")"),
+    "kl_div": ([("a", "f32", [5, 7]), ("b", "f32", [5, 7])],
+               "kl_div(log_softmax(a, dim=1), softmax(b, dim=1))"),
+    "kl_div_mean": ([("a", "f32", [3, 4, 5]), ("b", "f32", [3, 4, 5])],
+                    "kl_div(log_softmax(a), softmax(b), reduction=\"mean\")"),
+    "kl_div_log_target": ([("a", "f32", [4, 6]), ("b", "f32", [4, 6])],
+                          "kl_div(log_softmax(a), log_softmax(b), reduction=\"sum\", "
+                          "log_target=true)"),
+    "kl_div_none": ([("a", "f32", [4, 3]), ("b", "f32", [4, 3])],
+                    "kl_div(log_softmax(a), softmax(b), reduction=\"none\")"),
+    "nll_loss": ([("z", "f32", [7, 5]), ("labels", "i32", [7])],
+                 "nll_loss(log_softmax(z), labels)"),
+    "nll_loss_sum": ([("z", "f32", [6, 4]), ("labels", "i64", [6])],
+                     "nll_loss(log_softmax(z), labels, reduction=\"sum\")"),
+    "nll_loss_ignore": ([("z", "f32", [9, 3]), ("labels", "i32", [9])],
+                        "nll_loss(log_softmax(z), labels, ignore_index=1)"),
+    "nll_loss_none": ([("z", "f32", [5, 4]), ("labels", "i32", [5])],
+                      "nll_loss(log_softmax(z), labels, ignore_index=0, reduction=\"none\")"),
+}
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tgdiff.py", description=__doc__.split("\n\n")[0])
@@ -601,6 +664,7 @@ def main(argv=None):
     sub.add_parser("seed-ops")
     cf = sub.add_parser("cases")
     cf.add_argument("file")
+    sub.add_parser("reduce-loss-ops")
     e = sub.add_parser("examples")
     e.add_argument("--steps", type=int, default=20)
     f = sub.add_parser("fuzz")
@@ -639,6 +703,12 @@ def main(argv=None):
             exec(compile(fh.read(), args.file, "exec"), scope)
         return 0 if report(op_cases(ampc, low, scope["CASES"]), ampc, extra,
                            args.verbose) else 1
+    if args.command == "reduce-loss-ops":
+        low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
+        # Under AMP only the cases reading low-precision operands: with f32
+        # operands these fp32-class ops compute what they do without AMP.
+        return 0 if report(op_cases(ampc, low, REDUCE_LOSS_OPS, low_only=True), ampc,
+                           extra, args.verbose) else 1
     if args.command == "examples":
         cases = example_cases(src_root)
         for cs in cases:

@@ -489,10 +489,65 @@ class Generator:
                             dtype="f32")
         return self.add("mse_loss({0}, {1})", [a, b], [], dtype="f32")
 
+    def fp32_list_op(self):
+        """An op of PyTorch's fp32 autocast list (issue 17): logsumexp, norm,
+        cumsum, group_norm, cosine_similarity or one of the losses nll_loss,
+        l1_loss, smooth_l1_loss, kl_div (all fp32 under AMP: f32 results)."""
+        a = self.operand(lambda d, s: len(s) >= 1)
+        s = self.shape_of(a)
+        if not s:
+            return None
+        kind = self.rng.choice(["logsumexp", "norm", "cumsum", "group_norm", "cosine",
+                                "nll_loss", "l1_loss", "smooth_l1_loss", "kl_div"])
+        if kind in ("logsumexp", "norm"):
+            dims = sorted(self.rng.sample(range(len(s)), self.rng.randint(1, len(s))))
+            keep = self.rng.random() < 0.4
+            out = [1 if i in dims else d for i, d in enumerate(s)] if keep else \
+                [d for i, d in enumerate(s) if i not in dims]
+            # The norms' gradient has a kink at 0 and p = inf ties: p = 2 or
+            # 3 on a value kept away from 0.
+            arg = "{0}" if kind == "logsumexp" else "{0} * {0} + 0.5"
+            p = "" if kind == "logsumexp" else ", p=%s" % self.rng.choice(["2.0", "3.0"])
+            return self.add("%s(%s%s, dims=[%s]%s)" % (
+                kind, arg, p, ", ".join(map(str, [d - len(s) for d in dims])),
+                ", keepdim=true" if keep else ""), [a], out)
+        if kind == "cumsum":
+            dim = self.rng.randrange(-len(s), len(s))
+            return self.add("cumsum({0}, dim=%d)" % dim, [a], s)
+        if kind == "group_norm":
+            if len(s) < 2 or s[1] < 2:
+                return None
+            groups = self.rng.choice([g for g in range(1, s[1] + 1) if s[1] % g == 0])
+            if numel(s[2:]) * s[1] // groups < 2:
+                return None  # one element per group: a constant (see norm)
+            w = self.new_param([s[1]], std=0.5)
+            b = self.new_param([s[1]], std=0.1)
+            return self.add("group_norm({0}, {1}, {2}, groups=%d)" % groups, [a, w, b], s)
+        if kind == "cosine":
+            dim = self.rng.randrange(-len(s), len(s))
+            b = self.new_param(s) if self.rng.random() < 0.5 else self.new_input(s)
+            out = [d for i, d in enumerate(s) if i != dim % len(s)]
+            return self.add("cosine_similarity({0} + 0.5, {1}, dim=%d)" % dim, [a, b], out)
+        if kind == "nll_loss":
+            if len(s) != 2 or s[1] < 2:
+                return None
+            labels = self.p.fresh("labels")
+            self.p.inputs.append((labels, "i32", [s[0]]))
+            return self.add("nll_loss(log_softmax({0}), %s)" % labels, [a], [], dtype="f32")
+        b = self.new_input(s)
+        if kind == "kl_div":
+            if len(s) < 2:
+                return None
+            return self.add("kl_div(log_softmax({0}), softmax({1}))", [a, b], [], dtype="f32")
+        if kind == "l1_loss":
+            return self.add("l1_loss({0}, {1})", [a, b], [], dtype="f32")
+        return self.add("smooth_l1_loss({0}, {1}, beta=0.5)", [a, b], [], dtype="f32")
+
     def build(self, n_ops):
         makers = [self.unary, self.unary, self.binary, self.binary, self.matmul, self.conv,
                   self.pool2d, self.reduce, self.norm, self.norm, self.shape_op,
-                  self.shape_op, self.embedding, self.cast, self.loss_op, self.seed2]
+                  self.shape_op, self.embedding, self.cast, self.loss_op, self.seed2,
+                  self.fp32_list_op]
         while len(self.p.stmts) < n_ops:
             self.rng.choice(makers)()
         self.p.training = self.rng.random() < 0.5 and bool(self.p.params)

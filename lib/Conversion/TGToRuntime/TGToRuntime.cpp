@@ -171,6 +171,8 @@ struct ArgSpec {
     Dims,        ///< i64 array attribute NAME and its length (int32_t)
     Each,        ///< every element of i64 array attribute NAME (int64_t)
     Gelu,        ///< string attribute NAME ("none" | "tanh") as ampc_gelu
+    Reduction,   ///< string attribute NAME ("none" | "mean" | "sum" |
+                 ///< "batchmean") as ampc_reduction
     Enum,        ///< the C enum constant NAME = VALUE
     ConstF64,    ///< the double VALUE
     ConstDtype,  ///< AMPC_F32
@@ -230,6 +232,7 @@ ArgSpec f32(StringRef n) { return {ArgSpec::F32, 0, n}; }
 ArgSpec dims(StringRef n) { return {ArgSpec::Dims, 0, n}; }
 ArgSpec each(StringRef n) { return {ArgSpec::Each, 0, n}; }
 ArgSpec gelu(StringRef n) { return {ArgSpec::Gelu, 0, n}; }
+ArgSpec reduction(StringRef n) { return {ArgSpec::Reduction, 0, n}; }
 ArgSpec cEnum(StringRef n, int v) { return {ArgSpec::Enum, 0, n, double(v)}; }
 ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, StringRef(), v}; }
 ArgSpec f32Dtype() { return {ArgSpec::ConstDtype}; }
@@ -401,6 +404,42 @@ const std::vector<Row> &kernelTable() {
         row<BinaryCrossEntropyWithLogitsOp>(binary),
         row<BinaryCrossEntropyGradOp>(binaryGrad),
         row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
+        // Reductions, norms and losses of PyTorch's fp32 list (issue 17).
+        row<LogsumexpOp>({res(0), opd(0), dims("dims"), boolean("keepdim")}),
+        row<LogsumexpGradOp>({res(0), opd(0), opd(1), opd(2), dims("dims"),
+                              boolean("keepdim")}),
+        row<NormOp>({res(0), opd(0), f64("p"), dims("dims"),
+                     boolean("keepdim")}),
+        row<NormGradOp>({res(0), opd(0), opd(1), opd(2), f64("p"),
+                         dims("dims"), boolean("keepdim")}),
+        row<CumsumOp>({res(0), opd(0), i64("dim")}),
+        row<CumsumGradOp>({res(0), opd(0), i64("dim")}),
+        row<GroupNormOp>({res(0), opd(0), opd(1), opd(2), i64("groups"),
+                          f64("eps")}),
+        row<GroupNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
+                              i64("groups"), f64("eps")}),
+        row<CosineSimilarityOp>({res(0), opd(0), opd(1), i64("dim"),
+                                 f64("eps")}),
+        row<CosineSimilarityGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
+                                     i64("dim"), f64("eps")}),
+        row<L1LossOp>({res(0), opd(0), opd(1), reduction("reduction")}),
+        row<L1LossGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
+                           reduction("reduction")}),
+        row<SmoothL1LossOp>({res(0), opd(0), opd(1), f64("beta"),
+                             reduction("reduction")}),
+        row<SmoothL1LossGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
+                                 f64("beta"), reduction("reduction")}),
+        row<KlDivOp>({res(0), opd(0), opd(1), reduction("reduction"),
+                      boolean("log_target")}),
+        row<KlDivGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
+                          reduction("reduction"), boolean("log_target")}),
+        // labels < the classes of the log-probabilities.
+        row<NllLossOp>({res(0), opd(0), opd(1), i64("ignore_index"),
+                        reduction("reduction"), site()},
+                       {1, 0, 1}),
+        row<NllLossGradOp>({res(0), opd(0), opd(1), opd(2),
+                            i64("ignore_index"), reduction("reduction")},
+                           {2, 1, 1}),
         // batch_norm and dropout (issue 12): the mode is an attribute; the
         // dropout mask is keyed by the seed, the step counter and the op.
         row<BatchNormOp>({res(0), opd(0), opd(1), opd(2), opd(3), opd(4),
@@ -772,6 +811,19 @@ public:
         auto attr = op->getAttrOfType<StringAttr>(a.name);
         bool tanh = attr && attr.getValue() == "tanh";
         c.cEnum(tanh ? "AMPC_GELU_TANH" : "AMPC_GELU_NONE", tanh ? 1 : 0);
+        break;
+      }
+      case ArgSpec::Reduction: {
+        auto attr = op->getAttrOfType<StringAttr>(a.name);
+        StringRef r = attr ? attr.getValue() : "mean";
+        if (r == "none")
+          c.cEnum("AMPC_REDUCTION_NONE", 0);
+        else if (r == "sum")
+          c.cEnum("AMPC_REDUCTION_SUM", 2);
+        else if (r == "batchmean")
+          c.cEnum("AMPC_REDUCTION_BATCHMEAN", 3);
+        else
+          c.cEnum("AMPC_REDUCTION_MEAN", 1);
         break;
       }
       case ArgSpec::Enum:

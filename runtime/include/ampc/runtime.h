@@ -1022,6 +1022,107 @@ AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm);
 /// hit a fatal error calls so no other rank waits forever.
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
 
+/*===------------------------------------------------------------------===*
+ * Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
+ * Composed of the backends' primitives (both backends), computed in f32;
+ * a float result is rounded once to its dtype. Dims are non-negative and
+ * sorted; keepdim as for ampc_sum_fwd.
+ *===------------------------------------------------------------------===*/
+/// How a loss reduces its terms: "none", "mean", "sum", "batchmean" (the
+/// sum over the size of dim 0).
+AMPC_ENUM(ampc_reduction){AMPC_REDUCTION_NONE = 0, AMPC_REDUCTION_MEAN = 1,
+                          AMPC_REDUCTION_SUM = 2,
+                          AMPC_REDUCTION_BATCHMEAN = 3};
+
+#define AMPC_RL_OUT(t)                                                         \
+  void *t, ampc_dtype t##_dtype, const int64_t *t##_shape, int32_t t##_rank
+#define AMPC_RL_IN(t)                                                          \
+  const void *t, ampc_dtype t##_dtype, const int64_t *t##_shape,               \
+      int32_t t##_rank
+/// y = log(sum(exp(x), dims)), max-shifted; dx = dy * exp(x - y).
+AMPC_API ampc_status ampc_logsumexp_fwd(ampc_context ctx, AMPC_RL_OUT(y),
+                                        AMPC_RL_IN(x), const int64_t *dims,
+                                        int32_t n_dims, int32_t keepdim);
+AMPC_API ampc_status ampc_logsumexp_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
+                                        AMPC_RL_IN(dy), AMPC_RL_IN(x),
+                                        AMPC_RL_IN(y), const int64_t *dims,
+                                        int32_t n_dims, int32_t keepdim);
+/// The vector p-norm over dims (p >= 1 finite, or INFINITY: max |x|).
+AMPC_API ampc_status ampc_norm_fwd(ampc_context ctx, AMPC_RL_OUT(y),
+                                   AMPC_RL_IN(x), double p,
+                                   const int64_t *dims, int32_t n_dims,
+                                   int32_t keepdim);
+AMPC_API ampc_status ampc_norm_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
+                                   AMPC_RL_IN(dy), AMPC_RL_IN(x), AMPC_RL_IN(y),
+                                   double p, const int64_t *dims,
+                                   int32_t n_dims, int32_t keepdim);
+/// Inclusive cumulative sum along dim; bwd: the reversed cumulative sum.
+AMPC_API ampc_status ampc_cumsum_fwd(ampc_context ctx, AMPC_RL_OUT(y),
+                                     AMPC_RL_IN(x), int64_t dim);
+AMPC_API ampc_status ampc_cumsum_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
+                                     AMPC_RL_IN(dy), int64_t dim);
+/// F.group_norm over x [N, C, ...] with w, b [C].
+AMPC_API ampc_status ampc_group_norm_fwd(ampc_context ctx, AMPC_RL_OUT(y),
+                                         AMPC_RL_IN(x), AMPC_RL_IN(w),
+                                         AMPC_RL_IN(b), int64_t groups,
+                                         double eps);
+/// dx, dw, db (any may be NULL); statistics are recomputed from x.
+AMPC_API ampc_status ampc_group_norm_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
+                                         AMPC_RL_OUT(dw), AMPC_RL_OUT(db),
+                                         AMPC_RL_IN(dy), AMPC_RL_IN(x),
+                                         AMPC_RL_IN(w), int64_t groups,
+                                         double eps);
+/// F.cosine_similarity (torch 1.13: each norm clamped at eps); a and b
+/// broadcast to a shape of a's rank, y drops dim.
+AMPC_API ampc_status ampc_cosine_similarity_fwd(ampc_context ctx,
+                                                AMPC_RL_OUT(y), AMPC_RL_IN(a),
+                                                AMPC_RL_IN(b), int64_t dim,
+                                                double eps);
+AMPC_API ampc_status ampc_cosine_similarity_bwd(
+    ampc_context ctx, AMPC_RL_OUT(da), AMPC_RL_OUT(db), AMPC_RL_IN(dy),
+    AMPC_RL_IN(a), AMPC_RL_IN(b), int64_t dim, double eps);
+/// Losses of a and b of one shape; loss is a scalar, or a's shape for
+/// AMPC_REDUCTION_NONE (and so is dloss). da or db may be NULL.
+AMPC_API ampc_status ampc_l1_loss_fwd(ampc_context ctx, AMPC_RL_OUT(loss),
+                                      AMPC_RL_IN(a), AMPC_RL_IN(b),
+                                      ampc_reduction reduction);
+AMPC_API ampc_status ampc_l1_loss_bwd(ampc_context ctx, AMPC_RL_OUT(da),
+                                      AMPC_RL_OUT(db), AMPC_RL_IN(dloss),
+                                      AMPC_RL_IN(a), AMPC_RL_IN(b),
+                                      ampc_reduction reduction);
+AMPC_API ampc_status ampc_smooth_l1_loss_fwd(ampc_context ctx,
+                                             AMPC_RL_OUT(loss), AMPC_RL_IN(a),
+                                             AMPC_RL_IN(b), double beta,
+                                             ampc_reduction reduction);
+AMPC_API ampc_status ampc_smooth_l1_loss_bwd(
+    ampc_context ctx, AMPC_RL_OUT(da), AMPC_RL_OUT(db), AMPC_RL_IN(dloss),
+    AMPC_RL_IN(a), AMPC_RL_IN(b), double beta, ampc_reduction reduction);
+/// F.kl_div(a = input log-probabilities, b = target).
+AMPC_API ampc_status ampc_kl_div_fwd(ampc_context ctx, AMPC_RL_OUT(loss),
+                                     AMPC_RL_IN(a), AMPC_RL_IN(b),
+                                     ampc_reduction reduction,
+                                     int32_t log_target);
+AMPC_API ampc_status ampc_kl_div_bwd(ampc_context ctx, AMPC_RL_OUT(da),
+                                     AMPC_RL_OUT(db), AMPC_RL_IN(dloss),
+                                     AMPC_RL_IN(a), AMPC_RL_IN(b),
+                                     ampc_reduction reduction,
+                                     int32_t log_target);
+/// F.nll_loss of logp [N, C] and integer labels [N]; loss is a scalar or
+/// [N] (AMPC_REDUCTION_NONE). A label outside [0, C) other than
+/// ignore_index counts 0 and, when site >= 0, records site in the
+/// AMPC_CHECK_INDEX word.
+AMPC_API ampc_status ampc_nll_loss_fwd(ampc_context ctx, AMPC_RL_OUT(loss),
+                                       AMPC_RL_IN(logp), AMPC_RL_IN(labels),
+                                       int64_t ignore_index,
+                                       ampc_reduction reduction, int32_t site);
+AMPC_API ampc_status ampc_nll_loss_bwd(ampc_context ctx, AMPC_RL_OUT(dlogp),
+                                       AMPC_RL_IN(dloss), AMPC_RL_IN(logp),
+                                       AMPC_RL_IN(labels),
+                                       int64_t ignore_index,
+                                       ampc_reduction reduction);
+#undef AMPC_RL_OUT
+#undef AMPC_RL_IN
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

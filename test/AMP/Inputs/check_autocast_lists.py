@@ -71,6 +71,20 @@ PROGRAMS = {
     "binary_cross_entropy_with_logits": ("binary_cross_entropy_with_logits(a, b)",
                                          [("a", [8, 8]), ("b", [8, 8])],
                                          "binary_cross_entropy_with_logits"),
+    # Issue 17: reductions, norms and losses of the fp32 lists. An operand
+    # with a third field has that dtype whatever the list (class labels).
+    "logsumexp": ("logsumexp(x, dims=[1])", [("x", [4, 8])], "logsumexp"),
+    "cumsum": ("cumsum(x, dim=-1)", [("x", [4, 8])], "cumsum"),
+    "norm": ("norm(x, dims=[1])", [("x", [4, 8])], "norm"),
+    "group_norm": ("group_norm(x, w, b, groups=2)",
+                   [("x", [2, 4, 3]), ("w", [4]), ("b", [4])], "group_norm"),
+    "cosine_similarity": ("cosine_similarity(a, b)", [("a", [4, 8]), ("b", [4, 8])],
+                          "cosine_similarity"),
+    "kl_div": ("kl_div(a, b)", [("a", [4, 8]), ("b", [4, 8])], "kl_div"),
+    "nll_loss": ("nll_loss(x, labels)", [("x", [4, 8]), ("labels", [4], "i32")], "nll_loss"),
+    "l1_loss": ("l1_loss(a, b)", [("a", [4, 8]), ("b", [4, 8])], "l1_loss"),
+    "smooth_l1_loss": ("smooth_l1_loss(a, b)", [("a", [4, 8]), ("b", [4, 8])],
+                       "smooth_l1_loss"),
     # Promote lists: the first operand f32, the second f16 (cat: f16, f32).
     "add": ("add(a, b)", [("a", [8]), ("b", [8])], "add"),
     "mul": ("mul(a, b)", [("a", [8]), ("b", [8])], "mul"),
@@ -156,8 +170,9 @@ def main():
         if op not in language:
             continue  # ampc has no such op.
         dtypes = input_dtypes(list_name, name, len(operands))
-        sig = ", ".join("%s: %s[%s]" % (n, t, ", ".join(map(str, s)))
-                        for (n, s), t in zip(operands, dtypes))
+        dtypes = [o[2] if len(o) > 2 else t for o, t in zip(operands, dtypes)]
+        sig = ", ".join("%s: %s[%s]" % (o[0], t, ", ".join(map(str, o[1])))
+                        for o, t in zip(operands, dtypes))
         path = os.path.join(work, name + ".tg")
         with open(path, "w") as f:
             f.write("graph g(%s) {\n  y = %s\n  return y\n}\n" % (sig, expr))

@@ -859,6 +859,8 @@ include "ampc/Dialect/TG/TGTrainingOps.td"
 include "ampc/Dialect/TG/TGJobOps.td"
 // Learning-rate schedules.
 include "ampc/Dialect/TG/TGScheduleOps.td"
+// Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
+include "ampc/Dialect/TG/TGReduceLossOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
 

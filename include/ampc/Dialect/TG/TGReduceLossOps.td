@@ -1,0 +1,458 @@
+//===- TGReduceLossOps.td - reductions, norms, losses of the fp32 list -*- tablegen -*-===//
+//
+// Ops of PyTorch's CUDA autocast fp32 list (torch/testing/_internal/
+// autocast_test_lists.py, `torch_fp32` and `nn_fp32`): logsumexp, cumsum,
+// norm, group_norm, cosine_similarity and the losses nll_loss, l1_loss,
+// smooth_l1_loss, kl_div, each with its backward op. All are `fp32` under
+// AMP: float inputs are read as f32 and the result is f32. Their kernels
+// (runtime/src/api_reduce_loss.cpp) are composed of the backends'
+// primitives, so the CPU and CUDA backends run the same code. Included from
+// TGOps.td after the training ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD
+#define AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Reductions: logsumexp, norm
+//===----------------------------------------------------------------------===//
+
+def TG_LogsumexpOp : TG_InferOp<"logsumexp", [TG_Differentiable]> {
+  let summary = "`torch.logsumexp` over `dims`";
+  let description = [{
+    `log(sum(exp(x), dims))`, computed stably as PyTorch does: the maximum
+    over `dims` is subtracted before `exp` and added back (an infinite
+    maximum is replaced by 0, so all `-inf` gives `-inf`). `dims` are sorted,
+    distinct and non-negative (the frontend resolves negative ones and
+    expands "no dims" to all dims); with `keepdim` the reduced dims stay as
+    size 1. The gradient is `logsumexp_grad`: `dy * exp(x - y)`.
+
+    ```mlir
+    %y = tg.logsumexp %x dims [1] : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
+  let gradients = [(TGOp<"logsumexp_grad"> $dy, $input, $result)];
+}
+
+def TG_NormOp : TG_InferOp<"norm", [TG_Differentiable]> {
+  let summary = "`torch.norm(x, p, dims, keepdim)`: the vector p-norm over `dims`";
+  let description = [{
+    `(sum |x|^p)^(1/p)` over `dims` for a finite `p >= 1` (`p = 2` is
+    `sqrt(sum x²)`, `p = 1` is `sum |x|`), or `max |x|` for `p = inf`
+    (spelled `p=inf` in the language). `dims` and `keepdim` as for `sum`.
+    Gradients as PyTorch's `norm_backward`: `p = 2`: `dy * x / y`, `p = 1`:
+    `dy * sgn(x)`, other finite `p`: `dy * sgn(x) |x|^(p-1) / y^(p-1)`, each 0
+    where `y` is 0; `p = inf`: `dy * sgn(x)` split evenly between the
+    elements whose magnitude equals the maximum.
+
+    ```mlir
+    %n = tg.norm %x p 2.0 dims [1] : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, F64Attr:$p,
+                       DenseI64ArrayAttr:$dims, UnitAttr:$keepdim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `p` $p `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"p", "float", "2.0">, TG_Keyword<"dims", "dims">,
+                  TG_Keyword<"keepdim", "bool", "false">];
+  let gradients = [(TGOp<"norm_grad"> $dy, $input, $result)];
+}
+
+// The backward op of a reduction `fwd` that needs its input and result:
+// `dx` from `dy` (the result's shape), `x` and the forward result.
+class TG_ReduceGradOp<string fwd, string rule, dag attrs> :
+    TG_InferOp<fwd # "_grad"> {
+  let summary = "Gradient of `tg." # fwd # "`";
+  let description = [{
+    `grad` has the shape of the forward result `result_value` (same `dims`
+    and `keepdim` as the forward op); }] # rule # [{ The result has the
+    input's shape and the promoted float type. Runtime kernel:
+    `ampc_}] # fwd # [{_bwd`.
+  }];
+  let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                            TG_FloatTensor:$result_value), attrs);
+  let results = (outs TG_FloatTensor:$result);
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_" # fwd # "_bwd"];
+}
+
+def TG_LogsumexpGradOp : TG_ReduceGradOp<"logsumexp",
+    "`dx = dy * exp(x - y)`, `dy` and `y` broadcast over the reduced dims.",
+    (ins DenseI64ArrayAttr:$dims, UnitAttr:$keepdim)> {
+  let assemblyFormat = [{
+    $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
+    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
+  }];
+}
+
+def TG_NormGradOp : TG_ReduceGradOp<"norm",
+    "the gradient of `tg.norm` with the same `p` (see its description).",
+    (ins F64Attr:$p, DenseI64ArrayAttr:$dims, UnitAttr:$keepdim)> {
+  let assemblyFormat = [{
+    $grad `,` $input `,` $result_value `p` $p `dims` $dims (`keepdim` $keepdim^)? attr-dict
+    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// cumsum
+//===----------------------------------------------------------------------===//
+
+def TG_CumsumOp : TG_InferOp<"cumsum", [TG_Differentiable]> {
+  let summary = "`torch.cumsum` along `dim`";
+  let description = [{
+    `y[..., i, ...] = sum_{j <= i} x[..., j, ...]` along `dim` (non-negative;
+    the frontend resolves negative dims). Same shape and dtype as the input;
+    the sums are accumulated in f32. The gradient is the reversed cumulative
+    sum of `dy` (`cumsum_grad`).
+
+    ```mlir
+    %y = tg.cumsum %x dim 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"dim", "dim", "0">];
+  let torch = "torch.cumsum";
+  let gradients = [(TGOp<"cumsum_grad"> $dy)];
+}
+
+def TG_CumsumGradOp : TG_InferOp<"cumsum_grad"> {
+  let summary = "Gradient of `tg.cumsum`: the reversed cumulative sum";
+  let description = [{
+    `dx[..., i, ...] = sum_{j >= i} dy[..., j, ...]` along `dim`. Runtime
+    kernel: `ampc_cumsum_bwd`.
+
+    ```mlir
+    %dx = tg.cumsum_grad %dy dim 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, I64Attr:$dim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `dim` $dim attr-dict `:` type($grad) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_cumsum_bwd"];
+}
+
+//===----------------------------------------------------------------------===//
+// group_norm, cosine_similarity
+//===----------------------------------------------------------------------===//
+
+def TG_GroupNormOp : TG_InferOp<"group_norm", [TG_Differentiable]> {
+  let summary = "`F.group_norm(x, groups, w, b, eps)`";
+  let description = [{
+    `x` is `[N, C, ...]` (rank >= 2); the `C` channels form `groups` groups
+    of `C / groups` channels, each normalised over its channels and every
+    spatial position with the biased variance, then scaled by `weight` and
+    shifted by `bias` (both `[C]`). The result has the input's shape and
+    the widest float dtype of the operands. The gradient is
+    `group_norm_grad`.
+
+    ```mlir
+    %y = tg.group_norm %x, %w, %b groups 2 eps 1.0e-05
+        : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x3x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias, I64Attr:$groups, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `groups` $groups `eps` $eps attr-dict `:`
+    type($input) `,` type($weight) `,` type($bias) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"groups", "int">, TG_Keyword<"eps", "float", "1e-05">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<2> (TGOp<"group_norm_grad"> $dy, $input, $weight))];
+}
+
+def TG_GroupNormGradOp : TG_InferOp<"group_norm_grad"> {
+  let summary = "Gradients of `tg.group_norm` (input, weight, bias)";
+  let description = [{
+    Recomputes each group's statistics (same `groups` and `eps` as the
+    forward op) and returns `d input` (the input's shape), `d weight` and
+    `d bias` (both `[C]`, the weight's type). Runtime kernel:
+    `ampc_group_norm_bwd`.
+
+    ```mlir
+    %dx, %dw, %db = tg.group_norm_grad %dy, %x, %w groups 2 eps 1.0e-05
+        : tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<4xf32>
+        -> tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, I64Attr:$groups, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `groups` $groups `eps` $eps attr-dict `:`
+    type($grad) `,` type($input) `,` type($weight) `->` type($input_grad) `,`
+    type($weight_grad) `,` type($bias_grad)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_group_norm_bwd"];
+}
+
+def TG_CosineSimilarityOp : TG_InferOp<"cosine_similarity", [TG_Differentiable]> {
+  let summary = "`F.cosine_similarity(a, b, dim, eps)`";
+  let description = [{
+    `a` and `b` broadcast together (to a shape of `a`'s rank); the result
+    drops `dim`. As PyTorch 1.13 computes it, each vector is divided by its
+    own norm clamped below at `eps` and the products are summed:
+    `sum((a / max(|a|, eps)) * (b / max(|b|, eps)), dim)`. The gradient
+    (`cosine_similarity_grad`) differentiates through the clamped norms as
+    PyTorch's autograd does.
+
+    ```mlir
+    %s = tg.cosine_similarity %a, %b dim 1 eps 1.0e-08
+        : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs, I64Attr:$dim,
+                       F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `dim` $dim `eps` $eps attr-dict `:` type($lhs) `,` type($rhs)
+    `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"dim", "dim", "1">, TG_Keyword<"eps", "float", "1e-08">];
+  let torch = "F.cosine_similarity";
+  let gradients = [
+    (TG_Result<0> (TGOp<"cosine_similarity_grad"> $dy, $lhs, $rhs)),
+    (TG_Result<1> (TGOp<"cosine_similarity_grad"> $dy, $lhs, $rhs))];
+}
+
+def TG_CosineSimilarityGradOp : TG_InferOp<"cosine_similarity_grad"> {
+  let summary = "Gradients of `tg.cosine_similarity` with respect to both operands";
+  let description = [{
+    With `na = max(|a|, eps)`, `nb = max(|b|, eps)` and `y` the forward
+    result: `da = dy / na * (b / nb - y * a / na)`, `db = dy / nb * (a / na -
+    y * b / nb)`, each summed to its operand's shape (broadcasting). Runtime
+    kernel: `ampc_cosine_similarity_bwd`.
+
+    ```mlir
+    %da, %db = tg.cosine_similarity_grad %dy, %a, %b dim 1 eps 1.0e-08
+        : tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
+                       TG_FloatTensor:$rhs, I64Attr:$dim, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs `dim` $dim `eps` $eps attr-dict `:` type($grad) `,`
+    type($lhs) `,` type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_cosine_similarity_bwd"];
+}
+
+//===----------------------------------------------------------------------===//
+// Losses with a reduction
+//===----------------------------------------------------------------------===//
+
+// A loss of two float tensors of one shape with PyTorch's `reduction`:
+// "none" (the elementwise terms), "mean", "sum" (and "batchmean", the sum
+// divided by the size of dim 0, for kl_div). Its gradient is the backward
+// op MNEMONIC_grad.
+class TG_ReducedLossOp<string mnemonic, string torchName, dag attrs,
+                       list<TG_Keyword> kws> :
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let summary = "`" # torchName # "`";
+  let arguments = !con((ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs), attrs);
+  let results = (outs TG_FloatTensor:$result);
+  let ampClass = TG_FP32;
+  let torch = torchName;
+  let keywords = kws;
+  let gradients = [
+    (TG_Result<0> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs)),
+    (TG_Result<1> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs))];
+}
+
+class TG_ReducedLossGradOp<string fwd, dag attrs> : TG_InferOp<fwd # "_grad"> {
+  let summary = "Gradients of `tg." # fwd # "` with respect to both operands";
+  let description = [{
+    `grad` is the gradient of the loss (a scalar, or the operands' shape
+    with `reduction = "none"`); each result has its operand's shape and the
+    promoted float type. Runtime kernel: `ampc_}] # fwd # [{_bwd`.
+  }];
+  let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
+                            TG_FloatTensor:$rhs), attrs);
+  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_" # fwd # "_bwd"];
+}
+
+defvar TG_MeanReduction = TG_Keyword<"reduction", "string", "mean", ["none", "mean", "sum"]>;
+
+def TG_L1LossOp : TG_ReducedLossOp<"l1_loss", "F.l1_loss",
+    (ins StrAttr:$reduction), [TG_MeanReduction]> {
+  let description = [{
+    `|a - b|` per element of two tensors of one shape, reduced by
+    `reduction` ("mean" by default, "sum", or "none": the terms). Gradients
+    `dy * sgn(a - b)` and its negation (0 where `a == b`).
+
+    ```mlir
+    %l = tg.l1_loss %a, %b reduction "mean" : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $lhs `,` $rhs `reduction` $reduction attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+def TG_L1LossGradOp : TG_ReducedLossGradOp<"l1_loss", (ins StrAttr:$reduction)> {
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs `reduction` $reduction attr-dict `:` type($grad) `,` type($lhs) `,`
+    type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+}
+
+def TG_SmoothL1LossOp : TG_ReducedLossOp<"smooth_l1_loss", "F.smooth_l1_loss",
+    (ins F64Attr:$beta, StrAttr:$reduction),
+    [TG_Keyword<"beta", "float", "1.0">, TG_MeanReduction]> {
+  let description = [{
+    With `d = a - b`: `0.5 d² / beta` where `|d| < beta`, `|d| - 0.5 beta`
+    elsewhere (`beta = 0` is the L1 loss), reduced by `reduction` as
+    `l1_loss`. Gradient of `a`: `dy * d / beta` inside, `dy * sgn(d)`
+    outside; of `b` its negation. `beta` must not be negative.
+
+    ```mlir
+    %l = tg.smooth_l1_loss %a, %b beta 1.0 reduction "mean"
+        : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $lhs `,` $rhs `beta` $beta `reduction` $reduction attr-dict `:` type($lhs) `,` type($rhs)
+    `->` type($result)
+  }];
+}
+def TG_SmoothL1LossGradOp : TG_ReducedLossGradOp<"smooth_l1_loss",
+    (ins F64Attr:$beta, StrAttr:$reduction)> {
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs `beta` $beta `reduction` $reduction attr-dict `:` type($grad) `,`
+    type($lhs) `,` type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+}
+
+def TG_KlDivOp : TG_ReducedLossOp<"kl_div", "F.kl_div",
+    (ins StrAttr:$reduction, UnitAttr:$log_target),
+    [TG_Keyword<"reduction", "string", "batchmean", ["none", "batchmean", "sum", "mean"]>,
+     TG_Keyword<"log_target", "bool", "false">]> {
+  let description = [{
+    `F.kl_div(input, target)`: `input` (lhs) holds log-probabilities; per
+    element `xlogy(t, t) - t * input` (0 where `t == 0`), or with
+    `log_target` (the target holds log-probabilities) `exp(t) * (t -
+    input)`. The default reduction is "batchmean" (the sum divided by the
+    size of dim 0, the mathematically correct KL divergence). "mean"
+    divides by the element count, as PyTorch does for its own default
+    "mean" (which it warns about); "sum" and "none" as usual. Gradients as
+    PyTorch's: `d input = -dy * t` (`-dy * exp(t)` with `log_target`);
+    `d target = dy * (log(t) + 1 - input)`, NaN where `t == 0` (`dy * exp(t)
+    * (t - input + 1)` with `log_target`).
+
+    ```mlir
+    %l = tg.kl_div %logq, %p reduction "batchmean" : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $lhs `,` $rhs `reduction` $reduction (`log_target` $log_target^)? attr-dict `:` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+}
+def TG_KlDivGradOp : TG_ReducedLossGradOp<"kl_div",
+    (ins StrAttr:$reduction, UnitAttr:$log_target)> {
+  let assemblyFormat = [{
+    $grad `,` $lhs `,` $rhs `reduction` $reduction (`log_target` $log_target^)? attr-dict `:`
+    type($grad) `,` type($lhs) `,` type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
+  }];
+}
+
+def TG_NllLossOp : TG_InferOp<"nll_loss", [TG_Differentiable]> {
+  let summary = "`F.nll_loss` of log-probabilities `[N, C]` and labels `[N]`";
+  let description = [{
+    `-logp[i, labels[i]]` per row, where labels are class indices (`i32` or
+    `i64`); rows whose label equals `ignore_index` (default -100) count 0
+    and are left out of the mean. `reduction`: "mean" (default; the sum
+    over the counted rows divided by their number, NaN when none counts),
+    "sum", or "none" (`[N]`). The gradient (`nll_loss_grad`) is `-dy` (over
+    the count for "mean") at each counted row's label, 0 elsewhere.
+    A label outside `[0, C)` that is not `ignore_index` selects no class
+    (its row counts as 0) and is recorded in the context's index check word
+    (the kernel's check site), so `ampc run` stops with a located error, as
+    PyTorch raises one.
+
+    ```mlir
+    %l = tg.nll_loss %logp, %labels ignore_index -100 reduction "mean"
+        : tensor<64x10xf32>, tensor<64xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_IntTensor:$labels,
+                       I64Attr:$ignore_index, StrAttr:$reduction);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $labels `ignore_index` $ignore_index `reduction` $reduction attr-dict `:`
+    type($input) `,` type($labels) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let torch = "F.nll_loss";
+  let keywords = [TG_Keyword<"ignore_index", "int", "-100">, TG_MeanReduction];
+  let gradients = [(TGOp<"nll_loss_grad"> $dy, $input, $labels)];
+}
+
+def TG_NllLossGradOp : TG_InferOp<"nll_loss_grad"> {
+  let summary = "Gradient of `tg.nll_loss` with respect to the log-probabilities";
+  let description = [{
+    `grad` is the gradient of the loss (a scalar, or `[N]` with `reduction
+    = "none"`); the result has the input's shape and the promoted float
+    type. Runtime kernel: `ampc_nll_loss_bwd`.
+
+    ```mlir
+    %d = tg.nll_loss_grad %dy, %logp, %labels ignore_index -100 reduction "mean"
+        : tensor<f32>, tensor<64x10xf32>, tensor<64xi32> -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_IntTensor:$labels, I64Attr:$ignore_index,
+                       StrAttr:$reduction);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $labels `ignore_index` $ignore_index `reduction` $reduction attr-dict
+    `:` type($grad) `,` type($input) `,` type($labels) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_nll_loss_bwd"];
+}
+
+#endif // AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD

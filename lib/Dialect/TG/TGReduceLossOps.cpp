@@ -1,0 +1,516 @@
+//===- TGReduceLossOps.cpp - inference of the fp32-list reductions, losses -===//
+//
+// Result types and attribute checks of the ops of TGReduceLossOps.td:
+// logsumexp, norm, cumsum, group_norm, cosine_similarity, the losses
+// l1_loss, smooth_l1_loss, kl_div, nll_loss and their backward ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "InferSupport.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ampc::tg;
+using namespace ampc::tg::detail;
+
+namespace {
+
+/// Checks `dims` of a reduction of `x` and returns the result's shape.
+FailureOr<SmallVector<int64_t>> reduceShape(const InferError &err,
+                                            RankedTensorType x,
+                                            DenseI64ArrayAttr dimsAttr,
+                                            bool keepdim) {
+  if (!dimsAttr)
+    return err("requires attribute 'dims'");
+  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  if (dims.empty() && x.getRank() > 0)
+    return err("dims must not be empty (list every dim to reduce)");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= x.getRank())
+      return err("dim ", dims[i], " is out of range for ", x, " (rank ",
+                 x.getRank(), ")");
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return err("dims ", shapeToString(dims), " must be sorted and distinct");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(x.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+LogicalResult checkP(const InferError &err, FloatAttr p) {
+  if (!p)
+    return err("requires attribute 'p'");
+  double v = p.getValueAsDouble();
+  if (!(v >= 1.0))
+    return err("'p' must be >= 1 or inf, got ", v);
+  return success();
+}
+
+/// The backward op of a reduction: grad and result_value have the shape of
+/// the reduction of input; the result has the input's shape.
+LogicalResult inferReduceGrad(StringRef name, std::optional<Location> loc,
+                              Value grad, Value input, Value result,
+                              DenseI64ArrayAttr dims, bool keepdim,
+                              SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input), y = tensorType(result), g = tensorType(grad);
+  if (!x || !y || !g)
+    return err("operands must be ranked tensors");
+  auto shape = reduceShape(err, x, dims, keepdim);
+  if (failed(shape))
+    return failure();
+  for (RankedTensorType t : {y, g})
+    if (t.getShape() != ArrayRef<int64_t>(*shape))
+      return err("forward result and gradient must have the shape ",
+                 shapeToString(*shape), " of the reduction of ", x, ", got ",
+                 t);
+  FailureOr<Type> elt = promoteAll(err, {grad, input});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+LogicalResult checkDim(const InferError &err, RankedTensorType x,
+                       IntegerAttr dimAttr) {
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1))
+    return err("dim ", dim, " is out of range for ", x, " (rank ",
+               x.getRank(), ")");
+  return success();
+}
+
+/// group_norm's operand checks: x [N, C, ...], weight [C], C divisible by
+/// groups, eps positive.
+LogicalResult checkGroupNorm(const InferError &err, RankedTensorType x,
+                             RankedTensorType w, IntegerAttr groupsAttr,
+                             FloatAttr epsAttr) {
+  if (x.getRank() < 2)
+    return err("input must be [N, C, ...] (rank >= 2), got ", x);
+  if (!groupsAttr)
+    return err("requires attribute 'groups'");
+  int64_t groups = groupsAttr.getInt(), c = x.getDimSize(1);
+  if (groups < 1)
+    return err("'groups' must be >= 1, got ", groups);
+  if (c % groups != 0)
+    return err("channels ", c, " of ", x, " are not divisible by groups ",
+               groups);
+  if (w.getRank() != 1 || w.getDimSize(0) != c)
+    return err("weight ", w, " must be [", c, "] (the channels of ", x, ")");
+  if (!epsAttr || !(epsAttr.getValueAsDouble() > 0.0))
+    return err("'eps' must be positive");
+  return success();
+}
+
+/// cosine_similarity's broadcast shape (of lhs's rank) and dim check.
+FailureOr<SmallVector<int64_t>> cosineShape(const InferError &err,
+                                            RankedTensorType a,
+                                            RankedTensorType b,
+                                            IntegerAttr dimAttr,
+                                            FloatAttr epsAttr) {
+  int64_t badDim = 0;
+  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!shape)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  if (static_cast<int64_t>(shape->size()) != a.getRank())
+    return err("the second operand ", b, " has a higher rank than the first ",
+               a);
+  if (a.getRank() == 0)
+    return err("needs operands of rank >= 1, got ", a);
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= a.getRank())
+    return err("dim ", dim, " is out of range for ", a, " (rank ",
+               a.getRank(), ")");
+  if (!epsAttr || !(epsAttr.getValueAsDouble() >= 0.0))
+    return err("'eps' must not be negative");
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < a.getRank(); ++i)
+    if (i != dim)
+      out.push_back((*shape)[i]);
+  return out;
+}
+
+/// The loss' result shape for `reduction` of terms of `shape`.
+FailureOr<SmallVector<int64_t>> lossShape(const InferError &err,
+                                          ArrayRef<int64_t> shape,
+                                          StringAttr reduction,
+                                          bool batchmean) {
+  if (!reduction)
+    return err("requires attribute 'reduction'");
+  StringRef r = reduction.getValue();
+  if (r == "none")
+    return SmallVector<int64_t>(shape);
+  if (r == "mean" || r == "sum")
+    return SmallVector<int64_t>();
+  if (batchmean && r == "batchmean") {
+    if (shape.empty())
+      return err("reduction \"batchmean\" needs operands of rank >= 1");
+    return SmallVector<int64_t>();
+  }
+  return err("'reduction' must be \"none\", \"mean\", \"sum\"",
+             batchmean ? " or \"batchmean\"" : "", ", got \"", r, "\"");
+}
+
+/// A pair loss: two operands of one shape.
+LogicalResult inferPairReduced(StringRef name, std::optional<Location> loc,
+                               Value lhs, Value rhs, StringAttr reduction,
+                               bool batchmean, SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  if (failed(elt))
+    return failure();
+  auto shape = lossShape(err, a.getShape(), reduction, batchmean);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, *elt));
+  return success();
+}
+
+LogicalResult inferPairReducedGrad(StringRef name, std::optional<Location> loc,
+                                   Value grad, Value lhs, Value rhs,
+                                   StringAttr reduction, bool batchmean,
+                                   SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto g = tensorType(grad), a = tensorType(lhs), b = tensorType(rhs);
+  if (!g || !a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  auto shape = lossShape(err, a.getShape(), reduction, batchmean);
+  if (failed(shape))
+    return failure();
+  if (g.getShape() != ArrayRef<int64_t>(*shape))
+    return err("the gradient of the loss must have the loss' shape ",
+               shapeToString(*shape), ", got ", g);
+  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
+
+/// nll_loss' operands: logp [N, C], labels [N]; the loss' shape.
+FailureOr<SmallVector<int64_t>> nllShape(const InferError &err,
+                                         RankedTensorType x,
+                                         RankedTensorType labels,
+                                         StringAttr reduction) {
+  if (x.getRank() != 2)
+    return err("input must be 2-D [N, C] log-probabilities, got ", x);
+  if (labels.getRank() != 1 || labels.getDimSize(0) != x.getDimSize(0))
+    return err("labels ", labels, " must be [", x.getDimSize(0),
+               "] (one class index per row of ", x, ")");
+  return lossShape(err, {x.getDimSize(0)}, reduction, false);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult LogsumexpOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "logsumexp"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  auto shape = reduceShape(err, x, adaptor.getDimsAttr(),
+                           static_cast<bool>(adaptor.getKeepdimAttr()));
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult NormOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  InferError err{loc, "norm"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (failed(checkP(err, adaptor.getPAttr())))
+    return failure();
+  auto shape = reduceShape(err, x, adaptor.getDimsAttr(),
+                           static_cast<bool>(adaptor.getKeepdimAttr()));
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult LogsumexpGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferReduceGrad("logsumexp_grad", loc, adaptor.getGrad(),
+                         adaptor.getInput(), adaptor.getResultValue(),
+                         adaptor.getDimsAttr(),
+                         static_cast<bool>(adaptor.getKeepdimAttr()), types);
+}
+
+LogicalResult NormGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  InferError err{loc, "norm_grad"};
+  if (failed(checkP(err, adaptor.getPAttr())))
+    return failure();
+  return inferReduceGrad("norm_grad", loc, adaptor.getGrad(),
+                         adaptor.getInput(), adaptor.getResultValue(),
+                         adaptor.getDimsAttr(),
+                         static_cast<bool>(adaptor.getKeepdimAttr()), types);
+}
+
+//===----------------------------------------------------------------------===//
+// cumsum
+//===----------------------------------------------------------------------===//
+
+LogicalResult CumsumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "cumsum"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (failed(checkDim(err, x, adaptor.getDimAttr())))
+    return failure();
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult CumsumGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  InferError err{loc, "cumsum_grad"};
+  auto g = tensorType(adaptor.getGrad());
+  if (!g)
+    return err("operand must be a ranked tensor");
+  if (failed(checkDim(err, g, adaptor.getDimAttr())))
+    return failure();
+  types.push_back(g);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// group_norm, cosine_similarity
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "group_norm"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight()),
+       b = tensorType(adaptor.getBias());
+  if (!x || !w || !b)
+    return err("operands must be ranked tensors");
+  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
+                            adaptor.getEpsAttr())))
+    return failure();
+  if (b.getShape() != w.getShape())
+    return err("bias ", b, " must have the weight's shape ", w);
+  FailureOr<Type> elt = promoteAll(
+      err, {adaptor.getInput(), adaptor.getWeight(), adaptor.getBias()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
+
+LogicalResult GroupNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  InferError err{loc, "group_norm_grad"};
+  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
+       w = tensorType(adaptor.getWeight());
+  if (!g || !x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
+                            adaptor.getEpsAttr())))
+    return failure();
+  if (g.getShape() != x.getShape())
+    return err("gradient ", g, " must have the input's shape ", x);
+  FailureOr<Type> elt =
+      promoteAll(err, {adaptor.getGrad(), adaptor.getInput()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  types.push_back(w);
+  types.push_back(w);
+  return success();
+}
+
+LogicalResult CosineSimilarityOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  InferError err{loc, "cosine_similarity"};
+  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  auto shape =
+      cosineShape(err, a, b, adaptor.getDimAttr(), adaptor.getEpsAttr());
+  if (failed(shape))
+    return failure();
+  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, *elt));
+  return success();
+}
+
+LogicalResult CosineSimilarityGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  InferError err{loc, "cosine_similarity_grad"};
+  auto g = tensorType(adaptor.getGrad()), a = tensorType(adaptor.getLhs()),
+       b = tensorType(adaptor.getRhs());
+  if (!g || !a || !b)
+    return err("operands must be ranked tensors");
+  auto shape =
+      cosineShape(err, a, b, adaptor.getDimAttr(), adaptor.getEpsAttr());
+  if (failed(shape))
+    return failure();
+  if (g.getShape() != ArrayRef<int64_t>(*shape))
+    return err("gradient ", g, " must have the result's shape ",
+               shapeToString(*shape));
+  FailureOr<Type> elt = promoteAll(
+      err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(a.getShape(), *elt));
+  types.push_back(RankedTensorType::get(b.getShape(), *elt));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult L1LossOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferPairReduced("l1_loss", loc, adaptor.getLhs(), adaptor.getRhs(),
+                          adaptor.getReductionAttr(), false, types);
+}
+
+LogicalResult L1LossGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferPairReducedGrad("l1_loss_grad", loc, adaptor.getGrad(),
+                              adaptor.getLhs(), adaptor.getRhs(),
+                              adaptor.getReductionAttr(), false, types);
+}
+
+static LogicalResult checkBeta(std::optional<Location> loc, StringRef name,
+                               FloatAttr beta) {
+  InferError err{loc, name};
+  if (!beta)
+    return err("requires attribute 'beta'");
+  if (!(beta.getValueAsDouble() >= 0.0))
+    return err("'beta' must not be negative, got ", beta.getValueAsDouble());
+  return success();
+}
+
+LogicalResult SmoothL1LossOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  if (failed(checkBeta(loc, "smooth_l1_loss", adaptor.getBetaAttr())))
+    return failure();
+  return inferPairReduced("smooth_l1_loss", loc, adaptor.getLhs(),
+                          adaptor.getRhs(), adaptor.getReductionAttr(), false,
+                          types);
+}
+
+LogicalResult SmoothL1LossGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(checkBeta(loc, "smooth_l1_loss_grad", adaptor.getBetaAttr())))
+    return failure();
+  return inferPairReducedGrad("smooth_l1_loss_grad", loc, adaptor.getGrad(),
+                              adaptor.getLhs(), adaptor.getRhs(),
+                              adaptor.getReductionAttr(), false, types);
+}
+
+LogicalResult KlDivOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferPairReduced("kl_div", loc, adaptor.getLhs(), adaptor.getRhs(),
+                          adaptor.getReductionAttr(), true, types);
+}
+
+LogicalResult KlDivGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPairReducedGrad("kl_div_grad", loc, adaptor.getGrad(),
+                              adaptor.getLhs(), adaptor.getRhs(),
+                              adaptor.getReductionAttr(), true, types);
+}
+
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  InferError err{loc, "nll_loss"};
+  auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getLabels());
+  if (!x || !y)
+    return err("operands must be ranked tensors");
+  auto shape = nllShape(err, x, y, adaptor.getReductionAttr());
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  InferError err{loc, "nll_loss_grad"};
+  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
+       y = tensorType(adaptor.getLabels());
+  if (!g || !x || !y)
+    return err("operands must be ranked tensors");
+  auto shape = nllShape(err, x, y, adaptor.getReductionAttr());
+  if (failed(shape))
+    return failure();
+  if (g.getShape() != ArrayRef<int64_t>(*shape))
+    return err("the gradient of the loss must have the loss' shape ",
+               shapeToString(*shape), ", got ", g);
+  FailureOr<Type> elt =
+      promoteAll(err, {adaptor.getGrad(), adaptor.getInput()});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  return success();
+}
