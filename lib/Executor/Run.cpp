@@ -4,6 +4,7 @@
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -750,7 +751,57 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   int64_t firstEpoch = pos.epoch;
+  // Without ranks to agree with, a step's scalars are read one step late
+  // (LateStep.h): the line of step k is written once step k + 1 is queued.
+  bool late = !world;
+  LateStep pending(program.scaleSlot >= 0);
+  uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
+  // Logs step k's line (and the progress line) from its scalars.
+  auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
+                    double loss, bool skipped) {
+    skippedCount += skipped;
+    if (k == 0)
+      firstLoss = loss;
+    lastLoss = loss;
+    {
+      // A forward-only graph logs its one pass as step 1.
+      std::string line = "{\"step\": " + std::to_string(shown);
+      if (!datasets.empty())
+        line += ", \"epoch\": " + std::to_string(epoch);
+      line += ", \"loss\": " + jnum(loss);
+      if (scaler)
+        line += ", \"loss_scale\": " + jnum(used) +
+                ", \"skipped\": " + (skipped ? "true" : "false");
+      logLine(line + "}");
+    }
+    if (tty) {
+      double secs = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+      std::fprintf(stderr, "\rstep %lld/%lld", (long long)shown,
+                   (long long)(shown - k - 1 + steps));
+      if (!datasets.empty())
+        std::fprintf(stderr, "  epoch %lld", (long long)epoch);
+      std::fprintf(stderr, "  loss %.6g", loss);
+      if (scaler)
+        std::fprintf(stderr, "  scale %g  skipped %lld", used,
+                     (long long)skippedCount);
+      std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
+      std::fflush(stderr);
+    }
+  };
+  // Writes the lines of all queued reads but the newest `keep`.
+  auto flushLate = [&](size_t keep) {
+    for (;;) {
+      LateStep::Record r;
+      if (!pending.take(*ex, keep, r, error))
+        return false;
+      if (!r.valid)
+        return true;
+      record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped);
+    }
+  };
   for (int64_t k = 0; k < steps && !gSignal; ++k) {
     int64_t epoch = pos.epoch;
     if (!datasets.empty()) {
@@ -759,10 +810,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                      error))
         return fail(kRuntimeError, error);
     }
-    if (scaler && !scaleOfStep(scale))
+    // Late reads learn a dynamic scale from the previous step's read.
+    if (scaler && (!late || k == 0 || program.scaleSlot < 0) &&
+        !scaleOfStep(scale))
       return fail(kRuntimeError, error);
+    uint64_t syncsBefore = ex->hostSyncs();
     if (!ex->step(error))
       return fail(kRuntimeError, error);
+    syncsInSteps += ex->hostSyncs() - syncsBefore;
     ++taken;
     if (program.training)
       ++pos.steps;
@@ -772,51 +827,33 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       pos.batch = 0;
       epochDone = true;
     }
-    double loss = NAN;
-    std::vector<double> values;
-    if (!program.outputs.empty()) {
-      if (!ex->readOutput(0, values, error))
+    int64_t shown = program.training ? pos.steps : taken;
+    if (late) {
+      if (!pending.queue(*ex, k, epoch, shown, scale, error) || !flushLate(1))
         return fail(kRuntimeError, error);
-      if (values.size() == 1)
-        loss = values[0];
+    } else {
+      double loss = NAN;
+      std::vector<double> values;
+      if (!program.outputs.empty()) {
+        if (!ex->readOutput(0, values, error))
+          return fail(kRuntimeError, error);
+        if (values.size() == 1)
+          loss = values[0];
+      }
+      if (world && !world->meanOf(loss, error))
+        return fail(kRuntimeError, error);
+      bool skipped = false;
+      if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
+        return fail(kRuntimeError, error);
+      record(k, epoch, shown, scale, loss, skipped);
     }
-    if (world && !world->meanOf(loss, error))
+    bool saveNow = options.saveEvery > 0 && program.training &&
+                   pos.steps % options.saveEvery == 0 && k + 1 < steps;
+    bool evalNow = evalEx && (epochDone || (options.evalEvery > 0 &&
+                                            pos.steps % options.evalEvery == 0));
+    // Saving and eval read the state anyway: this step's line comes first.
+    if ((saveNow || evalNow) && late && !flushLate(0))
       return fail(kRuntimeError, error);
-    bool skipped = false;
-    if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
-      return fail(kRuntimeError, error);
-    skippedCount += skipped;
-    if (k == 0)
-      firstLoss = loss;
-    lastLoss = loss;
-    {
-      // A forward-only graph logs its one pass as step 1.
-      std::string line =
-          "{\"step\": " +
-          std::to_string(program.training ? pos.steps : taken);
-      if (!datasets.empty())
-        line += ", \"epoch\": " + std::to_string(epoch);
-      line += ", \"loss\": " + jnum(loss);
-      if (scaler)
-        line += ", \"loss_scale\": " + jnum(scale) +
-                ", \"skipped\": " + (skipped ? "true" : "false");
-      logLine(line + "}");
-    }
-    if (tty) {
-      double secs = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
-      std::fprintf(stderr, "\rstep %lld/%lld", (long long)pos.steps,
-                   (long long)(pos.steps - k - 1 + steps));
-      if (!datasets.empty())
-        std::fprintf(stderr, "  epoch %lld", (long long)epoch);
-      std::fprintf(stderr, "  loss %.6g", loss);
-      if (scaler)
-        std::fprintf(stderr, "  scale %g  skipped %lld", scale,
-                     (long long)skippedCount);
-      std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
-      std::fflush(stderr);
-    }
     if (options.saveEvery > 0 && program.training &&
         pos.steps % options.saveEvery == 0 && k + 1 < steps &&
         !ex->save(options.save, pos, error))
@@ -826,6 +863,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!runEval(epochDone ? epoch : pos.epoch))
         return fail(kRuntimeError, error);
   }
+  if (late && !flushLate(0))
+    return fail(kRuntimeError, error);
+  if (std::getenv("AMPC_REPORT_SYNCS"))
+    llvm::errs() << "ampc: host synchronisations: " << syncsInSteps
+                 << " inside " << taken << " steps, " << ex->hostSyncs()
+                 << " in the run so far\n";
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&

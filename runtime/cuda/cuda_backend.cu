@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../src/philox.h"
+#include "bf16_split.h"
 #include "cuda_internal.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -589,6 +590,18 @@ __global__ void loadCKernel(float *acc, Buf c, int64_t batch, int64_t m,
   }
 }
 
+/// parts[k * partStride + i] = bf16 part k of x[i] (bf16_split.h), for the
+/// first n elements of x (an operand's whole extent, ld gaps included).
+__global__ void bf16SplitKernel(Buf x, int64_t n, int nparts,
+                                int64_t partStride, uint16_t *parts) {
+  GRID_STRIDE(i, n) {
+    uint16_t p[3];
+    bf16Split(loadF32(x.data, x.dtype, i), nparts, p);
+    for (int k = 0; k < nparts; ++k)
+      parts[k * partStride + i] = p[k];
+  }
+}
+
 __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
   GRID_STRIDE(i, n) {
     int64_t o0, o1, o2;
@@ -624,6 +637,25 @@ __global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
 }
 
 #include "cuda_fast.cuh"
+
+// ------------------------------------------------------ asynchronous reads --
+
+/// The pieces of one ampc_read_async, packed in order into `out`.
+struct ReadPieces {
+  const void *src[Backend::kReadPieces];
+  uint32_t bytes[Backend::kReadPieces];
+  int count;
+};
+
+/// One block: byte i of the packed read comes from the piece covering it.
+__global__ void gatherReadKernel(ReadPieces p, uint8_t *out) {
+  uint32_t at = 0;
+  for (int k = 0; k < p.count; ++k) {
+    for (uint32_t i = threadIdx.x; i < p.bytes[k]; i += blockDim.x)
+      out[at + i] = static_cast<const uint8_t *>(p.src[k])[i];
+    at += p.bytes[k];
+  }
+}
 
 // ---------------------------------------------------------------- backend --
 
@@ -674,6 +706,11 @@ public:
     if (stream_) {
       enter();
       cudaStreamSynchronize(stream_);
+      for (cudaEvent_t &e : readEvents)
+        if (e)
+          cudaEventDestroy(e);
+      if (readStage)
+        cudaFree(readStage);
       cudaStreamDestroy(stream_);
     }
   }
@@ -698,6 +735,11 @@ public:
       CUDA_TRY(
           cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     }
+    // Asynchronous reads: a device staging area and one event per slot,
+    // made here so no read allocates (cudaMalloc may wait for the device).
+    CUDA_TRY(cudaMalloc(&readStage, kReadBytes));
+    for (cudaEvent_t &e : readEvents)
+      CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return lt.init(stream_);
   }
 
@@ -771,6 +813,59 @@ public:
       return asyncFail(err, "cudaStreamSynchronize");
     return AMPC_OK;
   }
+  ampc_status hostAlloc(size_t bytes, void **ptr) override {
+    ENTER();
+    cudaError_t err = cudaMallocHost(ptr, bytes ? bytes : 1);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return AMPC_ERROR_OUT_OF_MEMORY;
+    }
+    return err == cudaSuccess ? AMPC_OK : cudaFail(err, "cudaMallocHost");
+  }
+  ampc_status hostFree(void *ptr) override {
+    ENTER();
+    // A queued read may still write into it.
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaStreamSynchronize (before cudaFreeHost)");
+    CUDA_TRY(cudaFreeHost(ptr));
+    return AMPC_OK;
+  }
+  /// One transfer: a single piece is copied directly; several are packed on
+  /// the device into the staging area first (one tiny kernel), so the host
+  /// side is always one cudaMemcpyAsync into page-locked memory and an
+  /// event. Nothing here waits.
+  ampc_status readAsync(void *dst, const void *const *srcs, const size_t *bytes,
+                        int count, uint64_t ticket) override {
+    ENTER();
+    const void *from = srcs[0];
+    size_t total = bytes[0];
+    if (count > 1) {
+      ReadPieces p{};
+      total = 0;
+      for (int i = 0; i < count; ++i) {
+        p.src[i] = srcs[i];
+        p.bytes[i] = static_cast<uint32_t>(bytes[i]);
+        total += bytes[i];
+      }
+      p.count = count;
+      gatherReadKernel<<<1, 64, 0, stream_>>>(p,
+                                              static_cast<uint8_t *>(readStage));
+      LAUNCH_CHECK("read gather kernel");
+      from = readStage;
+    }
+    CUDA_TRY(cudaMemcpyAsync(dst, from, total, cudaMemcpyDeviceToHost, stream_));
+    CUDA_TRY(cudaEventRecord(readEvents[ticket % kReadSlots], stream_));
+    return AMPC_OK;
+  }
+  ampc_status readWait(uint64_t ticket) override {
+    ENTER();
+    cudaError_t err = cudaEventSynchronize(readEvents[ticket % kReadSlots]);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaEventSynchronize (waiting for a read)");
+    return AMPC_OK;
+  }
+
   ampc_status tempAlloc(size_t bytes, void **ptr) override {
     ENTER();
     cudaError_t err = usePool ? cudaMallocAsync(ptr, bytes, stream_)
@@ -786,6 +881,7 @@ public:
     if (usePool) {
       cudaFreeAsync(ptr, stream_);
     } else {
+      ++hostSyncs;
       cudaStreamSynchronize(stream_); // queued work may still use it
       cudaFree(ptr);
     }
@@ -1223,37 +1319,72 @@ public:
     return AMPC_OK;
   }
 
-  /// Copies `count` elements of b into a new f32 buffer.
-  ampc_status widen(Buf b, int64_t count, Temp &t, Buf &out) {
-    AMPC_TRY(t.alloc(count * sizeof(float)));
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = count;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    out = Buf{t.get(), AMPC_F32};
-    return copy(out, b, w, 1.0f);
+  /// Mixed input dtypes (cuBLASLt wants one type for A and B): bf16 tensor
+  /// cores over exact bf16 parts of each operand (bf16_split.h). With a, b
+  /// split into pa, pb parts, the products of parts i, j with i + j <= 2 are
+  /// accumulated in f32, smallest first, then bias, activation and one
+  /// rounding to C. f16 x bf16 keeps every product (exact inputs); with an
+  /// f32 operand the dropped products are below 2^-23 of |a||b|, under one
+  /// f32 rounding of the sum.
+  ampc_status gemmSplit(const GemmDesc &d) {
+    auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      return (d.batch - 1) * stride + (rows - 1) * ld + cols;
+    };
+    int64_t na = extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k, d.lda,
+                        d.strideA),
+            nb = extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n, d.ldb,
+                        d.strideB);
+    int pa = bf16Parts(d.a.dtype), pb = bf16Parts(d.b.dtype);
+    // Parts 256 bytes apart at least (pointer alignment for cuBLASLt).
+    int64_t sa = (na + 127) & ~int64_t(127), sb = (nb + 127) & ~int64_t(127);
+    Temp parts(*this), tacc(*this);
+    AMPC_TRY(parts.alloc((pa * sa + pb * sb) * sizeof(uint16_t)));
+    uint16_t *ap = static_cast<uint16_t *>(parts.get()), *bp = ap + pa * sa;
+    bf16SplitKernel<<<blocksFor(na), kThreads, 0, stream_>>>(d.a, na, pa, sa,
+                                                            ap);
+    LAUNCH_CHECK("gemm split kernel");
+    bf16SplitKernel<<<blocksFor(nb), kThreads, 0, stream_>>>(d.b, nb, pb, sb,
+                                                            bp);
+    LAUNCH_CHECK("gemm split kernel");
+    int64_t total = d.batch * d.m * d.n;
+    AMPC_TRY(tacc.alloc(total * sizeof(float)));
+    bool first = true;
+    if (d.beta != 0.0f) {
+      loadCKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
+          tacc.f32(), d.c, d.batch, d.m, d.n, d.ldc, d.strideC, d.beta);
+      LAUNCH_CHECK("gemm load kernel");
+      first = false;
+    }
+    for (int level = 2; level >= 0; --level)
+      for (int i = 0; i < pa; ++i) {
+        int j = level - i;
+        if (j < 0 || j >= pb)
+          continue;
+        GemmDesc f = d;
+        f.a = Buf{ap + i * sa, AMPC_BF16};
+        f.b = Buf{bp + j * sb, AMPC_BF16};
+        f.c = Buf{tacc.get(), AMPC_F32};
+        f.ldc = d.n;
+        f.strideC = d.m * d.n;
+        f.beta = first ? 0.0f : 1.0f;
+        f.bias = Buf{nullptr, AMPC_F32};
+        f.epilogue = AMPC_EPILOGUE_NONE;
+        AMPC_TRY(lt.run(f, nullptr));
+        first = false;
+      }
+    epilogueStoreKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
+        d.c, tacc.f32(), d.bias, d.batch, d.m, d.n, d.ldc, d.strideC,
+        d.epilogue);
+    LAUNCH_CHECK("gemm epilogue kernel");
+    return AMPC_OK;
   }
 
   ampc_status gemm(const GemmDesc &d) override {
     ENTER();
-    auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
-      return (d.batch - 1) * stride + (rows - 1) * ld + cols;
-    };
+    if (d.a.dtype != d.b.dtype && d.k > 0 && d.m > 0 && d.n > 0)
+      return gemmSplit(d);
     GemmDesc g = d;
-    Temp ta(*this), tb(*this), tbias(*this), tacc(*this);
-    // Mixed input dtypes: cuBLASLt wants one type for A and B.
-    if (d.a.dtype != d.b.dtype && d.k > 0) {
-      if (d.a.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.a,
-                       extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k, d.lda,
-                              d.strideA),
-                       ta, g.a));
-      if (d.b.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.b,
-                       extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n, d.ldb,
-                              d.strideB),
-                       tb, g.b));
-    }
+    Temp tbias(*this), tacc(*this);
     // Exact-erf GELU has no cuBLASLt epilogue: with an f32 C (one rounding
     // either way) the GEMM writes C with its bias and GELU runs in place.
     bool geluAfter = d.epilogue == AMPC_EPILOGUE_GELU && d.c.dtype == AMPC_F32;
@@ -1493,6 +1624,8 @@ private:
   cudaStream_t stream_ = nullptr;
   bool usePool = true;
   const char *lastLaunch = "none";
+  void *readStage = nullptr;
+  cudaEvent_t readEvents[kReadSlots] = {};
   LtGemm lt;
 };
 

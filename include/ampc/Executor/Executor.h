@@ -9,6 +9,7 @@
 
 #include "ampc/Dialect/RT/ProgramInfo.h"
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,6 +55,22 @@ public:
   bool readScale(double &scale, std::string &error);
   bool readSkipped(bool &skipped, std::string &error);
 
+  /// A step's scalars read without blocking the device (docs/cuda.md "Step
+  /// scalars, read one step late"): queueStepScalars, called right after a
+  /// step is queued, queues ONE asynchronous copy into page-locked memory of
+  /// output 0 when it is a single element (the loss), the skipped flag and
+  /// the loss scale the next step will use; takeStepScalars waits for the
+  /// oldest queued copy and decodes it. Up to two reads may be in flight.
+  struct StepScalars {
+    double loss = NAN;   ///< NaN when output 0 is not one element
+    bool skipped = false; ///< false when the step checks no gradients
+    double nextScale = 0; ///< 0 without a dynamic scaler
+  };
+  bool queueStepScalars(std::string &error);
+  bool takeStepScalars(StepScalars &out, std::string &error);
+  /// The context's host synchronisations so far (ampc_host_syncs).
+  uint64_t hostSyncs();
+
   /// Checkpoints of parameters, optimizer state and scaler state, with the
   /// run's position, written atomically; loading validates everything before
   /// touching the state.
@@ -84,6 +101,9 @@ private:
   struct Impl;
   const rt::Program &program;
   std::unique_ptr<Impl> impl;
+  struct StepReads;
+  /// Destroyed before impl (it frees page-locked memory of impl's context).
+  std::unique_ptr<StepReads> reads;
 };
 
 } // namespace ampc::exec
