@@ -13,7 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "../src/philox.h"
 #include "bf16_split.h"
-#include "cuda_internal.h"
+#include "cuda_device.cuh"
+#include "cuda_exact.h"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -23,18 +24,6 @@
 namespace ampc {
 namespace cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocksFor(int64_t n, int threads = kThreads) {
-  int64_t b = (n + threads - 1) / threads;
-  return static_cast<int>(b < 65535 * 4 ? (b > 0 ? b : 1) : 65535 * 4);
-}
-
-#define GRID_STRIDE(i, n)                                                      \
-  for (int64_t i =                                                             \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
-       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __device__ __forceinline__ void
 walkOffsets(const Walk &w, int64_t i, int64_t &o0, int64_t &o1, int64_t &o2) {
@@ -46,31 +35,6 @@ walkOffsets(const Walk &w, int64_t i, int64_t &o0, int64_t &o1, int64_t &o2) {
     o1 += idx * w.stride[1][d];
     o2 += idx * w.stride[2][d];
   }
-}
-
-__device__ __forceinline__ float warpSum(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ double warpSumD(double v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ bool deviceFlag(Buf f) {
-  if (!f.data)
-    return false;
-  return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
-                             : *static_cast<const float *>(f.data) != 0.0f;
 }
 
 // ------------------------------------------------------------ elementwise --
@@ -97,15 +61,6 @@ __global__ void fillKernel(Buf y, int64_t n, float v, int64_t iv) {
       static_cast<int32_t *>(y.data)[i] = static_cast<int32_t>(iv);
     else
       static_cast<uint8_t *>(y.data)[i] = iv != 0;
-  }
-}
-
-__global__ void randomKernel(Buf y, int64_t n, uint64_t seed, uint64_t offset,
-                             bool normal, double p0, double p1) {
-  GRID_STRIDE(i, n) {
-    double v = normal ? philoxNormal(seed, offset, i, p0, p1)
-                      : philoxUniform(seed, offset, i, p0, p1);
-    storeF32(y.data, y.dtype, i, static_cast<float>(v));
   }
 }
 
@@ -173,11 +128,7 @@ __global__ void argmaxKernel(Buf y, Buf x, int64_t outer, int64_t dim,
 /// One warp per output element; lanes stride over the reduced elements.
 __global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer, Walk inner,
                              int64_t nOut, int64_t nIn) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t o = warp; o < nOut; o += warps) {
+  WARP_LOOP(o, nOut) {
     int64_t yo, xo, unused;
     walkOffsets(outer, o, yo, xo, unused);
     float acc = op == ReduceOp::Max ? -INFINITY : 0.0f;
@@ -210,11 +161,7 @@ __global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer, Walk inner,
 
 __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
                                    Walk inner, int64_t nOut, int64_t nIn) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t o = warp; o < nOut; o += warps) {
+  WARP_LOOP(o, nOut) {
     int64_t yo, xo, unused;
     walkOffsets(outer, o, yo, xo, unused);
     float m = loadF32(y.data, y.dtype, yo), g = loadF32(dy.data, dy.dtype, yo);
@@ -240,11 +187,7 @@ __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
 /// One warp per (outer, inner) row of `dim` elements, `inner` apart.
 __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < outer * inner; r += warps) {
+  WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float m = -INFINITY;
     for (int64_t j = lane; j < dim; j += 32)
@@ -265,11 +208,7 @@ __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
 
 __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                                  int64_t dim, int64_t inner) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < outer * inner; r += warps) {
+  WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float dot = 0;
     for (int64_t j = lane; j < dim; j += 32) {
@@ -288,11 +227,7 @@ __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
 /// Row statistics (mean, rstd) with one warp per row, two passes in f32.
 __global__ void rowStatsKernel(bool rms, Buf x, int64_t rows, int64_t cols,
                                float eps, float *mean, float *rstd) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     float s = 0;
     if (!rms) {
       for (int64_t j = lane; j < cols; j += 32)
@@ -328,11 +263,7 @@ __global__ void normKernel(Buf y, Buf x, Buf w, Buf b, int64_t rows,
 __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
                                 int64_t rows, int64_t cols, const float *mean,
                                 const float *rstd) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     float mu = mean[r], rs = rstd[r], sg = 0, sgx = 0;
     for (int64_t j = lane; j < cols; j += 32) {
       int64_t i = r * cols + j;
@@ -442,35 +373,6 @@ __global__ void embeddingKernel(Buf y, Buf table, Buf ids, int64_t n,
     bool ok = id >= 0 && id < vocab;
     storeF32(y.data, y.dtype, i,
              ok ? loadF32(table.data, table.dtype, id * dim + i % dim) : 0.0f);
-  }
-}
-
-/// out[0] = sum(a[0..n)), out[1] = sum(b[0..n)) in one block, fixed order.
-__global__ void sumTwoKernel(const float *a, const float *b, int64_t n,
-                             double *out) {
-  __shared__ double sa[32], sb[32];
-  double x = 0, y = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    x += a[i];
-    if (b)
-      y += b[i];
-  }
-  x = warpSumD(x);
-  y = warpSumD(y);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  if (lane == 0) {
-    sa[w] = x;
-    sb[w] = y;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double tx = 0, ty = 0;
-    for (int i = 0; i < (blockDim.x >> 5); ++i) {
-      tx += sa[i];
-      ty += sb[i];
-    }
-    out[0] = tx;
-    out[1] = ty;
   }
 }
 
@@ -611,31 +513,6 @@ __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
   }
 }
 
-// -------------------------------------------------------------------- AMP --
-
-__global__ void storeFlagKernel(Buf out, const float *flag) {
-  storeF32(out.data, out.dtype, 0, *flag != 0.0f ? 1.0f : 0.0f);
-}
-
-__global__ void updateScaleKernel(float *scale, int32_t *growthTracker,
-                                  int32_t *hysteresisLeft, Buf foundInf,
-                                  float growthFactor, float backoffFactor,
-                                  int32_t growthInterval, int32_t hysteresis,
-                                  float minScale, float maxScale) {
-  updateScaleState(*scale, *growthTracker, *hysteresisLeft,
-                   deviceFlag(foundInf), growthFactor, backoffFactor,
-                   growthInterval, hysteresis, minScale, maxScale);
-}
-
-__global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
-                                double beta2, double eps, double weightDecay,
-                                AdamwScalars *out, Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  *step += 1;
-  *out = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
-}
-
 #include "cuda_fast.cuh"
 
 // ------------------------------------------------------ asynchronous reads --
@@ -680,8 +557,6 @@ __global__ void gatherReadKernel(ReadPieces p, uint8_t *out) {
     if (cudaErr_ != cudaSuccess)                                               \
       return cudaFail(cudaErr_, #call);                                        \
   } while (0)
-
-int warpBlocks(int64_t rows) { return blocksFor(rows * 32); }
 
 size_t eltBytes(ampc_dtype dt) {
   switch (dt) {
@@ -974,9 +849,8 @@ public:
   ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                      bool normal, double p0, double p1) override {
     ENTER();
-    randomKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, n, seed, offset,
-                                                         normal, p0, p1);
-    LAUNCH_CHECK("random kernel");
+    lastLaunch = "random kernel";
+    CUDA_TRY(launchRandom(stream_, y, n, seed, offset, normal, p0, p1));
     return AMPC_OK;
   }
   ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
@@ -1259,7 +1133,7 @@ public:
   /// sums[0..1] = sum a, sum b (f64, fixed order): many blocks, then one.
   ampc_status sumTwo(const float *a, const float *b, int64_t n, double *sums) {
     if (n < 65536) {
-      sumTwoKernel<<<1, kThreads, 0, stream_>>>(a, b, n, sums);
+      sumTwoPartialKernel<<<1, kThreads, 0, stream_>>>(a, b, n, sums);
       LAUNCH_CHECK("sum kernel");
       return AMPC_OK;
     }
@@ -1526,13 +1400,12 @@ public:
     AMPC_TRY(forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtUnscaleKernel<<<blocks, kThreads, 0, stream_>>>(c, flag.f32(),
-                                                            scale);
-          LAUNCH_CHECK("unscale kernel");
+          lastLaunch = "unscale kernel";
+          CUDA_TRY(launchUnscale(stream_, c, blocks, flag.f32(), scale));
           return AMPC_OK;
         }));
-    storeFlagKernel<<<1, 1, 0, stream_>>>(foundInf, flag.f32());
-    LAUNCH_CHECK("found_inf kernel");
+    lastLaunch = "found_inf kernel";
+    CUDA_TRY(launchStoreFlag(stream_, foundInf, flag.f32()));
     return AMPC_OK;
   }
   ampc_status updateScale(float *scale, int32_t *growthTracker,
@@ -1541,10 +1414,10 @@ public:
                           int32_t growthInterval, int32_t hysteresis,
                           float minScale, float maxScale) override {
     ENTER();
-    updateScaleKernel<<<1, 1, 0, stream_>>>(
-        scale, growthTracker, hysteresisLeft, foundInf, growthFactor,
-        backoffFactor, growthInterval, hysteresis, minScale, maxScale);
-    LAUNCH_CHECK("scale update kernel");
+    lastLaunch = "scale update kernel";
+    CUDA_TRY(launchUpdateScale(stream_, scale, growthTracker, hysteresisLeft,
+                               foundInf, growthFactor, backoffFactor,
+                               growthInterval, hysteresis, minScale, maxScale));
     return AMPC_OK;
   }
   ampc_status clipGradNorm(float *totalNorm, const TensorList &g, float maxNorm,
@@ -1559,20 +1432,20 @@ public:
     AMPC_TRY(forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t first) -> ampc_status {
-          mtSumSquaresKernel<<<blocks, kThreads, 0, stream_>>>(
-              c, partials + first, foundInf);
-          LAUNCH_CHECK("norm kernel");
+          lastLaunch = "norm kernel";
+          CUDA_TRY(launchSumSquares(stream_, c, blocks, partials + first,
+                                    foundInf));
           return AMPC_OK;
         }));
     float *coef = reinterpret_cast<float *>(partials + slots + 1);
-    clipCoefTreeKernel<<<1, kThreads, 0, stream_>>>(
-        partials, slots > 0 ? slots : 1, maxNorm, coef, totalNorm, foundInf);
-    LAUNCH_CHECK("clip coefficient kernel");
+    lastLaunch = "clip coefficient kernel";
+    CUDA_TRY(launchClipCoef(stream_, partials, slots > 0 ? slots : 1, maxNorm,
+                            coef, totalNorm, foundInf));
     return forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtScaleKernel<<<blocks, kThreads, 0, stream_>>>(c, coef, foundInf);
-          LAUNCH_CHECK("clip kernel");
+          lastLaunch = "clip kernel";
+          CUDA_TRY(launchScale(stream_, c, blocks, coef, foundInf));
           return AMPC_OK;
         });
   }
@@ -1588,8 +1461,8 @@ public:
           c.aux1[k] = s.hasMomentum ? bufs[t] : nullptr;
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtSgdKernel<<<blocks, kThreads, 0, stream_>>>(c, s, foundInf);
-          LAUNCH_CHECK("sgd kernel");
+          lastLaunch = "sgd kernel";
+          CUDA_TRY(launchSgd(stream_, c, blocks, s, foundInf));
           return AMPC_OK;
         });
   }
@@ -1601,9 +1474,9 @@ public:
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
     AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
-    adamwStepKernel<<<1, 1, 0, stream_>>>(step, lr, beta1, beta2, eps,
-                                          weightDecay, sc, foundInf);
-    LAUNCH_CHECK("adamw step kernel");
+    lastLaunch = "adamw step kernel";
+    CUDA_TRY(launchAdamwStep(stream_, step, lr, beta1, beta2, eps, weightDecay,
+                             sc, foundInf));
     return forChunks(
         params,
         [&](MtChunk &c, int k, int32_t t) {
@@ -1613,8 +1486,8 @@ public:
           c.aux2[k] = expAvgSqs[t];
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtAdamwKernel<<<blocks, kThreads, 0, stream_>>>(c, sc, foundInf);
-          LAUNCH_CHECK("adamw kernel");
+          lastLaunch = "adamw kernel";
+          CUDA_TRY(launchAdamw(stream_, c, blocks, sc, foundInf));
           return AMPC_OK;
         });
   }
