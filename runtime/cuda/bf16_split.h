@@ -7,7 +7,7 @@
 // of v - p0, p2 what remains. Each difference is exact in f32, so the parts
 // are exact: 1 part for bf16, 2 for f16 (11 significant bits), 3 for f32
 // (24), for every finite v with |v| >= 2^-102 (below that the last part can
-// lose bits to bf16 subnormals). inf and NaN go whole into p0.
+// lose bits to bf16 subnormals). inf goes whole into p0, NaN as a quiet NaN.
 //
 // Shared by the CUDA kernel and the CPU test that checks the exactness.
 //
@@ -30,7 +30,12 @@ AMPC_HD void bf16Split(float v, int n, uint16_t *parts) {
   bool special = (x & 0x7f800000u) == 0x7f800000u;
   float rest = v;
   for (int k = 0; k < n; ++k) {
-    uint16_t p = special && k > 0 ? 0 : static_cast<uint16_t>(floatBits(rest) >> 16);
+    uint16_t p = special && k > 0
+                     ? 0
+                     : static_cast<uint16_t>(floatBits(rest) >> 16);
+    // A NaN whose payload is all in the low bits must not become inf.
+    if (k == 0 && special && (x & 0x007fffffu))
+      p |= 0x40u;
     parts[k] = p;
     if (!special)
       rest = rest - bf16ToF32(p); // exact: p is rest's leading bits
