@@ -88,7 +88,7 @@ TEST(Bf16Split, F32SplitsExactlyIntoThreeParts) {
                   1.17549435e-38f * 16777216.0f, 0.1f, 1.0f / 3, INFINITY,
                   -INFINITY, NAN, 65504.0f, 6.1035156e-05f})
     check(v);
-  EXPECT_GT(checked, 900000);
+  EXPECT_GT(checked, 850000); // random bits: about 10% are below 2^-102, NaN or inf
 }
 
 // -------------------------------------------------------------- on the GPU --
