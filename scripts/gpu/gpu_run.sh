@@ -379,7 +379,8 @@ for r in recs:
                      f"{', CUDA backend ' + ('ON' if r.get('cuda_backend') else 'OFF') if r['ok'] else ''}"
                      f" ({r['seconds']} s)")
 for r in recs:
-    if "failed" in str(r.get("status", "")) or r.get("ok") is False:
+    if ("failed" in str(r.get("status", "")) or r.get("ok") is False or
+            r.get("rc") not in (None, 0)):
         lines.append(f"FAILED step: {json.dumps(r)}")
 counts = {}
 for t in tests:
@@ -448,9 +449,14 @@ if [ $DRY = 1 ]; then
   echo "gpu_run: dry-run complete (results in $OUT)"
   exit 0
 fi
-# Exit 0 only when every CUDA test really ran and passed.
+# Exit 0 only when every CUDA test really ran and passed and every emitted
+# step that ran exited 0 (which includes 0 host syncs inside its steps).
 python3 - "$OUT/records.jsonl" <<'PY'
 import json, sys
-tests = [json.loads(l) for l in open(sys.argv[1]) if '"kind": "test"' in l]
-sys.exit(0 if tests and all(t["status"] == "passed" for t in tests) else 1)
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+tests = [r for r in recs if r["kind"] == "test"]
+rcs = [r["rc"] for r in recs if r["kind"] in ("step_rc", "example_rc")]
+ok = tests and all(t["status"] == "passed" for t in tests) and \
+    all(rc == 0 for rc in rcs)
+sys.exit(0 if ok else 1)
 PY
