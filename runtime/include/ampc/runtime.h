@@ -185,7 +185,7 @@ AMPC_API ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
 /// Sets `bytes` bytes of device memory to the byte `value`.
 AMPC_API ampc_status ampc_memset(ampc_context ctx, void *ptr, int32_t value,
                                  size_t bytes);
-/*-- Reads that do not block a step (docs/runtime.md "Asynchronous reads") --*/
+/*-- Reads that do not block a step (docs/runtime.md, "Asynchronous reads") --*/
 
 /// Allocates `bytes` of host memory for ampc_read_async: page-locked on CUDA
 /// (so the copy into it runs without waiting), ordinary memory on CPU.
