@@ -10,9 +10,11 @@
 // (ampc_host_syncs before and after each step call). Prints one JSON object.
 //
 //   step_bench --label L [--vocab V] [--backend cpu|cuda] [--warmup 3]
-//              [--steps 10] [--out FILE] [--dry-run]
+//              [--steps 10] [--out FILE] [--write-inputs DIR] [--dry-run]
 //
 // --dry-run prints what it would do and exits before creating a context.
+// --write-inputs writes the LM inputs as DIR/{tokens,targets,mask}.npy, so
+// `ampc run --input ...` can run the same steps (test/StepReads).
 //
 //===----------------------------------------------------------------------===//
 #include GRAPH_HEADER
@@ -44,7 +46,7 @@ bool check(ampc_status st, const char *what) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string label = "?", out, backendName = "cuda";
+  std::string label = "?", out, backendName = "cuda", inputsDir;
   int warmup = 3, steps = 10;
   long vocab = 0;
   bool dry = false;
@@ -71,6 +73,8 @@ int main(int argc, char **argv) {
       out = next();
     else if (a == "--dry-run")
       dry = true;
+    else if (a == "--write-inputs")
+      inputsDir = next();
     else {
       std::fprintf(stderr,
                    "usage: step_bench --label L --vocab V [--backend cpu|cuda] "
@@ -116,6 +120,37 @@ int main(int argc, char **argv) {
   for (int64_t q = 0; q < seq; ++q)
     for (int64_t k = 0; k < seq; ++k)
       mask[q * seq + k] = k <= q ? 0.0f : -10000.0f;
+  if (lm && !inputsDir.empty()) {
+    // .npy v1.0: magic, version, header length, a dict padded to 64 bytes.
+    auto npy = [&](const char *name, const char *descr, const std::string &shape,
+                   const void *data, size_t bytes) {
+      std::string dict = std::string("{'descr': '") + descr +
+                         "', 'fortran_order': False, 'shape': (" + shape +
+                         "), }";
+      while ((10 + dict.size() + 1) % 64)
+        dict += ' ';
+      dict += '\n';
+      std::string path = inputsDir + "/" + name + ".npy";
+      FILE *f = std::fopen(path.c_str(), "wb");
+      uint16_t len = static_cast<uint16_t>(dict.size());
+      bool ok = f && std::fwrite("\x93NUMPY\x01\x00", 1, 8, f) == 8 &&
+                std::fwrite(&len, 2, 1, f) == 1 &&
+                std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
+                std::fwrite(data, 1, bytes, f) == bytes;
+      if (f)
+        ok &= std::fclose(f) == 0;
+      return ok;
+    };
+    std::string b = std::to_string(tokens / seq), t = std::to_string(seq);
+    if (!npy("tokens", "<i4", b + ", " + t, ids.data(), tokens * 4) ||
+        !npy("targets", "<i4", std::to_string(tokens) + ",", ids.data() + 1,
+             tokens * 4) ||
+        !npy("mask", "<f4", t + ", " + t, mask.data(), seq * seq * 4)) {
+      std::fprintf(stderr, "step_bench: cannot write inputs to %s\n",
+                   inputsDir.c_str());
+      return 1;
+    }
+  }
   std::vector<void *> inputs(nIn);
   for (int32_t i = 0; i < nIn; ++i) {
     int64_t n = FN(input_bytes)(i);
@@ -197,7 +232,7 @@ int main(int argc, char **argv) {
                      std::to_string(syncsInSteps) + ", \"losses\": [";
   for (size_t i = 0; i < losses.size(); ++i) {
     char b[32];
-    std::snprintf(b, sizeof(b), "%s%.7g", i ? ", " : "", losses[i]);
+    std::snprintf(b, sizeof(b), "%s%.9g", i ? ", " : "", losses[i]);
     json += b;
   }
   json += "]}";
