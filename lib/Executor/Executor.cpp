@@ -411,6 +411,30 @@ void Executor::setGradientHook(GradientHook hook) {
   impl->gradientHook = std::move(hook);
 }
 
+void *Executor::context() { return impl->ctx; }
+
+bool Executor::replay(size_t end,
+                      const std::function<bool(size_t call)> &after,
+                      std::string &error) {
+  for (size_t i = 0; i < end && i < impl->step.size(); ++i) {
+    PreparedCall &p = impl->step[i];
+    ffi_arg ret = 0;
+    ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+    auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
+    if (st != AMPC_OK) {
+      error = lastError(p.callee.c_str(), st);
+      return false;
+    }
+    if (!after(i))
+      return false;
+  }
+  return true;
+}
+
+void *Executor::callPointer(size_t call, size_t arg) {
+  return *static_cast<void **>(impl->step[call].values[arg]);
+}
+
 /// Host bytes of `dtype` as f64 values.
 static void decodeValues(const uint8_t *p, int32_t dtype, int64_t bytes,
                          std::vector<double> &values) {
@@ -511,10 +535,11 @@ struct Executor::StepReads {
   void *host[2] = {nullptr, nullptr};
   uint64_t ticket[2] = {0, 0};
   int next = 0, pending = 0;
-  // The packed layout: [loss (its dtype) | found_inf f32 | scale f32].
-  const void *src[3] = {};
-  size_t bytes[3] = {};
-  int count = 0, lossAt = -1, skipAt = -1, scaleAt = -1;
+  // The packed layout: [loss (its dtype) | found_inf f32 | scale f32 |
+  // index check word u32].
+  const void *src[4] = {};
+  size_t bytes[4] = {};
+  int count = 0, lossAt = -1, skipAt = -1, scaleAt = -1, checkAt = -1;
   int32_t lossDtype = AMPC_F32;
   ~StepReads() {
     for (void *h : host)
@@ -551,6 +576,9 @@ bool Executor::queueStepScalars(std::string &error) {
       piece(impl->resolve(program.foundInf), 4, r->skipAt);
     if (program.scaleSlot >= 0)
       piece(impl->slots[program.scaleSlot], 4, r->scaleAt);
+    const void *word = nullptr;
+    if (ampc_check_word(impl->ctx, AMPC_CHECK_INDEX, &word) == AMPC_OK)
+      piece(word, 4, r->checkAt);
     for (void *&h : r->host) {
       ampc_status st = ampc_host_alloc(impl->ctx, at ? at : 1, &h);
       if (st != AMPC_OK) {
@@ -610,6 +638,11 @@ bool Executor::takeStepScalars(StepScalars &out, std::string &error) {
     out.skipped = f32At(r.skipAt) != 0.0;
   if (r.scaleAt >= 0)
     out.nextScale = f32At(r.scaleAt);
+  if (r.checkAt >= 0) {
+    uint32_t w;
+    std::memcpy(&w, p + r.checkAt, 4);
+    out.checkSite = w == 0xFFFFFFFFu ? -1 : static_cast<int32_t>(w);
+  }
   return true;
 }
 

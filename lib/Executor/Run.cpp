@@ -6,6 +6,7 @@
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
+#include "ampc/Executor/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -43,6 +44,18 @@ int fail(int code, const std::string &msg) {
     gWorld->abortJob(code);
   }
   llvm::errs() << "ampc: error: " << msg << "\n";
+  return code;
+}
+
+/// A run-time error located in the source (`FILE:LINE:COL: error: ...`,
+/// from Provenance.h) or a plain one.
+int failChecked(int code, const std::string &msg, bool located) {
+  if (!located)
+    return fail(code, msg);
+  llvm::errs() << msg << "\n";
+  llvm::errs().flush();
+  if (gWorld)
+    gWorld->abortJob(code);
   return code;
 }
 
@@ -682,6 +695,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // The eval pass: every full batch of the eval set, the mean of each
   // scalar output, one log line.
   int64_t lastEvalAt = -1;
+  bool evalLocated = false;
   auto runEval = [&](int64_t epoch) -> bool {
     lastEvalAt = pos.steps;
     if (!evalEx->copySharedFrom(*ex, error))
@@ -696,6 +710,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     for (int64_t b = 0; b < batches; ++b) {
       if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
           !evalEx->step(error))
+        return false;
+      // Device-side checks (labels, ids): read with the batch's outputs.
+      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error,
+                        evalLocated))
         return false;
       for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
         std::vector<double> values;
@@ -751,15 +769,21 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   int64_t firstEpoch = pos.epoch;
-  // Without ranks to agree with, a step's scalars are read one step late
-  // (LateStep.h): the line of step k is written once step k + 1 is queued.
-  bool late = !world;
+  // Without ranks, a step's scalars (loss, skipped, next scale, index check)
+  // come in one asynchronous read (LateStep.h), read one step late: the line
+  // of step k is written once step k + 1 is queued. Not late when a skipped
+  // step is replayed for the overflow report: the replay needs the step's
+  // inputs and state, which the next step changes. With ranks every rank
+  // reads at once, to reach the loss all-reduce together.
+  bool packed = !world;
+  bool late = packed && !(options.overflowReport && program.foundInf);
   LateStep pending(program.scaleSlot >= 0);
   uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
   // Logs step k's line (and the progress line) from its scalars.
   auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
-                    double loss, bool skipped) {
+                    double loss, bool skipped,
+                    const rt::CallSource *overflow) {
     skippedCount += skipped;
     if (k == 0)
       firstLoss = loss;
@@ -773,6 +797,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (scaler)
         line += ", \"loss_scale\": " + jnum(used) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
+      if (overflow)
+        line += ", \"overflow\": " + overflowJson(*overflow);
       logLine(line + "}");
     }
     if (tty) {
@@ -791,7 +817,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       std::fflush(stderr);
     }
   };
-  // Writes the lines of all queued reads but the newest `keep`.
+  // Writes the lines of all queued reads but the newest `keep`. A failed
+  // index check (read with the loss) ends the run: checkIndices re-reads the
+  // sticky word for its diagnostic.
+  bool lateLocated = false;
   auto flushLate = [&](size_t keep) {
     for (;;) {
       LateStep::Record r;
@@ -799,7 +828,16 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         return false;
       if (!r.valid)
         return true;
-      record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped);
+      if (r.checkSite >= 0 &&
+          !checkIndices(*ex, program, r.shown, error, lateLocated))
+        return false;
+      // Which op overflowed: a replay of the skipped step (Provenance.cpp);
+      // only when not late, so the step's inputs and state are still there.
+      const rt::CallSource *overflow = nullptr;
+      if (r.skipped && options.overflowReport &&
+          !findOverflow(*ex, program, r.scale, overflow, error))
+        return false;
+      record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
     }
   };
   for (int64_t k = 0; k < steps && !gSignal; ++k) {
@@ -810,8 +848,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                      error))
         return fail(kRuntimeError, error);
     }
-    // Late reads learn a dynamic scale from the previous step's read.
-    if (scaler && (!late || k == 0 || program.scaleSlot < 0) &&
+    // Packed reads learn a dynamic scale from the previous step's read.
+    if (scaler && (!packed || k == 0 || program.scaleSlot < 0) &&
         !scaleOfStep(scale))
       return fail(kRuntimeError, error);
     uint64_t syncsBefore = ex->hostSyncs();
@@ -828,9 +866,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       epochDone = true;
     }
     int64_t shown = program.training ? pos.steps : taken;
-    if (late) {
-      if (!pending.queue(*ex, k, epoch, shown, scale, error) || !flushLate(1))
+    if (packed) {
+      if (!pending.queue(*ex, k, epoch, shown, scale, error))
         return fail(kRuntimeError, error);
+      if (!flushLate(late ? 1 : 0))
+        return failChecked(kRuntimeError, error, lateLocated);
     } else {
       double loss = NAN;
       std::vector<double> values;
@@ -842,10 +882,19 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       }
       if (world && !world->meanOf(loss, error))
         return fail(kRuntimeError, error);
+      // Device-side checks (labels, ids): read with the loss.
+      bool located = false;
+      if (!checkIndices(*ex, program, shown, error, located))
+        return failChecked(kRuntimeError, error, located);
       bool skipped = false;
       if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
         return fail(kRuntimeError, error);
-      record(k, epoch, shown, scale, loss, skipped);
+      // Which op overflowed: a replay of the skipped step (Provenance.cpp).
+      const rt::CallSource *overflow = nullptr;
+      if (skipped && options.overflowReport &&
+          !findOverflow(*ex, program, scale, overflow, error))
+        return fail(kRuntimeError, error);
+      record(k, epoch, shown, scale, loss, skipped, overflow);
     }
     bool saveNow = options.saveEvery > 0 && program.training &&
                    pos.steps % options.saveEvery == 0 && k + 1 < steps;
@@ -853,7 +902,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                                             pos.steps % options.evalEvery == 0));
     // Saving and eval read the state anyway: this step's line comes first.
     if ((saveNow || evalNow) && late && !flushLate(0))
-      return fail(kRuntimeError, error);
+      return failChecked(kRuntimeError, error, lateLocated);
     if (options.saveEvery > 0 && program.training &&
         pos.steps % options.saveEvery == 0 && k + 1 < steps &&
         !ex->save(options.save, pos, error))
@@ -861,10 +910,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (evalEx && (epochDone || (options.evalEvery > 0 &&
                                  pos.steps % options.evalEvery == 0)))
       if (!runEval(epochDone ? epoch : pos.epoch))
-        return fail(kRuntimeError, error);
+        return failChecked(kRuntimeError, error, evalLocated);
   }
   if (late && !flushLate(0))
-    return fail(kRuntimeError, error);
+    return failChecked(kRuntimeError, error, lateLocated);
   if (std::getenv("AMPC_REPORT_SYNCS"))
     llvm::errs() << "ampc: host synchronisations: " << syncsInSteps
                  << " inside " << taken << " steps, " << ex->hostSyncs()
@@ -874,7 +923,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
                                                    : pos.epoch))
-    return fail(kRuntimeError, error);
+    return failChecked(kRuntimeError, error, evalLocated);
   if (tty)
     std::fprintf(stderr, "\n");
   double secs =

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -752,11 +753,29 @@ public:
     return AMPC_OK;
   }
 
+  /// Records `site` in check word `check` (the smallest site wins).
+  void recordCheck(ampc_check check, int32_t site) {
+    uint32_t &w = checkWords[check];
+    if (site >= 0 && static_cast<uint32_t>(site) < w)
+      w = static_cast<uint32_t>(site);
+  }
+
+  ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(loadF32(x.data, x.dtype, i))) {
+        recordCheck(AMPC_CHECK_NONFINITE, site);
+        break;
+      }
+    return AMPC_OK;
+  }
+
   ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
-                        int64_t dim) override {
+                        int64_t dim, int32_t site) override {
     for (int64_t i = 0; i < n; ++i) {
       int64_t id = loadIndex(ids.data, ids.dtype, i);
       bool ok = id >= 0 && id < vocab;
+      if (!ok)
+        recordCheck(AMPC_CHECK_INDEX, site);
       for (int64_t j = 0; j < dim; ++j)
         storeF32(y.data, y.dtype, i * dim + j,
                  ok ? loadF32(table.data, table.dtype, id * dim + j) : 0.0f);
@@ -793,7 +812,7 @@ public:
   }
 
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
-                           int64_t classes) override {
+                           int64_t classes, int32_t site) override {
     double total = 0.0;
     int64_t valid = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -802,6 +821,7 @@ public:
         continue;
       ++valid;
       if (label < 0 || label >= classes) {
+        recordCheck(AMPC_CHECK_INDEX, site);
         total = NAN;
         continue;
       }

@@ -366,11 +366,31 @@ __global__ void poolBwdKernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
 
 // ------------------------------------------------- embedding, losses, conv --
 
+/// Records `site` (>= 0) in a check word: the smallest site wins.
+__device__ inline void recordCheck(uint32_t *word, int32_t site) {
+  if (site >= 0)
+    atomicMin(reinterpret_cast<unsigned int *>(word),
+              static_cast<unsigned int>(site));
+}
+
+__global__ void checkNonfiniteKernel(Buf x, int64_t n, uint32_t *word,
+                                     int32_t site) {
+  GRID_STRIDE(i, n) {
+    if (!isfinite(loadF32(x.data, x.dtype, i))) {
+      recordCheck(word, site);
+      return;
+    }
+  }
+}
+
 __global__ void embeddingKernel(Buf y, Buf table, Buf ids, int64_t n,
-                                int64_t vocab, int64_t dim) {
+                                int64_t vocab, int64_t dim, uint32_t *word,
+                                int32_t site) {
   GRID_STRIDE(i, n * dim) {
     int64_t id = loadIndex(ids.data, ids.dtype, i / dim);
     bool ok = id >= 0 && id < vocab;
+    if (!ok && i % dim == 0)
+      recordCheck(word, site);
     storeF32(y.data, y.dtype, i,
              ok ? loadF32(table.data, table.dtype, id * dim + i % dim) : 0.0f);
   }
@@ -1064,11 +1084,18 @@ public:
     LAUNCH_CHECK("pool backward kernel");
     return AMPC_OK;
   }
+  ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
+    ENTER();
+    checkNonfiniteKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+        x, n, checkWords + AMPC_CHECK_NONFINITE, site);
+    LAUNCH_CHECK("non-finite check kernel");
+    return AMPC_OK;
+  }
   ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
-                        int64_t dim) override {
+                        int64_t dim, int32_t site) override {
     ENTER();
     embeddingKernel<<<blocksFor(n * dim), kThreads, 0, stream_>>>(
-        y, table, ids, n, vocab, dim);
+        y, table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX, site);
     LAUNCH_CHECK("embedding kernel");
     return AMPC_OK;
   }
@@ -1120,13 +1147,13 @@ public:
     return AMPC_OK;
   }
   ampc_status crossEntropyRows(Buf logits, Buf labels, int64_t rows,
-                               int64_t classes, Temp &t) {
+                               int64_t classes, Temp &t, int32_t site = -1) {
     AMPC_TRY(t.alloc(2 * sizeof(double) + 3 * rows * sizeof(float)));
     double *sums = static_cast<double *>(t.get());
     float *rowLoss = reinterpret_cast<float *>(sums + 2);
     crossEntropyOnlineKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
         logits, labels, rows, classes, rowLoss, rowLoss + rows,
-        rowLoss + 2 * rows);
+        rowLoss + 2 * rows, checkWords + AMPC_CHECK_INDEX, site);
     LAUNCH_CHECK("cross-entropy kernel");
     return sumTwo(rowLoss, rowLoss + rows, rows, sums);
   }
@@ -1150,10 +1177,10 @@ public:
     return AMPC_OK;
   }
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
-                           int64_t classes) override {
+                           int64_t classes, int32_t site) override {
     ENTER();
     Temp t(*this);
-    AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
+    AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t, site));
     crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
         loss, static_cast<double *>(t.get()));
     LAUNCH_CHECK("cross-entropy finish kernel");

@@ -77,6 +77,20 @@ ampc_status ampc_read_wait(ampc_context ctx, uint64_t ticket) {
   return ctx->backend->readWait(ticket);
 }
 
+ampc_status ampc_check_word(ampc_context ctx, int32_t check,
+                            const void **word) {
+  AMPC_TRY(checkContext("ampc_check_word", ctx));
+  if (!word)
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_check_word: word is NULL");
+  if (check != AMPC_CHECK_INDEX && check != AMPC_CHECK_NONFINITE)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "ampc_check_word: unknown check %d", check);
+  if (!ctx->backend->checkWords)
+    return setError(AMPC_ERROR_INTERNAL, "ampc_check_word: no check words");
+  *word = ctx->backend->checkWords + check;
+  return AMPC_OK;
+}
+
 ampc_status ampc_host_syncs(ampc_context ctx, uint64_t *count) {
   AMPC_TRY(checkContext("ampc_host_syncs", ctx));
   if (!count)

@@ -75,6 +75,14 @@ public:
   virtual ~Backend() = default;
   virtual ampc_backend kind() const = 0;
 
+  /// The context's check words (ampc_check), in device memory: one uint32
+  /// per kind, 0xFFFFFFFF when nothing was recorded, else the smallest site
+  /// recorded (runtime/src/api_checks.cpp allocates them with the context).
+  uint32_t *checkWords = nullptr;
+  /// Records `site` in checkWords[AMPC_CHECK_NONFINITE] when an element of
+  /// x[0..n) is an inf or a NaN.
+  virtual ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) = 0;
+
   // Memory. temp* are for scratch space inside one call (stream-ordered).
   virtual ampc_status alloc(size_t bytes, void **ptr) = 0;
   virtual ampc_status release(void *ptr) = 0;
@@ -127,12 +135,18 @@ public:
                              int64_t inner) = 0;
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
+  /// Ids outside [0, vocab) give zeros and, when site >= 0, record site
+  /// in checkWords[AMPC_CHECK_INDEX] (atomic minimum).
   virtual ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n,
-                                int64_t vocab, int64_t dim) = 0;
+                                int64_t vocab, int64_t dim,
+                                int32_t site = -1) = 0;
   virtual ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                                    int64_t vocab, int64_t dim) = 0;
+  /// Labels outside [0, classes) other than -100 make the loss NaN and,
+  /// when site >= 0, record site in checkWords[AMPC_CHECK_INDEX].
   virtual ampc_status crossEntropy(Buf loss, Buf logits, Buf labels,
-                                   int64_t rows, int64_t classes) = 0;
+                                   int64_t rows, int64_t classes,
+                                   int32_t site = -1) = 0;
   virtual ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
                                       Buf labels, int64_t rows,
                                       int64_t classes) = 0;

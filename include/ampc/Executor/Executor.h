@@ -58,13 +58,14 @@ public:
   /// A step's scalars read without blocking the device (docs/cuda.md "Step
   /// scalars, read one step late"): queueStepScalars, called right after a
   /// step is queued, queues ONE asynchronous copy into page-locked memory of
-  /// output 0 when it is a single element (the loss), the skipped flag and
-  /// the loss scale the next step will use; takeStepScalars waits for the
+  /// output 0 when it is a single element (the loss), the skipped flag, the
+  /// loss scale the next step will use and the index check word; takeStepScalars waits for the
   /// oldest queued copy and decodes it. Up to two reads may be in flight.
   struct StepScalars {
     double loss = NAN;   ///< NaN when output 0 is not one element
     bool skipped = false; ///< false when the step checks no gradients
     double nextScale = 0; ///< 0 without a dynamic scaler
+    int32_t checkSite = -1; ///< the index check word: -1, or a failed site
   };
   bool queueStepScalars(std::string &error);
   bool takeStepScalars(StepScalars &out, std::string &error);
@@ -95,6 +96,16 @@ public:
                          const int64_t *numels, int32_t count,
                          std::string &error)>;
   void setGradientHook(GradientHook hook);
+
+  /// The runtime context (an `ampc_context`), for the check words.
+  void *context();
+  /// Runs the step's calls [0, end) again, without the gradient hook,
+  /// calling `after(i)` once call i is queued (docs/jobs.md, "The overflow
+  /// report").
+  bool replay(size_t end, const std::function<bool(size_t call)> &after,
+              std::string &error);
+  /// The pointer argument `arg` of the step's call `call` passes.
+  void *callPointer(size_t call, size_t arg);
 
 private:
   explicit Executor(const rt::Program &program);

@@ -25,6 +25,7 @@ public:
     int64_t k = 0, epoch = 0, shown = 0;
     double scale = 0, loss = NAN;
     bool skipped = false;
+    int32_t checkSite = -1; ///< the index check word (-1: nothing failed)
   };
 
   /// `carryScale`: the program has a dynamic scaler, so the scale a step
@@ -59,6 +60,7 @@ public:
       out.scale = carried;
     out.loss = s.loss;
     out.skipped = s.skipped;
+    out.checkSite = s.checkSite;
     if (carryScale) {
       carried = s.nextScale;
       haveCarried = true;

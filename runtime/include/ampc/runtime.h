@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 1
+#define AMPC_RUNTIME_VERSION_MINOR 2
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -203,13 +203,18 @@ AMPC_API ampc_status ampc_read_async(ampc_context ctx, void *dst,
                                      const void *const *srcs,
                                      const size_t *bytes, int32_t count,
                                      uint64_t *ticket);
+/// The device address of check word `check` (a uint32: 0xFFFFFFFF, or the
+/// smallest site recorded; see ampc_check_read), so a loop can read it with
+/// ampc_read_async together with a step's results.
+AMPC_API ampc_status ampc_check_word(ampc_context ctx, int32_t check,
+                                     const void **word);
 /// Blocks the host until the read `ticket` has landed in its host memory.
 AMPC_API ampc_status ampc_read_wait(ampc_context ctx, uint64_t ticket);
 /// The number of times the context has blocked (or, on CPU, would on an
 /// asynchronous backend block) the host so far: ampc_synchronize, ampc_free,
 /// ampc_host_free, device-to-host and host-to-host ampc_memcpy,
-/// ampc_read_wait, and waits inside the backend (CUDA scratch without memory
-/// pools). A training step counts 0.
+/// ampc_read_wait, ampc_check_read, and waits inside the backend (CUDA
+/// scratch without memory pools). A training step counts 0.
 AMPC_API ampc_status ampc_host_syncs(ampc_context ctx, uint64_t *count);
 
 /// Creates an arena of `bytes` bytes whose base is 256-byte aligned; the
@@ -568,12 +573,14 @@ AMPC_API ampc_status ampc_slice_bwd(ampc_context ctx, void *dx,
                                     const int64_t *dy_shape, int32_t dy_rank,
                                     int64_t dim, int64_t start, int64_t end);
 /// y[..., :] = table[ids[...], :]: table [V, D], ids i32/i64 of any shape,
-/// y [ids..., D]. Ids outside [0, V) give zeros.
+/// y [ids..., D]. Ids outside [0, V) give zeros and, when `site` >= 0,
+/// record `site` in the context's AMPC_CHECK_INDEX word (see "Check words").
 AMPC_API ampc_status ampc_embedding_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *table, ampc_dtype table_dtype,
     const int64_t *table_shape, int32_t table_rank, const void *ids,
-    ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank);
+    ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank,
+    int32_t site);
 /// dtable = scatter-add of dy rows at ids (deterministic order).
 AMPC_API ampc_status
 ampc_embedding_bwd(ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
@@ -588,13 +595,15 @@ ampc_embedding_bwd(ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
 
 /// loss = mean over rows of -log_softmax(logits)[label]; logits [N, C],
 /// labels [N] i32/i64. Label -100 is ignored (PyTorch's ignore_index) and the
-/// mean is over the other rows.
+/// mean is over the other rows. Any other label outside [0, C) makes the loss
+/// NaN and, when `site` >= 0, records `site` in the context's
+/// AMPC_CHECK_INDEX word (see "Check words").
 AMPC_API ampc_status ampc_cross_entropy_fwd(
     ampc_context ctx, void *loss, ampc_dtype loss_dtype,
     const int64_t *loss_shape, int32_t loss_rank, const void *logits,
     ampc_dtype logits_dtype, const int64_t *logits_shape, int32_t logits_rank,
     const void *labels, ampc_dtype labels_dtype, const int64_t *labels_shape,
-    int32_t labels_rank);
+    int32_t labels_rank, int32_t site);
 /// dlogits = (softmax(logits) - onehot(labels)) * dloss / valid_rows.
 AMPC_API ampc_status ampc_cross_entropy_bwd(
     ampc_context ctx, void *dlogits, ampc_dtype dlogits_dtype,
@@ -729,6 +738,38 @@ AMPC_API ampc_status ampc_adamw_update(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
+
+/*===------------------------------------------------------------------===*
+ * Check words (docs/runtime.md "Check words"). A context holds one device
+ * word per kind of check. Kernels that find a bad value record the `site`
+ * they were given (the caller's number for the op, >= 0) with an atomic
+ * minimum, so after a step the word holds the smallest site that failed,
+ * without any host synchronisation inside the step. The caller reads the word
+ * when it next reads results anyway (with the step's loss). Site numbers are
+ * the caller's: the compiler numbers ops in execution order, so the smallest
+ * is the first that failed.
+ *===------------------------------------------------------------------===*/
+
+AMPC_ENUM(ampc_check) {
+  /// An index outside its range: a class label (cross_entropy) or an id
+  /// (embedding).
+  AMPC_CHECK_INDEX = 0,
+  /// A non-finite element found by ampc_check_nonfinite.
+  AMPC_CHECK_NONFINITE = 1
+};
+
+/// Copies check word `check` to the host (like any read of device memory,
+/// after the work queued before it): *site = the smallest site recorded since
+/// the word was last cleared, or -1 when none was. clear != 0 then resets the
+/// word (stream-ordered).
+AMPC_API ampc_status ampc_check_read(ampc_context ctx, ampc_check check,
+                                     int32_t clear, int32_t *site);
+/// Records `site` (>= 0) in the AMPC_CHECK_NONFINITE word when any of the
+/// `numel` elements of x (f32, f16 or bf16) is an inf or a NaN. Queued like
+/// a kernel; nothing waits for it.
+AMPC_API ampc_status ampc_check_nonfinite(ampc_context ctx, const void *x,
+                                          ampc_dtype dtype, int64_t numel,
+                                          int32_t site);
 
 /*===------------------------------------------------------------------===*
  * Collectives (data-parallel training, docs/distributed.md). A communicator
