@@ -510,6 +510,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   std::string names = "{";
   for (auto [i, slot] : llvm::enumerate(p.slots)) {
     bytes.push_back(slot.bytes);
+    // 0 input, 1 param, 2 state, 3 constant, 4 buffer (rt::Slot::Role);
+    // params, state and buffers are checkpointed.
     roles.push_back(static_cast<int>(slot.role));
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
@@ -792,10 +794,11 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "  ckptPut<uint32_t>(d, 1);\n  ckptPut<uint64_t>(d, kFingerprint);\n"
     << "  ckptPut<int64_t>(d, 0);\n  uint32_t count = 0;\n"
     << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2;\n"
+    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;\n"
     << "  ckptPut<uint32_t>(d, count);\n"
     << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2)\n      continue;\n"
+    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
+    << "      continue;\n"
     << "    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));\n"
     << "    ckptPut<uint32_t>(d, len);\n    d.append(kSlotName[i], len);\n"
     << "    ckptPut<int32_t>(d, kSlotDtype[i]);\n"
@@ -841,7 +844,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "    size_t slot = " << numSlots << ";\n"
     << "    for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2) && name == "
+    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) &&\n"
+    << "          name == "
        "kSlotName[i])\n        slot = i;\n"
     << "    if (slot == " << numSlots
     << " || kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes)\n"

@@ -688,7 +688,8 @@ struct Reader {
 
 bool isSaved(const rt::Slot &slot) {
   return slot.role == rt::Slot::Role::Param ||
-         slot.role == rt::Slot::Role::State;
+         slot.role == rt::Slot::Role::State ||
+         slot.role == rt::Slot::Role::Buffer;
 }
 
 /// State of the loss scaler (it exists only with some --amp/--loss-scale
@@ -723,7 +724,8 @@ std::string describeSlot(const rt::Slot &slot) {
 } // namespace
 
 bool Executor::save(const std::string &path, const Position &position,
-                    std::string &error) {
+                    std::string &error,
+                    const std::vector<StateEntry> &extra) {
   std::string s(kMagic, 8);
   put<uint32_t>(s, kVersion);
   put<uint64_t>(s, program.fingerprint);
@@ -733,6 +735,7 @@ bool Executor::save(const std::string &path, const Position &position,
   uint32_t count = 0;
   for (const rt::Slot &slot : program.slots)
     count += isSaved(slot);
+  count += extra.size();
   put<uint32_t>(s, count);
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
@@ -751,6 +754,13 @@ bool Executor::save(const std::string &path, const Position &position,
       return false;
     }
   }
+  for (const StateEntry &e : extra) {
+    put<uint32_t>(s, e.name.size());
+    s += e.name;
+    put<int32_t>(s, e.dtype);
+    put<int64_t>(s, static_cast<int64_t>(e.bytes.size()));
+    s.append(e.bytes.data(), e.bytes.size());
+  }
   put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
                          s.size()));
   // An existing checkpoint is replaced whole or kept.
@@ -762,7 +772,8 @@ bool Executor::save(const std::string &path, const Position &position,
 }
 
 bool Executor::load(const std::string &path, Position &position,
-                    std::string &note, std::string &error) {
+                    std::string &note, std::string &error,
+                    const std::set<std::string> &alsoKnown) {
   std::string s;
   if (!readWholeFile(path, s)) {
     error = "cannot read checkpoint '" + path + "'";
@@ -832,8 +843,9 @@ bool Executor::load(const std::string &path, Position &position,
       }
       return bad("has no '" + slot.name + "', which graph '" + program.name +
                  "' needs (" +
-                 (slot.role == rt::Slot::Role::Param ? "a parameter"
-                                                     : "optimizer state") +
+                 (slot.role == rt::Slot::Role::Param    ? "a parameter"
+                  : slot.role == rt::Slot::Role::Buffer ? "a buffer"
+                                                        : "optimizer state") +
                  ")");
     }
     if (it->dtype != slot.dtype || it->bytes != slot.bytes) {
@@ -851,7 +863,7 @@ bool Executor::load(const std::string &path, Position &position,
     bool known = llvm::any_of(program.slots, [&](const rt::Slot &slot) {
       return isSaved(slot) && slot.name == e.name;
     });
-    if (known)
+    if (known || alsoKnown.count(e.name))
       continue;
     // A graph that does not train has no optimizer state to restore.
     if (!isScalerState(e.name) && program.training)

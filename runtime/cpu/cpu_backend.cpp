@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "../src/common.h"
 #include "../src/half.h"
+#include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_fast.h"
 
@@ -1137,6 +1138,47 @@ public:
         storeF32(params.data[t], params.dtypes[t], i, p);
       }
     }
+    return AMPC_OK;
+  }
+
+  // Batch norm and dropout (issue 12): the shared scalar code, one channel
+  // (or element) at a time.
+  ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                        bool training, int64_t n, int64_t c, int64_t inner,
+                        float eps) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+    return AMPC_OK;
+  }
+  ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                           Buf rm, Buf rv, bool training, int64_t n,
+                           int64_t c, int64_t inner, float eps) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+    return AMPC_OK;
+  }
+  ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                              int64_t n, int64_t c, int64_t inner,
+                              float momentum) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+    return AMPC_OK;
+  }
+  ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                      uint64_t key, float p, int64_t numel) override {
+    uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < numel; ++i)
+      storeF32(y.data, y.dtype, i,
+               loadF32(x.data, x.dtype, i) *
+                   dropoutFactor(seed, stream, i, p, scale));
+    return AMPC_OK;
+  }
+  ampc_status counterNext(int32_t *next, const int32_t *counter) override {
+    *next = *counter + 1;
     return AMPC_OK;
   }
 

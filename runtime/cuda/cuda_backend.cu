@@ -11,6 +11,7 @@
 // cuDNN would add a dependency and could not be measured here).
 //
 //===----------------------------------------------------------------------===//
+#include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "bf16_split.h"
 #include "cuda_device.cuh"
@@ -534,6 +535,8 @@ __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
 }
 
 #include "cuda_fast.cuh"
+// batch_norm and dropout (issue 12).
+#include "cuda_norm_dropout.cuh"
 
 // ------------------------------------------------------ asynchronous reads --
 
@@ -1517,6 +1520,49 @@ public:
           CUDA_TRY(launchAdamw(stream_, c, blocks, sc, foundInf));
           return AMPC_OK;
         });
+  }
+
+  // Batch norm and dropout (issue 12; kernels in cuda_norm_dropout.cuh).
+  ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                        bool training, int64_t n, int64_t c, int64_t inner,
+                        float eps) override {
+    ENTER();
+    batchNormKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        y, x, w, b, rm, rv, training, BnGeom{n, c, inner}, eps);
+    LAUNCH_CHECK("batch_norm kernel");
+    return AMPC_OK;
+  }
+  ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                           Buf rm, Buf rv, bool training, int64_t n,
+                           int64_t c, int64_t inner, float eps) override {
+    ENTER();
+    batchNormBwdKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        dx, dw, db, dy, x, w, rm, rv, training, BnGeom{n, c, inner}, eps);
+    LAUNCH_CHECK("batch_norm backward kernel");
+    return AMPC_OK;
+  }
+  ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                              int64_t n, int64_t c, int64_t inner,
+                              float momentum) override {
+    ENTER();
+    batchNormUpdateKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        newMean, newVar, x, rm, rv, BnGeom{n, c, inner}, momentum);
+    LAUNCH_CHECK("batch_norm update kernel");
+    return AMPC_OK;
+  }
+  ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                      uint64_t key, float p, int64_t numel) override {
+    ENTER();
+    dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(y, x, step, seed,
+                                                               key, p, numel);
+    LAUNCH_CHECK("dropout kernel");
+    return AMPC_OK;
+  }
+  ampc_status counterNext(int32_t *next, const int32_t *counter) override {
+    ENTER();
+    counterNextKernel<<<1, 1, 0, stream_>>>(next, counter);
+    LAUNCH_CHECK("counter kernel");
+    return AMPC_OK;
   }
 
 private:

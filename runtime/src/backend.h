@@ -180,6 +180,27 @@ public:
                             double beta2, double eps, double weightDecay,
                             Buf foundInf) = 0;
 
+  // Batch norm and dropout (issue 12; scalar code in norm_dropout_ops.h).
+  // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].
+  virtual ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                                bool training, int64_t n, int64_t c,
+                                int64_t inner, float eps) = 0;
+  /// dw and db may have null data.
+  virtual ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                                   Buf w, Buf rm, Buf rv, bool training,
+                                   int64_t n, int64_t c, int64_t inner,
+                                   float eps) = 0;
+  virtual ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm,
+                                      Buf rv, int64_t n, int64_t c,
+                                      int64_t inner, float momentum) = 0;
+  /// y = x * dropoutFactor(seed, dropoutStream(key, *step), i, p): `step` is
+  /// a device i32 scalar.
+  virtual ampc_status dropout(Buf y, Buf x, const int32_t *step,
+                              uint64_t seed, uint64_t key, float p,
+                              int64_t numel) = 0;
+  /// *next = *counter + 1 (device i32 scalars).
+  virtual ampc_status counterNext(int32_t *next, const int32_t *counter) = 0;
+
   // Asynchronous reads (api_host.cpp). The defaults suit a backend whose
   // work is done when a call returns (the CPU).
   static constexpr int kReadPieces = 8, kReadBytes = 256, kReadSlots = 8;

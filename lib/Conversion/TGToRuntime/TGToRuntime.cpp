@@ -172,7 +172,8 @@ struct ArgSpec {
     ConstF64,    ///< the double VALUE
     ConstDtype,  ///< AMPC_F32
     MarkFoundInf, ///< no argument: result group G is the step's overflow flag
-    Site          ///< the op's check site (int32_t; kSiteAttrName)
+    Site,         ///< the op's check site (int32_t; kSiteAttrName)
+    Seed          ///< the run's seed (uint64_t)
   };
   Kind kind;
   unsigned group = 0;
@@ -237,6 +238,7 @@ ArgSpec site() { return {ArgSpec::Site}; }
 /// dictionary onto the call, adding `results` (the argument positions of the
 /// result tensors).
 constexpr StringLiteral kSourceAttrName = "rt.source";
+ArgSpec seed() { return {ArgSpec::Seed}; }
 
 struct Row {
   StringRef opName;
@@ -360,6 +362,17 @@ const std::vector<Row> &kernelTable() {
         row<BinaryCrossEntropyWithLogitsOp>(binary),
         row<BinaryCrossEntropyGradOp>(binaryGrad),
         row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
+        // batch_norm and dropout (issue 12): the mode is an attribute; the
+        // dropout mask is keyed by the seed, the step counter and the op.
+        row<BatchNormOp>({res(0), opd(0), opd(1), opd(2), opd(3), opd(4),
+                          boolean("training"), f64("eps")}),
+        row<BatchNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
+                              opd(3), opd(4), boolean("training"),
+                              f64("eps")}),
+        row<BatchNormUpdateOp>(
+            {res(0), res(1), opd(0), opd(1), opd(2), f64("momentum")}),
+        row<DropoutOp>({res(0), opd(0), buf(1), seed(), f64("p"), i64("key")}),
+        row<CounterNextOp>({resBuf(0), buf(0)}),
         // Backward ops.
         row<GeluGradOp>({res(0), opd(0), opd(1), gelu("approximate")}),
         row<LayerNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
@@ -706,6 +719,9 @@ public:
         c.i32(siteAttr ? siteAttr.getInt() : -1);
         break;
       }
+      case ArgSpec::Seed:
+        c.args.push_back(rtd::SeedAttr::get(c.ctx));
+        break;
       }
     }
     rtd::CallOp call = c.create(rw, op->getLoc(), rule.callee);
@@ -1014,6 +1030,9 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       s = {rtd::SlotRole::param, n.str()};
     else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.state"))
       s = {rtd::SlotRole::state, n.str()};
+    else if (auto n = func.getArgAttrOfType<StringAttr>(
+                 i, TGDialect::kBufferAttrName))
+      s = {rtd::SlotRole::buffer, n.str()};
     if (s.role != rtd::SlotRole::input) {
       fp.mix(s.name);
       fp.mix(std::to_string(rtd::dtypeOf(arg.getType())));
@@ -1059,6 +1078,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
     if (!n)
       n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
+    if (!n)
+      n = func.getArgAttrOfType<StringAttr>(k, TGDialect::kBufferAttrName);
     if (n)
       stateArgs[n.getValue()] = k;
   }
@@ -1078,9 +1099,14 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     } else if (auto n = func.getResultAttrOfType<StringAttr>(
                    i, TGDialect::kStateOutAttrName)) {
       name = n.getValue();
+    } else if (auto n = func.getResultAttrOfType<StringAttr>(
+                   i, TGDialect::kBufferOutAttrName)) {
+      name = n.getValue();
     } else {
       return ret.emitError("result #")
-             << i << " has no tg.output, tg.param_out or tg.state_out";
+             << i
+             << " has no tg.output, tg.param_out, tg.state_out or "
+                "tg.buffer_out";
     }
     std::optional<unsigned> target = argumentBehind(v);
     if (auto it = stateArgs.find(name); it != stateArgs.end())

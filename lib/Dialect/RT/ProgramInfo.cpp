@@ -47,6 +47,9 @@ Program ampc::rt::describeProgram(ProgramOp op) {
     case SlotRole::state:
       s.role = Slot::Role::State;
       break;
+    case SlotRole::buffer:
+      s.role = Slot::Role::Buffer;
+      break;
     }
     s.name = slot.getSymName().str();
     s.dtype = dtypeOf(slot.getType());

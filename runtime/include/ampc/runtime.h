@@ -683,6 +683,66 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
     ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
 
 /*===------------------------------------------------------------------===*
+ * Batch norm and dropout (issue 12). Channels are dim 1 of (N, C, ...);
+ * the per-channel tensors are [C]. Statistics are computed in f64 on the
+ * CPU and in f32 on CUDA, every value read and written through f32.
+ *===------------------------------------------------------------------===*/
+
+/// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
+/// the batch's mean and biased variance, else running_mean and running_var.
+AMPC_API ampc_status ampc_batch_norm_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank, const void *running_mean, ampc_dtype running_mean_dtype,
+    const int64_t *running_mean_shape, int32_t running_mean_rank,
+    const void *running_var, ampc_dtype running_var_dtype,
+    const int64_t *running_var_shape, int32_t running_var_rank,
+    int32_t training, double eps);
+/// dx, dw, db of ampc_batch_norm_fwd with the same statistics (batch ones
+/// recomputed from x with `training`). dw or db may be NULL.
+AMPC_API ampc_status ampc_batch_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, int32_t training, double eps);
+/// PyTorch's running-statistics update: new_mean = (1 - momentum) *
+/// running_mean + momentum * mean, new_var likewise with the unbiased batch
+/// variance (M / (M - 1) times the biased one, M values per channel).
+AMPC_API ampc_status ampc_batch_norm_update(
+    ampc_context ctx, void *new_mean, ampc_dtype new_mean_dtype,
+    const int64_t *new_mean_shape, int32_t new_mean_rank, void *new_var,
+    ampc_dtype new_var_dtype, const int64_t *new_var_shape,
+    int32_t new_var_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, double momentum);
+/// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
+/// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
+/// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the
+/// same call on dy.
+AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
+                                      ampc_dtype y_dtype,
+                                      const int64_t *y_shape, int32_t y_rank,
+                                      const void *x, ampc_dtype x_dtype,
+                                      const int64_t *x_shape, int32_t x_rank,
+                                      const void *step, uint64_t seed, double p,
+                                      int64_t key);
+/// *next = *counter + 1 on device i32 scalars (next may equal counter).
+AMPC_API ampc_status ampc_counter_next(ampc_context ctx, void *next,
+                                       const void *counter);
+
+/*===------------------------------------------------------------------===*
  * Loss scaling and optimizers (spec/amp.md). Lists of tensors are host
  * arrays of `count` device pointers, dtypes and element counts. `found_inf`
  * is a device scalar of dtype f32 or i32 (nonzero: skip); `scale` is a

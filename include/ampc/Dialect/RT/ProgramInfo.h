@@ -21,7 +21,9 @@ int64_t tensorBytes(mlir::Type type);
 
 /// A persistent buffer: one per rt.slot, then one per rt.constant.
 struct Slot {
-  enum class Role { Input, Param, State, Constant };
+  /// Buffer: the language's non-trainable `buffer` state (saved like a
+  /// param, never updated by an optimizer).
+  enum class Role { Input, Param, State, Constant, Buffer };
   Role role = Role::Input;
   std::string name;
   int32_t dtype = 0; ///< ampc_dtype
