@@ -87,6 +87,17 @@ std::vector<Case> cases() {
                                          ws.data(), 2, b, AMPC_F32, bs.data(),
                                          1, AMPC_EPILOGUE_GELU_TANH);
                 }});
+  // Mixed dtypes (f16 activations, f32 weights): bf16 tensor cores over
+  // exact parts (docs/cuda.md); PyTorch has no such GEMM (no torch case).
+  cs.push_back({"linear_fwd_mlp_fc_f16xf32_mixed", 0, 2.0 * T * C * H, [=]() {
+                  static void *x = dev(T * C * 2), *w = dev(H * C * 4),
+                              *y = dev(T * H * 4);
+                  auto xs = S(T, C), ws = S(H, C), ys = S(T, H);
+                  return ampc_linear_fwd(ctx, y, AMPC_F32, ys.data(), 2, x,
+                                         AMPC_F16, xs.data(), 2, w, AMPC_F32,
+                                         ws.data(), 2, nullptr, AMPC_F32,
+                                         nullptr, 0, AMPC_EPILOGUE_NONE);
+                }});
   cs.push_back({"linear_bwd_mlp_fc_f16", 0, 4.0 * T * C * H, [=]() {
                   static void *x = dev(T * C * 2), *w = dev(H * C * 2),
                               *dy = dev(T * H * 2), *dx = dev(T * C * 4),

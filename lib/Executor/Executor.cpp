@@ -281,7 +281,6 @@ struct Executor::Impl {
 };
 
 Executor::Executor(const rt::Program &program) : program(program) {}
-Executor::~Executor() = default;
 
 std::unique_ptr<Executor> Executor::create(const rt::Program &program,
                                            bool cuda, uint64_t seed,
@@ -439,14 +438,10 @@ void *Executor::callPointer(size_t call, size_t arg) {
   return *static_cast<void **>(impl->step[call].values[arg]);
 }
 
-static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
-                       int64_t bytes, std::vector<double> &values,
-                       std::string &error) {
-  std::vector<char> host;
-  if (!copyToHost(ctx, src, bytes, host, error))
-    return false;
+/// Host bytes of `dtype` as f64 values.
+static void decodeValues(const uint8_t *p, int32_t dtype, int64_t bytes,
+                         std::vector<double> &values) {
   values.clear();
-  const uint8_t *p = reinterpret_cast<const uint8_t *>(host.data());
   switch (dtype) {
   case AMPC_F32:
     for (int64_t i = 0; i < bytes / 4; ++i) {
@@ -488,6 +483,16 @@ static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
     for (int64_t i = 0; i < bytes; ++i)
       values.push_back(p[i]);
   }
+}
+
+static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
+                       int64_t bytes, std::vector<double> &values,
+                       std::string &error) {
+  std::vector<char> host;
+  if (!copyToHost(ctx, src, bytes, host, error))
+    return false;
+  decodeValues(reinterpret_cast<const uint8_t *>(host.data()), dtype, bytes,
+               values);
   return true;
 }
 
@@ -522,6 +527,132 @@ bool Executor::readSkipped(bool &skipped, std::string &error) {
     return false;
   skipped = v[0] != 0.0;
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Step scalars read one step late (ampc_read_async into page-locked memory).
+//===----------------------------------------------------------------------===//
+
+struct Executor::StepReads {
+  ampc_context ctx = nullptr;
+  void *host[2] = {nullptr, nullptr};
+  uint64_t ticket[2] = {0, 0};
+  int next = 0, pending = 0;
+  // The packed layout: [loss (its dtype) | found_inf f32 | scale f32 |
+  // index check word u32].
+  const void *src[4] = {};
+  size_t bytes[4] = {};
+  int count = 0, lossAt = -1, skipAt = -1, scaleAt = -1, checkAt = -1;
+  int32_t lossDtype = AMPC_F32;
+  ~StepReads() {
+    for (void *h : host)
+      ampc_host_free(ctx, h);
+  }
+};
+
+Executor::~Executor() {
+  reads.reset(); // before impl destroys the context
+}
+
+bool Executor::queueStepScalars(std::string &error) {
+  if (!reads) {
+    auto r = std::make_unique<StepReads>();
+    r->ctx = impl->ctx;
+    size_t at = 0;
+    auto piece = [&](const void *src, size_t n, int &offset) {
+      offset = static_cast<int>(at);
+      r->src[r->count] = src;
+      r->bytes[r->count] = n;
+      ++r->count;
+      at += n;
+    };
+    if (!program.outputs.empty()) {
+      const rt::Output &o = program.outputs[0];
+      size_t elt = 0;
+      if (ampc_dtype_size(static_cast<ampc_dtype>(o.dtype), &elt) == AMPC_OK &&
+          o.bytes > 0 && static_cast<size_t>(o.bytes) == elt) {
+        r->lossDtype = o.dtype;
+        piece(impl->resolve(o.buffer), elt, r->lossAt);
+      }
+    }
+    if (program.foundInf)
+      piece(impl->resolve(program.foundInf), 4, r->skipAt);
+    if (program.scaleSlot >= 0)
+      piece(impl->slots[program.scaleSlot], 4, r->scaleAt);
+    const void *word = nullptr;
+    if (ampc_check_word(impl->ctx, AMPC_CHECK_INDEX, &word) == AMPC_OK)
+      piece(word, 4, r->checkAt);
+    for (void *&h : r->host) {
+      ampc_status st = ampc_host_alloc(impl->ctx, at ? at : 1, &h);
+      if (st != AMPC_OK) {
+        error = lastError("allocating page-locked memory for step reads", st);
+        return false;
+      }
+    }
+    reads = std::move(r);
+  }
+  StepReads &r = *reads;
+  if (r.pending == 2) {
+    error = "internal error: more than two step reads in flight";
+    return false;
+  }
+  int slot = r.next;
+  if (r.count > 0) {
+    ampc_status st = ampc_read_async(impl->ctx, r.host[slot], r.src, r.bytes,
+                                     r.count, &r.ticket[slot]);
+    if (st != AMPC_OK) {
+      error = lastError("queueing the read of a step's scalars", st);
+      return false;
+    }
+  }
+  r.next ^= 1;
+  ++r.pending;
+  return true;
+}
+
+bool Executor::takeStepScalars(StepScalars &out, std::string &error) {
+  out = StepScalars();
+  if (!reads || reads->pending == 0) {
+    error = "internal error: no step read queued";
+    return false;
+  }
+  StepReads &r = *reads;
+  int slot = r.next ^ (r.pending == 2 ? 0 : 1);
+  --r.pending;
+  if (r.count == 0)
+    return true;
+  ampc_status st = ampc_read_wait(impl->ctx, r.ticket[slot]);
+  if (st != AMPC_OK) {
+    error = lastError("reading a step's scalars", st);
+    return false;
+  }
+  const uint8_t *p = static_cast<const uint8_t *>(r.host[slot]);
+  auto f32At = [&](int at) {
+    float f;
+    std::memcpy(&f, p + at, 4);
+    return static_cast<double>(f);
+  };
+  if (r.lossAt >= 0) {
+    std::vector<double> v;
+    decodeValues(p + r.lossAt, r.lossDtype, r.bytes[0], v);
+    out.loss = v.empty() ? NAN : v[0];
+  }
+  if (r.skipAt >= 0)
+    out.skipped = f32At(r.skipAt) != 0.0;
+  if (r.scaleAt >= 0)
+    out.nextScale = f32At(r.scaleAt);
+  if (r.checkAt >= 0) {
+    uint32_t w;
+    std::memcpy(&w, p + r.checkAt, 4);
+    out.checkSite = w == 0xFFFFFFFFu ? -1 : static_cast<int32_t>(w);
+  }
+  return true;
+}
+
+uint64_t Executor::hostSyncs() {
+  uint64_t n = 0;
+  ampc_host_syncs(impl->ctx, &n);
+  return n;
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,6 +4,7 @@
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Schedule.h"
 #include "ampc/Executor/Provenance.h"
@@ -835,53 +836,24 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   int64_t firstEpoch = pos.epoch;
+  // Without ranks, a step's scalars (loss, skipped, next scale, index check)
+  // come in one asynchronous read (LateStep.h), read one step late: the line
+  // of step k is written once step k + 1 is queued. Not late when a skipped
+  // step is replayed for the overflow report: the replay needs the step's
+  // inputs and state, which the next step changes. With ranks every rank
+  // reads at once, to reach the loss all-reduce together.
+  bool packed = !world;
+  bool late = packed && !(options.overflowReport && program.foundInf);
+  LateStep pending(program.scaleSlot >= 0);
+  uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t k = 0; k < steps && !gSignal; ++k) {
-    int64_t epoch = pos.epoch;
-    if (!datasets.empty()) {
-      prepareOrder();
-      if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
-                     error))
-        return fail(kRuntimeError, error);
-    }
-    if (scaler && !scaleOfStep(scale))
-      return fail(kRuntimeError, error);
+  // Logs step k's line (and the progress line) from its scalars.
+  auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
+                    double loss, bool skipped,
+                    const rt::CallSource *overflow) {
+    // The default group's rate of this update: records come in step order,
+    // so scheduleCount counts the updates before step k that were applied.
     double lr = schedule ? schedule->rate(scheduleCount) : 0.0;
-    if (!ex->step(error))
-      return fail(kRuntimeError, error);
-    ++taken;
-    if (program.training)
-      ++pos.steps;
-    bool epochDone = false;
-    if (!datasets.empty() && ++pos.batch == perEpoch) {
-      ++pos.epoch;
-      pos.batch = 0;
-      epochDone = true;
-    }
-    double loss = NAN;
-    std::vector<double> values;
-    if (!program.outputs.empty()) {
-      if (!ex->readOutput(0, values, error))
-        return fail(kRuntimeError, error);
-      if (values.size() == 1)
-        loss = values[0];
-    }
-    if (world && !world->meanOf(loss, error))
-      return fail(kRuntimeError, error);
-    // Device-side checks (labels, ids): read with the loss.
-    bool located = false;
-    if (!checkIndices(*ex, program, program.training ? pos.steps : taken,
-                      error, located))
-      return failChecked(kRuntimeError, error, located);
-    bool skipped = false;
-    if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
-      return fail(kRuntimeError, error);
-    // Which op overflowed: a replay of the skipped step (Provenance.cpp).
-    const rt::CallSource *overflow = nullptr;
-    if (skipped && options.overflowReport &&
-        (!findOverflow(*ex, program, scale, overflow, error) ||
-         (world && !agreeOnOverflow(*world, program, overflow, error))))
-      return fail(kRuntimeError, error);
     skippedCount += skipped;
     scheduleCount += schedule && !skipped;
     if (k == 0)
@@ -889,16 +861,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     lastLoss = loss;
     {
       // A forward-only graph logs its one pass as step 1.
-      std::string line =
-          "{\"step\": " +
-          std::to_string(program.training ? pos.steps : taken);
+      std::string line = "{\"step\": " + std::to_string(shown);
       if (!datasets.empty())
         line += ", \"epoch\": " + std::to_string(epoch);
       line += ", \"loss\": " + jnum(loss);
       if (schedule)
         line += ", \"lr\": " + jnum(lr);
       if (scaler)
-        line += ", \"loss_scale\": " + jnum(scale) +
+        line += ", \"loss_scale\": " + jnum(used) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
       if (overflow)
         line += ", \"overflow\": " + overflowJson(*overflow);
@@ -908,17 +878,104 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       double secs = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
-      std::fprintf(stderr, "\rstep %lld/%lld", (long long)pos.steps,
-                   (long long)(pos.steps - k - 1 + steps));
+      std::fprintf(stderr, "\rstep %lld/%lld", (long long)shown,
+                   (long long)(shown - k - 1 + steps));
       if (!datasets.empty())
         std::fprintf(stderr, "  epoch %lld", (long long)epoch);
       std::fprintf(stderr, "  loss %.6g", loss);
       if (scaler)
-        std::fprintf(stderr, "  scale %g  skipped %lld", scale,
+        std::fprintf(stderr, "  scale %g  skipped %lld", used,
                      (long long)skippedCount);
       std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
       std::fflush(stderr);
     }
+  };
+  // Writes the lines of all queued reads but the newest `keep`. A failed
+  // index check (read with the loss) ends the run: checkIndices re-reads the
+  // sticky word for its diagnostic.
+  bool lateLocated = false;
+  auto flushLate = [&](size_t keep) {
+    for (;;) {
+      LateStep::Record r;
+      if (!pending.take(*ex, keep, r, error))
+        return false;
+      if (!r.valid)
+        return true;
+      if (r.checkSite >= 0 &&
+          !checkIndices(*ex, program, r.shown, error, lateLocated))
+        return false;
+      // Which op overflowed: a replay of the skipped step (Provenance.cpp);
+      // only when not late, so the step's inputs and state are still there.
+      const rt::CallSource *overflow = nullptr;
+      if (r.skipped && options.overflowReport &&
+          !findOverflow(*ex, program, r.scale, overflow, error))
+        return false;
+      record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
+    }
+  };
+  for (int64_t k = 0; k < steps && !gSignal; ++k) {
+    int64_t epoch = pos.epoch;
+    if (!datasets.empty()) {
+      prepareOrder();
+      if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
+                     error))
+        return fail(kRuntimeError, error);
+    }
+    // Packed reads learn a dynamic scale from the previous step's read.
+    if (scaler && (!packed || k == 0 || program.scaleSlot < 0) &&
+        !scaleOfStep(scale))
+      return fail(kRuntimeError, error);
+    uint64_t syncsBefore = ex->hostSyncs();
+    if (!ex->step(error))
+      return fail(kRuntimeError, error);
+    syncsInSteps += ex->hostSyncs() - syncsBefore;
+    ++taken;
+    if (program.training)
+      ++pos.steps;
+    bool epochDone = false;
+    if (!datasets.empty() && ++pos.batch == perEpoch) {
+      ++pos.epoch;
+      pos.batch = 0;
+      epochDone = true;
+    }
+    int64_t shown = program.training ? pos.steps : taken;
+    if (packed) {
+      if (!pending.queue(*ex, k, epoch, shown, scale, error))
+        return fail(kRuntimeError, error);
+      if (!flushLate(late ? 1 : 0))
+        return failChecked(kRuntimeError, error, lateLocated);
+    } else {
+      double loss = NAN;
+      std::vector<double> values;
+      if (!program.outputs.empty()) {
+        if (!ex->readOutput(0, values, error))
+          return fail(kRuntimeError, error);
+        if (values.size() == 1)
+          loss = values[0];
+      }
+      if (world && !world->meanOf(loss, error))
+        return fail(kRuntimeError, error);
+      // Device-side checks (labels, ids): read with the loss.
+      bool located = false;
+      if (!checkIndices(*ex, program, shown, error, located))
+        return failChecked(kRuntimeError, error, located);
+      bool skipped = false;
+      if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
+        return fail(kRuntimeError, error);
+      // Which op overflowed: a replay of the skipped step (Provenance.cpp).
+      const rt::CallSource *overflow = nullptr;
+      if (skipped && options.overflowReport &&
+          !findOverflow(*ex, program, scale, overflow, error))
+        return fail(kRuntimeError, error);
+      record(k, epoch, shown, scale, loss, skipped, overflow);
+    }
+    bool saveNow = options.saveEvery > 0 && program.training &&
+                   pos.steps % options.saveEvery == 0 && k + 1 < steps;
+    bool evalNow = evalEx && (epochDone || (options.evalEvery > 0 &&
+                                            pos.steps % options.evalEvery == 0));
+    // Saving and eval read the state anyway: this step's line comes first.
+    if ((saveNow || evalNow) && late && !flushLate(0))
+      return failChecked(kRuntimeError, error, lateLocated);
     if (options.saveEvery > 0 && program.training &&
         pos.steps % options.saveEvery == 0 && k + 1 < steps &&
         !saveCheckpoint())
@@ -928,6 +985,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!runEval(epochDone ? epoch : pos.epoch))
         return failChecked(kRuntimeError, error, evalLocated);
   }
+  if (late && !flushLate(0))
+    return failChecked(kRuntimeError, error, lateLocated);
+  if (std::getenv("AMPC_REPORT_SYNCS"))
+    llvm::errs() << "ampc: host synchronisations: " << syncsInSteps
+                 << " inside " << taken << " steps, " << ex->hostSyncs()
+                 << " in the run so far\n";
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&

@@ -13,7 +13,9 @@
 //===----------------------------------------------------------------------===//
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
-#include "cuda_internal.h"
+#include "bf16_split.h"
+#include "cuda_device.cuh"
+#include "cuda_exact.h"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -23,18 +25,6 @@
 namespace ampc {
 namespace cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocksFor(int64_t n, int threads = kThreads) {
-  int64_t b = (n + threads - 1) / threads;
-  return static_cast<int>(b < 65535 * 4 ? (b > 0 ? b : 1) : 65535 * 4);
-}
-
-#define GRID_STRIDE(i, n)                                                      \
-  for (int64_t i =                                                             \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
-       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __device__ __forceinline__ void
 walkOffsets(const Walk &w, int64_t i, int64_t &o0, int64_t &o1, int64_t &o2) {
@@ -46,31 +36,6 @@ walkOffsets(const Walk &w, int64_t i, int64_t &o0, int64_t &o1, int64_t &o2) {
     o1 += idx * w.stride[1][d];
     o2 += idx * w.stride[2][d];
   }
-}
-
-__device__ __forceinline__ float warpSum(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ double warpSumD(double v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ bool deviceFlag(Buf f) {
-  if (!f.data)
-    return false;
-  return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
-                             : *static_cast<const float *>(f.data) != 0.0f;
 }
 
 // ------------------------------------------------------------ elementwise --
@@ -97,15 +62,6 @@ __global__ void fillKernel(Buf y, int64_t n, float v, int64_t iv) {
       static_cast<int32_t *>(y.data)[i] = static_cast<int32_t>(iv);
     else
       static_cast<uint8_t *>(y.data)[i] = iv != 0;
-  }
-}
-
-__global__ void randomKernel(Buf y, int64_t n, uint64_t seed, uint64_t offset,
-                             bool normal, double p0, double p1) {
-  GRID_STRIDE(i, n) {
-    double v = normal ? philoxNormal(seed, offset, i, p0, p1)
-                      : philoxUniform(seed, offset, i, p0, p1);
-    storeF32(y.data, y.dtype, i, static_cast<float>(v));
   }
 }
 
@@ -173,11 +129,7 @@ __global__ void argmaxKernel(Buf y, Buf x, int64_t outer, int64_t dim,
 /// One warp per output element; lanes stride over the reduced elements.
 __global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer, Walk inner,
                              int64_t nOut, int64_t nIn) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t o = warp; o < nOut; o += warps) {
+  WARP_LOOP(o, nOut) {
     int64_t yo, xo, unused;
     walkOffsets(outer, o, yo, xo, unused);
     float acc = op == ReduceOp::Max ? -INFINITY : 0.0f;
@@ -210,11 +162,7 @@ __global__ void reduceKernel(ReduceOp op, Buf y, Buf x, Walk outer, Walk inner,
 
 __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
                                    Walk inner, int64_t nOut, int64_t nIn) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t o = warp; o < nOut; o += warps) {
+  WARP_LOOP(o, nOut) {
     int64_t yo, xo, unused;
     walkOffsets(outer, o, yo, xo, unused);
     float m = loadF32(y.data, y.dtype, yo), g = loadF32(dy.data, dy.dtype, yo);
@@ -240,11 +188,7 @@ __global__ void reduceMaxBwdKernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
 /// One warp per (outer, inner) row of `dim` elements, `inner` apart.
 __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < outer * inner; r += warps) {
+  WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float m = -INFINITY;
     for (int64_t j = lane; j < dim; j += 32)
@@ -265,11 +209,7 @@ __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
 
 __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                                  int64_t dim, int64_t inner) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < outer * inner; r += warps) {
+  WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float dot = 0;
     for (int64_t j = lane; j < dim; j += 32) {
@@ -288,11 +228,7 @@ __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
 /// Row statistics (mean, rstd) with one warp per row, two passes in f32.
 __global__ void rowStatsKernel(bool rms, Buf x, int64_t rows, int64_t cols,
                                float eps, float *mean, float *rstd) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     float s = 0;
     if (!rms) {
       for (int64_t j = lane; j < cols; j += 32)
@@ -328,11 +264,7 @@ __global__ void normKernel(Buf y, Buf x, Buf w, Buf b, int64_t rows,
 __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
                                 int64_t rows, int64_t cols, const float *mean,
                                 const float *rstd) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     float mu = mean[r], rs = rstd[r], sg = 0, sgx = 0;
     for (int64_t j = lane; j < cols; j += 32) {
       int64_t i = r * cols + j;
@@ -465,35 +397,6 @@ __global__ void embeddingKernel(Buf y, Buf table, Buf ids, int64_t n,
   }
 }
 
-/// out[0] = sum(a[0..n)), out[1] = sum(b[0..n)) in one block, fixed order.
-__global__ void sumTwoKernel(const float *a, const float *b, int64_t n,
-                             double *out) {
-  __shared__ double sa[32], sb[32];
-  double x = 0, y = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    x += a[i];
-    if (b)
-      y += b[i];
-  }
-  x = warpSumD(x);
-  y = warpSumD(y);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  if (lane == 0) {
-    sa[w] = x;
-    sb[w] = y;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double tx = 0, ty = 0;
-    for (int i = 0; i < (blockDim.x >> 5); ++i) {
-      tx += sa[i];
-      ty += sb[i];
-    }
-    out[0] = tx;
-    out[1] = ty;
-  }
-}
-
 __global__ void crossEntropyFinishKernel(Buf loss, const double *sums) {
   storeF32(loss.data, loss.dtype, 0, static_cast<float>(sums[0] / sums[1]));
 }
@@ -618,6 +521,18 @@ __global__ void loadCKernel(float *acc, Buf c, int64_t batch, int64_t m,
   }
 }
 
+/// parts[k * partStride + i] = bf16 part k of x[i] (bf16_split.h), for the
+/// first n elements of x (an operand's whole extent, ld gaps included).
+__global__ void bf16SplitKernel(Buf x, int64_t n, int nparts,
+                                int64_t partStride, uint16_t *parts) {
+  GRID_STRIDE(i, n) {
+    uint16_t p[3];
+    bf16Split(loadF32(x.data, x.dtype, i), nparts, p);
+    for (int k = 0; k < nparts; ++k)
+      parts[k * partStride + i] = p[k];
+  }
+}
+
 __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
   GRID_STRIDE(i, n) {
     int64_t o0, o1, o2;
@@ -627,46 +542,28 @@ __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
   }
 }
 
-// -------------------------------------------------------------------- AMP --
-
-__global__ void storeFlagKernel(Buf out, const float *flag) {
-  storeF32(out.data, out.dtype, 0, *flag != 0.0f ? 1.0f : 0.0f);
-}
-
-__global__ void updateScaleKernel(float *scale, int32_t *growthTracker,
-                                  int32_t *hysteresisLeft, Buf foundInf,
-                                  float growthFactor, float backoffFactor,
-                                  int32_t growthInterval, int32_t hysteresis,
-                                  float minScale, float maxScale) {
-  updateScaleState(*scale, *growthTracker, *hysteresisLeft,
-                   deviceFlag(foundInf), growthFactor, backoffFactor,
-                   growthInterval, hysteresis, minScale, maxScale);
-}
-
-__global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
-                                double beta2, double eps, double weightDecay,
-                                AdamwScalars *out, Buf foundInf,
-                                const float *lrScale) {
-  if (deviceFlag(foundInf))
-    return;
-  if (lrScale)
-    lr = lr * static_cast<double>(*lrScale);
-  *step += 1;
-  *out = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
-}
-
-/// ampc_lr_schedule on the device: the factor from the step count, then the
-/// count advances unless the step is skipped.
-__global__ void lrScheduleKernel(float *factor, int32_t *step, LrSchedule s,
-                                 Buf foundInf) {
-  *factor = static_cast<float>(lrScheduleFactor(s, *step));
-  if (!deviceFlag(foundInf))
-    *step += 1;
-}
-
 #include "cuda_fast.cuh"
 // batch_norm and dropout (issue 12).
 #include "cuda_norm_dropout.cuh"
+
+// ------------------------------------------------------ asynchronous reads --
+
+/// The pieces of one ampc_read_async, packed in order into `out`.
+struct ReadPieces {
+  const void *src[Backend::kReadPieces];
+  uint32_t bytes[Backend::kReadPieces];
+  int count;
+};
+
+/// One block: byte i of the packed read comes from the piece covering it.
+__global__ void gatherReadKernel(ReadPieces p, uint8_t *out) {
+  uint32_t at = 0;
+  for (int k = 0; k < p.count; ++k) {
+    for (uint32_t i = threadIdx.x; i < p.bytes[k]; i += blockDim.x)
+      out[at + i] = static_cast<const uint8_t *>(p.src[k])[i];
+    at += p.bytes[k];
+  }
+}
 
 // ---------------------------------------------------------------- backend --
 
@@ -692,8 +589,6 @@ __global__ void lrScheduleKernel(float *factor, int32_t *step, LrSchedule s,
       return cudaFail(cudaErr_, #call);                                        \
   } while (0)
 
-int warpBlocks(int64_t rows) { return blocksFor(rows * 32); }
-
 size_t eltBytes(ampc_dtype dt) {
   switch (dt) {
   case AMPC_F32:
@@ -717,6 +612,11 @@ public:
     if (stream_) {
       enter();
       cudaStreamSynchronize(stream_);
+      for (cudaEvent_t &e : readEvents)
+        if (e)
+          cudaEventDestroy(e);
+      if (readStage)
+        cudaFree(readStage);
       cudaStreamDestroy(stream_);
     }
   }
@@ -741,6 +641,11 @@ public:
       CUDA_TRY(
           cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     }
+    // Asynchronous reads: a device staging area and one event per slot,
+    // made here so no read allocates (cudaMalloc may wait for the device).
+    CUDA_TRY(cudaMalloc(&readStage, kReadBytes));
+    for (cudaEvent_t &e : readEvents)
+      CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return lt.init(stream_);
   }
 
@@ -814,6 +719,59 @@ public:
       return asyncFail(err, "cudaStreamSynchronize");
     return AMPC_OK;
   }
+  ampc_status hostAlloc(size_t bytes, void **ptr) override {
+    ENTER();
+    cudaError_t err = cudaMallocHost(ptr, bytes ? bytes : 1);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return AMPC_ERROR_OUT_OF_MEMORY;
+    }
+    return err == cudaSuccess ? AMPC_OK : cudaFail(err, "cudaMallocHost");
+  }
+  ampc_status hostFree(void *ptr) override {
+    ENTER();
+    // A queued read may still write into it.
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaStreamSynchronize (before cudaFreeHost)");
+    CUDA_TRY(cudaFreeHost(ptr));
+    return AMPC_OK;
+  }
+  /// One transfer: a single piece is copied directly; several are packed on
+  /// the device into the staging area first (one tiny kernel), so the host
+  /// side is always one cudaMemcpyAsync into page-locked memory and an
+  /// event. Nothing here waits.
+  ampc_status readAsync(void *dst, const void *const *srcs, const size_t *bytes,
+                        int count, uint64_t ticket) override {
+    ENTER();
+    const void *from = srcs[0];
+    size_t total = bytes[0];
+    if (count > 1) {
+      ReadPieces p{};
+      total = 0;
+      for (int i = 0; i < count; ++i) {
+        p.src[i] = srcs[i];
+        p.bytes[i] = static_cast<uint32_t>(bytes[i]);
+        total += bytes[i];
+      }
+      p.count = count;
+      gatherReadKernel<<<1, 64, 0, stream_>>>(p,
+                                              static_cast<uint8_t *>(readStage));
+      LAUNCH_CHECK("read gather kernel");
+      from = readStage;
+    }
+    CUDA_TRY(cudaMemcpyAsync(dst, from, total, cudaMemcpyDeviceToHost, stream_));
+    CUDA_TRY(cudaEventRecord(readEvents[ticket % kReadSlots], stream_));
+    return AMPC_OK;
+  }
+  ampc_status readWait(uint64_t ticket) override {
+    ENTER();
+    cudaError_t err = cudaEventSynchronize(readEvents[ticket % kReadSlots]);
+    if (err != cudaSuccess)
+      return asyncFail(err, "cudaEventSynchronize (waiting for a read)");
+    return AMPC_OK;
+  }
+
   ampc_status tempAlloc(size_t bytes, void **ptr) override {
     ENTER();
     cudaError_t err = usePool ? cudaMallocAsync(ptr, bytes, stream_)
@@ -829,6 +787,7 @@ public:
     if (usePool) {
       cudaFreeAsync(ptr, stream_);
     } else {
+      ++hostSyncs;
       cudaStreamSynchronize(stream_); // queued work may still use it
       cudaFree(ptr);
     }
@@ -921,9 +880,8 @@ public:
   ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                      bool normal, double p0, double p1) override {
     ENTER();
-    randomKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, n, seed, offset,
-                                                         normal, p0, p1);
-    LAUNCH_CHECK("random kernel");
+    lastLaunch = "random kernel";
+    CUDA_TRY(launchRandom(stream_, y, n, seed, offset, normal, p0, p1));
     return AMPC_OK;
   }
   ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
@@ -1213,7 +1171,7 @@ public:
   /// sums[0..1] = sum a, sum b (f64, fixed order): many blocks, then one.
   ampc_status sumTwo(const float *a, const float *b, int64_t n, double *sums) {
     if (n < 65536) {
-      sumTwoKernel<<<1, kThreads, 0, stream_>>>(a, b, n, sums);
+      sumTwoPartialKernel<<<1, kThreads, 0, stream_>>>(a, b, n, sums);
       LAUNCH_CHECK("sum kernel");
       return AMPC_OK;
     }
@@ -1273,37 +1231,72 @@ public:
     return AMPC_OK;
   }
 
-  /// Copies `count` elements of b into a new f32 buffer.
-  ampc_status widen(Buf b, int64_t count, Temp &t, Buf &out) {
-    AMPC_TRY(t.alloc(count * sizeof(float)));
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = count;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    out = Buf{t.get(), AMPC_F32};
-    return copy(out, b, w, 1.0f);
+  /// Mixed input dtypes (cuBLASLt wants one type for A and B): bf16 tensor
+  /// cores over exact bf16 parts of each operand (bf16_split.h). With a, b
+  /// split into pa, pb parts, the products of parts i, j with i + j <= 2 are
+  /// accumulated in f32, smallest first, then bias, activation and one
+  /// rounding to C. f16 x bf16 keeps every product (exact inputs); with an
+  /// f32 operand the dropped products are below 2^-23 of |a||b|, under one
+  /// f32 rounding of the sum.
+  ampc_status gemmSplit(const GemmDesc &d) {
+    auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      return (d.batch - 1) * stride + (rows - 1) * ld + cols;
+    };
+    int64_t na = extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k, d.lda,
+                        d.strideA),
+            nb = extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n, d.ldb,
+                        d.strideB);
+    int pa = bf16Parts(d.a.dtype), pb = bf16Parts(d.b.dtype);
+    // Parts 256 bytes apart at least (pointer alignment for cuBLASLt).
+    int64_t sa = (na + 127) & ~int64_t(127), sb = (nb + 127) & ~int64_t(127);
+    Temp parts(*this), tacc(*this);
+    AMPC_TRY(parts.alloc((pa * sa + pb * sb) * sizeof(uint16_t)));
+    uint16_t *ap = static_cast<uint16_t *>(parts.get()), *bp = ap + pa * sa;
+    bf16SplitKernel<<<blocksFor(na), kThreads, 0, stream_>>>(d.a, na, pa, sa,
+                                                            ap);
+    LAUNCH_CHECK("gemm split kernel");
+    bf16SplitKernel<<<blocksFor(nb), kThreads, 0, stream_>>>(d.b, nb, pb, sb,
+                                                            bp);
+    LAUNCH_CHECK("gemm split kernel");
+    int64_t total = d.batch * d.m * d.n;
+    AMPC_TRY(tacc.alloc(total * sizeof(float)));
+    bool first = true;
+    if (d.beta != 0.0f) {
+      loadCKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
+          tacc.f32(), d.c, d.batch, d.m, d.n, d.ldc, d.strideC, d.beta);
+      LAUNCH_CHECK("gemm load kernel");
+      first = false;
+    }
+    for (int level = 2; level >= 0; --level)
+      for (int i = 0; i < pa; ++i) {
+        int j = level - i;
+        if (j < 0 || j >= pb)
+          continue;
+        GemmDesc f = d;
+        f.a = Buf{ap + i * sa, AMPC_BF16};
+        f.b = Buf{bp + j * sb, AMPC_BF16};
+        f.c = Buf{tacc.get(), AMPC_F32};
+        f.ldc = d.n;
+        f.strideC = d.m * d.n;
+        f.beta = first ? 0.0f : 1.0f;
+        f.bias = Buf{nullptr, AMPC_F32};
+        f.epilogue = AMPC_EPILOGUE_NONE;
+        AMPC_TRY(lt.run(f, nullptr));
+        first = false;
+      }
+    epilogueStoreKernel<<<blocksFor(total), kThreads, 0, stream_>>>(
+        d.c, tacc.f32(), d.bias, d.batch, d.m, d.n, d.ldc, d.strideC,
+        d.epilogue);
+    LAUNCH_CHECK("gemm epilogue kernel");
+    return AMPC_OK;
   }
 
   ampc_status gemm(const GemmDesc &d) override {
     ENTER();
-    auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
-      return (d.batch - 1) * stride + (rows - 1) * ld + cols;
-    };
+    if (d.a.dtype != d.b.dtype && d.k > 0 && d.m > 0 && d.n > 0)
+      return gemmSplit(d);
     GemmDesc g = d;
-    Temp ta(*this), tb(*this), tbias(*this), tacc(*this);
-    // Mixed input dtypes: cuBLASLt wants one type for A and B.
-    if (d.a.dtype != d.b.dtype && d.k > 0) {
-      if (d.a.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.a,
-                       extent(d.transA ? d.k : d.m, d.transA ? d.m : d.k, d.lda,
-                              d.strideA),
-                       ta, g.a));
-      if (d.b.dtype != AMPC_F32)
-        AMPC_TRY(widen(d.b,
-                       extent(d.transB ? d.n : d.k, d.transB ? d.k : d.n, d.ldb,
-                              d.strideB),
-                       tb, g.b));
-    }
+    Temp tbias(*this), tacc(*this);
     // Exact-erf GELU has no cuBLASLt epilogue: with an f32 C (one rounding
     // either way) the GEMM writes C with its bias and GELU runs in place.
     bool geluAfter = d.epilogue == AMPC_EPILOGUE_GELU && d.c.dtype == AMPC_F32;
@@ -1445,13 +1438,12 @@ public:
     AMPC_TRY(forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtUnscaleKernel<<<blocks, kThreads, 0, stream_>>>(c, flag.f32(),
-                                                            scale);
-          LAUNCH_CHECK("unscale kernel");
+          lastLaunch = "unscale kernel";
+          CUDA_TRY(launchUnscale(stream_, c, blocks, flag.f32(), scale));
           return AMPC_OK;
         }));
-    storeFlagKernel<<<1, 1, 0, stream_>>>(foundInf, flag.f32());
-    LAUNCH_CHECK("found_inf kernel");
+    lastLaunch = "found_inf kernel";
+    CUDA_TRY(launchStoreFlag(stream_, foundInf, flag.f32()));
     return AMPC_OK;
   }
   ampc_status updateScale(float *scale, int32_t *growthTracker,
@@ -1460,10 +1452,10 @@ public:
                           int32_t growthInterval, int32_t hysteresis,
                           float minScale, float maxScale) override {
     ENTER();
-    updateScaleKernel<<<1, 1, 0, stream_>>>(
-        scale, growthTracker, hysteresisLeft, foundInf, growthFactor,
-        backoffFactor, growthInterval, hysteresis, minScale, maxScale);
-    LAUNCH_CHECK("scale update kernel");
+    lastLaunch = "scale update kernel";
+    CUDA_TRY(launchUpdateScale(stream_, scale, growthTracker, hysteresisLeft,
+                               foundInf, growthFactor, backoffFactor,
+                               growthInterval, hysteresis, minScale, maxScale));
     return AMPC_OK;
   }
   ampc_status clipGradNorm(float *totalNorm, const TensorList &g, float maxNorm,
@@ -1478,20 +1470,20 @@ public:
     AMPC_TRY(forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t first) -> ampc_status {
-          mtSumSquaresKernel<<<blocks, kThreads, 0, stream_>>>(
-              c, partials + first, foundInf);
-          LAUNCH_CHECK("norm kernel");
+          lastLaunch = "norm kernel";
+          CUDA_TRY(launchSumSquares(stream_, c, blocks, partials + first,
+                                    foundInf));
           return AMPC_OK;
         }));
     float *coef = reinterpret_cast<float *>(partials + slots + 1);
-    clipCoefTreeKernel<<<1, kThreads, 0, stream_>>>(
-        partials, slots > 0 ? slots : 1, maxNorm, coef, totalNorm, foundInf);
-    LAUNCH_CHECK("clip coefficient kernel");
+    lastLaunch = "clip coefficient kernel";
+    CUDA_TRY(launchClipCoef(stream_, partials, slots > 0 ? slots : 1, maxNorm,
+                            coef, totalNorm, foundInf));
     return forChunks(
         g, [](MtChunk &, int, int32_t) {},
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtScaleKernel<<<blocks, kThreads, 0, stream_>>>(c, coef, foundInf);
-          LAUNCH_CHECK("clip kernel");
+          lastLaunch = "clip kernel";
+          CUDA_TRY(launchScale(stream_, c, blocks, coef, foundInf));
           return AMPC_OK;
         });
   }
@@ -1510,8 +1502,8 @@ public:
               static_cast<int8_t>(models.at(t) ? models.dtypes[t] : AMPC_F32);
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtSgdKernel<<<blocks, kThreads, 0, stream_>>>(c, s, foundInf);
-          LAUNCH_CHECK("sgd kernel");
+          lastLaunch = "sgd kernel";
+          CUDA_TRY(launchSgd(stream_, c, blocks, s, foundInf));
           return AMPC_OK;
         });
   }
@@ -1525,9 +1517,9 @@ public:
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
     AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
-    adamwStepKernel<<<1, 1, 0, stream_>>>(step, lr, beta1, beta2, eps,
-                                          weightDecay, sc, foundInf, lrScale);
-    LAUNCH_CHECK("adamw step kernel");
+    lastLaunch = "adamw step kernel";
+    CUDA_TRY(launchAdamwStep(stream_, step, lr, beta1, beta2, eps, weightDecay,
+                             sc, foundInf, lrScale));
     return forChunks(
         params,
         [&](MtChunk &c, int k, int32_t t) {
@@ -1540,8 +1532,8 @@ public:
               static_cast<int8_t>(models.at(t) ? models.dtypes[t] : AMPC_F32);
         },
         [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
-          mtAdamwKernel<<<blocks, kThreads, 0, stream_>>>(c, sc, foundInf);
-          LAUNCH_CHECK("adamw kernel");
+          lastLaunch = "adamw kernel";
+          CUDA_TRY(launchAdamw(stream_, c, blocks, sc, foundInf));
           return AMPC_OK;
         });
   }
@@ -1549,8 +1541,8 @@ public:
   ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,
                          Buf foundInf) override {
     ENTER();
-    lrScheduleKernel<<<1, 1, 0, stream_>>>(factor, step, s, foundInf);
-    LAUNCH_CHECK("lr schedule kernel");
+    lastLaunch = "lr schedule kernel";
+    CUDA_TRY(launchLrSchedule(stream_, factor, step, s, foundInf));
     return AMPC_OK;
   }
 
@@ -1602,6 +1594,8 @@ private:
   cudaStream_t stream_ = nullptr;
   bool usePool = true;
   const char *lastLaunch = "none";
+  void *readStage = nullptr;
+  cudaEvent_t readEvents[kReadSlots] = {};
   LtGemm lt;
 };
 

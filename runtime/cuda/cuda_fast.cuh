@@ -411,11 +411,7 @@ __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
                                         const int64_t *keys,
                                         const int32_t *pos, int64_t n,
                                         int64_t vocab, int64_t dim) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t s = warp; s < n; s += warps) {
+  WARP_LOOP(s, n) {
     int64_t id = keys[s];
     if (id >= vocab || (s > 0 && keys[s - 1] == id))
       continue;
@@ -439,11 +435,7 @@ constexpr int kRowRegs = 32; // values per lane: rows up to 1024 wide
 /// two-pass f32 statistics as rowStatsKernel, from registers.
 __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
                                 int64_t rows, int64_t cols, float eps) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     float v[kRowRegs];
     float s = 0;
 #pragma unroll
@@ -484,11 +476,7 @@ __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
 /// Softmax over contiguous rows (inner 1), one warp per row, x read once.
 __global__ void softmaxFusedKernel(bool log, Buf y, Buf x, int64_t rows,
                                    int64_t dim) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     int64_t base = r * dim;
     float v[kRowRegs];
     float m = -INFINITY;
@@ -525,11 +513,7 @@ __global__ void crossEntropyOnlineKernel(Buf logits, Buf labels, int64_t rows,
                                          int64_t classes, float *rowLoss,
                                          float *rowValid, float *rowLse,
                                          uint32_t *checkWord, int32_t site) {
-  int lane = threadIdx.x & 31;
-  int64_t warp =
-      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
-  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t r = warp; r < rows; r += warps) {
+  WARP_LOOP(r, rows) {
     int64_t base = r * classes;
     float m = -INFINITY, s = 0;
     for (int64_t c = lane; c < classes; c += 32) {
@@ -625,148 +609,3 @@ __global__ void sumTwoFinishKernel(const double *part, int64_t count,
   }
 }
 
-// ---------------------------------------------------- multi-tensor kernels --
-
-constexpr int kMtMax = 64;          // tensors per launch
-constexpr int64_t kMtPerBlock = 4096; // elements per block
-
-/// Up to kMtMax tensors passed by value; block b works on tensor t where
-/// blockStart[t] <= b < blockStart[t + 1].
-struct MtChunk {
-  int count;
-  void *data[kMtMax];
-  void *aux0[kMtMax]; // grads (SGD/AdamW) or nothing
-  void *aux1[kMtMax]; // momentum buffer / exp_avg
-  void *aux2[kMtMax]; // exp_avg_sq
-  void *model[kMtMax]; // opt level O2: the low model copy (SGD/AdamW) or null
-  int8_t modelDtype[kMtMax];
-  int64_t numel[kMtMax];
-  int8_t dtype[kMtMax], auxDtype[kMtMax];
-  int32_t blockStart[kMtMax + 1];
-};
-
-__device__ __forceinline__ int mtTensor(const MtChunk &c, int32_t b) {
-  int lo = 0, hi = c.count - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (c.blockStart[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
-#define MT_BEGIN(c)                                                            \
-  int t_ = mtTensor(c, blockIdx.x);                                            \
-  int64_t begin_ =                                                             \
-      static_cast<int64_t>(blockIdx.x - (c).blockStart[t_]) * kMtPerBlock;     \
-  int64_t end_ = begin_ + kMtPerBlock < (c).numel[t_] ? begin_ + kMtPerBlock   \
-                                                      : (c).numel[t_];         \
-  Buf p_{(c).data[t_], static_cast<ampc_dtype>((c).dtype[t_])};                \
-  for (int64_t i = begin_ + threadIdx.x; i < end_; i += blockDim.x)
-
-__global__ void mtUnscaleKernel(MtChunk c, float *foundInf,
-                                const float *scale) {
-  float inv = scale ? 1.0f / *scale : 1.0f;
-  bool bad = false;
-  MT_BEGIN(c) {
-    float v = loadF32(p_.data, p_.dtype, i);
-    bad |= !isFinite(v);
-    if (inv != 1.0f)
-      storeF32(p_.data, p_.dtype, i, v * inv);
-  }
-  if (bad)
-    *foundInf = 1.0f; // every writer stores the same value
-}
-
-/// One f64 partial sum of squares per block (slot = global block index).
-__global__ void mtSumSquaresKernel(MtChunk c, double *partials,
-                                   Buf foundInf) {
-  __shared__ double warpSums[kThreads / 32];
-  if (deviceFlag(foundInf))
-    return;
-  double s = 0;
-  MT_BEGIN(c) {
-    double v = loadF32(p_.data, p_.dtype, i);
-    s += v * v;
-  }
-  s = warpSumD(s);
-  if ((threadIdx.x & 31) == 0)
-    warpSums[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double t = 0;
-    for (int w = 0; w < kThreads / 32; ++w)
-      t += warpSums[w];
-    partials[blockIdx.x] = t;
-  }
-}
-
-/// The clip coefficient from all partials: one block, fixed tree order.
-__global__ void clipCoefTreeKernel(const double *partials, int64_t count,
-                                   float maxNorm, float *coef,
-                                   float *totalNorm, Buf foundInf) {
-  __shared__ double sh[kThreads / 32];
-  if (deviceFlag(foundInf))
-    return;
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
-    s += partials[i];
-  s = warpSumD(s);
-  if ((threadIdx.x & 31) == 0)
-    sh[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double t = 0;
-    for (int w = 0; w < kThreads / 32; ++w)
-      t += sh[w];
-    float total = static_cast<float>(sqrt(t));
-    *coef = clipCoefficient(total, maxNorm);
-    if (totalNorm)
-      *totalNorm = total;
-  }
-}
-
-__global__ void mtScaleKernel(MtChunk c, const float *coef, Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  float k = *coef;
-  MT_BEGIN(c) {
-    storeF32(p_.data, p_.dtype, i, loadF32(p_.data, p_.dtype, i) * k);
-  }
-}
-
-__global__ void mtSgdKernel(MtChunk c, SgdScalars s, Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  if (s.lrScale)
-    s.lr = s.lr * *s.lrScale;
-  MT_BEGIN(c) {
-    float pv = loadF32(p_.data, p_.dtype, i);
-    float *buf = c.aux1[t_] ? static_cast<float *>(c.aux1[t_]) + i : nullptr;
-    sgdElement(pv,
-               loadF32(c.aux0[t_], static_cast<ampc_dtype>(c.auxDtype[t_]), i),
-               buf, s);
-    storeF32(p_.data, p_.dtype, i, pv);
-    if (c.model[t_])
-      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
-  }
-}
-
-__global__ void mtAdamwKernel(MtChunk c, const AdamwScalars *s,
-                              Buf foundInf) {
-  if (deviceFlag(foundInf))
-    return;
-  AdamwScalars sc = *s;
-  MT_BEGIN(c) {
-    float pv = loadF32(p_.data, p_.dtype, i);
-    adamwElement(
-        pv, loadF32(c.aux0[t_], static_cast<ampc_dtype>(c.auxDtype[t_]), i),
-        static_cast<float *>(c.aux1[t_])[i],
-        static_cast<float *>(c.aux2[t_])[i], sc);
-    storeF32(p_.data, p_.dtype, i, pv);
-    if (c.model[t_])
-      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
-  }
-}

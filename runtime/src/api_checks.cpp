@@ -53,6 +53,7 @@ ampc_status ampc_check_read(ampc_context ctx, ampc_check check, int32_t clear,
       return setError(AMPC_ERROR_NULL_POINTER, "%s: site is NULL", fn);
     Backend &be = *ctx->backend;
     uint32_t word = 0;
+    ++be.hostSyncs; // a device-to-host read (ampc_host_syncs)
     AMPC_TRY(be.copyBytes(&word, be.checkWords + check, sizeof(word),
                           AMPC_MEMCPY_DEVICE_TO_HOST));
     *site = word == 0xFFFFFFFFu ? -1 : static_cast<int32_t>(word);

@@ -123,6 +123,7 @@ ampc_status ampc_context_stream(ampc_context ctx, void **stream) {
 
 ampc_status ampc_synchronize(ampc_context ctx) {
   AMPC_TRY(checkContext("ampc_synchronize", ctx));
+  ++ctx->backend->hostSyncs;
   return ctx->backend->synchronize();
 }
 
@@ -136,6 +137,7 @@ ampc_status ampc_malloc(ampc_context ctx, size_t bytes, void **ptr) {
 
 ampc_status ampc_free(ampc_context ctx, void *ptr) {
   AMPC_TRY(checkContext("ampc_free", ctx));
+  ctx->backend->hostSyncs += ptr != nullptr;
   return ptr ? ctx->backend->release(ptr) : AMPC_OK;
 }
 
@@ -151,6 +153,8 @@ ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
   if (!dst || !src)
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_memcpy: %s is NULL",
                     dst ? "src" : "dst");
+  if (kind == AMPC_MEMCPY_DEVICE_TO_HOST || kind == AMPC_MEMCPY_HOST_TO_HOST)
+    ++ctx->backend->hostSyncs; // these complete before the call returns
   return ctx->backend->copyBytes(dst, src, bytes, kind);
 }
 

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 namespace ampc {
 
@@ -222,6 +223,36 @@ public:
                               int64_t numel) = 0;
   /// *next = *counter + 1 (device i32 scalars).
   virtual ampc_status counterNext(int32_t *next, const int32_t *counter) = 0;
+
+  // Asynchronous reads (api_host.cpp). The defaults suit a backend whose
+  // work is done when a call returns (the CPU).
+  static constexpr int kReadPieces = 8, kReadBytes = 256, kReadSlots = 8;
+  virtual ampc_status hostAlloc(size_t bytes, void **ptr) {
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? AMPC_OK : AMPC_ERROR_OUT_OF_MEMORY; // the caller reports
+  }
+  virtual ampc_status hostFree(void *ptr) {
+    free(ptr);
+    return AMPC_OK;
+  }
+  /// Queues the packed copy of ampc_read_async as read `ticket`.
+  virtual ampc_status readAsync(void *dst, const void *const *srcs,
+                                const size_t *bytes, int count,
+                                uint64_t ticket) {
+    size_t at = 0;
+    for (int i = 0; i < count; ++i) {
+      ampc_status st = copyBytes(static_cast<char *>(dst) + at, srcs[i],
+                                 bytes[i], AMPC_MEMCPY_DEVICE_TO_HOST);
+      if (st != AMPC_OK)
+        return st;
+      at += bytes[i];
+    }
+    return AMPC_OK;
+  }
+  virtual ampc_status readWait(uint64_t ticket) { return AMPC_OK; }
+
+  /// Host synchronisations so far (ampc_host_syncs) and reads issued.
+  uint64_t hostSyncs = 0, readsIssued = 0;
 };
 
 /// The CPU backend (always built).

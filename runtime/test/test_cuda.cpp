@@ -8,69 +8,16 @@
 // with a message when no GPU is usable.
 //
 //===----------------------------------------------------------------------===//
-#include "test_util.h"
+#include "cuda_test_util.h"
 
 using namespace ampc_test;
 
 namespace {
 
-using PtrFn = std::function<void *(int)>;
-using Op = std::function<ampc_status(ampc_context, const PtrFn &)>;
-
-class Cuda : public ::testing::Test {
+class Cuda : public CudaVsCpu {
 protected:
-  void SetUp() override {
-    int32_t available = 0;
-    ampc_backend_available(AMPC_BACKEND_CUDA, &available);
-    if (!available)
-      GTEST_SKIP() << "no usable CUDA device (or the runtime was built "
-                      "without CUDA): CUDA-vs-CPU comparison skipped";
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CUDA, 0, &gpu));
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &cpu));
-  }
-  void TearDown() override {
-    ampc_context_destroy(gpu);
-    ampc_context_destroy(cpu);
-  }
-
-  /// Runs `op` on both backends over copies of `ts`; compares the tensors
-  /// listed in `outputs` (tol 0: bitwise).
-  void compare(const std::vector<Tensor> &ts, const std::vector<int> &outputs,
-               const Op &op, double tol, const std::string &what) {
-    SCOPED_TRACE(what);
-    std::vector<Tensor> onCpu = ts, fromGpu = ts;
-    ASSERT_OK(op(cpu, [&](int i) { return onCpu[i].data(); }));
-    std::vector<void *> dev(ts.size());
-    for (size_t i = 0; i < ts.size(); ++i) {
-      ASSERT_OK(ampc_malloc(gpu, ts[i].bytes.size(), &dev[i]));
-      ASSERT_OK(ampc_memcpy(gpu, dev[i], ts[i].bytes.data(), ts[i].bytes.size(),
-                            AMPC_MEMCPY_HOST_TO_DEVICE));
-    }
-    ASSERT_OK(op(gpu, [&](int i) { return dev[i]; }));
-    for (int o : outputs)
-      ASSERT_OK(ampc_memcpy(gpu, fromGpu[o].bytes.data(), dev[o],
-                            ts[o].bytes.size(), AMPC_MEMCPY_DEVICE_TO_HOST));
-    for (void *p : dev)
-      ampc_free(gpu, p);
-    for (int o : outputs) {
-      if (tol == 0)
-        EXPECT_EQ(fromGpu[o].bytes, onCpu[o].bytes) << "output " << o;
-      else
-        expectClose(fromGpu[o].values(), onCpu[o].values(), tol, tol,
-                    what + " output " + std::to_string(o));
-    }
-  }
-
-  ampc_context gpu = nullptr, cpu = nullptr;
+  const char *skipped() const override { return "CUDA-vs-CPU comparison"; }
 };
-
-#define A(i, t) p(i), (t).dtype, (t).dims(), (t).rank()
-#define AMPC_TRY(expr)                                                         \
-  do {                                                                         \
-    ampc_status s_ = (expr);                                                   \
-    if (s_ != AMPC_OK)                                                         \
-      return s_;                                                               \
-  } while (0)
 
 TEST_F(Cuda, CastsAreBitIdentical) {
   for (ampc_dtype low : {AMPC_F16, AMPC_BF16}) {

@@ -9,7 +9,7 @@
 // tolerance. Every test skips with a message when no GPU is usable.
 //
 //===----------------------------------------------------------------------===//
-#include "test_util.h"
+#include "cuda_test_util.h"
 
 #include <cstdlib>
 #include <thread>
@@ -18,81 +18,9 @@ using namespace ampc_test;
 
 namespace {
 
-using PtrFn = std::function<void *(int)>;
-using Op = std::function<ampc_status(ampc_context, const PtrFn &)>;
-
-#define A(i, t) p(i), (t).dtype, (t).dims(), (t).rank()
-#define AMPC_TRY(expr)                                                         \
-  do {                                                                         \
-    ampc_status s_ = (expr);                                                   \
-    if (s_ != AMPC_OK)                                                         \
-      return s_;                                                               \
-  } while (0)
-
-class CudaFast : public ::testing::Test {
+class CudaFast : public CudaVsCpu {
 protected:
-  void SetUp() override {
-    int32_t available = 0;
-    ampc_backend_available(AMPC_BACKEND_CUDA, &available);
-    if (!available)
-      GTEST_SKIP() << "no usable CUDA device (or the runtime was built "
-                      "without CUDA): CUDA fast-path comparison skipped";
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CUDA, 0, &gpu));
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &cpu));
-  }
-  void TearDown() override {
-    if (gpu)
-      ampc_context_destroy(gpu);
-    if (cpu)
-      ampc_context_destroy(cpu);
-  }
-
-  /// Runs `op` on both backends over copies of `ts` and compares `outputs`:
-  /// bytes when tol is 0, else |got - want| <= tol |want| + tol max|want|.
-  void compare(const std::vector<Tensor> &ts, const std::vector<int> &outputs,
-               const Op &op, double tol, const std::string &what,
-               ampc_context on = nullptr) {
-    SCOPED_TRACE(what);
-    ampc_context g = on ? on : gpu;
-    std::vector<Tensor> onCpu = ts;
-    ASSERT_OK(op(cpu, [&](int i) { return onCpu[i].data(); }));
-    std::vector<void *> dev(ts.size());
-    for (size_t i = 0; i < ts.size(); ++i) {
-      ASSERT_OK(ampc_malloc(g, ts[i].bytes.size(), &dev[i]));
-      ASSERT_OK(ampc_memcpy(g, dev[i], ts[i].bytes.data(), ts[i].bytes.size(),
-                            AMPC_MEMCPY_HOST_TO_DEVICE));
-    }
-    ASSERT_OK(op(g, [&](int i) { return dev[i]; }));
-    for (int o : outputs) {
-      Tensor got = ts[o];
-      ASSERT_OK(ampc_memcpy(g, got.bytes.data(), dev[o], ts[o].bytes.size(),
-                            AMPC_MEMCPY_DEVICE_TO_HOST));
-      if (tol == 0) {
-        bool same = got.bytes == onCpu[o].bytes;
-        EXPECT_TRUE(same) << what << ": output " << o << " differs";
-        if (!same)
-          for (int64_t i = 0, bad = 0; i < got.size() && bad < 5; ++i)
-            if (got.get(i) != onCpu[o].get(i) &&
-                !(std::isnan(got.get(i)) && std::isnan(onCpu[o].get(i)))) {
-              ADD_FAILURE() << "element " << i << " got " << got.get(i)
-                            << " want " << onCpu[o].get(i);
-              ++bad;
-            }
-      } else {
-        expectClose(got.values(), onCpu[o].values(), tol, tol,
-                    what + " output " + std::to_string(o));
-      }
-    }
-    for (void *ptr : dev)
-      ampc_free(g, ptr);
-  }
-
-  /// p(i) advanced by `bytes` (misaligned operands).
-  static void *shifted(const PtrFn &p, int i, int bytes) {
-    return static_cast<char *>(p(i)) + bytes;
-  }
-
-  ampc_context gpu = nullptr, cpu = nullptr;
+  const char *skipped() const override { return "CUDA fast-path comparison"; }
 };
 
 // ------------------------------------------------------------ elementwise --

@@ -5,29 +5,40 @@
 # no OpenBLAS, no GoogleTest) this script
 #   1. builds the runtime standalone with its CUDA backend, OpenBLAS and
 #      GoogleTest taken from a carried prefix (made on a developer machine
-#      with --prepare) or from the system;
-#   2. runs every CUDA test (the Cuda.* and CudaFast.* GoogleTest cases and
-#      the lazy-loading check) in its own process with a timeout, so a
-#      device fault in one cannot poison the others;
-#   3. times the runtime's kernels at GPT-2-small sizes (bench/cuda/
+#      with --prepare) or from the system, and the C++ that ampc emitted
+#      (carried too: there is no MLIR there) for the GPT-2-small-sized
+#      training step in fp32, fp16 and bf16 and for every example;
+#   2. runs every CUDA test (the Cuda*, CudaFast*, CudaFixes* and
+#      HostRead.Cuda* GoogleTest cases and the lazy-loading check) in its
+#      own process with a timeout, TEST_JOBS at a time, so a device fault in
+#      one cannot poison the others;
+#   3. times the emitted GPT-2 step (bench/cuda/step_bench.cpp; 8192
+#      tokens, width 768, 12 layers) in fp32, fp16 and bf16 and the same
+#      model in PyTorch eager AMP (bench/cuda/torch_gpt2.py), counting host
+#      synchronisations inside the emitted steps;
+#   4. times the runtime's kernels at GPT-2-small sizes (bench/cuda/
 #      kernel_bench.cpp) and the same cases in PyTorch (bench/cuda/
-#      torch_ref.py) in the same run;
-#   4. writes everything to $OUT/gpu_run.json and a readable
+#      torch_ref.py);
+#   5. runs each example's emitted step a few times (a smoke run);
+#   6. writes everything to $OUT/gpu_run.json and a readable
 #      $OUT/gpu_summary.txt.
+# Phases after the tests are skipped (and recorded as skipped) once the run
+# has used BUDGET seconds (default 450), so it ends within 8 minutes.
 #
 #   scripts/gpu/gpu_run.sh --prepare DIR     # here: fill a carry prefix
 #   scripts/gpu/gpu_run.sh [--carry DIR]     # there: the whole run
 #   scripts/gpu/gpu_run.sh --dry-run [--runtime-build DIR]
 #
 # --dry-run does everything up to the first CUDA call: checks the tools,
-# configures and builds (or reuses --runtime-build), lists every test and
-# benchmark case with the command it would run, and writes the JSON and the
-# summary marked "dry_run". Environment: OUT (results, default
-# ./gpu-results), PYTHON (the one with torch, default python3), BUILD_DIR (default /tmp/ampc-gpu-build), CUDA_ARCHS
-# (default 90), TEST_TIMEOUT (seconds per test, default 150).
-#
-# Not in this script yet: the emitted C++ of the examples and the
-# GPT-2-small training step against PyTorch eager AMP (see docs/cuda.md).
+# configures and builds (or reuses --runtime-build), emits the C++ (with
+# the ampc of this tree, AMPC, when nothing is carried) and compiles it,
+# runs a small configuration of the GPT-2 step through step_bench and
+# torch_gpt2.py on the CPU, lists every test and benchmark case with the
+# command it would run, and writes the JSON and the summary marked
+# "dry_run". Environment: OUT (results, default ./gpu-results), PYTHON (the
+# one with torch, default python3), AMPC (default build/bin/ampc), BUILD_DIR
+# (default /tmp/ampc-gpu-build), CUDA_ARCHS (default 90), TEST_TIMEOUT
+# (seconds per test, default 150), TEST_JOBS (default 4), BUDGET.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,13 +54,33 @@ while [ $# -gt 0 ]; do
   --prepare) PREPARE="$2"; shift ;;
   --runtime-build) RT_BUILD="$2"; shift ;;
   --out) OUT="$2"; shift ;;
-  -h | --help) sed -n 2,30p "$0"; exit 0 ;;
+  -h | --help) sed -n 2,44p "$0"; exit 0 ;;
   *) echo "gpu_run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
 log() { echo "[gpu_run] $*" >&2; }
+AMPC="${AMPC:-$ROOT/build/bin/ampc}"
+
+# The C++ every GPU run builds, emitted here (ampc needs MLIR): the GPT-2
+# step in three precisions and each example in fp16, all for --target=cuda.
+emit_all() { # DIR
+  local d="$1" ok=0
+  mkdir -p "$d"
+  for p in fp32 fp16 bf16; do
+    local amp=$p
+    [ $p = fp32 ] && amp=off
+    "$AMPC" "$ROOT/bench/cuda/gpt2_step.tg" --emit=cpp --target=cuda \
+      --amp=$amp -o "$d/gpt2_$p.cpp" || ok=1
+  done
+  for f in "$ROOT"/examples/*.tg; do
+    "$AMPC" "$f" --emit=cpp --target=cuda --amp=fp16 \
+      -o "$d/ex_$(basename "$f" .tg).cpp" || ok=1
+  done
+  git -C "$ROOT" rev-parse --short HEAD >"$d/commit" 2>/dev/null
+  return $ok
+}
 
 # ------------------------------------------------------------- --prepare --
 if [ -n "$PREPARE" ]; then
@@ -74,6 +105,10 @@ if [ -n "$PREPARE" ]; then
            /usr/include/x86_64-linux-gnu/f77blas.h; do
     [ -e "$f" ] && cp -L "$f" "$P/include/"
   done
+  emit_all "$PREPARE/emitted" || { log "emitting C++ with $AMPC failed"; exit 1; }
+  # The sources the GPU machine builds, should only the carry reach it.
+  tar czf "$PREPARE/sources.tar.gz" -C "$ROOT" runtime bench/cuda scripts/gpu \
+    examples
   du -sh "$PREPARE" >&2
   log "prepared $PREPARE (pass it with --carry)"
   exit 0
@@ -85,11 +120,23 @@ OUT="$(cd "$OUT" && pwd)"
 BUILD_DIR="${BUILD_DIR:-/tmp/ampc-gpu-build}"
 ARCHS="${CUDA_ARCHS:-90}"
 TEST_TIMEOUT="${TEST_TIMEOUT:-150}"
+TEST_JOBS="${TEST_JOBS:-4}"
+BUDGET="${BUDGET:-450}"
 PY="${PYTHON:-python3}" # the Python that has torch
 START=$(date +%s)
 RECORDS="$OUT/records.jsonl" # one JSON object a line, merged at the end
 : >"$RECORDS"
 record() { echo "$1" >>"$RECORDS"; }
+elapsed() { echo $(( $(date +%s) - START )); }
+# Whether there is time for an optional phase; records a skip otherwise.
+in_budget() { # PHASE
+  if [ "$(elapsed)" -ge "$BUDGET" ]; then
+    record "{\"kind\": \"phase\", \"name\": \"$1\", \"status\": \"skipped: budget ($BUDGET s) used\"}"
+    log "skipping $1: the budget of $BUDGET s is used"
+    return 1
+  fi
+  return 0
+}
 jstr() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
 
 # ------------------------------------------------------------ environment --
@@ -103,6 +150,9 @@ for tool in cmake nvcc python3 timeout; do
 done
 
 # ------------------------------------------------------------------ build --
+if [ ! -d "$ROOT/runtime" ] && [ -n "$CARRY" ] && [ -e "$CARRY/sources.tar.gz" ]; then
+  tar xzf "$CARRY/sources.tar.gz" -C "$ROOT"
+fi
 if [ -n "$RT_BUILD" ]; then
   B="$(cd "$RT_BUILD" && pwd)"
   log "reusing the runtime build in $B"
@@ -146,30 +196,75 @@ if [ -n "$B" ] && [ -e "$B/libampc_runtime.so" ]; then
   fi
 fi
 
+# ------------------------------------------------ emitted C++ (compiling) --
+# Built in the background while the tests run: the GPT-2 step in three
+# precisions and each example, each linked with step_bench.cpp.
+EMITTED=""
+if [ -n "$CARRY" ] && [ -d "$CARRY/emitted" ]; then
+  EMITTED="$(cd "$CARRY/emitted" && pwd)"
+elif [ -x "$AMPC" ]; then
+  EMITTED="$OUT/emitted"
+  emit_all "$EMITTED" >"$OUT/emit.log" 2>&1 ||
+    record "{\"kind\": \"emit\", \"ok\": false}"
+else
+  record "{\"kind\": \"emit\", \"ok\": false, \"why\": \"no carried emitted C++ and no ampc at $AMPC\"}"
+fi
+SB="$OUT/step_bin"
+# The dry run only proves the emitted C++ compiles and links: -O0 is enough.
+STEP_OPT=-O2
+[ $DRY = 1 ] && STEP_OPT=-O0
+mkdir -p "$SB"
+compile_step() { # NAME GRAPH CPP
+  # shellcheck disable=SC2086
+  c++ -std=c++17 "$STEP_OPT" ${BENCH_CXXFLAGS:-} -I"$ROOT/runtime/include" \
+    -I"$(dirname "$3")" -DGRAPH="$2" "-DGRAPH_HEADER=\"$(basename "$3" .cpp).h\"" \
+    "$3" "$ROOT/bench/cuda/step_bench.cpp" -L"$B" -lampc_runtime \
+    -Wl,-rpath,"$B" ${BENCH_LDFLAGS:-} -o "$SB/$1" >"$SB/$1.log" 2>&1
+}
+COMPILE_PIDS=()
+if [ -n "$EMITTED" ] && [ -n "$B" ] && [ -e "$B/libampc_runtime.so" ]; then
+  for p in fp32 fp16 bf16; do
+    [ -e "$EMITTED/gpt2_$p.cpp" ] || continue
+    compile_step "gpt2_$p" gpt2 "$EMITTED/gpt2_$p.cpp" & COMPILE_PIDS+=($!)
+  done
+  for f in "$EMITTED"/ex_*.cpp; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f" .cpp)
+    g=$(sed -n 's/.* from graph .\([A-Za-z0-9_]*\).\..*/\1/p' "${f%.cpp}.h" | head -1)
+    compile_step "$n" "$g" "$f" & COMPILE_PIDS+=($!)
+  done
+fi
+
 # ------------------------------------------------------------------ tests --
 TESTS="$B/test/ampc_runtime_tests"
+run_one_test() { # NAME: one process, one record line
+  local t="$1" t0 rc secs status
+  t0=$(date +%s.%N)
+  timeout "$TEST_TIMEOUT" "$TESTS" --gtest_filter="$t" >"$OUT/test_$t.log" 2>&1
+  rc=$?
+  secs=$(python3 -c "import time; print(round(time.time() - $t0, 2))")
+  if [ $rc = 124 ]; then status=timeout
+  elif grep -q '^\[  SKIPPED \]' "$OUT/test_$t.log"; then status=skipped
+  elif [ $rc = 0 ]; then status=passed
+  else status=failed; fi
+  echo "{\"kind\": \"test\", \"name\": \"$t\", \"status\": \"$status\", \"seconds\": $secs}" >>"$RECORDS"
+  echo "[gpu_run] $t: $status (${secs}s)" >&2
+}
+export -f run_one_test
+export TESTS OUT RECORDS TEST_TIMEOUT
 if [ -n "$B" ] && [ -x "$TESTS" ]; then
-  names=$("$TESTS" --gtest_list_tests --gtest_filter='Cuda*' |
+  names=$("$TESTS" --gtest_list_tests --gtest_filter='Cuda*:HostRead.Cuda*' |
           awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')
   count=$(echo "$names" | grep -c .)
-  log "$count CUDA test cases"
-  for t in $names; do
-    if [ $DRY = 1 ]; then
+  log "$count CUDA test cases, $TEST_JOBS at a time"
+  if [ $DRY = 1 ]; then
+    for t in $names; do
       echo "dry-run: would run timeout $TEST_TIMEOUT $TESTS --gtest_filter=$t"
       record "{\"kind\": \"test\", \"name\": $(jstr "$t"), \"status\": \"dry-run\"}"
-      continue
-    fi
-    t0=$(date +%s.%N)
-    timeout "$TEST_TIMEOUT" "$TESTS" --gtest_filter="$t" >"$OUT/test_$t.log" 2>&1
-    rc=$?
-    secs=$(python3 -c "import time; print(round(time.time() - $t0, 2))")
-    if [ $rc = 124 ]; then status=timeout
-    elif grep -q '^\[  SKIPPED \]' "$OUT/test_$t.log"; then status=skipped
-    elif [ $rc = 0 ]; then status=passed
-    else status=failed; fi
-    record "{\"kind\": \"test\", \"name\": $(jstr "$t"), \"status\": \"$status\", \"seconds\": $secs}"
-    log "$t: $status (${secs}s)"
-  done
+    done
+  else
+    echo "$names" | grep . | xargs -P "$TEST_JOBS" -I{} bash -c 'run_one_test "$1"' _ {}
+  fi
   if [ -x "$B/test/ampc_runtime_lazy_cuda" ]; then
     if [ $DRY = 1 ]; then
       echo "dry-run: would run $B/test/ampc_runtime_lazy_cuda --with-cuda"
@@ -183,9 +278,56 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
 else
   record "{\"kind\": \"tests\", \"status\": \"not built\"}"
 fi
+for pid in "${COMPILE_PIDS[@]}"; do wait "$pid"; done
+for f in "$SB"/*.log; do
+  [ -e "$f" ] || continue
+  n=$(basename "$f" .log)
+  if [ -x "$SB/$n" ]; then
+    record "{\"kind\": \"build_step\", \"name\": \"$n\", \"ok\": true}"
+  else
+    record "{\"kind\": \"build_step\", \"name\": \"$n\", \"ok\": false}"
+    tail -5 "$f" >&2
+  fi
+done
+
+# ------------------------------------------------ the GPT-2 training step --
+VOCAB=50304
+if [ $DRY = 1 ]; then
+  for p in fp32 fp16 bf16; do
+    [ -x "$SB/gpt2_$p" ] && "$SB/gpt2_$p" --label "$p" --vocab $VOCAB --dry-run
+  done
+  # The harness end to end on the CPU: a small configuration of the same
+  # program, emitted for the CPU, stepped by step_bench, and the PyTorch
+  # model's dry run.
+  if [ -x "$AMPC" ] && [ -n "$B" ]; then
+    mkdir -p "$OUT/small"
+    python3 "$ROOT/bench/cuda/gpt2_gen.py" --layers 1 --batch 2 --seq 16 \
+      --width 64 --heads 4 --vocab 128 -o "$OUT/small/gpt2_small.tg" &&
+    "$AMPC" "$OUT/small/gpt2_small.tg" --emit=cpp --target=cpu --amp=fp16 \
+      -o "$OUT/small/gpt2_small.cpp" &&
+    compile_step gpt2_small gpt2 "$OUT/small/gpt2_small.cpp" &&
+    "$SB/gpt2_small" --label small-fp16-cpu --vocab 128 --backend cpu \
+      --warmup 1 --steps 3 --out "$OUT/small/step.json"
+    st=$?
+    record "{\"kind\": \"dry_step\", \"ok\": $([ $st = 0 ] && echo true || echo false)}"
+  fi
+  "$PY" "$ROOT/bench/cuda/torch_gpt2.py" --dry-run ||
+    record "{\"kind\": \"torch_gpt2\", \"status\": \"dry-run failed\"}"
+elif in_budget gpt2_step; then
+  for p in fp32 fp16 bf16; do
+    if [ -x "$SB/gpt2_$p" ]; then
+      timeout 150 "$SB/gpt2_$p" --label "$p" --vocab $VOCAB --warmup 3 \
+        --steps 10 --out "$OUT/step_$p.json" 2>"$OUT/step_$p.log"
+      record "{\"kind\": \"step_rc\", \"name\": \"gpt2_$p\", \"rc\": $?}"
+    fi
+  done
+  timeout 240 "$PY" "$ROOT/bench/cuda/torch_gpt2.py" --warmup 3 --steps 10 \
+    --out "$OUT/torch_gpt2.json" 2>"$OUT/torch_gpt2.log"
+  record "{\"kind\": \"step_rc\", \"name\": \"torch_gpt2\", \"rc\": $?}"
+fi
 
 # ------------------------------------------------------------- benchmarks --
-if [ -n "$KB" ]; then
+if [ -n "$KB" ] && { [ $DRY = 1 ] || in_budget kernel_bench; }; then
   if [ $DRY = 1 ]; then
     "$KB" --dry-run || record "{\"kind\": \"bench\", \"status\": \"dry-run failed\"}"
   else
@@ -196,11 +338,24 @@ fi
 if [ $DRY = 1 ]; then
   "$PY" "$ROOT/bench/cuda/torch_ref.py" --dry-run ||
     record "{\"kind\": \"torch\", \"status\": \"dry-run failed\"}"
-else
+elif in_budget torch_kernels; then
   timeout 240 "$PY" "$ROOT/bench/cuda/torch_ref.py" --out "$OUT/torch_ref.json" \
     2>"$OUT/torch_ref.log"
   record "{\"kind\": \"bench_rc\", \"torch\": $?}"
 fi
+
+# ------------------------------------------- the examples' emitted steps --
+for x in "$SB"/ex_*; do
+  [ -x "$x" ] || continue
+  n=$(basename "$x")
+  if [ $DRY = 1 ]; then
+    "$x" --label "$n" --warmup 1 --steps 3 --dry-run
+  elif in_budget "$n"; then
+    timeout 60 "$x" --label "$n" --warmup 1 --steps 3 --out "$OUT/$n.json" \
+      2>"$OUT/$n.log"
+    record "{\"kind\": \"example_rc\", \"name\": \"$n\", \"rc\": $?}"
+  fi
+done
 
 # ---------------------------------------------------------------- summary --
 python3 - "$OUT" "$(( $(date +%s) - START ))" <<'PY'
@@ -224,7 +379,8 @@ for r in recs:
                      f"{', CUDA backend ' + ('ON' if r.get('cuda_backend') else 'OFF') if r['ok'] else ''}"
                      f" ({r['seconds']} s)")
 for r in recs:
-    if "failed" in str(r.get("status", "")) or r.get("ok") is False:
+    if ("failed" in str(r.get("status", "")) or r.get("ok") is False or
+            r.get("rc") not in (None, 0)):
         lines.append(f"FAILED step: {json.dumps(r)}")
 counts = {}
 for t in tests:
@@ -249,8 +405,42 @@ if ampc:
     if g is not None:
         lines.append(f"target f16 GEMM 8192^3 >= 0.97x torch: {g:.3f}x "
                      f"({'met' if g >= 0.97 else 'NOT met'})")
-lines.append("not measured by this script: the emitted transformer step "
-             "(fp32/fp16/bf16) against PyTorch eager AMP")
+steps = {p: load(f"step_{p}.json") for p in ("fp32", "fp16", "bf16")}
+tg = load("torch_gpt2.json") or {}
+tsteps = {c["label"]: c for c in tg.get("cases", [])}
+result["gpt2_step"] = {"ampc": steps, "torch": tg}
+if any(steps.values()) or tsteps:
+    lines.append("GPT-2-small-sized training step (8192 tokens, width 768, "
+                 "12 layers), ms per step:")
+    lines.append(f"{'precision':10s} {'ampc':>10s} {'torch':>10s} "
+                 f"{'torch/ampc':>10s} {'syncs in steps':>15s}")
+    for p in ("fp32", "fp16", "bf16"):
+        a = (steps[p] or {}).get("ms_per_step")
+        b = tsteps.get(p, {}).get("ms_per_step")
+        sy = (steps[p] or {}).get("host_syncs_inside_steps", "-")
+        lines.append(f"{p:10s} {a if a else 'FAILED':>10} {b if b else 'FAILED':>10} "
+                     f"{(f'{b / a:.2f}' if a and b else '-'):>10} {sy:>15}")
+    a16, a32 = (steps["fp16"] or {}).get("ms_per_step"), (steps["fp32"] or {}).get("ms_per_step")
+    t16 = tsteps.get("fp16", {}).get("ms_per_step")
+    if a16 and t16:
+        lines.append(f"target fp16 step >= 1.3x PyTorch eager AMP: {t16 / a16:.2f}x "
+                     f"({'met' if t16 / a16 >= 1.3 else 'NOT met'})")
+    if a16 and a32:
+        lines.append(f"target fp16 step >= 2x ampc f32: {a32 / a16:.2f}x "
+                     f"({'met' if a32 / a16 >= 2 else 'NOT met'})")
+    syncs = [s.get("host_syncs_inside_steps") for s in steps.values() if s]
+    if syncs:
+        lines.append(f"target 0 host synchronisations inside emitted steps: "
+                     f"{'met' if all(x == 0 for x in syncs) else 'NOT met'}")
+for r in recs:
+    if r["kind"] == "phase":
+        lines.append(f"phase {r['name']}: {r['status']}")
+small = load(os.path.join("small", "step.json"))
+if small:
+    lines.append(f"dry run: the small GPT-2 configuration stepped on the CPU "
+                 f"through the emitted C++: loss {small['losses'][0]:.4f} -> "
+                 f"{small['losses'][-1]:.4f}, {small['host_syncs_inside_steps']} "
+                 f"host syncs inside steps")
 json.dump(result, open(os.path.join(out, "gpu_run.json"), "w"), indent=1)
 open(os.path.join(out, "gpu_summary.txt"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
@@ -259,9 +449,14 @@ if [ $DRY = 1 ]; then
   echo "gpu_run: dry-run complete (results in $OUT)"
   exit 0
 fi
-# Exit 0 only when every CUDA test really ran and passed.
+# Exit 0 only when every CUDA test really ran and passed and every emitted
+# step that ran exited 0 (which includes 0 host syncs inside its steps).
 python3 - "$OUT/records.jsonl" <<'PY'
 import json, sys
-tests = [json.loads(l) for l in open(sys.argv[1]) if '"kind": "test"' in l]
-sys.exit(0 if tests and all(t["status"] == "passed" for t in tests) else 1)
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+tests = [r for r in recs if r["kind"] == "test"]
+rcs = [r["rc"] for r in recs if r["kind"] in ("step_rc", "example_rc")]
+ok = tests and all(t["status"] == "passed" for t in tests) and \
+    all(rc == 0 for rc in rcs)
+sys.exit(0 if ok else 1)
 PY

@@ -9,6 +9,7 @@
 
 #include "ampc/Dialect/RT/ProgramInfo.h"
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <set>
@@ -65,6 +66,23 @@ public:
   bool readScale(double &scale, std::string &error);
   bool readSkipped(bool &skipped, std::string &error);
 
+  /// A step's scalars read without blocking the device (docs/cuda.md "Step
+  /// scalars, read one step late"): queueStepScalars, called right after a
+  /// step is queued, queues ONE asynchronous copy into page-locked memory of
+  /// output 0 when it is a single element (the loss), the skipped flag, the
+  /// loss scale the next step will use and the index check word; takeStepScalars waits for the
+  /// oldest queued copy and decodes it. Up to two reads may be in flight.
+  struct StepScalars {
+    double loss = NAN;   ///< NaN when output 0 is not one element
+    bool skipped = false; ///< false when the step checks no gradients
+    double nextScale = 0; ///< 0 without a dynamic scaler
+    int32_t checkSite = -1; ///< the index check word: -1, or a failed site
+  };
+  bool queueStepScalars(std::string &error);
+  bool takeStepScalars(StepScalars &out, std::string &error);
+  /// The context's host synchronisations so far (ampc_host_syncs).
+  uint64_t hostSyncs();
+
   /// Checkpoints of parameters, optimizer state and scaler state, with the
   /// run's position, written atomically; loading validates everything before
   /// touching the state.
@@ -112,6 +130,9 @@ private:
   struct Impl;
   const rt::Program &program;
   std::unique_ptr<Impl> impl;
+  struct StepReads;
+  /// Destroyed before impl (it frees page-locked memory of impl's context).
+  std::unique_ptr<StepReads> reads;
 };
 
 } // namespace ampc::exec

@@ -185,6 +185,38 @@ AMPC_API ampc_status ampc_memcpy(ampc_context ctx, void *dst, const void *src,
 /// Sets `bytes` bytes of device memory to the byte `value`.
 AMPC_API ampc_status ampc_memset(ampc_context ctx, void *ptr, int32_t value,
                                  size_t bytes);
+/*-- Reads that do not block a step (docs/runtime.md, "Asynchronous reads") --*/
+
+/// Allocates `bytes` of host memory for ampc_read_async: page-locked on CUDA
+/// (so the copy into it runs without waiting), ordinary memory on CPU.
+AMPC_API ampc_status ampc_host_alloc(ampc_context ctx, size_t bytes,
+                                     void **ptr);
+/// Frees memory from ampc_host_alloc (waits for the context's work first).
+/// NULL is accepted.
+AMPC_API ampc_status ampc_host_free(ampc_context ctx, void *ptr);
+/// Queues one stream-ordered device-to-host transfer of `count` (1 to 8)
+/// device ranges srcs[i] of bytes[i] bytes (256 bytes in all at most), packed
+/// one after another into `dst` (memory from ampc_host_alloc), and returns
+/// without waiting. *ticket names the read for ampc_read_wait; the 8 most
+/// recent reads can be waited for. On CPU the copy is done at once.
+AMPC_API ampc_status ampc_read_async(ampc_context ctx, void *dst,
+                                     const void *const *srcs,
+                                     const size_t *bytes, int32_t count,
+                                     uint64_t *ticket);
+/// The device address of check word `check` (a uint32: 0xFFFFFFFF, or the
+/// smallest site recorded; see ampc_check_read), so a loop can read it with
+/// ampc_read_async together with a step's results.
+AMPC_API ampc_status ampc_check_word(ampc_context ctx, int32_t check,
+                                     const void **word);
+/// Blocks the host until the read `ticket` has landed in its host memory.
+AMPC_API ampc_status ampc_read_wait(ampc_context ctx, uint64_t ticket);
+/// The number of times the context has blocked (or, on CPU, would on an
+/// asynchronous backend block) the host so far: ampc_synchronize, ampc_free,
+/// ampc_host_free, device-to-host and host-to-host ampc_memcpy,
+/// ampc_read_wait, ampc_check_read, and waits inside the backend (CUDA
+/// scratch without memory pools). A training step counts 0.
+AMPC_API ampc_status ampc_host_syncs(ampc_context ctx, uint64_t *count);
+
 /// Creates an arena of `bytes` bytes whose base is 256-byte aligned; the
 /// compiler places its planned buffers at offsets from the base.
 AMPC_API ampc_status ampc_arena_create(ampc_context ctx, size_t bytes,

@@ -1,0 +1,68 @@
+//===- cuda_device.cuh - Launch and device helpers of the CUDA backend -*- CUDA -*-===//
+//
+// The one copy of the launch geometry, the grid-stride and warp-per-row
+// loops and the warp reductions, included by both CUDA translation units:
+// cuda_backend.cu (compiled with fused multiply-add) and cuda_exact.cu (the
+// kernels that must round every operation like the CPU, compiled without).
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CUDA_DEVICE_CUH
+#define AMPC_RUNTIME_CUDA_DEVICE_CUH
+
+#include "cuda_internal.h"
+
+namespace ampc {
+namespace cuda {
+
+constexpr int kThreads = 256;
+
+inline int blocksFor(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  return static_cast<int>(b < 65535 * 4 ? (b > 0 ? b : 1) : 65535 * 4);
+}
+
+#define GRID_STRIDE(i, n)                                                      \
+  for (int64_t i =                                                             \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
+       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+/// Warp w of the grid takes rows w, w + warps, ...; `lane` is its lane.
+#define WARP_LOOP(r, rows)                                                     \
+  int lane = threadIdx.x & 31;                                                 \
+  int64_t warp_ =                                                              \
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;      \
+  int64_t warps_ = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;       \
+  for (int64_t r = warp_; r < (rows); r += warps_)
+
+/// Blocks for one warp per row.
+inline int warpBlocks(int64_t rows) { return blocksFor(rows * 32); }
+
+__device__ __forceinline__ float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ double warpSumD(double v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ bool deviceFlag(Buf f) {
+  if (!f.data)
+    return false;
+  return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
+                             : *static_cast<const float *>(f.data) != 0.0f;
+}
+
+} // namespace cuda
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CUDA_DEVICE_CUH
