@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Test models for ampc's ONNX importer, exported with the installed torch.
+
+  onnx_models.py export NAME DIR [--opset N] [--dynamic]
+      DIR/NAME.onnx (random weights, seed 0, eval mode), DIR/NAME.x.npy (an
+      input batch) and DIR/NAME.ref.npy (PyTorch's output on it).
+  onnx_models.py compare REF.npy GOT.npy [--rtol R]
+      exit 0 when max|GOT - REF| <= R * max|REF| (R defaults to 1e-4).
+  onnx_models.py bad DIR
+      broken files for the error tests (truncated, garbage, unknown op,
+      unsupported attribute, dynamic input).
+  onnx_models.py falling LOG.jsonl
+      exit 0 when the last step's loss is below the first's.
+
+Widths are small so the tests stay fast on a CPU.
+"""
+import json
+import sys
+
+import numpy as np
+
+
+def build(name):
+    import torch
+    import torchvision
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    torch.manual_seed(0)
+    if name == "resnet":
+        # ResNet-18's blocks, one per stage.
+        return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10), (2, 3, 32, 32)
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 32, 32)
+    if name == "squeezenet":
+        return torchvision.models.squeezenet1_1(num_classes=10), (2, 3, 64, 64)
+    if name == "encoder":
+        layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
+                                                 dropout=0.0, batch_first=True)
+        return torch.nn.TransformerEncoder(layer, num_layers=2), (2, 5, 16)
+    if name == "mlp":
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                   torch.nn.Linear(16, 4)), (4, 8)
+    raise SystemExit(f"unknown model {name}")
+
+
+def export(name, out, opset=14, dynamic=False):
+    import torch
+
+    model, shape = build(name)
+    model.eval()
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    path = f"{out}/{name}.onnx"
+    kwargs = {}
+    if dynamic:
+        kwargs["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
+    # Not under no_grad: there TransformerEncoder takes its fused fast path,
+    # which has no ONNX export.
+    torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"],
+                      opset_version=opset, **kwargs)
+    with torch.no_grad():
+        ref = model(x)
+    np.save(f"{out}/{name}.x.npy", x.numpy())
+    np.save(f"{out}/{name}.ref.npy", ref.numpy())
+
+
+def compare(ref_path, got_path, rtol):
+    ref = np.load(ref_path).astype(np.float64)
+    got = np.load(got_path).astype(np.float64)
+    if ref.shape != got.shape:
+        raise SystemExit(f"shape {got.shape} != reference {ref.shape}")
+    err = float(np.max(np.abs(got - ref)))
+    scale = float(np.max(np.abs(ref)))
+    print(f"max abs error {err:.3g}, largest |ref| {scale:.3g}, relative {err / scale:.3g}")
+    if err > rtol * scale:
+        raise SystemExit(f"error {err:.3g} exceeds {rtol} * {scale:.3g}")
+
+
+def bad(out):
+    import onnx
+    from onnx import TensorProto, helper
+
+    export("mlp", out)
+    data = open(f"{out}/mlp.onnx", "rb").read()
+    open(f"{out}/truncated.onnx", "wb").write(data[: len(data) // 2])
+    open(f"{out}/garbage.onnx", "wb").write(b"this is not a protobuf\xff\xff\xff\xff")
+    open(f"{out}/empty.onnx", "wb").write(b"")
+
+    def save(nodes, name, inputs=None, inits=(), opset=14):
+        x = inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])]
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        graph = helper.make_graph(nodes, name, x, [y], initializer=list(inits))
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        onnx.save(model, f"{out}/{name}.onnx")
+
+    save([helper.make_node("Relu", ["x"], ["h"], name="relu0"),
+          helper.make_node("Celu", ["h"], ["y"], name="the_celu")], "unknown_op")
+    save([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
+          ], "ok_softmax")
+    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                           ceil_mode=1)], "ceil_mode",
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])])
+    save([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, 0, 1, 1])],
+         "asym_pads",
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+         inits=[helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 3, 3], [0.1] * 9)])
+    save([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=1.0)], "bad_attr")
+    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic",
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
+    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "old_opset", opset=11)
+    save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch",
+         inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
+
+
+def falling(log):
+    losses = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]
+    print(f"{len(losses)} steps, loss {losses[0]:.4g} -> {losses[-1]:.4g}")
+    if not (losses[-1] < losses[0]):
+        raise SystemExit("the loss did not fall")
+
+
+def main(argv):
+    cmd = argv[0]
+    if cmd == "export":
+        opset = int(argv[argv.index("--opset") + 1]) if "--opset" in argv else 14
+        export(argv[1], argv[2], opset, "--dynamic" in argv)
+    elif cmd == "compare":
+        rtol = float(argv[argv.index("--rtol") + 1]) if "--rtol" in argv else 1e-4
+        compare(argv[1], argv[2], rtol)
+    elif cmd == "bad":
+        bad(argv[1])
+    elif cmd == "falling":
+        falling(argv[1])
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
