@@ -11,6 +11,10 @@
       unsupported attribute, dynamic input).
   onnx_models.py falling LOG.jsonl
       exit 0 when the last step's loss is below the first's.
+  onnx_models.py amp REPORT.json LOW
+      exit 0 when the AMP report (`ampc --emit=report`) computes every
+      convolution and GEMM in LOW (f16 or bf16) and every softmax,
+      normalisation and reduction in f32; prints the counts.
 
 Widths are small so the tests stay fast on a CPU.
 """
@@ -85,9 +89,9 @@ def bad(out):
     open(f"{out}/garbage.onnx", "wb").write(b"this is not a protobuf\xff\xff\xff\xff")
     open(f"{out}/empty.onnx", "wb").write(b"")
 
-    def save(nodes, name, inputs=None, inits=(), opset=14):
+    def save(nodes, name, inputs=None, inits=(), opset=14, yshape=(2, 4)):
         x = inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])]
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(yshape))
         graph = helper.make_graph(nodes, name, x, [y], initializer=list(inits))
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         onnx.save(model, f"{out}/{name}.onnx")
@@ -96,18 +100,19 @@ def bad(out):
           helper.make_node("Celu", ["h"], ["y"], name="the_celu")], "unknown_op")
     save([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
           ], "ok_softmax")
+    # ceil_mode where the windows do not tile the input (5 = 2 + 2 * 1 + 1).
     save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
-                           ceil_mode=1)], "ceil_mode",
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])])
+                           strides=[2, 2], ceil_mode=1)], "ceil_mode", yshape=(1, 1, 3, 3),
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
     save([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, 0, 1, 1])],
-         "asym_pads",
+         "asym_pads", yshape=(1, 1, 3, 3),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 3, 3], [0.1] * 9)])
     save([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=1.0)], "bad_attr")
-    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic",
+    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic", yshape=("batch", 4),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
     save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "old_opset", opset=11)
-    save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch",
+    save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
 
 
@@ -116,6 +121,37 @@ def falling(log):
     print(f"{len(losses)} steps, loss {losses[0]:.4g} -> {losses[-1]:.4g}")
     if not (losses[-1] < losses[0]):
         raise SystemExit("the loss did not fall")
+
+
+LOW_OPS = {"conv2d", "conv_transpose2d", "linear", "matmul"}
+F32_OPS = {"softmax", "log_softmax", "layer_norm", "rms_norm", "mean", "sum"}
+
+
+def amp(report_path, low):
+    text = open(report_path).read()
+    decoder = json.JSONDecoder()
+    pos, graphs = 0, []
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        obj, pos = decoder.raw_decode(text, pos)
+        graphs.append(obj)
+    counts = {"low": 0, "f32": 0}
+    for g in graphs:
+        for op in g["ops"]:
+            if op["op"] in LOW_OPS:
+                if op["compute"] != low:
+                    raise SystemExit(f"{op['loc']}: {op['op']} computes in {op['compute']}, not {low}")
+                counts["low"] += 1
+            elif op["op"] in F32_OPS:
+                if op["compute"] != "f32":
+                    raise SystemExit(f"{op['loc']}: {op['op']} computes in {op['compute']}, not f32")
+                counts["f32"] += 1
+    if counts["low"] == 0:
+        raise SystemExit("no convolution or GEMM in the report")
+    print(f"{counts['low']} convolutions/GEMMs in {low}, {counts['f32']} softmax/norm/reductions in f32")
 
 
 def main(argv):
@@ -130,6 +166,8 @@ def main(argv):
         bad(argv[1])
     elif cmd == "falling":
         falling(argv[1])
+    elif cmd == "amp":
+        amp(argv[1], argv[2])
     else:
         raise SystemExit(__doc__)
 

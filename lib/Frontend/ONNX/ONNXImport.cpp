@@ -2051,6 +2051,14 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     loc = NameLoc::get(
         b.getStringAttr(nodeName),
         FileLineColLoc::get(&ctx, m.displayPath + ":" + nodeName, 0, 0));
+    // The tg ops' own diagnostics (shape and type errors) also name the
+    // node and its op type.
+    ScopedDiagnosticHandler nameNode(&ctx, [&](Diagnostic &diag) {
+      if (!StringRef(diag.str()).starts_with("ONNX node '"))
+        diag << " (in ONNX node '" << nodeName << "', " << node->op_type()
+             << ")";
+      return failure(); // Reported by the enclosing handler.
+    });
     if (failed(convert()))
       return failure();
   }
