@@ -2030,9 +2030,18 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
           os << d;
       });
       os << "]";
+      std::string got;
+      llvm::raw_string_ostream gs(got);
+      if (t.getElementType().isInteger(1))
+        gs << "bool";
+      else
+        gs << t.getElementType();
+      gs << "[";
+      llvm::interleaveComma(t.getShape(), gs);
+      gs << "]";
       emitError(callLoc) << "input '" << in.name << "' of the ONNX model '"
                          << m.displayPath << "' is " << want << ", got "
-                         << v.getType();
+                         << got;
       return failure();
     }
     env[in.name].value = v;
