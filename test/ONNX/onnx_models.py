@@ -11,6 +11,12 @@
       unsupported attribute, dynamic input).
   onnx_models.py falling LOG.jsonl
       exit 0 when the last step's loss is below the first's.
+  onnx_models.py train-encoder DIR LOG.jsonl
+      PyTorch trains the torch.nn.TransformerEncoder that `export encoder`
+      wrote (the same weights) as Inputs/train_encoder.tg does: head_w from
+      DIR/p0/head_w.npy, inputs DIR/x.npy and DIR/labels.npy, 20 AdamW steps;
+      exit 0 when the per-step losses of ampc's LOG.jsonl agree within 1e-4
+      (relative to the first step's loss).
   onnx_models.py amp REPORT.json LOW
       exit 0 when the AMP report (`ampc --emit=report`) computes every
       convolution and GEMM in LOW (f16 or bf16) and every softmax,
@@ -40,7 +46,16 @@ def build(name):
     if name == "encoder":
         layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
                                                  dropout=0.0, batch_first=True)
-        return torch.nn.TransformerEncoder(layer, num_layers=2), (2, 5, 16)
+        enc = torch.nn.TransformerEncoder(layer, num_layers=2)
+        # The layers are copies of one layer, and several biases start at 0
+        # or 1: torch.onnx.export stores initializers of equal value once, so
+        # they would be one (tied) parameter in the file. Perturbing every
+        # parameter keeps them apart, so training the file trains what
+        # PyTorch trains.
+        with torch.no_grad():
+            for p in enc.parameters():
+                p.add_(0.02 * torch.randn_like(p))
+        return enc, (2, 5, 16)
     if name == "mlp":
         return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
                                    torch.nn.Linear(16, 4)), (4, 8)
@@ -154,6 +169,32 @@ def amp(report_path, low):
     print(f"{counts['low']} convolutions/GEMMs in {low}, {counts['f32']} softmax/norm/reductions in f32")
 
 
+def train_encoder(d, log):
+    import torch
+
+    model, _ = build("encoder")
+    model.eval()  # as exported; dropout is 0, so train() would be the same
+    head_w = torch.nn.Parameter(torch.from_numpy(np.load(f"{d}/p0/head_w.npy")))
+    x = torch.from_numpy(np.load(f"{d}/x.npy"))
+    labels = torch.from_numpy(np.load(f"{d}/labels.npy")).long()
+    params = list(model.parameters()) + [head_w]
+    opt = torch.optim.AdamW(params, lr=0.01)
+    ours = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]
+    theirs = []
+    for _ in range(len(ours)):
+        opt.zero_grad()
+        logits = torch.nn.functional.linear(model(x).mean(dim=1), head_w)
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+    worst = max(abs(a - b) for a, b in zip(ours, theirs)) / abs(theirs[0])
+    print(f"{len(ours)} steps, torch {theirs[0]:.6g} -> {theirs[-1]:.6g}, "
+          f"ampc {ours[0]:.6g} -> {ours[-1]:.6g}, worst relative difference {worst:.3g}")
+    if len(ours) < 2 or worst > 1e-4:
+        raise SystemExit("ampc's losses differ from PyTorch's")
+
+
 def main(argv):
     cmd = argv[0]
     if cmd == "export":
@@ -166,6 +207,8 @@ def main(argv):
         bad(argv[1])
     elif cmd == "falling":
         falling(argv[1])
+    elif cmd == "train-encoder":
+        train_encoder(argv[1], argv[2])
     elif cmd == "amp":
         amp(argv[1], argv[2])
     else:
