@@ -43,6 +43,15 @@ def build(name):
         return torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 32, 32)
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10), (2, 3, 64, 64)
+    if name in ("mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0",
+                "regnet_y_400mf", "densenet121"):
+        return getattr(torchvision.models, name)(num_classes=10), (2, 3, 64, 64)
+    if name == "gelu_encoder":
+        # Exact GELU: exported as Erf.
+        layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
+                                                 dropout=0.0, activation="gelu",
+                                                 batch_first=True)
+        return torch.nn.TransformerEncoder(layer, num_layers=1), (2, 5, 16)
     if name == "encoder":
         layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
                                                  dropout=0.0, batch_first=True)
@@ -127,6 +136,8 @@ def bad(out):
     save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic", yshape=("batch", 4),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
     save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "old_opset", opset=11)
+    save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="reflect")], "pad_reflect",
+         yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])
     save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
 

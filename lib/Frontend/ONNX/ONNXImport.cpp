@@ -755,6 +755,8 @@ private:
   LogicalResult convertGather();
   LogicalResult convertReshapeLike();
   LogicalResult convertClip();
+  LogicalResult convertPad();
+  LogicalResult convertErf();
 
   /// New shape for Reshape (0 copies, -1 infers) from `spec`.
   std::optional<SmallVector<int64_t>>
@@ -1378,11 +1380,10 @@ LogicalResult Emitter::convert() {
     }
     return setOutput(0, value(0));
   }
-  if (op == "Erf") {
-    error() << "has no mapping onto tg ops (export GELU with "
-               "approximate='tanh', or use relu)";
-    return failure();
-  }
+  if (op == "Erf")
+    return convertErf();
+  if (op == "Pad")
+    return convertPad();
   if (op == "HardSigmoid" || op == "HardSwish") {
     if (failed(checkAttrs(op == "HardSigmoid" ? ArrayRef<StringRef>{"alpha",
                                                                      "beta"}
@@ -1550,6 +1551,112 @@ LogicalResult Emitter::convertClip() {
       return failure();
   }
   return setOutput(0, x);
+}
+
+/// Constant-mode padding: zeros (or the given value) concatenated on each
+/// side of each padded dim.
+LogicalResult Emitter::convertPad() {
+  if (failed(checkAttrs({"mode"})))
+    return failure();
+  std::string mode = attrString("mode", "constant");
+  if (mode != "constant")
+    return unsupportedValue("mode", "'" + mode + "'", "'constant'");
+  Value x = value(0);
+  if (!x)
+    return failure();
+  const HostTensor *pads = needHost(1, "pads");
+  if (!pads)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> axes;
+  if (hasInput(3)) {
+    const HostTensor *a = needHost(3, "axes");
+    if (!a)
+      return failure();
+    for (int64_t k = 0; k < a->numel(); ++k) {
+      auto r = axis(a->i(k), rank);
+      if (!r)
+        return failure();
+      axes.push_back(*r);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (pads->numel() != 2 * int64_t(axes.size())) {
+    error() << "'pads' has " << pads->numel() << " values for "
+            << axes.size() << " axes";
+    return failure();
+  }
+  double fill = 0.0;
+  if (hasInput(2)) {
+    const HostTensor *v = needHost(2, "constant_value");
+    if (!v)
+      return failure();
+    fill = v->f(0);
+  }
+  for (auto [k, d] : llvm::enumerate(axes)) {
+    int64_t before = pads->i(k), after = pads->i(k + axes.size());
+    if (before < 0 || after < 0)
+      return unsupportedValue("pads", "with negative entries (cropping)",
+                              "pads of 0 or more");
+    SmallVector<Value> parts;
+    auto block = [&](int64_t n) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[d] = n;
+      HostTensor h;
+      h.elt = typeOf(x).getElementType();
+      h.shape = shape;
+      h.resize(h.numel());
+      for (int64_t j = 0; j < h.numel(); ++j)
+        if (h.isFloat())
+          h.floats[j] = fill;
+        else
+          h.ints[j] = static_cast<int64_t>(fill);
+      return Value(tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
+    };
+    if (before)
+      parts.push_back(block(before));
+    parts.push_back(x);
+    if (after)
+      parts.push_back(block(after));
+    if (parts.size() > 1) {
+      x = build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(d))});
+      if (!x)
+        return failure();
+    }
+  }
+  return setOutput(0, x);
+}
+
+/// erf(x) = sign(x) * (1 - t * poly(t) * exp(-x^2)), t = 1 / (1 + p|x|):
+/// Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), built from
+/// tg ops so that it differentiates and takes AMP classes like any other.
+LogicalResult Emitter::convertErf() {
+  if (failed(checkAttrs({})))
+    return failure();
+  Value x = value(0);
+  if (!x)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  static const double p = 0.3275911;
+  static const double a[] = {0.254829592, -0.284496736, 1.421413741,
+                             -1.453152027, 1.061405429};
+  Value ax = build<tg::AbsOp>({x});
+  Value t = build<tg::DivOp>(
+      {scalar(1.0, x),
+       build<tg::AddOp>({scalar(1.0, x), build<tg::MulOp>({ax, scalar(p, x)})})});
+  Value poly = scalar(a[4], x);
+  for (int k = 3; k >= 0; --k)
+    poly = build<tg::AddOp>({build<tg::MulOp>({poly, t}), scalar(a[k], x)});
+  poly = build<tg::MulOp>({poly, t});
+  Value gauss = build<tg::ExpOp>({build<tg::NegOp>({build<tg::MulOp>({x, x})})});
+  Value y = build<tg::SubOp>({scalar(1.0, x), build<tg::MulOp>({poly, gauss})});
+  Value negative = build<tg::LessOp>({x, scalar(0.0, x)});
+  return setOutput(0, build<tg::WhereOp>({negative, build<tg::NegOp>({y}), y}));
 }
 
 LogicalResult Emitter::convertConv(bool transposed) {
