@@ -134,7 +134,7 @@ std::vector<Case> cases() {
                   auto ls = S(T, V), lbs = S(T);
                   ampc_status s = ampc_cross_entropy_fwd(
                       ctx, loss, AMPC_F32, nullptr, 0, l, AMPC_F16, ls.data(),
-                      2, lab, AMPC_I32, lbs.data(), 1);
+                      2, lab, AMPC_I32, lbs.data(), 1, -1);
                   if (s != AMPC_OK)
                     return s;
                   return ampc_cross_entropy_bwd(

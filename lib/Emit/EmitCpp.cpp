@@ -74,6 +74,62 @@ public:
   /// Constant k's slot (constants follow the declared slots).
   void bindConstant(Value v, int64_t slot) { slotOf[v] = slot; }
 
+  /// The step's calls up to the gradients' overflow check, each call of a
+  /// source op followed by an ampc_check_nonfinite of its float results
+  /// (site: the source's index in p.sources): the replay of
+  /// NAME_overflow.
+  LogicalResult translateProbed(Block &block) {
+    for (BlockArgument arg : block.getArguments())
+      if (arg.getArgNumber() + 1 < block.getNumArguments())
+        slotOf[arg] = arg.getArgNumber();
+      else
+        values[arg] = arena;
+    llvm::DenseMap<size_t, SmallVector<size_t>> sourcesOf;
+    for (auto [k, src] : llvm::enumerate(p.sources))
+      sourcesOf[src.call].push_back(k);
+    Builder ab(b.getContext());
+    size_t index = 0;
+    for (Operation &op : block) {
+      if (auto view = dyn_cast<rt::ViewOp>(op)) {
+        if (values.lookup(view.getBase()) != arena)
+          return view.emitError("views of slots are not emitted");
+        viewOffset[view.getResult()] = view.getOffset();
+        continue;
+      }
+      auto call = dyn_cast<rt::CallOp>(op);
+      if (!call)
+        continue;
+      size_t k = index++;
+      if (k >= p.checkCall)
+        break;
+      if (failed(translateCall(call)))
+        return failure();
+      for (size_t srcIndex : sourcesOf.lookup(k)) {
+        ArrayAttr args = call.getArgs();
+        for (int64_t pos : p.sources[srcIndex].results) {
+          if (pos + 2 >= static_cast<int64_t>(args.size()))
+            continue;
+          auto dtype = dyn_cast<rt::DtypeAttr>(args[pos + 1]);
+          auto shape = dyn_cast<DenseI64ArrayAttr>(args[pos + 2]);
+          if (!dtype || !shape || dtype.getValue() > 2 /* AMPC_BF16 */)
+            continue;
+          int64_t numel = 1;
+          for (int64_t d : shape.asArrayRef())
+            numel *= d;
+          SmallVector<Attribute> checkArgs = {
+              rt::ContextAttr::get(b.getContext()), args[pos], dtype,
+              ab.getI64IntegerAttr(numel),
+              ab.getI32IntegerAttr(static_cast<int32_t>(srcIndex))};
+          if (failed(translateCall(call, "ampc_check_nonfinite",
+                                   ab.getArrayAttr(checkArgs),
+                                   call.getBuffers())))
+            return failure();
+        }
+      }
+    }
+    return success();
+  }
+
 private:
   OpBuilder &b;
   const rt::Program &p;
@@ -381,6 +437,29 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "_state *state, const char *path);\n"
       << "ampc_status " << n << "_load(" << n
       << "_state *state, const char *path);\n"
+      << "/// After a step: NULL, or a message naming the op whose device-side "
+         "check\n/// failed in it (a class label or an id out of range), "
+         "\"FILE:LINE:COL: ...\".\n/// Reads the context's check word "
+         "(after the step's work, like reading its loss).\n"
+      << "ampc_status " << n << "_check(" << n
+      << "_state *state, const char **message);\n"
+      << "/// The op an overflow came from: its source op, the variable it is "
+         "assigned\n/// to (or NULL), \"FILE:LINE:COL\" and \"forward\" or "
+         "\"backward\".\n"
+      << "/// After a step: *skipped = 1 when the loss scaler skipped its "
+         "update (0\n/// without a scaler). Reads device memory.\n"
+      << "ampc_status " << n << "_skipped(" << n
+      << "_state *state, int32_t *skipped);\n"
+      << "typedef struct " << n << "_overflow_site {\n"
+      << "  const char *op, *name, *loc, *pass;\n} " << n
+      << "_overflow_site;\n"
+      << "/// After a step the loss scaler skipped, before the next step: "
+         "replays it\n/// with a non-finite check after every op and fills "
+         "`site` with the first op\n/// whose result held an inf or NaN (op "
+         "NULL when none did); the state is\n/// restored. Costs a step and a "
+         "copy of the state, only when called.\n"
+      << "ampc_status " << n << "_overflow(" << n << "_state *state, " << n
+      << "_overflow_site *site);\n"
       << "void " << n << "_destroy(" << n << "_state *state);\n\n"
       << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n#endif // " << guard
       << "\n";
@@ -431,6 +510,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   std::string names = "{";
   for (auto [i, slot] : llvm::enumerate(p.slots)) {
     bytes.push_back(slot.bytes);
+    // 0 input, 1 param, 2 state, 3 constant, 4 buffer (rt::Slot::Role);
+    // params, state and buffers are checkpointed.
     roles.push_back(static_cast<int>(slot.role));
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
@@ -458,7 +539,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     llvm::raw_string_ostream os(text);
     os << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
        << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
-       << std::max<size_t>(numSlots, 1) << "];\n};\n\n";
+       << std::max<size_t>(numSlots, 1) << "];\n"
+       << "  void *step_scale; // the loss scale the last step used\n};\n\n";
     os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
        << "; }\n\n";
     os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
@@ -468,6 +550,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  if (!s)\n    return;\n"
        << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
        << "    if (kSlotRole[i] != 0)\n      ampc_free(s->ctx, s->slot[i]);\n"
+       << "  ampc_free(s->ctx, s->step_scale);\n"
        << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}";
     verbatim(text);
   }
@@ -538,6 +621,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "    if (kSlotRole[i] != 0)\n"
        << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
           "&s->slot[i]);\n"
+       << "  if (st == AMPC_OK)\n    st = ampc_malloc(ctx, 4, &s->step_scale);\n"
        << "  if (st == AMPC_OK)\n    st = " << n
        << "_init_calls(s->ctx, s->seed, s->arena, s->slot);\n"
        << "  if (st != AMPC_OK) {\n    " << n
@@ -548,6 +632,26 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   if (failed(function(n + "_step_calls", p.op.getStep().getBody().front(),
                       false)))
     return failure();
+  {
+    auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
+                                  {statusType});
+    auto func = ec::FuncOp::create(b, loc, n + "_probe_calls", type);
+    func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
+    Block *entry = func.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockEnd(entry);
+    BlockTranslator t(fb, func, p, arrays, *module, globals);
+    for (size_t k = 0; k < p.constants.size(); ++k)
+      t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
+    if (failed(t.translateProbed(p.op.getStep().getBody().front())))
+      return failure();
+    fb.setInsertionPointToStart(entry);
+    for (BlockArgument arg : entry->getArguments())
+      if (arg.use_empty())
+        ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
+    fb.setInsertionPointToEnd(entry);
+    auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
+    ec::ReturnOp::create(fb, loc, ok);
+  }
 
   // Where each output lives.
   llvm::DenseMap<Value, std::string> where;
@@ -570,9 +674,111 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
      << "    return AMPC_ERROR_NULL_POINTER;\n"
      << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
-     << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n"
-     << "  return " << n << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+     << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
+  if (p.scaleSlot >= 0)
+    b2 << "  // The scale this step uses, for " << n << "_overflow.\n"
+       << "  AMPC_TRY(ampc_memcpy(s->ctx, s->step_scale, s->slot["
+       << p.scaleSlot << "], 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
+  b2 << "  return " << n << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
      << "}\n\n";
+  // Check and overflow reports (docs/codegen.md): the sources' names.
+  auto cstr = [](const std::string &text) {
+    std::string out = "\"";
+    for (char ch : text) {
+      if (ch == '"' || ch == '\\')
+        out += '\\';
+      if (static_cast<unsigned char>(ch) < 0x20)
+        continue;
+      out += ch;
+    }
+    return out + "\"";
+  };
+  b2 << "ampc_status " << n << "_check(" << n
+     << "_state *s, const char **message) {\n"
+     << "  if (!s || !message)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << "  *message = NULL;\n  int32_t site = -1;\n"
+     << "  AMPC_TRY(ampc_check_read(s->ctx, AMPC_CHECK_INDEX, 0, &site));\n"
+     << "  switch (site) {\n";
+  for (const CallSource &src : p.sources) {
+    if (src.site < 0)
+      continue;
+    std::string what = src.index.empty() ? "an index" : "'" + src.index + "'";
+    std::string text = (src.loc.empty() ? std::string("<unknown>") : src.loc) +
+                       ": " + src.op + ": " + what +
+                       " holds a value outside [0, " +
+                       std::to_string(src.range) + ")";
+    if (src.op == "cross_entropy")
+      text += " (a class label; -100 is ignored)";
+    b2 << "  case " << src.site << ":\n    *message = " << cstr(text)
+       << ";\n    break;\n";
+  }
+  b2 << "  case -1:\n    break;\n"
+     << "  default:\n    *message = \"an index was out of range\";\n  }\n"
+     << "  return AMPC_OK;\n}\n\n";
+  b2 << "ampc_status " << n << "_skipped(" << n
+     << "_state *s, int32_t *skipped) {\n"
+     << "  if (!s || !skipped)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << "  *skipped = 0;\n";
+  if (p.foundInf) {
+    std::string w = where.lookup(p.foundInf);
+    if (w.empty())
+      return p.op.emitError("the overflow flag has no buffer");
+    b2 << "  float flag = 0.0f;\n"
+       << "  AMPC_TRY(ampc_memcpy(s->ctx, &flag, " << w
+       << ", 4, AMPC_MEMCPY_DEVICE_TO_HOST));\n"
+       << "  *skipped = flag != 0.0f;\n";
+  }
+  b2 << "  return AMPC_OK;\n}\n\n";
+  size_t numSources = p.sources.size();
+  b2 << "static const char *const kSourceInfo[" << std::max<size_t>(numSources, 1)
+     << "][4] = {";
+  for (size_t k = 0; k < numSources; ++k) {
+    const CallSource &src = p.sources[k];
+    b2 << (k ? ",\n    " : "\n    ") << "{" << cstr(src.op) << ", "
+       << (src.name.empty() ? std::string("NULL") : cstr(src.name)) << ", "
+       << cstr(src.loc) << ", " << (src.backward ? "\"backward\"" : "\"forward\"")
+       << "}";
+  }
+  if (numSources == 0)
+    b2 << "{NULL, NULL, NULL, NULL}";
+  b2 << "};\n\n";
+  b2 << "ampc_status " << n << "_overflow(" << n << "_state *s, " << n
+     << "_overflow_site *site) {\n"
+     << "  if (!s || !site)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << "  site->op = site->name = site->loc = site->pass = NULL;\n"
+     << "  // The skipped step left params and optimizer state as they were; "
+        "the\n  // replay may touch state (and uses the step's scale), so "
+        "all of it is\n  // copied out and back.\n"
+     << "  std::vector<std::vector<char>> saved(" << numSlots << ");\n"
+     << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
+     << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2)\n      continue;\n"
+     << "    saved[i].resize(static_cast<size_t>(kSlotBytes[i]));\n"
+     << "    AMPC_TRY(ampc_memcpy(s->ctx, saved[i].data(), s->slot[i], "
+        "saved[i].size(),\n                         "
+        "AMPC_MEMCPY_DEVICE_TO_HOST));\n  }\n";
+  if (p.scaleSlot >= 0)
+    b2 << "  AMPC_TRY(ampc_memcpy(s->ctx, s->slot[" << p.scaleSlot
+       << "], s->step_scale, 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
+  b2 << "  int32_t found = -1;\n"
+     << "  ampc_status st = ampc_check_read(s->ctx, AMPC_CHECK_NONFINITE, 1, "
+        "&found);\n"
+     << "  if (st == AMPC_OK)\n    st = " << n
+     << "_probe_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+     << "  if (st == AMPC_OK)\n    st = ampc_check_read(s->ctx, "
+        "AMPC_CHECK_NONFINITE, 1, &found);\n"
+     << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
+     << "    if (!saved[i].empty()) {\n"
+     << "      ampc_status r = ampc_memcpy(s->ctx, s->slot[i], saved[i].data(),\n"
+     << "                                  saved[i].size(), "
+        "AMPC_MEMCPY_HOST_TO_DEVICE);\n"
+     << "      if (st == AMPC_OK)\n        st = r;\n    }\n"
+     << "  if (st != AMPC_OK)\n    return st;\n"
+     << "  if (found >= 0 && found < " << numSources << ") {\n"
+     << "    site->op = kSourceInfo[found][0];\n"
+     << "    site->name = kSourceInfo[found][1];\n"
+     << "    site->loc = kSourceInfo[found][2];\n"
+     << "    site->pass = kSourceInfo[found][3];\n  }\n"
+     << "  return AMPC_OK;\n}\n\n";
   b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
      << "  switch (index) {\n";
   for (size_t i = 0; i < p.outputs.size(); ++i) {
@@ -589,10 +795,11 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "  ckptPut<uint32_t>(d, 1);\n  ckptPut<uint64_t>(d, kFingerprint);\n"
     << "  ckptPut<int64_t>(d, 0);\n  uint32_t count = 0;\n"
     << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2;\n"
+    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;\n"
     << "  ckptPut<uint32_t>(d, count);\n"
     << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2)\n      continue;\n"
+    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
+    << "      continue;\n"
     << "    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));\n"
     << "    ckptPut<uint32_t>(d, len);\n    d.append(kSlotName[i], len);\n"
     << "    ckptPut<int32_t>(d, kSlotDtype[i]);\n"
@@ -638,7 +845,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "    size_t slot = " << numSlots << ";\n"
     << "    for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2) && name == "
+    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) &&\n"
+    << "          name == "
        "kSlotName[i])\n        slot = i;\n"
     << "    if (slot == " << numSlots
     << " || kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes)\n"

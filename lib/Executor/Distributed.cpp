@@ -128,7 +128,9 @@ bool World::broadcastState(Executor &ex, const rt::Program &program,
                            std::string &error) {
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
-    if (slot.role != rt::Slot::Role::Param && slot.role != rt::Slot::Role::State)
+    if (slot.role != rt::Slot::Role::Param &&
+        slot.role != rt::Slot::Role::State &&
+        slot.role != rt::Slot::Role::Buffer)
       continue;
     std::vector<char> bytes;
     if (!ex.readSlot(i, bytes, error))

@@ -412,6 +412,30 @@ void Executor::setGradientHook(GradientHook hook) {
   impl->gradientHook = std::move(hook);
 }
 
+void *Executor::context() { return impl->ctx; }
+
+bool Executor::replay(size_t end,
+                      const std::function<bool(size_t call)> &after,
+                      std::string &error) {
+  for (size_t i = 0; i < end && i < impl->step.size(); ++i) {
+    PreparedCall &p = impl->step[i];
+    ffi_arg ret = 0;
+    ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+    auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
+    if (st != AMPC_OK) {
+      error = lastError(p.callee.c_str(), st);
+      return false;
+    }
+    if (!after(i))
+      return false;
+  }
+  return true;
+}
+
+void *Executor::callPointer(size_t call, size_t arg) {
+  return *static_cast<void **>(impl->step[call].values[arg]);
+}
+
 static bool readDevice(ampc_context ctx, const void *src, int32_t dtype,
                        int64_t bytes, std::vector<double> &values,
                        std::string &error) {
@@ -533,7 +557,8 @@ struct Reader {
 
 bool isSaved(const rt::Slot &slot) {
   return slot.role == rt::Slot::Role::Param ||
-         slot.role == rt::Slot::Role::State;
+         slot.role == rt::Slot::Role::State ||
+         slot.role == rt::Slot::Role::Buffer;
 }
 
 /// State of the loss scaler (it exists only with some --amp/--loss-scale
@@ -568,7 +593,8 @@ std::string describeSlot(const rt::Slot &slot) {
 } // namespace
 
 bool Executor::save(const std::string &path, const Position &position,
-                    std::string &error) {
+                    std::string &error,
+                    const std::vector<StateEntry> &extra) {
   std::string s(kMagic, 8);
   put<uint32_t>(s, kVersion);
   put<uint64_t>(s, program.fingerprint);
@@ -578,6 +604,7 @@ bool Executor::save(const std::string &path, const Position &position,
   uint32_t count = 0;
   for (const rt::Slot &slot : program.slots)
     count += isSaved(slot);
+  count += extra.size();
   put<uint32_t>(s, count);
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
@@ -596,6 +623,13 @@ bool Executor::save(const std::string &path, const Position &position,
       return false;
     }
   }
+  for (const StateEntry &e : extra) {
+    put<uint32_t>(s, e.name.size());
+    s += e.name;
+    put<int32_t>(s, e.dtype);
+    put<int64_t>(s, static_cast<int64_t>(e.bytes.size()));
+    s.append(e.bytes.data(), e.bytes.size());
+  }
   put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
                          s.size()));
   // An existing checkpoint is replaced whole or kept.
@@ -607,7 +641,8 @@ bool Executor::save(const std::string &path, const Position &position,
 }
 
 bool Executor::load(const std::string &path, Position &position,
-                    std::string &note, std::string &error) {
+                    std::string &note, std::string &error,
+                    const std::set<std::string> &alsoKnown) {
   std::string s;
   if (!readWholeFile(path, s)) {
     error = "cannot read checkpoint '" + path + "'";
@@ -677,8 +712,9 @@ bool Executor::load(const std::string &path, Position &position,
       }
       return bad("has no '" + slot.name + "', which graph '" + program.name +
                  "' needs (" +
-                 (slot.role == rt::Slot::Role::Param ? "a parameter"
-                                                     : "optimizer state") +
+                 (slot.role == rt::Slot::Role::Param    ? "a parameter"
+                  : slot.role == rt::Slot::Role::Buffer ? "a buffer"
+                                                        : "optimizer state") +
                  ")");
     }
     if (it->dtype != slot.dtype || it->bytes != slot.bytes) {
@@ -696,7 +732,7 @@ bool Executor::load(const std::string &path, Position &position,
     bool known = llvm::any_of(program.slots, [&](const rt::Slot &slot) {
       return isSaved(slot) && slot.name == e.name;
     });
-    if (known)
+    if (known || alsoKnown.count(e.name))
       continue;
     // A graph that does not train has no optimizer state to restore.
     if (!isScalerState(e.name) && program.training)

@@ -5,6 +5,8 @@
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
+#include "ampc/Executor/Provenance.h"
+#include "ampc/Executor/SharedState.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -45,6 +47,18 @@ int fail(int code, const std::string &msg) {
   return code;
 }
 
+/// A run-time error located in the source (`FILE:LINE:COL: error: ...`,
+/// from Provenance.h) or a plain one.
+int failChecked(int code, const std::string &msg, bool located) {
+  if (!located)
+    return fail(code, msg);
+  llvm::errs() << msg << "\n";
+  llvm::errs().flush();
+  if (gWorld)
+    gWorld->abortJob(code);
+  return code;
+}
+
 /// The parameter slots of a program, in signature order.
 std::vector<size_t> paramSlots(const rt::Program &program) {
   std::vector<size_t> out;
@@ -60,12 +74,25 @@ std::string joinPath(const std::string &dir, const std::string &file) {
   return std::string(path);
 }
 
-/// Reads DIR/NAME.npy for every parameter NAME: a file missing, a .npy file
-/// that names no parameter, or one of another dtype or shape is an error.
+/// The buffer slots of a program (the language's `buffer` state).
+std::vector<size_t> bufferSlots(const rt::Program &program) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < program.slots.size(); ++i)
+    if (program.slots[i].role == rt::Slot::Role::Buffer)
+      out.push_back(i);
+  return out;
+}
+
+/// Reads DIR/NAME.npy for every parameter NAME, and for every buffer NAME
+/// whose file is there (a buffer without one keeps its initial value): a
+/// parameter's file missing, a .npy file that names no parameter or buffer
+/// of the file's graphs, or one of another dtype or shape is an error.
 bool readParams(const rt::Program &program, const std::string &dir,
                 std::vector<std::pair<size_t, std::vector<char>>> &out,
-                std::string &error) {
+                std::string &error,
+                const std::set<std::string> &otherGraphs = {}) {
   std::vector<size_t> params = paramSlots(program);
+  std::vector<size_t> buffers = bufferSlots(program);
   std::string names;
   for (size_t i : params)
     names += (names.empty() ? "" : ", ") + program.slots[i].name;
@@ -91,8 +118,9 @@ bool readParams(const rt::Program &program, const std::string &dir,
     if (!file.ends_with(".npy"))
       continue;
     llvm::StringRef stem = file.drop_back(4);
-    if (llvm::none_of(params,
-                      [&](size_t i) { return program.slots[i].name == stem; }))
+    auto named = [&](size_t i) { return program.slots[i].name == stem; };
+    if (llvm::none_of(params, named) && llvm::none_of(buffers, named) &&
+        !otherGraphs.count(stem.str()))
       extra.push_back(it->path());
   }
   if (ec) {
@@ -111,6 +139,17 @@ bool readParams(const rt::Program &program, const std::string &dir,
     std::vector<char> data;
     if (!readNpyAs(joinPath(dir, slot.name + ".npy"),
                    "parameter '" + slot.name + "'", slot.dtype, slot.shape,
+                   slot.bytes, data, error))
+      return false;
+    out.push_back({i, std::move(data)});
+  }
+  for (size_t i : buffers) {
+    const rt::Slot &slot = program.slots[i];
+    std::string path = joinPath(dir, slot.name + ".npy");
+    if (!llvm::sys::fs::exists(path))
+      continue;
+    std::vector<char> data;
+    if (!readNpyAs(path, "buffer '" + slot.name + "'", slot.dtype, slot.shape,
                    slot.bytes, data, error))
       return false;
     out.push_back({i, std::move(data)});
@@ -574,7 +613,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
 
   std::vector<std::pair<size_t, std::vector<char>>> paramData;
   if (!options.paramsIn.empty() &&
-      !readParams(program, options.paramsIn, paramData, error))
+      !readParams(program, options.paramsIn, paramData, error,
+                  otherGraphState(programs, program)))
     return fail(kInputError, error);
   // Every output path is checked before the first step.
   if ((!options.paramsOut.empty() &&
@@ -612,10 +652,32 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
 
   Position pos;
+  // Checkpoints hold every graph's params and buffers (SharedState.h).
+  auto saveCheckpoint = [&]() -> bool {
+    std::vector<StateEntry> extra;
+    return otherGraphEntries(programs, program, evalEx.get(), evalProgram,
+                             options.cuda, options.seed, extra, error) &&
+           ex->save(options.save, pos, error, extra);
+  };
   if (!options.load.empty()) {
     std::string note;
-    if (!ex->load(options.load, pos, note, error))
+    if (!ex->load(options.load, pos, note, error,
+                  otherGraphState(programs, program)))
       return fail(kInputError, error);
+    // What only the eval graph declares comes from the checkpoint too.
+    if (evalProgram && llvm::any_of(otherGraphState(programs, program),
+                                    [&](const std::string &name) {
+                                      return llvm::any_of(
+                                          evalProgram->slots,
+                                          [&](const rt::Slot &s) {
+                                            return s.name == name;
+                                          });
+                                    })) {
+      Position evalPos;
+      std::string evalNote;
+      if (!evalEx->load(options.load, evalPos, evalNote, error))
+        return fail(kInputError, error);
+    }
     if (!note.empty())
       llvm::errs() << "ampc: note: --load: " << note << "\n";
   }
@@ -681,6 +743,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // The eval pass: every full batch of the eval set, the mean of each
   // scalar output, one log line.
   int64_t lastEvalAt = -1;
+  bool evalLocated = false;
   auto runEval = [&](int64_t epoch) -> bool {
     lastEvalAt = pos.steps;
     if (!evalEx->copySharedFrom(*ex, error))
@@ -695,6 +758,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     for (int64_t b = 0; b < batches; ++b) {
       if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
           !evalEx->step(error))
+        return false;
+      // Device-side checks (labels, ids): read with the batch's outputs.
+      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error,
+                        evalLocated))
         return false;
       for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
         std::vector<double> values;
@@ -782,8 +849,18 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (world && !world->meanOf(loss, error))
       return fail(kRuntimeError, error);
+    // Device-side checks (labels, ids): read with the loss.
+    bool located = false;
+    if (!checkIndices(*ex, program, program.training ? pos.steps : taken,
+                      error, located))
+      return failChecked(kRuntimeError, error, located);
     bool skipped = false;
     if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
+      return fail(kRuntimeError, error);
+    // Which op overflowed: a replay of the skipped step (Provenance.cpp).
+    const rt::CallSource *overflow = nullptr;
+    if (skipped && options.overflowReport &&
+        !findOverflow(*ex, program, scale, overflow, error))
       return fail(kRuntimeError, error);
     skippedCount += skipped;
     if (k == 0)
@@ -800,6 +877,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (scaler)
         line += ", \"loss_scale\": " + jnum(scale) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
+      if (overflow)
+        line += ", \"overflow\": " + overflowJson(*overflow);
       logLine(line + "}");
     }
     if (tty) {
@@ -819,19 +898,19 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (options.saveEvery > 0 && program.training &&
         pos.steps % options.saveEvery == 0 && k + 1 < steps &&
-        !ex->save(options.save, pos, error))
+        !saveCheckpoint())
       return fail(kRuntimeError, error);
     if (evalEx && (epochDone || (options.evalEvery > 0 &&
                                  pos.steps % options.evalEvery == 0)))
       if (!runEval(epochDone ? epoch : pos.epoch))
-        return fail(kRuntimeError, error);
+        return failChecked(kRuntimeError, error, evalLocated);
   }
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
                                                    : pos.epoch))
-    return fail(kRuntimeError, error);
+    return failChecked(kRuntimeError, error, evalLocated);
   if (tty)
     std::fprintf(stderr, "\n");
   double secs =
@@ -844,11 +923,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
-  if (!options.save.empty() && !ex->save(options.save, pos, error))
+  if (!options.save.empty() && !saveCheckpoint())
     return fail(kRuntimeError, error);
   if (!options.paramsOut.empty()) {
     std::vector<std::pair<std::string, std::string>> files;
-    for (size_t i : paramSlots(program)) {
+    std::vector<size_t> saved = paramSlots(program);
+    for (size_t i : bufferSlots(program))
+      saved.push_back(i);
+    for (size_t i : saved) {
       const rt::Slot &slot = program.slots[i];
       std::vector<char> bytes;
       if (!ex->readSlot(i, bytes, error))
@@ -857,6 +939,15 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
           {joinPath(options.paramsOut, slot.name + ".npy"),
            encodeNpy(slot.dtype, slot.shape, bytes.data(), bytes.size())});
     }
+    // And what only the file's other graphs declare.
+    std::vector<StateEntry> extra;
+    if (!otherGraphEntries(programs, program, evalEx.get(), evalProgram,
+                           options.cuda, options.seed, extra, error))
+      return fail(kRuntimeError, "--params-out: " + error);
+    for (const StateEntry &e : extra)
+      files.push_back(
+          {joinPath(options.paramsOut, e.name + ".npy"),
+           encodeNpy(e.dtype, e.shape, e.bytes.data(), e.bytes.size())});
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--params-out: " + error);
   }

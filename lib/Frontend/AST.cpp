@@ -87,7 +87,8 @@ void printQuoted(llvm::raw_ostream &os, llvm::StringRef text) {
 
 void dumpStmt(llvm::raw_ostream &os, const StmtAST &stmt, unsigned level) {
   if (auto *param = llvm::dyn_cast<ParamStmtAST>(&stmt)) {
-    indent(os, level) << "param " << param->name << ": ";
+    indent(os, level) << (param->isBuffer ? "buffer " : "param ")
+                      << param->name << ": ";
     printType(os, param->type);
     os << " = ";
     printInit(os, param->init);

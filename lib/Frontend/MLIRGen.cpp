@@ -26,6 +26,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 using namespace mlir;
@@ -42,6 +43,10 @@ struct Literal {
   bool isInteger;
   int64_t intValue;
 };
+
+/// The state argument that counts the steps of a training graph with
+/// `dropout` (the mask's step).
+static constexpr llvm::StringLiteral kDropoutStepName = "dropout.step";
 
 class MLIRGenImpl {
 public:
@@ -64,11 +69,9 @@ private:
     std::string name;
   };
   SmallVector<Param> params;
-  /// Parameters of imported models, created at their first call (block
-  /// arguments after the declared parameters).
+  /// Parameters of imported models, created at their first call
+  /// (arguments appended to the graph).
   SmallVector<Param> importedParams;
-  SmallVector<DictionaryAttr> importedAttrs;
-  Block *entryBlock = nullptr;
   /// The imported ONNX models by import name.
   llvm::StringMap<std::unique_ptr<onnx_import::ONNXModel>> imports;
 
@@ -78,9 +81,27 @@ private:
     all.append(importedParams);
     return all;
   }
-  /// Across graphs: the first declaration of each param name (graphs of one
-  /// file share params by name; the first declaration's initialiser counts).
+  /// Across graphs: the first declaration of each param or buffer name
+  /// (graphs of one file share them by name; the first declaration's
+  /// initialiser counts).
   llvm::StringMap<const ParamStmtAST *> firstParam;
+
+  /// Per-graph state of `buffer`s, `batch_norm` and `dropout`
+  /// (genBatchNorm, genDropout).
+  func::FuncOp currentFunc;
+  /// Whether the graph says `minimize` (batch_norm and dropout train).
+  bool trainingGraph = false;
+  /// The buffer arguments, by value.
+  llvm::DenseMap<Value, StringRef> bufferArgs;
+  /// The buffers a training batch_norm updated, in order, and their latest
+  /// values (the graph returns them as the buffers' new values).
+  SmallVector<std::pair<std::string, Value>> bufferUpdates;
+  /// The `dropout.step` state argument (null until a dropout needs it) and
+  /// the number of dropout calls so far (the next one's key).
+  Value dropoutStep;
+  int64_t dropoutCount = 0;
+  Value genBatchNorm(const CallExprAST &call, ArrayRef<Value> ops);
+  Value genDropout(const CallExprAST &call, ArrayRef<Value> ops);
 
   //===--------------------------------------------------------------------===//
   // Locations and errors
@@ -763,6 +784,9 @@ Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
   size_t maxOperands = info->maxOperands == tg::OpInfo::kVariadic
                            ? SIZE_MAX
                            : size_t(info->maxOperands);
+  // `dropout(x)`: its step counter is the graph's, not the call's.
+  if (info->name == tg::DropoutOp::getOperationName())
+    maxOperands = 1;
   if (failed(checkArity(call, info->minOperands, maxOperands)) ||
       failed(checkKeywords(call, keywords)))
     return nullptr;
@@ -1089,6 +1113,13 @@ Value MLIRGenImpl::genCustomCall(const CallExprAST &call,
     }
     for (size_t i = 1; i < ops.size(); ++i) {
       const ExprAST &arg = *call.args[i];
+      if (bufferArgs.count(ops[i])) {
+        error(arg.getLoc()) << "'grad' differentiates with respect to params "
+                               "or graph inputs; '"
+                            << bufferArgs.lookup(ops[i])
+                            << "' is a buffer (non-trainable state)";
+        return nullptr;
+      }
       if (!isa<NameExprAST>(arg) || !isa<BlockArgument>(ops[i])) {
         error(arg.getLoc()) << "'grad' differentiates with respect to params "
                                "or graph inputs; operand "
@@ -1110,6 +1141,10 @@ Value MLIRGenImpl::genCustomCall(const CallExprAST &call,
       results->append(op->result_begin(), op->result_end());
     return op->getResult(0);
   }
+  if (name == tg::BatchNormOp::getOperationName())
+    return genBatchNorm(call, ops);
+  if (name == tg::DropoutOp::getOperationName())
+    return genDropout(call, ops);
   error(call.getLoc()) << "'" << call.callee << "' has no frontend rule";
   return nullptr;
 }
@@ -1439,17 +1474,17 @@ Value MLIRGenImpl::genImportCall(const CallExprAST &call,
     for (const Param &p : importedParams)
       if (p.name == name)
         return p.arg;
-    BlockArgument arg = entryBlock->addArgument(
-        value.getType(), NameLoc::get(builder.getStringAttr(name),
-                                      loc(call.getLoc())));
+    NamedAttrList attrs;
+    attrs.append(tg::TGDialect::kParamAttrName, builder.getStringAttr(name));
+    attrs.append(tg::TGDialect::kInitAttrName,
+                 tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0.0, 0.0));
+    attrs.append(tg::TGDialect::kInitValueAttrName, value);
+    unsigned index = currentFunc.getNumArguments();
+    (void)currentFunc.insertArgument(
+        index, value.getType(), attrs.getDictionary(&ctx),
+        NameLoc::get(builder.getStringAttr(name), loc(call.getLoc())));
+    BlockArgument arg = currentFunc.getArgument(index);
     importedParams.push_back({nullptr, arg, name.str()});
-    importedAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr(tg::TGDialect::kParamAttrName,
-                              builder.getStringAttr(name)),
-         builder.getNamedAttr(
-             tg::TGDialect::kInitAttrName,
-             tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0.0, 0.0)),
-         builder.getNamedAttr(tg::TGDialect::kInitValueAttrName, value)}));
     return arg;
   };
   FailureOr<SmallVector<Value>> outs =
@@ -1466,7 +1501,13 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   definedAt.clear();
   params.clear();
   importedParams.clear();
-  importedAttrs.clear();
+  bufferArgs.clear();
+  bufferUpdates.clear();
+  dropoutStep = Value();
+  dropoutCount = 0;
+  trainingGraph = llvm::any_of(graph.stmts, [](const auto &stmt) {
+    return isa<MinimizeStmtAST>(stmt.get());
+  });
 
   if (theModule.lookupSymbol(graph.name)) {
     error(graph.nameLoc) << "redefinition of graph '" << graph.name << "'";
@@ -1481,8 +1522,9 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   for (const auto &stmt : graph.stmts)
     if (auto *p = dyn_cast<ParamStmtAST>(stmt.get())) {
       paramStmts.push_back(p);
+      StringRef what = p->isBuffer ? "buffer" : "parameter";
       if (!isa<FloatType>(tensorType(p->type).getElementType())) {
-        error(p->type.loc) << "parameter '" << p->name
+        error(p->type.loc) << what << " '" << p->name
                            << "' must have a float dtype (f32, f16 or bf16), "
                               "got "
                            << formatType(tensorType(p->type));
@@ -1493,19 +1535,29 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
       if (isNew)
         continue;
       const ParamStmtAST &f = *first->second;
+      if (f.isBuffer != p->isBuffer) {
+        error(p->nameLoc) << "'" << p->name << "' is declared as a " << what
+                          << " here but as a "
+                          << (f.isBuffer ? "buffer" : "parameter")
+                          << " where another graph declares it (line "
+                          << f.nameLoc.line
+                          << "); graphs share params and buffers by name";
+        return failure();
+      }
       if (tensorType(f.type) != tensorType(p->type)) {
-        error(p->type.loc) << "parameter '" << p->name << "' is "
+        error(p->type.loc) << what << " '" << p->name << "' is "
                            << formatType(tensorType(p->type))
                            << " here but " << formatType(tensorType(f.type))
                            << " where another graph declares it (line "
-                           << f.nameLoc.line
-                           << "); graphs share params by name";
+                           << f.nameLoc.line << "); graphs share "
+                           << (p->isBuffer ? "buffers" : "params")
+                           << " by name";
         return failure();
       }
       if (p->init.isExplicit &&
           (p->init.kind != f.init.kind || p->init.a != f.init.a ||
            p->init.b != f.init.b)) {
-        error(p->init.loc) << "parameter '" << p->name
+        error(p->init.loc) << what << " '" << p->name
                            << "' has another initialiser than where it is "
                               "first declared (line "
                            << f.nameLoc.line << "); the first one counts";
@@ -1516,8 +1568,8 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   builder.setInsertionPointToEnd(theModule.getBody());
   auto func = func::FuncOp::create(builder, loc(graph.loc), graph.name,
                                    builder.getFunctionType(argTypes, {}));
+  currentFunc = func;
   Block *entry = func.addEntryBlock();
-  entryBlock = entry;
   builder.setInsertionPointToStart(entry);
 
   // All argument attributes are set at once: setArgAttr per argument
@@ -1540,7 +1592,8 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
                       static_cast<int>(tg::InitKind::uniform),
                   "init kinds must line up");
     argAttrs[index] = builder.getDictionaryAttr(
-        {builder.getNamedAttr(tg::TGDialect::kParamAttrName,
+        {builder.getNamedAttr(p->isBuffer ? tg::TGDialect::kBufferAttrName
+                                          : tg::TGDialect::kParamAttrName,
                               builder.getStringAttr(p->name)),
          builder.getNamedAttr(
              tg::TGDialect::kInitAttrName,
@@ -1548,18 +1601,23 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
                  &ctx,
                  static_cast<tg::InitKind>(firstParam[p->name]->init.kind),
                  firstParam[p->name]->init.a, firstParam[p->name]->init.b))});
-    params.push_back({p, entry->getArgument(index), p->name});
+    if (p->isBuffer)
+      bufferArgs[entry->getArgument(index)] = p->name;
+    else
+      params.push_back({p, entry->getArgument(index), p->name});
   }
   func.setAllArgAttrs(argAttrs);
 
   Operation *minimize = nullptr;
   const ReturnStmtAST *ret = nullptr;
-  size_t nextParam = 0;
+  size_t nextDecl = 0;
   for (const auto &stmt : graph.stmts) {
     if (auto *p = dyn_cast<ParamStmtAST>(stmt.get())) {
-      // Parameters are visited in declaration order, as they were pushed.
-      assert(nextParam < params.size() && params[nextParam].stmt == p);
-      BlockArgument arg = params[nextParam++].arg;
+      // Params and buffers are the arguments after the inputs, in
+      // declaration order.
+      assert(nextDecl < paramStmts.size() && paramStmts[nextDecl] == p);
+      BlockArgument arg =
+          entry->getArgument(graph.args.size() + nextDecl++);
       if (failed(define(p->name, p->nameLoc, arg)))
         return failure();
     } else if (auto *a = dyn_cast<AssignStmtAST>(stmt.get())) {
@@ -1609,16 +1667,19 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   SmallVector<Value> results(outputs);
   if (minimize)
     results.append(minimize->result_begin(), minimize->result_end());
+  // The buffers' new values and the dropout counter's next value, after the
+  // params' (they are updated as the params are, in place at run time).
+  size_t firstState = results.size();
+  for (auto &[name, value] : bufferUpdates)
+    results.push_back(value);
+  if (dropoutStep)
+    results.push_back(tg::CounterNextOp::create(builder, loc(ret->getLoc()),
+                                                dropoutStep));
   func::ReturnOp::create(builder, loc(ret->getLoc()), results);
-  // Parameters of imported models, appended while the body was built.
-  for (auto [p, attrs] : llvm::zip(importedParams, importedAttrs)) {
-    argTypes.push_back(p.arg.getType());
-    argAttrs.push_back(attrs);
-  }
-  func.setFunctionType(
-      builder.getFunctionType(argTypes, TypeRange(ValueRange(results))));
-  if (!importedParams.empty())
-    func.setAllArgAttrs(argAttrs);
+  // Arguments may have been added while the body was built (dropout.step,
+  // parameters of imported models).
+  func.setFunctionType(builder.getFunctionType(
+      func.getArgumentTypes(), TypeRange(ValueRange(results))));
   for (size_t i = 0; i < outputs.size(); ++i)
     func.setResultAttr(i, tg::TGDialect::kOutputAttrName,
                        builder.getI64IntegerAttr(i));
@@ -1626,7 +1687,151 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
     for (auto [i, p] : llvm::enumerate(allParams()))
       func.setResultAttr(outputs.size() + i, tg::TGDialect::kParamOutAttrName,
                          builder.getStringAttr(p.name));
+  for (auto [i, update] : llvm::enumerate(bufferUpdates))
+    func.setResultAttr(firstState + i, tg::TGDialect::kBufferOutAttrName,
+                       builder.getStringAttr(update.first));
+  if (dropoutStep)
+    func.setResultAttr(results.size() - 1, tg::TGDialect::kStateOutAttrName,
+                       builder.getStringAttr(kDropoutStepName));
   return success();
+}
+
+/// A number as C's %g prints it (`0.5`, `-0.001`, `1`).
+static std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+/// What a value is, for messages about operands that must be buffers.
+static std::string describeValue(Value v, StringRef asWritten) {
+  std::string name = "'" + asWritten.str() + "'";
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return "a computed value";
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (func && func.getArgAttr(arg.getArgNumber(), tg::TGDialect::kParamAttrName))
+    return name + ", a parameter";
+  return name + ", a graph input";
+}
+
+Value MLIRGenImpl::genBatchNorm(const CallExprAST &call, ArrayRef<Value> ops) {
+  auto x = cast<RankedTensorType>(ops[0].getType());
+  if (x.getRank() < 2) {
+    error(call.args[0]->getLoc())
+        << "'batch_norm' normalises over dim 1 of an (N, C, ...) input of "
+           "rank >= 2, got "
+        << formatType(x);
+    return nullptr;
+  }
+  int64_t channels = x.getDimSize(1);
+  static const char *const kNames[] = {"input", "weight", "bias",
+                                       "running_mean", "running_var"};
+  for (unsigned i = 1; i < 5; ++i) {
+    auto t = cast<RankedTensorType>(ops[i].getType());
+    StringRef written;
+    if (auto *n = dyn_cast<NameExprAST>(call.args[i].get()))
+      written = n->name;
+    if (i >= 3 && !bufferArgs.count(ops[i])) {
+      error(call.args[i]->getLoc())
+          << "'batch_norm' keeps its " << kNames[i] << " (operand " << i + 1
+          << ") in a 'buffer' (non-trainable state), but it is "
+          << describeValue(ops[i], written)
+          << "; declare it with 'buffer NAME: f32[" << channels << "]'";
+      return nullptr;
+    }
+    if (t.getRank() != 1 || t.getDimSize(0) != channels) {
+      error(call.args[i]->getLoc())
+          << "'batch_norm' needs " << kNames[i] << " (operand " << i + 1
+          << ") of shape [" << channels << "] (dim 1 of the input "
+          << formatType(x) << "), got " << formatType(t);
+      return nullptr;
+    }
+  }
+  auto momentum = getFloat(call, "momentum", 0.1);
+  auto eps = getFloat(call, "eps", 1e-5);
+  if (failed(momentum) || failed(eps))
+    return nullptr;
+  if (!(*eps >= 0.0)) {
+    error(kwLoc(call, "eps")) << "'batch_norm' needs eps >= 0, got "
+                              << shortNumber(*eps);
+    return nullptr;
+  }
+  if (!std::isfinite(*momentum)) {
+    error(kwLoc(call, "momentum"))
+        << "'batch_norm' needs a finite momentum, got " << *momentum;
+    return nullptr;
+  }
+  if (trainingGraph && x.getNumElements() / std::max<int64_t>(channels, 1) < 2) {
+    error(call.getLoc()) << "'batch_norm' in a training graph needs more than "
+                            "one value per channel, got input "
+                         << formatType(x);
+    return nullptr;
+  }
+  mlir::Location l = loc(call.getLoc());
+  Value y = build<tg::BatchNormOp>(
+      l, ops,
+      {named("momentum", builder.getF64FloatAttr(*momentum)),
+       named("eps", builder.getF64FloatAttr(*eps)),
+       named("training", builder.getBoolAttr(trainingGraph))});
+  if (!y || !trainingGraph)
+    return y;
+  // The running statistics' new values, from their latest values (a buffer
+  // two batch norms update is updated twice, as in PyTorch).
+  auto latest = [&](Value arg) {
+    StringRef name = bufferArgs.lookup(arg);
+    for (auto &[n, v] : bufferUpdates)
+      if (n == name)
+        return v;
+    return arg;
+  };
+  Operation *update = buildOp<tg::BatchNormUpdateOp>(
+      l, {ops[0], latest(ops[3]), latest(ops[4])},
+      {named("momentum", builder.getF64FloatAttr(*momentum))}, 2);
+  if (!update)
+    return nullptr;
+  for (unsigned k = 0; k < 2; ++k) {
+    std::string name = bufferArgs.lookup(ops[3 + k]).str();
+    Value v = update->getResult(k);
+    auto it = llvm::find_if(bufferUpdates,
+                            [&](const auto &u) { return u.first == name; });
+    if (it == bufferUpdates.end())
+      bufferUpdates.push_back({name, v});
+    else
+      it->second = v;
+  }
+  return y;
+}
+
+Value MLIRGenImpl::genDropout(const CallExprAST &call, ArrayRef<Value> ops) {
+  auto p = getFloat(call, "p", 0.5);
+  if (failed(p))
+    return nullptr;
+  if (!(*p >= 0.0 && *p < 1.0)) {
+    error(kwLoc(call, "p")) << "'dropout' needs p in [0, 1), got "
+                            << shortNumber(*p);
+    return nullptr;
+  }
+  // Outside a training graph dropout is the identity.
+  if (!trainingGraph)
+    return ops[0];
+  if (!dropoutStep) {
+    MLIRContext *c = &ctx;
+    NamedAttrList attrs;
+    attrs.append(tg::TGDialect::kStateAttrName,
+                 builder.getStringAttr(kDropoutStepName));
+    attrs.append(tg::TGDialect::kInitAttrName,
+                 tg::InitAttr::get(c, tg::InitKind::zeros, 0.0, 0.0));
+    unsigned index = currentFunc.getNumArguments();
+    (void)currentFunc.insertArgument(
+        index, RankedTensorType::get({}, builder.getI32Type()),
+        attrs.getDictionary(c), loc(call.getLoc()));
+    dropoutStep = currentFunc.getArgument(index);
+  }
+  return build<tg::DropoutOp>(
+      loc(call.getLoc()), {ops[0], dropoutStep},
+      {named("p", builder.getF64FloatAttr(*p)),
+       named("key", builder.getI64IntegerAttr(dropoutCount++))});
 }
 
 OwningOpRef<ModuleOp> MLIRGenImpl::genModule(const ModuleAST &module) {

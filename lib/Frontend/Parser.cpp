@@ -405,6 +405,11 @@ bool Parser::parseType(TypeAST &type) {
 //===----------------------------------------------------------------------===//
 
 std::unique_ptr<StmtAST> Parser::parseStmt() {
+  // `buffer` is a keyword only where a declaration starts (`buffer NAME`),
+  // so programs that name a value `buffer` keep their meaning.
+  if (is(TokenKind::Identifier) && cur.spelling == "buffer" &&
+      peek().is(TokenKind::Identifier))
+    return parseParam();
   switch (cur.kind) {
   case TokenKind::KwParam:
     return parseParam();
@@ -417,15 +422,19 @@ std::unique_ptr<StmtAST> Parser::parseStmt() {
   }
 }
 
-// param := 'param' IDENT ':' type ['=' init]
+// param  := 'param' IDENT ':' type ['=' init]
+// buffer := 'buffer' IDENT ':' type ['=' init]
 std::unique_ptr<StmtAST> Parser::parseParam() {
   auto param = std::make_unique<ParamStmtAST>(cur.loc);
-  consume(); // 'param'
-  if (!expectIdentifier("parameter name after 'param'", param->name,
+  param->isBuffer = !is(TokenKind::KwParam);
+  consume(); // 'param' or 'buffer'
+  std::string what = param->isBuffer ? "buffer" : "parameter";
+  std::string keyword = param->isBuffer ? "buffer" : "param";
+  if (!expectIdentifier(what + " name after '" + keyword + "'", param->name,
                         param->nameLoc))
     return nullptr;
   if (!expect(TokenKind::Colon,
-              "':' after parameter name '" + param->name + "'"))
+              "':' after " + what + " name '" + param->name + "'"))
     return nullptr;
   if (!parseType(param->type))
     return nullptr;

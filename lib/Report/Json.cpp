@@ -206,7 +206,8 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
         id, arg.getType(), func.getArgAttrDict(arg.getArgNumber()),
         {{tg::TGDialect::kInputAttrName, "input"},
          {tg::TGDialect::kParamAttrName, "param"},
-         {tg::TGDialect::kStateAttrName, "state"}});
+         {tg::TGDialect::kStateAttrName, "state"},
+         {tg::TGDialect::kBufferAttrName, "buffer"}});
     a["loc"] = optionalString(report::sourceLocation(arg.getLoc()));
     args.push_back(std::move(a));
   }
@@ -241,7 +242,8 @@ LogicalResult emitGraph(func::FuncOp func, llvm::raw_ostream &os) {
         idOf(v), v.getType(), func.getResultAttrDict(i),
         {{tg::TGDialect::kOutputAttrName, "output"},
          {tg::TGDialect::kParamOutAttrName, "param_out"},
-         {tg::TGDialect::kStateOutAttrName, "state_out"}});
+         {tg::TGDialect::kStateOutAttrName, "state_out"},
+         {tg::TGDialect::kBufferOutAttrName, "buffer_out"}});
     results.push_back(std::move(r));
   }
   graph["attrs"] =

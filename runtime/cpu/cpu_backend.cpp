@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "../src/common.h"
 #include "../src/half.h"
+#include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_fast.h"
 
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -752,11 +754,29 @@ public:
     return AMPC_OK;
   }
 
+  /// Records `site` in check word `check` (the smallest site wins).
+  void recordCheck(ampc_check check, int32_t site) {
+    uint32_t &w = checkWords[check];
+    if (site >= 0 && static_cast<uint32_t>(site) < w)
+      w = static_cast<uint32_t>(site);
+  }
+
+  ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(loadF32(x.data, x.dtype, i))) {
+        recordCheck(AMPC_CHECK_NONFINITE, site);
+        break;
+      }
+    return AMPC_OK;
+  }
+
   ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
-                        int64_t dim) override {
+                        int64_t dim, int32_t site) override {
     for (int64_t i = 0; i < n; ++i) {
       int64_t id = loadIndex(ids.data, ids.dtype, i);
       bool ok = id >= 0 && id < vocab;
+      if (!ok)
+        recordCheck(AMPC_CHECK_INDEX, site);
       for (int64_t j = 0; j < dim; ++j)
         storeF32(y.data, y.dtype, i * dim + j,
                  ok ? loadF32(table.data, table.dtype, id * dim + j) : 0.0f);
@@ -793,7 +813,7 @@ public:
   }
 
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
-                           int64_t classes) override {
+                           int64_t classes, int32_t site) override {
     double total = 0.0;
     int64_t valid = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -802,6 +822,7 @@ public:
         continue;
       ++valid;
       if (label < 0 || label >= classes) {
+        recordCheck(AMPC_CHECK_INDEX, site);
         total = NAN;
         continue;
       }
@@ -1117,6 +1138,47 @@ public:
         storeF32(params.data[t], params.dtypes[t], i, p);
       }
     }
+    return AMPC_OK;
+  }
+
+  // Batch norm and dropout (issue 12): the shared scalar code, one channel
+  // (or element) at a time.
+  ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                        bool training, int64_t n, int64_t c, int64_t inner,
+                        float eps) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+    return AMPC_OK;
+  }
+  ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                           Buf rm, Buf rv, bool training, int64_t n,
+                           int64_t c, int64_t inner, float eps) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+    return AMPC_OK;
+  }
+  ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                              int64_t n, int64_t c, int64_t inner,
+                              float momentum) override {
+    BnGeom g{n, c, inner};
+    for (int64_t ch = 0; ch < c; ++ch)
+      bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+    return AMPC_OK;
+  }
+  ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                      uint64_t key, float p, int64_t numel) override {
+    uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < numel; ++i)
+      storeF32(y.data, y.dtype, i,
+               loadF32(x.data, x.dtype, i) *
+                   dropoutFactor(seed, stream, i, p, scale));
+    return AMPC_OK;
+  }
+  ampc_status counterNext(int32_t *next, const int32_t *counter) override {
+    *next = *counter + 1;
     return AMPC_OK;
   }
 

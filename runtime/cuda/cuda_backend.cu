@@ -11,6 +11,7 @@
 // cuDNN would add a dependency and could not be measured here).
 //
 //===----------------------------------------------------------------------===//
+#include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cuda_internal.h"
 
@@ -434,11 +435,31 @@ __global__ void poolBwdKernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
 
 // ------------------------------------------------- embedding, losses, conv --
 
+/// Records `site` (>= 0) in a check word: the smallest site wins.
+__device__ inline void recordCheck(uint32_t *word, int32_t site) {
+  if (site >= 0)
+    atomicMin(reinterpret_cast<unsigned int *>(word),
+              static_cast<unsigned int>(site));
+}
+
+__global__ void checkNonfiniteKernel(Buf x, int64_t n, uint32_t *word,
+                                     int32_t site) {
+  GRID_STRIDE(i, n) {
+    if (!isfinite(loadF32(x.data, x.dtype, i))) {
+      recordCheck(word, site);
+      return;
+    }
+  }
+}
+
 __global__ void embeddingKernel(Buf y, Buf table, Buf ids, int64_t n,
-                                int64_t vocab, int64_t dim) {
+                                int64_t vocab, int64_t dim, uint32_t *word,
+                                int32_t site) {
   GRID_STRIDE(i, n * dim) {
     int64_t id = loadIndex(ids.data, ids.dtype, i / dim);
     bool ok = id >= 0 && id < vocab;
+    if (!ok && i % dim == 0)
+      recordCheck(word, site);
     storeF32(y.data, y.dtype, i,
              ok ? loadF32(table.data, table.dtype, id * dim + i % dim) : 0.0f);
   }
@@ -624,6 +645,8 @@ __global__ void adamwStepKernel(int32_t *step, double lr, double beta1,
 }
 
 #include "cuda_fast.cuh"
+// batch_norm and dropout (issue 12).
+#include "cuda_norm_dropout.cuh"
 
 // ---------------------------------------------------------------- backend --
 
@@ -1094,11 +1117,18 @@ public:
     LAUNCH_CHECK("pool backward kernel");
     return AMPC_OK;
   }
+  ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
+    ENTER();
+    checkNonfiniteKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+        x, n, checkWords + AMPC_CHECK_NONFINITE, site);
+    LAUNCH_CHECK("non-finite check kernel");
+    return AMPC_OK;
+  }
   ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
-                        int64_t dim) override {
+                        int64_t dim, int32_t site) override {
     ENTER();
     embeddingKernel<<<blocksFor(n * dim), kThreads, 0, stream_>>>(
-        y, table, ids, n, vocab, dim);
+        y, table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX, site);
     LAUNCH_CHECK("embedding kernel");
     return AMPC_OK;
   }
@@ -1150,13 +1180,13 @@ public:
     return AMPC_OK;
   }
   ampc_status crossEntropyRows(Buf logits, Buf labels, int64_t rows,
-                               int64_t classes, Temp &t) {
+                               int64_t classes, Temp &t, int32_t site = -1) {
     AMPC_TRY(t.alloc(2 * sizeof(double) + 3 * rows * sizeof(float)));
     double *sums = static_cast<double *>(t.get());
     float *rowLoss = reinterpret_cast<float *>(sums + 2);
     crossEntropyOnlineKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
         logits, labels, rows, classes, rowLoss, rowLoss + rows,
-        rowLoss + 2 * rows);
+        rowLoss + 2 * rows, checkWords + AMPC_CHECK_INDEX, site);
     LAUNCH_CHECK("cross-entropy kernel");
     return sumTwo(rowLoss, rowLoss + rows, rows, sums);
   }
@@ -1180,10 +1210,10 @@ public:
     return AMPC_OK;
   }
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
-                           int64_t classes) override {
+                           int64_t classes, int32_t site) override {
     ENTER();
     Temp t(*this);
-    AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
+    AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t, site));
     crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
         loss, static_cast<double *>(t.get()));
     LAUNCH_CHECK("cross-entropy finish kernel");
@@ -1486,6 +1516,49 @@ public:
           LAUNCH_CHECK("adamw kernel");
           return AMPC_OK;
         });
+  }
+
+  // Batch norm and dropout (issue 12; kernels in cuda_norm_dropout.cuh).
+  ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                        bool training, int64_t n, int64_t c, int64_t inner,
+                        float eps) override {
+    ENTER();
+    batchNormKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        y, x, w, b, rm, rv, training, BnGeom{n, c, inner}, eps);
+    LAUNCH_CHECK("batch_norm kernel");
+    return AMPC_OK;
+  }
+  ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                           Buf rm, Buf rv, bool training, int64_t n,
+                           int64_t c, int64_t inner, float eps) override {
+    ENTER();
+    batchNormBwdKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        dx, dw, db, dy, x, w, rm, rv, training, BnGeom{n, c, inner}, eps);
+    LAUNCH_CHECK("batch_norm backward kernel");
+    return AMPC_OK;
+  }
+  ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                              int64_t n, int64_t c, int64_t inner,
+                              float momentum) override {
+    ENTER();
+    batchNormUpdateKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+        newMean, newVar, x, rm, rv, BnGeom{n, c, inner}, momentum);
+    LAUNCH_CHECK("batch_norm update kernel");
+    return AMPC_OK;
+  }
+  ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                      uint64_t key, float p, int64_t numel) override {
+    ENTER();
+    dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(y, x, step, seed,
+                                                               key, p, numel);
+    LAUNCH_CHECK("dropout kernel");
+    return AMPC_OK;
+  }
+  ampc_status counterNext(int32_t *next, const int32_t *counter) override {
+    ENTER();
+    counterNextKernel<<<1, 1, 0, stream_>>>(next, counter);
+    LAUNCH_CHECK("counter kernel");
+    return AMPC_OK;
   }
 
 private:

@@ -523,7 +523,8 @@ __global__ void softmaxFusedKernel(bool log, Buf y, Buf x, int64_t rows,
 /// rescaled sum per lane, merged across the warp).
 __global__ void crossEntropyOnlineKernel(Buf logits, Buf labels, int64_t rows,
                                          int64_t classes, float *rowLoss,
-                                         float *rowValid, float *rowLse) {
+                                         float *rowValid, float *rowLse,
+                                         uint32_t *checkWord, int32_t site) {
   int lane = threadIdx.x & 31;
   int64_t warp =
       (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
@@ -556,6 +557,10 @@ __global__ void crossEntropyOnlineKernel(Buf logits, Buf labels, int64_t rows,
       bool inRange = label >= 0 && label < classes;
       rowLse[r] = lse;
       rowValid[r] = ignored ? 0.0f : 1.0f;
+      // A label outside the classes: the check word names the op.
+      if (!ignored && !inRange && site >= 0)
+        atomicMin(reinterpret_cast<unsigned int *>(checkWord),
+                  static_cast<unsigned int>(site));
       rowLoss[r] = ignored ? 0.0f
                    : inRange
                        ? lse - loadF32(logits.data, logits.dtype, base + label)

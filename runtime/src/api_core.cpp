@@ -84,6 +84,10 @@ ampc_status ampc_context_create(ampc_backend backend, int32_t device,
     }
     auto *c = new ampc_context_impl;
     c->backend.reset(be);
+    if (ampc_status s = createCheckWords(*be); s != AMPC_OK) {
+      delete c;
+      return s;
+    }
     *ctx = c;
     return AMPC_OK;
   });
@@ -93,6 +97,8 @@ ampc_status ampc_context_destroy(ampc_context ctx) {
   if (!ctx)
     return AMPC_OK;
   ampc_status s = ctx->backend ? ctx->backend->synchronize() : AMPC_OK;
+  if (ctx->backend)
+    destroyCheckWords(*ctx->backend);
   delete ctx;
   return s;
 }

@@ -421,7 +421,8 @@ ampc_cross_entropy_fwd(ampc_context ctx, void *loss, ampc_dtype loss_dtype,
                        const void *logits, ampc_dtype logits_dtype,
                        const int64_t *logits_shape, int32_t logits_rank,
                        const void *labels, ampc_dtype labels_dtype,
-                       const int64_t *labels_shape, int32_t labels_rank) {
+                       const int64_t *labels_shape, int32_t labels_rank,
+                       int32_t site) {
   const char *fn = "ampc_cross_entropy_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -433,7 +434,7 @@ ampc_cross_entropy_fwd(ampc_context ctx, void *loss, ampc_dtype loss_dtype,
     AMPC_TRY(crossEntropyShapes(fn, lgs, labs));
     return ctx->backend->crossEntropy(
         AMPC_TENSOR(loss).buf(), AMPC_TENSOR(logits).buf(),
-        AMPC_TENSOR(labels).buf(), lgs.d[0], lgs.d[1]);
+        AMPC_TENSOR(labels).buf(), lgs.d[0], lgs.d[1], site < 0 ? -1 : site);
   });
 }
 

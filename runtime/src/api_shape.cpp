@@ -342,7 +342,8 @@ ampc_status ampc_embedding_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
                                const void *table, ampc_dtype table_dtype,
                                const int64_t *table_shape, int32_t table_rank,
                                const void *ids, ampc_dtype ids_dtype,
-                               const int64_t *ids_shape, int32_t ids_rank) {
+                               const int64_t *ids_shape, int32_t ids_rank,
+                               int32_t site) {
   const char *fn = "ampc_embedding_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
@@ -355,7 +356,7 @@ ampc_status ampc_embedding_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
       return AMPC_OK;
     return ctx->backend->embedding(Buf{y, y_dtype}, AMPC_TENSOR(table).buf(),
                                    AMPC_TENSOR(ids).buf(), is.numel(), ts.d[0],
-                                   ts.d[1]);
+                                   ts.d[1], site < 0 ? -1 : site);
   });
 }
 

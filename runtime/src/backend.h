@@ -74,6 +74,14 @@ public:
   virtual ~Backend() = default;
   virtual ampc_backend kind() const = 0;
 
+  /// The context's check words (ampc_check), in device memory: one uint32
+  /// per kind, 0xFFFFFFFF when nothing was recorded, else the smallest site
+  /// recorded (runtime/src/api_checks.cpp allocates them with the context).
+  uint32_t *checkWords = nullptr;
+  /// Records `site` in checkWords[AMPC_CHECK_NONFINITE] when an element of
+  /// x[0..n) is an inf or a NaN.
+  virtual ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) = 0;
+
   // Memory. temp* are for scratch space inside one call (stream-ordered).
   virtual ampc_status alloc(size_t bytes, void **ptr) = 0;
   virtual ampc_status release(void *ptr) = 0;
@@ -126,12 +134,18 @@ public:
                              int64_t inner) = 0;
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
+  /// Ids outside [0, vocab) give zeros and, when site >= 0, record site
+  /// in checkWords[AMPC_CHECK_INDEX] (atomic minimum).
   virtual ampc_status embedding(Buf y, Buf table, Buf ids, int64_t n,
-                                int64_t vocab, int64_t dim) = 0;
+                                int64_t vocab, int64_t dim,
+                                int32_t site = -1) = 0;
   virtual ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                                    int64_t vocab, int64_t dim) = 0;
+  /// Labels outside [0, classes) other than -100 make the loss NaN and,
+  /// when site >= 0, record site in checkWords[AMPC_CHECK_INDEX].
   virtual ampc_status crossEntropy(Buf loss, Buf logits, Buf labels,
-                                   int64_t rows, int64_t classes) = 0;
+                                   int64_t rows, int64_t classes,
+                                   int32_t site = -1) = 0;
   virtual ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
                                       Buf labels, int64_t rows,
                                       int64_t classes) = 0;
@@ -164,6 +178,27 @@ public:
                             int32_t *step, double lr, double beta1,
                             double beta2, double eps, double weightDecay,
                             Buf foundInf) = 0;
+
+  // Batch norm and dropout (issue 12; scalar code in norm_dropout_ops.h).
+  // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].
+  virtual ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                                bool training, int64_t n, int64_t c,
+                                int64_t inner, float eps) = 0;
+  /// dw and db may have null data.
+  virtual ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                                   Buf w, Buf rm, Buf rv, bool training,
+                                   int64_t n, int64_t c, int64_t inner,
+                                   float eps) = 0;
+  virtual ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm,
+                                      Buf rv, int64_t n, int64_t c,
+                                      int64_t inner, float momentum) = 0;
+  /// y = x * dropoutFactor(seed, dropoutStream(key, *step), i, p): `step` is
+  /// a device i32 scalar.
+  virtual ampc_status dropout(Buf y, Buf x, const int32_t *step,
+                              uint64_t seed, uint64_t key, float p,
+                              int64_t numel) = 0;
+  /// *next = *counter + 1 (device i32 scalars).
+  virtual ampc_status counterNext(int32_t *next, const int32_t *counter) = 0;
 };
 
 /// The CPU backend (always built).

@@ -90,6 +90,10 @@ enum DtypeClass { kAnyDtype, kFloatDtype, kIndexDtype };
 ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                         bool required, Shape &shape);
 ampc_status checkContext(const char *fn, ampc_context ctx);
+/// The check words of a context (api_checks.cpp): made with it, freed
+/// before it.
+ampc_status createCheckWords(Backend &be);
+void destroyCheckWords(Backend &be);
 ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                        const Shape &want);
 /// Normalises a possibly negative dim for `rank`.

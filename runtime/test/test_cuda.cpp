@@ -336,7 +336,7 @@ TEST_F(Cuda, PoolingShapeOpsEmbeddingLosses) {
   compare(
       em, {2, 4},
       [&](ampc_context c, const PtrFn &p) {
-        AMPC_TRY(ampc_embedding_fwd(c, A(2, em[2]), A(0, em[0]), A(1, em[1])));
+        AMPC_TRY(ampc_embedding_fwd(c, A(2, em[2]), A(0, em[0]), A(1, em[1]), -1));
         return ampc_embedding_bwd(c, A(4, em[4]), A(3, em[3]), A(1, em[1]));
       },
       1e-5, "embedding");
@@ -354,7 +354,7 @@ TEST_F(Cuda, PoolingShapeOpsEmbeddingLosses) {
       ce, {2, 4, 6, 7},
       [&](ampc_context c, const PtrFn &p) {
         AMPC_TRY(
-            ampc_cross_entropy_fwd(c, A(2, ce[2]), A(0, ce[0]), A(1, ce[1])));
+            ampc_cross_entropy_fwd(c, A(2, ce[2]), A(0, ce[0]), A(1, ce[1]), -1));
         AMPC_TRY(ampc_cross_entropy_bwd(c, A(4, ce[4]), A(3, ce[3]),
                                         A(0, ce[0]), A(1, ce[1])));
         AMPC_TRY(ampc_mse_loss_fwd(c, A(6, ce[6]), A(5, ce[5]), A(4, ce[4])));

@@ -295,7 +295,7 @@ TEST_F(CudaFast, SoftmaxRowsAndCrossEntropy50k) {
       ce, {2, 4},
       [&](ampc_context c, const PtrFn &p) {
         AMPC_TRY(
-            ampc_cross_entropy_fwd(c, A(2, ce[2]), A(0, ce[0]), A(1, ce[1])));
+            ampc_cross_entropy_fwd(c, A(2, ce[2]), A(0, ce[0]), A(1, ce[1]), -1));
         return ampc_cross_entropy_bwd(c, A(4, ce[4]), A(3, ce[3]), A(0, ce[0]),
                                       A(1, ce[1]));
       },
@@ -311,7 +311,7 @@ TEST_F(CudaFast, SoftmaxRowsAndCrossEntropy50k) {
       ce2, {2},
       [&](ampc_context c, const PtrFn &p) {
         return ampc_cross_entropy_fwd(c, A(2, ce2[2]), A(0, ce2[0]),
-                                      A(1, ce2[1]));
+                                      A(1, ce2[1]), -1);
       },
       1e-6, "cross-entropy 70000 rows");
 }

@@ -323,7 +323,7 @@ TEST_F(EnumValues, NormShapeAndLossKernels) {
       dtable({5, 3}, AMPC_F32);
   fill(ids, {1, 4});
   checkEntry("ampc_embedding_fwd", [&](Probe &p) {
-    return ampc_embedding_fwd(ctx, P(emb), P(table), P(ids));
+    return ampc_embedding_fwd(ctx, P(emb), P(table), P(ids), -1);
   });
   checkEntry("ampc_embedding_bwd", [&](Probe &p) {
     return ampc_embedding_bwd(ctx, P(dtable), P(emb), P(ids));
@@ -334,7 +334,7 @@ TEST_F(EnumValues, NormShapeAndLossKernels) {
   fill(labels, {0, 2});
   fill(dloss, {1});
   checkEntry("ampc_cross_entropy_fwd", [&](Probe &p) {
-    return ampc_cross_entropy_fwd(ctx, P(loss), P(x), P(labels));
+    return ampc_cross_entropy_fwd(ctx, P(loss), P(x), P(labels), -1);
   });
   checkEntry("ampc_cross_entropy_bwd", [&](Probe &p) {
     return ampc_cross_entropy_bwd(ctx, P(dlogits), P(dloss), P(x), P(labels));

@@ -106,7 +106,7 @@ TEST_F(Errors, DtypeErrors) {
             std::string::npos);
   EXPECT_EQ(ampc_exp_fwd(ctx, T(y), T(ids)), AMPC_ERROR_UNSUPPORTED_DTYPE);
   Tensor table({3, 2}, AMPC_F32), emb({4, 2}, AMPC_F32);
-  EXPECT_EQ(ampc_embedding_fwd(ctx, T(emb), T(table), T(a)),
+  EXPECT_EQ(ampc_embedding_fwd(ctx, T(emb), T(table), T(a), -1),
             AMPC_ERROR_UNSUPPORTED_DTYPE); // float ids
   EXPECT_EQ(ampc_reshape_fwd(ctx, T(ids), T(a)),
             AMPC_ERROR_UNSUPPORTED_DTYPE); // shape ops do not cast to ints

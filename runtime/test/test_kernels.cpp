@@ -885,7 +885,7 @@ TEST_F(Kernels, EmbeddingForwardAndScatterAdd) {
     };
     c.fwd = [ids](ampc_context ctx, Tensor &y,
                   std::vector<Tensor> &in) mutable {
-      return ampc_embedding_fwd(ctx, T(y), T(in[0]), T(ids));
+      return ampc_embedding_fwd(ctx, T(y), T(in[0]), T(ids), -1);
     };
     c.bwd = [ids](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
                   std::vector<Tensor> &, Tensor &) mutable {
@@ -921,7 +921,7 @@ TEST_F(Kernels, CrossEntropy) {
     };
     c.fwd = [labels](ampc_context ctx, Tensor &y,
                      std::vector<Tensor> &in) mutable {
-      return ampc_cross_entropy_fwd(ctx, T(y), T(in[0]), T(labels));
+      return ampc_cross_entropy_fwd(ctx, T(y), T(in[0]), T(labels), -1);
     };
     c.bwd = [labels](ampc_context ctx, std::vector<Tensor> &g, Tensor &dy,
                      std::vector<Tensor> &in, Tensor &) mutable {

@@ -22,6 +22,6 @@ func.func @nolowering(%x: tensor<4xf32> {tg.input = "x"}) -> (tensor<4xf32> {tg.
 // A result that is neither an output nor a parameter or state update.
 func.func @unnamed(%x: tensor<4xf32> {tg.input = "x"}) -> tensor<4xf32> attributes {tg.arena_size = 256 : i64, tg.intermediate_bytes = 256 : i64} {
   %a = tg.relu %x {tg.offsets = array<i64: 0>} : tensor<4xf32>
-  // expected-error @+1 {{result #0 has no tg.output, tg.param_out or tg.state_out}}
+  // expected-error @+1 {{result #0 has no tg.output, tg.param_out, tg.state_out or tg.buffer_out}}
   return %a : tensor<4xf32>
 }

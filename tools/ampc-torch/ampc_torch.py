@@ -49,6 +49,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ampc_random  # noqa: E402
 import tgops  # noqa: E402
 
 FLOATS = ("f32", "f16", "bf16")
@@ -199,6 +200,10 @@ class Program:
         self.results = g["results"]
         self.inputs = [a for a in self.args if a.get("role") == "input"]
         self.params = [a for a in self.args if a.get("role") == "param"]
+        # Non-trainable state (`buffer` declarations: torch's registered
+        # buffers) and the new values a training step gives them.
+        self.buffers = [a for a in self.args if a.get("role") == "buffer"]
+        self.buffer_outs = [r for r in self.results if r.get("role") == "buffer_out"]
         self.outputs = sorted((r for r in self.results if r.get("role") == "output"),
                               key=lambda r: r["index"])
         self.minimize = next((op for op in self.ops if op["op"] == "tg.minimize"), None)
@@ -297,7 +302,34 @@ OPS = {
     "concat": lambda xs, a: torch.cat(xs, dim=a["dim"]),
     "slice": lambda xs, a: xs[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
     "embedding": lambda xs, a: F.embedding(xs[1], xs[0]),
+    # batch_norm: the batch statistics with `training` (the running ones are
+    # updated by batch_norm_update, as F.batch_norm updates them in place).
+    "batch_norm": lambda xs, a: (
+        F.batch_norm(xs[0], None, None, xs[1], xs[2], training=True, eps=a["eps"])
+        if a.get("training") else
+        F.batch_norm(xs[0], xs[3], xs[4], xs[1], xs[2], training=False, eps=a["eps"])),
+    "batch_norm_update": lambda xs, a: _batch_norm_update(xs[0], xs[1], xs[2],
+                                                          a["momentum"]),
+    "counter_next": lambda xs, a: xs[0] + 1,
 }
+
+
+def _batch_norm_update(x, running_mean, running_var, momentum):
+    """The running statistics F.batch_norm(training=True) leaves behind."""
+    m, v = running_mean.detach().clone(), running_var.detach().clone()
+    with torch.no_grad():
+        F.batch_norm(x.detach(), m, v, training=True, momentum=momentum)
+    return m, v
+
+
+def dropout_rule(seed):
+    """ampc's dropout with ampc's mask (ampc_random.py) for run seed `seed`:
+    the same elements are kept, so autograd's backward uses that mask."""
+    def run(xs, a):
+        x, step = xs[0], int(xs[1])
+        factor = ampc_random.dropout_factor(seed, int(a["key"]), step, x.numel(), a["p"])
+        return x * torch.from_numpy(factor).reshape(x.shape)
+    return run
 
 
 def torch_rule(record):
@@ -422,6 +454,8 @@ class Runner:
         self.monitor = OverflowMonitor() if monitor else None
         self.params = {}  # name -> leaf f32 tensor
         self.param_dtype = {}
+        self.buffers = {}  # name -> f32 tensor (no gradient)
+        self.steps_done = 0  # the `dropout.step` state: updates applied
         self.inputs = {}
         self.optimizer = None
         self.scaler = Scaler(self.scaler_cfg) if self.scaler_cfg.mode != "none" else None
@@ -481,7 +515,12 @@ class Runner:
                 t = torch.randint(0, self.p.int_range(a), a["shape"], generator=gen)
             self.inputs[a["name"]] = t
 
+    def set_seed(self, seed):
+        """The run's seed, which ampc's dropout mask depends on."""
+        self.rules["dropout"] = dropout_rule(seed)
+
     def set_params(self, directory, seed):
+        self.set_seed(seed)
         gen = torch.Generator().manual_seed(seed + 1)
         if directory is not None:
             if not os.path.isdir(directory):
@@ -492,8 +531,9 @@ class Runner:
                 if not os.path.exists(path):
                     raise InputError("--params-in: '%s' is missing (graph '%s' has parameters: %s)"
                                      % (path, self.p.name, ", ".join(names) or "none"))
+            known = names + [a["name"] for a in self.p.buffers]
             for f in sorted(os.listdir(directory)):
-                if f.endswith(".npy") and f[:-4] not in names:
+                if f.endswith(".npy") and f[:-4] not in known:
                     raise InputError("--params-in: '%s' is not a parameter of graph '%s' "
                                      "(its parameters: %s)" % (os.path.join(directory, f),
                                                                self.p.name, ", ".join(names)))
@@ -523,6 +563,24 @@ class Runner:
                 t = t.clone().requires_grad_(True)
             self.params[a["name"]] = t
             self.param_dtype[a["name"]] = a["type"]
+        # Buffers: from DIR/NAME.npy when there, else their initialiser.
+        for a in self.p.buffers:
+            path = os.path.join(directory, a["name"] + ".npy") if directory else None
+            if path and os.path.exists(path):
+                t = self.load_array(path, a, "buffer '%s'" % a["name"])
+            else:
+                init = a["attrs"].get("tg.init", {"kind": "zeros"})
+                if init["kind"] == "normal":
+                    t = torch.randn(a["shape"], generator=gen) * init["std"] + init["mean"]
+                elif init["kind"] == "uniform":
+                    t = torch.rand(a["shape"], generator=gen) * \
+                        (init["high"] - init["low"]) + init["low"]
+                elif init["kind"] == "ones":
+                    t = torch.ones(a["shape"])
+                else:
+                    t = torch.zeros(a["shape"])
+                t = round_to(t.float(), a["type"])
+            self.buffers[a["name"]] = t
 
     # -- types ------------------------------------------------------------
     def compute_type(self, op, name, float_ins):
@@ -550,6 +608,10 @@ class Runner:
                 vals[a["value"]] = self.inputs[a["name"]]
             elif a.get("role") == "param":
                 vals[a["value"]] = self.params[a["name"]]
+            elif a.get("role") == "buffer":
+                vals[a["value"]] = self.buffers[a["name"]]
+            elif a.get("role") == "state" and a["name"] == "dropout.step":
+                vals[a["value"]] = torch.tensor(self.steps_done, dtype=torch.int64)
             else:
                 raise InputError("argument %d of '%s' is neither an input nor a parameter "
                                  "(give ampc_torch the program as written: --pipeline=false)"
@@ -740,6 +802,11 @@ class Runner:
                         if self.param_dtype[name] in LOW_DTYPES:
                             t.copy_(round_to(t, self.param_dtype[name]))
             self.optimizer.zero_grad(set_to_none=True)
+        # The buffers' new values (batch norm's running statistics).
+        for r in p.buffer_outs:
+            self.buffers[r["name"]] = round_to(vals[r["value"]].detach().float(), r["type"])
+        if training:
+            self.steps_done += 1
         outs = self.outputs(vals, dts)
         self.last_outputs = outs
         loss_value = float(outs[0]) if outs and outs[0].numel() == 1 else float("nan")
@@ -984,9 +1051,11 @@ def run(args, doc=None):
     if log:
         log.close()
     if args.params_out:
-        write_npy_files(args.params_out, {
-            a["name"] + ".npy": Runner.to_numpy(runner.params[a["name"]], a["type"])
-            for a in p.params})
+        files = {a["name"] + ".npy": Runner.to_numpy(runner.params[a["name"]], a["type"])
+                 for a in p.params}
+        files.update({a["name"] + ".npy": Runner.to_numpy(runner.buffers[a["name"]], a["type"])
+                      for a in p.buffers})
+        write_npy_files(args.params_out, files)
     if args.outputs_out:
         write_npy_files(args.outputs_out, {
             "output_%d.npy" % r["index"]: Runner.to_numpy(t, r["type"])

@@ -83,7 +83,9 @@ def draw_data(program, rng, work):
         path = os.path.join(inputs, a["name"] + ".npy")
         np.save(path, to_storage(arr, dtype))
         files[a["name"]] = path
-    for a in program.params:
+    # Buffers too (both sides read them from --params-in when there), so a
+    # randomly initialised buffer is the same on both sides.
+    for a in program.params + program.buffers:
         init = a["attrs"].get("tg.init", {"kind": "zeros"})
         shape, kind = a["shape"], init["kind"]
         if kind == "normal":

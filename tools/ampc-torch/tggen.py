@@ -103,6 +103,7 @@ class Program:
         self.name = name
         self.inputs = []   # (name, dtype, shape)
         self.params = []   # (name, dtype, shape, init text)
+        self.buffers = []  # the same, for `buffer` declarations
         self.stmts = []    # dicts: name, template, operands, dtype, shape
         self.training = False
         self.optimizer = "sgd(lr = 0.05)"
@@ -115,6 +116,7 @@ class Program:
     def types(self):
         t = {n: (d, s) for n, d, s in self.inputs}
         t.update({n: (d, s) for n, d, s, _ in self.params})
+        t.update({n: (d, s) for n, d, s, _ in self.buffers})
         t.update({st["name"]: (st["dtype"], st["shape"]) for st in self.stmts})
         return t
 
@@ -132,6 +134,8 @@ class Program:
         lines = []
         for n, d, s, init in self.params:
             lines.append("  param %s: %s = %s" % (n, type_text(d, s), init))
+        for n, d, s, init in self.buffers:
+            lines.append("  buffer %s: %s = %s" % (n, type_text(d, s), init))
         for st in self.stmts:
             expr = st["template"].format(*st["operands"])
             lines.append("  %s = %s%s" % (st["name"], expr, st.get("pin", "")))
@@ -324,7 +328,23 @@ class Generator:
         s = self.shape_of(a)
         if not s:
             return None
-        kind = self.rng.choice(["softmax", "log_softmax", "layer_norm", "rms_norm"])
+        kind = self.rng.choice(["softmax", "log_softmax", "layer_norm", "rms_norm",
+                                "batch_norm", "dropout"])
+        if kind == "dropout":
+            # Identity outside training graphs; ampc's mask in training ones.
+            return self.add("dropout({0}, p=%g)" % self.rng.choice([0.1, 0.5]), [a], s)
+        if kind == "batch_norm":
+            # At least 4 values per channel: the batch variance of fewer is
+            # dominated by rounding.
+            if len(s) < 2 or numel(s) // s[1] < 4:
+                return None
+            w = self.new_param([s[1]], std=0.5)
+            b = self.new_param([s[1]], std=0.1)
+            rm, rv = self.p.fresh("rm"), self.p.fresh("rv")
+            self.p.buffers.append((rm, "f32", [s[1]], "normal(0.0, 0.5)"))
+            self.p.buffers.append((rv, "f32", [s[1]], "uniform(0.5, 2.0)"))
+            return self.add("batch_norm({0}, {1}, {2}, {3}, {4}, momentum=%g)" %
+                            self.rng.choice([0.1, 0.5]), [a, w, b, rm, rv], s)
         if kind in ("softmax", "log_softmax"):
             dim = self.rng.randrange(-len(s), len(s))
             return self.add("%s({0}, dim=%d)" % (kind, dim), [a], s)
@@ -473,6 +493,7 @@ def prune(p):
                     .replace(",", " ").split())
     p.inputs = [x for x in p.inputs if x[0] in used] or p.inputs[:1]
     p.params = [x for x in p.params if x[0] in used]
+    p.buffers = [x for x in p.buffers if x[0] in used]
     if not p.params:
         p.training = False
     return p

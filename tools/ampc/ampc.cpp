@@ -362,6 +362,13 @@ cl::opt<int64_t, true> runSaveEvery(
     cl::desc("run: also write the --save checkpoint every K updates"),
     cl::value_desc("K"), cl::location(opts.run.saveEvery),
     cl::cat(ampcCategory));
+cl::opt<bool, true> runOverflowReport(
+    "overflow-report",
+    cl::desc(withDefault("run: on a step the loss scaler skipped, replay it "
+                         "with per-op checks and name the first op whose "
+                         "result held an inf or NaN (the log's \"overflow\")",
+                         opts.run.overflowReport)),
+    cl::location(opts.run.overflowReport), cl::cat(ampcCategory));
 
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ struct Position {
   int64_t steps = 0;
   /// The epoch being consumed (from 1) and the batches of it already taken.
   int64_t epoch = 1, batch = 0;
+};
+
+/// A named tensor of a checkpoint or a `--params-out` folder that the
+/// running program does not hold (a param or buffer only another graph of
+/// the file declares).
+struct StateEntry {
+  std::string name;
+  int32_t dtype;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
 };
 
 class Executor {
@@ -57,15 +68,19 @@ public:
   /// Checkpoints of parameters, optimizer state and scaler state, with the
   /// run's position, written atomically; loading validates everything before
   /// touching the state.
+  /// `extra` entries (other graphs' params and buffers) are written after
+  /// the program's own.
   bool save(const std::string &path, const Position &position,
-            std::string &error);
+            std::string &error, const std::vector<StateEntry> &extra = {});
   /// Loads by name: every param and optimizer state of the program must be
   /// in the checkpoint with its dtype and shape, and the checkpoint may hold
   /// nothing else but loss-scaler state. Scaler state missing from the
   /// checkpoint keeps its initial value, scaler state the program lacks is
   /// ignored; `note` says which (empty when everything matched).
+  /// Entries named in `alsoKnown` (other graphs' params and buffers) are
+  /// skipped, not refused.
   bool load(const std::string &path, Position &position, std::string &note,
-            std::string &error);
+            std::string &error, const std::set<std::string> &alsoKnown = {});
   /// Copies every param/state slot of `from` that this program has under the
   /// same name, dtype and size (shared state of two graphs of one file).
   bool copySharedFrom(Executor &from, std::string &error);
@@ -78,6 +93,16 @@ public:
                          const int64_t *numels, int32_t count,
                          std::string &error)>;
   void setGradientHook(GradientHook hook);
+
+  /// The runtime context (an `ampc_context`), for the check words.
+  void *context();
+  /// Runs the step's calls [0, end) again, without the gradient hook,
+  /// calling `after(i)` once call i is queued (docs/jobs.md, "The overflow
+  /// report").
+  bool replay(size_t end, const std::function<bool(size_t call)> &after,
+              std::string &error);
+  /// The pointer argument `arg` of the step's call `call` passes.
+  void *callPointer(size_t call, size_t arg);
 
 private:
   explicit Executor(const rt::Program &program);

@@ -31,6 +31,8 @@ struct RunOptions {
   int64_t evalEvery = 0;
   /// Also write --save every this many updates (0: only at the end).
   int64_t saveEvery = 0;
+  /// On a skipped step, name the op that overflowed (docs/jobs.md).
+  bool overflowReport = true;
   std::string log, save, load;
   /// Directories of NAME.npy files: every parameter read before the first
   /// step, every parameter written after the last; each output of the last

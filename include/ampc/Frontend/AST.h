@@ -198,12 +198,14 @@ public:
   Location loc;
 };
 
-/// `param NAME: TYPE [= INIT]`.
+/// `param NAME: TYPE [= INIT]`, or `buffer NAME: TYPE [= INIT]`
+/// (non-trainable state) when `isBuffer`.
 class ParamStmtAST : public StmtAST {
 public:
   explicit ParamStmtAST(Location loc) : StmtAST(Kind::Param, std::move(loc)) {}
   static bool classof(const StmtAST *s) { return s->kind == Kind::Param; }
 
+  bool isBuffer = false;
   std::string name;
   Location nameLoc;
   TypeAST type;

@@ -25,6 +25,7 @@
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Transforms/Roles.h"
 #include "ampc/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -170,7 +171,9 @@ struct ArgSpec {
     Enum,        ///< the C enum constant NAME = VALUE
     ConstF64,    ///< the double VALUE
     ConstDtype,  ///< AMPC_F32
-    MarkFoundInf ///< no argument: result group G is the step's overflow flag
+    MarkFoundInf, ///< no argument: result group G is the step's overflow flag
+    Site,         ///< the op's check site (int32_t; kSiteAttrName)
+    Seed          ///< the run's seed (uint64_t)
   };
   Kind kind;
   unsigned group = 0;
@@ -226,6 +229,16 @@ ArgSpec cEnum(StringRef n, int v) { return {ArgSpec::Enum, 0, n, double(v)}; }
 ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, StringRef(), v}; }
 ArgSpec f32Dtype() { return {ArgSpec::ConstDtype}; }
 ArgSpec markFoundInf(unsigned g) { return {ArgSpec::MarkFoundInf, g}; }
+ArgSpec site() { return {ArgSpec::Site}; }
+
+/// Checks and provenance (docs/runtime.md "Check words"): before the
+/// patterns run, every op of the step that lowers to a call gets
+/// `rt.source` = {op, pass}, and every op whose kernel takes a check site
+/// gets `site` in it (numbered in execution order); the pattern moves the
+/// dictionary onto the call, adding `results` (the argument positions of the
+/// result tensors).
+constexpr StringLiteral kSourceAttrName = "rt.source";
+ArgSpec seed() { return {ArgSpec::Seed}; }
 
 struct Row {
   StringRef opName;
@@ -337,8 +350,8 @@ const std::vector<Row> &kernelTable() {
                                 each("padding"), each("dilation"),
                                 i64("groups")}),
         // ids < the table's rows; labels < the logits' classes.
-        row<EmbeddingOp>(binary, {1, 0, 0}),
-        row<CrossEntropyOp>(binary, {1, 0, 1}),
+        row<EmbeddingOp>({res(0), opd(0), opd(1), site()}, {1, 0, 0}),
+        row<CrossEntropyOp>({res(0), opd(0), opd(1), site()}, {1, 0, 1}),
         row<MseLossOp>(binary),
         // Training jobs (issue 12): the comparisons are binary rows of the
         // runtime's table (lowered from their records); these have
@@ -349,6 +362,17 @@ const std::vector<Row> &kernelTable() {
         row<BinaryCrossEntropyWithLogitsOp>(binary),
         row<BinaryCrossEntropyGradOp>(binaryGrad),
         row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
+        // batch_norm and dropout (issue 12): the mode is an attribute; the
+        // dropout mask is keyed by the seed, the step counter and the op.
+        row<BatchNormOp>({res(0), opd(0), opd(1), opd(2), opd(3), opd(4),
+                          boolean("training"), f64("eps")}),
+        row<BatchNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
+                              opd(3), opd(4), boolean("training"),
+                              f64("eps")}),
+        row<BatchNormUpdateOp>(
+            {res(0), res(1), opd(0), opd(1), opd(2), f64("momentum")}),
+        row<DropoutOp>({res(0), opd(0), buf(1), seed(), f64("p"), i64("key")}),
+        row<CounterNextOp>({resBuf(0), buf(0)}),
         // Backward ops.
         row<GeluGradOp>({res(0), opd(0), opd(1), gelu("approximate")}),
         row<LayerNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
@@ -535,6 +559,8 @@ public:
       return failure();
     CallBuilder c(op->getContext());
     SmallVector<Value> foundInf;
+    SmallVector<int64_t> resultArgs;
+    auto source = op->getAttrOfType<DictionaryAttr>(kSourceAttrName);
     auto operandGroup = [&](unsigned g) {
       auto [start, len] = rule.operandGroup(op, g);
       return std::make_pair(start, len);
@@ -543,10 +569,12 @@ public:
       switch (a.kind) {
       case ArgSpec::Result: {
         auto [start, len] = rule.resultGroup(op, a.group);
-        if (len == 0)
+        if (len == 0) {
           c.tensor(Value(), Type());
-        else
+        } else {
+          resultArgs.push_back(c.args.size());
           c.tensor((*results)[start], op->getResult(start).getType());
+        }
         break;
       }
       case ArgSpec::Operand: {
@@ -685,9 +713,23 @@ public:
       case ArgSpec::MarkFoundInf:
         foundInf.push_back((*results)[rule.resultGroup(op, a.group).first]);
         break;
+      case ArgSpec::Site: {
+        IntegerAttr siteAttr =
+            source ? source.getAs<IntegerAttr>("site") : IntegerAttr();
+        c.i32(siteAttr ? siteAttr.getInt() : -1);
+        break;
+      }
+      case ArgSpec::Seed:
+        c.args.push_back(rtd::SeedAttr::get(c.ctx));
+        break;
       }
     }
-    c.create(rw, op->getLoc(), rule.callee);
+    rtd::CallOp call = c.create(rw, op->getLoc(), rule.callee);
+    if (source) {
+      NamedAttrList entries(source);
+      entries.set("results", c.b.getDenseI64ArrayAttr(resultArgs));
+      call->setAttr(kSourceAttrName, entries.getDictionary(op->getContext()));
+    }
     for (Value f : foundInf)
       rtd::FoundInfOp::create(rw, op->getLoc(), f);
     rw.replaceOp(op, *results);
@@ -899,6 +941,54 @@ std::optional<unsigned> argumentBehind(Value v) {
   }
 }
 
+/// Gives the ops of the step their `rt.source` (kSourceAttrName): what
+/// source op and pass each call comes from, and check sites in execution
+/// order. Ops of the optimizer and the loss scaler run after the gradients
+/// are checked and get none. Backward ops (tg.role "grad") are the
+/// backward pass; an AMP cast (tg.role "amp") is in the pass of the kernel
+/// before it.
+void markSources(Block &step, const llvm::StringMap<const KernelRule *> &rules) {
+  Builder b(step.getParentOp()->getContext());
+  bool backward = false;
+  int32_t sites = 0;
+  for (Operation &op : step) {
+    std::optional<Role> role = getRole(&op);
+    if (role == Role::Optimizer || role == Role::LossScale)
+      continue;
+    auto it = rules.find(op.getName().getStringRef());
+    if (it == rules.end())
+      continue;
+    // AMP casts belong to the pass of the kernels around them: the backward
+    // starts at its first kernel (the seed's fill may come earlier).
+    if (role == Role::Grad)
+      backward = true;
+    StringRef name = op.getName().stripDialect();
+    NamedAttrList entries;
+    entries.set("op", b.getStringAttr(name));
+    entries.set("pass", b.getStringAttr(role == Role::Grad || backward
+                                            ? "backward"
+                                            : "forward"));
+    const KernelRule &rule = *it->second;
+    if (llvm::any_of(rule.args,
+                     [](const ArgSpec &a) { return a.kind == ArgSpec::Site; })) {
+      entries.set("site", b.getI32IntegerAttr(sites++));
+      // What the check is about, for its message: the index operand and
+      // its valid range.
+      const tg::OpInfo *info = tg::lookupOpInfo(op.getName().getStringRef());
+      const IndexBound &bound = rule.indexBound;
+      if (info && bound.operand >= 0 &&
+          unsigned(bound.operand) < info->operands.size()) {
+        entries.set("index", b.getStringAttr(info->operands[bound.operand]));
+        Value limit =
+            op.getOperand(rule.operandGroup(&op, bound.bound).first);
+        entries.set("range", b.getI64IntegerAttr(cast<ShapedType>(
+                                 limit.getType()).getShape()[bound.dim]));
+      }
+    }
+    op.setAttr(kSourceAttrName, entries.getDictionary(b.getContext()));
+  }
+}
+
 /// Builds the rt.program of `func` around its (moved) body; the patterns
 /// then lower the body's ops.
 FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
@@ -940,6 +1030,9 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       s = {rtd::SlotRole::param, n.str()};
     else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.state"))
       s = {rtd::SlotRole::state, n.str()};
+    else if (auto n = func.getArgAttrOfType<StringAttr>(
+                 i, TGDialect::kBufferAttrName))
+      s = {rtd::SlotRole::buffer, n.str()};
     if (s.role != rtd::SlotRole::input) {
       fp.mix(s.name);
       fp.mix(std::to_string(rtd::dtypeOf(arg.getType())));
@@ -985,6 +1078,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
     if (!n)
       n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
+    if (!n)
+      n = func.getArgAttrOfType<StringAttr>(k, TGDialect::kBufferAttrName);
     if (n)
       stateArgs[n.getValue()] = k;
   }
@@ -1004,9 +1099,14 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     } else if (auto n = func.getResultAttrOfType<StringAttr>(
                    i, TGDialect::kStateOutAttrName)) {
       name = n.getValue();
+    } else if (auto n = func.getResultAttrOfType<StringAttr>(
+                   i, TGDialect::kBufferOutAttrName)) {
+      name = n.getValue();
     } else {
       return ret.emitError("result #")
-             << i << " has no tg.output, tg.param_out or tg.state_out";
+             << i
+             << " has no tg.output, tg.param_out, tg.state_out or "
+                "tg.buffer_out";
     }
     std::optional<unsigned> target = argumentBehind(v);
     if (auto it = stateArgs.find(name); it != stateArgs.end())
@@ -1124,6 +1224,7 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   }
   stepBlock->getOperations().splice(stepBlock->end(), body.getOperations());
   ret->setAttr("rt.targets", attrs.getArrayAttr(targets));
+  markSources(*stepBlock, rules);
   return program;
 }
 

@@ -3,6 +3,7 @@
 #include "ampc/Dialect/RT/ProgramInfo.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
 using namespace ampc::rt;
@@ -45,6 +46,9 @@ Program ampc::rt::describeProgram(ProgramOp op) {
       break;
     case SlotRole::state:
       s.role = Slot::Role::State;
+      break;
+    case SlotRole::buffer:
+      s.role = Slot::Role::Buffer;
       break;
     }
     s.name = slot.getSymName().str();
@@ -90,7 +94,104 @@ Program ampc::rt::describeProgram(ProgramOp op) {
                    [](const Output &a, const Output &b) {
                      return a.index < b.index;
                    });
+  describeSources(op.getStep().getBody().front(), p);
   return p;
+}
+
+/// The first FILE:LINE:COL inside `loc`.
+static FileLineColLoc fileLoc(Location loc) {
+  FileLineColLoc found;
+  loc->walk([&](Location l) {
+    if (auto flc = dyn_cast<FileLineColLoc>(l)) {
+      found = flc;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+/// The first variable name inside `loc`.
+static std::string nameIn(Location loc) {
+  std::string found;
+  loc->walk([&](Location l) {
+    if (auto n = dyn_cast<NameLoc>(l)) {
+      found = n.getName().getValue().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+void ampc::rt::describeSources(Block &step, Program &p) {
+  // Calls a pass made (backward ops, AMP casts) carry the location of the
+  // source op they come from, which names them: the forward calls of
+  // source ops say which op each location belongs to.
+  llvm::DenseMap<Attribute, std::string> opAt;
+  size_t index = 0;
+  p.checkCall = 0;
+  bool checkSeen = false;
+  for (Operation &o : step) {
+    auto call = dyn_cast<CallOp>(o);
+    if (!call)
+      continue;
+    size_t k = index++;
+    if (!checkSeen && call.getCallee() == "ampc_check_finite_unscale") {
+      p.checkCall = k;
+      checkSeen = true;
+    }
+    auto source = call->getAttrOfType<DictionaryAttr>("rt.source");
+    if (!source)
+      continue;
+    CallSource s;
+    s.call = k;
+    if (auto op = source.getAs<StringAttr>("op"))
+      s.op = op.getValue().str();
+    if (auto pass = source.getAs<StringAttr>("pass"))
+      s.backward = pass.getValue() == "backward";
+    if (auto site = source.getAs<IntegerAttr>("site"))
+      s.site = static_cast<int32_t>(site.getInt());
+    if (auto index = source.getAs<StringAttr>("index"))
+      s.index = index.getValue().str();
+    if (auto range = source.getAs<IntegerAttr>("range"))
+      s.range = range.getInt();
+    if (auto results = source.getAs<DenseI64ArrayAttr>("results"))
+      s.results.assign(results.asArrayRef().begin(),
+                       results.asArrayRef().end());
+    FileLineColLoc flc = fileLoc(call.getLoc());
+    if (flc) {
+      s.loc = (flc.getFilename().getValue() + ":" + Twine(flc.getLine()) +
+               ":" + Twine(flc.getColumn()))
+                  .str();
+      if (!s.backward && s.op != "cast")
+        opAt.try_emplace(flc, s.op);
+    }
+    s.name = nameIn(call.getLoc());
+    p.sources.push_back(std::move(s));
+  }
+  if (!checkSeen)
+    p.checkCall = index;
+  // Name backward calls and casts by the source op at their location.
+  index = 0;
+  size_t next = 0;
+  for (Operation &o : step) {
+    auto call = dyn_cast<CallOp>(o);
+    if (!call)
+      continue;
+    size_t k = index++;
+    if (next >= p.sources.size() || p.sources[next].call != k)
+      continue;
+    CallSource &s = p.sources[next++];
+    if (!s.backward && s.op != "cast")
+      continue;
+    FileLineColLoc flc = fileLoc(call.getLoc());
+    auto it = flc ? opAt.find(flc) : opAt.end();
+    if (it != opAt.end())
+      s.op = it->second;
+    else if (StringRef(s.op).ends_with("_grad"))
+      s.op = StringRef(s.op).drop_back(5).str();
+  }
 }
 
 std::vector<uint8_t> ampc::rt::constantBytes(ElementsAttr value) {

@@ -258,6 +258,18 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << " cannot be both state and an input or a parameter";
     return success();
   }
+  if (name == kBufferAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be a string";
+    if (siblings &&
+        (siblings.get(kInputAttrName) || siblings.get(kParamAttrName) ||
+         siblings.get(kStateAttrName)))
+      return op->emitOpError("argument #")
+             << argIndex
+             << " cannot be both a buffer and an input, a parameter or state";
+    return success();
+  }
   if (name == kInputAttrName || name == kParamAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("argument #")
@@ -273,10 +285,11 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << argIndex << ": '" << name << "' must be a #tg.init";
     // Only state (parameters, and the compiler's own state arguments) is
     // initialised by the runtime; inputs come from the caller.
-    if (siblings && !siblings.get(kParamAttrName) && !siblings.get(kStateAttrName))
+    if (siblings && !siblings.get(kParamAttrName) &&
+        !siblings.get(kStateAttrName) && !siblings.get(kBufferAttrName))
       return op->emitOpError("argument #")
              << argIndex << ": '" << name
-             << "' needs a parameter or state argument";
+             << "' needs a parameter, buffer or state argument";
     return success();
   }
   if (name == kInitValueAttrName) {
@@ -319,7 +332,7 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
              << resultIndex << ": '" << name << "' must be a string";
     return success();
   }
-  if (name == kParamOutAttrName) {
+  if (name == kParamOutAttrName || name == kBufferOutAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("result #")
              << resultIndex << ": '" << name << "' must be a string";

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 1
+#define AMPC_RUNTIME_VERSION_MINOR 2
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -541,12 +541,14 @@ AMPC_API ampc_status ampc_slice_bwd(ampc_context ctx, void *dx,
                                     const int64_t *dy_shape, int32_t dy_rank,
                                     int64_t dim, int64_t start, int64_t end);
 /// y[..., :] = table[ids[...], :]: table [V, D], ids i32/i64 of any shape,
-/// y [ids..., D]. Ids outside [0, V) give zeros.
+/// y [ids..., D]. Ids outside [0, V) give zeros and, when `site` >= 0,
+/// record `site` in the context's AMPC_CHECK_INDEX word (see "Check words").
 AMPC_API ampc_status ampc_embedding_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *table, ampc_dtype table_dtype,
     const int64_t *table_shape, int32_t table_rank, const void *ids,
-    ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank);
+    ampc_dtype ids_dtype, const int64_t *ids_shape, int32_t ids_rank,
+    int32_t site);
 /// dtable = scatter-add of dy rows at ids (deterministic order).
 AMPC_API ampc_status
 ampc_embedding_bwd(ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
@@ -561,13 +563,15 @@ ampc_embedding_bwd(ampc_context ctx, void *dtable, ampc_dtype dtable_dtype,
 
 /// loss = mean over rows of -log_softmax(logits)[label]; logits [N, C],
 /// labels [N] i32/i64. Label -100 is ignored (PyTorch's ignore_index) and the
-/// mean is over the other rows.
+/// mean is over the other rows. Any other label outside [0, C) makes the loss
+/// NaN and, when `site` >= 0, records `site` in the context's
+/// AMPC_CHECK_INDEX word (see "Check words").
 AMPC_API ampc_status ampc_cross_entropy_fwd(
     ampc_context ctx, void *loss, ampc_dtype loss_dtype,
     const int64_t *loss_shape, int32_t loss_rank, const void *logits,
     ampc_dtype logits_dtype, const int64_t *logits_shape, int32_t logits_rank,
     const void *labels, ampc_dtype labels_dtype, const int64_t *labels_shape,
-    int32_t labels_rank);
+    int32_t labels_rank, int32_t site);
 /// dlogits = (softmax(logits) - onehot(labels)) * dloss / valid_rows.
 AMPC_API ampc_status ampc_cross_entropy_bwd(
     ampc_context ctx, void *dlogits, ampc_dtype dlogits_dtype,
@@ -647,6 +651,66 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
     ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
 
 /*===------------------------------------------------------------------===*
+ * Batch norm and dropout (issue 12). Channels are dim 1 of (N, C, ...);
+ * the per-channel tensors are [C]. Statistics are computed in f64 on the
+ * CPU and in f32 on CUDA, every value read and written through f32.
+ *===------------------------------------------------------------------===*/
+
+/// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
+/// the batch's mean and biased variance, else running_mean and running_var.
+AMPC_API ampc_status ampc_batch_norm_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank, const void *running_mean, ampc_dtype running_mean_dtype,
+    const int64_t *running_mean_shape, int32_t running_mean_rank,
+    const void *running_var, ampc_dtype running_var_dtype,
+    const int64_t *running_var_shape, int32_t running_var_rank,
+    int32_t training, double eps);
+/// dx, dw, db of ampc_batch_norm_fwd with the same statistics (batch ones
+/// recomputed from x with `training`). dw or db may be NULL.
+AMPC_API ampc_status ampc_batch_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, int32_t training, double eps);
+/// PyTorch's running-statistics update: new_mean = (1 - momentum) *
+/// running_mean + momentum * mean, new_var likewise with the unbiased batch
+/// variance (M / (M - 1) times the biased one, M values per channel).
+AMPC_API ampc_status ampc_batch_norm_update(
+    ampc_context ctx, void *new_mean, ampc_dtype new_mean_dtype,
+    const int64_t *new_mean_shape, int32_t new_mean_rank, void *new_var,
+    ampc_dtype new_var_dtype, const int64_t *new_var_shape,
+    int32_t new_var_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, double momentum);
+/// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
+/// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
+/// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the
+/// same call on dy.
+AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
+                                      ampc_dtype y_dtype,
+                                      const int64_t *y_shape, int32_t y_rank,
+                                      const void *x, ampc_dtype x_dtype,
+                                      const int64_t *x_shape, int32_t x_rank,
+                                      const void *step, uint64_t seed, double p,
+                                      int64_t key);
+/// *next = *counter + 1 on device i32 scalars (next may equal counter).
+AMPC_API ampc_status ampc_counter_next(ampc_context ctx, void *next,
+                                       const void *counter);
+
+/*===------------------------------------------------------------------===*
  * Loss scaling and optimizers (spec/amp.md). Lists of tensors are host
  * arrays of `count` device pointers, dtypes and element counts. `found_inf`
  * is a device scalar of dtype f32 or i32 (nonzero: skip); `scale` is a
@@ -702,6 +766,38 @@ AMPC_API ampc_status ampc_adamw_update(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype);
+
+/*===------------------------------------------------------------------===*
+ * Check words (docs/runtime.md "Check words"). A context holds one device
+ * word per kind of check. Kernels that find a bad value record the `site`
+ * they were given (the caller's number for the op, >= 0) with an atomic
+ * minimum, so after a step the word holds the smallest site that failed,
+ * without any host synchronisation inside the step. The caller reads the word
+ * when it next reads results anyway (with the step's loss). Site numbers are
+ * the caller's: the compiler numbers ops in execution order, so the smallest
+ * is the first that failed.
+ *===------------------------------------------------------------------===*/
+
+AMPC_ENUM(ampc_check) {
+  /// An index outside its range: a class label (cross_entropy) or an id
+  /// (embedding).
+  AMPC_CHECK_INDEX = 0,
+  /// A non-finite element found by ampc_check_nonfinite.
+  AMPC_CHECK_NONFINITE = 1
+};
+
+/// Copies check word `check` to the host (like any read of device memory,
+/// after the work queued before it): *site = the smallest site recorded since
+/// the word was last cleared, or -1 when none was. clear != 0 then resets the
+/// word (stream-ordered).
+AMPC_API ampc_status ampc_check_read(ampc_context ctx, ampc_check check,
+                                     int32_t clear, int32_t *site);
+/// Records `site` (>= 0) in the AMPC_CHECK_NONFINITE word when any of the
+/// `numel` elements of x (f32, f16 or bf16) is an inf or a NaN. Queued like
+/// a kernel; nothing waits for it.
+AMPC_API ampc_status ampc_check_nonfinite(ampc_context ctx, const void *x,
+                                          ampc_dtype dtype, int64_t numel,
+                                          int32_t site);
 
 /*===------------------------------------------------------------------===*
  * Collectives (data-parallel training, docs/distributed.md). A communicator

@@ -101,7 +101,7 @@ func.func @output_negative(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.output = -1 
 
 // -----
 
-// expected-error@+1 {{'func.func' op argument #0: 'tg.init' needs a parameter or state argument}}
+// expected-error@+1 {{'func.func' op argument #0: 'tg.init' needs a parameter, buffer or state argument}}
 func.func @init_on_input(%x: tensor<2xf32> {tg.input = "x", tg.init = #tg.init<zeros>}) {
   return
 }

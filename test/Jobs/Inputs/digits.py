@@ -4,8 +4,11 @@ Trains examples/digits.tg with `ampc run` and with the PyTorch reference on
 DIR's data (examples/digits_data.py prepare), same initial params, same
 shuffled order, in AMP mode MODE (off, fp16, bf16; reference policy), then
 compares the first epoch's losses (ABS, REL) and the test accuracies of the
-two (argmax of the eval graph's logits on the 300 held-out samples).
+two: ampc's from the `acc` of its last eval line (the eval graph's argmax,
+equal, cast and mean on the 300 held-out samples), the reference's from the
+same graph run by the reference; each also agrees with argmax of its logits.
 """
+import json
 import os
 import subprocess
 import sys
@@ -54,10 +57,17 @@ def accuracy(path):
     return float((z.astype(np.float32).argmax(axis=1) == y).mean())
 
 
-a, b = accuracy(out + "/ampc-out/output_1.npy"), accuracy(out + "/ref-out/output_1.npy")
-evals = sum(1 for line in open(out + "/ampc.jsonl") if line.startswith('{"eval"'))
-print("ampc accuracy %.4f, reference %.4f, %d eval lines" % (a, b, evals))
-if abs(a - b) > 0.01 or evals != 5:
+evals = [json.loads(line) for line in open(out + "/ampc.jsonl") if line.startswith('{"eval"')]
+a = evals[-1]["acc"] if evals and "acc" in evals[-1] else float("nan")
+b = float(np.load(out + "/ref-out/output_1.npy").astype(np.float32))
+# Each accuracy is that of its own logits (300 samples: steps of 1/300).
+for name, acc, logits in (("ampc", a, out + "/ampc-out/output_2.npy"),
+                          ("reference", b, out + "/ref-out/output_2.npy")):
+    if abs(acc - accuracy(logits)) > 1e-6:
+        print("FAIL: %s accuracy %.6f is not that of its logits (%.6f)" % (name, acc, accuracy(logits)))
+        sys.exit(1)
+print("ampc accuracy %.4f (eval line), reference %.4f, %d eval lines" % (a, b, len(evals)))
+if not abs(a - b) <= 0.01 or len(evals) != 5:
     print("FAIL: accuracies differ by more than 1 percentage point or evals missing")
     sys.exit(1)
 print("OK")

@@ -21,7 +21,9 @@ int64_t tensorBytes(mlir::Type type);
 
 /// A persistent buffer: one per rt.slot, then one per rt.constant.
 struct Slot {
-  enum class Role { Input, Param, State, Constant };
+  /// Buffer: the language's non-trainable `buffer` state (saved like a
+  /// param, never updated by an optimizer).
+  enum class Role { Input, Param, State, Constant, Buffer };
   Role role = Role::Input;
   std::string name;
   int32_t dtype = 0; ///< ampc_dtype
@@ -42,6 +44,23 @@ struct Output {
   int64_t bytes = 0;
 };
 
+/// Where a call of the step comes from (its `rt.source` and location), for
+/// the reports of failed checks and of overflows.
+struct CallSource {
+  size_t call = 0;  ///< index among the step's rt.call ops
+  std::string op;   ///< the source op it comes from ("matmul")
+  std::string name; ///< the variable that op is assigned to, or ""
+  std::string loc;  ///< "FILE:LINE:COL", or "" without a location
+  bool backward = false;
+  int32_t site = -1; ///< its check site (ampc_check), if it has one
+  /// With a site: the checked index operand (ODS name) and its valid range
+  /// [0, range).
+  std::string index;
+  int64_t range = 0;
+  /// Argument positions of its result tensors (pointer, dtype, dims, rank).
+  std::vector<int64_t> results;
+};
+
 /// An rt.program, described for its consumers.
 struct Program {
   mutable ProgramOp op; ///< ops have no const accessors
@@ -58,6 +77,19 @@ struct Program {
   double staticScale = 0.0; ///< a static scaler's scale, else 0
   mlir::Value foundInf;     ///< the overflow flag, if any
   uint64_t fingerprint = 0;
+  /// The step's calls that have an `rt.source`, in order.
+  std::vector<CallSource> sources;
+  /// The index of the step's first call that reads the gradients' overflow
+  /// check (ampc_check_finite_unscale), or the number of calls.
+  size_t checkCall = 0;
+
+  /// The source of check site `site`, or null.
+  const CallSource *sourceOfSite(int32_t site) const {
+    for (const CallSource &s : sources)
+      if (s.site == site && site >= 0)
+        return &s;
+    return nullptr;
+  }
 
   /// The slot a block argument of rt.init/rt.step stands for, or -1 (the
   /// arena).
@@ -72,6 +104,9 @@ std::vector<uint8_t> constantBytes(mlir::ElementsAttr value);
 
 /// Reads `op`.
 Program describeProgram(ProgramOp op);
+
+/// Fills p.sources and p.checkCall from the calls of `step`.
+void describeSources(mlir::Block &step, Program &p);
 
 /// The ampc_dtype of a tensor's element type.
 int32_t dtypeOf(mlir::Type type);

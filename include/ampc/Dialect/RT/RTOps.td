@@ -76,7 +76,7 @@ def RT_BufferType : TypeDef<RT_Dialect, "Buffer"> {
 
 def RT_SlotRole : I32EnumAttr<"SlotRole", "what a persistent buffer holds", [
     I32EnumAttrCase<"input", 0>, I32EnumAttrCase<"param", 1>,
-    I32EnumAttrCase<"state", 2>]> {
+    I32EnumAttrCase<"state", 2>, I32EnumAttrCase<"buffer", 3>]> {
   let cppNamespace = "::ampc::rt";
 }
 

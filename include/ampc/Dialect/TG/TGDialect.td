@@ -160,6 +160,9 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateOutAttrName = "tg.state_out";
     static constexpr ::llvm::StringLiteral kLossScaleAttrName = "tg.loss_scale";
     static constexpr ::llvm::StringLiteral kRoleAttrName = "tg.role";
+    /// Non-trainable state of the language's `buffer` declarations.
+    static constexpr ::llvm::StringLiteral kBufferAttrName = "tg.buffer";
+    static constexpr ::llvm::StringLiteral kBufferOutAttrName = "tg.buffer_out";
 
     void registerAttributes();
   }];

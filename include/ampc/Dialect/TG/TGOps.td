@@ -848,5 +848,7 @@ include "ampc/Dialect/TG/TGSeedOps.td"
 include "ampc/Dialect/TG/TGTrainingOps.td"
 // Comparisons and the other ops of training jobs.
 include "ampc/Dialect/TG/TGJobOps.td"
+// batch_norm (running statistics in buffers) and dropout.
+include "ampc/Dialect/TG/TGNormDropoutOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD

@@ -1,0 +1,39 @@
+//===- Provenance.h - failed checks and overflows, named by source op -*- C++ -*-===//
+//
+// What `ampc run` says about a step whose device-side checks failed
+// (docs/jobs.md, "Run-time checks") and about a step the loss scaler skipped
+// ("The overflow report"). Nothing here runs on a step that passed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_EXECUTOR_PROVENANCE_H
+#define AMPC_EXECUTOR_PROVENANCE_H
+
+#include "ampc/Executor/Executor.h"
+
+#include <string>
+
+namespace ampc::exec {
+
+/// Reads the context's index check word after a step (with its loss, so it
+/// waits for nothing more). Returns false with `error` set when the read
+/// failed, or when a kernel recorded a site: then `located` is set and
+/// `error` is a diagnostic naming the op's source location
+/// ("FILE:LINE:COL: error: ...").
+bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
+                  std::string &error, bool &located);
+
+/// After a skipped step, before the next one: runs the step's calls up to
+/// the gradients' overflow check again from the same state, with the scale
+/// the step used (`scale`), checking every result of a source op for
+/// non-finite values on the device, and restores every param and state slot
+/// afterwards. `found` is the first such call in execution order, or null
+/// (e.g. the overflow was on another rank).
+bool findOverflow(Executor &ex, const rt::Program &program, double scale,
+                  const rt::CallSource *&found, std::string &error);
+
+/// The log's "overflow" object for `source`.
+std::string overflowJson(const rt::CallSource &source);
+
+} // namespace ampc::exec
+
+#endif // AMPC_EXECUTOR_PROVENANCE_H

@@ -1,0 +1,101 @@
+// Drives code from `ampc --emit=cpp` through its check and overflow API:
+// GRAPH is the graph's name, the arguments are the inputs as .npy files (in
+// graph order), then the step count. After each step it asks GRAPH_check
+// for a failed device-side check (then prints it and exits 3), and after a
+// skipped step GRAPH_overflow for the op that overflowed; it prints one line
+// per step in the shape of `ampc run --log`.
+#include GRAPH_HEADER
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(x) CAT(GRAPH, x)
+
+static bool check(ampc_status st, const char *what) {
+  if (st == AMPC_OK)
+    return true;
+  std::fprintf(stderr, "%s: %s (%s)\n", what, ampc_status_string(st),
+               ampc_last_error());
+  return false;
+}
+
+static std::string str(const char *s) {
+  return s ? "\"" + std::string(s) + "\"" : "null";
+}
+
+int main(int argc, char **argv) {
+  int32_t n = FN(num_inputs)();
+  if (argc != n + 2) {
+    std::fprintf(stderr, "usage: %s INPUT.npy... STEPS\n", argv[0]);
+    return 2;
+  }
+  ampc_context ctx;
+  if (!check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context"))
+    return 1;
+  FN(state) *state = nullptr;
+  if (!check(FN(create)(ctx, 0, &state), "create"))
+    return 1;
+  std::vector<void *> inputs(n);
+  for (int32_t i = 0; i < n; ++i) {
+    FILE *f = std::fopen(argv[1 + i], "rb");
+    if (!f)
+      return 1;
+    std::string data;
+    char chunk[4096];
+    size_t got;
+    while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+      data.append(chunk, got);
+    std::fclose(f);
+    size_t header = 10 + (static_cast<unsigned char>(data[8]) |
+                          (static_cast<unsigned char>(data[9]) << 8));
+    int64_t bytes = FN(input_bytes)(i);
+    if (static_cast<int64_t>(data.size() - header) != bytes)
+      return 1;
+    if (!check(ampc_malloc(ctx, bytes, &inputs[i]), "malloc") ||
+        !check(ampc_memcpy(ctx, inputs[i], data.data() + header, bytes,
+                           AMPC_MEMCPY_HOST_TO_DEVICE),
+               "memcpy"))
+      return 1;
+  }
+  int steps = std::atoi(argv[n + 1]);
+  for (int k = 1; k <= steps; ++k) {
+    if (!check(FN(step)(state, inputs.data()), "step"))
+      return 1;
+    float loss;
+    if (!check(ampc_memcpy(ctx, &loss, FN(output)(state, 0), sizeof(loss),
+                           AMPC_MEMCPY_DEVICE_TO_HOST),
+               "read"))
+      return 1;
+    const char *message = nullptr;
+    if (!check(FN(check)(state, &message), "check"))
+      return 1;
+    if (message) {
+      std::printf("step %d: %s\n", k, message);
+      return 3;
+    }
+    int32_t skipped = 0;
+    if (!check(FN(skipped)(state, &skipped), "skipped"))
+      return 1;
+    std::string line = "{\"step\": " + std::to_string(k) +
+                       ", \"skipped\": " + (skipped ? "true" : "false");
+    if (skipped) {
+      FN(overflow_site) site;
+      if (!check(FN(overflow)(state, &site), "overflow"))
+        return 1;
+      if (site.op)
+        line += ", \"overflow\": {\"op\": " + str(site.op) +
+                ", \"name\": " + str(site.name) + ", \"loc\": " +
+                str(site.loc) + ", \"pass\": " + str(site.pass) + "}";
+    }
+    std::printf("%s}\n", line.c_str());
+  }
+  for (void *p : inputs)
+    ampc_free(ctx, p);
+  FN(destroy)(state);
+  ampc_context_destroy(ctx);
+  return 0;
+}
