@@ -20,6 +20,9 @@ packages=(
   python3-torch python3-numpy
   # The real-data training test and example (scikit-learn's digits dataset).
   python3-sklearn
+  # The ONNX importer (libonnx 1.12: protobuf classes and checker) and its
+  # tests, which export torchvision models and check them with onnx.
+  libonnx-dev libprotobuf-dev python3-onnx python3-torchvision
 )
 
 missing=()

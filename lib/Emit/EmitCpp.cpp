@@ -574,16 +574,17 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     BlockTranslator t(fb, func, p, arrays, *module, globals);
     for (size_t k = 0; k < p.constants.size(); ++k)
       t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
-    if (failed(t.translate(block)))
-      return failure();
     if (withConstants) {
-      // Constants are written once, after the initialisers.
+      // Constants are written once, before the initialisers (which may copy
+      // a parameter's value from one).
       for (size_t k = 0; k < p.constants.size(); ++k) {
         rt::ConstantOp constant = p.constants[k];
         if (failed(t.translateConstant(constant)))
           return failure();
       }
     }
+    if (failed(t.translate(block)))
+      return failure();
     // Parameters this function does not use (-Wunused-parameter).
     fb.setInsertionPointToStart(entry);
     for (BlockArgument arg : entry->getArguments())

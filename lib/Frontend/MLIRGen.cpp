@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Frontend/MLIRGen.h"
+#include "ampc/Frontend/ONNXImport.h"
 
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGOpInfo.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <cstdio>
@@ -61,10 +63,24 @@ private:
   llvm::StringMap<Value> symbols;
   llvm::StringMap<frontend::Location> definedAt;
   struct Param {
+    /// Null for a parameter of an imported model.
     const ParamStmtAST *stmt;
     BlockArgument arg;
+    std::string name;
   };
   SmallVector<Param> params;
+  /// Parameters of imported models, created at their first call
+  /// (arguments appended to the graph).
+  SmallVector<Param> importedParams;
+  /// The imported ONNX models by import name.
+  llvm::StringMap<std::unique_ptr<onnx_import::ONNXModel>> imports;
+
+  /// Declared, then imported parameters: the order of the graph's arguments.
+  SmallVector<Param> allParams() const {
+    SmallVector<Param> all(params);
+    all.append(importedParams);
+    return all;
+  }
   /// Across graphs: the first declaration of each param or buffer name
   /// (graphs of one file share them by name; the first declaration's
   /// initialiser counts).
@@ -250,6 +266,9 @@ private:
   //===--------------------------------------------------------------------===//
 
   Value genExpr(const ExprAST &e);
+  LogicalResult loadImports(const ModuleAST &module);
+  Value genImportCall(const CallExprAST &call, const onnx_import::ONNXModel &m,
+                      unsigned numResults, SmallVectorImpl<Value> *results);
   Value genMatmulFamily(const CallExprAST &call);
   Value genCall(const CallExprAST &call, unsigned numResults,
                 SmallVectorImpl<Value> *results = nullptr);
@@ -646,6 +665,8 @@ Value MLIRGenImpl::genMatmulFamily(const CallExprAST &call) {
 
 Value MLIRGenImpl::genCall(const CallExprAST &call, unsigned numResults,
                            SmallVectorImpl<Value> *results) {
+  if (auto it = imports.find(call.callee); it != imports.end())
+    return genImportCall(call, *it->second, numResults, results);
   const tg::OpInfo *info = tg::lookupLanguageOp(call.callee);
   if (!info && !matmulFamilyRanks(call.callee, 0).empty()) {
     if (numResults != 1) {
@@ -1150,10 +1171,11 @@ MLIRGenImpl::genParamGroups(const MinimizeStmtAST &stmt, Value loss,
                                 "not expressions";
         return failure();
       }
-      const Param *param = llvm::find_if(params, [&](const Param &p) {
-        return p.stmt->name == name->name;
+      SmallVector<Param> all = allParams();
+      const Param *param = llvm::find_if(all, [&](const Param &p) {
+        return p.name == name->name;
       });
-      if (param == params.end()) {
+      if (param == all.end()) {
         error(name->getLoc()) << "'" << name->name
                               << "' is not a parameter of this graph";
         return failure();
@@ -1174,7 +1196,7 @@ MLIRGenImpl::genParamGroups(const MinimizeStmtAST &stmt, Value loss,
             << it->second.second->getLoc().col << ")";
         return failure();
       }
-      members.push_back(param - params.begin());
+      members.push_back(param - all.begin());
     }
     for (const KeywordArg &kw : group->kwargs) {
       if (llvm::is_contained(kGlobal, kw.name)) {
@@ -1336,7 +1358,7 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
                          << stmt.loss.name << "' is " << formatType(lossType);
     return failure();
   }
-  if (params.empty()) {
+  if (params.empty() && importedParams.empty()) {
     error(stmt.getLoc()) << "'minimize' needs parameters to train, but the "
                             "graph declares no 'param'";
     return failure();
@@ -1416,7 +1438,8 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
     return failure();
 
   SmallVector<Value> operands{loss};
-  for (const Param &p : params)
+  SmallVector<Param> all = allParams();
+  for (const Param &p : all)
     operands.push_back(p.arg);
   SmallVector<NamedAttribute> attrs{
       named("optimizer", builder.getStringAttr(opt.callee)),
@@ -1426,16 +1449,94 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
   if (*schedule)
     attrs.push_back(named("schedule", *schedule));
   Operation *op = buildOp<tg::MinimizeOp>(loc(opt.getLoc()), operands, attrs,
-                                          params.size());
+                                          all.size());
   if (!op)
     return failure();
   return op;
+}
+
+//===----------------------------------------------------------------------===//
+// Imported ONNX models
+//===----------------------------------------------------------------------===//
+
+LogicalResult MLIRGenImpl::loadImports(const ModuleAST &module) {
+  for (const ImportAST &imp : module.imports) {
+    if (tg::lookupLanguageOp(imp.name) || imp.name == "conv1d" ||
+        !matmulFamilyRanks(imp.name, 0).empty() || imp.name == "grad") {
+      error(imp.nameLoc) << "'" << imp.name
+                         << "' is an op of the language and cannot name an "
+                            "imported model";
+      return failure();
+    }
+    // The path is relative to the importing file.
+    SmallString<256> path(imp.path);
+    if (!llvm::sys::path::is_absolute(path) && imp.pathLoc.file) {
+      StringRef dir = llvm::sys::path::parent_path(*imp.pathLoc.file);
+      if (!dir.empty()) {
+        path = dir;
+        llvm::sys::path::append(path, imp.path);
+      }
+    }
+    std::unique_ptr<onnx_import::ONNXModel> model =
+        onnx_import::ONNXModel::load(ctx, path, path, loc(imp.pathLoc));
+    if (!model)
+      return failure();
+    imports[imp.name] = std::move(model);
+  }
+  return success();
+}
+
+/// `NAME(args...)` of `import NAME = "FILE.onnx"`: the model's graph,
+/// inlined on the arguments; its initializers are parameters `NAME.<init>`
+/// (one per graph, shared by the calls in it).
+Value MLIRGenImpl::genImportCall(const CallExprAST &call,
+                                 const onnx_import::ONNXModel &m,
+                                 unsigned numResults,
+                                 SmallVectorImpl<Value> *results) {
+  if (failed(checkKeywords(call, {})))
+    return nullptr;
+  size_t numOutputs = m.getOutputNames().size();
+  if (numResults != numOutputs) {
+    error(call.getLoc()) << "'" << call.callee << "' produces " << numOutputs
+                         << " value" << (numOutputs == 1 ? "" : "s") << ", but "
+                         << numResults << " name"
+                         << (numResults == 1 ? " is" : "s are") << " assigned";
+    return nullptr;
+  }
+  SmallVector<Value> args;
+  if (failed(genOperands(call, args)))
+    return nullptr;
+  auto param = [&](StringRef name, DenseElementsAttr value) -> Value {
+    for (const Param &p : importedParams)
+      if (p.name == name)
+        return p.arg;
+    NamedAttrList attrs;
+    attrs.append(tg::TGDialect::kParamAttrName, builder.getStringAttr(name));
+    attrs.append(tg::TGDialect::kInitAttrName,
+                 tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0.0, 0.0));
+    attrs.append(tg::TGDialect::kInitValueAttrName, value);
+    unsigned index = currentFunc.getNumArguments();
+    (void)currentFunc.insertArgument(
+        index, value.getType(), attrs.getDictionary(&ctx),
+        NameLoc::get(builder.getStringAttr(name), loc(call.getLoc())));
+    BlockArgument arg = currentFunc.getArgument(index);
+    importedParams.push_back({nullptr, arg, name.str()});
+    return arg;
+  };
+  FailureOr<SmallVector<Value>> outs =
+      m.emit(builder, loc(call.getLoc()), args, call.callee, param);
+  if (failed(outs))
+    return nullptr;
+  if (results)
+    results->append(outs->begin(), outs->end());
+  return outs->front();
 }
 
 LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   symbols.clear();
   definedAt.clear();
   params.clear();
+  importedParams.clear();
   bufferArgs.clear();
   bufferUpdates.clear();
   dropoutStep = Value();
@@ -1539,7 +1640,7 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
     if (p->isBuffer)
       bufferArgs[entry->getArgument(index)] = p->name;
     else
-      params.push_back({p, entry->getArgument(index)});
+      params.push_back({p, entry->getArgument(index), p->name});
   }
   func.setAllArgAttrs(argAttrs);
 
@@ -1611,16 +1712,17 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
     results.push_back(tg::CounterNextOp::create(builder, loc(ret->getLoc()),
                                                 dropoutStep));
   func::ReturnOp::create(builder, loc(ret->getLoc()), results);
-  // Arguments may have been added while the body was built (dropout.step).
+  // Arguments may have been added while the body was built (dropout.step,
+  // parameters of imported models).
   func.setFunctionType(builder.getFunctionType(
       func.getArgumentTypes(), TypeRange(ValueRange(results))));
   for (size_t i = 0; i < outputs.size(); ++i)
     func.setResultAttr(i, tg::TGDialect::kOutputAttrName,
                        builder.getI64IntegerAttr(i));
   if (minimize)
-    for (auto [i, p] : llvm::enumerate(params))
+    for (auto [i, p] : llvm::enumerate(allParams()))
       func.setResultAttr(outputs.size() + i, tg::TGDialect::kParamOutAttrName,
-                         builder.getStringAttr(p.stmt->name));
+                         builder.getStringAttr(p.name));
   for (auto [i, update] : llvm::enumerate(bufferUpdates))
     func.setResultAttr(firstState + i, tg::TGDialect::kBufferOutAttrName,
                        builder.getStringAttr(update.first));
@@ -1777,6 +1879,8 @@ OwningOpRef<ModuleOp> MLIRGenImpl::genModule(const ModuleAST &module) {
         FileLineColLoc::get(&ctx, *module.graphs.front().loc.file, 1, 1);
   OwningOpRef<ModuleOp> owned = ModuleOp::create(moduleLoc);
   theModule = *owned;
+  if (failed(loadImports(module)))
+    return nullptr;
   for (const GraphAST &graph : module.graphs)
     if (failed(genGraph(graph)))
       return nullptr;

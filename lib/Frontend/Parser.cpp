@@ -197,9 +197,38 @@ private:
 
 std::unique_ptr<ModuleAST> Parser::parseModule() {
   auto module = std::make_unique<ModuleAST>();
+  // import := 'import' IDENT '=' STRING, before the graphs. `import` is a
+  // word only here (a graph may still name a value `import`).
+  while (is(TokenKind::Identifier) && cur.spelling == "import") {
+    ImportAST imp;
+    imp.loc = cur.loc;
+    consume();
+    if (!expectIdentifier("a name after 'import'", imp.name, imp.nameLoc))
+      return nullptr;
+    if (!expect(TokenKind::Equal, "'=' after 'import " + imp.name + "'"))
+      return nullptr;
+    if (!is(TokenKind::String)) {
+      expected("the model's file name as a string after 'import " + imp.name +
+               " ='");
+      return nullptr;
+    }
+    imp.path = cur.stringValue;
+    imp.pathLoc = cur.loc;
+    consume();
+    for (const ImportAST &other : module->imports)
+      if (other.name == imp.name) {
+        error(imp.nameLoc, "'" + imp.name + "' is imported twice (first at " +
+                               formatLoc(other.nameLoc) + ")");
+        return nullptr;
+      }
+    module->imports.push_back(std::move(imp));
+  }
   while (!is(TokenKind::Eof)) {
     if (!is(TokenKind::KwGraph)) {
-      expected("'graph' at top level");
+      if (is(TokenKind::Identifier) && cur.spelling == "import")
+        expected("'graph' (imports come before the graphs)");
+      else
+        expected("'graph' at top level");
       return nullptr;
     }
     GraphAST graph;

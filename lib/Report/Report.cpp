@@ -267,6 +267,9 @@ std::optional<std::string> ampc::report::sourceLocation(Location loc) {
   auto flc = loc->findInstanceOf<FileLineColLoc>();
   if (!flc)
     return std::nullopt;
+  // Line 0: a place without lines, such as an ONNX node (`FILE.onnx:NODE`).
+  if (flc.getLine() == 0)
+    return flc.getFilename().getValue().str();
   return (flc.getFilename().getValue() + ":" + Twine(flc.getLine()) + ":" +
           Twine(flc.getColumn()))
       .str();

@@ -13,6 +13,7 @@
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
+#include "ampc/Frontend/ONNXImport.h"
 #include "ampc/Frontend/Parser.h"
 #include "ampc/InitAll.h"
 #include "ampc/Pipelines/Pipelines.h"
@@ -92,7 +93,7 @@ template <typename T> StringRef withDefault(StringRef text, const T &value) {
 
 // The compiler (`ampc [compile]`).
 cl::opt<std::string, true> inputFile(cl::Positional,
-                                     cl::desc("<input .tg or .mlir>"),
+                                     cl::desc("<input .tg, .mlir or .onnx>"),
                                      cl::location(opts.input),
                                      cl::cat(ampcCategory));
 cl::opt<std::string, true>
@@ -137,6 +138,14 @@ cl::opt<ampc::amp::Policy, true> ampPolicy(
                           "the same contract or stricter, fewer bytes"),
                clEnumValN(ampc::amp::Policy::Reference, "reference",
                           "exactly torch.autocast")),
+    cl::cat(ampcCategory));
+// `ampc FILE.onnx`: shapes of the model's dynamic inputs.
+std::vector<std::string> onnxInputShapes;
+cl::list<std::string, std::vector<std::string>> onnxInputShape(
+    "input-shape",
+    cl::desc("An ONNX model's input shape (required for an input with a "
+             "dynamic dim; repeatable)"),
+    cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapes),
     cl::cat(ampcCategory));
 cl::list<std::string, std::vector<std::string>>
     ampFp32("amp-fp32", cl::CommaSeparated,
@@ -396,7 +405,10 @@ private:
   void printOne(Location loc, DiagnosticSeverity severity,
                 const std::string &message) {
     auto flc = loc->findInstanceOf<FileLineColLoc>();
-    if (flc)
+    if (flc && flc.getLine() == 0)
+      // A place without lines: an ONNX node (`FILE.onnx:NODE`) or a file.
+      os << flc.getFilename().getValue() << ": ";
+    else if (flc)
       os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
          << flc.getColumn() << ": ";
     else
@@ -470,6 +482,9 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
       emitError(fileStart) << "no graph (func.func) in '" << name << "'";
       return kInputError;
     }
+  } else if (ext != ".onnx" && !onnxInputShapes.empty()) {
+    llvm::errs() << "ampc: error: --input-shape applies to .onnx inputs\n";
+    return kUsageError;
   } else if (ext == ".tg" || name == "-") {
     std::vector<ampc::frontend::Diagnostic> diags;
     auto ast = ampc::frontend::parseModule(buffer->getBuffer(), name, diags);
@@ -502,9 +517,29 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     module = ampc::frontend::mlirGen(context, *ast);
     if (!module)
       return kInputError;
+  } else if (ext == ".onnx") {
+    // An ONNX model alone: one inference graph (lib/Frontend/ONNX).
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const std::string &spec : onnxInputShapes) {
+      std::string input;
+      std::vector<int64_t> dims;
+      if (!ampc::onnx_import::parseInputShape(spec, input, dims)) {
+        llvm::errs() << "ampc: error: --input-shape '" << spec
+                     << "': expected NAME=D0xD1x... with positive dims\n";
+        return kUsageError;
+      }
+      shapes[input] = dims;
+    }
+    std::string graphName;
+    std::vector<std::string> outputNames;
+    module = ampc::onnx_import::importONNXFile(context, name, shapes,
+                                               &graphName, &outputNames);
+    if (!module)
+      return kInputError;
+    opts.run.outputNames[graphName] = outputNames;
   } else {
     llvm::errs() << "ampc: error: '" << name
-                 << "' is neither a .tg nor a .mlir file\n";
+                 << "' is neither a .tg, a .mlir nor an .onnx file\n";
     return kUsageError;
   }
 

@@ -280,8 +280,21 @@ struct GraphAST {
   const MinimizeStmtAST *getMinimize() const;
 };
 
+/// `import NAME = "FILE.onnx"` at top level: an ONNX model callable as
+/// `NAME(args...)`.
+struct ImportAST {
+  std::string name;
+  Location loc;     ///< 'import'.
+  Location nameLoc; ///< NAME.
+  /// The path as written (relative to the importing file).
+  std::string path;
+  Location pathLoc; ///< The string.
+};
+
 /// A whole `.tg` file. Zero graphs is valid (an empty file or only comments).
 struct ModuleAST {
+  /// The imports, which come before the graphs.
+  std::vector<ImportAST> imports;
   std::vector<GraphAST> graphs;
 
   /// Writes a deterministic, indented dump of the AST with `<LINE:COL>`

@@ -1360,6 +1360,19 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       return func.emitError("argument '") << slots[i].name << "' has no tg.init";
     double lo = initAttr.getA().convertToDouble();
     double hi = initAttr.getB().convertToDouble();
+    // A value from the file (an imported initializer): its bytes as a
+    // constant, converted into the slot.
+    if (auto data = func.getArgAttrOfType<DenseElementsAttr>(
+            i, TGDialect::kInitValueAttrName)) {
+      Value bytes = rtd::ConstantOp::create(ib, arg.getLoc(),
+                                            rtd::BufferType::get(ctx),
+                                            cast<ElementsAttr>(data));
+      CallBuilder c(ctx);
+      c.tensor(initBlock->getArgument(i), arg.getType());
+      c.tensor(bytes, data.getType());
+      c.create(ib, arg.getLoc(), RT_KERNEL("ampc_cast_fwd"));
+      continue;
+    }
     int64_t numel = cast<ShapedType>(arg.getType()).getNumElements();
     CallBuilder c(ctx);
     c.buffer(initBlock->getArgument(i));

@@ -63,7 +63,11 @@ Program ampc::rt::describeProgram(ProgramOp op) {
     p.slots.push_back(std::move(s));
   }
   p.numArgs = p.slots.size();
-  for (Operation &o : op.getStep().getBody().front()) {
+  // Constants of the initialisers (parameters' values from a file) and of
+  // the step, all written when the program is created.
+  auto ops = llvm::concat<Operation>(op.getInit().getBody().front(),
+                                     op.getStep().getBody().front());
+  for (Operation &o : ops) {
     if (auto c = dyn_cast<ConstantOp>(o)) {
       Slot s;
       s.role = Slot::Role::Constant;

@@ -303,6 +303,24 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << argIndex << ": '" << name << "' needs a state argument";
     return success();
   }
+  if (name == kInitValueAttrName) {
+    auto value = dyn_cast<DenseElementsAttr>(attr.getValue());
+    if (!value)
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' must be dense elements";
+    if (siblings && !siblings.get(kParamAttrName))
+      return op->emitOpError("argument #")
+             << argIndex << ": '" << name << "' needs a parameter argument";
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (func && argIndex < func.getNumArguments()) {
+      auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
+      if (!type || type.getShape() != value.getType().getShape())
+        return op->emitOpError("argument #")
+               << argIndex << ": '" << name << "' has shape "
+               << value.getType() << ", not the argument's";
+    }
+    return success();
+  }
   return op->emitOpError("argument #")
          << argIndex << ": unknown attribute '" << name << "'";
 }

@@ -151,6 +151,9 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttrName = "tg.init";
+    /// A parameter's initial value as data (imported ONNX initializers);
+    /// it takes the place of `tg.init`'s generator when both are present.
+    static constexpr ::llvm::StringLiteral kInitValueAttrName = "tg.init_value";
     static constexpr ::llvm::StringLiteral kOutputAttrName = "tg.output";
     static constexpr ::llvm::StringLiteral kParamOutAttrName = "tg.param_out";
     static constexpr ::llvm::StringLiteral kStateAttrName = "tg.state";

@@ -1,0 +1,105 @@
+//===- ONNXImport.h - ONNX models to tg dialect IR --------------*- C++ -*-===//
+//
+// Reads an ONNX model (protobuf, opset 13-17, default domain) and builds its
+// graph as `tg` ops. Float initializers become parameters whose initial value
+// is the file's data (`tg.init_value`); shape computations (Shape, Gather on
+// shapes, Constant, ConstantOfShape, Concat, Unsqueeze, ...) are folded on the
+// host, so every tensor the graph computes has a static shape. Every op is
+// located at its node: `NameLoc(NODE)` around `FILE.onnx:NODE` (a
+// FileLineColLoc with line 0), so diagnostics, the AMP report and
+// `--emit=dot` name the node.
+//
+// Two users: `ampc FILE.onnx` (importONNXFile: one inference graph) and the
+// `.tg` frontend's `import NAME = "FILE.onnx"` (ONNXModel::emit inlines the
+// graph at a call, the call's arguments fixing the input shapes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_FRONTEND_ONNXIMPORT_H
+#define AMPC_FRONTEND_ONNXIMPORT_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampc::onnx_import {
+
+/// A graph input that is not an initializer.
+struct ModelInput {
+  std::string name;
+  mlir::Type elementType;
+  /// -1 for a dynamic dim (dim_param or no dim_value).
+  llvm::SmallVector<int64_t> dims;
+};
+
+/// A loaded and checked ONNX model.
+class ONNXModel {
+public:
+  ~ONNXModel();
+
+  /// Reads and checks `path` (protobuf parse, the ONNX checker, opset and
+  /// input types). On failure emits one error at `at` (or at the file when
+  /// `at` is null) and returns null. `displayPath` names the file in the
+  /// locations of the graph's ops.
+  static std::unique_ptr<ONNXModel> load(mlir::MLIRContext &ctx,
+                                         llvm::StringRef path,
+                                         llvm::StringRef displayPath,
+                                         std::optional<mlir::Location> at);
+
+  llvm::ArrayRef<ModelInput> getInputs() const;
+  /// The names of the graph's outputs, in order.
+  llvm::ArrayRef<std::string> getOutputNames() const;
+
+  /// Returns the value of the parameter `name` (of `value`'s type), creating
+  /// it with `value` as its initial value on first use.
+  using ParamFn = llvm::function_ref<mlir::Value(llvm::StringRef name,
+                                                 mlir::DenseElementsAttr value)>;
+
+  /// Builds the graph at `builder`'s insertion point on `inputs` (one per
+  /// getInputs(), with static shapes that agree with the model's static
+  /// dims). Initializer `I` is `param(prefix + "." + sanitize(I))`. Errors
+  /// are emitted at the node (or at `callLoc` for argument mismatches);
+  /// returns failure after the first.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  emit(mlir::OpBuilder &builder, mlir::Location callLoc,
+       mlir::ValueRange inputs, llvm::StringRef prefix, ParamFn param) const;
+
+  /// The model's data (ONNXImport.cpp).
+  struct Impl;
+
+private:
+  explicit ONNXModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// `I` with every character other than letters, digits, '_' and '.'
+/// replaced by '_' (the names of imported parameters).
+std::string sanitizeName(llvm::StringRef name);
+
+/// `ampc FILE.onnx`: a module with one inference graph named after the file
+/// (its stem, sanitized), the model's inputs as graph inputs and its
+/// initializers as parameters `STEM.<name>`. `inputShapes` (NAME ->
+/// dims) fixes the shapes of inputs, and is required for every input with a
+/// dynamic dim. `outputNames` receives the graph name and its outputs'
+/// names. Errors are emitted through `ctx`; returns null after the first.
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNXFile(mlir::MLIRContext &ctx, llvm::StringRef path,
+               const std::map<std::string, std::vector<int64_t>> &inputShapes,
+               std::string *graphName = nullptr,
+               std::vector<std::string> *outputNames = nullptr);
+
+/// Parses `NAME=D0xD1x...` (the `--input-shape` flag). Returns false on a
+/// malformed value.
+bool parseInputShape(llvm::StringRef text, std::string &name,
+                     std::vector<int64_t> &dims);
+
+} // namespace ampc::onnx_import
+
+#endif // AMPC_FRONTEND_ONNXIMPORT_H
