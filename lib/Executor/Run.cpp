@@ -965,7 +965,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       // Which op overflowed: a replay of the skipped step (Provenance.cpp).
       const rt::CallSource *overflow = nullptr;
       if (skipped && options.overflowReport &&
-          !findOverflow(*ex, program, scale, overflow, error))
+          (!findOverflow(*ex, program, scale, overflow, error) ||
+           (world && !agreeOnOverflow(*world, program, overflow, error))))
         return fail(kRuntimeError, error);
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }

@@ -221,7 +221,12 @@ class Generator:
         st = {"name": self.p.fresh("v"), "template": template, "operands": list(operands),
               "dtype": dtype, "shape": list(shape)}
         if self.amp_pins and self.rng.random() < 0.08:
-            st["pin"] = " @" + self.rng.choice(["f32", "f16", "bf16"])
+            pin = " @" + self.rng.choice(["f32", "f16", "bf16"])
+            # dropout outside a training graph (decided later) computes
+            # nothing, and a pin on it is an error: never pin it (the draws
+            # above still happen, so the other programs stay the same).
+            if not template.startswith("dropout("):
+                st["pin"] = pin
         self.p.stmts.append(st)
         return st["name"]
 
