@@ -581,6 +581,12 @@ static LogicalResult inferConvTransposeNd(StringRef name, int64_t n,
   return success();
 }
 
+LogicalResult ConvTranspose2dOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferConvTransposeNd("conv_transpose2d", 2, loc, adaptor, types);
+}
+
 LogicalResult ConvTranspose1dOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
