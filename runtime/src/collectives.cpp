@@ -250,6 +250,21 @@ AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm) {
   return AMPC_OK;
 }
 
+AMPC_API ampc_status ampc_context_set_comm(ampc_context ctx, ampc_comm comm) {
+  if (!ctx)
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_context_set_comm: ctx is NULL");
+  ctx->comm = comm;
+  return AMPC_OK;
+}
+
+AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm) {
+  if (!ctx || !comm)
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "ampc_context_get_comm: ctx or comm is NULL");
+  *comm = ctx->comm;
+  return AMPC_OK;
+}
+
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code) {
   if (!comm)
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_abort: null");

@@ -11,6 +11,8 @@
 
 struct ampc_context_impl {
   std::unique_ptr<ampc::Backend> backend;
+  /// The data-parallel communicator (ampc_context_set_comm); not owned.
+  ampc_comm comm = nullptr;
 };
 
 struct ampc_arena_impl {

@@ -1050,6 +1050,14 @@ AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
                                          int32_t root);
 /// Returns when every rank has entered it.
 AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm);
+/// Attaches `comm` to `ctx` (NULL detaches): the context's data-parallel
+/// communicator. Ops of a lowered step that communicate (the gradient
+/// all-reduce, synchronised batch norm) use the communicator attached to the
+/// context they run on; with none attached they act as on one rank. The
+/// context does not own it: destroy the communicator after the context.
+AMPC_API ampc_status ampc_context_set_comm(ampc_context ctx, ampc_comm comm);
+/// The communicator attached to `ctx`, or NULL.
+AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm);
 /// Ends the whole job (every rank) with exit code `code`: what a rank that
 /// hit a fatal error calls so no other rank waits forever.
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
