@@ -3,12 +3,14 @@
 // The ampc_comm_* entry points. MPI lives in a separate module loaded on
 // the first ampc_comm_create_mpi (collectives_plugin.h), so nothing else of
 // the runtime maps libmpi. 16-bit buffers are widened to f32 for the
-// reduction and rounded once when the request completes.
+// reduction and rounded once when the request completes. Collectives on
+// CUDA contexts go to NCCL (collectives_cuda.cpp); ampc_comm_create_self's
+// one-rank communicator uses the no-op host table below.
 //
 //===----------------------------------------------------------------------===//
 #include "ampc/runtime.h"
 
-#include "collectives_plugin.h"
+#include "collectives_impl.h"
 #include "common.h"
 
 #include <cstdlib>
@@ -18,21 +20,6 @@
 #include <vector>
 
 using namespace ampc;
-
-struct ampc_comm_impl {
-  const MpiPluginApi *api = nullptr;
-  int32_t rank = 0, size = 1;
-};
-
-struct ampc_request_impl {
-  ampc_comm comm = nullptr;
-  void *mpi = nullptr;
-  void *buf = nullptr;
-  ampc_dtype dtype = AMPC_F32;
-  int64_t count = 0;
-  ampc_reduce_op op = AMPC_REDUCE_SUM;
-  std::vector<float> wide; ///< 16-bit buffers, widened
-};
 
 namespace {
 struct LoadedMpi {
@@ -84,13 +71,35 @@ const LoadedMpi &mpi() {
 ampc_status checkContext(ampc_context ctx, const char *fn) {
   if (!ctx)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: null context", fn);
-  if (ctx->backend->kind() != AMPC_BACKEND_CPU)
-    return setError(AMPC_ERROR_BACKEND_UNAVAILABLE,
-                    "%s: collectives on CUDA contexts (NCCL) are not built "
-                    "yet; use the cpu backend",
-                    fn);
   return AMPC_OK;
 }
+
+bool onCuda(ampc_context ctx) {
+  return ctx->backend->kind() == AMPC_BACKEND_CUDA;
+}
+
+// The host side of a one-rank communicator: nothing to exchange.
+int selfInit(int32_t *rank, int32_t *size, char *) {
+  *rank = 0;
+  *size = 1;
+  return 0;
+}
+int selfFinalize(char *) { return 0; }
+int selfIallreduce(void *, int64_t, int, int, void **req, char *) {
+  *req = nullptr;
+  return 0;
+}
+int selfWait(void *, char *) { return 0; }
+int selfBcast(void *, int64_t, int32_t, char *) { return 0; }
+int selfBarrier(char *) { return 0; }
+void selfAbort(int32_t code) { std::_Exit(code); }
+int selfLocalRank(int32_t *local, char *) {
+  *local = 0;
+  return 0;
+}
+const MpiPluginApi kSelfApi = {kMpiPluginAbi, selfInit,  selfFinalize,
+                               selfIallreduce, selfWait, selfBcast,
+                               selfBarrier,    selfAbort, selfLocalRank};
 
 ampc_status pluginError(const char *fn, const char *err) {
   return setError(AMPC_ERROR_DEVICE, "%s: %s", fn, err);
@@ -116,13 +125,52 @@ AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm) {
   });
 }
 
+AMPC_API ampc_status ampc_comm_create_self(ampc_comm *comm) {
+  return guard("ampc_comm_create_self", [&]() -> ampc_status {
+    if (!comm)
+      return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_create_self: null");
+    auto c = std::make_unique<ampc_comm_impl>();
+    c->api = &kSelfApi;
+    *comm = c.release();
+    return AMPC_OK;
+  });
+}
+
 AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm) {
   if (!comm)
     return AMPC_OK;
+  // NCCL first: its communicator was set up over the host transport.
+  ampc_status nst = ncclRelease(comm);
   char err[256] = "";
   int rc = comm->api->finalize(err);
   delete comm;
+  if (nst != AMPC_OK)
+    return nst;
   return rc ? pluginError("ampc_comm_destroy", err) : AMPC_OK;
+}
+
+AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local) {
+  if (!comm || !local)
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_local_rank: null");
+  char err[256] = "";
+  if (comm->api->localRank(local, err))
+    return pluginError("ampc_comm_local_rank", err);
+  return AMPC_OK;
+}
+
+AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device) {
+  return guard("ampc_comm_cuda_device", [&]() -> ampc_status {
+    if (!comm || !device)
+      return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_cuda_device: null");
+    int32_t local = 0, count = 0;
+    AMPC_TRY(ampc_comm_local_rank(comm, &local));
+    AMPC_TRY(ncclDeviceCount(&count));
+    if (count <= 0)
+      return setError(AMPC_ERROR_BACKEND_UNAVAILABLE,
+                      "ampc_comm_cuda_device: no CUDA device is visible");
+    *device = local % count;
+    return AMPC_OK;
+  });
 }
 
 AMPC_API ampc_status ampc_comm_rank(ampc_comm comm, int32_t *rank) {
@@ -161,6 +209,8 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
     if (count < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %lld", fn,
                       (long long)count);
+    if (onCuda(ctx))
+      return ncclAllreduceAsync(comm, ctx, buf, dtype, count, op, request);
     auto r = std::make_unique<ampc_request_impl>();
     r->comm = comm;
     r->buf = buf;
@@ -187,6 +237,8 @@ AMPC_API ampc_status ampc_comm_wait(ampc_request request) {
   const char *fn = "ampc_comm_wait";
   if (!request)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: null request", fn);
+  if (request->nccl)
+    return ncclWait(request);
   std::unique_ptr<ampc_request_impl> r(request);
   char err[256] = "";
   if (r->comm->api->wait(r->mpi, err))
@@ -235,6 +287,8 @@ AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
   if (root < 0 || root >= comm->size || bytes < 0)
     return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: root %d of %d", fn,
                     int(root), int(comm->size));
+  if (onCuda(ctx))
+    return ncclBroadcast(comm, ctx, buf, bytes, root);
   char err[256] = "";
   if (comm->api->bcast(buf, bytes, root, err))
     return pluginError(fn, err);

@@ -14,6 +14,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace {
@@ -109,6 +110,28 @@ int barrier(char *err) {
 }
 
 void abortJob(int32_t code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+/// The launcher's word when it gives one (Open MPI, MPICH/Hydra, Slurm),
+/// else the rank within an MPI shared-memory split of MPI_COMM_WORLD.
+int localRank(int32_t *local, char *err) {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "SLURM_LOCALID"})
+    if (const char *v = std::getenv(var); v && *v) {
+      *local = static_cast<int32_t>(std::atoi(v));
+      return 0;
+    }
+  MPI_Comm node;
+  if (int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                                   MPI_INFO_NULL, &node))
+    return report(rc, "MPI_Comm_split_type", err);
+  int r = 0;
+  int rc = MPI_Comm_rank(node, &r);
+  MPI_Comm_free(&node);
+  if (rc)
+    return report(rc, "MPI_Comm_rank", err);
+  *local = r;
+  return 0;
+}
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) int
@@ -121,5 +144,6 @@ ampc_mpi_plugin_entry(MpiPluginApi *api) {
   api->bcast = bcast;
   api->barrier = barrier;
   api->abort = abortJob;
+  api->localRank = localRank;
   return 0;
 }

@@ -13,7 +13,7 @@
 
 #define AMPC_MPI_PLUGIN_ENTRY_NAME "ampc_mpi_plugin_entry"
 constexpr const char *kMpiPluginFile = "libampc_runtime_mpi.so";
-constexpr int32_t kMpiPluginAbi = 1;
+constexpr int32_t kMpiPluginAbi = 2;
 
 /// Every function returns 0 on success, else writes a message of at most
 /// 255 characters to `err` and returns non-zero.
@@ -28,6 +28,9 @@ struct MpiPluginApi {
   int (*bcast)(void *buf, int64_t bytes, int32_t root, char *err);
   int (*barrier)(char *err);
   void (*abort)(int32_t code);
+  /// This process's rank among the ranks of its machine (the CUDA device
+  /// choice, docs/distributed.md).
+  int (*localRank)(int32_t *localRank, char *err);
 };
 
 extern "C" typedef int (*MpiPluginEntry)(MpiPluginApi *api);

@@ -1005,8 +1005,11 @@ AMPC_API ampc_status ampc_check_nonfinite(ampc_context ctx, const void *x,
  * through a separate module (libampc_runtime_mpi.so, next to this library)
  * that it loads only when a communicator is created, so a program that never
  * creates one needs no MPI library at run time. Buffers are the context's
- * device memory; on the CPU backend, host memory. CUDA contexts are not
- * supported yet (NCCL is not wired): AMPC_ERROR_BACKEND_UNAVAILABLE.
+ * device memory; on the CPU backend, host memory. On a CUDA context the
+ * collectives go through NCCL (libampc_runtime_nccl.so, loaded on the first
+ * such collective, which also creates the communicator's NCCL side on the
+ * context's device): they are queued in the order of the context's stream
+ * and never wait on the host (docs/distributed.md, "What waits").
  *===------------------------------------------------------------------===*/
 
 /// A communicator: this process's rank among `size` ranks.
@@ -1024,6 +1027,18 @@ AMPC_ENUM(ampc_reduce_op) {
 /// process has not). Fails with AMPC_ERROR_BACKEND_UNAVAILABLE when the MPI
 /// module or libmpi cannot be loaded.
 AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm);
+/// Creates a communicator of one rank (rank 0 of 1) that needs no MPI:
+/// every collective completes locally (on a CUDA context through a one-rank
+/// NCCL communicator).
+AMPC_API ampc_status ampc_comm_create_self(ampc_comm *comm);
+/// This process's rank among the ranks on its machine: the launcher's
+/// OMPI_COMM_WORLD_LOCAL_RANK (or MPI_LOCALRANKID, SLURM_LOCALID), else from
+/// an MPI shared-memory split of the job.
+AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local_rank);
+/// The CUDA device this rank uses: local rank % the number of visible
+/// devices. Loads the NCCL module; AMPC_ERROR_BACKEND_UNAVAILABLE when it or
+/// libnccl cannot be loaded, or no device is visible.
+AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device);
 /// Destroys a communicator (finalises MPI if the runtime initialised it).
 /// NULL is accepted.
 AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm);
@@ -1038,17 +1053,22 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
                                                ampc_dtype dtype, int64_t count,
                                                ampc_reduce_op op,
                                                ampc_request *request);
-/// Completes an all-reduce and frees the request.
+/// Completes an all-reduce and frees the request. On a CUDA context it only
+/// makes the context's stream wait for the all-reduce (a stream dependency;
+/// the host does not wait): work queued on the context afterwards sees the
+/// result, a host read (ampc_memcpy to the host) waits for it.
 AMPC_API ampc_status ampc_comm_wait(ampc_request request);
 /// ampc_comm_allreduce_async followed by ampc_comm_wait.
 AMPC_API ampc_status ampc_comm_allreduce(ampc_comm comm, ampc_context ctx,
                                          void *buf, ampc_dtype dtype,
                                          int64_t count, ampc_reduce_op op);
 /// Copies `bytes` bytes of `buf` on rank `root` into `buf` on every rank.
+/// On a CUDA context it is queued like an all-reduce followed by its wait.
 AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
                                          void *buf, int64_t bytes,
                                          int32_t root);
-/// Returns when every rank has entered it.
+/// Returns when every rank has entered it (a host barrier over the
+/// communicator's host transport; it does not wait for queued device work).
 AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm);
 /// Attaches `comm` to `ctx` (NULL detaches): the context's data-parallel
 /// communicator. Ops of a lowered step that communicate (the gradient
