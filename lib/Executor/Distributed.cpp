@@ -147,11 +147,47 @@ bool World::broadcastState(Executor &ex, const rt::Program &program,
   return true;
 }
 
+bool World::cudaDevice(int &device, std::string &error) {
+  int32_t d = 0;
+  if (ampc_status st = ampc_comm_cuda_device(impl->comm, &d)) {
+    error = statusText("choosing this rank's CUDA device", st);
+    return false;
+  }
+  device = d;
+  return true;
+}
+
 void World::attach(Executor &ex) {
-  ex.setGradientHook([this](void *const *grads, const int32_t *dtypes,
-                            const int64_t *numels, int32_t count,
-                            std::string &error) {
+  auto ctx = static_cast<ampc_context>(ex.context());
+  ampc_backend backend = AMPC_BACKEND_CPU;
+  ampc_context_backend(ctx, &backend);
+  ex.setGradientHook([this, ctx, backend](void *const *grads,
+                                          const int32_t *dtypes,
+                                          const int64_t *numels, int32_t count,
+                                          std::string &error) {
     auto t0 = std::chrono::steady_clock::now();
+    if (backend == AMPC_BACKEND_CUDA) {
+      // Device gradients: each reduced in place through NCCL on the
+      // executor's context, all started before the first wait (queued on
+      // the GPU; the waits are stream dependencies).
+      std::vector<ampc_request> reqs(count, nullptr);
+      for (int32_t g = 0; g < count; ++g)
+        if (ampc_status st = ampc_comm_allreduce_async(
+                impl->comm, ctx, grads[g], ampc_dtype(dtypes[g]), numels[g],
+                AMPC_REDUCE_MEAN, &reqs[g])) {
+          error = statusText("gradient all-reduce", st);
+          return false;
+        }
+      for (ampc_request r : reqs)
+        if (ampc_status st = ampc_comm_wait(r)) {
+          error = statusText("gradient all-reduce", st);
+          return false;
+        }
+      reduceSeconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
+      return true;
+    }
     // f32 gradients go in buckets of at most 25 MB, in the gradients' order,
     // each reduced by one collective (DDP's bucket_cap_mb = 25); 16-bit
     // gradients are reduced one by one (in f32 by the runtime, rounded once).

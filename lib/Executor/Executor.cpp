@@ -282,6 +282,9 @@ struct Executor::Impl {
 
 Executor::Executor(const rt::Program &program) : program(program) {}
 
+static int gCudaDevice = 0;
+void Executor::setCudaDevice(int device) { gCudaDevice = device; }
+
 std::unique_ptr<Executor> Executor::create(const rt::Program &program,
                                            bool cuda, uint64_t seed,
                                            std::string &error) {
@@ -289,8 +292,9 @@ std::unique_ptr<Executor> Executor::create(const rt::Program &program,
   ex->impl = std::make_unique<Impl>();
   Impl &im = *ex->impl;
   im.seed = seed;
-  ampc_status st = ampc_context_create(
-      cuda ? AMPC_BACKEND_CUDA : AMPC_BACKEND_CPU, 0, &im.ctx);
+  ampc_status st =
+      ampc_context_create(cuda ? AMPC_BACKEND_CUDA : AMPC_BACKEND_CPU,
+                          cuda ? gCudaDevice : 0, &im.ctx);
   if (st != AMPC_OK) {
     error = std::string("cannot create a ") + (cuda ? "cuda" : "cpu") +
             " context: " + ampc_last_error();

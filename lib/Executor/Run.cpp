@@ -524,14 +524,18 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // Data parallel (docs/distributed.md): started by mpirun with W > 1 ranks.
   std::unique_ptr<World> world;
   if (launchedUnderMpi()) {
-    if (options.cuda)
-      return fail(kUsageError, "data-parallel runs on the cuda backend need "
-                               "NCCL collectives, which are not built yet; "
-                               "use --device=cpu");
     std::string error;
     world = World::join(error);
     if (!world)
       return fail(kRuntimeError, error);
+    // On CUDA each rank uses device local_rank % devices; collectives on
+    // its context go through NCCL.
+    if (options.cuda) {
+      int device = 0;
+      if (!world->cudaDevice(device, error))
+        return fail(kRuntimeError, error);
+      Executor::setCudaDevice(device);
+    }
     gWorld = world.get();
     char fp[32];
     std::snprintf(fp, sizeof(fp), "%016llx",

@@ -89,8 +89,7 @@ int cudaReport(cudaError_t rc, const char *what, char *err) {
   return 2;
 }
 
-int ncclReport(ncclResult_t rc, const char *what, ncclComm_t comm,
-               char *err) {
+int ncclReport(ncclResult_t rc, const char *what, ncclComm_t comm, char *err) {
   if (rc == ncclSuccess)
     return 0;
   const char *last = ncclGetLastError(comm);
@@ -138,14 +137,18 @@ int version(int32_t *code, char *err) {
 
 int deviceCount(int32_t *count, char *err) {
   int n = 0;
-  CUDA_OR_RETURN(cudaGetDeviceCount(&n));
+  if (int rc = cudaReport(cudaGetDeviceCount(&n), "cudaGetDeviceCount", err))
+    return rc;
   *count = n;
   return 0;
 }
 
 int streamDevice(void *stream, int32_t *device, char *err) {
   int d = 0;
-  CUDA_OR_RETURN(cudaStreamGetDevice(static_cast<cudaStream_t>(stream), &d));
+  if (int rc =
+          cudaReport(cudaStreamGetDevice(static_cast<cudaStream_t>(stream), &d),
+                     "cudaStreamGetDevice", err))
+    return rc;
   *device = d;
   return 0;
 }
@@ -153,8 +156,7 @@ int streamDevice(void *stream, int32_t *device, char *err) {
 int uniqueId(void *id, char *err) {
   static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "ncclUniqueId size");
   ncclUniqueId u;
-  if (int rc = ncclReport(ncclGetUniqueId(&u), "ncclGetUniqueId", nullptr,
-                          err))
+  if (int rc = ncclReport(ncclGetUniqueId(&u), "ncclGetUniqueId", nullptr, err))
     return rc;
   std::memcpy(id, &u, sizeof(u));
   return 0;
@@ -179,8 +181,8 @@ int create(int32_t device, int32_t rank, int32_t size, const void *id,
           "cudaStreamCreateWithFlags", err))
     return fail(rc);
   int pools = 0;
-  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
-                             device) != cudaSuccess)
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) !=
+      cudaSuccess)
     pools = 0;
   cudaGetLastError();
   s->usePool = pools != 0 && !getenv("AMPC_CUDA_NO_POOL");
@@ -199,8 +201,8 @@ int destroy(void *state, char *err) {
   if (!rc)
     rc = cudaReport(cudaStreamSynchronize(s->stream),
                     "cudaStreamSynchronize (communication stream)", err);
-  if (int r = ncclReport(ncclCommDestroy(s->comm), "ncclCommDestroy", nullptr,
-                         err))
+  if (int r =
+          ncclReport(ncclCommDestroy(s->comm), "ncclCommDestroy", nullptr, err))
     rc = rc ? rc : r;
   for (cudaEvent_t e : s->events)
     cudaEventDestroy(e);
@@ -269,8 +271,8 @@ int allreduce(void *state, void *stream, void *buf, int32_t dtype,
   }
   if (int rc = takeEvent(s, &r->done, err))
     return fail(rc);
-  if (int rc = cudaReport(cudaEventRecord(r->done, s.stream),
-                          "cudaEventRecord", err))
+  if (int rc = cudaReport(cudaEventRecord(r->done, s.stream), "cudaEventRecord",
+                          err))
     return fail(rc);
   *req = r;
   return 0;

@@ -134,9 +134,8 @@ ampc_status ensureNccl(ampc_comm comm, ampc_context ctx, const char *fn) {
 } // namespace
 
 ampc_status ampc::ncclAllreduceAsync(ampc_comm comm, ampc_context ctx,
-                                     void *buf, ampc_dtype dtype,
-                                     int64_t count, ampc_reduce_op op,
-                                     ampc_request *request) {
+                                     void *buf, ampc_dtype dtype, int64_t count,
+                                     ampc_reduce_op op, ampc_request *request) {
   const char *fn = "ampc_comm_allreduce_async";
   AMPC_TRY(ensureNccl(comm, ctx, fn));
   auto r = std::make_unique<ampc_request_impl>();

@@ -56,8 +56,8 @@ TEST(CommSelf, CpuAllReduceIsTheIdentityOnOneRank) {
       }
       std::vector<unsigned char> got = data;
       ampc_request req = nullptr;
-      ASSERT_OK(ampc_comm_allreduce_async(comm, ctx, got.data(), dt, n, op,
-                                          &req));
+      ASSERT_OK(
+          ampc_comm_allreduce_async(comm, ctx, got.data(), dt, n, op, &req));
       ASSERT_OK(ampc_comm_wait(req));
       EXPECT_EQ(std::memcmp(got.data(), data.data(), data.size()), 0)
           << "dtype " << int(dt) << " op " << int(op);

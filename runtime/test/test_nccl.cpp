@@ -1,4 +1,5 @@
-//===- test_nccl.cpp - NCCL collectives against the CPU collective -*- C++ -*-===//
+//===- test_nccl.cpp - NCCL collectives against the CPU collective -*- C++
+//-*-===//
 //
 // On every rank, all-reduces the same data once on a CUDA context (NCCL,
 // libampc_runtime_nccl.so) and once on a CPU context (the MPI path, or the
@@ -14,8 +15,9 @@
 //
 // Exits 77 (ctest's skip) with a message when there is no usable GPU, or,
 // for --ranks=2, when the ranks would share a GPU. --module-missing checks
-// the error when the NCCL module cannot be loaded (no GPU needed). Data are finite (no inf
-// or NaN inputs): NaN payloads are not specified by either library.
+// the error when the NCCL module cannot be loaded (no GPU needed). Data are
+// finite (no inf or NaN inputs): NaN payloads are not specified by either
+// library.
 //
 //===----------------------------------------------------------------------===//
 #include "ampc/runtime.h"
@@ -43,7 +45,9 @@ uint64_t lcg(uint64_t &s) {
   return s >> 17;
 }
 
-size_t elemSize(ampc_dtype dt) { return dt == AMPC_F16 || dt == AMPC_BF16 ? 2 : 4; }
+size_t elemSize(ampc_dtype dt) {
+  return dt == AMPC_F16 || dt == AMPC_BF16 ? 2 : 4;
+}
 
 /// Finite values that depend on the rank: f32 with exponents over 2^-20 ..
 /// 2^20, 16-bit values from random bit patterns without inf/NaN, i32 in
@@ -86,10 +90,15 @@ std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
 }
 
 const char *dtypeName(ampc_dtype dt) {
-  return dt == AMPC_F32 ? "f32" : dt == AMPC_F16 ? "f16" : dt == AMPC_BF16 ? "bf16" : "i32";
+  return dt == AMPC_F32    ? "f32"
+         : dt == AMPC_F16  ? "f16"
+         : dt == AMPC_BF16 ? "bf16"
+                           : "i32";
 }
 const char *opName(ampc_reduce_op op) {
-  return op == AMPC_REDUCE_SUM ? "sum" : op == AMPC_REDUCE_MEAN ? "mean" : "max";
+  return op == AMPC_REDUCE_SUM    ? "sum"
+         : op == AMPC_REDUCE_MEAN ? "mean"
+                                  : "max";
 }
 
 struct Case {
@@ -137,9 +146,9 @@ int main(int argc, char **argv) {
     // Every rank learns whether two ranks share a device before any NCCL
     // call (NCCL refuses that).
     int32_t onDevice[2] = {device == 0, device == 1};
-    check(ampc_comm_allreduce(comm, cpu, onDevice, AMPC_I32, 2,
-                              AMPC_REDUCE_SUM),
-          "device census");
+    check(
+        ampc_comm_allreduce(comm, cpu, onDevice, AMPC_I32, 2, AMPC_REDUCE_SUM),
+        "device census");
     if (size != 2 || onDevice[0] != 1 || onDevice[1] != 1) {
       if (rank == 0)
         std::printf("SKIP: the 2-rank NCCL test needs 2 ranks on 2 GPUs "
@@ -167,9 +176,9 @@ int main(int argc, char **argv) {
       check(ampc_memcpy(gpu, c.dev, c.data.data(), bytes,
                         AMPC_MEMCPY_HOST_TO_DEVICE),
             "upload");
-      check(ampc_comm_allreduce_async(comm, gpu, c.dev, c.dtype, n, c.op,
-                                      &c.req),
-            "ampc_comm_allreduce_async (cuda)");
+      check(
+          ampc_comm_allreduce_async(comm, gpu, c.dev, c.dtype, n, c.op, &c.req),
+          "ampc_comm_allreduce_async (cuda)");
     }
     for (Case &c : cases)
       check(ampc_comm_wait(c.req), "ampc_comm_wait (cuda)");
@@ -214,9 +223,9 @@ int main(int argc, char **argv) {
         "upload");
   check(ampc_comm_broadcast(comm, gpu, dev, int64_t(mine.size()), size - 1),
         "ampc_comm_broadcast (cuda)");
-  check(ampc_memcpy(gpu, got.data(), dev, got.size(),
-                    AMPC_MEMCPY_DEVICE_TO_HOST),
-        "download");
+  check(
+      ampc_memcpy(gpu, got.data(), dev, got.size(), AMPC_MEMCPY_DEVICE_TO_HOST),
+      "download");
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != static_cast<unsigned char>(i * 31 + (size - 1) * 7)) {
       std::fprintf(stderr, "FAIL: rank %d: broadcast byte %zu\n", rank, i);

@@ -11,7 +11,9 @@
 #   2. runs every CUDA test (the Cuda*, CudaFast*, CudaFixes* and
 #      HostRead.Cuda* GoogleTest cases and the lazy-loading check) in its
 #      own process with a timeout, TEST_JOBS at a time, so a device fault in
-#      one cannot poison the others;
+#      one cannot poison the others, and the NCCL collectives against the
+#      CPU collective (runtime/test/test_nccl.cpp: one rank, and two ranks
+#      under mpirun where mpirun and 2 GPUs exist);
 #   3. times the emitted GPT-2 step (bench/cuda/step_bench.cpp; 8192
 #      tokens, width 768, 12 layers) in fp32, fp16 and bf16 and the same
 #      model in PyTorch eager AMP (bench/cuda/torch_gpt2.py), counting host
@@ -274,6 +276,33 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
       st=$(grep -q "OK: the CUDA query" "$OUT/test_lazy_cuda.log" && echo passed || echo failed)
       record "{\"kind\": \"test\", \"name\": \"lazy_cuda\", \"status\": \"$st\"}"
     fi
+  fi
+  # NCCL collectives against the CPU collective, bit for bit: one rank
+  # (ampc_comm_create_self), then two ranks under mpirun where mpirun
+  # exists (the program skips, exit 77, unless there are 2 GPUs).
+  NT="$B/test/ampc_runtime_nccl_test"
+  if [ -x "$NT" ]; then
+    nccl_cmds=("nccl_vs_cpu|$NT")
+    if command -v mpirun >/dev/null; then
+      nccl_cmds+=("nccl_vs_cpu_2ranks|mpirun --allow-run-as-root --oversubscribe -np 2 $NT --ranks=2")
+    fi
+    for entry in "${nccl_cmds[@]}"; do
+      n="${entry%%|*}" cmd="${entry#*|}"
+      if [ $DRY = 1 ]; then
+        echo "dry-run: would run timeout $TEST_TIMEOUT $cmd"
+        record "{\"kind\": \"test\", \"name\": \"$n\", \"status\": \"dry-run\"}"
+        continue
+      fi
+      # shellcheck disable=SC2086
+      timeout "$TEST_TIMEOUT" $cmd >"$OUT/test_$n.log" 2>&1
+      rc=$?
+      if [ $rc = 124 ]; then st=timeout
+      elif [ $rc = 77 ]; then st=skipped
+      elif [ $rc = 0 ] && grep -q "^OK: NCCL" "$OUT/test_$n.log"; then st=passed
+      else st=failed; fi
+      record "{\"kind\": \"test\", \"name\": \"$n\", \"status\": \"$st\"}"
+      log "$n: $st"
+    done
   fi
 else
   record "{\"kind\": \"tests\", \"status\": \"not built\"}"

@@ -29,6 +29,9 @@ public:
   /// loaded.
   static std::unique_ptr<World> join(std::string &error);
   int rank() const { return rankId; }
+  /// The CUDA device of this rank: local rank % visible devices (false and
+  /// `error` when the NCCL module, libnccl or a device is missing).
+  bool cudaDevice(int &device, std::string &error);
   int size() const { return worldSize; }
 
   /// Compares `fields` (name, value) with rank 0's; on any difference every

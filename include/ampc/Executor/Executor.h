@@ -44,6 +44,9 @@ public:
   static std::unique_ptr<Executor> create(const rt::Program &program,
                                           bool cuda, uint64_t seed,
                                           std::string &error);
+  /// The CUDA device of the contexts of executors created after this call
+  /// (default 0): a data-parallel rank's device (docs/distributed.md).
+  static void setCudaDevice(int device);
 
   /// Writes host data into a slot (an input or a parameter; bytes must
   /// match).
