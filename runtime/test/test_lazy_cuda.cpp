@@ -20,8 +20,8 @@ std::string mappedCudaLibrary() {
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line))
-    for (const char *lib : {"libampc_runtime_cuda", "libcudart", "libcublas",
-                            "libcuda.so"})
+    for (const char *lib :
+         {"libampc_runtime_cuda", "libcudart", "libcublas", "libcuda.so"})
       if (line.find(lib) != std::string::npos)
         return line;
   return "";
@@ -80,6 +80,20 @@ int main(int argc, char **argv) {
   if (!builtWithCuda && mapsBackend()) {
     std::printf("FAIL: a runtime built without CUDA loaded a CUDA backend\n");
     return 1;
+  }
+  // Collectives: neither NCCL nor MPI is mapped without a communicator,
+  // even once the CUDA backend is loaded.
+  {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line))
+      for (const char *lib :
+           {"libnccl", "libampc_runtime_nccl", "libmpi", "libampc_runtime_mpi"})
+        if (line.find(lib) != std::string::npos) {
+          std::printf("FAIL: %s mapped without a communicator:\n%s\n", lib,
+                      line.c_str());
+          return 1;
+        }
   }
   std::printf("OK: the CUDA query %s the backend library (available: %d)\n",
               builtWithCuda ? "loaded" : "did not load", available);

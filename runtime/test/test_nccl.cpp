@@ -69,6 +69,8 @@ std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
       uint16_t bits = uint16_t(r);
       if (((bits >> 10) & 0x1F) == 0x1F)
         bits &= 0xBFFF; // exponent 31 (inf/NaN) -> 15
+      if (bits == 0x8000)
+        bits = 0; // -0: a zero maximum's sign is not specified
       std::memcpy(&out[i * 2], &bits, 2);
       break;
     }
@@ -76,6 +78,8 @@ std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
       uint16_t bits = uint16_t(r);
       if (((bits >> 7) & 0xFF) == 0xFF)
         bits &= 0xBFFF;
+      if (bits == 0x8000)
+        bits = 0;
       std::memcpy(&out[i * 2], &bits, 2);
       break;
     }
