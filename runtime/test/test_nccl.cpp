@@ -16,8 +16,8 @@
 // Exits 77 (ctest's skip) with a message when there is no usable GPU, or,
 // for --ranks=2, when the ranks would share a GPU. --module-missing checks
 // the error when the NCCL module cannot be loaded (no GPU needed). Data are
-// finite (no inf or NaN inputs): NaN payloads are not specified by either
-// library.
+// finite and never -0: NaN payloads and the sign of a zero maximum are not
+// specified by either library.
 //
 //===----------------------------------------------------------------------===//
 #include "ampc/runtime.h"
