@@ -13,7 +13,7 @@
 #      own process with a timeout, TEST_JOBS at a time, so a device fault in
 #      one cannot poison the others, and the NCCL collectives against the
 #      CPU collective (runtime/test/test_nccl.cpp: one rank, and two ranks
-#      under mpirun where mpirun and 2 GPUs exist);
+#      under mpirun where mpirun and 2 GPUs exist, else a note says why not);
 #   3. times the emitted GPT-2 step (bench/cuda/step_bench.cpp; 8192
 #      tokens, width 768, 12 layers) in fp32, fp16 and bf16 and the same
 #      model in PyTorch eager AMP (bench/cuda/torch_gpt2.py), counting host
@@ -283,8 +283,13 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
   NT="$B/test/ampc_runtime_nccl_test"
   if [ -x "$NT" ]; then
     nccl_cmds=("nccl_vs_cpu|$NT")
-    if command -v mpirun >/dev/null; then
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if ! command -v mpirun >/dev/null; then
+      record "{\"kind\": \"note\", \"text\": \"NCCL on 2 ranks not run: no mpirun\"}"
+    elif [ $DRY = 1 ] || [ "$gpus" -ge 2 ]; then
       nccl_cmds+=("nccl_vs_cpu_2ranks|mpirun --allow-run-as-root --oversubscribe -np 2 $NT --ranks=2")
+    else
+      record "{\"kind\": \"note\", \"text\": \"NCCL on 2 ranks not run: $gpus GPU(s), 2 needed\"}"
     fi
     for entry in "${nccl_cmds[@]}"; do
       n="${entry%%|*}" cmd="${entry#*|}"
