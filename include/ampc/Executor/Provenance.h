@@ -31,6 +31,15 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
                   const rt::CallSource *&found, std::string &error);
 
+/// The same search for step `serial` (Executor::stepsTaken() numbering; one
+/// of the last two steps, skipped) from its device-side snapshot
+/// (Executor::enableSnapshot): the replay reads the state the step started
+/// from, buffers, counters and loss scale included, and changes no live
+/// state, so it may run after the next step has been queued.
+bool findOverflowFromSnapshot(Executor &ex, const rt::Program &program,
+                              uint64_t serial, const rt::CallSource *&found,
+                              std::string &error);
+
 class World;
 /// Data parallel: every rank passes what its own replay found; all of them
 /// get the first (in execution order) over the ranks, so an overflow only
