@@ -27,7 +27,10 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 /// the step used (`scale`), checking every result of a source op for
 /// non-finite values on the device, and restores every param and state slot
 /// afterwards. `found` is the first such call in execution order, or null
-/// (e.g. the overflow was on another rank).
+/// (e.g. the overflow was on another rank). The replay starts from the
+/// state the step left, where buffers and counters the step writes have
+/// moved on; `ampc run` uses findOverflowFromSnapshot instead, and this
+/// remains for an executor without a snapshot.
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
                   const rt::CallSource *&found, std::string &error);
 
