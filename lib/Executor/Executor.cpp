@@ -264,6 +264,9 @@ struct Executor::Impl {
   uint64_t stepsRun = 0;
   /// The calls replaySnapshot is running (callPointer reads them).
   std::vector<PreparedCall> *replaying = nullptr;
+  /// keepReplayOutputs: the last replay's outputs.
+  bool keepReplayOutputs = false;
+  std::vector<std::vector<char>> replayOutputs;
 
   bool run(std::vector<PreparedCall> &calls, std::string &error) {
     bool hooked = !gradientHook || &calls != &step;
@@ -572,6 +575,8 @@ bool Executor::enableSnapshot(std::string &error) {
 
 bool Executor::hasSnapshot() const { return impl->snap.enabled; }
 
+void Executor::keepReplayOutputs(bool keep) { impl->keepReplayOutputs = keep; }
+
 int64_t Executor::snapshotBytes() const { return impl->snap.areaBytes; }
 
 uint64_t Executor::stepsTaken() const { return impl->stepsRun; }
@@ -605,6 +610,10 @@ bool Executor::replaySnapshot(uint64_t serial, size_t end,
     }
   }
   im.replaying = nullptr;
+  im.replayOutputs.assign(im.keepReplayOutputs ? program.outputs.size() : 0,
+                          {});
+  for (size_t i = 0; ok && i < im.replayOutputs.size(); ++i)
+    ok = readOutputBytes(i, im.replayOutputs[i], error);
   for (size_t i = 0; i < program.outputs.size(); ++i) {
     const rt::Output &o = program.outputs[i];
     ampc_status st = ampc_memcpy(im.ctx, im.resolve(o.buffer),
@@ -1179,4 +1188,13 @@ bool Executor::copySharedFrom(Executor &from, std::string &error) {
     }
   }
   return true;
+}
+
+std::vector<double> Executor::replayedOutput(size_t i) const {
+  std::vector<double> values;
+  if (i < impl->replayOutputs.size())
+    decodeValues(reinterpret_cast<const uint8_t *>(impl->replayOutputs[i].data()),
+                 program.outputs[i].dtype,
+                 static_cast<int64_t>(impl->replayOutputs[i].size()), values);
+  return values;
 }

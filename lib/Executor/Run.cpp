@@ -852,13 +852,33 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return fail(kRuntimeError, error);
   // Which op overflowed in a skipped step (Provenance.cpp): both paths ask
   // here; with ranks, the ranks agree on the first one.
-  auto overflowOf = [&](uint64_t serial, bool skipped,
-                        const rt::CallSource *&overflow) {
+  // AMPC_CHECK_REPLAY=1: each replay must compute its step's loss bit for
+  // bit (the replay is the step), else the run fails.
+  bool checkReplay = std::getenv("AMPC_CHECK_REPLAY") != nullptr;
+  int64_t replaysChecked = 0;
+  if (checkReplay)
+    ex->keepReplayOutputs(true);
+  auto overflowOf = [&](uint64_t serial, int64_t shown, bool skipped,
+                        double loss, const rt::CallSource *&overflow) {
     overflow = nullptr;
     if (!skipped || !plan.report)
       return true;
-    return findOverflowFromSnapshot(*ex, program, serial, overflow, error) &&
-           (!world || agreeOnOverflow(*world, program, overflow, error));
+    if (!findOverflowFromSnapshot(*ex, program, serial, overflow, error) ||
+        (world && !agreeOnOverflow(*world, program, overflow, error)))
+      return false;
+    if (checkReplay && !world && !program.outputs.empty()) {
+      std::vector<double> again = ex->replayedOutput(0);
+      if (again.size() != 1 ||
+          !(again[0] == loss || (std::isnan(again[0]) && std::isnan(loss)))) {
+        error = "AMPC_CHECK_REPLAY: the replay of step " +
+                std::to_string(shown) + " computed the loss " +
+                (again.size() == 1 ? fmt(again[0]) : std::string("(none)")) +
+                ", the step " + fmt(loss);
+        return false;
+      }
+      ++replaysChecked;
+    }
+    return true;
   };
   LateStep pending(program.scaleSlot >= 0);
   uint64_t syncsInSteps = 0;
@@ -924,7 +944,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
           !checkIndices(*ex, program, r.shown, error, lateLocated))
         return false;
       const rt::CallSource *overflow = nullptr;
-      if (!overflowOf(r.serial, r.skipped, overflow))
+      if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, overflow))
         return false;
       record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
     }
@@ -979,7 +999,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
         return fail(kRuntimeError, error);
       const rt::CallSource *overflow = nullptr;
-      if (!overflowOf(ex->stepsTaken() - 1, skipped, overflow))
+      if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, overflow))
         return fail(kRuntimeError, error);
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }
@@ -1013,6 +1033,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       llvm::errs() << "ampc: overflow-report snapshot: "
                    << ex->snapshotBytes() << " bytes\n";
   }
+  if (checkReplay)
+    llvm::errs() << "ampc: " << replaysChecked
+                 << " replays, each computed its step's loss bit for bit\n";
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&

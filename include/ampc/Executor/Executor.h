@@ -150,6 +150,13 @@ public:
   bool replaySnapshot(uint64_t serial, size_t end,
                       const std::function<bool(size_t call)> &after,
                       std::string &error);
+  /// With `keep` on, replaySnapshot also reads what its calls left in the
+  /// outputs before putting the latest step's back: output 0 of a replay
+  /// that reached the loss is the skipped step's loss, bit for bit, when the
+  /// replay is the step (AMPC_CHECK_REPLAY=1 in `ampc run`).
+  void keepReplayOutputs(bool keep);
+  /// Output `i` of the last replay as f64 values (empty when not kept).
+  std::vector<double> replayedOutput(size_t i) const;
 
 private:
   explicit Executor(const rt::Program &program);
