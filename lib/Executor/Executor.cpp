@@ -248,9 +248,31 @@ struct Executor::Impl {
     return false;
   }
 
+  /// The overflow report's snapshot (Executor::enableSnapshot).
+  struct Snapshot {
+    bool enabled = false;
+    size_t call = 0;      ///< the overflow check; the copy is queued after it
+    void *flag = nullptr; ///< found_inf
+    std::vector<const void *> srcs;
+    std::vector<void *> dsts[2]; ///< by the step's parity
+    std::vector<int64_t> bytes;
+    std::vector<void *> areas;
+    int64_t areaBytes = 0;
+    /// The step's calls reading and writing the areas of each parity.
+    std::vector<PreparedCall> calls[2];
+  } snap;
+  uint64_t stepsRun = 0;
+  /// The calls replaySnapshot is running (callPointer reads them).
+  std::vector<PreparedCall> *replaying = nullptr;
+  /// keepReplayOutputs: the last replay's outputs.
+  bool keepReplayOutputs = false;
+  std::vector<std::vector<char>> replayOutputs;
+
   bool run(std::vector<PreparedCall> &calls, std::string &error) {
     bool hooked = !gradientHook || &calls != &step;
-    for (PreparedCall &p : calls) {
+    bool snapshot = snap.enabled && &calls == &step;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      PreparedCall &p = calls[i];
       int at[4];
       if (!hooked && gradientArgs(p.callee, at)) {
         hooked = true;
@@ -268,11 +290,24 @@ struct Executor::Impl {
         error = lastError(p.callee.c_str(), st);
         return false;
       }
+      if (snapshot && i == snap.call) {
+        // What this step started from, kept only if it was skipped.
+        st = ampc_copy_if_flag(ctx, snap.flag,
+                               static_cast<int32_t>(snap.srcs.size()),
+                               snap.dsts[stepsRun % 2].data(),
+                               snap.srcs.data(), snap.bytes.data());
+        if (st != AMPC_OK) {
+          error = lastError("ampc_copy_if_flag", st);
+          return false;
+        }
+      }
     }
     return true;
   }
 
   ~Impl() {
+    for (void *p : snap.areas)
+      ampc_free(ctx, p);
     for (void *p : slots)
       ampc_free(ctx, p);
     ampc_arena_destroy(arena);
@@ -412,7 +447,11 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
   return true;
 }
 
-bool Executor::step(std::string &error) { return impl->run(impl->step, error); }
+bool Executor::step(std::string &error) {
+  bool ok = impl->run(impl->step, error);
+  ++impl->stepsRun;
+  return ok;
+}
 
 void Executor::setGradientHook(GradientHook hook) {
   impl->gradientHook = std::move(hook);
@@ -439,7 +478,157 @@ bool Executor::replay(size_t end,
 }
 
 void *Executor::callPointer(size_t call, size_t arg) {
-  return *static_cast<void **>(impl->step[call].values[arg]);
+  std::vector<PreparedCall> &calls =
+      impl->replaying ? *impl->replaying : impl->step;
+  return *static_cast<void **>(calls[call].values[arg]);
+}
+
+//===----------------------------------------------------------------------===//
+// The overflow report's snapshot.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The optimizer updates: on a skipped step they leave every slot they are
+/// given as it was (they read found_inf).
+bool isSkippingUpdate(llvm::StringRef callee) {
+  return callee == "ampc_sgd_update" || callee == "ampc_adamw_update" ||
+         callee == "ampc_sgd_update_model" ||
+         callee == "ampc_adamw_update_model";
+}
+} // namespace
+
+bool Executor::enableSnapshot(std::string &error) {
+  Impl &im = *impl;
+  if (im.snap.enabled)
+    return true;
+  if (!program.foundInf || program.checkCall >= im.step.size()) {
+    error = "internal error: a snapshot needs the gradients' overflow check";
+    return false;
+  }
+  // The slots calls [0, check] read (through views too), and those a call
+  // after the check other than an optimizer update references: a skipped
+  // step may change those (buffers, counters, the scaler's state).
+  auto slotOf = [&](mlir::Value v) -> int32_t {
+    while (auto view = v.getDefiningOp<rt::ViewOp>())
+      v = view.getBase();
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+    return arg ? program.slotOf(arg) : -1;
+  };
+  std::vector<bool> read(program.numArgs, false), changes(program.numArgs);
+  size_t k = 0;
+  for (rt::CallOp call :
+       program.op.getStep().getBody().front().getOps<rt::CallOp>()) {
+    bool before = k++ <= program.checkCall;
+    bool update = isSkippingUpdate(call.getCallee());
+    for (mlir::Value v : call.getBuffers()) {
+      int32_t slot = slotOf(v);
+      if (slot < 0)
+        continue;
+      if (before)
+        read[slot] = true;
+      else if (!update)
+        changes[slot] = true;
+    }
+  }
+  std::vector<void *> replaySlots[2] = {im.slots, im.slots};
+  auto area = [&](int64_t bytes, void *&p) {
+    ampc_status st = ampc_malloc(im.ctx, std::max<int64_t>(bytes, 1), &p);
+    if (st != AMPC_OK) {
+      error = lastError("allocating the overflow report's snapshot", st);
+      return false;
+    }
+    im.snap.areas.push_back(p);
+    im.snap.areaBytes += bytes;
+    return true;
+  };
+  for (size_t i = 0; i < program.numArgs; ++i) {
+    const rt::Slot &slot = program.slots[i];
+    if (!read[i] || slot.bytes <= 0)
+      continue;
+    // Inputs change between steps (--data); so do slots a skipped step
+    // writes.
+    bool twice = changes[i] || slot.role == rt::Slot::Role::Input;
+    void *a = nullptr, *b = nullptr;
+    if (!area(slot.bytes, a) || (twice && !area(slot.bytes, b)))
+      return false;
+    im.snap.srcs.push_back(im.slots[i]);
+    im.snap.dsts[0].push_back(a);
+    im.snap.dsts[1].push_back(twice ? b : a);
+    im.snap.bytes.push_back(slot.bytes);
+    replaySlots[0][i] = a;
+    replaySlots[1][i] = twice ? b : a;
+  }
+  // The step's calls again, with the areas in place of the slots.
+  std::vector<void *> live = im.slots;
+  auto liveAddr = im.addr;
+  bool ok = true;
+  for (int parity = 0; parity < 2 && ok; ++parity) {
+    im.slots = replaySlots[parity];
+    ok = im.prepareBlock(program.op.getStep().getBody().front(),
+                         im.snap.calls[parity], error);
+  }
+  im.slots = live;
+  im.addr = std::move(liveAddr);
+  if (!ok)
+    return false;
+  im.snap.call = program.checkCall;
+  im.snap.flag = im.resolve(program.foundInf);
+  im.snap.enabled = true;
+  return true;
+}
+
+bool Executor::hasSnapshot() const { return impl->snap.enabled; }
+
+void Executor::keepReplayOutputs(bool keep) { impl->keepReplayOutputs = keep; }
+
+int64_t Executor::snapshotBytes() const { return impl->snap.areaBytes; }
+
+uint64_t Executor::stepsTaken() const { return impl->stepsRun; }
+
+bool Executor::replaySnapshot(uint64_t serial, size_t end,
+                              const std::function<bool(size_t call)> &after,
+                              std::string &error) {
+  Impl &im = *impl;
+  if (!im.snap.enabled || serial >= im.stepsRun || serial + 2 < im.stepsRun) {
+    error = "internal error: no snapshot of step " + std::to_string(serial + 1);
+    return false;
+  }
+  // The replay shares the arena with the latest step: its outputs are kept.
+  std::vector<std::vector<char>> outputs(program.outputs.size());
+  for (size_t i = 0; i < program.outputs.size(); ++i)
+    if (!readOutputBytes(i, outputs[i], error))
+      return false;
+  std::vector<PreparedCall> &calls = im.snap.calls[serial % 2];
+  im.replaying = &calls;
+  bool ok = true;
+  for (size_t i = 0; ok && i < end && i < calls.size(); ++i) {
+    PreparedCall &p = calls[i];
+    ffi_arg ret = 0;
+    ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+    auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
+    if (st != AMPC_OK) {
+      error = lastError(p.callee.c_str(), st);
+      ok = false;
+    } else {
+      ok = after(i);
+    }
+  }
+  im.replaying = nullptr;
+  im.replayOutputs.assign(im.keepReplayOutputs ? program.outputs.size() : 0,
+                          {});
+  for (size_t i = 0; ok && i < im.replayOutputs.size(); ++i)
+    ok = readOutputBytes(i, im.replayOutputs[i], error);
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const rt::Output &o = program.outputs[i];
+    ampc_status st = ampc_memcpy(im.ctx, im.resolve(o.buffer),
+                                 outputs[i].data(), outputs[i].size(),
+                                 AMPC_MEMCPY_HOST_TO_DEVICE);
+    if (st != AMPC_OK && ok) {
+      error = lastError("restoring the step's outputs", st);
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 /// Host bytes of `dtype` as f64 values.
@@ -1003,4 +1192,13 @@ bool Executor::copySharedFrom(Executor &from, std::string &error) {
     }
   }
   return true;
+}
+
+std::vector<double> Executor::replayedOutput(size_t i) const {
+  std::vector<double> values;
+  if (i < impl->replayOutputs.size())
+    decodeValues(reinterpret_cast<const uint8_t *>(impl->replayOutputs[i].data()),
+                 program.outputs[i].dtype,
+                 static_cast<int64_t>(impl->replayOutputs[i].size()), values);
+  return values;
 }

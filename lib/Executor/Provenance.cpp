@@ -182,6 +182,50 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   return ok;
 }
 
+bool ampc::exec::findOverflowFromSnapshot(Executor &ex,
+                                          const rt::Program &program,
+                                          uint64_t serial,
+                                          const rt::CallSource *&found,
+                                          std::string &error) {
+  found = nullptr;
+  auto ctx = static_cast<ampc_context>(ex.context());
+  // The snapshot holds the state and the loss scale the step started from;
+  // the replay reads and writes it in place of the live slots, so nothing
+  // is saved or restored here.
+  int32_t site = -1;
+  ampc_status st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
+  if (st != AMPC_OK) {
+    error = lastError("clearing the check word", st);
+    return false;
+  }
+  std::vector<std::vector<Probe>> probes = probesOf(program);
+  if (!ex.replaySnapshot(
+          serial, program.checkCall,
+          [&](size_t call) {
+            for (const Probe &p : probes[call]) {
+              ampc_status s = ampc_check_nonfinite(
+                  ctx, ex.callPointer(call, p.arg),
+                  static_cast<ampc_dtype>(p.dtype), p.numel,
+                  static_cast<int32_t>(p.source));
+              if (s != AMPC_OK) {
+                error = lastError("ampc_check_nonfinite", s);
+                return false;
+              }
+            }
+            return true;
+          },
+          error))
+    return false;
+  st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
+  if (st != AMPC_OK) {
+    error = lastError("reading the check word", st);
+    return false;
+  }
+  if (site >= 0 && site < static_cast<int32_t>(program.sources.size()))
+    found = &program.sources[site];
+  return true;
+}
+
 bool ampc::exec::agreeOnOverflow(World &world, const rt::Program &program,
                                  const rt::CallSource *&found,
                                  std::string &error) {

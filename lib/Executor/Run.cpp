@@ -842,12 +842,48 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t firstEpoch = pos.epoch;
   // Without ranks, a step's scalars (loss, skipped, next scale, index check)
   // come in one asynchronous read (LateStep.h), read one step late: the line
-  // of step k is written once step k + 1 is queued. Not late when a skipped
-  // step is replayed for the overflow report: the replay needs the step's
-  // inputs and state, which the next step changes. With ranks every rank
-  // reads at once, to reach the loss all-reduce together.
-  bool packed = !world;
-  bool late = packed && !(options.overflowReport && program.foundInf);
+  // of step k is written once step k + 1 is queued. A skipped step is
+  // replayed for the overflow report from the device-side snapshot of the
+  // state it started from, which the next step does not touch, so the
+  // report does not make the reads wait. With ranks every rank reads at
+  // once, to reach the loss all-reduce together.
+  const char *readsEnv = std::getenv("AMPC_STEP_READS");
+  bool atOnce = readsEnv && std::string(readsEnv) == "at-once";
+  StepReadPlan plan =
+      planStepReads(program, options.overflowReport, bool(world), atOnce);
+  bool packed = plan.packed, late = plan.late;
+  if (plan.report && !ex->enableSnapshot(error))
+    return fail(kRuntimeError, error);
+  // Which op overflowed in a skipped step (Provenance.cpp): both paths ask
+  // here; with ranks, the ranks agree on the first one.
+  // AMPC_CHECK_REPLAY=1: each replay must compute its step's loss bit for
+  // bit (the replay is the step), else the run fails.
+  bool checkReplay = std::getenv("AMPC_CHECK_REPLAY") != nullptr;
+  int64_t replaysChecked = 0;
+  if (checkReplay)
+    ex->keepReplayOutputs(true);
+  auto overflowOf = [&](uint64_t serial, int64_t shown, bool skipped,
+                        double loss, const rt::CallSource *&overflow) {
+    overflow = nullptr;
+    if (!skipped || !plan.report)
+      return true;
+    if (!findOverflowFromSnapshot(*ex, program, serial, overflow, error) ||
+        (world && !agreeOnOverflow(*world, program, overflow, error)))
+      return false;
+    if (checkReplay && !world && !program.outputs.empty()) {
+      std::vector<double> again = ex->replayedOutput(0);
+      if (again.size() != 1 ||
+          !(again[0] == loss || (std::isnan(again[0]) && std::isnan(loss)))) {
+        error = "AMPC_CHECK_REPLAY: the replay of step " +
+                std::to_string(shown) + " computed the loss " +
+                (again.size() == 1 ? fmt(again[0]) : std::string("(none)")) +
+                ", the step " + fmt(loss);
+        return false;
+      }
+      ++replaysChecked;
+    }
+    return true;
+  };
   LateStep pending(program.scaleSlot >= 0);
   uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
@@ -898,6 +934,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // index check (read with the loss) ends the run: checkIndices re-reads the
   // sticky word for its diagnostic.
   bool lateLocated = false;
+  int64_t readsLate = 0, readsAtOnce = 0;
   auto flushLate = [&](size_t keep) {
     for (;;) {
       LateStep::Record r;
@@ -905,14 +942,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         return false;
       if (!r.valid)
         return true;
+      // Late: a later step was queued before this step's read was taken.
+      ++(pending.queued() > 0 ? readsLate : readsAtOnce);
       if (r.checkSite >= 0 &&
           !checkIndices(*ex, program, r.shown, error, lateLocated))
         return false;
-      // Which op overflowed: a replay of the skipped step (Provenance.cpp);
-      // only when not late, so the step's inputs and state are still there.
       const rt::CallSource *overflow = nullptr;
-      if (r.skipped && options.overflowReport &&
-          !findOverflow(*ex, program, r.scale, overflow, error))
+      if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, overflow))
         return false;
       record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
     }
@@ -966,11 +1002,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       bool skipped = false;
       if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
         return fail(kRuntimeError, error);
-      // Which op overflowed: a replay of the skipped step (Provenance.cpp).
       const rt::CallSource *overflow = nullptr;
-      if (skipped && options.overflowReport &&
-          (!findOverflow(*ex, program, scale, overflow, error) ||
-           (world && !agreeOnOverflow(*world, program, overflow, error))))
+      if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, overflow))
         return fail(kRuntimeError, error);
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }
@@ -992,10 +1025,21 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
   if (late && !flushLate(0))
     return failChecked(kRuntimeError, error, lateLocated);
-  if (std::getenv("AMPC_REPORT_SYNCS"))
+  if (std::getenv("AMPC_REPORT_SYNCS")) {
     llvm::errs() << "ampc: host synchronisations: " << syncsInSteps
                  << " inside " << taken << " steps, " << ex->hostSyncs()
                  << " in the run so far\n";
+    if (packed)
+      llvm::errs() << "ampc: step reads: " << readsLate
+                   << " taken after the next step was queued, " << readsAtOnce
+                   << " before\n";
+    if (ex->hasSnapshot())
+      llvm::errs() << "ampc: overflow-report snapshot: "
+                   << ex->snapshotBytes() << " bytes\n";
+  }
+  if (checkReplay)
+    llvm::errs() << "ampc: " << replaysChecked
+                 << " replays, each computed its step's loss bit for bit\n";
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && lastEvalAt != pos.steps && !interrupted &&

@@ -16,6 +16,7 @@
 #include "bf16_split.h"
 #include "cuda_device.cuh"
 #include "cuda_exact.h"
+#include "cuda_snapshot.h"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -1586,6 +1587,30 @@ public:
     ENTER();
     counterNextKernel<<<1, 1, 0, stream_>>>(next, counter);
     LAUNCH_CHECK("counter kernel");
+    return AMPC_OK;
+  }
+  // ampc_copy_if_flag (cuda_snapshot.cu): one launch per 64 ranges.
+  ampc_status copyIfFlag(const float *flag, int count, void *const *dsts,
+                         const void *const *srcs,
+                         const int64_t *bytes) override {
+    ENTER();
+    for (int i = 0; i < count;) {
+      cuda::CopyChunk c{};
+      for (; i < count && c.count < cuda::CopyChunk::kMaxRanges; ++i) {
+        if (bytes[i] <= 0)
+          continue;
+        c.dst[c.count] = dsts[i];
+        c.src[c.count] = srcs[i];
+        c.bytes[c.count] = bytes[i];
+        ++c.count;
+      }
+      if (c.count == 0)
+        continue;
+      cudaError_t err = cuda::launchCopyIfFlag(stream_, flag, c);
+      lastLaunch = "predicated copy kernel";
+      if (err != cudaSuccess)
+        return cudaFail(err, "predicated copy kernel");
+    }
     return AMPC_OK;
   }
 

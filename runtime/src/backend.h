@@ -251,6 +251,21 @@ public:
   }
   virtual ampc_status readWait(uint64_t ticket) { return AMPC_OK; }
 
+  /// ampc_copy_if_flag (api_snapshot.cpp): the copies, made only when
+  /// *flag != 0. The default suits a backend whose work is done when a call
+  /// returns (the CPU).
+  virtual ampc_status copyIfFlag(const float *flag, int count,
+                                 void *const *dsts, const void *const *srcs,
+                                 const int64_t *bytes) {
+    float f = 0.0f;
+    ampc_status st = copyBytes(&f, flag, sizeof(f), AMPC_MEMCPY_DEVICE_TO_HOST);
+    for (int i = 0; st == AMPC_OK && f != 0.0f && i < count; ++i)
+      if (bytes[i] > 0)
+        st = copyBytes(dsts[i], srcs[i], static_cast<size_t>(bytes[i]),
+                       AMPC_MEMCPY_DEVICE_TO_DEVICE);
+    return st;
+  }
+
   /// Host synchronisations so far (ampc_host_syncs) and reads issued.
   uint64_t hostSyncs = 0, readsIssued = 0;
 };

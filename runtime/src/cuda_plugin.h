@@ -15,7 +15,7 @@ namespace ampc {
 
 /// Bumped whenever Backend, the structs it takes or this handshake change:
 /// the loader refuses a backend library built from other sources.
-constexpr int kCudaPluginAbi = 1;
+constexpr int kCudaPluginAbi = 2;
 
 /// What the runtime gives the backend library.
 struct CudaPluginHost {

@@ -128,6 +128,39 @@ public:
   /// The pointer argument `arg` of the step's call `call` passes.
   void *callPointer(size_t call, size_t arg);
 
+  /// The overflow report's snapshot (docs/jobs.md, "The overflow report"):
+  /// after it is enabled, every step queues, right after the gradients'
+  /// overflow check, one ampc_copy_if_flag of the slots the step reads up to
+  /// that check (inputs, params, O2's model copies, buffers, counters, the
+  /// loss scale) into a snapshot area, predicated on the step's found_inf,
+  /// so a step that was not skipped copies nothing and the host never
+  /// waits. Slots a skipped step leaves as they were (those only the
+  /// optimizer update writes) have one copy; the others (inputs, buffers,
+  /// counters, the scaler's state) have two, by the step's parity, so two
+  /// skipped steps in a row each keep their own. Needs a program with an
+  /// overflow check; false with `error` set when allocation fails.
+  bool enableSnapshot(std::string &error);
+  bool hasSnapshot() const;
+  /// The device bytes the snapshot areas take.
+  int64_t snapshotBytes() const;
+  /// Steps run so far (the step queued last is stepsTaken() - 1).
+  uint64_t stepsTaken() const;
+  /// Runs the calls [0, end) of step `serial` (one of the last two steps,
+  /// which was skipped) again from its snapshot, calling `after(i)` as
+  /// replay() does. The calls read and write the snapshot areas in place of
+  /// the slots, so no live state changes; the latest step's outputs, which
+  /// share the arena with the replay, are put back afterwards.
+  bool replaySnapshot(uint64_t serial, size_t end,
+                      const std::function<bool(size_t call)> &after,
+                      std::string &error);
+  /// With `keep` on, replaySnapshot also reads what its calls left in the
+  /// outputs before putting the latest step's back: output 0 of a replay
+  /// that reached the loss is the skipped step's loss, bit for bit, when the
+  /// replay is the step (AMPC_CHECK_REPLAY=1 in `ampc run`).
+  void keepReplayOutputs(bool keep);
+  /// Output `i` of the last replay as f64 values (empty when not kept).
+  std::vector<double> replayedOutput(size_t i) const;
+
 private:
   explicit Executor(const rt::Program &program);
   struct Impl;

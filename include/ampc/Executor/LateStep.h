@@ -5,7 +5,10 @@
 // skipped flag and next loss scale (Executor::queueStepScalars) and waits
 // for the read of the step before, which the device finished long ago. The
 // lines and their values are the same as reading at once; the device never
-// waits for the host between steps.
+// waits for the host between steps. With the overflow report, a skipped
+// step is replayed from the device-side snapshot of the state it started
+// from (Executor::enableSnapshot), so the report does not need the read at
+// once either.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_EXECUTOR_LATESTEP_H
@@ -17,6 +20,31 @@
 
 namespace ampc::exec {
 
+/// How `ampc run` reads a step's scalars and finds a skipped step's
+/// overflow: the one decision every path of the loop follows.
+struct StepReadPlan {
+  /// One asynchronous read per step (LateStep); off with ranks, which read
+  /// at once to reach the loss all-reduce together.
+  bool packed = false;
+  /// The packed read is taken one step late.
+  bool late = false;
+  /// A skipped step is replayed for the overflow report, from the
+  /// device-side snapshot of the state it started from.
+  bool report = false;
+};
+
+/// `atOnce` (AMPC_STEP_READS=at-once in the environment) takes every
+/// packed read right after its step, for comparisons.
+inline StepReadPlan planStepReads(const rt::Program &program,
+                                  bool overflowReport, bool ranks,
+                                  bool atOnce) {
+  StepReadPlan plan;
+  plan.packed = !ranks;
+  plan.late = plan.packed && !atOnce;
+  plan.report = overflowReport && bool(program.foundInf);
+  return plan;
+}
+
 class LateStep {
 public:
   /// What a step's log line needs.
@@ -26,6 +54,7 @@ public:
     double scale = 0, loss = NAN;
     bool skipped = false;
     int32_t checkSite = -1; ///< the index check word (-1: nothing failed)
+    uint64_t serial = 0; ///< Executor::stepsTaken() numbering of the step
   };
 
   /// `carryScale`: the program has a dynamic scaler, so the scale a step
@@ -41,6 +70,7 @@ public:
     Record r;
     r.valid = true;
     r.k = k, r.epoch = epoch, r.shown = shown, r.scale = scale;
+    r.serial = ex.stepsTaken() - 1;
     records.push_back(r);
     return true;
   }
@@ -67,6 +97,9 @@ public:
     }
     return true;
   }
+
+  /// Reads queued and not taken yet.
+  size_t queued() const { return records.size(); }
 
 private:
   bool carryScale;

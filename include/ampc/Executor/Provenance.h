@@ -27,9 +27,21 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 /// the step used (`scale`), checking every result of a source op for
 /// non-finite values on the device, and restores every param and state slot
 /// afterwards. `found` is the first such call in execution order, or null
-/// (e.g. the overflow was on another rank).
+/// (e.g. the overflow was on another rank). The replay starts from the
+/// state the step left, where buffers and counters the step writes have
+/// moved on; `ampc run` uses findOverflowFromSnapshot instead, and this
+/// remains for an executor without a snapshot.
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
                   const rt::CallSource *&found, std::string &error);
+
+/// The same search for step `serial` (Executor::stepsTaken() numbering; one
+/// of the last two steps, skipped) from its device-side snapshot
+/// (Executor::enableSnapshot): the replay reads the state the step started
+/// from, buffers, counters and loss scale included, and changes no live
+/// state, so it may run after the next step has been queued.
+bool findOverflowFromSnapshot(Executor &ex, const rt::Program &program,
+                              uint64_t serial, const rt::CallSource *&found,
+                              std::string &error);
 
 class World;
 /// Data parallel: every rank passes what its own replay found; all of them

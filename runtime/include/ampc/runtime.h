@@ -217,6 +217,19 @@ AMPC_API ampc_status ampc_read_wait(ampc_context ctx, uint64_t ticket);
 /// scratch without memory pools). A training step counts 0.
 AMPC_API ampc_status ampc_host_syncs(ampc_context ctx, uint64_t *count);
 
+/*-- Copies the device decides on (docs/runtime.md, "Predicated copies") --*/
+
+/// Queues `count` stream-ordered device-to-device copies srcs[i] -> dsts[i]
+/// of bytes[i] bytes that happen only when the f32 at `flag` (device memory,
+/// e.g. a step's found_inf) is nonzero once the work queued before has run:
+/// the device reads the flag, the host never waits, and when the flag is 0
+/// nothing but the flag is read. On CPU the flag is read and the copies are
+/// made at once. Ranges of 0 bytes are skipped; ranges must not overlap.
+AMPC_API ampc_status ampc_copy_if_flag(ampc_context ctx, const void *flag,
+                                       int32_t count, void *const *dsts,
+                                       const void *const *srcs,
+                                       const int64_t *bytes);
+
 /// Creates an arena of `bytes` bytes whose base is 256-byte aligned; the
 /// compiler places its planned buffers at offsets from the base.
 AMPC_API ampc_status ampc_arena_create(ampc_context ctx, size_t bytes,

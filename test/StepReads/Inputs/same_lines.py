@@ -1,7 +1,13 @@
-"""same_lines.py A.jsonl B.jsonl: the same log lines once A's "overflow"
-objects (which only a replay at once can give) are dropped."""
+"""same_lines.py [--with-overflow] A.jsonl B.jsonl: the same log lines once
+the "overflow" objects (which a run without the report lacks) are dropped;
+with --with-overflow they must be the same too."""
 import json
 import sys
+
+args = sys.argv[1:]
+keep = args[0] == "--with-overflow"
+if keep:
+    args = args[1:]
 
 
 def lines(path):
@@ -9,12 +15,13 @@ def lines(path):
     for l in open(path):
         if l.strip():
             r = json.loads(l)
-            r.pop("overflow", None)
+            if not keep:
+                r.pop("overflow", None)
             out.append(r)
     return out
 
 
-a, b = lines(sys.argv[1]), lines(sys.argv[2])
+a, b = lines(args[0]), lines(args[1])
 if a != b:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
