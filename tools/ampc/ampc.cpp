@@ -278,6 +278,11 @@ cl::opt<int> runNproc(
     cl::desc("run: data parallel on this machine: re-executes itself as "
              "`mpirun -np N ampc run ...` (docs/distributed.md)"),
     cl::value_desc("N"), cl::init(0), cl::cat(ampcCategory));
+cl::opt<bool, true> runSyncBatchnorm(
+    "sync-batchnorm",
+    cl::desc("run: with W > 1 ranks, batch_norm in training takes its "
+             "statistics over every rank's batch (docs/distributed.md)"),
+    cl::location(opts.run.syncBatchnorm), cl::cat(ampcCategory));
 cl::list<std::string, std::vector<std::string>>
     runInputs("input",
               cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
