@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -264,8 +265,10 @@ bool World::testDivergence(Executor &ex, const rt::Program &program,
     std::vector<char> bytes;
     if (!ex.readSlot(i, bytes, error))
       return false;
+    // A bit the next updates cannot round away: the top mantissa bit of
+    // element 0 of an f32 (byte 2, little endian), some bit of a 16-bit one.
     if (!bytes.empty())
-      bytes[0] ^= 1; // the lowest mantissa bit of element 0 (little endian)
+      bytes[std::min<size_t>(2, bytes.size() - 1)] ^= 0x40;
     return ex.writeSlot(i, bytes.data(), bytes.size(), error);
   }
   return true;
