@@ -17,8 +17,9 @@
 //
 // The work is host-staged: the tensors are copied to host memory, computed
 // there with the shared scalar helpers, and copied back. On the CPU backend
-// the copies are plain memcpys; on CUDA this is correct but slow (one
-// device round trip per call), and the collectives run on a CPU context.
+// the copies are plain memcpys; on CUDA they are ampc_memcpy calls (a
+// device round trip per call, untested on a GPU), and the collectives run
+// on a CPU context of the process.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
@@ -56,6 +57,12 @@ ampc_status stageIn(ampc_context ctx, const void *data, ampc_dtype dtype,
   t.bytes.resize(size_t(numel) * dtypeSize(dtype));
   if (t.bytes.empty())
     return AMPC_OK;
+  // CPU memory is host memory: a plain copy, not a device read (which
+  // would count as a host synchronisation, docs/runtime.md).
+  if (ctx->backend->kind() == AMPC_BACKEND_CPU) {
+    std::memcpy(t.bytes.data(), data, t.bytes.size());
+    return AMPC_OK;
+  }
   return ampc_memcpy(ctx, t.bytes.data(), data, t.bytes.size(),
                      AMPC_MEMCPY_DEVICE_TO_HOST);
 }
@@ -63,6 +70,10 @@ ampc_status stageIn(ampc_context ctx, const void *data, ampc_dtype dtype,
 ampc_status stageOut(ampc_context ctx, const HostTensor &t) {
   if (t.bytes.empty() || !t.device)
     return AMPC_OK;
+  if (ctx->backend->kind() == AMPC_BACKEND_CPU) {
+    std::memcpy(const_cast<void *>(t.device), t.bytes.data(), t.bytes.size());
+    return AMPC_OK;
+  }
   return ampc_memcpy(ctx, const_cast<void *>(t.device), t.bytes.data(),
                      t.bytes.size(), AMPC_MEMCPY_HOST_TO_DEVICE);
 }
