@@ -32,9 +32,10 @@ def TG_BatchNormOp : TG_InferOp<"batch_norm", [TG_Differentiable]> {
     Runtime kernel: `ampc_batch_norm_fwd`; gradient: `tg.batch_norm_grad`
     (the running statistics get none).
 
-    `sync` (set by `ampc run --sync-batchnorm` under W > 1 ranks on every
-    training `batch_norm`, `batch_norm_grad` and `batch_norm_update`, after
-    autodiff) makes the statistics those of the batches of every rank
+    `sync` (set by `--sync-batchnorm` after the pipeline on every training
+    `batch_norm`, `batch_norm_grad` and `batch_norm_update`: by `ampc run`
+    under W > 1 ranks, and when compiling) makes the statistics those of
+    the batches of every rank
     (PyTorch's `SyncBatchNorm`): the op lowers to `ampc_sync_batch_norm_fwd`,
     which sums the per-channel values and squared deviations in f64 over
     the ranks of the communicator attached to the runtime context, so W
