@@ -1,9 +1,14 @@
 //===- Distributed.cpp - `ampc run` across MPI ranks ------------*- C++ -*-===//
 #include "ampc/Executor/Distributed.h"
 
+#include "ampc/Dialect/TG/TGOps.h"
 #include "ampc/runtime.h"
 
+#include "mlir/IR/Builders.h"
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -32,6 +37,25 @@ bool ampc::exec::launchedUnderMpi() {
     if (const char *v = getenv(var))
       return std::atoi(v) > 1;
   return false;
+}
+
+unsigned ampc::exec::markSyncBatchNorm(mlir::ModuleOp module) {
+  unsigned marked = 0;
+  mlir::UnitAttr unit = mlir::UnitAttr::get(module.getContext());
+  module.walk([&](mlir::Operation *op) {
+    bool training = false;
+    if (auto bn = llvm::dyn_cast<tg::BatchNormOp>(op))
+      training = bn.getTraining();
+    else if (auto grad = llvm::dyn_cast<tg::BatchNormGradOp>(op))
+      training = grad.getTraining();
+    else
+      training = llvm::isa<tg::BatchNormUpdateOp>(op);
+    if (!training)
+      return;
+    op->setAttr("sync", unit);
+    ++marked;
+  });
+  return marked;
 }
 
 struct World::Impl {
@@ -251,6 +275,39 @@ void World::attach(Executor &ex) {
                          .count();
     return true;
   });
+}
+
+bool World::shareCommunicator(Executor &ex, std::string &error) {
+  if (ampc_status st = ampc_context_set_comm(
+          static_cast<ampc_context>(ex.context()), impl->comm)) {
+    error = statusText("ampc_context_set_comm", st);
+    return false;
+  }
+  return true;
+}
+
+bool World::testDivergence(Executor &ex, const rt::Program &program,
+                           int64_t step, std::string &error) {
+  const char *spec = getenv("AMPC_TEST_DIVERGE");
+  if (!spec)
+    return true;
+  long long rank = -1, at = -1;
+  if (std::sscanf(spec, "%lld:%lld", &rank, &at) != 2 || rank != rankId ||
+      at != step)
+    return true;
+  for (size_t i = 0; i < program.slots.size(); ++i) {
+    if (program.slots[i].role != rt::Slot::Role::Param)
+      continue;
+    std::vector<char> bytes;
+    if (!ex.readSlot(i, bytes, error))
+      return false;
+    // A bit the next updates cannot round away: the top mantissa bit of
+    // element 0 of an f32 (byte 2, little endian), some bit of a 16-bit one.
+    if (!bytes.empty())
+      bytes[std::min<size_t>(2, bytes.size() - 1)] ^= 0x40;
+    return ex.writeSlot(i, bytes.data(), bytes.size(), error);
+  }
+  return true;
 }
 
 bool World::meanOf(double &value, std::string &error) {

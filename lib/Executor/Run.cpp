@@ -383,16 +383,18 @@ bool checkSamples(const std::string &flag, const std::vector<Dataset> &sets,
   return true;
 }
 
-/// Writes the batch of samples `order[first .. first + B)` into each
-/// dataset's input slot.
+/// Writes the batch of samples `order[(first + j) * ranks + rank]`, j = 0
+/// .. B-1, into each dataset's input slot: with one rank the samples
+/// `order[first .. first + B)`; under W ranks, rank r's share of the W * B
+/// samples one process with batch W * B takes (docs/distributed.md).
 bool feedBatch(Executor &ex, const std::vector<Dataset> &sets,
                const std::vector<int64_t> &order, int64_t first,
-               std::string &error) {
+               std::string &error, int64_t ranks = 1, int64_t rank = 0) {
   std::vector<char> host;
   for (const Dataset &d : sets) {
     host.resize(d.batch * d.rowBytes);
     for (int64_t r = 0; r < d.batch; ++r) {
-      int64_t sample = order[first + r];
+      int64_t sample = order[(first + r) * ranks + rank];
       std::memcpy(host.data() + r * d.rowBytes,
                   d.array.data.data() + sample * d.rowBytes, d.rowBytes);
     }
@@ -466,6 +468,16 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (options.saveEvery > 0 && options.save.empty())
     return fail(kUsageError, "--save-every needs --save FILE");
 
+  // --sync-batchnorm (docs/distributed.md): under W > 1 ranks the training
+  // batch norms lower to the synchronised entry points.
+  if (options.syncBatchnorm) {
+    if (launchedUnderMpi())
+      markSyncBatchNorm(module);
+    else
+      llvm::errs() << "ampc: note: --sync-batchnorm has no effect on one "
+                      "process (it applies under mpirun or --nproc with "
+                      "more than one rank)\n";
+  }
   // The steps as runtime calls (the IR --emit=lowered prints), unless the
   // module is lowered already.
   if (!module.getOps<func::FuncOp>().empty() &&
@@ -546,7 +558,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
              {"--seed", std::to_string(options.seed)},
              {"--input", std::to_string(options.inputs.size()) + " given"},
              {"--load", options.load.empty() ? "no" : "yes"},
-             {"--params-in", options.paramsIn.empty() ? "no" : "yes"}},
+             {"--params-in", options.paramsIn.empty() ? "no" : "yes"},
+             {"--data", std::to_string(options.data.size()) + " given"},
+             {"--epochs", std::to_string(options.epochs)},
+             {"--shuffle", options.shuffle ? "true" : "false"},
+             {"--save-every", std::to_string(options.saveEvery)},
+             {"--sync-batchnorm", options.syncBatchnorm ? "yes" : "no"}},
             error)) {
       gWorld = nullptr;
       llvm::errs() << "ampc: error: rank " + std::to_string(world->rank()) +
@@ -554,6 +571,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return kRuntimeError;
     }
     if (world->rank() != 0) {
+      // Only rank 0 writes; every rank still takes part in the replica
+      // checksum before each save (saveCheckpoint).
       options.log.clear();
       options.save.clear();
       options.paramsOut.clear();
@@ -561,6 +580,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
   }
   auto onRank0 = [&] { return !world || world->rank() == 0; };
+  bool wantSave = !givenOptions.save.empty();
+  int64_t ranks = world ? world->size() : 1;
+  int64_t myRank = world ? world->rank() : 0;
 
   // Inputs from files, validated before anything runs.
   std::vector<bool> given(program.slots.size(), false);
@@ -603,6 +625,16 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
   if (!datasets.empty() && !checkSamples("--data", datasets, error))
     return fail(kInputError, error);
+  // Under W ranks an update takes W batches of the dataset.
+  if (!datasets.empty() && ranks > 1 &&
+      datasets.front().samples < ranks * datasets.front().batch)
+    return fail(kInputError,
+                "--data: '" + datasets.front().path + "' holds " +
+                    std::to_string(datasets.front().samples) +
+                    " samples, fewer than one batch of input '" +
+                    datasets.front().name + "' (" +
+                    std::to_string(datasets.front().batch) + ") on each of " +
+                    std::to_string(ranks) + " ranks");
   std::vector<Dataset> evalSets(options.evalData.size());
   std::vector<bool> evalGiven;
   if (evalProgram) {
@@ -662,7 +694,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
 
   Position pos;
   // Checkpoints hold every graph's params and buffers (SharedState.h).
-  auto saveCheckpoint = [&]() -> bool {
+  // Under ranks every save is preceded by the replica checksum (all ranks
+  // take part; `checked` when the caller has just run it), and only rank 0
+  // writes.
+  auto saveCheckpoint = [&](bool checked) -> bool {
+    if (world && !checked && !world->checkReplicas(*ex, program, error))
+      return false;
+    if (!onRank0())
+      return true;
     std::vector<StateEntry> extra;
     return otherGraphEntries(programs, program, evalEx.get(), evalProgram,
                              options.cuda, options.seed, extra, error) &&
@@ -691,7 +730,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       llvm::errs() << "ampc: note: --load: " << note << "\n";
   }
   if (world) {
-    if (!world->broadcastState(*ex, program, error))
+    if (!world->broadcastState(*ex, program, error) ||
+        !world->shareCommunicator(*ex, error))
       return fail(kRuntimeError, error);
     if (program.training)
       world->attach(*ex);
@@ -712,9 +752,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
 
   // How many steps this run takes.
-  int64_t perEpoch = datasets.empty()
-                         ? 0
-                         : datasets.front().samples / datasets.front().batch;
+  // Under W ranks an epoch has floor(N / (W * B)) updates.
+  int64_t perEpoch =
+      datasets.empty()
+          ? 0
+          : datasets.front().samples / (ranks * datasets.front().batch);
   if (perEpoch > 0 && pos.batch >= perEpoch) {
     // A checkpoint of a run over a larger dataset: start the next epoch.
     ++pos.epoch;
@@ -958,7 +1000,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!datasets.empty()) {
       prepareOrder();
       if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
-                     error))
+                     error, ranks, myRank))
         return fail(kRuntimeError, error);
     }
     // Packed reads learn a dynamic scale from the previous step's read.
@@ -972,6 +1014,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     ++taken;
     if (program.training)
       ++pos.steps;
+    if (world && !world->testDivergence(*ex, program, pos.steps, error))
+      return fail(kRuntimeError, error);
     bool epochDone = false;
     if (!datasets.empty() && ++pos.batch == perEpoch) {
       ++pos.epoch;
@@ -1014,12 +1058,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     // Saving and eval read the state anyway: this step's line comes first.
     if ((saveNow || evalNow) && late && !flushLate(0))
       return failChecked(kRuntimeError, error, lateLocated);
-    if (options.saveEvery > 0 && program.training &&
-        pos.steps % options.saveEvery == 0 && k + 1 < steps &&
-        !saveCheckpoint())
+    if (saveNow && !saveCheckpoint(false))
       return fail(kRuntimeError, error);
-    if (evalEx && (epochDone || (options.evalEvery > 0 &&
-                                 pos.steps % options.evalEvery == 0)))
+    // Eval runs on rank 0 alone, over the whole eval set; the other ranks
+    // go on to the next step and wait for rank 0 in its first collective.
+    if (evalNow && onRank0())
       if (!runEval(epochDone ? epoch : pos.epoch))
         return failChecked(kRuntimeError, error, evalLocated);
   }
@@ -1042,7 +1085,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                  << " replays, each computed its step's loss bit for bit\n";
   int interrupted = gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
-  if (evalEx && lastEvalAt != pos.steps && !interrupted &&
+  if (evalEx && onRank0() && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
                                                    : pos.epoch))
     return failChecked(kRuntimeError, error, evalLocated);
@@ -1058,7 +1101,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
-  if (!options.save.empty() && !saveCheckpoint())
+  if (wantSave && !saveCheckpoint(/*checked=*/bool(world)))
     return fail(kRuntimeError, error);
   if (!options.paramsOut.empty()) {
     std::vector<std::pair<std::string, std::string>> files;

@@ -278,6 +278,12 @@ cl::opt<int> runNproc(
     cl::desc("run: data parallel on this machine: re-executes itself as "
              "`mpirun -np N ampc run ...` (docs/distributed.md)"),
     cl::value_desc("N"), cl::init(0), cl::cat(ampcCategory));
+cl::opt<bool, true> runSyncBatchnorm(
+    "sync-batchnorm",
+    cl::desc("batch_norm in training takes its statistics over every "
+             "rank's batch (run: with W > 1 ranks; compile: the calls use "
+             "the context's communicator) (docs/distributed.md)"),
+    cl::location(opts.run.syncBatchnorm), cl::cat(ampcCategory));
 cl::list<std::string, std::vector<std::string>>
     runInputs("input",
               cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
@@ -559,6 +565,11 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     opts.run.cuda = opts.device == "cuda";
     return ampc::exec::runModule(*module, opts.run);
   }
+  // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
+  // whatever the ranks: the emitted step synchronises when its context has a
+  // communicator attached (docs/distributed.md).
+  if (opts.run.syncBatchnorm)
+    ampc::exec::markSyncBatchNorm(*module);
 
   // Render the whole output first, so a failure never leaves a partial file.
   std::string text;

@@ -10,6 +10,7 @@
 
 #include "ampc/Dialect/RT/ProgramInfo.h"
 #include "ampc/Executor/Executor.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <memory>
 #include <string>
@@ -21,6 +22,11 @@ namespace ampc::exec {
 /// True when this process was started by an MPI launcher with more than
 /// one rank (Open MPI's or PMI's environment), without loading MPI.
 bool launchedUnderMpi();
+
+/// --sync-batchnorm: marks every training `batch_norm`, `batch_norm_grad`
+/// and `batch_norm_update` of the module's graphs `sync`, so they lower to
+/// the synchronised entry points. Returns how many ops it marked.
+unsigned markSyncBatchNorm(mlir::ModuleOp module);
 
 class World {
 public:
@@ -44,6 +50,14 @@ public:
                       std::string &error);
   /// Makes the executor average its gradients over the ranks.
   void attach(Executor &ex);
+  /// Attaches this job's communicator to the executor's runtime context:
+  /// the step's ops that communicate (synchronised batch norm) use it.
+  bool shareCommunicator(Executor &ex, std::string &error);
+  /// A test hook (docs/distributed.md, "Testing the checks"): when
+  /// AMPC_TEST_DIVERGE=RANK:STEP names this rank and `step`, changes the
+  /// first element of the first parameter so the replicas differ.
+  bool testDivergence(Executor &ex, const rt::Program &program, int64_t step,
+                      std::string &error);
   /// The mean of `value` over the ranks.
   bool meanOf(double &value, std::string &error);
   /// Compares a checksum of every parameter across the ranks; a mismatch

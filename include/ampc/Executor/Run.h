@@ -31,6 +31,9 @@ struct RunOptions {
   int64_t evalEvery = 0;
   /// Also write --save every this many updates (0: only at the end).
   int64_t saveEvery = 0;
+  /// Under W > 1 ranks, training batch norms reduce their statistics over
+  /// the ranks (docs/distributed.md); on one process a note, no effect.
+  bool syncBatchnorm = false;
   /// On a skipped step, name the op that overflowed (docs/jobs.md).
   bool overflowReport = true;
   std::string log, save, load;

@@ -1074,6 +1074,52 @@ const std::vector<Row> &modelCopyRows() {
 }
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Synchronised batch norm (--sync-batchnorm, docs/distributed.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A batch-norm op with `sync` calls the `ampc_sync_batch_norm_*` entry
+/// point: the same arguments as its row, another callee.
+class SyncBatchNormPattern : public KernelCallPattern {
+public:
+  SyncBatchNormPattern(const TypeConverter &converter, MLIRContext *ctx,
+                       StringRef opName, const KernelRule &rule)
+      : KernelCallPattern(converter, ctx, opName, rule, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rw) const override {
+    if (!op->hasAttr("sync"))
+      return failure();
+    return KernelCallPattern::matchAndRewrite(op, operands, rw);
+  }
+};
+
+/// The rules of the synchronised entry points, from the batch-norm rows.
+const std::vector<Row> &syncBatchNormRows() {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> out;
+    auto extend = [&](StringRef opName, const char *callee) {
+      for (const Row &r : kernelTable()) {
+        if (r.opName != opName)
+          continue;
+        Row row = r;
+        row.rule.callee = callee;
+        out.push_back(std::move(row));
+      }
+    };
+    extend(tg::BatchNormOp::getOperationName(),
+           RT_KERNEL("ampc_sync_batch_norm_fwd"));
+    extend(tg::BatchNormGradOp::getOperationName(),
+           RT_KERNEL("ampc_sync_batch_norm_bwd"));
+    extend(tg::BatchNormUpdateOp::getOperationName(),
+           RT_KERNEL("ampc_sync_batch_norm_update"));
+    return out;
+  }();
+  return rows;
+}
+} // namespace
+
 void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
@@ -1081,6 +1127,8 @@ void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
     patterns.add<KernelCallPattern>(converter, ctx, r.opName, r.rule);
   for (const Row &r : modelCopyRows())
     patterns.add<ModelCopyUpdatePattern>(converter, ctx, r.opName, r.rule);
+  for (const Row &r : syncBatchNormRows())
+    patterns.add<SyncBatchNormPattern>(converter, ctx, r.opName, r.rule);
   patterns.add<ConstantPattern, ReshapePattern, BroadcastPattern,
                GradSeedPattern, ReturnPattern>(converter, ctx);
 }

@@ -845,6 +845,48 @@ AMPC_API ampc_status ampc_batch_norm_update(
     int32_t running_mean_rank, const void *running_var,
     ampc_dtype running_var_dtype, const int64_t *running_var_shape,
     int32_t running_var_rank, double momentum);
+/// Synchronised batch norm (data-parallel --sync-batchnorm): the three
+/// entry points above, with the same arguments, whose training-mode
+/// statistics (the per-channel sums of x, of the squared deviations from the
+/// mean, and in the backward of dy and dy * xhat) are summed in f64 over the
+/// ranks of the communicator attached to `ctx` (ampc_context_set_comm), so W
+/// ranks of batch B normalise as one process of batch W*B (PyTorch's
+/// SyncBatchNorm). dw and db stay this rank's own sums (the gradient
+/// all-reduce averages them). With no communicator, one rank, or `training`
+/// 0, each is its one-rank entry point, bit for bit. Host-staged: on CUDA
+/// the tensors make a round trip through host memory.
+AMPC_API ampc_status ampc_sync_batch_norm_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+    int32_t w_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank, const void *running_mean, ampc_dtype running_mean_dtype,
+    const int64_t *running_mean_shape, int32_t running_mean_rank,
+    const void *running_var, ampc_dtype running_var_dtype,
+    const int64_t *running_var_shape, int32_t running_var_rank,
+    int32_t training, double eps);
+AMPC_API ampc_status ampc_sync_batch_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, int32_t training, double eps);
+AMPC_API ampc_status ampc_sync_batch_norm_update(
+    ampc_context ctx, void *new_mean, ampc_dtype new_mean_dtype,
+    const int64_t *new_mean_shape, int32_t new_mean_rank, void *new_var,
+    ampc_dtype new_var_dtype, const int64_t *new_var_shape,
+    int32_t new_var_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *running_mean,
+    ampc_dtype running_mean_dtype, const int64_t *running_mean_shape,
+    int32_t running_mean_rank, const void *running_var,
+    ampc_dtype running_var_dtype, const int64_t *running_var_shape,
+    int32_t running_var_rank, double momentum);
 /// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
 /// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
 /// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the

@@ -31,13 +31,30 @@ def TG_BatchNormOp : TG_InferOp<"batch_norm", [TG_Differentiable]> {
 
     Runtime kernel: `ampc_batch_norm_fwd`; gradient: `tg.batch_norm_grad`
     (the running statistics get none).
+
+    `sync` (set by `--sync-batchnorm` after the pipeline on every training
+    `batch_norm`, `batch_norm_grad` and `batch_norm_update`: by `ampc run`
+    under W > 1 ranks, and when compiling) makes the statistics those of
+    the batches of every rank
+    (PyTorch's `SyncBatchNorm`): the op lowers to `ampc_sync_batch_norm_fwd`,
+    which sums the per-channel values and squared deviations in f64 over
+    the ranks of the communicator attached to the runtime context, so W
+    ranks of batch B normalise as one process of batch W * B. With no
+    communicator attached (one process) the call is `ampc_batch_norm_fwd`'s,
+    bit for bit; without `training`, `sync` changes nothing.
+
+    ```mlir
+    %y = tg.batch_norm %x, %w, %b, %rm, %rv {eps = 1.0e-05 : f64, momentum = 1.000000e-01 : f64, sync, training = true}
+        : tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+    ```
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$bias, TG_FloatTensor:$running_mean,
                        TG_FloatTensor:$running_var,
                        F64Attr:$momentum,
                        F64Attr:$eps,
-                       BoolAttr:$training);
+                       BoolAttr:$training,
+                       UnitAttr:$sync);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $bias `,` $running_mean `,` $running_var attr-dict
@@ -68,7 +85,11 @@ def TG_BatchNormGradOp : TG_InferOp<"batch_norm_grad"> {
     gradients; without it, the statistics are `running_mean` and
     `running_var`, so `d input = grad * weight / sqrt(running_var + eps)`.
     `d weight` and `d bias` are `[C]` of the weight's type. Runtime kernel:
-    `ampc_batch_norm_bwd`.
+    `ampc_batch_norm_bwd`; with `sync` (see `tg.batch_norm`),
+    `ampc_sync_batch_norm_bwd`: the statistics and the sums of `grad` and
+    `grad * xhat` that `d input` needs are taken over every rank's batch,
+    while `d weight` and `d bias` stay this rank's own sums (the gradient
+    all-reduce averages them like any parameter's gradient).
 
     ```mlir
     %dx, %dw, %db = tg.batch_norm_grad %dy, %x, %w, %rm, %rv {eps = 1.0e-05 : f64, training = true}
@@ -80,7 +101,8 @@ def TG_BatchNormGradOp : TG_InferOp<"batch_norm_grad"> {
                        TG_FloatTensor:$weight, TG_FloatTensor:$running_mean,
                        TG_FloatTensor:$running_var,
                        F64Attr:$eps,
-                       BoolAttr:$training);
+                       BoolAttr:$training,
+                       UnitAttr:$sync);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
                       TG_FloatTensor:$bias_grad);
   let assemblyFormat = [{
@@ -105,7 +127,9 @@ def TG_BatchNormUpdateOp : TG_InferOp<"batch_norm_update"> {
     (the unbiased variance). The results have the running statistics'
     types; the frontend returns them as the new values of their buffers
     (`tg.buffer_out`). Not differentiable. Runtime kernel:
-    `ampc_batch_norm_update`.
+    `ampc_batch_norm_update`; with `sync` (see `tg.batch_norm`),
+    `ampc_sync_batch_norm_update`: the mean, the variance and `M` are those
+    of every rank's batch, so every rank's buffers get the same values.
 
     ```mlir
     %m, %v = tg.batch_norm_update %x, %rm, %rv {momentum = 1.000000e-01 : f64}
@@ -114,7 +138,8 @@ def TG_BatchNormUpdateOp : TG_InferOp<"batch_norm_update"> {
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$running_mean,
                        TG_FloatTensor:$running_var,
-                       F64Attr:$momentum);
+                       F64Attr:$momentum,
+                       UnitAttr:$sync);
   let results = (outs TG_FloatTensor:$new_running_mean,
                       TG_FloatTensor:$new_running_var);
   let assemblyFormat = [{
