@@ -55,7 +55,11 @@ BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
   return func.getArgument(index);
 }
 
-LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
+/// The function attribute of a step with gradient accumulation: its K.
+constexpr llvm::StringLiteral kAccumulateAttrName = "tg.accumulate";
+
+LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
+                             int64_t accumulate) {
   MLIRContext *ctx = func.getContext();
   // Every operand must be a parameter: its name names its state.
   SmallVector<StringRef> names;
@@ -76,8 +80,27 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
     names.push_back(name.getValue());
   }
 
+  // Gradient accumulation: the step is one of K micro-batches, each the
+  // gradient of loss * (1/K) (torch's `(loss / K).backward()` with 1/K as
+  // an f32 multiplier), so the K accumulated gradients are the gradient of
+  // the mean loss.
+  Value differentiated = op.getLoss();
+  if (accumulate > 1) {
+    OpBuilder builder(op);
+    auto lossType = cast<RankedTensorType>(op.getLoss().getType());
+    auto elem = cast<FloatType>(lossType.getElementType());
+    llvm::APFloat inv(1.0f / static_cast<float>(accumulate));
+    bool lost = false;
+    inv.convert(elem.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+    Location kLoc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
+    Value invK = ConstantOp::create(
+        builder, kLoc,
+        DenseElementsAttr::get(RankedTensorType::get({}, elem), inv));
+    differentiated = MulOp::create(builder, kLoc, op.getLoss(), invK);
+  }
   FailureOr<SmallVector<Value>> grads =
-      differentiate(op, op.getLoss(), op.getParams());
+      differentiate(op, differentiated, op.getParams());
   if (failed(grads))
     return failure();
 
@@ -103,6 +126,36 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
       params.push_back(op.getParams()[i]);
       paramGrads.push_back((*grads)[i]);
     }
+    SmallVector<std::pair<std::string, Value>> newState;
+    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
+    if (accumulate > 1) {
+      // Each gradient goes into its f32 accumulator (the first micro-batch
+      // of an update writes it); clipping and the updates read the
+      // accumulators. What follows the tg.grad_accumulate is the update.
+      SmallVector<Value> accs;
+      for (unsigned i : reached) {
+        Value p = op.getParams()[i];
+        auto f32Type =
+            cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
+        accs.push_back(addStateArg(func, f32Type,
+                                   (names[i] + ".grad_acc").str(), zeros,
+                                   getTaggedLoc(p.getLoc(), kOptimizerLocTag)));
+      }
+      Value micro = addStateArg(
+          func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+          "accumulate.micro", zeros, loc);
+      auto acc = GradAccumulateOp::create(
+          builder, loc, accs, paramGrads, micro,
+          builder.getI64IntegerAttr(accumulate));
+      for (auto [k, i] : llvm::enumerate(reached)) {
+        paramGrads[k] = acc.getNewAccs()[k];
+        newState.emplace_back((names[i] + ".grad_acc").str(),
+                              acc.getNewAccs()[k]);
+      }
+      newState.emplace_back("accumulate.micro", acc.getNewMicro());
+      func->setAttr(kAccumulateAttrName,
+                    builder.getI64IntegerAttr(accumulate));
+    }
     if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
       auto clip = ClipGradNormOp::create(builder, loc, paramGrads,
                                          /*found_inf=*/Value(),
@@ -112,12 +165,10 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
 
     // Optimizer state: f32 tensors of each parameter's shape, initialised
     // to zero, named after the parameter.
-    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
     auto f32Like = [&](Value p) {
       return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
     };
-    SmallVector<std::pair<std::string, Value>> newState;
 
     // A learning-rate schedule: the factor of this update, computed on the
     // device from the update counter (state `lr_schedule.step`), which
@@ -272,6 +323,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
 
 struct OptimizerExpansionPass
     : public ampc::impl::OptimizerExpansionBase<OptimizerExpansionPass> {
+  using OptimizerExpansionBase::OptimizerExpansionBase;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -297,7 +349,9 @@ struct OptimizerExpansionPass
       targets[0].emitOpError("needs a function that ends with 'func.return'");
       return signalPassFailure();
     }
-    if (failed(expandMinimize(func, targets[0])))
+    int64_t k = accumulate > 0 ? int64_t(accumulate)
+                               : int64_t(targets[0].getAccumulate().value_or(1));
+    if (failed(expandMinimize(func, targets[0], k)))
       return signalPassFailure();
   }
 };

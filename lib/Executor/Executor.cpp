@@ -248,9 +248,11 @@ struct Executor::Impl {
     return false;
   }
 
-  bool run(std::vector<PreparedCall> &calls, std::string &error) {
+  bool run(std::vector<PreparedCall> &calls, std::string &error,
+           size_t begin = 0, size_t end = SIZE_MAX) {
     bool hooked = !gradientHook || &calls != &step;
-    for (PreparedCall &p : calls) {
+    for (size_t i = begin; i < end && i < calls.size(); ++i) {
+      PreparedCall &p = calls[i];
       int at[4];
       if (!hooked && gradientArgs(p.callee, at)) {
         hooked = true;
@@ -409,6 +411,14 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
 }
 
 bool Executor::step(std::string &error) { return impl->run(impl->step, error); }
+
+bool Executor::microStep(std::string &error) {
+  return impl->run(impl->step, error, 0, program.updateCall);
+}
+
+bool Executor::update(std::string &error) {
+  return impl->run(impl->step, error, program.updateCall);
+}
 
 void Executor::setGradientHook(GradientHook hook) {
   impl->gradientHook = std::move(hook);

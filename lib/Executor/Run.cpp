@@ -507,6 +507,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                    << "); choose one with --graph\n";
   }
   const rt::Program &program = *chosen;
+  if (options.accumulate > 0 && !program.training)
+    return fail(kUsageError, "--accumulate: graph '" + program.name +
+                                 "' does not minimize; gradient accumulation "
+                                 "needs a training step");
+  // Gradient accumulation (docs/optimizer.md): K micro-batches per update.
+  const int64_t micro = program.accumulate;
   const rt::Program *evalProgram = nullptr;
   if (!options.eval.empty()) {
     evalProgram = findProgram(options.eval);
@@ -711,6 +717,18 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t perEpoch = datasets.empty()
                          ? 0
                          : datasets.front().samples / datasets.front().batch;
+  // With accumulation an epoch is floor(batches / K) updates of K
+  // micro-batches; the remaining batches are dropped, as incomplete batches
+  // are. pos.batch counts batches (micro-batches) either way.
+  if (micro > 1 && !datasets.empty()) {
+    if (perEpoch < micro)
+      return fail(kInputError,
+                  "--data: an epoch of " + std::to_string(perEpoch) +
+                      " batches holds no update of " + std::to_string(micro) +
+                      " micro-batches (accumulate = " + std::to_string(micro) +
+                      ")");
+    perEpoch = perEpoch / micro * micro;
+  }
   if (perEpoch > 0 && pos.batch >= perEpoch) {
     // A checkpoint of a run over a larger dataset: start the next epoch.
     ++pos.epoch;
@@ -722,7 +740,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       steps = options.steps;
     } else {
       int64_t epochs = options.epochs > 0 ? options.epochs : 1;
-      steps = (epochs - pos.epoch + 1) * perEpoch - pos.batch;
+      steps = ((epochs - pos.epoch + 1) * perEpoch - pos.batch) / micro;
       if (steps <= 0)
         return fail(kInputError,
                     "--epochs " + std::to_string(epochs) + ": checkpoint '" +
@@ -842,11 +860,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // step is replayed for the overflow report: the replay needs the step's
   // inputs and state, which the next step changes. With ranks every rank
   // reads at once, to reach the loss all-reduce together.
-  bool packed = !world;
+  bool packed = !world && micro == 1;
   bool late = packed && !(options.overflowReport && program.foundInf);
   LateStep pending(program.scaleSlot >= 0);
   uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
+  int64_t lastOverflowMicro = -1;
   // Logs step k's line (and the progress line) from its scalars.
   auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
                     double loss, bool skipped,
@@ -870,8 +889,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (scaler)
         line += ", \"loss_scale\": " + jnum(used) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
-      if (overflow)
-        line += ", \"overflow\": " + overflowJson(*overflow);
+      if (overflow) {
+        std::string json = overflowJson(*overflow);
+        // With accumulation: which micro-batch of the update (from 1).
+        if (micro > 1 && lastOverflowMicro >= 0)
+          json.insert(json.size() - 1, ", \"micro_batch\": " +
+                                           std::to_string(lastOverflowMicro + 1));
+        line += ", \"overflow\": " + json;
+      }
       logLine(line + "}");
     }
     if (tty) {
@@ -913,9 +938,46 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
     }
   };
+  // Gradient accumulation: one update is K micro-batches, each a batch of
+  // the data; the log's loss is the mean of their losses. Their offsets in
+  // the epoch's order are kept for the overflow report's replay.
+  std::vector<int64_t> microOffsets;
+  double microLoss = NAN;
+  auto accumulatedStep = [&]() -> bool {
+    microOffsets.clear();
+    double sum = 0.0;
+    bool scalarLoss = !program.outputs.empty();
+    for (int64_t j = 0; j < micro; ++j) {
+      if (!datasets.empty()) {
+        prepareOrder();
+        microOffsets.push_back(pos.batch * datasets.front().batch);
+        if (!feedBatch(*ex, datasets, order, microOffsets.back(), error))
+          return false;
+      }
+      if (!ex->microStep(error))
+        return false;
+      if (scalarLoss) {
+        std::vector<double> values;
+        if (!ex->readOutput(0, values, error))
+          return false;
+        scalarLoss = values.size() == 1;
+        if (scalarLoss)
+          sum += values[0];
+      }
+      if (!datasets.empty() && j + 1 < micro)
+        ++pos.batch;
+    }
+    microLoss = scalarLoss ? sum / double(micro) : NAN;
+    return ex->update(error);
+  };
+  std::function<bool(int64_t)> feedMicro = [&](int64_t j) -> bool {
+    return datasets.empty() ||
+           feedBatch(*ex, datasets, order, microOffsets[j], error);
+  };
   for (int64_t k = 0; k < steps && !gSignal; ++k) {
     int64_t epoch = pos.epoch;
-    if (!datasets.empty()) {
+    // With accumulation the micro-batches are fed in accumulatedStep.
+    if (micro == 1 && !datasets.empty()) {
       prepareOrder();
       if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
                      error))
@@ -926,7 +988,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         !scaleOfStep(scale))
       return fail(kRuntimeError, error);
     uint64_t syncsBefore = ex->hostSyncs();
-    if (!ex->step(error))
+    if (micro > 1 ? !accumulatedStep() : !ex->step(error))
       return fail(kRuntimeError, error);
     syncsInSteps += ex->hostSyncs() - syncsBefore;
     ++taken;
@@ -947,7 +1009,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     } else {
       double loss = NAN;
       std::vector<double> values;
-      if (!program.outputs.empty()) {
+      if (micro > 1) {
+        loss = microLoss;
+      } else if (!program.outputs.empty()) {
         if (!ex->readOutput(0, values, error))
           return fail(kRuntimeError, error);
         if (values.size() == 1)
@@ -964,10 +1028,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         return fail(kRuntimeError, error);
       // Which op overflowed: a replay of the skipped step (Provenance.cpp).
       const rt::CallSource *overflow = nullptr;
+      int64_t overflowMicro = -1;
       if (skipped && options.overflowReport &&
-          (!findOverflow(*ex, program, scale, overflow, error) ||
+          (!findOverflow(*ex, program, scale, overflow, error,
+                         micro > 1 ? &feedMicro : nullptr, &overflowMicro) ||
            (world && !agreeOnOverflow(*world, program, overflow, error))))
         return fail(kRuntimeError, error);
+      lastOverflowMicro = overflowMicro;
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }
     bool saveNow = options.saveEvery > 0 && program.training &&

@@ -10,6 +10,7 @@
 
 #include "ampc/Executor/Executor.h"
 
+#include <functional>
 #include <string>
 
 namespace ampc::exec {
@@ -28,8 +29,15 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 /// non-finite values on the device, and restores every param and state slot
 /// afterwards. `found` is the first such call in execution order, or null
 /// (e.g. the overflow was on another rank).
+///
+/// Gradient accumulation (program.accumulate = K > 1): the update's K
+/// micro-batches are replayed in order (`feedMicro(j)` puts micro-batch j's
+/// inputs back), each up to the update, and `microFound` is the micro-batch
+/// (from 0) of the first op found, or -1.
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
-                  const rt::CallSource *&found, std::string &error);
+                  const rt::CallSource *&found, std::string &error,
+                  const std::function<bool(int64_t)> *feedMicro = nullptr,
+                  int64_t *microFound = nullptr);
 
 class World;
 /// Data parallel: every rank passes what its own replay found; all of them

@@ -31,6 +31,9 @@ struct RunOptions {
   int64_t evalEvery = 0;
   /// Also write --save every this many updates (0: only at the end).
   int64_t saveEvery = 0;
+  /// --accumulate K (0: not given); the compiler applied it, the runner
+  /// refuses it on a graph that does not minimize.
+  int64_t accumulate = 0;
   /// On a skipped step, name the op that overflowed (docs/jobs.md).
   bool overflowReport = true;
   std::string log, save, load;
