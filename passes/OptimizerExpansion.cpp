@@ -161,6 +161,12 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
                                          /*found_inf=*/Value(),
                                          f64(maxNorm.getValueAsDouble()));
       paramGrads.assign(clip.getClipped().begin(), clip.getClipped().end());
+      // The accumulators' state is the last value written to them in place
+      // (their content after the update does not matter: the next update's
+      // first micro-batch overwrites it).
+      if (accumulate > 1)
+        for (auto [k, c] : llvm::enumerate(clip.getClipped()))
+          newState[k].second = c;
     }
 
     // Optimizer state: f32 tensors of each parameter's shape, initialised
