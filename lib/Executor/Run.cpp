@@ -1034,7 +1034,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                          micro > 1 ? &feedMicro : nullptr, &overflowMicro) ||
            (world && !agreeOnOverflow(*world, program, overflow, error))))
         return fail(kRuntimeError, error);
-      lastOverflowMicro = overflowMicro;
+      // With ranks the op may come from another rank's replay: no
+      // micro-batch then.
+      lastOverflowMicro = world ? -1 : overflowMicro;
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }
     bool saveNow = options.saveEvery > 0 && program.training &&
@@ -1149,7 +1151,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     char wait[32];
     std::snprintf(wait, sizeof(wait), "%.3f", world->allReduceSeconds());
     llvm::outs() << ", " << world->size() << " ranks, " << wait
-                 << " s in gradient all-reduce";
+                 << " s in gradient all-reduce ("
+                 << world->allReduceCount() << " calls)";
   }
   llvm::outs() << "\n";
   if (!program.training)
