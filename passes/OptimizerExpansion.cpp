@@ -110,6 +110,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
       reached.push_back(i);
   // A parameter the loss does not reach comes back unchanged.
   SmallVector<Value> updated(op.getParams());
+  Operation *accumulation = nullptr;
   if (reached.empty()) {
     op.emitWarning("the loss does not depend on any parameter; this "
                    "training step updates nothing");
@@ -147,6 +148,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
       auto acc = GradAccumulateOp::create(
           builder, loc, accs, paramGrads, micro,
           builder.getI64IntegerAttr(accumulate));
+      accumulation = acc;
       for (auto [k, i] : llvm::enumerate(reached)) {
         paramGrads[k] = acc.getNewAccs()[k];
         newState.emplace_back((names[i] + ".grad_acc").str(),
@@ -321,6 +323,25 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
     }
   }
 
+  // With accumulation everything after the tg.grad_accumulate is the
+  // update, run once per K micro-batches: the ops the step computes after
+  // the `minimize` (the casts of returned values, say) belong to every
+  // micro-batch and move before it, unless they read an updated parameter.
+  if (accumulation) {
+    llvm::SmallDenseSet<Value> afterUpdate(op.getUpdated().begin(),
+                                           op.getUpdated().end());
+    for (Operation *o = op->getNextNode(), *next; o; o = next) {
+      next = o->getNextNode();
+      if (o->hasTrait<OpTrait::IsTerminator>())
+        break;
+      if (llvm::any_of(o->getOperands(),
+                       [&](Value v) { return afterUpdate.contains(v); })) {
+        afterUpdate.insert(o->result_begin(), o->result_end());
+        continue;
+      }
+      o->moveBefore(accumulation);
+    }
+  }
   for (auto [result, v] : llvm::zip_equal(op.getUpdated(), updated))
     result.replaceAllUsesWith(v);
   op.erase();
