@@ -707,8 +707,12 @@ bool isSaved(const rt::Slot &slot) {
 
 /// State of the loss scaler (it exists only with some --amp/--loss-scale
 /// settings, so a checkpoint may lack it or hold it in excess).
+/// Gradient accumulation's state (`P.grad_acc`, `accumulate.micro`) is
+/// treated alike: between updates (where checkpoints are written) nothing
+/// of it is needed, so checkpoints load across `accumulate` settings.
 bool isScalerState(llvm::StringRef name) {
-  return name.starts_with("loss_scale.");
+  return name.starts_with("loss_scale.") || name.ends_with(".grad_acc") ||
+         name == "accumulate.micro";
 }
 
 /// Opt level O2's low model copy of param NAME is state `NAME.model`: a
