@@ -727,9 +727,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                       " batches holds no update of " + std::to_string(micro) +
                       " micro-batches (accumulate = " + std::to_string(micro) +
                       ")");
-    perEpoch = perEpoch / micro * micro;
   }
-  if (perEpoch > 0 && pos.batch >= perEpoch) {
+  // The epoch's batches; an update needs `micro` of them that are left.
+  const int64_t batchesInEpoch = perEpoch;
+  auto epochEnds = [&] { return pos.batch + micro > batchesInEpoch; };
+  if (micro > 1)
+    perEpoch = perEpoch / micro * micro;
+  if (perEpoch > 0 && epochEnds()) {
     // A checkpoint of a run over a larger dataset: start the next epoch.
     ++pos.epoch;
     pos.batch = 0;
@@ -740,7 +744,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       steps = options.steps;
     } else {
       int64_t epochs = options.epochs > 0 ? options.epochs : 1;
-      steps = ((epochs - pos.epoch + 1) * perEpoch - pos.batch) / micro;
+      // (A checkpoint of another K may sit between update boundaries.)
+      steps = (epochs - pos.epoch) * (perEpoch / micro) +
+              (batchesInEpoch - pos.batch) / micro;
       if (steps <= 0)
         return fail(kInputError,
                     "--epochs " + std::to_string(epochs) + ": checkpoint '" +
@@ -995,7 +1001,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (program.training)
       ++pos.steps;
     bool epochDone = false;
-    if (!datasets.empty() && ++pos.batch == perEpoch) {
+    if (!datasets.empty() && (++pos.batch, epochEnds())) {
       ++pos.epoch;
       pos.batch = 0;
       epochDone = true;
