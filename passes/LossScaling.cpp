@@ -196,7 +196,9 @@ void LossScalingPass::runOnOperation() {
       if (!isa_and_nonnull<ClipGradNormOp>(g.getDefiningOp()))
         grads.insert(g);
   for (Value v : ret.getOperands())
-    if (scaled.contains(v) && !isa_and_nonnull<GradSeedOp>(v.getDefiningOp()))
+    if (scaled.contains(v) && !isa_and_nonnull<GradSeedOp>(v.getDefiningOp()) &&
+        // Gradient accumulation's micro-batch index (i32) is no gradient.
+        isa<FloatType>(getElementTypeOrSelf(v.getType())))
       grads.insert(v);
   if (grads.empty()) {
     seeds.front().emitOpError(

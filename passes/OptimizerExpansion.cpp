@@ -55,7 +55,11 @@ BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
   return func.getArgument(index);
 }
 
-LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
+/// The function attribute of a step with gradient accumulation: its K.
+constexpr llvm::StringLiteral kAccumulateAttrName = "tg.accumulate";
+
+LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
+                             int64_t accumulate) {
   MLIRContext *ctx = func.getContext();
   // Every operand must be a parameter: its name names its state.
   SmallVector<StringRef> names;
@@ -76,8 +80,27 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
     names.push_back(name.getValue());
   }
 
+  // Gradient accumulation: the step is one of K micro-batches, each the
+  // gradient of loss * (1/K) (torch's `(loss / K).backward()` with 1/K as
+  // an f32 multiplier), so the K accumulated gradients are the gradient of
+  // the mean loss.
+  Value differentiated = op.getLoss();
+  if (accumulate > 1) {
+    OpBuilder builder(op);
+    auto lossType = cast<RankedTensorType>(op.getLoss().getType());
+    auto elem = cast<FloatType>(lossType.getElementType());
+    llvm::APFloat inv(1.0f / static_cast<float>(accumulate));
+    bool lost = false;
+    inv.convert(elem.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+    Location kLoc = getTaggedLoc(op.getLoc(), kOptimizerLocTag);
+    Value invK = ConstantOp::create(
+        builder, kLoc,
+        DenseElementsAttr::get(RankedTensorType::get({}, elem), inv));
+    differentiated = MulOp::create(builder, kLoc, op.getLoss(), invK);
+  }
   FailureOr<SmallVector<Value>> grads =
-      differentiate(op, op.getLoss(), op.getParams());
+      differentiate(op, differentiated, op.getParams());
   if (failed(grads))
     return failure();
 
@@ -87,6 +110,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
       reached.push_back(i);
   // A parameter the loss does not reach comes back unchanged.
   SmallVector<Value> updated(op.getParams());
+  Operation *accumulation = nullptr;
   if (reached.empty()) {
     op.emitWarning("the loss does not depend on any parameter; this "
                    "training step updates nothing");
@@ -103,21 +127,56 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
       params.push_back(op.getParams()[i]);
       paramGrads.push_back((*grads)[i]);
     }
+    SmallVector<std::pair<std::string, Value>> newState;
+    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
+    if (accumulate > 1) {
+      // Each gradient goes into its f32 accumulator (the first micro-batch
+      // of an update writes it); clipping and the updates read the
+      // accumulators. What follows the tg.grad_accumulate is the update.
+      SmallVector<Value> accs;
+      for (unsigned i : reached) {
+        Value p = op.getParams()[i];
+        auto f32Type =
+            cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
+        accs.push_back(addStateArg(func, f32Type,
+                                   (names[i] + ".grad_acc").str(), zeros,
+                                   getTaggedLoc(p.getLoc(), kOptimizerLocTag)));
+      }
+      Value micro = addStateArg(
+          func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+          "accumulate.micro", zeros, loc);
+      auto acc = GradAccumulateOp::create(
+          builder, loc, accs, paramGrads, micro,
+          builder.getI64IntegerAttr(accumulate));
+      accumulation = acc;
+      for (auto [k, i] : llvm::enumerate(reached)) {
+        paramGrads[k] = acc.getNewAccs()[k];
+        newState.emplace_back((names[i] + ".grad_acc").str(),
+                              acc.getNewAccs()[k]);
+      }
+      newState.emplace_back("accumulate.micro", acc.getNewMicro());
+      func->setAttr(kAccumulateAttrName,
+                    builder.getI64IntegerAttr(accumulate));
+    }
     if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
       auto clip = ClipGradNormOp::create(builder, loc, paramGrads,
                                          /*found_inf=*/Value(),
                                          f64(maxNorm.getValueAsDouble()));
       paramGrads.assign(clip.getClipped().begin(), clip.getClipped().end());
+      // The accumulators' state is the last value written to them in place
+      // (their content after the update does not matter: the next update's
+      // first micro-batch overwrites it).
+      if (accumulate > 1)
+        for (auto [k, c] : llvm::enumerate(clip.getClipped()))
+          newState[k].second = c;
     }
 
     // Optimizer state: f32 tensors of each parameter's shape, initialised
     // to zero, named after the parameter.
-    auto zeros = InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0);
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
     auto f32Like = [&](Value p) {
       return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
     };
-    SmallVector<std::pair<std::string, Value>> newState;
 
     // A learning-rate schedule: the factor of this update, computed on the
     // device from the update counter (state `lr_schedule.step`), which
@@ -264,6 +323,25 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
     }
   }
 
+  // With accumulation everything after the tg.grad_accumulate is the
+  // update, run once per K micro-batches: the ops the step computes after
+  // the `minimize` (the casts of returned values, say) belong to every
+  // micro-batch and move before it, unless they read an updated parameter.
+  if (accumulation) {
+    llvm::SmallDenseSet<Value> afterUpdate(op.getUpdated().begin(),
+                                           op.getUpdated().end());
+    for (Operation *o = op->getNextNode(), *next; o; o = next) {
+      next = o->getNextNode();
+      if (o->hasTrait<OpTrait::IsTerminator>())
+        break;
+      if (llvm::any_of(o->getOperands(),
+                       [&](Value v) { return afterUpdate.contains(v); })) {
+        afterUpdate.insert(o->result_begin(), o->result_end());
+        continue;
+      }
+      o->moveBefore(accumulation);
+    }
+  }
   for (auto [result, v] : llvm::zip_equal(op.getUpdated(), updated))
     result.replaceAllUsesWith(v);
   op.erase();
@@ -272,6 +350,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op) {
 
 struct OptimizerExpansionPass
     : public ampc::impl::OptimizerExpansionBase<OptimizerExpansionPass> {
+  using OptimizerExpansionBase::OptimizerExpansionBase;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -297,7 +376,9 @@ struct OptimizerExpansionPass
       targets[0].emitOpError("needs a function that ends with 'func.return'");
       return signalPassFailure();
     }
-    if (failed(expandMinimize(func, targets[0])))
+    int64_t k = accumulate > 0 ? int64_t(accumulate)
+                               : int64_t(targets[0].getAccumulate().value_or(1));
+    if (failed(expandMinimize(func, targets[0], k)))
       return signalPassFailure();
   }
 };

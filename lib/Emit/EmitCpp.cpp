@@ -50,12 +50,16 @@ public:
     status = ec::OpaqueType::get(c, "ampc_status");
   }
 
-  LogicalResult translate(Block &block) {
+  /// The block's calls [begin, end) (gradient accumulation emits a step's
+  /// micro-batch and its update as two functions).
+  LogicalResult translate(Block &block, size_t begin = 0,
+                          size_t end = SIZE_MAX) {
     for (BlockArgument arg : block.getArguments())
       if (arg.getArgNumber() + 1 < block.getNumArguments())
         slotOf[arg] = arg.getArgNumber();
       else
         values[arg] = arena;
+    size_t index = 0;
     for (Operation &op : block) {
       if (auto view = dyn_cast<rt::ViewOp>(op)) {
         if (values.lookup(view.getBase()) != arena)
@@ -64,6 +68,9 @@ public:
         continue;
       }
       if (auto call = dyn_cast<rt::CallOp>(op)) {
+        size_t k = index++;
+        if (k < begin || k >= end)
+          continue;
         if (failed(translateCall(call)))
           return failure();
       }
@@ -100,7 +107,8 @@ public:
       if (!call)
         continue;
       size_t k = index++;
-      if (k >= p.checkCall)
+      // Gradient accumulation: one micro-batch, not its accumulation.
+      if (k >= p.checkCall || (p.accumulate > 1 && k + 1 >= p.updateCall))
         break;
       if (failed(translateCall(call)))
         return failure();
@@ -427,7 +435,19 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
          "Nothing\n/// synchronises with the host.\n"
       << "ampc_status " << n << "_step(" << n
       << "_state *state, const void *const *inputs);\n"
-      << "/// The device pointer of output `index` after a step.\n"
+      << "/// Gradient accumulation (docs/codegen.md): micro-batches per "
+         "update, K\n/// (1 without accumulation). With K > 1, " << n
+      << "_step runs one\n/// micro-batch and, after every K-th, the update; "
+      << n << "_micro_step and\n/// " << n << "_update run the two parts "
+         "separately (K micro-steps, then one\n/// update). Outputs and "
+      << n << "_check follow each micro-batch; " << n << "_skipped\n/// the "
+         "update.\n"
+      << "int32_t " << n << "_accumulate(void);\n";
+    if (p.accumulate > 1)
+      h << "ampc_status " << n << "_micro_step(" << n
+        << "_state *state, const void *const *inputs);\n"
+        << "ampc_status " << n << "_update(" << n << "_state *state);\n";
+    h << "/// The device pointer of output `index` after a step.\n"
       << "const void *" << n << "_output(" << n
       << "_state *state, int32_t index);\n"
       << "/// Checkpoints (parameters, optimizer and scaler state); the format "
@@ -540,7 +560,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     os << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
        << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
        << std::max<size_t>(numSlots, 1) << "];\n"
-       << "  void *step_scale; // the loss scale the last step used\n};\n\n";
+       << "  void *step_scale; // the loss scale the last step used\n"
+       << "  int64_t micro; // micro-batches of the current update done\n};\n\n";
     os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
        << "; }\n\n";
     os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
@@ -563,8 +584,9 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       ec::PointerType::get(ec::OpaqueType::get(c, "void")));
   Type statusType = ec::OpaqueType::get(c, "ampc_status");
   llvm::DenseMap<Attribute, std::string> arrays;
-  auto function = [&](StringRef name, Block &block,
-                      bool withConstants) -> LogicalResult {
+  auto function = [&](StringRef name, Block &block, bool withConstants,
+                      size_t begin = 0,
+                      size_t end = SIZE_MAX) -> LogicalResult {
     auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
                                   {statusType});
     auto func = ec::FuncOp::create(b, loc, name, type);
@@ -583,7 +605,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
           return failure();
       }
     }
-    if (failed(t.translate(block)))
+    if (failed(t.translate(block, begin, end)))
       return failure();
     // Parameters this function does not use (-Wunused-parameter).
     fb.setInsertionPointToStart(entry);
@@ -629,8 +651,18 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  *out = s;\n  return AMPC_OK;\n}";
     verbatim(text);
   }
-  if (failed(function(n + "_step_calls", p.op.getStep().getBody().front(),
+  // Gradient accumulation: a micro-batch's calls and the update's instead
+  // of the step's.
+  bool accumulated = p.accumulate > 1;
+  if (!accumulated &&
+      failed(function(n + "_step_calls", p.op.getStep().getBody().front(),
                       false)))
+    return failure();
+  if (accumulated &&
+      (failed(function(n + "_micro_calls", p.op.getStep().getBody().front(),
+                       false, 0, p.updateCall)) ||
+       failed(function(n + "_update_calls", p.op.getStep().getBody().front(),
+                       false, p.updateCall))))
     return failure();
   {
     auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
@@ -679,8 +711,38 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  // The scale this step uses, for " << n << "_overflow.\n"
        << "  AMPC_TRY(ampc_memcpy(s->ctx, s->step_scale, s->slot["
        << p.scaleSlot << "], 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
-  b2 << "  return " << n << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
-     << "}\n\n";
+  if (!accumulated) {
+    b2 << "  return " << n
+       << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+       << "}\n\n";
+  } else {
+    // One micro-batch; the update after every K-th.
+    b2 << "  AMPC_TRY(" << n
+       << "_micro_calls(s->ctx, s->seed, s->arena, s->slot));\n"
+       << "  if (++s->micro < " << p.accumulate << ")\n    return AMPC_OK;\n"
+       << "  s->micro = 0;\n"
+       << "  return " << n
+       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
+       << "ampc_status " << n << "_micro_step(" << n
+       << "_state *s, const void *const *inputs) {\n"
+       << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
+       << "    return AMPC_ERROR_NULL_POINTER;\n"
+       << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
+       << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
+    if (p.scaleSlot >= 0)
+      b2 << "  AMPC_TRY(ampc_memcpy(s->ctx, s->step_scale, s->slot["
+         << p.scaleSlot << "], 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
+    b2 << "  ++s->micro;\n"
+       << "  return " << n
+       << "_micro_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
+       << "ampc_status " << n << "_update(" << n << "_state *s) {\n"
+       << "  if (!s)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << "  s->micro = 0;\n"
+       << "  return " << n
+       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n";
+  }
+  b2 << "int32_t " << n << "_accumulate(void) { return " << p.accumulate
+     << "; }\n\n";
   // Check and overflow reports (docs/codegen.md): the sources' names.
   auto cstr = [](const std::string &text) {
     std::string out = "\"";

@@ -270,6 +270,7 @@ void World::attach(Executor &ex) {
         at += numels[g];
       }
     }
+    ++reduceCount;
     reduceSeconds += std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - t0)
                          .count();

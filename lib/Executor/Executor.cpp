@@ -268,10 +268,11 @@ struct Executor::Impl {
   bool keepReplayOutputs = false;
   std::vector<std::vector<char>> replayOutputs;
 
-  bool run(std::vector<PreparedCall> &calls, std::string &error) {
+  bool run(std::vector<PreparedCall> &calls, std::string &error,
+           size_t begin = 0, size_t end = SIZE_MAX) {
     bool hooked = !gradientHook || &calls != &step;
     bool snapshot = snap.enabled && &calls == &step;
-    for (size_t i = 0; i < calls.size(); ++i) {
+    for (size_t i = begin; i < end && i < calls.size(); ++i) {
       PreparedCall &p = calls[i];
       int at[4];
       if (!hooked && gradientArgs(p.callee, at)) {
@@ -449,6 +450,16 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
 
 bool Executor::step(std::string &error) {
   bool ok = impl->run(impl->step, error);
+  ++impl->stepsRun;
+  return ok;
+}
+
+bool Executor::microStep(std::string &error) {
+  return impl->run(impl->step, error, 0, program.updateCall);
+}
+
+bool Executor::update(std::string &error) {
+  bool ok = impl->run(impl->step, error, program.updateCall);
   ++impl->stepsRun;
   return ok;
 }
@@ -890,8 +901,12 @@ bool isSaved(const rt::Slot &slot) {
 
 /// State of the loss scaler (it exists only with some --amp/--loss-scale
 /// settings, so a checkpoint may lack it or hold it in excess).
+/// Gradient accumulation's state (`P.grad_acc`, `accumulate.micro`) is
+/// treated alike: between updates (where checkpoints are written) nothing
+/// of it is needed, so checkpoints load across `accumulate` settings.
 bool isScalerState(llvm::StringRef name) {
-  return name.starts_with("loss_scale.");
+  return name.starts_with("loss_scale.") || name.ends_with(".grad_acc") ||
+         name == "accumulate.micro";
 }
 
 /// Opt level O2's low model copy of param NAME is state `NAME.model`: a

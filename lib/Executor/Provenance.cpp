@@ -119,8 +119,12 @@ bool ampc::exec::checkIndices(Executor &ex, const rt::Program &program,
 
 bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
                               double scale, const rt::CallSource *&found,
-                              std::string &error) {
+                              std::string &error,
+                              const std::function<bool(int64_t)> *feedMicro,
+                              int64_t *microFound) {
   found = nullptr;
+  if (microFound)
+    *microFound = -1;
   auto ctx = static_cast<ampc_context>(ex.context());
   // The state the replay may touch (a step's forward can update state, e.g.
   // batch_norm's running statistics in buffers), and the scale the step used: the scaler has backed
@@ -146,27 +150,40 @@ bool ampc::exec::findOverflow(Executor &ex, const rt::Program &program,
   bool ok = st == AMPC_OK;
   if (!ok)
     error = lastError("clearing the check word", st);
-  ok = ok && ex.replay(
-                 program.checkCall,
-                 [&](size_t call) {
-                   for (const Probe &p : probes[call]) {
-                     ampc_status s = ampc_check_nonfinite(
-                         ctx, ex.callPointer(call, p.arg),
-                         static_cast<ampc_dtype>(p.dtype), p.numel,
-                         static_cast<int32_t>(p.source));
-                     if (s != AMPC_OK) {
-                       error = lastError("ampc_check_nonfinite", s);
-                       return false;
-                     }
-                   }
-                   return true;
-                 },
-                 error);
-  if (ok) {
-    st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
-    if (st != AMPC_OK) {
-      error = lastError("reading the check word", st);
+  // Gradient accumulation: each micro-batch of the update in turn, up to
+  // the update, until one holds a non-finite value.
+  bool accumulated = program.accumulate > 1 && feedMicro;
+  auto probe = [&](size_t call) {
+    for (const Probe &p : probes[call]) {
+      ampc_status s = ampc_check_nonfinite(
+          ctx, ex.callPointer(call, p.arg),
+          static_cast<ampc_dtype>(p.dtype), p.numel,
+          static_cast<int32_t>(p.source));
+      if (s != AMPC_OK) {
+        error = lastError("ampc_check_nonfinite", s);
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int64_t j = 0; ok && j < (accumulated ? program.accumulate : 1); ++j) {
+    if (accumulated && !(*feedMicro)(j)) {
       ok = false;
+      break;
+    }
+    ok = ex.replay(accumulated ? program.updateCall : program.checkCall, probe,
+                   error);
+    if (ok) {
+      st = ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site);
+      if (st != AMPC_OK) {
+        error = lastError("reading the check word", st);
+        ok = false;
+      }
+    }
+    if (ok && site >= 0) {
+      if (microFound && accumulated)
+        *microFound = j;
+      break;
     }
   }
   // Whatever happened, the state is put back as the skipped step left it.

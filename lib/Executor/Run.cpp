@@ -519,6 +519,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                    << "); choose one with --graph\n";
   }
   const rt::Program &program = *chosen;
+  if (options.accumulate > 0 && !program.training)
+    return fail(kUsageError, "--accumulate: graph '" + program.name +
+                                 "' does not minimize; gradient accumulation "
+                                 "needs a training step");
+  // Gradient accumulation (docs/optimizer.md): K micro-batches per update.
+  const int64_t micro = program.accumulate;
   const rt::Program *evalProgram = nullptr;
   if (!options.eval.empty()) {
     evalProgram = findProgram(options.eval);
@@ -752,12 +758,28 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
 
   // How many steps this run takes.
-  // Under W ranks an epoch has floor(N / (W * B)) updates.
+  // Under W ranks an epoch has floor(N / (W * B)) batches.
   int64_t perEpoch =
       datasets.empty()
           ? 0
           : datasets.front().samples / (ranks * datasets.front().batch);
-  if (perEpoch > 0 && pos.batch >= perEpoch) {
+  // With accumulation an epoch is floor(batches / K) updates of K
+  // micro-batches; the remaining batches are dropped, as incomplete batches
+  // are. pos.batch counts batches (micro-batches) either way.
+  if (micro > 1 && !datasets.empty()) {
+    if (perEpoch < micro)
+      return fail(kInputError,
+                  "--data: an epoch of " + std::to_string(perEpoch) +
+                      " batches holds no update of " + std::to_string(micro) +
+                      " micro-batches (accumulate = " + std::to_string(micro) +
+                      ")");
+  }
+  // The epoch's batches; an update needs `micro` of them that are left.
+  const int64_t batchesInEpoch = perEpoch;
+  auto epochEnds = [&] { return pos.batch + micro > batchesInEpoch; };
+  if (micro > 1)
+    perEpoch = perEpoch / micro * micro;
+  if (perEpoch > 0 && epochEnds()) {
     // A checkpoint of a run over a larger dataset: start the next epoch.
     ++pos.epoch;
     pos.batch = 0;
@@ -768,7 +790,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       steps = options.steps;
     } else {
       int64_t epochs = options.epochs > 0 ? options.epochs : 1;
-      steps = (epochs - pos.epoch + 1) * perEpoch - pos.batch;
+      // (A checkpoint of another K may sit between update boundaries.)
+      steps = (epochs - pos.epoch) * (perEpoch / micro) +
+              (batchesInEpoch - pos.batch) / micro;
       if (steps <= 0)
         return fail(kInputError,
                     "--epochs " + std::to_string(epochs) + ": checkpoint '" +
@@ -894,7 +918,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   StepReadPlan plan =
       planStepReads(program, options.overflowReport, bool(world), atOnce);
   bool packed = plan.packed, late = plan.late;
-  if (plan.report && !ex->enableSnapshot(error))
+  if (plan.snapshot && !ex->enableSnapshot(error))
     return fail(kRuntimeError, error);
   // Which op overflowed in a skipped step (Provenance.cpp): both paths ask
   // here; with ranks, the ranks agree on the first one.
@@ -904,13 +928,23 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   int64_t replaysChecked = 0;
   if (checkReplay)
     ex->keepReplayOutputs(true);
+  // With accumulation (no snapshot) the replay runs at once from the
+  // state the skipped update left, micro-batch by micro-batch (`feedMicro`),
+  // and `micro` is the micro-batch (from 0) of the op found.
+  std::function<bool(int64_t)> feedMicro;
   auto overflowOf = [&](uint64_t serial, int64_t shown, bool skipped,
-                        double loss, const rt::CallSource *&overflow) {
+                        double loss, double scale,
+                        const rt::CallSource *&overflow, int64_t &microAt) {
     overflow = nullptr;
+    microAt = -1;
     if (!skipped || !plan.report)
       return true;
-    if (!findOverflowFromSnapshot(*ex, program, serial, overflow, error) ||
-        (world && !agreeOnOverflow(*world, program, overflow, error)))
+    bool found =
+        plan.snapshot
+            ? findOverflowFromSnapshot(*ex, program, serial, overflow, error)
+            : findOverflow(*ex, program, scale, overflow, error,
+                           micro > 1 ? &feedMicro : nullptr, &microAt);
+    if (!found || (world && !agreeOnOverflow(*world, program, overflow, error)))
       return false;
     if (checkReplay && !world && !program.outputs.empty()) {
       std::vector<double> again = ex->replayedOutput(0);
@@ -929,6 +963,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   LateStep pending(program.scaleSlot >= 0);
   uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
+  int64_t lastOverflowMicro = -1;
   // Logs step k's line (and the progress line) from its scalars.
   auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
                     double loss, bool skipped,
@@ -952,8 +987,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (scaler)
         line += ", \"loss_scale\": " + jnum(used) +
                 ", \"skipped\": " + (skipped ? "true" : "false");
-      if (overflow)
-        line += ", \"overflow\": " + overflowJson(*overflow);
+      if (overflow) {
+        std::string json = overflowJson(*overflow);
+        // With accumulation: which micro-batch of the update (from 1).
+        if (micro > 1 && lastOverflowMicro >= 0)
+          json.insert(json.size() - 1, ", \"micro_batch\": " +
+                                           std::to_string(lastOverflowMicro + 1));
+        line += ", \"overflow\": " + json;
+      }
       logLine(line + "}");
     }
     if (tty) {
@@ -990,14 +1031,54 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
           !checkIndices(*ex, program, r.shown, error, lateLocated))
         return false;
       const rt::CallSource *overflow = nullptr;
-      if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, overflow))
+      int64_t microAt = -1;
+      if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, r.scale, overflow,
+                      microAt))
         return false;
       record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
     }
   };
+  // Gradient accumulation: one update is K micro-batches, each a batch of
+  // the data; the log's loss is the mean of their losses. Their offsets in
+  // the epoch's order are kept for the overflow report's replay.
+  std::vector<int64_t> microOffsets;
+  double microLoss = NAN;
+  auto accumulatedStep = [&]() -> bool {
+    microOffsets.clear();
+    double sum = 0.0;
+    bool scalarLoss = !program.outputs.empty();
+    for (int64_t j = 0; j < micro; ++j) {
+      if (!datasets.empty()) {
+        prepareOrder();
+        microOffsets.push_back(pos.batch * datasets.front().batch);
+        if (!feedBatch(*ex, datasets, order, microOffsets.back(), error,
+                       ranks, myRank))
+          return false;
+      }
+      if (!ex->microStep(error))
+        return false;
+      if (scalarLoss) {
+        std::vector<double> values;
+        if (!ex->readOutput(0, values, error))
+          return false;
+        scalarLoss = values.size() == 1;
+        if (scalarLoss)
+          sum += values[0];
+      }
+      if (!datasets.empty() && j + 1 < micro)
+        ++pos.batch;
+    }
+    microLoss = scalarLoss ? sum / double(micro) : NAN;
+    return ex->update(error);
+  };
+  feedMicro = [&](int64_t j) -> bool {
+    return datasets.empty() || feedBatch(*ex, datasets, order, microOffsets[j],
+                                         error, ranks, myRank);
+  };
   for (int64_t k = 0; k < steps && !gSignal; ++k) {
     int64_t epoch = pos.epoch;
-    if (!datasets.empty()) {
+    // With accumulation the micro-batches are fed in accumulatedStep.
+    if (micro == 1 && !datasets.empty()) {
       prepareOrder();
       if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
                      error, ranks, myRank))
@@ -1008,7 +1089,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         !scaleOfStep(scale))
       return fail(kRuntimeError, error);
     uint64_t syncsBefore = ex->hostSyncs();
-    if (!ex->step(error))
+    if (micro > 1 ? !accumulatedStep() : !ex->step(error))
       return fail(kRuntimeError, error);
     syncsInSteps += ex->hostSyncs() - syncsBefore;
     ++taken;
@@ -1017,7 +1098,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (world && !world->testDivergence(*ex, program, pos.steps, error))
       return fail(kRuntimeError, error);
     bool epochDone = false;
-    if (!datasets.empty() && ++pos.batch == perEpoch) {
+    if (!datasets.empty() && (++pos.batch, epochEnds())) {
       ++pos.epoch;
       pos.batch = 0;
       epochDone = true;
@@ -1031,7 +1112,9 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     } else {
       double loss = NAN;
       std::vector<double> values;
-      if (!program.outputs.empty()) {
+      if (micro > 1) {
+        loss = microLoss;
+      } else if (!program.outputs.empty()) {
         if (!ex->readOutput(0, values, error))
           return fail(kRuntimeError, error);
         if (values.size() == 1)
@@ -1047,8 +1130,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
         return fail(kRuntimeError, error);
       const rt::CallSource *overflow = nullptr;
-      if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, overflow))
+      int64_t overflowMicro = -1;
+      if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, scale,
+                      overflow, overflowMicro))
         return fail(kRuntimeError, error);
+      // With ranks the op may come from another rank's replay: no
+      // micro-batch then.
+      lastOverflowMicro = world ? -1 : overflowMicro;
       record(k, epoch, shown, scale, loss, skipped, overflow);
     }
     bool saveNow = options.saveEvery > 0 && program.training &&
@@ -1173,7 +1261,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     char wait[32];
     std::snprintf(wait, sizeof(wait), "%.3f", world->allReduceSeconds());
     llvm::outs() << ", " << world->size() << " ranks, " << wait
-                 << " s in gradient all-reduce";
+                 << " s in gradient all-reduce ("
+                 << world->allReduceCount() << " calls)";
   }
   llvm::outs() << "\n";
   if (!program.training)

@@ -1377,6 +1377,7 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
             : SmallVector<StringRef>{"lr",  "beta1",        "beta2",
                                      "eps", "weight_decay", "max_grad_norm"};
   allowed.append(std::begin(kScheduleKeys), std::end(kScheduleKeys));
+  allowed.push_back("accumulate");
   if (failed(checkKeywords(opt, allowed)))
     return failure();
 
@@ -1448,6 +1449,20 @@ FailureOr<Operation *> MLIRGenImpl::genMinimize(const MinimizeStmtAST &stmt) {
     attrs.push_back(named("param_groups", *groups));
   if (*schedule)
     attrs.push_back(named("schedule", *schedule));
+  // Gradient accumulation: micro-batches per update, an integer >= 1.
+  if (const KeywordArg *kw = opt.findKeyword("accumulate")) {
+    FailureOr<int64_t> k = getInt(opt, "accumulate", std::nullopt);
+    if (failed(k))
+      return failure();
+    if (*k < 1 || *k > INT32_MAX) {
+      error(kw->value.loc) << "'accumulate' must be an integer in [1, 2^31) "
+                              "(micro-batches per update), got "
+                           << *k;
+      return failure();
+    }
+    if (*k > 1)
+      attrs.push_back(named("accumulate", builder.getI64IntegerAttr(*k)));
+  }
   Operation *op = buildOp<tg::MinimizeOp>(loc(opt.getLoc()), operands, attrs,
                                           all.size());
   if (!op)

@@ -174,7 +174,11 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
       pm.addNestedPass<func::FuncOp>(createLowParams());
   }
   pm.addNestedPass<func::FuncOp>(createAutodiff());
-  pm.addNestedPass<func::FuncOp>(createOptimizerExpansion());
+  {
+    OptimizerExpansionOptions expansion;
+    expansion.accumulate = options.accumulate;
+    pm.addNestedPass<func::FuncOp>(createOptimizerExpansion(expansion));
+  }
   {
     std::string error;
     FailureOr<LossScaleChoice> choice = resolveLossScale(options, error);

@@ -1200,6 +1200,33 @@ public:
     return AMPC_OK;
   }
 
+  // Gradient accumulation (issue 13): the first micro-batch writes, the
+  // others add, one f32 addition per element.
+  ampc_status gradAccumulate(const TensorList &accs, const TensorList &grads,
+                             int32_t *micro, int64_t k) override {
+    bool first = *micro == 0;
+    for (int32_t t = 0; t < accs.count; ++t) {
+      float *acc = static_cast<float *>(accs.data[t]);
+      const void *g = grads.data[t];
+      ampc_dtype gd = grads.dtypes[t];
+      int64_t n = accs.numels[t];
+      if (gd == AMPC_F32) {
+        const float *gf = static_cast<const float *>(g);
+        if (first)
+          for (int64_t i = 0; i < n; ++i)
+            acc[i] = gf[i];
+        else
+          for (int64_t i = 0; i < n; ++i)
+            acc[i] = acc[i] + gf[i];
+        continue;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] = first ? loadF32(g, gd, i) : acc[i] + loadF32(g, gd, i);
+    }
+    *micro = static_cast<int32_t>((*micro + 1) % k);
+    return AMPC_OK;
+  }
+
   // Batch norm and dropout (issue 12): the shared scalar code, one channel
   // (or element) at a time.
   ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,

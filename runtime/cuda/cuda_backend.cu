@@ -53,6 +53,22 @@ __global__ void copyKernel(Buf dst, Buf src, Walk w, float scale, int64_t n) {
   }
 }
 
+// Gradient accumulation (issue 13): the first micro-batch (*micro == 0)
+// writes, the others add in f32.
+__global__ void gradAccumulateKernel(float *acc, const void *g,
+                                     ampc_dtype gd, int64_t n,
+                                     const int32_t *micro) {
+  bool first = *micro == 0;
+  GRID_STRIDE(i, n) {
+    float v = loadF32(g, gd, i);
+    acc[i] = first ? v : acc[i] + v;
+  }
+}
+
+__global__ void advanceMicroKernel(int32_t *micro, int64_t k) {
+  *micro = static_cast<int32_t>((*micro + 1) % k);
+}
+
 __global__ void fillKernel(Buf y, int64_t n, float v, int64_t iv) {
   GRID_STRIDE(i, n) {
     if (isFloatDtype(y.dtype))
@@ -1537,6 +1553,25 @@ public:
           CUDA_TRY(launchAdamw(stream_, c, blocks, sc, foundInf));
           return AMPC_OK;
         });
+  }
+
+  // Gradient accumulation (issue 13): one launch per tensor, then the
+  // index advances (kernels of one stream run in order).
+  ampc_status gradAccumulate(const TensorList &accs, const TensorList &grads,
+                             int32_t *micro, int64_t k) override {
+    ENTER();
+    for (int32_t t = 0; t < accs.count; ++t) {
+      int64_t n = accs.numels[t];
+      if (n == 0)
+        continue;
+      gradAccumulateKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+          static_cast<float *>(accs.data[t]), grads.data[t], grads.dtypes[t],
+          n, micro);
+      LAUNCH_CHECK("grad_accumulate kernel");
+    }
+    advanceMicroKernel<<<1, 1, 0, stream_>>>(micro, k);
+    LAUNCH_CHECK("grad_accumulate index kernel");
+    return AMPC_OK;
   }
 
   ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,

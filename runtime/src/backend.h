@@ -202,6 +202,11 @@ public:
   /// (its data may be null) is set.
   virtual ampc_status lrSchedule(float *factor, int32_t *step,
                                  const LrSchedule &s, Buf foundInf) = 0;
+  /// Gradient accumulation: accs.data[t] (f32) = grads[t] when *micro == 0,
+  /// else accs + grads; then *micro = (*micro + 1) % k.
+  virtual ampc_status gradAccumulate(const TensorList &accs,
+                                     const TensorList &grads, int32_t *micro,
+                                     int64_t k) = 0;
 
   // Batch norm and dropout (issue 12; scalar code in norm_dropout_ops.h).
   // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].

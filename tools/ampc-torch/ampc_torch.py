@@ -774,9 +774,20 @@ class Runner:
             ratio = n / top if top > 0 else 0.0
             self.grad_ratio[name] = max(self.grad_ratio.get(name, 0.0), ratio)
 
-    def step(self):
-        """One step. Returns the log record {"loss", "loss_scale", "skipped"}."""
+    def accumulate(self):
+        """Micro-batches per update (`accumulate = K`, default 1)."""
+        return int(self.p.minimize["attrs"].get("accumulate", 1)) if self.p.training else 1
+
+    def step(self, micro=0):
+        """One step, or with accumulation (K > 1) micro-batch `micro` of an
+        update: GradScaler's accumulation recipe, `(loss * (1/K))` scaled and
+        differentiated per micro-batch, the gradients summed in the
+        parameters' .grad (f32) in micro-batch order, and after the K-th one
+        unscale, check, clip, step and the scaler's update once. Returns the
+        log record {"loss", "loss_scale", "skipped"} (of the micro-batch)."""
         p = self.p
+        k_acc = self.accumulate()
+        last_micro = micro == k_acc - 1
         scale = self.scaler.scale if self.scaler is not None else None
         training = p.training
         with torch.set_grad_enabled(training or p.has_grad):
@@ -791,12 +802,30 @@ class Runner:
             targets = [self.params[self.param_of_value[v]] for v in op["operands"][1:]]
             seed = torch.ones_like(loss) if scale is None else \
                 round_to(torch.full_like(loss, float(scale)), dts[op["operands"][0]])
+            differentiated = loss
+            if k_acc > 1:
+                # ampc multiplies the loss by 1/K in the loss's type (the
+                # same as torch's loss / K for K a power of two).
+                differentiated = loss * round_to(
+                    torch.tensor(float(np.float32(1.0) / np.float32(k_acc))), dts[op["operands"][0]])
             if loss.requires_grad:
-                gs = torch.autograd.grad(loss, targets, grad_outputs=seed, allow_unused=True)
+                gs = torch.autograd.grad(differentiated, targets, grad_outputs=seed,
+                                         allow_unused=True)
             else:
                 gs = [None] * len(targets)  # the loss reaches no parameter
             for t, g in zip(targets, gs):
-                t.grad = None if g is None else g.detach().clone()
+                g = None if g is None else g.detach().clone().float()
+                if k_acc > 1 and micro > 0:
+                    t.grad = t.grad if g is None else (g if t.grad is None else t.grad + g)
+                else:
+                    t.grad = g
+            if not last_micro:
+                # A micro-batch before the K-th: only the forward's effects.
+                for r in p.buffer_outs:
+                    self.buffers[r["name"]] = round_to(vals[r["value"]].detach().float(), r["type"])
+                outs = self.outputs(vals, dts)
+                self.last_outputs = outs
+                return {"loss": float(outs[0]) if outs and outs[0].numel() == 1 else float("nan")}
             raw = [t.grad for t in targets if t.grad is not None] + list(grads.values())
         else:
             raw = list(grads.values())
@@ -1058,21 +1087,34 @@ def run(args, doc=None):
     first = last = float("nan")
     skipped = 0
     t0 = time.perf_counter()
+    # Gradient accumulation: an update is K batches; an epoch floor(batches
+    # / K) updates (the rest dropped).
+    k_acc = runner.accumulate()
+    if sets and k_acc > 1:
+        per_epoch //= k_acc
+        if p.training and not args.steps_given:
+            steps = (args.epochs or 1) * per_epoch
     for k in range(steps):
         if runner.monitor is not None:
             runner.monitor.reset()
         epoch = k // per_epoch + 1 if per_epoch else None
-        if sets:
-            if order_epoch != epoch:
-                order_epoch = epoch
-                order = epoch_order(args.seed, epoch, n) if args.shuffle == "true" \
-                    else list(range(n))
-            first_sample = (k % per_epoch) * batch
-            rows = order[first_sample:first_sample + batch]
-            for name, (a, arg) in sets.items():
-                runner.inputs[name] = runner.to_tensor(np.ascontiguousarray(a[rows]),
-                                                       arg["type"])
-        record = runner.step()
+        micro_losses = []
+        for j in range(k_acc):
+            if sets:
+                if order_epoch != epoch:
+                    order_epoch = epoch
+                    order = epoch_order(args.seed, epoch, n) if args.shuffle == "true" \
+                        else list(range(n))
+                first_sample = ((k % per_epoch) * k_acc + j) * batch
+                rows = order[first_sample:first_sample + batch]
+                for name, (a, arg) in sets.items():
+                    runner.inputs[name] = runner.to_tensor(np.ascontiguousarray(a[rows]),
+                                                           arg["type"])
+            record = runner.step(j)
+            micro_losses.append(record["loss"])
+        if k_acc > 1:
+            # The log's loss: the mean of the update's micro-batch losses.
+            record["loss"] = float(sum(micro_losses) / k_acc)
         if k == 0:
             first = record["loss"]
         last = record["loss"]

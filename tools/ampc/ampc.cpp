@@ -368,6 +368,12 @@ cl::opt<int64_t, true> runSaveEvery(
     cl::desc("run: also write the --save checkpoint every K updates"),
     cl::value_desc("K"), cl::location(opts.run.saveEvery),
     cl::cat(ampcCategory));
+cl::opt<int64_t, true> runAccumulate(
+    "accumulate",
+    cl::desc("run: gradient accumulation, K micro-batches per update "
+             "(overrides the optimizer's `accumulate`)"),
+    cl::value_desc("K"), cl::location(opts.run.accumulate),
+    cl::cat(ampcCategory));
 cl::opt<bool, true> runOverflowReport(
     "overflow-report",
     cl::desc(withDefault("run: on a step the loss scaler skipped, replay it "
@@ -813,6 +819,15 @@ int main(int argc, char **argv) {
   if (opts.runMode && runEpochs.getNumOccurrences() && opts.run.epochs < 1) {
     llvm::errs() << "ampc: error: --epochs must be at least 1\n";
     return kUsageError;
+  }
+  if (runAccumulate.getNumOccurrences()) {
+    if (opts.run.accumulate < 1 || opts.run.accumulate > INT32_MAX) {
+      llvm::errs() << "ampc: error: --accumulate must be an integer in [1, "
+                      "2^31), got "
+                   << opts.run.accumulate << "\n";
+      return kUsageError;
+    }
+    opts.pipeline.accumulate = opts.run.accumulate;
   }
   for (auto [flag, given, value] :
        {std::tuple<StringRef, bool, int64_t>{

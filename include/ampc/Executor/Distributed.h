@@ -66,6 +66,9 @@ public:
                      std::string &error);
   /// Seconds spent in gradient all-reduces so far.
   double allReduceSeconds() const { return reduceSeconds; }
+  /// How many times the gradients were all-reduced (once per update, also
+  /// with gradient accumulation).
+  int64_t allReduceCount() const { return reduceCount; }
   /// Ends the whole job with `code` (a rank failed).
   [[noreturn]] void abortJob(int code);
 
@@ -75,6 +78,7 @@ private:
   std::unique_ptr<Impl> impl;
   int rankId = 0, worldSize = 1;
   double reduceSeconds = 0;
+  int64_t reduceCount = 0;
 };
 
 } // namespace ampc::exec

@@ -60,6 +60,13 @@ public:
                         std::string &error);
   /// Runs one step.
   bool step(std::string &error);
+  /// Gradient accumulation (rt::Program::accumulate > 1): one micro-batch
+  /// (the step's calls before program.updateCall: forward, backward, the
+  /// accumulation) and the update (the calls from updateCall on: the
+  /// scaler's check, clipping, the optimizer, the scale update). step()
+  /// is both.
+  bool microStep(std::string &error);
+  bool update(std::string &error);
   /// Reads output `i` (after a step) as f64 values.
   bool readOutput(size_t i, std::vector<double> &values, std::string &error);
   /// Reads output `i` (after a step) as its bytes.

@@ -28,9 +28,13 @@ struct StepReadPlan {
   bool packed = false;
   /// The packed read is taken one step late.
   bool late = false;
-  /// A skipped step is replayed for the overflow report, from the
-  /// device-side snapshot of the state it started from.
+  /// A skipped step is replayed for the overflow report.
   bool report = false;
+  /// ... from the device-side snapshot of the state it started from. Not
+  /// with gradient accumulation: the replay there needs every micro-batch's
+  /// inputs, so the reads are taken at once and the replay runs before the
+  /// next update, from the state the skipped update left.
+  bool snapshot = false;
 };
 
 /// `atOnce` (AMPC_STEP_READS=at-once in the environment) takes every
@@ -39,9 +43,11 @@ inline StepReadPlan planStepReads(const rt::Program &program,
                                   bool overflowReport, bool ranks,
                                   bool atOnce) {
   StepReadPlan plan;
-  plan.packed = !ranks;
+  bool accumulating = program.accumulate > 1;
+  plan.packed = !ranks && !accumulating;
   plan.late = plan.packed && !atOnce;
   plan.report = overflowReport && bool(program.foundInf);
+  plan.snapshot = plan.report && !accumulating;
   return plan;
 }
 

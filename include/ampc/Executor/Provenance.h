@@ -10,6 +10,7 @@
 
 #include "ampc/Executor/Executor.h"
 
+#include <functional>
 #include <string>
 
 namespace ampc::exec {
@@ -29,10 +30,17 @@ bool checkIndices(Executor &ex, const rt::Program &program, int64_t step,
 /// afterwards. `found` is the first such call in execution order, or null
 /// (e.g. the overflow was on another rank). The replay starts from the
 /// state the step left, where buffers and counters the step writes have
-/// moved on; `ampc run` uses findOverflowFromSnapshot instead, and this
-/// remains for an executor without a snapshot.
+/// moved on; `ampc run` uses findOverflowFromSnapshot where it can (no
+/// accumulation) and this otherwise, replaying at once, before the next step.
+///
+/// Gradient accumulation (program.accumulate = K > 1): the update's K
+/// micro-batches are replayed in order (`feedMicro(j)` puts micro-batch j's
+/// inputs back), each up to the update, and `microFound` is the micro-batch
+/// (from 0) of the first op found, or -1.
 bool findOverflow(Executor &ex, const rt::Program &program, double scale,
-                  const rt::CallSource *&found, std::string &error);
+                  const rt::CallSource *&found, std::string &error,
+                  const std::function<bool(int64_t)> *feedMicro = nullptr,
+                  int64_t *microFound = nullptr);
 
 /// The same search for step `serial` (Executor::stepsTaken() numbering; one
 /// of the last two steps, skipped) from its device-side snapshot

@@ -34,6 +34,9 @@ struct RunOptions {
   /// Under W > 1 ranks, training batch norms reduce their statistics over
   /// the ranks (docs/distributed.md); on one process a note, no effect.
   bool syncBatchnorm = false;
+  /// --accumulate K (0: not given); the compiler applied it, the runner
+  /// refuses it on a graph that does not minimize.
+  int64_t accumulate = 0;
   /// On a skipped step, name the op that overflowed (docs/jobs.md).
   bool overflowReport = true;
   std::string log, save, load;

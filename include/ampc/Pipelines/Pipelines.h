@@ -58,6 +58,10 @@ struct PipelineOptions {
   double lossScaleMin = LossScalingOptions().minScale;
   double lossScaleMax = LossScalingOptions().maxScale;
 
+  /// Gradient accumulation: micro-batches per update; > 0 overrides every
+  /// `minimize`'s `accumulate` (`ampc run --accumulate K`), 0 keeps them.
+  int64_t accumulate = 0;
+
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
 

@@ -101,6 +101,19 @@ def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
     with `func.return`, and the errors of the backward graph (see
     `ampc-autodiff`).
 
+    Gradient accumulation (`accumulate = K > 1` on the `tg.minimize`, or the
+    pass option `accumulate`, which overrides it when > 0): the function
+    becomes one micro-batch of an update of K micro-batches. The loss is
+    multiplied by `1/K` (an f32 constant) before it is differentiated, so the
+    seed of the backward graph is `1/K` (times the loss scale, added later);
+    the gradients go into f32 state `P.grad_acc` (one per parameter the loss
+    reaches, zeros) through one `tg.grad_accumulate` with the micro-batch
+    index, state `accumulate.micro` (i32, zeros); clipping and the updates
+    read the accumulators. The function gets `tg.accumulate = K`; everything
+    after the `tg.grad_accumulate` is the update, which a runner executes
+    only after the K-th micro-batch (the lowering marks it: `rt.program`'s
+    `update_call`). With K = 1 nothing changes.
+
     Before:
     ```mlir
     func.func @step(%x: tensor<4x3xf32> {tg.input = "x"},
@@ -131,6 +144,11 @@ def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
     }
     ```
   }];
+  let options = [
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"0",
+           "Micro-batches per update; > 0 overrides the tg.minimize's "
+           "`accumulate` (0 keeps it)">
+  ];
   let dependentDialects = ["::ampc::tg::TGDialect"];
 }
 

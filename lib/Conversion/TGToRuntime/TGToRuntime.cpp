@@ -483,6 +483,10 @@ const std::vector<Row> &kernelTable() {
                            i64("warmup_steps"), i64("total_steps"),
                            f64("min_lr"), i64("step_size"), f64("gamma"),
                            flag(1)}),
+        // Gradient accumulation (issue 13): in place on the accumulators
+        // and the micro-batch index.
+        row<GradAccumulateOp>({list(0), list(1), dtypes(1), numels(0),
+                               count(0), buf(2), i64("k")}),
         row<UpdateScaleOp>({buf(0), buf(1), buf(2), flag(3),
                             f64("growth_factor"), f64("backoff_factor"),
                             i32("growth_interval"), i32("hysteresis"),
@@ -1354,6 +1358,10 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       if (auto scale = scaling.getAs<FloatAttr>("scale"))
         program.setStaticLossScaleAttr(
             attrs.getF64FloatAttr(scale.getValueAsDouble()));
+  // Gradient accumulation: K micro-batches per update (ProgramInfo's
+  // `accumulate`; the update starts after the ampc_grad_accumulate call).
+  if (auto k = func->getAttrOfType<IntegerAttr>("tg.accumulate"))
+    program->setAttr("rt.accumulate", k);
   for (Operation &op : body)
     if (auto u = dyn_cast<tg::UpdateScaleOp>(op))
       if (auto arg = dyn_cast<BlockArgument>(u.getScale()))

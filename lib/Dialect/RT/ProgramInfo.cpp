@@ -5,6 +5,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace ampc::rt;
 
@@ -35,6 +37,8 @@ Program ampc::rt::describeProgram(ProgramOp op) {
   p.training = op.getTraining();
   if (auto s = op.getStaticLossScale())
     p.staticScale = s->convertToDouble();
+  if (auto k = op->getAttrOfType<IntegerAttr>("rt.accumulate"))
+    p.accumulate = std::max<int64_t>(1, k.getInt());
   for (SlotOp slot : op.getSlots()) {
     Slot s;
     switch (slot.getRole()) {
@@ -132,6 +136,7 @@ void ampc::rt::describeSources(Block &step, Program &p) {
   size_t index = 0;
   p.checkCall = 0;
   bool checkSeen = false;
+  bool accumulateSeen = false;
   for (Operation &o : step) {
     auto call = dyn_cast<CallOp>(o);
     if (!call)
@@ -140,6 +145,11 @@ void ampc::rt::describeSources(Block &step, Program &p) {
     if (!checkSeen && call.getCallee() == "ampc_check_finite_unscale") {
       p.checkCall = k;
       checkSeen = true;
+    }
+    // Gradient accumulation: the update starts after the accumulation.
+    if (!accumulateSeen && call.getCallee() == "ampc_grad_accumulate") {
+      p.updateCall = k + 1;
+      accumulateSeen = true;
     }
     auto source = call->getAttrOfType<DictionaryAttr>("rt.source");
     if (!source)
@@ -172,6 +182,8 @@ void ampc::rt::describeSources(Block &step, Program &p) {
   }
   if (!checkSeen)
     p.checkCall = index;
+  if (!accumulateSeen)
+    p.updateCall = index;
   // Name backward calls and casts by the source op at their location.
   index = 0;
   size_t next = 0;

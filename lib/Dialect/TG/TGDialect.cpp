@@ -187,6 +187,15 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'tg.offsets' must hold one i64 per result");
     return success();
   }
+  // Gradient accumulation (ampc-optimizer-expansion): K micro-batches per
+  // update, on the function of the step.
+  if (attr.getName() == "tg.accumulate") {
+    auto k = dyn_cast<IntegerAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "func.func" || !k || k.getInt() < 2)
+      return op->emitOpError("'tg.accumulate' must be an integer >= 2 on a "
+                             "function");
+    return success();
+  }
   if (attr.getName() == "tg.arena_size" ||
       attr.getName() == "tg.intermediate_bytes") {
     if (!isa<IntegerAttr>(attr.getValue()))

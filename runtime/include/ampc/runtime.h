@@ -998,6 +998,17 @@ AMPC_API ampc_status ampc_lr_schedule(ampc_context ctx, void *factor,
                                       const void *found_inf,
                                       ampc_dtype found_inf_dtype);
 
+/// Gradient accumulation (docs/optimizer.md, "Gradient accumulation"): for
+/// each t < count, accs[t] (f32, numels[t] elements) becomes grads[t]
+/// (converted from grad_dtypes[t] to f32) when *micro == 0, else
+/// accs[t] + grads[t] in f32; then *micro becomes (*micro + 1) % k. `micro`
+/// is a device i32 (0 <= *micro < k, k >= 1).
+AMPC_API ampc_status ampc_grad_accumulate(ampc_context ctx, void *const *accs,
+                                          void *const *grads,
+                                          const ampc_dtype *grad_dtypes,
+                                          const int64_t *numels, int32_t count,
+                                          void *micro, int64_t k);
+
 /* Opt level O2 (docs/optimizer.md, "Opt levels"): the same updates, and in
  * the same pass over the elements each updated parameter params[
  * model_params[k]] is also stored, rounded, into its low model copy

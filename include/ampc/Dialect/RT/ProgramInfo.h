@@ -82,6 +82,13 @@ struct Program {
   /// The index of the step's first call that reads the gradients' overflow
   /// check (ampc_check_finite_unscale), or the number of calls.
   size_t checkCall = 0;
+  /// Gradient accumulation (`accumulate = K`): micro-batches per update (1
+  /// without), and the index of the step's first call of the update: calls
+  /// [0, updateCall) are one micro-batch (forward, backward, accumulation),
+  /// calls [updateCall, end) the update, run after the K-th micro-batch.
+  /// Without accumulation updateCall is the number of calls.
+  int64_t accumulate = 1;
+  size_t updateCall = 0;
 
   /// The source of check site `site`, or null.
   const CallSource *sourceOfSite(int32_t site) const {

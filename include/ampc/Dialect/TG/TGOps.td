@@ -824,6 +824,10 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
     total_steps, step_size (i64), min_lr, gamma (f64)}` (the fields a kind
     does not use are 0). Its semantics are `tg.lr_schedule`'s.
 
+    `accumulate` (optional, >= 1, absent means 1) is gradient accumulation:
+    the step is one micro-batch of an update of `accumulate` micro-batches
+    (`tg.grad_accumulate`).
+
     ```mlir
     %w1, %b1 = tg.minimize %loss wrt %w, %b with "sgd"
         {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64, nesterov = false, weight_decay = 0.0 : f64}
@@ -833,7 +837,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   let arguments = (ins TG_FloatTensor:$loss, Variadic<TG_FloatTensor>:$params,
                        StrAttr:$optimizer, DictionaryAttr:$hyperparams,
                        OptionalAttr<ArrayAttr>:$param_groups,
-                       OptionalAttr<DictionaryAttr>:$schedule);
+                       OptionalAttr<DictionaryAttr>:$schedule,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$accumulate);
   let results = (outs Variadic<TG_FloatTensor>:$updated);
   let assemblyFormat = [{
     $loss `wrt` $params `with` $optimizer $hyperparams attr-dict
@@ -863,5 +868,7 @@ include "ampc/Dialect/TG/TGScheduleOps.td"
 include "ampc/Dialect/TG/TGReduceLossOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
+// Gradient accumulation (accumulate = K).
+include "ampc/Dialect/TG/TGAccumulateOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
