@@ -39,8 +39,10 @@ public:
   /// Copies every parameter and state slot of rank 0 to every rank.
   bool broadcastState(Executor &ex, const rt::Program &program,
                       std::string &error);
-  /// Makes the executor average its gradients over the ranks.
-  void attach(Executor &ex);
+  /// Attaches the communicator to the executor's context, so the step's
+  /// gradient all-reduce ops (ampc-data-parallel) reduce over the ranks;
+  /// false (and `error`) when the step has none.
+  bool attach(Executor &ex, std::string &error);
   /// The mean of `value` over the ranks.
   bool meanOf(double &value, std::string &error);
   /// Compares a checksum of every parameter across the ranks; a mismatch
@@ -48,7 +50,7 @@ public:
   bool checkReplicas(Executor &ex, const rt::Program &program,
                      std::string &error);
   /// Seconds spent in gradient all-reduces so far.
-  double allReduceSeconds() const { return reduceSeconds; }
+  double allReduceSeconds() const;
   /// Ends the whole job with `code` (a rank failed).
   [[noreturn]] void abortJob(int code);
 
@@ -57,7 +59,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   int rankId = 0, worldSize = 1;
-  double reduceSeconds = 0;
+  Executor *attached = nullptr;
 };
 
 } // namespace ampc::exec

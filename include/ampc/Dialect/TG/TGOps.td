@@ -863,5 +863,7 @@ include "ampc/Dialect/TG/TGScheduleOps.td"
 include "ampc/Dialect/TG/TGReduceLossOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
+// Data-parallel collectives: the bucketed gradient all-reduce (issue 14).
+include "ampc/Dialect/TG/TGCollectiveOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
