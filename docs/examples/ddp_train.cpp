@@ -3,8 +3,9 @@
 // program against it and the runtime, and start it under mpirun:
 //
 //   ampc model.tg --emit=cpp --data-parallel -o model.cpp
-//   g++ -std=c++17 -I<runtime include> -DGRAPH=m '-DGRAPH_HEADER="model.h"' \
+//   g++ -std=c++17 -I<runtime include> -DGRAPH=m '-DGRAPH_HEADER="model.h"'
 //       model.cpp ddp_train.cpp -L<runtime lib> -lampc_runtime -o train
+//   (one command)
 //   mpirun -np 2 ./train x.npy labels.npy 20
 //
 // GRAPH is the graph's name; the arguments are the inputs as .npy files (in
