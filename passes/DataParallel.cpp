@@ -100,7 +100,8 @@ void DataParallelPass::runOnOperation() {
   for (Operation &op : block) {
     if (!isConsumer(&op))
       continue;
-    if (!firstConsumer)
+    // (An lr_schedule reads no gradient: it does not need to wait.)
+    if (!firstConsumer && !gradsOf(&op).empty())
       firstConsumer = &op;
     for (Value g : gradsOf(&op))
       if (!g.getDefiningOp() || !isConsumer(g.getDefiningOp()))
@@ -120,9 +121,8 @@ void DataParallelPass::runOnOperation() {
     return {0, cast<BlockArgument>(v).getArgNumber()};
   };
   SmallVector<Value> order(grads.begin(), grads.end());
-  llvm::stable_sort(order, [&](Value a, Value b) {
-    return producedAt(a) < producedAt(b);
-  });
+  llvm::stable_sort(
+      order, [&](Value a, Value b) { return producedAt(a) < producedAt(b); });
   // A hand-written step may update one parameter before another's gradient
   // exists: the waits then follow the last start and the early consumers
   // move after them (the block is sorted again at the end).
@@ -131,7 +131,8 @@ void DataParallelPass::runOnOperation() {
     if (Operation *def = g.getDefiningOp())
       if (!lastGradDef || lastGradDef->isBeforeInBlock(def))
         lastGradDef = def;
-  bool consumersFirst = lastGradDef && firstConsumer->isBeforeInBlock(lastGradDef);
+  bool consumersFirst =
+      lastGradDef && firstConsumer->isBeforeInBlock(lastGradDef);
 
   // Buckets: the first small (DDP's first bucket), the others about
   // bucket-cap-mb; a bucket closes before a gradient that would overflow it.
@@ -157,9 +158,8 @@ void DataParallelPass::runOnOperation() {
   // Pre-division: the seed divided by W, so every gradient leaves the
   // backward divided and the reductions sum; otherwise they take the mean.
   SmallVector<GradSeedOp> seeds(block.getOps<GradSeedOp>());
-  bool fold = !seeds.empty() &&
-              (predivide == "always" ||
-               (predivide == "auto" && hasLowFloat(func)));
+  bool fold = !seeds.empty() && (predivide == "always" ||
+                                 (predivide == "auto" && hasLowFloat(func)));
   OpBuilder builder(ctx);
   if (fold)
     for (GradSeedOp seed : seeds) {

@@ -97,8 +97,9 @@ int main(int argc, char **argv) {
       for (int64_t j = 0; j < rows / world; ++j)
         mine.append(data, (j * world + rank) * rowBytes, rowBytes);
     } else {
-      std::fprintf(stderr, "%s: %lld bytes, input %d takes %lld (or %d times "
-                           "that, sharded)\n",
+      std::fprintf(stderr,
+                   "%s: %lld bytes, input %d takes %lld (or %d times "
+                   "that, sharded)\n",
                    argv[1 + i], (long long)data.size(), int(i),
                    (long long)bytes, int(world));
       return 1;

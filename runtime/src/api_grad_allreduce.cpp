@@ -1,4 +1,4 @@
-//===- api_grad_allreduce.cpp - The gradient all-reduce of a step -*- C++ -*-===//
+//===- api_grad_allreduce.cpp - The gradient all-reduce ------*- C++ -*-===//
 //
 // What the data-parallel ops of a compiled step call (issue 14,
 // docs/distributed.md): ampc_grad_allreduce_start / _wait reduce one bucket
@@ -81,8 +81,7 @@ ampc_status checkList(const char *fn, void *const *grads,
     return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: bucket %lld", fn,
                     (long long)bucket);
   if (count > 0 && (!grads || !dtypes || !numels))
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: a gradient list is NULL",
-                    fn);
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: a gradient list is NULL", fn);
   for (int32_t i = 0; i < count; ++i) {
     if (!grads[i] && numels[i] > 0)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: gradient %d is NULL", fn,
@@ -213,8 +212,7 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
     auto it = r.buckets.find({ctx, bucket});
     if (it == r.buckets.end() || !it->second.pending)
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: bucket %lld was not started", fn,
-                      (long long)bucket);
+                      "%s: bucket %lld was not started", fn, (long long)bucket);
     BucketState &b = it->second;
     if (b.count != count)
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
@@ -248,13 +246,10 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
   });
 }
 
-AMPC_API ampc_status ampc_divide_by_world(ampc_context ctx, void *y,
-                                          ampc_dtype y_dtype,
-                                          const int64_t *y_shape,
-                                          int32_t y_rank, const void *x,
-                                          ampc_dtype x_dtype,
-                                          const int64_t *x_shape,
-                                          int32_t x_rank) {
+AMPC_API ampc_status ampc_divide_by_world(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank) {
   const char *fn = "ampc_divide_by_world";
   return guard(fn, [&]() -> ampc_status {
     AMPC_TRY(checkContext(fn, ctx));

@@ -1,4 +1,5 @@
-//===- TGCollectiveOps.cpp - data-parallel collective ops ------------------===//
+//===- TGCollectiveOps.cpp - data-parallel collective ops
+//------------------===//
 //
 // Result types and verifiers of the ops of TGCollectiveOps.td: the bucketed
 // gradient all-reduce and the division of the seed by the world size.
@@ -15,8 +16,7 @@ LogicalResult sameTypesAsOperands(std::optional<Location> loc, StringRef name,
                                   ValueRange operands,
                                   SmallVectorImpl<Type> &types) {
   if (operands.empty())
-    return emitOptionalError(loc, "'", name,
-                             "' needs at least one gradient");
+    return emitOptionalError(loc, "'", name, "' needs at least one gradient");
   for (Value v : operands)
     types.push_back(v.getType());
   return success();
@@ -72,9 +72,10 @@ LogicalResult GradAllreduceWaitOp::verify() {
   return success();
 }
 
-LogicalResult DivideByWorldOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult DivideByWorldOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location>,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
   types.push_back(adaptor.getX().getType());
   return success();
 }

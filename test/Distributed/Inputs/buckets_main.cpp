@@ -31,7 +31,8 @@ static uint16_t toF16(float f) { // exact for the small integers used here
 }
 static float fromF16(uint16_t h) {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  float v = e ? std::ldexp(float(m | 0x400), e - 25) : std::ldexp(float(m), -24);
+  float v =
+      e ? std::ldexp(float(m | 0x400), e - 25) : std::ldexp(float(m), -24);
   return h & 0x8000 ? -v : v;
 }
 static uint16_t toBf16(float f) {
@@ -57,8 +58,8 @@ int main() {
   int failures = 0;
   auto expect = [&](const char *what, float got, float want, int i) {
     if (got != want) {
-      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what,
-                   i, got, want);
+      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what, i,
+                   got, want);
       ++failures;
     }
   };
