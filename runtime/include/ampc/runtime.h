@@ -1088,8 +1088,9 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
                                               const ampc_dtype *dtypes,
                                               const int64_t *numels,
                                               int32_t count, int64_t bucket);
-/// y = x / W (W: the size of the context's communicator, 1 without one),
-/// computed in f32 and stored in y's type; y and x have the same number of
+/// y = x * (1 / W) (W: the size of the context's communicator, 1 without
+/// one; the reciprocal rounded to f32, the product computed in f32), stored
+/// in y's type; y and x have the same number of
 /// elements and may be the same buffer.
 AMPC_API ampc_status ampc_divide_by_world(ampc_context ctx, void *y,
                                           ampc_dtype y_dtype,

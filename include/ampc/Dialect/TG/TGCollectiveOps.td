@@ -81,8 +81,8 @@ def TG_DivideByWorldOp : TG_StrictInferOp<"divide_by_world"> {
   let summary = "Divides a value by the data-parallel world size";
   let description = [{
     `x / W`, where W is the size of the communicator attached to the
-    runtime context (1 without one), computed in f32 and stored in `x`'s
-    type. The data-parallel pass applies it to the backward seed, so every
+    runtime context (1 without one): `x` times `1 / W` (the reciprocal
+    rounded to f32, the product computed in f32), stored in `x`'s type. The data-parallel pass applies it to the backward seed, so every
     gradient of the step comes out of the backward already divided by W
     (the pre-division of DDP's `gradient_predivide_factor = W`): each
     rank's backward then works at the magnitudes of one process with the
