@@ -181,101 +181,31 @@ bool World::cudaDevice(int &device, std::string &error) {
   return true;
 }
 
-void World::attach(Executor &ex) {
-  auto ctx = static_cast<ampc_context>(ex.context());
-  ampc_backend backend = AMPC_BACKEND_CPU;
-  ampc_context_backend(ctx, &backend);
-  ex.setGradientHook([this, ctx, backend](void *const *grads,
-                                          const int32_t *dtypes,
-                                          const int64_t *numels, int32_t count,
-                                          std::string &error) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (backend == AMPC_BACKEND_CUDA) {
-      // Device gradients: each reduced in place through NCCL on the
-      // executor's context, all started before the first wait (queued on
-      // the GPU; the waits are stream dependencies).
-      std::vector<ampc_request> reqs(count, nullptr);
-      for (int32_t g = 0; g < count; ++g)
-        if (ampc_status st = ampc_comm_allreduce_async(
-                impl->comm, ctx, grads[g], ampc_dtype(dtypes[g]), numels[g],
-                AMPC_REDUCE_MEAN, &reqs[g])) {
-          error = statusText("gradient all-reduce", st);
-          return false;
-        }
-      for (ampc_request r : reqs)
-        if (ampc_status st = ampc_comm_wait(r)) {
-          error = statusText("gradient all-reduce", st);
-          return false;
-        }
-      reduceSeconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-              .count();
-      return true;
-    }
-    // f32 gradients go in buckets of at most 25 MB, in the gradients' order,
-    // each reduced by one collective (DDP's bucket_cap_mb = 25); 16-bit
-    // gradients are reduced one by one (in f32 by the runtime, rounded once).
-    // Everything is started before the first wait.
-    constexpr int64_t kBucketElems = (25ll << 20) / 4;
-    struct Bucket {
-      std::vector<int32_t> members;
-      std::vector<float> data;
-      ampc_request req = nullptr;
-    };
-    std::vector<Bucket> buckets(1);
-    std::vector<ampc_request> single;
-    for (int32_t g = 0; g < count; ++g) {
-      if (dtypes[g] != AMPC_F32) {
-        single.push_back(nullptr);
-        if (ampc_status st = ampc_comm_allreduce_async(
-                impl->comm, impl->host, grads[g], ampc_dtype(dtypes[g]),
-                numels[g], AMPC_REDUCE_MEAN, &single.back())) {
-          error = statusText("gradient all-reduce", st);
-          return false;
-        }
-        continue;
-      }
-      if (!buckets.back().members.empty() &&
-          int64_t(buckets.back().data.size()) + numels[g] > kBucketElems)
-        buckets.emplace_back();
-      Bucket &b = buckets.back();
-      b.members.push_back(g);
-      size_t at = b.data.size();
-      b.data.resize(at + numels[g]);
-      std::memcpy(b.data.data() + at, grads[g], numels[g] * 4);
-    }
-    for (Bucket &b : buckets)
-      if (!b.members.empty())
-        if (ampc_status st = ampc_comm_allreduce_async(
-                impl->comm, impl->host, b.data.data(), AMPC_F32,
-                int64_t(b.data.size()), AMPC_REDUCE_MEAN, &b.req)) {
-          error = statusText("gradient all-reduce", st);
-          return false;
-        }
-    for (ampc_request r : single)
-      if (ampc_status st = ampc_comm_wait(r)) {
-        error = statusText("gradient all-reduce", st);
-        return false;
-      }
-    for (Bucket &b : buckets) {
-      if (b.members.empty())
-        continue;
-      if (ampc_status st = ampc_comm_wait(b.req)) {
-        error = statusText("gradient all-reduce", st);
-        return false;
-      }
-      size_t at = 0;
-      for (int32_t g : b.members) {
-        std::memcpy(grads[g], b.data.data() + at, numels[g] * 4);
-        at += numels[g];
-      }
-    }
-    ++reduceCount;
-    reduceSeconds += std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0)
-                         .count();
-    return true;
-  });
+bool World::attach(Executor &ex, std::string &error) {
+  // The compiled step reduces its own gradients (ampc-data-parallel's ops,
+  // on the context's communicator); a step compiled without them would let
+  // the replicas drift apart.
+  if (ex.collectiveCalls() == 0) {
+    error = "the training step has no gradient all-reduce (it was compiled "
+            "without the data-parallel pass, e.g. from an already lowered "
+            "file); compile it under mpirun or with --data-parallel";
+    return false;
+  }
+  if (ampc_status st = ampc_context_set_comm(
+          static_cast<ampc_context>(ex.context()), impl->comm)) {
+    error = statusText("ampc_context_set_comm", st);
+    return false;
+  }
+  attached = &ex;
+  return true;
+}
+
+double World::allReduceSeconds() const {
+  return attached ? attached->collectiveSeconds() : 0.0;
+}
+
+int64_t World::allReduceCount() const {
+  return attached ? attached->collectiveRounds() : 0;
 }
 
 bool World::shareCommunicator(Executor &ex, std::string &error) {

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -39,6 +40,8 @@ struct PreparedCall {
   std::vector<std::vector<void *>> ptrs;
   std::vector<std::vector<const int64_t *>> shapePtrs;
   std::vector<std::vector<uint8_t>> bytes;
+  /// A call of the gradient all-reduce (timed for the run's summary).
+  bool collective = false;
 };
 
 double halfToDouble(uint16_t h) {
@@ -91,6 +94,7 @@ struct Executor::Impl {
 
   bool prepare(rt::CallOp call, PreparedCall &p, std::string &error) {
     p.callee = call.getCallee().str();
+    p.collective = llvm::StringRef(p.callee).starts_with("ampc_grad_allreduce_");
     p.fn = dlsym(RTLD_DEFAULT, p.callee.c_str());
     if (!p.fn) {
       error = "runtime entry point '" + p.callee + "' not found";
@@ -225,28 +229,8 @@ struct Executor::Impl {
     return true;
   }
 
-  Executor::GradientHook gradientHook;
-
-  /// Where the gradient list sits among a gradient consumer's arguments
-  /// (grads, dtypes, numels, count), or false for other calls.
-  static bool gradientArgs(const std::string &callee, int (&at)[4]) {
-    static const struct {
-      const char *name;
-      int at[4];
-    } consumers[] = {{"ampc_check_finite_unscale", {3, 4, 5, 6}},
-                     {"ampc_clip_grad_norm", {2, 3, 4, 5}},
-                     {"ampc_sgd_update", {3, 4, 6, 7}},
-                     {"ampc_adamw_update", {3, 4, 7, 8}},
-                     // Opt level O2: the same lists, model copies after.
-                     {"ampc_sgd_update_model", {3, 4, 6, 7}},
-                     {"ampc_adamw_update_model", {3, 4, 7, 8}}};
-    for (const auto &c : consumers)
-      if (callee == c.name) {
-        std::copy(c.at, c.at + 4, at);
-        return true;
-      }
-    return false;
-  }
+  double collectiveSeconds = 0;
+  int64_t collectiveRounds = 0;
 
   /// The overflow report's snapshot (Executor::enableSnapshot).
   struct Snapshot {
@@ -270,22 +254,24 @@ struct Executor::Impl {
 
   bool run(std::vector<PreparedCall> &calls, std::string &error,
            size_t begin = 0, size_t end = SIZE_MAX) {
-    bool hooked = !gradientHook || &calls != &step;
     bool snapshot = snap.enabled && &calls == &step;
+    bool counted = false;
     for (size_t i = begin; i < end && i < calls.size(); ++i) {
       PreparedCall &p = calls[i];
-      int at[4];
-      if (!hooked && gradientArgs(p.callee, at)) {
-        hooked = true;
-        auto arg = [&](int i) { return *static_cast<void **>(p.values[i]); };
-        if (!gradientHook(static_cast<void *const *>(arg(at[0])),
-                          static_cast<const int32_t *>(arg(at[1])),
-                          static_cast<const int64_t *>(arg(at[2])),
-                          *static_cast<int32_t *>(p.values[at[3]]), error))
-          return false;
-      }
       ffi_arg ret = 0;
-      ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+      if (p.collective) {
+        // One round of the gradient all-reduce per run that has any.
+        if (!counted)
+          ++collectiveRounds;
+        counted = true;
+        auto t0 = std::chrono::steady_clock::now();
+        ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+        collectiveSeconds += std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - t0)
+                                 .count();
+      } else {
+        ffi_call(&p.cif, FFI_FN(p.fn), &ret, p.values.data());
+      }
       auto st = static_cast<ampc_status>(static_cast<int32_t>(ret));
       if (st != AMPC_OK) {
         error = lastError(p.callee.c_str(), st);
@@ -464,9 +450,13 @@ bool Executor::update(std::string &error) {
   return ok;
 }
 
-void Executor::setGradientHook(GradientHook hook) {
-  impl->gradientHook = std::move(hook);
+size_t Executor::collectiveCalls() const {
+  return llvm::count_if(impl->step,
+                        [](const PreparedCall &p) { return p.collective; });
 }
+
+double Executor::collectiveSeconds() const { return impl->collectiveSeconds; }
+int64_t Executor::collectiveRounds() const { return impl->collectiveRounds; }
 
 void *Executor::context() { return impl->ctx; }
 

@@ -739,8 +739,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!world->broadcastState(*ex, program, error) ||
         !world->shareCommunicator(*ex, error))
       return fail(kRuntimeError, error);
-    if (program.training)
-      world->attach(*ex);
+    if (program.training && !world->attach(*ex, error))
+      return fail(kRuntimeError, error);
   }
 
   // A learning-rate schedule: the log's "lr" follows its counter on the

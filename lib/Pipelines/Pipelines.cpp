@@ -9,6 +9,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -53,6 +54,10 @@ ampc::PipelinePassOptions::PipelinePassOptions() {
   lossScaleMin.setInitialValue(defaults.lossScaleMin);
   lossScaleMax.setInitialValue(defaults.lossScaleMax);
   planBuffers.setInitialValue(defaults.planBuffers);
+  dataParallel.setInitialValue(defaults.dataParallel);
+  bucketCapMb.setInitialValue(defaults.bucketCapMb);
+  allreduceFp32.setInitialValue(defaults.allreduceFp32);
+  delayAllreduce.setInitialValue(defaults.delayAllreduce);
 }
 
 ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
@@ -73,6 +78,10 @@ ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
   options.lossScaleMin = lossScaleMin;
   options.lossScaleMax = lossScaleMax;
   options.planBuffers = planBuffers;
+  options.dataParallel = dataParallel;
+  options.bucketCapMb = bucketCapMb;
+  options.allreduceFp32 = allreduceFp32;
+  options.delayAllreduce = delayAllreduce;
   return options;
 }
 
@@ -178,6 +187,18 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     OptimizerExpansionOptions expansion;
     expansion.accumulate = options.accumulate;
     pm.addNestedPass<func::FuncOp>(createOptimizerExpansion(expansion));
+  }
+  // Data parallel: the gradient all-reduce before loss scaling, so the check
+  // reads the reduced gradients on every rank.
+  if (options.dataParallel) {
+    DataParallelOptions dpOptions;
+    dpOptions.bucketCapMb = options.bucketCapMb;
+    // The first bucket is small (1 MiB), never larger than the others.
+    dpOptions.firstBucketMb =
+        std::min(dpOptions.firstBucketMb, options.bucketCapMb);
+    dpOptions.allreduceFp32 = options.allreduceFp32;
+    dpOptions.delayAllreduce = options.delayAllreduce;
+    pm.addNestedPass<func::FuncOp>(createDataParallel(dpOptions));
   }
   {
     std::string error;

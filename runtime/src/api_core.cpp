@@ -97,8 +97,10 @@ ampc_status ampc_context_destroy(ampc_context ctx) {
   if (!ctx)
     return AMPC_OK;
   ampc_status s = ctx->backend ? ctx->backend->synchronize() : AMPC_OK;
-  if (ctx->backend)
+  if (ctx->backend) {
+    releaseGradBuckets(ctx);
     destroyCheckWords(*ctx->backend);
+  }
   delete ctx;
   return s;
 }

@@ -96,6 +96,9 @@ ampc_status checkContext(const char *fn, ampc_context ctx);
 /// before it.
 ampc_status createCheckWords(Backend &be);
 void destroyCheckWords(Backend &be);
+/// The staging buffers of a context's gradient all-reduce
+/// (api_grad_allreduce.cpp): freed before it.
+void releaseGradBuckets(ampc_context ctx);
 ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                        const Shape &want);
 /// Normalises a possibly negative dim for `rank`.

@@ -249,6 +249,29 @@ cl::opt<bool> keepBatchnormFp32(
              "keep_batchnorm_fp32)"),
     cl::cat(ampcCategory));
 
+// Data-parallel training (docs/distributed.md): ampc-data-parallel.
+cl::opt<bool, true> dataParallel(
+    "data-parallel",
+    cl::desc("Insert the bucketed gradient all-reduce (implied by 'ampc run' "
+             "under an MPI launcher with more than one rank)"),
+    cl::location(opts.pipeline.dataParallel), cl::cat(ampcCategory));
+cl::opt<double, true> bucketCapMb(
+    "bucket-cap-mb",
+    cl::desc(withDefault("With --data-parallel: MiB of gradients per bucket "
+                         "(DDP's bucket_cap_mb)",
+                         opts.pipeline.bucketCapMb)),
+    cl::location(opts.pipeline.bucketCapMb), cl::cat(ampcCategory));
+cl::opt<bool, true> allreduceFp32(
+    "allreduce-fp32",
+    cl::desc("With --data-parallel: reduce 16-bit gradients in f32 (Apex's "
+             "allreduce_always_fp32)"),
+    cl::location(opts.pipeline.allreduceFp32), cl::cat(ampcCategory));
+cl::opt<bool, true> delayAllreduce(
+    "delay-allreduce",
+    cl::desc("With --data-parallel: start every bucket after the backward "
+             "(DDP's delay_allreduce)"),
+    cl::location(opts.pipeline.delayAllreduce), cl::cat(ampcCategory));
+
 cl::opt<std::string, true>
     target("target",
            cl::desc(withDefault("--emit=cpp: the runtime backend the code "
@@ -563,6 +586,9 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
                               opts.emit == EmitKind::Cpp ||
                               opts.emit == EmitKind::Lowered;
+  // `ampc run` as one of W > 1 ranks reduces its gradients.
+  if (opts.runMode && ampc::exec::launchedUnderMpi())
+    opts.pipeline.dataParallel = true;
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
   if (failed(pm.run(*module)))

@@ -48,10 +48,13 @@ public:
   /// Copies every parameter and state slot of rank 0 to every rank.
   bool broadcastState(Executor &ex, const rt::Program &program,
                       std::string &error);
-  /// Makes the executor average its gradients over the ranks.
-  void attach(Executor &ex);
-  /// Attaches this job's communicator to the executor's runtime context:
-  /// the step's ops that communicate (synchronised batch norm) use it.
+  /// Attaches the communicator to the executor's context, so the step's
+  /// gradient all-reduce ops (ampc-data-parallel) reduce over the ranks;
+  /// false (and `error`) when the step has none.
+  bool attach(Executor &ex, std::string &error);
+  /// Attaches this job's communicator to the executor's runtime context
+  /// without requiring gradient all-reduce ops (eval executors: their
+  /// synchronised batch norms, if any, use it).
   bool shareCommunicator(Executor &ex, std::string &error);
   /// A test hook (docs/distributed.md, "Testing the checks"): when
   /// AMPC_TEST_DIVERGE=RANK:STEP names this rank and `step`, changes the
@@ -65,10 +68,10 @@ public:
   bool checkReplicas(Executor &ex, const rt::Program &program,
                      std::string &error);
   /// Seconds spent in gradient all-reduces so far.
-  double allReduceSeconds() const { return reduceSeconds; }
+  double allReduceSeconds() const;
   /// How many times the gradients were all-reduced (once per update, also
   /// with gradient accumulation).
-  int64_t allReduceCount() const { return reduceCount; }
+  int64_t allReduceCount() const;
   /// Ends the whole job with `code` (a rank failed).
   [[noreturn]] void abortJob(int code);
 
@@ -77,8 +80,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   int rankId = 0, worldSize = 1;
-  double reduceSeconds = 0;
-  int64_t reduceCount = 0;
+  Executor *attached = nullptr;
 };
 
 } // namespace ampc::exec

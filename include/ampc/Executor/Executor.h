@@ -116,19 +116,18 @@ public:
   /// same name, dtype and size (shared state of two graphs of one file).
   bool copySharedFrom(Executor &from, std::string &error);
 
-  /// Data parallel (docs/distributed.md): called once per step, before the
-  /// first call that consumes the gradients (the loss-scaling check,
-  /// clipping or the optimizer update), with that call's gradient list.
-  using GradientHook =
-      std::function<bool(void *const *grads, const int32_t *dtypes,
-                         const int64_t *numels, int32_t count,
-                         std::string &error)>;
-  void setGradientHook(GradientHook hook);
+  /// Data parallel (docs/distributed.md): the number of gradient
+  /// all-reduce calls (`ampc_grad_allreduce_*`) in the step, and the seconds
+  /// the steps have spent inside them so far (waiting included).
+  size_t collectiveCalls() const;
+  double collectiveSeconds() const;
+  /// How many step runs (steps, or updates with accumulation) executed the
+  /// gradient all-reduce.
+  int64_t collectiveRounds() const;
 
   /// The runtime context (an `ampc_context`), for the check words.
   void *context();
-  /// Runs the step's calls [0, end) again, without the gradient hook,
-  /// calling `after(i)` once call i is queued (docs/jobs.md, "The overflow
+  /// Runs the step's calls [0, end) again, calling `after(i)` once call i is queued (docs/jobs.md, "The overflow
   /// report").
   bool replay(size_t end, const std::function<bool(size_t call)> &after,
               std::string &error);

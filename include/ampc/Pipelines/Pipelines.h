@@ -65,6 +65,13 @@ struct PipelineOptions {
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
 
+  // Data-parallel training (docs/distributed.md): ampc-data-parallel after
+  // the optimizer expansion, before loss scaling.
+  bool dataParallel = false;
+  double bucketCapMb = DataParallelOptions().bucketCapMb;
+  bool allreduceFp32 = DataParallelOptions().allreduceFp32;
+  bool delayAllreduce = DataParallelOptions().delayAllreduce;
+
   // Apex-style opt levels (docs/optimizer.md, "Opt levels"); applyOptLevel
   // sets the fields above from the preset.
   /// "" (none given), "O0", "O1", "O2" or "O3".
@@ -153,6 +160,17 @@ struct PipelinePassOptions
       *this, "plan-buffers",
       llvm::cl::desc("Run ampc-buffer-planning last (ampc run, --emit=cpp, "
                      "--emit=report)")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Bucketed gradient all-reduce (ampc-data-parallel)")};
+  Option<double> bucketCapMb{*this, "bucket-cap-mb",
+                             llvm::cl::desc("MiB of gradients per bucket")};
+  Option<bool> allreduceFp32{
+      *this, "allreduce-fp32",
+      llvm::cl::desc("Reduce 16-bit gradients in f32")};
+  Option<bool> delayAllreduce{
+      *this, "delay-allreduce",
+      llvm::cl::desc("Start every bucket after the backward")};
 
   /// The options object these textual options describe.
   PipelineOptions get() const;

@@ -246,6 +246,88 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Data-parallel training
+//===----------------------------------------------------------------------===//
+
+def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
+  let summary = "Bucketed gradient all-reduce of a data-parallel training "
+                "step (PyTorch DistributedDataParallel)";
+  let description = [{
+    Makes a training step average its gradients over the ranks of a
+    data-parallel job, as ops of the IR. Runs after autodiff and the
+    optimizer expansion, before loss scaling (so `found_inf`, the skip and
+    the scale update are computed from the same reduced gradients on every
+    rank). `ampc` runs it under `--data-parallel` and in `ampc run` started
+    by an MPI launcher with more than one rank.
+
+    1. The gradients are the `grads` operands of the step's gradient
+       consumers (`tg.clip_grad_norm`, `tg.sgd_update`, `tg.adamw_update`,
+       or `tg.check_finite_and_unscale` when loss scaling already ran),
+       except what another consumer produced (a clip's outputs). Returned
+       gradients of `tg.grad` are not reduced.
+    2. They are cut into buckets in the order the backward produces them
+       (their defining ops' order in the block): the first bucket holds at
+       most `first-bucket-mb` MiB (a small bucket that starts early, as
+       DDP's first bucket), the others at most `bucket-cap-mb` MiB (DDP's
+       `bucket_cap_mb`, 25 by default); a gradient larger than the cap
+       gets a bucket of its own.
+    3. Each bucket's `tg.grad_allreduce_start` is placed right after the op
+       that produces its last gradient, so its communication overlaps the
+       rest of the backward; every `tg.grad_allreduce_wait` is placed just
+       before the first gradient consumer, whose uses (and every later use,
+       including the function's results) are rewired to the waited values.
+       With `delay-allreduce` every start is placed there too, after the
+       whole backward (DDP's `delay_allreduce=True`).
+    4. Pre-division (`predivide`): `auto` (the default) pre-divides when the
+       step has any f16 or bf16 value (automatic mixed precision), `always`
+       and `never` force it. Pre-dividing puts one `tg.divide_by_world`
+       after every `tg.grad_seed`, so the backward computes the gradient
+       of `loss / W` (W, the world size, is read at run time): every
+       gradient, 16-bit or f32, leaves the backward already divided by W
+       and the reductions sum. Each rank's backward then works at the
+       magnitudes of one process with the whole batch, so a 16-bit value
+       overflows on the ranks exactly when it would there. Without
+       pre-division the buckets carry `mean`: the sum over the ranks, then
+       divided by W.
+    5. `allreduce-fp32`: 16-bit gradients are widened to f32 for the
+       reduction and rounded back once (Apex's `allreduce_always_fp32`);
+       otherwise a bucket travels as one message per element type.
+
+    The compiled step does not depend on the number of ranks: with no
+    communicator attached to the runtime context (one process) the starts
+    and waits do nothing and `tg.divide_by_world` divides by 1. The function
+    gets `tg.data_parallel = {buckets = N, bucket_cap_mb = ..., predivide =
+    "seed" | "none", ...}`; a function that has it is left alone.
+
+    ```mlir
+    // after, for gradients %gb (produced first) and %gw of a step with
+    // bucket-cap-mb small enough to split them:
+    %gb1 = tg.grad_allreduce_start %gb {bucket = 0 : i64, mean} : tensor<4xf32>
+    ...
+    %gw1 = tg.grad_allreduce_start %gw {bucket = 1 : i64, mean} : tensor<4x4xf32>
+    %rb = tg.grad_allreduce_wait %gb1 {bucket = 0 : i64} : tensor<4xf32>
+    %rw = tg.grad_allreduce_wait %gw1 {bucket = 1 : i64} : tensor<4x4xf32>
+    %new:2 = tg.sgd_update params(%w, %b : ...) grads(%rw, %rb : ...) ...
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+  let options = [
+    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+           "the most MiB of gradients in a bucket (after the first)">,
+    Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
+           "the most MiB of gradients in the first bucket">,
+    Option<"allreduceFp32", "allreduce-fp32", "bool", /*default=*/"false",
+           "reduce 16-bit gradients in f32">,
+    Option<"delayAllreduce", "delay-allreduce", "bool", /*default=*/"false",
+           "start every bucket after the backward, before the first "
+           "consumer">,
+    Option<"predivide", "predivide", "std::string", /*default=*/"\"auto\"",
+           "divide the seed by the world size: auto (with 16-bit values) | "
+           "always | never">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Automatic mixed precision
 //===----------------------------------------------------------------------===//
 

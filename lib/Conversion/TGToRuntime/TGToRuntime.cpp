@@ -491,6 +491,15 @@ const std::vector<Row> &kernelTable() {
                             f64("growth_factor"), f64("backoff_factor"),
                             i32("growth_interval"), i32("hysteresis"),
                             f64("min_scale"), f64("max_scale")}),
+        // Data-parallel training (issue 14): the bucketed gradient
+        // all-reduce, in place on the bucket's gradients, and the seed's
+        // division by the world size, on the context's communicator.
+        row<GradAllreduceStartOp>({list(0), dtypes(0), numels(0), count(0),
+                                   i64("bucket"), boolean("mean"),
+                                   boolean("reduce_f32")}),
+        row<GradAllreduceWaitOp>(
+            {list(0), dtypes(0), numels(0), count(0), i64("bucket")}),
+        row<DivideByWorldOp>({res(0), opd(0)}),
     };
     // The rows the records and the kernel table give.
     llvm::StringSet<> written;

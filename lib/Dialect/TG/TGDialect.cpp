@@ -180,6 +180,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() == kLossScaleAttrName)
     return verifyLossScaleAttr(op, attr.getValue());
+  // Written by ampc-data-parallel.
+  if (attr.getName() == kDataParallelAttrName) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError("'")
+             << kDataParallelAttrName << "' must be a dictionary";
+    return success();
+  }
   // Written by ampc-buffer-planning (include/ampc/Conversion/BufferPlan.h).
   if (attr.getName() == "tg.offsets") {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());

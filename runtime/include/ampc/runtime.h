@@ -1149,6 +1149,44 @@ AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm);
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
 
 /*===------------------------------------------------------------------===*
+ * The gradient all-reduce of a compiled data-parallel step (issue 14,
+ * docs/distributed.md): what tg.grad_allreduce_start / _wait and
+ * tg.divide_by_world lower to. They use the communicator attached to `ctx`
+ * (ampc_context_set_comm); with none attached they do nothing (start, wait)
+ * or divide by 1. A bucket is `count` gradients (device buffers of
+ * `dtypes`, `numels` elements each) named by `bucket`; a context holds at
+ * most one reduction in flight per bucket.
+ *===------------------------------------------------------------------===*/
+
+/// Starts the in-place sum of the bucket's gradients over the ranks: one
+/// message per element type (the gradients copied into a staging buffer the
+/// context keeps; a lone gradient of its type is reduced in place), or one
+/// f32 message when `reduce_f32` (16-bit gradients widened). `mean`: the
+/// wait divides the sum by the world size.
+AMPC_API ampc_status ampc_grad_allreduce_start(
+    ampc_context ctx, void *const *grads, const ampc_dtype *dtypes,
+    const int64_t *numels, int32_t count, int64_t bucket, int32_t mean,
+    int32_t reduce_f32);
+/// Completes bucket `bucket` (the same gradients as its start): waits, and
+/// copies the reduced values back into the gradients (16-bit rounded once).
+AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
+                                              void *const *grads,
+                                              const ampc_dtype *dtypes,
+                                              const int64_t *numels,
+                                              int32_t count, int64_t bucket);
+/// y = x * (1 / W) (W: the size of the context's communicator, 1 without
+/// one; the reciprocal rounded to f32, the product computed in f32), stored
+/// in y's type; y and x have the same number of
+/// elements and may be the same buffer.
+AMPC_API ampc_status ampc_divide_by_world(ampc_context ctx, void *y,
+                                          ampc_dtype y_dtype,
+                                          const int64_t *y_shape,
+                                          int32_t y_rank, const void *x,
+                                          ampc_dtype x_dtype,
+                                          const int64_t *x_shape,
+                                          int32_t x_rank);
+
+/*===------------------------------------------------------------------===*
  * Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
  * Composed of the backends' primitives (both backends), computed in f32;
  * a float result is rounded once to its dtype. Dims are non-negative and

@@ -6,6 +6,7 @@ its data, and compares runs of `ampc run` (one process against W ranks).
   ddp.py same-log A B [--rtol R]    losses within R relative, scales and
                                     skips identical, as many lines
   ddp.py same-params DIR1 DIR2 [--rtol R]   every NAME.npy within R
+  ddp.py count-skips LOG            prints the number of skipped steps
   ddp.py kill ...                   see kill()
 """
 import json
@@ -120,6 +121,8 @@ def main():
         same_log(args[0], args[1], rtol)
     elif cmd == "same-params":
         same_params(args[0], args[1], rtol)
+    elif cmd == "count-skips":
+        print(f"skips: {sum(1 for l in read_log(args[0]) if l.get('skipped'))}")
     elif cmd == "kill":
         kill(args)
     else:

@@ -159,6 +159,8 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttrName = "tg.state";
     static constexpr ::llvm::StringLiteral kStateOutAttrName = "tg.state_out";
     static constexpr ::llvm::StringLiteral kLossScaleAttrName = "tg.loss_scale";
+    /// What ampc-data-parallel did (buckets, pre-division): a dictionary.
+    static constexpr ::llvm::StringLiteral kDataParallelAttrName = "tg.data_parallel";
     static constexpr ::llvm::StringLiteral kRoleAttrName = "tg.role";
     /// Non-trainable state of the language's `buffer` declarations.
     static constexpr ::llvm::StringLiteral kBufferAttrName = "tg.buffer";

@@ -870,5 +870,7 @@ include "ampc/Dialect/TG/TGReduceLossOps.td"
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
+// Data-parallel collectives: the bucketed gradient all-reduce (issue 14).
+include "ampc/Dialect/TG/TGCollectiveOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD

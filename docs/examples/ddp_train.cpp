@@ -1,0 +1,134 @@
+// Data-parallel training with the code of `ampc --emit=cpp` (docs/codegen.md,
+// docs/distributed.md). Build the step with the all-reduce ops, then this
+// program against it and the runtime, and start it under mpirun:
+//
+//   ampc model.tg --emit=cpp --data-parallel -o model.cpp
+//   g++ -std=c++17 -I<runtime include> -DGRAPH=m '-DGRAPH_HEADER="model.h"'
+//       model.cpp ddp_train.cpp -L<runtime lib> -lampc_runtime -o train
+//   (one command)
+//   mpirun -np 2 ./train x.npy labels.npy 20
+//
+// GRAPH is the graph's name; the arguments are the inputs as .npy files (in
+// graph order), then the step count. An input file with W times the graph's
+// rows is sharded as `ampc run` shards it (rank r takes rows j * W + r), so
+// the ranks together train on the batch one process would take whole. Rank 0
+// prints the mean loss over the ranks of each step, as `ampc run --log`.
+#include GRAPH_HEADER
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(x) CAT(GRAPH, x)
+
+static bool check(ampc_status st, const char *what) {
+  if (st == AMPC_OK)
+    return true;
+  std::fprintf(stderr, "%s: %s (%s)\n", what, ampc_status_string(st),
+               ampc_last_error());
+  return false;
+}
+
+/// The rows of an .npy file: its bytes after the header and the first
+/// dimension of its shape.
+static bool readNpy(const char *path, std::string &data, int64_t &rows) {
+  FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return false;
+  std::string all;
+  char chunk[4096];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+    all.append(chunk, got);
+  std::fclose(f);
+  if (all.size() < 10)
+    return false;
+  size_t header = 10 + (static_cast<unsigned char>(all[8]) |
+                        (static_cast<unsigned char>(all[9]) << 8));
+  size_t shape = all.find("'shape': (");
+  if (shape == std::string::npos || shape > header)
+    return false;
+  rows = std::atoll(all.c_str() + shape + 10);
+  data = all.substr(header);
+  return true;
+}
+
+int main(int argc, char **argv) {
+  int32_t n = FN(num_inputs)();
+  if (argc != n + 2) {
+    std::fprintf(stderr, "usage: %s INPUT.npy... STEPS\n", argv[0]);
+    return 2;
+  }
+  // One communicator for the job, attached to the context the step runs
+  // on: the step's gradient all-reduce ops use it.
+  ampc_comm comm;
+  if (!check(ampc_comm_create_mpi(&comm), "communicator"))
+    return 1;
+  int32_t rank = 0, world = 1;
+  ampc_comm_rank(comm, &rank);
+  ampc_comm_size(comm, &world);
+  ampc_context ctx;
+  if (!check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context") ||
+      !check(ampc_context_set_comm(ctx, comm), "attach"))
+    return 1;
+  // Every rank initialises from the same seed: the replicas start equal.
+  FN(state) *state = nullptr;
+  if (!check(FN(create)(ctx, 0, &state), "create"))
+    return 1;
+  std::vector<void *> inputs(n);
+  for (int32_t i = 0; i < n; ++i) {
+    std::string data;
+    int64_t rows = 0;
+    if (!readNpy(argv[1 + i], data, rows) || rows < 1) {
+      std::fprintf(stderr, "%s: not a .npy file\n", argv[1 + i]);
+      return 1;
+    }
+    int64_t bytes = FN(input_bytes)(i);
+    std::string mine;
+    if (static_cast<int64_t>(data.size()) == bytes) {
+      mine = data; // the same on every rank
+    } else if (static_cast<int64_t>(data.size()) == bytes * world &&
+               rows % world == 0) {
+      int64_t rowBytes = static_cast<int64_t>(data.size()) / rows;
+      for (int64_t j = 0; j < rows / world; ++j)
+        mine.append(data, (j * world + rank) * rowBytes, rowBytes);
+    } else {
+      std::fprintf(stderr,
+                   "%s: %lld bytes, input %d takes %lld (or %d times "
+                   "that, sharded)\n",
+                   argv[1 + i], (long long)data.size(), int(i),
+                   (long long)bytes, int(world));
+      return 1;
+    }
+    if (!check(ampc_malloc(ctx, bytes, &inputs[i]), "malloc") ||
+        !check(ampc_memcpy(ctx, inputs[i], mine.data(), bytes,
+                           AMPC_MEMCPY_HOST_TO_DEVICE),
+               "memcpy"))
+      return 1;
+  }
+  int steps = std::atoi(argv[n + 1]);
+  for (int k = 1; k <= steps; ++k) {
+    if (!check(FN(step)(state, inputs.data()), "step"))
+      return 1;
+    float loss;
+    if (!check(ampc_memcpy(ctx, &loss, FN(output)(state, 0), sizeof(loss),
+                           AMPC_MEMCPY_DEVICE_TO_HOST),
+               "read") ||
+        !check(ampc_comm_allreduce(comm, ctx, &loss, AMPC_F32, 1,
+                                   AMPC_REDUCE_MEAN),
+               "mean loss"))
+      return 1;
+    if (rank == 0)
+      std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
+  }
+  for (void *p : inputs)
+    ampc_free(ctx, p);
+  FN(destroy)(state);
+  ampc_context_destroy(ctx);
+  ampc_comm_destroy(comm);
+  return 0;
+}

@@ -1,0 +1,270 @@
+//===- api_grad_allreduce.cpp - The gradient all-reduce ------*- C++ -*-===//
+//
+// What the data-parallel ops of a compiled step call (issue 14,
+// docs/distributed.md): ampc_grad_allreduce_start / _wait reduce one bucket
+// of gradients over the communicator attached to the context, and
+// ampc_divide_by_world divides the backward seed by the world size. A
+// bucket is packed into one staging buffer per element type with the
+// backend's copy (so 16-bit gradients are widened or rounded by the same
+// kernel as a cast), then handed to ampc_comm_allreduce_async: whatever
+// carries the context's collectives (MPI on the CPU) carries the bucket.
+// The staging buffers are kept per context and bucket between steps and
+// freed with the context.
+//
+//===----------------------------------------------------------------------===//
+#include "common.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+using namespace ampc;
+
+namespace {
+
+/// One message of a bucket: the gradients of one reduction type.
+struct Message {
+  ampc_dtype dtype = AMPC_F32;
+  std::vector<int32_t> members; ///< indices into the bucket's gradients
+  int64_t numel = 0;
+  bool staged = false; ///< false: a lone gradient reduced in place
+  void *staging = nullptr;
+  size_t capacity = 0; ///< bytes of `staging`
+  ampc_request request = nullptr;
+};
+
+struct BucketState {
+  std::vector<Message> messages;
+  bool pending = false;
+  int32_t count = 0;
+};
+
+struct Registry {
+  std::mutex lock;
+  std::map<std::pair<ampc_context, int64_t>, BucketState> buckets;
+};
+
+Registry &registry() {
+  static Registry *r = new Registry; // outlives every context
+  return *r;
+}
+
+Buf offsetBuf(Buf b, int64_t elems) {
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
+}
+
+ampc_status copyFlat(Backend &be, Buf dst, Buf src, int64_t n, float scale) {
+  if (n == 0)
+    return AMPC_OK;
+  Walk w;
+  w.rank = 1;
+  w.shape[0] = n;
+  w.stride[0][0] = w.stride[1][0] = 1;
+  return be.copy(dst, src, w, scale);
+}
+
+int32_t worldSize(ampc_context ctx) {
+  int32_t size = 1;
+  if (ctx->comm && ampc_comm_size(ctx->comm, &size) != AMPC_OK)
+    return 1;
+  return size;
+}
+
+ampc_status checkList(const char *fn, void *const *grads,
+                      const ampc_dtype *dtypes, const int64_t *numels,
+                      int32_t count, int64_t bucket) {
+  if (count < 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %d", fn,
+                    int(count));
+  if (bucket < 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: bucket %lld", fn,
+                    (long long)bucket);
+  if (count > 0 && (!grads || !dtypes || !numels))
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: a gradient list is NULL", fn);
+  for (int32_t i = 0; i < count; ++i) {
+    if (!grads[i] && numels[i] > 0)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: gradient %d is NULL", fn,
+                      int(i));
+    if (!isFloatDtype(dtypes[i]))
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: gradient %d is %s (f32, f16 or bf16 expected)", fn,
+                      int(i), dtypeName(dtypes[i]));
+    if (numels[i] < 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: numel %lld", fn,
+                      (long long)numels[i]);
+  }
+  return AMPC_OK;
+}
+
+} // namespace
+
+/// Frees the staging buffers of `ctx` (ampc_context_destroy).
+void ampc::releaseGradBuckets(ampc_context ctx) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> guardLock(r.lock);
+  for (auto it = r.buckets.begin(); it != r.buckets.end();) {
+    if (it->first.first != ctx) {
+      ++it;
+      continue;
+    }
+    for (Message &m : it->second.messages) {
+      if (m.request)
+        ampc_comm_wait(m.request);
+      if (m.staging)
+        ctx->backend->release(m.staging);
+    }
+    it = r.buckets.erase(it);
+  }
+}
+
+extern "C" {
+
+AMPC_API ampc_status ampc_grad_allreduce_start(
+    ampc_context ctx, void *const *grads, const ampc_dtype *dtypes,
+    const int64_t *numels, int32_t count, int64_t bucket, int32_t mean,
+    int32_t reduce_f32) {
+  const char *fn = "ampc_grad_allreduce_start";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkList(fn, grads, dtypes, numels, count, bucket));
+    if (!ctx->comm || worldSize(ctx) == 1)
+      return AMPC_OK; // one rank: the sum and the mean are the values
+    Registry &r = registry();
+    std::lock_guard<std::mutex> guardLock(r.lock);
+    BucketState &b = r.buckets[{ctx, bucket}];
+    if (b.pending)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: bucket %lld is already in flight", fn,
+                      (long long)bucket);
+    // The messages: one per reduction type, in order of first appearance.
+    std::vector<Message> previous = std::move(b.messages);
+    b.messages.clear();
+    for (int32_t i = 0; i < count; ++i) {
+      ampc_dtype type = reduce_f32 ? AMPC_F32 : dtypes[i];
+      Message *m = nullptr;
+      for (Message &have : b.messages)
+        if (have.dtype == type)
+          m = &have;
+      if (!m) {
+        b.messages.emplace_back();
+        m = &b.messages.back();
+        m->dtype = type;
+      }
+      m->members.push_back(i);
+      m->numel += numels[i];
+    }
+    // Staging buffers carry over from the last step of this bucket.
+    for (size_t k = 0; k < b.messages.size(); ++k)
+      if (k < previous.size()) {
+        b.messages[k].staging = previous[k].staging;
+        b.messages[k].capacity = previous[k].capacity;
+        previous[k].staging = nullptr;
+      }
+    for (Message &m : previous)
+      if (m.staging)
+        ctx->backend->release(m.staging);
+    Backend &be = *ctx->backend;
+    for (Message &m : b.messages) {
+      m.staged = !(m.members.size() == 1 && dtypes[m.members[0]] == m.dtype);
+      void *data = grads[m.members[0]];
+      if (m.staged) {
+        size_t bytes = size_t(m.numel) * dtypeSize(m.dtype);
+        if (m.capacity < bytes) {
+          if (m.staging)
+            be.release(m.staging);
+          m.staging = nullptr;
+          m.capacity = 0;
+          AMPC_TRY(be.alloc(bytes ? bytes : 1, &m.staging));
+          m.capacity = bytes;
+        }
+        int64_t at = 0;
+        for (int32_t g : m.members) {
+          AMPC_TRY(copyFlat(be, offsetBuf(Buf{m.staging, m.dtype}, at),
+                            Buf{grads[g], dtypes[g]}, numels[g], 1.0f));
+          at += numels[g];
+        }
+        data = m.staging;
+      }
+      AMPC_TRY(ampc_comm_allreduce_async(
+          ctx->comm, ctx, data, m.dtype, m.numel,
+          mean ? AMPC_REDUCE_MEAN : AMPC_REDUCE_SUM, &m.request));
+    }
+    b.pending = true;
+    b.count = count;
+    return AMPC_OK;
+  });
+}
+
+AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
+                                              void *const *grads,
+                                              const ampc_dtype *dtypes,
+                                              const int64_t *numels,
+                                              int32_t count, int64_t bucket) {
+  const char *fn = "ampc_grad_allreduce_wait";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    AMPC_TRY(checkList(fn, grads, dtypes, numels, count, bucket));
+    if (!ctx->comm || worldSize(ctx) == 1)
+      return AMPC_OK;
+    Registry &r = registry();
+    std::lock_guard<std::mutex> guardLock(r.lock);
+    auto it = r.buckets.find({ctx, bucket});
+    if (it == r.buckets.end() || !it->second.pending)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: bucket %lld was not started", fn, (long long)bucket);
+    BucketState &b = it->second;
+    if (b.count != count)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: bucket %lld started %d gradients, waits for %d", fn,
+                      (long long)bucket, int(b.count), int(count));
+    b.pending = false;
+    ampc_status first = AMPC_OK;
+    // Every request is completed, even after an error, so none is left in
+    // flight.
+    for (Message &m : b.messages) {
+      ampc_request req = m.request;
+      m.request = nullptr;
+      ampc_status st = ampc_comm_wait(req);
+      if (st != AMPC_OK) {
+        if (first == AMPC_OK)
+          first = st;
+        continue;
+      }
+      if (!m.staged || first != AMPC_OK)
+        continue;
+      int64_t at = 0;
+      for (int32_t g : m.members) {
+        st = copyFlat(*ctx->backend, Buf{grads[g], dtypes[g]},
+                      offsetBuf(Buf{m.staging, m.dtype}, at), numels[g], 1.0f);
+        if (st != AMPC_OK && first == AMPC_OK)
+          first = st;
+        at += numels[g];
+      }
+    }
+    return first;
+  });
+}
+
+AMPC_API ampc_status ampc_divide_by_world(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank) {
+  const char *fn = "ampc_divide_by_world";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
+    if (ys.numel() != xs.numel())
+      return shapeError(fn, "y", ys, xs);
+    int32_t w = worldSize(ctx);
+    if (w == 1 && y == x && y_dtype == x_dtype)
+      return AMPC_OK;
+    return copyFlat(*ctx->backend, Buf{y, y_dtype},
+                    Buf{const_cast<void *>(x), x_dtype}, ys.numel(),
+                    1.0f / static_cast<float>(w));
+  });
+}
+
+} // extern "C"
