@@ -34,6 +34,7 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -307,6 +308,16 @@ std::optional<HostTensor> readTensor(MLIRContext &ctx,
   return h;
 }
 
+/// The shortest decimal that reads back as the f32 `f` (std::to_chars), as
+/// a double: what an exporter that stored a double as f32 started from.
+double asWritten(float f) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  double d = f;
+  std::from_chars(buf, res.ptr, d);
+  return d;
+}
+
 DenseElementsAttr toAttr(const HostTensor &h) {
   auto type = RankedTensorType::get(h.shape, h.elt);
   if (h.elt.isF32()) {
@@ -462,8 +473,8 @@ namespace {
 class Emitter {
 public:
   Emitter(const ONNXModel::Impl &m, OpBuilder &builder, StringRef prefix,
-          ONNXModel::ParamFn param)
-      : m(m), ctx(*m.ctx), b(builder), prefix(prefix), param(param) {}
+          GraphState &state)
+      : m(m), ctx(*m.ctx), b(builder), prefix(prefix), state(state) {}
 
   FailureOr<SmallVector<Value>> run(Location callLoc, ValueRange inputs);
 
@@ -472,7 +483,11 @@ private:
   MLIRContext &ctx;
   OpBuilder &b;
   StringRef prefix;
-  ONNXModel::ParamFn param;
+  GraphState &state;
+  /// How many BatchNormalization nodes read each initializer as a running
+  /// statistic, and the initializers read anywhere else (see bufferName).
+  llvm::StringMap<unsigned> runningStatUses;
+  llvm::StringSet<> otherUses;
 
   struct Entry {
     Value value;
@@ -555,7 +570,8 @@ private:
         error() << "initializer '" << node->input(k) << "' is not float";
         return nullptr;
       }
-      e->value = param(prefix.str() + "." + sanitizeName(node->input(k)), attr);
+      e->value =
+          state.param(prefix.str() + "." + sanitizeName(node->input(k)), attr);
     } else {
       e->value = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
     }
@@ -620,6 +636,13 @@ private:
     const auto *a = attr(name);
     return a ? a->f() : dflt;
   }
+  /// A float attribute as the exporter wrote it: the shortest decimal that
+  /// reads back as the stored f32 (0.9, not 0.899999976), so that
+  /// PyTorch's momentum 0.1 exported as 1 - 0.1 = 0.9f comes back as 0.1.
+  double attrFloatAsWritten(StringRef name, double dflt) {
+    const auto *a = attr(name);
+    return a ? asWritten(a->f()) : dflt;
+  }
   std::optional<SmallVector<int64_t>> attrInts(StringRef name) {
     const auto *a = attr(name);
     if (!a)
@@ -644,32 +667,40 @@ private:
   }
   Attribute ints(ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); }
 
-  Value build(StringRef opName, ValueRange operands,
-              ArrayRef<NamedAttribute> attrs = {}) {
+  /// An op with `numResults` results whose types it infers; verified at
+  /// once. Null (after a diagnostic) when either fails.
+  Operation *buildOp(StringRef opName, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs, unsigned numResults) {
     for (Value v : operands)
       if (!v)
         return nullptr;
-    OperationState state(loc, opName);
-    state.addOperands(operands);
-    state.addAttributes(attrs);
-    state.addTypes(b.getNoneType());
-    Operation *op = b.create(state);
+    OperationState st(loc, opName);
+    st.addOperands(operands);
+    st.addAttributes(attrs);
+    st.addTypes(SmallVector<Type>(numResults, b.getNoneType()));
+    Operation *op = b.create(st);
     SmallVector<Type> types;
     auto iface = cast<InferTypeOpInterface>(op);
     if (failed(iface.inferReturnTypes(&ctx, loc, op->getOperands(),
                                       op->getRawDictionaryAttrs(),
                                       op->getPropertiesStorage(),
                                       op->getRegions(), types)) ||
-        types.size() != 1) {
+        types.size() != numResults) {
       op->erase();
       return nullptr;
     }
-    op->getResult(0).setType(types[0]);
+    for (auto [r, t] : llvm::zip(op->getResults(), types))
+      r.setType(t);
     if (failed(verify(op))) {
       op->erase();
       return nullptr;
     }
-    return op->getResult(0);
+    return op;
+  }
+  Value build(StringRef opName, ValueRange operands,
+              ArrayRef<NamedAttribute> attrs = {}) {
+    Operation *op = buildOp(opName, operands, attrs, 1);
+    return op ? op->getResult(0) : nullptr;
   }
   template <typename OpTy>
   Value build(ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
@@ -749,6 +780,10 @@ private:
   LogicalResult convertPool(bool isMax);
   LogicalResult convertReduce(StringRef opName);
   LogicalResult convertBatchNorm();
+  LogicalResult convertBatchNormComposed(Value x, Value scale, Value bias,
+                                         double eps);
+  std::string bufferName(size_t k);
+  LogicalResult convertDropout();
   LogicalResult convertLayerNorm();
   LogicalResult convertSlice();
   LogicalResult convertSplit();
@@ -868,11 +903,8 @@ LogicalResult Emitter::convertHost() {
   StringRef op = node->op_type();
   auto in = [&](size_t k) { return host(k); };
 
-  if (op == "Identity" || op == "Dropout") {
-    if (op == "Dropout" && failed(onlyFirstOutput()))
-      return failure();
+  if (op == "Identity")
     return setOutput(0, *in(0));
-  }
   if (op == "Cast") {
     Type to = elementTypeOf(ctx, attrInt("to", 0));
     if (!to)
@@ -1365,21 +1397,10 @@ LogicalResult Emitter::convert() {
       return failure();
     return setOutput(0, build(it->second, {x, y}));
   }
-  if (op == "Identity" || op == "Dropout") {
-    if (op == "Dropout") {
-      if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
-        return failure();
-      if (hasInput(2)) {
-        const HostTensor *t = needHost(2, "training_mode");
-        if (!t)
-          return failure();
-        if (t->numel() == 1 && t->i(0) != 0)
-          return unsupportedValue("training_mode", "true",
-                                  "inference (false)");
-      }
-    }
+  if (op == "Identity")
     return setOutput(0, value(0));
-  }
+  if (op == "Dropout")
+    return convertDropout();
   if (op == "Erf")
     return convertErf();
   if (op == "Pad")
@@ -1828,32 +1849,146 @@ LogicalResult Emitter::convertReduce(StringRef opName) {
   return setOutput(0, build(opName, {x}, attrs));
 }
 
+/// The buffer of running statistic `k` (3: mean, 4: variance) of the
+/// BatchNormalization being converted: `PREFIX.<initializer>`, or, when the
+/// exporter stored one initializer for several uses (equal values are
+/// stored once: fresh modules' zeros and ones), `PREFIX.<node>.running_mean`
+/// / `.running_var`, so that every batch norm keeps its own statistics as
+/// the module it was exported from does.
+std::string Emitter::bufferName(size_t k) {
+  StringRef init = node->input(k);
+  if (runningStatUses.lookup(init) == 1 && !otherUses.contains(init))
+    return prefix.str() + "." + sanitizeName(init);
+  return prefix.str() + "." + sanitizeName(nodeName) +
+         (k == 3 ? ".running_mean" : ".running_var");
+}
+
+/// BatchNormalization onto `tg.batch_norm`, its running statistics as
+/// buffers. ONNX's momentum weighs the old statistics (`new = momentum *
+/// old + (1 - momentum) * batch`), tg's (PyTorch's) the batch's: tg's is
+/// 1 - ONNX's.
 LogicalResult Emitter::convertBatchNorm() {
   if (failed(checkAttrs({"epsilon", "momentum", "training_mode"})))
     return failure();
-  if (attrInt("training_mode", 0) != 0 || node->output_size() > 1)
-    return unsupportedValue("training_mode", "1",
-                            "0: export the model in eval mode, where batch "
-                            "norm uses its running statistics");
-  Value x = value(0), scale = value(1), bias = value(2), mean = value(3),
-        var = value(4);
-  if (!x || !scale || !bias || !mean || !var)
+  bool trainingMode = attrInt("training_mode", 0) != 0;
+  // The running statistics' outputs (training mode) are the buffers' new
+  // values, written by the step; they are not values of the graph.
+  if (failed(onlyFirstOutput()))
+    return failure();
+  Value x = value(0), scale = value(1), bias = value(2);
+  if (!x || !scale || !bias)
     return failure();
   int64_t rank = typeOf(x).getRank();
   if (rank < 2) {
     error() << "needs an input of rank 2 or more";
     return failure();
   }
-  int64_t c = typeOf(x).getDimSize(1);
+  double eps = attrFloatAsWritten("epsilon", 1e-5);
+  // As written, then rounded to f32 and read as written again: ONNX's 0.9f
+  // gives PyTorch's 0.1 exactly.
+  double momentum =
+      asWritten(static_cast<float>(1.0 - attrFloatAsWritten("momentum", 0.9)));
+  SmallVector<Value> stats;
+  for (size_t k : {size_t(3), size_t(4)}) {
+    if (!hasInput(k) || !lookup(k))
+      return failure();
+    Entry &e = env[node->input(k)];
+    if (!e.isParam) {
+      if (!trainingMode)
+        return convertBatchNormComposed(x, scale, bias, eps);
+      error() << "a training-mode batch norm keeps its running "
+              << (k == 3 ? "mean" : "variance") << " (input " << k
+              << ") in a buffer, so it must be an initializer, but '"
+              << node->input(k) << "' is computed in the graph";
+      return failure();
+    }
+    stats.push_back(
+        state.buffer(bufferName(k), cast<DenseElementsAttr>(toAttr(*e.host))));
+  }
+  // A training-mode node trains in a training graph (batch statistics,
+  // buffers updated) and is an inference batch norm elsewhere, as the
+  // language's batch_norm.
+  bool training = trainingMode && state.isTraining();
+  int64_t channels = typeOf(x).getDimSize(1);
+  if (training && typeOf(x).getNumElements() / std::max<int64_t>(channels, 1) < 2) {
+    error() << "a batch norm in a training graph needs more than one value "
+               "per channel, got input "
+            << typeOf(x);
+    return failure();
+  }
+  Value y = build<tg::BatchNormOp>(
+      {x, scale, bias, stats[0], stats[1]},
+      {named("momentum", b.getF64FloatAttr(momentum)),
+       named("eps", b.getF64FloatAttr(eps)),
+       named("training", b.getBoolAttr(training))});
+  if (!y || !training)
+    return setOutput(0, y);
+  Operation *update = buildOp(
+      tg::BatchNormUpdateOp::getOperationName(), {x, stats[0], stats[1]},
+      {named("momentum", b.getF64FloatAttr(momentum))}, 2);
+  if (!update)
+    return failure();
+  state.updateBuffer(bufferName(3), update->getResult(0));
+  state.updateBuffer(bufferName(4), update->getResult(1));
+  return setOutput(0, y);
+}
+
+/// An eval-mode batch norm whose statistics are computed in the graph (not
+/// initializers, so not buffers): (x - mean) * (scale * rsqrt(var + eps)) +
+/// bias per channel.
+LogicalResult Emitter::convertBatchNormComposed(Value x, Value scale,
+                                                Value bias, double eps) {
+  Value mean = value(3), var = value(4);
+  if (!mean || !var)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> shape(rank - 1, 1);
-  shape[0] = c;
+  shape[0] = typeOf(x).getDimSize(1);
   auto chan = [&](Value v) { return reshape(v, shape); };
-  double eps = attrFloat("epsilon", 1e-5);
-  // (x - mean) * (scale / sqrt(var + eps)) + bias, per channel.
   Value inv = build<tg::RsqrtOp>({build<tg::AddOp>({var, scalar(eps, var)})});
   Value factor = chan(build<tg::MulOp>({scale, inv}));
   Value y = build<tg::MulOp>({build<tg::SubOp>({x, chan(mean)}), factor});
   return setOutput(0, build<tg::AddOp>({y, chan(bias)}));
+}
+
+/// Dropout: the identity, except a training-mode node (the training_mode
+/// input true) in a training graph, which is `tg.dropout` with p = ratio.
+LogicalResult Emitter::convertDropout() {
+  if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
+    return failure();
+  Value x = value(0);
+  if (!x)
+    return failure();
+  bool trainingMode = false;
+  if (hasInput(2)) {
+    const HostTensor *t = needHost(2, "training_mode");
+    if (!t)
+      return failure();
+    if (t->numel() != 1) {
+      error() << "its training_mode must be a scalar";
+      return failure();
+    }
+    trainingMode = t->i(0) != 0;
+  }
+  double ratio = 0.5;
+  if (hasInput(1)) {
+    const HostTensor *r = needHost(1, "ratio");
+    if (!r)
+      return failure();
+    if (r->numel() != 1 || !r->isFloat()) {
+      error() << "its ratio must be a float scalar";
+      return failure();
+    }
+    ratio = asWritten(r->f(0));
+  }
+  if (!trainingMode || !state.isTraining())
+    return setOutput(0, x);
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return unsupportedValue("ratio", llvm::formatv("{0}", ratio).str(),
+                            "a ratio in [0, 1)");
+  if (ratio == 0.0)
+    return setOutput(0, x);
+  return setOutput(0, state.dropout(x, ratio, loc));
 }
 
 LogicalResult Emitter::convertLayerNorm() {
@@ -2153,6 +2288,15 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     }
     env[in.name].value = v;
   }
+  for (const onnx::NodeProto &n : g.node())
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (n.op_type() == "BatchNormalization" && (k == 3 || k == 4))
+        ++runningStatUses[n.input(k)];
+      else
+        otherUses.insert(n.input(k));
+    }
+  for (const onnx::ValueInfoProto &out : g.output())
+    otherUses.insert(out.name());
   for (const auto &[name, h] : m.initializers) {
     Entry e;
     e.host = h;
@@ -2190,7 +2334,8 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     if (!e.value) {
       DenseElementsAttr attr = toAttr(*e.host);
       e.value = e.isParam
-                    ? param(prefix.str() + "." + sanitizeName(out.name()), attr)
+                    ? state.param(prefix.str() + "." + sanitizeName(out.name()),
+                                  attr)
                     : Value(tg::ConstantOp::create(b, fileLoc(ctx, m.displayPath),
                                                    cast<ElementsAttr>(attr)));
     }
@@ -2201,12 +2346,14 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
 
 } // namespace
 
+GraphState::~GraphState() = default;
+
 FailureOr<SmallVector<Value>> ONNXModel::emit(OpBuilder &builder,
                                               Location callLoc,
                                               ValueRange inputs,
                                               StringRef prefix,
-                                              ParamFn param) const {
-  Emitter e(*impl, builder, prefix, param);
+                                              GraphState &state) const {
+  Emitter e(*impl, builder, prefix, state);
   return e.run(callLoc, inputs);
 }
 
@@ -2301,25 +2448,45 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
         tg::TGDialect::kInputAttrName, b.getStringAttr(in.name))));
   }
   b.setInsertionPointToStart(entry);
-  llvm::StringMap<Value> params;
-  auto param = [&](StringRef pname, DenseElementsAttr value) -> Value {
-    auto it = params.find(pname);
-    if (it != params.end())
-      return it->second;
-    Value arg = entry->addArgument(value.getType(),
-                                   NameLoc::get(b.getStringAttr(pname), at));
-    argTypes.push_back(value.getType());
-    argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr(tg::TGDialect::kParamAttrName, b.getStringAttr(pname)),
-         b.getNamedAttr(tg::TGDialect::kInitAttrName,
-                        tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0, 0)),
-         b.getNamedAttr(tg::TGDialect::kInitValueAttrName, value)}));
-    params[pname] = arg;
-    return arg;
-  };
+  // An inference graph: parameters and buffers are arguments appended as
+  // the model first reads them; nothing is updated.
+  struct InferenceState : GraphState {
+    OpBuilder &b;
+    Block *entry;
+    Location at;
+    SmallVector<Type> &argTypes;
+    SmallVector<DictionaryAttr> &argAttrs;
+    llvm::StringMap<Value> args;
+    InferenceState(OpBuilder &b, Block *entry, Location at,
+                   SmallVector<Type> &argTypes,
+                   SmallVector<DictionaryAttr> &argAttrs)
+        : b(b), entry(entry), at(at), argTypes(argTypes), argAttrs(argAttrs) {}
+    Value arg(StringRef role, StringRef pname, DenseElementsAttr value) {
+      auto it = args.find(pname);
+      if (it != args.end())
+        return it->second;
+      Value arg = entry->addArgument(value.getType(),
+                                     NameLoc::get(b.getStringAttr(pname), at));
+      argTypes.push_back(value.getType());
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(role, b.getStringAttr(pname)),
+           b.getNamedAttr(tg::TGDialect::kInitAttrName,
+                          tg::InitAttr::get(b.getContext(),
+                                            tg::InitKind::zeros, 0, 0)),
+           b.getNamedAttr(tg::TGDialect::kInitValueAttrName, value)}));
+      args[pname] = arg;
+      return arg;
+    }
+    Value param(StringRef pname, DenseElementsAttr value) override {
+      return arg(tg::TGDialect::kParamAttrName, pname, value);
+    }
+    Value buffer(StringRef pname, DenseElementsAttr value) override {
+      return arg(tg::TGDialect::kBufferAttrName, pname, value);
+    }
+  } state(b, entry, at, argTypes, argAttrs);
   // A copy: parameters are appended to the block while the graph is built.
   SmallVector<Value> inputs(entry->getArguments());
-  FailureOr<SmallVector<Value>> outs = model->emit(b, at, inputs, name, param);
+  FailureOr<SmallVector<Value>> outs = model->emit(b, at, inputs, name, state);
   if (failed(outs))
     return nullptr;
   func::ReturnOp::create(b, at, *outs);
