@@ -494,6 +494,9 @@ private:
     std::optional<HostTensor> host;
     /// A float initializer: on the host for reading, but a parameter.
     bool isParam = false;
+    /// For a parameter: the initializer's name (an Identity passes the
+    /// entry on, so its output is the same parameter).
+    std::string init;
   };
   llvm::StringMap<Entry> env;
 
@@ -570,8 +573,7 @@ private:
         error() << "initializer '" << node->input(k) << "' is not float";
         return nullptr;
       }
-      e->value =
-          state.param(prefix.str() + "." + sanitizeName(node->input(k)), attr);
+      e->value = state.param(prefix.str() + "." + sanitizeName(e->init), attr);
     } else {
       e->value = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
     }
@@ -1397,8 +1399,17 @@ LogicalResult Emitter::convert() {
       return failure();
     return setOutput(0, build(it->second, {x, y}));
   }
-  if (op == "Identity")
-    return setOutput(0, value(0));
+  if (op == "Identity") {
+    // The same entry: an Identity of an initializer is that initializer
+    // (torch.onnx.export names a batch norm's running statistics so when
+    // they equal another initializer).
+    if (failed(checkAttrs({})) || !hasInput(0) || !lookup(0))
+      return failure();
+    Entry e = env[node->input(0)];
+    if (node->output_size() > 0 && !node->output(0).empty())
+      env[node->output(0)] = std::move(e);
+    return success();
+  }
   if (op == "Dropout")
     return convertDropout();
   if (op == "Erf")
@@ -1983,9 +1994,11 @@ LogicalResult Emitter::convertDropout() {
   }
   if (!trainingMode || !state.isTraining())
     return setOutput(0, x);
-  if (!(ratio >= 0.0 && ratio < 1.0))
-    return unsupportedValue("ratio", llvm::formatv("{0}", ratio).str(),
-                            "a ratio in [0, 1)");
+  if (!(ratio >= 0.0 && ratio < 1.0)) {
+    error() << "its ratio is " << ratio
+            << "; a training-mode dropout needs a ratio in [0, 1)";
+    return failure();
+  }
   if (ratio == 0.0)
     return setOutput(0, x);
   return setOutput(0, state.dropout(x, ratio, loc));
@@ -2301,6 +2314,7 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     Entry e;
     e.host = h;
     e.isParam = isa<FloatType>(h.elt);
+    e.init = name.str();
     env[name] = std::move(e);
   }
   for (int k = 0; k < g.node_size(); ++k) {
@@ -2334,8 +2348,7 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     if (!e.value) {
       DenseElementsAttr attr = toAttr(*e.host);
       e.value = e.isParam
-                    ? state.param(prefix.str() + "." + sanitizeName(out.name()),
-                                  attr)
+                    ? state.param(prefix.str() + "." + sanitizeName(e.init), attr)
                     : Value(tg::ConstantOp::create(b, fileLoc(ctx, m.displayPath),
                                                    cast<ElementsAttr>(attr)));
     }
