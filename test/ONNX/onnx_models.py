@@ -11,7 +11,7 @@
   onnx_models.py train-bn NAME DIR LOG.jsonl PARAMS_DIR [--buffer-tol T]
       PyTorch trains the module that `export NAME DIR --training` wrote,
       from the file's weights and buffers, as Inputs/train_NAME.tg does
-      (cross-entropy, SGD lr 0.05 momentum 0.9, inputs DIR/x.npy and
+      (cross-entropy, SGD lr 0.01 momentum 0.9, inputs DIR/x.npy and
       DIR/labels.npy, train mode); exit 0 when ampc's per-step losses
       (LOG.jsonl) agree within 1e-4 of the first loss and every running
       mean and variance ampc wrote (PARAMS_DIR/net.<buffer>.npy) within T
@@ -353,7 +353,7 @@ def train_bn(name, d, log, params_dir, buffer_tol):
     model.train()
     x = torch.from_numpy(np.load(f"{d}/x.npy"))
     labels = torch.from_numpy(np.load(f"{d}/labels.npy")).long()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     ours = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]
     theirs = []
     for _ in range(len(ours)):
@@ -367,18 +367,20 @@ def train_bn(name, d, log, params_dir, buffer_tol):
           f"ampc {ours[0]:.6g} -> {ours[-1]:.6g}, worst relative difference {worst:.3g}")
     if not ours or worst > 1e-4:
         raise SystemExit("ampc's losses differ from PyTorch's")
-    checked, worst_buffer = 0, 0.0
+    checked, worst_buffer, worst_key = 0, 0.0, ""
     for key, value in model.state_dict().items():
         if not (key.endswith("running_mean") or key.endswith("running_var")):
             continue
         got = np.load(f"{params_dir}/net.{key}.npy").astype(np.float64)
         want = value.numpy().astype(np.float64)
         err = float(np.max(np.abs(got - want))) / float(np.max(np.abs(want)))
-        worst_buffer = max(worst_buffer, err)
+        if err >= worst_buffer:
+            worst_buffer, worst_key = err, key
         checked += 1
         if err > buffer_tol:
             raise SystemExit(f"buffer {key}: relative difference {err:.3g} exceeds {buffer_tol}")
-    print(f"{checked} running statistics, worst relative difference {worst_buffer:.3g}")
+    print(f"{checked} running statistics, worst relative difference {worst_buffer:.3g} "
+          f"({worst_key})")
 
 
 def main(argv):

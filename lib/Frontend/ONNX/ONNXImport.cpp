@@ -36,6 +36,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -1995,7 +1996,9 @@ LogicalResult Emitter::convertDropout() {
   if (!trainingMode || !state.isTraining())
     return setOutput(0, x);
   if (!(ratio >= 0.0 && ratio < 1.0)) {
-    error() << "its ratio is " << ratio
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", ratio);
+    error() << "its ratio is " << text
             << "; a training-mode dropout needs a ratio in [0, 1)";
     return failure();
   }
