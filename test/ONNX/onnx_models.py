@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test models for ampc's ONNX importer, exported with the installed torch.
 
-  onnx_models.py export NAME DIR [--opset N] [--dynamic] [--training]
+  onnx_models.py export NAME[,NAME...] DIR [--opset N] [--dynamic] [--training]
       DIR/NAME.onnx (random weights, seed 0, eval mode), DIR/NAME.x.npy (an
       input batch) and DIR/NAME.ref.npy (PyTorch's output on it). With
       --training the export is torch.onnx.TrainingMode.TRAINING
@@ -387,7 +387,10 @@ def main(argv):
     cmd = argv[0]
     if cmd == "export":
         opset = int(argv[argv.index("--opset") + 1]) if "--opset" in argv else 14
-        export(argv[1], argv[2], opset, "--dynamic" in argv, "--training" in argv)
+        # NAME,NAME,...: several models in one process (torch is imported
+        # once).
+        for name in argv[1].split(","):
+            export(name, argv[2], opset, "--dynamic" in argv, "--training" in argv)
     elif cmd == "compare":
         rtol = float(argv[argv.index("--rtol") + 1]) if "--rtol" in argv else 1e-4
         compare(argv[1], argv[2], rtol)
