@@ -140,6 +140,33 @@ def set_momentum(model):
             m.momentum = 0.2
 
 
+# Classifiers whose freshly initialised eval-mode output hardly depends on
+# the input (activations shrink layer by layer while the batch norms' running
+# statistics are still 0 and 1): their statistics are calibrated first.
+CALIBRATE = {"mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0",
+             "regnet_y_400mf", "densenet121"}
+
+
+def calibrate(model, shape):
+    """Sets every batch norm's running statistics to the cumulative average
+    over 4 random batches (train-mode forward passes), so that the eval-mode
+    network normalises its activations."""
+    import torch
+
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(*shape, generator=g))
+    for m in bns:
+        m.momentum = 0.1
+    model.eval()
+
+
 def load_from_onnx(model, path):
     """The module's parameters and buffers from the file's initializers
     (by name; a training export keeps the module's names)."""
@@ -162,6 +189,8 @@ def export(name, out, opset=14, dynamic=False, training=False):
     import torch
 
     model, shape = build(name)
+    if name in CALIBRATE:
+        calibrate(model, shape)
     model.eval()
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
     path = f"{out}/{name}.onnx"
