@@ -173,6 +173,13 @@ const char *onnxTypeName(int32_t t) {
              : "an unknown type";
 }
 
+/// The `T` stored (little-endian, unaligned) at `p`.
+template <typename T> T loadAs(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
 /// Reads a TensorProto; on failure sets `why`.
 std::optional<HostTensor> readTensor(MLIRContext &ctx,
                                      const onnx::TensorProto &t,
@@ -198,114 +205,74 @@ std::optional<HostTensor> readTensor(MLIRContext &ctx,
   }
   int64_t n = h.numel();
   const std::string &raw = t.raw_data();
-  bool hasRaw = t.has_raw_data();
-  auto sizeError = [&](int64_t got) {
-    why = llvm::formatv("{0} values for {1} elements", got, n).str();
-    return std::nullopt;
-  };
-  auto fromRaw = [&](size_t width, auto decode) -> bool {
-    if (raw.size() != size_t(n) * width) {
-      why = llvm::formatv("{0} bytes of data for {1} elements of {2} bytes",
-                          raw.size(), n, width)
-                .str();
+  // The values are `raw_data` (little-endian, `width` bytes each) or the
+  // type's repeated field; `fromBytes` and `fromField` decode one element.
+  auto read = [&](size_t width, auto fromBytes, const auto &field,
+                  auto fromField) -> bool {
+    auto store = [&](int64_t k, auto v) {
+      if (h.isFloat())
+        h.floats[k] = static_cast<double>(v);
+      else
+        h.ints[k] = static_cast<int64_t>(v);
+    };
+    if (t.has_raw_data()) {
+      if (raw.size() != size_t(n) * width) {
+        why = llvm::formatv("{0} bytes of data for {1} elements of {2} bytes",
+                            raw.size(), n, width)
+                  .str();
+        return false;
+      }
+      h.resize(n);
+      for (int64_t k = 0; k < n; ++k)
+        store(k, fromBytes(raw.data() + k * width));
+      return true;
+    }
+    if (field.size() != n) {
+      why = llvm::formatv("{0} values for {1} elements", field.size(), n).str();
       return false;
     }
     h.resize(n);
     for (int64_t k = 0; k < n; ++k)
-      decode(raw.data() + k * width, k);
+      store(k, fromField(field.Get(k)));
     return true;
   };
+  auto same = [](auto v) { return v; };
+  const llvm::fltSemantics &half = t.data_type() == onnx::TensorProto::FLOAT16
+                                       ? APFloat::IEEEhalf()
+                                       : APFloat::BFloat();
+  auto decode16 = [&](uint16_t bits) {
+    return APFloat(half, APInt(16, bits)).convertToFloat();
+  };
+  bool ok = true;
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
-    if (hasRaw) {
-      if (!fromRaw(4, [&](const char *p, int64_t k) {
-            float v;
-            std::memcpy(&v, p, 4);
-            h.floats[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.float_data_size() != n)
-        return sizeError(t.float_data_size());
-      h.floats.assign(t.float_data().begin(), t.float_data().end());
-    }
+    ok = read(4, loadAs<float>, t.float_data(), same);
     break;
   case onnx::TensorProto::DOUBLE:
-    if (hasRaw) {
-      if (!fromRaw(8, [&](const char *p, int64_t k) {
-            double v;
-            std::memcpy(&v, p, 8);
-            h.floats[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.double_data_size() != n)
-        return sizeError(t.double_data_size());
-      h.floats.assign(t.double_data().begin(), t.double_data().end());
-    }
+    ok = read(8, loadAs<double>, t.double_data(), same);
     break;
   case onnx::TensorProto::FLOAT16:
-  case onnx::TensorProto::BFLOAT16: {
-    const llvm::fltSemantics &sem = t.data_type() == onnx::TensorProto::FLOAT16
-                                        ? APFloat::IEEEhalf()
-                                        : APFloat::BFloat();
-    auto decode16 = [&](uint16_t bits) {
-      return APFloat(sem, APInt(16, bits)).convertToFloat();
-    };
-    if (hasRaw) {
-      if (!fromRaw(2, [&](const char *p, int64_t k) {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            h.floats[k] = decode16(v);
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int32_data_size() != n)
-        return sizeError(t.int32_data_size());
-      h.resize(n);
-      for (int64_t k = 0; k < n; ++k)
-        h.floats[k] = decode16(uint16_t(t.int32_data(k)));
-    }
+  case onnx::TensorProto::BFLOAT16:
+    ok = read(
+        2, [&](const char *p) { return decode16(loadAs<uint16_t>(p)); },
+        t.int32_data(), [&](int32_t v) { return decode16(uint16_t(v)); });
     break;
-  }
   case onnx::TensorProto::INT64:
-    if (hasRaw) {
-      if (!fromRaw(8, [&](const char *p, int64_t k) {
-            std::memcpy(&h.ints[k], p, 8);
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int64_data_size() != n)
-        return sizeError(t.int64_data_size());
-      h.ints.assign(t.int64_data().begin(), t.int64_data().end());
-    }
+    ok = read(8, loadAs<int64_t>, t.int64_data(), same);
     break;
   case onnx::TensorProto::INT32:
-  case onnx::TensorProto::BOOL: {
-    size_t width = t.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
-    if (hasRaw) {
-      if (!fromRaw(width, [&](const char *p, int64_t k) {
-            int32_t v = 0;
-            if (width == 1)
-              v = *reinterpret_cast<const uint8_t *>(p) != 0;
-            else
-              std::memcpy(&v, p, 4);
-            h.ints[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int32_data_size() != n)
-        return sizeError(t.int32_data_size());
-      h.ints.assign(t.int32_data().begin(), t.int32_data().end());
-      if (width == 1)
-        for (int64_t &v : h.ints)
-          v = v != 0;
-    }
+    ok = read(4, loadAs<int32_t>, t.int32_data(), same);
     break;
-  }
+  case onnx::TensorProto::BOOL:
+    ok = read(
+        1, [](const char *p) { return loadAs<uint8_t>(p) != 0; },
+        t.int32_data(), [](int32_t v) { return v != 0; });
+    break;
   default:
     break;
   }
+  if (!ok)
+    return std::nullopt;
   return h;
 }
 
@@ -722,6 +689,13 @@ private:
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
+  /// x[start:end] along `dim`.
+  Value slice(Value x, int64_t dim, int64_t start, int64_t end) {
+    return build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(dim)),
+                                    named("start", b.getI64IntegerAttr(start)),
+                                    named("end", b.getI64IntegerAttr(end))});
+  }
+
   Value reshape(Value v, ArrayRef<int64_t> shape) {
     if (!v)
       return nullptr;
@@ -737,6 +711,15 @@ private:
       return std::nullopt;
     }
     return a < 0 ? a + rank : a;
+  }
+
+  /// Input 0 as `x` and the `axis` attribute (default `dflt`) resolved
+  /// against its rank.
+  std::optional<int64_t> inputAndAxis(int64_t dflt, Value &x) {
+    x = value(0);
+    if (!x)
+      return std::nullopt;
+    return axis(attrInt("axis", dflt), typeOf(x).getRank());
   }
 
   /// Symmetric 2-D pads from ONNX's [top, left, bottom, right].
@@ -792,6 +775,7 @@ private:
   LogicalResult convertSplit();
   LogicalResult convertGather();
   LogicalResult convertReshapeLike();
+  std::optional<SmallVector<int64_t>> reshapedShape(ArrayRef<int64_t> in);
   LogicalResult convertClip();
   LogicalResult convertPad();
   LogicalResult convertErf();
@@ -931,60 +915,10 @@ LogicalResult Emitter::convertHost() {
       op == "Flatten") {
     // The data is unchanged; only the shape.
     HostTensor h = *in(0);
-    if (op == "Reshape") {
-      const HostTensor *spec = needHost(1, "shape");
-      if (!spec)
-        return failure();
-      auto s = resolveReshape(h.shape, *spec);
-      if (!s)
-        return failure();
-      h.shape = *s;
-    } else if (op == "Flatten") {
-      int64_t rank = h.shape.size();
-      auto a = axis(attrInt("axis", 1), rank + 1);
-      if (!a)
-        return failure();
-      int64_t lo = 1, hi = 1;
-      for (int64_t d = 0; d < rank; ++d)
-        (d < *a ? lo : hi) *= h.shape[d];
-      h.shape = {lo, hi};
-    } else {
-      auto axes = axesInputOrAttr(1);
-      if (!axes)
-        return failure();
-      int64_t rank = h.shape.size();
-      if (op == "Unsqueeze") {
-        int64_t outRank = rank + axes->size();
-        SmallVector<bool> isNew(outRank, false);
-        for (int64_t a : *axes) {
-          auto r = axis(a, outRank);
-          if (!r)
-            return failure();
-          isNew[*r] = true;
-        }
-        SmallVector<int64_t> s;
-        size_t j = 0;
-        for (int64_t d = 0; d < outRank; ++d)
-          s.push_back(isNew[d] ? 1 : h.shape[j++]);
-        h.shape = s;
-      } else {
-        SmallVector<bool> drop(rank, axes->empty());
-        if (axes->empty())
-          for (int64_t d = 0; d < rank; ++d)
-            drop[d] = h.shape[d] == 1;
-        for (int64_t a : *axes) {
-          auto r = axis(a, rank);
-          if (!r)
-            return failure();
-          drop[*r] = true;
-        }
-        SmallVector<int64_t> s;
-        for (int64_t d = 0; d < rank; ++d)
-          if (!drop[d])
-            s.push_back(h.shape[d]);
-        h.shape = s;
-      }
-    }
+    auto shape = reshapedShape(h.shape);
+    if (!shape)
+      return failure();
+    h.shape = *shape;
     return setOutput(0, std::move(h));
   }
   if (op == "Gather") {
@@ -1095,51 +1029,41 @@ LogicalResult Emitter::convertHost() {
       }
       const HostTensor &y = *in(1);
       int64_t i0 = at(0), i1 = at(1);
-      if (op == "Equal" || op == "Less" || op == "Greater") {
-        bool r = x.isFloat() || y.isFloat()
-                     ? (op == "Equal"  ? x.f(i0) == y.f(i1)
-                        : op == "Less" ? x.f(i0) < y.f(i1)
-                                       : x.f(i0) > y.f(i1))
-                     : (op == "Equal"  ? x.i(i0) == y.i(i1)
-                        : op == "Less" ? x.i(i0) < y.i(i1)
-                                       : x.i(i0) > y.i(i1));
-        h.ints[lin] = r;
-        return;
-      }
-      if (isInt) {
-        int64_t p = x.i(i0), q = y.i(i1), r = 0;
+      // One formula for integers (int64_t) and floats (double).
+      auto apply = [&](auto p, auto q) {
+        using T = decltype(p);
+        if (op == "Equal")
+          return T(p == q);
+        if (op == "Less")
+          return T(p < q);
+        if (op == "Greater")
+          return T(p > q);
         if (op == "Add")
-          r = p + q;
-        else if (op == "Sub")
-          r = p - q;
-        else if (op == "Mul")
-          r = p * q;
-        else if (op == "Div")
-          r = q == 0 ? 0 : p / q;
-        else if (op == "Max")
-          r = std::max(p, q);
-        else if (op == "Min")
-          r = std::min(p, q);
+          return T(p + q);
+        if (op == "Sub")
+          return T(p - q);
+        if (op == "Mul")
+          return T(p * q);
+        if (op == "Div")
+          return std::is_integral_v<T> && q == 0 ? T(0) : T(p / q);
+        if (op == "Max")
+          return std::max(p, q);
+        if (op == "Min")
+          return std::min(p, q);
+        return T(std::pow(double(p), double(q)));
+      };
+      // Comparisons compare in the operands' kind; their result is bool.
+      bool floats = op == "Equal" || op == "Less" || op == "Greater"
+                        ? x.isFloat() || y.isFloat()
+                        : !isInt;
+      if (floats) {
+        double r = apply(x.f(i0), y.f(i1));
+        if (isInt)
+          h.ints[lin] = static_cast<int64_t>(r);
         else
-          r = static_cast<int64_t>(std::pow(double(p), double(q)));
-        h.ints[lin] = r;
+          h.floats[lin] = r;
       } else {
-        double p = x.f(i0), q = y.f(i1), r = 0;
-        if (op == "Add")
-          r = p + q;
-        else if (op == "Sub")
-          r = p - q;
-        else if (op == "Mul")
-          r = p * q;
-        else if (op == "Div")
-          r = p / q;
-        else if (op == "Max")
-          r = std::max(p, q);
-        else if (op == "Min")
-          r = std::min(p, q);
-        else
-          r = std::pow(p, q);
-        h.floats[lin] = r;
+        h.ints[lin] = apply(x.i(i0), y.i(i1));
       }
     });
     return setOutput(0, std::move(h));
@@ -1453,10 +1377,8 @@ LogicalResult Emitter::convert() {
   if (op == "Softmax" || op == "LogSoftmax") {
     if (failed(checkAttrs({"axis"})))
       return failure();
-    Value x = value(0);
-    if (!x)
-      return failure();
-    auto a = axis(attrInt("axis", -1), typeOf(x).getRank());
+    Value x;
+    auto a = inputAndAxis(-1, x);
     if (!a)
       return failure();
     return setOutput(0, build(op == "Softmax" ? "tg.softmax" : "tg.log_softmax",
@@ -2038,6 +1960,67 @@ LogicalResult Emitter::convertLayerNorm() {
                                             attrFloat("epsilon", 1e-5)))}));
 }
 
+/// The output shape of the Reshape, Flatten, Squeeze or Unsqueeze being
+/// converted, for an input of shape `in` (the host and the IR forms share
+/// it).
+std::optional<SmallVector<int64_t>>
+Emitter::reshapedShape(ArrayRef<int64_t> in) {
+  StringRef op = node->op_type();
+  int64_t rank = in.size();
+  if (op == "Reshape") {
+    const HostTensor *spec = needHost(1, "shape");
+    if (!spec)
+      return std::nullopt;
+    return resolveReshape(in, *spec);
+  }
+  if (op == "Flatten") {
+    auto a = axis(attrInt("axis", 1), rank + 1);
+    if (!a)
+      return std::nullopt;
+    int64_t lo = 1, hi = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < *a ? lo : hi) *= in[d];
+    return SmallVector<int64_t>{lo, hi};
+  }
+  auto axes = axesInputOrAttr(1);
+  if (!axes)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  if (op == "Unsqueeze") {
+    int64_t outRank = rank + axes->size();
+    SmallVector<bool> isNew(outRank, false);
+    for (int64_t a : *axes) {
+      auto r = axis(a, outRank);
+      if (!r)
+        return std::nullopt;
+      isNew[*r] = true;
+    }
+    size_t j = 0;
+    for (int64_t d = 0; d < outRank; ++d)
+      out.push_back(isNew[d] ? 1 : in[j++]);
+    return out;
+  }
+  // Squeeze: the given dims, or every dim of size 1.
+  SmallVector<bool> drop(rank, false);
+  if (axes->empty())
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = in[d] == 1;
+  for (int64_t a : *axes) {
+    auto r = axis(a, rank);
+    if (!r)
+      return std::nullopt;
+    if (in[*r] != 1) {
+      error() << "cannot squeeze dim " << *r << " of size " << in[*r];
+      return std::nullopt;
+    }
+    drop[*r] = true;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      out.push_back(in[d]);
+  return out;
+}
+
 LogicalResult Emitter::convertReshapeLike() {
   StringRef op = node->op_type();
   if (failed(checkAttrs(op == "Flatten"   ? ArrayRef<StringRef>{"axis"}
@@ -2049,25 +2032,7 @@ LogicalResult Emitter::convertReshapeLike() {
   if (!x)
     return failure();
   SmallVector<int64_t> in(typeOf(x).getShape());
-  int64_t rank = in.size();
-  SmallVector<int64_t> out;
-  if (op == "Flatten") {
-    auto a = axis(attrInt("axis", 1), rank + 1);
-    if (!a)
-      return failure();
-    int64_t lo = 1, hi = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < *a ? lo : hi) *= in[d];
-    out = {lo, hi};
-  } else if (op == "Reshape") {
-    const HostTensor *spec = needHost(1, "shape");
-    if (!spec)
-      return failure();
-    auto s = resolveReshape(in, *spec);
-    if (!s)
-      return failure();
-    out = *s;
-  } else if (op == "Expand") {
+  if (op == "Expand") {
     const HostTensor *spec = needHost(1, "shape");
     if (!spec)
       return failure();
@@ -2082,43 +2047,11 @@ LogicalResult Emitter::convertReshapeLike() {
     if (*s == in)
       return setOutput(0, x);
     return setOutput(0, build<tg::BroadcastToOp>({x}, {named("shape", ints(*s))}));
-  } else {
-    auto axes = axesInputOrAttr(1);
-    if (!axes)
-      return failure();
-    if (op == "Unsqueeze") {
-      int64_t outRank = rank + axes->size();
-      SmallVector<bool> isNew(outRank, false);
-      for (int64_t a : *axes) {
-        auto r = axis(a, outRank);
-        if (!r)
-          return failure();
-        isNew[*r] = true;
-      }
-      size_t j = 0;
-      for (int64_t d = 0; d < outRank; ++d)
-        out.push_back(isNew[d] ? 1 : in[j++]);
-    } else {
-      SmallVector<bool> drop(rank, false);
-      if (axes->empty())
-        for (int64_t d = 0; d < rank; ++d)
-          drop[d] = in[d] == 1;
-      for (int64_t a : *axes) {
-        auto r = axis(a, rank);
-        if (!r)
-          return failure();
-        if (in[*r] != 1) {
-          error() << "cannot squeeze dim " << *r << " of size " << in[*r];
-          return failure();
-        }
-        drop[*r] = true;
-      }
-      for (int64_t d = 0; d < rank; ++d)
-        if (!drop[d])
-          out.push_back(in[d]);
-    }
   }
-  return setOutput(0, reshape(x, out));
+  auto out = reshapedShape(in);
+  if (!out)
+    return failure();
+  return setOutput(0, reshape(x, *out));
 }
 
 LogicalResult Emitter::convertSlice() {
@@ -2157,9 +2090,7 @@ LogicalResult Emitter::convertSlice() {
     }
     if (s == 0 && e == dim)
       continue;
-    x = build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(*a)),
-                                 named("start", b.getI64IntegerAttr(s)),
-                                 named("end", b.getI64IntegerAttr(e))});
+    x = slice(x, *a, s, e);
     if (!x)
       return failure();
   }
@@ -2169,11 +2100,8 @@ LogicalResult Emitter::convertSlice() {
 LogicalResult Emitter::convertSplit() {
   if (failed(checkAttrs({"axis", "split"})))
     return failure();
-  Value x = value(0);
-  if (!x)
-    return failure();
-  int64_t rank = typeOf(x).getRank();
-  auto a = axis(attrInt("axis", 0), rank);
+  Value x;
+  auto a = inputAndAxis(0, x);
   if (!a)
     return failure();
   int64_t dim = typeOf(x).getDimSize(*a);
@@ -2205,10 +2133,7 @@ LogicalResult Emitter::convertSplit() {
   for (auto [k, size] : llvm::enumerate(sizes)) {
     Value part = x;
     if (size != dim)
-      part = build<tg::SliceOp>({x},
-                                {named("dim", b.getI64IntegerAttr(*a)),
-                                 named("start", b.getI64IntegerAttr(start)),
-                                 named("end", b.getI64IntegerAttr(start + size))});
+      part = slice(x, *a, start, start + size);
     if (failed(setOutput(k, part)))
       return failure();
     start += size;
@@ -2219,13 +2144,11 @@ LogicalResult Emitter::convertSplit() {
 LogicalResult Emitter::convertGather() {
   if (failed(checkAttrs({"axis"})))
     return failure();
-  Value x = value(0);
-  if (!x)
-    return failure();
-  int64_t rank = typeOf(x).getRank();
-  auto a = axis(attrInt("axis", 0), rank);
+  Value x;
+  auto a = inputAndAxis(0, x);
   if (!a)
     return failure();
+  int64_t rank = typeOf(x).getRank();
   const HostTensor *idx = host(1);
   if (idx && idx->numel() == 1) {
     // x[..., i, ...]: a slice, then the dim dropped when the index is a
@@ -2237,9 +2160,7 @@ LogicalResult Emitter::convertGather() {
               << dim;
       return failure();
     }
-    Value y = build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(*a)),
-                                       named("start", b.getI64IntegerAttr(i)),
-                                       named("end", b.getI64IntegerAttr(i + 1))});
+    Value y = slice(x, *a, i, i + 1);
     if (!y)
       return failure();
     SmallVector<int64_t> shape(typeOf(x).getShape());
