@@ -1,8 +1,9 @@
 //===- ONNXImport.h - ONNX models to tg dialect IR --------------*- C++ -*-===//
 //
 // Reads an ONNX model (protobuf, opset 13-17, default domain) and builds its
-// graph as `tg` ops. Float initializers become parameters whose initial value
-// is the file's data (`tg.init_value`); shape computations (Shape, Gather on
+// graph as `tg` ops. Float initializers become parameters (batch norms'
+// running statistics buffers) whose initial value is the file's data
+// (`tg.init_value`); shape computations (Shape, Gather on
 // shapes, Constant, ConstantOfShape, Concat, Unsqueeze, ...) are folded on the
 // host, so every tensor the graph computes has a static shape. Every op is
 // located at its node: `NameLoc(NODE)` around `FILE.onnx:NODE` (a

@@ -5,7 +5,9 @@
 // non-float initializers and everything computed from them only (shape
 // arithmetic) stay on the host and are folded as the nodes are read; a host
 // tensor becomes a `tg.constant` when an IR op consumes it. Float
-// initializers are parameters, created when an IR op first reads them.
+// initializers are parameters, created when an IR op first reads them
+// (through the GraphState the caller gives); a batch norm's running mean and
+// variance are buffers instead (convertBatchNorm).
 //
 // Every tg op is built through `build`, which lets the op infer its result
 // type and verifies it at once, so a shape error names the node.
