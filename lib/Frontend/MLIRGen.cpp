@@ -100,8 +100,13 @@ private:
   /// the number of dropout calls so far (the next one's key).
   Value dropoutStep;
   int64_t dropoutCount = 0;
+  /// Buffers of imported models (batch norm running statistics), by name.
+  llvm::StringMap<BlockArgument> importedBuffers;
   Value genBatchNorm(const CallExprAST &call, ArrayRef<Value> ops);
   Value genDropout(const CallExprAST &call, ArrayRef<Value> ops);
+  /// `tg.dropout` of a training graph: the graph's step counter, the next
+  /// key.
+  Value buildDropout(Value x, double p, mlir::Location l);
 
   //===--------------------------------------------------------------------===//
   // Locations and errors
@@ -1521,25 +1526,61 @@ Value MLIRGenImpl::genImportCall(const CallExprAST &call,
   SmallVector<Value> args;
   if (failed(genOperands(call, args)))
     return nullptr;
-  auto param = [&](StringRef name, DenseElementsAttr value) -> Value {
-    for (const Param &p : importedParams)
-      if (p.name == name)
-        return p.arg;
-    NamedAttrList attrs;
-    attrs.append(tg::TGDialect::kParamAttrName, builder.getStringAttr(name));
-    attrs.append(tg::TGDialect::kInitAttrName,
-                 tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0.0, 0.0));
-    attrs.append(tg::TGDialect::kInitValueAttrName, value);
-    unsigned index = currentFunc.getNumArguments();
-    (void)currentFunc.insertArgument(
-        index, value.getType(), attrs.getDictionary(&ctx),
-        NameLoc::get(builder.getStringAttr(name), loc(call.getLoc())));
-    BlockArgument arg = currentFunc.getArgument(index);
-    importedParams.push_back({nullptr, arg, name.str()});
-    return arg;
-  };
+  // The model's parameters and buffers are arguments appended at their
+  // first use in the graph; a training graph updates the buffers and
+  // drops.
+  struct CallState : onnx_import::GraphState {
+    MLIRGenImpl &gen;
+    mlir::Location at;
+    CallState(MLIRGenImpl &gen, mlir::Location at) : gen(gen), at(at) {}
+    BlockArgument newArg(StringRef role, StringRef name,
+                         DenseElementsAttr value) {
+      NamedAttrList attrs;
+      attrs.append(role, gen.builder.getStringAttr(name));
+      attrs.append(tg::TGDialect::kInitAttrName,
+                   tg::InitAttr::get(&gen.ctx, tg::InitKind::zeros, 0.0, 0.0));
+      attrs.append(tg::TGDialect::kInitValueAttrName, value);
+      unsigned index = gen.currentFunc.getNumArguments();
+      (void)gen.currentFunc.insertArgument(
+          index, value.getType(), attrs.getDictionary(&gen.ctx),
+          NameLoc::get(gen.builder.getStringAttr(name), at));
+      return gen.currentFunc.getArgument(index);
+    }
+    bool isTraining() const override { return gen.trainingGraph; }
+    Value param(StringRef name, DenseElementsAttr value) override {
+      for (const Param &p : gen.importedParams)
+        if (p.name == name)
+          return p.arg;
+      BlockArgument arg = newArg(tg::TGDialect::kParamAttrName, name, value);
+      gen.importedParams.push_back({nullptr, arg, name.str()});
+      return arg;
+    }
+    Value buffer(StringRef name, DenseElementsAttr value) override {
+      for (auto &[n, v] : gen.bufferUpdates)
+        if (n == name)
+          return v;
+      auto it = gen.importedBuffers.find(name);
+      if (it != gen.importedBuffers.end())
+        return it->second;
+      BlockArgument arg = newArg(tg::TGDialect::kBufferAttrName, name, value);
+      auto entry = gen.importedBuffers.try_emplace(name, arg).first;
+      gen.bufferArgs[arg] = entry->getKey();
+      return arg;
+    }
+    void updateBuffer(StringRef name, Value value) override {
+      for (auto &[n, v] : gen.bufferUpdates)
+        if (n == name) {
+          v = value;
+          return;
+        }
+      gen.bufferUpdates.push_back({name.str(), value});
+    }
+    Value dropout(Value x, double p, mlir::Location l) override {
+      return gen.buildDropout(x, p, l);
+    }
+  } state(*this, loc(call.getLoc()));
   FailureOr<SmallVector<Value>> outs =
-      m.emit(builder, loc(call.getLoc()), args, call.callee, param);
+      m.emit(builder, loc(call.getLoc()), args, call.callee, state);
   if (failed(outs))
     return nullptr;
   if (results)
@@ -1554,6 +1595,7 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
   importedParams.clear();
   bufferArgs.clear();
   bufferUpdates.clear();
+  importedBuffers.clear();
   dropoutStep = Value();
   dropoutCount = 0;
   trainingGraph = llvm::any_of(graph.stmts, [](const auto &stmt) {
@@ -1866,6 +1908,10 @@ Value MLIRGenImpl::genDropout(const CallExprAST &call, ArrayRef<Value> ops) {
   // Outside a training graph dropout is the identity.
   if (!trainingGraph)
     return ops[0];
+  return buildDropout(ops[0], *p, loc(call.getLoc()));
+}
+
+Value MLIRGenImpl::buildDropout(Value x, double p, mlir::Location l) {
   if (!dropoutStep) {
     MLIRContext *c = &ctx;
     NamedAttrList attrs;
@@ -1876,12 +1922,12 @@ Value MLIRGenImpl::genDropout(const CallExprAST &call, ArrayRef<Value> ops) {
     unsigned index = currentFunc.getNumArguments();
     (void)currentFunc.insertArgument(
         index, RankedTensorType::get({}, builder.getI32Type()),
-        attrs.getDictionary(c), loc(call.getLoc()));
+        attrs.getDictionary(c), l);
     dropoutStep = currentFunc.getArgument(index);
   }
   return build<tg::DropoutOp>(
-      loc(call.getLoc()), {ops[0], dropoutStep},
-      {named("p", builder.getF64FloatAttr(*p)),
+      l, {x, dropoutStep},
+      {named("p", builder.getF64FloatAttr(p)),
        named("key", builder.getI64IntegerAttr(dropoutCount++))});
 }
 

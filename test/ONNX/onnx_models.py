@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
 """Test models for ampc's ONNX importer, exported with the installed torch.
 
-  onnx_models.py export NAME DIR [--opset N] [--dynamic]
+  onnx_models.py export NAME[,NAME...] DIR [--opset N] [--dynamic] [--training]
       DIR/NAME.onnx (random weights, seed 0, eval mode), DIR/NAME.x.npy (an
-      input batch) and DIR/NAME.ref.npy (PyTorch's output on it).
+      input batch) and DIR/NAME.ref.npy (PyTorch's output on it). With
+      --training the export is torch.onnx.TrainingMode.TRAINING
+      (BatchNormalization with training_mode=1, Dropout with training_mode
+      true); the reference is still the eval-mode output (what `ampc run
+      FILE.onnx`, an inference graph, computes).
+  onnx_models.py train-bn NAME DIR LOG.jsonl PARAMS_DIR [--buffer-tol T]
+      PyTorch trains the module that `export NAME DIR --training` wrote,
+      from the file's weights and buffers, as Inputs/train_NAME.tg does
+      (cross-entropy, SGD lr 0.01 momentum 0.9, inputs DIR/x.npy and
+      DIR/labels.npy, train mode); exit 0 when ampc's per-step losses
+      (LOG.jsonl) agree within 1e-4 of the first loss and every running
+      mean and variance ampc wrote (PARAMS_DIR/net.<buffer>.npy) within T
+      (default 1e-4) of its largest magnitude.
   onnx_models.py compare REF.npy GOT.npy [--rtol R]
       exit 0 when max|GOT - REF| <= R * max|REF| (R defaults to 1e-4).
   onnx_models.py bad DIR
       broken files for the error tests (truncated, garbage, unknown op,
-      unsupported attribute, dynamic input).
+      unsupported attribute, dynamic input, batch norms and dropouts ampc
+      cannot map) and hand-built batch norms that share initializers.
   onnx_models.py falling LOG.jsonl
       exit 0 when the last step's loss is below the first's.
   onnx_models.py train-encoder DIR LOG.jsonl
@@ -65,26 +78,139 @@ def build(name):
             for p in enc.parameters():
                 p.add_(0.02 * torch.randn_like(p))
         return enc, (2, 5, 16)
+    if name == "vgg11":
+        # torchvision's VGG-11 (its convolution stack at full width) with
+        # the 7x7 adaptive pool set to 2x2 and a 64-wide classifier: at 64x64
+        # the features are 2x2, so the pool exports as AveragePool with a
+        # 1x1 kernel, as the real model's 7x7 pool does at 224x224 (and the
+        # classifier's 100M weights are not needed).
+        m = torchvision.models.vgg11(num_classes=10)
+        m.avgpool = torch.nn.AdaptiveAvgPool2d((2, 2))
+        m.classifier = torch.nn.Sequential(
+            torch.nn.Linear(512 * 2 * 2, 64), torch.nn.ReLU(True), torch.nn.Dropout(),
+            torch.nn.Linear(64, 64), torch.nn.ReLU(True), torch.nn.Dropout(),
+            torch.nn.Linear(64, 10))
+        return m, (2, 3, 64, 64)
+    if name == "resnet_bn":
+        # The resnet model for a training export (batch norm not folded):
+        # a batch of 4, so the last stage's batch norms see 4 values per
+        # channel.
+        return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10), (4, 3, 32, 32)
+    if name == "bn_mlp":
+        # Linear, BatchNorm1d (momentum 0.3), ReLU, Dropout(0.25), Linear.
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16, momentum=0.3),
+                                   torch.nn.ReLU(), torch.nn.Dropout(0.25),
+                                   torch.nn.Linear(16, 4)), (4, 8)
+    if name == "bn_eval":
+        # A batch norm after a ReLU: an eval export cannot fold it into the
+        # convolution, so it stays a BatchNormalization node.
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+                                   torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                                   torch.nn.Linear(4 * 6 * 6, 5)), (2, 3, 8, 8)
     if name == "mlp":
         return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
                                    torch.nn.Linear(16, 4)), (4, 8)
     raise SystemExit(f"unknown model {name}")
 
 
-def export(name, out, opset=14, dynamic=False):
+def distinct_state(model):
+    """Gives every parameter and batch-norm buffer its own values (a fresh
+    module's are zeros and ones, which torch.onnx.export would store once
+    and so tie), and every batch norm momentum 0.2 (not the default, so a
+    wrong momentum mapping shows in the running statistics)."""
+    import torch
+
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.02 * torch.randn(p.shape, generator=g))
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=g))
+                m.running_var.copy_(1 + 0.5 * torch.rand(m.running_var.shape, generator=g))
+    set_momentum(model)
+
+
+def set_momentum(model):
+    """Batch norms with the default momentum (0.1) get 0.2."""
+    import torch
+
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum == 0.1:
+            m.momentum = 0.2
+
+
+# Classifiers whose freshly initialised eval-mode output hardly depends on
+# the input (activations shrink layer by layer while the batch norms' running
+# statistics are still 0 and 1): their statistics are calibrated first.
+CALIBRATE = {"mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0",
+             "regnet_y_400mf", "densenet121"}
+
+
+def calibrate(model, shape):
+    """Sets every batch norm's running statistics to the cumulative average
+    over 4 random batches (train-mode forward passes), so that the eval-mode
+    network normalises its activations."""
+    import torch
+
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(*shape, generator=g))
+    for m in bns:
+        m.momentum = 0.1
+    model.eval()
+
+
+def load_from_onnx(model, path):
+    """The module's parameters and buffers from the file's initializers
+    (by name; a training export keeps the module's names)."""
+    import onnx
+    import onnx.numpy_helper as nh
+    import torch
+
+    inits = {i.name: nh.to_array(i) for i in onnx.load(path).graph.initializer}
+    state = model.state_dict()
+    for key in state:
+        if key.endswith("num_batches_tracked"):
+            continue
+        if key not in inits:
+            raise SystemExit(f"{path} has no initializer '{key}'")
+        state[key] = torch.from_numpy(inits[key].copy())
+    model.load_state_dict(state)
+
+
+def export(name, out, opset=14, dynamic=False, training=False):
     import torch
 
     model, shape = build(name)
+    if name in CALIBRATE:
+        calibrate(model, shape)
     model.eval()
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
     path = f"{out}/{name}.onnx"
     kwargs = {}
     if dynamic:
         kwargs["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
+    if training:
+        distinct_state(model)
+        model.train()
+        kwargs["training"] = torch.onnx.TrainingMode.TRAINING
+        kwargs["do_constant_folding"] = False
     # Not under no_grad: there TransformerEncoder takes its fused fast path,
     # which has no ONNX export.
     torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"],
                       opset_version=opset, **kwargs)
+    if training:
+        # Tracing in train mode ran the batch norms once; the file holds the
+        # statistics as exported, so the reference starts from the file.
+        load_from_onnx(model, path)
+    model.eval()
     with torch.no_grad():
         ref = model(x)
     np.save(f"{out}/{name}.x.npy", x.numpy())
@@ -140,6 +266,47 @@ def bad(out):
          yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])
     save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
+
+    # Batch norms over the 4 channels of x: f32[2, 4].
+    def vec(name, values):
+        return helper.make_tensor(name, TensorProto.FLOAT, [4], values)
+
+    stats = [vec("scale", [1, 1, 1, 1]), vec("bias", [0, 0, 0, 0]),
+             vec("mean", [0.1, 0.2, 0.3, 0.4]), vec("var", [1, 2, 3, 4])]
+
+    def bn(name, inputs, outputs=("y",), training=1, momentum=0.9):
+        return helper.make_node("BatchNormalization", list(inputs), list(outputs), name=name,
+                                training_mode=training, momentum=momentum)
+
+    # The running mean computed in the graph (not an initializer).
+    save([helper.make_node("Mul", ["mean", "two"], ["mean2"], name="mul"),
+          bn("bn", ["x", "scale", "bias", "mean2", "var"])], "bn_computed_mean",
+         inits=stats + [helper.make_tensor("two", TensorProto.FLOAT, [4], [2.0] * 4)])
+    # The running-mean output used by a later node.
+    save([bn("bn", ["x", "scale", "bias", "mean", "var"], ["h", "new_mean", "new_var"]),
+          helper.make_node("Add", ["h", "new_mean"], ["y"], name="add")], "bn_stat_output",
+         inits=stats)
+    # Two batch norms that read one mean and variance, whose variance is
+    # also the second one's scale (torch.onnx.export stores equal
+    # initializers once).
+    save([bn("bn0", ["x", "scale", "bias", "mean", "var"], ["h"]),
+          bn("bn1", ["h", "var", "bias", "mean", "var"])], "bn_shared", inits=stats)
+    # One value per channel: no batch statistics.
+    save([bn("bn", ["x", "scale", "bias", "mean", "var"])], "bn_one_value", yshape=(1, 4),
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], inits=stats)
+    # Dropouts whose training_mode or ratio is a graph input, and a ratio
+    # of 1.
+    flag = helper.make_tensor_value_info("train", TensorProto.BOOL, [])
+    save([helper.make_node("Dropout", ["x", "", "train"], ["y"], name="drop")],
+         "dropout_input_mode", inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]), flag])
+    save([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
+         "dropout_input_ratio", inits=[helper.make_tensor("t", TensorProto.BOOL, [], [True])],
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+                 helper.make_tensor_value_info("r", TensorProto.FLOAT, [])])
+    save([helper.make_node("Constant", [], ["r"], name="ratio",
+                           value=helper.make_tensor("r", TensorProto.FLOAT, [], [1.0])),
+          helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
+         "dropout_ratio_one", inits=[helper.make_tensor("t", TensorProto.BOOL, [], [True])])
 
 
 def falling(log):
@@ -206,11 +373,53 @@ def train_encoder(d, log):
         raise SystemExit("ampc's losses differ from PyTorch's")
 
 
+def train_bn(name, d, log, params_dir, buffer_tol):
+    import torch
+
+    model, _ = build(name)
+    load_from_onnx(model, f"{d}/{name}.onnx")
+    set_momentum(model)
+    model.train()
+    x = torch.from_numpy(np.load(f"{d}/x.npy"))
+    labels = torch.from_numpy(np.load(f"{d}/labels.npy")).long()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    ours = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]
+    theirs = []
+    for _ in range(len(ours)):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+    worst = max(abs(a - b) for a, b in zip(ours, theirs)) / abs(theirs[0])
+    print(f"{len(ours)} steps, torch {theirs[0]:.6g} -> {theirs[-1]:.6g}, "
+          f"ampc {ours[0]:.6g} -> {ours[-1]:.6g}, worst relative difference {worst:.3g}")
+    if not ours or worst > 1e-4:
+        raise SystemExit("ampc's losses differ from PyTorch's")
+    checked, worst_buffer, worst_key = 0, 0.0, ""
+    for key, value in model.state_dict().items():
+        if not (key.endswith("running_mean") or key.endswith("running_var")):
+            continue
+        got = np.load(f"{params_dir}/net.{key}.npy").astype(np.float64)
+        want = value.numpy().astype(np.float64)
+        err = float(np.max(np.abs(got - want))) / float(np.max(np.abs(want)))
+        if err >= worst_buffer:
+            worst_buffer, worst_key = err, key
+        checked += 1
+        if err > buffer_tol:
+            raise SystemExit(f"buffer {key}: relative difference {err:.3g} exceeds {buffer_tol}")
+    print(f"{checked} running statistics, worst relative difference {worst_buffer:.3g} "
+          f"({worst_key})")
+
+
 def main(argv):
     cmd = argv[0]
     if cmd == "export":
         opset = int(argv[argv.index("--opset") + 1]) if "--opset" in argv else 14
-        export(argv[1], argv[2], opset, "--dynamic" in argv)
+        # NAME,NAME,...: several models in one process (torch is imported
+        # once).
+        for name in argv[1].split(","):
+            export(name, argv[2], opset, "--dynamic" in argv, "--training" in argv)
     elif cmd == "compare":
         rtol = float(argv[argv.index("--rtol") + 1]) if "--rtol" in argv else 1e-4
         compare(argv[1], argv[2], rtol)
@@ -220,6 +429,9 @@ def main(argv):
         falling(argv[1])
     elif cmd == "train-encoder":
         train_encoder(argv[1], argv[2])
+    elif cmd == "train-bn":
+        tol = float(argv[argv.index("--buffer-tol") + 1]) if "--buffer-tol" in argv else 1e-4
+        train_bn(argv[1], argv[2], argv[3], argv[4], tol)
     elif cmd == "amp":
         amp(argv[1], argv[2])
     else:

@@ -191,6 +191,17 @@ def load_program_json(path, ampc=None):
     return json.loads(proc.stdout)
 
 
+def file_value(arg):
+    """The initial value an argument carries (`tg.init_value`: an imported
+    ONNX initializer) as an f32 tensor, or None."""
+    v = arg["attrs"].get("tg.init_value")
+    if v is None:
+        return None
+    if "splat" in v:
+        return torch.full(v["shape"], float(v["splat"]))
+    return torch.tensor(v["values"], dtype=torch.float32).reshape(v["shape"])
+
+
 class Program:
     """One graph of the document."""
 
@@ -563,6 +574,8 @@ class Runner:
             if directory is not None:
                 t = self.load_array(os.path.join(directory, a["name"] + ".npy"), a,
                                     "parameter '%s'" % a["name"])
+            elif file_value(a) is not None:
+                t = round_to(file_value(a), a["type"])
             else:
                 init = a["attrs"].get("tg.init", {"kind": "zeros"})
                 kind = init["kind"]
@@ -590,6 +603,8 @@ class Runner:
             path = os.path.join(directory, a["name"] + ".npy") if directory else None
             if path and os.path.exists(path):
                 t = self.load_array(path, a, "buffer '%s'" % a["name"])
+            elif file_value(a) is not None:
+                t = round_to(file_value(a), a["type"])
             else:
                 init = a["attrs"].get("tg.init", {"kind": "zeros"})
                 if init["kind"] == "normal":

@@ -90,7 +90,10 @@ def draw_data(program, rng, work):
     for a in program.params + program.buffers:
         init = a["attrs"].get("tg.init", {"kind": "zeros"})
         shape, kind = a["shape"], init["kind"]
-        if kind == "normal":
+        if ref.file_value(a) is not None:
+            # An imported model's initializer: the file's values.
+            arr = ref.file_value(a).numpy()
+        elif kind == "normal":
             arr = rng.normal(init["mean"], init["std"], shape)
         elif kind == "uniform":
             arr = rng.uniform(init["low"], init["high"], shape)

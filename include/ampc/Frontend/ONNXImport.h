@@ -1,8 +1,9 @@
 //===- ONNXImport.h - ONNX models to tg dialect IR --------------*- C++ -*-===//
 //
 // Reads an ONNX model (protobuf, opset 13-17, default domain) and builds its
-// graph as `tg` ops. Float initializers become parameters whose initial value
-// is the file's data (`tg.init_value`); shape computations (Shape, Gather on
+// graph as `tg` ops. Float initializers become parameters (batch norms'
+// running statistics buffers) whose initial value is the file's data
+// (`tg.init_value`); shape computations (Shape, Gather on
 // shapes, Constant, ConstantOfShape, Concat, Unsqueeze, ...) are folded on the
 // host, so every tensor the graph computes has a static shape. Every op is
 // located at its node: `NameLoc(NODE)` around `FILE.onnx:NODE` (a
@@ -39,6 +40,33 @@ struct ModelInput {
   llvm::SmallVector<int64_t> dims;
 };
 
+/// What an imported model needs from the graph it is built into: its
+/// parameters and buffers (created on first use, with the file's values as
+/// their initial values), whether the graph trains (says `minimize`), and,
+/// in a training graph, the buffers' new values and the graph's dropout.
+class GraphState {
+public:
+  virtual ~GraphState();
+  /// Whether the graph trains: a training-mode BatchNormalization uses the
+  /// batch's statistics and updates its buffers, and a training-mode
+  /// Dropout drops, only there.
+  virtual bool isTraining() const { return false; }
+  /// The trainable parameter `name` (of `init`'s type).
+  virtual mlir::Value param(llvm::StringRef name,
+                            mlir::DenseElementsAttr init) = 0;
+  /// The buffer `name` (non-trainable state) as the graph reads it: its
+  /// latest value (the argument, or its last update in this graph).
+  virtual mlir::Value buffer(llvm::StringRef name,
+                             mlir::DenseElementsAttr init) = 0;
+  /// Records `value` as the new value of buffer `name` (training graphs).
+  virtual void updateBuffer(llvm::StringRef name, mlir::Value value) {}
+  /// `tg.dropout` of `x` with drop probability `p` at `loc` (training
+  /// graphs; it takes the graph's dropout step and the next key).
+  virtual mlir::Value dropout(mlir::Value x, double p, mlir::Location loc) {
+    return x;
+  }
+};
+
 /// A loaded and checked ONNX model.
 class ONNXModel {
 public:
@@ -57,20 +85,16 @@ public:
   /// The names of the graph's outputs, in order.
   llvm::ArrayRef<std::string> getOutputNames() const;
 
-  /// Returns the value of the parameter `name` (of `value`'s type), creating
-  /// it with `value` as its initial value on first use.
-  using ParamFn = llvm::function_ref<mlir::Value(llvm::StringRef name,
-                                                 mlir::DenseElementsAttr value)>;
-
   /// Builds the graph at `builder`'s insertion point on `inputs` (one per
   /// getInputs(), with static shapes that agree with the model's static
-  /// dims). Initializer `I` is `param(prefix + "." + sanitize(I))`. Errors
-  /// are emitted at the node (or at `callLoc` for argument mismatches);
-  /// returns failure after the first.
+  /// dims). Initializer `I` is `state.param(prefix + "." + sanitize(I))`,
+  /// or `state.buffer(...)` for the running statistics of a
+  /// BatchNormalization. Errors are emitted at the node (or at `callLoc` for
+  /// argument mismatches); returns failure after the first.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>>
   emit(mlir::OpBuilder &builder, mlir::Location callLoc,
-       mlir::ValueRange inputs, llvm::StringRef prefix, ParamFn param) const;
-
+       mlir::ValueRange inputs, llvm::StringRef prefix,
+       GraphState &state) const;
   /// The model's data (ONNXImport.cpp).
   struct Impl;
 

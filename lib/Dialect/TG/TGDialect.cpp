@@ -324,9 +324,11 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     if (!value)
       return op->emitOpError("argument #")
              << argIndex << ": '" << name << "' must be dense elements";
-    if (siblings && !siblings.get(kParamAttrName))
+    if (siblings && !siblings.get(kParamAttrName) &&
+        !siblings.get(kBufferAttrName))
       return op->emitOpError("argument #")
-             << argIndex << ": '" << name << "' needs a parameter argument";
+             << argIndex << ": '" << name
+             << "' needs a parameter or buffer argument";
     auto func = dyn_cast<FunctionOpInterface>(op);
     if (func && argIndex < func.getNumArguments()) {
       auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);

@@ -5,7 +5,9 @@
 // non-float initializers and everything computed from them only (shape
 // arithmetic) stay on the host and are folded as the nodes are read; a host
 // tensor becomes a `tg.constant` when an IR op consumes it. Float
-// initializers are parameters, created when an IR op first reads them.
+// initializers are parameters, created when an IR op first reads them
+// (through the GraphState the caller gives); a batch norm's running mean and
+// variance are buffers instead (convertBatchNorm).
 //
 // Every tg op is built through `build`, which lets the op infer its result
 // type and verifies it at once, so a shape error names the node.
@@ -34,7 +36,9 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -171,6 +175,13 @@ const char *onnxTypeName(int32_t t) {
              : "an unknown type";
 }
 
+/// The `T` stored (little-endian, unaligned) at `p`.
+template <typename T> T loadAs(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
 /// Reads a TensorProto; on failure sets `why`.
 std::optional<HostTensor> readTensor(MLIRContext &ctx,
                                      const onnx::TensorProto &t,
@@ -196,115 +207,85 @@ std::optional<HostTensor> readTensor(MLIRContext &ctx,
   }
   int64_t n = h.numel();
   const std::string &raw = t.raw_data();
-  bool hasRaw = t.has_raw_data();
-  auto sizeError = [&](int64_t got) {
-    why = llvm::formatv("{0} values for {1} elements", got, n).str();
-    return std::nullopt;
-  };
-  auto fromRaw = [&](size_t width, auto decode) -> bool {
-    if (raw.size() != size_t(n) * width) {
-      why = llvm::formatv("{0} bytes of data for {1} elements of {2} bytes",
-                          raw.size(), n, width)
-                .str();
+  // The values are `raw_data` (little-endian, `width` bytes each) or the
+  // type's repeated field; `fromBytes` and `fromField` decode one element.
+  auto read = [&](size_t width, auto fromBytes, const auto &field,
+                  auto fromField) -> bool {
+    auto store = [&](int64_t k, auto v) {
+      if (h.isFloat())
+        h.floats[k] = static_cast<double>(v);
+      else
+        h.ints[k] = static_cast<int64_t>(v);
+    };
+    if (t.has_raw_data()) {
+      if (raw.size() != size_t(n) * width) {
+        why = llvm::formatv("{0} bytes of data for {1} elements of {2} bytes",
+                            raw.size(), n, width)
+                  .str();
+        return false;
+      }
+      h.resize(n);
+      for (int64_t k = 0; k < n; ++k)
+        store(k, fromBytes(raw.data() + k * width));
+      return true;
+    }
+    if (field.size() != n) {
+      why = llvm::formatv("{0} values for {1} elements", field.size(), n).str();
       return false;
     }
     h.resize(n);
     for (int64_t k = 0; k < n; ++k)
-      decode(raw.data() + k * width, k);
+      store(k, fromField(field.Get(k)));
     return true;
   };
+  auto same = [](auto v) { return v; };
+  const llvm::fltSemantics &half = t.data_type() == onnx::TensorProto::FLOAT16
+                                       ? APFloat::IEEEhalf()
+                                       : APFloat::BFloat();
+  auto decode16 = [&](uint16_t bits) {
+    return APFloat(half, APInt(16, bits)).convertToFloat();
+  };
+  bool ok = true;
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
-    if (hasRaw) {
-      if (!fromRaw(4, [&](const char *p, int64_t k) {
-            float v;
-            std::memcpy(&v, p, 4);
-            h.floats[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.float_data_size() != n)
-        return sizeError(t.float_data_size());
-      h.floats.assign(t.float_data().begin(), t.float_data().end());
-    }
+    ok = read(4, loadAs<float>, t.float_data(), same);
     break;
   case onnx::TensorProto::DOUBLE:
-    if (hasRaw) {
-      if (!fromRaw(8, [&](const char *p, int64_t k) {
-            double v;
-            std::memcpy(&v, p, 8);
-            h.floats[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.double_data_size() != n)
-        return sizeError(t.double_data_size());
-      h.floats.assign(t.double_data().begin(), t.double_data().end());
-    }
+    ok = read(8, loadAs<double>, t.double_data(), same);
     break;
   case onnx::TensorProto::FLOAT16:
-  case onnx::TensorProto::BFLOAT16: {
-    const llvm::fltSemantics &sem = t.data_type() == onnx::TensorProto::FLOAT16
-                                        ? APFloat::IEEEhalf()
-                                        : APFloat::BFloat();
-    auto decode16 = [&](uint16_t bits) {
-      return APFloat(sem, APInt(16, bits)).convertToFloat();
-    };
-    if (hasRaw) {
-      if (!fromRaw(2, [&](const char *p, int64_t k) {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            h.floats[k] = decode16(v);
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int32_data_size() != n)
-        return sizeError(t.int32_data_size());
-      h.resize(n);
-      for (int64_t k = 0; k < n; ++k)
-        h.floats[k] = decode16(uint16_t(t.int32_data(k)));
-    }
+  case onnx::TensorProto::BFLOAT16:
+    ok = read(
+        2, [&](const char *p) { return decode16(loadAs<uint16_t>(p)); },
+        t.int32_data(), [&](int32_t v) { return decode16(uint16_t(v)); });
     break;
-  }
   case onnx::TensorProto::INT64:
-    if (hasRaw) {
-      if (!fromRaw(8, [&](const char *p, int64_t k) {
-            std::memcpy(&h.ints[k], p, 8);
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int64_data_size() != n)
-        return sizeError(t.int64_data_size());
-      h.ints.assign(t.int64_data().begin(), t.int64_data().end());
-    }
+    ok = read(8, loadAs<int64_t>, t.int64_data(), same);
     break;
   case onnx::TensorProto::INT32:
-  case onnx::TensorProto::BOOL: {
-    size_t width = t.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
-    if (hasRaw) {
-      if (!fromRaw(width, [&](const char *p, int64_t k) {
-            int32_t v = 0;
-            if (width == 1)
-              v = *reinterpret_cast<const uint8_t *>(p) != 0;
-            else
-              std::memcpy(&v, p, 4);
-            h.ints[k] = v;
-          }))
-        return std::nullopt;
-    } else {
-      if (t.int32_data_size() != n)
-        return sizeError(t.int32_data_size());
-      h.ints.assign(t.int32_data().begin(), t.int32_data().end());
-      if (width == 1)
-        for (int64_t &v : h.ints)
-          v = v != 0;
-    }
+    ok = read(4, loadAs<int32_t>, t.int32_data(), same);
     break;
-  }
+  case onnx::TensorProto::BOOL:
+    ok = read(
+        1, [](const char *p) { return loadAs<uint8_t>(p) != 0; },
+        t.int32_data(), [](int32_t v) { return v != 0; });
+    break;
   default:
     break;
   }
+  if (!ok)
+    return std::nullopt;
   return h;
+}
+
+/// The shortest decimal that reads back as the f32 `f` (std::to_chars), as
+/// a double: what an exporter that stored a double as f32 started from.
+double asWritten(float f) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  double d = f;
+  std::from_chars(buf, res.ptr, d);
+  return d;
 }
 
 DenseElementsAttr toAttr(const HostTensor &h) {
@@ -462,8 +443,8 @@ namespace {
 class Emitter {
 public:
   Emitter(const ONNXModel::Impl &m, OpBuilder &builder, StringRef prefix,
-          ONNXModel::ParamFn param)
-      : m(m), ctx(*m.ctx), b(builder), prefix(prefix), param(param) {}
+          GraphState &state)
+      : m(m), ctx(*m.ctx), b(builder), prefix(prefix), state(state) {}
 
   FailureOr<SmallVector<Value>> run(Location callLoc, ValueRange inputs);
 
@@ -472,13 +453,20 @@ private:
   MLIRContext &ctx;
   OpBuilder &b;
   StringRef prefix;
-  ONNXModel::ParamFn param;
+  GraphState &state;
+  /// How many BatchNormalization nodes read each initializer as a running
+  /// statistic, and the initializers read anywhere else (see bufferName).
+  llvm::StringMap<unsigned> runningStatUses;
+  llvm::StringSet<> otherUses;
 
   struct Entry {
     Value value;
     std::optional<HostTensor> host;
     /// A float initializer: on the host for reading, but a parameter.
     bool isParam = false;
+    /// For a parameter: the initializer's name (an Identity passes the
+    /// entry on, so its output is the same parameter).
+    std::string init;
   };
   llvm::StringMap<Entry> env;
 
@@ -555,7 +543,7 @@ private:
         error() << "initializer '" << node->input(k) << "' is not float";
         return nullptr;
       }
-      e->value = param(prefix.str() + "." + sanitizeName(node->input(k)), attr);
+      e->value = state.param(prefix.str() + "." + sanitizeName(e->init), attr);
     } else {
       e->value = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
     }
@@ -620,6 +608,13 @@ private:
     const auto *a = attr(name);
     return a ? a->f() : dflt;
   }
+  /// A float attribute as the exporter wrote it: the shortest decimal that
+  /// reads back as the stored f32 (0.9, not 0.899999976), so that
+  /// PyTorch's momentum 0.1 exported as 1 - 0.1 = 0.9f comes back as 0.1.
+  double attrFloatAsWritten(StringRef name, double dflt) {
+    const auto *a = attr(name);
+    return a ? asWritten(a->f()) : dflt;
+  }
   std::optional<SmallVector<int64_t>> attrInts(StringRef name) {
     const auto *a = attr(name);
     if (!a)
@@ -644,32 +639,40 @@ private:
   }
   Attribute ints(ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); }
 
-  Value build(StringRef opName, ValueRange operands,
-              ArrayRef<NamedAttribute> attrs = {}) {
+  /// An op with `numResults` results whose types it infers; verified at
+  /// once. Null (after a diagnostic) when either fails.
+  Operation *buildOp(StringRef opName, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs, unsigned numResults) {
     for (Value v : operands)
       if (!v)
         return nullptr;
-    OperationState state(loc, opName);
-    state.addOperands(operands);
-    state.addAttributes(attrs);
-    state.addTypes(b.getNoneType());
-    Operation *op = b.create(state);
+    OperationState st(loc, opName);
+    st.addOperands(operands);
+    st.addAttributes(attrs);
+    st.addTypes(SmallVector<Type>(numResults, b.getNoneType()));
+    Operation *op = b.create(st);
     SmallVector<Type> types;
     auto iface = cast<InferTypeOpInterface>(op);
     if (failed(iface.inferReturnTypes(&ctx, loc, op->getOperands(),
                                       op->getRawDictionaryAttrs(),
                                       op->getPropertiesStorage(),
                                       op->getRegions(), types)) ||
-        types.size() != 1) {
+        types.size() != numResults) {
       op->erase();
       return nullptr;
     }
-    op->getResult(0).setType(types[0]);
+    for (auto [r, t] : llvm::zip(op->getResults(), types))
+      r.setType(t);
     if (failed(verify(op))) {
       op->erase();
       return nullptr;
     }
-    return op->getResult(0);
+    return op;
+  }
+  Value build(StringRef opName, ValueRange operands,
+              ArrayRef<NamedAttribute> attrs = {}) {
+    Operation *op = buildOp(opName, operands, attrs, 1);
+    return op ? op->getResult(0) : nullptr;
   }
   template <typename OpTy>
   Value build(ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
@@ -688,6 +691,13 @@ private:
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
+  /// x[start:end] along `dim`.
+  Value slice(Value x, int64_t dim, int64_t start, int64_t end) {
+    return build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(dim)),
+                                    named("start", b.getI64IntegerAttr(start)),
+                                    named("end", b.getI64IntegerAttr(end))});
+  }
+
   Value reshape(Value v, ArrayRef<int64_t> shape) {
     if (!v)
       return nullptr;
@@ -703,6 +713,15 @@ private:
       return std::nullopt;
     }
     return a < 0 ? a + rank : a;
+  }
+
+  /// Input 0 as `x` and the `axis` attribute (default `dflt`) resolved
+  /// against its rank.
+  std::optional<int64_t> inputAndAxis(int64_t dflt, Value &x) {
+    x = value(0);
+    if (!x)
+      return std::nullopt;
+    return axis(attrInt("axis", dflt), typeOf(x).getRank());
   }
 
   /// Symmetric 2-D pads from ONNX's [top, left, bottom, right].
@@ -749,11 +768,16 @@ private:
   LogicalResult convertPool(bool isMax);
   LogicalResult convertReduce(StringRef opName);
   LogicalResult convertBatchNorm();
+  LogicalResult convertBatchNormComposed(Value x, Value scale, Value bias,
+                                         double eps);
+  std::string bufferName(size_t k);
+  LogicalResult convertDropout();
   LogicalResult convertLayerNorm();
   LogicalResult convertSlice();
   LogicalResult convertSplit();
   LogicalResult convertGather();
   LogicalResult convertReshapeLike();
+  std::optional<SmallVector<int64_t>> reshapedShape(ArrayRef<int64_t> in);
   LogicalResult convertClip();
   LogicalResult convertPad();
   LogicalResult convertErf();
@@ -868,11 +892,8 @@ LogicalResult Emitter::convertHost() {
   StringRef op = node->op_type();
   auto in = [&](size_t k) { return host(k); };
 
-  if (op == "Identity" || op == "Dropout") {
-    if (op == "Dropout" && failed(onlyFirstOutput()))
-      return failure();
+  if (op == "Identity")
     return setOutput(0, *in(0));
-  }
   if (op == "Cast") {
     Type to = elementTypeOf(ctx, attrInt("to", 0));
     if (!to)
@@ -896,60 +917,10 @@ LogicalResult Emitter::convertHost() {
       op == "Flatten") {
     // The data is unchanged; only the shape.
     HostTensor h = *in(0);
-    if (op == "Reshape") {
-      const HostTensor *spec = needHost(1, "shape");
-      if (!spec)
-        return failure();
-      auto s = resolveReshape(h.shape, *spec);
-      if (!s)
-        return failure();
-      h.shape = *s;
-    } else if (op == "Flatten") {
-      int64_t rank = h.shape.size();
-      auto a = axis(attrInt("axis", 1), rank + 1);
-      if (!a)
-        return failure();
-      int64_t lo = 1, hi = 1;
-      for (int64_t d = 0; d < rank; ++d)
-        (d < *a ? lo : hi) *= h.shape[d];
-      h.shape = {lo, hi};
-    } else {
-      auto axes = axesInputOrAttr(1);
-      if (!axes)
-        return failure();
-      int64_t rank = h.shape.size();
-      if (op == "Unsqueeze") {
-        int64_t outRank = rank + axes->size();
-        SmallVector<bool> isNew(outRank, false);
-        for (int64_t a : *axes) {
-          auto r = axis(a, outRank);
-          if (!r)
-            return failure();
-          isNew[*r] = true;
-        }
-        SmallVector<int64_t> s;
-        size_t j = 0;
-        for (int64_t d = 0; d < outRank; ++d)
-          s.push_back(isNew[d] ? 1 : h.shape[j++]);
-        h.shape = s;
-      } else {
-        SmallVector<bool> drop(rank, axes->empty());
-        if (axes->empty())
-          for (int64_t d = 0; d < rank; ++d)
-            drop[d] = h.shape[d] == 1;
-        for (int64_t a : *axes) {
-          auto r = axis(a, rank);
-          if (!r)
-            return failure();
-          drop[*r] = true;
-        }
-        SmallVector<int64_t> s;
-        for (int64_t d = 0; d < rank; ++d)
-          if (!drop[d])
-            s.push_back(h.shape[d]);
-        h.shape = s;
-      }
-    }
+    auto shape = reshapedShape(h.shape);
+    if (!shape)
+      return failure();
+    h.shape = *shape;
     return setOutput(0, std::move(h));
   }
   if (op == "Gather") {
@@ -1060,51 +1031,41 @@ LogicalResult Emitter::convertHost() {
       }
       const HostTensor &y = *in(1);
       int64_t i0 = at(0), i1 = at(1);
-      if (op == "Equal" || op == "Less" || op == "Greater") {
-        bool r = x.isFloat() || y.isFloat()
-                     ? (op == "Equal"  ? x.f(i0) == y.f(i1)
-                        : op == "Less" ? x.f(i0) < y.f(i1)
-                                       : x.f(i0) > y.f(i1))
-                     : (op == "Equal"  ? x.i(i0) == y.i(i1)
-                        : op == "Less" ? x.i(i0) < y.i(i1)
-                                       : x.i(i0) > y.i(i1));
-        h.ints[lin] = r;
-        return;
-      }
-      if (isInt) {
-        int64_t p = x.i(i0), q = y.i(i1), r = 0;
+      // One formula for integers (int64_t) and floats (double).
+      auto apply = [&](auto p, auto q) {
+        using T = decltype(p);
+        if (op == "Equal")
+          return T(p == q);
+        if (op == "Less")
+          return T(p < q);
+        if (op == "Greater")
+          return T(p > q);
         if (op == "Add")
-          r = p + q;
-        else if (op == "Sub")
-          r = p - q;
-        else if (op == "Mul")
-          r = p * q;
-        else if (op == "Div")
-          r = q == 0 ? 0 : p / q;
-        else if (op == "Max")
-          r = std::max(p, q);
-        else if (op == "Min")
-          r = std::min(p, q);
+          return T(p + q);
+        if (op == "Sub")
+          return T(p - q);
+        if (op == "Mul")
+          return T(p * q);
+        if (op == "Div")
+          return std::is_integral_v<T> && q == 0 ? T(0) : T(p / q);
+        if (op == "Max")
+          return std::max(p, q);
+        if (op == "Min")
+          return std::min(p, q);
+        return T(std::pow(double(p), double(q)));
+      };
+      // Comparisons compare in the operands' kind; their result is bool.
+      bool floats = op == "Equal" || op == "Less" || op == "Greater"
+                        ? x.isFloat() || y.isFloat()
+                        : !isInt;
+      if (floats) {
+        double r = apply(x.f(i0), y.f(i1));
+        if (isInt)
+          h.ints[lin] = static_cast<int64_t>(r);
         else
-          r = static_cast<int64_t>(std::pow(double(p), double(q)));
-        h.ints[lin] = r;
+          h.floats[lin] = r;
       } else {
-        double p = x.f(i0), q = y.f(i1), r = 0;
-        if (op == "Add")
-          r = p + q;
-        else if (op == "Sub")
-          r = p - q;
-        else if (op == "Mul")
-          r = p * q;
-        else if (op == "Div")
-          r = p / q;
-        else if (op == "Max")
-          r = std::max(p, q);
-        else if (op == "Min")
-          r = std::min(p, q);
-        else
-          r = std::pow(p, q);
-        h.floats[lin] = r;
+        h.ints[lin] = apply(x.i(i0), y.i(i1));
       }
     });
     return setOutput(0, std::move(h));
@@ -1365,21 +1326,19 @@ LogicalResult Emitter::convert() {
       return failure();
     return setOutput(0, build(it->second, {x, y}));
   }
-  if (op == "Identity" || op == "Dropout") {
-    if (op == "Dropout") {
-      if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
-        return failure();
-      if (hasInput(2)) {
-        const HostTensor *t = needHost(2, "training_mode");
-        if (!t)
-          return failure();
-        if (t->numel() == 1 && t->i(0) != 0)
-          return unsupportedValue("training_mode", "true",
-                                  "inference (false)");
-      }
-    }
-    return setOutput(0, value(0));
+  if (op == "Identity") {
+    // The same entry: an Identity of an initializer is that initializer
+    // (torch.onnx.export names a batch norm's running statistics so when
+    // they equal another initializer).
+    if (failed(checkAttrs({})) || !hasInput(0) || !lookup(0))
+      return failure();
+    Entry e = env[node->input(0)];
+    if (node->output_size() > 0 && !node->output(0).empty())
+      env[node->output(0)] = std::move(e);
+    return success();
   }
+  if (op == "Dropout")
+    return convertDropout();
   if (op == "Erf")
     return convertErf();
   if (op == "Pad")
@@ -1420,10 +1379,8 @@ LogicalResult Emitter::convert() {
   if (op == "Softmax" || op == "LogSoftmax") {
     if (failed(checkAttrs({"axis"})))
       return failure();
-    Value x = value(0);
-    if (!x)
-      return failure();
-    auto a = axis(attrInt("axis", -1), typeOf(x).getRank());
+    Value x;
+    auto a = inputAndAxis(-1, x);
     if (!a)
       return failure();
     return setOutput(0, build(op == "Softmax" ? "tg.softmax" : "tg.log_softmax",
@@ -1828,32 +1785,150 @@ LogicalResult Emitter::convertReduce(StringRef opName) {
   return setOutput(0, build(opName, {x}, attrs));
 }
 
+/// The buffer of running statistic `k` (3: mean, 4: variance) of the
+/// BatchNormalization being converted: `PREFIX.<initializer>`, or, when the
+/// exporter stored one initializer for several uses (equal values are
+/// stored once: fresh modules' zeros and ones), `PREFIX.<node>.running_mean`
+/// / `.running_var`, so that every batch norm keeps its own statistics as
+/// the module it was exported from does.
+std::string Emitter::bufferName(size_t k) {
+  StringRef init = node->input(k);
+  if (runningStatUses.lookup(init) == 1 && !otherUses.contains(init))
+    return prefix.str() + "." + sanitizeName(init);
+  return prefix.str() + "." + sanitizeName(nodeName) +
+         (k == 3 ? ".running_mean" : ".running_var");
+}
+
+/// BatchNormalization onto `tg.batch_norm`, its running statistics as
+/// buffers. ONNX's momentum weighs the old statistics (`new = momentum *
+/// old + (1 - momentum) * batch`), tg's (PyTorch's) the batch's: tg's is
+/// 1 - ONNX's.
 LogicalResult Emitter::convertBatchNorm() {
   if (failed(checkAttrs({"epsilon", "momentum", "training_mode"})))
     return failure();
-  if (attrInt("training_mode", 0) != 0 || node->output_size() > 1)
-    return unsupportedValue("training_mode", "1",
-                            "0: export the model in eval mode, where batch "
-                            "norm uses its running statistics");
-  Value x = value(0), scale = value(1), bias = value(2), mean = value(3),
-        var = value(4);
-  if (!x || !scale || !bias || !mean || !var)
+  bool trainingMode = attrInt("training_mode", 0) != 0;
+  // The running statistics' outputs (training mode) are the buffers' new
+  // values, written by the step; they are not values of the graph.
+  if (failed(onlyFirstOutput()))
+    return failure();
+  Value x = value(0), scale = value(1), bias = value(2);
+  if (!x || !scale || !bias)
     return failure();
   int64_t rank = typeOf(x).getRank();
   if (rank < 2) {
     error() << "needs an input of rank 2 or more";
     return failure();
   }
-  int64_t c = typeOf(x).getDimSize(1);
+  double eps = attrFloatAsWritten("epsilon", 1e-5);
+  // As written, then rounded to f32 and read as written again: ONNX's 0.9f
+  // gives PyTorch's 0.1 exactly.
+  double momentum =
+      asWritten(static_cast<float>(1.0 - attrFloatAsWritten("momentum", 0.9)));
+  SmallVector<Value> stats;
+  for (size_t k : {size_t(3), size_t(4)}) {
+    if (!hasInput(k) || !lookup(k))
+      return failure();
+    Entry &e = env[node->input(k)];
+    if (!e.isParam) {
+      if (!trainingMode)
+        return convertBatchNormComposed(x, scale, bias, eps);
+      error() << "a training-mode batch norm keeps its running "
+              << (k == 3 ? "mean" : "variance") << " (input " << k
+              << ") in a buffer, so it must be an initializer, but '"
+              << node->input(k) << "' is computed in the graph";
+      return failure();
+    }
+    stats.push_back(
+        state.buffer(bufferName(k), cast<DenseElementsAttr>(toAttr(*e.host))));
+  }
+  // A training-mode node trains in a training graph (batch statistics,
+  // buffers updated) and is an inference batch norm elsewhere, as the
+  // language's batch_norm.
+  bool training = trainingMode && state.isTraining();
+  int64_t channels = typeOf(x).getDimSize(1);
+  if (training && typeOf(x).getNumElements() / std::max<int64_t>(channels, 1) < 2) {
+    error() << "a batch norm in a training graph needs more than one value "
+               "per channel, got input "
+            << typeOf(x);
+    return failure();
+  }
+  Value y = build<tg::BatchNormOp>(
+      {x, scale, bias, stats[0], stats[1]},
+      {named("momentum", b.getF64FloatAttr(momentum)),
+       named("eps", b.getF64FloatAttr(eps)),
+       named("training", b.getBoolAttr(training))});
+  if (!y || !training)
+    return setOutput(0, y);
+  Operation *update = buildOp(
+      tg::BatchNormUpdateOp::getOperationName(), {x, stats[0], stats[1]},
+      {named("momentum", b.getF64FloatAttr(momentum))}, 2);
+  if (!update)
+    return failure();
+  state.updateBuffer(bufferName(3), update->getResult(0));
+  state.updateBuffer(bufferName(4), update->getResult(1));
+  return setOutput(0, y);
+}
+
+/// An eval-mode batch norm whose statistics are computed in the graph (not
+/// initializers, so not buffers): (x - mean) * (scale * rsqrt(var + eps)) +
+/// bias per channel.
+LogicalResult Emitter::convertBatchNormComposed(Value x, Value scale,
+                                                Value bias, double eps) {
+  Value mean = value(3), var = value(4);
+  if (!mean || !var)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> shape(rank - 1, 1);
-  shape[0] = c;
+  shape[0] = typeOf(x).getDimSize(1);
   auto chan = [&](Value v) { return reshape(v, shape); };
-  double eps = attrFloat("epsilon", 1e-5);
-  // (x - mean) * (scale / sqrt(var + eps)) + bias, per channel.
   Value inv = build<tg::RsqrtOp>({build<tg::AddOp>({var, scalar(eps, var)})});
   Value factor = chan(build<tg::MulOp>({scale, inv}));
   Value y = build<tg::MulOp>({build<tg::SubOp>({x, chan(mean)}), factor});
   return setOutput(0, build<tg::AddOp>({y, chan(bias)}));
+}
+
+/// Dropout: the identity, except a training-mode node (the training_mode
+/// input true) in a training graph, which is `tg.dropout` with p = ratio.
+LogicalResult Emitter::convertDropout() {
+  if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
+    return failure();
+  Value x = value(0);
+  if (!x)
+    return failure();
+  bool trainingMode = false;
+  if (hasInput(2)) {
+    const HostTensor *t = needHost(2, "training_mode");
+    if (!t)
+      return failure();
+    if (t->numel() != 1) {
+      error() << "its training_mode must be a scalar";
+      return failure();
+    }
+    trainingMode = t->i(0) != 0;
+  }
+  double ratio = 0.5;
+  if (hasInput(1)) {
+    const HostTensor *r = needHost(1, "ratio");
+    if (!r)
+      return failure();
+    if (r->numel() != 1 || !r->isFloat()) {
+      error() << "its ratio must be a float scalar";
+      return failure();
+    }
+    ratio = asWritten(r->f(0));
+  }
+  if (!trainingMode || !state.isTraining())
+    return setOutput(0, x);
+  if (!(ratio >= 0.0 && ratio < 1.0)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", ratio);
+    error() << "its ratio is " << text
+            << "; a training-mode dropout needs a ratio in [0, 1)";
+    return failure();
+  }
+  if (ratio == 0.0)
+    return setOutput(0, x);
+  return setOutput(0, state.dropout(x, ratio, loc));
 }
 
 LogicalResult Emitter::convertLayerNorm() {
@@ -1887,6 +1962,67 @@ LogicalResult Emitter::convertLayerNorm() {
                                             attrFloat("epsilon", 1e-5)))}));
 }
 
+/// The output shape of the Reshape, Flatten, Squeeze or Unsqueeze being
+/// converted, for an input of shape `in` (the host and the IR forms share
+/// it).
+std::optional<SmallVector<int64_t>>
+Emitter::reshapedShape(ArrayRef<int64_t> in) {
+  StringRef op = node->op_type();
+  int64_t rank = in.size();
+  if (op == "Reshape") {
+    const HostTensor *spec = needHost(1, "shape");
+    if (!spec)
+      return std::nullopt;
+    return resolveReshape(in, *spec);
+  }
+  if (op == "Flatten") {
+    auto a = axis(attrInt("axis", 1), rank + 1);
+    if (!a)
+      return std::nullopt;
+    int64_t lo = 1, hi = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < *a ? lo : hi) *= in[d];
+    return SmallVector<int64_t>{lo, hi};
+  }
+  auto axes = axesInputOrAttr(1);
+  if (!axes)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  if (op == "Unsqueeze") {
+    int64_t outRank = rank + axes->size();
+    SmallVector<bool> isNew(outRank, false);
+    for (int64_t a : *axes) {
+      auto r = axis(a, outRank);
+      if (!r)
+        return std::nullopt;
+      isNew[*r] = true;
+    }
+    size_t j = 0;
+    for (int64_t d = 0; d < outRank; ++d)
+      out.push_back(isNew[d] ? 1 : in[j++]);
+    return out;
+  }
+  // Squeeze: the given dims, or every dim of size 1.
+  SmallVector<bool> drop(rank, false);
+  if (axes->empty())
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = in[d] == 1;
+  for (int64_t a : *axes) {
+    auto r = axis(a, rank);
+    if (!r)
+      return std::nullopt;
+    if (in[*r] != 1) {
+      error() << "cannot squeeze dim " << *r << " of size " << in[*r];
+      return std::nullopt;
+    }
+    drop[*r] = true;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      out.push_back(in[d]);
+  return out;
+}
+
 LogicalResult Emitter::convertReshapeLike() {
   StringRef op = node->op_type();
   if (failed(checkAttrs(op == "Flatten"   ? ArrayRef<StringRef>{"axis"}
@@ -1898,25 +2034,7 @@ LogicalResult Emitter::convertReshapeLike() {
   if (!x)
     return failure();
   SmallVector<int64_t> in(typeOf(x).getShape());
-  int64_t rank = in.size();
-  SmallVector<int64_t> out;
-  if (op == "Flatten") {
-    auto a = axis(attrInt("axis", 1), rank + 1);
-    if (!a)
-      return failure();
-    int64_t lo = 1, hi = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < *a ? lo : hi) *= in[d];
-    out = {lo, hi};
-  } else if (op == "Reshape") {
-    const HostTensor *spec = needHost(1, "shape");
-    if (!spec)
-      return failure();
-    auto s = resolveReshape(in, *spec);
-    if (!s)
-      return failure();
-    out = *s;
-  } else if (op == "Expand") {
+  if (op == "Expand") {
     const HostTensor *spec = needHost(1, "shape");
     if (!spec)
       return failure();
@@ -1931,43 +2049,11 @@ LogicalResult Emitter::convertReshapeLike() {
     if (*s == in)
       return setOutput(0, x);
     return setOutput(0, build<tg::BroadcastToOp>({x}, {named("shape", ints(*s))}));
-  } else {
-    auto axes = axesInputOrAttr(1);
-    if (!axes)
-      return failure();
-    if (op == "Unsqueeze") {
-      int64_t outRank = rank + axes->size();
-      SmallVector<bool> isNew(outRank, false);
-      for (int64_t a : *axes) {
-        auto r = axis(a, outRank);
-        if (!r)
-          return failure();
-        isNew[*r] = true;
-      }
-      size_t j = 0;
-      for (int64_t d = 0; d < outRank; ++d)
-        out.push_back(isNew[d] ? 1 : in[j++]);
-    } else {
-      SmallVector<bool> drop(rank, false);
-      if (axes->empty())
-        for (int64_t d = 0; d < rank; ++d)
-          drop[d] = in[d] == 1;
-      for (int64_t a : *axes) {
-        auto r = axis(a, rank);
-        if (!r)
-          return failure();
-        if (in[*r] != 1) {
-          error() << "cannot squeeze dim " << *r << " of size " << in[*r];
-          return failure();
-        }
-        drop[*r] = true;
-      }
-      for (int64_t d = 0; d < rank; ++d)
-        if (!drop[d])
-          out.push_back(in[d]);
-    }
   }
-  return setOutput(0, reshape(x, out));
+  auto out = reshapedShape(in);
+  if (!out)
+    return failure();
+  return setOutput(0, reshape(x, *out));
 }
 
 LogicalResult Emitter::convertSlice() {
@@ -2006,9 +2092,7 @@ LogicalResult Emitter::convertSlice() {
     }
     if (s == 0 && e == dim)
       continue;
-    x = build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(*a)),
-                                 named("start", b.getI64IntegerAttr(s)),
-                                 named("end", b.getI64IntegerAttr(e))});
+    x = slice(x, *a, s, e);
     if (!x)
       return failure();
   }
@@ -2018,11 +2102,8 @@ LogicalResult Emitter::convertSlice() {
 LogicalResult Emitter::convertSplit() {
   if (failed(checkAttrs({"axis", "split"})))
     return failure();
-  Value x = value(0);
-  if (!x)
-    return failure();
-  int64_t rank = typeOf(x).getRank();
-  auto a = axis(attrInt("axis", 0), rank);
+  Value x;
+  auto a = inputAndAxis(0, x);
   if (!a)
     return failure();
   int64_t dim = typeOf(x).getDimSize(*a);
@@ -2054,10 +2135,7 @@ LogicalResult Emitter::convertSplit() {
   for (auto [k, size] : llvm::enumerate(sizes)) {
     Value part = x;
     if (size != dim)
-      part = build<tg::SliceOp>({x},
-                                {named("dim", b.getI64IntegerAttr(*a)),
-                                 named("start", b.getI64IntegerAttr(start)),
-                                 named("end", b.getI64IntegerAttr(start + size))});
+      part = slice(x, *a, start, start + size);
     if (failed(setOutput(k, part)))
       return failure();
     start += size;
@@ -2068,13 +2146,11 @@ LogicalResult Emitter::convertSplit() {
 LogicalResult Emitter::convertGather() {
   if (failed(checkAttrs({"axis"})))
     return failure();
-  Value x = value(0);
-  if (!x)
-    return failure();
-  int64_t rank = typeOf(x).getRank();
-  auto a = axis(attrInt("axis", 0), rank);
+  Value x;
+  auto a = inputAndAxis(0, x);
   if (!a)
     return failure();
+  int64_t rank = typeOf(x).getRank();
   const HostTensor *idx = host(1);
   if (idx && idx->numel() == 1) {
     // x[..., i, ...]: a slice, then the dim dropped when the index is a
@@ -2086,9 +2162,7 @@ LogicalResult Emitter::convertGather() {
               << dim;
       return failure();
     }
-    Value y = build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(*a)),
-                                       named("start", b.getI64IntegerAttr(i)),
-                                       named("end", b.getI64IntegerAttr(i + 1))});
+    Value y = slice(x, *a, i, i + 1);
     if (!y)
       return failure();
     SmallVector<int64_t> shape(typeOf(x).getShape());
@@ -2153,10 +2227,20 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     }
     env[in.name].value = v;
   }
+  for (const onnx::NodeProto &n : g.node())
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (n.op_type() == "BatchNormalization" && (k == 3 || k == 4))
+        ++runningStatUses[n.input(k)];
+      else
+        otherUses.insert(n.input(k));
+    }
+  for (const onnx::ValueInfoProto &out : g.output())
+    otherUses.insert(out.name());
   for (const auto &[name, h] : m.initializers) {
     Entry e;
     e.host = h;
     e.isParam = isa<FloatType>(h.elt);
+    e.init = name.str();
     env[name] = std::move(e);
   }
   for (int k = 0; k < g.node_size(); ++k) {
@@ -2190,7 +2274,7 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     if (!e.value) {
       DenseElementsAttr attr = toAttr(*e.host);
       e.value = e.isParam
-                    ? param(prefix.str() + "." + sanitizeName(out.name()), attr)
+                    ? state.param(prefix.str() + "." + sanitizeName(e.init), attr)
                     : Value(tg::ConstantOp::create(b, fileLoc(ctx, m.displayPath),
                                                    cast<ElementsAttr>(attr)));
     }
@@ -2201,12 +2285,14 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
 
 } // namespace
 
+GraphState::~GraphState() = default;
+
 FailureOr<SmallVector<Value>> ONNXModel::emit(OpBuilder &builder,
                                               Location callLoc,
                                               ValueRange inputs,
                                               StringRef prefix,
-                                              ParamFn param) const {
-  Emitter e(*impl, builder, prefix, param);
+                                              GraphState &state) const {
+  Emitter e(*impl, builder, prefix, state);
   return e.run(callLoc, inputs);
 }
 
@@ -2301,25 +2387,45 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
         tg::TGDialect::kInputAttrName, b.getStringAttr(in.name))));
   }
   b.setInsertionPointToStart(entry);
-  llvm::StringMap<Value> params;
-  auto param = [&](StringRef pname, DenseElementsAttr value) -> Value {
-    auto it = params.find(pname);
-    if (it != params.end())
-      return it->second;
-    Value arg = entry->addArgument(value.getType(),
-                                   NameLoc::get(b.getStringAttr(pname), at));
-    argTypes.push_back(value.getType());
-    argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr(tg::TGDialect::kParamAttrName, b.getStringAttr(pname)),
-         b.getNamedAttr(tg::TGDialect::kInitAttrName,
-                        tg::InitAttr::get(&ctx, tg::InitKind::zeros, 0, 0)),
-         b.getNamedAttr(tg::TGDialect::kInitValueAttrName, value)}));
-    params[pname] = arg;
-    return arg;
-  };
+  // An inference graph: parameters and buffers are arguments appended as
+  // the model first reads them; nothing is updated.
+  struct InferenceState : GraphState {
+    OpBuilder &b;
+    Block *entry;
+    Location at;
+    SmallVector<Type> &argTypes;
+    SmallVector<DictionaryAttr> &argAttrs;
+    llvm::StringMap<Value> args;
+    InferenceState(OpBuilder &b, Block *entry, Location at,
+                   SmallVector<Type> &argTypes,
+                   SmallVector<DictionaryAttr> &argAttrs)
+        : b(b), entry(entry), at(at), argTypes(argTypes), argAttrs(argAttrs) {}
+    Value arg(StringRef role, StringRef pname, DenseElementsAttr value) {
+      auto it = args.find(pname);
+      if (it != args.end())
+        return it->second;
+      Value arg = entry->addArgument(value.getType(),
+                                     NameLoc::get(b.getStringAttr(pname), at));
+      argTypes.push_back(value.getType());
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(role, b.getStringAttr(pname)),
+           b.getNamedAttr(tg::TGDialect::kInitAttrName,
+                          tg::InitAttr::get(b.getContext(),
+                                            tg::InitKind::zeros, 0, 0)),
+           b.getNamedAttr(tg::TGDialect::kInitValueAttrName, value)}));
+      args[pname] = arg;
+      return arg;
+    }
+    Value param(StringRef pname, DenseElementsAttr value) override {
+      return arg(tg::TGDialect::kParamAttrName, pname, value);
+    }
+    Value buffer(StringRef pname, DenseElementsAttr value) override {
+      return arg(tg::TGDialect::kBufferAttrName, pname, value);
+    }
+  } state(b, entry, at, argTypes, argAttrs);
   // A copy: parameters are appended to the block while the graph is built.
   SmallVector<Value> inputs(entry->getArguments());
-  FailureOr<SmallVector<Value>> outs = model->emit(b, at, inputs, name, param);
+  FailureOr<SmallVector<Value>> outs = model->emit(b, at, inputs, name, state);
   if (failed(outs))
     return nullptr;
   func::ReturnOp::create(b, at, *outs);
