@@ -237,23 +237,6 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
   return AMPC_OK;
 }
 
-/// y (contiguous [outer, channels, inner]) = src + bias[channel].
-ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias, int64_t outer,
-                           int64_t channels, int64_t inner) {
-  Walk w;
-  w.rank = 3;
-  w.shape[0] = outer;
-  w.shape[1] = channels;
-  w.shape[2] = inner;
-  w.stride[0][0] = w.stride[1][0] = channels * inner;
-  w.stride[0][1] = w.stride[1][1] = inner;
-  w.stride[0][2] = w.stride[1][2] = 1;
-  w.stride[2][0] = 0;
-  w.stride[2][1] = 1;
-  w.stride[2][2] = 0;
-  return be.binary(BinaryOp::Add, y, src, bias, w);
-}
-
 } // namespace
 
 namespace ampc {
@@ -299,9 +282,14 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
       else
         AMPC_TRY(be.gemm(d));
     }
+    // An f32 output gets its bias image by image, while it is in cache.
+    if (bias.data && direct) {
+      Buf yi = offsetBuf(out, i * o * hw);
+      AMPC_TRY(be.addChannelBias(yi, yi, bias.buf(), 1, o, hw));
+    }
   }
-  if (bias.data)
-    return addChannelBias(be, y.buf(), out, bias.buf(), n, o, hw);
+  if (bias.data && !direct)
+    return be.addChannelBias(y.buf(), out, bias.buf(), n, o, hw);
   if (!direct)
     return sumToShape(be, y.buf(), ys, out, ys);
   return AMPC_OK;
