@@ -330,24 +330,31 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
   }
   if (dx.data && xs.numel()) {
+    // An f32 dx is accumulated in place, image by image; other dtypes go
+    // through an f32 image rounded once.
+    bool directDx = dx.dtype == AMPC_F32;
     Temp dcol(be), dimg(be);
     AMPC_TRY(dcol.alloc(ckk * hw * sizeof(float)));
-    AMPC_TRY(dimg.alloc(chw * sizeof(float)));
+    if (!directDx)
+      AMPC_TRY(dimg.alloc(chw * sizeof(float)));
     Shape img;
     img.rank = 1;
     img.d[0] = chw;
     for (int64_t i = 0; i < n; ++i) {
-      AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
+      float *imgAcc = directDx ? static_cast<float *>(const_cast<void *>(dx.data)) + i * chw
+                               : dimg.f32();
+      AMPC_TRY(be.fill(Buf{imgAcc, AMPC_F32}, chw, 0.0));
       for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
         // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
         GemmDesc d = makeGemm(
             Buf{dcol.get(), AMPC_F32}, offsetBuf(wb, gi * og * ckk),
             offsetBuf(dyb, (i * o + gi * og) * hw), ckk, hw, og, true, false);
         AMPC_TRY(be.gemm(d));
-        AMPC_TRY(be.col2im(dimg.f32() + gi * gimg, dcol.f32(), g));
+        AMPC_TRY(be.col2im(imgAcc + gi * gimg, dcol.f32(), g));
       }
-      AMPC_TRY(sumToShape(be, offsetBuf(dx.buf(), i * chw), img,
-                          Buf{dimg.get(), AMPC_F32}, img));
+      if (!directDx)
+        AMPC_TRY(sumToShape(be, offsetBuf(dx.buf(), i * chw), img,
+                            Buf{dimg.get(), AMPC_F32}, img));
     }
   }
   if (dw.data && ws.numel()) {
