@@ -225,6 +225,80 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
   return AMPC_OK;
 }
 
+/// Stride-1 2-D convolutions on the CPU take their columns as shifted runs
+/// of a zero-padded image ("padded rows", see PaddedRows) instead of
+/// im2col's one short run per output row.
+bool usePaddedRows(Backend &be, const ConvGeom &g) {
+  return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
+         g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0;
+}
+
+/// The columns of a stride-1 2-D convolution computed in the padded image's
+/// width: with xpad the image zero-padded to [C, hp, wp], column q of row
+/// (c, ky, kx) is xpad[c][ky * dh * wp + kx * dw + q] for q < n =
+/// (oh - 1) * wp + ow, one contiguous run per row. Output pixel (oy, ox) is
+/// column oy * wp + ox; the columns with ox >= ow are not outputs (each
+/// reads a valid, unused element). Every output column holds exactly the
+/// values of im2col's column oy * ow + ox.
+struct PaddedRows {
+  int64_t hp, wp, plane, n;
+  explicit PaddedRows(const ConvGeom &g)
+      : hp(g.h + 2 * g.ph), wp(g.w + 2 * g.pw), plane(hp * wp),
+        n((g.oh - 1) * wp + g.ow) {}
+
+  /// Copies image x [C, h, w] into the interior of xpad (whose border is
+  /// already zero).
+  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g) const {
+    Walk w;
+    w.rank = 3;
+    w.shape[0] = g.channels;
+    w.shape[1] = g.h;
+    w.shape[2] = g.w;
+    w.stride[0][0] = plane;
+    w.stride[0][1] = wp;
+    w.stride[0][2] = 1;
+    w.stride[1][0] = g.h * g.w;
+    w.stride[1][1] = g.w;
+    w.stride[1][2] = 1;
+    return be.copy(offsetBuf(xpad, g.ph * wp + g.pw), x, w, 1.0f);
+  }
+  /// col [C * kh * kw, n] from xpad.
+  ampc_status columns(Backend &be, Buf col, Buf xpad,
+                      const ConvGeom &g) const {
+    Walk w;
+    w.rank = 4;
+    w.shape[0] = g.channels;
+    w.shape[1] = g.kh;
+    w.shape[2] = g.kw;
+    w.shape[3] = n;
+    w.stride[0][0] = g.kh * g.kw * n;
+    w.stride[0][1] = g.kw * n;
+    w.stride[0][2] = n;
+    w.stride[0][3] = 1;
+    w.stride[1][0] = plane;
+    w.stride[1][1] = g.dh * wp;
+    w.stride[1][2] = g.dw;
+    w.stride[1][3] = 1;
+    return be.copy(col, xpad, w, 1.0f);
+  }
+  /// y [rows, oh, ow] (f32) = the output columns of wide [rows, n] (f32).
+  ampc_status compact(Backend &be, Buf y, Buf wide, int64_t rows,
+                      const ConvGeom &g) const {
+    Walk w;
+    w.rank = 3;
+    w.shape[0] = rows;
+    w.shape[1] = g.oh;
+    w.shape[2] = g.ow;
+    w.stride[0][0] = g.oh * g.ow;
+    w.stride[0][1] = g.ow;
+    w.stride[0][2] = 1;
+    w.stride[1][0] = n;
+    w.stride[1][1] = wp;
+    w.stride[1][2] = 1;
+    return be.copy(y, wide, w, 1.0f);
+  }
+};
+
 ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
                       Shape &bs) {
   AMPC_TRY(parseTensor(fn, bias, kFloatDtype, false, bs));
@@ -267,16 +341,34 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
     out = Buf{acc.get(), AMPC_F32};
   }
-  AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
+  bool padded = usePaddedRows(be, g) && ckk > 0;
+  PaddedRows pr(g);
+  Temp xpad(be), wide(be);
+  if (padded) {
+    AMPC_TRY(xpad.alloc(g.channels * pr.plane * dtypeSize(x.dtype)));
+    AMPC_TRY(be.fill(Buf{xpad.get(), x.dtype}, g.channels * pr.plane, 0.0));
+    AMPC_TRY(wide.alloc(og * pr.n * sizeof(float)));
+  }
+  AMPC_TRY(col.alloc(ckk * (padded ? pr.n : hw) * dtypeSize(x.dtype)));
   Buf colb{col.get(), x.dtype};
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       Buf xg = offsetBuf(x.buf(), i * c * (img / g.channels) + gi * img);
+      Buf yg = offsetBuf(out, (i * o + gi * og) * hw);
+      Buf wg = offsetBuf(w.buf(), gi * og * ckk);
+      if (padded) {
+        // The same GEMM over the wide columns, then the output columns.
+        Buf xp{xpad.get(), x.dtype}, wd{wide.get(), AMPC_F32};
+        AMPC_TRY(pr.pad(be, xp, xg, g));
+        AMPC_TRY(pr.columns(be, colb, xp, g));
+        AMPC_TRY(
+            be.gemm(makeGemm(wd, wg, colb, og, pr.n, ckk, false, false)));
+        AMPC_TRY(pr.compact(be, yg, wd, og, g));
+        continue;
+      }
       if (ckk > 0)
         AMPC_TRY(be.im2col(colb, xg, g));
-      GemmDesc d = makeGemm(offsetBuf(out, (i * o + gi * og) * hw),
-                            offsetBuf(w.buf(), gi * og * ckk), colb, og, hw,
-                            ckk, false, false);
+      GemmDesc d = makeGemm(yg, wg, colb, og, hw, ckk, false, false);
       if (ckk == 0)
         AMPC_TRY(be.fill(d.c, og * hw, 0.0));
       else
