@@ -225,79 +225,110 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
   return AMPC_OK;
 }
 
-/// Stride-1 2-D convolutions on the CPU take their columns as shifted runs
-/// of a zero-padded image ("padded rows", see PaddedRows) instead of
-/// im2col's one short run per output row.
-bool usePaddedRows(Backend &be, const ConvGeom &g) {
+/// Stride-1 2-D convolutions on the CPU run as kh * kw GEMMs over shifted
+/// views of a zero-padded f32 image (see ShiftedGemms) instead of im2col +
+/// one GEMM: nothing the size of the column matrix is written.
+bool useShiftedGemms(Backend &be, const ConvGeom &g) {
   return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
-         g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0;
+         g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0 &&
+         g.channels > 0;
 }
 
-/// The columns of a stride-1 2-D convolution computed in the padded image's
-/// width: with xpad the image zero-padded to [C, hp, wp], column q of row
-/// (c, ky, kx) is xpad[c][ky * dh * wp + kx * dw + q] for q < n =
-/// (oh - 1) * wp + ow, one contiguous run per row. Output pixel (oy, ox) is
-/// column oy * wp + ox; the columns with ox >= ow are not outputs (each
-/// reads a valid, unused element). Every output column holds exactly the
-/// values of im2col's column oy * ow + ox.
-struct PaddedRows {
-  int64_t hp, wp, plane, n;
-  explicit PaddedRows(const ConvGeom &g)
+/// A stride-1 2-D convolution in the padded image's width. With xpad the
+/// image zero-padded to [C, hp, wp], output pixel (oy, ox) is "wide" column
+/// q = oy * wp + ox, q < n = (oh - 1) * wp + ow, and
+///   wide[o, q] = sum over (ky, kx) of sum over c of
+///                w[o, c, ky, kx] * xpad[c * plane + ky * dh * wp + kx * dw + q]:
+/// for each kernel tap a GEMM of w's tap [O, C] (repacked) with a view of
+/// xpad (rows c at stride plane, n contiguous columns). The wide columns
+/// with ox >= ow are not outputs. The backward passes use the same views:
+/// dx's padded image gets, tap by tap, w_tap^T * dy (dy widened with zeros
+/// in the non-output columns) added at the tap's offset (C's rows at stride
+/// plane), and dw's tap [O, C] += dy_wide * view^T.
+struct ShiftedGemms {
+  int64_t hp, wp, plane, n, taps;
+  explicit ShiftedGemms(const ConvGeom &g)
       : hp(g.h + 2 * g.ph), wp(g.w + 2 * g.pw), plane(hp * wp),
-        n((g.oh - 1) * wp + g.ow) {}
+        n((g.oh - 1) * wp + g.ow), taps(g.kh * g.kw) {}
 
-  /// Copies image x [C, h, w] into the interior of xpad (whose border is
-  /// already zero).
-  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g) const {
+  int64_t tapOffset(const ConvGeom &g, int64_t t) const {
+    return (t / g.kw) * g.dh * wp + (t % g.kw) * g.dw;
+  }
+  static Walk walk3(int64_t d0, int64_t d1, int64_t d2, const int64_t *s0,
+                    const int64_t *s1) {
     Walk w;
     w.rank = 3;
-    w.shape[0] = g.channels;
-    w.shape[1] = g.h;
-    w.shape[2] = g.w;
-    w.stride[0][0] = plane;
-    w.stride[0][1] = wp;
-    w.stride[0][2] = 1;
-    w.stride[1][0] = g.h * g.w;
-    w.stride[1][1] = g.w;
-    w.stride[1][2] = 1;
-    return be.copy(offsetBuf(xpad, g.ph * wp + g.pw), x, w, 1.0f);
+    w.shape[0] = d0;
+    w.shape[1] = d1;
+    w.shape[2] = d2;
+    for (int k = 0; k < 3; ++k) {
+      w.stride[0][k] = s0[k];
+      w.stride[1][k] = s1[k];
+    }
+    return w;
   }
-  /// col [C * kh * kw, n] from xpad.
-  ampc_status columns(Backend &be, Buf col, Buf xpad,
-                      const ConvGeom &g) const {
-    Walk w;
-    w.rank = 4;
-    w.shape[0] = g.channels;
-    w.shape[1] = g.kh;
-    w.shape[2] = g.kw;
-    w.shape[3] = n;
-    w.stride[0][0] = g.kh * g.kw * n;
-    w.stride[0][1] = g.kw * n;
-    w.stride[0][2] = n;
-    w.stride[0][3] = 1;
-    w.stride[1][0] = plane;
-    w.stride[1][1] = g.dh * wp;
-    w.stride[1][2] = g.dw;
-    w.stride[1][3] = 1;
-    return be.copy(col, xpad, w, 1.0f);
+  /// The interior of xpad [C, hp, wp] (f32, border already zero) = x.
+  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g) const {
+    int64_t d[3] = {plane, wp, 1}, s[3] = {g.h * g.w, g.w, 1};
+    return be.copy(offsetBuf(xpad, g.ph * wp + g.pw), x,
+                   walk3(g.channels, g.h, g.w, d, s), 1.0f);
   }
-  /// y [rows, oh, ow] (f32) = the output columns of wide [rows, n] (f32).
+  /// x [C, h, w] (x's dtype, rounded once) = the interior of xpad (f32).
+  ampc_status unpad(Backend &be, Buf x, Buf xpad, const ConvGeom &g) const {
+    int64_t d[3] = {g.h * g.w, g.w, 1}, s[3] = {plane, wp, 1};
+    return be.copy(x, offsetBuf(xpad, g.ph * wp + g.pw),
+                   walk3(g.channels, g.h, g.w, d, s), 1.0f);
+  }
+  /// wide [rows, n] (f32) = y [rows, oh, ow] at the output columns (the
+  /// other columns are left as they are: zero).
+  ampc_status expand(Backend &be, Buf wide, Buf y, int64_t rows,
+                     const ConvGeom &g) const {
+    int64_t d[3] = {n, wp, 1}, s[3] = {g.oh * g.ow, g.ow, 1};
+    return be.copy(wide, y, walk3(rows, g.oh, g.ow, d, s), 1.0f);
+  }
+  /// y [rows, oh, ow] = the output columns of wide [rows, n] (f32).
   ampc_status compact(Backend &be, Buf y, Buf wide, int64_t rows,
                       const ConvGeom &g) const {
-    Walk w;
-    w.rank = 3;
-    w.shape[0] = rows;
-    w.shape[1] = g.oh;
-    w.shape[2] = g.ow;
-    w.stride[0][0] = g.oh * g.ow;
-    w.stride[0][1] = g.ow;
-    w.stride[0][2] = 1;
-    w.stride[1][0] = n;
-    w.stride[1][1] = wp;
-    w.stride[1][2] = 1;
-    return be.copy(y, wide, w, 1.0f);
+    int64_t d[3] = {g.oh * g.ow, g.ow, 1}, s[3] = {n, wp, 1};
+    return be.copy(y, wide, walk3(rows, g.oh, g.ow, d, s), 1.0f);
+  }
+  /// taps [groups * taps, og, C] (f32) from w [groups * og, C, kh, kw], or
+  /// back (toW) into w's layout and dtype.
+  ampc_status repack(Backend &be, Buf tapsBuf, Buf w, int64_t groups,
+                     int64_t og, const ConvGeom &g, bool toW) const {
+    int64_t c = g.channels;
+    Walk wk;
+    wk.rank = 4;
+    int64_t shape[4] = {groups * og, c, taps, 1};
+    // taps index: ((gi * taps + t) * og + oo) * c + ci, with gi = o / og.
+    // Walk over (gi, oo, ci, t) to keep the strides linear.
+    wk.rank = 4;
+    wk.shape[0] = groups;
+    wk.shape[1] = og;
+    wk.shape[2] = c;
+    wk.shape[3] = taps;
+    int64_t tapS[4] = {taps * og * c, c, 1, og * c};
+    int64_t wS[4] = {og * c * taps, c * taps, taps, 1};
+    (void)shape;
+    for (int k = 0; k < 4; ++k) {
+      wk.stride[0][k] = toW ? wS[k] : tapS[k];
+      wk.stride[1][k] = toW ? tapS[k] : wS[k];
+    }
+    return toW ? be.copy(w, tapsBuf, wk, 1.0f) : be.copy(tapsBuf, w, wk, 1.0f);
   }
 };
+
+/// One tap's GEMM on strided views (row-major, leading dims given).
+GemmDesc tapGemm(Buf c, int64_t ldc, Buf a, int64_t lda, bool transA, Buf b,
+                 int64_t ldb, bool transB, int64_t m, int64_t n, int64_t k,
+                 float beta) {
+  GemmDesc d = makeGemm(c, a, b, m, n, k, transA, transB);
+  d.lda = lda;
+  d.ldb = ldb;
+  d.ldc = ldc;
+  d.beta = beta;
+  return d;
+}
 
 ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
                       Shape &bs) {
@@ -308,6 +339,74 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
     want.d[0] = n;
     return shapeError(fn, bias.name, bs, want);
   }
+  return AMPC_OK;
+}
+
+/// convBackward's dx and dw for a stride-1 2-D convolution
+/// (useShiftedGemms).
+ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
+                                const TensorArg &dw, Buf dyb, Buf xb, Buf wb,
+                                const ConvGeom &g, int64_t n, int64_t groups,
+                                int64_t o, const Shape &ws) {
+  ShiftedGemms sg(g);
+  int64_t og = o / groups, c = g.channels, hw = g.columns();
+  int64_t gimg = g.imageSize(), chw = groups * gimg;
+  int64_t padded = c * sg.plane, tapsN = groups * sg.taps * og * c;
+  bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
+  Temp dyw(be), xpad(be), dxpad(be), tapsW(be), tapsDw(be);
+  Buf dywb{nullptr, AMPC_F32}, xp{nullptr, AMPC_F32}, dxp{nullptr, AMPC_F32};
+  Buf tw{nullptr, AMPC_F32}, tdw{nullptr, AMPC_F32};
+  AMPC_TRY(dyw.alloc(og * sg.n * sizeof(float)));
+  dywb.data = dyw.get();
+  AMPC_TRY(be.fill(dywb, og * sg.n, 0.0));
+  AMPC_TRY(xpad.alloc(padded * sizeof(float)));
+  xp.data = xpad.get();
+  AMPC_TRY(be.fill(xp, padded, 0.0));
+  if (wantDx) {
+    AMPC_TRY(dxpad.alloc(padded * sizeof(float)));
+    dxp.data = dxpad.get();
+    AMPC_TRY(tapsW.alloc(tapsN * sizeof(float)));
+    tw.data = tapsW.get();
+    AMPC_TRY(sg.repack(be, tw, wb, groups, og, g, false));
+  }
+  if (wantDw) {
+    AMPC_TRY(tapsDw.alloc(tapsN * sizeof(float)));
+    tdw.data = tapsDw.get();
+    AMPC_TRY(be.fill(tdw, tapsN, 0.0));
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      AMPC_TRY(sg.expand(be, dywb, offsetBuf(dyb, (i * o + gi * og) * hw), og,
+                         g));
+      if (wantDw) {
+        // dw_tap[og, C] += dy_wide[og, n] * view_tap[C, n]^T, per image in
+        // image order.
+        AMPC_TRY(sg.pad(be, xp, offsetBuf(xb, i * chw + gi * gimg), g));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(
+              offsetBuf(tdw, (gi * sg.taps + t) * og * c), c, dywb, sg.n,
+              false, offsetBuf(xp, sg.tapOffset(g, t)), sg.plane, true, og, c,
+              sg.n, 1.0f)));
+      }
+      if (wantDx) {
+        // The padded dx = w_tap[og, C]^T * dy_wide[og, n] at each tap's
+        // offset (rows at stride plane), added in tap order: the first tap
+        // (offset 0) sets [0, n) of every channel, the rest start at zero.
+        for (int64_t ci = 0; ci < c && sg.n < sg.plane; ++ci)
+          AMPC_TRY(be.setBytes(static_cast<float *>(dxp.data) + ci * sg.plane + sg.n, 0,
+                               (sg.plane - sg.n) * sizeof(float)));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(
+              offsetBuf(dxp, sg.tapOffset(g, t)), sg.plane,
+              offsetBuf(tw, (gi * sg.taps + t) * og * c), c, true, dywb, sg.n,
+              false, c, sg.n, og, t == 0 ? 0.0f : 1.0f)));
+        AMPC_TRY(
+            sg.unpad(be, offsetBuf(dx.buf(), i * chw + gi * gimg), dxp, g));
+      }
+    }
+  if (wantDw)
+    AMPC_TRY(sg.repack(be, tdw, dw.buf(), groups, og, g, true));
+  (void)ws;
   return AMPC_OK;
 }
 
@@ -341,29 +440,37 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
     out = Buf{acc.get(), AMPC_F32};
   }
-  bool padded = usePaddedRows(be, g) && ckk > 0;
-  PaddedRows pr(g);
-  Temp xpad(be), wide(be);
-  if (padded) {
-    AMPC_TRY(xpad.alloc(g.channels * pr.plane * dtypeSize(x.dtype)));
-    AMPC_TRY(be.fill(Buf{xpad.get(), x.dtype}, g.channels * pr.plane, 0.0));
-    AMPC_TRY(wide.alloc(og * pr.n * sizeof(float)));
+  bool shifted = useShiftedGemms(be, g) && og > 0;
+  ShiftedGemms sg(g);
+  Temp xpad(be), wide(be), taps(be);
+  Buf xp{nullptr, AMPC_F32}, wd{nullptr, AMPC_F32}, tw{nullptr, AMPC_F32};
+  if (shifted) {
+    AMPC_TRY(xpad.alloc(g.channels * sg.plane * sizeof(float)));
+    xp.data = xpad.get();
+    AMPC_TRY(be.fill(xp, g.channels * sg.plane, 0.0));
+    AMPC_TRY(wide.alloc(og * sg.n * sizeof(float)));
+    wd.data = wide.get();
+    AMPC_TRY(taps.alloc(groups * sg.taps * og * g.channels * sizeof(float)));
+    tw.data = taps.get();
+    AMPC_TRY(sg.repack(be, tw, w.buf(), groups, og, g, false));
+  } else {
+    AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
   }
-  AMPC_TRY(col.alloc(ckk * (padded ? pr.n : hw) * dtypeSize(x.dtype)));
   Buf colb{col.get(), x.dtype};
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       Buf xg = offsetBuf(x.buf(), i * c * (img / g.channels) + gi * img);
       Buf yg = offsetBuf(out, (i * o + gi * og) * hw);
       Buf wg = offsetBuf(w.buf(), gi * og * ckk);
-      if (padded) {
-        // The same GEMM over the wide columns, then the output columns.
-        Buf xp{xpad.get(), x.dtype}, wd{wide.get(), AMPC_F32};
-        AMPC_TRY(pr.pad(be, xp, xg, g));
-        AMPC_TRY(pr.columns(be, colb, xp, g));
-        AMPC_TRY(
-            be.gemm(makeGemm(wd, wg, colb, og, pr.n, ckk, false, false)));
-        AMPC_TRY(pr.compact(be, yg, wd, og, g));
+      if (shifted) {
+        // wide[og, n] = sum over taps of w_tap[og, C] * view_tap[C, n].
+        AMPC_TRY(sg.pad(be, xp, xg, g));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(
+              wd, sg.n, offsetBuf(tw, (gi * sg.taps + t) * og * g.channels),
+              g.channels, false, offsetBuf(xp, sg.tapOffset(g, t)), sg.plane,
+              false, og, sg.n, g.channels, t == 0 ? 0.0f : 1.0f)));
+        AMPC_TRY(sg.compact(be, yg, wd, og, g));
         continue;
       }
       if (ckk > 0)
@@ -421,6 +528,10 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     bool reduced[kMaxRank] = {true, false, true};
     AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
   }
+  if (useShiftedGemms(be, g) && og > 0 && xs.numel() &&
+      (dx.data || (dw.data && ws.numel())))
+    return convBackwardShifted(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,
+                               wb, g, n, groups, o, ws);
   if (dx.data && xs.numel()) {
     // An f32 dx is accumulated in place, image by image; other dtypes go
     // through an f32 image rounded once.
