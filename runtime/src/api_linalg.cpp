@@ -225,13 +225,22 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
   return AMPC_OK;
 }
 
+/// Whether im2col would copy the image unchanged (a 1x1x1 kernel, stride 1,
+/// no padding): then the image is the column matrix.
+bool isPointwise(const ConvGeom &g) {
+  return g.kd == 1 && g.kh == 1 && g.kw == 1 && g.sd == 1 && g.sh == 1 &&
+         g.sw == 1 && g.pd == 0 && g.ph == 0 && g.pw == 0;
+}
+
 /// Stride-1 2-D convolutions on the CPU run as kh * kw GEMMs over shifted
 /// views of a zero-padded f32 image (see ShiftedGemms) instead of im2col +
 /// one GEMM: nothing the size of the column matrix is written.
 bool useShiftedGemms(Backend &be, const ConvGeom &g) {
+  // Depth must be trivial: one plane, no depth padding (a 3-D convolution
+  // of depth 1 with depth padding has od > 1).
   return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
-         g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0 &&
-         g.channels > 0;
+         g.od == 1 && g.pd == 0 && g.sh == 1 && g.sw == 1 &&
+         g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0 && g.channels > 0;
 }
 
 /// A stride-1 2-D convolution in the padded image's width. With xpad the
@@ -473,9 +482,11 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
         AMPC_TRY(sg.compact(be, yg, wd, og, g));
         continue;
       }
-      if (ckk > 0)
+      // A pointwise convolution's columns are the image itself.
+      Buf cols = isPointwise(g) ? xg : colb;
+      if (ckk > 0 && !isPointwise(g))
         AMPC_TRY(be.im2col(colb, xg, g));
-      GemmDesc d = makeGemm(yg, wg, colb, og, hw, ckk, false, false);
+      GemmDesc d = makeGemm(yg, wg, cols, og, hw, ckk, false, false);
       if (ckk == 0)
         AMPC_TRY(be.fill(d.c, og * hw, 0.0));
       else
@@ -573,11 +584,14 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     Buf colb{col.get(), x.dtype};
     for (int64_t i = 0; i < n && hw > 0; ++i) {
       for (int64_t gi = 0; gi < groups; ++gi) {
-        AMPC_TRY(be.im2col(colb, offsetBuf(xb, i * chw + gi * gimg), g));
+        Buf xg = offsetBuf(xb, i * chw + gi * gimg);
+        if (!isPointwise(g))
+          AMPC_TRY(be.im2col(colb, xg, g));
         // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
         GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
-                              offsetBuf(dyb, (i * o + gi * og) * hw), colb, og,
-                              ckk, hw, false, true);
+                              offsetBuf(dyb, (i * o + gi * og) * hw),
+                              isPointwise(g) ? xg : colb, og, ckk, hw, false,
+                              true);
         d.beta = 1.0f;
         AMPC_TRY(be.gemm(d));
       }
