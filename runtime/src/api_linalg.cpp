@@ -276,23 +276,49 @@ struct ShiftedGemms {
     }
     return w;
   }
-  /// The interior of xpad [C, hp, wp] (f32, border already zero) = x.
-  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g) const {
+  /// dst = src over n contiguous elements, converting (the backends' fast
+  /// contiguous path; strided copies that convert go element by element).
+  static ampc_status convertRun(Backend &be, Buf dst, Buf src, int64_t n) {
+    Walk w;
+    w.rank = 1;
+    w.shape[0] = n;
+    w.stride[0][0] = w.stride[1][0] = 1;
+    return be.copy(dst, src, w, 1.0f);
+  }
+  /// The interior of xpad [C, hp, wp] (f32, border already zero) = x; an
+  /// f16/bf16 x is widened into `scratch` (f32 [C, h, w]) first.
+  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g,
+                  Buf scratch) const {
     int64_t d[3] = {plane, wp, 1}, s[3] = {g.h * g.w, g.w, 1};
+    if (x.dtype != AMPC_F32) {
+      AMPC_TRY(convertRun(be, scratch, x, g.channels * g.h * g.w));
+      x = scratch;
+    }
     return be.copy(offsetBuf(xpad, g.ph * wp + g.pw), x,
                    walk3(g.channels, g.h, g.w, d, s), 1.0f);
   }
-  /// x [C, h, w] (x's dtype, rounded once) = the interior of xpad (f32).
-  ampc_status unpad(Backend &be, Buf x, Buf xpad, const ConvGeom &g) const {
+  /// x [C, h, w] (x's dtype, rounded once) = the interior of xpad (f32),
+  /// through `scratch` (f32 [C, h, w]) when x is not f32.
+  ampc_status unpad(Backend &be, Buf x, Buf xpad, const ConvGeom &g,
+                    Buf scratch) const {
     int64_t d[3] = {g.h * g.w, g.w, 1}, s[3] = {plane, wp, 1};
-    return be.copy(x, offsetBuf(xpad, g.ph * wp + g.pw),
-                   walk3(g.channels, g.h, g.w, d, s), 1.0f);
+    Buf to = x.dtype == AMPC_F32 ? x : scratch;
+    AMPC_TRY(be.copy(to, offsetBuf(xpad, g.ph * wp + g.pw),
+                     walk3(g.channels, g.h, g.w, d, s), 1.0f));
+    if (x.dtype != AMPC_F32)
+      return convertRun(be, x, scratch, g.channels * g.h * g.w);
+    return AMPC_OK;
   }
   /// wide [rows, n] (f32) = y [rows, oh, ow] at the output columns (the
-  /// other columns are left as they are: zero).
+  /// other columns are left as they are: zero); an f16/bf16 y is widened
+  /// into `scratch` (f32 [rows, oh, ow]) first.
   ampc_status expand(Backend &be, Buf wide, Buf y, int64_t rows,
-                     const ConvGeom &g) const {
+                     const ConvGeom &g, Buf scratch) const {
     int64_t d[3] = {n, wp, 1}, s[3] = {g.oh * g.ow, g.ow, 1};
+    if (y.dtype != AMPC_F32) {
+      AMPC_TRY(convertRun(be, scratch, y, rows * g.oh * g.ow));
+      y = scratch;
+    }
     return be.copy(wide, y, walk3(rows, g.oh, g.ow, d, s), 1.0f);
   }
   /// y [rows, oh, ow] = the output columns of wide [rows, n] (f32).
@@ -362,7 +388,11 @@ ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
   int64_t gimg = g.imageSize(), chw = groups * gimg;
   int64_t padded = c * sg.plane, tapsN = groups * sg.taps * og * c;
   bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
-  Temp dyw(be), xpad(be), dxpad(be), tapsW(be), tapsDw(be);
+  Temp dyw(be), xpad(be), dxpad(be), tapsW(be), tapsDw(be), scr(be);
+  // f32 scratch for widening x / dy and narrowing dx (non-f32 dtypes).
+  int64_t scrN = std::max(gimg, og * hw);
+  AMPC_TRY(scr.alloc(scrN * sizeof(float)));
+  Buf sb{scr.get(), AMPC_F32};
   Buf dywb{nullptr, AMPC_F32}, xp{nullptr, AMPC_F32}, dxp{nullptr, AMPC_F32};
   Buf tw{nullptr, AMPC_F32}, tdw{nullptr, AMPC_F32};
   AMPC_TRY(dyw.alloc(og * sg.n * sizeof(float)));
@@ -386,11 +416,11 @@ ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
   for (int64_t i = 0; i < n; ++i)
     for (int64_t gi = 0; gi < groups; ++gi) {
       AMPC_TRY(sg.expand(be, dywb, offsetBuf(dyb, (i * o + gi * og) * hw), og,
-                         g));
+                         g, sb));
       if (wantDw) {
         // dw_tap[og, C] += dy_wide[og, n] * view_tap[C, n]^T, per image in
         // image order.
-        AMPC_TRY(sg.pad(be, xp, offsetBuf(xb, i * chw + gi * gimg), g));
+        AMPC_TRY(sg.pad(be, xp, offsetBuf(xb, i * chw + gi * gimg), g, sb));
         for (int64_t t = 0; t < sg.taps; ++t)
           AMPC_TRY(be.gemm(tapGemm(
               offsetBuf(tdw, (gi * sg.taps + t) * og * c), c, dywb, sg.n,
@@ -410,7 +440,7 @@ ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
               offsetBuf(tw, (gi * sg.taps + t) * og * c), c, true, dywb, sg.n,
               false, c, sg.n, og, t == 0 ? 0.0f : 1.0f)));
         AMPC_TRY(
-            sg.unpad(be, offsetBuf(dx.buf(), i * chw + gi * gimg), dxp, g));
+            sg.unpad(be, offsetBuf(dx.buf(), i * chw + gi * gimg), dxp, g, sb));
       }
     }
   if (wantDw)
@@ -451,7 +481,7 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
   }
   bool shifted = useShiftedGemms(be, g) && og > 0;
   ShiftedGemms sg(g);
-  Temp xpad(be), wide(be), taps(be);
+  Temp xpad(be), wide(be), taps(be), scr(be);
   Buf xp{nullptr, AMPC_F32}, wd{nullptr, AMPC_F32}, tw{nullptr, AMPC_F32};
   if (shifted) {
     AMPC_TRY(xpad.alloc(g.channels * sg.plane * sizeof(float)));
@@ -462,6 +492,8 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(taps.alloc(groups * sg.taps * og * g.channels * sizeof(float)));
     tw.data = taps.get();
     AMPC_TRY(sg.repack(be, tw, w.buf(), groups, og, g, false));
+    if (x.dtype != AMPC_F32)
+      AMPC_TRY(scr.alloc(img * sizeof(float)));
   } else {
     AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
   }
@@ -473,7 +505,7 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
       Buf wg = offsetBuf(w.buf(), gi * og * ckk);
       if (shifted) {
         // wide[og, n] = sum over taps of w_tap[og, C] * view_tap[C, n].
-        AMPC_TRY(sg.pad(be, xp, xg, g));
+        AMPC_TRY(sg.pad(be, xp, xg, g, Buf{scr.get(), AMPC_F32}));
         for (int64_t t = 0; t < sg.taps; ++t)
           AMPC_TRY(be.gemm(tapGemm(
               wd, sg.n, offsetBuf(tw, (gi * sg.taps + t) * og * g.channels),
