@@ -1009,10 +1009,9 @@ public:
                              int64_t channels, int64_t inner) override {
     if (y.dtype != AMPC_F32 || src.dtype != AMPC_F32 || bias.dtype != AMPC_F32)
       return Backend::addChannelBias(y, src, bias, outer, channels, inner);
-    cpuconv::addChannelBiasF32(static_cast<float *>(y.data),
-                               static_cast<const float *>(src.data),
-                               static_cast<const float *>(bias.data), outer,
-                               channels, inner);
+    cpuconv::addChannelBiasF32(
+        static_cast<float *>(y.data), static_cast<const float *>(src.data),
+        static_cast<const float *>(bias.data), outer, channels, inner);
     return AMPC_OK;
   }
 

@@ -24,9 +24,9 @@ __attribute__((target("avx"))) void copyShortAVX(char *d, const char *s,
                                                  size_t n) {
   size_t i = 0;
   for (; i + 32 <= n; i += 32)
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i),
-                        _mm256_loadu_si256(
-                            reinterpret_cast<const __m256i *>(s + i)));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i *>(d + i),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i)));
   for (; i + 16 <= n; i += 16)
     _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i),
                      _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)));

@@ -1,4 +1,5 @@
-//===- cpu_conv.h - Convolution helpers of the CPU backend -------*- C++ -*-===//
+//===- cpu_conv.h - Convolution helpers of the CPU backend -------*- C++
+//-*-===//
 //
 // Same-result fast paths for the CPU backend's convolution support:
 //  - short runs copied inline (im2col rows are a few dozen elements: a libc

@@ -238,16 +238,16 @@ bool isPointwise(const ConvGeom &g) {
 bool useShiftedGemms(Backend &be, const ConvGeom &g) {
   // Depth must be trivial: one plane, no depth padding (a 3-D convolution
   // of depth 1 with depth padding has od > 1).
-  return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
-         g.od == 1 && g.pd == 0 && g.sh == 1 && g.sw == 1 &&
-         g.kh * g.kw > 1 && g.oh > 0 && g.ow > 0 && g.channels > 0;
+  return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 && g.od == 1 &&
+         g.pd == 0 && g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 &&
+         g.ow > 0 && g.channels > 0;
 }
 
 /// A stride-1 2-D convolution in the padded image's width. With xpad the
 /// image zero-padded to [C, hp, wp], output pixel (oy, ox) is "wide" column
 /// q = oy * wp + ox, q < n = (oh - 1) * wp + ow, and
-///   wide[o, q] = sum over (ky, kx) of sum over c of
-///                w[o, c, ky, kx] * xpad[c * plane + ky * dh * wp + kx * dw + q]:
+///   wide[o, q] = sum over taps (ky, kx), then over c, of
+///     w[o, c, ky, kx] * xpad[c * plane + ky * dh * wp + kx * dw + q]:
 /// for each kernel tap a GEMM of w's tap [O, C] (repacked) with a view of
 /// xpad (rows c at stride plane, n contiguous columns). The wide columns
 /// with ox >= ow are not outputs. The backward passes use the same views:
@@ -332,11 +332,9 @@ struct ShiftedGemms {
   ampc_status repack(Backend &be, Buf tapsBuf, Buf w, int64_t groups,
                      int64_t og, const ConvGeom &g, bool toW) const {
     int64_t c = g.channels;
+    // taps index: ((gi * taps + t) * og + oo) * c + ci, w's index:
+    // ((gi * og + oo) * c + ci) * taps + t; walked over (gi, oo, ci, t).
     Walk wk;
-    wk.rank = 4;
-    int64_t shape[4] = {groups * og, c, taps, 1};
-    // taps index: ((gi * taps + t) * og + oo) * c + ci, with gi = o / og.
-    // Walk over (gi, oo, ci, t) to keep the strides linear.
     wk.rank = 4;
     wk.shape[0] = groups;
     wk.shape[1] = og;
@@ -344,7 +342,6 @@ struct ShiftedGemms {
     wk.shape[3] = taps;
     int64_t tapS[4] = {taps * og * c, c, 1, og * c};
     int64_t wS[4] = {og * c * taps, c * taps, taps, 1};
-    (void)shape;
     for (int k = 0; k < 4; ++k) {
       wk.stride[0][k] = toW ? wS[k] : tapS[k];
       wk.stride[1][k] = toW ? tapS[k] : wS[k];
@@ -382,7 +379,7 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
 ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
                                 const TensorArg &dw, Buf dyb, Buf xb, Buf wb,
                                 const ConvGeom &g, int64_t n, int64_t groups,
-                                int64_t o, const Shape &ws) {
+                                int64_t o) {
   ShiftedGemms sg(g);
   int64_t og = o / groups, c = g.channels, hw = g.columns();
   int64_t gimg = g.imageSize(), chw = groups * gimg;
@@ -422,30 +419,30 @@ ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
         // image order.
         AMPC_TRY(sg.pad(be, xp, offsetBuf(xb, i * chw + gi * gimg), g, sb));
         for (int64_t t = 0; t < sg.taps; ++t)
-          AMPC_TRY(be.gemm(tapGemm(
-              offsetBuf(tdw, (gi * sg.taps + t) * og * c), c, dywb, sg.n,
-              false, offsetBuf(xp, sg.tapOffset(g, t)), sg.plane, true, og, c,
-              sg.n, 1.0f)));
+          AMPC_TRY(be.gemm(tapGemm(offsetBuf(tdw, (gi * sg.taps + t) * og * c),
+                                   c, dywb, sg.n, false,
+                                   offsetBuf(xp, sg.tapOffset(g, t)), sg.plane,
+                                   true, og, c, sg.n, 1.0f)));
       }
       if (wantDx) {
         // The padded dx = w_tap[og, C]^T * dy_wide[og, n] at each tap's
         // offset (rows at stride plane), added in tap order: the first tap
         // (offset 0) sets [0, n) of every channel, the rest start at zero.
         for (int64_t ci = 0; ci < c && sg.n < sg.plane; ++ci)
-          AMPC_TRY(be.setBytes(static_cast<float *>(dxp.data) + ci * sg.plane + sg.n, 0,
-                               (sg.plane - sg.n) * sizeof(float)));
+          AMPC_TRY(
+              be.setBytes(static_cast<float *>(dxp.data) + ci * sg.plane + sg.n,
+                          0, (sg.plane - sg.n) * sizeof(float)));
         for (int64_t t = 0; t < sg.taps; ++t)
-          AMPC_TRY(be.gemm(tapGemm(
-              offsetBuf(dxp, sg.tapOffset(g, t)), sg.plane,
-              offsetBuf(tw, (gi * sg.taps + t) * og * c), c, true, dywb, sg.n,
-              false, c, sg.n, og, t == 0 ? 0.0f : 1.0f)));
+          AMPC_TRY(be.gemm(tapGemm(offsetBuf(dxp, sg.tapOffset(g, t)), sg.plane,
+                                   offsetBuf(tw, (gi * sg.taps + t) * og * c),
+                                   c, true, dywb, sg.n, false, c, sg.n, og,
+                                   t == 0 ? 0.0f : 1.0f)));
         AMPC_TRY(
             sg.unpad(be, offsetBuf(dx.buf(), i * chw + gi * gimg), dxp, g, sb));
       }
     }
   if (wantDw)
     AMPC_TRY(sg.repack(be, tdw, dw.buf(), groups, og, g, true));
-  (void)ws;
   return AMPC_OK;
 }
 
@@ -574,7 +571,7 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   if (useShiftedGemms(be, g) && og > 0 && xs.numel() &&
       (dx.data || (dw.data && ws.numel())))
     return convBackwardShifted(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,
-                               wb, g, n, groups, o, ws);
+                               wb, g, n, groups, o);
   if (dx.data && xs.numel()) {
     // An f32 dx is accumulated in place, image by image; other dtypes go
     // through an f32 image rounded once.
@@ -587,8 +584,9 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     img.rank = 1;
     img.d[0] = chw;
     for (int64_t i = 0; i < n; ++i) {
-      float *imgAcc = directDx ? static_cast<float *>(const_cast<void *>(dx.data)) + i * chw
-                               : dimg.f32();
+      float *imgAcc =
+          directDx ? static_cast<float *>(const_cast<void *>(dx.data)) + i * chw
+                   : dimg.f32();
       AMPC_TRY(be.fill(Buf{imgAcc, AMPC_F32}, chw, 0.0));
       for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
         // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
@@ -620,10 +618,10 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
         if (!isPointwise(g))
           AMPC_TRY(be.im2col(colb, xg, g));
         // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
-        GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
-                              offsetBuf(dyb, (i * o + gi * og) * hw),
-                              isPointwise(g) ? xg : colb, og, ckk, hw, false,
-                              true);
+        GemmDesc d =
+            makeGemm(offsetBuf(out, gi * og * ckk),
+                     offsetBuf(dyb, (i * o + gi * og) * hw),
+                     isPointwise(g) ? xg : colb, og, ckk, hw, false, true);
         d.beta = 1.0f;
         AMPC_TRY(be.gemm(d));
       }
