@@ -207,6 +207,12 @@ def breakdown(args, src, data, amp, binary=None):
         rep = subprocess.run(["perf", "report", "-i", out, "--no-children", "--stdio",
                               "--sort", "dso,symbol", "--percent-limit", "0"],
                              check=True, capture_output=True, text=True).stdout
+        # Samples per shared object, summed: the run's CPU time.
+        per_dso = subprocess.run(["perf", "report", "-i", out, "--stdio", "-q", "--sort",
+                                  "dso", "-n"], check=True, capture_output=True,
+                                 text=True).stdout
+        samples = sum(int(l.split()[1]) for l in per_dso.splitlines()
+                      if len(l.split()) > 2 and l.split()[1].isdigit())
     except (OSError, subprocess.CalledProcessError) as e:
         print("  breakdown of %s --amp=%s: perf failed (%s)" % (src, amp, e))
         return
@@ -224,6 +230,11 @@ def breakdown(args, src, data, amp, binary=None):
         totals[key] = totals.get(key, 0.0) + pct
     print("  where the step goes, %s %s --amp=%s (%s steps, perf self time):" %
           (binary, os.path.basename(src), amp, steps))
+    if samples:
+        # CPU time (999 samples a second), compile and start-up included:
+        # less disturbed by other processes than steps/s on a loaded machine.
+        print("    CPU time of the whole run: about %.2f s (%s samples)" %
+              (samples / 999.0, samples))
     for key, pct in sorted(totals.items(), key=lambda kv: -kv[1])[:12]:
         print("    %5.1f%%  %s" % (pct, key))
     sys.stdout.flush()

@@ -11,6 +11,7 @@
 #include "../src/half.h"
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
+#include "cpu_conv.h"
 #include "cpu_fast.h"
 
 #include <cblas.h>
@@ -275,7 +276,8 @@ void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
               const T *in = x + ((c * g.d + iz) * g.h + iy) * g.w;
               std::fill(out, out + lo, T(0));
               if (g.sw == 1)
-                std::copy(in + lo + off, in + hi + off, out + lo);
+                cpuconv::copyShort(out + lo, in + lo + off,
+                                   (hi - lo) * sizeof(T));
               else
                 for (int64_t ox = lo; ox < hi; ++ox)
                   out[ox] = in[ox * g.sw + off];
@@ -1001,6 +1003,17 @@ public:
   }
 
   std::vector<float> convScratch;
+
+  // Convolution bias (cpugemm): f32 in place without the generic walk.
+  ampc_status addChannelBias(Buf y, Buf src, Buf bias, int64_t outer,
+                             int64_t channels, int64_t inner) override {
+    if (y.dtype != AMPC_F32 || src.dtype != AMPC_F32 || bias.dtype != AMPC_F32)
+      return Backend::addChannelBias(y, src, bias, outer, channels, inner);
+    cpuconv::addChannelBiasF32(
+        static_cast<float *>(y.data), static_cast<const float *>(src.data),
+        static_cast<const float *>(bias.data), outer, channels, inner);
+    return AMPC_OK;
+  }
 
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
     int64_t hw = g.oh * g.ow, cols = g.columns();

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_fast.h"
+#include "cpu_conv.h"
 
 #include "../src/half.h"
 
@@ -195,7 +196,9 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
   if (tile < 0) {
     int64_t o0 = 0, o1 = 0;
     for (int64_t r = 0; r < rows; ++r) {
-      if (sd == 1 && ss == 1)
+      if (sd == 1 && ss == 1 && len * sizeof(T) <= 512)
+        cpuconv::copyShort(dst + o0, src + o1, len * sizeof(T)); // (cpugemm)
+      else if (sd == 1 && ss == 1)
         memcpy(dst + o0, src + o1, len * sizeof(T));
       else
         for (int64_t j = 0; j < len; ++j)

@@ -225,6 +225,145 @@ ampc_status convGeom(const char *fn, const Shape &xs, const Shape &ws,
   return AMPC_OK;
 }
 
+/// Whether im2col would copy the image unchanged (a 1x1x1 kernel, stride 1,
+/// no padding): then the image is the column matrix.
+bool isPointwise(const ConvGeom &g) {
+  return g.kd == 1 && g.kh == 1 && g.kw == 1 && g.sd == 1 && g.sh == 1 &&
+         g.sw == 1 && g.pd == 0 && g.ph == 0 && g.pw == 0;
+}
+
+/// Stride-1 2-D convolutions on the CPU run as kh * kw GEMMs over shifted
+/// views of a zero-padded f32 image (see ShiftedGemms) instead of im2col +
+/// one GEMM: nothing the size of the column matrix is written.
+bool useShiftedGemms(Backend &be, const ConvGeom &g) {
+  // Depth must be trivial: one plane, no depth padding (a 3-D convolution
+  // of depth 1 with depth padding has od > 1). Each tap's GEMM has k = C:
+  // with fewer than 8 channels (an RGB stem) im2col's single GEMM is faster
+  // (measured on the CNN example, C = 1).
+  return be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 && g.od == 1 &&
+         g.pd == 0 && g.sh == 1 && g.sw == 1 && g.kh * g.kw > 1 && g.oh > 0 &&
+         g.ow > 0 && g.channels >= 8;
+}
+
+/// A stride-1 2-D convolution in the padded image's width. With xpad the
+/// image zero-padded to [C, hp, wp], output pixel (oy, ox) is "wide" column
+/// q = oy * wp + ox, q < n = (oh - 1) * wp + ow, and
+///   wide[o, q] = sum over taps (ky, kx), then over c, of
+///     w[o, c, ky, kx] * xpad[c * plane + ky * dh * wp + kx * dw + q]:
+/// for each kernel tap a GEMM of w's tap [O, C] (repacked) with a view of
+/// xpad (rows c at stride plane, n contiguous columns). The wide columns
+/// with ox >= ow are not outputs. The backward passes use the same views:
+/// dx's padded image gets, tap by tap, w_tap^T * dy (dy widened with zeros
+/// in the non-output columns) added at the tap's offset (C's rows at stride
+/// plane), and dw's tap [O, C] += dy_wide * view^T.
+struct ShiftedGemms {
+  int64_t hp, wp, plane, n, taps;
+  explicit ShiftedGemms(const ConvGeom &g)
+      : hp(g.h + 2 * g.ph), wp(g.w + 2 * g.pw), plane(hp * wp),
+        n((g.oh - 1) * wp + g.ow), taps(g.kh * g.kw) {}
+
+  int64_t tapOffset(const ConvGeom &g, int64_t t) const {
+    return (t / g.kw) * g.dh * wp + (t % g.kw) * g.dw;
+  }
+  static Walk walk3(int64_t d0, int64_t d1, int64_t d2, const int64_t *s0,
+                    const int64_t *s1) {
+    Walk w;
+    w.rank = 3;
+    w.shape[0] = d0;
+    w.shape[1] = d1;
+    w.shape[2] = d2;
+    for (int k = 0; k < 3; ++k) {
+      w.stride[0][k] = s0[k];
+      w.stride[1][k] = s1[k];
+    }
+    return w;
+  }
+  /// dst = src over n contiguous elements, converting (the backends' fast
+  /// contiguous path; strided copies that convert go element by element).
+  static ampc_status convertRun(Backend &be, Buf dst, Buf src, int64_t n) {
+    Walk w;
+    w.rank = 1;
+    w.shape[0] = n;
+    w.stride[0][0] = w.stride[1][0] = 1;
+    return be.copy(dst, src, w, 1.0f);
+  }
+  /// The interior of xpad [C, hp, wp] (f32, border already zero) = x; an
+  /// f16/bf16 x is widened into `scratch` (f32 [C, h, w]) first.
+  ampc_status pad(Backend &be, Buf xpad, Buf x, const ConvGeom &g,
+                  Buf scratch) const {
+    int64_t d[3] = {plane, wp, 1}, s[3] = {g.h * g.w, g.w, 1};
+    if (x.dtype != AMPC_F32) {
+      AMPC_TRY(convertRun(be, scratch, x, g.channels * g.h * g.w));
+      x = scratch;
+    }
+    return be.copy(offsetBuf(xpad, g.ph * wp + g.pw), x,
+                   walk3(g.channels, g.h, g.w, d, s), 1.0f);
+  }
+  /// x [C, h, w] (x's dtype, rounded once) = the interior of xpad (f32),
+  /// through `scratch` (f32 [C, h, w]) when x is not f32.
+  ampc_status unpad(Backend &be, Buf x, Buf xpad, const ConvGeom &g,
+                    Buf scratch) const {
+    int64_t d[3] = {g.h * g.w, g.w, 1}, s[3] = {plane, wp, 1};
+    Buf to = x.dtype == AMPC_F32 ? x : scratch;
+    AMPC_TRY(be.copy(to, offsetBuf(xpad, g.ph * wp + g.pw),
+                     walk3(g.channels, g.h, g.w, d, s), 1.0f));
+    if (x.dtype != AMPC_F32)
+      return convertRun(be, x, scratch, g.channels * g.h * g.w);
+    return AMPC_OK;
+  }
+  /// wide [rows, n] (f32) = y [rows, oh, ow] at the output columns (the
+  /// other columns are left as they are: zero); an f16/bf16 y is widened
+  /// into `scratch` (f32 [rows, oh, ow]) first.
+  ampc_status expand(Backend &be, Buf wide, Buf y, int64_t rows,
+                     const ConvGeom &g, Buf scratch) const {
+    int64_t d[3] = {n, wp, 1}, s[3] = {g.oh * g.ow, g.ow, 1};
+    if (y.dtype != AMPC_F32) {
+      AMPC_TRY(convertRun(be, scratch, y, rows * g.oh * g.ow));
+      y = scratch;
+    }
+    return be.copy(wide, y, walk3(rows, g.oh, g.ow, d, s), 1.0f);
+  }
+  /// y [rows, oh, ow] = the output columns of wide [rows, n] (f32).
+  ampc_status compact(Backend &be, Buf y, Buf wide, int64_t rows,
+                      const ConvGeom &g) const {
+    int64_t d[3] = {g.oh * g.ow, g.ow, 1}, s[3] = {n, wp, 1};
+    return be.copy(y, wide, walk3(rows, g.oh, g.ow, d, s), 1.0f);
+  }
+  /// taps [groups * taps, og, C] (f32) from w [groups * og, C, kh, kw], or
+  /// back (toW) into w's layout and dtype.
+  ampc_status repack(Backend &be, Buf tapsBuf, Buf w, int64_t groups,
+                     int64_t og, const ConvGeom &g, bool toW) const {
+    int64_t c = g.channels;
+    // taps index: ((gi * taps + t) * og + oo) * c + ci, w's index:
+    // ((gi * og + oo) * c + ci) * taps + t; walked over (gi, oo, ci, t).
+    Walk wk;
+    wk.rank = 4;
+    wk.shape[0] = groups;
+    wk.shape[1] = og;
+    wk.shape[2] = c;
+    wk.shape[3] = taps;
+    int64_t tapS[4] = {taps * og * c, c, 1, og * c};
+    int64_t wS[4] = {og * c * taps, c * taps, taps, 1};
+    for (int k = 0; k < 4; ++k) {
+      wk.stride[0][k] = toW ? wS[k] : tapS[k];
+      wk.stride[1][k] = toW ? tapS[k] : wS[k];
+    }
+    return toW ? be.copy(w, tapsBuf, wk, 1.0f) : be.copy(tapsBuf, w, wk, 1.0f);
+  }
+};
+
+/// One tap's GEMM on strided views (row-major, leading dims given).
+GemmDesc tapGemm(Buf c, int64_t ldc, Buf a, int64_t lda, bool transA, Buf b,
+                 int64_t ldb, bool transB, int64_t m, int64_t n, int64_t k,
+                 float beta) {
+  GemmDesc d = makeGemm(c, a, b, m, n, k, transA, transB);
+  d.lda = lda;
+  d.ldb = ldb;
+  d.ldc = ldc;
+  d.beta = beta;
+  return d;
+}
+
 ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
                       Shape &bs) {
   AMPC_TRY(parseTensor(fn, bias, kFloatDtype, false, bs));
@@ -237,21 +376,76 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
   return AMPC_OK;
 }
 
-/// y (contiguous [outer, channels, inner]) = src + bias[channel].
-ampc_status addChannelBias(Backend &be, Buf y, Buf src, Buf bias, int64_t outer,
-                           int64_t channels, int64_t inner) {
-  Walk w;
-  w.rank = 3;
-  w.shape[0] = outer;
-  w.shape[1] = channels;
-  w.shape[2] = inner;
-  w.stride[0][0] = w.stride[1][0] = channels * inner;
-  w.stride[0][1] = w.stride[1][1] = inner;
-  w.stride[0][2] = w.stride[1][2] = 1;
-  w.stride[2][0] = 0;
-  w.stride[2][1] = 1;
-  w.stride[2][2] = 0;
-  return be.binary(BinaryOp::Add, y, src, bias, w);
+/// convBackward's dx and dw for a stride-1 2-D convolution
+/// (useShiftedGemms).
+ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
+                                const TensorArg &dw, Buf dyb, Buf xb, Buf wb,
+                                const ConvGeom &g, int64_t n, int64_t groups,
+                                int64_t o) {
+  ShiftedGemms sg(g);
+  int64_t og = o / groups, c = g.channels, hw = g.columns();
+  int64_t gimg = g.imageSize(), chw = groups * gimg;
+  int64_t padded = c * sg.plane, tapsN = groups * sg.taps * og * c;
+  bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
+  Temp dyw(be), xpad(be), dxpad(be), tapsW(be), tapsDw(be), scr(be);
+  // f32 scratch for widening x / dy and narrowing dx (non-f32 dtypes).
+  int64_t scrN = std::max(gimg, og * hw);
+  AMPC_TRY(scr.alloc(scrN * sizeof(float)));
+  Buf sb{scr.get(), AMPC_F32};
+  Buf dywb{nullptr, AMPC_F32}, xp{nullptr, AMPC_F32}, dxp{nullptr, AMPC_F32};
+  Buf tw{nullptr, AMPC_F32}, tdw{nullptr, AMPC_F32};
+  AMPC_TRY(dyw.alloc(og * sg.n * sizeof(float)));
+  dywb.data = dyw.get();
+  AMPC_TRY(be.fill(dywb, og * sg.n, 0.0));
+  AMPC_TRY(xpad.alloc(padded * sizeof(float)));
+  xp.data = xpad.get();
+  AMPC_TRY(be.fill(xp, padded, 0.0));
+  if (wantDx) {
+    AMPC_TRY(dxpad.alloc(padded * sizeof(float)));
+    dxp.data = dxpad.get();
+    AMPC_TRY(tapsW.alloc(tapsN * sizeof(float)));
+    tw.data = tapsW.get();
+    AMPC_TRY(sg.repack(be, tw, wb, groups, og, g, false));
+  }
+  if (wantDw) {
+    AMPC_TRY(tapsDw.alloc(tapsN * sizeof(float)));
+    tdw.data = tapsDw.get();
+    AMPC_TRY(be.fill(tdw, tapsN, 0.0));
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      AMPC_TRY(sg.expand(be, dywb, offsetBuf(dyb, (i * o + gi * og) * hw), og,
+                         g, sb));
+      if (wantDw) {
+        // dw_tap[og, C] += dy_wide[og, n] * view_tap[C, n]^T, per image in
+        // image order.
+        AMPC_TRY(sg.pad(be, xp, offsetBuf(xb, i * chw + gi * gimg), g, sb));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(offsetBuf(tdw, (gi * sg.taps + t) * og * c),
+                                   c, dywb, sg.n, false,
+                                   offsetBuf(xp, sg.tapOffset(g, t)), sg.plane,
+                                   true, og, c, sg.n, 1.0f)));
+      }
+      if (wantDx) {
+        // The padded dx = w_tap[og, C]^T * dy_wide[og, n] at each tap's
+        // offset (rows at stride plane), added in tap order: the first tap
+        // (offset 0) sets [0, n) of every channel, the rest start at zero.
+        for (int64_t ci = 0; ci < c && sg.n < sg.plane; ++ci)
+          AMPC_TRY(
+              be.setBytes(static_cast<float *>(dxp.data) + ci * sg.plane + sg.n,
+                          0, (sg.plane - sg.n) * sizeof(float)));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(offsetBuf(dxp, sg.tapOffset(g, t)), sg.plane,
+                                   offsetBuf(tw, (gi * sg.taps + t) * og * c),
+                                   c, true, dywb, sg.n, false, c, sg.n, og,
+                                   t == 0 ? 0.0f : 1.0f)));
+        AMPC_TRY(
+            sg.unpad(be, offsetBuf(dx.buf(), i * chw + gi * gimg), dxp, g, sb));
+      }
+    }
+  if (wantDw)
+    AMPC_TRY(sg.repack(be, tdw, dw.buf(), groups, og, g, true));
+  return AMPC_OK;
 }
 
 } // namespace
@@ -284,24 +478,59 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
     out = Buf{acc.get(), AMPC_F32};
   }
-  AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
+  bool shifted = useShiftedGemms(be, g) && og > 0;
+  ShiftedGemms sg(g);
+  Temp xpad(be), wide(be), taps(be), scr(be);
+  Buf xp{nullptr, AMPC_F32}, wd{nullptr, AMPC_F32}, tw{nullptr, AMPC_F32};
+  if (shifted) {
+    AMPC_TRY(xpad.alloc(g.channels * sg.plane * sizeof(float)));
+    xp.data = xpad.get();
+    AMPC_TRY(be.fill(xp, g.channels * sg.plane, 0.0));
+    AMPC_TRY(wide.alloc(og * sg.n * sizeof(float)));
+    wd.data = wide.get();
+    AMPC_TRY(taps.alloc(groups * sg.taps * og * g.channels * sizeof(float)));
+    tw.data = taps.get();
+    AMPC_TRY(sg.repack(be, tw, w.buf(), groups, og, g, false));
+    if (x.dtype != AMPC_F32)
+      AMPC_TRY(scr.alloc(img * sizeof(float)));
+  } else {
+    AMPC_TRY(col.alloc(ckk * hw * dtypeSize(x.dtype)));
+  }
   Buf colb{col.get(), x.dtype};
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       Buf xg = offsetBuf(x.buf(), i * c * (img / g.channels) + gi * img);
-      if (ckk > 0)
+      Buf yg = offsetBuf(out, (i * o + gi * og) * hw);
+      Buf wg = offsetBuf(w.buf(), gi * og * ckk);
+      if (shifted) {
+        // wide[og, n] = sum over taps of w_tap[og, C] * view_tap[C, n].
+        AMPC_TRY(sg.pad(be, xp, xg, g, Buf{scr.get(), AMPC_F32}));
+        for (int64_t t = 0; t < sg.taps; ++t)
+          AMPC_TRY(be.gemm(tapGemm(
+              wd, sg.n, offsetBuf(tw, (gi * sg.taps + t) * og * g.channels),
+              g.channels, false, offsetBuf(xp, sg.tapOffset(g, t)), sg.plane,
+              false, og, sg.n, g.channels, t == 0 ? 0.0f : 1.0f)));
+        AMPC_TRY(sg.compact(be, yg, wd, og, g));
+        continue;
+      }
+      // A pointwise convolution's columns are the image itself.
+      Buf cols = isPointwise(g) ? xg : colb;
+      if (ckk > 0 && !isPointwise(g))
         AMPC_TRY(be.im2col(colb, xg, g));
-      GemmDesc d = makeGemm(offsetBuf(out, (i * o + gi * og) * hw),
-                            offsetBuf(w.buf(), gi * og * ckk), colb, og, hw,
-                            ckk, false, false);
+      GemmDesc d = makeGemm(yg, wg, cols, og, hw, ckk, false, false);
       if (ckk == 0)
         AMPC_TRY(be.fill(d.c, og * hw, 0.0));
       else
         AMPC_TRY(be.gemm(d));
     }
+    // An f32 output gets its bias image by image, while it is in cache.
+    if (bias.data && direct) {
+      Buf yi = offsetBuf(out, i * o * hw);
+      AMPC_TRY(be.addChannelBias(yi, yi, bias.buf(), 1, o, hw));
+    }
   }
-  if (bias.data)
-    return addChannelBias(be, y.buf(), out, bias.buf(), n, o, hw);
+  if (bias.data && !direct)
+    return be.addChannelBias(y.buf(), out, bias.buf(), n, o, hw);
   if (!direct)
     return sumToShape(be, y.buf(), ys, out, ys);
   return AMPC_OK;
@@ -341,25 +570,37 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     bool reduced[kMaxRank] = {true, false, true};
     AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
   }
+  if (useShiftedGemms(be, g) && og > 0 && xs.numel() &&
+      (dx.data || (dw.data && ws.numel())))
+    return convBackwardShifted(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,
+                               wb, g, n, groups, o);
   if (dx.data && xs.numel()) {
+    // An f32 dx is accumulated in place, image by image; other dtypes go
+    // through an f32 image rounded once.
+    bool directDx = dx.dtype == AMPC_F32;
     Temp dcol(be), dimg(be);
     AMPC_TRY(dcol.alloc(ckk * hw * sizeof(float)));
-    AMPC_TRY(dimg.alloc(chw * sizeof(float)));
+    if (!directDx)
+      AMPC_TRY(dimg.alloc(chw * sizeof(float)));
     Shape img;
     img.rank = 1;
     img.d[0] = chw;
     for (int64_t i = 0; i < n; ++i) {
-      AMPC_TRY(be.fill(Buf{dimg.get(), AMPC_F32}, chw, 0.0));
+      float *imgAcc =
+          directDx ? static_cast<float *>(const_cast<void *>(dx.data)) + i * chw
+                   : dimg.f32();
+      AMPC_TRY(be.fill(Buf{imgAcc, AMPC_F32}, chw, 0.0));
       for (int64_t gi = 0; gi < groups && hw > 0 && og > 0; ++gi) {
         // dcol[ckk, hw] = w_g[og, ckk]^T * dy_g[og, hw]
         GemmDesc d = makeGemm(
             Buf{dcol.get(), AMPC_F32}, offsetBuf(wb, gi * og * ckk),
             offsetBuf(dyb, (i * o + gi * og) * hw), ckk, hw, og, true, false);
         AMPC_TRY(be.gemm(d));
-        AMPC_TRY(be.col2im(dimg.f32() + gi * gimg, dcol.f32(), g));
+        AMPC_TRY(be.col2im(imgAcc + gi * gimg, dcol.f32(), g));
       }
-      AMPC_TRY(sumToShape(be, offsetBuf(dx.buf(), i * chw), img,
-                          Buf{dimg.get(), AMPC_F32}, img));
+      if (!directDx)
+        AMPC_TRY(sumToShape(be, offsetBuf(dx.buf(), i * chw), img,
+                            Buf{dimg.get(), AMPC_F32}, img));
     }
   }
   if (dw.data && ws.numel()) {
@@ -375,11 +616,14 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     Buf colb{col.get(), x.dtype};
     for (int64_t i = 0; i < n && hw > 0; ++i) {
       for (int64_t gi = 0; gi < groups; ++gi) {
-        AMPC_TRY(be.im2col(colb, offsetBuf(xb, i * chw + gi * gimg), g));
+        Buf xg = offsetBuf(xb, i * chw + gi * gimg);
+        if (!isPointwise(g))
+          AMPC_TRY(be.im2col(colb, xg, g));
         // dw_g[og, ckk] += dy_g[og, hw] * col[ckk, hw]^T
-        GemmDesc d = makeGemm(offsetBuf(out, gi * og * ckk),
-                              offsetBuf(dyb, (i * o + gi * og) * hw), colb, og,
-                              ckk, hw, false, true);
+        GemmDesc d =
+            makeGemm(offsetBuf(out, gi * og * ckk),
+                     offsetBuf(dyb, (i * o + gi * og) * hw),
+                     isPointwise(g) ? xg : colb, og, ckk, hw, false, true);
         d.beta = 1.0f;
         AMPC_TRY(be.gemm(d));
       }

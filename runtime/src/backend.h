@@ -271,6 +271,26 @@ public:
     return st;
   }
 
+  // Convolution support (cpugemm).
+  /// y (contiguous [outer, channels, inner]) = src + bias[channel], each sum
+  /// rounded once to y's dtype; y may be src. The default is a broadcast
+  /// binary() add.
+  virtual ampc_status addChannelBias(Buf y, Buf src, Buf bias, int64_t outer,
+                                     int64_t channels, int64_t inner) {
+    Walk w;
+    w.rank = 3;
+    w.shape[0] = outer;
+    w.shape[1] = channels;
+    w.shape[2] = inner;
+    w.stride[0][0] = w.stride[1][0] = channels * inner;
+    w.stride[0][1] = w.stride[1][1] = inner;
+    w.stride[0][2] = w.stride[1][2] = 1;
+    w.stride[2][0] = 0;
+    w.stride[2][1] = 1;
+    w.stride[2][2] = 0;
+    return binary(BinaryOp::Add, y, src, bias, w);
+  }
+
   /// Host synchronisations so far (ampc_host_syncs) and reads issued.
   uint64_t hostSyncs = 0, readsIssued = 0;
 };

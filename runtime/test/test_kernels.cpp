@@ -645,7 +645,13 @@ TEST_F(Kernels, Conv2d) {
   const ConvParams cases[] = {{2, 3, 5, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1},
                               {1, 4, 6, 5, 6, 3, 2, 2, 1, 1, 1, 1, 1, 2},
                               {2, 2, 7, 7, 2, 3, 3, 1, 2, 2, 1, 2, 1, 1},
-                              {1, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 4}};
+                              {1, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 4},
+                              // Stride 1 with >= 8 channels per group (the
+                              // CPU's per-tap GEMMs): padding, dilation,
+                              // groups, non-square kernels.
+                              {2, 16, 6, 5, 6, 3, 2, 1, 1, 1, 1, 1, 1, 2},
+                              {2, 8, 7, 6, 2, 3, 3, 1, 1, 2, 1, 2, 1, 1},
+                              {1, 8, 5, 9, 3, 1, 3, 1, 1, 0, 2, 1, 3, 1}};
   for (const ConvParams &p : cases)
     for (bool bias : {true, false})
       for (ampc_dtype dt : {AMPC_F32, AMPC_F16}) {
