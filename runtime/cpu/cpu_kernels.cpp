@@ -1,0 +1,540 @@
+//===- cpu_kernels.cpp - Row-wise elementwise and row kernels of the CPU --===//
+//
+// See cpu_kernels.h.
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_kernels.h"
+
+#include "../src/half.h"
+#include "cpu_fast.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <vector>
+
+namespace ampc {
+namespace cpukern {
+namespace {
+
+// Rows are processed in pieces of at most this many elements (f32 scratch
+// on the stack).
+constexpr int64_t kChunk = 1024;
+
+/// Reads n contiguous elements from `off` as f32.
+void loadContig(Buf b, int64_t off, int64_t n, float *out) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
+    return;
+  case AMPC_F16:
+    cpufast::f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+    return;
+  case AMPC_BF16:
+    cpufast::bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+    return;
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = loadF32(b.data, b.dtype, off + i);
+  }
+}
+
+void storeContig(Buf b, int64_t off, int64_t n, const float *in) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
+    return;
+  case AMPC_F16:
+    cpufast::f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
+    return;
+  case AMPC_BF16:
+    cpufast::f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
+    return;
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      storeF32(b.data, b.dtype, off + i, in[i]);
+  }
+}
+
+/// Reads n elements from `off` with `stride` as f32.
+void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out) {
+  if (stride == 1)
+    return loadContig(b, off, n, out);
+  if (stride == 0) {
+    float v = loadF32(b.data, b.dtype, off);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = v;
+    return;
+  }
+  if (b.dtype == AMPC_F32) {
+    const float *p = static_cast<const float *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = p[i * stride];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = loadF32(b.data, b.dtype, off + i * stride);
+}
+
+void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in) {
+  if (stride == 1)
+    return storeContig(b, off, n, in);
+  if (b.dtype == AMPC_F32) {
+    float *p = static_cast<float *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      p[i * stride] = in[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    storeF32(b.data, b.dtype, off + i * stride, in[i]);
+}
+
+/// The run as f32: in place when it is f32 and contiguous, else read into
+/// `scratch`.
+const float *view(Buf b, int64_t off, int64_t stride, int64_t n,
+                  float *scratch) {
+  if (b.dtype == AMPC_F32 && stride == 1)
+    return static_cast<const float *>(b.data) + off;
+  loadRun(b, off, stride, n, scratch);
+  return scratch;
+}
+
+/// Where to compute an output run: in place when it is f32 and contiguous,
+/// else `scratch` (then stored by finish()).
+float *target(Buf b, int64_t off, int64_t stride, float *scratch) {
+  if (b.dtype == AMPC_F32 && stride == 1)
+    return static_cast<float *>(b.data) + off;
+  return scratch;
+}
+
+void finish(Buf b, int64_t off, int64_t stride, int64_t n, const float *out,
+            const float *scratch) {
+  if (out == scratch)
+    storeRun(b, off, stride, n, scratch);
+}
+
+/// Calls f(o0, o1, o2) with the operands' offsets at the start of every row
+/// (the last dim of the collapsed walk `c`), in row-major order.
+template <typename F> void forEachRow(const Walk &c, F &&f) {
+  int last = c.rank - 1;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d)
+    rows *= c.shape[d];
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    f(o0, o1, o2);
+    for (int d = last - 1; d >= 0; --d) {
+      if (++idx[d] < c.shape[d]) {
+        o0 += c.stride[0][d];
+        o1 += c.stride[1][d];
+        o2 += c.stride[2][d];
+        break;
+      }
+      o0 -= c.stride[0][d] * (c.shape[d] - 1);
+      o1 -= c.stride[1][d] * (c.shape[d] - 1);
+      o2 -= c.stride[2][d] * (c.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// One loop per table row (the op's struct inlined), chosen once per run.
+template <typename Fn>
+void unaryRun(const float *x, float *y, int64_t n, const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = Fn::fwd(x[i], a);
+}
+
+template <typename Fn>
+void unaryBwdRun(const float *x, const float *dy, float *g, int64_t n,
+                 const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = Fn::bwd(x[i], dy[i], a);
+}
+
+template <typename Fn>
+void binaryRun(const float *a, const float *b, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = Fn::fwd(a[i], b[i]);
+}
+
+template <typename Fn>
+void binaryBwdRun(int which, const float *a, const float *b, const float *dy,
+                  float *g, int64_t n) {
+  if (which == 0)
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = Fn::bwd(0, a[i], b[i], dy[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = Fn::bwd(1, a[i], b[i], dy[i]);
+}
+
+void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
+             int64_t n) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryRun<OP##Fn>(x, y, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryRun<OP##Fn>(x, y, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
+                const float *dy, float *g, int64_t n) {
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdRun<OP##Fn>(x, dy, g, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdRun<OP##Fn>(x, dy, g, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void binaryOp(BinaryOp op, const float *a, const float *b, float *y,
+              int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void binaryBwdOp(BinaryOp op, int which, const float *a, const float *b,
+                 const float *dy, float *g, int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+} // namespace
+
+Walk collapse(const Walk &w) {
+  Walk c;
+  c.rank = 0;
+  for (int d = 0; d < w.rank; ++d) {
+    if (w.shape[d] == 1)
+      continue;
+    if (c.rank > 0) {
+      int p = c.rank - 1;
+      bool merge = true;
+      for (int k = 0; k < 3; ++k)
+        merge &= c.stride[k][p] == w.stride[k][d] * w.shape[d];
+      if (merge) {
+        c.shape[p] *= w.shape[d];
+        for (int k = 0; k < 3; ++k)
+          c.stride[k][p] = w.stride[k][d];
+        continue;
+      }
+    }
+    c.shape[c.rank] = w.shape[d];
+    for (int k = 0; k < 3; ++k)
+      c.stride[k][c.rank] = w.stride[k][d];
+    ++c.rank;
+  }
+  if (c.rank == 0) {
+    c.rank = 1;
+    c.shape[0] = w.numel();
+    for (int k = 0; k < 3; ++k)
+      c.stride[k][0] = 0;
+  }
+  return c;
+}
+
+void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
+  float xs[kChunk], ys[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    int64_t len = n - i < kChunk ? n - i : kChunk;
+    const float *px = view(x, i, 1, len, xs);
+    float *py = target(y, i, 1, ys);
+    unaryOp(op, attrs, px, py, len);
+    finish(y, i, 1, len, py, ys);
+  }
+}
+
+void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+              int64_t n) {
+  float xs[kChunk], ds[kChunk], gs[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    int64_t len = n - i < kChunk ? n - i : kChunk;
+    const float *px = view(x, i, 1, len, xs);
+    const float *pd = view(dy, i, 1, len, ds);
+    float *pg = target(dx, i, 1, gs);
+    unaryBwdOp(op, attrs, px, pd, pg, len);
+    finish(dx, i, 1, len, pg, gs);
+  }
+}
+
+void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
+  if (w.numel() == 0)
+    return;
+  Walk c = collapse(w);
+  int last = c.rank - 1;
+  int64_t len = c.shape[last];
+  int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
+          s2 = c.stride[2][last];
+  float as[kChunk], bs[kChunk], ys[kChunk];
+  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
+    for (int64_t i = 0; i < len; i += kChunk) {
+      int64_t n = len - i < kChunk ? len - i : kChunk;
+      const float *pa = view(a, o1 + i * s1, s1, n, as);
+      const float *pb = view(b, o2 + i * s2, s2, n, bs);
+      float *py = target(y, o0 + i * s0, s0, ys);
+      binaryOp(op, pa, pb, py, n);
+      finish(y, o0 + i * s0, s0, n, py, ys);
+    }
+  });
+}
+
+void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+               const Walk &w) {
+  if (w.numel() == 0)
+    return;
+  Walk c = collapse(w);
+  int last = c.rank - 1;
+  int64_t len = c.shape[last];
+  int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
+          s2 = c.stride[2][last];
+  float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
+  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
+    for (int64_t i = 0; i < len; i += kChunk) {
+      int64_t n = len - i < kChunk ? len - i : kChunk;
+      const float *pa = view(a, o1 + i * s1, s1, n, as);
+      const float *pb = view(b, o2 + i * s2, s2, n, bs);
+      const float *pd = view(dy, o0 + i * s0, s0, n, ds);
+      float *pg = target(g, o0 + i * s0, s0, gs);
+      binaryBwdOp(op, which, pa, pb, pd, pg, n);
+      finish(g, o0 + i * s0, s0, n, pg, gs);
+    }
+  });
+}
+
+void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
+  int64_t count = inner.numel();
+  if (outer.numel() == 0)
+    return;
+  // The inner walk's x strides (operand 1), collapsed on their own.
+  Walk in;
+  in.rank = inner.rank;
+  for (int d = 0; d < inner.rank; ++d) {
+    in.shape[d] = inner.shape[d];
+    in.stride[1][d] = inner.stride[1][d];
+  }
+  Walk ci = collapse(in);
+  int il = ci.rank - 1;
+  int64_t len = count == 0 ? 0 : ci.shape[il];
+  int64_t sx = ci.stride[1][il];
+  Walk co = collapse(outer);
+  int ol = co.rank - 1;
+  int64_t olen = co.shape[ol];
+  float buf[kChunk];
+  forEachRow(co, [&](int64_t yRow, int64_t xRow, int64_t) {
+    for (int64_t k = 0; k < olen; ++k) {
+      int64_t yo = yRow + k * co.stride[0][ol];
+      int64_t xo = xRow + k * co.stride[1][ol];
+      double acc = 0.0;
+      float m = -INFINITY;
+      if (count > 0)
+        forEachRow(ci, [&](int64_t, int64_t xi, int64_t) {
+          for (int64_t i = 0; i < len; i += kChunk) {
+            int64_t n = len - i < kChunk ? len - i : kChunk;
+            const float *p = view(x, xo + xi + i * sx, sx, n, buf);
+            if (op == ReduceOp::Max) {
+              for (int64_t j = 0; j < n; ++j) {
+                float v = p[j];
+                if (v > m || v != v)
+                  m = (m != m) ? m : v;
+              }
+            } else {
+              for (int64_t j = 0; j < n; ++j)
+                acc += p[j];
+            }
+          }
+        });
+      if (op == ReduceOp::Max) {
+        storeF32(y.data, y.dtype, yo, m);
+        continue;
+      }
+      if (op == ReduceOp::Mean)
+        acc /= static_cast<double>(count);
+      storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
+    }
+  });
+}
+
+void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
+             int64_t inner) {
+  std::vector<float> row(static_cast<size_t>(dim)),
+      out(static_cast<size_t>(dim));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      loadRun(x, base, inner, dim, row.data());
+      float m = -INFINITY;
+      for (int64_t j = 0; j < dim; ++j)
+        m = row[j] > m ? row[j] : m;
+      double sum = 0.0;
+      if (log) {
+        for (int64_t j = 0; j < dim; ++j)
+          sum += expf(row[j] - m);
+      } else {
+        // The exponentials are kept for the output (the same values the
+        // sum adds).
+        for (int64_t j = 0; j < dim; ++j) {
+          out[j] = expf(row[j] - m);
+          sum += out[j];
+        }
+      }
+      if (log) {
+        float lse = logf(static_cast<float>(sum));
+        for (int64_t j = 0; j < dim; ++j)
+          out[j] = row[j] - m - lse;
+      } else {
+        float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < dim; ++j)
+          out[j] = out[j] * inv;
+      }
+      storeRun(y, base, inner, dim, out.data());
+    }
+  }
+}
+
+void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
+                int64_t inner) {
+  std::vector<float> g(static_cast<size_t>(dim)), yv(static_cast<size_t>(dim)),
+      out(static_cast<size_t>(dim));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      loadRun(dy, base, inner, dim, g.data());
+      loadRun(y, base, inner, dim, yv.data());
+      double dot = 0.0;
+      if (log)
+        for (int64_t j = 0; j < dim; ++j)
+          dot += g[j];
+      else
+        for (int64_t j = 0; j < dim; ++j)
+          dot += g[j] * yv[j];
+      float s = static_cast<float>(dot);
+      if (log)
+        for (int64_t j = 0; j < dim; ++j)
+          out[j] = g[j] - expf(yv[j]) * s;
+      else
+        for (int64_t j = 0; j < dim; ++j)
+          out[j] = yv[j] * (g[j] - s);
+      storeRun(dx, base, inner, dim, out.data());
+    }
+  }
+}
+
+namespace {
+
+/// Mean (0 for rms) and reciprocal std of one row, accumulated in f64.
+void rowStats(bool rms, const float *x, int64_t cols, float eps, float &mean,
+              float &rstd) {
+  double s = 0.0, s2 = 0.0;
+  for (int64_t j = 0; j < cols; ++j) {
+    double v = x[j];
+    s += v;
+    s2 += v * v;
+  }
+  double mu = rms ? 0.0 : s / cols;
+  double var = rms ? s2 / cols : s2 / cols - mu * mu;
+  if (var < 0)
+    var = 0;
+  mean = static_cast<float>(mu);
+  rstd = static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+} // namespace
+
+void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          float eps) {
+  size_t n = static_cast<size_t>(cols);
+  std::vector<float> row(n), out(n), wv(w.data ? n : 0), bv(b.data ? n : 0);
+  if (w.data)
+    loadContig(w, 0, cols, wv.data());
+  if (b.data)
+    loadContig(b, 0, cols, bv.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = view(x, r * cols, 1, cols, row.data());
+    float mean, rstd;
+    rowStats(rms, xr, cols, eps, mean, rstd);
+    float *yr = target(y, r * cols, 1, out.data());
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = (xr[j] - mean) * rstd;
+      if (w.data)
+        v *= wv[j];
+      if (b.data)
+        v += bv[j];
+      yr[j] = v;
+    }
+    finish(y, r * cols, 1, cols, yr, out.data());
+  }
+}
+
+void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, float eps) {
+  size_t n = static_cast<size_t>(cols);
+  std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
+  std::vector<float> xhat(n), g(n), xs(n), ds(n), out(n), wv(w.data ? n : 0);
+  if (w.data)
+    loadContig(w, 0, cols, wv.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t base = r * cols;
+    const float *xr = view(x, base, 1, cols, xs.data());
+    const float *dr = view(dy, base, 1, cols, ds.data());
+    float mean, rstd;
+    rowStats(rms, xr, cols, eps, mean, rstd);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      float d = dr[j];
+      xhat[j] = (xr[j] - mean) * rstd;
+      g[j] = w.data ? d * wv[j] : d;
+      sumG += g[j];
+      sumGX += static_cast<double>(g[j]) * xhat[j];
+    }
+    if (dw.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dwAcc[j] += static_cast<double>(dr[j]) * xhat[j];
+    if (db.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dbAcc[j] += dr[j];
+    if (!dx.data)
+      continue;
+    float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+    float meanGX = static_cast<float>(sumGX / cols);
+    float *o = target(dx, base, 1, out.data());
+    for (int64_t j = 0; j < cols; ++j)
+      o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+    finish(dx, base, 1, cols, o, out.data());
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    if (dw.data)
+      storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
+    if (db.data)
+      storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
+  }
+}
+
+} // namespace cpukern
+} // namespace ampc
