@@ -7,11 +7,16 @@
 
 #include "../src/half.h"
 #include "cpu_fast.h"
+#include "cpu_vmath.h"
 
 #include <math.h>
 #include <string.h>
 
 #include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace ampc {
 namespace cpukern {
@@ -170,8 +175,82 @@ void binaryBwdRun(int which, const float *a, const float *b, const float *dy,
       g[i] = Fn::bwd(1, a[i], b[i], dy[i]);
 }
 
+// The rows whose scalar code calls expf once, split into the expression
+// around it and one expN over the run (n <= kChunk). Each line is the
+// struct's expression in scalar_ops.h, operation for operation;
+// test_cpu_kernels.cpp checks them against the structs bit for bit.
+bool unaryExpOp(UnaryOp op, const float *x, float *y, int64_t n) {
+  float t[kChunk];
+  switch (op) {
+  case UnaryOp::Exp:
+    expN(x, y, n);
+    return true;
+  case UnaryOp::Sigmoid: // 1 / (1 + exp(-x))
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = 1.0f / (1.0f + t[i]);
+    return true;
+  case UnaryOp::Silu: // x * sigmoid(x)
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] * (1.0f / (1.0f + t[i]));
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool unaryBwdExpOp(UnaryOp op, const float *x, const float *dy, float *g,
+                   int64_t n) {
+  float t[kChunk];
+  switch (op) {
+  case UnaryOp::Exp: // dy * exp(x)
+    expN(x, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = dy[i] * t[i];
+    return true;
+  case UnaryOp::Sigmoid: // dy * s * (1 - s)
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 1.0f / (1.0f + t[i]);
+      g[i] = dy[i] * s * (1.0f - s);
+    }
+    return true;
+  case UnaryOp::Silu: // dy * s * (1 + x (1 - s))
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 1.0f / (1.0f + t[i]);
+      g[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+    }
+    return true;
+  case UnaryOp::Gelu: { // dy * (cdf + x pdf), pdf = exp(-x^2 / 2) / sqrt(2 pi)
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -0.5f * x[i] * x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float cdf = 0.5f * (1.0f + erff(x[i] * kSqrt1_2));
+      float pdf = kInvSqrt2Pi * t[i];
+      g[i] = dy[i] * (cdf + x[i] * pdf);
+    }
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
 void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
              int64_t n) {
+  if (vectorExp() && unaryExpOp(op, x, y, n))
+    return;
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
@@ -186,6 +265,8 @@ void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
 
 void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
                 const float *dy, float *g, int64_t n) {
+  if (vectorExp() && unaryBwdExpOp(op, x, dy, g, n))
+    return;
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
@@ -381,6 +462,49 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   });
 }
 
+namespace {
+
+/// The value `m = x[j] > m ? x[j] : m` leaves after j = 0..n-1 from -inf:
+/// the largest non-NaN element (which is order-independent except for the
+/// sign of a zero maximum; that case takes the plain loop).
+float rowMaxPlain(const float *x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx"))) float rowMaxAVX(const float *x, int64_t n) {
+  // _mm256_max_ps(a, b) is a > b ? a : b lane by lane.
+  __m256 m8 = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    m8 = _mm256_max_ps(_mm256_loadu_ps(x + j), m8);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = -INFINITY;
+  for (int l = 0; l < 8; ++l)
+    m = lanes[l] > m ? lanes[l] : m;
+  for (; j < n; ++j)
+    m = x[j] > m ? x[j] : m;
+  return m;
+}
+#endif
+
+float rowMax(const float *x, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (cpufast::haveAVX2()) {
+    float m = rowMaxAVX(x, n);
+    if (m != 0.0f)
+      return m;
+  }
+#endif
+  return rowMaxPlain(x, n);
+}
+
+} // namespace
+
 void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
   std::vector<float> row(static_cast<size_t>(dim)),
@@ -389,21 +513,14 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * dim * inner + in;
       loadRun(x, base, inner, dim, row.data());
-      float m = -INFINITY;
+      float m = rowMax(row.data(), dim);
+      // The exponentials, kept for the output (the values the sum adds).
       for (int64_t j = 0; j < dim; ++j)
-        m = row[j] > m ? row[j] : m;
+        out[j] = row[j] - m;
+      expN(out.data(), out.data(), dim);
       double sum = 0.0;
-      if (log) {
-        for (int64_t j = 0; j < dim; ++j)
-          sum += expf(row[j] - m);
-      } else {
-        // The exponentials are kept for the output (the same values the
-        // sum adds).
-        for (int64_t j = 0; j < dim; ++j) {
-          out[j] = expf(row[j] - m);
-          sum += out[j];
-        }
-      }
+      for (int64_t j = 0; j < dim; ++j)
+        sum += out[j];
       if (log) {
         float lse = logf(static_cast<float>(sum));
         for (int64_t j = 0; j < dim; ++j)
@@ -435,10 +552,11 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
         for (int64_t j = 0; j < dim; ++j)
           dot += g[j] * yv[j];
       float s = static_cast<float>(dot);
-      if (log)
+      if (log) {
+        expN(yv.data(), out.data(), dim);
         for (int64_t j = 0; j < dim; ++j)
-          out[j] = g[j] - expf(yv[j]) * s;
-      else
+          out[j] = g[j] - out[j] * s;
+      } else
         for (int64_t j = 0; j < dim; ++j)
           out[j] = yv[j] * (g[j] - s);
       storeRun(dx, base, inner, dim, out.data());
