@@ -427,37 +427,70 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   Walk co = collapse(outer);
   int ol = co.rank - 1;
   int64_t olen = co.shape[ol];
-  float buf[kChunk];
+  // Outputs go in blocks of four adjacent ones of the outer row: each keeps
+  // its own accumulator and adds its elements in the plain loop's order,
+  // the four chains interleaved (an f64 add waits for the previous one).
+  constexpr int kB = 4;
+  static thread_local float buf[kB][kChunk];
   forEachRow(co, [&](int64_t yRow, int64_t xRow, int64_t) {
-    for (int64_t k = 0; k < olen; ++k) {
-      int64_t yo = yRow + k * co.stride[0][ol];
-      int64_t xo = xRow + k * co.stride[1][ol];
-      double acc = 0.0;
-      float m = -INFINITY;
+    for (int64_t k0 = 0; k0 < olen; k0 += kB) {
+      int nb = olen - k0 < kB ? static_cast<int>(olen - k0) : kB;
+      int64_t xo[kB];
+      double acc[kB] = {0.0, 0.0, 0.0, 0.0};
+      float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+      for (int b = 0; b < nb; ++b)
+        xo[b] = xRow + (k0 + b) * co.stride[1][ol];
       if (count > 0)
         forEachRow(ci, [&](int64_t, int64_t xi, int64_t) {
           for (int64_t i = 0; i < len; i += kChunk) {
             int64_t n = len - i < kChunk ? len - i : kChunk;
-            const float *p = view(x, xo + xi + i * sx, sx, n, buf);
+            const float *p[kB];
+            for (int b = 0; b < nb; ++b)
+              p[b] = view(x, xo[b] + xi + i * sx, sx, n, buf[b]);
             if (op == ReduceOp::Max) {
-              for (int64_t j = 0; j < n; ++j) {
-                float v = p[j];
-                if (v > m || v != v)
-                  m = (m != m) ? m : v;
+              for (int b = 0; b < nb; ++b) {
+                float mb = m[b];
+                for (int64_t j = 0; j < n; ++j) {
+                  float v = p[b][j];
+                  if (v > mb || v != v)
+                    mb = (mb != mb) ? mb : v;
+                }
+                m[b] = mb;
               }
+            } else if (nb == kB) {
+              double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+              const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+              for (int64_t j = 0; j < n; ++j) {
+                a0 += p0[j];
+                a1 += p1[j];
+                a2 += p2[j];
+                a3 += p3[j];
+              }
+              acc[0] = a0;
+              acc[1] = a1;
+              acc[2] = a2;
+              acc[3] = a3;
             } else {
-              for (int64_t j = 0; j < n; ++j)
-                acc += p[j];
+              for (int b = 0; b < nb; ++b) {
+                double a = acc[b];
+                for (int64_t j = 0; j < n; ++j)
+                  a += p[b][j];
+                acc[b] = a;
+              }
             }
           }
         });
-      if (op == ReduceOp::Max) {
-        storeF32(y.data, y.dtype, yo, m);
-        continue;
+      for (int b = 0; b < nb; ++b) {
+        int64_t yo = yRow + (k0 + b) * co.stride[0][ol];
+        if (op == ReduceOp::Max) {
+          storeF32(y.data, y.dtype, yo, m[b]);
+          continue;
+        }
+        double a = acc[b];
+        if (op == ReduceOp::Mean)
+          a /= static_cast<double>(count);
+        storeF32(y.data, y.dtype, yo, static_cast<float>(a));
       }
-      if (op == ReduceOp::Mean)
-        acc /= static_cast<double>(count);
-      storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
     }
   });
 }
