@@ -175,8 +175,8 @@ void binaryBwdRun(int which, const float *a, const float *b, const float *dy,
       g[i] = Fn::bwd(1, a[i], b[i], dy[i]);
 }
 
-// The rows whose scalar code calls expf once, split into the expression
-// around it and one expN over the run (n <= kChunk). Each line is the
+// The rows whose scalar code calls expf / erff, split into the expression
+// around them and one expN / erfN over the run (n <= kChunk). Each line is the
 // struct's expression in scalar_ops.h, operation for operation;
 // test_cpu_kernels.cpp checks them against the structs bit for bit.
 bool unaryExpOp(UnaryOp op, const float *x, float *y, int64_t n) {
@@ -198,6 +198,15 @@ bool unaryExpOp(UnaryOp op, const float *x, float *y, int64_t n) {
     expN(t, t, n);
     for (int64_t i = 0; i < n; ++i)
       y[i] = x[i] * (1.0f / (1.0f + t[i]));
+    return true;
+  case UnaryOp::Gelu: // x / 2 * (1 + erf(x / sqrt(2)))
+    if (!vectorErf())
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = x[i] * kSqrt1_2;
+    erfN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = 0.5f * x[i] * (1.0f + t[i]);
     return true;
   default:
     return false;
@@ -232,11 +241,15 @@ bool unaryBwdExpOp(UnaryOp op, const float *x, const float *dy, float *g,
     }
     return true;
   case UnaryOp::Gelu: { // dy * (cdf + x pdf), pdf = exp(-x^2 / 2) / sqrt(2 pi)
+    float e[kChunk];
+    for (int64_t i = 0; i < n; ++i)
+      e[i] = x[i] * kSqrt1_2;
+    erfN(e, e, n);
     for (int64_t i = 0; i < n; ++i)
       t[i] = -0.5f * x[i] * x[i];
     expN(t, t, n);
     for (int64_t i = 0; i < n; ++i) {
-      float cdf = 0.5f * (1.0f + erff(x[i] * kSqrt1_2));
+      float cdf = 0.5f * (1.0f + e[i]);
       float pdf = kInvSqrt2Pi * t[i];
       g[i] = dy[i] * (cdf + x[i] * pdf);
     }

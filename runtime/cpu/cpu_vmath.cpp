@@ -70,41 +70,160 @@ __attribute__((target("avx2,fma"))) inline __m128 exp4(__m128 x) {
   return _mm256_cvtpd_ps(y);
 }
 
-__attribute__((target("avx2,fma"), noinline)) void expAVX2(const float *x,
-                                                           float *y,
-                                                 int64_t n) {
+/// exp of eight lanes with libm's bits (its special-case lanes by libm).
+__attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
   // libm's special path: the top 12 bits of |x| >= those of 88.0f, or NaN.
   const __m256i absTopMin = _mm256_set1_epi32(0x42a);
   const __m256i topMask = _mm256_set1_epi32(0x7ff);
   // Below log(2^-150) (and -inf) libm returns +0.
   const __m256 uflow = _mm256_set1_ps(-0x1.9fe368p6f);
+  __m256i top = _mm256_and_si256(
+      _mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
+  __m256i special = _mm256_cmpgt_epi32(top, absTopMin);
+  __m128 lo = exp4(_mm256_castps256_ps128(xv));
+  __m128 hi = exp4(_mm256_extractf128_ps(xv, 1));
+  __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+  if (_mm256_testz_si256(special, special))
+    return r;
+  __m256 zero = _mm256_cmp_ps(xv, uflow, _CMP_LT_OQ);
+  r = _mm256_andnot_ps(zero, r);
+  __m256i rest = _mm256_andnot_si256(_mm256_castps_si256(zero), special);
+  int bits = _mm256_movemask_ps(_mm256_castsi256_ps(rest));
+  if (!bits)
+    return r;
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, xv);
+  _mm256_store_ps(ys, r);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = expf(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+__attribute__((target("avx2,fma"), noinline)) void expAVX2(const float *x,
+                                                           float *y,
+                                                           int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 xv = _mm256_loadu_ps(x + i);
-    __m256i top = _mm256_and_si256(
-        _mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
-    __m256i special = _mm256_cmpgt_epi32(top, absTopMin);
-    __m128 lo = exp4(_mm256_castps256_ps128(xv));
-    __m128 hi = exp4(_mm256_extractf128_ps(xv, 1));
-    __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
-    if (!_mm256_testz_si256(special, special)) {
-      __m256 zero = _mm256_cmp_ps(xv, uflow, _CMP_LT_OQ);
-      r = _mm256_andnot_ps(zero, r);
-      __m256i rest =
-          _mm256_andnot_si256(_mm256_castps_si256(zero), special);
-      int bits = _mm256_movemask_ps(_mm256_castsi256_ps(rest));
-      float xs[8];
-      _mm256_storeu_ps(xs, xv);
-      _mm256_storeu_ps(y + i, r);
-      for (int l = 0; l < 8; ++l)
-        if (bits & (1 << l))
-          y[i + l] = expf(xs[l]);
-      continue;
-    }
-    _mm256_storeu_ps(y + i, r);
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
   for (; i < n; ++i)
     y[i] = expf(x[i]);
+}
+
+float f(uint32_t u) {
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+// erf of eight lanes: libm's erff (the fdlibm algorithm in f32: rational
+// approximations on |x| < 0.84375, < 1.25, < 1/0.35 and < 6, the last two
+// through two expf calls), each operation rounded as there, with the
+// coefficients libm uses. Lanes with |x| < 2^-28, |x| >= 6, inf or NaN are
+// computed by libm.
+__attribute__((target("avx2,fma"))) inline __m256 mul(__m256 a, __m256 b) {
+  return _mm256_mul_ps(a, b);
+}
+__attribute__((target("avx2,fma"))) inline __m256 add(__m256 a, __m256 b) {
+  return _mm256_add_ps(a, b);
+}
+__attribute__((target("avx2,fma"))) inline __m256 c(float v) {
+  return _mm256_set1_ps(v);
+}
+/// ((k[0] t + k[1]) t + k[2]) t ... + k[n-1], each step rounded.
+template <int N>
+__attribute__((target("avx2,fma"))) inline __m256 horner(const float (&k)[N],
+                                                         __m256 t) {
+  __m256 r = mul(c(k[0]), t);
+  for (int i = 1; i < N; ++i) {
+    r = add(r, c(k[i]));
+    if (i + 1 < N)
+      r = mul(r, t);
+  }
+  return r;
+}
+
+__attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
+  static const float pp[] = {f(0xb7c756b1), f(0xbbbd1489), f(0xbce9528f),
+                             f(0xbea66beb), f(0x3e0375d4)};
+  static const float qq[] = {f(0xb684e21a), f(0x390aee49), f(0x3ba68116),
+                             f(0x3d852a63), f(0x3ecbbbce), 1.0f};
+  static const float pa[] = {f(0xbb0df9c0), f(0x3d1151b3), f(0xbde31cc2),
+                             f(0x3ea2fe54), f(0xbebe9208), f(0x3ed46805),
+                             f(0xbb1acdc6)};
+  static const float qa[] = {f(0x3c445aa3), f(0x3c5f6e13), f(0x3e013307),
+                             f(0x3d931ae7), f(0x3f0a5785), f(0x3dd9f331),
+                             1.0f};
+  static const float ra[] = {f(0xc11d077e), f(0xc2a2932b), f(0xc3389ae7),
+                             f(0xc322658c), f(0xc2798057), f(0xc128f022),
+                             f(0xbf31a0b7), f(0xbc21a093)};
+  static const float sa[] = {f(0xbd777f97), f(0x40d23f7c), f(0x42d9451f),
+                             f(0x43d6810b), f(0x442158c9), f(0x43d9486f),
+                             f(0x4309a863), f(0x419d35ce), 1.0f};
+  static const float rb[] = {f(0xc3f1c275), f(0xc480230b), f(0xc41f6441),
+                             f(0xc320a2ea), f(0xc18e104b), f(0xbf4c9dd4),
+                             f(0xbc21a092)};
+  static const float sb[] = {f(0xc1b38712), f(0x43ed43a7), f(0x451f90ce),
+                             f(0x4547fdbb), f(0x44c01759), f(0x43a2e571),
+                             f(0x41f2b459), 1.0f};
+  const float erx = f(0x3f58560b);
+  __m256i hx = _mm256_castps_si256(x);
+  __m256i ix = _mm256_and_si256(hx, _mm256_set1_epi32(0x7fffffff));
+  __m256 ax = _mm256_castsi256_ps(ix);
+  __m256 neg = _mm256_castsi256_ps(_mm256_srai_epi32(hx, 31));
+  // |x| < 0.84375: x + x * (P(x^2) / Q(x^2)).
+  __m256 z = mul(x, x);
+  __m256 y1 = add(x, mul(x, _mm256_div_ps(horner(pp, z), horner(qq, z))));
+  // |x| < 1.25: +-(erx + P(s) / Q(s)), s = |x| - 1.
+  __m256 s = _mm256_sub_ps(ax, c(1.0f));
+  __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
+  __m256 y2 = _mm256_blendv_ps(add(c(erx), pq),
+                               _mm256_sub_ps(c(-erx), pq), neg);
+  __m256i r1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f580000), ix);
+  __m256i r2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3fa00000), ix);
+  __m256i r4 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x40c00000), ix);
+  __m256 y = _mm256_blendv_ps(y2, y1, _mm256_castsi256_ps(r1));
+  __m256i far = _mm256_andnot_si256(r2, r4); // 1.25 <= |x| < 6
+  if (!_mm256_testz_si256(far, far)) {
+    __m256 t = _mm256_div_ps(c(1.0f), mul(x, x));
+    __m256 near3 = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x4036db6e), ix));
+    __m256 R = _mm256_blendv_ps(horner(rb, t), horner(ra, t), near3);
+    __m256 S = _mm256_blendv_ps(horner(sb, t), horner(sa, t), near3);
+    __m256 zz = _mm256_castsi256_ps(
+        _mm256_and_si256(ix, _mm256_set1_epi32(static_cast<int>(0xfffff000u))));
+    __m256 e1 = exp8(_mm256_sub_ps(
+        mul(_mm256_xor_ps(zz, c(-0.0f)), zz), c(0.5625f)));
+    __m256 e2 = exp8(add(mul(_mm256_sub_ps(zz, ax), add(zz, ax)),
+                         _mm256_div_ps(R, S)));
+    __m256 rx = _mm256_div_ps(mul(e2, e1), ax);
+    __m256 y3 = _mm256_blendv_ps(_mm256_sub_ps(c(1.0f), rx),
+                                 _mm256_sub_ps(rx, c(1.0f)), neg);
+    y = _mm256_blendv_ps(y, y3, _mm256_castsi256_ps(far));
+  }
+  // libm for |x| < 2^-28, |x| >= 6, inf and NaN.
+  __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x31800000), ix);
+  __m256i other = _mm256_or_si256(tiny, _mm256_xor_si256(r4, _mm256_set1_epi32(-1)));
+  int bits = _mm256_movemask_ps(_mm256_castsi256_ps(other));
+  if (!bits)
+    return y;
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, x);
+  _mm256_store_ps(ys, y);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = erff(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+__attribute__((target("avx2,fma"), noinline)) void erfAVX2(const float *x,
+                                                           float *y,
+                                                           int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = erff(x[i]);
 }
 
 uint32_t bitsOf(float f) {
@@ -113,10 +232,11 @@ uint32_t bitsOf(float f) {
   return u;
 }
 
-/// Whether the vector path gives libm's bits on a spread of inputs: every
-/// exponent and sign with varied mantissas, the rounding-sensitive range of
-/// [-104, 89] densely, and the special values.
-bool selfCheck() {
+/// Whether a vector path gives libm's bits on a spread of inputs: every
+/// exponent and sign with varied mantissas, [lo, hi] (where the function's
+/// rounding-sensitive work is) densely, and the special values.
+bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
+            float lo, float hi) {
   constexpr int kN = 1 << 17;
   static float in[kN], out[kN];
   uint32_t h = 0x9e3779b9u;
@@ -128,38 +248,50 @@ bool selfCheck() {
     memcpy(&in[i], &u, 4);
   }
   for (int i = kN / 2; i < kN; ++i)
-    in[i] = -104.0f + 193.0f * static_cast<float>(i - kN / 2) / (kN / 2);
+    in[i] = lo + (hi - lo) * static_cast<float>(i - kN / 2) / (kN / 2);
   in[0] = INFINITY;
   in[1] = -INFINITY;
   in[2] = NAN;
   in[3] = 0.0f;
   in[4] = -0.0f;
-  volatile int64_t n = kN; // keeps GCC from cloning expAVX2 for a constant
-  expAVX2(in, out, n);
+  volatile int64_t n = kN; // keeps GCC from cloning the loop for a constant
+  vec(in, out, n);
   for (int i = 0; i < kN; ++i)
-    if (bitsOf(out[i]) != bitsOf(expf(in[i])))
+    if (bitsOf(out[i]) != bitsOf(ref(in[i])))
       return false;
   return true;
 }
-#endif
 
-bool decide() {
-#if AMPC_VMATH_X86
+float libmExp(float x) { return expf(x); }
+float libmErf(float x) { return erff(x); }
+
+bool vectorAllowed() {
   if (getenv("AMPC_CPU_SCALAR_MATH"))
     return false;
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-    return false;
-  return selfCheck();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+} // namespace
+
+bool vectorExp() {
+#if AMPC_VMATH_X86
+  static const bool use =
+      vectorAllowed() && agrees(expAVX2, libmExp, -104.0f, 89.0f);
+  return use;
 #else
   return false;
 #endif
 }
 
-} // namespace
-
-bool vectorExp() {
-  static const bool use = decide();
+bool vectorErf() {
+#if AMPC_VMATH_X86
+  static const bool use =
+      vectorExp() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
   return use;
+#else
+  return false;
+#endif
 }
 
 void expN(const float *x, float *y, int64_t n) {
@@ -169,6 +301,15 @@ void expN(const float *x, float *y, int64_t n) {
 #endif
   for (int64_t i = 0; i < n; ++i)
     y[i] = expf(x[i]);
+}
+
+void erfN(const float *x, float *y, int64_t n) {
+#if AMPC_VMATH_X86
+  if (vectorErf())
+    return erfAVX2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = erff(x[i]);
 }
 
 } // namespace cpukern

@@ -153,6 +153,38 @@ TEST(CpuKernels, ExpMatchesLibmOnEvery61stPattern) {
   EXPECT_GT(checked, 70000000);
 }
 
+TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
+  std::printf("vector erff %s\n", cpukern::vectorErf() ? "yes" : "no");
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> in(kBlock), out(kBlock);
+  int64_t checked = 0, differing = 0;
+  uint64_t u = 7;
+  while (u < (1ull << 32)) {
+    int64_t n = 0;
+    for (; n < kBlock && u < (1ull << 32); ++n, u += 61)
+      in[n] = fromBits(static_cast<uint32_t>(u));
+    cpukern::erfN(in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      differing += bitsOf(out[i]) != bitsOf(erff(in[i]));
+    checked += n;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  // Every pattern at the boundaries of its ranges (0.84375, 1.25, 1/0.35,
+  // 6, 2^-28), both signs.
+  std::vector<float> edge;
+  for (uint32_t b : {0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u,
+                     0x31800000u})
+    for (uint32_t d = 0; d < 4096; ++d) {
+      edge.push_back(fromBits(b - 2048 + d));
+      edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
+    }
+  std::vector<float> got(edge.size()), want(edge.size());
+  cpukern::erfN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
+  for (size_t i = 0; i < edge.size(); ++i)
+    want[i] = erff(edge[i]);
+  EXPECT_TRUE(sameBits(got, want));
+}
+
 TEST(CpuKernels, ExpMatchesLibmAroundItsSpecialCases) {
   // Every pattern from 87 to 89 and from -88 to -105, where libm switches
   // paths, and odd lengths for the tails.
