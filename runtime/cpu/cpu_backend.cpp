@@ -163,9 +163,7 @@ void sgdF32(float *__restrict p, const float *__restrict g,
 void adamwF32(float *__restrict p, const float *__restrict g,
               float *__restrict m, float *__restrict v, int64_t n,
               const AdamwScalars &scalars) {
-  const AdamwScalars s = scalars;
-  for (int64_t i = 0; i < n; ++i)
-    adamwElement(p[i], g[i], m[i], v[i], s);
+  cpukern::adamwRun(p, g, m, v, n, scalars);
 }
 
 /// Multiplies by `inv` (unless it is 1) and says whether any element was
@@ -584,15 +582,7 @@ public:
 
   /// log-sum-exp of one row of logits.
   static float rowLse(Buf logits, int64_t base, int64_t classes) {
-    float m = -INFINITY;
-    for (int64_t c = 0; c < classes; ++c) {
-      float v = loadF32(logits.data, logits.dtype, base + c);
-      m = v > m ? v : m;
-    }
-    double s = 0.0;
-    for (int64_t c = 0; c < classes; ++c)
-      s += expf(loadF32(logits.data, logits.dtype, base + c) - m);
-    return m + logf(static_cast<float>(s));
+    return cpukern::rowLse(logits, base, classes);
   }
 
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
@@ -628,14 +618,8 @@ public:
       int64_t label = loadIndex(labels.data, labels.dtype, r);
       int64_t base = r * classes;
       float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
-      for (int64_t c = 0; c < classes; ++c) {
-        float v = 0.0f;
-        if (label != -100) {
-          float p = expf(loadF32(logits.data, logits.dtype, base + c) - lse);
-          v = (p - (c == label ? 1.0f : 0.0f)) * scale;
-        }
-        storeF32(dlogits.data, dlogits.dtype, base + c, v);
-      }
+      cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label, lse,
+                                  scale);
     }
     return AMPC_OK;
   }

@@ -581,6 +581,86 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
   }
 }
 
+float rowLse(Buf logits, int64_t base, int64_t classes) {
+  std::vector<float> row(static_cast<size_t>(classes)),
+      e(static_cast<size_t>(classes));
+  loadContig(logits, base, classes, row.data());
+  float m = rowMax(row.data(), classes);
+  for (int64_t c = 0; c < classes; ++c)
+    e[c] = row[c] - m;
+  expN(e.data(), e.data(), classes);
+  double s = 0.0;
+  for (int64_t c = 0; c < classes; ++c)
+    s += e[c];
+  return m + logf(static_cast<float>(s));
+}
+
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base,
+                        int64_t classes, int64_t label, float lse,
+                        float scale) {
+  std::vector<float> p(static_cast<size_t>(classes));
+  if (label == -100) {
+    storeRun(dlogits, base, 1, classes, p.data()); // zeros
+    return;
+  }
+  loadContig(logits, base, classes, p.data());
+  for (int64_t c = 0; c < classes; ++c)
+    p[c] = p[c] - lse;
+  expN(p.data(), p.data(), classes);
+  for (int64_t c = 0; c < classes; ++c)
+    p[c] = (p[c] - (c == label ? 1.0f : 0.0f)) * scale;
+  storeRun(dlogits, base, 1, classes, p.data());
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+namespace {
+// adamwElement eight lanes at a time, operation for operation (the compiler
+// keeps the scalar loop scalar: sqrtf may set errno).
+__attribute__((target("avx"))) int64_t adamwAVX(float *p, const float *g,
+                                                float *m, float *v, int64_t n,
+                                                const AdamwScalars &s) {
+  const __m256 decay = _mm256_set1_ps(s.decay), w = _mm256_set1_ps(
+                                                    s.oneMinusBeta1),
+               oneMinusW = _mm256_set1_ps(1.0f - s.oneMinusBeta1),
+               beta2 = _mm256_set1_ps(s.beta2),
+               oneMinusBeta2 = _mm256_set1_ps(s.oneMinusBeta2),
+               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt),
+               eps = _mm256_set1_ps(s.eps),
+               negStep = _mm256_set1_ps(s.negStepSize);
+  bool lerpFromM = fabsf(s.oneMinusBeta1) < 0.5f;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pv = _mm256_mul_ps(_mm256_loadu_ps(p + i), decay);
+    __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
+    __m256 d = _mm256_sub_ps(gv, mv);
+    mv = lerpFromM ? _mm256_add_ps(mv, _mm256_mul_ps(w, d))
+                   : _mm256_sub_ps(gv, _mm256_mul_ps(d, oneMinusW));
+    __m256 vv = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
+        _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, gv), gv));
+    __m256 denom =
+        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), bc2Sqrt), eps);
+    pv = _mm256_add_ps(pv, _mm256_mul_ps(negStep, _mm256_div_ps(mv, denom)));
+    _mm256_storeu_ps(p + i, pv);
+    _mm256_storeu_ps(m + i, mv);
+    _mm256_storeu_ps(v + i, vv);
+  }
+  return i;
+}
+} // namespace
+#endif
+
+void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
+              const AdamwScalars &s) {
+  int64_t i = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (cpufast::haveAVX2())
+    i = adamwAVX(p, g, m, v, n, s);
+#endif
+  for (; i < n; ++i)
+    adamwElement(p[i], g[i], m[i], v[i], s);
+}
+
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner) {
   std::vector<float> g(static_cast<size_t>(dim)), yv(static_cast<size_t>(dim)),

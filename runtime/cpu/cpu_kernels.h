@@ -46,6 +46,20 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps);
 
+/// log-sum-exp of classes logits from base: max m, then m + log(sum in f64
+/// of exp(x - m)).
+float rowLse(Buf logits, int64_t base, int64_t classes);
+/// One row of cross-entropy's gradient: (exp(x - lse) - [c == label]) *
+/// scale, zeros for label -100.
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base,
+                        int64_t classes, int64_t label, float lse,
+                        float scale);
+
+/// adamwElement over n f32 elements (eight at a time with AVX: the same
+/// operations, sqrt being correctly rounded in both).
+void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
+              const AdamwScalars &s);
+
 /// The walk with size-1 dims dropped and adjacent dims merged where all
 /// three operands' strides allow (rank >= 1; numel unchanged).
 Walk collapse(const Walk &w);

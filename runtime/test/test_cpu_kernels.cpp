@@ -543,3 +543,60 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
       EXPECT_TRUE(sameBits(loadAll(dbb, dt, cols), roundTo(dbWant)));
     }
 }
+
+TEST(CpuKernels, AdamwMatchesTheElementCode) {
+  for (double beta1 : {0.9, 0.2})
+    for (int64_t n : {int64_t(1), int64_t(8), int64_t(1003)}) {
+      AdamwScalars s = adamwScalars(1e-3, beta1, 0.999, 1e-8, 0.01, 7);
+      std::vector<float> p = mixedValues(n, 31), g = mixedValues(n, 32),
+                         m = mixedValues(n, 33), v = mixedValues(n, 34);
+      for (float &e : v)
+        e = std::fabs(e);
+      std::vector<float> p2 = p, m2 = m, v2 = v;
+      for (int64_t i = 0; i < n; ++i)
+        adamwElement(p[i], g[i], m[i], v[i], s);
+      cpukern::adamwRun(p2.data(), g.data(), m2.data(), v2.data(), n, s);
+      EXPECT_TRUE(sameBits(p2, p)) << n;
+      EXPECT_TRUE(sameBits(m2, m)) << n;
+      EXPECT_TRUE(sameBits(v2, v)) << n;
+    }
+}
+
+TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
+  int64_t classes = 517;
+  std::vector<float> x = mixedValues(3 * classes, 41);
+  for (int64_t c = 0; c < classes; ++c)
+    x[2 * classes + c] = std::isnan(x[2 * classes + c]) ? 1.0f
+                                                        : x[2 * classes + c];
+  for (int64_t r = 0; r < 3; ++r) {
+    int64_t base = r * classes;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c)
+      m = x[base + c] > m ? x[base + c] : m;
+    double s = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      s += expf(x[base + c] - m);
+    float want = m + logf(static_cast<float>(s));
+    float got = cpukern::rowLse(Buf{x.data(), AMPC_F32}, base, classes);
+    // (NaN signs: see sameBits.)
+    EXPECT_TRUE(bitsOf(got) == bitsOf(want) ||
+                (std::isnan(got) && std::isnan(want)))
+        << r << ": " << got << " vs " << want;
+    for (int64_t label : {int64_t(5), int64_t(-100)}) {
+      float lse = std::isfinite(want) ? want : 0.5f, scale = 0.125f;
+      std::vector<float> dWant(classes), dAll(3 * classes, 7.0f);
+      for (int64_t c = 0; c < classes; ++c)
+        dWant[c] = label == -100
+                       ? 0.0f
+                       : (expf(x[base + c] - lse) - (c == label ? 1.0f : 0.0f)) *
+                             scale;
+      cpukern::crossEntropyBwdRow(Buf{dAll.data(), AMPC_F32},
+                                  Buf{x.data(), AMPC_F32}, base, classes, label,
+                                  lse, scale);
+      std::vector<float> dGot(dAll.begin() + base,
+                              dAll.begin() + base + classes);
+      EXPECT_TRUE(sameBits(dGot, dWant, /*anyNaN=*/true))
+          << r << " label " << label;
+    }
+  }
+}
