@@ -183,7 +183,7 @@ def group(sym, dso):
     m = re.search(r"CpuBackend::(\w+)", sym)
     if m:
         return "cpu " + m.group(1)
-    m = re.search(r"ampc::(?:\(anonymous namespace\)::)?(?:cpufast::)?(\w+)", sym)
+    m = re.search(r"ampc::(?:(?:cpufast|cpukern|\(anonymous namespace\))::)*(\w+)", sym)
     if m:
         return "cpu " + m.group(1)
     if "libm" in dso:

@@ -553,30 +553,33 @@ float rowMax(const float *x, int64_t n) {
 
 void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
-  std::vector<float> row(static_cast<size_t>(dim)),
-      out(static_cast<size_t>(dim));
+  size_t n = static_cast<size_t>(dim);
+  std::vector<float> row(n), e(n), out(n);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * dim * inner + in;
-      loadRun(x, base, inner, dim, row.data());
-      float m = rowMax(row.data(), dim);
+      const float *r = view(x, base, inner, dim, row.data());
+      float m = rowMax(r, dim);
       // The exponentials, kept for the output (the values the sum adds).
       for (int64_t j = 0; j < dim; ++j)
-        out[j] = row[j] - m;
-      expN(out.data(), out.data(), dim);
+        e[j] = r[j] - m;
+      expN(e.data(), e.data(), dim);
       double sum = 0.0;
       for (int64_t j = 0; j < dim; ++j)
-        sum += out[j];
+        sum += e[j];
+      // y may be x itself: each output element is written after its input
+      // element's last read.
+      float *yr = target(y, base, inner, out.data());
       if (log) {
         float lse = logf(static_cast<float>(sum));
         for (int64_t j = 0; j < dim; ++j)
-          out[j] = row[j] - m - lse;
+          yr[j] = r[j] - m - lse;
       } else {
         float inv = static_cast<float>(1.0 / sum);
         for (int64_t j = 0; j < dim; ++j)
-          out[j] = out[j] * inv;
+          yr[j] = e[j] * inv;
       }
-      storeRun(y, base, inner, dim, out.data());
+      finish(y, base, inner, dim, yr, out.data());
     }
   }
 }
@@ -663,13 +666,13 @@ void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
 
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner) {
-  std::vector<float> g(static_cast<size_t>(dim)), yv(static_cast<size_t>(dim)),
-      out(static_cast<size_t>(dim));
+  size_t n = static_cast<size_t>(dim);
+  std::vector<float> gs(n), ys(n), e(n), out(n);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * dim * inner + in;
-      loadRun(dy, base, inner, dim, g.data());
-      loadRun(y, base, inner, dim, yv.data());
+      const float *g = view(dy, base, inner, dim, gs.data());
+      const float *yv = view(y, base, inner, dim, ys.data());
       double dot = 0.0;
       if (log)
         for (int64_t j = 0; j < dim; ++j)
@@ -678,14 +681,17 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
         for (int64_t j = 0; j < dim; ++j)
           dot += g[j] * yv[j];
       float s = static_cast<float>(dot);
+      // dx may be dy or y: each element is written after its last read.
+      float *d = target(dx, base, inner, out.data());
       if (log) {
-        expN(yv.data(), out.data(), dim);
+        expN(yv, e.data(), dim);
         for (int64_t j = 0; j < dim; ++j)
-          out[j] = g[j] - out[j] * s;
-      } else
+          d[j] = g[j] - e[j] * s;
+      } else {
         for (int64_t j = 0; j < dim; ++j)
-          out[j] = yv[j] * (g[j] - s);
-      storeRun(dx, base, inner, dim, out.data());
+          d[j] = yv[j] * (g[j] - s);
+      }
+      finish(dx, base, inner, dim, d, out.data());
     }
   }
 }
