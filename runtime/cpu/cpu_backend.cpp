@@ -318,9 +318,15 @@ public:
 
   ampc_status fill(Buf y, int64_t n, double value) override {
     if (isFloatDtype(y.dtype)) {
+      // One element's bits, repeated.
       float v = static_cast<float>(value);
-      for (int64_t i = 0; i < n; ++i)
-        storeF32(y.data, y.dtype, i, v);
+      if (y.dtype == AMPC_F32) {
+        std::fill_n(static_cast<float *>(y.data), n, v);
+      } else {
+        uint16_t h;
+        storeF32(&h, y.dtype, 0, v);
+        std::fill_n(static_cast<uint16_t *>(y.data), n, h);
+      }
       return AMPC_OK;
     }
     int64_t v = static_cast<int64_t>(value);
