@@ -295,6 +295,10 @@ TEST(CpuKernels, BinaryMatchesTheElementLoop) {
     for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16, AMPC_I32})
       for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div,
                           BinaryOp::Maximum, BinaryOp::Pow, BinaryOp::Less}) {
+        // i32 results of / and ** can be out of int32's range (a cast
+        // without a defined result): the integer runs use the other ops.
+        if (dt == AMPC_I32 && (op == BinaryOp::Div || op == BinaryOp::Pow))
+          continue;
         const Walk &w = c.w;
         size_t na = span(w, 1), nb = span(w, 2), ny = span(w, 0);
         std::vector<float> av = mixedValues(na, 1), bv = mixedValues(nb, 2);
