@@ -208,11 +208,9 @@ transpose8x8(uint32_t *dst, int64_t td, const uint32_t *src, int64_t ss) {
 }
 
 /// The 8x8 blocks of [i0, i8) x [j0, j8) (multiples of 8).
-__attribute__((target("avx"))) void transposeBlocks(uint32_t *dst, int64_t td,
-                                                    const uint32_t *src,
-                                                    int64_t ss, int64_t i0,
-                                                    int64_t i8, int64_t j0,
-                                                    int64_t j8) {
+__attribute__((target("avx"))) void
+transposeBlocks(uint32_t *dst, int64_t td, const uint32_t *src, int64_t ss,
+                int64_t i0, int64_t i8, int64_t j0, int64_t j8) {
   for (int64_t i = i0; i < i8; i += 8)
     for (int64_t j = j0; j < j8; j += 8)
       transpose8x8(dst + i * td + j, td, src + i + j * ss, ss);

@@ -598,9 +598,8 @@ float rowLse(Buf logits, int64_t base, int64_t classes) {
   return m + logf(static_cast<float>(s));
 }
 
-void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base,
-                        int64_t classes, int64_t label, float lse,
-                        float scale) {
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, float lse, float scale) {
   std::vector<float> p(static_cast<size_t>(classes));
   if (label == -100) {
     storeRun(dlogits, base, 1, classes, p.data()); // zeros
@@ -622,13 +621,12 @@ namespace {
 __attribute__((target("avx"))) int64_t adamwAVX(float *p, const float *g,
                                                 float *m, float *v, int64_t n,
                                                 const AdamwScalars &s) {
-  const __m256 decay = _mm256_set1_ps(s.decay), w = _mm256_set1_ps(
-                                                    s.oneMinusBeta1),
+  const __m256 decay = _mm256_set1_ps(s.decay),
+               w = _mm256_set1_ps(s.oneMinusBeta1),
                oneMinusW = _mm256_set1_ps(1.0f - s.oneMinusBeta1),
                beta2 = _mm256_set1_ps(s.beta2),
                oneMinusBeta2 = _mm256_set1_ps(s.oneMinusBeta2),
-               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt),
-               eps = _mm256_set1_ps(s.eps),
+               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt), eps = _mm256_set1_ps(s.eps),
                negStep = _mm256_set1_ps(s.negStepSize);
   bool lerpFromM = fabsf(s.oneMinusBeta1) < 0.5f;
   int64_t i = 0;
@@ -638,9 +636,9 @@ __attribute__((target("avx"))) int64_t adamwAVX(float *p, const float *g,
     __m256 d = _mm256_sub_ps(gv, mv);
     mv = lerpFromM ? _mm256_add_ps(mv, _mm256_mul_ps(w, d))
                    : _mm256_sub_ps(gv, _mm256_mul_ps(d, oneMinusW));
-    __m256 vv = _mm256_add_ps(
-        _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
-        _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, gv), gv));
+    __m256 vv =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
+                      _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, gv), gv));
     __m256 denom =
         _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), bc2Sqrt), eps);
     pv = _mm256_add_ps(pv, _mm256_mul_ps(negStep, _mm256_div_ps(mv, denom)));

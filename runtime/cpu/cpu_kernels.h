@@ -1,4 +1,4 @@
-//===- cpu_kernels.h - Row-wise elementwise and row kernels of the CPU -*- C++ -*-===//
+//===- cpu_kernels.h - Row kernels of the CPU backend -----------*- C++ -*-===//
 //
 // The CPU backend's elementwise, broadcast, reduction, softmax and norm
 // kernels, written over rows instead of elements:
@@ -37,8 +37,7 @@ void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
 /// y, 1 x), adding in row-major order of `inner` in f64 as Backend::reduce
 /// specifies.
 void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
-void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
-             int64_t inner);
+void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner);
 void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
@@ -51,9 +50,8 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
 float rowLse(Buf logits, int64_t base, int64_t classes);
 /// One row of cross-entropy's gradient: (exp(x - lse) - [c == label]) *
 /// scale, zeros for label -100.
-void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base,
-                        int64_t classes, int64_t label, float lse,
-                        float scale);
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, float lse, float scale);
 
 /// adamwElement over n f32 elements (eight at a time with AVX: the same
 /// operations, sqrt being correctly rounded in both).

@@ -77,8 +77,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
   const __m256i topMask = _mm256_set1_epi32(0x7ff);
   // Below log(2^-150) (and -inf) libm returns +0.
   const __m256 uflow = _mm256_set1_ps(-0x1.9fe368p6f);
-  __m256i top = _mm256_and_si256(
-      _mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
+  __m256i top =
+      _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
   __m256i special = _mm256_cmpgt_epi32(top, absTopMin);
   __m128 lo = exp4(_mm256_castps256_ps128(xv));
   __m128 hi = exp4(_mm256_extractf128_ps(xv, 1));
@@ -100,9 +100,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
   return _mm256_load_ps(ys);
 }
 
-__attribute__((target("avx2,fma"), noinline)) void expAVX2(const float *x,
-                                                           float *y,
-                                                           int64_t n) {
+__attribute__((target("avx2,fma"), noinline)) void
+expAVX2(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
@@ -177,8 +176,8 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
   // |x| < 1.25: +-(erx + P(s) / Q(s)), s = |x| - 1.
   __m256 s = _mm256_sub_ps(ax, c(1.0f));
   __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
-  __m256 y2 = _mm256_blendv_ps(add(c(erx), pq),
-                               _mm256_sub_ps(c(-erx), pq), neg);
+  __m256 y2 =
+      _mm256_blendv_ps(add(c(erx), pq), _mm256_sub_ps(c(-erx), pq), neg);
   __m256i r1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f580000), ix);
   __m256i r2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3fa00000), ix);
   __m256i r4 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x40c00000), ix);
@@ -192,10 +191,10 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
     __m256 S = _mm256_blendv_ps(horner(sb, t), horner(sa, t), near3);
     __m256 zz = _mm256_castsi256_ps(
         _mm256_and_si256(ix, _mm256_set1_epi32(static_cast<int>(0xfffff000u))));
-    __m256 e1 = exp8(_mm256_sub_ps(
-        mul(_mm256_xor_ps(zz, c(-0.0f)), zz), c(0.5625f)));
-    __m256 e2 = exp8(add(mul(_mm256_sub_ps(zz, ax), add(zz, ax)),
-                         _mm256_div_ps(R, S)));
+    __m256 e1 =
+        exp8(_mm256_sub_ps(mul(_mm256_xor_ps(zz, c(-0.0f)), zz), c(0.5625f)));
+    __m256 e2 =
+        exp8(add(mul(_mm256_sub_ps(zz, ax), add(zz, ax)), _mm256_div_ps(R, S)));
     __m256 rx = _mm256_div_ps(mul(e2, e1), ax);
     __m256 y3 = _mm256_blendv_ps(_mm256_sub_ps(c(1.0f), rx),
                                  _mm256_sub_ps(rx, c(1.0f)), neg);
@@ -203,7 +202,8 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
   }
   // libm for |x| < 2^-28, |x| >= 6, inf and NaN.
   __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x31800000), ix);
-  __m256i other = _mm256_or_si256(tiny, _mm256_xor_si256(r4, _mm256_set1_epi32(-1)));
+  __m256i other =
+      _mm256_or_si256(tiny, _mm256_xor_si256(r4, _mm256_set1_epi32(-1)));
   int bits = _mm256_movemask_ps(_mm256_castsi256_ps(other));
   if (!bits)
     return y;
@@ -216,9 +216,8 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
   return _mm256_load_ps(ys);
 }
 
-__attribute__((target("avx2,fma"), noinline)) void erfAVX2(const float *x,
-                                                           float *y,
-                                                           int64_t n) {
+__attribute__((target("avx2,fma"), noinline)) void
+erfAVX2(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
@@ -286,8 +285,7 @@ bool vectorExp() {
 
 bool vectorErf() {
 #if AMPC_VMATH_X86
-  static const bool use =
-      vectorExp() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
+  static const bool use = vectorExp() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
   return use;
 #else
   return false;

@@ -1,4 +1,4 @@
-//===- cpu_vmath.h - Vector expf and erff with libm's bits --------*- C++ -*-===//
+//===- cpu_vmath.h - Vector expf and erff with libm's bits ------*- C++ -*-===//
 //
 // expf over arrays, eight lanes at a time with AVX2 and FMA, computing the
 // same double-precision steps as the C library's expf (glibc 2.28 and later

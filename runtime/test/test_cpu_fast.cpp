@@ -140,11 +140,12 @@ TEST(CpuFast, StridedCopyMatchesElementLoop) {
 TEST(CpuFast, StridedTransposeMatchesElementLoop) {
   // 2-D transposes dst[c][r] = src[r][c] of 4-byte elements (the 8x8
   // register blocks, their edges and tile edges), NaN patterns included.
-  for (auto [R, C] : {std::pair<int64_t, int64_t>{130, 77}, {64, 256},
-                      {7, 9}, {8, 8}}) {
+  for (auto [R, C] :
+       {std::pair<int64_t, int64_t>{130, 77}, {64, 256}, {7, 9}, {8, 8}}) {
     std::vector<uint32_t> src(R * C);
     for (size_t i = 0; i < src.size(); ++i)
-      src[i] = static_cast<uint32_t>(i * 2654435761u) | (i % 5 ? 0 : 0x7f800001u);
+      src[i] =
+          static_cast<uint32_t>(i * 2654435761u) | (i % 5 ? 0 : 0x7f800001u);
     Walk w;
     w.rank = 2;
     w.shape[0] = C, w.shape[1] = R;

@@ -76,8 +76,8 @@ std::vector<float> mixedValues(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   std::vector<float> v(n);
-  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY,
-                            NAN,  2.0f,  0.5f, 100.0f};
+  const float specials[] = {0.0f,      -0.0f, 1.0f, -1.0f, INFINITY,
+                            -INFINITY, NAN,   2.0f, 0.5f,  100.0f};
   for (size_t i = 0; i < n; ++i)
     v[i] = (rng() % 16 == 0) ? specials[rng() % 10] : normal(rng);
   return v;
@@ -172,8 +172,8 @@ TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
   // Every pattern at the boundaries of its ranges (0.84375, 1.25, 1/0.35,
   // 6, 2^-28), both signs.
   std::vector<float> edge;
-  for (uint32_t b : {0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u,
-                     0x31800000u})
+  for (uint32_t b :
+       {0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u, 0x31800000u})
     for (uint32_t d = 0; d < 4096; ++d) {
       edge.push_back(fromBits(b - 2048 + d));
       edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
@@ -267,19 +267,19 @@ struct WalkCase {
 std::vector<WalkCase> walkCases() {
   std::vector<WalkCase> cs;
   std::vector<int64_t> s4 = {3, 5, 7, 9};
-  cs.push_back({"contiguous", makeWalk(s4, {rowMajor(s4), rowMajor(s4),
-                                            rowMajor(s4)})});
+  cs.push_back(
+      {"contiguous", makeWalk(s4, {rowMajor(s4), rowMajor(s4), rowMajor(s4)})});
   cs.push_back({"channel bias",
                 makeWalk(s4, {rowMajor(s4), rowMajor(s4),
                               rowMajor(s4, {true, false, true, true})})});
-  cs.push_back({"row scalar",
-                makeWalk(s4, {rowMajor(s4),
-                              rowMajor(s4, {false, false, false, true}),
-                              rowMajor(s4)})});
-  cs.push_back({"both broadcast",
-                makeWalk(s4, {rowMajor(s4),
-                              rowMajor(s4, {true, true, false, false}),
-                              rowMajor(s4, {false, false, true, true})})});
+  cs.push_back(
+      {"row scalar",
+       makeWalk(s4, {rowMajor(s4), rowMajor(s4, {false, false, false, true}),
+                     rowMajor(s4)})});
+  cs.push_back(
+      {"both broadcast",
+       makeWalk(s4, {rowMajor(s4), rowMajor(s4, {true, true, false, false}),
+                     rowMajor(s4, {false, false, true, true})})});
   // a transposed (strided last dim), b a scalar.
   std::vector<int64_t> s2 = {37, 1500};
   cs.push_back({"transposed", makeWalk(s2, {{1500, 1}, {1, 37}, {0, 0}})});
@@ -317,16 +317,16 @@ TEST(CpuKernels, BinaryMatchesTheElementLoop) {
         });
         cpukern::binary(op, Buf{yGot.data(), yt}, Buf{ab.data(), dt},
                         Buf{bb.data(), dt}, w);
-        EXPECT_EQ(yWant, yGot) << c.name << " dtype " << dt << " op "
-                               << static_cast<int>(op);
+        EXPECT_EQ(yWant, yGot)
+            << c.name << " dtype " << dt << " op " << static_cast<int>(op);
       }
 }
 
 TEST(CpuKernels, BinaryBwdMatchesTheElementLoop) {
   for (const WalkCase &c : walkCases())
     for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16})
-      for (BinaryOp op : {BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div,
-                          BinaryOp::Minimum})
+      for (BinaryOp op :
+           {BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Minimum})
         for (int which : {0, 1}) {
           const Walk &w = c.w;
           size_t na = span(w, 1), nb = span(w, 2), ny = span(w, 0);
@@ -386,14 +386,15 @@ TEST(CpuKernels, ReduceMatchesTheElementLoop) {
         cpukern::reduce(op, Buf{got.data(), AMPC_F32}, Buf{xb.data(), dt},
                         c.outer, c.inner);
         EXPECT_TRUE(sameBits(got, want, /*anyNaN=*/true))
-            << static_cast<int>(op) << " case " << (&c - cases.data()) << " dtype " << dt;
+            << static_cast<int>(op) << " case " << (&c - cases.data())
+            << " dtype " << dt;
       }
 }
 
 namespace {
 
-void softmaxRef(bool log, float *y, const float *x, int64_t outer,
-                int64_t dim, int64_t inner) {
+void softmaxRef(bool log, float *y, const float *x, int64_t outer, int64_t dim,
+                int64_t inner) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * dim * inner + in;
@@ -491,8 +492,8 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
       std::vector<float> x = loadAll(xb, dt, rows * cols),
                          w = loadAll(wb, dt, cols), b = loadAll(bb, dt, cols),
                          dy = loadAll(db, dt, rows * cols);
-      std::vector<float> yWant(rows * cols), dxWant(rows * cols),
-          dwWant(cols), dbWant(cols);
+      std::vector<float> yWant(rows * cols), dxWant(rows * cols), dwWant(cols),
+          dbWant(cols);
       std::vector<double> dwAcc(cols), dbAcc(cols);
       for (int64_t r = 0; r < rows; ++r) {
         const float *xr = &x[r * cols];
@@ -539,8 +540,7 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
                     Buf{wb.data(), dt}, Buf{bb.data(), dt}, rows, cols, eps);
       cpukern::normBwd(rms, Buf{dxb.data(), dt}, Buf{dwb.data(), dt},
                        Buf{dbb.data(), dt}, Buf{db.data(), dt},
-                       Buf{xb.data(), dt}, Buf{wb.data(), dt}, rows, cols,
-                       eps);
+                       Buf{xb.data(), dt}, Buf{wb.data(), dt}, rows, cols, eps);
       EXPECT_TRUE(sameBits(loadAll(yb, dt, rows * cols), roundTo(yWant)));
       EXPECT_TRUE(sameBits(loadAll(dxb, dt, rows * cols), roundTo(dxWant)));
       EXPECT_TRUE(sameBits(loadAll(dwb, dt, cols), roundTo(dwWant)));
@@ -570,8 +570,8 @@ TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
   int64_t classes = 517;
   std::vector<float> x = mixedValues(3 * classes, 41);
   for (int64_t c = 0; c < classes; ++c)
-    x[2 * classes + c] = std::isnan(x[2 * classes + c]) ? 1.0f
-                                                        : x[2 * classes + c];
+    x[2 * classes + c] =
+        std::isnan(x[2 * classes + c]) ? 1.0f : x[2 * classes + c];
   for (int64_t r = 0; r < 3; ++r) {
     int64_t base = r * classes;
     float m = -INFINITY;
@@ -590,10 +590,11 @@ TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
       float lse = std::isfinite(want) ? want : 0.5f, scale = 0.125f;
       std::vector<float> dWant(classes), dAll(3 * classes, 7.0f);
       for (int64_t c = 0; c < classes; ++c)
-        dWant[c] = label == -100
-                       ? 0.0f
-                       : (expf(x[base + c] - lse) - (c == label ? 1.0f : 0.0f)) *
-                             scale;
+        dWant[c] =
+            label == -100
+                ? 0.0f
+                : (expf(x[base + c] - lse) - (c == label ? 1.0f : 0.0f)) *
+                      scale;
       cpukern::crossEntropyBwdRow(Buf{dAll.data(), AMPC_F32},
                                   Buf{x.data(), AMPC_F32}, base, classes, label,
                                   lse, scale);
