@@ -25,6 +25,13 @@ adds, per program, where ampc's f32 (and fp16) step spends its time: a
 `perf record` of one `ampc run`, self time grouped by kernel (OpenBLAS GEMM,
 each CPU backend entry point, libm, the rest).
 
+`--cpu-time` measures CPU time instead of wall time, for a machine other jobs
+load (where a process gets a varying share of the cores): each rate is
+(steps - 1) / (CPU seconds of a run of `--steps` steps - CPU seconds of a
+run of 1 step), so compilation, start-up and the first step cancel out;
+CPU seconds are user + system of the `ampc run` child, and the process CPU
+time around the PyTorch reference's run (in-process).
+
 Run it with the interpreter that imports torch (Debian's python3-torch:
 /usr/bin/python3).
 """
@@ -32,10 +39,12 @@ Run it with the interpreter that imports torch (Debian's python3-torch:
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -54,6 +63,8 @@ def main():
     ap.add_argument("--set", choices=["examples", "models"], default="examples")
     ap.add_argument("--breakdown", action="store_true",
                     help="per-kernel time breakdown of ampc's step (needs perf)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="rates from CPU time (difference of a --steps and a 1-step run)")
     ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "bin", "ampc"))
     ap.add_argument("--examples", default=None,
                     help="comma-separated program names of the set")
@@ -94,8 +105,9 @@ def main():
     import tgdiff
     torch.set_num_threads(args.threads)
 
-    print("ampc run vs PyTorch %s eager, CPU, %d thread(s), %d steps, median of %d runs" %
-          (torch.__version__, args.threads, args.steps, args.repeat))
+    print("ampc run vs PyTorch %s eager, CPU, %d thread(s), %d steps, median of %d runs%s" %
+          (torch.__version__, args.threads, args.steps, args.repeat,
+           ", rates from CPU time" if args.cpu_time else ""))
     rows = []
     for name in args.examples.split(","):
         src = os.path.join(folder, name + ".tg")
@@ -107,18 +119,37 @@ def main():
         for n, path in inputs.items():
             data += ["--input", "%s=%s" % (n, path)]
 
-        def ampc_rate(amp, binary=None):
+        def ampc_once(amp, binary, steps):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             out = subprocess.run([binary or args.ampc, "run", src, "--amp=" + amp, "--steps",
-                                  str(args.steps)] + data, check=True, capture_output=True,
+                                  str(steps)] + data, check=True, capture_output=True,
                                  text=True, env=os.environ).stdout
-            return float(re.search(r"([0-9.]+) steps/s", out).group(1))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            return float(re.search(r"([0-9.]+) steps/s", out).group(1)), cpu
 
-        def torch_rate():
+        def ampc_rate(amp, binary=None):
+            rate, cpu = ampc_once(amp, binary, args.steps)
+            if not args.cpu_time:
+                return rate
+            _, cpu1 = ampc_once(amp, binary, 1)
+            return (args.steps - 1) / max(cpu - cpu1, 1e-9)
+
+        def torch_once(steps):
             ap2 = argparse.ArgumentParser()
             ref.add_run_arguments(ap2)
-            run_args = ap2.parse_args([src, "--quiet", "--steps", str(args.steps),
+            run_args = ap2.parse_args([src, "--quiet", "--steps", str(steps),
                                        "--threads", threads] + data)
-            return ref.run(run_args, doc)
+            start = time.process_time()
+            rate = ref.run(run_args, doc)
+            return rate, time.process_time() - start
+
+        def torch_rate():
+            rate, cpu = torch_once(args.steps)
+            if not args.cpu_time:
+                return rate
+            _, cpu1 = torch_once(1)
+            return (args.steps - 1) / max(cpu - cpu1, 1e-9)
 
         rates = {"off": [], "torch": [], "fp16": [], "bf16": []}
         if args.baseline:
@@ -183,7 +214,7 @@ def group(sym, dso):
     m = re.search(r"CpuBackend::(\w+)", sym)
     if m:
         return "cpu " + m.group(1)
-    m = re.search(r"ampc::(?:\(anonymous namespace\)::)?(?:cpufast::)?(\w+)", sym)
+    m = re.search(r"ampc::(?:(?:cpufast|cpukern|\(anonymous namespace\))::)*(\w+)", sym)
     if m:
         return "cpu " + m.group(1)
     if "libm" in dso:

@@ -13,6 +13,7 @@
 #include "../src/philox.h"
 #include "cpu_conv.h"
 #include "cpu_fast.h"
+#include "cpu_kernels.h"
 
 #include <cblas.h>
 
@@ -103,67 +104,6 @@ void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
   }
 }
 
-// One loop per table row (the op's struct inlined), chosen once per chunk.
-template <typename Fn>
-void unaryChunk(const float *x, float *y, int64_t n, const UnaryAttrs &a) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = Fn::fwd(x[i], a);
-}
-
-template <typename Fn>
-void unaryBwdChunk(const float *x, float *g, int64_t n, const UnaryAttrs &a) {
-  for (int64_t i = 0; i < n; ++i)
-    g[i] = Fn::bwd(x[i], g[i], a);
-}
-
-template <typename Fn>
-void binaryChunk(const float *a, const float *b, float *y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = Fn::fwd(a[i], b[i]);
-}
-
-void unaryChunkOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
-                  int64_t n) {
-  switch (op) {
-#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
-  case UnaryOp::OP:                                                            \
-    return unaryChunk<OP##Fn>(x, y, n, a);
-#define AMPC_UNARY_VARIANT(OP)                                                 \
-  case UnaryOp::OP:                                                            \
-    return unaryChunk<OP##Fn>(x, y, n, a);
-#include "ampc/runtime_kernels.inc"
-  }
-  __builtin_unreachable();
-}
-
-void unaryBwdChunkOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *g,
-                     int64_t n) {
-  switch (op) {
-#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
-  case UnaryOp::OP:                                                            \
-    return unaryBwdChunk<OP##Fn>(x, g, n, a);
-#define AMPC_UNARY_VARIANT(OP)                                                 \
-  case UnaryOp::OP:                                                            \
-    return unaryBwdChunk<OP##Fn>(x, g, n, a);
-#include "ampc/runtime_kernels.inc"
-  }
-  __builtin_unreachable();
-}
-
-void binaryChunkOp(BinaryOp op, const float *a, const float *b, float *y,
-                   int64_t n) {
-  switch (op) {
-#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
-  case BinaryOp::OP:                                                           \
-    return binaryChunk<OP##Fn>(a, b, y, n);
-#define AMPC_BINARY_VARIANT(OP)                                                \
-  case BinaryOp::OP:                                                           \
-    return binaryChunk<OP##Fn>(a, b, y, n);
-#include "ampc/runtime_kernels.inc"
-  }
-  __builtin_unreachable();
-}
-
 bool readFlag(Buf f) {
   if (!f.data)
     return false;
@@ -224,9 +164,7 @@ void sgdF32(float *__restrict p, const float *__restrict g,
 void adamwF32(float *__restrict p, const float *__restrict g,
               float *__restrict m, float *__restrict v, int64_t n,
               const AdamwScalars &scalars) {
-  const AdamwScalars s = scalars;
-  for (int64_t i = 0; i < n; ++i)
-    adamwElement(p[i], g[i], m[i], v[i], s);
+  cpukern::adamwRun(p, g, m, v, n, scalars);
 }
 
 /// Multiplies by `inv` (unless it is 1) and says whether any element was
@@ -382,9 +320,15 @@ public:
 
   ampc_status fill(Buf y, int64_t n, double value) override {
     if (isFloatDtype(y.dtype)) {
+      // One element's bits, repeated.
       float v = static_cast<float>(value);
-      for (int64_t i = 0; i < n; ++i)
-        storeF32(y.data, y.dtype, i, v);
+      if (y.dtype == AMPC_F32) {
+        std::fill_n(static_cast<float *>(y.data), n, v);
+      } else {
+        uint16_t h;
+        storeF32(&h, y.dtype, 0, v);
+        std::fill_n(static_cast<uint16_t *>(y.data), n, h);
+      }
       return AMPC_OK;
     }
     int64_t v = static_cast<int64_t>(value);
@@ -411,104 +355,33 @@ public:
 
   ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
                     int64_t n) override {
-    float in[kChunk], out[kChunk];
-    for (int64_t i = 0; i < n; i += kChunk) {
-      int64_t len = n - i < kChunk ? n - i : kChunk;
-      loadChunk(x, i, len, in);
-      unaryChunkOp(op, attrs, in, out, len);
-      storeChunk(y, i, len, out);
-    }
+    cpukern::unary(op, attrs, y, x, n);
     return AMPC_OK;
   }
 
   ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy,
                        Buf x, int64_t n) override {
-    float xs[kChunk], g[kChunk];
-    for (int64_t i = 0; i < n; i += kChunk) {
-      int64_t len = n - i < kChunk ? n - i : kChunk;
-      loadChunk(x, i, len, xs);
-      loadChunk(dy, i, len, g);
-      unaryBwdChunkOp(op, attrs, xs, g, len);
-      storeChunk(dx, i, len, g);
-    }
+    cpukern::unaryBwd(op, attrs, dx, dy, x, n);
     return AMPC_OK;
   }
 
   ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) override {
-    if (contiguous(w, 0) && contiguous(w, 1) && contiguous(w, 2)) {
-      int64_t n = w.numel();
-      float as[kChunk], bs[kChunk], ys[kChunk];
-      for (int64_t i = 0; i < n; i += kChunk) {
-        int64_t len = n - i < kChunk ? n - i : kChunk;
-        loadChunk(a, i, len, as);
-        loadChunk(b, i, len, bs);
-        binaryChunkOp(op, as, bs, ys, len);
-        storeChunk(y, i, len, ys);
-      }
-      return AMPC_OK;
-    }
-    forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
-      storeF32(y.data, y.dtype, o0,
-               binaryForward(op, loadF32(a.data, a.dtype, o1),
-                             loadF32(b.data, b.dtype, o2)));
-    });
+    cpukern::binary(op, y, a, b, w);
     return AMPC_OK;
   }
 
   ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                         const Walk &w) override {
-    forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
-      storeF32(g.data, g.dtype, o0,
-               binaryBackward(op, which, loadF32(a.data, a.dtype, o1),
-                              loadF32(b.data, b.dtype, o2),
-                              loadF32(dy.data, dy.dtype, o0)));
-    });
+    cpukern::binaryBwd(op, which, g, dy, a, b, w);
     return AMPC_OK;
   }
 
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
-    int64_t count = inner.numel();
     if (op != ReduceOp::Max &&
         cpufast::reduceColumns(y, x, outer, inner, op == ReduceOp::Mean))
       return AMPC_OK;
-    if (op != ReduceOp::Max && contiguous(inner, 1) && isFloatDtype(x.dtype)) {
-      // The reduced elements of each output are one run of x: widen it in
-      // chunks and add in the same order as the element loop below.
-      float buf[kChunk];
-      forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
-        double acc = 0.0;
-        for (int64_t i = 0; i < count; i += kChunk) {
-          int64_t len = count - i < kChunk ? count - i : kChunk;
-          loadChunk(x, xo + i, len, buf);
-          for (int64_t j = 0; j < len; ++j)
-            acc += buf[j];
-        }
-        if (op == ReduceOp::Mean)
-          acc /= static_cast<double>(count);
-        storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
-      });
-      return AMPC_OK;
-    }
-    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
-      if (op == ReduceOp::Max) {
-        float m = -INFINITY;
-        forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-          float v = loadF32(x.data, x.dtype, xo + xi);
-          if (v > m || v != v)
-            m = (m != m) ? m : v;
-        });
-        storeF32(y.data, y.dtype, yo, m);
-        return;
-      }
-      double acc = 0.0;
-      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-        acc += loadF32(x.data, x.dtype, xo + xi);
-      });
-      if (op == ReduceOp::Mean)
-        acc /= static_cast<double>(count);
-      storeF32(y.data, y.dtype, yo, static_cast<float>(acc));
-    });
+    cpukern::reduce(op, y, x, outer, inner);
     return AMPC_OK;
   }
 
@@ -550,119 +423,25 @@ public:
   }
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
-    std::vector<float> row(static_cast<size_t>(dim));
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t in = 0; in < inner; ++in) {
-        int64_t base = o * dim * inner + in;
-        float m = -INFINITY;
-        for (int64_t j = 0; j < dim; ++j) {
-          row[j] = loadF32(x.data, x.dtype, base + j * inner);
-          m = row[j] > m ? row[j] : m;
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j < dim; ++j)
-          sum += expf(row[j] - m);
-        float lse = logf(static_cast<float>(sum));
-        float inv = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < dim; ++j)
-          storeF32(y.data, y.dtype, base + j * inner,
-                   log ? row[j] - m - lse : expf(row[j] - m) * inv);
-      }
-    }
+    cpukern::softmax(log, y, x, outer, dim, inner);
     return AMPC_OK;
   }
 
   ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                          int64_t dim, int64_t inner) override {
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t in = 0; in < inner; ++in) {
-        int64_t base = o * dim * inner + in;
-        double dot = 0.0;
-        for (int64_t j = 0; j < dim; ++j) {
-          float g = loadF32(dy.data, dy.dtype, base + j * inner);
-          dot += log ? g : g * loadF32(y.data, y.dtype, base + j * inner);
-        }
-        float s = static_cast<float>(dot);
-        for (int64_t j = 0; j < dim; ++j) {
-          int64_t i = base + j * inner;
-          float g = loadF32(dy.data, dy.dtype, i);
-          float yv = loadF32(y.data, y.dtype, i);
-          storeF32(dx.data, dx.dtype, i, log ? g - expf(yv) * s : yv * (g - s));
-        }
-      }
-    }
+    cpukern::softmaxBwd(log, dx, dy, y, outer, dim, inner);
     return AMPC_OK;
-  }
-
-  /// Mean (0 for rms) and reciprocal std of one row, accumulated in f64.
-  static void rowStats(bool rms, Buf x, int64_t base, int64_t cols, float eps,
-                       float &mean, float &rstd) {
-    double s = 0.0, s2 = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      double v = loadF32(x.data, x.dtype, base + j);
-      s += v;
-      s2 += v * v;
-    }
-    double mu = rms ? 0.0 : s / cols;
-    double var = rms ? s2 / cols : s2 / cols - mu * mu;
-    if (var < 0)
-      var = 0;
-    mean = static_cast<float>(mu);
-    rstd = static_cast<float>(1.0 / sqrt(var + eps));
   }
 
   ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
                    int64_t cols, float eps) override {
-    for (int64_t r = 0; r < rows; ++r) {
-      float mean, rstd;
-      rowStats(rms, x, r * cols, cols, eps, mean, rstd);
-      for (int64_t j = 0; j < cols; ++j) {
-        float v = (loadF32(x.data, x.dtype, r * cols + j) - mean) * rstd;
-        if (w.data)
-          v *= loadF32(w.data, w.dtype, j);
-        if (b.data)
-          v += loadF32(b.data, b.dtype, j);
-        storeF32(y.data, y.dtype, r * cols + j, v);
-      }
-    }
+    cpukern::norm(rms, y, x, w, b, rows, cols, eps);
     return AMPC_OK;
   }
 
   ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                       int64_t rows, int64_t cols, float eps) override {
-    std::vector<double> dwAcc(dw.data ? cols : 0), dbAcc(db.data ? cols : 0);
-    std::vector<float> xhat(static_cast<size_t>(cols)),
-        g(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t base = r * cols;
-      float mean, rstd;
-      rowStats(rms, x, base, cols, eps, mean, rstd);
-      double sumG = 0.0, sumGX = 0.0;
-      for (int64_t j = 0; j < cols; ++j) {
-        float d = loadF32(dy.data, dy.dtype, base + j);
-        xhat[j] = (loadF32(x.data, x.dtype, base + j) - mean) * rstd;
-        g[j] = w.data ? d * loadF32(w.data, w.dtype, j) : d;
-        sumG += g[j];
-        sumGX += static_cast<double>(g[j]) * xhat[j];
-        if (dw.data)
-          dwAcc[j] += static_cast<double>(d) * xhat[j];
-        if (db.data)
-          dbAcc[j] += d;
-      }
-      if (!dx.data)
-        continue;
-      float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
-      float meanGX = static_cast<float>(sumGX / cols);
-      for (int64_t j = 0; j < cols; ++j)
-        storeF32(dx.data, dx.dtype, base + j,
-                 rstd * (g[j] - meanG - xhat[j] * meanGX));
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      if (dw.data)
-        storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
-      if (db.data)
-        storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
-    }
+    cpukern::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps);
     return AMPC_OK;
   }
 
@@ -811,15 +590,7 @@ public:
 
   /// log-sum-exp of one row of logits.
   static float rowLse(Buf logits, int64_t base, int64_t classes) {
-    float m = -INFINITY;
-    for (int64_t c = 0; c < classes; ++c) {
-      float v = loadF32(logits.data, logits.dtype, base + c);
-      m = v > m ? v : m;
-    }
-    double s = 0.0;
-    for (int64_t c = 0; c < classes; ++c)
-      s += expf(loadF32(logits.data, logits.dtype, base + c) - m);
-    return m + logf(static_cast<float>(s));
+    return cpukern::rowLse(logits, base, classes);
   }
 
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
@@ -855,14 +626,8 @@ public:
       int64_t label = loadIndex(labels.data, labels.dtype, r);
       int64_t base = r * classes;
       float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
-      for (int64_t c = 0; c < classes; ++c) {
-        float v = 0.0f;
-        if (label != -100) {
-          float p = expf(loadF32(logits.data, logits.dtype, base + c) - lse);
-          v = (p - (c == label ? 1.0f : 0.0f)) * scale;
-        }
-        storeF32(dlogits.data, dlogits.dtype, base + c, v);
-      }
+      cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label, lse,
+                                  scale);
     }
     return AMPC_OK;
   }

@@ -174,6 +174,80 @@ void f32ToBf16N(const float *in, uint16_t *out, int64_t n) {
 
 namespace {
 
+#if AMPC_CPU_X86
+/// dst[i * td + j] = src[i + j * ss] for i, j < 8: eight rows of src read
+/// as vectors and transposed in registers (moves only, so the bits are
+/// the elements').
+__attribute__((target("avx"))) inline void
+transpose8x8(uint32_t *dst, int64_t td, const uint32_t *src, int64_t ss) {
+  const float *s = reinterpret_cast<const float *>(src);
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss),
+         r2 = _mm256_loadu_ps(s + 2 * ss), r3 = _mm256_loadu_ps(s + 3 * ss),
+         r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss),
+         r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+         t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+         t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+         t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44),
+         u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+         u2 = _mm256_shuffle_ps(t1, t3, 0x44),
+         u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+         u4 = _mm256_shuffle_ps(t4, t6, 0x44),
+         u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+         u6 = _mm256_shuffle_ps(t5, t7, 0x44),
+         u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  float *d = reinterpret_cast<float *>(dst);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + td, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * td, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * td, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * td, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * td, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * td, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * td, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/// The 8x8 blocks of [i0, i8) x [j0, j8) (multiples of 8).
+__attribute__((target("avx"))) void
+transposeBlocks(uint32_t *dst, int64_t td, const uint32_t *src, int64_t ss,
+                int64_t i0, int64_t i8, int64_t j0, int64_t j8) {
+  for (int64_t i = i0; i < i8; i += 8)
+    for (int64_t j = j0; j < j8; j += 8)
+      transpose8x8(dst + i * td + j, td, src + i + j * ss, ss);
+}
+#endif
+
+/// One [i0, i1) x [j0, j1) tile of a transpose-like copy; 4-byte elements
+/// with dst contiguous in j and src contiguous in i go through 8x8
+/// register transposes.
+template <typename T>
+void copyTile(T *__restrict dst, const T *__restrict src, int64_t i0,
+              int64_t i1, int64_t j0, int64_t j1, int64_t td, int64_t sd,
+              int64_t ts, int64_t ss) {
+#if AMPC_CPU_X86
+  if constexpr (sizeof(T) == 4) {
+    if (sd == 1 && ts == 1 && haveAVX2()) {
+      int64_t i8 = i0 + (i1 - i0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
+      transposeBlocks(reinterpret_cast<uint32_t *>(dst), td,
+                      reinterpret_cast<const uint32_t *>(src), ss, i0, i8, j0,
+                      j8);
+      // The right edge, then the bottom edge.
+      for (int64_t i = i0; i < i8; ++i)
+        for (int64_t j = j8; j < j1; ++j)
+          dst[i * td + j] = src[i + j * ss];
+      for (int64_t i = i8; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          dst[i * td + j] = src[i + j * ss];
+      return;
+    }
+  }
+#endif
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j)
+      dst[i * td + j * sd] = src[i * ts + j * ss];
+}
+
 template <typename T>
 void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
   int last = w.rank - 1;
@@ -227,9 +301,7 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
       int64_t i1 = i0 + B < tn ? i0 + B : tn;
       for (int64_t j0 = 0; j0 < len; j0 += B) {
         int64_t j1 = j0 + B < len ? j0 + B : len;
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j)
-            dst[o0 + i * td + j * sd] = src[o1 + i * ts + j * ss];
+        copyTile(dst + o0, src + o1, i0, i1, j0, j1, td, sd, ts, ss);
       }
     }
     for (int d = last - 1; d >= 0; --d) {

@@ -6,7 +6,7 @@
 //    both bit-identical to the scalar conversions of half.h, NaNs included;
 //  - strided copies (transposes, permutes, slices) moved as typed rows or
 //    cache-sized 2-D tiles instead of element by element through the dtype
-//    switch;
+//    switch, 4-byte transposes in 8x8 blocks transposed in AVX registers;
 //  - reductions whose reduced elements are strided (bias gradients: a column
 //    sum over rows) accumulated for a block of outputs at once, walking the
 //    reduced elements of every output in the same order as the plain loop, so

@@ -137,6 +137,29 @@ TEST(CpuFast, StridedCopyMatchesElementLoop) {
   }
 }
 
+TEST(CpuFast, StridedTransposeMatchesElementLoop) {
+  // 2-D transposes dst[c][r] = src[r][c] of 4-byte elements (the 8x8
+  // register blocks, their edges and tile edges), NaN patterns included.
+  for (auto [R, C] :
+       {std::pair<int64_t, int64_t>{130, 77}, {64, 256}, {7, 9}, {8, 8}}) {
+    std::vector<uint32_t> src(R * C);
+    for (size_t i = 0; i < src.size(); ++i)
+      src[i] =
+          static_cast<uint32_t>(i * 2654435761u) | (i % 5 ? 0 : 0x7f800001u);
+    Walk w;
+    w.rank = 2;
+    w.shape[0] = C, w.shape[1] = R;
+    w.stride[0][0] = R, w.stride[0][1] = 1;
+    w.stride[1][0] = 1, w.stride[1][1] = C;
+    std::vector<uint32_t> got(src.size(), 0), want(src.size(), 1);
+    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), 4, w));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        want[c * R + r] = src[r * C + c];
+    EXPECT_EQ(got, want) << R << "x" << C;
+  }
+}
+
 TEST(CpuFast, ColumnReductionBitIdenticalToPlainLoop) {
   // Sum and mean of a [3, 300, 301] tensor over dim 1 (outputs [3, 301]):
   // every output sums its 300 inputs in order, in double, as the plain loop.

@@ -1,0 +1,788 @@
+//===- cpu_kernels.cpp - Row-wise elementwise and row kernels of the CPU --===//
+//
+// See cpu_kernels.h.
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_kernels.h"
+
+#include "../src/half.h"
+#include "cpu_fast.h"
+#include "cpu_vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
+namespace ampc {
+namespace cpukern {
+namespace {
+
+// Rows are processed in pieces of at most this many elements (f32 scratch
+// on the stack).
+constexpr int64_t kChunk = 1024;
+
+/// Reads n contiguous elements from `off` as f32.
+void loadContig(Buf b, int64_t off, int64_t n, float *out) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
+    return;
+  case AMPC_F16:
+    cpufast::f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+    return;
+  case AMPC_BF16:
+    cpufast::bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
+    return;
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = loadF32(b.data, b.dtype, off + i);
+  }
+}
+
+void storeContig(Buf b, int64_t off, int64_t n, const float *in) {
+  switch (b.dtype) {
+  case AMPC_F32:
+    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
+    return;
+  case AMPC_F16:
+    cpufast::f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
+    return;
+  case AMPC_BF16:
+    cpufast::f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
+    return;
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      storeF32(b.data, b.dtype, off + i, in[i]);
+  }
+}
+
+/// Reads n elements from `off` with `stride` as f32.
+void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out) {
+  if (stride == 1)
+    return loadContig(b, off, n, out);
+  if (stride == 0) {
+    float v = loadF32(b.data, b.dtype, off);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = v;
+    return;
+  }
+  if (b.dtype == AMPC_F32) {
+    const float *p = static_cast<const float *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = p[i * stride];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = loadF32(b.data, b.dtype, off + i * stride);
+}
+
+void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in) {
+  if (stride == 1)
+    return storeContig(b, off, n, in);
+  if (b.dtype == AMPC_F32) {
+    float *p = static_cast<float *>(b.data) + off;
+    for (int64_t i = 0; i < n; ++i)
+      p[i * stride] = in[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    storeF32(b.data, b.dtype, off + i * stride, in[i]);
+}
+
+/// The run as f32: in place when it is f32 and contiguous, else read into
+/// `scratch`.
+const float *view(Buf b, int64_t off, int64_t stride, int64_t n,
+                  float *scratch) {
+  if (b.dtype == AMPC_F32 && stride == 1)
+    return static_cast<const float *>(b.data) + off;
+  loadRun(b, off, stride, n, scratch);
+  return scratch;
+}
+
+/// Where to compute an output run: in place when it is f32 and contiguous,
+/// else `scratch` (then stored by finish()).
+float *target(Buf b, int64_t off, int64_t stride, float *scratch) {
+  if (b.dtype == AMPC_F32 && stride == 1)
+    return static_cast<float *>(b.data) + off;
+  return scratch;
+}
+
+void finish(Buf b, int64_t off, int64_t stride, int64_t n, const float *out,
+            const float *scratch) {
+  if (out == scratch)
+    storeRun(b, off, stride, n, scratch);
+}
+
+/// Calls f(o0, o1, o2) with the operands' offsets at the start of every row
+/// (the last dim of the collapsed walk `c`), in row-major order.
+template <typename F> void forEachRow(const Walk &c, F &&f) {
+  int last = c.rank - 1;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d)
+    rows *= c.shape[d];
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    f(o0, o1, o2);
+    for (int d = last - 1; d >= 0; --d) {
+      if (++idx[d] < c.shape[d]) {
+        o0 += c.stride[0][d];
+        o1 += c.stride[1][d];
+        o2 += c.stride[2][d];
+        break;
+      }
+      o0 -= c.stride[0][d] * (c.shape[d] - 1);
+      o1 -= c.stride[1][d] * (c.shape[d] - 1);
+      o2 -= c.stride[2][d] * (c.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// One loop per table row (the op's struct inlined), chosen once per run.
+template <typename Fn>
+void unaryRun(const float *x, float *y, int64_t n, const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = Fn::fwd(x[i], a);
+}
+
+template <typename Fn>
+void unaryBwdRun(const float *x, const float *dy, float *g, int64_t n,
+                 const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = Fn::bwd(x[i], dy[i], a);
+}
+
+template <typename Fn>
+void binaryRun(const float *a, const float *b, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = Fn::fwd(a[i], b[i]);
+}
+
+template <typename Fn>
+void binaryBwdRun(int which, const float *a, const float *b, const float *dy,
+                  float *g, int64_t n) {
+  if (which == 0)
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = Fn::bwd(0, a[i], b[i], dy[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = Fn::bwd(1, a[i], b[i], dy[i]);
+}
+
+// The rows whose scalar code calls expf / erff, split into the expression
+// around them and one expN / erfN over the run (n <= kChunk). Each line is the
+// struct's expression in scalar_ops.h, operation for operation;
+// test_cpu_kernels.cpp checks them against the structs bit for bit.
+bool unaryExpOp(UnaryOp op, const float *x, float *y, int64_t n) {
+  float t[kChunk];
+  switch (op) {
+  case UnaryOp::Exp:
+    expN(x, y, n);
+    return true;
+  case UnaryOp::Sigmoid: // 1 / (1 + exp(-x))
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = 1.0f / (1.0f + t[i]);
+    return true;
+  case UnaryOp::Silu: // x * sigmoid(x)
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] * (1.0f / (1.0f + t[i]));
+    return true;
+  case UnaryOp::Gelu: // x / 2 * (1 + erf(x / sqrt(2)))
+    if (!vectorErf())
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = x[i] * kSqrt1_2;
+    erfN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = 0.5f * x[i] * (1.0f + t[i]);
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool unaryBwdExpOp(UnaryOp op, const float *x, const float *dy, float *g,
+                   int64_t n) {
+  float t[kChunk];
+  switch (op) {
+  case UnaryOp::Exp: // dy * exp(x)
+    expN(x, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = dy[i] * t[i];
+    return true;
+  case UnaryOp::Sigmoid: // dy * s * (1 - s)
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 1.0f / (1.0f + t[i]);
+      g[i] = dy[i] * s * (1.0f - s);
+    }
+    return true;
+  case UnaryOp::Silu: // dy * s * (1 + x (1 - s))
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 1.0f / (1.0f + t[i]);
+      g[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+    }
+    return true;
+  case UnaryOp::Gelu: { // dy * (cdf + x pdf), pdf = exp(-x^2 / 2) / sqrt(2 pi)
+    float e[kChunk];
+    for (int64_t i = 0; i < n; ++i)
+      e[i] = x[i] * kSqrt1_2;
+    erfN(e, e, n);
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = -0.5f * x[i] * x[i];
+    expN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float cdf = 0.5f * (1.0f + e[i]);
+      float pdf = kInvSqrt2Pi * t[i];
+      g[i] = dy[i] * (cdf + x[i] * pdf);
+    }
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
+             int64_t n) {
+  if (vectorExp() && unaryExpOp(op, x, y, n))
+    return;
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryRun<OP##Fn>(x, y, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryRun<OP##Fn>(x, y, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
+                const float *dy, float *g, int64_t n) {
+  if (vectorExp() && unaryBwdExpOp(op, x, dy, g, n))
+    return;
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdRun<OP##Fn>(x, dy, g, n, a);
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    return unaryBwdRun<OP##Fn>(x, dy, g, n, a);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void binaryOp(BinaryOp op, const float *a, const float *b, float *y,
+              int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+void binaryBwdOp(BinaryOp op, int which, const float *a, const float *b,
+                 const float *dy, float *g, int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+} // namespace
+
+Walk collapse(const Walk &w) {
+  Walk c;
+  c.rank = 0;
+  for (int d = 0; d < w.rank; ++d) {
+    if (w.shape[d] == 1)
+      continue;
+    if (c.rank > 0) {
+      int p = c.rank - 1;
+      bool merge = true;
+      for (int k = 0; k < 3; ++k)
+        merge &= c.stride[k][p] == w.stride[k][d] * w.shape[d];
+      if (merge) {
+        c.shape[p] *= w.shape[d];
+        for (int k = 0; k < 3; ++k)
+          c.stride[k][p] = w.stride[k][d];
+        continue;
+      }
+    }
+    c.shape[c.rank] = w.shape[d];
+    for (int k = 0; k < 3; ++k)
+      c.stride[k][c.rank] = w.stride[k][d];
+    ++c.rank;
+  }
+  if (c.rank == 0) {
+    c.rank = 1;
+    c.shape[0] = w.numel();
+    for (int k = 0; k < 3; ++k)
+      c.stride[k][0] = 0;
+  }
+  return c;
+}
+
+void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
+  float xs[kChunk], ys[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    int64_t len = n - i < kChunk ? n - i : kChunk;
+    const float *px = view(x, i, 1, len, xs);
+    float *py = target(y, i, 1, ys);
+    unaryOp(op, attrs, px, py, len);
+    finish(y, i, 1, len, py, ys);
+  }
+}
+
+void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+              int64_t n) {
+  float xs[kChunk], ds[kChunk], gs[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    int64_t len = n - i < kChunk ? n - i : kChunk;
+    const float *px = view(x, i, 1, len, xs);
+    const float *pd = view(dy, i, 1, len, ds);
+    float *pg = target(dx, i, 1, gs);
+    unaryBwdOp(op, attrs, px, pd, pg, len);
+    finish(dx, i, 1, len, pg, gs);
+  }
+}
+
+void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
+  if (w.numel() == 0)
+    return;
+  Walk c = collapse(w);
+  int last = c.rank - 1;
+  int64_t len = c.shape[last];
+  int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
+          s2 = c.stride[2][last];
+  float as[kChunk], bs[kChunk], ys[kChunk];
+  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
+    for (int64_t i = 0; i < len; i += kChunk) {
+      int64_t n = len - i < kChunk ? len - i : kChunk;
+      const float *pa = view(a, o1 + i * s1, s1, n, as);
+      const float *pb = view(b, o2 + i * s2, s2, n, bs);
+      float *py = target(y, o0 + i * s0, s0, ys);
+      binaryOp(op, pa, pb, py, n);
+      finish(y, o0 + i * s0, s0, n, py, ys);
+    }
+  });
+}
+
+void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+               const Walk &w) {
+  if (w.numel() == 0)
+    return;
+  Walk c = collapse(w);
+  int last = c.rank - 1;
+  int64_t len = c.shape[last];
+  int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
+          s2 = c.stride[2][last];
+  float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
+  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
+    for (int64_t i = 0; i < len; i += kChunk) {
+      int64_t n = len - i < kChunk ? len - i : kChunk;
+      const float *pa = view(a, o1 + i * s1, s1, n, as);
+      const float *pb = view(b, o2 + i * s2, s2, n, bs);
+      const float *pd = view(dy, o0 + i * s0, s0, n, ds);
+      float *pg = target(g, o0 + i * s0, s0, gs);
+      binaryBwdOp(op, which, pa, pb, pd, pg, n);
+      finish(g, o0 + i * s0, s0, n, pg, gs);
+    }
+  });
+}
+
+void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
+  int64_t count = inner.numel();
+  if (outer.numel() == 0)
+    return;
+  // The inner walk's x strides (operand 1), collapsed on their own.
+  Walk in;
+  in.rank = inner.rank;
+  for (int d = 0; d < inner.rank; ++d) {
+    in.shape[d] = inner.shape[d];
+    in.stride[1][d] = inner.stride[1][d];
+  }
+  Walk ci = collapse(in);
+  int il = ci.rank - 1;
+  int64_t len = count == 0 ? 0 : ci.shape[il];
+  int64_t sx = ci.stride[1][il];
+  Walk co = collapse(outer);
+  int ol = co.rank - 1;
+  int64_t olen = co.shape[ol];
+  // Outputs go in blocks of four adjacent ones of the outer row: each keeps
+  // its own accumulator and adds its elements in the plain loop's order,
+  // the four chains interleaved (an f64 add waits for the previous one).
+  constexpr int kB = 4;
+  static thread_local float buf[kB][kChunk];
+  forEachRow(co, [&](int64_t yRow, int64_t xRow, int64_t) {
+    for (int64_t k0 = 0; k0 < olen; k0 += kB) {
+      int nb = olen - k0 < kB ? static_cast<int>(olen - k0) : kB;
+      int64_t xo[kB];
+      double acc[kB] = {0.0, 0.0, 0.0, 0.0};
+      float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+      for (int b = 0; b < nb; ++b)
+        xo[b] = xRow + (k0 + b) * co.stride[1][ol];
+      if (count > 0)
+        forEachRow(ci, [&](int64_t, int64_t xi, int64_t) {
+          for (int64_t i = 0; i < len; i += kChunk) {
+            int64_t n = len - i < kChunk ? len - i : kChunk;
+            const float *p[kB];
+            for (int b = 0; b < nb; ++b)
+              p[b] = view(x, xo[b] + xi + i * sx, sx, n, buf[b]);
+            if (op == ReduceOp::Max) {
+              for (int b = 0; b < nb; ++b) {
+                float mb = m[b];
+                for (int64_t j = 0; j < n; ++j) {
+                  float v = p[b][j];
+                  if (v > mb || v != v)
+                    mb = (mb != mb) ? mb : v;
+                }
+                m[b] = mb;
+              }
+            } else if (nb == kB) {
+              double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+              const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+              for (int64_t j = 0; j < n; ++j) {
+                a0 += p0[j];
+                a1 += p1[j];
+                a2 += p2[j];
+                a3 += p3[j];
+              }
+              acc[0] = a0;
+              acc[1] = a1;
+              acc[2] = a2;
+              acc[3] = a3;
+            } else {
+              for (int b = 0; b < nb; ++b) {
+                double a = acc[b];
+                for (int64_t j = 0; j < n; ++j)
+                  a += p[b][j];
+                acc[b] = a;
+              }
+            }
+          }
+        });
+      for (int b = 0; b < nb; ++b) {
+        int64_t yo = yRow + (k0 + b) * co.stride[0][ol];
+        if (op == ReduceOp::Max) {
+          storeF32(y.data, y.dtype, yo, m[b]);
+          continue;
+        }
+        double a = acc[b];
+        if (op == ReduceOp::Mean)
+          a /= static_cast<double>(count);
+        storeF32(y.data, y.dtype, yo, static_cast<float>(a));
+      }
+    }
+  });
+}
+
+namespace {
+
+/// The value `m = x[j] > m ? x[j] : m` leaves after j = 0..n-1 from -inf:
+/// the largest non-NaN element (which is order-independent except for the
+/// sign of a zero maximum; that case takes the plain loop).
+float rowMaxPlain(const float *x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx"))) float rowMaxAVX(const float *x, int64_t n) {
+  // _mm256_max_ps(a, b) is a > b ? a : b lane by lane.
+  __m256 m8 = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    m8 = _mm256_max_ps(_mm256_loadu_ps(x + j), m8);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = -INFINITY;
+  for (int l = 0; l < 8; ++l)
+    m = lanes[l] > m ? lanes[l] : m;
+  for (; j < n; ++j)
+    m = x[j] > m ? x[j] : m;
+  return m;
+}
+#endif
+
+float rowMax(const float *x, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (cpufast::haveAVX2()) {
+    float m = rowMaxAVX(x, n);
+    if (m != 0.0f)
+      return m;
+  }
+#endif
+  return rowMaxPlain(x, n);
+}
+
+} // namespace
+
+void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
+             int64_t inner) {
+  size_t n = static_cast<size_t>(dim);
+  std::vector<float> row(n), e(n), out(n);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      const float *r = view(x, base, inner, dim, row.data());
+      float m = rowMax(r, dim);
+      // The exponentials, kept for the output (the values the sum adds).
+      for (int64_t j = 0; j < dim; ++j)
+        e[j] = r[j] - m;
+      expN(e.data(), e.data(), dim);
+      double sum = 0.0;
+      for (int64_t j = 0; j < dim; ++j)
+        sum += e[j];
+      // y may be x itself: each output element is written after its input
+      // element's last read.
+      float *yr = target(y, base, inner, out.data());
+      if (log) {
+        float lse = logf(static_cast<float>(sum));
+        for (int64_t j = 0; j < dim; ++j)
+          yr[j] = r[j] - m - lse;
+      } else {
+        float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < dim; ++j)
+          yr[j] = e[j] * inv;
+      }
+      finish(y, base, inner, dim, yr, out.data());
+    }
+  }
+}
+
+float rowLse(Buf logits, int64_t base, int64_t classes) {
+  std::vector<float> row(static_cast<size_t>(classes)),
+      e(static_cast<size_t>(classes));
+  loadContig(logits, base, classes, row.data());
+  float m = rowMax(row.data(), classes);
+  for (int64_t c = 0; c < classes; ++c)
+    e[c] = row[c] - m;
+  expN(e.data(), e.data(), classes);
+  double s = 0.0;
+  for (int64_t c = 0; c < classes; ++c)
+    s += e[c];
+  return m + logf(static_cast<float>(s));
+}
+
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, float lse, float scale) {
+  std::vector<float> p(static_cast<size_t>(classes));
+  if (label == -100) {
+    storeRun(dlogits, base, 1, classes, p.data()); // zeros
+    return;
+  }
+  loadContig(logits, base, classes, p.data());
+  for (int64_t c = 0; c < classes; ++c)
+    p[c] = p[c] - lse;
+  expN(p.data(), p.data(), classes);
+  for (int64_t c = 0; c < classes; ++c)
+    p[c] = (p[c] - (c == label ? 1.0f : 0.0f)) * scale;
+  storeRun(dlogits, base, 1, classes, p.data());
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+namespace {
+// adamwElement eight lanes at a time, operation for operation (the compiler
+// keeps the scalar loop scalar: sqrtf may set errno).
+__attribute__((target("avx"))) int64_t adamwAVX(float *p, const float *g,
+                                                float *m, float *v, int64_t n,
+                                                const AdamwScalars &s) {
+  const __m256 decay = _mm256_set1_ps(s.decay),
+               w = _mm256_set1_ps(s.oneMinusBeta1),
+               oneMinusW = _mm256_set1_ps(1.0f - s.oneMinusBeta1),
+               beta2 = _mm256_set1_ps(s.beta2),
+               oneMinusBeta2 = _mm256_set1_ps(s.oneMinusBeta2),
+               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt), eps = _mm256_set1_ps(s.eps),
+               negStep = _mm256_set1_ps(s.negStepSize);
+  bool lerpFromM = fabsf(s.oneMinusBeta1) < 0.5f;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pv = _mm256_mul_ps(_mm256_loadu_ps(p + i), decay);
+    __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
+    __m256 d = _mm256_sub_ps(gv, mv);
+    mv = lerpFromM ? _mm256_add_ps(mv, _mm256_mul_ps(w, d))
+                   : _mm256_sub_ps(gv, _mm256_mul_ps(d, oneMinusW));
+    __m256 vv =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
+                      _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, gv), gv));
+    __m256 denom =
+        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), bc2Sqrt), eps);
+    pv = _mm256_add_ps(pv, _mm256_mul_ps(negStep, _mm256_div_ps(mv, denom)));
+    _mm256_storeu_ps(p + i, pv);
+    _mm256_storeu_ps(m + i, mv);
+    _mm256_storeu_ps(v + i, vv);
+  }
+  return i;
+}
+} // namespace
+#endif
+
+void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
+              const AdamwScalars &s) {
+  int64_t i = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (cpufast::haveAVX2())
+    i = adamwAVX(p, g, m, v, n, s);
+#endif
+  for (; i < n; ++i)
+    adamwElement(p[i], g[i], m[i], v[i], s);
+}
+
+void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
+                int64_t inner) {
+  size_t n = static_cast<size_t>(dim);
+  std::vector<float> gs(n), ys(n), e(n), out(n);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      const float *g = view(dy, base, inner, dim, gs.data());
+      const float *yv = view(y, base, inner, dim, ys.data());
+      double dot = 0.0;
+      if (log)
+        for (int64_t j = 0; j < dim; ++j)
+          dot += g[j];
+      else
+        for (int64_t j = 0; j < dim; ++j)
+          dot += g[j] * yv[j];
+      float s = static_cast<float>(dot);
+      // dx may be dy or y: each element is written after its last read.
+      float *d = target(dx, base, inner, out.data());
+      if (log) {
+        expN(yv, e.data(), dim);
+        for (int64_t j = 0; j < dim; ++j)
+          d[j] = g[j] - e[j] * s;
+      } else {
+        for (int64_t j = 0; j < dim; ++j)
+          d[j] = yv[j] * (g[j] - s);
+      }
+      finish(dx, base, inner, dim, d, out.data());
+    }
+  }
+}
+
+namespace {
+
+/// Mean (0 for rms) and reciprocal std of one row, accumulated in f64.
+void rowStats(bool rms, const float *x, int64_t cols, float eps, float &mean,
+              float &rstd) {
+  double s = 0.0, s2 = 0.0;
+  for (int64_t j = 0; j < cols; ++j) {
+    double v = x[j];
+    s += v;
+    s2 += v * v;
+  }
+  double mu = rms ? 0.0 : s / cols;
+  double var = rms ? s2 / cols : s2 / cols - mu * mu;
+  if (var < 0)
+    var = 0;
+  mean = static_cast<float>(mu);
+  rstd = static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+} // namespace
+
+void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          float eps) {
+  size_t n = static_cast<size_t>(cols);
+  std::vector<float> row(n), out(n), wv(w.data ? n : 0), bv(b.data ? n : 0);
+  if (w.data)
+    loadContig(w, 0, cols, wv.data());
+  if (b.data)
+    loadContig(b, 0, cols, bv.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = view(x, r * cols, 1, cols, row.data());
+    float mean, rstd;
+    rowStats(rms, xr, cols, eps, mean, rstd);
+    float *yr = target(y, r * cols, 1, out.data());
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = (xr[j] - mean) * rstd;
+      if (w.data)
+        v *= wv[j];
+      if (b.data)
+        v += bv[j];
+      yr[j] = v;
+    }
+    finish(y, r * cols, 1, cols, yr, out.data());
+  }
+}
+
+void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, float eps) {
+  size_t n = static_cast<size_t>(cols);
+  std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
+  std::vector<float> xhat(n), g(n), xs(n), ds(n), out(n), wv(w.data ? n : 0);
+  if (w.data)
+    loadContig(w, 0, cols, wv.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t base = r * cols;
+    const float *xr = view(x, base, 1, cols, xs.data());
+    const float *dr = view(dy, base, 1, cols, ds.data());
+    float mean, rstd;
+    rowStats(rms, xr, cols, eps, mean, rstd);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      float d = dr[j];
+      xhat[j] = (xr[j] - mean) * rstd;
+      g[j] = w.data ? d * wv[j] : d;
+      sumG += g[j];
+      sumGX += static_cast<double>(g[j]) * xhat[j];
+    }
+    if (dw.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dwAcc[j] += static_cast<double>(dr[j]) * xhat[j];
+    if (db.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dbAcc[j] += dr[j];
+    if (!dx.data)
+      continue;
+    float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+    float meanGX = static_cast<float>(sumGX / cols);
+    float *o = target(dx, base, 1, out.data());
+    for (int64_t j = 0; j < cols; ++j)
+      o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+    finish(dx, base, 1, cols, o, out.data());
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    if (dw.data)
+      storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
+    if (db.data)
+      storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
+  }
+}
+
+} // namespace cpukern
+} // namespace ampc

@@ -1,0 +1,68 @@
+//===- cpu_kernels.h - Row kernels of the CPU backend -----------*- C++ -*-===//
+//
+// The CPU backend's elementwise, broadcast, reduction, softmax and norm
+// kernels, written over rows instead of elements:
+//  - a walk's dimensions are collapsed (size-1 dims dropped, adjacent dims
+//    merged where every operand's strides allow it), so a broadcast add of a
+//    per-channel bias over [N, C, H, W] runs over N * C rows of H * W;
+//  - each row is read once into f32 (f32 rows of stride 1 in place, f16 and
+//    bf16 through the vector converters, stride-0 operands as one value) and
+//    the op's scalar code runs over the row with the op and dtype switches
+//    taken once per row, not per element;
+//  - softmax keeps its exponentials instead of computing them twice, and
+//    the norms read their rows and their weights once.
+// Every output element is computed by the same scalar expression, on the
+// same inputs, in the same order of accumulation as the plain element loops
+// these replace, so every result has the same bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CPU_CPU_KERNELS_H
+#define AMPC_RUNTIME_CPU_CPU_KERNELS_H
+
+#include "../src/backend.h"
+
+namespace ampc {
+namespace cpukern {
+
+void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n);
+void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+              int64_t n);
+/// y = op(a, b) over the walk (operand 0 y, 1 a, 2 b).
+void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w);
+/// g = the gradient reaching operand `which` (g and dy at operand 0's
+/// offsets, a at operand 1's, b at operand 2's).
+void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+               const Walk &w);
+/// Sum, mean or max of x over `inner` for every index of `outer` (operand 0
+/// y, 1 x), adding in row-major order of `inner` in f64 as Backend::reduce
+/// specifies.
+void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
+void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
+void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
+                int64_t inner);
+void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          float eps);
+void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, float eps);
+
+/// log-sum-exp of classes logits from base: max m, then m + log(sum in f64
+/// of exp(x - m)).
+float rowLse(Buf logits, int64_t base, int64_t classes);
+/// One row of cross-entropy's gradient: (exp(x - lse) - [c == label]) *
+/// scale, zeros for label -100.
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, float lse, float scale);
+
+/// adamwElement over n f32 elements (eight at a time with AVX: the same
+/// operations, sqrt being correctly rounded in both).
+void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
+              const AdamwScalars &s);
+
+/// The walk with size-1 dims dropped and adjacent dims merged where all
+/// three operands' strides allow (rank >= 1; numel unchanged).
+Walk collapse(const Walk &w);
+
+} // namespace cpukern
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CPU_CPU_KERNELS_H

@@ -1,0 +1,314 @@
+//===- cpu_vmath.cpp - Vector expf with libm's bits -----------------------===//
+//
+// See cpu_vmath.h. The vector code is compiled for AVX2 + FMA with a target
+// attribute and only called after the CPUID check and the self-check.
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_vmath.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define AMPC_VMATH_X86 1
+#include <immintrin.h>
+#endif
+
+namespace ampc {
+namespace cpukern {
+namespace {
+
+#if AMPC_VMATH_X86
+// 2^(i/32) as doubles (correctly rounded), each less i << 47 so that adding
+// k << 47 for k = i (mod 32) puts k / 32's integer part in the exponent.
+alignas(32) const uint64_t kExp2Tab[32] = {
+    0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full,
+    0x3fef9301d0125b51ull, 0x3fef72b83c7d517bull, 0x3fef54873168b9aaull,
+    0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull, 0x3fef06fe0a31b715ull,
+    0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
+    0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull,
+    0x3feea47eb03a5585ull, 0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull,
+    0x3feea11473eb0187ull, 0x3feea589994cce13ull, 0x3feeace5422aa0dbull,
+    0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
+    0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull,
+    0x3fef3720dcef9069ull, 0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full,
+    0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull};
+
+double fromBits(uint64_t u) {
+  double d;
+  memcpy(&d, &u, 8);
+  return d;
+}
+
+/// exp of four lanes, the steps of libm's expf in double: k = round(x *
+/// 32/ln2) by adding 1.5 * 2^52 (one FMA), r = x * 32/ln2 - k (one FMA),
+/// 2^(r/32) ~ 1 + c2 r + (c1 + c0 r) r^2 (three FMAs), times the table
+/// entry scaled by 2^(k div 32).
+__attribute__((target("avx2,fma"))) inline __m128 exp4(__m128 x) {
+  const __m256d invLn2N = _mm256_set1_pd(fromBits(0x40471547652b82feull));
+  const __m256d shift = _mm256_set1_pd(fromBits(0x4338000000000000ull));
+  const __m256d c0 = _mm256_set1_pd(fromBits(0x3ebc6af84b912394ull));
+  const __m256d c1 = _mm256_set1_pd(fromBits(0x3f2ebfce50fac4f3ull));
+  const __m256d c2 = _mm256_set1_pd(fromBits(0x3f962e42ff0c52d6ull));
+  const __m256d one = _mm256_set1_pd(1.0);
+  __m256d xd = _mm256_cvtps_pd(x);
+  __m256d kds = _mm256_fmadd_pd(invLn2N, xd, shift);
+  __m256i ki = _mm256_castpd_si256(kds);
+  __m256d kd = _mm256_sub_pd(kds, shift);
+  __m256d r = _mm256_fmsub_pd(invLn2N, xd, kd);
+  __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+  __m256i t = _mm256_i64gather_epi64(
+      reinterpret_cast<const long long *>(kExp2Tab), idx, 8);
+  t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+  __m256d s = _mm256_castsi256_pd(t);
+  __m256d z = _mm256_fmadd_pd(r, c0, c1);
+  __m256d r2 = _mm256_mul_pd(r, r);
+  __m256d y = _mm256_fmadd_pd(r, c2, one);
+  y = _mm256_fmadd_pd(z, r2, y);
+  y = _mm256_mul_pd(y, s);
+  return _mm256_cvtpd_ps(y);
+}
+
+/// exp of eight lanes with libm's bits (its special-case lanes by libm).
+__attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
+  // libm's special path: the top 12 bits of |x| >= those of 88.0f, or NaN.
+  const __m256i absTopMin = _mm256_set1_epi32(0x42a);
+  const __m256i topMask = _mm256_set1_epi32(0x7ff);
+  // Below log(2^-150) (and -inf) libm returns +0.
+  const __m256 uflow = _mm256_set1_ps(-0x1.9fe368p6f);
+  __m256i top =
+      _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
+  __m256i special = _mm256_cmpgt_epi32(top, absTopMin);
+  __m128 lo = exp4(_mm256_castps256_ps128(xv));
+  __m128 hi = exp4(_mm256_extractf128_ps(xv, 1));
+  __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+  if (_mm256_testz_si256(special, special))
+    return r;
+  __m256 zero = _mm256_cmp_ps(xv, uflow, _CMP_LT_OQ);
+  r = _mm256_andnot_ps(zero, r);
+  __m256i rest = _mm256_andnot_si256(_mm256_castps_si256(zero), special);
+  int bits = _mm256_movemask_ps(_mm256_castsi256_ps(rest));
+  if (!bits)
+    return r;
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, xv);
+  _mm256_store_ps(ys, r);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = expf(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+__attribute__((target("avx2,fma"), noinline)) void
+expAVX2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = expf(x[i]);
+}
+
+float f(uint32_t u) {
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+// erf of eight lanes: libm's erff (the fdlibm algorithm in f32: rational
+// approximations on |x| < 0.84375, < 1.25, < 1/0.35 and < 6, the last two
+// through two expf calls), each operation rounded as there, with the
+// coefficients libm uses. Lanes with |x| < 2^-28, |x| >= 6, inf or NaN are
+// computed by libm.
+__attribute__((target("avx2,fma"))) inline __m256 mul(__m256 a, __m256 b) {
+  return _mm256_mul_ps(a, b);
+}
+__attribute__((target("avx2,fma"))) inline __m256 add(__m256 a, __m256 b) {
+  return _mm256_add_ps(a, b);
+}
+__attribute__((target("avx2,fma"))) inline __m256 c(float v) {
+  return _mm256_set1_ps(v);
+}
+/// ((k[0] t + k[1]) t + k[2]) t ... + k[n-1], each step rounded.
+template <int N>
+__attribute__((target("avx2,fma"))) inline __m256 horner(const float (&k)[N],
+                                                         __m256 t) {
+  __m256 r = mul(c(k[0]), t);
+  for (int i = 1; i < N; ++i) {
+    r = add(r, c(k[i]));
+    if (i + 1 < N)
+      r = mul(r, t);
+  }
+  return r;
+}
+
+__attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
+  static const float pp[] = {f(0xb7c756b1), f(0xbbbd1489), f(0xbce9528f),
+                             f(0xbea66beb), f(0x3e0375d4)};
+  static const float qq[] = {f(0xb684e21a), f(0x390aee49), f(0x3ba68116),
+                             f(0x3d852a63), f(0x3ecbbbce), 1.0f};
+  static const float pa[] = {f(0xbb0df9c0), f(0x3d1151b3), f(0xbde31cc2),
+                             f(0x3ea2fe54), f(0xbebe9208), f(0x3ed46805),
+                             f(0xbb1acdc6)};
+  static const float qa[] = {f(0x3c445aa3), f(0x3c5f6e13), f(0x3e013307),
+                             f(0x3d931ae7), f(0x3f0a5785), f(0x3dd9f331),
+                             1.0f};
+  static const float ra[] = {f(0xc11d077e), f(0xc2a2932b), f(0xc3389ae7),
+                             f(0xc322658c), f(0xc2798057), f(0xc128f022),
+                             f(0xbf31a0b7), f(0xbc21a093)};
+  static const float sa[] = {f(0xbd777f97), f(0x40d23f7c), f(0x42d9451f),
+                             f(0x43d6810b), f(0x442158c9), f(0x43d9486f),
+                             f(0x4309a863), f(0x419d35ce), 1.0f};
+  static const float rb[] = {f(0xc3f1c275), f(0xc480230b), f(0xc41f6441),
+                             f(0xc320a2ea), f(0xc18e104b), f(0xbf4c9dd4),
+                             f(0xbc21a092)};
+  static const float sb[] = {f(0xc1b38712), f(0x43ed43a7), f(0x451f90ce),
+                             f(0x4547fdbb), f(0x44c01759), f(0x43a2e571),
+                             f(0x41f2b459), 1.0f};
+  const float erx = f(0x3f58560b);
+  __m256i hx = _mm256_castps_si256(x);
+  __m256i ix = _mm256_and_si256(hx, _mm256_set1_epi32(0x7fffffff));
+  __m256 ax = _mm256_castsi256_ps(ix);
+  __m256 neg = _mm256_castsi256_ps(_mm256_srai_epi32(hx, 31));
+  // |x| < 0.84375: x + x * (P(x^2) / Q(x^2)).
+  __m256 z = mul(x, x);
+  __m256 y1 = add(x, mul(x, _mm256_div_ps(horner(pp, z), horner(qq, z))));
+  // |x| < 1.25: +-(erx + P(s) / Q(s)), s = |x| - 1.
+  __m256 s = _mm256_sub_ps(ax, c(1.0f));
+  __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
+  __m256 y2 =
+      _mm256_blendv_ps(add(c(erx), pq), _mm256_sub_ps(c(-erx), pq), neg);
+  __m256i r1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f580000), ix);
+  __m256i r2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3fa00000), ix);
+  __m256i r4 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x40c00000), ix);
+  __m256 y = _mm256_blendv_ps(y2, y1, _mm256_castsi256_ps(r1));
+  __m256i far = _mm256_andnot_si256(r2, r4); // 1.25 <= |x| < 6
+  if (!_mm256_testz_si256(far, far)) {
+    __m256 t = _mm256_div_ps(c(1.0f), mul(x, x));
+    __m256 near3 = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x4036db6e), ix));
+    __m256 R = _mm256_blendv_ps(horner(rb, t), horner(ra, t), near3);
+    __m256 S = _mm256_blendv_ps(horner(sb, t), horner(sa, t), near3);
+    __m256 zz = _mm256_castsi256_ps(
+        _mm256_and_si256(ix, _mm256_set1_epi32(static_cast<int>(0xfffff000u))));
+    __m256 e1 =
+        exp8(_mm256_sub_ps(mul(_mm256_xor_ps(zz, c(-0.0f)), zz), c(0.5625f)));
+    __m256 e2 =
+        exp8(add(mul(_mm256_sub_ps(zz, ax), add(zz, ax)), _mm256_div_ps(R, S)));
+    __m256 rx = _mm256_div_ps(mul(e2, e1), ax);
+    __m256 y3 = _mm256_blendv_ps(_mm256_sub_ps(c(1.0f), rx),
+                                 _mm256_sub_ps(rx, c(1.0f)), neg);
+    y = _mm256_blendv_ps(y, y3, _mm256_castsi256_ps(far));
+  }
+  // libm for |x| < 2^-28, |x| >= 6, inf and NaN.
+  __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x31800000), ix);
+  __m256i other =
+      _mm256_or_si256(tiny, _mm256_xor_si256(r4, _mm256_set1_epi32(-1)));
+  int bits = _mm256_movemask_ps(_mm256_castsi256_ps(other));
+  if (!bits)
+    return y;
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, x);
+  _mm256_store_ps(ys, y);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = erff(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+__attribute__((target("avx2,fma"), noinline)) void
+erfAVX2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = erff(x[i]);
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/// Whether a vector path gives libm's bits on a spread of inputs: every
+/// exponent and sign with varied mantissas, [lo, hi] (where the function's
+/// rounding-sensitive work is) densely, and the special values.
+bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
+            float lo, float hi) {
+  constexpr int kN = 1 << 17;
+  static float in[kN], out[kN];
+  uint32_t h = 0x9e3779b9u;
+  for (int i = 0; i < kN / 2; ++i) {
+    h ^= h << 13;
+    h ^= h >> 17;
+    h ^= h << 5;
+    uint32_t u = (static_cast<uint32_t>(i) << 17) ^ (h & 0x1ffffu);
+    memcpy(&in[i], &u, 4);
+  }
+  for (int i = kN / 2; i < kN; ++i)
+    in[i] = lo + (hi - lo) * static_cast<float>(i - kN / 2) / (kN / 2);
+  in[0] = INFINITY;
+  in[1] = -INFINITY;
+  in[2] = NAN;
+  in[3] = 0.0f;
+  in[4] = -0.0f;
+  volatile int64_t n = kN; // keeps GCC from cloning the loop for a constant
+  vec(in, out, n);
+  for (int i = 0; i < kN; ++i)
+    if (bitsOf(out[i]) != bitsOf(ref(in[i])))
+      return false;
+  return true;
+}
+
+float libmExp(float x) { return expf(x); }
+float libmErf(float x) { return erff(x); }
+
+bool vectorAllowed() {
+  if (getenv("AMPC_CPU_SCALAR_MATH"))
+    return false;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+} // namespace
+
+bool vectorExp() {
+#if AMPC_VMATH_X86
+  static const bool use =
+      vectorAllowed() && agrees(expAVX2, libmExp, -104.0f, 89.0f);
+  return use;
+#else
+  return false;
+#endif
+}
+
+bool vectorErf() {
+#if AMPC_VMATH_X86
+  static const bool use = vectorExp() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
+  return use;
+#else
+  return false;
+#endif
+}
+
+void expN(const float *x, float *y, int64_t n) {
+#if AMPC_VMATH_X86
+  if (vectorExp())
+    return expAVX2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = expf(x[i]);
+}
+
+void erfN(const float *x, float *y, int64_t n) {
+#if AMPC_VMATH_X86
+  if (vectorErf())
+    return erfAVX2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = erff(x[i]);
+}
+
+} // namespace cpukern
+} // namespace ampc

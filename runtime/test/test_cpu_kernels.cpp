@@ -1,0 +1,612 @@
+//===- test_cpu_kernels.cpp - The CPU backend's row kernels ---------------===//
+//
+// The row-wise kernels of runtime/cpu/cpu_kernels.cpp and the vector expf of
+// runtime/cpu/cpu_vmath.cpp give the bits of the plain element loops they
+// replaced (written out here as the references) and of libm's expf.
+//
+//===----------------------------------------------------------------------===//
+#include "test_util.h"
+
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vmath.h"
+
+#include <math.h>
+
+using namespace ampc;
+
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Bit equality of two f32 arrays: every element the same bits (with
+/// `anyNaN`, a NaN equals any NaN: where two NaNs meet in an addition or a
+/// product, which one's sign and payload survive depends on the operand
+/// order the compiler picked for the commutative operation, in the
+/// reference as in the kernel, and differs between optimisation levels).
+::testing::AssertionResult sameBits(const std::vector<float> &a,
+                                    const std::vector<float> &b,
+                                    bool anyNaN = false) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < a.size(); ++i)
+    if (bitsOf(a[i]) != bitsOf(b[i]) &&
+        !(anyNaN && std::isnan(a[i]) && std::isnan(b[i])))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a[i] << " (0x" << std::hex
+             << bitsOf(a[i]) << ") vs " << b[i] << " (0x" << bitsOf(b[i])
+             << ")";
+  return ::testing::AssertionSuccess();
+}
+
+template <typename F> void forEachRef(const Walk &w, F &&f) {
+  int64_t n = w.numel();
+  if (n == 0)
+    return;
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(o0, o1, o2);
+    for (int d = w.rank - 1; d >= 0; --d) {
+      if (++idx[d] < w.shape[d]) {
+        o0 += w.stride[0][d];
+        o1 += w.stride[1][d];
+        o2 += w.stride[2][d];
+        break;
+      }
+      o0 -= w.stride[0][d] * (w.shape[d] - 1);
+      o1 -= w.stride[1][d] * (w.shape[d] - 1);
+      o2 -= w.stride[2][d] * (w.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Values with zeros of both signs, infinities, NaN, ties and a spread of
+/// magnitudes.
+std::vector<float> mixedValues(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> v(n);
+  const float specials[] = {0.0f,      -0.0f, 1.0f, -1.0f, INFINITY,
+                            -INFINITY, NAN,   2.0f, 0.5f,  100.0f};
+  for (size_t i = 0; i < n; ++i)
+    v[i] = (rng() % 16 == 0) ? specials[rng() % 10] : normal(rng);
+  return v;
+}
+
+/// Storage of `values` in dtype dt (the conversions of half.h).
+std::vector<uint8_t> store(const std::vector<float> &values, ampc_dtype dt) {
+  std::vector<uint8_t> out(values.size() * ampc_test::elemSize(dt) + 8);
+  for (size_t i = 0; i < values.size(); ++i)
+    storeF32(out.data(), dt, static_cast<int64_t>(i), values[i]);
+  return out;
+}
+
+std::vector<float> loadAll(const std::vector<uint8_t> &bytes, ampc_dtype dt,
+                           size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = loadF32(bytes.data(), dt, static_cast<int64_t>(i));
+  return v;
+}
+
+Walk makeWalk(std::vector<int64_t> shape,
+              std::vector<std::vector<int64_t>> strides) {
+  Walk w;
+  w.rank = static_cast<int>(shape.size());
+  for (int d = 0; d < w.rank; ++d) {
+    w.shape[d] = shape[d];
+    for (size_t k = 0; k < strides.size(); ++k)
+      w.stride[k][d] = strides[k][d];
+  }
+  return w;
+}
+
+/// Contiguous row-major strides of a shape; 0 where `bcast` marks a dim.
+std::vector<int64_t> rowMajor(const std::vector<int64_t> &shape,
+                              std::vector<bool> bcast = {}) {
+  std::vector<int64_t> st(shape.size());
+  int64_t s = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    bool b = !bcast.empty() && bcast[d];
+    st[d] = b ? 0 : s;
+    if (!b)
+      s *= shape[d];
+  }
+  return st;
+}
+
+int64_t span(const Walk &w, int k) {
+  int64_t m = 0;
+  for (int d = 0; d < w.rank; ++d)
+    m += w.stride[k][d] * (w.shape[d] - 1);
+  return m + 1;
+}
+
+} // namespace
+
+TEST(CpuKernels, ExpMatchesLibmOnEvery61stPattern) {
+  std::printf("vector expf %s\n", cpukern::vectorExp() ? "yes" : "no");
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> in(kBlock), out(kBlock);
+  int64_t checked = 0, differing = 0;
+  uint64_t u = 0;
+  while (u < (1ull << 32)) {
+    int64_t n = 0;
+    for (; n < kBlock && u < (1ull << 32); ++n, u += 61)
+      in[n] = fromBits(static_cast<uint32_t>(u));
+    cpukern::expN(in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      differing += bitsOf(out[i]) != bitsOf(expf(in[i]));
+    checked += n;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  EXPECT_GT(checked, 70000000);
+}
+
+TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
+  std::printf("vector erff %s\n", cpukern::vectorErf() ? "yes" : "no");
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> in(kBlock), out(kBlock);
+  int64_t checked = 0, differing = 0;
+  uint64_t u = 7;
+  while (u < (1ull << 32)) {
+    int64_t n = 0;
+    for (; n < kBlock && u < (1ull << 32); ++n, u += 61)
+      in[n] = fromBits(static_cast<uint32_t>(u));
+    cpukern::erfN(in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      differing += bitsOf(out[i]) != bitsOf(erff(in[i]));
+    checked += n;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  // Every pattern at the boundaries of its ranges (0.84375, 1.25, 1/0.35,
+  // 6, 2^-28), both signs.
+  std::vector<float> edge;
+  for (uint32_t b :
+       {0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u, 0x31800000u})
+    for (uint32_t d = 0; d < 4096; ++d) {
+      edge.push_back(fromBits(b - 2048 + d));
+      edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
+    }
+  std::vector<float> got(edge.size()), want(edge.size());
+  cpukern::erfN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
+  for (size_t i = 0; i < edge.size(); ++i)
+    want[i] = erff(edge[i]);
+  EXPECT_TRUE(sameBits(got, want));
+}
+
+TEST(CpuKernels, ExpMatchesLibmAroundItsSpecialCases) {
+  // Every pattern from 87 to 89 and from -88 to -105, where libm switches
+  // paths, and odd lengths for the tails.
+  std::vector<float> in;
+  for (uint32_t b = bitsOf(87.0f); b <= bitsOf(89.0f); b += 3)
+    in.push_back(fromBits(b));
+  for (uint32_t b = bitsOf(-88.0f); b <= bitsOf(-105.0f); b += 3)
+    in.push_back(fromBits(b));
+  in.push_back(INFINITY);
+  in.push_back(-INFINITY);
+  in.push_back(NAN);
+  in.push_back(-NAN);
+  in.push_back(fromBits(0x7f800001u));
+  std::vector<float> want(in.size()), got(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    want[i] = expf(in[i]);
+  for (int64_t len : {int64_t(in.size()), int64_t(in.size()) - 3}) {
+    cpukern::expN(in.data(), got.data(), len);
+    got.resize(len);
+    std::vector<float> w(want.begin(), want.begin() + len);
+    EXPECT_TRUE(sameBits(got, w));
+    got.resize(in.size());
+  }
+}
+
+TEST(CpuKernels, ExpOpsMatchTheScalarStructs) {
+  std::vector<float> x;
+  for (uint32_t u = 0; u < (1u << 20); ++u)
+    x.push_back(fromBits(u * 4093u));
+  for (int i = 0; i < 200000; ++i)
+    x.push_back(-30.0f + 60.0f * static_cast<float>(i) / 200000);
+  std::vector<float> dy = mixedValues(x.size(), 3);
+  for (size_t i = 0; i < dy.size(); ++i)
+    if (std::isnan(dy[i]))
+      dy[i] = 1.5f;
+  int64_t n = static_cast<int64_t>(x.size());
+  UnaryAttrs attrs{};
+  for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::Silu,
+                     UnaryOp::Gelu, UnaryOp::Tanh, UnaryOp::Relu}) {
+    std::vector<float> want(n), got(n), gWant(n), gGot(n);
+    for (int64_t i = 0; i < n; ++i) {
+      want[i] = unaryForward(op, x[i], attrs);
+      gWant[i] = unaryBackward(op, x[i], dy[i], attrs);
+    }
+    cpukern::unary(op, attrs, Buf{got.data(), AMPC_F32},
+                   Buf{x.data(), AMPC_F32}, n);
+    cpukern::unaryBwd(op, attrs, Buf{gGot.data(), AMPC_F32},
+                      Buf{dy.data(), AMPC_F32}, Buf{x.data(), AMPC_F32}, n);
+    // NaN inputs give NaN; which NaN operand of a product survives depends
+    // on the operand order the compiler picks (see sameBits).
+    EXPECT_TRUE(sameBits(got, want, /*anyNaN=*/true))
+        << "op " << static_cast<int>(op);
+    EXPECT_TRUE(sameBits(gGot, gWant, /*anyNaN=*/true))
+        << "op " << static_cast<int>(op);
+  }
+}
+
+TEST(CpuKernels, CollapseMergesContiguousDims) {
+  // [2, 3, 4, 5] + a per-channel [1, 3, 1, 1] bias: H and W merge.
+  std::vector<int64_t> shape = {2, 3, 4, 5};
+  Walk w = makeWalk(shape, {rowMajor(shape), rowMajor(shape),
+                            rowMajor(shape, {true, false, true, true})});
+  Walk c = cpukern::collapse(w);
+  ASSERT_EQ(c.rank, 3);
+  EXPECT_EQ(c.shape[0], 2);
+  EXPECT_EQ(c.shape[1], 3);
+  EXPECT_EQ(c.shape[2], 20);
+  EXPECT_EQ(c.stride[2][2], 0);
+  EXPECT_EQ(c.stride[2][1], 1);
+  // Fully contiguous: one dim.
+  Walk f = cpukern::collapse(
+      makeWalk(shape, {rowMajor(shape), rowMajor(shape), rowMajor(shape)}));
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.shape[0], 120);
+}
+
+namespace {
+
+struct WalkCase {
+  const char *name;
+  Walk w;
+};
+
+std::vector<WalkCase> walkCases() {
+  std::vector<WalkCase> cs;
+  std::vector<int64_t> s4 = {3, 5, 7, 9};
+  cs.push_back(
+      {"contiguous", makeWalk(s4, {rowMajor(s4), rowMajor(s4), rowMajor(s4)})});
+  cs.push_back({"channel bias",
+                makeWalk(s4, {rowMajor(s4), rowMajor(s4),
+                              rowMajor(s4, {true, false, true, true})})});
+  cs.push_back(
+      {"row scalar",
+       makeWalk(s4, {rowMajor(s4), rowMajor(s4, {false, false, false, true}),
+                     rowMajor(s4)})});
+  cs.push_back(
+      {"both broadcast",
+       makeWalk(s4, {rowMajor(s4), rowMajor(s4, {true, true, false, false}),
+                     rowMajor(s4, {false, false, true, true})})});
+  // a transposed (strided last dim), b a scalar.
+  std::vector<int64_t> s2 = {37, 1500};
+  cs.push_back({"transposed", makeWalk(s2, {{1500, 1}, {1, 37}, {0, 0}})});
+  std::vector<int64_t> s1 = {2500};
+  cs.push_back({"long row", makeWalk(s1, {{1}, {1}, {0}})});
+  return cs;
+}
+
+} // namespace
+
+TEST(CpuKernels, BinaryMatchesTheElementLoop) {
+  for (const WalkCase &c : walkCases())
+    for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16, AMPC_I32})
+      for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div,
+                          BinaryOp::Maximum, BinaryOp::Pow, BinaryOp::Less}) {
+        // i32 results of / and ** can be out of int32's range (a cast
+        // without a defined result): the integer runs use the other ops.
+        if (dt == AMPC_I32 && (op == BinaryOp::Div || op == BinaryOp::Pow))
+          continue;
+        const Walk &w = c.w;
+        size_t na = span(w, 1), nb = span(w, 2), ny = span(w, 0);
+        std::vector<float> av = mixedValues(na, 1), bv = mixedValues(nb, 2);
+        if (dt == AMPC_I32)
+          for (std::vector<float> *v : {&av, &bv})
+            for (float &e : *v)
+              e = std::isfinite(e) ? e : 3.0f;
+        auto ab = store(av, dt);
+        auto bb = store(bv, dt);
+        ampc_dtype yt = op == BinaryOp::Less ? AMPC_BOOL : dt;
+        std::vector<uint8_t> yWant(ny * 8 + 8, 0xcd), yGot(ny * 8 + 8, 0xcd);
+        forEachRef(w, [&](int64_t o0, int64_t o1, int64_t o2) {
+          storeF32(yWant.data(), yt, o0,
+                   binaryForward(op, loadF32(ab.data(), dt, o1),
+                                 loadF32(bb.data(), dt, o2)));
+        });
+        cpukern::binary(op, Buf{yGot.data(), yt}, Buf{ab.data(), dt},
+                        Buf{bb.data(), dt}, w);
+        EXPECT_EQ(yWant, yGot)
+            << c.name << " dtype " << dt << " op " << static_cast<int>(op);
+      }
+}
+
+TEST(CpuKernels, BinaryBwdMatchesTheElementLoop) {
+  for (const WalkCase &c : walkCases())
+    for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16})
+      for (BinaryOp op :
+           {BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Minimum})
+        for (int which : {0, 1}) {
+          const Walk &w = c.w;
+          size_t na = span(w, 1), nb = span(w, 2), ny = span(w, 0);
+          auto ab = store(mixedValues(na, 4), dt);
+          auto bb = store(mixedValues(nb, 5), dt);
+          auto db = store(mixedValues(ny, 6), dt);
+          std::vector<uint8_t> gWant(ny * 4 + 8, 0xcd), gGot(ny * 4 + 8, 0xcd);
+          forEachRef(w, [&](int64_t o0, int64_t o1, int64_t o2) {
+            storeF32(gWant.data(), dt, o0,
+                     binaryBackward(op, which, loadF32(ab.data(), dt, o1),
+                                    loadF32(bb.data(), dt, o2),
+                                    loadF32(db.data(), dt, o0)));
+          });
+          cpukern::binaryBwd(op, which, Buf{gGot.data(), dt},
+                             Buf{db.data(), dt}, Buf{ab.data(), dt},
+                             Buf{bb.data(), dt}, w);
+          EXPECT_EQ(gWant, gGot) << c.name << " dtype " << dt << " op "
+                                 << static_cast<int>(op) << " which " << which;
+        }
+}
+
+TEST(CpuKernels, ReduceMatchesTheElementLoop) {
+  // x [4, 6, 5, 7]: reduce over dims (0, 2, 3) for each of 6 channels (the
+  // bias gradient of a per-channel add), over (3) and over (1, 2).
+  std::vector<int64_t> xs = {4, 6, 5, 7};
+  std::vector<int64_t> xst = rowMajor(xs);
+  struct Case {
+    Walk outer, inner;
+  };
+  std::vector<Case> cases;
+  cases.push_back({makeWalk({6}, {{1}, {xst[1]}}),
+                   makeWalk({4, 5, 7}, {{0, 0, 0}, {xst[0], xst[2], xst[3]}})});
+  cases.push_back({makeWalk({4, 6, 5}, {{30, 5, 1}, {xst[0], xst[1], xst[2]}}),
+                   makeWalk({7}, {{0}, {1}})});
+  cases.push_back({makeWalk({4, 7}, {{7, 1}, {xst[0], xst[3]}}),
+                   makeWalk({6, 5}, {{0, 0}, {xst[1], xst[2]}})});
+  for (ampc_dtype dt : {AMPC_F32, AMPC_BF16})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
+      for (const Case &c : cases) {
+        auto xb = store(mixedValues(ampc_test::numel(xs), 7), dt);
+        int64_t ny = c.outer.numel();
+        std::vector<float> want(ny), got(ny);
+        int64_t count = c.inner.numel();
+        forEachRef(c.outer, [&](int64_t yo, int64_t xo, int64_t) {
+          double acc = 0.0;
+          float m = -INFINITY;
+          forEachRef(c.inner, [&](int64_t, int64_t xi, int64_t) {
+            float v = loadF32(xb.data(), dt, xo + xi);
+            acc += v;
+            if (v > m || v != v)
+              m = (m != m) ? m : v;
+          });
+          if (op == ReduceOp::Mean)
+            acc /= static_cast<double>(count);
+          want[yo] = op == ReduceOp::Max ? m : static_cast<float>(acc);
+        });
+        cpukern::reduce(op, Buf{got.data(), AMPC_F32}, Buf{xb.data(), dt},
+                        c.outer, c.inner);
+        EXPECT_TRUE(sameBits(got, want, /*anyNaN=*/true))
+            << static_cast<int>(op) << " case " << (&c - cases.data())
+            << " dtype " << dt;
+      }
+}
+
+namespace {
+
+void softmaxRef(bool log, float *y, const float *x, int64_t outer, int64_t dim,
+                int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      float m = -INFINITY;
+      for (int64_t j = 0; j < dim; ++j)
+        m = x[base + j * inner] > m ? x[base + j * inner] : m;
+      double sum = 0.0;
+      for (int64_t j = 0; j < dim; ++j)
+        sum += expf(x[base + j * inner] - m);
+      float lse = logf(static_cast<float>(sum));
+      float inv = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < dim; ++j) {
+        float v = x[base + j * inner];
+        y[base + j * inner] = log ? v - m - lse : expf(v - m) * inv;
+      }
+    }
+}
+
+void softmaxBwdRef(bool log, float *dx, const float *dy, const float *y,
+                   int64_t outer, int64_t dim, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      double dot = 0.0;
+      for (int64_t j = 0; j < dim; ++j) {
+        float g = dy[base + j * inner];
+        dot += log ? g : g * y[base + j * inner];
+      }
+      float s = static_cast<float>(dot);
+      for (int64_t j = 0; j < dim; ++j) {
+        int64_t i = base + j * inner;
+        dx[i] = log ? dy[i] - expf(y[i]) * s : y[i] * (dy[i] - s);
+      }
+    }
+}
+
+} // namespace
+
+TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
+  struct Shape3 {
+    int64_t outer, dim, inner;
+  };
+  for (Shape3 s : {Shape3{64, 257, 1}, Shape3{5, 33, 7}, Shape3{3, 1, 1},
+                   Shape3{8, 12, 1}})
+    for (bool log : {false, true}) {
+      int64_t n = s.outer * s.dim * s.inner;
+      std::mt19937 rng(11);
+      std::normal_distribution<float> normal(0.0f, 4.0f);
+      std::vector<float> x(n);
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = normal(rng);
+      // Causal-style masks, a row of equal zeros of both signs, NaN.
+      for (int64_t i = 0; i < n; i += 3)
+        x[i] = -INFINITY;
+      for (int64_t i = 0; i < s.dim && s.inner == 1 && s.outer > 2; ++i)
+        x[s.dim + i] = (i % 2) ? 0.0f : -0.0f;
+      if (n > 40)
+        x[40] = NAN;
+      std::vector<float> want(n), got(n);
+      softmaxRef(log, want.data(), x.data(), s.outer, s.dim, s.inner);
+      cpukern::softmax(log, Buf{got.data(), AMPC_F32}, Buf{x.data(), AMPC_F32},
+                       s.outer, s.dim, s.inner);
+      EXPECT_TRUE(sameBits(got, want)) << "log " << log << " dim " << s.dim;
+      std::vector<float> dy(n), dxWant(n), dxGot(n);
+      for (int64_t i = 0; i < n; ++i)
+        dy[i] = normal(rng);
+      softmaxBwdRef(log, dxWant.data(), dy.data(), want.data(), s.outer, s.dim,
+                    s.inner);
+      cpukern::softmaxBwd(log, Buf{dxGot.data(), AMPC_F32},
+                          Buf{dy.data(), AMPC_F32}, Buf{want.data(), AMPC_F32},
+                          s.outer, s.dim, s.inner);
+      EXPECT_TRUE(sameBits(dxGot, dxWant)) << "log " << log;
+    }
+}
+
+TEST(CpuKernels, NormMatchesTheElementLoop) {
+  int64_t rows = 13, cols = 300;
+  float eps = 1e-5f;
+  std::vector<float> xv = mixedValues(rows * cols, 21);
+  for (float &v : xv)
+    if (!std::isfinite(v))
+      v = 0.25f;
+  std::vector<float> wv = mixedValues(cols, 22), bv = mixedValues(cols, 23),
+                     dyv = mixedValues(rows * cols, 24);
+  for (float &v : wv)
+    if (!std::isfinite(v))
+      v = 1.0f;
+  for (float &v : dyv)
+    if (!std::isfinite(v))
+      v = -0.5f;
+  for (ampc_dtype dt : {AMPC_F32, AMPC_F16})
+    for (bool rms : {false, true}) {
+      auto xb = store(xv, dt), wb = store(wv, dt), bb = store(bv, dt),
+           db = store(dyv, dt);
+      std::vector<float> x = loadAll(xb, dt, rows * cols),
+                         w = loadAll(wb, dt, cols), b = loadAll(bb, dt, cols),
+                         dy = loadAll(db, dt, rows * cols);
+      std::vector<float> yWant(rows * cols), dxWant(rows * cols), dwWant(cols),
+          dbWant(cols);
+      std::vector<double> dwAcc(cols), dbAcc(cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = &x[r * cols];
+        double s = 0.0, s2 = 0.0;
+        for (int64_t j = 0; j < cols; ++j) {
+          double v = xr[j];
+          s += v;
+          s2 += v * v;
+        }
+        double mu = rms ? 0.0 : s / cols;
+        double var = rms ? s2 / cols : s2 / cols - mu * mu;
+        if (var < 0)
+          var = 0;
+        float mean = static_cast<float>(mu);
+        float rstd = static_cast<float>(1.0 / sqrt(var + eps));
+        double sumG = 0.0, sumGX = 0.0;
+        std::vector<float> xhat(cols), g(cols);
+        for (int64_t j = 0; j < cols; ++j) {
+          yWant[r * cols + j] = (xr[j] - mean) * rstd * w[j] + b[j];
+          float d = dy[r * cols + j];
+          xhat[j] = (xr[j] - mean) * rstd;
+          g[j] = d * w[j];
+          sumG += g[j];
+          sumGX += static_cast<double>(g[j]) * xhat[j];
+          dwAcc[j] += static_cast<double>(d) * xhat[j];
+          dbAcc[j] += d;
+        }
+        float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+        float meanGX = static_cast<float>(sumGX / cols);
+        for (int64_t j = 0; j < cols; ++j)
+          dxWant[r * cols + j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+      }
+      for (int64_t j = 0; j < cols; ++j) {
+        dwWant[j] = static_cast<float>(dwAcc[j]);
+        dbWant[j] = static_cast<float>(dbAcc[j]);
+      }
+      // Rounded to dt as the kernel stores them.
+      auto roundTo = [&](std::vector<float> v) {
+        return loadAll(store(v, dt), dt, v.size());
+      };
+      std::vector<uint8_t> yb(rows * cols * 4), dxb(rows * cols * 4),
+          dwb(cols * 4), dbb(cols * 4);
+      cpukern::norm(rms, Buf{yb.data(), dt}, Buf{xb.data(), dt},
+                    Buf{wb.data(), dt}, Buf{bb.data(), dt}, rows, cols, eps);
+      cpukern::normBwd(rms, Buf{dxb.data(), dt}, Buf{dwb.data(), dt},
+                       Buf{dbb.data(), dt}, Buf{db.data(), dt},
+                       Buf{xb.data(), dt}, Buf{wb.data(), dt}, rows, cols, eps);
+      EXPECT_TRUE(sameBits(loadAll(yb, dt, rows * cols), roundTo(yWant)));
+      EXPECT_TRUE(sameBits(loadAll(dxb, dt, rows * cols), roundTo(dxWant)));
+      EXPECT_TRUE(sameBits(loadAll(dwb, dt, cols), roundTo(dwWant)));
+      EXPECT_TRUE(sameBits(loadAll(dbb, dt, cols), roundTo(dbWant)));
+    }
+}
+
+TEST(CpuKernels, AdamwMatchesTheElementCode) {
+  for (double beta1 : {0.9, 0.2})
+    for (int64_t n : {int64_t(1), int64_t(8), int64_t(1003)}) {
+      AdamwScalars s = adamwScalars(1e-3, beta1, 0.999, 1e-8, 0.01, 7);
+      std::vector<float> p = mixedValues(n, 31), g = mixedValues(n, 32),
+                         m = mixedValues(n, 33), v = mixedValues(n, 34);
+      for (float &e : v)
+        e = std::fabs(e);
+      std::vector<float> p2 = p, m2 = m, v2 = v;
+      for (int64_t i = 0; i < n; ++i)
+        adamwElement(p[i], g[i], m[i], v[i], s);
+      cpukern::adamwRun(p2.data(), g.data(), m2.data(), v2.data(), n, s);
+      EXPECT_TRUE(sameBits(p2, p)) << n;
+      EXPECT_TRUE(sameBits(m2, m)) << n;
+      EXPECT_TRUE(sameBits(v2, v)) << n;
+    }
+}
+
+TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
+  int64_t classes = 517;
+  std::vector<float> x = mixedValues(3 * classes, 41);
+  for (int64_t c = 0; c < classes; ++c)
+    x[2 * classes + c] =
+        std::isnan(x[2 * classes + c]) ? 1.0f : x[2 * classes + c];
+  for (int64_t r = 0; r < 3; ++r) {
+    int64_t base = r * classes;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c)
+      m = x[base + c] > m ? x[base + c] : m;
+    double s = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      s += expf(x[base + c] - m);
+    float want = m + logf(static_cast<float>(s));
+    float got = cpukern::rowLse(Buf{x.data(), AMPC_F32}, base, classes);
+    // (NaN signs: see sameBits.)
+    EXPECT_TRUE(bitsOf(got) == bitsOf(want) ||
+                (std::isnan(got) && std::isnan(want)))
+        << r << ": " << got << " vs " << want;
+    for (int64_t label : {int64_t(5), int64_t(-100)}) {
+      float lse = std::isfinite(want) ? want : 0.5f, scale = 0.125f;
+      std::vector<float> dWant(classes), dAll(3 * classes, 7.0f);
+      for (int64_t c = 0; c < classes; ++c)
+        dWant[c] =
+            label == -100
+                ? 0.0f
+                : (expf(x[base + c] - lse) - (c == label ? 1.0f : 0.0f)) *
+                      scale;
+      cpukern::crossEntropyBwdRow(Buf{dAll.data(), AMPC_F32},
+                                  Buf{x.data(), AMPC_F32}, base, classes, label,
+                                  lse, scale);
+      std::vector<float> dGot(dAll.begin() + base,
+                              dAll.begin() + base + classes);
+      EXPECT_TRUE(sameBits(dGot, dWant, /*anyNaN=*/true))
+          << r << " label " << label;
+    }
+  }
+}
