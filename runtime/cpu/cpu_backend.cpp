@@ -70,39 +70,9 @@ bool contiguous(const Walk &w, int k) {
 // op switch are taken once per chunk, not per element.
 constexpr int64_t kChunk = 1024;
 
-void loadChunk(Buf b, int64_t off, int64_t n, float *out) {
-  switch (b.dtype) {
-  case AMPC_F32:
-    memcpy(out, static_cast<const float *>(b.data) + off, n * sizeof(float));
-    return;
-  case AMPC_F16:
-    cpufast::f16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
-    return;
-  case AMPC_BF16:
-    cpufast::bf16ToF32N(static_cast<const uint16_t *>(b.data) + off, out, n);
-    return;
-  default:
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = loadF32(b.data, b.dtype, off + i);
-  }
-}
-
-void storeChunk(Buf b, int64_t off, int64_t n, const float *in) {
-  switch (b.dtype) {
-  case AMPC_F32:
-    memcpy(static_cast<float *>(b.data) + off, in, n * sizeof(float));
-    return;
-  case AMPC_F16:
-    cpufast::f32ToF16N(in, static_cast<uint16_t *>(b.data) + off, n);
-    return;
-  case AMPC_BF16:
-    cpufast::f32ToBf16N(in, static_cast<uint16_t *>(b.data) + off, n);
-    return;
-  default:
-    for (int64_t i = 0; i < n; ++i)
-      storeF32(b.data, b.dtype, off + i, in[i]);
-  }
-}
+// The chunk converters (cpu_kernels.cpp).
+using cpukern::loadContig;
+using cpukern::storeContig;
 
 bool readFlag(Buf f) {
   if (!f.data)
@@ -123,7 +93,7 @@ public:
     }
     if (scratch.size() < static_cast<size_t>(count))
       scratch.resize(static_cast<size_t>(count));
-    loadChunk(b, 0, count, scratch.data());
+    loadContig(b, 0, count, scratch.data());
     ptr = scratch.data();
   }
   const float *get() const { return ptr; }
@@ -296,8 +266,8 @@ public:
         float buf[kChunk];
         for (int64_t i = 0; i < n; i += kChunk) {
           int64_t len = n - i < kChunk ? n - i : kChunk;
-          loadChunk(src, i, len, buf);
-          storeChunk(dst, i, len, buf);
+          loadContig(src, i, len, buf);
+          storeContig(dst, i, len, buf);
         }
         return AMPC_OK;
       }
@@ -690,7 +660,7 @@ public:
         ldc = d.n;
         if (d.beta != 0.0f)
           for (int64_t r = 0; r < d.m; ++r)
-            loadChunk(d.c, cOff + r * d.ldc, d.n, c + r * d.n);
+            loadContig(d.c, cOff + r * d.ldc, d.n, c + r * d.n);
       }
       if (emptyK) {
         for (int64_t r = 0; r < d.m; ++r)
@@ -714,7 +684,7 @@ public:
           for (int64_t j = 0; j < d.n; ++j)
             row[j] = applyEpilogue(d.epilogue, row[j]);
         if (!direct)
-          storeChunk(d.c, cOff + r * d.ldc, d.n, row);
+          storeContig(d.c, cOff + r * d.ldc, d.n, row);
       }
     }
     return AMPC_OK;
@@ -737,7 +707,7 @@ public:
       int64_t n = g.imageSize();
       if (convScratch.size() < static_cast<size_t>(n))
         convScratch.resize(static_cast<size_t>(n));
-      loadChunk(x, 0, n, convScratch.data());
+      loadContig(x, 0, n, convScratch.data());
       im2colTyped(static_cast<float *>(col.data), convScratch.data(), g);
       return AMPC_OK;
     }

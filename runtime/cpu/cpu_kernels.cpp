@@ -20,11 +20,6 @@
 
 namespace ampc {
 namespace cpukern {
-namespace {
-
-// Rows are processed in pieces of at most this many elements (f32 scratch
-// on the stack).
-constexpr int64_t kChunk = 1024;
 
 /// Reads n contiguous elements from `off` as f32.
 void loadContig(Buf b, int64_t off, int64_t n, float *out) {
@@ -60,6 +55,13 @@ void storeContig(Buf b, int64_t off, int64_t n, const float *in) {
       storeF32(b.data, b.dtype, off + i, in[i]);
   }
 }
+
+namespace {
+
+// Rows are processed in pieces of at most this many elements (f32 scratch
+// on the stack).
+constexpr int64_t kChunk = 1024;
+
 
 /// Reads n elements from `off` with `stride` as f32.
 void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out) {

@@ -24,6 +24,12 @@
 namespace ampc {
 namespace cpukern {
 
+/// Reads n contiguous elements of b from element `off` as f32 (vector
+/// converters for f16/bf16); storeContig writes them back, rounded once.
+/// The CPU backend's one copy of these chunk converters.
+void loadContig(Buf b, int64_t off, int64_t n, float *out);
+void storeContig(Buf b, int64_t off, int64_t n, const float *in);
+
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n);
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
               int64_t n);

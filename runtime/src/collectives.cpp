@@ -28,21 +28,11 @@ struct LoadedMpi {
   MpiPluginApi api = {};
 };
 
-std::string ownDirectory() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&ownDirectory), &info) ||
-      !info.dli_fname)
-    return "";
-  std::string path = info.dli_fname;
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 LoadedMpi loadMpi() {
   LoadedMpi l;
   const char *env = getenv("AMPC_RUNTIME_MPI_LIBRARY");
   std::string path =
-      env && *env ? std::string(env) : ownDirectory() + kMpiPluginFile;
+      env && *env ? std::string(env) : runtimeDirectory() + kMpiPluginFile;
   // RTLD_GLOBAL: Open MPI loads its own components, which need libmpi's
   // symbols.
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);

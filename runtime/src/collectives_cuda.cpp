@@ -32,16 +32,6 @@ struct LoadedNccl {
   NcclPluginApi api = {};
 };
 
-std::string ownDirectory() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&ownDirectory), &info) ||
-      !info.dli_fname)
-    return "";
-  std::string path = info.dli_fname;
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 LoadedNccl loadNccl() {
   LoadedNccl l;
 #ifndef AMPC_RUNTIME_WITH_NCCL
@@ -52,7 +42,7 @@ LoadedNccl loadNccl() {
 #else
   const char *env = getenv("AMPC_RUNTIME_NCCL_LIBRARY");
   std::string path =
-      env && *env ? std::string(env) : ownDirectory() + kNcclPluginFile;
+      env && *env ? std::string(env) : runtimeDirectory() + kNcclPluginFile;
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();

@@ -2,10 +2,21 @@
 //--------------------===//
 #include "common.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 namespace ampc {
+
+std::string runtimeDirectory() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&runtimeDirectory), &info) ||
+      !info.dli_fname)
+    return "";
+  std::string path = info.dli_fname;
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
 
 static thread_local char lastError[1024] = "";
 

@@ -23,6 +23,10 @@ struct ampc_arena_impl {
 
 namespace ampc {
 
+/// The directory of the runtime library (with its trailing '/'), where the
+/// modules it loads on demand (CUDA, MPI, NCCL) are installed; "" if unknown.
+std::string runtimeDirectory();
+
 /// Records `fmt` as this thread's last error and returns `status`.
 ampc_status setError(ampc_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

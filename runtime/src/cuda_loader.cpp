@@ -30,16 +30,6 @@ struct Loaded {
 };
 
 /// The directory holding this library, with a trailing '/', or "".
-std::string ownDirectory() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&ownDirectory), &info) ||
-      !info.dli_fname)
-    return "";
-  std::string path = info.dli_fname;
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 Loaded load() {
   Loaded l;
 #ifndef AMPC_RUNTIME_WITH_CUDA
@@ -50,7 +40,7 @@ Loaded load() {
 #else
   const char *env = getenv("AMPC_RUNTIME_CUDA_LIBRARY");
   std::string path =
-      env && *env ? std::string(env) : ownDirectory() + kCudaPluginFile;
+      env && *env ? std::string(env) : runtimeDirectory() + kCudaPluginFile;
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();
