@@ -1,6 +1,10 @@
 // Drives code from `ampc --emit=cpp`: GRAPH is the graph's name, the
 // arguments are the inputs as .npy files (in graph order), then the step
 // count. Prints one loss per step as `ampc run --log` does (%.9g).
+// With AMPC_MAIN_CHECKS defined (test/Jobs/Inputs/checks_main.cpp) it asks
+// GRAPH_check after each step for a failed device-side check (then prints
+// it and exits 3), and after a skipped step GRAPH_overflow for the op that
+// overflowed, and prints the step, skipped flag and overflow instead.
 #include GRAPH_HEADER
 
 #include <cstdio>
@@ -19,6 +23,39 @@ static bool check(ampc_status st, const char *what) {
                ampc_last_error());
   return false;
 }
+
+#ifdef AMPC_MAIN_CHECKS
+static std::string str(const char *s) {
+  return s ? "\"" + std::string(s) + "\"" : "null";
+}
+
+/// After step k: -1 to go on, else the exit code (3: a failed check).
+static int reportChecks(FN(state) * state, int k) {
+  const char *message = nullptr;
+  if (!check(FN(check)(state, &message), "check"))
+    return 1;
+  if (message) {
+    std::printf("step %d: %s\n", k, message);
+    return 3;
+  }
+  int32_t skipped = 0;
+  if (!check(FN(skipped)(state, &skipped), "skipped"))
+    return 1;
+  std::string line = "{\"step\": " + std::to_string(k) +
+                     ", \"skipped\": " + (skipped ? "true" : "false");
+  if (skipped) {
+    FN(overflow_site) site;
+    if (!check(FN(overflow)(state, &site), "overflow"))
+      return 1;
+    if (site.op)
+      line += ", \"overflow\": {\"op\": " + str(site.op) +
+              ", \"name\": " + str(site.name) + ", \"loc\": " + str(site.loc) +
+              ", \"pass\": " + str(site.pass) + "}";
+  }
+  std::printf("%s}\n", line.c_str());
+  return -1;
+}
+#endif
 
 int main(int argc, char **argv) {
   int32_t n = FN(num_inputs)();
@@ -63,7 +100,14 @@ int main(int argc, char **argv) {
                            AMPC_MEMCPY_DEVICE_TO_HOST),
                "read"))
       return 1;
+#ifdef AMPC_MAIN_CHECKS
+    (void)loss;
+    int code = reportChecks(state, k);
+    if (code >= 0)
+      return code;
+#else
     std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
+#endif
   }
   for (void *p : inputs)
     ampc_free(ctx, p);
