@@ -2,9 +2,11 @@
 //------------------------------------===//
 //
 // Plain loops in f32 (f64 for long accumulations), GEMMs through OpenBLAS
-// cblas_sgemm on exactly widened inputs. Single-threaded apart from
-// OpenBLAS's own threads: on the 2-core machines this targets, the elementwise
-// kernels are memory-bound and threads would cost determinism for little.
+// cblas_sgemm on exactly widened inputs. Threads come from the backend's own
+// pool (cpu_pool.h): GEMMs run as fixed tiles of C, each one single-threaded
+// OpenBLAS call (OpenBLAS itself is set to one thread), and the large
+// elementwise, conversion, copy and row kernels run fixed chunks or rows on
+// the pool, so results do not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 #include "../src/common.h"
@@ -14,6 +16,7 @@
 #include "cpu_conv.h"
 #include "cpu_fast.h"
 #include "cpu_kernels.h"
+#include "cpu_pool.h"
 
 #include <cblas.h>
 
@@ -74,11 +77,62 @@ constexpr int64_t kChunk = 1024;
 using cpukern::loadContig;
 using cpukern::storeContig;
 
+// Elements per pool item of the elementwise loops: tensors up to this size
+// run on the calling thread alone.
+constexpr int64_t kParChunk = 32768;
+
 bool readFlag(Buf f) {
   if (!f.data)
     return false;
   return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
                              : *static_cast<const float *>(f.data) != 0.0f;
+}
+
+/// The fixed tiles a GEMM's C is split into for the thread pool: chosen
+/// from (m, n, k) alone, never from the thread count. Products below about
+/// 4M multiply-adds are one tile; larger ones are split along the longer of
+/// m and n into blocks of at least 384 rows or columns (multiples of 16),
+/// at most 8: OpenBLAS repacks the other operand for every block, which
+/// measured 0-3% slower for blocks of 384-512 and 5-9% for blocks of 128 on
+/// transformer-sized products at one thread.
+struct GemmTiles {
+  int64_t mb, nb, rowBlocks, colBlocks;
+};
+
+GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kTileWork = int64_t(1) << 22, kMinBlock = 384,
+                    kMaxTiles = 8;
+  GemmTiles t{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), 1, 1};
+  int64_t dim = std::max(m, n);
+  int64_t tiles = std::min({kMaxTiles, dim / kMinBlock,
+                            m * n * std::max<int64_t>(k, 1) / kTileWork});
+  if (tiles < 2)
+    return t;
+  int64_t block = ((dim + tiles - 1) / tiles + 15) / 16 * 16;
+  int64_t count = (dim + block - 1) / block;
+  if (m >= n) {
+    t.mb = block;
+    t.rowBlocks = count;
+  } else {
+    t.nb = block;
+    t.colBlocks = count;
+  }
+  return t;
+}
+
+/// loadContig in fixed chunks on the pool (a conversion per element: the
+/// same bits however the chunks are shared out).
+void loadContigPar(Buf b, int64_t n, float *out) {
+  if (b.dtype == AMPC_F32) {
+    cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
+      memcpy(out + lo, static_cast<const float *>(b.data) + lo,
+             (hi - lo) * sizeof(float));
+    });
+    return;
+  }
+  cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
+    loadContig(b, lo, hi - lo, out + lo);
+  });
 }
 
 /// f32 view of `count` elements: the data itself when already f32, else a
@@ -93,7 +147,7 @@ public:
     }
     if (scratch.size() < static_cast<size_t>(count))
       scratch.resize(static_cast<size_t>(count));
-    loadContig(b, 0, count, scratch.data());
+    loadContigPar(b, count, scratch.data());
     ptr = scratch.data();
   }
   const float *get() const { return ptr; }
@@ -639,54 +693,67 @@ public:
     F32View a(d.a, emptyK ? 0 : extent(ar, ac, d.lda, d.strideA), scratchA);
     F32View b(d.b, emptyK ? 0 : extent(br, bc, d.ldb, d.strideB), scratchB);
     bool direct = d.c.dtype == AMPC_F32;
-    std::vector<float> &tmp = scratchC;
-    if (!direct && tmp.size() < static_cast<size_t>(d.m * d.n))
-      tmp.resize(static_cast<size_t>(d.m * d.n));
     std::vector<float> bias;
     if (d.bias.data) {
       bias.resize(static_cast<size_t>(d.n));
       for (int64_t j = 0; j < d.n; ++j)
         bias[j] = loadF32(d.bias.data, d.bias.dtype, j);
     }
-    for (int64_t i = 0; i < d.batch; ++i) {
+    // Threads: fixed tiles of C (from the shape alone), each one
+    // single-threaded OpenBLAS call with its own epilogue and store, so
+    // every element of C comes from the same call whatever the thread count.
+    GemmTiles t = gemmTiles(d.m, d.n, d.k);
+    int64_t perMatrix = t.rowBlocks * t.colBlocks;
+    cpupool::parallelFor(d.batch * perMatrix, [&](int64_t item) {
+      int64_t i = item / perMatrix, tile = item % perMatrix;
+      int64_t r0 = tile / t.colBlocks * t.mb, c0 = tile % t.colBlocks * t.nb;
+      int64_t rows = std::min(t.mb, d.m - r0), cols = std::min(t.nb, d.n - c0);
+      int64_t cOff = i * d.strideC + r0 * d.ldc + c0;
       float *c;
       int64_t ldc;
-      int64_t cOff = i * d.strideC;
       if (direct) {
         c = static_cast<float *>(d.c.data) + cOff;
         ldc = d.ldc;
       } else {
-        c = tmp.data();
-        ldc = d.n;
+        // Per-thread scratch: the tile in f32 before its one rounding.
+        thread_local std::vector<float> tileScratch;
+        if (tileScratch.size() < static_cast<size_t>(rows * cols))
+          tileScratch.resize(static_cast<size_t>(rows * cols));
+        c = tileScratch.data();
+        ldc = cols;
         if (d.beta != 0.0f)
-          for (int64_t r = 0; r < d.m; ++r)
-            loadContig(d.c, cOff + r * d.ldc, d.n, c + r * d.n);
+          for (int64_t r = 0; r < rows; ++r)
+            loadContig(d.c, cOff + r * d.ldc, cols, c + r * cols);
       }
       if (emptyK) {
-        for (int64_t r = 0; r < d.m; ++r)
-          for (int64_t j = 0; j < d.n; ++j)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < cols; ++j)
             c[r * ldc + j] = d.beta == 0.0f ? 0.0f : d.beta * c[r * ldc + j];
       } else {
+        const float *ap = a.get() + i * d.strideA +
+                          (d.transA ? r0 : r0 * d.lda);
+        const float *bp = b.get() + i * d.strideB +
+                          (d.transB ? c0 * d.ldb : c0);
         cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
-                    d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(d.m),
-                    static_cast<int>(d.n), static_cast<int>(d.k), d.alpha,
-                    a.get() + i * d.strideA, static_cast<int>(d.lda),
-                    b.get() + i * d.strideB, static_cast<int>(d.ldb), d.beta, c,
-                    static_cast<int>(ldc));
+                    d.transB ? CblasTrans : CblasNoTrans,
+                    static_cast<int>(rows), static_cast<int>(cols),
+                    static_cast<int>(d.k), d.alpha, ap,
+                    static_cast<int>(d.lda), bp, static_cast<int>(d.ldb),
+                    d.beta, c, static_cast<int>(ldc));
       }
       bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
-      for (int64_t r = 0; r < d.m && (post || !direct); ++r) {
+      for (int64_t r = 0; r < rows && (post || !direct); ++r) {
         float *row = c + r * ldc;
         if (d.bias.data)
-          for (int64_t j = 0; j < d.n; ++j)
-            row[j] += bias[j];
+          for (int64_t j = 0; j < cols; ++j)
+            row[j] += bias[c0 + j];
         if (d.epilogue != AMPC_EPILOGUE_NONE)
-          for (int64_t j = 0; j < d.n; ++j)
+          for (int64_t j = 0; j < cols; ++j)
             row[j] = applyEpilogue(d.epilogue, row[j]);
         if (!direct)
-          storeContig(d.c, cOff + r * d.ldc, d.n, row);
+          storeContig(d.c, cOff + r * d.ldc, cols, row);
       }
-    }
+    });
     return AMPC_OK;
   }
 
@@ -1024,8 +1091,17 @@ private:
   size_t cachedBytes = 0;
 };
 
+/// OpenBLAS runs single-threaded inside the runtime whatever
+/// OPENBLAS_NUM_THREADS says: its threaded GEMMs split their sums by the
+/// thread count; the runtime's own pool runs fixed GEMM tiles instead.
+void singleThreadedBlas() { openblas_set_num_threads(1); }
+
 } // namespace
 
-Backend *createCpuBackend() { return new CpuBackend(); }
+Backend *createCpuBackend() {
+  static const bool once = (singleThreadedBlas(), true);
+  (void)once;
+  return new CpuBackend();
+}
 
 } // namespace ampc
