@@ -77,9 +77,7 @@ constexpr int64_t kChunk = 1024;
 using cpukern::loadContig;
 using cpukern::storeContig;
 
-// Elements per pool item of the elementwise loops: tensors up to this size
-// run on the calling thread alone.
-constexpr int64_t kParChunk = 32768;
+constexpr int64_t kParChunk = cpupool::kItemElements;
 
 bool readFlag(Buf f) {
   if (!f.data)
@@ -313,16 +311,29 @@ public:
     if (scale == 1.0f && contiguous(w, 0) && contiguous(w, 1)) {
       int64_t n = w.numel();
       if (dst.dtype == src.dtype) {
-        memmove(dst.data, src.data, n * dtypeSize(dst.dtype));
+        // Overlapping copies (memmove) stay on one thread.
+        size_t es = dtypeSize(dst.dtype);
+        const char *s0 = static_cast<const char *>(src.data);
+        char *d0 = static_cast<char *>(dst.data);
+        bool overlap = d0 < s0 + n * es && s0 < d0 + n * es;
+        if (overlap) {
+          memmove(dst.data, src.data, n * es);
+          return AMPC_OK;
+        }
+        cpupool::forChunks(n, 2 * kParChunk, [&](int64_t lo, int64_t hi) {
+          memcpy(d0 + lo * es, s0 + lo * es, (hi - lo) * es);
+        });
         return AMPC_OK;
       }
       if (isFloatDtype(dst.dtype) && isFloatDtype(src.dtype)) {
-        float buf[kChunk];
-        for (int64_t i = 0; i < n; i += kChunk) {
-          int64_t len = n - i < kChunk ? n - i : kChunk;
-          loadContig(src, i, len, buf);
-          storeContig(dst, i, len, buf);
-        }
+        cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
+          float buf[kChunk];
+          for (int64_t i = lo; i < hi; i += kChunk) {
+            int64_t len = hi - i < kChunk ? hi - i : kChunk;
+            loadContig(src, i, len, buf);
+            storeContig(dst, i, len, buf);
+          }
+        });
         return AMPC_OK;
       }
     }
@@ -347,11 +358,17 @@ public:
       // One element's bits, repeated.
       float v = static_cast<float>(value);
       if (y.dtype == AMPC_F32) {
-        std::fill_n(static_cast<float *>(y.data), n, v);
+        float *p = static_cast<float *>(y.data);
+        cpupool::forChunks(n, 2 * kParChunk, [&](int64_t lo, int64_t hi) {
+          std::fill(p + lo, p + hi, v);
+        });
       } else {
         uint16_t h;
         storeF32(&h, y.dtype, 0, v);
-        std::fill_n(static_cast<uint16_t *>(y.data), n, h);
+        uint16_t *p = static_cast<uint16_t *>(y.data);
+        cpupool::forChunks(n, 2 * kParChunk, [&](int64_t lo, int64_t hi) {
+          std::fill(p + lo, p + hi, h);
+        });
       }
       return AMPC_OK;
     }
@@ -369,11 +386,14 @@ public:
 
   ampc_status random(Buf y, int64_t n, uint64_t seed, uint64_t offset,
                      bool normal, double p0, double p1) override {
-    for (int64_t i = 0; i < n; ++i) {
-      double v = normal ? philoxNormal(seed, offset, i, p0, p1)
-                        : philoxUniform(seed, offset, i, p0, p1);
-      storeF32(y.data, y.dtype, i, static_cast<float>(v));
-    }
+    // Counter-based: element i's value depends on i alone.
+    cpupool::forChunks(n, kParChunk / 8, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        double v = normal ? philoxNormal(seed, offset, i, p0, p1)
+                          : philoxUniform(seed, offset, i, p0, p1);
+        storeF32(y.data, y.dtype, i, static_cast<float>(v));
+      }
+    });
     return AMPC_OK;
   }
 
@@ -619,6 +639,20 @@ public:
 
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
                            int64_t classes, int32_t site) override {
+    // The rows' terms on the pool, then added in row order as before.
+    std::vector<float> terms(static_cast<size_t>(rows));
+    int64_t perItem =
+        std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
+    cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t label = loadIndex(labels.data, labels.dtype, r);
+        terms[r] = label < 0 || label >= classes
+                       ? 0.0f
+                       : rowLse(logits, r * classes, classes) -
+                             loadF32(logits.data, logits.dtype,
+                                     r * classes + label);
+      }
+    });
     double total = 0.0;
     int64_t valid = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -631,8 +665,7 @@ public:
         total = NAN;
         continue;
       }
-      total += rowLse(logits, r * classes, classes) -
-               loadF32(logits.data, logits.dtype, r * classes + label);
+      total += terms[r];
     }
     storeF32(loss.data, loss.dtype, 0,
              static_cast<float>(total / static_cast<double>(valid)));
@@ -646,13 +679,16 @@ public:
       valid += loadIndex(labels.data, labels.dtype, r) != -100;
     float scale =
         loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(valid);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t label = loadIndex(labels.data, labels.dtype, r);
-      int64_t base = r * classes;
-      float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
-      cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label, lse,
-                                  scale);
-    }
+    int64_t perItem = std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
+    cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t label = loadIndex(labels.data, labels.dtype, r);
+        int64_t base = r * classes;
+        float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
+        cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label,
+                                    lse, scale);
+      }
+    });
     return AMPC_OK;
   }
 
@@ -949,9 +985,13 @@ public:
         continue;
       }
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
-        sgdF32(static_cast<float *>(params.data[t]),
-               static_cast<const float *>(grads.data[t]), buf, params.numels[t],
-               s);
+        float *p = static_cast<float *>(params.data[t]);
+        const float *gp = static_cast<const float *>(grads.data[t]);
+        cpupool::forChunks(params.numels[t], kParChunk,
+                           [&](int64_t lo, int64_t hi) {
+                             sgdF32(p + lo, gp + lo, buf ? buf + lo : nullptr,
+                                    hi - lo, s);
+                           });
         continue;
       }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
@@ -992,9 +1032,14 @@ public:
         continue;
       }
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
-        adamwF32(static_cast<float *>(params.data[t]),
-                 static_cast<const float *>(grads.data[t]), m, v,
-                 params.numels[t], s);
+        float *p = static_cast<float *>(params.data[t]);
+        const float *gp = static_cast<const float *>(grads.data[t]);
+        // Element by element: any split gives the same bits.
+        cpupool::forChunks(params.numels[t], kParChunk,
+                           [&](int64_t lo, int64_t hi) {
+                             adamwF32(p + lo, gp + lo, m + lo, v + lo, hi - lo,
+                                      s);
+                           });
         continue;
       }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
@@ -1072,10 +1117,12 @@ public:
                       uint64_t key, float p, int64_t numel) override {
     uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
     float scale = 1.0f / (1.0f - p);
-    for (int64_t i = 0; i < numel; ++i)
-      storeF32(y.data, y.dtype, i,
-               loadF32(x.data, x.dtype, i) *
-                   dropoutFactor(seed, stream, i, p, scale));
+    cpupool::forChunks(numel, kParChunk / 4, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        storeF32(y.data, y.dtype, i,
+                 loadF32(x.data, x.dtype, i) *
+                     dropoutFactor(seed, stream, i, p, scale));
+    });
     return AMPC_OK;
   }
   ampc_status counterNext(int32_t *next, const int32_t *counter) override {

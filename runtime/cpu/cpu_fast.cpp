@@ -7,12 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_fast.h"
 #include "cpu_conv.h"
+#include "cpu_pool.h"
 
 #include "../src/half.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -248,6 +250,27 @@ void copyTile(T *__restrict dst, const T *__restrict src, int64_t i0,
       dst[i * td + j * sd] = src[i * ts + j * ss];
 }
 
+/// Operands 0 and 1's offsets at index r of the dims [0, end) of w other
+/// than `skip` (row-major, the last of them fastest), with idx set to the
+/// index.
+void walkOffsets(const Walk &w, int end, int skip, int64_t r, int64_t *idx,
+                 int64_t &o0, int64_t &o1) {
+  o0 = o1 = 0;
+  for (int d = end - 1; d >= 0; --d) {
+    if (d == skip) {
+      idx[d] = 0;
+      continue;
+    }
+    idx[d] = r % w.shape[d];
+    r /= w.shape[d];
+    o0 += idx[d] * w.stride[0][d];
+    o1 += idx[d] * w.stride[1][d];
+  }
+}
+
+// Elements per pool item of a copy.
+constexpr int64_t kCopyItem = 2 * cpupool::kItemElements;
+
 template <typename T>
 void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
   int last = w.rank - 1;
@@ -263,13 +286,17 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
         break;
       }
   }
-  int64_t idx[kMaxRank] = {};
   int64_t rows = 1;
   for (int d = 0; d < last; ++d)
     rows *= w.shape[d];
   if (tile < 0) {
-    int64_t o0 = 0, o1 = 0;
-    for (int64_t r = 0; r < rows; ++r) {
+    // Threads: fixed groups of rows.
+    int64_t perItem = std::max<int64_t>(1, kCopyItem / std::max<int64_t>(len, 1));
+    cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
+    int64_t idx[kMaxRank] = {};
+    int64_t o0, o1;
+    walkOffsets(w, last, -1, r0, idx, o0, o1);
+    for (int64_t r = r0; r < r1; ++r) {
       if (sd == 1 && ss == 1 && len * sizeof(T) <= 512)
         cpuconv::copyShort(dst + o0, src + o1, len * sizeof(T)); // (cpugemm)
       else if (sd == 1 && ss == 1)
@@ -288,6 +315,7 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
         idx[d] = 0;
       }
     }
+    });
     return;
   }
   // Walk every dim but `tile` and `last`; move [tile x last] in 32x32 blocks.
@@ -295,28 +323,23 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
   int64_t tn = w.shape[tile];
   int64_t td = w.stride[0][tile], ts = w.stride[1][tile];
   int64_t outer = rows / tn;
-  int64_t o0 = 0, o1 = 0;
-  for (int64_t r = 0; r < outer; ++r) {
-    for (int64_t i0 = 0; i0 < tn; i0 += B) {
+  // Threads: items of whole (outer index, B rows of the tile dim) strips.
+  int64_t strips = (tn + B - 1) / B;
+  int64_t perItem =
+      std::max<int64_t>(1, kCopyItem / std::max<int64_t>(B * len, 1));
+  cpupool::forChunks(outer * strips, perItem, [&](int64_t s0, int64_t s1) {
+    int64_t at[kMaxRank];
+    for (int64_t s = s0; s < s1; ++s) {
+      int64_t r = s / strips, i0 = s % strips * B;
+      int64_t o0, o1;
+      walkOffsets(w, last, tile, r, at, o0, o1);
       int64_t i1 = i0 + B < tn ? i0 + B : tn;
       for (int64_t j0 = 0; j0 < len; j0 += B) {
         int64_t j1 = j0 + B < len ? j0 + B : len;
         copyTile(dst + o0, src + o1, i0, i1, j0, j1, td, sd, ts, ss);
       }
     }
-    for (int d = last - 1; d >= 0; --d) {
-      if (d == tile)
-        continue;
-      if (++idx[d] < w.shape[d]) {
-        o0 += w.stride[0][d];
-        o1 += w.stride[1][d];
-        break;
-      }
-      o0 -= w.stride[0][d] * (w.shape[d] - 1);
-      o1 -= w.stride[1][d] * (w.shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  });
 }
 
 } // namespace
@@ -406,13 +429,23 @@ bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
     }
   }
   constexpr int64_t B = 256;
-  double acc[B];
-  float row[B], res[B];
-  int64_t idx[kMaxRank] = {};
-  int64_t yo = 0, xo = 0;
   int64_t outerRows = outer.numel() / cols;
-  for (int64_t r = 0; r < outerRows; ++r) {
-    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+  int64_t blocks = (cols + B - 1) / B;
+  // Threads: one block of B adjacent outputs per item (each output's sum
+  // in the same order wherever it runs); small reductions stay on one.
+  bool serial = outerRows * cols * count <= cpupool::kItemElements;
+  auto block = [&](int64_t item) {
+    double acc[B];
+    float row[B], res[B];
+    int64_t r = item / blocks, c0 = item % blocks * B;
+    int64_t yo = 0, xo = 0;
+    for (int d = oLast - 1; d >= 0; --d) {
+      int64_t i = r % outer.shape[d];
+      r /= outer.shape[d];
+      yo += i * outer.stride[0][d];
+      xo += i * outer.stride[1][d];
+    }
+    {
       int64_t nb = cols - c0 < B ? cols - c0 : B;
       for (int64_t c = 0; c < nb; ++c)
         acc[c] = 0.0;
@@ -436,17 +469,12 @@ bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
       }
       storeRow(yb, yo + c0, nb, res);
     }
-    for (int d = oLast - 1; d >= 0; --d) {
-      if (++idx[d] < outer.shape[d]) {
-        yo += outer.stride[0][d];
-        xo += outer.stride[1][d];
-        break;
-      }
-      yo -= outer.stride[0][d] * (outer.shape[d] - 1);
-      xo -= outer.stride[1][d] * (outer.shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  };
+  if (serial)
+    for (int64_t i = 0; i < outerRows * blocks; ++i)
+      block(i);
+  else
+    cpupool::parallelFor(outerRows * blocks, block);
   return true;
 }
 

@@ -7,11 +7,13 @@
 
 #include "../src/half.h"
 #include "cpu_fast.h"
+#include "cpu_pool.h"
 #include "cpu_vmath.h"
 
 #include <math.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -144,6 +146,82 @@ template <typename F> void forEachRow(const Walk &c, F &&f) {
       idx[d] = 0;
     }
   }
+}
+
+/// The operands' offsets at the start of row `r` of the collapsed walk `c`.
+void rowOffsets(const Walk &c, int64_t r, int64_t &o0, int64_t &o1,
+                int64_t &o2) {
+  o0 = o1 = o2 = 0;
+  for (int d = c.rank - 2; d >= 0; --d) {
+    int64_t i = r % c.shape[d];
+    r /= c.shape[d];
+    o0 += i * c.stride[0][d];
+    o1 += i * c.stride[1][d];
+    o2 += i * c.stride[2][d];
+  }
+}
+
+/// Calls f(o0, o1, o2, begin, end) for pieces [begin, end) of the rows of
+/// the collapsed walk `c` (its last dim), covering every element once, in
+/// items of about `per` elements on the pool: several whole rows per item,
+/// or pieces of `per` elements (a multiple of kChunk) of a longer row. The
+/// items depend on the walk only.
+template <typename F>
+void forRowPieces(const Walk &c, int64_t per, F &&f) {
+  int last = c.rank - 1;
+  int64_t len = c.shape[last];
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d)
+    rows *= c.shape[d];
+  if (rows * len <= per) {
+    forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
+      f(o0, o1, o2, int64_t(0), len);
+    });
+    return;
+  }
+  if (len >= per) {
+    int64_t pieces = (len + per - 1) / per;
+    cpupool::parallelFor(rows * pieces, [&](int64_t item) {
+      int64_t o0, o1, o2, b = item % pieces * per;
+      rowOffsets(c, item / pieces, o0, o1, o2);
+      f(o0, o1, o2, b, std::min(len, b + per));
+    });
+    return;
+  }
+  int64_t perItem = std::max<int64_t>(1, per / std::max<int64_t>(len, 1));
+  cpupool::parallelFor((rows + perItem - 1) / perItem, [&](int64_t item) {
+    int64_t r0 = item * perItem, r1 = std::min(rows, r0 + perItem);
+    int64_t idx[kMaxRank] = {};
+    int64_t o0, o1, o2, r = r0;
+    rowOffsets(c, r0, o0, o1, o2);
+    for (int d = last - 1; d >= 0; --d) {
+      idx[d] = r % c.shape[d];
+      r /= c.shape[d];
+    }
+    for (int64_t row = r0; row < r1; ++row) {
+      f(o0, o1, o2, int64_t(0), len);
+      for (int d = last - 1; d >= 0; --d) {
+        if (++idx[d] < c.shape[d]) {
+          o0 += c.stride[0][d];
+          o1 += c.stride[1][d];
+          o2 += c.stride[2][d];
+          break;
+        }
+        o0 -= c.stride[0][d] * (c.shape[d] - 1);
+        o1 -= c.stride[1][d] * (c.shape[d] - 1);
+        o2 -= c.stride[2][d] * (c.shape[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+/// Rows [0, rows) in fixed items of about kItemElements elements (rows of
+/// `cols` elements each): f(r0, r1).
+template <typename F> void forRows(int64_t rows, int64_t cols, F &&f) {
+  int64_t perItem =
+      std::max<int64_t>(1, cpupool::kItemElements / std::max<int64_t>(cols, 1));
+  cpupool::forChunks(rows, perItem, f);
 }
 
 // One loop per table row (the op's struct inlined), chosen once per run.
@@ -357,27 +435,31 @@ Walk collapse(const Walk &w) {
 }
 
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
-  float xs[kChunk], ys[kChunk];
-  for (int64_t i = 0; i < n; i += kChunk) {
-    int64_t len = n - i < kChunk ? n - i : kChunk;
-    const float *px = view(x, i, 1, len, xs);
-    float *py = target(y, i, 1, ys);
-    unaryOp(op, attrs, px, py, len);
-    finish(y, i, 1, len, py, ys);
-  }
+  cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
+    float xs[kChunk], ys[kChunk];
+    for (int64_t i = lo; i < hi; i += kChunk) {
+      int64_t len = hi - i < kChunk ? hi - i : kChunk;
+      const float *px = view(x, i, 1, len, xs);
+      float *py = target(y, i, 1, ys);
+      unaryOp(op, attrs, px, py, len);
+      finish(y, i, 1, len, py, ys);
+    }
+  });
 }
 
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
               int64_t n) {
-  float xs[kChunk], ds[kChunk], gs[kChunk];
-  for (int64_t i = 0; i < n; i += kChunk) {
-    int64_t len = n - i < kChunk ? n - i : kChunk;
-    const float *px = view(x, i, 1, len, xs);
-    const float *pd = view(dy, i, 1, len, ds);
-    float *pg = target(dx, i, 1, gs);
-    unaryBwdOp(op, attrs, px, pd, pg, len);
-    finish(dx, i, 1, len, pg, gs);
-  }
+  cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
+    float xs[kChunk], ds[kChunk], gs[kChunk];
+    for (int64_t i = lo; i < hi; i += kChunk) {
+      int64_t len = hi - i < kChunk ? hi - i : kChunk;
+      const float *px = view(x, i, 1, len, xs);
+      const float *pd = view(dy, i, 1, len, ds);
+      float *pg = target(dx, i, 1, gs);
+      unaryBwdOp(op, attrs, px, pd, pg, len);
+      finish(dx, i, 1, len, pg, gs);
+    }
+  });
 }
 
 void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
@@ -385,13 +467,14 @@ void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
     return;
   Walk c = collapse(w);
   int last = c.rank - 1;
-  int64_t len = c.shape[last];
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
-  float as[kChunk], bs[kChunk], ys[kChunk];
-  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
-    for (int64_t i = 0; i < len; i += kChunk) {
-      int64_t n = len - i < kChunk ? len - i : kChunk;
+  forRowPieces(c, cpupool::kItemElements, [&](int64_t o0, int64_t o1,
+                                               int64_t o2, int64_t lo,
+                                               int64_t hi) {
+    float as[kChunk], bs[kChunk], ys[kChunk];
+    for (int64_t i = lo; i < hi; i += kChunk) {
+      int64_t n = hi - i < kChunk ? hi - i : kChunk;
       const float *pa = view(a, o1 + i * s1, s1, n, as);
       const float *pb = view(b, o2 + i * s2, s2, n, bs);
       float *py = target(y, o0 + i * s0, s0, ys);
@@ -407,13 +490,14 @@ void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
     return;
   Walk c = collapse(w);
   int last = c.rank - 1;
-  int64_t len = c.shape[last];
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
-  float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
-  forEachRow(c, [&](int64_t o0, int64_t o1, int64_t o2) {
-    for (int64_t i = 0; i < len; i += kChunk) {
-      int64_t n = len - i < kChunk ? len - i : kChunk;
+  forRowPieces(c, cpupool::kItemElements, [&](int64_t o0, int64_t o1,
+                                               int64_t o2, int64_t lo,
+                                               int64_t hi) {
+    float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
+    for (int64_t i = lo; i < hi; i += kChunk) {
+      int64_t n = hi - i < kChunk ? hi - i : kChunk;
       const float *pa = view(a, o1 + i * s1, s1, n, as);
       const float *pb = view(b, o2 + i * s2, s2, n, bs);
       const float *pd = view(dy, o0 + i * s0, s0, n, ds);
@@ -441,15 +525,19 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   int64_t sx = ci.stride[1][il];
   Walk co = collapse(outer);
   int ol = co.rank - 1;
-  int64_t olen = co.shape[ol];
   // Outputs go in blocks of four adjacent ones of the outer row: each keeps
   // its own accumulator and adds its elements in the plain loop's order,
   // the four chains interleaved (an f64 add waits for the previous one).
   constexpr int kB = 4;
   static thread_local float buf[kB][kChunk];
-  forEachRow(co, [&](int64_t yRow, int64_t xRow, int64_t) {
-    for (int64_t k0 = 0; k0 < olen; k0 += kB) {
-      int nb = olen - k0 < kB ? static_cast<int>(olen - k0) : kB;
+  // Threads: pieces of the outputs (each output's sum is the same wherever
+  // it runs), about kItemElements input elements per item.
+  int64_t per = cpupool::kItemElements / std::max<int64_t>(count, 1);
+  per = std::max<int64_t>(kB, (per + kB - 1) / kB * kB);
+  forRowPieces(co, per, [&](int64_t yRow, int64_t xRow, int64_t,
+                            int64_t lo, int64_t hi) {
+    for (int64_t k0 = lo; k0 < hi; k0 += kB) {
+      int nb = hi - k0 < kB ? static_cast<int>(hi - k0) : kB;
       int64_t xo[kB];
       double acc[kB] = {0.0, 0.0, 0.0, 0.0};
       float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
@@ -556,9 +644,14 @@ float rowMax(const float *x, int64_t n) {
 void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
   size_t n = static_cast<size_t>(dim);
-  std::vector<float> row(n), e(n), out(n);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
+  // Threads: whole rows per item.
+  forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> row, e, out;
+    row.resize(n);
+    e.resize(n);
+    out.resize(n);
+    for (int64_t ri = r0; ri < r1; ++ri) {
+      int64_t o = ri / inner, in = ri % inner;
       int64_t base = o * dim * inner + in;
       const float *r = view(x, base, inner, dim, row.data());
       float m = rowMax(r, dim);
@@ -583,7 +676,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
       }
       finish(y, base, inner, dim, yr, out.data());
     }
-  }
+  });
 }
 
 float rowLse(Buf logits, int64_t base, int64_t classes) {
@@ -667,9 +760,14 @@ void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner) {
   size_t n = static_cast<size_t>(dim);
-  std::vector<float> gs(n), ys(n), e(n), out(n);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
+  forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> gs, ys, e, out;
+    gs.resize(n);
+    ys.resize(n);
+    e.resize(n);
+    out.resize(n);
+    for (int64_t ri = r0; ri < r1; ++ri) {
+      int64_t o = ri / inner, in = ri % inner;
       int64_t base = o * dim * inner + in;
       const float *g = view(dy, base, inner, dim, gs.data());
       const float *yv = view(y, base, inner, dim, ys.data());
@@ -693,7 +791,7 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
       }
       finish(dx, base, inner, dim, d, out.data());
     }
-  }
+  });
 }
 
 namespace {
@@ -720,70 +818,121 @@ void rowStats(bool rms, const float *x, int64_t cols, float eps, float &mean,
 void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
           float eps) {
   size_t n = static_cast<size_t>(cols);
-  std::vector<float> row(n), out(n), wv(w.data ? n : 0), bv(b.data ? n : 0);
+  std::vector<float> wv(w.data ? n : 0), bv(b.data ? n : 0);
   if (w.data)
     loadContig(w, 0, cols, wv.data());
   if (b.data)
     loadContig(b, 0, cols, bv.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = view(x, r * cols, 1, cols, row.data());
-    float mean, rstd;
-    rowStats(rms, xr, cols, eps, mean, rstd);
-    float *yr = target(y, r * cols, 1, out.data());
-    for (int64_t j = 0; j < cols; ++j) {
-      float v = (xr[j] - mean) * rstd;
-      if (w.data)
-        v *= wv[j];
-      if (b.data)
-        v += bv[j];
-      yr[j] = v;
+  forRows(rows, cols, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> row, out;
+    row.resize(n);
+    out.resize(n);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = view(x, r * cols, 1, cols, row.data());
+      float mean, rstd;
+      rowStats(rms, xr, cols, eps, mean, rstd);
+      float *yr = target(y, r * cols, 1, out.data());
+      for (int64_t j = 0; j < cols; ++j) {
+        float v = (xr[j] - mean) * rstd;
+        if (w.data)
+          v *= wv[j];
+        if (b.data)
+          v += bv[j];
+        yr[j] = v;
+      }
+      finish(y, r * cols, 1, cols, yr, out.data());
     }
-    finish(y, r * cols, 1, cols, yr, out.data());
-  }
+  });
 }
 
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps) {
   size_t n = static_cast<size_t>(cols);
-  std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
-  std::vector<float> xhat(n), g(n), xs(n), ds(n), out(n), wv(w.data ? n : 0);
+  std::vector<float> wv(w.data ? n : 0);
   if (w.data)
     loadContig(w, 0, cols, wv.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t base = r * cols;
-    const float *xr = view(x, base, 1, cols, xs.data());
-    const float *dr = view(dy, base, 1, cols, ds.data());
-    float mean, rstd;
-    rowStats(rms, xr, cols, eps, mean, rstd);
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      float d = dr[j];
-      xhat[j] = (xr[j] - mean) * rstd;
-      g[j] = w.data ? d * wv[j] : d;
-      sumG += g[j];
-      sumGX += static_cast<double>(g[j]) * xhat[j];
+  // Threads: dx row by row (each row on its own), keeping every row's mean
+  // and rstd; then dw and db column by column, each column's sum over the
+  // rows in row order, x-hat recomputed by the same expression.
+  // When dx overwrites dy or x, the columns' sums run between a first
+  // row pass (statistics only) and the dx pass.
+  std::vector<float> means(static_cast<size_t>(rows)),
+      rstds(static_cast<size_t>(rows));
+  bool inPlace = dx.data && (dx.data == dy.data || dx.data == x.data);
+  auto rowPass = [&](bool writeDx) {
+  forRows(rows, cols, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> xhat, g, xs, ds, out;
+    xhat.resize(n);
+    g.resize(n);
+    xs.resize(n);
+    ds.resize(n);
+    out.resize(n);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t base = r * cols;
+      const float *xr = view(x, base, 1, cols, xs.data());
+      float mean, rstd;
+      rowStats(rms, xr, cols, eps, mean, rstd);
+      means[r] = mean;
+      rstds[r] = rstd;
+      if (!writeDx)
+        continue;
+      const float *dr = view(dy, base, 1, cols, ds.data());
+      double sumG = 0.0, sumGX = 0.0;
+      for (int64_t j = 0; j < cols; ++j) {
+        float d = dr[j];
+        xhat[j] = (xr[j] - mean) * rstd;
+        g[j] = w.data ? d * wv[j] : d;
+        sumG += g[j];
+        sumGX += static_cast<double>(g[j]) * xhat[j];
+      }
+      float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+      float meanGX = static_cast<float>(sumGX / cols);
+      float *o = target(dx, base, 1, out.data());
+      for (int64_t j = 0; j < cols; ++j)
+        o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+      finish(dx, base, 1, cols, o, out.data());
     }
-    if (dw.data)
-      for (int64_t j = 0; j < cols; ++j)
-        dwAcc[j] += static_cast<double>(dr[j]) * xhat[j];
-    if (db.data)
-      for (int64_t j = 0; j < cols; ++j)
-        dbAcc[j] += dr[j];
-    if (!dx.data)
-      continue;
-    float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
-    float meanGX = static_cast<float>(sumGX / cols);
-    float *o = target(dx, base, 1, out.data());
-    for (int64_t j = 0; j < cols; ++j)
-      o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
-    finish(dx, base, 1, cols, o, out.data());
-  }
-  for (int64_t j = 0; j < cols; ++j) {
-    if (dw.data)
-      storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
-    if (db.data)
-      storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
-  }
+  });
+  };
+  auto columnPass = [&] {
+  // Column blocks of kChunk; about kItemElements elements per item.
+  int64_t block = std::min<int64_t>(
+      kChunk, std::max<int64_t>(
+                  16, cpupool::kItemElements / std::max<int64_t>(rows, 1)));
+  cpupool::forChunks(cols, block, [&](int64_t c0, int64_t c1) {
+    int64_t nc = c1 - c0;
+    double dwAcc[kChunk], dbAcc[kChunk];
+    float xs[kChunk], ds[kChunk];
+    for (int64_t j = 0; j < nc; ++j)
+      dwAcc[j] = dbAcc[j] = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t base = r * cols + c0;
+      const float *dr = view(dy, base, 1, nc, ds);
+      if (dw.data) {
+        const float *xr = view(x, base, 1, nc, xs);
+        float mean = means[r], rstd = rstds[r];
+        for (int64_t j = 0; j < nc; ++j) {
+          float xhat = (xr[j] - mean) * rstd;
+          dwAcc[j] += static_cast<double>(dr[j]) * xhat;
+        }
+      }
+      if (db.data)
+        for (int64_t j = 0; j < nc; ++j)
+          dbAcc[j] += dr[j];
+    }
+    for (int64_t j = 0; j < nc; ++j) {
+      if (dw.data)
+        storeF32(dw.data, dw.dtype, c0 + j, static_cast<float>(dwAcc[j]));
+      if (db.data)
+        storeF32(db.data, db.dtype, c0 + j, static_cast<float>(dbAcc[j]));
+    }
+  });
+  };
+  rowPass(dx.data && !inPlace);
+  if (dw.data || db.data)
+    columnPass();
+  if (inPlace)
+    rowPass(true);
 }
 
 } // namespace cpukern

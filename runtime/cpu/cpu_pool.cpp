@@ -34,7 +34,8 @@ namespace {
 
 constexpr int kMaxThreads = 256;
 
-/// The first of the variables that is set to a number; 1 if none is.
+} // namespace
+
 int threadsFromEnvironment() {
   for (const char *var :
        {"AMPC_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
@@ -51,6 +52,8 @@ int threadsFromEnvironment() {
   }
   return 1;
 }
+
+namespace {
 
 thread_local bool insideItem = false;
 

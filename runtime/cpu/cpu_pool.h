@@ -38,8 +38,16 @@
 namespace ampc {
 namespace cpupool {
 
+/// Elements per item of the elementwise, conversion and row loops: tensors
+/// up to this size run on the calling thread alone.
+constexpr int64_t kItemElements = 32768;
+
 /// The number of threads kernels run on (>= 1, the caller included).
 int threadCount();
+
+/// The thread count the environment asks for (the variables above, in
+/// their order; an empty or non-numeric value counts as unset).
+int threadsFromEnvironment();
 
 /// Changes the thread count (>= 1; tests and benchmarks). Must not be
 /// called while a parallelFor runs.
