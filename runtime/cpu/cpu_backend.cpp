@@ -207,9 +207,10 @@ bool unscaleF32(float *__restrict p, int64_t n, float inv) {
 /// im2col on the bit patterns of one element type (f32, or f16/bf16 when
 /// the columns keep the input's dtype: a copy, and 0 bits are +0.0).
 template <typename T>
-void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
+void im2colChannels(T *__restrict col, const T *__restrict x, const ConvGeom &g,
+                    int64_t c0, int64_t c1) {
   int64_t hw = g.oh * g.ow, cols = g.columns();
-  for (int64_t c = 0; c < g.channels; ++c)
+  for (int64_t c = c0; c < c1; ++c)
     for (int64_t kz = 0; kz < g.kd; ++kz)
       for (int64_t ky = 0; ky < g.kh; ++ky)
         for (int64_t kx = 0; kx < g.kw; ++kx) {
@@ -245,6 +246,21 @@ void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
             }
           }
         }
+}
+
+/// Channels per pool item of im2col / col2im (each channel writes its own
+/// rows of the column matrix, or its own plane of dx).
+int64_t channelsPerItem(const ConvGeom &g) {
+  int64_t per = g.kd * g.kh * g.kw * g.columns();
+  return std::max<int64_t>(1, cpupool::kItemElements / std::max<int64_t>(per, 1));
+}
+
+template <typename T>
+void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
+  cpupool::forChunks(g.channels, channelsPerItem(g),
+                     [&](int64_t c0, int64_t c1) {
+                       im2colChannels(col, x, g, c0, c1);
+                     });
 }
 
 class CpuBackend final : public Backend {
@@ -536,7 +552,11 @@ public:
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
     float div = static_cast<float>(g.kh * g.kw);
     withLoader(x, [&](auto load) {
-      for (int64_t p = 0; p < g.planes; ++p) {
+      // Threads: planes are independent.
+      int64_t per = std::max<int64_t>(
+          1, cpupool::kItemElements / std::max<int64_t>(g.h * g.w, 1));
+      cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
         int64_t plane = p * g.h * g.w;
         auto at = [&](int64_t off) { return load(plane + off); };
         for (int64_t oy = 0; oy < g.oh; ++oy)
@@ -553,15 +573,20 @@ public:
             storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
           }
       }
+      });
     });
     return AMPC_OK;
   }
 
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
-    std::vector<float> acc(static_cast<size_t>(g.h * g.w));
     float div = static_cast<float>(g.kh * g.kw);
     withLoader(x, [&](auto load) {
-      for (int64_t p = 0; p < g.planes; ++p) {
+      // Threads: planes are independent; each item its own accumulator.
+      int64_t per = std::max<int64_t>(
+          1, cpupool::kItemElements / std::max<int64_t>(g.h * g.w, 1));
+      cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
+      std::vector<float> acc(static_cast<size_t>(g.h * g.w));
+      for (int64_t p = p0; p < p1; ++p) {
         int64_t plane = p * g.h * g.w;
         auto at = [&](int64_t off) { return load(plane + off); };
         std::fill(acc.begin(), acc.end(), 0.0f);
@@ -583,6 +608,7 @@ public:
           for (int64_t i = 0; i < g.h * g.w; ++i)
             storeF32(dx.data, dx.dtype, plane + i, acc[i]);
       }
+      });
     });
     return AMPC_OK;
   }
@@ -810,7 +836,7 @@ public:
       int64_t n = g.imageSize();
       if (convScratch.size() < static_cast<size_t>(n))
         convScratch.resize(static_cast<size_t>(n));
-      loadContig(x, 0, n, convScratch.data());
+      loadContigPar(x, n, convScratch.data());
       im2colTyped(static_cast<float *>(col.data), convScratch.data(), g);
       return AMPC_OK;
     }
@@ -854,8 +880,16 @@ public:
   }
 
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
+    // Threads: channel c adds into its own plane of dx only.
+    cpupool::forChunks(g.channels, channelsPerItem(g),
+                       [&](int64_t c0, int64_t c1) { col2imChannels(dx, col, g, c0, c1); });
+    return AMPC_OK;
+  }
+
+  static void col2imChannels(float *dx, const float *col, const ConvGeom &g,
+                             int64_t c0, int64_t c1) {
     int64_t hw = g.oh * g.ow, cols = g.columns();
-    for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t c = c0; c < c1; ++c)
       for (int64_t kz = 0; kz < g.kd; ++kz)
         for (int64_t ky = 0; ky < g.kh; ++ky)
           for (int64_t kx = 0; kx < g.kw; ++kx) {
@@ -887,7 +921,6 @@ public:
               }
             }
           }
-    return AMPC_OK;
   }
 
   ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
@@ -1089,28 +1122,39 @@ public:
 
   // Batch norm and dropout (issue 12): the shared scalar code, one channel
   // (or element) at a time.
+  static int64_t channelsPerBnItem(const BnGeom &g) {
+    return std::max<int64_t>(
+        1, cpupool::kItemElements / std::max<int64_t>(g.n * g.inner, 1));
+  }
   ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {
     BnGeom g{n, c, inner};
-    for (int64_t ch = 0; ch < c; ++ch)
-      bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+    // Threads: channel by channel (each channel's sums stay in order).
+    cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch)
+        bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+    });
     return AMPC_OK;
   }
   ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                            Buf rm, Buf rv, bool training, int64_t n,
                            int64_t c, int64_t inner, float eps) override {
     BnGeom g{n, c, inner};
-    for (int64_t ch = 0; ch < c; ++ch)
-      bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+    cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch)
+        bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+    });
     return AMPC_OK;
   }
   ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                               int64_t n, int64_t c, int64_t inner,
                               float momentum) override {
     BnGeom g{n, c, inner};
-    for (int64_t ch = 0; ch < c; ++ch)
-      bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+    cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch)
+        bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+    });
     return AMPC_OK;
   }
   ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,

@@ -119,8 +119,9 @@ private:
       fn(i);
   }
 
-  void workerLoop() {
-    uint64_t seen = generation.load();
+  /// `seen`: the generation when the worker was created (before the job
+  /// that started it was published, so the worker joins that job).
+  void workerLoop(uint64_t seen) {
     insideItem = true;
     for (;;) {
       // Spin for up to ~50 microseconds (kernels of one step follow each
@@ -153,8 +154,9 @@ private:
   void startWorkers(int count) {
     stopWorkers();
     stopping.store(false);
+    uint64_t now = generation.load();
     for (int i = 0; i < count; ++i)
-      workers.emplace_back([this] { workerLoop(); });
+      workers.emplace_back([this, now] { workerLoop(now); });
   }
 
   void stopWorkers() {

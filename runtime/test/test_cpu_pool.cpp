@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -58,7 +59,8 @@ TEST(CpuPool, ItemsRunOnSeveralThreads) {
   cpupool::setThreadCount(3);
   std::mutex m;
   std::set<std::thread::id> ids;
-  // Items that wait for each other: only finishes if two threads run them.
+  // Items that wait for each other: only finishes if two threads run them
+  // (the first job after the workers start included).
   std::atomic<int> arrived{0};
   cpupool::parallelFor(2, [&](int64_t) {
     {
@@ -66,7 +68,9 @@ TEST(CpuPool, ItemsRunOnSeveralThreads) {
       ids.insert(std::this_thread::get_id());
     }
     arrived.fetch_add(1);
-    for (int spins = 0; arrived.load() < 2 && spins < 200000000; ++spins)
+    auto start = std::chrono::steady_clock::now();
+    while (arrived.load() < 2 &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
       std::this_thread::yield();
   });
   EXPECT_EQ(arrived.load(), 2);
