@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -925,22 +926,30 @@ public:
 
   ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
                                  const float *scale) override {
-    bool found = false;
+    // Threads: fixed chunks of each tensor; the flag is an OR, which does
+    // not depend on the order the chunks finish in.
+    std::atomic<bool> anyFound{false};
     float inv = scale ? 1.0f / *scale : 1.0f;
     for (int32_t t = 0; t < g.count; ++t) {
       void *p = g.data[t];
       ampc_dtype dt = g.dtypes[t];
-      if (dt == AMPC_F32) {
-        found |= unscaleF32(static_cast<float *>(p), g.numels[t], inv);
-        continue;
-      }
-      for (int64_t i = 0; i < g.numels[t]; ++i) {
-        float v = loadF32(p, dt, i);
-        found |= !isFinite(v);
-        if (inv != 1.0f)
-          storeF32(p, dt, i, v * inv);
-      }
+      cpupool::forChunks(g.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
+        bool f = false;
+        if (dt == AMPC_F32) {
+          f = unscaleF32(static_cast<float *>(p) + lo, hi - lo, inv);
+        } else {
+          for (int64_t i = lo; i < hi; ++i) {
+            float v = loadF32(p, dt, i);
+            f |= !isFinite(v);
+            if (inv != 1.0f)
+              storeF32(p, dt, i, v * inv);
+          }
+        }
+        if (f)
+          anyFound.store(true, std::memory_order_relaxed);
+      });
     }
+    bool found = anyFound.load();
     storeF32(foundInf.data, foundInf.dtype, 0, found ? 1.0f : 0.0f);
     return AMPC_OK;
   }
