@@ -90,10 +90,11 @@ bool readFlag(Buf f) {
 /// The fixed tiles a GEMM's C is split into for the thread pool: chosen
 /// from (m, n, k) alone, never from the thread count. Products below about
 /// 4M multiply-adds are one tile; larger ones are split along the longer of
-/// m and n into blocks of at least 384 rows or columns (multiples of 16),
-/// at most 8: OpenBLAS repacks the other operand for every block, which
+/// m and n into blocks (multiples of 16) of at least 384 rows or columns,
+/// at most 8, except that a longer side of 256-767 is cut in two (blocks of
+/// 128-384). OpenBLAS repacks the other operand for every block, which
 /// measured 0-3% slower for blocks of 384-512 and 5-9% for blocks of 128 on
-/// transformer-sized products at one thread.
+/// transformer-sized products at one thread (alone, without the pool).
 struct GemmTiles {
   int64_t mb, nb, rowBlocks, colBlocks;
 };
@@ -103,7 +104,8 @@ GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
                     kMaxTiles = 8;
   GemmTiles t{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), 1, 1};
   int64_t dim = std::max(m, n);
-  int64_t tiles = std::min({kMaxTiles, dim / kMinBlock,
+  int64_t bySize = std::max<int64_t>(dim / kMinBlock, dim >= 256 ? 2 : 1);
+  int64_t tiles = std::min({kMaxTiles, bySize,
                             m * n * std::max<int64_t>(k, 1) / kTileWork});
   if (tiles < 2)
     return t;
