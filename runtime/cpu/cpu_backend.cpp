@@ -105,8 +105,8 @@ GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
   GemmTiles t{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), 1, 1};
   int64_t dim = std::max(m, n);
   int64_t bySize = std::max<int64_t>(dim / kMinBlock, dim >= 256 ? 2 : 1);
-  int64_t tiles = std::min({kMaxTiles, bySize,
-                            m * n * std::max<int64_t>(k, 1) / kTileWork});
+  int64_t tiles = std::min(
+      {kMaxTiles, bySize, m * n * std::max<int64_t>(k, 1) / kTileWork});
   if (tiles < 2)
     return t;
   int64_t block = ((dim + tiles - 1) / tiles + 15) / 16 * 16;
@@ -255,15 +255,15 @@ void im2colChannels(T *__restrict col, const T *__restrict x, const ConvGeom &g,
 /// rows of the column matrix, or its own plane of dx).
 int64_t channelsPerItem(const ConvGeom &g) {
   int64_t per = g.kd * g.kh * g.kw * g.columns();
-  return std::max<int64_t>(1, cpupool::kItemElements / std::max<int64_t>(per, 1));
+  return std::max<int64_t>(1,
+                           cpupool::kItemElements / std::max<int64_t>(per, 1));
 }
 
 template <typename T>
 void im2colTyped(T *__restrict col, const T *__restrict x, const ConvGeom &g) {
-  cpupool::forChunks(g.channels, channelsPerItem(g),
-                     [&](int64_t c0, int64_t c1) {
-                       im2colChannels(col, x, g, c0, c1);
-                     });
+  cpupool::forChunks(
+      g.channels, channelsPerItem(g),
+      [&](int64_t c0, int64_t c1) { im2colChannels(col, x, g, c0, c1); });
 }
 
 class CpuBackend final : public Backend {
@@ -556,26 +556,26 @@ public:
     float div = static_cast<float>(g.kh * g.kw);
     withLoader(x, [&](auto load) {
       // Threads: planes are independent.
-      int64_t per = std::max<int64_t>(
-          1, cpupool::kItemElements / std::max<int64_t>(g.h * g.w, 1));
+      int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
+                                             std::max<int64_t>(g.h * g.w, 1));
       cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        int64_t plane = p * g.h * g.w;
-        auto at = [&](int64_t off) { return load(plane + off); };
-        for (int64_t oy = 0; oy < g.oh; ++oy)
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            float v;
-            if (g.isMax) {
-              int64_t a = argmax(g, at, oy, ox);
-              v = a < 0 ? -INFINITY : at(a);
-            } else {
-              float s = 0.0f;
-              window(g, oy, ox, [&](int64_t off) { s += at(off); });
-              v = s / div;
+        for (int64_t p = p0; p < p1; ++p) {
+          int64_t plane = p * g.h * g.w;
+          auto at = [&](int64_t off) { return load(plane + off); };
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              float v;
+              if (g.isMax) {
+                int64_t a = argmax(g, at, oy, ox);
+                v = a < 0 ? -INFINITY : at(a);
+              } else {
+                float s = 0.0f;
+                window(g, oy, ox, [&](int64_t off) { s += at(off); });
+                v = s / div;
+              }
+              storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
             }
-            storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
-          }
-      }
+        }
       });
     });
     return AMPC_OK;
@@ -585,32 +585,32 @@ public:
     float div = static_cast<float>(g.kh * g.kw);
     withLoader(x, [&](auto load) {
       // Threads: planes are independent; each item its own accumulator.
-      int64_t per = std::max<int64_t>(
-          1, cpupool::kItemElements / std::max<int64_t>(g.h * g.w, 1));
+      int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
+                                             std::max<int64_t>(g.h * g.w, 1));
       cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
-      std::vector<float> acc(static_cast<size_t>(g.h * g.w));
-      for (int64_t p = p0; p < p1; ++p) {
-        int64_t plane = p * g.h * g.w;
-        auto at = [&](int64_t off) { return load(plane + off); };
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t oy = 0; oy < g.oh; ++oy)
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
-            if (g.isMax) {
-              int64_t a = argmax(g, at, oy, ox);
-              if (a >= 0)
-                acc[a] += d;
-            } else {
-              window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+        std::vector<float> acc(static_cast<size_t>(g.h * g.w));
+        for (int64_t p = p0; p < p1; ++p) {
+          int64_t plane = p * g.h * g.w;
+          auto at = [&](int64_t off) { return load(plane + off); };
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+              if (g.isMax) {
+                int64_t a = argmax(g, at, oy, ox);
+                if (a >= 0)
+                  acc[a] += d;
+              } else {
+                window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+              }
             }
-          }
-        if (dx.dtype == AMPC_F32)
-          std::copy(acc.begin(), acc.end(),
-                    static_cast<float *>(dx.data) + plane);
-        else
-          for (int64_t i = 0; i < g.h * g.w; ++i)
-            storeF32(dx.data, dx.dtype, plane + i, acc[i]);
-      }
+          if (dx.dtype == AMPC_F32)
+            std::copy(acc.begin(), acc.end(),
+                      static_cast<float *>(dx.data) + plane);
+          else
+            for (int64_t i = 0; i < g.h * g.w; ++i)
+              storeF32(dx.data, dx.dtype, plane + i, acc[i]);
+        }
       });
     });
     return AMPC_OK;
@@ -675,11 +675,11 @@ public:
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         int64_t label = loadIndex(labels.data, labels.dtype, r);
-        terms[r] = label < 0 || label >= classes
-                       ? 0.0f
-                       : rowLse(logits, r * classes, classes) -
-                             loadF32(logits.data, logits.dtype,
-                                     r * classes + label);
+        terms[r] =
+            label < 0 || label >= classes
+                ? 0.0f
+                : rowLse(logits, r * classes, classes) -
+                      loadF32(logits.data, logits.dtype, r * classes + label);
       }
     });
     double total = 0.0;
@@ -708,14 +708,15 @@ public:
       valid += loadIndex(labels.data, labels.dtype, r) != -100;
     float scale =
         loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(valid);
-    int64_t perItem = std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
+    int64_t perItem =
+        std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         int64_t label = loadIndex(labels.data, labels.dtype, r);
         int64_t base = r * classes;
         float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
-        cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label,
-                                    lse, scale);
+        cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label, lse,
+                                    scale);
       }
     });
     return AMPC_OK;
@@ -795,16 +796,16 @@ public:
           for (int64_t j = 0; j < cols; ++j)
             c[r * ldc + j] = d.beta == 0.0f ? 0.0f : d.beta * c[r * ldc + j];
       } else {
-        const float *ap = a.get() + i * d.strideA +
-                          (d.transA ? r0 : r0 * d.lda);
-        const float *bp = b.get() + i * d.strideB +
-                          (d.transB ? c0 * d.ldb : c0);
+        const float *ap =
+            a.get() + i * d.strideA + (d.transA ? r0 : r0 * d.lda);
+        const float *bp =
+            b.get() + i * d.strideB + (d.transB ? c0 * d.ldb : c0);
         cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
                     d.transB ? CblasTrans : CblasNoTrans,
                     static_cast<int>(rows), static_cast<int>(cols),
-                    static_cast<int>(d.k), d.alpha, ap,
-                    static_cast<int>(d.lda), bp, static_cast<int>(d.ldb),
-                    d.beta, c, static_cast<int>(ldc));
+                    static_cast<int>(d.k), d.alpha, ap, static_cast<int>(d.lda),
+                    bp, static_cast<int>(d.ldb), d.beta, c,
+                    static_cast<int>(ldc));
       }
       bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
       for (int64_t r = 0; r < rows && (post || !direct); ++r) {
@@ -884,8 +885,9 @@ public:
 
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override {
     // Threads: channel c adds into its own plane of dx only.
-    cpupool::forChunks(g.channels, channelsPerItem(g),
-                       [&](int64_t c0, int64_t c1) { col2imChannels(dx, col, g, c0, c1); });
+    cpupool::forChunks(
+        g.channels, channelsPerItem(g),
+        [&](int64_t c0, int64_t c1) { col2imChannels(dx, col, g, c0, c1); });
     return AMPC_OK;
   }
 
@@ -1031,11 +1033,10 @@ public:
       if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
         float *p = static_cast<float *>(params.data[t]);
         const float *gp = static_cast<const float *>(grads.data[t]);
-        cpupool::forChunks(params.numels[t], kParChunk,
-                           [&](int64_t lo, int64_t hi) {
-                             sgdF32(p + lo, gp + lo, buf ? buf + lo : nullptr,
-                                    hi - lo, s);
-                           });
+        cpupool::forChunks(
+            params.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
+              sgdF32(p + lo, gp + lo, buf ? buf + lo : nullptr, hi - lo, s);
+            });
         continue;
       }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
@@ -1079,11 +1080,10 @@ public:
         float *p = static_cast<float *>(params.data[t]);
         const float *gp = static_cast<const float *>(grads.data[t]);
         // Element by element: any split gives the same bits.
-        cpupool::forChunks(params.numels[t], kParChunk,
-                           [&](int64_t lo, int64_t hi) {
-                             adamwF32(p + lo, gp + lo, m + lo, v + lo, hi - lo,
-                                      s);
-                           });
+        cpupool::forChunks(
+            params.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
+              adamwF32(p + lo, gp + lo, m + lo, v + lo, hi - lo, s);
+            });
         continue;
       }
       for (int64_t i = 0; i < params.numels[t]; ++i) {
@@ -1134,8 +1134,8 @@ public:
   // Batch norm and dropout (issue 12): the shared scalar code, one channel
   // (or element) at a time.
   static int64_t channelsPerBnItem(const BnGeom &g) {
-    return std::max<int64_t>(
-        1, cpupool::kItemElements / std::max<int64_t>(g.n * g.inner, 1));
+    return std::max<int64_t>(1, cpupool::kItemElements /
+                                    std::max<int64_t>(g.n * g.inner, 1));
   }
   ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                         bool training, int64_t n, int64_t c, int64_t inner,

@@ -291,30 +291,31 @@ void copyRows(T *__restrict dst, const T *__restrict src, const Walk &w) {
     rows *= w.shape[d];
   if (tile < 0) {
     // Threads: fixed groups of rows.
-    int64_t perItem = std::max<int64_t>(1, kCopyItem / std::max<int64_t>(len, 1));
+    int64_t perItem =
+        std::max<int64_t>(1, kCopyItem / std::max<int64_t>(len, 1));
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
-    int64_t idx[kMaxRank] = {};
-    int64_t o0, o1;
-    walkOffsets(w, last, -1, r0, idx, o0, o1);
-    for (int64_t r = r0; r < r1; ++r) {
-      if (sd == 1 && ss == 1 && len * sizeof(T) <= 512)
-        cpuconv::copyShort(dst + o0, src + o1, len * sizeof(T)); // (cpugemm)
-      else if (sd == 1 && ss == 1)
-        memcpy(dst + o0, src + o1, len * sizeof(T));
-      else
-        for (int64_t j = 0; j < len; ++j)
-          dst[o0 + j * sd] = src[o1 + j * ss];
-      for (int d = last - 1; d >= 0; --d) {
-        if (++idx[d] < w.shape[d]) {
-          o0 += w.stride[0][d];
-          o1 += w.stride[1][d];
-          break;
+      int64_t idx[kMaxRank] = {};
+      int64_t o0, o1;
+      walkOffsets(w, last, -1, r0, idx, o0, o1);
+      for (int64_t r = r0; r < r1; ++r) {
+        if (sd == 1 && ss == 1 && len * sizeof(T) <= 512)
+          cpuconv::copyShort(dst + o0, src + o1, len * sizeof(T)); // (cpugemm)
+        else if (sd == 1 && ss == 1)
+          memcpy(dst + o0, src + o1, len * sizeof(T));
+        else
+          for (int64_t j = 0; j < len; ++j)
+            dst[o0 + j * sd] = src[o1 + j * ss];
+        for (int d = last - 1; d >= 0; --d) {
+          if (++idx[d] < w.shape[d]) {
+            o0 += w.stride[0][d];
+            o1 += w.stride[1][d];
+            break;
+          }
+          o0 -= w.stride[0][d] * (w.shape[d] - 1);
+          o1 -= w.stride[1][d] * (w.shape[d] - 1);
+          idx[d] = 0;
         }
-        o0 -= w.stride[0][d] * (w.shape[d] - 1);
-        o1 -= w.stride[1][d] * (w.shape[d] - 1);
-        idx[d] = 0;
       }
-    }
     });
     return;
   }

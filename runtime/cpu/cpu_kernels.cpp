@@ -166,8 +166,7 @@ void rowOffsets(const Walk &c, int64_t r, int64_t &o0, int64_t &o1,
 /// items of about `per` elements on the pool: several whole rows per item,
 /// or pieces of `per` elements (a multiple of kChunk) of a longer row. The
 /// items depend on the walk only.
-template <typename F>
-void forRowPieces(const Walk &c, int64_t per, F &&f) {
+template <typename F> void forRowPieces(const Walk &c, int64_t per, F &&f) {
   int last = c.rank - 1;
   int64_t len = c.shape[last];
   int64_t rows = 1;
@@ -469,19 +468,18 @@ void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
   int last = c.rank - 1;
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
-  forRowPieces(c, cpupool::kItemElements, [&](int64_t o0, int64_t o1,
-                                               int64_t o2, int64_t lo,
-                                               int64_t hi) {
-    float as[kChunk], bs[kChunk], ys[kChunk];
-    for (int64_t i = lo; i < hi; i += kChunk) {
-      int64_t n = hi - i < kChunk ? hi - i : kChunk;
-      const float *pa = view(a, o1 + i * s1, s1, n, as);
-      const float *pb = view(b, o2 + i * s2, s2, n, bs);
-      float *py = target(y, o0 + i * s0, s0, ys);
-      binaryOp(op, pa, pb, py, n);
-      finish(y, o0 + i * s0, s0, n, py, ys);
-    }
-  });
+  forRowPieces(c, cpupool::kItemElements,
+               [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
+                 float as[kChunk], bs[kChunk], ys[kChunk];
+                 for (int64_t i = lo; i < hi; i += kChunk) {
+                   int64_t n = hi - i < kChunk ? hi - i : kChunk;
+                   const float *pa = view(a, o1 + i * s1, s1, n, as);
+                   const float *pb = view(b, o2 + i * s2, s2, n, bs);
+                   float *py = target(y, o0 + i * s0, s0, ys);
+                   binaryOp(op, pa, pb, py, n);
+                   finish(y, o0 + i * s0, s0, n, py, ys);
+                 }
+               });
 }
 
 void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
@@ -492,20 +490,19 @@ void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
   int last = c.rank - 1;
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
-  forRowPieces(c, cpupool::kItemElements, [&](int64_t o0, int64_t o1,
-                                               int64_t o2, int64_t lo,
-                                               int64_t hi) {
-    float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
-    for (int64_t i = lo; i < hi; i += kChunk) {
-      int64_t n = hi - i < kChunk ? hi - i : kChunk;
-      const float *pa = view(a, o1 + i * s1, s1, n, as);
-      const float *pb = view(b, o2 + i * s2, s2, n, bs);
-      const float *pd = view(dy, o0 + i * s0, s0, n, ds);
-      float *pg = target(g, o0 + i * s0, s0, gs);
-      binaryBwdOp(op, which, pa, pb, pd, pg, n);
-      finish(g, o0 + i * s0, s0, n, pg, gs);
-    }
-  });
+  forRowPieces(c, cpupool::kItemElements,
+               [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
+                 float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
+                 for (int64_t i = lo; i < hi; i += kChunk) {
+                   int64_t n = hi - i < kChunk ? hi - i : kChunk;
+                   const float *pa = view(a, o1 + i * s1, s1, n, as);
+                   const float *pb = view(b, o2 + i * s2, s2, n, bs);
+                   const float *pd = view(dy, o0 + i * s0, s0, n, ds);
+                   float *pg = target(g, o0 + i * s0, s0, gs);
+                   binaryBwdOp(op, which, pa, pb, pd, pg, n);
+                   finish(g, o0 + i * s0, s0, n, pg, gs);
+                 }
+               });
 }
 
 void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
@@ -534,68 +531,69 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   // it runs), about kItemElements input elements per item.
   int64_t per = cpupool::kItemElements / std::max<int64_t>(count, 1);
   per = std::max<int64_t>(kB, (per + kB - 1) / kB * kB);
-  forRowPieces(co, per, [&](int64_t yRow, int64_t xRow, int64_t,
-                            int64_t lo, int64_t hi) {
-    for (int64_t k0 = lo; k0 < hi; k0 += kB) {
-      int nb = hi - k0 < kB ? static_cast<int>(hi - k0) : kB;
-      int64_t xo[kB];
-      double acc[kB] = {0.0, 0.0, 0.0, 0.0};
-      float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-      for (int b = 0; b < nb; ++b)
-        xo[b] = xRow + (k0 + b) * co.stride[1][ol];
-      if (count > 0)
-        forEachRow(ci, [&](int64_t, int64_t xi, int64_t) {
-          for (int64_t i = 0; i < len; i += kChunk) {
-            int64_t n = len - i < kChunk ? len - i : kChunk;
-            const float *p[kB];
-            for (int b = 0; b < nb; ++b)
-              p[b] = view(x, xo[b] + xi + i * sx, sx, n, buf[b]);
-            if (op == ReduceOp::Max) {
-              for (int b = 0; b < nb; ++b) {
-                float mb = m[b];
-                for (int64_t j = 0; j < n; ++j) {
-                  float v = p[b][j];
-                  if (v > mb || v != v)
-                    mb = (mb != mb) ? mb : v;
+  forRowPieces(
+      co, per,
+      [&](int64_t yRow, int64_t xRow, int64_t, int64_t lo, int64_t hi) {
+        for (int64_t k0 = lo; k0 < hi; k0 += kB) {
+          int nb = hi - k0 < kB ? static_cast<int>(hi - k0) : kB;
+          int64_t xo[kB];
+          double acc[kB] = {0.0, 0.0, 0.0, 0.0};
+          float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+          for (int b = 0; b < nb; ++b)
+            xo[b] = xRow + (k0 + b) * co.stride[1][ol];
+          if (count > 0)
+            forEachRow(ci, [&](int64_t, int64_t xi, int64_t) {
+              for (int64_t i = 0; i < len; i += kChunk) {
+                int64_t n = len - i < kChunk ? len - i : kChunk;
+                const float *p[kB];
+                for (int b = 0; b < nb; ++b)
+                  p[b] = view(x, xo[b] + xi + i * sx, sx, n, buf[b]);
+                if (op == ReduceOp::Max) {
+                  for (int b = 0; b < nb; ++b) {
+                    float mb = m[b];
+                    for (int64_t j = 0; j < n; ++j) {
+                      float v = p[b][j];
+                      if (v > mb || v != v)
+                        mb = (mb != mb) ? mb : v;
+                    }
+                    m[b] = mb;
+                  }
+                } else if (nb == kB) {
+                  double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+                  const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+                  for (int64_t j = 0; j < n; ++j) {
+                    a0 += p0[j];
+                    a1 += p1[j];
+                    a2 += p2[j];
+                    a3 += p3[j];
+                  }
+                  acc[0] = a0;
+                  acc[1] = a1;
+                  acc[2] = a2;
+                  acc[3] = a3;
+                } else {
+                  for (int b = 0; b < nb; ++b) {
+                    double a = acc[b];
+                    for (int64_t j = 0; j < n; ++j)
+                      a += p[b][j];
+                    acc[b] = a;
+                  }
                 }
-                m[b] = mb;
               }
-            } else if (nb == kB) {
-              double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-              const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-              for (int64_t j = 0; j < n; ++j) {
-                a0 += p0[j];
-                a1 += p1[j];
-                a2 += p2[j];
-                a3 += p3[j];
-              }
-              acc[0] = a0;
-              acc[1] = a1;
-              acc[2] = a2;
-              acc[3] = a3;
-            } else {
-              for (int b = 0; b < nb; ++b) {
-                double a = acc[b];
-                for (int64_t j = 0; j < n; ++j)
-                  a += p[b][j];
-                acc[b] = a;
-              }
+            });
+          for (int b = 0; b < nb; ++b) {
+            int64_t yo = yRow + (k0 + b) * co.stride[0][ol];
+            if (op == ReduceOp::Max) {
+              storeF32(y.data, y.dtype, yo, m[b]);
+              continue;
             }
+            double a = acc[b];
+            if (op == ReduceOp::Mean)
+              a /= static_cast<double>(count);
+            storeF32(y.data, y.dtype, yo, static_cast<float>(a));
           }
-        });
-      for (int b = 0; b < nb; ++b) {
-        int64_t yo = yRow + (k0 + b) * co.stride[0][ol];
-        if (op == ReduceOp::Max) {
-          storeF32(y.data, y.dtype, yo, m[b]);
-          continue;
         }
-        double a = acc[b];
-        if (op == ReduceOp::Mean)
-          a /= static_cast<double>(count);
-        storeF32(y.data, y.dtype, yo, static_cast<float>(a));
-      }
-    }
-  });
+      });
 }
 
 namespace {
@@ -860,73 +858,73 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
       rstds(static_cast<size_t>(rows));
   bool inPlace = dx.data && (dx.data == dy.data || dx.data == x.data);
   auto rowPass = [&](bool writeDx) {
-  forRows(rows, cols, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> xhat, g, xs, ds, out;
-    xhat.resize(n);
-    g.resize(n);
-    xs.resize(n);
-    ds.resize(n);
-    out.resize(n);
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t base = r * cols;
-      const float *xr = view(x, base, 1, cols, xs.data());
-      float mean, rstd;
-      rowStats(rms, xr, cols, eps, mean, rstd);
-      means[r] = mean;
-      rstds[r] = rstd;
-      if (!writeDx)
-        continue;
-      const float *dr = view(dy, base, 1, cols, ds.data());
-      double sumG = 0.0, sumGX = 0.0;
-      for (int64_t j = 0; j < cols; ++j) {
-        float d = dr[j];
-        xhat[j] = (xr[j] - mean) * rstd;
-        g[j] = w.data ? d * wv[j] : d;
-        sumG += g[j];
-        sumGX += static_cast<double>(g[j]) * xhat[j];
+    forRows(rows, cols, [&](int64_t r0, int64_t r1) {
+      thread_local std::vector<float> xhat, g, xs, ds, out;
+      xhat.resize(n);
+      g.resize(n);
+      xs.resize(n);
+      ds.resize(n);
+      out.resize(n);
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t base = r * cols;
+        const float *xr = view(x, base, 1, cols, xs.data());
+        float mean, rstd;
+        rowStats(rms, xr, cols, eps, mean, rstd);
+        means[r] = mean;
+        rstds[r] = rstd;
+        if (!writeDx)
+          continue;
+        const float *dr = view(dy, base, 1, cols, ds.data());
+        double sumG = 0.0, sumGX = 0.0;
+        for (int64_t j = 0; j < cols; ++j) {
+          float d = dr[j];
+          xhat[j] = (xr[j] - mean) * rstd;
+          g[j] = w.data ? d * wv[j] : d;
+          sumG += g[j];
+          sumGX += static_cast<double>(g[j]) * xhat[j];
+        }
+        float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+        float meanGX = static_cast<float>(sumGX / cols);
+        float *o = target(dx, base, 1, out.data());
+        for (int64_t j = 0; j < cols; ++j)
+          o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+        finish(dx, base, 1, cols, o, out.data());
       }
-      float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
-      float meanGX = static_cast<float>(sumGX / cols);
-      float *o = target(dx, base, 1, out.data());
-      for (int64_t j = 0; j < cols; ++j)
-        o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
-      finish(dx, base, 1, cols, o, out.data());
-    }
-  });
+    });
   };
   auto columnPass = [&] {
-  // Column blocks of kChunk; about kItemElements elements per item.
-  int64_t block = std::min<int64_t>(
-      kChunk, std::max<int64_t>(
-                  16, cpupool::kItemElements / std::max<int64_t>(rows, 1)));
-  cpupool::forChunks(cols, block, [&](int64_t c0, int64_t c1) {
-    int64_t nc = c1 - c0;
-    double dwAcc[kChunk], dbAcc[kChunk];
-    float xs[kChunk], ds[kChunk];
-    for (int64_t j = 0; j < nc; ++j)
-      dwAcc[j] = dbAcc[j] = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t base = r * cols + c0;
-      const float *dr = view(dy, base, 1, nc, ds);
-      if (dw.data) {
-        const float *xr = view(x, base, 1, nc, xs);
-        float mean = means[r], rstd = rstds[r];
-        for (int64_t j = 0; j < nc; ++j) {
-          float xhat = (xr[j] - mean) * rstd;
-          dwAcc[j] += static_cast<double>(dr[j]) * xhat;
+    // Column blocks of kChunk; about kItemElements elements per item.
+    int64_t block = std::min<int64_t>(
+        kChunk, std::max<int64_t>(16, cpupool::kItemElements /
+                                          std::max<int64_t>(rows, 1)));
+    cpupool::forChunks(cols, block, [&](int64_t c0, int64_t c1) {
+      int64_t nc = c1 - c0;
+      double dwAcc[kChunk], dbAcc[kChunk];
+      float xs[kChunk], ds[kChunk];
+      for (int64_t j = 0; j < nc; ++j)
+        dwAcc[j] = dbAcc[j] = 0.0;
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t base = r * cols + c0;
+        const float *dr = view(dy, base, 1, nc, ds);
+        if (dw.data) {
+          const float *xr = view(x, base, 1, nc, xs);
+          float mean = means[r], rstd = rstds[r];
+          for (int64_t j = 0; j < nc; ++j) {
+            float xhat = (xr[j] - mean) * rstd;
+            dwAcc[j] += static_cast<double>(dr[j]) * xhat;
+          }
         }
+        if (db.data)
+          for (int64_t j = 0; j < nc; ++j)
+            dbAcc[j] += dr[j];
       }
-      if (db.data)
-        for (int64_t j = 0; j < nc; ++j)
-          dbAcc[j] += dr[j];
-    }
-    for (int64_t j = 0; j < nc; ++j) {
-      if (dw.data)
-        storeF32(dw.data, dw.dtype, c0 + j, static_cast<float>(dwAcc[j]));
-      if (db.data)
-        storeF32(db.data, db.dtype, c0 + j, static_cast<float>(dbAcc[j]));
-    }
-  });
+      for (int64_t j = 0; j < nc; ++j) {
+        if (dw.data)
+          storeF32(dw.data, dw.dtype, c0 + j, static_cast<float>(dwAcc[j]));
+        if (db.data)
+          storeF32(db.data, db.dtype, c0 + j, static_cast<float>(dbAcc[j]));
+      }
+    });
   };
   rowPass(dx.data && !inPlace);
   if (dw.data || db.data)

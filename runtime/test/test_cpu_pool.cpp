@@ -48,8 +48,8 @@ TEST(CpuPool, EveryItemRunsOnce) {
       for (int rep = 0; rep < 3; ++rep)
         cpupool::parallelFor(n, [&](int64_t i) { hits[i].fetch_add(1); });
       for (int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(hits[i].load(), 3) << "threads " << t << " n " << n << " i "
-                                     << i;
+        ASSERT_EQ(hits[i].load(), 3)
+            << "threads " << t << " n " << n << " i " << i;
     }
   }
 }
@@ -191,13 +191,13 @@ void sameAtEveryCount(
       continue;
     }
     for (size_t i = 0; i < bufs.size(); ++i)
-      EXPECT_TRUE(bufs[i] == ref[i]) << "buffer " << i << ", " << t
-                                     << " threads";
+      EXPECT_TRUE(bufs[i] == ref[i])
+          << "buffer " << i << ", " << t << " threads";
   }
 }
 
-Walk walk2(int rank, const int64_t *shape, const int64_t *s0,
-           const int64_t *s1, const int64_t *s2) {
+Walk walk2(int rank, const int64_t *shape, const int64_t *s0, const int64_t *s1,
+           const int64_t *s2) {
   Walk w;
   w.rank = rank;
   for (int d = 0; d < rank; ++d) {
@@ -277,8 +277,8 @@ TEST(CpuPoolKernels, ReductionsAndRowKernels) {
           auto B = [&](int i) { return Buf{b[i].data(), dt}; };
           cpukern::reduce(ReduceOp::Sum, B(4), B(0), outerRows, innerRows);
           cpukern::reduce(ReduceOp::Max, B(4), B(0), outerRows, innerRows);
-          ASSERT_TRUE(cpufast::reduceColumns(B(5), B(0), outerCols, innerCols,
-                                             true));
+          ASSERT_TRUE(
+              cpufast::reduceColumns(B(5), B(0), outerCols, innerCols, true));
           cpukern::softmax(false, B(2), B(0), rows, cols, 1);
           cpukern::softmaxBwd(false, B(3), B(1), B(2), rows, cols, 1);
           cpukern::softmax(true, B(2), B(0), 4, rows / 4, cols);
@@ -286,8 +286,8 @@ TEST(CpuPoolKernels, ReductionsAndRowKernels) {
           cpukern::norm(false, B(2), B(0), B(6), B(7), rows, cols, 1e-5f);
           cpukern::normBwd(false, B(3), B(8), B(9), B(1), B(0), B(6), rows,
                            cols, 1e-5f);
-          cpukern::normBwd(true, B(3), B(8), Buf{nullptr, dt}, B(1), B(0),
-                           B(6), rows, cols, 1e-5f);
+          cpukern::normBwd(true, B(3), B(8), Buf{nullptr, dt}, B(1), B(0), B(6),
+                           rows, cols, 1e-5f);
           // dx over dy (in place).
           cpukern::normBwd(false, B(1), B(8), B(9), B(1), B(0), B(6), rows,
                            cols, 1e-5f);
@@ -329,33 +329,27 @@ TEST(CpuPoolKernels, StridedCopies) {
     Walk tr = walk2(2, tshape, tdst, tsrc, nullptr);
     int64_t n = 8 * 128 * 4 * 64;
     ampc_dtype dt = es == 4 ? AMPC_F32 : AMPC_F16;
-    sameAtEveryCount({randomBytes(n, dt, 31), randomBytes(n, dt, 0),
-                      randomBytes(n, dt, 0)},
-                     [&](std::vector<std::vector<uint8_t>> &b) {
-                       ASSERT_TRUE(cpufast::stridedCopy(b[1].data(),
-                                                        b[0].data(), es, perm));
-                       ASSERT_TRUE(cpufast::stridedCopy(b[2].data(),
-                                                        b[0].data(), es, tr));
-                       // The elements land where the walks say.
-                       const uint8_t *src = b[0].data();
-                       for (int64_t i0 = 0; i0 < 8; ++i0)
-                         for (int64_t i1 = 0; i1 < 4; ++i1)
-                           for (int64_t i2 = 0; i2 < 128; i2 += 7)
-                             for (int64_t i3 = 0; i3 < 64; i3 += 5) {
-                               int64_t d = i0 * pdst[0] + i1 * pdst[1] +
-                                           i2 * pdst[2] + i3;
-                               int64_t s = i0 * psrc[0] + i1 * psrc[1] +
-                                           i2 * psrc[2] + i3;
-                               ASSERT_EQ(memcmp(b[1].data() + d * es,
-                                                src + s * es, es),
-                                         0);
-                             }
-                       for (int64_t i = 0; i < 1024; i += 3)
-                         for (int64_t j = 0; j < 256; ++j)
-                           ASSERT_EQ(memcmp(b[2].data() + (i * 256 + j) * es,
-                                            src + (i + j * 1024) * es, es),
-                                     0);
-                     });
+    sameAtEveryCount(
+        {randomBytes(n, dt, 31), randomBytes(n, dt, 0), randomBytes(n, dt, 0)},
+        [&](std::vector<std::vector<uint8_t>> &b) {
+          ASSERT_TRUE(cpufast::stridedCopy(b[1].data(), b[0].data(), es, perm));
+          ASSERT_TRUE(cpufast::stridedCopy(b[2].data(), b[0].data(), es, tr));
+          // The elements land where the walks say.
+          const uint8_t *src = b[0].data();
+          for (int64_t i0 = 0; i0 < 8; ++i0)
+            for (int64_t i1 = 0; i1 < 4; ++i1)
+              for (int64_t i2 = 0; i2 < 128; i2 += 7)
+                for (int64_t i3 = 0; i3 < 64; i3 += 5) {
+                  int64_t d = i0 * pdst[0] + i1 * pdst[1] + i2 * pdst[2] + i3;
+                  int64_t s = i0 * psrc[0] + i1 * psrc[1] + i2 * psrc[2] + i3;
+                  ASSERT_EQ(memcmp(b[1].data() + d * es, src + s * es, es), 0);
+                }
+          for (int64_t i = 0; i < 1024; i += 3)
+            for (int64_t j = 0; j < 256; ++j)
+              ASSERT_EQ(memcmp(b[2].data() + (i * 256 + j) * es,
+                               src + (i + j * 1024) * es, es),
+                        0);
+        });
   }
 }
 
