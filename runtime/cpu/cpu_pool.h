@@ -58,7 +58,7 @@ class ItemFn {
 public:
   template <typename F>
   ItemFn(F &f) // NOLINT: implicit on purpose
-      : obj(static_cast<void *>(&f)),
+      : obj(const_cast<void *>(static_cast<const void *>(&f))),
         call([](void *o, int64_t i) { (*static_cast<F *>(o))(i); }) {}
   void operator()(int64_t i) const { call(obj, i); }
 

@@ -54,6 +54,20 @@ TEST(CpuPool, EveryItemRunsOnce) {
   }
 }
 
+TEST(CpuPool, TakesConstAndTemporaryCallables) {
+  ThreadsGuard guard;
+  cpupool::setThreadCount(2);
+  std::atomic<int64_t> sum{0};
+  const auto add = [&](int64_t i) { sum.fetch_add(i); };
+  cpupool::parallelFor(10, add);
+  cpupool::parallelFor(10, [&](int64_t i) { sum.fetch_add(i); });
+  cpupool::forChunks(10, 3, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      sum.fetch_add(i);
+  });
+  EXPECT_EQ(sum.load(), 3 * 45);
+}
+
 TEST(CpuPool, ItemsRunOnSeveralThreads) {
   ThreadsGuard guard;
   cpupool::setThreadCount(3);
