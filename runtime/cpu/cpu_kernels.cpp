@@ -843,12 +843,67 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
   });
 }
 
+namespace {
+
+/// normBwd in one pass on the calling thread: dw and db accumulated row by
+/// row, each column in row order, the same operations as normBwd's pooled
+/// column pass (so the same bits); dx of a row written after its reads.
+void normBwdSerial(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                   const std::vector<float> &wv, bool hasW, int64_t rows,
+                   int64_t cols, float eps) {
+  size_t n = static_cast<size_t>(cols);
+  std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
+  std::vector<float> xhat(n), g(n), xs(n), ds(n), out(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t base = r * cols;
+    const float *xr = view(x, base, 1, cols, xs.data());
+    const float *dr = view(dy, base, 1, cols, ds.data());
+    float mean, rstd;
+    rowStats(rms, xr, cols, eps, mean, rstd);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      float d = dr[j];
+      xhat[j] = (xr[j] - mean) * rstd;
+      g[j] = hasW ? d * wv[j] : d;
+      sumG += g[j];
+      sumGX += static_cast<double>(g[j]) * xhat[j];
+    }
+    if (dw.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dwAcc[j] += static_cast<double>(dr[j]) * xhat[j];
+    if (db.data)
+      for (int64_t j = 0; j < cols; ++j)
+        dbAcc[j] += dr[j];
+    if (!dx.data)
+      continue;
+    float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+    float meanGX = static_cast<float>(sumGX / cols);
+    float *o = target(dx, base, 1, out.data());
+    for (int64_t j = 0; j < cols; ++j)
+      o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+    finish(dx, base, 1, cols, o, out.data());
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    if (dw.data)
+      storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
+    if (db.data)
+      storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
+  }
+}
+
+} // namespace
+
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps) {
   size_t n = static_cast<size_t>(cols);
   std::vector<float> wv(w.data ? n : 0);
   if (w.data)
     loadContig(w, 0, cols, wv.data());
+  // One thread (or one item's worth): the single pass, which reads x and dy
+  // once; it gives the bits of the pooled passes below.
+  if (cpupool::threadCount() == 1 || rows * cols <= cpupool::kItemElements)
+    return normBwdSerial(rms, dx, dw, db, dy, x, wv, w.data != nullptr, rows,
+                         cols, eps);
   // Threads: dx row by row (each row on its own), keeping every row's mean
   // and rstd; then dw and db column by column, each column's sum over the
   // rows in row order, x-hat recomputed by the same expression.
