@@ -20,6 +20,7 @@
 
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Conversion/BufferPlan.h"
+#include "ampc/Conversion/CommProgress.h"
 #include "ampc/Dialect/RT/ProgramInfo.h"
 #include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/TGDialect.h"
@@ -1526,6 +1527,9 @@ struct ConvertTGToRuntimePass
       });
       if (left)
         return signalPassFailure();
+      // MPI progress while a gradient bucket is in flight (CommProgress.h).
+      insertCommProgress(program.getStep().getBody().front(),
+                         RT_KERNEL("ampc_grad_allreduce_progress"));
     }
   }
 };
