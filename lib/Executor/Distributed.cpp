@@ -213,7 +213,7 @@ World::BucketStats World::bucketStats() const {
   if (attached)
     ampc_grad_allreduce_stats(static_cast<ampc_context>(attached->context()),
                               &s.waits, &s.doneBeforeWait, &s.waitSeconds,
-                              &s.tests);
+                              &s.tests, nullptr);
   return s;
 }
 

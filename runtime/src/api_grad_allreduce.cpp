@@ -390,7 +390,8 @@ AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
                                                int64_t *waits,
                                                int64_t *done_before_wait,
                                                double *wait_seconds,
-                                               int64_t *tests) {
+                                               int64_t *tests,
+                                               int64_t *unfinished) {
   const char *fn = "ampc_grad_allreduce_stats";
   return guard(fn, [&]() -> ampc_status {
     AMPC_TRY(checkContext(fn, ctx));
@@ -407,6 +408,12 @@ AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
       *wait_seconds = s.waitSeconds;
     if (tests)
       *tests = s.tests;
+    if (unfinished) {
+      *unfinished = 0;
+      for (auto it = r.buckets.lower_bound({ctx, INT64_MIN});
+           it != r.buckets.end() && it->first.first == ctx; ++it)
+        *unfinished += it->second.pending && !it->second.transferred;
+    }
     return AMPC_OK;
   });
 }

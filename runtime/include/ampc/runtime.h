@@ -1200,12 +1200,15 @@ AMPC_API ampc_status ampc_grad_allreduce_test(ampc_context ctx,
 /// the buckets that travelled (a communicator of more than one rank): the
 /// waits, how many of them found the bucket's transfer already complete
 /// (the overlap the progress calls bought), the seconds spent inside the
-/// waits, and the progress tests made. Any pointer may be NULL.
+/// waits and the progress tests made; and, now, the buckets in flight whose
+/// transfer no test has seen complete yet (reading it progresses nothing).
+/// Any pointer may be NULL.
 AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
                                                int64_t *waits,
                                                int64_t *done_before_wait,
                                                double *wait_seconds,
-                                               int64_t *tests);
+                                               int64_t *tests,
+                                               int64_t *unfinished);
 /// y = x * (1 / W) (W: the size of the context's communicator, 1 without
 /// one; the reciprocal rounded to f32, the product computed in f32), stored
 /// in y's type; y and x have the same number of
