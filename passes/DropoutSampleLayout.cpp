@@ -239,14 +239,31 @@ struct DropoutSampleLayoutPass
     if (func.isExternal())
       return;
     Layouts layouts;
-    // The batch: dim 0 of the graph's data inputs (what `ampc run` shards).
+    // The batch: dim 0 of the graph's data inputs (what `ampc run` shards),
+    // the size most of them share (ties: the earliest input's). An input of
+    // another dim 0 (an attention mask, a lookup table) is no batch.
+    SmallVector<BlockArgument> inputs;
     for (BlockArgument arg : func.getArguments()) {
-      if (!func.getArgAttr(arg.getArgNumber(), tg::TGDialect::kInputAttrName))
-        continue;
       RankedTensorType t = tensorOf(arg);
-      if (!t || !t.hasStaticShape() || t.getRank() < 1 || t.getDimSize(0) <= 0)
-        continue;
-      layouts.set(arg, t.getNumElements() / t.getDimSize(0));
+      if (func.getArgAttr(arg.getArgNumber(), tg::TGDialect::kInputAttrName) &&
+          t && t.hasStaticShape() && t.getRank() >= 1 && t.getDimSize(0) > 0)
+        inputs.push_back(arg);
+    }
+    int64_t batch = 0, votes = 0;
+    for (BlockArgument arg : inputs) {
+      int64_t d = tensorOf(arg).getDimSize(0);
+      int64_t n = llvm::count_if(inputs, [&](BlockArgument other) {
+        return tensorOf(other).getDimSize(0) == d;
+      });
+      if (n > votes) {
+        batch = d;
+        votes = n;
+      }
+    }
+    for (BlockArgument arg : inputs) {
+      RankedTensorType t = tensorOf(arg);
+      if (t.getDimSize(0) == batch)
+        layouts.set(arg, t.getNumElements() / batch);
     }
     SmallVector<tg::DropoutOp> forward;
     func.walk([&](Operation *op) {

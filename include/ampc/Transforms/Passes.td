@@ -349,9 +349,11 @@ def DropoutSampleLayout : Pass<"ampc-dropout-sample-layout", "::mlir::func::Func
     launcher with more than one rank).
 
     The analysis runs forward over the step. The batch is dim 0 of the
-    graph's data inputs (`tg.input`; what `ampc run` shards): an input of
-    shape `[B, d1, ...]` has S = d1 * ... . Then, for the first result of
-    each op:
+    graph's data inputs (`tg.input`; what `ampc run` shards), the size B
+    most of them share (on a tie, the earliest input's): an input of shape
+    `[B, d1, ...]` has S = d1 * ...; an input with another dim 0 (an
+    attention mask, a table given whole to every rank) holds no batch.
+    Then, for the first result of each op:
 
     - a reshape keeps S (the elements keep their order: `[B, T, D]` to
       `[B*T, D]` or `[B, T*D]`);

@@ -64,15 +64,29 @@ func.func @unproven(%x: tensor<4x6xf32> {tg.input = "x"}, %w: tensor<6x6xf32> {t
 // ids' layout (ids [4, 5]: 5 ids, 5 * 6 values per sample); a [B, 1]
 // operand broadcast within rows places the rows as well.
 // CHECK-LABEL: func.func @conv_and_embedding(
-// CHECK: tg.dropout %{{.+}} sample_elems = 36 : i64} : tensor<2x4x3x3xf32>
+// CHECK: tg.dropout %{{.+}} sample_elems = 36 : i64} : tensor<4x4x3x3xf32>
 // CHECK: tg.dropout %{{.+}} sample_elems = 30 : i64} : tensor<4x5x6xf32>
 // CHECK: tg.dropout %{{.+}} sample_elems = 7 : i64} : tensor<4x7xf32>
-func.func @conv_and_embedding(%img: tensor<2x3x5x5xf32> {tg.input = "img"}, %k: tensor<4x3x3x3xf32> {tg.param = "k"}, %ids: tensor<4x5xi32> {tg.input = "ids"}, %table: tensor<10x6xf32> {tg.param = "table"}, %s: tensor<4x1xf32> {tg.input = "s"}, %c: tensor<7xf32> {tg.param = "c"}, %step: tensor<i32> {tg.state = "dropout.step"}) -> (tensor<2x4x3x3xf32>, tensor<4x5x6xf32>, tensor<4x7xf32>) {
-  %0 = tg.conv2d %img, %k stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x3x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x3x3xf32>
-  %1 = tg.dropout %0, %step {key = 0 : i64, p = 5.000000e-01 : f64} : tensor<2x4x3x3xf32>, tensor<i32> -> tensor<2x4x3x3xf32>
+func.func @conv_and_embedding(%img: tensor<4x3x5x5xf32> {tg.input = "img"}, %k: tensor<4x3x3x3xf32> {tg.param = "k"}, %ids: tensor<4x5xi32> {tg.input = "ids"}, %table: tensor<10x6xf32> {tg.param = "table"}, %s: tensor<4x1xf32> {tg.input = "s"}, %c: tensor<7xf32> {tg.param = "c"}, %step: tensor<i32> {tg.state = "dropout.step"}) -> (tensor<4x4x3x3xf32>, tensor<4x5x6xf32>, tensor<4x7xf32>) {
+  %0 = tg.conv2d %img, %k stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<4x3x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<4x4x3x3xf32>
+  %1 = tg.dropout %0, %step {key = 0 : i64, p = 5.000000e-01 : f64} : tensor<4x4x3x3xf32>, tensor<i32> -> tensor<4x4x3x3xf32>
   %2 = tg.embedding %table, %ids : tensor<10x6xf32>, tensor<4x5xi32> -> tensor<4x5x6xf32>
   %3 = tg.dropout %2, %step {key = 1 : i64, p = 5.000000e-01 : f64} : tensor<4x5x6xf32>, tensor<i32> -> tensor<4x5x6xf32>
   %4 = tg.mul %s, %c : tensor<4x1xf32>, tensor<7xf32> -> tensor<4x7xf32>
   %5 = tg.dropout %4, %step {key = 2 : i64, p = 5.000000e-01 : f64} : tensor<4x7xf32>, tensor<i32> -> tensor<4x7xf32>
-  return %1, %3, %5 : tensor<2x4x3x3xf32>, tensor<4x5x6xf32>, tensor<4x7xf32>
+  return %1, %3, %5 : tensor<4x4x3x3xf32>, tensor<4x5x6xf32>, tensor<4x7xf32>
+}
+
+// -----
+
+// The batch is the dim 0 most data inputs share (4: x and labels); the
+// [6, 6] input (an attention mask, given whole to every rank) is no batch.
+// CHECK-LABEL: func.func @batch_by_inputs(
+// CHECK: tg.dropout %{{.+}} sample_elems = 6 : i64} : tensor<4x6xf32>
+// CHECK: tg.dropout %{{.+}} {key = 1 : i64, p = 5.000000e-01 : f64} : tensor<6x6xf32>
+func.func @batch_by_inputs(%mask: tensor<6x6xf32> {tg.input = "mask"}, %x: tensor<4x6xf32> {tg.input = "x"}, %labels: tensor<4xi32> {tg.input = "labels"}, %step: tensor<i32> {tg.state = "dropout.step"}) -> (tensor<4x6xf32>, tensor<6x6xf32>) {
+  %0 = tg.dropout %x, %step {key = 0 : i64, p = 5.000000e-01 : f64} : tensor<4x6xf32>, tensor<i32> -> tensor<4x6xf32>
+  // NOTE: layout.mlir:[[@LINE+1]]:{{[0-9]+}}: note: dropout:
+  %1 = tg.dropout %mask, %step {key = 1 : i64, p = 5.000000e-01 : f64} : tensor<6x6xf32>, tensor<i32> -> tensor<6x6xf32>
+  return %0, %1 : tensor<4x6xf32>, tensor<6x6xf32>
 }
