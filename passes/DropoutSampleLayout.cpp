@@ -19,7 +19,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringSwitch.h"
 
 namespace ampc {
 #define GEN_PASS_DEF_DROPOUTSAMPLELAYOUT
