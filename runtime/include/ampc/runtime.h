@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 2
+#define AMPC_RUNTIME_VERSION_MINOR 3
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -898,6 +898,20 @@ AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
                                       const int64_t *x_shape, int32_t x_rank,
                                       const void *step, uint64_t seed, double p,
                                       int64_t key);
+/// ampc_dropout_fwd for data-parallel ranks (1.3): the mask of one process
+/// whose batch holds every rank's samples. With a communicator of W > 1
+/// ranks attached to `ctx` (ampc_context_set_comm) and sample_elems S > 0,
+/// x holding its samples as contiguous blocks of S elements, element i of
+/// rank r draws the bits ampc_dropout_fwd gives element
+/// ((i / S) * W + r) * S + i % S (local sample j is sample j * W + r of the
+/// whole batch, as ranks shard their data). With no communicator, one rank
+/// or S = 0, it is ampc_dropout_fwd bit for bit. S must divide x's element
+/// count. The backward is the same call on dy.
+AMPC_API ampc_status ampc_dropout_ranked_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *step, uint64_t seed, double p, int64_t key,
+    int64_t sample_elems);
 /// *next = *counter + 1 on device i32 scalars (next may equal counter).
 AMPC_API ampc_status ampc_counter_next(ampc_context ctx, void *next,
                                        const void *counter);
