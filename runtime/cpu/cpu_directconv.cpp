@@ -286,14 +286,47 @@ void wtile(const WTile &k, Isa isa, int tg, int obw) {
 
 #undef AMPC_WTILE_CASES
 
-/// dst[0, n) = src[0, n) with src read at `step`; out-of-image positions
-/// (index < 0 or >= limit) are zero. One row of a stride phase.
+/// dst[j] = src[first + j * step] for j in [0, n), zero where that index is
+/// outside [0, limit). One row of a stride phase.
 inline void phaseRow(float *dst, const float *src, int64_t first, int64_t step,
                      int64_t n, int64_t limit) {
-  for (int64_t j = 0; j < n; ++j) {
-    int64_t at = first + j * step;
-    dst[j] = at >= 0 && at < limit ? src[at] : 0.0f;
-  }
+  // The j whose index lies in [0, limit): [lo, hi).
+  int64_t lo = first >= 0 ? 0 : (-first + step - 1) / step;
+  int64_t hi = limit - first <= 0 ? 0 : (limit - first + step - 1) / step;
+  lo = std::min(lo, n);
+  hi = std::max(lo, std::min(hi, n));
+  std::fill(dst, dst + lo, 0.0f);
+  if (step == 1)
+    std::memcpy(dst + lo, src + first + lo, (hi - lo) * sizeof(float));
+  else
+    for (int64_t j = lo; j < hi; ++j)
+      dst[j] = src[first + j * step];
+  std::fill(dst + hi, dst + n, 0.0f);
+}
+
+/// The stride phases (row phase * sw + column phase) that some tap reads, in
+/// increasing order, and each tap's offset in the packed image: phase slot
+/// * hi * wj + row shift * wj + column shift.
+void tapPhases(const Geom &g, int64_t hi, int64_t wj, std::vector<int64_t> &used,
+               std::vector<int64_t> &offs) {
+  std::vector<int64_t> slot(static_cast<size_t>(g.sh * g.sw), -1);
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t kx = 0; kx < g.kw; ++kx)
+      slot[(ky * g.dh % g.sh) * g.sw + kx * g.dw % g.sw] = 0;
+  used.clear();
+  for (int64_t p = 0; p < g.sh * g.sw; ++p)
+    if (slot[p] == 0) {
+      slot[p] = static_cast<int64_t>(used.size());
+      used.push_back(p);
+    }
+  offs.clear();
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      int64_t ry = ky * g.dh, rx = kx * g.dw;
+      offs.push_back((slot[(ry % g.sh) * g.sw + rx % g.sw] * hi + ry / g.sh) *
+                         wj +
+                     rx / g.sw);
+    }
 }
 
 } // namespace
@@ -325,19 +358,14 @@ Forward::Forward(const Geom &geom, const float *w, Isa i) : g(geom), isa(i) {
   int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw;
   hi = ceilDiv(hp, g.sh);
   wj = ceilDiv(wp, g.sw);
-  plane = g.sh * g.sw * hi * wj;
+  tapPhases(g, hi, wj, used, offs);
+  plane = static_cast<int64_t>(used.size()) * hi * wj;
   nq = (g.oh - 1) * wj + g.ow;
   ws = roundUp(nq, kTile);
   nBlocks = ceilDiv(g.o, kOB);
   packedN = static_cast<size_t>(g.c * plane + kSlack);
   workN = static_cast<size_t>(kOB * ws);
   int64_t taps = g.kh * g.kw;
-  for (int64_t ky = 0; ky < g.kh; ++ky)
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t ry = ky * g.dh, rx = kx * g.dw;
-      offs.push_back((((ry % g.sh) * g.sw + rx % g.sw) * hi + ry / g.sh) * wj +
-                     rx / g.sw);
-    }
   wpk.assign(static_cast<size_t>(nBlocks * g.c * taps * kOB), 0.0f);
   for (int64_t o = 0; o < g.o; ++o)
     for (int64_t c = 0; c < g.c; ++c)
@@ -349,10 +377,10 @@ Forward::Forward(const Geom &geom, const float *w, Isa i) : g(geom), isa(i) {
 void Forward::pack(const float *x, float *packed) const {
   int64_t hw = g.h * g.w;
   for (int64_t c = 0; c < g.c; ++c)
-    for (int64_t py = 0; py < g.sh; ++py)
-      for (int64_t px = 0; px < g.sw; ++px)
+    for (size_t u = 0; u < used.size(); ++u) {
+      int64_t py = used[u] / g.sw, px = used[u] % g.sw;
         for (int64_t i = 0; i < hi; ++i) {
-          float *dst = packed + c * plane + ((py * g.sw + px) * hi + i) * wj;
+          float *dst = packed + c * plane + (u * hi + i) * wj;
           int64_t row = g.sh * i + py - g.ph;
           if (row < 0 || row >= g.h) {
             std::fill(dst, dst + wj, 0.0f);
@@ -360,6 +388,7 @@ void Forward::pack(const float *x, float *packed) const {
           }
           phaseRow(dst, x + c * hw + row * g.w, px - g.pw, g.sw, wj, g.w);
         }
+    }
   std::fill(packed + g.c * plane, packed + packedN, 0.0f);
 }
 
@@ -467,10 +496,12 @@ void BackwardData::run(const float *packed, float *work, float *dx, int64_t b0,
           std::memcpy(dst + iy * g.w, src, g.w * sizeof(float));
           continue;
         }
-        for (int64_t ix = 0; ix < g.w; ++ix) {
-          int64_t v = ix + g.pw, px = v % g.sw;
-          dst[iy * g.w + ix] =
-              work[((py * g.sw + px) * kOB + r) * ws + a * wdp + v / g.sw];
+        // Column phase px holds the ix = sw * b + px - pw.
+        for (int64_t px = 0; px < g.sw; ++px) {
+          const float *src = work + ((py * g.sw + px) * kOB + r) * ws + a * wdp;
+          int64_t b = px >= g.pw ? 0 : (g.pw - px + g.sw - 1) / g.sw;
+          for (int64_t ix = g.sw * b + px - g.pw; ix < g.w; ix += g.sw, ++b)
+            dst[iy * g.w + ix] = src[b];
         }
       }
     }
@@ -485,7 +516,8 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
   int64_t hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw;
   hi = ceilDiv(hp, g.sh);
   wj = ceilDiv(wp, g.sw);
-  plane = g.sh * g.sw * hi * wj;
+  tapPhases(g, hi, wj, used, offs);
+  plane = static_cast<int64_t>(used.size()) * hi * wj;
   cp = roundUp(g.c, 16);
   taps = g.kh * g.kw;
   tg = std::min<int64_t>(taps, 9);
@@ -493,25 +525,19 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
   nBlocks = ceilDiv(g.o, obw);
   packedN = static_cast<size_t>(plane * cp);
   accN = static_cast<size_t>(nBlocks * obw * taps * cp);
-  for (int64_t ky = 0; ky < g.kh; ++ky)
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t ry = ky * g.dh, rx = kx * g.dw;
-      offs.push_back((((ry % g.sh) * g.sw + rx % g.sw) * hi + ry / g.sh) * wj +
-                     rx / g.sw);
-    }
   zeros.assign(static_cast<size_t>(g.oh * g.ow), 0.0f);
 }
 
 void BackwardWeight::pack(const float *x, float *packed) const {
   std::fill(packed, packed + packedN, 0.0f);
   int64_t hw = g.h * g.w;
-  for (int64_t py = 0; py < g.sh; ++py)
-    for (int64_t px = 0; px < g.sw; ++px)
+  for (size_t u = 0; u < used.size(); ++u)
       for (int64_t i = 0; i < hi; ++i) {
+        int64_t py = used[u] / g.sw, px = used[u] % g.sw;
         int64_t row = g.sh * i + py - g.ph;
         if (row < 0 || row >= g.h)
           continue;
-        float *dst = packed + ((py * g.sw + px) * hi + i) * wj * cp;
+        float *dst = packed + (u * hi + i) * wj * cp;
         for (int64_t j = 0; j < wj; ++j) {
           int64_t col = g.sw * j + px - g.pw;
           if (col < 0 || col >= g.w)

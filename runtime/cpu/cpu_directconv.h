@@ -82,7 +82,7 @@ private:
   Isa isa;
   int64_t hi, wj, plane, nq, ws, nBlocks;
   size_t packedN, workN;
-  std::vector<int64_t> offs;
+  std::vector<int64_t> used, offs; // phases some tap reads; tap offsets
   std::vector<float> wpk; // [block][c][tap][8]
 };
 
@@ -135,7 +135,7 @@ private:
   Isa isa;
   int64_t hi, wj, plane, cp, taps, tg, obw, nBlocks;
   size_t packedN, accN;
-  std::vector<int64_t> offs;
+  std::vector<int64_t> used, offs;
   std::vector<float> zeros; // a dy row of zeros for padded channels
 };
 
