@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_directconv.h"
 
+#include "cpu_fast.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -329,6 +331,48 @@ void tapPhases(const Geom &g, int64_t hi, int64_t wj, std::vector<int64_t> &used
     }
 }
 
+size_t dtSize(Dt dt) { return dt == Dt::F32 ? 4 : 2; }
+
+/// dst[0, n) = src (dt) widened to f32.
+void loadRow(float *dst, const void *src, Dt dt, int64_t n) {
+  if (dt == Dt::F32)
+    std::memcpy(dst, src, n * sizeof(float));
+  else if (dt == Dt::F16)
+    cpufast::f16ToF32N(static_cast<const uint16_t *>(src), dst, n);
+  else
+    cpufast::bf16ToF32N(static_cast<const uint16_t *>(src), dst, n);
+}
+
+/// dst (dt) = src[0, n) rounded once.
+void storeRow(void *dst, Dt dt, const float *src, int64_t n) {
+  if (dt == Dt::F32)
+    std::memcpy(dst, src, n * sizeof(float));
+  else if (dt == Dt::F16)
+    cpufast::f32ToF16N(src, static_cast<uint16_t *>(dst), n);
+  else
+    cpufast::f32ToBf16N(src, static_cast<uint16_t *>(dst), n);
+}
+
+/// src (n elements of dt) as f32: src itself, or widened into a buffer of
+/// the calling thread (valid until its next call).
+const float *planeF32(const void *src, Dt dt, int64_t n) {
+  if (dt == Dt::F32)
+    return static_cast<const float *>(src);
+  thread_local std::vector<float> buf;
+  if (buf.size() < static_cast<size_t>(n))
+    buf.resize(static_cast<size_t>(n));
+  loadRow(buf.data(), src, dt, n);
+  return buf.data();
+}
+
+/// A row buffer of the calling thread.
+float *rowBuffer(int64_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < static_cast<size_t>(n))
+    buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+
 } // namespace
 
 bool supported(Isa isa) { return kHave[static_cast<int>(isa)]; }
@@ -374,9 +418,11 @@ Forward::Forward(const Geom &geom, const float *w, Isa i) : g(geom), isa(i) {
             w[(o * g.c + c) * taps + t];
 }
 
-void Forward::pack(const float *x, float *packed) const {
+void Forward::pack(const void *x, Dt xdt, float *packed) const {
   int64_t hw = g.h * g.w;
-  for (int64_t c = 0; c < g.c; ++c)
+  for (int64_t c = 0; c < g.c; ++c) {
+    const float *xc = planeF32(
+        static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
     for (size_t u = 0; u < used.size(); ++u) {
       int64_t py = used[u] / g.sw, px = used[u] % g.sw;
         for (int64_t i = 0; i < hi; ++i) {
@@ -386,15 +432,17 @@ void Forward::pack(const float *x, float *packed) const {
             std::fill(dst, dst + wj, 0.0f);
             continue;
           }
-          phaseRow(dst, x + c * hw + row * g.w, px - g.pw, g.sw, wj, g.w);
+          phaseRow(dst, xc + row * g.w, px - g.pw, g.sw, wj, g.w);
         }
     }
+  }
   std::fill(packed + g.c * plane, packed + packedN, 0.0f);
 }
 
-void Forward::run(const float *packed, float *work, float *y,
+void Forward::run(const float *packed, float *work, void *y, Dt ydt,
                   const float *bias, int64_t b0, int64_t b1) const {
   int64_t taps = g.kh * g.kw, ohw = g.oh * g.ow;
+  float *row = rowBuffer(g.ow);
   for (int64_t b = b0; b < b1; ++b) {
     Corr k{packed, plane, g.c, offs.data(), taps,
            wpk.data() + b * g.c * taps * kOB, work, ws, nq};
@@ -402,15 +450,16 @@ void Forward::run(const float *packed, float *work, float *y,
     for (int64_t r = 0; r < kOB && b * kOB + r < g.o; ++r) {
       int64_t o = b * kOB + r;
       const float *src = work + r * ws;
-      float *dst = y + o * ohw;
-      if (bias) {
-        float bv = bias[o];
-        for (int64_t oy = 0; oy < g.oh; ++oy)
+      char *dst = static_cast<char *>(y) + o * ohw * dtSize(ydt);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        const float *from = src + oy * wj;
+        if (bias) {
+          float bv = bias[o];
           for (int64_t ox = 0; ox < g.ow; ++ox)
-            dst[oy * g.ow + ox] = src[oy * wj + ox] + bv;
-      } else {
-        for (int64_t oy = 0; oy < g.oh; ++oy)
-          std::memcpy(dst + oy * g.ow, src + oy * wj, g.ow * sizeof(float));
+            row[ox] = from[ox] + bv;
+          from = row;
+        }
+        storeRow(dst + oy * g.ow * dtSize(ydt), ydt, from, g.ow);
       }
     }
   }
@@ -462,17 +511,20 @@ BackwardData::BackwardData(const Geom &geom, const float *w, Isa i)
     }
 }
 
-void BackwardData::pack(const float *dy, float *packed) const {
+void BackwardData::pack(const void *dy, Dt dydt, float *packed) const {
   std::fill(packed, packed + packedN, 0.0f);
   for (int64_t o = 0; o < g.o; ++o)
     for (int64_t oy = 0; oy < g.oh; ++oy)
-      std::memcpy(packed + o * plane + (oy + my) * wdp + mx,
-                  dy + (o * g.oh + oy) * g.ow, g.ow * sizeof(float));
+      loadRow(packed + o * plane + (oy + my) * wdp + mx,
+              static_cast<const char *>(dy) +
+                  (o * g.oh + oy) * g.ow * dtSize(dydt),
+              dydt, g.ow);
 }
 
-void BackwardData::run(const float *packed, float *work, float *dx, int64_t b0,
-                       int64_t b1) const {
+void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
+                       int64_t b0, int64_t b1) const {
   int64_t nph = g.sh * g.sw, hw = g.h * g.w;
+  float *line = rowBuffer(g.w);
   for (int64_t b = b0; b < b1; ++b) {
     for (int64_t p = 0; p < nph; ++p) {
       const Phase &ph = phases[p];
@@ -488,12 +540,12 @@ void BackwardData::run(const float *packed, float *work, float *dx, int64_t b0,
     }
     for (int64_t r = 0; r < kOB && b * kOB + r < g.c; ++r) {
       int64_t c = b * kOB + r;
-      float *dst = dx + c * hw;
+      char *dst = static_cast<char *>(dx) + c * hw * dtSize(dxdt);
       for (int64_t iy = 0; iy < g.h; ++iy) {
         int64_t u = iy + g.ph, py = u % g.sh, a = u / g.sh;
+        char *to = dst + iy * g.w * dtSize(dxdt);
         if (g.sw == 1) {
-          const float *src = work + (py * kOB + r) * ws + a * wdp + g.pw;
-          std::memcpy(dst + iy * g.w, src, g.w * sizeof(float));
+          storeRow(to, dxdt, work + (py * kOB + r) * ws + a * wdp + g.pw, g.w);
           continue;
         }
         // Column phase px holds the ix = sw * b + px - pw.
@@ -501,8 +553,9 @@ void BackwardData::run(const float *packed, float *work, float *dx, int64_t b0,
           const float *src = work + ((py * g.sw + px) * kOB + r) * ws + a * wdp;
           int64_t b = px >= g.pw ? 0 : (g.pw - px + g.sw - 1) / g.sw;
           for (int64_t ix = g.sw * b + px - g.pw; ix < g.w; ix += g.sw, ++b)
-            dst[iy * g.w + ix] = src[b];
+            line[ix] = src[b];
         }
+        storeRow(to, dxdt, line, g.w);
       }
     }
   }
@@ -528,9 +581,12 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
   zeros.assign(static_cast<size_t>(g.oh * g.ow), 0.0f);
 }
 
-void BackwardWeight::pack(const float *x, float *packed) const {
+void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
   std::fill(packed, packed + packedN, 0.0f);
   int64_t hw = g.h * g.w;
+  for (int64_t c = 0; c < g.c; ++c) {
+    const float *xc = planeF32(
+        static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
   for (size_t u = 0; u < used.size(); ++u)
       for (int64_t i = 0; i < hi; ++i) {
         int64_t py = used[u] / g.sw, px = used[u] % g.sw;
@@ -538,16 +594,16 @@ void BackwardWeight::pack(const float *x, float *packed) const {
         if (row < 0 || row >= g.h)
           continue;
         float *dst = packed + (u * hi + i) * wj * cp;
-        for (int64_t j = 0; j < wj; ++j) {
-          int64_t col = g.sw * j + px - g.pw;
-          if (col < 0 || col >= g.w)
-            continue;
-          const float *src = x + row * g.w + col;
-          float *d = dst + j * cp;
-          for (int64_t c = 0; c < g.c; ++c)
-            d[c] = src[c * hw];
-        }
+        // Columns col = sw * j + first inside the image: j in [lo, hi).
+        int64_t first = px - g.pw, step = g.sw;
+        int64_t lo = first >= 0 ? 0 : (-first + step - 1) / step;
+        int64_t jh = g.w - first <= 0 ? 0 : (g.w - first + step - 1) / step;
+        jh = std::min(jh, wj);
+        const float *src = xc + row * g.w + first;
+        for (int64_t j = lo; j < jh; ++j)
+          dst[j * cp + c] = src[j * step];
       }
+  }
 }
 
 void BackwardWeight::accumulate(const float *packed, const float *dy,

@@ -54,6 +54,11 @@ bool supported(Isa isa);
 Isa defaultIsa();
 const char *isaName(Isa isa);
 
+/// The storage type of an image read by pack() or written by run() (f16 and
+/// bf16 are converted exactly to f32 on the way in and rounded once on the
+/// way out; the kernels compute in f32).
+enum class Dt : int { F32 = 0, F16 = 1, BF16 = 2 };
+
 /// One group of a 2-D convolution: x [c, h, w] -> y [o, oh, ow] with w
 /// [o, c, kh, kw]; strides sh, sw, paddings ph, pw, dilations dh, dw.
 struct Geom {
@@ -71,11 +76,11 @@ public:
   size_t workFloats() const { return workN; }
   int64_t blocks() const { return nBlocks; }
   /// packed = x [c, h, w] split into stride phases, zero padded.
-  void pack(const float *x, float *packed) const;
+  void pack(const void *x, Dt xdt, float *packed) const;
   /// y [o, oh, ow] rows of the output-channel blocks [b0, b1) (8 channels
   /// each) from `packed`, plus bias[o] (when bias is not null).
-  void run(const float *packed, float *work, float *y, const float *bias,
-           int64_t b0, int64_t b1) const;
+  void run(const float *packed, float *work, void *y, Dt ydt,
+           const float *bias, int64_t b0, int64_t b1) const;
 
 private:
   Geom g;
@@ -95,10 +100,10 @@ public:
   size_t workFloats() const { return workN; }
   int64_t blocks() const { return nBlocks; }
   /// packed = dy [o, oh, ow] zero padded.
-  void pack(const float *dy, float *packed) const;
+  void pack(const void *dy, Dt dydt, float *packed) const;
   /// dx [c, h, w] rows of the input-channel blocks [b0, b1) (8 channels
   /// each), every element written.
-  void run(const float *packed, float *work, float *dx, int64_t b0,
+  void run(const float *packed, float *work, void *dx, Dt dxdt, int64_t b0,
            int64_t b1) const;
 
 private:
@@ -122,7 +127,7 @@ public:
   size_t accFloats() const { return accN; }
   int64_t blocks() const { return nBlocks; }
   /// packed = x [c, h, w] channels-last in stride phases, zero padded.
-  void pack(const float *x, float *packed) const;
+  void pack(const void *x, Dt xdt, float *packed) const;
   /// acc += this image's terms for the output-channel blocks [b0, b1),
   /// dy [o, oh, ow] of the image.
   void accumulate(const float *packed, const float *dy, float *acc, int64_t b0,

@@ -414,9 +414,19 @@ ampc_status asF32(Backend &be, Buf src, int64_t n, Temp &tmp,
   return AMPC_OK;
 }
 
+cpudirect::Dt directDt(ampc_dtype dt) {
+  return dt == AMPC_F16    ? cpudirect::Dt::F16
+         : dt == AMPC_BF16 ? cpudirect::Dt::BF16
+                           : cpudirect::Dt::F32;
+}
+
+const char *elemAt(Buf b, int64_t elems) {
+  return static_cast<const char *>(b.data) + elems * dtypeSize(b.dtype);
+}
+
 /// convForward on the direct kernels (useDirect): y = conv + bias, image by
 /// image and group by group, the bias added to each finished chain and y
-/// rounded once to its dtype.
+/// rounded once to its dtype (16-bit images are widened as they are packed).
 ampc_status convForwardDirect(Backend &be, const TensorArg &y,
                               const TensorArg &x, const TensorArg &w,
                               const TensorArg &bias, const ConvGeom &g,
@@ -424,8 +434,8 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   cpudirect::Isa isa = cpudirect::defaultIsa();
-  Temp wt(be), bt(be), xt(be), yt(be), packed(be), work(be);
-  const float *wf = nullptr, *bf = nullptr, *xf = nullptr;
+  Temp wt(be), bt(be), packed(be), work(be);
+  const float *wf = nullptr, *bf = nullptr;
   AMPC_TRY(asF32(be, w.buf(), o * ckk, wt, wf));
   if (bias.data)
     AMPC_TRY(asF32(be, bias.buf(), o, bt, bf));
@@ -435,25 +445,15 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
     plans.emplace_back(directGeom(g, og), wf + gi * og * ckk, isa);
   AMPC_TRY(packed.alloc(plans[0].packedFloats() * sizeof(float)));
   AMPC_TRY(work.alloc(plans[0].workFloats() * sizeof(float)));
-  bool directY = y.dtype == AMPC_F32;
-  if (!directY)
-    AMPC_TRY(yt.alloc(o * hw * sizeof(float)));
-  for (int64_t i = 0; i < n; ++i) {
-    float *yi = directY ? static_cast<float *>(const_cast<void *>(y.data)) +
-                              i * o * hw
-                        : yt.f32();
+  for (int64_t i = 0; i < n; ++i)
     for (int64_t gi = 0; gi < groups; ++gi) {
-      AMPC_TRY(asF32(be, offsetBuf(x.buf(), (i * groups + gi) * gimg), gimg,
-                     xt, xf));
       const cpudirect::Forward &f = plans[gi];
-      f.pack(xf, packed.f32());
-      f.run(packed.f32(), work.f32(), yi + gi * og * hw,
-            bf ? bf + gi * og : nullptr, 0, f.blocks());
+      f.pack(elemAt(x.buf(), (i * groups + gi) * gimg), directDt(x.dtype),
+             packed.f32());
+      f.run(packed.f32(), work.f32(),
+            const_cast<char *>(elemAt(y.buf(), (i * o + gi * og) * hw)),
+            directDt(y.dtype), bf ? bf + gi * og : nullptr, 0, f.blocks());
     }
-    if (!directY)
-      AMPC_TRY(ShiftedGemms::convertRun(be, offsetBuf(y.buf(), i * o * hw),
-                                        Buf{yt.get(), AMPC_F32}, o * hw));
-  }
   return AMPC_OK;
 }
 
@@ -468,8 +468,8 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
   cpudirect::Isa isa = cpudirect::defaultIsa();
   cpudirect::Geom dg = directGeom(g, og);
-  Temp wt(be), dyt(be), xt(be), dxt(be), dwt(be), packedD(be), packedW(be),
-      work(be), acc(be);
+  Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be),
+      acc(be);
   std::vector<cpudirect::BackwardData> bds;
   std::vector<cpudirect::BackwardWeight> bws;
   if (wantDx) {
@@ -480,8 +480,6 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
       bds.emplace_back(dg, wf + gi * og * ckk, isa);
     AMPC_TRY(packedD.alloc(bds[0].packedFloats() * sizeof(float)));
     AMPC_TRY(work.alloc(bds[0].workFloats() * sizeof(float)));
-    if (dx.dtype != AMPC_F32)
-      AMPC_TRY(dxt.alloc(gimg * sizeof(float)));
   }
   size_t accN = 0;
   if (wantDw) {
@@ -493,27 +491,22 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   }
   for (int64_t i = 0; i < n; ++i)
     for (int64_t gi = 0; gi < groups; ++gi) {
-      const float *dyf = nullptr, *xf = nullptr;
-      AMPC_TRY(asF32(be, offsetBuf(dyb, (i * o + gi * og) * hw), og * hw, dyt,
-                     dyf));
+      const char *dyg = elemAt(dyb, (i * o + gi * og) * hw);
       if (wantDx) {
         const cpudirect::BackwardData &bd = bds[gi];
-        float *to = dx.dtype == AMPC_F32
-                        ? static_cast<float *>(const_cast<void *>(dx.data)) +
-                              (i * groups + gi) * gimg
-                        : dxt.f32();
-        bd.pack(dyf, packedD.f32());
-        bd.run(packedD.f32(), work.f32(), to, 0, bd.blocks());
-        if (dx.dtype != AMPC_F32)
-          AMPC_TRY(ShiftedGemms::convertRun(
-              be, offsetBuf(dx.buf(), (i * groups + gi) * gimg),
-              Buf{dxt.get(), AMPC_F32}, gimg));
+        bd.pack(dyg, directDt(dyb.dtype), packedD.f32());
+        bd.run(packedD.f32(), work.f32(),
+               const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
+               directDt(dx.dtype), 0, bd.blocks());
       }
       if (wantDw) {
-        AMPC_TRY(asF32(be, offsetBuf(xb, (i * groups + gi) * gimg), gimg, xt,
-                       xf));
         const cpudirect::BackwardWeight &bw = bws[0];
-        bw.pack(xf, packedW.f32());
+        bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
+                packedW.f32());
+        // The kernel reads dy as f32: a 16-bit dy is widened once here.
+        const float *dyf = nullptr;
+        AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
+                       dyt, dyf));
         bw.accumulate(packedW.f32(), dyf, acc.f32() + gi * accN, 0,
                       bw.blocks());
       }

@@ -79,16 +79,17 @@ Results runAll(const Case &k, Isa isa, const std::vector<float> &x,
       fn(reverse ? blocks - 1 - i : i);
   };
   for (int64_t i = 0; i < k.n; ++i) {
-    f.pack(x.data() + i * chw, packed.data());
+    f.pack(x.data() + i * chw, Dt::F32, packed.data());
     each(f.blocks(), [&](int64_t b) {
-      f.run(packed.data(), work.data(), r.y.data() + i * ohw, bias.data(), b,
-            b + 1);
+      f.run(packed.data(), work.data(), r.y.data() + i * ohw, Dt::F32,
+            bias.data(), b, b + 1);
     });
-    bd.pack(dy.data() + i * ohw, packed.data());
+    bd.pack(dy.data() + i * ohw, Dt::F32, packed.data());
     each(bd.blocks(), [&](int64_t b) {
-      bd.run(packed.data(), work.data(), r.dx.data() + i * chw, b, b + 1);
+      bd.run(packed.data(), work.data(), r.dx.data() + i * chw, Dt::F32, b,
+             b + 1);
     });
-    bw.pack(x.data() + i * chw, packed.data());
+    bw.pack(x.data() + i * chw, Dt::F32, packed.data());
     each(bw.blocks(), [&](int64_t b) {
       bw.accumulate(packed.data(), dy.data() + i * ohw, acc.data(), b, b + 1);
     });
