@@ -238,6 +238,61 @@ __attribute__((target("avx512f"))) void wtileAVX512(const WTile &k) {
       _mm512_storeu_ps(k.acc + r * k.accRow + t * k.accTap, a[r][t]);
 }
 
+/// wtileAVX512<9, OBW> for a 3x3 kernel whose column taps reuse each
+/// other's vectors from pixel to pixel. Slide 1 (stride and dilation 1 along
+/// the width: off[3 ky + kx] = off[3 ky] + kx): tap kx at pixel ox reads what
+/// tap kx + 1 read at ox - 1, one new load per kernel row and pixel. Slide 2
+/// (stride 2, dilation 1: taps 0 and 2 in one column phase, off[3 ky + 2] =
+/// off[3 ky] + 1): tap 0 at ox reads what tap 2 read at ox - 1, two new
+/// loads. The same terms in the same order as wtileAVX512.
+template <int OBW, int Slide>
+__attribute__((target("avx512f"))) void wtile3x3AVX512(const WTile &k) {
+  __m512 a[OBW][9];
+  for (int r = 0; r < OBW; ++r)
+    for (int t = 0; t < 9; ++t)
+      a[r][t] = _mm512_loadu_ps(k.acc + r * k.accRow + t * k.accTap);
+  const int64_t cp = k.cp;
+  for (int64_t oy = 0; oy < k.oh; ++oy) {
+    const float *row[3][3];
+    __m512 x[3][3];
+    for (int ky = 0; ky < 3; ++ky) {
+      for (int kx = 0; kx < 3; ++kx)
+        row[ky][kx] = k.xT + (k.off[3 * ky + kx] + oy * k.wj) * cp;
+      x[ky][0] = _mm512_loadu_ps(row[ky][0]);
+      if (Slide == 1)
+        x[ky][1] = _mm512_loadu_ps(row[ky][1]);
+    }
+    const float *dyRow[OBW];
+    for (int r = 0; r < OBW; ++r)
+      dyRow[r] = k.dy[r] + oy * k.ow;
+    for (int64_t ox = 0; ox < k.ow; ++ox) {
+      for (int ky = 0; ky < 3; ++ky) {
+        if (Slide == 2)
+          x[ky][1] = _mm512_loadu_ps(row[ky][1] + ox * cp);
+        x[ky][2] = _mm512_loadu_ps(row[ky][2] + ox * cp);
+      }
+      for (int r = 0; r < OBW; ++r) {
+        __m512 d = _mm512_set1_ps(dyRow[r][ox]);
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx)
+            a[r][3 * ky + kx] =
+                _mm512_fmadd_ps(d, x[ky][kx], a[r][3 * ky + kx]);
+      }
+      for (int ky = 0; ky < 3; ++ky) {
+        if (Slide == 1) {
+          x[ky][0] = x[ky][1];
+          x[ky][1] = x[ky][2];
+        } else {
+          x[ky][0] = x[ky][2];
+        }
+      }
+    }
+  }
+  for (int r = 0; r < OBW; ++r)
+    for (int t = 0; t < 9; ++t)
+      _mm512_storeu_ps(k.acc + r * k.accRow + t * k.accTap, a[r][t]);
+}
+
 /// Output channels per backward-weight block: as many accumulators as the
 /// registers hold (AVX-512 32 registers, AVX2 16) for a group of tg taps.
 int obwFor(Isa isa, int64_t tg) {
@@ -270,7 +325,11 @@ int obwFor(Isa isa, int64_t tg) {
     return FN<9, OBW>(k);                                                      \
   }
 
-void wtile(const WTile &k, Isa isa, int tg, int obw) {
+void wtile(const WTile &k, Isa isa, int tg, int obw, int slide) {
+  if (isa == Isa::AVX512 && slide == 1 && tg == 9 && obw == 2)
+    return wtile3x3AVX512<2, 1>(k);
+  if (isa == Isa::AVX512 && slide == 2 && tg == 9 && obw == 2)
+    return wtile3x3AVX512<2, 2>(k);
   if (isa == Isa::AVX512) {
     if (obw == 2) {
       AMPC_WTILE_CASES(wtileAVX512, 2)
@@ -453,13 +512,18 @@ void Forward::run(const float *packed, float *work, void *y, Dt ydt,
       char *dst = static_cast<char *>(y) + o * ohw * dtSize(ydt);
       for (int64_t oy = 0; oy < g.oh; ++oy) {
         const float *from = src + oy * wj;
+        char *to = dst + oy * g.ow * dtSize(ydt);
         if (bias) {
+          // An f32 y gets the sums in place; a 16-bit one through a row.
           float bv = bias[o];
+          float *sum = ydt == Dt::F32 ? reinterpret_cast<float *>(to) : row;
           for (int64_t ox = 0; ox < g.ow; ++ox)
-            row[ox] = from[ox] + bv;
-          from = row;
+            sum[ox] = from[ox] + bv;
+          if (ydt != Dt::F32)
+            storeRow(to, ydt, row, g.ow);
+          continue;
         }
-        storeRow(dst + oy * g.ow * dtSize(ydt), ydt, from, g.ow);
+        storeRow(to, ydt, from, g.ow);
       }
     }
   }
@@ -571,8 +635,25 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
   wj = ceilDiv(wp, g.sw);
   tapPhases(g, hi, wj, used, offs);
   plane = static_cast<int64_t>(used.size()) * hi * wj;
-  cp = roundUp(g.c, 16);
-  taps = g.kh * g.kw;
+  // Few channels (an RGB stem): the lanes are (c, kx) pairs instead of
+  // channels, the taps the kernel rows. A tap's offset is then a row part
+  // plus a column part, which holds when every stride phase is packed
+  // (phase slot = row phase * sw + column phase).
+  expand = g.kw > 1 && g.c * g.kw <= 16 &&
+           static_cast<int64_t>(used.size()) == g.sh * g.sw;
+  if (expand) {
+    offs.clear();
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      int64_t ry = ky * g.dh;
+      offs.push_back(((ry % g.sh) * g.sw * hi + ry / g.sh) * wj);
+    }
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      int64_t rx = kx * g.dw;
+      offX.push_back((rx % g.sw) * hi * wj + rx / g.sw);
+    }
+  }
+  cp = roundUp(expand ? g.c * g.kw : g.c, 16);
+  taps = expand ? g.kh : g.kh * g.kw;
   tg = std::min<int64_t>(taps, 9);
   obw = obwFor(isa, tg);
   nBlocks = ceilDiv(g.o, obw);
@@ -584,6 +665,34 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
 void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
   std::fill(packed, packed + packedN, 0.0f);
   int64_t hw = g.h * g.w;
+  if (expand) {
+    // The forward's planar packing of each channel, then lane (c, kx) at
+    // position pos = the channel's value at pos + offX[kx].
+    thread_local std::vector<float> planar;
+    planar.resize(static_cast<size_t>(plane));
+    for (int64_t c = 0; c < g.c; ++c) {
+      const float *xc = planeF32(
+          static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
+      for (size_t u = 0; u < used.size(); ++u) {
+        int64_t py = used[u] / g.sw, px = used[u] % g.sw;
+        for (int64_t i = 0; i < hi; ++i) {
+          float *dst = planar.data() + (u * hi + i) * wj;
+          int64_t row = g.sh * i + py - g.ph;
+          if (row < 0 || row >= g.h)
+            std::fill(dst, dst + wj, 0.0f);
+          else
+            phaseRow(dst, xc + row * g.w, px - g.pw, g.sw, wj, g.w);
+        }
+      }
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t lane = c * g.kw + kx, n = plane - offX[kx];
+        const float *src = planar.data() + offX[kx];
+        for (int64_t pos = 0; pos < n; ++pos)
+          packed[pos * cp + lane] = src[pos];
+      }
+    }
+    return;
+  }
   for (int64_t c = 0; c < g.c; ++c) {
     const float *xc = planeF32(
         static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
@@ -609,6 +718,17 @@ void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
 void BackwardWeight::accumulate(const float *packed, const float *dy,
                                 float *acc, int64_t b0, int64_t b1) const {
   int64_t ohw = g.oh * g.ow, lanes = isa == Isa::AVX2 ? 8 : 16;
+  // Whether a 3x3 kernel's column taps slide (wtile3x3AVX512).
+  int slide = 0;
+  if (!expand && g.kh == 3 && g.kw == 3) {
+    bool s1 = true, s2 = true;
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t *o = offs.data() + 3 * ky;
+      s1 = s1 && o[1] == o[0] + 1 && o[2] == o[0] + 2;
+      s2 = s2 && o[2] == o[0] + 1;
+    }
+    slide = s1 ? 1 : (s2 ? 2 : 0);
+  }
   const float *rows[8];
   for (int64_t b = b0; b < b1; ++b) {
     for (int r = 0; r < obw; ++r) {
@@ -620,7 +740,7 @@ void BackwardWeight::accumulate(const float *packed, const float *dy,
       for (int64_t c0 = 0; c0 < cp; c0 += lanes) {
         WTile k{packed + c0, cp, offs.data() + t0, rows, g.oh, g.ow, wj,
                 acc + (b * obw * taps + t0) * cp + c0, taps * cp, cp};
-        wtile(k, isa, n, obw);
+        wtile(k, isa, n, obw, slide);
       }
     }
   }
@@ -629,8 +749,13 @@ void BackwardWeight::accumulate(const float *packed, const float *dy,
 void BackwardWeight::finish(const float *acc, float *dw) const {
   for (int64_t o = 0; o < g.o; ++o)
     for (int64_t c = 0; c < g.c; ++c)
-      for (int64_t t = 0; t < taps; ++t)
-        dw[(o * g.c + c) * taps + t] = acc[(o * taps + t) * cp + c];
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t t = expand ? ky : ky * g.kw + kx;
+          int64_t lane = expand ? c * g.kw + kx : c;
+          dw[((o * g.c + c) * g.kh + ky) * g.kw + kx] =
+              acc[(o * taps + t) * cp + lane];
+        }
 }
 
 } // namespace cpudirect

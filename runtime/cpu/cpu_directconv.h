@@ -139,8 +139,9 @@ private:
   Geom g;
   Isa isa;
   int64_t hi, wj, plane, cp, taps, tg, obw, nBlocks;
+  bool expand; // lanes are (channel, kernel column) pairs
   size_t packedN, accN;
-  std::vector<int64_t> used, offs;
+  std::vector<int64_t> used, offs, offX;
   std::vector<float> zeros; // a dy row of zeros for padded channels
 };
 
