@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_directconv.h"
 
+#include "cpu_conv.h"
 #include "cpu_fast.h"
 
 #include <immintrin.h>
@@ -358,7 +359,7 @@ inline void phaseRow(float *dst, const float *src, int64_t first, int64_t step,
   hi = std::max(lo, std::min(hi, n));
   std::fill(dst, dst + lo, 0.0f);
   if (step == 1)
-    std::memcpy(dst + lo, src + first + lo, (hi - lo) * sizeof(float));
+    cpuconv::copyShort(dst + lo, src + first + lo, (hi - lo) * sizeof(float));
   else
     for (int64_t j = lo; j < hi; ++j)
       dst[j] = src[first + j * step];
@@ -395,7 +396,7 @@ size_t dtSize(Dt dt) { return dt == Dt::F32 ? 4 : 2; }
 /// dst[0, n) = src (dt) widened to f32.
 void loadRow(float *dst, const void *src, Dt dt, int64_t n) {
   if (dt == Dt::F32)
-    std::memcpy(dst, src, n * sizeof(float));
+    cpuconv::copyShort(dst, src, n * sizeof(float));
   else if (dt == Dt::F16)
     cpufast::f16ToF32N(static_cast<const uint16_t *>(src), dst, n);
   else
@@ -405,7 +406,7 @@ void loadRow(float *dst, const void *src, Dt dt, int64_t n) {
 /// dst (dt) = src[0, n) rounded once.
 void storeRow(void *dst, Dt dt, const float *src, int64_t n) {
   if (dt == Dt::F32)
-    std::memcpy(dst, src, n * sizeof(float));
+    cpuconv::copyShort(dst, src, n * sizeof(float));
   else if (dt == Dt::F16)
     cpufast::f32ToF16N(src, static_cast<uint16_t *>(dst), n);
   else
@@ -663,9 +664,9 @@ BackwardWeight::BackwardWeight(const Geom &geom, Isa i) : g(geom), isa(i) {
 }
 
 void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
-  std::fill(packed, packed + packedN, 0.0f);
   int64_t hw = g.h * g.w;
   if (expand) {
+    std::fill(packed, packed + packedN, 0.0f);
     // The forward's planar packing of each channel, then lane (c, kx) at
     // position pos = the channel's value at pos + offX[kx].
     thread_local std::vector<float> planar;
@@ -693,25 +694,67 @@ void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
     }
     return;
   }
-  for (int64_t c = 0; c < g.c; ++c) {
-    const float *xc = planeF32(
-        static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
-  for (size_t u = 0; u < used.size(); ++u)
-      for (int64_t i = 0; i < hi; ++i) {
-        int64_t py = used[u] / g.sw, px = used[u] % g.sw;
-        int64_t row = g.sh * i + py - g.ph;
-        if (row < 0 || row >= g.h)
-          continue;
-        float *dst = packed + (u * hi + i) * wj * cp;
-        // Columns col = sw * j + first inside the image: j in [lo, hi).
-        int64_t first = px - g.pw, step = g.sw;
-        int64_t lo = first >= 0 ? 0 : (-first + step - 1) / step;
-        int64_t jh = g.w - first <= 0 ? 0 : (g.w - first + step - 1) / step;
-        jh = std::min(jh, wj);
-        const float *src = xc + row * g.w + first;
-        for (int64_t j = lo; j < jh; ++j)
-          dst[j * cp + c] = src[j * step];
+  // Positions outside the image, and lanes past the channels, are zero;
+  // the rest is written once, channel by channel (the rows of up to 16
+  // channels are read side by side).
+  const int64_t step = g.sw;
+  for (size_t u = 0; u < used.size(); ++u) {
+    int64_t py = used[u] / g.sw, px = used[u] % g.sw;
+    int64_t first = px - g.pw;
+    // Columns col = sw * j + first inside the image: j in [lo, jh).
+    int64_t lo = first >= 0 ? 0 : (-first + step - 1) / step;
+    int64_t jh = g.w - first <= 0 ? 0 : (g.w - first + step - 1) / step;
+    jh = std::max(lo, std::min(jh, wj));
+    for (int64_t i = 0; i < hi; ++i) {
+      float *dst = packed + (u * hi + i) * wj * cp;
+      int64_t row = g.sh * i + py - g.ph;
+      if (row < 0 || row >= g.h) {
+        std::fill(dst, dst + wj * cp, 0.0f);
+        continue;
       }
+      std::fill(dst, dst + lo * cp, 0.0f);
+      std::fill(dst + jh * cp, dst + wj * cp, 0.0f);
+      if (cp > g.c)
+        for (int64_t j = lo; j < jh; ++j)
+          std::fill(dst + j * cp + g.c, dst + (j + 1) * cp, 0.0f);
+    }
+  }
+  std::vector<const float *> planes(static_cast<size_t>(g.c));
+  for (int64_t c = 0; c < g.c; ++c)
+    planes[c] = xdt == Dt::F32
+                    ? static_cast<const float *>(x) + c * hw
+                    : nullptr;
+  if (xdt != Dt::F32) {
+    thread_local std::vector<float> wide;
+    wide.resize(static_cast<size_t>(g.c * hw));
+    loadRow(wide.data(), x, xdt, g.c * hw);
+    for (int64_t c = 0; c < g.c; ++c)
+      planes[c] = wide.data() + c * hw;
+  }
+  for (size_t u = 0; u < used.size(); ++u) {
+    int64_t py = used[u] / g.sw, px = used[u] % g.sw;
+    int64_t first = px - g.pw;
+    int64_t lo = first >= 0 ? 0 : (-first + step - 1) / step;
+    int64_t jh = g.w - first <= 0 ? 0 : (g.w - first + step - 1) / step;
+    jh = std::max(lo, std::min(jh, wj));
+    for (int64_t i = 0; i < hi; ++i) {
+      int64_t row = g.sh * i + py - g.ph;
+      if (row < 0 || row >= g.h)
+        continue;
+      float *dst = packed + (u * hi + i) * wj * cp;
+      int64_t off = row * g.w + first;
+      for (int64_t c0 = 0; c0 < g.c; c0 += 16) {
+        int64_t nc = std::min<int64_t>(16, g.c - c0);
+        const float *src[16];
+        for (int64_t c = 0; c < nc; ++c)
+          src[c] = planes[c0 + c] + off;
+        for (int64_t j = lo; j < jh; ++j) {
+          float *d = dst + j * cp + c0;
+          for (int64_t c = 0; c < nc; ++c)
+            d[c] = src[c][j * step];
+        }
+      }
+    }
   }
 }
 
