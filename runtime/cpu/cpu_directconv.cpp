@@ -801,5 +801,29 @@ void BackwardWeight::finish(const float *acc, float *dw) const {
         }
 }
 
+void addRowSums(double *acc, const float *dy, int64_t rows, int64_t n) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    double a[8];
+    const float *p[8];
+    for (int b = 0; b < 8; ++b) {
+      a[b] = acc[r + b];
+      p[b] = dy + (r + b) * n;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int b = 0; b < 8; ++b)
+        a[b] += p[b][j];
+    for (int b = 0; b < 8; ++b)
+      acc[r + b] = a[b];
+  }
+  for (; r < rows; ++r) {
+    double a = acc[r];
+    const float *p = dy + r * n;
+    for (int64_t j = 0; j < n; ++j)
+      a += p[j];
+    acc[r] = a;
+  }
+}
+
 } // namespace cpudirect
 } // namespace ampc

@@ -145,6 +145,12 @@ private:
   std::vector<float> zeros; // a dy row of zeros for padded channels
 };
 
+/// The bias gradient's sums, image by image: acc[r] += dy[r, 0], dy[r, 1],
+/// ... dy[r, n - 1] one after the other in f64 (f32 dy [rows, n]), the
+/// order and precision of the runtime's sum over (image, pixel); eight rows'
+/// chains are interleaved.
+void addRowSums(double *acc, const float *dy, int64_t rows, int64_t n);
+
 } // namespace cpudirect
 } // namespace ampc
 

@@ -460,12 +460,16 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
 /// convBackward's dx and dw on the direct kernels (useDirect); dw chains
 /// through the images in order.
 ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
-                               const TensorArg &dw, Buf dyb, Buf xb, Buf wb,
-                               const ConvGeom &g, int64_t n, int64_t groups,
-                               int64_t o) {
+                               const TensorArg &dw, const TensorArg &dbias,
+                               Buf dyb, Buf xb, Buf wb, const ConvGeom &g,
+                               int64_t n, int64_t groups, int64_t o) {
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
+  // The bias gradient: the sum over (image, pixel) in f64 in that order (the
+  // bits of reduceDims), while each image's dy is at hand.
+  bool wantDb = dbias.data != nullptr;
+  std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
   cpudirect::Isa isa = cpudirect::defaultIsa();
   cpudirect::Geom dg = directGeom(g, og);
   Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be),
@@ -499,18 +503,30 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
                const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
                directDt(dx.dtype), 0, bd.blocks());
       }
+      const float *dyf = nullptr;
+      if (wantDw || wantDb)
+        // Read as f32: a 16-bit dy is widened once here.
+        AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
+                       dyt, dyf));
+      if (wantDb)
+        cpudirect::addRowSums(dbAcc.data() + gi * og, dyf, og, hw);
       if (wantDw) {
         const cpudirect::BackwardWeight &bw = bws[0];
         bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
                 packedW.f32());
-        // The kernel reads dy as f32: a 16-bit dy is widened once here.
-        const float *dyf = nullptr;
-        AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
-                       dyt, dyf));
         bw.accumulate(packedW.f32(), dyf, acc.f32() + gi * accN, 0,
                       bw.blocks());
       }
     }
+  if (wantDb) {
+    // Rounded to f32, then to dbias's dtype, as reduceDims stores its sums.
+    Temp dbt(be);
+    AMPC_TRY(dbt.alloc(o * sizeof(float)));
+    for (int64_t k = 0; k < o; ++k)
+      dbt.f32()[k] = static_cast<float>(dbAcc[k]);
+    AMPC_TRY(ShiftedGemms::convertRun(be, dbias.buf(), Buf{dbt.get(), AMPC_F32},
+                                      o));
+  }
   if (wantDw) {
     bool directW = dw.dtype == AMPC_F32;
     if (!directW)
@@ -713,6 +729,12 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
   int64_t chw = c * (gimg / g.channels);
   Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
+  bool direct = useDirect(be, g) && og > 0 && xs.numel() &&
+                (dx.data || (dw.data && ws.numel()));
+  if (direct)
+    return convBackwardDirect(be, dx, ws.numel() ? dw : TensorArg{},
+                              o ? dbias : TensorArg{}, dyb, xb, wb, g, n,
+                              groups, o);
   if (dbias.data && o) {
     Shape flat;
     flat.rank = 3;
@@ -722,10 +744,6 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     bool reduced[kMaxRank] = {true, false, true};
     AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
   }
-  if (useDirect(be, g) && og > 0 && xs.numel() &&
-      (dx.data || (dw.data && ws.numel())))
-    return convBackwardDirect(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,
-                              wb, g, n, groups, o);
   if (useShiftedGemms(be, g) && og > 0 && xs.numel() &&
       (dx.data || (dw.data && ws.numel())))
     return convBackwardShifted(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,

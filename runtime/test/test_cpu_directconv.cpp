@@ -221,3 +221,40 @@ TEST(CpuDirectConv, PaddingTermsDoNotReachOtherPixels) {
         }
   }
 }
+
+TEST(CpuDirectConv, BiasGradientIsTheF64SumInImagePixelOrder) {
+  // ampc_conv2d_bwd on the direct path computes dbias alongside dw: the
+  // runtime's sum over (image, pixel) in f64, in that order, rounded once to
+  // f32, whatever else is requested (dx only, dw only, both).
+  ampc_context ctx = nullptr;
+  ASSERT_EQ(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), AMPC_OK);
+  const int64_t n = 3, c = 5, o = 11, h = 9, w = 7;
+  int64_t xs[4] = {n, c, h, w}, ws[4] = {o, c, 3, 3}, ys[4] = {n, o, 5, 4},
+          bs[1] = {o};
+  std::mt19937 rng(3);
+  std::vector<float> x = randomVec(n * c * h * w, rng);
+  std::vector<float> wt = randomVec(o * c * 9, rng);
+  std::vector<float> dy = randomVec(n * o * 5 * 4, rng);
+  for (float &v : dy)
+    v *= 1000.0f; // Sums whose f32 and f64 roundings differ.
+  std::vector<float> want(o);
+  for (int64_t k = 0; k < o; ++k) {
+    double a = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < 20; ++p)
+        a += dy[(i * o + k) * 20 + p];
+    want[k] = static_cast<float>(a);
+  }
+  for (int mode = 0; mode < 3; ++mode) {
+    std::vector<float> dx(x.size()), dw(wt.size()), db(o, -1.0f);
+    ASSERT_EQ(ampc_conv2d_bwd(ctx, mode != 1 ? dx.data() : nullptr, AMPC_F32,
+                              xs, 4, mode != 0 ? dw.data() : nullptr, AMPC_F32,
+                              ws, 4, db.data(), AMPC_F32, bs, 1, dy.data(),
+                              AMPC_F32, ys, 4, x.data(), AMPC_F32, xs, 4,
+                              wt.data(), AMPC_F32, ws, 4, 2, 2, 1, 1, 1, 1, 1),
+              AMPC_OK)
+        << ampc_last_error();
+    expectSameBits(db, want, "dbias", "direct", mode);
+  }
+  ampc_context_destroy(ctx);
+}
