@@ -173,7 +173,7 @@ void corr(const Corr &k, Isa isa) {
 struct WTile {
   const float *xT; // at the channel vector
   int64_t cp;
-  const int64_t *off; // TG tap offsets (positions)
+  const int64_t *off;     // TG tap offsets (positions)
   const float *const *dy; // OBW rows [oh * ow]
   int64_t oh, ow, wj;
   float *acc; // at (first row, first tap, channel vector)
@@ -369,8 +369,8 @@ inline void phaseRow(float *dst, const float *src, int64_t first, int64_t step,
 /// The stride phases (row phase * sw + column phase) that some tap reads, in
 /// increasing order, and each tap's offset in the packed image: phase slot
 /// * hi * wj + row shift * wj + column shift.
-void tapPhases(const Geom &g, int64_t hi, int64_t wj, std::vector<int64_t> &used,
-               std::vector<int64_t> &offs) {
+void tapPhases(const Geom &g, int64_t hi, int64_t wj,
+               std::vector<int64_t> &used, std::vector<int64_t> &offs) {
   std::vector<int64_t> slot(static_cast<size_t>(g.sh * g.sw), -1);
   for (int64_t ky = 0; ky < g.kh; ++ky)
     for (int64_t kx = 0; kx < g.kw; ++kx)
@@ -481,19 +481,19 @@ Forward::Forward(const Geom &geom, const float *w, Isa i) : g(geom), isa(i) {
 void Forward::pack(const void *x, Dt xdt, float *packed) const {
   int64_t hw = g.h * g.w;
   for (int64_t c = 0; c < g.c; ++c) {
-    const float *xc = planeF32(
-        static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
+    const float *xc =
+        planeF32(static_cast<const char *>(x) + c * hw * dtSize(xdt), xdt, hw);
     for (size_t u = 0; u < used.size(); ++u) {
       int64_t py = used[u] / g.sw, px = used[u] % g.sw;
-        for (int64_t i = 0; i < hi; ++i) {
-          float *dst = packed + c * plane + (u * hi + i) * wj;
-          int64_t row = g.sh * i + py - g.ph;
-          if (row < 0 || row >= g.h) {
-            std::fill(dst, dst + wj, 0.0f);
-            continue;
-          }
-          phaseRow(dst, xc + row * g.w, px - g.pw, g.sw, wj, g.w);
+      for (int64_t i = 0; i < hi; ++i) {
+        float *dst = packed + c * plane + (u * hi + i) * wj;
+        int64_t row = g.sh * i + py - g.ph;
+        if (row < 0 || row >= g.h) {
+          std::fill(dst, dst + wj, 0.0f);
+          continue;
         }
+        phaseRow(dst, xc + row * g.w, px - g.pw, g.sw, wj, g.w);
+      }
     }
   }
   std::fill(packed + g.c * plane, packed + packedN, 0.0f);
@@ -504,8 +504,9 @@ void Forward::run(const float *packed, float *work, void *y, Dt ydt,
   int64_t taps = g.kh * g.kw, ohw = g.oh * g.ow;
   float *row = rowBuffer(g.ow);
   for (int64_t b = b0; b < b1; ++b) {
-    Corr k{packed, plane, g.c, offs.data(), taps,
-           wpk.data() + b * g.c * taps * kOB, work, ws, nq};
+    Corr k{packed,      plane, g.c,
+           offs.data(), taps,  wpk.data() + b * g.c * taps * kOB,
+           work,        ws,    nq};
     corr(k, isa);
     for (int64_t r = 0; r < kOB && b * kOB + r < g.o; ++r) {
       int64_t o = b * kOB + r;
@@ -599,8 +600,11 @@ void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
         std::fill(out, out + kOB * ws, 0.0f);
         continue;
       }
-      Corr k{packed, plane, g.o, ph.offs.data(), nt,
-             ph.wpk.data() + b * g.o * nt * kOB, out, ws, nq};
+      Corr k{packed, plane,
+             g.o,    ph.offs.data(),
+             nt,     ph.wpk.data() + b * g.o * nt * kOB,
+             out,    ws,
+             nq};
       corr(k, isa);
     }
     for (int64_t r = 0; r < kOB && b * kOB + r < g.c; ++r) {
@@ -721,9 +725,8 @@ void BackwardWeight::pack(const void *x, Dt xdt, float *packed) const {
   }
   std::vector<const float *> planes(static_cast<size_t>(g.c));
   for (int64_t c = 0; c < g.c; ++c)
-    planes[c] = xdt == Dt::F32
-                    ? static_cast<const float *>(x) + c * hw
-                    : nullptr;
+    planes[c] =
+        xdt == Dt::F32 ? static_cast<const float *>(x) + c * hw : nullptr;
   if (xdt != Dt::F32) {
     thread_local std::vector<float> wide;
     wide.resize(static_cast<size_t>(g.c * hw));
@@ -781,8 +784,16 @@ void BackwardWeight::accumulate(const float *packed, const float *dy,
     for (int64_t t0 = 0; t0 < taps; t0 += tg) {
       int n = static_cast<int>(std::min(tg, taps - t0));
       for (int64_t c0 = 0; c0 < cp; c0 += lanes) {
-        WTile k{packed + c0, cp, offs.data() + t0, rows, g.oh, g.ow, wj,
-                acc + (b * obw * taps + t0) * cp + c0, taps * cp, cp};
+        WTile k{packed + c0,
+                cp,
+                offs.data() + t0,
+                rows,
+                g.oh,
+                g.ow,
+                wj,
+                acc + (b * obw * taps + t0) * cp + c0,
+                taps * cp,
+                cp};
         wtile(k, isa, n, obw, slide);
       }
     }

@@ -79,8 +79,8 @@ public:
   void pack(const void *x, Dt xdt, float *packed) const;
   /// y [o, oh, ow] rows of the output-channel blocks [b0, b1) (8 channels
   /// each) from `packed`, plus bias[o] (when bias is not null).
-  void run(const float *packed, float *work, void *y, Dt ydt,
-           const float *bias, int64_t b0, int64_t b1) const;
+  void run(const float *packed, float *work, void *y, Dt ydt, const float *bias,
+           int64_t b0, int64_t b1) const;
 
 private:
   Geom g;
@@ -88,7 +88,7 @@ private:
   int64_t hi, wj, plane, nq, ws, nBlocks;
   size_t packedN, workN;
   std::vector<int64_t> used, offs; // phases some tap reads; tap offsets
-  std::vector<float> wpk; // [block][c][tap][8]
+  std::vector<float> wpk;          // [block][c][tap][8]
 };
 
 /// The input gradient of one group.

@@ -390,9 +390,9 @@ bool useDirect(Backend &be, const ConvGeom &g) {
     const char *e = getenv("AMPC_CPU_CONV");
     return e && !strcmp(e, "gemm");
   }();
-  return !gemmOnly && be.kind() == AMPC_BACKEND_CPU && g.d == 1 &&
-         g.kd == 1 && g.od == 1 && g.pd == 0 && g.oh > 0 && g.ow > 0 &&
-         g.channels > 0 && g.kh > 0 && g.kw > 0 && !isPointwise(g);
+  return !gemmOnly && be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
+         g.od == 1 && g.pd == 0 && g.oh > 0 && g.ow > 0 && g.channels > 0 &&
+         g.kh > 0 && g.kw > 0 && !isPointwise(g);
 }
 
 cpudirect::Geom directGeom(const ConvGeom &g, int64_t og) {
@@ -472,8 +472,7 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
   cpudirect::Isa isa = cpudirect::defaultIsa();
   cpudirect::Geom dg = directGeom(g, og);
-  Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be),
-      acc(be);
+  Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be), acc(be);
   std::vector<cpudirect::BackwardData> bds;
   std::vector<cpudirect::BackwardWeight> bws;
   if (wantDx) {
@@ -524,15 +523,15 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
     AMPC_TRY(dbt.alloc(o * sizeof(float)));
     for (int64_t k = 0; k < o; ++k)
       dbt.f32()[k] = static_cast<float>(dbAcc[k]);
-    AMPC_TRY(ShiftedGemms::convertRun(be, dbias.buf(), Buf{dbt.get(), AMPC_F32},
-                                      o));
+    AMPC_TRY(
+        ShiftedGemms::convertRun(be, dbias.buf(), Buf{dbt.get(), AMPC_F32}, o));
   }
   if (wantDw) {
     bool directW = dw.dtype == AMPC_F32;
     if (!directW)
       AMPC_TRY(dwt.alloc(o * ckk * sizeof(float)));
-    float *to = directW ? static_cast<float *>(const_cast<void *>(dw.data))
-                        : dwt.f32();
+    float *to =
+        directW ? static_cast<float *>(const_cast<void *>(dw.data)) : dwt.f32();
     for (int64_t gi = 0; gi < groups; ++gi)
       bws[0].finish(acc.f32() + gi * accN, to + gi * og * ckk);
     if (!directW)

@@ -23,22 +23,22 @@ struct Case {
 
 const Case kCases[] = {
     // n, c, o, h, w, kh, kw, sh, sw, ph, pw, dh, dw
-    {2, 16, 16, 12, 11, 3, 3, 1, 1, 1, 1, 1, 1},  // the ResNet's 3x3
-    {2, 16, 32, 13, 10, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2, odd height
-    {2, 16, 32, 9, 8, 1, 1, 2, 2, 0, 0, 1, 1},    // 1x1 stride-2 projection
-    {2, 3, 16, 10, 9, 3, 3, 1, 1, 1, 1, 1, 1},    // RGB stem
-    {2, 3, 32, 11, 12, 3, 3, 2, 2, 1, 1, 1, 1},   // strided RGB stem
-    {1, 5, 7, 9, 13, 3, 3, 1, 1, 2, 2, 2, 2},     // dilation 2, 7 outputs
-    {2, 9, 11, 11, 9, 5, 5, 1, 1, 2, 2, 1, 1},    // 25 taps: groups 9, 9, 7
-    {1, 17, 9, 10, 14, 2, 3, 2, 3, 0, 2, 1, 1},   // mixed strides and pads
-    {1, 4, 3, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1},      // a single output pixel
-    {1, 20, 19, 7, 30, 3, 1, 3, 1, 1, 0, 2, 1},   // stride 3 rows, 3x1
-    {1, 33, 8, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1},     // pointwise
+    {2, 16, 16, 12, 11, 3, 3, 1, 1, 1, 1, 1, 1}, // the ResNet's 3x3
+    {2, 16, 32, 13, 10, 3, 3, 2, 2, 1, 1, 1, 1}, // stride 2, odd height
+    {2, 16, 32, 9, 8, 1, 1, 2, 2, 0, 0, 1, 1},   // 1x1 stride-2 projection
+    {2, 3, 16, 10, 9, 3, 3, 1, 1, 1, 1, 1, 1},   // RGB stem
+    {2, 3, 32, 11, 12, 3, 3, 2, 2, 1, 1, 1, 1},  // strided RGB stem
+    {1, 5, 7, 9, 13, 3, 3, 1, 1, 2, 2, 2, 2},    // dilation 2, 7 outputs
+    {2, 9, 11, 11, 9, 5, 5, 1, 1, 2, 2, 1, 1},   // 25 taps: groups 9, 9, 7
+    {1, 17, 9, 10, 14, 2, 3, 2, 3, 0, 2, 1, 1},  // mixed strides and pads
+    {1, 4, 3, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1},     // a single output pixel
+    {1, 20, 19, 7, 30, 3, 1, 3, 1, 1, 0, 2, 1},  // stride 3 rows, 3x1
+    {1, 33, 8, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1},    // pointwise
 };
 
 Geom geomOf(const Case &k) {
-  Geom g{k.c, k.o, k.h, k.w, k.kh, k.kw, 0, 0, k.sh, k.sw, k.ph, k.pw, k.dh,
-         k.dw};
+  Geom g{k.c, k.o,  k.h,  k.w,  k.kh, k.kw, 0,
+         0,   k.sh, k.sw, k.ph, k.pw, k.dh, k.dw};
   g.oh = (k.h + 2 * k.ph - (k.dh * (k.kh - 1) + 1)) / k.sh + 1;
   g.ow = (k.w + 2 * k.pw - (k.dw * (k.kw - 1) + 1)) / k.sw + 1;
   return g;
@@ -70,8 +70,8 @@ Results runAll(const Case &k, Isa isa, const std::vector<float> &x,
   Forward f(g, w.data(), isa);
   BackwardData bd(g, w.data(), isa);
   BackwardWeight bw(g, isa);
-  std::vector<float> packed(std::max({f.packedFloats(), bd.packedFloats(),
-                                      bw.packedFloats()}));
+  std::vector<float> packed(
+      std::max({f.packedFloats(), bd.packedFloats(), bw.packedFloats()}));
   std::vector<float> work(std::max(f.workFloats(), bd.workFloats()));
   std::vector<float> acc(bw.accFloats(), 0.0f);
   auto each = [&](int64_t blocks, const std::function<void(int64_t)> &fn) {
@@ -181,8 +181,8 @@ TEST(CpuDirectConv, PathsBitIdenticalAndWithinBound) {
     for (size_t e = 0; e < by.size(); ++e) {
       // The bias is one more rounded addition.
       double want = by[e].ref + bias[e / (g.oh * g.ow) % g.o];
-      double lim = by[e].limit() + std::ldexp(std::fabs(want) + by[e].absSum,
-                                              -24);
+      double lim =
+          by[e].limit() + std::ldexp(std::fabs(want) + by[e].absSum, -24);
       ASSERT_LE(std::fabs(ref.y[e] - want), lim) << "y " << e << " case " << cs;
     }
     for (size_t e = 0; e < bdx.size(); ++e)
