@@ -596,10 +596,8 @@ void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
       const Phase &ph = phases[p];
       int64_t nt = static_cast<int64_t>(ph.offs.size());
       float *out = work + p * kOB * ws;
-      if (nt == 0) {
-        std::fill(out, out + kOB * ws, 0.0f);
-        continue;
-      }
+      if (nt == 0)
+        continue; // No tap reaches this phase: its pixels are zero.
       Corr k{packed, plane,
              g.o,    ph.offs.data(),
              nt,     ph.wpk.data() + b * g.o * nt * kOB,
@@ -613,16 +611,17 @@ void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
       for (int64_t iy = 0; iy < g.h; ++iy) {
         int64_t u = iy + g.ph, py = u % g.sh, a = u / g.sh;
         char *to = dst + iy * g.w * dtSize(dxdt);
-        if (g.sw == 1) {
+        if (g.sw == 1 && !phases[py].offs.empty()) {
           storeRow(to, dxdt, work + (py * kOB + r) * ws + a * wdp + g.pw, g.w);
           continue;
         }
         // Column phase px holds the ix = sw * b + px - pw.
         for (int64_t px = 0; px < g.sw; ++px) {
+          bool none = phases[py * g.sw + px].offs.empty();
           const float *src = work + ((py * g.sw + px) * kOB + r) * ws + a * wdp;
           int64_t b = px >= g.pw ? 0 : (g.pw - px + g.sw - 1) / g.sw;
           for (int64_t ix = g.sw * b + px - g.pw; ix < g.w; ix += g.sw, ++b)
-            line[ix] = src[b];
+            line[ix] = none ? 0.0f : src[b];
         }
         storeRow(to, dxdt, line, g.w);
       }

@@ -34,6 +34,7 @@ const Case kCases[] = {
     {1, 4, 3, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1},     // a single output pixel
     {1, 20, 19, 7, 30, 3, 1, 3, 1, 1, 0, 2, 1},  // stride 3 rows, 3x1
     {1, 33, 8, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1},    // pointwise
+    {2, 6, 5, 7, 9, 1, 3, 2, 1, 0, 1, 1, 1},     // rows no tap reaches
 };
 
 Geom geomOf(const Case &k) {
