@@ -23,6 +23,10 @@ config.substitutions.append(("%ampc_src_root", config.ampc_src_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# The CPU backend runs one thread per CPU by default; lit runs several tests
+# at once, so each runs on one thread unless the caller says otherwise (the
+# results do not depend on it; test/Run/threads sets its own counts).
+config.environment["AMPC_NUM_THREADS"] = os.environ.get("AMPC_NUM_THREADS", "1")
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

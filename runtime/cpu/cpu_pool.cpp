@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_pool.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -50,7 +51,36 @@ int threadsFromEnvironment() {
       return 1;
     return n > kMaxThreads ? kMaxThreads : static_cast<int>(n);
   }
-  return 1;
+  return defaultThreads();
+}
+
+int defaultThreads() {
+  // The CPUs this process may run on (taskset, cgroup cpusets, an MPI
+  // launcher's binding), else every hardware thread.
+  long cpus = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    cpus = CPU_COUNT(&set);
+  long all = static_cast<long>(std::thread::hardware_concurrency());
+  if (cpus < 1)
+    cpus = all;
+  // Ranks of an MPI job on this machine that were not bound to their own
+  // CPUs share them.
+  if (cpus >= all) {
+    for (const char *var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                            "MV2_COMM_WORLD_LOCAL_SIZE"}) {
+      const char *v = getenv(var);
+      long ranks = v && *v ? strtol(v, nullptr, 10) : 0;
+      if (ranks > 1) {
+        cpus /= ranks;
+        break;
+      }
+    }
+  }
+  if (cpus < 1)
+    return 1;
+  return cpus > kMaxThreads ? kMaxThreads : static_cast<int>(cpus);
 }
 
 namespace {

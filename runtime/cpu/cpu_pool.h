@@ -14,8 +14,8 @@
 //    order.
 //
 // The thread count is read once, at first use, from AMPC_NUM_THREADS, else
-// OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else 1 (values below 1 or not
-// a number count as 1; at most 256). The calling thread runs items too, so
+// OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs the process may
+// run on (defaultThreads; values below 1 count as 1; at most 256). The calling thread runs items too, so
 // n threads means n - 1 workers, started once, the first time a call has
 // more than one item. A parallelFor called from inside an item (or while
 // another thread's parallelFor is running) runs its items serially on the
@@ -46,8 +46,13 @@ constexpr int64_t kItemElements = 32768;
 int threadCount();
 
 /// The thread count the environment asks for (the variables above, in
-/// their order; an empty or non-numeric value counts as unset).
+/// their order; an empty or non-numeric value counts as unset), else
+/// defaultThreads().
 int threadsFromEnvironment();
+/// With no variable set: the CPUs this process may run on (its affinity
+/// mask), divided by the ranks of an MPI job on this machine when they were
+/// not bound to CPUs of their own; at least 1.
+int defaultThreads();
 
 /// Changes the thread count (>= 1; tests and benchmarks). Must not be
 /// called while a parallelFor runs.

@@ -8,6 +8,7 @@
 #include "conv_nd.h"
 
 #include "../cpu/cpu_directconv.h"
+#include "../cpu/cpu_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -434,7 +435,7 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   cpudirect::Isa isa = cpudirect::defaultIsa();
-  Temp wt(be), bt(be), packed(be), work(be);
+  Temp wt(be), bt(be);
   const float *wf = nullptr, *bf = nullptr;
   AMPC_TRY(asF32(be, w.buf(), o * ckk, wt, wf));
   if (bias.data)
@@ -443,17 +444,23 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
   plans.reserve(static_cast<size_t>(groups));
   for (int64_t gi = 0; gi < groups; ++gi)
     plans.emplace_back(directGeom(g, og), wf + gi * og * ckk, isa);
-  AMPC_TRY(packed.alloc(plans[0].packedFloats() * sizeof(float)));
-  AMPC_TRY(work.alloc(plans[0].workFloats() * sizeof(float)));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const cpudirect::Forward &f = plans[gi];
-      f.pack(elemAt(x.buf(), (i * groups + gi) * gimg), directDt(x.dtype),
-             packed.f32());
-      f.run(packed.f32(), work.f32(),
-            const_cast<char *>(elemAt(y.buf(), (i * o + gi * og) * hw)),
-            directDt(y.dtype), bf ? bf + gi * og : nullptr, 0, f.blocks());
-    }
+  // One item per (image, group) on the CPU pool: each writes its own rows
+  // of y with the same code whatever thread runs it (same bits at every
+  // thread count); the scratch is the running thread's own.
+  cpupool::parallelFor(n * groups, [&](int64_t item) {
+    int64_t i = item / groups, gi = item % groups;
+    const cpudirect::Forward &f = plans[gi];
+    thread_local std::vector<float> packedT, workT;
+    if (packedT.size() < f.packedFloats())
+      packedT.resize(f.packedFloats());
+    if (workT.size() < f.workFloats())
+      workT.resize(f.workFloats());
+    f.pack(elemAt(x.buf(), (i * groups + gi) * gimg), directDt(x.dtype),
+           packedT.data());
+    f.run(packedT.data(), workT.data(),
+          const_cast<char *>(elemAt(y.buf(), (i * o + gi * og) * hw)),
+          directDt(y.dtype), bf ? bf + gi * og : nullptr, 0, f.blocks());
+  });
   return AMPC_OK;
 }
 
@@ -472,7 +479,7 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
   cpudirect::Isa isa = cpudirect::defaultIsa();
   cpudirect::Geom dg = directGeom(g, og);
-  Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be), acc(be);
+  Temp wt(be), dwt(be), dyt(be), packedW(be), acc(be);
   std::vector<cpudirect::BackwardData> bds;
   std::vector<cpudirect::BackwardWeight> bws;
   if (wantDx) {
@@ -481,8 +488,6 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
     bds.reserve(static_cast<size_t>(groups));
     for (int64_t gi = 0; gi < groups; ++gi)
       bds.emplace_back(dg, wf + gi * og * ckk, isa);
-    AMPC_TRY(packedD.alloc(bds[0].packedFloats() * sizeof(float)));
-    AMPC_TRY(work.alloc(bds[0].workFloats() * sizeof(float)));
   }
   size_t accN = 0;
   if (wantDw) {
@@ -492,31 +497,46 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
     AMPC_TRY(acc.alloc(groups * accN * sizeof(float)));
     std::fill(acc.f32(), acc.f32() + groups * accN, 0.0f);
   }
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const char *dyg = elemAt(dyb, (i * o + gi * og) * hw);
-      if (wantDx) {
-        const cpudirect::BackwardData &bd = bds[gi];
-        bd.pack(dyg, directDt(dyb.dtype), packedD.f32());
-        bd.run(packedD.f32(), work.f32(),
-               const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
-               directDt(dx.dtype), 0, bd.blocks());
-      }
-      const float *dyf = nullptr;
-      if (wantDw || wantDb)
+  // dx: one item per (image, group) on the CPU pool, each writing its own
+  // rows of dx (same bits at every thread count).
+  if (wantDx)
+    cpupool::parallelFor(n * groups, [&](int64_t item) {
+      int64_t i = item / groups, gi = item % groups;
+      const cpudirect::BackwardData &bd = bds[gi];
+      thread_local std::vector<float> packedT, workT;
+      if (packedT.size() < bd.packedFloats())
+        packedT.resize(bd.packedFloats());
+      if (workT.size() < bd.workFloats())
+        workT.resize(bd.workFloats());
+      bd.pack(elemAt(dyb, (i * o + gi * og) * hw), directDt(dyb.dtype),
+              packedT.data());
+      bd.run(packedT.data(), workT.data(),
+             const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
+             directDt(dx.dtype), 0, bd.blocks());
+    });
+  // dw and dbias chain through the images in order; within an image the
+  // output-channel blocks of dw are items on the pool (disjoint parts of the
+  // accumulator, each chained image by image as on one thread).
+  if (wantDw || wantDb)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        const char *dyg = elemAt(dyb, (i * o + gi * og) * hw);
+        const float *dyf = nullptr;
         // Read as f32: a 16-bit dy is widened once here.
         AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
                        dyt, dyf));
-      if (wantDb)
-        cpudirect::addRowSums(dbAcc.data() + gi * og, dyf, og, hw);
-      if (wantDw) {
-        const cpudirect::BackwardWeight &bw = bws[0];
-        bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
-                packedW.f32());
-        bw.accumulate(packedW.f32(), dyf, acc.f32() + gi * accN, 0,
-                      bw.blocks());
+        if (wantDb)
+          cpudirect::addRowSums(dbAcc.data() + gi * og, dyf, og, hw);
+        if (wantDw) {
+          const cpudirect::BackwardWeight &bw = bws[0];
+          bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
+                  packedW.f32());
+          float *accG = acc.f32() + gi * accN;
+          cpupool::parallelFor(bw.blocks(), [&](int64_t blk) {
+            bw.accumulate(packedW.f32(), dyf, accG, blk, blk + 1);
+          });
+        }
       }
-    }
   if (wantDb) {
     // Rounded to f32, then to dbias's dtype, as reduceDims stores its sums.
     Temp dbt(be);

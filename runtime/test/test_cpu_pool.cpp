@@ -13,6 +13,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_pool.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -156,7 +157,16 @@ TEST(CpuPool, ThreadCountFromTheEnvironment) {
     saved.push_back({v, cur ? cur : "", cur != nullptr});
     unsetenv(v);
   }
-  EXPECT_EQ(cpupool::threadsFromEnvironment(), 1);
+  // No variable: the CPUs this process may run on.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  int cpus = CPU_COUNT(&set);
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local || atoi(local) <= 1) {
+    EXPECT_EQ(cpupool::threadsFromEnvironment(), std::min(cpus, 256));
+    EXPECT_EQ(cpupool::defaultThreads(), std::min(cpus, 256));
+  }
   setenv("OMP_NUM_THREADS", "4", 1);
   EXPECT_EQ(cpupool::threadsFromEnvironment(), 4);
   setenv("OPENBLAS_NUM_THREADS", "3", 1);

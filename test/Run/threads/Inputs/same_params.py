@@ -19,6 +19,8 @@ SETTINGS = [
     {"OPENBLAS_NUM_THREADS": "2"},
     # AMPC_NUM_THREADS wins; OpenBLAS still runs on one thread.
     {"AMPC_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "4"},
+    # None set: the default, one thread per CPU the process may run on.
+    {},
 ]
 VARS = ("AMPC_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
