@@ -249,6 +249,13 @@ cl::opt<bool> keepBatchnormFp32(
              "keep_batchnorm_fp32)"),
     cl::cat(ampcCategory));
 
+// Transposes folded into GEMMs (docs/codegen.md): ampc-fold-transposes.
+cl::opt<bool, true> foldTransposes(
+    "fold-transposes",
+    cl::desc("Fold transposes into the GEMMs that read or write them "
+             "(ampc-fold-transposes; default true)"),
+    cl::location(opts.pipeline.foldTransposes), cl::cat(ampcCategory));
+
 // Data-parallel training (docs/distributed.md): ampc-data-parallel.
 cl::opt<bool, true> dataParallel(
     "data-parallel",
