@@ -62,31 +62,62 @@ struct Product {
   Value lhs, rhs;
   SmallVector<int64_t> lhsPerm, rhsPerm, resultPerm;
   Type resultType;
+  /// The rows of each GEMM the unfolded product ran (ampc_matmul_fwd runs
+  /// a batch of row blocks against one shared rhs as one taller GEMM).
+  /// OpenBLAS's sums depend on the GEMM's shape, not on its strides or
+  /// trans flags: a fold keeps the shape so every result keeps its bits.
+  int64_t callRows = 0;
 
-  bool plannable() const {
+  std::optional<tg::StridedGemm> plan() const {
     return tg::planStridedGemm(shapeOf(lhs), lhsPerm, shapeOf(rhs), rhsPerm,
                                cast<RankedTensorType>(resultType).getShape(),
-                               resultPerm)
-        .has_value();
+                               resultPerm);
+  }
+  bool plannable() const {
+    std::optional<tg::StridedGemm> g = plan();
+    return g && g->m == callRows;
   }
 };
+
+int64_t numel(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
 
 /// The product `op` computes, if it is one the fold handles: tg.matmul and
 /// its fixed-rank spellings mm and bmm on operands of rank >= 2, and
 /// tg.permuted_matmul itself.
 std::optional<Product> productOf(Operation *op) {
-  if (auto p = dyn_cast<tg::PermutedMatmulOp>(op))
-    return Product{p.getLhs(), p.getRhs(), SmallVector<int64_t>(p.getLhsPerm()),
-                   SmallVector<int64_t>(p.getRhsPerm()),
-                   SmallVector<int64_t>(p.getResultPerm()), p.getType()};
+  if (auto p = dyn_cast<tg::PermutedMatmulOp>(op)) {
+    Product prod{p.getLhs(),
+                 p.getRhs(),
+                 SmallVector<int64_t>(p.getLhsPerm()),
+                 SmallVector<int64_t>(p.getRhsPerm()),
+                 SmallVector<int64_t>(p.getResultPerm()),
+                 p.getType()};
+    // Made by this pass: its GEMMs have the unfolded product's rows.
+    std::optional<tg::StridedGemm> g = prod.plan();
+    if (!g)
+      return std::nullopt;
+    prod.callRows = g->m;
+    return prod;
+  }
   if (!isa<tg::MatmulOp, tg::MmOp, tg::BmmOp>(op) || op->getNumOperands() != 2)
     return std::nullopt;
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   auto rt = cast<RankedTensorType>(op->getResult(0).getType());
-  if (shapeOf(lhs).size() < 2 || shapeOf(rhs).size() < 2)
+  ArrayRef<int64_t> ls = shapeOf(lhs), rs = shapeOf(rhs);
+  if (ls.size() < 2 || rs.size() < 2)
     return std::nullopt;
-  return Product{lhs, rhs, identity(shapeOf(lhs).size()),
-                 identity(shapeOf(rhs).size()), identity(rt.getRank()), rt};
+  Product prod{lhs, rhs, identity(ls.size()), identity(rs.size()),
+               identity(rt.getRank()), rt};
+  int64_t m = ls[ls.size() - 2];
+  int64_t outBatch = numel(rt.getShape().drop_back(2));
+  bool tall = numel(rs.drop_back(2)) == 1 && numel(ls.drop_back(2)) == outBatch;
+  prod.callRows = tall ? m * outBatch : m;
+  return prod;
 }
 
 /// Replaces operand `which` (0: lhs, 1: rhs) of `p` by the deepest input of
@@ -135,6 +166,7 @@ struct FoldIntoGemm : RewritePattern {
     std::optional<Product> p = productOf(op);
     if (!p)
       return failure();
+
     bool lhs = foldOperand(*p, 0);
     bool rhs = foldOperand(*p, 1);
     tg::TransposeOp after = foldResult(*p, op);
