@@ -558,8 +558,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     char fp[32];
     std::snprintf(fp, sizeof(fp), "%016llx",
                   (unsigned long long)program.fingerprint);
-    if (!world->checkFingerprint(
-            {{"compiled step", fp},
+    std::vector<std::pair<std::string, std::string>> fields =
+        options.compileSettings;
+    fields.insert(
+        fields.end(),
+        {{"compiled step", fp},
              {"--steps", std::to_string(options.steps)},
              {"--seed", std::to_string(options.seed)},
              {"--input", std::to_string(options.inputs.size()) + " given"},
@@ -569,8 +572,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
              {"--epochs", std::to_string(options.epochs)},
              {"--shuffle", options.shuffle ? "true" : "false"},
              {"--save-every", std::to_string(options.saveEvery)},
-             {"--sync-batchnorm", options.syncBatchnorm ? "yes" : "no"}},
-            error)) {
+         {"--sync-batchnorm", options.syncBatchnorm ? "yes" : "no"}});
+    if (!world->checkFingerprint(fields, error)) {
       gWorld = nullptr;
       llvm::errs() << "ampc: error: rank " + std::to_string(world->rank()) +
                           ": " + error + "\n";

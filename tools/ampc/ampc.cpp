@@ -38,6 +38,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <deque>
 #include <tuple>
@@ -495,6 +497,53 @@ bool hasGraph(ModuleOp module) {
 }
 } // namespace
 
+
+/// What the compiled step depends on, as the ranks of a data-parallel run
+/// compare it (docs/distributed.md): the program's text and the flags that
+/// change what is compiled, in a fixed order.
+static std::vector<std::pair<std::string, std::string>> compileSettings() {
+  std::vector<std::pair<std::string, std::string>> out;
+  char hex[32];
+  auto hash = [&](llvm::StringRef text) {
+    std::snprintf(hex, sizeof(hex), "%016llx",
+                  (unsigned long long)llvm::xxh3_64bits(text));
+    return std::string(hex);
+  };
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
+  out.push_back({"the program (text hash)",
+                 buffer ? hash((*buffer)->getBuffer()) : "unreadable"});
+  auto num = [](double v) {
+    char b[64];
+    std::snprintf(b, sizeof(b), "%.17g", v);
+    return std::string(b);
+  };
+  auto list = [](const std::vector<std::string> &v) {
+    return llvm::join(v, ",");
+  };
+  const ampc::PipelineOptions &p = opts.pipeline;
+  out.push_back({"--device", opts.device});
+  out.push_back({"--opt-level", p.optLevel});
+  out.push_back({"--amp", ampc::stringifyAMPMode(p.amp).str()});
+  out.push_back({"--amp-policy", ampc::stringifyAMPPolicy(p.ampPolicy).str()});
+  out.push_back({"--amp-fp32", list(p.ampFp32)});
+  out.push_back({"--amp-lower", list(p.ampLower)});
+  out.push_back({"--amp-follow", list(p.ampFollow)});
+  out.push_back({"--loss-scale", p.lossScale});
+  out.push_back({"--loss-scale-init", num(p.lossScaleInit)});
+  out.push_back({"--loss-scale-growth", num(p.lossScaleGrowth)});
+  out.push_back({"--loss-scale-backoff", num(p.lossScaleBackoff)});
+  out.push_back({"--loss-scale-interval", std::to_string(p.lossScaleInterval)});
+  out.push_back(
+      {"--loss-scale-hysteresis", std::to_string(p.lossScaleHysteresis)});
+  out.push_back({"--loss-scale-min", num(p.lossScaleMin)});
+  out.push_back({"--loss-scale-max", num(p.lossScaleMax)});
+  out.push_back({"--accumulate", std::to_string(p.accumulate)});
+  out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
+  out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
+  out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
+  return out;
+}
+
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   auto bufferOr =
       llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
@@ -602,6 +651,8 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     return kInputError;
   if (opts.runMode) {
     opts.run.cuda = opts.device == "cuda";
+    if (ampc::exec::launchedUnderMpi())
+      opts.run.compileSettings = compileSettings();
     return ampc::exec::runModule(*module, opts.run);
   }
   // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampc::exec {
@@ -47,6 +48,11 @@ struct RunOptions {
   /// Per graph, the name each output is returned as ("" when the returned
   /// expression is not a name); the driver fills it from the source.
   std::map<std::string, std::vector<std::string>> outputNames;
+  /// Under W > 1 ranks, the settings the compiled step depends on, as
+  /// (flag, value) pairs the driver fills (the program's text hash, --amp,
+  /// --loss-scale*, ...): the ranks compare them before the compiled step's
+  /// fingerprint, so a mismatch names the flag rather than a hash.
+  std::vector<std::pair<std::string, std::string>> compileSettings;
 };
 
 /// The order in which epoch `epoch` (from 1) visits `n` samples when
