@@ -541,6 +541,7 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
   out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
   out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
+  out.push_back({"--fold-transposes", p.foldTransposes ? "yes" : "no"});
   return out;
 }
 
