@@ -1225,6 +1225,10 @@ void markSources(Block &step, const llvm::StringMap<const KernelRule *> &rules) 
     if (role == Role::Grad)
       backward = true;
     StringRef name = op.getName().stripDialect();
+    // A product with its transposes folded (ampc-fold-transposes) is the
+    // matmul the program wrote.
+    if (isa<tg::PermutedMatmulOp>(op))
+      name = "matmul";
     NamedAttrList entries;
     entries.set("op", b.getStringAttr(name));
     entries.set("pass", b.getStringAttr(role == Role::Grad || backward
