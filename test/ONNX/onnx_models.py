@@ -316,7 +316,7 @@ def falling(log):
         raise SystemExit("the loss did not fall")
 
 
-LOW_OPS = {"conv2d", "conv_transpose2d", "linear", "matmul", "permuted_matmul"}
+LOW_OPS = {"conv2d", "conv_transpose2d", "linear", "matmul"}
 F32_OPS = {"softmax", "log_softmax", "layer_norm", "rms_norm", "mean", "sum"}
 
 

@@ -643,6 +643,10 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
                               opts.emit == EmitKind::Cpp ||
                               opts.emit == EmitKind::Lowered;
+  // The report describes the program's own ops (each one's AMP decision) and
+  // their buffers: transposes are folded into the GEMMs only when asked.
+  if (opts.emit == EmitKind::Report && foldTransposes.getNumOccurrences() == 0)
+    opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
   if (opts.runMode && ampc::exec::launchedUnderMpi())
     opts.pipeline.dataParallel = true;

@@ -612,9 +612,9 @@ def FoldTransposes : Pass<"ampc-fold-transposes", "::mlir::func::FuncOp"> {
                 "write them";
   let description = [{
     Runs after autodiff, loss scaling and cast optimization, just before
-    buffer planning (the pipeline runs it whenever it plans buffers: `ampc
-    run`, `--emit=lowered|cpp|report`; `--fold-transposes=false` turns it
-    off). A `tg.transpose` that feeds a matrix product (`tg.matmul`, `mm`,
+    buffer planning (the pipeline runs it before it plans buffers: `ampc
+    run`, `--emit=lowered|cpp`, and `--emit=report` with
+    `--fold-transposes=true`; `--fold-transposes=false` turns it off). A `tg.transpose` that feeds a matrix product (`tg.matmul`, `mm`,
     `bmm` on operands of rank >= 2), or that is the only user of one's
     result, becomes part of a `tg.permuted_matmul`: the GEMM then reads the
     transpose's input, and writes the transpose's result, through leading
