@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
-# Data-parallel benchmark: the transformer example (per-rank batch as written)
-# on 1 process and on 2 ranks under mpirun, CPU backend, one OpenBLAS thread
-# per rank. The 2-rank step is compiled twice in the same run, with small
-# buckets so there are several: overlapped (each bucket's all-reduce started
-# as soon as its last gradient exists) and --delay-allreduce (every bucket
-# started after the backward). The runs alternate ROUNDS times so a loaded
-# machine slows both alike. Prints each run's summary line (steps/s, and for
-# 2 ranks the seconds spent in the gradient all-reduce calls).
+# Data-parallel benchmark (docs/distributed.md, "Benchmark"): steps/s of one
+# process against 2 ranks under mpirun, the time each step waits in the
+# gradient all-reduce, and the 2-rank step overlapped (buckets started as
+# their last gradient exists, with MPI progress calls), overlapped without
+# progress calls, and with --delay-allreduce, in interleaved rounds with
+# paired ratios and medians (bench.py).
 #   bash bench/distributed/run_bench.sh [STEPS] [ROUNDS] [BUILD_DIR] [BUCKET_MB]
+# Rows: the transformer example (STEPS steps, BUCKET_MB MiB buckets, 0.05 by
+# default), then, unless ENCODER=0, bench/models/encoder.tg at batch 2
+# (ENCODER_STEPS steps, 40 by default; 1 MiB buckets).
 set -euo pipefail
-steps=${1:-200}
-rounds=${2:-3}
+steps=${1:-2000}
+rounds=${2:-9}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${3:-$root/build}
 bucket=${4:-0.05}
 ampc=$build/bin/ampc
-model=$root/examples/transformer.tg
-export OPENBLAS_NUM_THREADS=1
-mpi=(mpirun -np 2 --oversubscribe)
-[ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
-echo "buckets ($bucket MiB cap):"
-"$ampc" "$model" --data-parallel --bucket-cap-mb "$bucket" --emit=mlir |
-  grep -o 'buckets = [0-9]*' | head -1
-for r in $(seq "$rounds"); do
-  echo "round $r, 1 process:"
-  "$ampc" run "$model" --steps "$steps" | tail -1
-  echo "round $r, 2 ranks, overlapped:"
-  "${mpi[@]}" "$ampc" run "$model" --steps "$steps" --bucket-cap-mb "$bucket" | tail -1
-  echo "round $r, 2 ranks, --delay-allreduce:"
-  "${mpi[@]}" "$ampc" run "$model" --steps "$steps" --bucket-cap-mb "$bucket" \
-    --delay-allreduce | tail -1
-done
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+"$py" "$root/bench/distributed/bench.py" "$ampc" "$root/examples/transformer.tg" \
+  "$steps" "$rounds" "$bucket" transformer
+if [ "${ENCODER:-1}" != 0 ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  # The encoder layer at batch 2 x 128 tokens per rank (the file has 8).
+  sed -e 's/\[8, 128/[2, 128/g; s/i32\[1024\]/i32[256]/' \
+    -e 's/shape = \[1024, 64\]/shape = [256, 64]/' \
+    "$root/bench/models/encoder.tg" > "$tmp/encoder.tg"
+  "$py" "$root/bench/distributed/bench.py" "$ampc" "$tmp/encoder.tg" \
+    "${ENCODER_STEPS:-40}" "$rounds" 1 "encoder (batch 2)"
+fi
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

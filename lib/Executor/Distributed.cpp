@@ -208,6 +208,15 @@ int64_t World::allReduceCount() const {
   return attached ? attached->collectiveRounds() : 0;
 }
 
+World::BucketStats World::bucketStats() const {
+  BucketStats s;
+  if (attached)
+    ampc_grad_allreduce_stats(static_cast<ampc_context>(attached->context()),
+                              &s.waits, &s.doneBeforeWait, &s.waitSeconds,
+                              &s.tests, nullptr);
+  return s;
+}
+
 bool World::shareCommunicator(Executor &ex, std::string &error) {
   if (ampc_status st = ampc_context_set_comm(
           static_cast<ampc_context>(ex.context()), impl->comm)) {

@@ -1266,6 +1266,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     llvm::outs() << ", " << world->size() << " ranks, " << wait
                  << " s in gradient all-reduce ("
                  << world->allReduceCount() << " calls)";
+    // Of that, the waits, and how many buckets had arrived by their wait
+    // (docs/distributed.md, "Progress").
+    World::BucketStats b = world->bucketStats();
+    std::snprintf(wait, sizeof(wait), "%.3f", b.waitSeconds);
+    llvm::outs() << ", " << wait << " s waiting, " << b.doneBeforeWait
+                 << " of " << b.waits << " buckets arrived before their wait";
   }
   llvm::outs() << "\n";
   if (!program.training)

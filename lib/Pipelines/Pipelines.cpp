@@ -201,6 +201,11 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     dpOptions.allreduceFp32 = options.allreduceFp32;
     dpOptions.delayAllreduce = options.delayAllreduce;
     pm.addNestedPass<func::FuncOp>(createDataParallel(dpOptions));
+    // Where each dropout input's samples lie, so the ranks draw the masks
+    // of one process with the whole batch (docs/distributed.md).
+    DropoutSampleLayoutOptions dropoutOptions;
+    dropoutOptions.notes = options.dropoutNotes;
+    pm.addNestedPass<func::FuncOp>(createDropoutSampleLayout(dropoutOptions));
   }
   {
     std::string error;

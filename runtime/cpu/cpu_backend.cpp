@@ -1002,13 +1002,14 @@ public:
     return AMPC_OK;
   }
   ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
-                      uint64_t key, float p, int64_t numel) override {
+                      uint64_t key, float p, int64_t numel,
+                      DropoutShard shard) override {
     uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
     float scale = 1.0f / (1.0f - p);
     for (int64_t i = 0; i < numel; ++i)
       storeF32(y.data, y.dtype, i,
                loadF32(x.data, x.dtype, i) *
-                   dropoutFactor(seed, stream, i, p, scale));
+                   dropoutFactor(seed, stream, shard.global(i), p, scale));
     return AMPC_OK;
   }
   ampc_status counterNext(int32_t *next, const int32_t *counter) override {

@@ -1611,10 +1611,11 @@ public:
     return AMPC_OK;
   }
   ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
-                      uint64_t key, float p, int64_t numel) override {
+                      uint64_t key, float p, int64_t numel,
+                      DropoutShard shard) override {
     ENTER();
-    dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(y, x, step, seed,
-                                                               key, p, numel);
+    dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(
+        y, x, step, seed, key, p, numel, shard);
     LAUNCH_CHECK("dropout kernel");
     return AMPC_OK;
   }

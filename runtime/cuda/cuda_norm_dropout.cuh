@@ -33,13 +33,13 @@ __global__ void batchNormUpdateKernel(Buf newMean, Buf newVar, Buf x, Buf rm,
 
 __global__ void dropoutKernel(Buf y, Buf x, const int32_t *step,
                               uint64_t seed, uint64_t key, float p,
-                              int64_t n) {
+                              int64_t n, DropoutShard shard) {
   uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
   float scale = 1.0f / (1.0f - p);
   GRID_STRIDE(i, n)
   storeF32(y.data, y.dtype, i,
            loadF32(x.data, x.dtype, i) *
-               dropoutFactor(seed, stream, i, p, scale));
+               dropoutFactor(seed, stream, shard.global(i), p, scale));
 }
 
 __global__ void counterNextKernel(int32_t *next, const int32_t *counter) {

@@ -11,9 +11,23 @@
 // The staging buffers are kept per context and bucket between steps and
 // freed with the context.
 //
+// MPI moves a non-blocking collective mostly inside MPI calls, so the step
+// calls ampc_grad_allreduce_progress between its other calls while a bucket
+// is in flight (the lowering inserts the calls): at most every
+// AMPC_COMM_PROGRESS_US microseconds it tests the context's buckets, which
+// drives MPI's progress engine, so a bucket's transfer advances during the
+// rest of the backward instead of inside its wait. With nothing in flight
+// (no communicator, one rank, or between steps) the call returns after one
+// atomic load.
+//
 //===----------------------------------------------------------------------===//
 #include "common.h"
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -37,12 +51,70 @@ struct Message {
 struct BucketState {
   std::vector<Message> messages;
   bool pending = false;
+  /// Every message's transfer has completed (seen by a progress test).
+  bool transferred = false;
   int32_t count = 0;
 };
+
+/// What ampc_grad_allreduce_stats reports, per context.
+struct Stats {
+  int64_t waits = 0;
+  int64_t doneBeforeWait = 0;
+  double waitSeconds = 0;
+  int64_t tests = 0;
+};
+
+/// Buckets started and not yet waited for, over every context: the fast
+/// path of ampc_grad_allreduce_progress.
+std::atomic<int32_t> gInFlight{0};
+/// When the last progress test ran (steady clock, ns).
+std::atomic<int64_t> gLastPollNs{0};
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The least time between two progress tests: AMPC_COMM_PROGRESS_US
+/// microseconds (10 by default); "off" (or a negative number) disables the
+/// progress calls, so a bucket moves only in its wait.
+int64_t progressIntervalNs() {
+  static const int64_t interval = [] {
+    const char *env = std::getenv("AMPC_COMM_PROGRESS_US");
+    if (!env || !*env)
+      return int64_t(10000);
+    if (std::strcmp(env, "off") == 0)
+      return int64_t(-1);
+    char *end = nullptr;
+    double us = std::strtod(env, &end);
+    if (end == env || *end)
+      return int64_t(10000);
+    return us < 0 ? int64_t(-1) : static_cast<int64_t>(us * 1000.0);
+  }();
+  return interval;
+}
+
+/// Tests the bucket's messages in order up to the first still in flight
+/// (one test drives MPI's progress for all of them).
+ampc_status testBucket(BucketState &b, Stats &stats) {
+  if (b.transferred)
+    return AMPC_OK;
+  ++stats.tests;
+  for (Message &m : b.messages) {
+    int32_t done = 0;
+    AMPC_TRY(ampc_comm_test(m.request, &done));
+    if (!done)
+      return AMPC_OK;
+  }
+  b.transferred = true;
+  return AMPC_OK;
+}
 
 struct Registry {
   std::mutex lock;
   std::map<std::pair<ampc_context, int64_t>, BucketState> buckets;
+  std::map<ampc_context, Stats> stats;
 };
 
 Registry &registry() {
@@ -103,11 +175,14 @@ ampc_status checkList(const char *fn, void *const *grads,
 void ampc::releaseGradBuckets(ampc_context ctx) {
   Registry &r = registry();
   std::lock_guard<std::mutex> guardLock(r.lock);
+  r.stats.erase(ctx);
   for (auto it = r.buckets.begin(); it != r.buckets.end();) {
     if (it->first.first != ctx) {
       ++it;
       continue;
     }
+    if (it->second.pending)
+      gInFlight.fetch_sub(1, std::memory_order_relaxed);
     for (Message &m : it->second.messages) {
       if (m.request)
         ampc_comm_wait(m.request);
@@ -191,7 +266,9 @@ AMPC_API ampc_status ampc_grad_allreduce_start(
           mean ? AMPC_REDUCE_MEAN : AMPC_REDUCE_SUM, &m.request));
     }
     b.pending = true;
+    b.transferred = false;
     b.count = count;
+    gInFlight.fetch_add(1, std::memory_order_relaxed);
     return AMPC_OK;
   });
 }
@@ -218,7 +295,15 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: bucket %lld started %d gradients, waits for %d", fn,
                       (long long)bucket, int(b.count), int(count));
+    auto t0 = std::chrono::steady_clock::now();
+    Stats &stats = r.stats[ctx];
+    // Whether the transfer was over when the step reached the wait: one
+    // last test (what the progress calls did not see yet).
+    if (testBucket(b, stats) == AMPC_OK && b.transferred)
+      ++stats.doneBeforeWait;
+    ++stats.waits;
     b.pending = false;
+    gInFlight.fetch_sub(1, std::memory_order_relaxed);
     ampc_status first = AMPC_OK;
     // Every request is completed, even after an error, so none is left in
     // flight.
@@ -242,7 +327,94 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
         at += numels[g];
       }
     }
+    stats.waitSeconds += std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
     return first;
+  });
+}
+
+AMPC_API ampc_status ampc_grad_allreduce_progress(ampc_context ctx) {
+  // Nothing in flight anywhere: no communicator, one rank, or no bucket
+  // between its start and its wait.
+  if (gInFlight.load(std::memory_order_relaxed) == 0)
+    return AMPC_OK;
+  const char *fn = "ampc_grad_allreduce_progress";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    int64_t interval = progressIntervalNs();
+    if (interval < 0)
+      return AMPC_OK;
+    int64_t now = nowNs();
+    if (now - gLastPollNs.load(std::memory_order_relaxed) < interval)
+      return AMPC_OK;
+    Registry &r = registry();
+    std::lock_guard<std::mutex> guardLock(r.lock);
+    for (auto it = r.buckets.lower_bound({ctx, INT64_MIN});
+         it != r.buckets.end() && it->first.first == ctx; ++it) {
+      BucketState &b = it->second;
+      if (!b.pending || b.transferred)
+        continue;
+      AMPC_TRY(testBucket(b, r.stats[ctx]));
+      if (!b.transferred)
+        break; // that test progressed the later buckets too
+    }
+    gLastPollNs.store(nowNs(), std::memory_order_relaxed);
+    return AMPC_OK;
+  });
+}
+
+AMPC_API ampc_status ampc_grad_allreduce_test(ampc_context ctx,
+                                              int64_t bucket, int32_t *done) {
+  const char *fn = "ampc_grad_allreduce_test";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    if (!done)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: done is NULL", fn);
+    *done = 1;
+    if (!ctx->comm || worldSize(ctx) == 1)
+      return AMPC_OK; // nothing travels
+    Registry &r = registry();
+    std::lock_guard<std::mutex> guardLock(r.lock);
+    auto it = r.buckets.find({ctx, bucket});
+    if (it == r.buckets.end() || !it->second.pending)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: bucket %lld was not started", fn, (long long)bucket);
+    AMPC_TRY(testBucket(it->second, r.stats[ctx]));
+    *done = it->second.transferred ? 1 : 0;
+    return AMPC_OK;
+  });
+}
+
+AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
+                                               int64_t *waits,
+                                               int64_t *done_before_wait,
+                                               double *wait_seconds,
+                                               int64_t *tests,
+                                               int64_t *unfinished) {
+  const char *fn = "ampc_grad_allreduce_stats";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Registry &r = registry();
+    std::lock_guard<std::mutex> guardLock(r.lock);
+    Stats s;
+    if (auto it = r.stats.find(ctx); it != r.stats.end())
+      s = it->second;
+    if (waits)
+      *waits = s.waits;
+    if (done_before_wait)
+      *done_before_wait = s.doneBeforeWait;
+    if (wait_seconds)
+      *wait_seconds = s.waitSeconds;
+    if (tests)
+      *tests = s.tests;
+    if (unfinished) {
+      *unfinished = 0;
+      for (auto it = r.buckets.lower_bound({ctx, INT64_MIN});
+           it != r.buckets.end() && it->first.first == ctx; ++it)
+        *unfinished += it->second.pending && !it->second.transferred;
+    }
+    return AMPC_OK;
   });
 }
 

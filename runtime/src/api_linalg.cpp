@@ -7,6 +7,11 @@
 //===----------------------------------------------------------------------===//
 #include "conv_nd.h"
 
+#include "../cpu/cpu_directconv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
 using namespace ampc;
 
 namespace {
@@ -376,6 +381,166 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
   return AMPC_OK;
 }
 
+/// 2-D convolutions on the CPU other than pointwise ones (1x1, stride 1, no
+/// padding: one GEMM on the image) run on the direct kernels of
+/// runtime/cpu/cpu_directconv (any stride, padding, dilation and groups).
+/// AMPC_CPU_CONV=gemm in the environment keeps them on the GEMM paths.
+bool useDirect(Backend &be, const ConvGeom &g) {
+  static const bool gemmOnly = [] {
+    const char *e = getenv("AMPC_CPU_CONV");
+    return e && !strcmp(e, "gemm");
+  }();
+  return !gemmOnly && be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
+         g.od == 1 && g.pd == 0 && g.oh > 0 && g.ow > 0 && g.channels > 0 &&
+         g.kh > 0 && g.kw > 0 && !isPointwise(g);
+}
+
+cpudirect::Geom directGeom(const ConvGeom &g, int64_t og) {
+  return cpudirect::Geom{g.channels, og,   g.h,  g.w,  g.kh, g.kw, g.oh,
+                         g.ow,       g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+}
+
+/// src as f32: itself when it is f32, else widened into `tmp` (n elements).
+ampc_status asF32(Backend &be, Buf src, int64_t n, Temp &tmp,
+                  const float *&out) {
+  if (src.dtype == AMPC_F32) {
+    out = static_cast<const float *>(src.data);
+    return AMPC_OK;
+  }
+  if (!tmp.get())
+    AMPC_TRY(tmp.alloc(n * sizeof(float)));
+  AMPC_TRY(ShiftedGemms::convertRun(be, Buf{tmp.get(), AMPC_F32}, src, n));
+  out = tmp.f32();
+  return AMPC_OK;
+}
+
+cpudirect::Dt directDt(ampc_dtype dt) {
+  return dt == AMPC_F16    ? cpudirect::Dt::F16
+         : dt == AMPC_BF16 ? cpudirect::Dt::BF16
+                           : cpudirect::Dt::F32;
+}
+
+const char *elemAt(Buf b, int64_t elems) {
+  return static_cast<const char *>(b.data) + elems * dtypeSize(b.dtype);
+}
+
+/// convForward on the direct kernels (useDirect): y = conv + bias, image by
+/// image and group by group, the bias added to each finished chain and y
+/// rounded once to its dtype (16-bit images are widened as they are packed).
+ampc_status convForwardDirect(Backend &be, const TensorArg &y,
+                              const TensorArg &x, const TensorArg &w,
+                              const TensorArg &bias, const ConvGeom &g,
+                              int64_t n, int64_t groups, int64_t o) {
+  int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
+  int64_t ckk = g.rows();
+  cpudirect::Isa isa = cpudirect::defaultIsa();
+  Temp wt(be), bt(be), packed(be), work(be);
+  const float *wf = nullptr, *bf = nullptr;
+  AMPC_TRY(asF32(be, w.buf(), o * ckk, wt, wf));
+  if (bias.data)
+    AMPC_TRY(asF32(be, bias.buf(), o, bt, bf));
+  std::vector<cpudirect::Forward> plans;
+  plans.reserve(static_cast<size_t>(groups));
+  for (int64_t gi = 0; gi < groups; ++gi)
+    plans.emplace_back(directGeom(g, og), wf + gi * og * ckk, isa);
+  AMPC_TRY(packed.alloc(plans[0].packedFloats() * sizeof(float)));
+  AMPC_TRY(work.alloc(plans[0].workFloats() * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const cpudirect::Forward &f = plans[gi];
+      f.pack(elemAt(x.buf(), (i * groups + gi) * gimg), directDt(x.dtype),
+             packed.f32());
+      f.run(packed.f32(), work.f32(),
+            const_cast<char *>(elemAt(y.buf(), (i * o + gi * og) * hw)),
+            directDt(y.dtype), bf ? bf + gi * og : nullptr, 0, f.blocks());
+    }
+  return AMPC_OK;
+}
+
+/// convBackward's dx and dw on the direct kernels (useDirect); dw chains
+/// through the images in order.
+ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
+                               const TensorArg &dw, const TensorArg &dbias,
+                               Buf dyb, Buf xb, Buf wb, const ConvGeom &g,
+                               int64_t n, int64_t groups, int64_t o) {
+  int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
+  int64_t ckk = g.rows();
+  bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;
+  // The bias gradient: the sum over (image, pixel) in f64 in that order (the
+  // bits of reduceDims), while each image's dy is at hand.
+  bool wantDb = dbias.data != nullptr;
+  std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
+  cpudirect::Isa isa = cpudirect::defaultIsa();
+  cpudirect::Geom dg = directGeom(g, og);
+  Temp wt(be), dwt(be), dyt(be), packedD(be), packedW(be), work(be), acc(be);
+  std::vector<cpudirect::BackwardData> bds;
+  std::vector<cpudirect::BackwardWeight> bws;
+  if (wantDx) {
+    const float *wf = nullptr;
+    AMPC_TRY(asF32(be, wb, o * ckk, wt, wf));
+    bds.reserve(static_cast<size_t>(groups));
+    for (int64_t gi = 0; gi < groups; ++gi)
+      bds.emplace_back(dg, wf + gi * og * ckk, isa);
+    AMPC_TRY(packedD.alloc(bds[0].packedFloats() * sizeof(float)));
+    AMPC_TRY(work.alloc(bds[0].workFloats() * sizeof(float)));
+  }
+  size_t accN = 0;
+  if (wantDw) {
+    bws.emplace_back(dg, isa);
+    accN = bws[0].accFloats();
+    AMPC_TRY(packedW.alloc(bws[0].packedFloats() * sizeof(float)));
+    AMPC_TRY(acc.alloc(groups * accN * sizeof(float)));
+    std::fill(acc.f32(), acc.f32() + groups * accN, 0.0f);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const char *dyg = elemAt(dyb, (i * o + gi * og) * hw);
+      if (wantDx) {
+        const cpudirect::BackwardData &bd = bds[gi];
+        bd.pack(dyg, directDt(dyb.dtype), packedD.f32());
+        bd.run(packedD.f32(), work.f32(),
+               const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
+               directDt(dx.dtype), 0, bd.blocks());
+      }
+      const float *dyf = nullptr;
+      if (wantDw || wantDb)
+        // Read as f32: a 16-bit dy is widened once here.
+        AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
+                       dyt, dyf));
+      if (wantDb)
+        cpudirect::addRowSums(dbAcc.data() + gi * og, dyf, og, hw);
+      if (wantDw) {
+        const cpudirect::BackwardWeight &bw = bws[0];
+        bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
+                packedW.f32());
+        bw.accumulate(packedW.f32(), dyf, acc.f32() + gi * accN, 0,
+                      bw.blocks());
+      }
+    }
+  if (wantDb) {
+    // Rounded to f32, then to dbias's dtype, as reduceDims stores its sums.
+    Temp dbt(be);
+    AMPC_TRY(dbt.alloc(o * sizeof(float)));
+    for (int64_t k = 0; k < o; ++k)
+      dbt.f32()[k] = static_cast<float>(dbAcc[k]);
+    AMPC_TRY(
+        ShiftedGemms::convertRun(be, dbias.buf(), Buf{dbt.get(), AMPC_F32}, o));
+  }
+  if (wantDw) {
+    bool directW = dw.dtype == AMPC_F32;
+    if (!directW)
+      AMPC_TRY(dwt.alloc(o * ckk * sizeof(float)));
+    float *to =
+        directW ? static_cast<float *>(const_cast<void *>(dw.data)) : dwt.f32();
+    for (int64_t gi = 0; gi < groups; ++gi)
+      bws[0].finish(acc.f32() + gi * accN, to + gi * og * ckk);
+    if (!directW)
+      AMPC_TRY(ShiftedGemms::convertRun(be, dw.buf(), Buf{dwt.get(), AMPC_F32},
+                                        o * ckk));
+  }
+  return AMPC_OK;
+}
+
 /// convBackward's dx and dw for a stride-1 2-D convolution
 /// (useShiftedGemms).
 ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
@@ -469,6 +634,8 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
   int64_t groups = a.groups;
   int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
   int64_t ckk = g.rows(), hw = g.columns(), img = g.imageSize();
+  if (useDirect(be, g) && og > 0)
+    return convForwardDirect(be, y, x, w, bias, g, n, groups, o);
   // GEMM results land in f32 (y itself when it is f32) so the bias is added
   // before the single rounding to y's dtype.
   Temp acc(be), col(be);
@@ -561,6 +728,12 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
   int64_t chw = c * (gimg / g.channels);
   Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
+  bool direct = useDirect(be, g) && og > 0 && xs.numel() &&
+                (dx.data || (dw.data && ws.numel()));
+  if (direct)
+    return convBackwardDirect(be, dx, ws.numel() ? dw : TensorArg{},
+                              o ? dbias : TensorArg{}, dyb, xb, wb, g, n,
+                              groups, o);
   if (dbias.data && o) {
     Shape flat;
     flat.rank = 3;

@@ -27,6 +27,24 @@ struct Buf {
   ampc_dtype dtype;
 };
 
+/// Where a rank's dropout element draws its mask (data-parallel runs,
+/// ampc_dropout_ranked_fwd): rank `rank` of `world` holds, for each of its
+/// samples j, `sample` contiguous elements, and its sample j is sample
+/// j * world + rank of one process whose batch holds every rank's samples
+/// (the ranks' samples interleave, docs/distributed.md). Element i then
+/// draws the mask of that process's element
+/// ((i / sample) * world + rank) * sample + i % sample. One rank, or
+/// `sample` 0 (the layout is not known), keeps i.
+struct DropoutShard {
+  int64_t world = 1, rank = 0, sample = 0;
+  AMPC_HD bool active() const { return world > 1 && sample > 0; }
+  AMPC_HD int64_t global(int64_t i) const {
+    if (!active())
+      return i;
+    return ((i / sample) * world + rank) * sample + i % sample;
+  }
+};
+
 /// An index space of `rank` dims walked in row-major order, with the element
 /// strides of up to three operands over it (0 for broadcast dims).
 struct Walk {
@@ -221,11 +239,12 @@ public:
   virtual ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm,
                                       Buf rv, int64_t n, int64_t c,
                                       int64_t inner, float momentum) = 0;
-  /// y = x * dropoutFactor(seed, dropoutStream(key, *step), i, p): `step` is
-  /// a device i32 scalar.
+  /// y = x * dropoutFactor(seed, dropoutStream(key, *step),
+  /// shard.global(i), p): `step` is a device i32 scalar; a default shard
+  /// (one rank) draws element i's own mask.
   virtual ampc_status dropout(Buf y, Buf x, const int32_t *step,
                               uint64_t seed, uint64_t key, float p,
-                              int64_t numel) = 0;
+                              int64_t numel, DropoutShard shard) = 0;
   /// *next = *counter + 1 (device i32 scalars).
   virtual ampc_status counterNext(int32_t *next, const int32_t *counter) = 0;
 

@@ -80,6 +80,10 @@ int selfIallreduce(void *, int64_t, int, int, void **req, char *) {
   return 0;
 }
 int selfWait(void *, char *) { return 0; }
+int selfTest(void *, int *done, char *) {
+  *done = 1;
+  return 0;
+}
 int selfBcast(void *, int64_t, int32_t, char *) { return 0; }
 int selfBarrier(char *) { return 0; }
 void selfAbort(int32_t code) { std::_Exit(code); }
@@ -87,9 +91,9 @@ int selfLocalRank(int32_t *local, char *) {
   *local = 0;
   return 0;
 }
-const MpiPluginApi kSelfApi = {kMpiPluginAbi, selfInit,  selfFinalize,
-                               selfIallreduce, selfWait, selfBcast,
-                               selfBarrier,    selfAbort, selfLocalRank};
+const MpiPluginApi kSelfApi = {
+    kMpiPluginAbi, selfInit,    selfFinalize, selfIallreduce, selfWait,
+    selfTest,      selfBcast,   selfBarrier,  selfAbort,      selfLocalRank};
 
 ampc_status pluginError(const char *fn, const char *err) {
   return setError(AMPC_ERROR_DEVICE, "%s: %s", fn, err);
@@ -221,6 +225,25 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
     *request = r.release();
     return AMPC_OK;
   });
+}
+
+AMPC_API ampc_status ampc_comm_test(ampc_request request, int32_t *done) {
+  const char *fn = "ampc_comm_test";
+  if (!request || !done)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: null argument", fn);
+  // A CUDA context's all-reduce runs on its communication stream with no
+  // host progress; its wait never blocks the host.
+  if (request->nccl || request->complete) {
+    *done = 1;
+    return AMPC_OK;
+  }
+  int flag = 0;
+  char err[256] = "";
+  if (request->comm->api->test(request->mpi, &flag, err))
+    return pluginError(fn, err);
+  request->complete = flag != 0;
+  *done = flag ? 1 : 0;
+  return AMPC_OK;
 }
 
 AMPC_API ampc_status ampc_comm_wait(ampc_request request) {

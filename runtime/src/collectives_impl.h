@@ -35,6 +35,8 @@ struct ampc_request_impl {
   int64_t count = 0;
   ampc_reduce_op op = AMPC_REDUCE_SUM;
   std::vector<float> wide; ///< 16-bit buffers, widened
+  /// ampc_comm_test saw the transfer complete (the wait only finishes it).
+  bool complete = false;
 };
 
 namespace ampc {

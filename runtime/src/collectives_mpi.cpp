@@ -94,6 +94,19 @@ int wait(void *req, char *err) {
   return report(rc, "MPI_Waitall", err);
 }
 
+int test(void *req, int *done, char *err) {
+  auto *r = static_cast<Request *>(req);
+  int flag = 1;
+  // MPI_Testall frees the completed requests (MPI_REQUEST_NULL), so the
+  // MPI_Waitall of `wait` returns at once afterwards.
+  int rc = r->parts.empty()
+               ? MPI_SUCCESS
+               : MPI_Testall(static_cast<int>(r->parts.size()),
+                             r->parts.data(), &flag, MPI_STATUSES_IGNORE);
+  *done = flag;
+  return report(rc, "MPI_Testall", err);
+}
+
 int bcast(void *buf, int64_t bytes, int32_t root, char *err) {
   char *p = static_cast<char *>(buf);
   for (int64_t done = 0; done < bytes;) {
@@ -141,6 +154,7 @@ ampc_mpi_plugin_entry(MpiPluginApi *api) {
   api->finalize = finalize;
   api->iallreduce = iallreduce;
   api->wait = wait;
+  api->test = test;
   api->bcast = bcast;
   api->barrier = barrier;
   api->abort = abortJob;

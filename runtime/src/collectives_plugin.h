@@ -13,7 +13,7 @@
 
 #define AMPC_MPI_PLUGIN_ENTRY_NAME "ampc_mpi_plugin_entry"
 constexpr const char *kMpiPluginFile = "libampc_runtime_mpi.so";
-constexpr int32_t kMpiPluginAbi = 2;
+constexpr int32_t kMpiPluginAbi = 3;
 
 /// Every function returns 0 on success, else writes a message of at most
 /// 255 characters to `err` and returns non-zero.
@@ -25,6 +25,10 @@ struct MpiPluginApi {
   int (*iallreduce)(void *buf, int64_t count, int isI32, int op, void **req,
                     char *err);
   int (*wait)(void *req, char *err);
+  /// Progresses the request (and, through MPI's progress engine, every
+  /// other one in flight) without blocking; *done becomes 1 once it has
+  /// completed. `req` stays valid until `wait`, which then returns at once.
+  int (*test)(void *req, int *done, char *err);
   int (*bcast)(void *buf, int64_t bytes, int32_t root, char *err);
   int (*barrier)(char *err);
   void (*abort)(int32_t code);

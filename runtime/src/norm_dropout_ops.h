@@ -5,7 +5,8 @@
 // works one channel at a time (the CPU backend loops over channels, the
 // CUDA backend runs one thread per channel), accumulating in f64, so both
 // backends compute the same statistics. The dropout mask is a pure function
-// of (seed, key, step, element index): the same bits on every backend.
+// of (seed, key, step, element index), the index mapped by DropoutShard
+// under data-parallel ranks: the same bits on every backend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_SRC_NORM_DROPOUT_OPS_H

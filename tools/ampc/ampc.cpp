@@ -41,6 +41,7 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdlib>
 #include <deque>
 #include <tuple>
 #include <unistd.h>
@@ -648,8 +649,15 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   if (opts.emit == EmitKind::Report && foldTransposes.getNumOccurrences() == 0)
     opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
-  if (opts.runMode && ampc::exec::launchedUnderMpi())
+  if (opts.runMode && ampc::exec::launchedUnderMpi()) {
     opts.pipeline.dataParallel = true;
+    // Compile-time notes once per job, from rank 0.
+    for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+      if (const char *v = getenv(var)) {
+        opts.pipeline.dropoutNotes = std::atoi(v) == 0;
+        break;
+      }
+  }
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
   if (failed(pm.run(*module)))

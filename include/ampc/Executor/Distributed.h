@@ -72,6 +72,14 @@ public:
   /// How many times the gradients were all-reduced (once per update, also
   /// with gradient accumulation).
   int64_t allReduceCount() const;
+  /// The runtime's counters of the gradient buckets (ampc_grad_allreduce_
+  /// stats): waits, waits that found the transfer complete, seconds inside
+  /// the waits, progress tests.
+  struct BucketStats {
+    int64_t waits = 0, doneBeforeWait = 0, tests = 0;
+    double waitSeconds = 0;
+  };
+  BucketStats bucketStats() const;
   /// Ends the whole job with `code` (a rank failed).
   [[noreturn]] void abortJob(int code);
 

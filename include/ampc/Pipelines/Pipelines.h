@@ -74,6 +74,9 @@ struct PipelineOptions {
   double bucketCapMb = DataParallelOptions().bucketCapMb;
   bool allreduceFp32 = DataParallelOptions().allreduceFp32;
   bool delayAllreduce = DataParallelOptions().delayAllreduce;
+  /// With dataParallel, ampc-dropout-sample-layout notes each dropout whose
+  /// mask cannot follow one process (false on all MPI ranks but rank 0).
+  bool dropoutNotes = true;
 
   // Apex-style opt levels (docs/optimizer.md, "Opt levels"); applyOptLevel
   // sets the fields above from the preset.

@@ -328,6 +328,75 @@ def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Dropout under data-parallel ranks
+//===----------------------------------------------------------------------===//
+
+def DropoutSampleLayout : Pass<"ampc-dropout-sample-layout", "::mlir::func::FuncOp"> {
+  let summary = "Proves where each sample of a dropout's input lies, so "
+                "data-parallel ranks draw one process's dropout masks";
+  let description = [{
+    Under W data-parallel ranks of per-rank batch B, rank r's sample j is
+    sample `j * W + r` of the batch of one process with batch W * B (the
+    ranks' data interleave). A dropout mask is keyed by the element's
+    row-major index, so for the ranks to draw that process's masks, each
+    rank's element must be mapped to the index it has there; that is
+    possible when the dropout's input holds each sample of the batch as
+    one contiguous block of S elements (the batch is its outermost index).
+    This pass proves it and records S as `sample_elems` on the `tg.dropout`
+    (and on its gradient, the `tg.dropout` of the same `key`), which then
+    lowers to `ampc_dropout_ranked_fwd`. `ampc` runs it with the
+    data-parallel pass (`--data-parallel`, and `ampc run` under an MPI
+    launcher with more than one rank).
+
+    The analysis runs forward over the step. The batch is dim 0 of the
+    graph's data inputs (`tg.input`; what `ampc run` shards), the size B
+    most of them share (on a tie, the earliest input's): an input of shape
+    `[B, d1, ...]` has S = d1 * ...; an input with another dim 0 (an
+    attention mask, a table given whole to every rank) holds no batch.
+    Then, for the first result of each op:
+
+    - a reshape keeps S (the elements keep their order: `[B, T, D]` to
+      `[B*T, D]` or `[B, T*D]`);
+    - an elementwise op (unary, binary, `where`, `cast`, `dropout`,
+      `broadcast_to`, `prelu`) takes S from its operands of the result's
+      shape, or, for an operand broadcast within rows (same rank, same dim
+      0), S scaled to the result's rows;
+    - a row-wise op keeps dim 0 and computes row k from row k of its input:
+      `matmul` / `mm` / `linear` (the lhs; the rhs too in batched
+      products), `bmm`, convolutions, pooling, `layer_norm`, `rms_norm`,
+      `group_norm`, `batch_norm`, `embedding` (the ids), and the ops along
+      dims that leave dim 0 alone (`softmax`, `log_softmax`, reductions,
+      `cumsum`, `argmax`, `slice`, `concat`, `cosine_similarity`), a
+      transpose whose `perm` starts with 0. Its result has S when every
+      sample of its input is whole rows of dim 0: S_out = (S / row_in) *
+      row_out;
+    - anything else (a transpose that moves dim 0, a reduction over it, an
+      op the pass does not know) proves nothing.
+
+    Operands that disagree prove nothing. A forward dropout whose input is
+    not proven gets no attribute and keeps its one-process mask; with
+    `notes` (the default) the pass says so with a note at its location.
+
+    ```mlir
+    // before
+    %h = tg.matmul %x, %w : tensor<4x3x8xf32>, tensor<8x8xf32> -> tensor<4x3x8xf32>
+    %r = tg.reshape %h shape [12, 8] : tensor<4x3x8xf32> -> tensor<12x8xf32>
+    %y = tg.dropout %r, %step {key = 0 : i64, p = 5.000000e-01 : f64} : tensor<12x8xf32>, tensor<i32> -> tensor<12x8xf32>
+    // after (x: [4, 3, 8], a data input)
+    %y = tg.dropout %r, %step {key = 0 : i64, p = 5.000000e-01 : f64, sample_elems = 24 : i64} : ...
+    ```
+
+    The attribute changes nothing on one process (no communicator, or one
+    rank: the same bits as without it).
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+  let options = [
+    Option<"notes", "notes", "bool", /*default=*/"true",
+           "note each dropout whose input layout is not proven">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Automatic mixed precision
 //===----------------------------------------------------------------------===//
 

@@ -20,6 +20,7 @@
 
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Conversion/BufferPlan.h"
+#include "ampc/Conversion/CommProgress.h"
 #include "ampc/Dialect/RT/ProgramInfo.h"
 #include "ampc/Dialect/RT/RTDialect.h"
 #include "ampc/Dialect/TG/StridedGemm.h"
@@ -1159,6 +1160,46 @@ const std::vector<Row> &syncBatchNormRows() {
 }
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Dropout under data-parallel ranks (docs/distributed.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A dropout whose input layout ampc-dropout-sample-layout proved
+/// (`sample_elems` > 0) calls `ampc_dropout_ranked_fwd`: its row's
+/// arguments, then the sample size.
+class RankedDropoutPattern : public KernelCallPattern {
+public:
+  RankedDropoutPattern(const TypeConverter &converter, MLIRContext *ctx,
+                       StringRef opName, const KernelRule &rule)
+      : KernelCallPattern(converter, ctx, opName, rule, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rw) const override {
+    auto sample = op->getAttrOfType<IntegerAttr>("sample_elems");
+    if (!sample || sample.getInt() <= 0)
+      return failure();
+    return KernelCallPattern::matchAndRewrite(op, operands, rw);
+  }
+};
+
+const std::vector<Row> &rankedDropoutRows() {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> out;
+    for (const Row &r : kernelTable()) {
+      if (r.opName != tg::DropoutOp::getOperationName())
+        continue;
+      Row row = r;
+      row.rule.callee = RT_KERNEL("ampc_dropout_ranked_fwd");
+      row.rule.args.push_back(i64("sample_elems"));
+      out.push_back(std::move(row));
+    }
+    return out;
+  }();
+  return rows;
+}
+} // namespace
+
 void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
@@ -1168,6 +1209,8 @@ void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
     patterns.add<ModelCopyUpdatePattern>(converter, ctx, r.opName, r.rule);
   for (const Row &r : syncBatchNormRows())
     patterns.add<SyncBatchNormPattern>(converter, ctx, r.opName, r.rule);
+  for (const Row &r : rankedDropoutRows())
+    patterns.add<RankedDropoutPattern>(converter, ctx, r.opName, r.rule);
   patterns.add<ConstantPattern, ReshapePattern, BroadcastPattern,
                GradSeedPattern, ReturnPattern>(converter, ctx);
 }
@@ -1556,6 +1599,9 @@ struct ConvertTGToRuntimePass
       });
       if (left)
         return signalPassFailure();
+      // MPI progress while a gradient bucket is in flight (CommProgress.h).
+      insertCommProgress(program.getStep().getBody().front(),
+                         RT_KERNEL("ampc_grad_allreduce_progress"));
     }
   }
 };

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 2
+#define AMPC_RUNTIME_VERSION_MINOR 3
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -917,6 +917,20 @@ AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
                                       const int64_t *x_shape, int32_t x_rank,
                                       const void *step, uint64_t seed, double p,
                                       int64_t key);
+/// ampc_dropout_fwd for data-parallel ranks (1.3): the mask of one process
+/// whose batch holds every rank's samples. With a communicator of W > 1
+/// ranks attached to `ctx` (ampc_context_set_comm) and sample_elems S > 0,
+/// x holding its samples as contiguous blocks of S elements, element i of
+/// rank r draws the bits ampc_dropout_fwd gives element
+/// ((i / S) * W + r) * S + i % S (local sample j is sample j * W + r of the
+/// whole batch, as ranks shard their data). With no communicator, one rank
+/// or S = 0, it is ampc_dropout_fwd bit for bit. S must divide x's element
+/// count. The backward is the same call on dy.
+AMPC_API ampc_status ampc_dropout_ranked_fwd(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
+    int32_t x_rank, const void *step, uint64_t seed, double p, int64_t key,
+    int64_t sample_elems);
 /// *next = *counter + 1 on device i32 scalars (next may equal counter).
 AMPC_API ampc_status ampc_counter_next(ampc_context ctx, void *next,
                                        const void *counter);
@@ -1143,6 +1157,15 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
 /// the host does not wait): work queued on the context afterwards sees the
 /// result, a host read (ampc_memcpy to the host) waits for it.
 AMPC_API ampc_status ampc_comm_wait(ampc_request request);
+/// Progresses an all-reduce without blocking and sets *done to 1 once its
+/// transfer has completed (ampc_comm_wait then only finishes it: the mean,
+/// the rounding of 16-bit buffers) and 0 while it is in flight. MPI moves a
+/// non-blocking collective mostly inside MPI calls: a program that computes
+/// between the start and the wait calls this now and then so the transfer
+/// advances meanwhile. Any call progresses every MPI request in flight. The
+/// request stays valid until ampc_comm_wait. On a CUDA context the
+/// all-reduce needs no host progress: *done is 1 at once.
+AMPC_API ampc_status ampc_comm_test(ampc_request request, int32_t *done);
 /// ampc_comm_allreduce_async followed by ampc_comm_wait.
 AMPC_API ampc_status ampc_comm_allreduce(ampc_comm comm, ampc_context ctx,
                                          void *buf, ampc_dtype dtype,
@@ -1193,6 +1216,32 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
                                               const ampc_dtype *dtypes,
                                               const int64_t *numels,
                                               int32_t count, int64_t bucket);
+/// Progresses the buckets in flight on `ctx` without blocking: what a step
+/// calls between its other calls while a bucket is in flight (the lowering
+/// places the calls), since MPI moves a non-blocking all-reduce mostly
+/// inside MPI calls. It tests the buckets at most every
+/// AMPC_COMM_PROGRESS_US microseconds (10 by default; "off" disables it)
+/// and returns at once when no bucket is in flight (no communicator, one
+/// rank). It changes no value: the reduced bits are those of the wait alone.
+AMPC_API ampc_status ampc_grad_allreduce_progress(ampc_context ctx);
+/// Progresses bucket `bucket` (started, not yet waited for) and sets *done
+/// to 1 once its transfer has completed (its wait then only copies the
+/// result back), else 0. 1 at once without a communicator or on one rank.
+AMPC_API ampc_status ampc_grad_allreduce_test(ampc_context ctx,
+                                              int64_t bucket, int32_t *done);
+/// Counters of the gradient all-reduce on `ctx` since it was created, over
+/// the buckets that travelled (a communicator of more than one rank): the
+/// waits, how many of them found the bucket's transfer already complete
+/// (the overlap the progress calls bought), the seconds spent inside the
+/// waits and the progress tests made; and, now, the buckets in flight whose
+/// transfer no test has seen complete yet (reading it progresses nothing).
+/// Any pointer may be NULL.
+AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
+                                               int64_t *waits,
+                                               int64_t *done_before_wait,
+                                               double *wait_seconds,
+                                               int64_t *tests,
+                                               int64_t *unfinished);
 /// y = x * (1 / W) (W: the size of the context's communicator, 1 without
 /// one; the reciprocal rounded to f32, the product computed in f32), stored
 /// in y's type; y and x have the same number of

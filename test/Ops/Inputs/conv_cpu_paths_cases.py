@@ -4,7 +4,9 @@
 # channels per group (one GEMM per kernel tap over a padded image: padding,
 # dilation, groups, non-square kernels, a bias) and one with 3 (im2col), pointwise 1x1 convolutions (the image is the column
 # matrix), and 3-D convolutions of depth 1 with and without depth padding
-# (only the unpadded one may take the per-tap path).
+# (only the unpadded one may take the per-tap path), and strided ones. With
+# the direct kernels (the default) every 2-D case but the pointwise one runs
+# on them; AMPC_CPU_CONV=gemm selects the GEMM paths named above.
 CASES = {
     "conv2d_s1_pad_bias": ([("x", "f32", [2, 8, 7, 6]), ("w", "f32", [4, 8, 3, 3]),
                             ("b", "f32", [4])], "conv2d(x, w, b, padding=1)"),
@@ -22,4 +24,15 @@ CASES = {
                              "conv3d(x, w, padding=1)"),
     "conv_transpose3d_depth1": ([("x", "f32", [1, 2, 3, 3, 4]), ("w", "f32", [2, 8, 1, 2, 1])],
                                 "conv_transpose3d(x, w, padding=1)"),
+    # Strided convolutions (the direct kernels' stride phases).
+    "conv2d_s2_pad_bias": ([("x", "f32", [2, 16, 9, 8]), ("w", "f32", [8, 16, 3, 3]),
+                            ("b", "f32", [8])], "conv2d(x, w, b, stride=2, padding=1)"),
+    "conv2d_s23_dil": ([("x", "f32", [1, 8, 11, 13]), ("w", "f32", [5, 8, 3, 2])],
+                       "conv2d(x, w, stride=[2, 3], padding=[2, 1], dilation=[2, 1])"),
+    "conv2d_1x1_s2": ([("x", "f32", [2, 16, 8, 7]), ("w", "f32", [8, 16, 1, 1])],
+                      "conv2d(x, w, stride=2)"),
+    "conv2d_rgb_s2": ([("x", "f32", [2, 3, 12, 11]), ("w", "f32", [8, 3, 3, 3]),
+                       ("b", "f32", [8])], "conv2d(x, w, b, stride=2, padding=1)"),
+    "conv_transpose2d_s2": ([("x", "f32", [1, 4, 5, 4]), ("w", "f32", [4, 6, 3, 3])],
+                            "conv_transpose2d(x, w, stride=2, padding=1)"),
 }

@@ -174,11 +174,28 @@ def TG_DropoutOp : TG_InferOp<"dropout", [TG_Differentiable]> {
     ```
 
     Runtime kernel: `ampc_dropout_fwd`.
+
+    `sample_elems` (set by `ampc-dropout-sample-layout` in data-parallel
+    compilations, on the forward op and on its gradient alike) says that the
+    input holds each sample of the batch as one contiguous block of that
+    many elements. The op then lowers to `ampc_dropout_ranked_fwd`: with a
+    communicator of W > 1 ranks attached to the runtime context, element
+    `i` of rank `r` draws the mask of element
+    `((i / S) * W + r) * S + i % S` (S = `sample_elems`), which is where
+    its sample sits in one process whose batch holds every rank's samples
+    (rank `r`'s sample `j` is that batch's sample `j * W + r`). With no
+    communicator, or one rank, the mask is the one above, bit for bit.
+
+    ```mlir
+    %y = tg.dropout %x, %step {key = 0 : i64, p = 5.000000e-01 : f64, sample_elems = 16 : i64}
+        : tensor<8x16xf32>, tensor<i32> -> tensor<8x16xf32>
+    ```
   }];
   let arguments = (ins TG_FloatTensor:$input,
                        TG_StaticTensorOf<[I32]>:$step,
                        F64Attr:$p,
-                       I64Attr:$key);
+                       I64Attr:$key,
+                       OptionalAttr<I64Attr>:$sample_elems);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $step attr-dict `:` type($input) `,` type($step) `->`
