@@ -54,6 +54,7 @@ ampc::PipelinePassOptions::PipelinePassOptions() {
   lossScaleMin.setInitialValue(defaults.lossScaleMin);
   lossScaleMax.setInitialValue(defaults.lossScaleMax);
   planBuffers.setInitialValue(defaults.planBuffers);
+  foldTransposes.setInitialValue(defaults.foldTransposes);
   dataParallel.setInitialValue(defaults.dataParallel);
   bucketCapMb.setInitialValue(defaults.bucketCapMb);
   allreduceFp32.setInitialValue(defaults.allreduceFp32);
@@ -78,6 +79,7 @@ ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
   options.lossScaleMin = lossScaleMin;
   options.lossScaleMax = lossScaleMax;
   options.planBuffers = planBuffers;
+  options.foldTransposes = foldTransposes;
   options.dataParallel = dataParallel;
   options.bucketCapMb = bucketCapMb;
   options.allreduceFp32 = allreduceFp32;
@@ -231,9 +233,13 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
   if (options.canonicalize)
     pm.addPass(createCanonicalizerPass());
-  // 6. buffer planning, on the final program.
-  if (options.planBuffers)
+  // 6. buffer planning, on the final program, after the transposes that
+  // feed GEMMs became strides (no buffers for them).
+  if (options.planBuffers) {
+    if (options.foldTransposes)
+      pm.addNestedPass<func::FuncOp>(createFoldTransposes());
     pm.addNestedPass<func::FuncOp>(createBufferPlanning());
+  }
 }
 
 void ampc::registerPipelines() {

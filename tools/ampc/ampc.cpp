@@ -252,6 +252,13 @@ cl::opt<bool> keepBatchnormFp32(
              "keep_batchnorm_fp32)"),
     cl::cat(ampcCategory));
 
+// Transposes folded into GEMMs (docs/codegen.md): ampc-fold-transposes.
+cl::opt<bool, true> foldTransposes(
+    "fold-transposes",
+    cl::desc("Fold transposes into the GEMMs that read or write them "
+             "(ampc-fold-transposes; default true)"),
+    cl::location(opts.pipeline.foldTransposes), cl::cat(ampcCategory));
+
 // Data-parallel training (docs/distributed.md): ampc-data-parallel.
 cl::opt<bool, true> dataParallel(
     "data-parallel",
@@ -535,6 +542,7 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
   out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
   out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
+  out.push_back({"--fold-transposes", p.foldTransposes ? "yes" : "no"});
   return out;
 }
 
@@ -636,6 +644,10 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
                               opts.emit == EmitKind::Cpp ||
                               opts.emit == EmitKind::Lowered;
+  // The report describes the program's own ops (each one's AMP decision) and
+  // their buffers: transposes are folded into the GEMMs only when asked.
+  if (opts.emit == EmitKind::Report && foldTransposes.getNumOccurrences() == 0)
+    opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
   if (opts.runMode && ampc::exec::launchedUnderMpi()) {
     opts.pipeline.dataParallel = true;

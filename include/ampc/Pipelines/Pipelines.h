@@ -64,6 +64,9 @@ struct PipelineOptions {
 
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
+  /// With planBuffers: fold transposes into the GEMMs first
+  /// (ampc-fold-transposes).
+  bool foldTransposes = true;
 
   // Data-parallel training (docs/distributed.md): ampc-data-parallel after
   // the optimizer expansion, before loss scaling.
@@ -163,6 +166,10 @@ struct PipelinePassOptions
       *this, "plan-buffers",
       llvm::cl::desc("Run ampc-buffer-planning last (ampc run, --emit=cpp, "
                      "--emit=report)")};
+  Option<bool> foldTransposes{
+      *this, "fold-transposes",
+      llvm::cl::desc("With plan-buffers: fold transposes into the GEMMs "
+                     "(ampc-fold-transposes)")};
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Bucketed gradient all-reduce (ampc-data-parallel)")};

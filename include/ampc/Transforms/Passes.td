@@ -673,6 +673,66 @@ def LowParams : Pass<"ampc-low-params", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Transposes folded into GEMMs (issue 15)
+//===----------------------------------------------------------------------===//
+
+def FoldTransposes : Pass<"ampc-fold-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Fold transposes and permutes into the GEMMs that read or "
+                "write them";
+  let description = [{
+    Runs after autodiff, loss scaling and cast optimization, just before
+    buffer planning (the pipeline runs it before it plans buffers: `ampc
+    run`, `--emit=lowered|cpp`, and `--emit=report` with
+    `--fold-transposes=true`; `--fold-transposes=false` turns it off). A `tg.transpose` that feeds a matrix product (`tg.matmul`, `mm`,
+    `bmm` on operands of rank >= 2), or that is the only user of one's
+    result, becomes part of a `tg.permuted_matmul`: the GEMM then reads the
+    transpose's input, and writes the transpose's result, through leading
+    dimensions, transposed-operand flags and batch strides, and the copy
+    is gone. Chains of transposes compose. What the pass folds:
+
+    - `x^T` of the last two dims: the operand's trans flag (`k^T` in
+      `q @ k^T`, every `dy^T @ x` and `x^T @ dy` of autodiff's matmul and
+      linear gradients).
+    - Permutes that move batch dims or split heads (`[B, T, H, D] ->
+      [B, H, T, D]`): batch strides. Where the batch dims of the three
+      matrices cannot be merged into one strided batch (the `[B, H]`
+      batches of a `[B, T, H, D]` tensor) they form an outer batch the
+      runtime loops over and an inner strided one; more levels than two
+      are not folded.
+    - The result side: a product whose only user is a permute (attention's
+      head merge `[B, H, T, D] -> [B, T, H, D]`) writes that layout
+      directly, when the result's last dim stays its unit-stride dim.
+
+    A fold happens only where such a strided GEMM exists (in each permuted
+    operand one of its two matrix dims is the stored tensor's last dim, and
+    so for the result), and only for transposes that keep the element type
+    (one that also converts stays). A transpose whose other users are not
+    products stays for them; the folded products no longer read it.
+
+    Numerics: each result element is the same dot product, accumulated in
+    f32 over k in the same order by the CPU backend (OpenBLAS packs the
+    strided or transposed operand into the same panels as the contiguous
+    copy) and rounded once into the result's type; the parameters after
+    training steps of the benchmark programs and the examples are
+    bit-identical with and without the fold (see docs/codegen.md). cuBLASLt
+    may pick another algorithm for another layout, so on CUDA results can
+    differ in the last bits, as between any two GEMM layouts there.
+
+    ```mlir
+    // before
+    %kt = tg.transpose %k perm [0, 2, 3, 1] : tensor<8x128x4x64xf32> -> tensor<8x4x64x128xf32>
+    %qt = tg.transpose %q perm [0, 2, 1, 3] : tensor<8x128x4x64xf32> -> tensor<8x4x128x64xf32>
+    %s = tg.matmul %qt, %kt : tensor<8x4x128x64xf32>, tensor<8x4x64x128xf32> -> tensor<8x4x128x128xf32>
+    // after
+    %s = tg.permuted_matmul %q, %k lhs_perm [0, 2, 1, 3] rhs_perm [0, 2, 3, 1]
+        result_perm [0, 1, 2, 3]
+        : tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32> -> tensor<8x4x128x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Buffer planning
 //===----------------------------------------------------------------------===//
 

@@ -23,6 +23,7 @@
 #include "ampc/Conversion/CommProgress.h"
 #include "ampc/Dialect/RT/ProgramInfo.h"
 #include "ampc/Dialect/RT/RTDialect.h"
+#include "ampc/Dialect/TG/StridedGemm.h"
 #include "ampc/Dialect/TG/TGDialect.h"
 #include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Dialect/TG/TGOps.h"
@@ -179,7 +180,10 @@ struct ArgSpec {
     ConstDtype,  ///< AMPC_F32
     MarkFoundInf, ///< no argument: result group G is the step's overflow flag
     Site,         ///< the op's check site (int32_t; rt.source "site")
-    Seed          ///< the run's seed (uint64_t)
+    Seed,         ///< the run's seed (uint64_t)
+    StridedGemm   ///< a tg.permuted_matmul's strided GEMM (StridedGemm.h):
+                  ///< outer, its strides, batch, m, n, k, trans flags, lds,
+                  ///< batch strides
   };
   Kind kind;
   unsigned group = 0;
@@ -239,6 +243,7 @@ ArgSpec constF64(double v) { return {ArgSpec::ConstF64, 0, StringRef(), v}; }
 ArgSpec f32Dtype() { return {ArgSpec::ConstDtype}; }
 ArgSpec markFoundInf(unsigned g) { return {ArgSpec::MarkFoundInf, g}; }
 ArgSpec site() { return {ArgSpec::Site}; }
+ArgSpec stridedGemm() { return {ArgSpec::StridedGemm}; }
 
 /// Checks and provenance (docs/runtime.md "Check words"): before the
 /// patterns run, every op of the step that lowers to a call gets
@@ -501,6 +506,9 @@ const std::vector<Row> &kernelTable() {
         row<GradAllreduceWaitOp>(
             {list(0), dtypes(0), numels(0), count(0), i64("bucket")}),
         row<DivideByWorldOp>({res(0), opd(0)}),
+        // Transposes folded into GEMMs (issue 15): the strides come from
+        // the op's permutations and shapes.
+        row<PermutedMatmulOp>({res(0), opd(0), opd(1), stridedGemm()}),
     };
     // The rows the records and the kernel table give.
     llvm::StringSet<> written;
@@ -861,6 +869,24 @@ public:
       case ArgSpec::Seed:
         c.args.push_back(rtd::SeedAttr::get(c.ctx));
         break;
+      case ArgSpec::StridedGemm: {
+        auto pm = cast<tg::PermutedMatmulOp>(op);
+        std::optional<tg::StridedGemm> g = tg::planStridedGemm(
+            pm.getLhs().getType().getShape(), pm.getLhsPerm(),
+            pm.getRhs().getType().getShape(), pm.getRhsPerm(),
+            pm.getType().getShape(), pm.getResultPerm());
+        if (!g)
+          return op->emitError("has no strided GEMM for its permutations");
+        for (int64_t v : {g->outer, g->outerA, g->outerB, g->outerC,
+                          g->batch, g->m, g->n, g->k})
+          c.i64(v);
+        c.i32(g->transA);
+        c.i32(g->transB);
+        for (int64_t v :
+             {g->lda, g->ldb, g->ldc, g->strideA, g->strideB, g->strideC})
+          c.i64(v);
+        break;
+      }
       }
     }
     rtd::CallOp call = c.create(rw, op->getLoc(), rule.callee);
@@ -1242,6 +1268,10 @@ void markSources(Block &step, const llvm::StringMap<const KernelRule *> &rules) 
     if (role == Role::Grad)
       backward = true;
     StringRef name = op.getName().stripDialect();
+    // A product with its transposes folded (ampc-fold-transposes) is the
+    // matmul the program wrote.
+    if (isa<tg::PermutedMatmulOp>(op))
+      name = "matmul";
     NamedAttrList entries;
     entries.set("op", b.getStringAttr(name));
     entries.set("pass", b.getStringAttr(role == Role::Grad || backward

@@ -298,6 +298,25 @@ AMPC_API ampc_status ampc_gemm(ampc_context ctx, void *c, ampc_dtype c_dtype,
                                int64_t stride_c, float alpha, float beta,
                                ampc_epilogue epilogue);
 
+/// A matrix product over strided views of row-major tensors (the call the
+/// compiler makes for transposes and permutes folded into a GEMM): for
+/// o < outer and i < batch, Y_oi = A_oi * B_oi, where matrix (o, i) of X
+/// starts at element o * outer_stride_x + i * stride_x of X, A_oi is [m, k]
+/// with rows lda apart (stored [k, m] when trans_a), B_oi is [k, n] with
+/// rows ldb apart (stored [n, k] when trans_b) and Y_oi is [m, n] with rows
+/// ldy apart. f32 accumulation, one rounding into y's type (as ampc_gemm
+/// with alpha 1, beta 0). Every matrix must lie inside its tensor (shapes
+/// as for the other tensor arguments): AMPC_ERROR_SHAPE_MISMATCH otherwise.
+AMPC_API ampc_status ampc_matmul_strided(
+    ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
+    int32_t y_rank, const void *a, ampc_dtype a_dtype, const int64_t *a_shape,
+    int32_t a_rank, const void *b, ampc_dtype b_dtype, const int64_t *b_shape,
+    int32_t b_rank, int64_t outer, int64_t outer_stride_a,
+    int64_t outer_stride_b, int64_t outer_stride_y, int64_t batch, int64_t m,
+    int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, int64_t lda,
+    int64_t ldb, int64_t ldy, int64_t stride_a, int64_t stride_b,
+    int64_t stride_y);
+
 /// y = torch.matmul(a, b): 1-D operands are promoted as in PyTorch, batch
 /// dims broadcast.
 AMPC_API ampc_status ampc_matmul_fwd(ampc_context ctx, void *y,

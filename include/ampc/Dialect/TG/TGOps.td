@@ -872,5 +872,7 @@ include "ampc/Dialect/TG/TGNormDropoutOps.td"
 include "ampc/Dialect/TG/TGAccumulateOps.td"
 // Data-parallel collectives: the bucketed gradient all-reduce (issue 14).
 include "ampc/Dialect/TG/TGCollectiveOps.td"
+// GEMMs on permuted views, made by ampc-fold-transposes (issue 15).
+include "ampc/Dialect/TG/TGFoldOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
