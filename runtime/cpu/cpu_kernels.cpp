@@ -122,16 +122,32 @@ void finish(Buf b, int64_t off, int64_t stride, int64_t n, const float *out,
     storeRun(b, off, stride, n, scratch);
 }
 
-/// Calls f(o0, o1, o2) with the operands' offsets at the start of every row
-/// (the last dim of the collapsed walk `c`), in row-major order.
-template <typename F> void forEachRow(const Walk &c, F &&f) {
+/// The operands' offsets at the start of row `r` of the collapsed walk `c`.
+void rowOffsets(const Walk &c, int64_t r, int64_t &o0, int64_t &o1,
+                int64_t &o2) {
+  o0 = o1 = o2 = 0;
+  for (int d = c.rank - 2; d >= 0; --d) {
+    int64_t i = r % c.shape[d];
+    r /= c.shape[d];
+    o0 += i * c.stride[0][d];
+    o1 += i * c.stride[1][d];
+    o2 += i * c.stride[2][d];
+  }
+}
+
+/// Calls f(o0, o1, o2) with the operands' offsets at the start of rows
+/// [r0, r1) (of the last dim of the collapsed walk `c`), in row-major order.
+template <typename F>
+void forRowRange(const Walk &c, int64_t r0, int64_t r1, F &&f) {
   int last = c.rank - 1;
-  int64_t rows = 1;
-  for (int d = 0; d < last; ++d)
-    rows *= c.shape[d];
   int64_t idx[kMaxRank] = {};
-  int64_t o0 = 0, o1 = 0, o2 = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  int64_t o0, o1, o2, r = r0;
+  rowOffsets(c, r0, o0, o1, o2);
+  for (int d = last - 1; d >= 0; --d) {
+    idx[d] = r % c.shape[d];
+    r /= c.shape[d];
+  }
+  for (int64_t row = r0; row < r1; ++row) {
     f(o0, o1, o2);
     for (int d = last - 1; d >= 0; --d) {
       if (++idx[d] < c.shape[d]) {
@@ -148,17 +164,13 @@ template <typename F> void forEachRow(const Walk &c, F &&f) {
   }
 }
 
-/// The operands' offsets at the start of row `r` of the collapsed walk `c`.
-void rowOffsets(const Walk &c, int64_t r, int64_t &o0, int64_t &o1,
-                int64_t &o2) {
-  o0 = o1 = o2 = 0;
-  for (int d = c.rank - 2; d >= 0; --d) {
-    int64_t i = r % c.shape[d];
-    r /= c.shape[d];
-    o0 += i * c.stride[0][d];
-    o1 += i * c.stride[1][d];
-    o2 += i * c.stride[2][d];
-  }
+/// Calls f(o0, o1, o2) with the operands' offsets at the start of every row
+/// (the last dim of the collapsed walk `c`), in row-major order.
+template <typename F> void forEachRow(const Walk &c, F &&f) {
+  int64_t rows = 1;
+  for (int d = 0; d < c.rank - 1; ++d)
+    rows *= c.shape[d];
+  forRowRange(c, 0, rows, f);
 }
 
 /// Calls f(o0, o1, o2, begin, end) for pieces [begin, end) of the rows of
@@ -190,28 +202,9 @@ template <typename F> void forRowPieces(const Walk &c, int64_t per, F &&f) {
   int64_t perItem = std::max<int64_t>(1, per / std::max<int64_t>(len, 1));
   cpupool::parallelFor((rows + perItem - 1) / perItem, [&](int64_t item) {
     int64_t r0 = item * perItem, r1 = std::min(rows, r0 + perItem);
-    int64_t idx[kMaxRank] = {};
-    int64_t o0, o1, o2, r = r0;
-    rowOffsets(c, r0, o0, o1, o2);
-    for (int d = last - 1; d >= 0; --d) {
-      idx[d] = r % c.shape[d];
-      r /= c.shape[d];
-    }
-    for (int64_t row = r0; row < r1; ++row) {
+    forRowRange(c, r0, r1, [&](int64_t o0, int64_t o1, int64_t o2) {
       f(o0, o1, o2, int64_t(0), len);
-      for (int d = last - 1; d >= 0; --d) {
-        if (++idx[d] < c.shape[d]) {
-          o0 += c.stride[0][d];
-          o1 += c.stride[1][d];
-          o2 += c.stride[2][d];
-          break;
-        }
-        o0 -= c.stride[0][d] * (c.shape[d] - 1);
-        o1 -= c.stride[1][d] * (c.shape[d] - 1);
-        o2 -= c.stride[2][d] * (c.shape[d] - 1);
-        idx[d] = 0;
-      }
-    }
+    });
   });
 }
 

@@ -122,6 +122,18 @@ Registry &registry() {
   return *r;
 }
 
+/// The in-flight state of `bucket` on `ctx` (r.lock held), or an error
+/// when it was not started.
+ampc_status startedBucket(const char *fn, Registry &r, ampc_context ctx,
+                          int64_t bucket, BucketState *&out) {
+  auto it = r.buckets.find({ctx, bucket});
+  if (it == r.buckets.end() || !it->second.pending)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: bucket %lld was not started", fn, (long long)bucket);
+  out = &it->second;
+  return AMPC_OK;
+}
+
 Buf offsetBuf(Buf b, int64_t elems) {
   return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
 }
@@ -286,11 +298,9 @@ AMPC_API ampc_status ampc_grad_allreduce_wait(ampc_context ctx,
       return AMPC_OK;
     Registry &r = registry();
     std::lock_guard<std::mutex> guardLock(r.lock);
-    auto it = r.buckets.find({ctx, bucket});
-    if (it == r.buckets.end() || !it->second.pending)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: bucket %lld was not started", fn, (long long)bucket);
-    BucketState &b = it->second;
+    BucketState *started = nullptr;
+    AMPC_TRY(startedBucket(fn, r, ctx, bucket, started));
+    BucketState &b = *started;
     if (b.count != count)
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: bucket %lld started %d gradients, waits for %d", fn,
@@ -376,12 +386,10 @@ AMPC_API ampc_status ampc_grad_allreduce_test(ampc_context ctx,
       return AMPC_OK; // nothing travels
     Registry &r = registry();
     std::lock_guard<std::mutex> guardLock(r.lock);
-    auto it = r.buckets.find({ctx, bucket});
-    if (it == r.buckets.end() || !it->second.pending)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: bucket %lld was not started", fn, (long long)bucket);
-    AMPC_TRY(testBucket(it->second, r.stats[ctx]));
-    *done = it->second.transferred ? 1 : 0;
+    BucketState *b = nullptr;
+    AMPC_TRY(startedBucket(fn, r, ctx, bucket, b));
+    AMPC_TRY(testBucket(*b, r.stats[ctx]));
+    *done = b->transferred ? 1 : 0;
     return AMPC_OK;
   });
 }

@@ -852,19 +852,9 @@ ampc_status ampc_gemm(ampc_context ctx, void *c, ampc_dtype c_dtype,
         return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                         "%s: operands must be f32, f16 or bf16 (got %d)", fn,
                         static_cast<int>(dt));
-    if (batch < 0 || m < 0 || n < 0 || k < 0 || stride_a < 0 || stride_b < 0 ||
-        stride_c < 0)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: negative size or stride", fn);
-    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n) || ldc < n ||
-        lda < 1 || ldb < 1 || ldc < 1)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: leading dimension too small (lda %lld, ldb %lld, "
-                      "ldc %lld for m %lld n %lld k %lld)",
-                      fn, static_cast<long long>(lda),
-                      static_cast<long long>(ldb), static_cast<long long>(ldc),
-                      static_cast<long long>(m), static_cast<long long>(n),
-                      static_cast<long long>(k));
+    AMPC_TRY(checkGemmLayout(
+        fn, "ldc", {batch, m, n, k, stride_a, stride_b, stride_c}, m, n, k,
+        trans_a != 0, trans_b != 0, lda, ldb, ldc));
     if (epilogue < AMPC_EPILOGUE_NONE || epilogue > AMPC_EPILOGUE_GELU_TANH)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: unknown epilogue %d",
                       fn, static_cast<int>(epilogue));

@@ -37,20 +37,12 @@ ampc_status ampc_matmul_strided(
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(a), kFloatDtype, true, as));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(b), kFloatDtype, true, bs));
-    if (outer < 0 || batch < 0 || m < 0 || n < 0 || k < 0 ||
-        outer_stride_a < 0 || outer_stride_b < 0 || outer_stride_y < 0 ||
-        stride_a < 0 || stride_b < 0 || stride_y < 0)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: negative size or stride", fn);
-    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n) || ldy < n ||
-        lda < 1 || ldb < 1 || ldy < 1)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                      "%s: leading dimension too small (lda %lld, ldb %lld, "
-                      "ldy %lld for m %lld n %lld k %lld)",
-                      fn, static_cast<long long>(lda),
-                      static_cast<long long>(ldb), static_cast<long long>(ldy),
-                      static_cast<long long>(m), static_cast<long long>(n),
-                      static_cast<long long>(k));
+    AMPC_TRY(checkGemmLayout(fn, "ldy",
+                             {outer, batch, m, n, k, outer_stride_a,
+                              outer_stride_b, outer_stride_y, stride_a,
+                              stride_b, stride_y},
+                             m, n, k, trans_a != 0, trans_b != 0, lda, ldb,
+                             ldy));
     if (outer == 0 || batch == 0 || m == 0 || n == 0)
       return AMPC_OK;
     // Each operand's last matrix must end inside its tensor.

@@ -195,6 +195,26 @@ ampc_status broadcastTo(Backend &be, Buf dst, const Shape &full, Buf src,
   return be.copy(dst, src, w, scale);
 }
 
+ampc_status checkGemmLayout(const char *fn, const char *cName,
+                            std::initializer_list<int64_t> sizes, int64_t m,
+                            int64_t n, int64_t k, bool transA, bool transB,
+                            int64_t lda, int64_t ldb, int64_t ldc) {
+  for (int64_t v : sizes)
+    if (v < 0)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: negative size or stride", fn);
+  if (lda < (transA ? m : k) || ldb < (transB ? k : n) || ldc < n || lda < 1 ||
+      ldb < 1 || ldc < 1)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: leading dimension too small (lda %lld, ldb %lld, "
+                    "%s %lld for m %lld n %lld k %lld)",
+                    fn, static_cast<long long>(lda),
+                    static_cast<long long>(ldb), cName,
+                    static_cast<long long>(ldc), static_cast<long long>(m),
+                    static_cast<long long>(n), static_cast<long long>(k));
+  return AMPC_OK;
+}
+
 } // namespace ampc
 
 extern "C" const char *ampc_last_error(void) { return ampc::lastError; }

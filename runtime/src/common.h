@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "half.h"
 
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
@@ -105,6 +106,14 @@ void destroyCheckWords(Backend &be);
 void releaseGradBuckets(ampc_context ctx);
 ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                        const Shape &want);
+/// The layout checks of a strided-batched GEMM call (ampc_gemm,
+/// ampc_matmul_strided): every value of `sizes` (sizes and strides) >= 0,
+/// and leading dimensions that hold a row of op(A) / op(B) / C; `cName`
+/// names C's leading dimension in the message.
+ampc_status checkGemmLayout(const char *fn, const char *cName,
+                            std::initializer_list<int64_t> sizes, int64_t m,
+                            int64_t n, int64_t k, bool transA, bool transB,
+                            int64_t lda, int64_t ldb, int64_t ldc);
 /// Normalises a possibly negative dim for `rank`.
 ampc_status normaliseDim(const char *fn, int64_t dim, int rank, int &out);
 
