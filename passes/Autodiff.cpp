@@ -190,6 +190,10 @@ LogicalResult AutodiffPass::expandGrad(GradOp op) {
           DenseElementsAttr::get(
               type, builder.getFloatAttr(type.getElementType(), 0.0)));
     }
+    // What the gradient is of, for the passes after (data parallel) and
+    // for readers of the IR; an unused gradient gets none (it stays dead).
+    if (!result.use_empty())
+      GradOfOp::create(builder, getTaggedLoc(op.getLoc(), kGradLocTag), g, v);
     result.replaceAllUsesWith(g);
   }
   op.erase();

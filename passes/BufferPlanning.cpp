@@ -235,6 +235,10 @@ struct BufferPlanningPass
       return signalPassFailure();
     }
     Block &body = func.getBody().front();
+    // The markers of what returned gradients are of (tg.grad_of) compute
+    // nothing: the lowered step has none.
+    for (auto marker : llvm::make_early_inc_range(body.getOps<tg::GradOfOp>()))
+      marker.erase();
 
     // Index ops; a value is live from its definition to its last use.
     llvm::DenseMap<Operation *, int64_t> index;

@@ -18,8 +18,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace ampc {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -68,6 +72,74 @@ bool hasLowFloat(func::FuncOp func) {
   return found;
 }
 
+/// Whether `v` is a parameter of `func` (an argument with `tg.param`).
+bool isParameter(func::FuncOp func, Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && arg.getOwner() == &func.getBody().front() &&
+         func.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName);
+}
+
+/// The gradient an optimizer update reads for each parameter, before
+/// clipping (a clip's result is traced back to its input).
+llvm::DenseMap<Value, Value> gradientOfParameter(Block &block) {
+  llvm::DenseMap<Value, Value> of;
+  auto add = [&](OperandRange params, OperandRange grads) {
+    for (auto [p, g] : llvm::zip(params, grads)) {
+      if (auto clip = g.getDefiningOp<ClipGradNormOp>()) {
+        unsigned i = cast<OpResult>(g).getResultNumber();
+        if (i >= clip.getGrads().size())
+          continue;
+        g = clip.getGrads()[i];
+      }
+      of.try_emplace(p, g);
+    }
+  };
+  for (Operation &op : block) {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+      add(sgd.getParams(), sgd.getGrads());
+    else if (auto adamw = dyn_cast<AdamWUpdateOp>(op))
+      add(adamw.getParams(), adamw.getGrads());
+  }
+  return of;
+}
+
+/// Whether two values of one block are the same computation: equal, or
+/// results of the same number of side-effect-free ops of the same name,
+/// attributes and result types on operands that are the same computation
+/// (locations aside). Finds a `grad` statement's gradient that repeats the
+/// backward of the `minimize` of the same loss.
+class SameComputation {
+public:
+  bool operator()(Value a, Value b) {
+    if (a == b)
+      return true;
+    auto ra = dyn_cast<OpResult>(a), rb = dyn_cast<OpResult>(b);
+    if (!ra || !rb || a.getType() != b.getType() ||
+        ra.getResultNumber() != rb.getResultNumber())
+      return false;
+    Operation *x = ra.getOwner(), *y = rb.getOwner();
+    if (x == y)
+      return false; // two results of one op
+    auto key = std::make_pair(x, y);
+    if (auto it = memo.find(key); it != memo.end())
+      return it->second;
+    memo[key] = false;
+    bool same =
+        x->getNumRegions() == 0 && y->getNumRegions() == 0 &&
+        isMemoryEffectFree(x) && isMemoryEffectFree(y) &&
+        OperationEquivalence::isEquivalentTo(
+            x, y,
+            [&](Value l, Value r) { return success((*this)(l, r)); },
+            /*markEquivalent=*/nullptr,
+            OperationEquivalence::IgnoreLocations);
+    memo[key] = same;
+    return same;
+  }
+
+private:
+  llvm::DenseMap<std::pair<Operation *, Operation *>, bool> memo;
+};
+
 struct DataParallelPass
     : public ampc::impl::DataParallelBase<DataParallelPass> {
   using DataParallelBase::DataParallelBase;
@@ -107,6 +179,51 @@ void DataParallelPass::runOnOperation() {
       if (!g.getDefiningOp() || !isConsumer(g.getDefiningOp()))
         grads.insert(g);
   }
+
+  // The gradients a graph returns through `grad` statements (tg.grad_of):
+  // a parameter's is averaged like DDP's `p.grad`, the one the optimizer
+  // reads when it is the same computation (no second all-reduce), else a
+  // gradient of its own buckets; an input's stays the rank's own.
+  // A gradient no seed reaches is a constant zero, the same on every rank.
+  SmallVector<GradSeedOp> seeds(block.getOps<GradSeedOp>());
+  llvm::DenseMap<Value, uint64_t> reach; // which seeds a value depends on
+  for (Operation &op : block) {
+    uint64_t mask = 0;
+    for (Value v : op.getOperands())
+      mask |= reach.lookup(v);
+    if (auto seed = dyn_cast<GradSeedOp>(op)) {
+      unsigned i = llvm::find(seeds, seed) - seeds.begin();
+      mask |= i < 64 ? uint64_t(1) << i : ~uint64_t(0);
+    }
+    if (mask)
+      for (Value r : op.getResults())
+        reach[r] = mask;
+  }
+  llvm::DenseMap<Value, Value> paramGrad = gradientOfParameter(block);
+  SameComputation same;
+  llvm::MapVector<Value, Value> alias; // a returned gradient -> a member
+  llvm::SmallPtrSet<Value, 8> returnedMembers;
+  uint64_t inputSeeds = 0; // seeds whose backward yields an input gradient
+  for (GradOfOp marker : block.getOps<GradOfOp>()) {
+    Value g = marker.getGrad();
+    if (!reach.lookup(g))
+      continue;
+    if (!isParameter(func, marker.getWrt())) {
+      inputSeeds |= reach.lookup(g);
+      continue;
+    }
+    if (grads.contains(g) || alias.count(g)) {
+      returnedMembers.insert(g);
+      continue;
+    }
+    Value consumed = paramGrad.lookup(marker.getWrt());
+    if (consumed && grads.contains(consumed) && same(g, consumed)) {
+      alias[g] = consumed;
+      continue;
+    }
+    grads.insert(g);
+    returnedMembers.insert(g);
+  }
   if (grads.empty())
     return; // not a training step
 
@@ -131,8 +248,32 @@ void DataParallelPass::runOnOperation() {
     if (Operation *def = g.getDefiningOp())
       if (!lastGradDef || lastGradDef->isBeforeInBlock(def))
         lastGradDef = def;
+  // A step without consumers (`grad` without `minimize`) waits before its
+  // return: what reads the gradients follows the waits.
+  Operation *waitBefore = firstConsumer ? firstConsumer : block.getTerminator();
   bool consumersFirst =
-      lastGradDef && firstConsumer->isBeforeInBlock(lastGradDef);
+      lastGradDef && waitBefore->isBeforeInBlock(lastGradDef);
+
+  // Pre-division: the seeds divided by W, so every gradient leaves the
+  // backward divided and the reductions sum; otherwise they take the mean.
+  // `auto` leaves a seed whose backward yields an input's gradient
+  // undivided (that gradient is the rank's own, not a share of a sum).
+  bool foldMode = !seeds.empty() && (predivide == "always" ||
+                                     (predivide == "auto" && hasLowFloat(func)));
+  uint64_t divided = 0;
+  if (foldMode && predivide == "always")
+    divided = ~uint64_t(0);
+  else if (foldMode)
+    divided = seeds.size() <= 64 ? ~inputSeeds
+                                 : (inputSeeds ? 0 : ~uint64_t(0));
+  // A gradient of divided and undivided seeds at once would need both: then
+  // nothing is divided.
+  for (Value g : order) {
+    uint64_t m = reach.lookup(g);
+    if ((m & divided) && (m & ~divided))
+      divided = 0;
+  }
+  auto isDivided = [&](Value g) { return (reach.lookup(g) & divided) != 0; };
 
   // Buckets: the first small (DDP's first bucket), the others about
   // bucket-cap-mb; a bucket closes before a gradient that would overflow it.
@@ -147,7 +288,9 @@ void DataParallelPass::runOnOperation() {
     int64_t size = type.getNumElements() *
                    static_cast<int64_t>(
                        (type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-    if (!buckets.back().empty() && bytes + size > capOf(buckets.size() - 1)) {
+    if (!buckets.back().empty() &&
+        (bytes + size > capOf(buckets.size() - 1) ||
+         isDivided(g) != isDivided(buckets.back().front()))) {
       buckets.emplace_back();
       bytes = 0;
     }
@@ -155,21 +298,18 @@ void DataParallelPass::runOnOperation() {
     bytes += size;
   }
 
-  // Pre-division: the seed divided by W, so every gradient leaves the
-  // backward divided and the reductions sum; otherwise they take the mean.
-  SmallVector<GradSeedOp> seeds(block.getOps<GradSeedOp>());
-  bool fold = !seeds.empty() && (predivide == "always" ||
-                                 (predivide == "auto" && hasLowFloat(func)));
   OpBuilder builder(ctx);
-  if (fold)
-    for (GradSeedOp seed : seeds) {
+  unsigned dividedSeeds = 0;
+  for (auto [i, seed] : llvm::enumerate(seeds))
+    if (i >= 64 ? divided == ~uint64_t(0) : (divided >> i) & 1) {
+      ++dividedSeeds;
       builder.setInsertionPointAfter(seed);
       auto divided =
           DivideByWorldOp::create(builder, seed.getLoc(), seed.getResult());
       seed.getResult().replaceAllUsesExcept(divided.getResult(), divided);
     }
 
-  Location loc = firstConsumer->getLoc();
+  Location loc = waitBefore->getLoc();
   // Where the waits go (and, with delay-allreduce, the starts): just before
   // the first consumer, or after the last gradient when a consumer comes
   // earlier.
@@ -177,7 +317,7 @@ void DataParallelPass::runOnOperation() {
     if (consumersFirst)
       builder.setInsertionPointAfter(lastGradDef);
     else
-      builder.setInsertionPoint(firstConsumer);
+      builder.setInsertionPoint(waitBefore);
   };
   SmallVector<GradAllreduceStartOp> starts;
   if (delayAllreduce)
@@ -194,12 +334,13 @@ void DataParallelPass::runOnOperation() {
       else
         builder.setInsertionPointToStart(&block);
       // A gradient that is the seed itself follows its division.
-      if (last && fold && isa<GradSeedOp>(last))
+      if (last && isa<GradSeedOp>(last) && isDivided(last->getResult(0)))
         builder.setInsertionPointAfter(last->getNextNode());
     }
+    bool sum = isDivided(members.front());
     auto start = GradAllreduceStartOp::create(
         builder, loc, members, builder.getI64IntegerAttr(index),
-        fold ? UnitAttr() : builder.getUnitAttr(),
+        sum ? UnitAttr() : builder.getUnitAttr(),
         allreduceFp32 ? builder.getUnitAttr() : UnitAttr());
     starts.push_back(start);
   }
@@ -214,14 +355,37 @@ void DataParallelPass::runOnOperation() {
     }
   }
 
+  bool needSort = consumersFirst;
+  llvm::DenseMap<Value, std::pair<Value, GradAllreduceWaitOp>> reducedOf;
+  // A marker names the averaged value, after its wait; every other reader
+  // of a returned gradient reads the average (moved after the wait).
+  llvm::DenseMap<Operation *, Operation *> lastMarker; // per wait
+  auto rewireReturned = [&](OpOperand &use, Value reduced,
+                            GradAllreduceWaitOp wait) {
+    Operation *owner = block.findAncestorOpInBlock(*use.getOwner());
+    use.set(reduced);
+    if (isa<GradOfOp>(owner)) {
+      Operation *&after = lastMarker[wait];
+      owner->moveAfter(after ? after : wait.getOperation());
+      after = owner;
+    } else if (owner->isBeforeInBlock(wait)) {
+      needSort = true;
+    }
+  };
   for (auto [index, start] : llvm::enumerate(starts)) {
     auto wait = GradAllreduceWaitOp::create(builder, loc, start.getResults(),
                                             builder.getI64IntegerAttr(index));
-    for (auto [g, reduced] : llvm::zip_equal(buckets[index], wait.getResults()))
+    for (auto [g, reduced] : llvm::zip_equal(buckets[index], wait.getResults())) {
+      reducedOf[g] = {reduced, wait};
+      bool returned = returnedMembers.contains(g);
       for (OpOperand &use : llvm::make_early_inc_range(g.getUses())) {
         Operation *owner = block.findAncestorOpInBlock(*use.getOwner());
         if (owner == start)
           continue;
+        if (returned || isa<GradOfOp>(owner)) {
+          rewireReturned(use, reduced, wait);
+          continue;
+        }
         // The consumers and the results read the reduced values wherever
         // they are; other ops only after the wait.
         if (isConsumer(owner) || isa<func::ReturnOp>(owner)) {
@@ -238,8 +402,16 @@ void DataParallelPass::runOnOperation() {
         }
         use.set(reduced);
       }
+    }
   }
-  if (consumersFirst && !sortTopologically(&block)) {
+  // A returned gradient that repeats the optimizer's: the same averaged
+  // value (its own backward is then dead).
+  for (auto [g, member] : alias) {
+    auto [reduced, wait] = reducedOf.lookup(member);
+    for (OpOperand &use : llvm::make_early_inc_range(g.getUses()))
+      rewireReturned(use, reduced, wait);
+  }
+  if (needSort && !sortTopologically(&block)) {
     func.emitOpError("data-parallel rewriting made a cycle (internal error)");
     return signalPassFailure();
   }
@@ -248,7 +420,11 @@ void DataParallelPass::runOnOperation() {
   info.append("buckets", builder.getI64IntegerAttr(buckets.size()));
   info.append("bucket_cap_mb", builder.getF64FloatAttr(bucketCapMb));
   info.append("first_bucket_mb", builder.getF64FloatAttr(firstBucketMb));
-  info.append("predivide", builder.getStringAttr(fold ? "seed" : "none"));
+  info.append("predivide",
+              builder.getStringAttr(dividedSeeds == 0 ? "none"
+                                    : dividedSeeds == seeds.size()
+                                        ? "seed"
+                                        : "some_seeds"));
   if (allreduceFp32)
     info.append("allreduce_fp32", builder.getUnitAttr());
   if (delayAllreduce)

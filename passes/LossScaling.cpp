@@ -263,7 +263,7 @@ void LossScalingPass::runOnOperation() {
     Value(g).replaceUsesWithIf(u, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return owner != check &&
-             (isGradientConsumer(owner) || isa<func::ReturnOp>(owner));
+             (isGradientConsumer(owner) || isa<func::ReturnOp, GradOfOp>(owner));
     });
   for (Operation *op : consumers)
     foundInfOperand(op).assign(foundInf);

@@ -133,6 +133,7 @@ func.func @linear(%x: tensor<2x4x16xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32
 // CHECK-LABEL: func.func @linear_weight_only(
 // CHECK-NOT: tg.matmul %{{.+}}, %arg1
 // CHECK: %[[DW:.+]] = tg.matmul %{{.+}}, %{{.+}} : tensor<3x4xf32>, tensor<4x16xf32> -> tensor<3x16xf32>
+// CHECK-NEXT: tg.grad_of %[[DW]] wrt %arg1
 // CHECK-NEXT: return %[[DW]]
 func.func @linear_weight_only(%x: tensor<4x16xf32>, %w: tensor<3x16xf32>) -> tensor<3x16xf32> {
   %y = tg.linear %x, %w : tensor<4x16xf32>, tensor<3x16xf32> -> tensor<4x3xf32>

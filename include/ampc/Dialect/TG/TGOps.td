@@ -874,5 +874,7 @@ include "ampc/Dialect/TG/TGAccumulateOps.td"
 include "ampc/Dialect/TG/TGCollectiveOps.td"
 // GEMMs on permuted views, made by ampc-fold-transposes (issue 15).
 include "ampc/Dialect/TG/TGFoldOps.td"
+// The marker of what a returned gradient is of (data-parallel `grad`).
+include "ampc/Dialect/TG/TGGradMarkerOps.td"
 
 #endif // AMPC_DIALECT_TG_TGOPS_TD
