@@ -263,8 +263,29 @@ void LossScalingPass::runOnOperation() {
     Value(g).replaceUsesWithIf(u, [&](OpOperand &use) {
       Operation *owner = use.getOwner();
       return owner != check &&
-             (isGradientConsumer(owner) || isa<func::ReturnOp, GradOfOp>(owner));
+             (isGradientConsumer(owner) ||
+              isa<func::ReturnOp, GradOfOp>(owner));
     });
+  // Data parallel (ampc-data-parallel ran): when the check also reads a
+  // returned gradient that is each rank's own (an input's, no all-reduce's
+  // result), found_inf is summed over the ranks (one more bucket, after the
+  // gradients' ones), so every rank skips when one rank found a non-finite
+  // value.
+  if (auto dp = func->getAttrOfType<DictionaryAttr>(
+          TGDialect::kDataParallelAttrName);
+      dp && llvm::any_of(grads, [](Value g) {
+        return !isa_and_nonnull<GradAllreduceWaitOp>(g.getDefiningOp());
+      })) {
+    auto buckets = dp.getAs<IntegerAttr>("buckets");
+    IntegerAttr bucket =
+        builder.getI64IntegerAttr(buckets ? buckets.getInt() : 0);
+    builder.setInsertionPointAfter(check);
+    auto start = GradAllreduceStartOp::create(builder, loc, foundInf, bucket,
+                                              UnitAttr(), UnitAttr());
+    foundInf = GradAllreduceWaitOp::create(builder, loc, start.getResults(),
+                                           bucket)
+                   .getResult(0);
+  }
   for (Operation *op : consumers)
     foundInfOperand(op).assign(foundInf);
 
