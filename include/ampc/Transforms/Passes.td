@@ -37,6 +37,10 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       cast back to the source type.
     - `tg.grad` results are replaced by the gradients; a value the loss does
       not reach gets a zero gradient (PyTorch's `materialize_grads`).
+    - Every used result gets a marker after the backward graph,
+      `tg.grad_of %g wrt %v`, which says what the gradient is of (the
+      parameter or input `%v`); `ampc-data-parallel` averages the returned
+      gradients of parameters from it. Buffer planning erases the markers.
 
     Ops it creates carry `tg.role = "grad"` (backward ops; the cast back
     that is the gradient of a cast automatic mixed precision inserted gets
@@ -60,6 +64,7 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
     %r = tg.reshape %seed shape [1, 1] : tensor<f32> -> tensor<1x1xf32>
     ...
     %gw = tg.reshape %s shape [3] : tensor<1x3xf32> -> tensor<3xf32>
+    tg.grad_of %gw wrt %w : tensor<3xf32>
     ```
   }];
   let dependentDialects = ["::ampc::tg::TGDialect"];
@@ -183,10 +188,20 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
     and of the optimizer updates (the clip's inputs where clipping is on),
     plus every value the function returns that depends on a seed without
     passing through an optimizer or clipping op (the gradients of
-    `tg.grad`). Exactly these uses are rewired to the unscaled values. The
+    `tg.grad`). Exactly these uses (and the `tg.grad_of` markers) are
+    rewired to the unscaled values. The
     backward graph between the seed and these values is linear in the seed
     (true of every gradient rule), which is what makes scaling exact up to
     rounding.
+
+    After `ampc-data-parallel` (the function has `tg.data_parallel`): when
+    the check also reads a returned gradient that is no
+    `tg.grad_allreduce_wait` result (an input's gradient, each rank's own),
+    `found_inf` is summed over the ranks by one more bucket
+    (`tg.grad_allreduce_start` / `_wait` of bucket N, N the number of
+    gradient buckets) right after the check, and every reader of
+    `found_inf` reads the sum: nonzero on every rank when any rank found a
+    non-finite value, so the ranks skip together.
 
     The configuration is recorded on the function as
     `tg.loss_scale = {mode = "dynamic", init = 65536.0 : f64,
@@ -263,8 +278,26 @@ def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
     1. The gradients are the `grads` operands of the step's gradient
        consumers (`tg.clip_grad_norm`, `tg.sgd_update`, `tg.adamw_update`,
        or `tg.check_finite_and_unscale` when loss scaling already ran),
-       except what another consumer produced (a clip's outputs). Returned
-       gradients of `tg.grad` are not reduced.
+       except what another consumer produced (a clip's outputs), and the
+       gradients of parameters that `tg.grad` produced (marked by
+       `tg.grad_of %g wrt %p` with `%p` a `tg.param` argument), as DDP
+       averages every parameter's `.grad` in the backward, with an
+       optimizer or without one:
+       - a marked gradient that is the same computation as the one the
+         optimizer update reads for `%p` (the same ops on the same values,
+         as when `grad` and `minimize` differentiate the same loss) is not
+         reduced again: its uses, the marker and the function's results
+         read that gradient's reduced value, exactly what the optimizer
+         consumed (before clipping), and its own backward becomes dead;
+       - any other marked gradient joins the buckets itself; all its uses
+         read the reduced value (ops that read it earlier move after the
+         wait);
+       - a gradient of an input (or of any value that is not a parameter)
+         stays the rank's own: per-sample data, like `x.grad` under DDP;
+       - a marked gradient no seed reaches (a zero constant) is left alone.
+       Each marker moves after its bucket's wait and names the reduced
+       value. A step with marked parameter gradients but no consumer waits
+       just before its `return`.
     2. They are cut into buckets in the order the backward produces them
        (their defining ops' order in the block): the first bucket holds at
        most `first-bucket-mb` MiB (a small bucket that starts early, as
@@ -281,14 +314,19 @@ def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
     4. Pre-division (`predivide`): `auto` (the default) pre-divides when the
        step has any f16 or bf16 value (automatic mixed precision), `always`
        and `never` force it. Pre-dividing puts one `tg.divide_by_world`
-       after every `tg.grad_seed`, so the backward computes the gradient
+       after a `tg.grad_seed`, so the backward computes the gradient
        of `loss / W` (W, the world size, is read at run time): every
        gradient, 16-bit or f32, leaves the backward already divided by W
        and the reductions sum. Each rank's backward then works at the
        magnitudes of one process with the whole batch, so a 16-bit value
        overflows on the ranks exactly when it would there. Without
        pre-division the buckets carry `mean`: the sum over the ranks, then
-       divided by W.
+       divided by W. Under `auto` a seed whose backward yields a marked
+       gradient of an input is not divided (that gradient is the rank's
+       own, not a share of a sum); gradients of divided and of undivided
+       seeds go in separate buckets, summed and `mean` respectively (a
+       gradient that depends on both makes the step divide none);
+       `always` divides every seed, input gradients included.
     5. `allreduce-fp32`: 16-bit gradients are widened to f32 for the
        reduction and rounded back once (Apex's `allreduce_always_fp32`);
        otherwise a bucket travels as one message per element type.
@@ -297,7 +335,12 @@ def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
     communicator attached to the runtime context (one process) the starts
     and waits do nothing and `tg.divide_by_world` divides by 1. The function
     gets `tg.data_parallel = {buckets = N, bucket_cap_mb = ..., predivide =
-    "seed" | "none", ...}`; a function that has it is left alone.
+    "seed" | "some_seeds" | "none", ...}` (`some_seeds`: some seeds were
+    divided, not all); a function that has it is left alone.
+    `ampc-loss-scaling`, after it, sums `found_inf` over the ranks (bucket
+    N, right after the check) when its check also reads a returned gradient
+    that is no all-reduce's result (an input's), so the skip is the same on
+    every rank.
 
     ```mlir
     // after, for gradients %gb (produced first) and %gw of a step with
@@ -765,6 +808,9 @@ def BufferPlanning : Pass<"ampc-buffer-planning", "::mlir::func::FuncOp"> {
     scaler state has one persistent buffer (its argument's) that the step
     updates in place. `found_inf` stays live to the end of the step so the
     host can read whether the step was skipped.
+
+    The `tg.grad_of` markers (what a returned gradient is of) compute
+    nothing and are erased first: the lowered step has none.
 
     The function gets `tg.arena_size` (bytes) and `tg.intermediate_bytes`
     (the sum of all planned buffers: what one allocation per value takes).
