@@ -664,8 +664,8 @@ class Runner:
                 raise InputError("%s: op '%s' is not an op of the tg dialect" % (op["loc"], kind))
             name = kind[3:]
             results = op["results"]
-            if name == "minimize":
-                continue
+            if name == "minimize" or name == "grad_of":
+                continue  # grad_of: a marker of what a gradient is of
             if name == "constant":
                 v = op["attrs"]["value"]
                 dtype = results[0]["type"]
