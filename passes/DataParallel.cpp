@@ -1,11 +1,14 @@
 //===- DataParallel.cpp - the bucketed gradient all-reduce ----------------===//
 //
 // The `ampc-data-parallel` pass (its contract in Passes.td, the user's view
-// in docs/distributed.md): the gradients the step's consumers read are cut
-// into buckets in the order the backward produces them; each bucket's
+// in docs/distributed.md): the gradients the step's consumers read, and the
+// gradients of parameters that `grad` statements return (tg.grad_of), are
+// cut into buckets in the order the backward produces them; each bucket's
 // all-reduce starts right after its last gradient and every bucket is
-// waited for just before the first consumer. With pre-division the seed is
-// divided by the world size, so the reductions only sum.
+// waited for just before the first consumer. A returned gradient that
+// repeats the optimizer's is that gradient's reduced value; the gradients
+// of inputs stay each rank's own. With pre-division the seeds are divided
+// by the world size, so the reductions only sum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -273,7 +276,19 @@ void DataParallelPass::runOnOperation() {
     if ((m & divided) && (m & ~divided))
       divided = 0;
   }
-  auto isDivided = [&](Value g) { return (reach.lookup(g) & divided) != 0; };
+  auto seedDivided = [&](size_t i) {
+    return i >= 64 ? divided == ~uint64_t(0) : ((divided >> i) & 1) != 0;
+  };
+  unsigned dividedSeeds = 0;
+  for (size_t i = 0; i < seeds.size(); ++i)
+    dividedSeeds += seedDivided(i);
+  // A gradient no seed reaches (a hand-written step's) is summed when
+  // every seed is divided, as the backward's gradients are.
+  bool allDivided = !seeds.empty() && dividedSeeds == seeds.size();
+  auto isDivided = [&](Value g) {
+    uint64_t m = reach.lookup(g);
+    return m ? (m & divided) != 0 : allDivided;
+  };
 
   // Buckets: the first small (DDP's first bucket), the others about
   // bucket-cap-mb; a bucket closes before a gradient that would overflow it.
@@ -299,10 +314,8 @@ void DataParallelPass::runOnOperation() {
   }
 
   OpBuilder builder(ctx);
-  unsigned dividedSeeds = 0;
   for (auto [i, seed] : llvm::enumerate(seeds))
-    if (i >= 64 ? divided == ~uint64_t(0) : (divided >> i) & 1) {
-      ++dividedSeeds;
+    if (seedDivided(i)) {
       builder.setInsertionPointAfter(seed);
       auto divided =
           DivideByWorldOp::create(builder, seed.getLoc(), seed.getResult());
@@ -422,7 +435,7 @@ void DataParallelPass::runOnOperation() {
   info.append("first_bucket_mb", builder.getF64FloatAttr(firstBucketMb));
   info.append("predivide",
               builder.getStringAttr(dividedSeeds == 0 ? "none"
-                                    : dividedSeeds == seeds.size()
+                                    : allDivided
                                         ? "seed"
                                         : "some_seeds"));
   if (allreduceFp32)
