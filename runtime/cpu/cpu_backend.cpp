@@ -195,14 +195,26 @@ void adamwF32(float *__restrict p, const float *__restrict g,
 
 /// Multiplies by `inv` (unless it is 1) and says whether any element was
 /// not finite.
+/// One pass, written so that the compiler vectorises it: an all-ones
+/// exponent (inf or NaN) is found on the value before the multiply.
 bool unscaleF32(float *__restrict p, int64_t n, float inv) {
-  bool found = false;
-  for (int64_t i = 0; i < n; ++i)
-    found |= !isFinite(p[i]);
-  if (inv != 1.0f)
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = p[i] * inv;
-  return found;
+  uint32_t found = 0;
+  if (inv == 1.0f) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t b;
+      memcpy(&b, p + i, sizeof b);
+      found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    }
+    return found != 0;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v = p[i];
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    p[i] = v * inv;
+  }
+  return found != 0;
 }
 
 /// im2col of f32 data: for every (channel, ky, kx, output row) the output
