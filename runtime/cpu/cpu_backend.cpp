@@ -17,6 +17,7 @@
 #include "cpu_fast.h"
 #include "cpu_kernels.h"
 #include "cpu_pool.h"
+#include "cpu_pooling.h"
 
 #include <cblas.h>
 
@@ -194,14 +195,26 @@ void adamwF32(float *__restrict p, const float *__restrict g,
 
 /// Multiplies by `inv` (unless it is 1) and says whether any element was
 /// not finite.
+/// One pass, written so that the compiler vectorises it: an all-ones
+/// exponent (inf or NaN) is found on the value before the multiply.
 bool unscaleF32(float *__restrict p, int64_t n, float inv) {
-  bool found = false;
-  for (int64_t i = 0; i < n; ++i)
-    found |= !isFinite(p[i]);
-  if (inv != 1.0f)
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = p[i] * inv;
-  return found;
+  uint32_t found = 0;
+  if (inv == 1.0f) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t b;
+      memcpy(&b, p + i, sizeof b);
+      found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    }
+    return found != 0;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v = p[i];
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    p[i] = v * inv;
+  }
+  return found != 0;
 }
 
 /// im2col of f32 data: for every (channel, ky, kx, output row) the output
@@ -574,77 +587,118 @@ public:
     return best;
   }
 
-  /// Calls `f(load)` with a reader of `b`'s elements from `base`: a plain
-  /// f32 load when it is f32 (the common case, without the dtype switch).
-  template <typename F> static void withLoader(Buf b, F &&f) {
-    if (b.dtype == AMPC_F32) {
-      const float *p = static_cast<const float *>(b.data);
-      f([p](int64_t i) { return p[i]; });
-    } else {
-      f([b](int64_t i) { return loadF32(b.data, b.dtype, i); });
+  /// The f32 values of plane `p` of x (h * w elements): x itself when it
+  /// is f32, else widened into `buf`.
+  static const float *planeOf(Buf x, int64_t p, int64_t hw,
+                              std::vector<float> &buf) {
+    if (x.dtype == AMPC_F32)
+      return static_cast<const float *>(x.data) + p * hw;
+    buf.resize(static_cast<size_t>(hw));
+    loadContig(x, p * hw, hw, buf.data());
+    return buf.data();
+  }
+
+  /// Whether every window of output row oy lies inside the plane, and the
+  /// number of leading output columns whose windows do.
+  static bool rowInside(const PoolGeom &g, int64_t oy) {
+    return g.ph == 0 && oy * g.sh + g.kh <= g.h;
+  }
+  static int64_t colsInside(const PoolGeom &g) {
+    if (g.pw != 0 || g.w < g.kw)
+      return 0;
+    return std::min(g.ow, (g.w - g.kw) / g.sw + 1);
+  }
+
+  /// Output row oy of a plane: values (and, for max with idx, the offsets
+  /// of the first maxima) -- vector rows for the inside columns where the
+  /// CPU has them, the element loop elsewhere; the same bits either way.
+  template <typename At>
+  static void poolRow(const PoolGeom &g, const float *xp, At &&at, int64_t oy,
+                      float div, float *val, int64_t *idx) {
+    int64_t ox = 0;
+    if (rowInside(g, oy) && cpupooling::vectorRows() &&
+        g.h * g.w < (int64_t(1) << 31)) {
+      cpupooling::RowWindows r{xp, g.w, oy * g.sh, g.kh, g.kw, g.sw};
+      for (int64_t end = colsInside(g); ox < end; ox += 16) {
+        int n = static_cast<int>(std::min<int64_t>(16, end - ox));
+        if (g.isMax) {
+          int32_t at32[16];
+          cpupooling::maxRow(r, ox, n, at32, val + ox);
+          if (idx)
+            std::copy(at32, at32 + n, idx + ox);
+        } else
+          cpupooling::avgRow(r, ox, n, div, val + ox);
+      }
+    }
+    for (; ox < g.ow; ++ox) {
+      if (g.isMax) {
+        int64_t a = argmax(g, at, oy, ox);
+        val[ox] = a < 0 ? -INFINITY : at(a);
+        if (idx)
+          idx[ox] = a;
+      } else {
+        float s = 0.0f;
+        window(g, oy, ox, [&](int64_t off) { s += at(off); });
+        val[ox] = s / div;
+      }
     }
   }
 
+  // Pooling: planes are independent items on the pool. A 16-bit plane is
+  // widened once to f32 and the outputs of a row narrowed together; the
+  // arithmetic (window order, first maximum, f32 sums) is the element
+  // loop's, so the bits are those of storeF32(v) of the plain loop.
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
     float div = static_cast<float>(g.kh * g.kw);
-    withLoader(x, [&](auto load) {
-      // Threads: planes are independent.
-      int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
-                                             std::max<int64_t>(g.h * g.w, 1));
-      cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-          int64_t plane = p * g.h * g.w;
-          auto at = [&](int64_t off) { return load(plane + off); };
-          for (int64_t oy = 0; oy < g.oh; ++oy)
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              float v;
-              if (g.isMax) {
-                int64_t a = argmax(g, at, oy, ox);
-                v = a < 0 ? -INFINITY : at(a);
-              } else {
-                float s = 0.0f;
-                window(g, oy, ox, [&](int64_t off) { s += at(off); });
-                v = s / div;
-              }
-              storeF32(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
-            }
+    int64_t hw = g.h * g.w;
+    int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
+                                           std::max<int64_t>(hw, 1));
+    cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
+      std::vector<float> wide, row(static_cast<size_t>(g.ow));
+      for (int64_t p = p0; p < p1; ++p) {
+        const float *xp = planeOf(x, p, hw, wide);
+        auto at = [xp](int64_t off) { return xp[off]; };
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          poolRow(g, xp, at, oy, div, row.data(), nullptr);
+          storeContig(y, (p * g.oh + oy) * g.ow, g.ow, row.data());
         }
-      });
+      }
     });
     return AMPC_OK;
   }
 
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
     float div = static_cast<float>(g.kh * g.kw);
-    withLoader(x, [&](auto load) {
-      // Threads: planes are independent; each item its own accumulator.
-      int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
-                                             std::max<int64_t>(g.h * g.w, 1));
-      cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
-        std::vector<float> acc(static_cast<size_t>(g.h * g.w));
-        for (int64_t p = p0; p < p1; ++p) {
-          int64_t plane = p * g.h * g.w;
-          auto at = [&](int64_t off) { return load(plane + off); };
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          for (int64_t oy = 0; oy < g.oh; ++oy)
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              float d = loadF32(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
-              if (g.isMax) {
-                int64_t a = argmax(g, at, oy, ox);
-                if (a >= 0)
-                  acc[a] += d;
-              } else {
-                window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
-              }
-            }
-          if (dx.dtype == AMPC_F32)
-            std::copy(acc.begin(), acc.end(),
-                      static_cast<float *>(dx.data) + plane);
-          else
-            for (int64_t i = 0; i < g.h * g.w; ++i)
-              storeF32(dx.data, dx.dtype, plane + i, acc[i]);
+    int64_t hw = g.h * g.w;
+    // Threads: planes are independent; each item its own accumulator. The
+    // gradients go into it in the element loop's order (outputs row by
+    // row, a window's elements in order).
+    int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
+                                           std::max<int64_t>(hw, 1));
+    cpupool::forChunks(g.planes, per, [&](int64_t p0, int64_t p1) {
+      std::vector<float> acc(static_cast<size_t>(hw)), wide,
+          drow(static_cast<size_t>(g.ow)), val(static_cast<size_t>(g.ow));
+      std::vector<int64_t> idx(static_cast<size_t>(g.ow));
+      for (int64_t p = p0; p < p1; ++p) {
+        const float *xp = g.isMax ? planeOf(x, p, hw, wide) : nullptr;
+        auto at = [xp](int64_t off) { return xp[off]; };
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          loadContig(dy, (p * g.oh + oy) * g.ow, g.ow, drow.data());
+          if (g.isMax) {
+            poolRow(g, xp, at, oy, div, val.data(), idx.data());
+            for (int64_t ox = 0; ox < g.ow; ++ox)
+              if (idx[ox] >= 0)
+                acc[idx[ox]] += drow[ox];
+            continue;
+          }
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            float d = drow[ox];
+            window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+          }
         }
-      });
+        storeContig(dx, p * hw, hw, acc.data());
+      }
     });
     return AMPC_OK;
   }

@@ -502,31 +502,32 @@ void Forward::pack(const void *x, Dt xdt, float *packed) const {
 void Forward::run(const float *packed, float *work, void *y, Dt ydt,
                   const float *bias, int64_t b0, int64_t b1) const {
   int64_t taps = g.kh * g.kw, ohw = g.oh * g.ow;
-  float *row = rowBuffer(g.ow);
+  // A 16-bit y: each output channel's plane is assembled in f32 and
+  // rounded in one run (the convolutions' rows are short).
+  float *yPlane = ydt == Dt::F32 ? nullptr : rowBuffer(ohw);
   for (int64_t b = b0; b < b1; ++b) {
-    Corr k{packed,      plane, g.c,
-           offs.data(), taps,  wpk.data() + b * g.c * taps * kOB,
-           work,        ws,    nq};
+    Corr k{packed,      plane   , g.c,
+           offs.data(), taps,     wpk.data() + b * g.c * taps * kOB,
+           work,        ws,       nq};
     corr(k, isa);
     for (int64_t r = 0; r < kOB && b * kOB + r < g.o; ++r) {
       int64_t o = b * kOB + r;
       const float *src = work + r * ws;
       char *dst = static_cast<char *>(y) + o * ohw * dtSize(ydt);
+      float *out = yPlane ? yPlane : reinterpret_cast<float *>(dst);
       for (int64_t oy = 0; oy < g.oh; ++oy) {
         const float *from = src + oy * wj;
-        char *to = dst + oy * g.ow * dtSize(ydt);
+        float *to = out + oy * g.ow;
         if (bias) {
-          // An f32 y gets the sums in place; a 16-bit one through a row.
           float bv = bias[o];
-          float *sum = ydt == Dt::F32 ? reinterpret_cast<float *>(to) : row;
           for (int64_t ox = 0; ox < g.ow; ++ox)
-            sum[ox] = from[ox] + bv;
-          if (ydt != Dt::F32)
-            storeRow(to, ydt, row, g.ow);
-          continue;
+            to[ox] = from[ox] + bv;
+        } else {
+          cpuconv::copyShort(to, from, g.ow * sizeof(float));
         }
-        storeRow(to, ydt, from, g.ow);
       }
+      if (yPlane)
+        storeRow(dst, ydt, yPlane, ohw);
     }
   }
 }
@@ -579,18 +580,20 @@ BackwardData::BackwardData(const Geom &geom, const float *w, Isa i)
 
 void BackwardData::pack(const void *dy, Dt dydt, float *packed) const {
   std::fill(packed, packed + packedN, 0.0f);
+  // A 16-bit dy is widened in one run, then placed row by row.
+  const float *src = planeF32(dy, dydt, g.o * g.oh * g.ow);
   for (int64_t o = 0; o < g.o; ++o)
     for (int64_t oy = 0; oy < g.oh; ++oy)
-      loadRow(packed + o * plane + (oy + my) * wdp + mx,
-              static_cast<const char *>(dy) +
-                  (o * g.oh + oy) * g.ow * dtSize(dydt),
-              dydt, g.ow);
+      cpuconv::copyShort(packed + o * plane + (oy + my) * wdp + mx,
+                         src + (o * g.oh + oy) * g.ow, g.ow * sizeof(float));
 }
 
 void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
                        int64_t b0, int64_t b1) const {
   int64_t nph = g.sh * g.sw, hw = g.h * g.w;
-  float *line = rowBuffer(g.w);
+  // A 16-bit dx: each channel's plane is assembled in f32 and rounded in
+  // one run.
+  float *xPlane = dxdt == Dt::F32 ? nullptr : rowBuffer(hw);
   for (int64_t b = b0; b < b1; ++b) {
     for (int64_t p = 0; p < nph; ++p) {
       const Phase &ph = phases[p];
@@ -608,11 +611,13 @@ void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
     for (int64_t r = 0; r < kOB && b * kOB + r < g.c; ++r) {
       int64_t c = b * kOB + r;
       char *dst = static_cast<char *>(dx) + c * hw * dtSize(dxdt);
+      float *out = xPlane ? xPlane : reinterpret_cast<float *>(dst);
       for (int64_t iy = 0; iy < g.h; ++iy) {
         int64_t u = iy + g.ph, py = u % g.sh, a = u / g.sh;
-        char *to = dst + iy * g.w * dtSize(dxdt);
+        float *to = out + iy * g.w;
         if (g.sw == 1 && !phases[py].offs.empty()) {
-          storeRow(to, dxdt, work + (py * kOB + r) * ws + a * wdp + g.pw, g.w);
+          cpuconv::copyShort(to, work + (py * kOB + r) * ws + a * wdp + g.pw,
+                             g.w * sizeof(float));
           continue;
         }
         // Column phase px holds the ix = sw * b + px - pw.
@@ -621,10 +626,11 @@ void BackwardData::run(const float *packed, float *work, void *dx, Dt dxdt,
           const float *src = work + ((py * g.sw + px) * kOB + r) * ws + a * wdp;
           int64_t b = px >= g.pw ? 0 : (g.pw - px + g.sw - 1) / g.sw;
           for (int64_t ix = g.sw * b + px - g.pw; ix < g.w; ix += g.sw, ++b)
-            line[ix] = none ? 0.0f : src[b];
+            to[ix] = none ? 0.0f : src[b];
         }
-        storeRow(to, dxdt, line, g.w);
       }
+      if (xPlane)
+        storeRow(dst, dxdt, xPlane, hw);
     }
   }
 }
