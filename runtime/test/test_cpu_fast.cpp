@@ -14,17 +14,7 @@ using namespace ampc;
 
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
-float fromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 /// Every f32 whose top 20 bits take all values, with low 12 bits from a set
 /// that covers exact, just-below, halfway and just-above rounding cases of

@@ -13,20 +13,12 @@
 #include <math.h>
 
 using namespace ampc;
+using ampc_test::bitsOf;
+using ampc_test::fromBits;
 
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
-float fromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 /// Bit equality of two f32 arrays: every element the same bits (with
 /// `anyNaN`, a NaN equals any NaN: where two NaNs meet in an addition or a

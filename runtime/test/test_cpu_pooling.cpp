@@ -15,11 +15,6 @@ using namespace ampc_test;
 
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 /// The element loop: first maximum in window order.
 int64_t refArgmax(const float *p, int64_t w, int64_t row0, int64_t col0,

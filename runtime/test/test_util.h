@@ -33,6 +33,18 @@ inline int64_t numel(const Shape &s) {
   return n;
 }
 
+/// An f32's bit pattern, and the f32 of a pattern.
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 inline size_t elemSize(ampc_dtype dt) {
   size_t n = 0;
   ampc_dtype_size(dt, &n);
