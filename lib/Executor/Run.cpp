@@ -742,7 +742,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!world->broadcastState(*ex, program, error) ||
         !world->shareCommunicator(*ex, error))
       return fail(kRuntimeError, error);
-    if (program.training && !world->attach(*ex, error))
+    // A step without minimize can still all-reduce returned gradients:
+    // attached too, so the summary counts its calls.
+    if ((program.training || ex->collectiveCalls() > 0) &&
+        !world->attach(*ex, error))
       return fail(kRuntimeError, error);
   }
 
