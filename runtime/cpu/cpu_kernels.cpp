@@ -284,6 +284,20 @@ bool unaryExpOp(UnaryOp op, const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       y[i] = 0.5f * x[i] * (1.0f + t[i]);
     return true;
+  case UnaryOp::Tanh:
+    if (!vectorTanh())
+      return false;
+    tanhN(x, y, n);
+    return true;
+  case UnaryOp::GeluTanh: // x / 2 * (1 + tanh(sqrt(2 / pi) (x + c x^3)))
+    if (!vectorTanh())
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = kSqrt2OverPi * (x[i] + kGeluCoef * x[i] * x[i] * x[i]);
+    tanhN(t, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = 0.5f * x[i] * (1.0f + t[i]);
+    return true;
   default:
     return false;
   }
@@ -328,6 +342,26 @@ bool unaryBwdExpOp(UnaryOp op, const float *x, const float *dy, float *g,
       float cdf = 0.5f * (1.0f + e[i]);
       float pdf = kInvSqrt2Pi * t[i];
       g[i] = dy[i] * (cdf + x[i] * pdf);
+    }
+    return true;
+  }
+  case UnaryOp::Tanh: // dy * (1 - t^2)
+    if (!vectorTanh())
+      return false;
+    tanhN(x, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = dy[i] * (1.0f - t[i] * t[i]);
+    return true;
+  case UnaryOp::GeluTanh: {
+    if (!vectorTanh())
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      t[i] = kSqrt2OverPi * (x[i] + kGeluCoef * x[i] * x[i] * x[i]);
+    tanhN(t, t, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x[i] * x[i]);
+      g[i] = dy[i] * (0.5f * (1.0f + t[i]) +
+                      0.5f * x[i] * (1.0f - t[i] * t[i]) * dinner);
     }
     return true;
   }

@@ -1,4 +1,4 @@
-//===- cpu_vmath.cpp - Vector expf with libm's bits -----------------------===//
+//===- cpu_vmath.cpp - Vector expf, erff and tanhf with libm's bits ----===//
 //
 // See cpu_vmath.h. The vector code is compiled for AVX2 + FMA with a target
 // attribute and only called after the CPUID check and the self-check.
@@ -225,6 +225,131 @@ erfAVX2(const float *x, float *y, int64_t n) {
     y[i] = erff(x[i]);
 }
 
+// tanh of eight lanes: libm's tanhf (the fdlibm algorithm in f32:
+// 1 - 2 / (expm1f(2|x|) + 2) for |x| >= 1, -t / (t + 2) with
+// t = expm1f(-2|x|) below, and fdlibm's expm1f: reduction by k ln2 in two
+// parts, a degree-5 rational correction, and the reconstruction of each k
+// range), each operation rounded as there, with libm's constants. Lanes
+// with |x| < 2^-55, |x| >= 22, inf or NaN are computed by libm.
+#define AMPC_VM __attribute__((target("avx2,fma")))
+AMPC_VM inline __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+AMPC_VM inline __m256 dvd(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+AMPC_VM inline __m256 pick(__m256 m, __m256 yes, __m256 no) {
+  return _mm256_blendv_ps(no, yes, m);
+}
+AMPC_VM inline __m256 asF(__m256i v) { return _mm256_castsi256_ps(v); }
+AMPC_VM inline __m256i asI(__m256 v) { return _mm256_castps_si256(v); }
+AMPC_VM inline __m256i ic(int32_t v) { return _mm256_set1_epi32(v); }
+AMPC_VM inline __m256 igt(__m256i a, int32_t b) {
+  return asF(_mm256_cmpgt_epi32(a, ic(b)));
+}
+/// y with k added to its exponent (fdlibm's SET_FLOAT_WORD(y, i + (k << 23))).
+AMPC_VM inline __m256 scaleExp(__m256 y, __m256i k) {
+  return asF(_mm256_add_epi32(asI(y), _mm256_slli_epi32(k, 23)));
+}
+
+/// expm1f of the arguments tanhf passes (2|x| in [2, 44), -2|x| in
+/// (-2, -2^-54]), every k range of fdlibm's reconstruction.
+AMPC_VM __m256 expm1Lanes(__m256 a) {
+  const __m256 one = c(1.0f);
+  __m256i hx = _mm256_and_si256(asI(a), ic(0x7fffffff));
+  __m256 neg = _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_LT_OQ);
+  __m256 big = igt(hx, 0x3eb17218);                   // |a| > ln2 / 2
+  __m256 mid = _mm256_and_ps(big, asF(_mm256_cmpgt_epi32(ic(0x3f851592), hx)));
+  __m256 tinyA = asF(_mm256_cmpgt_epi32(ic(0x33000000), hx)); // |a| < 2^-25
+  // k = (int)(invln2 * a +- 0.5) (truncated), t = k; or k = +-1.
+  __m256 halfS = pick(neg, c(-0.5f), c(0.5f));
+  __m256i kg = _mm256_cvttps_epi32(add(mul(c(1.4426950216e+00f), a), halfS));
+  __m256 tk = _mm256_cvtepi32_ps(kg);
+  __m256 hiG = sub(a, mul(tk, c(6.9313812256e-01f)));
+  __m256 loG = mul(tk, c(9.0580006145e-06f));
+  __m256 hiM = pick(neg, add(a, c(6.9313812256e-01f)),
+                    sub(a, c(6.9313812256e-01f)));
+  __m256 loM = pick(neg, c(-9.0580006145e-06f), c(9.0580006145e-06f));
+  __m256i kM = _mm256_blendv_epi8(ic(1), ic(-1), asI(neg));
+  __m256 hi = pick(mid, hiM, hiG), lo = pick(mid, loM, loG);
+  __m256i k = _mm256_blendv_epi8(kg, kM, asI(mid));
+  k = _mm256_and_si256(k, asI(big)); // k = 0 where |a| <= ln2 / 2
+  __m256 xr = sub(hi, lo);
+  __m256 cr = sub(sub(hi, xr), lo);
+  __m256 x = pick(big, xr, a);
+  __m256 cc = pick(big, cr, _mm256_setzero_ps());
+  // The primary range.
+  __m256 hfx = mul(c(0.5f), x);
+  __m256 hxs = mul(x, hfx);
+  const float q[5] = {-3.3333335072e-02f, 1.5873016091e-03f,
+                      -7.9365076090e-05f, 4.0082177293e-06f,
+                      -2.0109921195e-07f};
+  __m256 r1 = mul(hxs, c(q[4]));
+  for (int i = 3; i >= 0; --i)
+    r1 = mul(hxs, add(c(q[i]), r1));
+  r1 = add(one, r1);
+  __m256 t = sub(c(3.0f), mul(r1, hfx));
+  __m256 e = mul(hxs, dvd(sub(r1, t), sub(c(6.0f), mul(x, t))));
+  __m256 r0 = sub(x, sub(mul(x, e), hxs)); // k == 0
+  __m256 e2 = sub(mul(x, sub(e, cc)), cc);
+  e2 = sub(e2, hxs);
+  __m256 rm1 = sub(mul(c(0.5f), sub(x, e2)), c(0.5f)); // k == -1
+  __m256 rp1 = pick(_mm256_cmp_ps(x, c(-0.25f), _CMP_LT_OQ),
+                    mul(c(-2.0f), sub(e2, add(x, c(0.5f)))),
+                    add(one, mul(c(2.0f), sub(x, e2)))); // k == 1
+  // k <= -2 or k > 56.
+  __m256 rFar = sub(scaleExp(sub(one, sub(e2, x)), k), one);
+  // 2 <= k < 23: t = 1 - 2^-k.
+  __m256 t1 = asF(_mm256_sub_epi32(ic(0x3f800000),
+                                   _mm256_srlv_epi32(ic(0x1000000), k)));
+  __m256 rLow = scaleExp(sub(t1, sub(e2, x)), k);
+  // 23 <= k <= 56: t = 2^-k.
+  __m256 t2 = asF(_mm256_slli_epi32(_mm256_sub_epi32(ic(0x7f), k), 23));
+  __m256 rHigh = scaleExp(add(sub(x, add(e2, t2)), one), k);
+  __m256 far = asF(_mm256_or_si256(_mm256_cmpgt_epi32(ic(-1), k),
+                                   _mm256_cmpgt_epi32(k, ic(56))));
+  __m256 low = asF(_mm256_cmpgt_epi32(ic(23), k));
+  __m256 r = pick(low, rLow, rHigh);
+  r = pick(far, rFar, r);
+  r = pick(asF(_mm256_cmpeq_epi32(k, ic(1))), rp1, r);
+  r = pick(asF(_mm256_cmpeq_epi32(k, ic(-1))), rm1, r);
+  r = pick(asF(_mm256_cmpeq_epi32(k, ic(0))), r0, r);
+  return pick(tinyA, a, r);
+}
+
+AMPC_VM __m256 tanh8(__m256 x) {
+  const __m256 one = c(1.0f), two = c(2.0f);
+  __m256i ix = _mm256_and_si256(asI(x), ic(0x7fffffff));
+  __m256 ax = asF(ix);
+  __m256 ge1 = igt(ix, 0x3f7fffff); // |x| >= 1
+  __m256 a = pick(ge1, mul(two, ax), mul(c(-2.0f), ax));
+  __m256 t = expm1Lanes(a);
+  __m256 zHi = sub(one, dvd(two, add(t, two)));
+  __m256 zLo = dvd(_mm256_xor_ps(t, c(-0.0f)), add(t, two));
+  __m256 z = pick(ge1, zHi, zLo);
+  __m256 sign = _mm256_and_ps(x, c(-0.0f));
+  __m256 y = _mm256_xor_ps(z, sign);
+  // |x| < 2^-55 (zero included), |x| >= 22, inf, NaN: libm.
+  __m256 other = _mm256_or_ps(asF(_mm256_cmpgt_epi32(ic(0x24000000), ix)),
+                              igt(ix, 0x41afffff));
+  int bits = _mm256_movemask_ps(other);
+  if (!bits)
+    return y;
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, x);
+  _mm256_store_ps(ys, y);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = tanhf(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+__attribute__((target("avx2,fma"), noinline)) void
+tanhAVX2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, tanh8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = tanhf(x[i]);
+}
+#undef AMPC_VM
+
 uint32_t bitsOf(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
@@ -263,6 +388,7 @@ bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
 
 float libmExp(float x) { return expf(x); }
 float libmErf(float x) { return erff(x); }
+float libmTanh(float x) { return tanhf(x); }
 
 bool vectorAllowed() {
   if (getenv("AMPC_CPU_SCALAR_MATH"))
@@ -290,6 +416,25 @@ bool vectorErf() {
 #else
   return false;
 #endif
+}
+
+bool vectorTanh() {
+#if AMPC_VMATH_X86
+  static const bool use =
+      vectorAllowed() && agrees(tanhAVX2, libmTanh, -12.0f, 12.0f);
+  return use;
+#else
+  return false;
+#endif
+}
+
+void tanhN(const float *x, float *y, int64_t n) {
+#if AMPC_VMATH_X86
+  if (vectorTanh())
+    return tanhAVX2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = tanhf(x[i]);
 }
 
 void expN(const float *x, float *y, int64_t n) {

@@ -178,6 +178,39 @@ TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
   EXPECT_TRUE(sameBits(got, want));
 }
 
+TEST(CpuKernels, TanhMatchesLibmOnEvery61stPattern) {
+  std::printf("vector tanhf %s\n", cpukern::vectorTanh() ? "yes" : "no");
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> in(kBlock), out(kBlock);
+  int64_t checked = 0, differing = 0;
+  uint64_t u = 11;
+  while (u < (1ull << 32)) {
+    int64_t n = 0;
+    for (; n < kBlock && u < (1ull << 32); ++n, u += 61)
+      in[n] = fromBits(static_cast<uint32_t>(u));
+    cpukern::tanhN(in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      differing += bitsOf(out[i]) != bitsOf(tanhf(in[i]));
+    checked += n;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  // Every pattern at the boundaries of tanhf's ranges (2^-55, 1, 22) and of
+  // expm1f's reconstruction ranges for the arguments tanhf passes (|x| =
+  // ln2 / 4, 1.5 ln2 / 2, where k = +-1, and 2^-26), both signs.
+  std::vector<float> edge;
+  for (uint32_t b : {0x24000000u, 0x3f800000u, 0x41b00000u, 0x3e317218u,
+                     0x3f051592u, 0x32800000u})
+    for (uint32_t d = 0; d < 4096; ++d) {
+      edge.push_back(fromBits(b - 2048 + d));
+      edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
+    }
+  std::vector<float> got(edge.size()), want(edge.size());
+  cpukern::tanhN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
+  for (size_t i = 0; i < edge.size(); ++i)
+    want[i] = tanhf(edge[i]);
+  EXPECT_TRUE(sameBits(got, want));
+}
+
 TEST(CpuKernels, ExpMatchesLibmAroundItsSpecialCases) {
   // Every pattern from 87 to 89 and from -88 to -105, where libm switches
   // paths, and odd lengths for the tails.
@@ -216,7 +249,8 @@ TEST(CpuKernels, ExpOpsMatchTheScalarStructs) {
   int64_t n = static_cast<int64_t>(x.size());
   UnaryAttrs attrs{};
   for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::Silu,
-                     UnaryOp::Gelu, UnaryOp::Tanh, UnaryOp::Relu}) {
+                     UnaryOp::Gelu, UnaryOp::Tanh, UnaryOp::GeluTanh,
+                     UnaryOp::Relu}) {
     std::vector<float> want(n), got(n), gWant(n), gGot(n);
     for (int64_t i = 0; i < n; ++i) {
       want[i] = unaryForward(op, x[i], attrs);
