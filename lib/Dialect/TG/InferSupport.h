@@ -1,8 +1,9 @@
 //===- InferSupport.h - shared helpers of tg type inference ----*- C++ -*-===//
 //
 // Private to lib/Dialect/TG: the error helper and shape checks that the
-// inference functions of the forward ops (TGOps.cpp) and of the backward and
-// training ops (TGTrainingOps.cpp) share, so a message reads the same in both.
+// inference functions of the forward ops (TGOps.cpp and the per-area files)
+// and of the backward and training ops (TGTrainingOps.cpp) share, so a
+// message reads the same in all of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ampc::tg::detail {
@@ -60,6 +62,89 @@ inline mlir::FailureOr<mlir::Type> promoteAll(const InferError &err,
     result = next;
   }
   return result;
+}
+
+/// Appends one tensor type per shape in `shapes`, all of the promoted element
+/// type of `values` (reported as promoteAll does): the usual last step of an
+/// inference whose result takes its element type from the operands.
+inline mlir::LogicalResult
+pushPromoted(const InferError &err, mlir::ValueRange values,
+             llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+             llvm::SmallVectorImpl<mlir::Type> &types) {
+  mlir::FailureOr<mlir::Type> elt = promoteAll(err, values);
+  if (mlir::failed(elt))
+    return mlir::failure();
+  for (llvm::ArrayRef<int64_t> shape : shapes)
+    types.push_back(mlir::RankedTensorType::get(shape, *elt));
+  return mlir::success();
+}
+
+/// Checks the `dim` attribute of an op over one dim of `x` (a scalar counts
+/// as rank 1). `sayRank` adds ` (rank N)` to the out-of-range message, as
+/// every op but softmax_grad and log_softmax_grad prints it.
+inline mlir::LogicalResult checkDim(const InferError &err,
+                                    mlir::RankedTensorType x,
+                                    mlir::IntegerAttr dimAttr,
+                                    bool sayRank = true) {
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1)) {
+    if (sayRank)
+      return err("dim ", dim, " is out of range for ", x, " (rank ",
+                 x.getRank(), ")");
+    return err("dim ", dim, " is out of range for ", x);
+  }
+  return mlir::success();
+}
+
+/// Checks the `dims` of a reduction of `x` (present, not empty unless `x` is
+/// a scalar, in range, sorted and distinct) and returns the result's shape.
+/// `sayRank` adds ` (rank N)` to the out-of-range message, as every op but
+/// max_grad prints it.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+reduceShape(const InferError &err, mlir::RankedTensorType x,
+            mlir::DenseI64ArrayAttr dimsAttr, bool keepdim,
+            bool sayRank = true) {
+  if (!dimsAttr)
+    return err("requires attribute 'dims'");
+  llvm::ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  // torch.sum(x, dim=[]) reduces every dim; the IR spells the dims out, so an
+  // empty list would be ambiguous.
+  if (dims.empty() && x.getRank() > 0)
+    return err("dims must not be empty (list every dim to reduce)");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= x.getRank()) {
+      if (sayRank)
+        return err("dim ", dims[i], " is out of range for ", x, " (rank ",
+                   x.getRank(), ")");
+      return err("dim ", dims[i], " is out of range for ", x);
+    }
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return err("dims ", shapeToString(dims), " must be sorted and distinct");
+  }
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(x.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+/// Checks the input and `eps` of layer_norm / rms_norm and their backward
+/// ops: rank >= 1, eps present and >= 0.
+inline mlir::LogicalResult checkLastDimNorm(const InferError &err,
+                                            mlir::RankedTensorType x,
+                                            mlir::FloatAttr eps) {
+  if (x.getRank() < 1)
+    return err("input must have rank >= 1, got ", x);
+  if (!eps)
+    return err("requires attribute 'eps'");
+  if (!(eps.getValueAsDouble() >= 0.0))
+    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  return mlir::success();
 }
 
 /// Checks that `attr` holds two (H, W) values, each at least `minValue`.

@@ -82,12 +82,8 @@ LogicalResult ampc::tg::detail::inferPairLossGrad(
     return err("the gradient of the loss must be a scalar, got ", g);
   if (a.getShape() != b.getShape())
     return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
+                      types);
 }
 
 LogicalResult ampc::tg::detail::inferArgmax(std::optional<Location> loc,

@@ -262,13 +262,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
   if (b)
     vals.push_back(adaptor.getBias());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
   SmallVector<int64_t> shape(x.getShape());
   shape.back() = w.getDimSize(0);
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, vals, {shape}, types);
 }
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
@@ -398,29 +394,10 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (!dimsAttr)
-    return err("requires attribute 'dims'");
-  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
-  // torch.sum(x, dim=[]) reduces every dim; the IR spells the dims out, so an
-  // empty list would be ambiguous.
-  if (dims.empty() && x.getRank() > 0)
-    return err("dims must not be empty (list every dim to reduce)");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= x.getRank())
-      return err("dim ", dims[i], " is out of range for ", x,
-                 " (rank ", x.getRank(), ")");
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeToString(dims),
-                 " must be sorted and distinct");
-  }
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < x.getRank(); ++d) {
-    if (!llvm::is_contained(dims, d))
-      shape.push_back(x.getDimSize(d));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  auto shape = reduceShape(err, x, dimsAttr, keepdim);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
   return success();
 }
 
@@ -449,12 +426,8 @@ static LogicalResult inferSoftmaxLike(StringRef name,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (!dimAttr)
-    return err("requires attribute 'dim'");
-  int64_t dim = dimAttr.getInt();
-  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1))
-    return err("dim ", dim, " is out of range for ", x, " (rank ",
-               x.getRank(), ")");
+  if (failed(checkDim(err, x, dimAttr)))
+    return failure();
   types.push_back(x);
   return success();
 }
@@ -483,12 +456,8 @@ static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (x.getRank() < 1)
-    return err("input must have rank >= 1, got ", x);
-  if (!eps)
-    return err("requires attribute 'eps'");
-  if (!(eps.getValueAsDouble() >= 0.0))
-    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
   int64_t d = x.getShape().back();
   static const char *const names[] = {"weight", "bias"};
   for (auto [i, v] : llvm::enumerate(affine)) {
@@ -499,11 +468,7 @@ static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
   }
   SmallVector<Value> vals{input};
   vals.append(affine.begin(), affine.end());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, vals, {x.getShape()}, types);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
@@ -691,11 +656,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                    " in dim ", d, " (only dim ", dim, " may differ)");
     shape[dim] += t.getDimSize(dim);
   }
-  FailureOr<Type> elt = promoteAll(err, inputs);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, inputs, {shape}, types);
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
@@ -772,17 +733,8 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  InferError err{loc, "mse_loss"};
-  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get({}, *elt));
-  return success();
+  return inferPairLoss("mse_loss", loc, adaptor.getLhs(), adaptor.getRhs(),
+                       types);
 }
 
 //===----------------------------------------------------------------------===//

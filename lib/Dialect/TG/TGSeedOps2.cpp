@@ -86,11 +86,7 @@ static LogicalResult inferAddGemm(StringRef name, Product kind,
   if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
     return err("input ", c, " does not broadcast to the product's shape ",
                shapeToString(shape));
-  FailureOr<Type> elt = promoteAll(err, {input, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, {input, lhs, rhs}, {shape}, types);
 }
 
 #define AMPC_ADD_GEMM_INFER(OP, NAME, KIND)                                    \
@@ -135,12 +131,8 @@ LogicalResult PreluOp::inferReturnTypes(MLIRContext *,
     return err("operands must be ranked tensors");
   if (failed(checkPreluWeight(err, x, w)))
     return failure();
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getInput(), adaptor.getWeight()},
+                      {x.getShape()}, types);
 }
 
 LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
@@ -156,13 +148,9 @@ LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (g.getShape() != x.getShape())
     return err("grad ", g, " must have the input's shape ", x);
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -451,11 +439,7 @@ static LogicalResult inferConvNd(StringRef name, int64_t n,
   SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
   if (b)
     vals.push_back(adaptor.getBias());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, *elt));
-  return success();
+  return pushPromoted(err, vals, {*shape}, types);
 }
 
 LogicalResult Conv1dOp::inferReturnTypes(MLIRContext *,
@@ -491,13 +475,9 @@ static LogicalResult inferConvNdGrad(StringRef name, StringRef fwd, int64_t n,
   if (g.getShape() != ArrayRef<int64_t>(*shape))
     return err("grad ", g, " must have the ", fwd, " output shape ",
                shapeToString(*shape));
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 LogicalResult Conv1dGradOp::inferReturnTypes(MLIRContext *,
@@ -730,11 +710,7 @@ static LogicalResult inferFixedMatmul(StringRef name, int64_t ra, int64_t rb,
   shape.push_back(a.getDimSize(ra - 2));
   if (rb > 1)
     shape.push_back(b.getDimSize(rb - 1));
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, {lhs, rhs}, {shape}, types);
 }
 
 LogicalResult MmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,

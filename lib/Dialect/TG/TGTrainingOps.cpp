@@ -79,11 +79,7 @@ LogicalResult ampc::tg::detail::inferUnaryGrad(StringRef name,
     return err("operands must be ranked tensors");
   if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
 // The inference of every TG_UnaryGradOp is generated with it (TGOps.td).
@@ -114,12 +110,8 @@ static LogicalResult inferBinaryGrad(StringRef name,
     return err("operands ", a, " and ", b, " do not broadcast");
   if (failed(checkGradShape(err, grad, *shape, "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
+                      types);
 }
 
 #define TG_BINARY_GRAD_INFER(OP, NAME)                                         \
@@ -143,37 +135,20 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
   auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
   if (!x || !y || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
-  if (!adaptor.getDimsAttr())
-    return err("requires attribute 'dims'");
-  ArrayRef<int64_t> dims = adaptor.getDims();
-  if (dims.empty() && x.getRank() > 0)
-    return err("dims must not be empty (list every dim to reduce)");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= x.getRank())
-      return err("dim ", dims[i], " is out of range for ", x);
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeToString(dims), " must be sorted and distinct");
-  }
-  bool keepdim = static_cast<bool>(adaptor.getKeepdimAttr());
-  SmallVector<int64_t> reduced;
-  for (int64_t d = 0; d < x.getRank(); ++d) {
-    if (!llvm::is_contained(dims, d))
-      reduced.push_back(x.getDimSize(d));
-    else if (keepdim)
-      reduced.push_back(1);
-  }
-  if (y.getShape() != ArrayRef<int64_t>(reduced))
+  auto reduced = reduceShape(err, x, adaptor.getDimsAttr(),
+                             static_cast<bool>(adaptor.getKeepdimAttr()),
+                             /*sayRank=*/false);
+  if (failed(reduced))
+    return failure();
+  if (y.getShape() != ArrayRef<int64_t>(*reduced))
     return err("forward result ", y, " must have the shape ",
-               shapeToString(reduced), " of max over dims ", shapeToString(dims), " of ",
-               x);
-  if (failed(checkGradShape(err, adaptor.getGrad(), reduced, "max")))
+               shapeToString(*reduced), " of max over dims ",
+               shapeToString(adaptor.getDims()), " of ", x);
+  if (failed(checkGradShape(err, adaptor.getGrad(), *reduced, "max")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()},
+      {x.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -188,18 +163,10 @@ static LogicalResult inferSoftmaxGrad(StringRef name,
   auto y = tensorType(output);
   if (!y || !tensorType(grad))
     return err("operands must be ranked tensors");
-  if (!dimAttr)
-    return err("requires attribute 'dim'");
-  int64_t dim = dimAttr.getInt();
-  if (dim < 0 || dim >= std::max<int64_t>(y.getRank(), 1))
-    return err("dim ", dim, " is out of range for ", y);
-  if (failed(checkGradShape(err, grad, y.getShape(), "forward")))
+  if (failed(checkDim(err, y, dimAttr, /*sayRank=*/false)) ||
+      failed(checkGradShape(err, grad, y.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, output});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(y.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, output}, {y.getShape()}, types);
 }
 
 LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
@@ -225,12 +192,8 @@ static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input), w = tensorType(weight);
   if (!x || !w || !tensorType(grad))
     return err("operands must be ranked tensors");
-  if (x.getRank() < 1)
-    return err("input must have rank >= 1, got ", x);
-  if (!eps)
-    return err("requires attribute 'eps'");
-  if (!(eps.getValueAsDouble() >= 0.0))
-    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
   int64_t d = x.getShape().back();
   if (w.getRank() != 1 || w.getDimSize(0) != d)
     return err("weight ", w, " must be [", d,
@@ -300,13 +263,9 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   }
   if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
@@ -324,11 +283,7 @@ static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
     return failure();
   if (failed(checkGradShape(err, grad, *out, "pooling")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
 LogicalResult MaxPool2dGradOp::inferReturnTypes(MLIRContext *,
@@ -388,12 +343,8 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
                "] to match logits ", logits);
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getGrad(), adaptor.getLogits()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(logits.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getGrad(), adaptor.getLogits()},
+                      {logits.getShape()}, types);
 }
 
 LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
@@ -408,13 +359,9 @@ LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
     return err("operands must have the same shape, got ", a, " and ", b);
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err,
+                      {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()},
+                      {a.getShape(), b.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
