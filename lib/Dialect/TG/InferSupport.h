@@ -133,6 +133,18 @@ reduceShape(const InferError &err, mlir::RankedTensorType x,
   return shape;
 }
 
+/// The promoted element type of the operands of a pair loss: two ranked
+/// tensors of one shape.
+inline mlir::FailureOr<mlir::Type>
+pairLossType(const InferError &err, mlir::Value lhs, mlir::Value rhs) {
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  return promoteAll(err, {lhs, rhs});
+}
+
 /// Checks the input and `eps` of layer_norm / rms_norm and their backward
 /// ops: rank >= 1, eps present and >= 0.
 inline mlir::LogicalResult checkLastDimNorm(const InferError &err,
@@ -160,6 +172,25 @@ inline mlir::LogicalResult checkPair(const InferError &err,
     if (v < minValue)
       return err("'", what, "' values must be >= ", minValue, ", got ",
                  shapeToString(attr.asArrayRef()));
+  return mlir::success();
+}
+
+/// Checks the ranks of conv2d's input [N, C, H, W] and weight
+/// [O, C/groups, KH, KW] and its stride, padding and dilation pairs (conv2d
+/// and conv2d_grad).
+inline mlir::LogicalResult
+checkConv2dOperands(const InferError &err, mlir::RankedTensorType x,
+                    mlir::RankedTensorType w, mlir::DenseI64ArrayAttr stride,
+                    mlir::DenseI64ArrayAttr padding,
+                    mlir::DenseI64ArrayAttr dilation) {
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (w.getRank() != 4)
+    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
+  if (failed(checkPair(err, "stride", stride, 1)) ||
+      failed(checkPair(err, "padding", padding, 0)) ||
+      failed(checkPair(err, "dilation", dilation, 1)))
+    return mlir::failure();
   return mlir::success();
 }
 
@@ -203,6 +234,13 @@ mlir::LogicalResult inferCompare(llvm::StringRef name,
                                  std::optional<mlir::Location> loc,
                                  mlir::Value lhs, mlir::Value rhs,
                                  llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of an op along the `dim` attribute that keeps its operand's
+/// type: softmax, log_softmax, cumsum, cumsum_grad.
+mlir::LogicalResult inferAlongDim(llvm::StringRef name,
+                                  std::optional<mlir::Location> loc,
+                                  mlir::Value input, mlir::IntegerAttr dimAttr,
+                                  llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// Result type of `tg.argmax`: i32, `dim` dropped (size 1 with keepdim).
 mlir::LogicalResult inferArgmax(std::optional<mlir::Location> loc,

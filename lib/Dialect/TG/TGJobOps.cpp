@@ -59,12 +59,7 @@ LogicalResult ampc::tg::detail::inferPairLoss(StringRef name,
                                               Value lhs, Value rhs,
                                               SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
-  auto a = tensorType(lhs), b = tensorType(rhs);
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  FailureOr<Type> elt = pairLossType(err, lhs, rhs);
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get({}, *elt));

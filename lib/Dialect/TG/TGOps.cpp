@@ -276,13 +276,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   auto b = tensorType(adaptor.getBias());
   if (!x || !w)
     return err("operands must be ranked tensors");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (w.getRank() != 4)
-    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
-  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
-      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
-      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
     return failure();
   IntegerAttr groupsAttr = adaptor.getGroupsAttr();
   if (!groupsAttr)
@@ -418,10 +414,10 @@ TG_REDUCE_INFER(MaxOp, "max")
 // Normalization
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferSoftmaxLike(StringRef name,
-                                      std::optional<Location> loc, Value input,
-                                      IntegerAttr dimAttr,
-                                      SmallVectorImpl<Type> &types) {
+LogicalResult ampc::tg::detail::inferAlongDim(StringRef name,
+                                              std::optional<Location> loc,
+                                              Value input, IntegerAttr dimAttr,
+                                              SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
   auto x = tensorType(input);
   if (!x)
@@ -436,16 +432,16 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  return inferSoftmaxLike("softmax", loc, adaptor.getInput(),
-                          adaptor.getDimAttr(), types);
+  return inferAlongDim("softmax", loc, adaptor.getInput(), adaptor.getDimAttr(),
+                       types);
 }
 
 LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  return inferSoftmaxLike("log_softmax", loc, adaptor.getInput(),
-                          adaptor.getDimAttr(), types);
+  return inferAlongDim("log_softmax", loc, adaptor.getInput(),
+                       adaptor.getDimAttr(), types);
 }
 
 /// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.

@@ -127,15 +127,10 @@ LogicalResult inferPairReduced(StringRef name, std::optional<Location> loc,
                                Value lhs, Value rhs, StringAttr reduction,
                                bool batchmean, SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
-  auto a = tensorType(lhs), b = tensorType(rhs);
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  FailureOr<Type> elt = pairLossType(err, lhs, rhs);
   if (failed(elt))
     return failure();
-  auto shape = lossShape(err, a.getShape(), reduction, batchmean);
+  auto shape = lossShape(err, tensorType(lhs).getShape(), reduction, batchmean);
   if (failed(shape))
     return failure();
   types.push_back(RankedTensorType::get(*shape, *elt));
@@ -246,28 +241,16 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cumsum"};
-  auto x = tensorType(adaptor.getInput());
-  if (!x)
-    return err("operand must be a ranked tensor");
-  if (failed(checkDim(err, x, adaptor.getDimAttr())))
-    return failure();
-  types.push_back(x);
-  return success();
+  return inferAlongDim("cumsum", loc, adaptor.getInput(), adaptor.getDimAttr(),
+                       types);
 }
 
 LogicalResult CumsumGradOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cumsum_grad"};
-  auto g = tensorType(adaptor.getGrad());
-  if (!g)
-    return err("operand must be a ranked tensor");
-  if (failed(checkDim(err, g, adaptor.getDimAttr())))
-    return failure();
-  types.push_back(g);
-  return success();
+  return inferAlongDim("cumsum_grad", loc, adaptor.getGrad(),
+                       adaptor.getDimAttr(), types);
 }
 
 //===----------------------------------------------------------------------===//

@@ -235,13 +235,9 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
   if (!x || !w || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (w.getRank() != 4)
-    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
-  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
-      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
-      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
     return failure();
   if (!adaptor.getGroupsAttr())
     return err("requires attribute 'groups'");
