@@ -382,6 +382,23 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
   return AMPC_OK;
 }
 
+/// ampc_linear_fwd/_bwd: parses x and w of x * w^T and the optional bias
+/// (or its gradient) [out]; `want` is the shape of y (and dy).
+ampc_status linearShapes(const char *fn, const TensorArg &x, const TensorArg &w,
+                         const TensorArg &bias, Shape &xs, Shape &ws, Shape &bs,
+                         Shape &want) {
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: x %s and w %s do not fit x * w^T", fn,
+                    xs.str().c_str(), ws.str().c_str());
+  AMPC_TRY(checkBias(fn, bias, ws.d[0], bs));
+  want = xs;
+  want.d[want.rank - 1] = ws.d[0];
+  return AMPC_OK;
+}
+
 /// 2-D convolutions on the CPU other than pointwise ones (1x1, stride 1, no
 /// padding: one GEMM on the image) run on the direct kernels of
 /// runtime/cpu/cpu_directconv (any stride, padding, dilation and groups).
@@ -985,17 +1002,10 @@ ampc_status ampc_linear_fwd(
   const char *fn = "ampc_linear_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
-    Shape ys, xs, ws, bs;
+    Shape ys, xs, ws, bs, want;
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
-      return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                      "%s: x %s and w %s do not fit x * w^T", fn,
-                      xs.str().c_str(), ws.str().c_str());
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(bias), ws.d[0], bs));
-    Shape want = xs;
-    want.d[want.rank - 1] = ws.d[0];
+    AMPC_TRY(linearShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(bias),
+                          xs, ws, bs, want));
     if (ys != want)
       return shapeError(fn, "y", ys, want);
     if (epilogue < AMPC_EPILOGUE_NONE || epilogue > AMPC_EPILOGUE_GELU_TANH)
@@ -1025,19 +1035,12 @@ ampc_status ampc_linear_bwd(
   const char *fn = "ampc_linear_bwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
-    Shape dxs, dws, dbs, dys, xs, ws;
+    Shape dxs, dws, dbs, dys, xs, ws, want;
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
-      return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                      "%s: x %s and w %s do not fit x * w^T", fn,
-                      xs.str().c_str(), ws.str().c_str());
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(dbias), ws.d[0], dbs));
-    Shape want = xs;
-    want.d[want.rank - 1] = ws.d[0];
+    AMPC_TRY(linearShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w),
+                          AMPC_TENSOR(dbias), xs, ws, dbs, want));
     if (dys != want)
       return shapeError(fn, "dy", dys, want);
     if (dx && dxs != xs)

@@ -195,6 +195,22 @@ ampc_status parseReduction(const char *fn, const TensorArg &x,
   return AMPC_OK;
 }
 
+/// The backward of a reduction: parseReduction of the forward result `y` and
+/// of `dy`, and dx of x's shape.
+ampc_status parseReductionBwd(const char *fn, const TensorArg &dx,
+                              const TensorArg &dy, const TensorArg &x,
+                              const TensorArg &y, const int64_t *dims,
+                              int32_t nDims, int32_t keepdim, Shape &xs,
+                              bool *reduced, Shape &keep) {
+  Shape dxs;
+  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, keep));
+  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, keep));
+  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
+  if (dxs != xs)
+    return shapeError(fn, dx.name, dxs, xs);
+  return AMPC_OK;
+}
+
 //===----------------------------------------------------------------------===//
 // logsumexp, norm
 //===----------------------------------------------------------------------===//
@@ -231,13 +247,10 @@ ampc_status logsumexpBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
                          const TensorArg &y, const int64_t *dims,
                          int32_t nDims, int32_t keepdim) {
   AMPC_TRY(checkContext(fn, ctx));
-  Shape xs, ks, dxs;
+  Shape xs, ks;
   bool reduced[kMaxRank];
-  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  if (dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
+  AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
+                             reduced, ks));
   Kit k(*ctx->backend);
   int64_t n = xs.numel();
   if (n == 0)
@@ -297,13 +310,10 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
                     int32_t nDims, int32_t keepdim) {
   AMPC_TRY(checkContext(fn, ctx));
   AMPC_TRY(checkP(fn, p));
-  Shape xs, ks, dxs;
+  Shape xs, ks;
   bool reduced[kMaxRank];
-  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  if (dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
+  AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
+                             reduced, ks));
   Kit k(*ctx->backend);
   int64_t n = xs.numel(), m = ks.numel();
   if (n == 0)
