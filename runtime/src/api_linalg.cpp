@@ -287,11 +287,7 @@ struct ShiftedGemms {
   /// dst = src over n contiguous elements, converting (the backends' fast
   /// contiguous path; strided copies that convert go element by element).
   static ampc_status convertRun(Backend &be, Buf dst, Buf src, int64_t n) {
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = n;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return be.copy(dst, src, w, 1.0f);
+    return be.copy(dst, src, flatWalk(n), 1.0f);
   }
   /// The interior of xpad [C, hp, wp] (f32, border already zero) = x; an
   /// f16/bf16 x is widened into `scratch` (f32 [C, h, w]) first.

@@ -36,16 +36,8 @@ Shape atLeast1(Shape s) {
 Walk broadcastWalk(const Shape &ys0, const Shape &as0, const Shape &bs0) {
   Shape ys = atLeast1(ys0);
   Walk w = contiguousWalk(ys);
-  const Shape *ops[2] = {&as0, &bs0};
-  for (int k = 0; k < 2; ++k) {
-    const Shape &s = *ops[k];
-    int64_t st[kMaxRank];
-    contiguousStrides(s, st);
-    int lead = ys.rank - s.rank;
-    for (int i = 0; i < ys.rank; ++i)
-      w.stride[1 + k][i] =
-          (i < lead || s.d[i - lead] != ys.d[i]) ? 0 : st[i - lead];
-  }
+  broadcastStrides(as0, ys, w.stride[1]);
+  broadcastStrides(bs0, ys, w.stride[2]);
   return w;
 }
 
@@ -103,11 +95,7 @@ struct Kit {
   ampc_status copy(Buf dst, Buf src, int64_t n, float scale = 1.0f) {
     if (n == 0)
       return AMPC_OK;
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = n;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return be.copy(dst, src, w, scale);
+    return be.copy(dst, src, flatWalk(n), scale);
   }
   /// y = reduce of x (shape xs) over the flagged dims.
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Shape &xs0,

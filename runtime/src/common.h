@@ -143,6 +143,12 @@ private:
 void contiguousStrides(const Shape &s, int64_t *strides);
 /// A walk over `s` with operand 0 and 1 contiguous.
 Walk contiguousWalk(const Shape &s);
+/// A one-dim walk over `n` elements with operands 0 and 1 contiguous (the
+/// backends' contiguous copy).
+Walk flatWalk(int64_t n);
+/// Contiguous element strides of `s` broadcast against `full`
+/// (right-aligned; 0 on broadcast and leading dims).
+void broadcastStrides(const Shape &s, const Shape &full, int64_t *out);
 /// The walks of a reduction of contiguous `xs` over the flagged dims: outer
 /// over the kept dims (stride 0: contiguous output, 1: x), inner over the
 /// reduced dims (stride 1: x).
