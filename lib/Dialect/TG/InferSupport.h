@@ -159,6 +159,15 @@ inline mlir::LogicalResult checkLastDimNorm(const InferError &err,
   return mlir::success();
 }
 
+/// Checks gelu's and gelu_grad's `approximate` attribute (absent: "none").
+inline mlir::LogicalResult checkGeluApproximate(const InferError &err,
+                                                mlir::StringAttr approx) {
+  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
+    return err("approximate must be \"none\" or \"tanh\", got \"",
+               approx.getValue(), "\"");
+  return mlir::success();
+}
+
 /// Checks that `attr` holds two (H, W) values, each at least `minValue`.
 inline mlir::LogicalResult checkPair(const InferError &err,
                                      llvm::StringRef what,

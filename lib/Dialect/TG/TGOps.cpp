@@ -370,11 +370,9 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  StringAttr approx = adaptor.getApproximateAttr();
-  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
-    return emitOptionalError(
-        loc, "'tg.gelu' approximate must be \"none\" or \"tanh\", got \"",
-        approx.getValue(), "\"");
+  if (failed(checkGeluApproximate(InferError{loc, "gelu"},
+                                  adaptor.getApproximateAttr())))
+    return failure();
   types.push_back(adaptor.getInput().getType());
   return success();
 }

@@ -88,11 +88,9 @@ LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
-  StringAttr approx = adaptor.getApproximateAttr();
-  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
-    return emitOptionalError(
-        loc, "'tg.gelu_grad' approximate must be \"none\" or \"tanh\", got \"",
-        approx.getValue(), "\"");
+  if (failed(checkGeluApproximate(InferError{loc, "gelu_grad"},
+                                  adaptor.getApproximateAttr())))
+    return failure();
   return inferUnaryGrad("gelu_grad", loc, adaptor.getGrad(),
                         adaptor.getInput(), types);
 }
