@@ -168,6 +168,19 @@ inline mlir::LogicalResult checkGeluApproximate(const InferError &err,
   return mlir::success();
 }
 
+/// The broadcast shape of `a` and `b`, reporting the result dim where they
+/// do not broadcast.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastPair(const InferError &err, mlir::RankedTensorType a,
+              mlir::RankedTensorType b) {
+  int64_t badDim = 0;
+  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!shape)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  return llvm::SmallVector<int64_t>(*shape);
+}
+
 /// Checks that `attr` holds two (H, W) values, each at least `minValue`.
 inline mlir::LogicalResult checkPair(const InferError &err,
                                      llvm::StringRef what,

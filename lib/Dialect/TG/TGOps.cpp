@@ -336,11 +336,9 @@ LogicalResult ampc::tg::detail::inferBinary(StringRef name,
   Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
   if (!elt)
     return err("cannot combine element types of ", a, " and ", b);
-  int64_t badDim = 0;
-  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!shape)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
+  auto shape = broadcastPair(err, a, b);
+  if (failed(shape))
+    return failure();
   types.push_back(RankedTensorType::get(*shape, elt));
   return success();
 }

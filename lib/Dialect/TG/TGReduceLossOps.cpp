@@ -76,11 +76,9 @@ FailureOr<SmallVector<int64_t>> cosineShape(const InferError &err,
                                             RankedTensorType b,
                                             IntegerAttr dimAttr,
                                             FloatAttr epsAttr) {
-  int64_t badDim = 0;
-  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!shape)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
+  auto shape = broadcastPair(err, a, b);
+  if (failed(shape))
+    return failure();
   if (static_cast<int64_t>(shape->size()) != a.getRank())
     return err("the second operand ", b, " has a higher rank than the first ",
                a);
