@@ -359,6 +359,39 @@ public:
     if (scale == 1.0f && dst.dtype == src.dtype &&
         cpufast::stridedCopy(dst.data, src.data, dtypeSize(dst.dtype), w))
       return AMPC_OK;
+    if ((scale != 1.0f || dst.dtype != src.dtype) &&
+        isFloatDtype(dst.dtype) && isFloatDtype(src.dtype)) {
+      // Strided or broadcast float data with a conversion or a scale (the
+      // backward of a sum or mean broadcasts an f32 gradient into a 16-bit
+      // one): row by row through f32 pieces, each element
+      // storeF32(scale * loadF32) as in the element loop below.
+      Walk c = cpukern::collapse(w);
+      int last = c.rank - 1;
+      int64_t cols = c.shape[last], rows = c.numel() / cols;
+      int64_t ds = c.stride[0][last], ss = c.stride[1][last];
+      int64_t rowsPerItem = std::max<int64_t>(1, kParChunk / cols);
+      cpupool::forChunks(rows, rowsPerItem, [&](int64_t lo, int64_t hi) {
+        float buf[kChunk];
+        for (int64_t r = lo; r < hi; ++r) {
+          int64_t o0 = 0, o1 = 0;
+          for (int64_t d = last - 1, q = r; d >= 0; --d) {
+            int64_t i = q % c.shape[d];
+            q /= c.shape[d];
+            o0 += i * c.stride[0][d];
+            o1 += i * c.stride[1][d];
+          }
+          for (int64_t j = 0; j < cols; j += kChunk) {
+            int64_t len = std::min(kChunk, cols - j);
+            cpukern::loadRun(src, o1 + j * ss, ss, len, buf);
+            if (scale != 1.0f)
+              for (int64_t i = 0; i < len; ++i)
+                buf[i] = scale * buf[i];
+            cpukern::storeRun(dst, o0 + j * ds, ds, len, buf);
+          }
+        }
+      });
+      return AMPC_OK;
+    }
     if (scale == 1.0f) {
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);

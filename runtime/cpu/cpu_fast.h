@@ -1,9 +1,9 @@
 //===- cpu_fast.h - Fast paths of the CPU backend's data movement -*- C++ -*-===//
 //
 // Same-result fast paths behind the CPU backend's generic strided loops:
-//  - f16 <-> f32 conversion of contiguous runs with the F16C instructions
-//    (chosen at run time when the CPU has them), and bf16 <-> f32 with AVX2,
-//    both bit-identical to the scalar conversions of half.h, NaNs included;
+//  - f16 <-> f32 and bf16 <-> f32 conversion of contiguous runs with
+//    AVX-512 or F16C/AVX2 (the widest the CPU has, chosen at run time),
+//    bit-identical to the scalar conversions of half.h, NaNs included;
 //  - strided copies (transposes, permutes, slices) moved as typed rows or
 //    cache-sized 2-D tiles instead of element by element through the dtype
 //    switch, 4-byte transposes in 8x8 blocks transposed in AVX registers;
@@ -23,8 +23,19 @@
 namespace ampc {
 namespace cpufast {
 
-/// Whether the vector conversion paths are in use (the CPU has F16C / AVX2
-/// and AMPC_CPU_SCALAR_CONVERT is not set in the environment).
+/// The instruction sets of the contiguous conversions, narrowest first.
+/// Every one gives the same bits.
+enum class ConvertIsa { Scalar, AVX2, AVX512 };
+
+/// Whether this CPU can run `isa`'s conversions.
+bool convertSupported(ConvertIsa isa);
+/// The conversions in use: the widest supported, unless the environment
+/// caps it (AMPC_CPU_CONVERT_ISA=scalar|avx2, or AMPC_CPU_SCALAR_CONVERT set).
+ConvertIsa convertIsa();
+const char *convertIsaName(ConvertIsa isa);
+
+/// Whether the vector conversion paths are in use (convertIsa() is not
+/// Scalar), and whether AVX2 may be used by the other fast paths.
 bool haveF16C();
 bool haveAVX2();
 
@@ -34,6 +45,13 @@ void f16ToF32N(const uint16_t *in, float *out, int64_t n);
 void f32ToF16N(const float *in, uint16_t *out, int64_t n);
 void bf16ToF32N(const uint16_t *in, float *out, int64_t n);
 void f32ToBf16N(const float *in, uint16_t *out, int64_t n);
+
+/// The same with a given instruction set (it must be supported), for tests
+/// and benchmarks that compare the paths.
+void f16ToF32With(ConvertIsa isa, const uint16_t *in, float *out, int64_t n);
+void f32ToF16With(ConvertIsa isa, const float *in, uint16_t *out, int64_t n);
+void bf16ToF32With(ConvertIsa isa, const uint16_t *in, float *out, int64_t n);
+void f32ToBf16With(ConvertIsa isa, const float *in, uint16_t *out, int64_t n);
 
 /// Copies the elements of a walk between two buffers of the same element
 /// size (operand 0 dst, operand 1 src); returns false (having done nothing)

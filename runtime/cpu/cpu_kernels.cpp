@@ -65,6 +65,8 @@ namespace {
 constexpr int64_t kChunk = 1024;
 
 
+} // namespace
+
 /// Reads n elements from `off` with `stride` as f32.
 void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out) {
   if (stride == 1)
@@ -97,6 +99,8 @@ void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in) {
   for (int64_t i = 0; i < n; ++i)
     storeF32(b.data, b.dtype, off + i * stride, in[i]);
 }
+
+namespace {
 
 /// The run as f32: in place when it is f32 and contiguous, else read into
 /// `scratch`.

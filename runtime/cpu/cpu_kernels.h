@@ -29,6 +29,10 @@ namespace cpukern {
 /// The CPU backend's one copy of these chunk converters.
 void loadContig(Buf b, int64_t off, int64_t n, float *out);
 void storeContig(Buf b, int64_t off, int64_t n, const float *in);
+/// The same for n elements `stride` apart (0: one element, repeated on
+/// load).
+void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out);
+void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in);
 
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n);
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,

@@ -492,7 +492,7 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
   cpudirect::Isa isa = cpudirect::defaultIsa();
   cpudirect::Geom dg = directGeom(g, og);
-  Temp wt(be), dwt(be), dyt(be), packedW(be), acc(be);
+  Temp wt(be), dwt(be), packedW(be), acc(be);
   std::vector<cpudirect::BackwardData> bds;
   std::vector<cpudirect::BackwardWeight> bws;
   if (wantDx) {
@@ -506,7 +506,6 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   if (wantDw) {
     bws.emplace_back(dg, isa);
     accN = bws[0].accFloats();
-    AMPC_TRY(packedW.alloc(bws[0].packedFloats() * sizeof(float)));
     AMPC_TRY(acc.alloc(groups * accN * sizeof(float)));
     std::fill(acc.f32(), acc.f32() + groups * accN, 0.0f);
   }
@@ -527,29 +526,61 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
              const_cast<char *>(elemAt(dx.buf(), (i * groups + gi) * gimg)),
              directDt(dx.dtype), 0, bd.blocks());
     });
-  // dw and dbias chain through the images in order; within an image the
-  // output-channel blocks of dw are items on the pool (disjoint parts of the
-  // accumulator, each chained image by image as on one thread).
-  if (wantDw || wantDb)
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        const char *dyg = elemAt(dyb, (i * o + gi * og) * hw);
-        const float *dyf = nullptr;
-        // Read as f32: a 16-bit dy is widened once here.
-        AMPC_TRY(asF32(be, Buf{const_cast<char *>(dyg), dyb.dtype}, og * hw,
-                       dyt, dyf));
-        if (wantDb)
-          cpudirect::addRowSums(dbAcc.data() + gi * og, dyf, og, hw);
-        if (wantDw) {
-          const cpudirect::BackwardWeight &bw = bws[0];
-          bw.pack(elemAt(xb, (i * groups + gi) * gimg), directDt(xb.dtype),
-                  packedW.f32());
+  // dw and dbias chain through the images in order. Images go in chunks
+  // (as many as about 64 MiB of packed images and widened dy hold): the
+  // chunk's images are widened and packed as items on the pool, then each
+  // item -- an output-channel block of dw of one group, or eight bias rows
+  // -- walks the chunk's images in order, so every element's chain is the
+  // one of a single thread (same bits at every thread count).
+  if (wantDw || wantDb) {
+    size_t packedN = wantDw ? bws[0].packedFloats() : 0;
+    size_t perImage = groups * packedN +
+                      (dyb.dtype == AMPC_F32 ? 0 : static_cast<size_t>(o * hw));
+    const size_t budget = (64u << 20) / sizeof(float);
+    int64_t chunk = std::max<int64_t>(
+        1, std::min<int64_t>(n, static_cast<int64_t>(
+                                    budget / std::max<size_t>(perImage, 1))));
+    if (wantDw)
+      AMPC_TRY(packedW.alloc(chunk * groups * packedN * sizeof(float)));
+    for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+      int64_t k = std::min(chunk, n - i0);
+      // Read as f32: a 16-bit dy is widened once here, on the pool.
+      const float *dyf = nullptr;
+      Temp dyChunk(be);
+      AMPC_TRY(asF32(be, Buf{const_cast<char *>(elemAt(dyb, i0 * o * hw)),
+                             dyb.dtype},
+                     k * o * hw, dyChunk, dyf));
+      auto dyOf = [&](int64_t ii, int64_t gi) {
+        return dyf + (ii * o + gi * og) * hw;
+      };
+      if (wantDw) {
+        const cpudirect::BackwardWeight &bw = bws[0];
+        cpupool::parallelFor(k * groups, [&](int64_t item) {
+          int64_t ii = item / groups, gi = item % groups;
+          bw.pack(elemAt(xb, ((i0 + ii) * groups + gi) * gimg),
+                  directDt(xb.dtype), packedW.f32() + item * packedN);
+        });
+        int64_t blocks = bw.blocks();
+        cpupool::parallelFor(groups * blocks, [&](int64_t item) {
+          int64_t gi = item / blocks, blk = item % blocks;
           float *accG = acc.f32() + gi * accN;
-          cpupool::parallelFor(bw.blocks(), [&](int64_t blk) {
-            bw.accumulate(packedW.f32(), dyf, accG, blk, blk + 1);
-          });
-        }
+          for (int64_t ii = 0; ii < k; ++ii)
+            bw.accumulate(packedW.f32() + (ii * groups + gi) * packedN,
+                          dyOf(ii, gi), accG, blk, blk + 1);
+        });
       }
+      if (wantDb) {
+        int64_t rowBlocks = (og + 7) / 8;
+        cpupool::parallelFor(groups * rowBlocks, [&](int64_t item) {
+          int64_t gi = item / rowBlocks, r0 = item % rowBlocks * 8;
+          int64_t rows = std::min<int64_t>(8, og - r0);
+          for (int64_t ii = 0; ii < k; ++ii)
+            cpudirect::addRowSums(dbAcc.data() + gi * og + r0,
+                                  dyOf(ii, gi) + r0 * hw, rows, hw);
+        });
+      }
+    }
+  }
   if (wantDb) {
     // Rounded to f32, then to dbias's dtype, as reduceDims stores its sums.
     Temp dbt(be);

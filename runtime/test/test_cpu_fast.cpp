@@ -49,8 +49,27 @@ std::vector<float> f32Patterns() {
 TEST(CpuFast, ReportsVectorPaths) {
   // Not an assertion on the machine: records which paths the other tests
   // exercised.
-  std::printf("F16C %s, AVX2 %s\n", cpufast::haveF16C() ? "yes" : "no",
-              cpufast::haveAVX2() ? "yes" : "no");
+  std::printf("F16C %s, AVX2 %s, conversions %s\n",
+              cpufast::haveF16C() ? "yes" : "no",
+              cpufast::haveAVX2() ? "yes" : "no",
+              cpufast::convertIsaName(cpufast::convertIsa()));
+  for (cpufast::ConvertIsa isa : {cpufast::ConvertIsa::AVX2,
+                                  cpufast::ConvertIsa::AVX512})
+    if (!cpufast::convertSupported(isa))
+      std::printf("%s conversions not on this CPU: not tested\n",
+                  cpufast::convertIsaName(isa));
+}
+
+/// The conversions' instruction sets this CPU runs, each tested against
+/// the scalar conversions of half.h.
+std::vector<cpufast::ConvertIsa> convertIsas() {
+  std::vector<cpufast::ConvertIsa> v;
+  for (cpufast::ConvertIsa isa :
+       {cpufast::ConvertIsa::Scalar, cpufast::ConvertIsa::AVX2,
+        cpufast::ConvertIsa::AVX512})
+    if (cpufast::convertSupported(isa))
+      v.push_back(isa);
+  return v;
 }
 
 TEST(CpuFast, F16AndBf16ToF32AllPatternsBitExact) {
@@ -58,47 +77,102 @@ TEST(CpuFast, F16AndBf16ToF32AllPatternsBitExact) {
   for (uint32_t h = 0; h < in.size(); ++h)
     in[h] = static_cast<uint16_t>(h);
   std::vector<float> out(in.size());
-  // Odd offsets and lengths run the vector body and the scalar tail.
-  for (int64_t off : {0, 3}) {
-    int64_t n = static_cast<int64_t>(in.size()) - off;
-    cpufast::f16ToF32N(in.data() + off, out.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      ASSERT_EQ(bitsOf(out[i]), bitsOf(f16ToF32(in[off + i])))
-          << "f16 " << in[off + i];
-    cpufast::bf16ToF32N(in.data() + off, out.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      ASSERT_EQ(bitsOf(out[i]), bitsOf(bf16ToF32(in[off + i])))
-          << "bf16 " << in[off + i];
+  for (cpufast::ConvertIsa isa : convertIsas()) {
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    // Odd offsets and lengths run the vector body and the tail.
+    for (int64_t off : {0, 3}) {
+      int64_t n = static_cast<int64_t>(in.size()) - off;
+      cpufast::f16ToF32With(isa, in.data() + off, out.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(bitsOf(out[i]), bitsOf(f16ToF32(in[off + i])))
+            << "f16 " << in[off + i];
+      cpufast::bf16ToF32With(isa, in.data() + off, out.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(bitsOf(out[i]), bitsOf(bf16ToF32(in[off + i])))
+            << "bf16 " << in[off + i];
+    }
   }
+  // The default path is one of them.
+  cpufast::f16ToF32N(in.data(), out.data(), 5);
+  EXPECT_EQ(bitsOf(out[4]), bitsOf(f16ToF32(in[4])));
 }
 
 TEST(CpuFast, F32ToF16AndBf16BitExact) {
   std::vector<float> in = f32Patterns();
   std::vector<uint16_t> out(in.size());
-  int64_t n = static_cast<int64_t>(in.size()) - 5; // a scalar tail too
-  cpufast::f32ToF16N(in.data(), out.data(), n);
-  for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(out[i], f32ToF16(in[i])) << std::hex << bitsOf(in[i]);
-  cpufast::f32ToBf16N(in.data(), out.data(), n);
-  for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(out[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+  int64_t n = static_cast<int64_t>(in.size()) - 5; // a tail too
+  for (cpufast::ConvertIsa isa : convertIsas()) {
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    cpufast::f32ToF16With(isa, in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], f32ToF16(in[i])) << std::hex << bitsOf(in[i]);
+    cpufast::f32ToBf16With(isa, in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+  }
+}
+
+TEST(CpuFast, ShortRunsWriteOnlyTheirElements) {
+  // Every length 0..40 (the vector tails), with guard elements after the
+  // run that must stay untouched.
+  std::vector<float> f(48);
+  std::vector<uint16_t> h(48);
+  for (size_t i = 0; i < f.size(); ++i) {
+    f[i] = 0.37f * static_cast<float>(i) - 3.0f;
+    h[i] = f32ToF16(f[i]);
+  }
+  for (cpufast::ConvertIsa isa : convertIsas()) {
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    for (int64_t n = 0; n <= 40; ++n) {
+      std::vector<float> fo(48, -7.0f);
+      std::vector<uint16_t> ho(48, 0xabcd);
+      cpufast::f16ToF32With(isa, h.data(), fo.data(), n);
+      cpufast::f32ToF16With(isa, f.data(), ho.data(), n);
+      for (int64_t i = 0; i < 48; ++i) {
+        ASSERT_EQ(bitsOf(fo[i]), bitsOf(i < n ? f16ToF32(h[i]) : -7.0f))
+            << "n " << n << " i " << i;
+        ASSERT_EQ(ho[i], i < n ? f32ToF16(f[i]) : 0xabcd)
+            << "n " << n << " i " << i;
+      }
+      cpufast::bf16ToF32With(isa, h.data(), fo.data(), n);
+      cpufast::f32ToBf16With(isa, f.data(), ho.data(), n);
+      for (int64_t i = 0; i < 48; ++i) {
+        ASSERT_EQ(bitsOf(fo[i]), bitsOf(i < n ? bf16ToF32(h[i]) : -7.0f))
+            << "n " << n << " i " << i;
+        ASSERT_EQ(ho[i], i < n ? f32ToBf16(f[i]) : 0xabcd)
+            << "n " << n << " i " << i;
+      }
+    }
+  }
 }
 
 TEST(CpuFast, F32ToF16NaNsGetTheScalarPayload) {
   // Signalling and quiet NaNs of both signs with payload bits everywhere:
-  // the hardware conversion would keep the payload's top bits.
+  // the hardware conversion would keep the payload's top bits. 16 + 5
+  // values: a full AVX-512 vector and a tail.
   std::vector<float> in;
   for (uint32_t sign : {0u, 0x80000000u})
     for (uint32_t m : {0x1u, 0x2000u, 0x3fffffu, 0x400000u, 0x400001u,
                        0x7fffffu, 0x155555u, 0x2aaaaau})
       in.push_back(fromBits(sign | 0x7f800000u | m));
+  for (float v : {1.0f, -2.5f, 65504.0f})
+    in.push_back(v);
+  in.push_back(fromBits(0xffc00000u));
+  in.push_back(fromBits(0x7f800001u));
   std::vector<uint16_t> f16(in.size()), bf(in.size());
-  cpufast::f32ToF16N(in.data(), f16.data(), static_cast<int64_t>(in.size()));
-  cpufast::f32ToBf16N(in.data(), bf.data(), static_cast<int64_t>(in.size()));
-  for (size_t i = 0; i < in.size(); ++i) {
-    uint16_t sign = (bitsOf(in[i]) >> 16) & 0x8000;
-    EXPECT_EQ(f16[i], sign | 0x7e00) << std::hex << bitsOf(in[i]);
-    EXPECT_EQ(bf[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+  for (cpufast::ConvertIsa isa : convertIsas()) {
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    cpufast::f32ToF16With(isa, in.data(), f16.data(),
+                          static_cast<int64_t>(in.size()));
+    cpufast::f32ToBf16With(isa, in.data(), bf.data(),
+                           static_cast<int64_t>(in.size()));
+    for (size_t i = 0; i < in.size(); ++i) {
+      uint16_t sign = (bitsOf(in[i]) >> 16) & 0x8000;
+      bool nan = std::isnan(in[i]);
+      EXPECT_EQ(f16[i], nan ? (sign | 0x7e00) : f32ToF16(in[i]))
+          << std::hex << bitsOf(in[i]);
+      EXPECT_EQ(bf[i], f32ToBf16(in[i])) << std::hex << bitsOf(in[i]);
+    }
   }
 }
 

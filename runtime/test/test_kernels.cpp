@@ -317,6 +317,52 @@ TEST_F(Kernels, Reductions) {
   }
 }
 
+TEST_F(Kernels, BroadcastBackwardConvertsEachElementOnce) {
+  // sum/mean backward of an f32 dy into 16-bit dx (the AMP form of a
+  // pooling mean): every element is storeF32(scale * dy) of its source,
+  // over inner dims reduced ([2, 3]), an outer one ([0]) and a middle one.
+  struct Case {
+    std::vector<int64_t> dims;
+  } cases[] = {{{2, 3}}, {{0}}, {{1}}, {{0, 2}}};
+  Shape xs{3, 5, 6, 37};
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16})
+    for (const Case &cs : cases)
+      for (int mean = 0; mean < 2; ++mean) {
+        bool red[4] = {};
+        for (int64_t d : cs.dims)
+          red[d] = true;
+        Shape ys;
+        int64_t kept = 1;
+        for (int d = 0; d < 4; ++d)
+          if (!red[d])
+            ys.push_back(xs[d]), kept *= xs[d];
+        Tensor dy(ys, AMPC_F32), dx(xs, dt), x(xs, dt), y(ys, dt);
+        for (int64_t i = 0; i < dy.size(); ++i)
+          dy.set(i, 0.013 * static_cast<double>(i % 97) - 0.61);
+        auto fn = mean ? ampc_mean_bwd : ampc_sum_bwd;
+        ASSERT_OK(fn(ctx, T(dx), T(dy), T(x), T(y), cs.dims.data(),
+                     static_cast<int32_t>(cs.dims.size()), 0));
+        float scale =
+            mean ? static_cast<float>(static_cast<double>(kept) /
+                                      static_cast<double>(numel(xs)))
+                 : 1.0f;
+        for (int64_t i = 0; i < dx.size(); ++i) {
+          Shape idx = unravel(i, xs);
+          int64_t o = 0;
+          for (int d = 0; d < 4; ++d)
+            if (!red[d])
+              o = o * xs[d] + idx[d];
+          float src = static_cast<float>(dy.get(o));
+          uint16_t want = dt == AMPC_F16 ? ampc::f32ToF16(scale * src)
+                                         : ampc::f32ToBf16(scale * src);
+          uint16_t got;
+          std::memcpy(&got, dx.bytes.data() + 2 * i, 2);
+          ASSERT_EQ(got, want) << "dims " << cs.dims.size() << " mean "
+                               << mean << " element " << i;
+        }
+      }
+}
+
 TEST_F(Kernels, MaxTiesShareTheGradient) {
   Tensor x({4}, AMPC_F32), y(Shape{}, AMPC_F32), dy(Shape{}, AMPC_F32),
       dx({4}, AMPC_F32);
