@@ -17,13 +17,7 @@ int main() {
   int32_t rank, size;
   openMpiComm(comm, rank, size);
   int failures = 0;
-  auto expect = [&](const char *what, float got, float want, int i) {
-    if (got != want) {
-      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what, i,
-                   got, want);
-      ++failures;
-    }
-  };
+  auto expect = floatChecker(rank, failures);
   // The gradients of one bucket: a f32[5], b f16[3], c f32[4], d bf16[2].
   // Element i of rank r: a = (r+1)(i+1), b = 2(r+1), c = (r+1) i, d = 4(r+1).
   std::vector<float> a(5), c(4);

@@ -15,13 +15,7 @@ int main() {
   openMpiComm(comm, rank, size);
   const int n = 1000;
   int failures = 0;
-  auto expect = [&](const char *what, float got, float want, int i) {
-    if (got != want) {
-      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what,
-                   i, got, want);
-      ++failures;
-    }
-  };
+  auto expect = floatChecker(rank, failures);
   // Rank r holds (i % 7) + r: sum = W*(i%7) + W(W-1)/2, max = (i%7) + W-1.
   float tri = size * (size - 1) / 2.0f;
   const ampc_reduce_op ops[] = {AMPC_REDUCE_SUM, AMPC_REDUCE_MEAN,

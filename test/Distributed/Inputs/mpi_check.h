@@ -1,7 +1,7 @@
 // Shared by the drivers of test/Distributed that call the runtime under
 // mpirun: the check that ends a rank on a failed call (with the runtime's
-// message), the job's communicator, and the f16 / bf16 conversions of the
-// small integers the drivers exchange.
+// message), the job's communicator, the check of a float result, and the
+// f16 / bf16 conversions of the small integers the drivers exchange.
 #ifndef AMPC_TEST_DISTRIBUTED_MPI_CHECK_H
 #define AMPC_TEST_DISTRIBUTED_MPI_CHECK_H
 
@@ -27,6 +27,18 @@ inline void openMpiComm(ampc_comm &comm, int32_t &rank, int32_t &size) {
   check(ampc_comm_create_mpi(&comm), "ampc_comm_create_mpi");
   check(ampc_comm_rank(comm, &rank), "rank");
   check(ampc_comm_size(comm, &size), "size");
+}
+
+/// The check of one float against its closed form: a mismatch is printed
+/// and counted in `failures`.
+inline auto floatChecker(const int32_t &rank, int &failures) {
+  return [&rank, &failures](const char *what, float got, float want, int i) {
+    if (got != want) {
+      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what,
+                   i, got, want);
+      ++failures;
+    }
+  };
 }
 
 inline uint16_t toF16(float f) { // exact for the small integers used here
