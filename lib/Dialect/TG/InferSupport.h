@@ -216,6 +216,25 @@ checkConv2dOperands(const InferError &err, mlir::RankedTensorType x,
   return mlir::success();
 }
 
+/// Appends the `n` spatial output sizes of a convolution of `x` by `w`
+/// (their dims 2...) to `out`, reporting a dilated kernel wider than the
+/// padded input (conv1d, conv3d, their backward ops and conv2d_grad;
+/// conv2d words the message on its own).
+inline mlir::LogicalResult appendConvSpatial(
+    const InferError &err, mlir::RankedTensorType x, mlir::RankedTensorType w,
+    int64_t n, llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> padding,
+    llvm::ArrayRef<int64_t> dilation, llvm::SmallVectorImpl<int64_t> &out) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t span = dilation[i] * (w.getDimSize(2 + i) - 1) + 1;
+    int64_t padded = x.getDimSize(2 + i) + 2 * padding[i];
+    if (padded < span)
+      return err("kernel extent ", span, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    out.push_back((padded - span) / stride[i] + 1);
+  }
+  return mlir::success();
+}
+
 /// The output shape of max/avg pooling of the NCHW tensor `x` (and of the
 /// input of their backward ops), checking every attribute.
 inline mlir::FailureOr<llvm::SmallVector<int64_t>>

@@ -350,14 +350,10 @@ convOutputShape(const InferError &err, int64_t n, RankedTensorType x,
                " (weight dim 1 must be C/groups = ", c / groups,
                " and O divisible by groups)");
   SmallVector<int64_t> out{x.getDimSize(0), o};
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t span = dilation[i] * (w.getDimSize(2 + i) - 1) + 1;
-    int64_t padded = x.getDimSize(2 + i) + 2 * padding[i];
-    if (padded < span)
-      return err("kernel extent ", span, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    out.push_back((padded - span) / stride[i] + 1);
-  }
+  if (failed(appendConvSpatial(err, x, w, n, stride.asArrayRef(),
+                               padding.asArrayRef(), dilation.asArrayRef(),
+                               out)))
+    return failure();
   return out;
 }
 

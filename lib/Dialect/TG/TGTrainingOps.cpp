@@ -244,17 +244,11 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   if (groups < 1 || c % groups != 0 || o % groups != 0 ||
       w.getDimSize(1) != c / groups)
     return err("input ", x, " and weight ", w, " do not fit groups ", groups);
-  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
-                    dil = adaptor.getDilation();
   SmallVector<int64_t> out{x.getDimSize(0), o};
-  for (int i = 0; i < 2; ++i) {
-    int64_t span = dil[i] * (w.getDimSize(2 + i) - 1) + 1;
-    int64_t padded = x.getDimSize(2 + i) + 2 * pad[i];
-    if (padded < span)
-      return err("kernel extent ", span, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    out.push_back((padded - span) / stride[i] + 1);
-  }
+  if (failed(appendConvSpatial(err, x, w, 2, adaptor.getStride(),
+                               adaptor.getPadding(), adaptor.getDilation(),
+                               out)))
+    return failure();
   if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
     return failure();
   return pushPromoted(
