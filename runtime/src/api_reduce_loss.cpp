@@ -190,13 +190,9 @@ ampc_status parseReductionBwd(const char *fn, const TensorArg &dx,
                               const TensorArg &y, const int64_t *dims,
                               int32_t nDims, int32_t keepdim, Shape &xs,
                               bool *reduced, Shape &keep) {
-  Shape dxs;
   AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, keep));
   AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, keep));
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  if (dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
-  return AMPC_OK;
+  return parseShaped(fn, dx, kFloatDtype, true, xs);
 }
 
 //===----------------------------------------------------------------------===//

@@ -112,6 +112,15 @@ ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                   fn, what, got.str().c_str(), want.str().c_str());
 }
 
+ampc_status parseShaped(const char *fn, const TensorArg &t, DtypeClass cls,
+                        bool required, const Shape &want) {
+  Shape s;
+  AMPC_TRY(parseTensor(fn, t, cls, required, s));
+  if (t.data && s != want)
+    return shapeError(fn, t.name, s, want);
+  return AMPC_OK;
+}
+
 ampc_status normaliseDim(const char *fn, int64_t dim, int rank, int &out) {
   int64_t d = dim < 0 ? dim + rank : dim;
   if (d < 0 || d >= rank)

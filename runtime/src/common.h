@@ -106,6 +106,10 @@ void destroyCheckWords(Backend &be);
 void releaseGradBuckets(ampc_context ctx);
 ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                        const Shape &want);
+/// parseTensor of `t`, then, when `t` has data, the check that its shape is
+/// `want` (shapeError naming `t`).
+ampc_status parseShaped(const char *fn, const TensorArg &t, DtypeClass cls,
+                        bool required, const Shape &want);
 /// The layout checks of a strided-batched GEMM call (ampc_gemm,
 /// ampc_matmul_strided): every value of `sizes` (sizes and strides) >= 0,
 /// and leading dimensions that hold a row of op(A) / op(B) / C; `cName`
