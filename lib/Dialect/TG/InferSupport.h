@@ -80,8 +80,8 @@ pushPromoted(const InferError &err, mlir::ValueRange values,
 }
 
 /// Checks the `dim` attribute of an op over one dim of `x` (a scalar counts
-/// as rank 1). `sayRank` adds ` (rank N)` to the out-of-range message, as
-/// every op but softmax_grad and log_softmax_grad prints it.
+/// as rank 1). `sayRank` adds ` (rank N)` to the out-of-range message;
+/// softmax_grad and log_softmax_grad print it without.
 inline mlir::LogicalResult checkDim(const InferError &err,
                                     mlir::RankedTensorType x,
                                     mlir::IntegerAttr dimAttr,
@@ -100,8 +100,8 @@ inline mlir::LogicalResult checkDim(const InferError &err,
 
 /// Checks the `dims` of a reduction of `x` (present, not empty unless `x` is
 /// a scalar, in range, sorted and distinct) and returns the result's shape.
-/// `sayRank` adds ` (rank N)` to the out-of-range message, as every op but
-/// max_grad prints it.
+/// `sayRank` adds ` (rank N)` to the out-of-range message; max_grad prints
+/// it without.
 inline mlir::FailureOr<llvm::SmallVector<int64_t>>
 reduceShape(const InferError &err, mlir::RankedTensorType x,
             mlir::DenseI64ArrayAttr dimsAttr, bool keepdim,
