@@ -57,15 +57,6 @@ ampc_status broadcastShapes(const char *fn, const Shape &a, const Shape &b,
   return AMPC_OK;
 }
 
-/// Strides of `s` broadcast against `full` (0 on broadcast dims).
-void broadcastStrides(const Shape &s, const Shape &full, int64_t *out) {
-  int64_t st[kMaxRank];
-  contiguousStrides(s, st);
-  int lead = full.rank - s.rank;
-  for (int i = 0; i < full.rank; ++i)
-    out[i] = (i < lead || s.d[i - lead] != full.d[i]) ? 0 : st[i - lead];
-}
-
 Walk binaryWalk(const Shape &out, const Shape &a, const Shape &b) {
   Walk w = contiguousWalk(out);
   broadcastStrides(a, out, w.stride[1]);

@@ -141,11 +141,7 @@ Buf offsetBuf(Buf b, int64_t elems) {
 ampc_status copyFlat(Backend &be, Buf dst, Buf src, int64_t n, float scale) {
   if (n == 0)
     return AMPC_OK;
-  Walk w;
-  w.rank = 1;
-  w.shape[0] = n;
-  w.stride[0][0] = w.stride[1][0] = 1;
-  return be.copy(dst, src, w, scale);
+  return be.copy(dst, src, flatWalk(n), scale);
 }
 
 int32_t worldSize(ampc_context ctx) {

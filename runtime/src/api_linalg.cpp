@@ -287,11 +287,7 @@ struct ShiftedGemms {
   /// dst = src over n contiguous elements, converting (the backends' fast
   /// contiguous path; strided copies that convert go element by element).
   static ampc_status convertRun(Backend &be, Buf dst, Buf src, int64_t n) {
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = n;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return be.copy(dst, src, w, 1.0f);
+    return be.copy(dst, src, flatWalk(n), 1.0f);
   }
   /// The interior of xpad [C, hp, wp] (f32, border already zero) = x; an
   /// f16/bf16 x is widened into `scratch` (f32 [C, h, w]) first.
@@ -379,6 +375,23 @@ ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
     want.d[0] = n;
     return shapeError(fn, bias.name, bs, want);
   }
+  return AMPC_OK;
+}
+
+/// ampc_linear_fwd/_bwd: parses x and w of x * w^T and the optional bias
+/// (or its gradient) [out]; `want` is the shape of y (and dy).
+ampc_status linearShapes(const char *fn, const TensorArg &x, const TensorArg &w,
+                         const TensorArg &bias, Shape &xs, Shape &ws, Shape &bs,
+                         Shape &want) {
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: x %s and w %s do not fit x * w^T", fn,
+                    xs.str().c_str(), ws.str().c_str());
+  AMPC_TRY(checkBias(fn, bias, ws.d[0], bs));
+  want = xs;
+  want.d[want.rank - 1] = ws.d[0];
   return AMPC_OK;
 }
 
@@ -1016,17 +1029,10 @@ ampc_status ampc_linear_fwd(
   const char *fn = "ampc_linear_fwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
-    Shape ys, xs, ws, bs;
+    Shape ys, xs, ws, bs, want;
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
-      return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                      "%s: x %s and w %s do not fit x * w^T", fn,
-                      xs.str().c_str(), ws.str().c_str());
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(bias), ws.d[0], bs));
-    Shape want = xs;
-    want.d[want.rank - 1] = ws.d[0];
+    AMPC_TRY(linearShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(bias),
+                          xs, ws, bs, want));
     if (ys != want)
       return shapeError(fn, "y", ys, want);
     if (epilogue < AMPC_EPILOGUE_NONE || epilogue > AMPC_EPILOGUE_GELU_TANH)
@@ -1056,19 +1062,12 @@ ampc_status ampc_linear_bwd(
   const char *fn = "ampc_linear_bwd";
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
-    Shape dxs, dws, dbs, dys, xs, ws;
+    Shape dxs, dws, dbs, dys, xs, ws, want;
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
     AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(x), kFloatDtype, true, xs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(w), kFloatDtype, true, ws));
-    if (ws.rank != 2 || xs.rank < 1 || xs.d[xs.rank - 1] != ws.d[1])
-      return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                      "%s: x %s and w %s do not fit x * w^T", fn,
-                      xs.str().c_str(), ws.str().c_str());
-    AMPC_TRY(checkBias(fn, AMPC_TENSOR(dbias), ws.d[0], dbs));
-    Shape want = xs;
-    want.d[want.rank - 1] = ws.d[0];
+    AMPC_TRY(linearShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w),
+                          AMPC_TENSOR(dbias), xs, ws, dbs, want));
     if (dys != want)
       return shapeError(fn, "dy", dys, want);
     if (dx && dxs != xs)

@@ -29,12 +29,8 @@ ampc_status bnGeometry(const char *fn, const TensorArg &x,
   Shape want;
   want.rank = 1;
   want.d[0] = c;
-  for (const TensorArg *t : perChannel) {
-    Shape s;
-    AMPC_TRY(parseTensor(fn, *t, kFloatDtype, true, s));
-    if (s != want)
-      return shapeError(fn, t->name, s, want);
-  }
+  for (const TensorArg *t : perChannel)
+    AMPC_TRY(parseShaped(fn, *t, kFloatDtype, true, want));
   return AMPC_OK;
 }
 
@@ -99,13 +95,11 @@ ampc_status ampc_batch_norm_fwd(
     AMPC_TRY(checkContext(fn, ctx));
     TensorArg tw = AMPC_TENSOR(w), tb = AMPC_TENSOR(b),
               tm = AMPC_TENSOR(running_mean), tv = AMPC_TENSOR(running_var);
-    Shape xs, ys;
+    Shape xs;
     int64_t n, c, inner;
     AMPC_TRY(bnGeometry(fn, AMPC_TENSOR(x), {&tw, &tb, &tm, &tv}, xs, n, c,
                         inner));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
-    if (ys != xs)
-      return shapeError(fn, "y", ys, xs);
+    AMPC_TRY(parseShaped(fn, AMPC_TENSOR(y), kFloatDtype, true, xs));
     if (!(eps >= 0.0))
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: eps must be >= 0", fn);
     if (training && n * inner < 2)
@@ -138,24 +132,16 @@ ampc_status ampc_batch_norm_bwd(
     AMPC_TRY(checkContext(fn, ctx));
     TensorArg tw = AMPC_TENSOR(w), tm = AMPC_TENSOR(running_mean),
               tv = AMPC_TENSOR(running_var);
-    Shape xs, s;
+    Shape xs;
     int64_t n, c, inner;
     AMPC_TRY(bnGeometry(fn, AMPC_TENSOR(x), {&tw, &tm, &tv}, xs, n, c, inner));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, s));
-    if (s != xs)
-      return shapeError(fn, "dy", s, xs);
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, true, s));
-    if (s != xs)
-      return shapeError(fn, "dx", s, xs);
+    AMPC_TRY(parseShaped(fn, AMPC_TENSOR(dy), kFloatDtype, true, xs));
+    AMPC_TRY(parseShaped(fn, AMPC_TENSOR(dx), kFloatDtype, true, xs));
     Shape cs;
     cs.rank = 1;
     cs.d[0] = c;
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, s));
-    if (dw && s != cs)
-      return shapeError(fn, "dw", s, cs);
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(db), kFloatDtype, false, s));
-    if (db && s != cs)
-      return shapeError(fn, "db", s, cs);
+    AMPC_TRY(parseShaped(fn, AMPC_TENSOR(dw), kFloatDtype, false, cs));
+    AMPC_TRY(parseShaped(fn, AMPC_TENSOR(db), kFloatDtype, false, cs));
     if (xs.numel() == 0)
       return AMPC_OK;
     return ctx->backend->batchNormBwd(

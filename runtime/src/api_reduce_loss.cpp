@@ -36,16 +36,8 @@ Shape atLeast1(Shape s) {
 Walk broadcastWalk(const Shape &ys0, const Shape &as0, const Shape &bs0) {
   Shape ys = atLeast1(ys0);
   Walk w = contiguousWalk(ys);
-  const Shape *ops[2] = {&as0, &bs0};
-  for (int k = 0; k < 2; ++k) {
-    const Shape &s = *ops[k];
-    int64_t st[kMaxRank];
-    contiguousStrides(s, st);
-    int lead = ys.rank - s.rank;
-    for (int i = 0; i < ys.rank; ++i)
-      w.stride[1 + k][i] =
-          (i < lead || s.d[i - lead] != ys.d[i]) ? 0 : st[i - lead];
-  }
+  broadcastStrides(as0, ys, w.stride[1]);
+  broadcastStrides(bs0, ys, w.stride[2]);
   return w;
 }
 
@@ -103,11 +95,7 @@ struct Kit {
   ampc_status copy(Buf dst, Buf src, int64_t n, float scale = 1.0f) {
     if (n == 0)
       return AMPC_OK;
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = n;
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return be.copy(dst, src, w, scale);
+    return be.copy(dst, src, flatWalk(n), scale);
   }
   /// y = reduce of x (shape xs) over the flagged dims.
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Shape &xs0,
@@ -195,6 +183,18 @@ ampc_status parseReduction(const char *fn, const TensorArg &x,
   return AMPC_OK;
 }
 
+/// The backward of a reduction: parseReduction of the forward result `y` and
+/// of `dy`, and dx of x's shape.
+ampc_status parseReductionBwd(const char *fn, const TensorArg &dx,
+                              const TensorArg &dy, const TensorArg &x,
+                              const TensorArg &y, const int64_t *dims,
+                              int32_t nDims, int32_t keepdim, Shape &xs,
+                              bool *reduced, Shape &keep) {
+  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, keep));
+  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, keep));
+  return parseShaped(fn, dx, kFloatDtype, true, xs);
+}
+
 //===----------------------------------------------------------------------===//
 // logsumexp, norm
 //===----------------------------------------------------------------------===//
@@ -231,13 +231,10 @@ ampc_status logsumexpBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
                          const TensorArg &y, const int64_t *dims,
                          int32_t nDims, int32_t keepdim) {
   AMPC_TRY(checkContext(fn, ctx));
-  Shape xs, ks, dxs;
+  Shape xs, ks;
   bool reduced[kMaxRank];
-  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  if (dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
+  AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
+                             reduced, ks));
   Kit k(*ctx->backend);
   int64_t n = xs.numel();
   if (n == 0)
@@ -297,13 +294,10 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
                     int32_t nDims, int32_t keepdim) {
   AMPC_TRY(checkContext(fn, ctx));
   AMPC_TRY(checkP(fn, p));
-  Shape xs, ks, dxs;
+  Shape xs, ks;
   bool reduced[kMaxRank];
-  AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseReduction(fn, x, dy, dims, nDims, keepdim, xs, reduced, ks));
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  if (dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
+  AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
+                             reduced, ks));
   Kit k(*ctx->backend);
   int64_t n = xs.numel(), m = ks.numel();
   if (n == 0)

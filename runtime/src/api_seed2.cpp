@@ -184,12 +184,7 @@ ampc_status preluShapes(const char *fn, const TensorArg &x, const TensorArg &w,
 /// weight view broadcast as operand 2.
 Walk preluWalk(const Shape &xs, const Shape &view) {
   Walk walk = contiguousWalk(xs);
-  int64_t st[kMaxRank];
-  contiguousStrides(view, st);
-  int lead = xs.rank - view.rank;
-  for (int i = 0; i < xs.rank; ++i)
-    walk.stride[2][i] =
-        (i < lead || view.d[i - lead] != xs.d[i]) ? 0 : st[i - lead];
+  broadcastStrides(view, xs, walk.stride[2]);
   return walk;
 }
 

@@ -23,11 +23,7 @@ ampc_status checkCopyDtypes(const char *fn, ampc_dtype dst, ampc_dtype src) {
 ampc_status flatCopy(Backend &be, Buf dst, Buf src, int64_t n) {
   if (n == 0 || (dst.data == src.data && dst.dtype == src.dtype))
     return AMPC_OK;
-  Walk w;
-  w.rank = 1;
-  w.shape[0] = n;
-  w.stride[0][0] = w.stride[1][0] = 1;
-  return be.copy(dst, src, w, 1.0f);
+  return be.copy(dst, src, flatWalk(n), 1.0f);
 }
 
 ampc_status castImpl(const char *fn, ampc_context ctx, const TensorArg &y,

@@ -333,25 +333,23 @@ ampc_status ampc_sync_batch_norm_update(
     int32_t running_mean_rank, const void *running_var,
     ampc_dtype running_var_dtype, const int64_t *running_var_shape,
     int32_t running_var_rank, double momentum) {
-  ampc_comm comm = syncComm(ctx);
-  if (!comm)
+  auto oneRank = [&] {
     return ampc_batch_norm_update(
         ctx, new_mean, new_mean_dtype, new_mean_shape, new_mean_rank, new_var,
         new_var_dtype, new_var_shape, new_var_rank, x, x_dtype, x_shape,
         x_rank, running_mean, running_mean_dtype, running_mean_shape,
         running_mean_rank, running_var, running_var_dtype, running_var_shape,
         running_var_rank, momentum);
+  };
+  ampc_comm comm = syncComm(ctx);
+  if (!comm)
+    return oneRank();
   const char *fn = "ampc_sync_batch_norm_update";
   // Validation without computing: a rank's own batch may hold a single
   // value per channel when the ranks together hold more.
   if (!x || !x_shape || x_rank < 2 || !running_mean || !running_var ||
       !new_mean || !new_var)
-    return ampc_batch_norm_update(
-        ctx, new_mean, new_mean_dtype, new_mean_shape, new_mean_rank, new_var,
-        new_var_dtype, new_var_shape, new_var_rank, x, x_dtype, x_shape,
-        x_rank, running_mean, running_mean_dtype, running_mean_shape,
-        running_mean_rank, running_var, running_var_dtype, running_var_shape,
-        running_var_rank, momentum);
+    return oneRank();
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     ampc_context host;

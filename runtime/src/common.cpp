@@ -112,6 +112,15 @@ ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                   fn, what, got.str().c_str(), want.str().c_str());
 }
 
+ampc_status parseShaped(const char *fn, const TensorArg &t, DtypeClass cls,
+                        bool required, const Shape &want) {
+  Shape s;
+  AMPC_TRY(parseTensor(fn, t, cls, required, s));
+  if (t.data && s != want)
+    return shapeError(fn, t.name, s, want);
+  return AMPC_OK;
+}
+
 ampc_status normaliseDim(const char *fn, int64_t dim, int rank, int &out) {
   int64_t d = dim < 0 ? dim + rank : dim;
   if (d < 0 || d >= rank)
@@ -139,6 +148,22 @@ Walk contiguousWalk(const Shape &s) {
   contiguousStrides(s, w.stride[1]);
   contiguousStrides(s, w.stride[2]);
   return w;
+}
+
+Walk flatWalk(int64_t n) {
+  Walk w;
+  w.rank = 1;
+  w.shape[0] = n;
+  w.stride[0][0] = w.stride[1][0] = 1;
+  return w;
+}
+
+void broadcastStrides(const Shape &s, const Shape &full, int64_t *out) {
+  int64_t st[kMaxRank];
+  contiguousStrides(s, st);
+  int lead = full.rank - s.rank;
+  for (int i = 0; i < full.rank; ++i)
+    out[i] = (i < lead || s.d[i - lead] != full.d[i]) ? 0 : st[i - lead];
 }
 
 void reduceWalks(const Shape &xs, const bool *reduced, Walk &outer,
@@ -169,13 +194,8 @@ ampc_status reduceDims(Backend &be, ReduceOp op, Buf y, Buf x, const Shape &xs,
 
 ampc_status sumToShape(Backend &be, Buf out, const Shape &target, Buf g,
                        const Shape &full) {
-  if (target.numel() == full.numel()) {
-    Walk w;
-    w.rank = 1;
-    w.shape[0] = full.numel();
-    w.stride[0][0] = w.stride[1][0] = 1;
-    return be.copy(out, g, w, 1.0f);
-  }
+  if (target.numel() == full.numel())
+    return be.copy(out, g, flatWalk(full.numel()), 1.0f);
   bool reduced[kMaxRank];
   int lead = full.rank - target.rank;
   for (int i = 0; i < full.rank; ++i)
@@ -186,12 +206,7 @@ ampc_status sumToShape(Backend &be, Buf out, const Shape &target, Buf g,
 ampc_status broadcastTo(Backend &be, Buf dst, const Shape &full, Buf src,
                         const Shape &target, float scale) {
   Walk w = contiguousWalk(full);
-  int64_t tstr[kMaxRank];
-  contiguousStrides(target, tstr);
-  int lead = full.rank - target.rank;
-  for (int i = 0; i < full.rank; ++i)
-    w.stride[1][i] =
-        (i < lead || target.d[i - lead] != full.d[i]) ? 0 : tstr[i - lead];
+  broadcastStrides(target, full, w.stride[1]);
   return be.copy(dst, src, w, scale);
 }
 

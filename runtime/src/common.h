@@ -106,6 +106,10 @@ void destroyCheckWords(Backend &be);
 void releaseGradBuckets(ampc_context ctx);
 ampc_status shapeError(const char *fn, const char *what, const Shape &got,
                        const Shape &want);
+/// parseTensor of `t`, then, when `t` has data, the check that its shape is
+/// `want` (shapeError naming `t`).
+ampc_status parseShaped(const char *fn, const TensorArg &t, DtypeClass cls,
+                        bool required, const Shape &want);
 /// The layout checks of a strided-batched GEMM call (ampc_gemm,
 /// ampc_matmul_strided): every value of `sizes` (sizes and strides) >= 0,
 /// and leading dimensions that hold a row of op(A) / op(B) / C; `cName`
@@ -143,6 +147,12 @@ private:
 void contiguousStrides(const Shape &s, int64_t *strides);
 /// A walk over `s` with operand 0 and 1 contiguous.
 Walk contiguousWalk(const Shape &s);
+/// A one-dim walk over `n` elements with operands 0 and 1 contiguous (the
+/// backends' contiguous copy).
+Walk flatWalk(int64_t n);
+/// Contiguous element strides of `s` broadcast against `full`
+/// (right-aligned; 0 on broadcast and leading dims).
+void broadcastStrides(const Shape &s, const Shape &full, int64_t *out);
 /// The walks of a reduction of contiguous `xs` over the flagged dims: outer
 /// over the kept dims (stride 0: contiguous output, 1: x), inner over the
 /// reduced dims (stride 1: x).

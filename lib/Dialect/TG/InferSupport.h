@@ -1,8 +1,9 @@
 //===- InferSupport.h - shared helpers of tg type inference ----*- C++ -*-===//
 //
 // Private to lib/Dialect/TG: the error helper and shape checks that the
-// inference functions of the forward ops (TGOps.cpp) and of the backward and
-// training ops (TGTrainingOps.cpp) share, so a message reads the same in both.
+// inference functions of the forward ops (TGOps.cpp and the per-area files)
+// and of the backward and training ops (TGTrainingOps.cpp) share, so a
+// message reads the same in all of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ampc::tg::detail {
@@ -62,6 +64,123 @@ inline mlir::FailureOr<mlir::Type> promoteAll(const InferError &err,
   return result;
 }
 
+/// Appends one tensor type per shape in `shapes`, all of the promoted element
+/// type of `values` (reported as promoteAll does): the usual last step of an
+/// inference whose result takes its element type from the operands.
+inline mlir::LogicalResult
+pushPromoted(const InferError &err, mlir::ValueRange values,
+             llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+             llvm::SmallVectorImpl<mlir::Type> &types) {
+  mlir::FailureOr<mlir::Type> elt = promoteAll(err, values);
+  if (mlir::failed(elt))
+    return mlir::failure();
+  for (llvm::ArrayRef<int64_t> shape : shapes)
+    types.push_back(mlir::RankedTensorType::get(shape, *elt));
+  return mlir::success();
+}
+
+/// Checks the `dim` attribute of an op over one dim of `x` (a scalar counts
+/// as rank 1). `sayRank` adds ` (rank N)` to the out-of-range message;
+/// softmax_grad and log_softmax_grad print it without.
+inline mlir::LogicalResult checkDim(const InferError &err,
+                                    mlir::RankedTensorType x,
+                                    mlir::IntegerAttr dimAttr,
+                                    bool sayRank = true) {
+  if (!dimAttr)
+    return err("requires attribute 'dim'");
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1)) {
+    if (sayRank)
+      return err("dim ", dim, " is out of range for ", x, " (rank ",
+                 x.getRank(), ")");
+    return err("dim ", dim, " is out of range for ", x);
+  }
+  return mlir::success();
+}
+
+/// Checks the `dims` of a reduction of `x` (present, not empty unless `x` is
+/// a scalar, in range, sorted and distinct) and returns the result's shape.
+/// `sayRank` adds ` (rank N)` to the out-of-range message; max_grad prints
+/// it without.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+reduceShape(const InferError &err, mlir::RankedTensorType x,
+            mlir::DenseI64ArrayAttr dimsAttr, bool keepdim,
+            bool sayRank = true) {
+  if (!dimsAttr)
+    return err("requires attribute 'dims'");
+  llvm::ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  // torch.sum(x, dim=[]) reduces every dim; the IR spells the dims out, so an
+  // empty list would be ambiguous.
+  if (dims.empty() && x.getRank() > 0)
+    return err("dims must not be empty (list every dim to reduce)");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= x.getRank()) {
+      if (sayRank)
+        return err("dim ", dims[i], " is out of range for ", x, " (rank ",
+                   x.getRank(), ")");
+      return err("dim ", dims[i], " is out of range for ", x);
+    }
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return err("dims ", shapeToString(dims), " must be sorted and distinct");
+  }
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(x.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+/// The promoted element type of the operands of a pair loss: two ranked
+/// tensors of one shape.
+inline mlir::FailureOr<mlir::Type>
+pairLossType(const InferError &err, mlir::Value lhs, mlir::Value rhs) {
+  auto a = tensorType(lhs), b = tensorType(rhs);
+  if (!a || !b)
+    return err("operands must be ranked tensors");
+  if (a.getShape() != b.getShape())
+    return err("operands must have the same shape, got ", a, " and ", b);
+  return promoteAll(err, {lhs, rhs});
+}
+
+/// Checks the input and `eps` of layer_norm / rms_norm and their backward
+/// ops: rank >= 1, eps present and >= 0.
+inline mlir::LogicalResult checkLastDimNorm(const InferError &err,
+                                            mlir::RankedTensorType x,
+                                            mlir::FloatAttr eps) {
+  if (x.getRank() < 1)
+    return err("input must have rank >= 1, got ", x);
+  if (!eps)
+    return err("requires attribute 'eps'");
+  if (!(eps.getValueAsDouble() >= 0.0))
+    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  return mlir::success();
+}
+
+/// Checks gelu's and gelu_grad's `approximate` attribute (absent: "none").
+inline mlir::LogicalResult checkGeluApproximate(const InferError &err,
+                                                mlir::StringAttr approx) {
+  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
+    return err("approximate must be \"none\" or \"tanh\", got \"",
+               approx.getValue(), "\"");
+  return mlir::success();
+}
+
+/// The broadcast shape of `a` and `b`, reporting the result dim where they
+/// do not broadcast.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastPair(const InferError &err, mlir::RankedTensorType a,
+              mlir::RankedTensorType b) {
+  int64_t badDim = 0;
+  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
+  if (!shape)
+    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
+               " of the result)");
+  return llvm::SmallVector<int64_t>(*shape);
+}
+
 /// Checks that `attr` holds two (H, W) values, each at least `minValue`.
 inline mlir::LogicalResult checkPair(const InferError &err,
                                      llvm::StringRef what,
@@ -75,6 +194,44 @@ inline mlir::LogicalResult checkPair(const InferError &err,
     if (v < minValue)
       return err("'", what, "' values must be >= ", minValue, ", got ",
                  shapeToString(attr.asArrayRef()));
+  return mlir::success();
+}
+
+/// Checks the ranks of conv2d's input [N, C, H, W] and weight
+/// [O, C/groups, KH, KW] and its stride, padding and dilation pairs (conv2d
+/// and conv2d_grad).
+inline mlir::LogicalResult
+checkConv2dOperands(const InferError &err, mlir::RankedTensorType x,
+                    mlir::RankedTensorType w, mlir::DenseI64ArrayAttr stride,
+                    mlir::DenseI64ArrayAttr padding,
+                    mlir::DenseI64ArrayAttr dilation) {
+  if (x.getRank() != 4)
+    return err("input must be 4-D [N, C, H, W], got ", x);
+  if (w.getRank() != 4)
+    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
+  if (failed(checkPair(err, "stride", stride, 1)) ||
+      failed(checkPair(err, "padding", padding, 0)) ||
+      failed(checkPair(err, "dilation", dilation, 1)))
+    return mlir::failure();
+  return mlir::success();
+}
+
+/// Appends the `n` spatial output sizes of a convolution of `x` by `w`
+/// (their dims 2...) to `out`, reporting a dilated kernel wider than the
+/// padded input (conv1d, conv3d, their backward ops and conv2d_grad;
+/// conv2d words the message on its own).
+inline mlir::LogicalResult appendConvSpatial(
+    const InferError &err, mlir::RankedTensorType x, mlir::RankedTensorType w,
+    int64_t n, llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> padding,
+    llvm::ArrayRef<int64_t> dilation, llvm::SmallVectorImpl<int64_t> &out) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t span = dilation[i] * (w.getDimSize(2 + i) - 1) + 1;
+    int64_t padded = x.getDimSize(2 + i) + 2 * padding[i];
+    if (padded < span)
+      return err("kernel extent ", span, " exceeds padded input ", padded,
+                 " in spatial dim ", 2 + i, " of ", x);
+    out.push_back((padded - span) / stride[i] + 1);
+  }
   return mlir::success();
 }
 
@@ -118,6 +275,13 @@ mlir::LogicalResult inferCompare(llvm::StringRef name,
                                  std::optional<mlir::Location> loc,
                                  mlir::Value lhs, mlir::Value rhs,
                                  llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of an op along the `dim` attribute that keeps its operand's
+/// type: softmax, log_softmax, cumsum, cumsum_grad.
+mlir::LogicalResult inferAlongDim(llvm::StringRef name,
+                                  std::optional<mlir::Location> loc,
+                                  mlir::Value input, mlir::IntegerAttr dimAttr,
+                                  llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// Result type of `tg.argmax`: i32, `dim` dropped (size 1 with keepdim).
 mlir::LogicalResult inferArgmax(std::optional<mlir::Location> loc,

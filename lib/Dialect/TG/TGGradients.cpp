@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradBuilder.h"
+
 #include "ampc/Dialect/TG/TGInterfaces.h"
 #include "ampc/Dialect/TG/TGOps.h"
 
@@ -28,6 +30,7 @@
 
 using namespace mlir;
 using namespace ampc::tg;
+using ampc::tg::detail::GradBuilder;
 
 #include "ampc/Dialect/TG/TGInterfaces.cpp.inc"
 
@@ -50,87 +53,6 @@ StringRef ampc::tg::getLocTag(Location loc) {
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-namespace {
-/// Builds backward ops at one location.
-class GradBuilder {
-public:
-  GradBuilder(OpBuilder &b, Operation *forward)
-      : b(b), loc(getGradientLoc(forward)) {}
-
-  static RankedTensorType type(Value v) {
-    return llvm::cast<RankedTensorType>(v.getType());
-  }
-  static bool isFloatValue(Value v) {
-    Type e = type(v).getElementType();
-    return e.isF32() || e.isF16() || e.isBF16();
-  }
-
-  /// A splat constant of `shape` and element type `elt`.
-  Value splat(double value, ArrayRef<int64_t> shape, Type elt) {
-    auto t = RankedTensorType::get(shape, elt);
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(
-                                          t, b.getFloatAttr(elt, value)));
-  }
-  /// A scalar constant of `like`'s element type.
-  Value scalar(double value, Value like) {
-    return splat(value, {}, type(like).getElementType());
-  }
-
-  Value cast(Value v, Type elt) {
-    if (type(v).getElementType() == elt)
-      return v;
-    return CastOp::create(b, loc, type(v).clone(elt), v);
-  }
-  Value reshape(Value v, ArrayRef<int64_t> shape) {
-    if (type(v).getShape() == shape)
-      return v;
-    return ReshapeOp::create(b, loc, v, shape);
-  }
-  Value transpose(Value v, ArrayRef<int64_t> perm) {
-    return TransposeOp::create(b, loc, v, perm);
-  }
-  /// Swaps the last two dims.
-  Value transposeLast2(Value v) {
-    int64_t rank = type(v).getRank();
-    SmallVector<int64_t> perm(rank);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::swap(perm[rank - 1], perm[rank - 2]);
-    return transpose(v, perm);
-  }
-  Value broadcastTo(Value v, ArrayRef<int64_t> shape) {
-    if (type(v).getShape() == shape)
-      return v;
-    return BroadcastToOp::create(b, loc, v, shape);
-  }
-
-  /// Sums `g` over the dims along which `shape` was broadcast to `g`'s shape
-  /// (missing leading dims and size-1 dims), then reshapes to `shape`.
-  Value sumTo(Value g, ArrayRef<int64_t> shape) {
-    ArrayRef<int64_t> gs = type(g).getShape();
-    if (gs == shape)
-      return g;
-    size_t lead = gs.size() - shape.size();
-    SmallVector<int64_t> dims;
-    for (size_t i = 0; i < gs.size(); ++i)
-      if (i < lead || (shape[i - lead] == 1 && gs[i] != 1))
-        dims.push_back(i);
-    Value summed = g;
-    if (!dims.empty())
-      summed = SumOp::create(b, loc, g, dims, /*keepdim=*/true);
-    return reshape(summed, shape);
-  }
-
-  /// The gradient of `operand` from `g`: `sumTo` its shape, cast to its type.
-  Value fit(Value g, Value operand) {
-    RankedTensorType t = type(operand);
-    return cast(sumTo(g, t.getShape()), t.getElementType());
-  }
-
-  OpBuilder &b;
-  Location loc;
-};
-} // namespace
 
 /// Checks the interface contract on the way in: one gradient slot per
 /// operand, all null.

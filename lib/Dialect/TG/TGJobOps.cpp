@@ -20,11 +20,9 @@ LogicalResult ampc::tg::detail::inferCompare(StringRef name,
   auto a = tensorType(lhs), b = tensorType(rhs);
   if (!a || !b)
     return err("operands must be ranked tensors");
-  int64_t badDim = 0;
-  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!shape)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
+  auto shape = broadcastPair(err, a, b);
+  if (failed(shape))
+    return failure();
   types.push_back(
       RankedTensorType::get(*shape, IntegerType::get(a.getContext(), 1)));
   return success();
@@ -41,11 +39,10 @@ LogicalResult ampc::tg::detail::inferWhere(std::optional<Location> loc,
   Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
   if (!elt)
     return err("cannot combine the value types of ", a, " and ", b);
+  auto ab = broadcastPair(err, a, b);
+  if (failed(ab))
+    return failure();
   int64_t badDim = 0;
-  auto ab = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!ab)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
   auto shape = broadcastShapes(c.getShape(), *ab, &badDim);
   if (!shape)
     return err("the condition ", c, " does not broadcast with shape ",
@@ -59,12 +56,7 @@ LogicalResult ampc::tg::detail::inferPairLoss(StringRef name,
                                               Value lhs, Value rhs,
                                               SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
-  auto a = tensorType(lhs), b = tensorType(rhs);
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  FailureOr<Type> elt = pairLossType(err, lhs, rhs);
   if (failed(elt))
     return failure();
   types.push_back(RankedTensorType::get({}, *elt));
@@ -82,12 +74,8 @@ LogicalResult ampc::tg::detail::inferPairLossGrad(
     return err("the gradient of the loss must be a scalar, got ", g);
   if (a.getShape() != b.getShape())
     return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
+                      types);
 }
 
 LogicalResult ampc::tg::detail::inferArgmax(std::optional<Location> loc,

@@ -262,13 +262,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
   if (b)
     vals.push_back(adaptor.getBias());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
   SmallVector<int64_t> shape(x.getShape());
   shape.back() = w.getDimSize(0);
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, vals, {shape}, types);
 }
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
@@ -280,13 +276,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   auto b = tensorType(adaptor.getBias());
   if (!x || !w)
     return err("operands must be ranked tensors");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (w.getRank() != 4)
-    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
-  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
-      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
-      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
     return failure();
   IntegerAttr groupsAttr = adaptor.getGroupsAttr();
   if (!groupsAttr)
@@ -344,11 +336,9 @@ LogicalResult ampc::tg::detail::inferBinary(StringRef name,
   Type elt = promoteElementTypes(a.getElementType(), b.getElementType());
   if (!elt)
     return err("cannot combine element types of ", a, " and ", b);
-  int64_t badDim = 0;
-  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!shape)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
+  auto shape = broadcastPair(err, a, b);
+  if (failed(shape))
+    return failure();
   types.push_back(RankedTensorType::get(*shape, elt));
   return success();
 }
@@ -378,11 +368,9 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  StringAttr approx = adaptor.getApproximateAttr();
-  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
-    return emitOptionalError(
-        loc, "'tg.gelu' approximate must be \"none\" or \"tanh\", got \"",
-        approx.getValue(), "\"");
+  if (failed(checkGeluApproximate(InferError{loc, "gelu"},
+                                  adaptor.getApproximateAttr())))
+    return failure();
   types.push_back(adaptor.getInput().getType());
   return success();
 }
@@ -398,29 +386,10 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (!dimsAttr)
-    return err("requires attribute 'dims'");
-  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
-  // torch.sum(x, dim=[]) reduces every dim; the IR spells the dims out, so an
-  // empty list would be ambiguous.
-  if (dims.empty() && x.getRank() > 0)
-    return err("dims must not be empty (list every dim to reduce)");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= x.getRank())
-      return err("dim ", dims[i], " is out of range for ", x,
-                 " (rank ", x.getRank(), ")");
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeToString(dims),
-                 " must be sorted and distinct");
-  }
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < x.getRank(); ++d) {
-    if (!llvm::is_contained(dims, d))
-      shape.push_back(x.getDimSize(d));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  auto shape = reduceShape(err, x, dimsAttr, keepdim);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
   return success();
 }
 
@@ -441,20 +410,16 @@ TG_REDUCE_INFER(MaxOp, "max")
 // Normalization
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferSoftmaxLike(StringRef name,
-                                      std::optional<Location> loc, Value input,
-                                      IntegerAttr dimAttr,
-                                      SmallVectorImpl<Type> &types) {
+LogicalResult ampc::tg::detail::inferAlongDim(StringRef name,
+                                              std::optional<Location> loc,
+                                              Value input, IntegerAttr dimAttr,
+                                              SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (!dimAttr)
-    return err("requires attribute 'dim'");
-  int64_t dim = dimAttr.getInt();
-  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1))
-    return err("dim ", dim, " is out of range for ", x, " (rank ",
-               x.getRank(), ")");
+  if (failed(checkDim(err, x, dimAttr)))
+    return failure();
   types.push_back(x);
   return success();
 }
@@ -463,16 +428,16 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  return inferSoftmaxLike("softmax", loc, adaptor.getInput(),
-                          adaptor.getDimAttr(), types);
+  return inferAlongDim("softmax", loc, adaptor.getInput(), adaptor.getDimAttr(),
+                       types);
 }
 
 LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  return inferSoftmaxLike("log_softmax", loc, adaptor.getInput(),
-                          adaptor.getDimAttr(), types);
+  return inferAlongDim("log_softmax", loc, adaptor.getInput(),
+                       adaptor.getDimAttr(), types);
 }
 
 /// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.
@@ -483,12 +448,8 @@ static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input);
   if (!x)
     return err("operand must be a ranked tensor");
-  if (x.getRank() < 1)
-    return err("input must have rank >= 1, got ", x);
-  if (!eps)
-    return err("requires attribute 'eps'");
-  if (!(eps.getValueAsDouble() >= 0.0))
-    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
   int64_t d = x.getShape().back();
   static const char *const names[] = {"weight", "bias"};
   for (auto [i, v] : llvm::enumerate(affine)) {
@@ -499,11 +460,7 @@ static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
   }
   SmallVector<Value> vals{input};
   vals.append(affine.begin(), affine.end());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, vals, {x.getShape()}, types);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
@@ -691,11 +648,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                    " in dim ", d, " (only dim ", dim, " may differ)");
     shape[dim] += t.getDimSize(dim);
   }
-  FailureOr<Type> elt = promoteAll(err, inputs);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, inputs, {shape}, types);
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
@@ -772,17 +725,8 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  InferError err{loc, "mse_loss"};
-  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get({}, *elt));
-  return success();
+  return inferPairLoss("mse_loss", loc, adaptor.getLhs(), adaptor.getRhs(),
+                       types);
 }
 
 //===----------------------------------------------------------------------===//

@@ -18,33 +18,6 @@ using namespace ampc::tg::detail;
 
 namespace {
 
-/// Checks `dims` of a reduction of `x` and returns the result's shape.
-FailureOr<SmallVector<int64_t>> reduceShape(const InferError &err,
-                                            RankedTensorType x,
-                                            DenseI64ArrayAttr dimsAttr,
-                                            bool keepdim) {
-  if (!dimsAttr)
-    return err("requires attribute 'dims'");
-  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
-  if (dims.empty() && x.getRank() > 0)
-    return err("dims must not be empty (list every dim to reduce)");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= x.getRank())
-      return err("dim ", dims[i], " is out of range for ", x, " (rank ",
-                 x.getRank(), ")");
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeToString(dims), " must be sorted and distinct");
-  }
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < x.getRank(); ++d) {
-    if (!llvm::is_contained(dims, d))
-      shape.push_back(x.getDimSize(d));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  return shape;
-}
-
 LogicalResult checkP(const InferError &err, FloatAttr p) {
   if (!p)
     return err("requires attribute 'p'");
@@ -72,22 +45,7 @@ LogicalResult inferReduceGrad(StringRef name, std::optional<Location> loc,
       return err("forward result and gradient must have the shape ",
                  shapeToString(*shape), " of the reduction of ", x, ", got ",
                  t);
-  FailureOr<Type> elt = promoteAll(err, {grad, input});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
-}
-
-LogicalResult checkDim(const InferError &err, RankedTensorType x,
-                       IntegerAttr dimAttr) {
-  if (!dimAttr)
-    return err("requires attribute 'dim'");
-  int64_t dim = dimAttr.getInt();
-  if (dim < 0 || dim >= std::max<int64_t>(x.getRank(), 1))
-    return err("dim ", dim, " is out of range for ", x, " (rank ",
-               x.getRank(), ")");
-  return success();
+  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
 /// group_norm's operand checks: x [N, C, ...], weight [C], C divisible by
@@ -118,11 +76,9 @@ FailureOr<SmallVector<int64_t>> cosineShape(const InferError &err,
                                             RankedTensorType b,
                                             IntegerAttr dimAttr,
                                             FloatAttr epsAttr) {
-  int64_t badDim = 0;
-  auto shape = broadcastShapes(a.getShape(), b.getShape(), &badDim);
-  if (!shape)
-    return err("shapes ", a, " and ", b, " do not broadcast (dim ", badDim,
-               " of the result)");
+  auto shape = broadcastPair(err, a, b);
+  if (failed(shape))
+    return failure();
   if (static_cast<int64_t>(shape->size()) != a.getRank())
     return err("the second operand ", b, " has a higher rank than the first ",
                a);
@@ -169,15 +125,10 @@ LogicalResult inferPairReduced(StringRef name, std::optional<Location> loc,
                                Value lhs, Value rhs, StringAttr reduction,
                                bool batchmean, SmallVectorImpl<Type> &types) {
   InferError err{loc, name};
-  auto a = tensorType(lhs), b = tensorType(rhs);
-  if (!a || !b)
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
+  FailureOr<Type> elt = pairLossType(err, lhs, rhs);
   if (failed(elt))
     return failure();
-  auto shape = lossShape(err, a.getShape(), reduction, batchmean);
+  auto shape = lossShape(err, tensorType(lhs).getShape(), reduction, batchmean);
   if (failed(shape))
     return failure();
   types.push_back(RankedTensorType::get(*shape, *elt));
@@ -200,12 +151,8 @@ LogicalResult inferPairReducedGrad(StringRef name, std::optional<Location> loc,
   if (g.getShape() != ArrayRef<int64_t>(*shape))
     return err("the gradient of the loss must have the loss' shape ",
                shapeToString(*shape), ", got ", g);
-  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
+                      types);
 }
 
 /// nll_loss' operands: logp [N, C], labels [N]; the loss' shape.
@@ -292,28 +239,16 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cumsum"};
-  auto x = tensorType(adaptor.getInput());
-  if (!x)
-    return err("operand must be a ranked tensor");
-  if (failed(checkDim(err, x, adaptor.getDimAttr())))
-    return failure();
-  types.push_back(x);
-  return success();
+  return inferAlongDim("cumsum", loc, adaptor.getInput(), adaptor.getDimAttr(),
+                       types);
 }
 
 LogicalResult CumsumGradOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cumsum_grad"};
-  auto g = tensorType(adaptor.getGrad());
-  if (!g)
-    return err("operand must be a ranked tensor");
-  if (failed(checkDim(err, g, adaptor.getDimAttr())))
-    return failure();
-  types.push_back(g);
-  return success();
+  return inferAlongDim("cumsum_grad", loc, adaptor.getGrad(),
+                       adaptor.getDimAttr(), types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,12 +269,9 @@ LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (b.getShape() != w.getShape())
     return err("bias ", b, " must have the weight's shape ", w);
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getInput(), adaptor.getWeight(), adaptor.getBias()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getInput(), adaptor.getWeight(), adaptor.getBias()},
+      {x.getShape()}, types);
 }
 
 LogicalResult GroupNormGradOp::inferReturnTypes(MLIRContext *,
@@ -356,11 +288,10 @@ LogicalResult GroupNormGradOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (g.getShape() != x.getShape())
     return err("gradient ", g, " must have the input's shape ", x);
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getGrad(), adaptor.getInput()});
-  if (failed(elt))
+  if (failed(pushPromoted(err, {adaptor.getGrad(), adaptor.getInput()},
+                          {x.getShape()}, types)))
     return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  // The weight and bias gradients keep the weight's type.
   types.push_back(w);
   types.push_back(w);
   return success();
@@ -377,11 +308,8 @@ LogicalResult CosineSimilarityOp::inferReturnTypes(
       cosineShape(err, a, b, adaptor.getDimAttr(), adaptor.getEpsAttr());
   if (failed(shape))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getLhs(), adaptor.getRhs()}, {*shape},
+                      types);
 }
 
 LogicalResult CosineSimilarityGradOp::inferReturnTypes(
@@ -399,13 +327,9 @@ LogicalResult CosineSimilarityGradOp::inferReturnTypes(
   if (g.getShape() != ArrayRef<int64_t>(*shape))
     return err("gradient ", g, " must have the result's shape ",
                shapeToString(*shape));
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err,
+                      {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()},
+                      {a.getShape(), b.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -507,10 +431,6 @@ LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext *,
   if (g.getShape() != ArrayRef<int64_t>(*shape))
     return err("the gradient of the loss must have the loss' shape ",
                shapeToString(*shape), ", got ", g);
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getGrad(), adaptor.getInput()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getGrad(), adaptor.getInput()},
+                      {x.getShape()}, types);
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradBuilder.h"
 #include "InferSupport.h"
 
 #include "ampc/Dialect/TG/TGInterfaces.h"
@@ -86,11 +87,7 @@ static LogicalResult inferAddGemm(StringRef name, Product kind,
   if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
     return err("input ", c, " does not broadcast to the product's shape ",
                shapeToString(shape));
-  FailureOr<Type> elt = promoteAll(err, {input, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, {input, lhs, rhs}, {shape}, types);
 }
 
 #define AMPC_ADD_GEMM_INFER(OP, NAME, KIND)                                    \
@@ -135,12 +132,8 @@ LogicalResult PreluOp::inferReturnTypes(MLIRContext *,
     return err("operands must be ranked tensors");
   if (failed(checkPreluWeight(err, x, w)))
     return failure();
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getInput(), adaptor.getWeight()},
+                      {x.getShape()}, types);
 }
 
 LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
@@ -156,13 +149,9 @@ LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (g.getShape() != x.getShape())
     return err("grad ", g, " must have the input's shape ", x);
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,61 +159,6 @@ LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The few builders the rules below need, at the backward location.
-struct Grads {
-  Grads(OpBuilder &b, Operation *forward) : b(b), loc(getGradientLoc(forward)) {}
-
-  static RankedTensorType type(Value v) {
-    return cast<RankedTensorType>(v.getType());
-  }
-  Value reshape(Value v, ArrayRef<int64_t> shape) {
-    if (type(v).getShape() == shape)
-      return v;
-    return ReshapeOp::create(b, loc, v, shape);
-  }
-  /// Swaps the last two dims.
-  Value transposeLast2(Value v) {
-    int64_t rank = type(v).getRank();
-    SmallVector<int64_t> perm;
-    for (int64_t i = 0; i < rank; ++i)
-      perm.push_back(i);
-    std::swap(perm[rank - 1], perm[rank - 2]);
-    return TransposeOp::create(b, loc, v, perm);
-  }
-  /// v * s, or v itself when s is 1 (PyTorch's maybe_multiply).
-  Value scale(Value v, double s) {
-    if (s == 1.0)
-      return v;
-    Type elt = type(v).getElementType();
-    auto t = RankedTensorType::get({}, elt);
-    Value c = ConstantOp::create(
-        b, loc, DenseElementsAttr::get(t, b.getFloatAttr(elt, s)));
-    return MulOp::create(b, loc, v, c);
-  }
-  /// Sums `g` over the dims `operand` was broadcast along, reshapes and
-  /// casts it to the operand's type.
-  Value fit(Value g, Value operand) {
-    RankedTensorType t = type(operand);
-    ArrayRef<int64_t> gs = type(g).getShape(), shape = t.getShape();
-    if (gs != shape) {
-      size_t lead = gs.size() - shape.size();
-      SmallVector<int64_t> dims;
-      for (size_t i = 0; i < gs.size(); ++i)
-        if (i < lead || (shape[i - lead] == 1 && gs[i] != 1))
-          dims.push_back(i);
-      if (!dims.empty())
-        g = SumOp::create(b, loc, g, dims, /*keepdim=*/true);
-      g = reshape(g, shape);
-    }
-    if (type(g).getElementType() != t.getElementType())
-      g = CastOp::create(b, loc, type(g).clone(t.getElementType()), g);
-    return g;
-  }
-
-  OpBuilder &b;
-  Location loc;
-};
-
 /// The rule shared by the add* ops: `beta * dy` summed to `input`'s shape,
 /// and the product gradients of `a` and `b`, each one GEMM of the same
 /// family with `alpha` folded in (beta 0, so its `input` is a zero that is
@@ -240,7 +174,7 @@ LogicalResult addGemmGradient(OpTy op, OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy)
     return success();
-  Grads g(builder, op);
+  GradBuilder g(builder, op);
   double beta = op.getBeta().convertToDouble();
   double alpha = op.getAlpha().convertToDouble();
   if (wanted[0])
@@ -256,11 +190,8 @@ LogicalResult addGemmGradient(OpTy op, OpBuilder &builder,
 
 /// `alpha * product(x, y)` as the add* op `OpTy` with beta 0.
 template <typename OpTy>
-Value scaledProduct(Grads &g, Value x, Value y, double alpha) {
-  Type elt = Grads::type(x).getElementType();
-  auto t = RankedTensorType::get({}, elt);
-  Value zero = ConstantOp::create(
-      g.b, g.loc, DenseElementsAttr::get(t, g.b.getFloatAttr(elt, 0.0)));
+Value scaledProduct(GradBuilder &g, Value x, Value y, double alpha) {
+  Value zero = g.scalar(0.0, x);
   return OpTy::create(g.b, g.loc, zero, x, y, g.b.getF64FloatAttr(0.0),
                       g.b.getF64FloatAttr(alpha));
 }
@@ -271,10 +202,10 @@ LogicalResult AddmmOp::buildGradient(OpBuilder &builder,
                                      ArrayRef<Value> resultGrads,
                                      ArrayRef<bool> wanted,
                                      SmallVectorImpl<Value> &operandGrads) {
-  auto da = [](Grads &g, Value dy, Value, Value b, double alpha) {
+  auto da = [](GradBuilder &g, Value dy, Value, Value b, double alpha) {
     return scaledProduct<AddmmOp>(g, dy, g.transposeLast2(b), alpha);
   };
-  auto db = [](Grads &g, Value dy, Value a, Value, double alpha) {
+  auto db = [](GradBuilder &g, Value dy, Value a, Value, double alpha) {
     return scaledProduct<AddmmOp>(g, g.transposeLast2(a), dy, alpha);
   };
   return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
@@ -286,10 +217,10 @@ LogicalResult BaddbmmOp::buildGradient(OpBuilder &builder,
                                        ArrayRef<Value> resultGrads,
                                        ArrayRef<bool> wanted,
                                        SmallVectorImpl<Value> &operandGrads) {
-  auto da = [](Grads &g, Value dy, Value, Value b, double alpha) {
+  auto da = [](GradBuilder &g, Value dy, Value, Value b, double alpha) {
     return scaledProduct<BaddbmmOp>(g, dy, g.transposeLast2(b), alpha);
   };
-  auto db = [](Grads &g, Value dy, Value a, Value, double alpha) {
+  auto db = [](GradBuilder &g, Value dy, Value a, Value, double alpha) {
     return scaledProduct<BaddbmmOp>(g, g.transposeLast2(a), dy, alpha);
   };
   return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
@@ -302,18 +233,18 @@ LogicalResult AddbmmOp::buildGradient(OpBuilder &builder,
                                       ArrayRef<Value> resultGrads,
                                       ArrayRef<bool> wanted,
                                       SmallVectorImpl<Value> &operandGrads) {
-  auto expand = [](Grads &g, Value dy, Value a) {
-    int64_t batch = Grads::type(a).getDimSize(0);
-    ArrayRef<int64_t> s = Grads::type(dy).getShape();
+  auto expand = [](GradBuilder &g, Value dy, Value a) {
+    int64_t batch = GradBuilder::type(a).getDimSize(0);
+    ArrayRef<int64_t> s = GradBuilder::type(dy).getShape();
     return BroadcastToOp::create(g.b, g.loc, dy,
                                  ArrayRef<int64_t>{batch, s[0], s[1]})
         .getResult();
   };
-  auto da = [expand](Grads &g, Value dy, Value a, Value b, double alpha) {
+  auto da = [expand](GradBuilder &g, Value dy, Value a, Value b, double alpha) {
     return scaledProduct<BaddbmmOp>(g, expand(g, dy, a), g.transposeLast2(b),
                                     alpha);
   };
-  auto db = [expand](Grads &g, Value dy, Value a, Value, double alpha) {
+  auto db = [expand](GradBuilder &g, Value dy, Value a, Value, double alpha) {
     return scaledProduct<BaddbmmOp>(g, g.transposeLast2(a), expand(g, dy, a),
                                     alpha);
   };
@@ -326,10 +257,10 @@ LogicalResult AddmvOp::buildGradient(OpBuilder &builder,
                                      ArrayRef<Value> resultGrads,
                                      ArrayRef<bool> wanted,
                                      SmallVectorImpl<Value> &operandGrads) {
-  auto da = [](Grads &g, Value dy, Value, Value v, double alpha) {
+  auto da = [](GradBuilder &g, Value dy, Value, Value v, double alpha) {
     return scaledProduct<AddrOp>(g, dy, v, alpha);
   };
-  auto dv = [](Grads &g, Value dy, Value a, Value, double alpha) {
+  auto dv = [](GradBuilder &g, Value dy, Value a, Value, double alpha) {
     return scaledProduct<AddmvOp>(g, g.transposeLast2(a), dy, alpha);
   };
   return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, da,
@@ -341,10 +272,10 @@ LogicalResult AddrOp::buildGradient(OpBuilder &builder,
                                     ArrayRef<Value> resultGrads,
                                     ArrayRef<bool> wanted,
                                     SmallVectorImpl<Value> &operandGrads) {
-  auto du = [](Grads &g, Value dy, Value, Value v, double alpha) {
+  auto du = [](GradBuilder &g, Value dy, Value, Value v, double alpha) {
     return scaledProduct<AddmvOp>(g, dy, v, alpha);
   };
-  auto dv = [](Grads &g, Value dy, Value u, Value, double alpha) {
+  auto dv = [](GradBuilder &g, Value dy, Value u, Value, double alpha) {
     return scaledProduct<AddmvOp>(g, g.transposeLast2(dy), u, alpha);
   };
   return addGemmGradient(*this, builder, resultGrads, wanted, operandGrads, du,
@@ -359,7 +290,7 @@ LogicalResult PreluOp::buildGradient(OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy || (!wanted[0] && !wanted[1]))
     return success();
-  Grads g(builder, *this);
+  GradBuilder g(builder, *this);
   auto grad = PreluGradOp::create(builder, g.loc, dy, getInput(), getWeight());
   if (wanted[0])
     operandGrads[0] = g.fit(grad.getInputGrad(), getInput());
@@ -419,14 +350,10 @@ convOutputShape(const InferError &err, int64_t n, RankedTensorType x,
                " (weight dim 1 must be C/groups = ", c / groups,
                " and O divisible by groups)");
   SmallVector<int64_t> out{x.getDimSize(0), o};
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t span = dilation[i] * (w.getDimSize(2 + i) - 1) + 1;
-    int64_t padded = x.getDimSize(2 + i) + 2 * padding[i];
-    if (padded < span)
-      return err("kernel extent ", span, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    out.push_back((padded - span) / stride[i] + 1);
-  }
+  if (failed(appendConvSpatial(err, x, w, n, stride.asArrayRef(),
+                               padding.asArrayRef(), dilation.asArrayRef(),
+                               out)))
+    return failure();
   return out;
 }
 
@@ -451,11 +378,7 @@ static LogicalResult inferConvNd(StringRef name, int64_t n,
   SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
   if (b)
     vals.push_back(adaptor.getBias());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, *elt));
-  return success();
+  return pushPromoted(err, vals, {*shape}, types);
 }
 
 LogicalResult Conv1dOp::inferReturnTypes(MLIRContext *,
@@ -491,13 +414,9 @@ static LogicalResult inferConvNdGrad(StringRef name, StringRef fwd, int64_t n,
   if (g.getShape() != ArrayRef<int64_t>(*shape))
     return err("grad ", g, " must have the ", fwd, " output shape ",
                shapeToString(*shape));
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 LogicalResult Conv1dGradOp::inferReturnTypes(MLIRContext *,
@@ -618,7 +537,7 @@ static LogicalResult convGradient(OpTy op, OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy)
     return success();
-  Grads g(builder, op);
+  GradBuilder g(builder, op);
   if (wanted[0] || wanted[1]) {
     auto grad = GradOpTy::create(builder, g.loc, dy, op.getInput(),
                                  op.getWeight(), op.getStrideAttr(),
@@ -648,7 +567,7 @@ static LogicalResult convTransposeGradient(OpTy op, OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy)
     return success();
-  Grads g(builder, op);
+  GradBuilder g(builder, op);
   if (wanted[0]) {
     Value dx = ConvOpTy::create(builder, g.loc, dy, op.getWeight(), Value(),
                                 op.getStrideAttr(), op.getPaddingAttr(),
@@ -730,11 +649,7 @@ static LogicalResult inferFixedMatmul(StringRef name, int64_t ra, int64_t rb,
   shape.push_back(a.getDimSize(ra - 2));
   if (rb > 1)
     shape.push_back(b.getDimSize(rb - 1));
-  FailureOr<Type> elt = promoteAll(err, {lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
+  return pushPromoted(err, {lhs, rhs}, {shape}, types);
 }
 
 LogicalResult MmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -769,7 +684,7 @@ static LogicalResult fixedMatmulGradient(OpTy op, OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy)
     return success();
-  Grads g(builder, op);
+  GradBuilder g(builder, op);
   if (wanted[0])
     operandGrads[0] = g.fit(
         OpTy::create(builder, g.loc, dy, g.transposeLast2(op.getRhs())),
@@ -806,10 +721,11 @@ LogicalResult MvOp::buildGradient(OpBuilder &builder,
   Value dy = resultGrads[0];
   if (!dy)
     return success();
-  Grads g(builder, *this);
+  GradBuilder g(builder, *this);
   Value a = getLhs(), v = getRhs();
   if (wanted[0]) {
-    int64_t n = Grads::type(dy).getDimSize(0), m = Grads::type(v).getDimSize(0);
+    int64_t n = GradBuilder::type(dy).getDimSize(0),
+            m = GradBuilder::type(v).getDimSize(0);
     operandGrads[0] = g.fit(MmOp::create(builder, g.loc, g.reshape(dy, {n, 1}),
                                          g.reshape(v, {1, m})),
                             a);

@@ -79,11 +79,7 @@ LogicalResult ampc::tg::detail::inferUnaryGrad(StringRef name,
     return err("operands must be ranked tensors");
   if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
 // The inference of every TG_UnaryGradOp is generated with it (TGOps.td).
@@ -92,11 +88,9 @@ LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
-  StringAttr approx = adaptor.getApproximateAttr();
-  if (approx && approx.getValue() != "none" && approx.getValue() != "tanh")
-    return emitOptionalError(
-        loc, "'tg.gelu_grad' approximate must be \"none\" or \"tanh\", got \"",
-        approx.getValue(), "\"");
+  if (failed(checkGeluApproximate(InferError{loc, "gelu_grad"},
+                                  adaptor.getApproximateAttr())))
+    return failure();
   return inferUnaryGrad("gelu_grad", loc, adaptor.getGrad(),
                         adaptor.getInput(), types);
 }
@@ -114,12 +108,8 @@ static LogicalResult inferBinaryGrad(StringRef name,
     return err("operands ", a, " and ", b, " do not broadcast");
   if (failed(checkGradShape(err, grad, *shape, "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, lhs, rhs});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
+                      types);
 }
 
 #define TG_BINARY_GRAD_INFER(OP, NAME)                                         \
@@ -143,37 +133,20 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
   auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
   if (!x || !y || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
-  if (!adaptor.getDimsAttr())
-    return err("requires attribute 'dims'");
-  ArrayRef<int64_t> dims = adaptor.getDims();
-  if (dims.empty() && x.getRank() > 0)
-    return err("dims must not be empty (list every dim to reduce)");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= x.getRank())
-      return err("dim ", dims[i], " is out of range for ", x);
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return err("dims ", shapeToString(dims), " must be sorted and distinct");
-  }
-  bool keepdim = static_cast<bool>(adaptor.getKeepdimAttr());
-  SmallVector<int64_t> reduced;
-  for (int64_t d = 0; d < x.getRank(); ++d) {
-    if (!llvm::is_contained(dims, d))
-      reduced.push_back(x.getDimSize(d));
-    else if (keepdim)
-      reduced.push_back(1);
-  }
-  if (y.getShape() != ArrayRef<int64_t>(reduced))
+  auto reduced = reduceShape(err, x, adaptor.getDimsAttr(),
+                             static_cast<bool>(adaptor.getKeepdimAttr()),
+                             /*sayRank=*/false);
+  if (failed(reduced))
+    return failure();
+  if (y.getShape() != ArrayRef<int64_t>(*reduced))
     return err("forward result ", y, " must have the shape ",
-               shapeToString(reduced), " of max over dims ", shapeToString(dims), " of ",
-               x);
-  if (failed(checkGradShape(err, adaptor.getGrad(), reduced, "max")))
+               shapeToString(*reduced), " of max over dims ",
+               shapeToString(adaptor.getDims()), " of ", x);
+  if (failed(checkGradShape(err, adaptor.getGrad(), *reduced, "max")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()},
+      {x.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -188,18 +161,10 @@ static LogicalResult inferSoftmaxGrad(StringRef name,
   auto y = tensorType(output);
   if (!y || !tensorType(grad))
     return err("operands must be ranked tensors");
-  if (!dimAttr)
-    return err("requires attribute 'dim'");
-  int64_t dim = dimAttr.getInt();
-  if (dim < 0 || dim >= std::max<int64_t>(y.getRank(), 1))
-    return err("dim ", dim, " is out of range for ", y);
-  if (failed(checkGradShape(err, grad, y.getShape(), "forward")))
+  if (failed(checkDim(err, y, dimAttr, /*sayRank=*/false)) ||
+      failed(checkGradShape(err, grad, y.getShape(), "forward")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, output});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(y.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, output}, {y.getShape()}, types);
 }
 
 LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
@@ -225,12 +190,8 @@ static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
   auto x = tensorType(input), w = tensorType(weight);
   if (!x || !w || !tensorType(grad))
     return err("operands must be ranked tensors");
-  if (x.getRank() < 1)
-    return err("input must have rank >= 1, got ", x);
-  if (!eps)
-    return err("requires attribute 'eps'");
-  if (!(eps.getValueAsDouble() >= 0.0))
-    return err("eps must be >= 0, got ", eps.getValueAsDouble());
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
   int64_t d = x.getShape().back();
   if (w.getRank() != 1 || w.getDimSize(0) != d)
     return err("weight ", w, " must be [", d,
@@ -272,13 +233,9 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
   if (!x || !w || !tensorType(adaptor.getGrad()))
     return err("operands must be ranked tensors");
-  if (x.getRank() != 4)
-    return err("input must be 4-D [N, C, H, W], got ", x);
-  if (w.getRank() != 4)
-    return err("weight must be 4-D [O, C/groups, KH, KW], got ", w);
-  if (failed(checkPair(err, "stride", adaptor.getStrideAttr(), 1)) ||
-      failed(checkPair(err, "padding", adaptor.getPaddingAttr(), 0)) ||
-      failed(checkPair(err, "dilation", adaptor.getDilationAttr(), 1)))
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
     return failure();
   if (!adaptor.getGroupsAttr())
     return err("requires attribute 'groups'");
@@ -287,26 +244,16 @@ LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
   if (groups < 1 || c % groups != 0 || o % groups != 0 ||
       w.getDimSize(1) != c / groups)
     return err("input ", x, " and weight ", w, " do not fit groups ", groups);
-  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
-                    dil = adaptor.getDilation();
   SmallVector<int64_t> out{x.getDimSize(0), o};
-  for (int i = 0; i < 2; ++i) {
-    int64_t span = dil[i] * (w.getDimSize(2 + i) - 1) + 1;
-    int64_t padded = x.getDimSize(2 + i) + 2 * pad[i];
-    if (padded < span)
-      return err("kernel extent ", span, " exceeds padded input ", padded,
-                 " in spatial dim ", 2 + i, " of ", x);
-    out.push_back((padded - span) / stride[i] + 1);
-  }
+  if (failed(appendConvSpatial(err, x, w, 2, adaptor.getStride(),
+                               adaptor.getPadding(), adaptor.getDilation(),
+                               out)))
+    return failure();
   if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  types.push_back(RankedTensorType::get(w.getShape(), *elt));
-  return success();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
 }
 
 static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
@@ -324,11 +271,7 @@ static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
     return failure();
   if (failed(checkGradShape(err, grad, *out, "pooling")))
     return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
 LogicalResult MaxPool2dGradOp::inferReturnTypes(MLIRContext *,
@@ -388,12 +331,8 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
                "] to match logits ", logits);
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
-  FailureOr<Type> elt =
-      promoteAll(err, {adaptor.getGrad(), adaptor.getLogits()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(logits.getShape(), *elt));
-  return success();
+  return pushPromoted(err, {adaptor.getGrad(), adaptor.getLogits()},
+                      {logits.getShape()}, types);
 }
 
 LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
@@ -408,13 +347,9 @@ LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
     return err("operands must have the same shape, got ", a, " and ", b);
   if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
     return failure();
-  FailureOr<Type> elt = promoteAll(
-      err, {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(a.getShape(), *elt));
-  types.push_back(RankedTensorType::get(b.getShape(), *elt));
-  return success();
+  return pushPromoted(err,
+                      {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()},
+                      {a.getShape(), b.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//

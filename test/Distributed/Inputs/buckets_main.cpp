@@ -5,64 +5,19 @@
 // world size, and what happens with no communicator attached. Rank r's
 // values depend on r, so every result is known in closed form. Prints one
 // line per check on rank 0.
-#include "ampc/runtime.h"
+#include "mpi_check.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
-
-static void check(ampc_status st, const char *what) {
-  if (st != AMPC_OK) {
-    std::fprintf(stderr, "%s: %s (%s)\n", what, ampc_status_string(st),
-                 ampc_last_error());
-    std::exit(1);
-  }
-}
-
-static uint16_t toF16(float f) { // exact for the small integers used here
-  if (f == 0)
-    return 0;
-  int e;
-  float m = std::frexp(std::fabs(f), &e);
-  uint16_t bits = uint16_t((e + 14) << 10) | uint16_t((m * 2 - 1) * 1024);
-  return f < 0 ? bits | 0x8000 : bits;
-}
-static float fromF16(uint16_t h) {
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  float v =
-      e ? std::ldexp(float(m | 0x400), e - 25) : std::ldexp(float(m), -24);
-  return h & 0x8000 ? -v : v;
-}
-static uint16_t toBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t(u >> 16);
-}
-static float fromBf16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 int main() {
   ampc_context ctx;
   check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context");
   ampc_comm comm;
-  check(ampc_comm_create_mpi(&comm), "ampc_comm_create_mpi");
   int32_t rank, size;
-  check(ampc_comm_rank(comm, &rank), "rank");
-  check(ampc_comm_size(comm, &size), "size");
+  openMpiComm(comm, rank, size);
   int failures = 0;
-  auto expect = [&](const char *what, float got, float want, int i) {
-    if (got != want) {
-      std::fprintf(stderr, "rank %d: %s[%d] = %g, expected %g\n", rank, what, i,
-                   got, want);
-      ++failures;
-    }
-  };
+  auto expect = floatChecker(rank, failures);
   // The gradients of one bucket: a f32[5], b f16[3], c f32[4], d bf16[2].
   // Element i of rank r: a = (r+1)(i+1), b = 2(r+1), c = (r+1) i, d = 4(r+1).
   std::vector<float> a(5), c(4);

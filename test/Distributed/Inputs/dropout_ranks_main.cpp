@@ -4,29 +4,18 @@
 // tensor (the rows the ranks' data shards hold); without sample_elems, or
 // with no communicator attached, the rank draws ampc_dropout_fwd's mask of
 // its own tensor. Prints one line on rank 0.
-#include "ampc/runtime.h"
+#include "mpi_check.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
-
-static void check(ampc_status st, const char *what) {
-  if (st != AMPC_OK) {
-    std::fprintf(stderr, "%s: %s (%s)\n", what, ampc_status_string(st),
-                 ampc_last_error());
-    std::exit(1);
-  }
-}
 
 int main() {
   ampc_context ctx;
   check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context");
   ampc_comm comm;
-  check(ampc_comm_create_mpi(&comm), "ampc_comm_create_mpi");
   int32_t rank, world;
-  check(ampc_comm_rank(comm, &rank), "rank");
-  check(ampc_comm_size(comm, &world), "size");
+  openMpiComm(comm, rank, world);
   const int64_t b = 3, sample = 10;
   const int64_t n = b * sample, whole = world * n;
   std::vector<float> x(whole), full(whole), mine(n), local(n), y(n);

@@ -6,20 +6,11 @@
 // of ampc_grad_allreduce_stats show; the results are the exact sums. The
 // messages are large (4 MiB and more) so MPI needs many progress rounds.
 // Prints one line per check on rank 0.
-#include "ampc/runtime.h"
+#include "mpi_check.h"
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
-
-static void check(ampc_status st, const char *what) {
-  if (st != AMPC_OK) {
-    std::fprintf(stderr, "%s: %s (%s)\n", what, ampc_status_string(st),
-                 ampc_last_error());
-    std::exit(1);
-  }
-}
 
 static double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -52,10 +43,8 @@ int main() {
     ++failures;
 
   ampc_comm comm;
-  check(ampc_comm_create_mpi(&comm), "ampc_comm_create_mpi");
   int32_t rank, size;
-  check(ampc_comm_rank(comm, &rank), "rank");
-  check(ampc_comm_size(comm, &size), "size");
+  openMpiComm(comm, rank, size);
   // S = sum over ranks of (r + 1).
   float s = float(size) * float(size + 1) / 2;
 
