@@ -20,6 +20,34 @@ namespace cpukern {
 namespace {
 
 #if AMPC_VMATH_X86
+/// y with the lanes set in `bits` replaced by libm's fn of x's lanes.
+__attribute__((target("avx2,fma"))) inline __m256
+libmLanes(__m256 x, __m256 y, int bits, float (*fn)(float)) {
+  alignas(32) float xs[8], ys[8];
+  _mm256_store_ps(xs, x);
+  _mm256_store_ps(ys, y);
+  for (int l = 0; l < 8; ++l)
+    if (bits & (1 << l))
+      ys[l] = fn(xs[l]);
+  return _mm256_load_ps(ys);
+}
+
+float libmExp(float x) { return expf(x); }
+float libmErf(float x) { return erff(x); }
+float libmTanh(float x) { return tanhf(x); }
+
+/// y[0, n) = V(x) eight lanes at a time, the tail by libm's S.
+template <__m256 (*V)(__m256), float (*S)(float)>
+__attribute__((target("avx2,fma"))) inline void overRun(const float *x,
+                                                        float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, V(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = S(x[i]);
+}
+
+
 // 2^(i/32) as doubles (correctly rounded), each less i << 47 so that adding
 // k << 47 for k = i (mod 32) puts k / 32's integer part in the exponent.
 alignas(32) const uint64_t kExp2Tab[32] = {
@@ -91,22 +119,12 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
   int bits = _mm256_movemask_ps(_mm256_castsi256_ps(rest));
   if (!bits)
     return r;
-  alignas(32) float xs[8], ys[8];
-  _mm256_store_ps(xs, xv);
-  _mm256_store_ps(ys, r);
-  for (int l = 0; l < 8; ++l)
-    if (bits & (1 << l))
-      ys[l] = expf(xs[l]);
-  return _mm256_load_ps(ys);
+  return libmLanes(xv, r, bits, libmExp);
 }
 
 __attribute__((target("avx2,fma"), noinline)) void
 expAVX2(const float *x, float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
-  for (; i < n; ++i)
-    y[i] = expf(x[i]);
+  overRun<exp8, libmExp>(x, y, n);
 }
 
 float f(uint32_t u) {
@@ -207,22 +225,12 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
   int bits = _mm256_movemask_ps(_mm256_castsi256_ps(other));
   if (!bits)
     return y;
-  alignas(32) float xs[8], ys[8];
-  _mm256_store_ps(xs, x);
-  _mm256_store_ps(ys, y);
-  for (int l = 0; l < 8; ++l)
-    if (bits & (1 << l))
-      ys[l] = erff(xs[l]);
-  return _mm256_load_ps(ys);
+  return libmLanes(x, y, bits, libmErf);
 }
 
 __attribute__((target("avx2,fma"), noinline)) void
 erfAVX2(const float *x, float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
-  for (; i < n; ++i)
-    y[i] = erff(x[i]);
+  overRun<erf8, libmErf>(x, y, n);
 }
 
 // tanh of eight lanes: libm's tanhf (the fdlibm algorithm in f32:
@@ -331,22 +339,12 @@ AMPC_VM __m256 tanh8(__m256 x) {
   int bits = _mm256_movemask_ps(other);
   if (!bits)
     return y;
-  alignas(32) float xs[8], ys[8];
-  _mm256_store_ps(xs, x);
-  _mm256_store_ps(ys, y);
-  for (int l = 0; l < 8; ++l)
-    if (bits & (1 << l))
-      ys[l] = tanhf(xs[l]);
-  return _mm256_load_ps(ys);
+  return libmLanes(x, y, bits, libmTanh);
 }
 
 __attribute__((target("avx2,fma"), noinline)) void
 tanhAVX2(const float *x, float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, tanh8(_mm256_loadu_ps(x + i)));
-  for (; i < n; ++i)
-    y[i] = tanhf(x[i]);
+  overRun<tanh8, libmTanh>(x, y, n);
 }
 #undef AMPC_VM
 
@@ -386,9 +384,6 @@ bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
   return true;
 }
 
-float libmExp(float x) { return expf(x); }
-float libmErf(float x) { return erff(x); }
-float libmTanh(float x) { return tanhf(x); }
 
 bool vectorAllowed() {
   if (getenv("AMPC_CPU_SCALAR_MATH"))
