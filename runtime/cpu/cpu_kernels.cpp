@@ -876,6 +876,19 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
 
 namespace {
 
+/// One row of the norm backward's dx: rstd (g - mean(g) - xhat mean(g xhat))
+/// (RMS norm: no mean(g)), from the row's f64 sums of g and g xhat.
+void normDxRow(Buf dx, int64_t base, int64_t cols, bool rms, float rstd,
+               double sumG, double sumGX, const std::vector<float> &g,
+               const std::vector<float> &xhat, float *scratch) {
+  float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
+  float meanGX = static_cast<float>(sumGX / cols);
+  float *o = target(dx, base, 1, scratch);
+  for (int64_t j = 0; j < cols; ++j)
+    o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+  finish(dx, base, 1, cols, o, scratch);
+}
+
 /// normBwd in one pass on the calling thread: dw and db accumulated row by
 /// row, each column in row order, the same operations as normBwd's pooled
 /// column pass (so the same bits); dx of a row written after its reads.
@@ -907,12 +920,7 @@ void normBwdSerial(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
         dbAcc[j] += dr[j];
     if (!dx.data)
       continue;
-    float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
-    float meanGX = static_cast<float>(sumGX / cols);
-    float *o = target(dx, base, 1, out.data());
-    for (int64_t j = 0; j < cols; ++j)
-      o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
-    finish(dx, base, 1, cols, o, out.data());
+    normDxRow(dx, base, cols, rms, rstd, sumG, sumGX, g, xhat, out.data());
   }
   for (int64_t j = 0; j < cols; ++j) {
     if (dw.data)
@@ -969,12 +977,8 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
           sumG += g[j];
           sumGX += static_cast<double>(g[j]) * xhat[j];
         }
-        float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
-        float meanGX = static_cast<float>(sumGX / cols);
-        float *o = target(dx, base, 1, out.data());
-        for (int64_t j = 0; j < cols; ++j)
-          o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
-        finish(dx, base, 1, cols, o, out.data());
+        normDxRow(dx, base, cols, rms, rstd, sumG, sumGX, g, xhat,
+                  out.data());
       }
     });
   };

@@ -23,8 +23,6 @@ GemmDesc makeGemm(Buf c, Buf a, Buf b, int64_t m, int64_t n, int64_t k,
   d.c = c;
   d.a = a;
   d.b = b;
-  d.bias = Buf{nullptr, AMPC_F32};
-  d.batch = 1;
   d.m = m;
   d.n = n;
   d.k = k;
@@ -33,10 +31,6 @@ GemmDesc makeGemm(Buf c, Buf a, Buf b, int64_t m, int64_t n, int64_t k,
   d.lda = transA ? m : k;
   d.ldb = transB ? k : n;
   d.ldc = n;
-  d.strideA = d.strideB = d.strideC = 0;
-  d.alpha = 1.0f;
-  d.beta = 0.0f;
-  d.epilogue = AMPC_EPILOGUE_NONE;
   return d;
 }
 

@@ -72,7 +72,6 @@ ampc_status ampc_matmul_strided(
     d.c = Buf{y, y_dtype};
     d.a = Buf{const_cast<void *>(a), a_dtype};
     d.b = Buf{const_cast<void *>(b), b_dtype};
-    d.bias = Buf{nullptr, AMPC_F32};
     d.batch = batch;
     d.m = m;
     d.n = n;
@@ -85,9 +84,6 @@ ampc_status ampc_matmul_strided(
     d.strideA = stride_a;
     d.strideB = stride_b;
     d.strideC = stride_y;
-    d.alpha = 1.0f;
-    d.beta = 0.0f;
-    d.epilogue = AMPC_EPILOGUE_NONE;
     Backend &be = *ctx->backend;
     for (int64_t o = 0; o < outer; ++o) {
       GemmDesc one = d;

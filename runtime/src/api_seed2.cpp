@@ -123,7 +123,6 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
     d.c = acc;
     d.a = a.buf();
     d.b = b.buf();
-    d.bias = Buf{nullptr, AMPC_F32};
     d.batch = sumBatch ? 1 : batch;
     d.m = m;
     d.n = n;
@@ -137,7 +136,6 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
     d.strideC = sumBatch ? 0 : m * n;
     d.alpha = static_cast<float>(alpha);
     d.beta = 1.0f;
-    d.epilogue = AMPC_EPILOGUE_NONE;
     if (!sumBatch) {
       AMPC_TRY(be.gemm(d));
     } else {

@@ -61,12 +61,12 @@ struct Walk {
 
 /// Row-major strided-batched GEMM (see ampc_gemm).
 struct GemmDesc {
-  Buf c, a, b, bias;
-  int64_t batch, m, n, k;
-  bool transA, transB;
-  int64_t lda, ldb, ldc, strideA, strideB, strideC;
-  float alpha, beta;
-  ampc_epilogue epilogue;
+  Buf c, a, b, bias{nullptr, AMPC_F32};
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  int64_t lda = 0, ldb = 0, ldc = 0, strideA = 0, strideB = 0, strideC = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  ampc_epilogue epilogue = AMPC_EPILOGUE_NONE;
 };
 
 /// One image (and one group) of a convolution, for im2col / col2im: 2-D
