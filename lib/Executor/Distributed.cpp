@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -250,17 +251,22 @@ bool World::testDivergence(Executor &ex, const rt::Program &program,
   return true;
 }
 
-bool World::meanOf(double &value, std::string &error) {
-  double v = value;
-  // Summed as f64 bits would need a dtype MPI module lacks; f32 holds the
-  // logged loss's precision.
-  float f = static_cast<float>(v);
-  if (ampc_status st = ampc_comm_allreduce(impl->comm, impl->host, &f,
-                                           AMPC_F32, 1, AMPC_REDUCE_MEAN)) {
+bool World::meanOf(double &value, int &signal, std::string &error) {
+  // One f32 sum of {loss, signal word}: the loss's sum divided by W is
+  // AMPC_REDUCE_MEAN's own arithmetic (same bits); the word counts the
+  // ranks with a pending SIGINT (units) and SIGTERM (multiples of 1024),
+  // exact in f32 for fewer than 1024 ranks. (Summed as f64 would need a
+  // dtype the MPI module lacks; f32 holds the logged loss's precision.)
+  float buf[2] = {static_cast<float>(value),
+                  signal == SIGTERM ? 1024.0f : signal ? 1.0f : 0.0f};
+  if (ampc_status st = ampc_comm_allreduce(impl->comm, impl->host, buf,
+                                           AMPC_F32, 2, AMPC_REDUCE_SUM)) {
     error = statusText("loss all-reduce", st);
     return false;
   }
-  value = f;
+  value = buf[0] / static_cast<float>(worldSize);
+  if (signal == 0)
+    signal = buf[1] >= 1024.0f ? SIGTERM : buf[1] > 0.0f ? SIGINT : 0;
   return true;
 }
 

@@ -1081,7 +1081,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return datasets.empty() || feedBatch(*ex, datasets, order, microOffsets[j],
                                          error, ranks, myRank);
   };
-  for (int64_t k = 0; k < steps && !gSignal; ++k) {
+  // Under ranks a signal stops the job after the step every rank agreed on
+  // in the loss all-reduce (World::meanOf), never mid-collective.
+  int jobSignal = 0;
+  for (int64_t k = 0; k < steps && !(world ? jobSignal : gSignal); ++k) {
     int64_t epoch = pos.epoch;
     // With accumulation the micro-batches are fed in accumulatedStep.
     if (micro == 1 && !datasets.empty()) {
@@ -1126,7 +1129,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         if (values.size() == 1)
           loss = values[0];
       }
-      if (world && !world->meanOf(loss, error))
+      jobSignal = gSignal;
+      if (world && !world->meanOf(loss, jobSignal, error))
         return fail(kRuntimeError, error);
       // Device-side checks (labels, ids): read with the loss.
       bool located = false;
@@ -1177,7 +1181,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (checkReplay)
     llvm::errs() << "ampc: " << replaysChecked
                  << " replays, each computed its step's loss bit for bit\n";
-  int interrupted = gSignal;
+  int interrupted = world ? jobSignal : gSignal;
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && onRank0() && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
@@ -1240,7 +1244,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   }
 
   if (!onRank0())
-    return kOk;
+    return interrupted ? 128 + interrupted : kOk;
   // A summary on stdout.
   llvm::outs() << program.name << ": " << taken
                << (program.training ? " training steps" : " forward pass");

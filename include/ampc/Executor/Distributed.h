@@ -61,8 +61,17 @@ public:
   /// first element of the first parameter so the replicas differ.
   bool testDivergence(Executor &ex, const rt::Program &program, int64_t step,
                       std::string &error);
-  /// The mean of `value` over the ranks.
-  bool meanOf(double &value, std::string &error);
+  /// The mean of `value` over the ranks, in the same all-reduce as the
+  /// ranks' pending signals: `signal` is this rank's (0, SIGINT or SIGTERM)
+  /// on entry and the job's on return (SIGTERM when any rank has one, else
+  /// SIGINT when any has that, else 0), so every rank stops after the same
+  /// step (docs/distributed.md, "Signals").
+  bool meanOf(double &value, int &signal, std::string &error);
+  /// The mean of `value` over the ranks (no signals).
+  bool meanOf(double &value, std::string &error) {
+    int none = 0;
+    return meanOf(value, none, error);
+  }
   /// Compares a checksum of every parameter across the ranks; a mismatch
   /// names the first parameter that differs.
   bool checkReplicas(Executor &ex, const rt::Program &program,

@@ -8,6 +8,7 @@ its data, and compares runs of `ampc run` (one process against W ranks).
   ddp.py same-params DIR1 DIR2 [--rtol R]   every NAME.npy within R
   ddp.py count-skips LOG            prints the number of skipped steps
   ddp.py kill ...                   see kill()
+  ddp.py term DELAY|one ...         see term()
 """
 import json
 import os
@@ -105,6 +106,46 @@ def kill(cmd):
     assert job.returncode != 0
 
 
+def term(how, cmd):
+    """Starts CMD (an mpirun job with --log FILE) and, once FILE has a line
+    (every rank is training), sends SIGTERM to its ranks: DELAY seconds apart (so they receive it at different steps), or
+    to `one` rank only. Prints the job's stderr, its stdout and its exit
+    code."""
+    log = cmd[cmd.index("--log") + 1]
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0 = time.time()
+    while not (os.path.exists(log) and os.path.getsize(log) > 0):
+        assert time.time() - t0 < 30 and job.poll() is None, "no step logged"
+        time.sleep(0.05)
+    time.sleep(0.2)
+    ranks = []
+    for r in children(job.pid):
+        try:
+            with open(f"/proc/{r}/comm") as f:
+                if f.read().strip() == "ampc":
+                    ranks.append(r)
+        except OSError:
+            pass
+    assert len(ranks) > 1, "the ranks did not start"
+    if how == "one":
+        os.kill(ranks[-1], signal.SIGTERM)
+    else:
+        for r in ranks:
+            try:
+                os.kill(r, signal.SIGTERM)
+            except ProcessLookupError:
+                pass  # the job stopped on the first signal already
+            time.sleep(float(how))
+    try:
+        out, err = job.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        sys.exit("the job did not end within 30 s of the signal")
+    print(err.decode(errors="replace"))
+    print(out.decode(errors="replace"))
+    print(f"exit {job.returncode}")
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     rtol = 1e-5
@@ -125,6 +166,8 @@ def main():
         print(f"skips: {sum(1 for l in read_log(args[0]) if l.get('skipped'))}")
     elif cmd == "kill":
         kill(args)
+    elif cmd == "term":
+        term(args[0], args[1:])
     else:
         sys.exit(f"unknown command {cmd}")
 
