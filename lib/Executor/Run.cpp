@@ -807,6 +807,25 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
   }
 
+  // Under ranks, what the run's length and data come from must agree too
+  // (a --data file of other N, a --load of another position), or a rank
+  // would finish its steps while the others wait in a collective.
+  if (world) {
+    std::vector<std::pair<std::string, std::string>> plan = {
+        {"--data samples",
+         datasets.empty() ? "none" : std::to_string(datasets.front().samples)},
+        {"the starting position (update, epoch, batch)",
+         std::to_string(pos.steps) + ", " + std::to_string(pos.epoch) + ", " +
+             std::to_string(pos.batch)},
+        {"updates to run", std::to_string(steps)}};
+    if (!world->checkFingerprint(plan, error)) {
+      gWorld = nullptr;
+      llvm::errs() << "ampc: error: rank " + std::to_string(world->rank()) +
+                          ": " + error + "\n";
+      return kRuntimeError;
+    }
+  }
+
   std::FILE *log = nullptr;
   if (!options.log.empty()) {
     log = std::fopen(options.log.c_str(), "w");
