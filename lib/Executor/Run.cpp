@@ -45,7 +45,8 @@ int fail(int code, const std::string &msg) {
     llvm::errs().flush();
     gWorld->abortJob(code);
   }
-  llvm::errs() << "ampc: error: " << msg << "\n";
+  // One write: ranks that fail before joining do not interleave either.
+  llvm::errs() << "ampc: error: " + msg + "\n";
   return code;
 }
 
@@ -551,7 +552,10 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (options.cuda) {
       int device = 0;
       if (!world->cudaDevice(device, error))
-        return fail(kRuntimeError, error);
+        // Named by rank, one line per rank (every rank fails alike, and
+        // mpirun ends the job when one exits non-zero).
+        return fail(kRuntimeError,
+                    "rank " + std::to_string(world->rank()) + ": " + error);
       Executor::setCudaDevice(device);
     }
     gWorld = world.get();
