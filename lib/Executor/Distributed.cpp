@@ -33,12 +33,14 @@ uint64_t fnv1a(const char *data, size_t n) {
 }
 } // namespace
 
-bool ampc::exec::launchedUnderMpi() {
+int ampc::exec::launcherWorldSize() {
   for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
     if (const char *v = getenv(var))
-      return std::atoi(v) > 1;
-  return false;
+      return std::max(std::atoi(v), 1);
+  return 0;
 }
+
+bool ampc::exec::launchedUnderMpi() { return launcherWorldSize() > 1; }
 
 unsigned ampc::exec::markSyncBatchNorm(mlir::ModuleOp module) {
   unsigned marked = 0;

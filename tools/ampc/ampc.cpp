@@ -796,9 +796,21 @@ int main(int argc, char **argv) {
                     "must be at least 1\n";
     return kUsageError;
   }
+  // Under a launcher already (`mpirun -np S ampc run --nproc N`): the job
+  // runs as is when N is S, else the two disagree (mpirun cannot be
+  // started from inside an mpirun job).
+  if (int size = ampc::exec::launcherWorldSize();
+      runNproc.getNumOccurrences() && size > 0 && runNproc != size) {
+    llvm::errs() << "ampc: error: --nproc " << runNproc
+                 << ": this process is already one of an MPI job of " << size
+                 << (size == 1 ? " rank" : " ranks")
+                 << " started by a launcher; give --nproc " << size
+                 << " or drop it\n";
+    return kUsageError;
+  }
   // `ampc run --nproc N`: the same command under `mpirun -np N` on this
   // machine (an MPI job started by any launcher runs as is).
-  if (runNproc > 1 && !ampc::exec::launchedUnderMpi()) {
+  if (runNproc > 1 && !ampc::exec::launcherWorldSize()) {
     llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
     if (!mpirun) {
       llvm::errs() << "ampc: error: --nproc " << runNproc

@@ -23,6 +23,10 @@ namespace ampc::exec {
 /// one rank (Open MPI's or PMI's environment), without loading MPI.
 bool launchedUnderMpi();
 
+/// The number of ranks of the MPI job this process was started in by a
+/// launcher (1 for `mpirun -np 1`), or 0 when no launcher started it.
+int launcherWorldSize();
+
 /// --sync-batchnorm: marks every training `batch_norm`, `batch_norm_grad`
 /// and `batch_norm_update` of the module's graphs `sync`, so they lower to
 /// the synchronised entry points. Returns how many ops it marked.
