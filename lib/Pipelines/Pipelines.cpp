@@ -231,6 +231,10 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addNestedPass<func::FuncOp>(createModelCopies());
   if (ampOn && options.ampPolicy == amp::Policy::Fast)
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
+  // Data parallel with 16-bit values: widened 16-bit gradients travel in 16
+  // bits, so the ranks overflow where one process does (docs/distributed.md).
+  if (ampOn && options.dataParallel)
+    pm.addNestedPass<func::FuncOp>(createDataParallelNarrow());
   if (options.canonicalize)
     pm.addPass(createCanonicalizerPass());
   // 6. buffer planning, on the final program, after the transposes that

@@ -370,6 +370,46 @@ def DataParallel : Pass<"ampc-data-parallel", "::mlir::func::FuncOp"> {
   ];
 }
 
+def DataParallelNarrow : Pass<"ampc-data-parallel-narrow", "::mlir::func::FuncOp"> {
+  let summary = "Reduces a widened 16-bit gradient of a data-parallel step "
+                "as its 16-bit value";
+  let description = [{
+    Runs after `ampc-data-parallel`, loss scaling and cast optimisation,
+    when the step has 16-bit values. A bucket member that is only the
+    exact widening of a 16-bit value (a `tg.cast` or a `tg.reshape` from
+    f16/bf16 to f32, read by nothing but the bucket's
+    `tg.grad_allreduce_start`, of a value read by nothing else) is replaced
+    by that 16-bit value, and the widening is repeated on the reduced value
+    right after the bucket's `tg.grad_allreduce_wait`; the wait's readers
+    read the widened result.
+
+    Why: one process with the whole batch computes such a gradient in 16
+    bits (a bias gradient `tg.sum` over the batch stores f16, and the
+    widening only hands it to the f32 check), so it overflows there when
+    the whole batch's sum passes the 16-bit range. Reducing the f32
+    widening would add the ranks' 16-bit parts in f32, past that limit, and
+    the ranks would not skip the step one process skips. Reduced as a
+    16-bit message (added in f32, rounded once to 16 bits, as every 16-bit
+    reduction is), the sum overflows where one process's does. Gradients
+    whose kernel stores f32 itself (a GEMM with a fused f32 store) are not
+    widenings and are reduced in f32, as before.
+
+    ```mlir
+    // before
+    %s = tg.sum %d dims [0] keepdim : tensor<4x32xf16> -> tensor<1x32xf16>
+    %g = tg.reshape %s shape [32] {tg.compute = f16} : tensor<1x32xf16> -> tensor<32xf32>
+    %b = tg.grad_allreduce_start %g {bucket = 0 : i64} : tensor<32xf32>
+    %r = tg.grad_allreduce_wait %b {bucket = 0 : i64} : tensor<32xf32>
+    // after
+    %s = tg.sum %d dims [0] keepdim : tensor<4x32xf16> -> tensor<1x32xf16>
+    %b = tg.grad_allreduce_start %s {bucket = 0 : i64} : tensor<1x32xf16>
+    %w = tg.grad_allreduce_wait %b {bucket = 0 : i64} : tensor<1x32xf16>
+    %r = tg.reshape %w shape [32] {tg.compute = f16} : tensor<1x32xf16> -> tensor<32xf32>
+    ```
+  }];
+  let dependentDialects = ["::ampc::tg::TGDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Dropout under data-parallel ranks
 //===----------------------------------------------------------------------===//

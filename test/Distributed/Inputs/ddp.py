@@ -2,6 +2,8 @@
 its data, and compares runs of `ampc run` (one process against W ranks).
 
   ddp.py model DIR B [--amp]   DIR/m{B}.tg: an MLP with batch B
+  ddp.py bias-model DIR B      DIR/b{B}.tg: an MLP whose bias gradient is
+                               a 16-bit sum over the batch under --amp
   ddp.py data DIR N [--spike ROW]   DIR/x.npy, DIR/y.npy with N rows
   ddp.py same-log A B [--rtol R]    losses within R relative, scales and
                                     skips identical, as many lines
@@ -30,6 +32,20 @@ def model(d, b):
   logits = matmul(h, w2)
   loss   = cross_entropy(logits, labels)
   minimize loss with sgd(lr = 0.1, momentum = 0.9)
+  return loss
+}}
+""")
+
+
+def bias_model(d, b):
+    with open(os.path.join(d, f"b{b}.tg"), "w") as f:
+        f.write(f"""graph m(x: f32[{b}, 16], labels: i32[{b}]) -> f32[] {{
+  param w1: f32[16, 32] = normal(0.0, 0.3)
+  param b1: f32[32]     = zeros
+  param w2: f32[32, 5]  = normal(0.0, 0.3)
+  h    = gelu(matmul(x, w1) + b1)
+  loss = cross_entropy(matmul(h, w2), labels)
+  minimize loss with sgd(lr = 0.1, momentum = 0.9, nesterov = true)
   return loss
 }}
 """)
@@ -155,6 +171,8 @@ def main():
         del args[i:i + 2]
     if cmd == "model":
         model(args[0], int(args[1]))
+    elif cmd == "bias-model":
+        bias_model(args[0], int(args[1]))
     elif cmd == "data":
         spike = int(args[3]) if len(args) > 3 and args[2] == "--spike" else None
         data(args[0], int(args[1]), spike)
