@@ -257,6 +257,16 @@ bool ampc::exec::agreeOnOverflow(World &world, const rt::Program &program,
     if (theirs >= 0 && (first < 0 || theirs < first))
       first = theirs;
   }
+  // A skipped step where no rank's own op held a non-finite value: the sum
+  // over the ranks overflowed (a 16-bit bucket's rounding, or finite
+  // 16-bit parts whose sum is not): the all-reduce's wait is the first op
+  // whose result held it (docs/distributed.md).
+  if (first < 0)
+    for (const rt::CallSource &s : program.sources)
+      if (s.op == "grad_allreduce_wait") {
+        first = &s - program.sources.data();
+        break;
+      }
   found = first >= 0 && first < static_cast<int64_t>(program.sources.size())
               ? &program.sources[first]
               : nullptr;
