@@ -12,6 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace ampc;
 using namespace ampc::exec;
@@ -41,6 +44,72 @@ int ampc::exec::launcherWorldSize() {
 }
 
 bool ampc::exec::launchedUnderMpi() { return launcherWorldSize() > 1; }
+
+namespace {
+volatile std::sig_atomic_t gLauncherSignal = 0;
+volatile pid_t gLauncherChild = -1;
+volatile std::sig_atomic_t gTerminalDelivers = 0;
+
+extern "C" void onLauncherSignal(int sig) {
+  gLauncherSignal = sig;
+  // A terminal's Ctrl-C reaches the whole foreground process group, mpirun
+  // included; a second SIGINT would make mpirun kill the ranks at once.
+  if (sig == SIGINT && gTerminalDelivers)
+    return;
+  if (gLauncherChild > 0)
+    kill(gLauncherChild, sig);
+}
+} // namespace
+
+int ampc::exec::runLauncher(const std::vector<std::string> &cmd,
+                            std::string &error) {
+  std::vector<char *> args;
+  for (const std::string &c : cmd)
+    args.push_back(const_cast<char *>(c.c_str()));
+  args.push_back(nullptr);
+  // The signals wait until the child's pid is known.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigprocmask(SIG_BLOCK, &block, &old);
+  pid_t child = fork();
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    error = "cannot start " + cmd.front() + ": " + std::strerror(errno);
+    return 3;
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    execv(args[0], args.data());
+    std::fprintf(stderr, "ampc: error: cannot run %s: %s\n", args[0],
+                 std::strerror(errno));
+    std::_Exit(3);
+  }
+  gLauncherChild = child;
+  gTerminalDelivers =
+      isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  struct sigaction sa, oldInt, oldTerm;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = onLauncherSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &oldInt);
+  sigaction(SIGTERM, &sa, &oldTerm);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &oldInt, nullptr);
+  sigaction(SIGTERM, &oldTerm, nullptr);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+  // Open MPI's mpirun exits 1 of its own after a signal; the ranks stopped
+  // as the signal asks (every requested output written).
+  if (gLauncherSignal && code != 0)
+    return 128 + gLauncherSignal;
+  return code;
+}
 
 unsigned ampc::exec::markSyncBatchNorm(mlir::ModuleOp module) {
   unsigned marked = 0;

@@ -837,14 +837,12 @@ int main(int argc, char **argv) {
         continue;
       cmd.push_back(argv[i]);
     }
-    std::vector<char *> cargs;
-    for (std::string &c : cmd)
-      cargs.push_back(c.data());
-    cargs.push_back(nullptr);
     llvm::outs().flush();
-    execv(cargs[0], cargs.data());
-    llvm::errs() << "ampc: error: cannot run " << *mpirun << "\n";
-    return kRuntimeError;
+    std::string error;
+    int code = ampc::exec::runLauncher(cmd, error);
+    if (!error.empty())
+      llvm::errs() << "ampc: error: " << error << "\n";
+    return code;
   }
   if (opts.listOps) {
     llvm::outs() << ampc::tg::getOpListJSON();

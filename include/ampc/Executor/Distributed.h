@@ -27,6 +27,14 @@ bool launchedUnderMpi();
 /// launcher (1 for `mpirun -np 1`), or 0 when no launcher started it.
 int launcherWorldSize();
 
+/// `ampc run --nproc N`: runs `cmd` (an mpirun command line) as a child and
+/// waits for it, forwarding SIGINT and SIGTERM to it (not a terminal's
+/// Ctrl-C, which reaches mpirun itself). Returns the exit code `ampc`
+/// exits with: mpirun's, or 128 + the signal when this process was
+/// signalled and the job ended non-zero (cli.md: 130 / 143), or 3 with
+/// `error` set when mpirun cannot be started.
+int runLauncher(const std::vector<std::string> &cmd, std::string &error);
+
 /// --sync-batchnorm: marks every training `batch_norm`, `batch_norm_grad`
 /// and `batch_norm_update` of the module's graphs `sync`, so they lower to
 /// the synchronised entry points. Returns how many ops it marked.

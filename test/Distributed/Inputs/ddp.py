@@ -123,10 +123,11 @@ def kill(cmd):
 
 
 def term(how, cmd):
-    """Starts CMD (an mpirun job with --log FILE) and, once FILE has a line
-    (every rank is training), sends SIGTERM to its ranks: DELAY seconds apart (so they receive it at different steps), or
-    to `one` rank only. Prints the job's stderr, its stdout and its exit
-    code."""
+    """Starts CMD (a job with --log FILE) and, once FILE has a line (every
+    rank is training), sends SIGTERM: to its ranks DELAY seconds apart (so
+    they receive it at different steps), to `one` rank only, or to the
+    job's own process (`self`: `ampc run --nproc`). Prints the job's
+    stderr, its stdout and its exit code."""
     log = cmd[cmd.index("--log") + 1]
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t0 = time.time()
@@ -134,24 +135,25 @@ def term(how, cmd):
         assert time.time() - t0 < 30 and job.poll() is None, "no step logged"
         time.sleep(0.05)
     time.sleep(0.2)
-    ranks = []
-    for r in children(job.pid):
-        try:
-            with open(f"/proc/{r}/comm") as f:
-                if f.read().strip() == "ampc":
-                    ranks.append(r)
-        except OSError:
-            pass
-    assert len(ranks) > 1, "the ranks did not start"
-    if how == "one":
-        os.kill(ranks[-1], signal.SIGTERM)
+    if how == "self":
+        os.kill(job.pid, signal.SIGTERM)
     else:
-        for r in ranks:
+        ranks = []
+        for r in children(job.pid):
+            try:
+                with open(f"/proc/{r}/comm") as f:
+                    if f.read().strip() == "ampc":
+                        ranks.append(r)
+            except OSError:
+                pass
+        assert len(ranks) > 1, "the ranks did not start"
+        for r in ranks[-1:] if how == "one" else ranks:
             try:
                 os.kill(r, signal.SIGTERM)
             except ProcessLookupError:
                 pass  # the job stopped on the first signal already
-            time.sleep(float(how))
+            if how != "one":
+                time.sleep(float(how))
     try:
         out, err = job.communicate(timeout=30)
     except subprocess.TimeoutExpired:
