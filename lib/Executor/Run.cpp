@@ -611,8 +611,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     // Data parallel: a file holding W * B rows for an input of B rows is
     // sharded as --data is: rank r takes rows j * W + r (docs/distributed.md).
     NpyArray whole;
-    if (world && !in.shape.empty() && readNpy(path, whole, error) &&
-        whole.descr == npyDescr(in.dtype) &&
+    bool readable = world && !in.shape.empty() && readNpy(path, whole, error);
+    if (readable && whole.descr == npyDescr(in.dtype) &&
         whole.shape.size() == in.shape.size() &&
         whole.shape[0] == in.shape[0] * world->size() &&
         std::equal(in.shape.begin() + 1, in.shape.end(),
@@ -624,6 +624,12 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                     whole.data.data() + (j * w + world->rank()) * row, row);
     } else if (!readNpyAs(path, "input '" + in.name + "'", in.dtype,
                           in.shape, in.bytes, data, error)) {
+      // Under ranks a file of W * B rows is the other shape it takes.
+      if (readable && whole.shape.size() == in.shape.size() &&
+          whole.shape[0] != in.shape[0])
+        error += " (or " + std::to_string(in.shape[0] * world->size()) +
+                 " rows, sharded over the " + std::to_string(world->size()) +
+                 " ranks)";
       return fail(kInputError, error);
     }
     given[slot] = true;
