@@ -336,8 +336,8 @@ bool World::meanOf(double &value, int &signal, std::string &error) {
     return false;
   }
   value = buf[0] / static_cast<float>(worldSize);
-  if (signal == 0)
-    signal = buf[1] >= 1024.0f ? SIGTERM : buf[1] > 0.0f ? SIGINT : 0;
+  // The job's signal, the same on every rank (this rank's own included).
+  signal = buf[1] >= 1024.0f ? SIGTERM : buf[1] > 0.0f ? SIGINT : 0;
   return true;
 }
 
