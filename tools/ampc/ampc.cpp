@@ -41,6 +41,7 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <tuple>
@@ -937,6 +938,14 @@ int main(int argc, char **argv) {
     std::string warning = ampc::lossScaleWarning(opts.pipeline);
     if (!warning.empty())
       llvm::errs() << "ampc: warning: " << warning << "\n";
+  }
+  if (bucketCapMb.getNumOccurrences() &&
+      !(opts.pipeline.bucketCapMb > 0.0 &&
+        std::isfinite(opts.pipeline.bucketCapMb))) {
+    llvm::errs() << "ampc: error: --bucket-cap-mb must be a positive number "
+                    "(MiB), got "
+                 << opts.pipeline.bucketCapMb << "\n";
+    return kUsageError;
   }
   if (opts.runMode && opts.device != "cpu" && opts.device != "cuda") {
     llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"
