@@ -935,7 +935,10 @@ int main(int argc, char **argv) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
     }
-    std::string warning = ampc::lossScaleWarning(opts.pipeline);
+    // Only a scaler the user asked for (an --opt-level preset's is not).
+    std::string warning = lossScale.getNumOccurrences()
+                              ? ampc::lossScaleWarning(opts.pipeline)
+                              : std::string();
     if (!warning.empty())
       llvm::errs() << "ampc: warning: " << warning << "\n";
   }
