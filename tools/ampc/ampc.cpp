@@ -243,8 +243,8 @@ cl::opt<double, true> lossScaleMax("loss-scale-max",
 // Opt levels (docs/optimizer.md); applied by ampc::applyOptLevel.
 cl::opt<std::string, true> optLevel(
     "opt-level",
-    cl::desc("Apex-style preset O0 | O1 (O2, O3 not supported yet); explicit "
-             "--amp and --loss-scale override its fields"),
+    cl::desc("Apex-style preset O0 | O1 | O2 | O3; explicit --amp, --amp-* "
+             "and --loss-scale* override its fields"),
     cl::value_desc("LEVEL"), cl::location(opts.pipeline.optLevel),
     cl::cat(ampcCategory));
 cl::opt<bool> keepBatchnormFp32(
