@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   if (const char *ckpt = std::getenv("AMPC_MAIN_LOAD"))
     if (!check(FN(load)(state, ckpt), "load"))
       return 1;
-  int first = std::getenv("AMPC_MAIN_FIRST")
+  [[maybe_unused]] int first = std::getenv("AMPC_MAIN_FIRST")
                   ? std::atoi(std::getenv("AMPC_MAIN_FIRST"))
                   : 1;
   int steps = std::atoi(argv[n + 1]);
