@@ -1,10 +1,14 @@
 """The data-parallel benchmark's driver (run_bench.sh passes its arguments).
 
 For each model row it runs, ROUNDS times and in an order that rotates from
-round to round, four runs on the CPU backend with one OpenBLAS thread per
+round to round, five runs on the CPU backend with one OpenBLAS thread per
 process:
 
   1p       one process (no data parallel),
+  2x1p     two independent single processes started together (no MPI, no
+           communication): each one's steps/s, averaged; the rate two ranks
+           would reach on this machine if the all-reduce cost nothing, the
+           ceiling for any overlap,
   overlap  2 ranks, each bucket started right after its last gradient, with
            the runtime's MPI progress calls between the step's calls,
   noprog   2 ranks, the same placement without progress calls
@@ -29,9 +33,23 @@ SUMMARY = re.compile(r"([0-9.]+) steps/s(?:, 2 ranks, ([0-9.]+) s in gradient "
                      r"(\d+) of (\d+) buckets)?")
 
 
-def run(cmd, env):
-    out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True).stdout
+def run(cmd, env, copies=1):
+    """Runs `copies` instances of cmd at once; the summary of the first, with
+    its steps/s replaced by the mean of every instance's steps/s."""
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for _ in range(copies)]
+    outs = [p.communicate()[0] for p in procs]
+    for p, out in zip(procs, outs):
+        if p.returncode:
+            sys.exit("bench: %s exited %d:\n%s" % (cmd, p.returncode, out))
+    if copies > 1:
+        rates = [parse(out, cmd)[0] for out in outs]
+        return (sum(rates) / len(rates),) + parse(outs[0], cmd)[1:]
+    return parse(outs[0], cmd)
+
+
+def parse(out, cmd):
     m = SUMMARY.search(out.strip().splitlines()[-1])
     if not m:
         sys.exit("bench: no summary in the output of %s:\n%s" % (cmd, out))
@@ -55,6 +73,7 @@ def main():
     dp = common + ["--bucket-cap-mb", bucket]
     variants = {
         "1p": (common, {}),
+        "2x1p": (common, {}, 2),
         "overlap": (mpi + dp, {}),
         "noprog": (mpi[:4] + ["-x", "AMPC_COMM_PROGRESS_US=off"] + mpi[4:] +
                    dp, {}),
@@ -72,8 +91,8 @@ def main():
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
-            cmd, extra = variants[n]
-            rate, wait, arrived = run(cmd, dict(env, **extra))
+            cmd, extra, copies = (variants[n] + (1,))[:3]
+            rate, wait, arrived = run(cmd, dict(env, **extra), copies)
             res[n].append((rate, wait, arrived))
             print("%5d  %-7s  %7.1f  %12s  %7s" % (
                 r + 1, n, rate, "-" if wait is None else "%.3f" % wait,
@@ -98,6 +117,8 @@ def main():
     ratio("overlap", "delay")
     ratio("overlap", "noprog")
     ratio("overlap", "1p")
+    ratio("overlap", "2x1p")
+    ratio("delay", "2x1p")
 
 
 if __name__ == "__main__":

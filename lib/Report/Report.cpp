@@ -169,8 +169,55 @@ void emitLossScale(DictionaryAttr dict, llvm::raw_ostream &os) {
   os << "}";
 }
 
+/// The report's fields of one source op (the text between its braces).
+std::string opFields(Operation *op, const ReportOptions &options) {
+  bool off = options.amp == "off";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  StringRef opName = op->getName().stripDialect();
+  os << "\"name\": " << quoteOrNull(sourceName(op->getLoc()))
+     << ", \"op\": " << quote(opName)
+     << ", \"loc\": " << quoteOrNull(sourceLocation(op->getLoc()))
+     << ", \"class\": " << classOf(op, options.table)
+     << ", \"compute\": " << typeName(tg::getComputeType(op))
+     << ", \"result\": "
+     << typeName(op->getNumResults() ? op->getResult(0).getType() : Type());
+  os << ", \"inputs\": [";
+  llvm::interleave(
+      op->getOperandTypes(), os, [&](Type t) { os << typeName(t); }, ", ");
+  // What the op computes with: the operand's precision, converted on load
+  // to the compute type when that is narrower.
+  os << "], \"reads\": [";
+  Type compute = tg::getComputeType(op);
+  llvm::interleave(
+      op->getOperands(), os,
+      [&](Value v) {
+        Type t = effectiveType(v);
+        if (isFloatElement(t) && compute && isFloatElement(compute))
+          t = narrower(t, compute);
+        os << typeName(t);
+      },
+      ", ");
+  os << "]";
+  if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
+    os << ", \"pin\": " << typeName(pin.getValue());
+  // Where ampc deliberately departs from torch.autocast, the report says so.
+  if (!off && isa<tg::BinaryCrossEntropyOp>(op))
+    os << ", \"note\": \"torch.autocast refuses binary_cross_entropy; "
+          "ampc computes it in f32\"";
+  return text;
+}
+
+/// What matches an op across the pipeline: its source location and variable.
+std::string opKey(Operation *op) {
+  Location loc = op->getLoc();
+  return sourceLocation(loc).value_or("?") + "|" +
+         sourceName(loc).value_or("");
+}
+
 void emitGraph(func::FuncOp func, const ReportOptions &options,
-               llvm::raw_ostream &os, StringRef indent) {
+               llvm::raw_ostream &os, StringRef indent,
+               const SourceOpHistory *history) {
   bool off = options.amp == "off";
   os << indent << "{\n";
   os << indent << "  \"graph\": " << quote(func.getSymName()) << ", \"amp\": "
@@ -181,44 +228,52 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   os << ",\n";
   os << indent << "  \"ops\": [";
   bool first = true;
+  SmallVector<Operation *> present;
   func.walk([&](Operation *op) {
-    if (!isSourceOp(op))
-      return;
-    os << (first ? "\n" : ",\n") << indent << "    {";
-    first = false;
-    StringRef opName = op->getName().stripDialect();
-    os << "\"name\": " << quoteOrNull(sourceName(op->getLoc()))
-       << ", \"op\": " << quote(opName)
-       << ", \"loc\": " << quoteOrNull(sourceLocation(op->getLoc()))
-       << ", \"class\": " << classOf(op, options.table)
-       << ", \"compute\": " << typeName(tg::getComputeType(op))
-       << ", \"result\": "
-       << typeName(op->getNumResults() ? op->getResult(0).getType() : Type());
-    os << ", \"inputs\": [";
-    llvm::interleave(
-        op->getOperandTypes(), os, [&](Type t) { os << typeName(t); }, ", ");
-    // What the op computes with: the operand's precision, converted on load
-    // to the compute type when that is narrower.
-    os << "], \"reads\": [";
-    Type compute = tg::getComputeType(op);
-    llvm::interleave(
-        op->getOperands(), os,
-        [&](Value v) {
-          Type t = effectiveType(v);
-          if (isFloatElement(t) && compute && isFloatElement(compute))
-            t = narrower(t, compute);
-          os << typeName(t);
-        },
-        ", ");
-    os << "]";
-    if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
-      os << ", \"pin\": " << typeName(pin.getValue());
-    // Where ampc deliberately departs from torch.autocast, the report says so.
-    if (!off && isa<tg::BinaryCrossEntropyOp>(op))
-      os << ", \"note\": \"torch.autocast refuses binary_cross_entropy; "
-            "ampc computes it in f32\"";
-    os << "}";
+    if (isSourceOp(op))
+      present.push_back(op);
   });
+  // Each op still there takes the first entry of the history with its key
+  // not yet taken; the entries left over are the ops a pass removed.
+  const std::vector<SourceOpHistory::Entry> *removedFrom =
+      history ? history->entries(func.getSymName()) : nullptr;
+  size_t known = removedFrom ? removedFrom->size() : 0;
+  std::vector<bool> taken(known, false);
+  SmallVector<size_t> place(present.size(), known);
+  if (removedFrom) {
+    llvm::StringMap<SmallVector<size_t>> byKey;
+    for (size_t i = 0; i < known; ++i)
+      byKey[(*removedFrom)[i].key].push_back(i);
+    llvm::StringMap<size_t> next;
+    for (size_t i = 0; i < present.size(); ++i) {
+      auto it = byKey.find(opKey(present[i]));
+      if (it == byKey.end())
+        continue;
+      size_t &n = next[it->getKey()];
+      if (n < it->second.size()) {
+        place[i] = it->second[n++];
+        taken[place[i]] = true;
+      }
+    }
+  }
+  auto emitEntry = [&](const std::string &fields) {
+    os << (first ? "\n" : ",\n") << indent << "    {" << fields << "}";
+    first = false;
+  };
+  // Removed ops go where the program had them: before the first op still
+  // there that came after them.
+  size_t removedUpTo = 0;
+  auto emitRemovedBefore = [&](size_t limit) {
+    for (; removedUpTo < limit; ++removedUpTo)
+      if (!taken[removedUpTo])
+        emitEntry((*removedFrom)[removedUpTo].text + ", \"removed\": true");
+  };
+  for (size_t i = 0; i < present.size(); ++i) {
+    if (place[i] < known)
+      emitRemovedBefore(place[i]);
+    emitEntry(opFields(present[i], options));
+  }
+  emitRemovedBefore(known);
   os << (first ? "],\n" : ("\n" + indent + "  ],\n").str());
   CastTraffic casts = measureCasts(func);
   os << indent << "  \"casts\": {\"count\": " << casts.count
@@ -300,17 +355,85 @@ CastTraffic ampc::report::measureCasts(Operation *graph) {
   return traffic;
 }
 
+ampc::report::SourceOpHistory::SourceOpHistory(ReportOptions options)
+    : opts(std::move(options)) {}
+
+void ampc::report::SourceOpHistory::snapshotGraph(Operation *func) {
+  auto graph = dyn_cast<func::FuncOp>(func);
+  if (!graph)
+    return;
+  auto found = graphs.find(graph.getSymName());
+  if (found == graphs.end()) {
+    std::vector<Entry> &entries = graphs[graph.getSymName()];
+    // `minimize` and `grad` are statements that autodiff expands, not ops
+    // that a pass removes.
+    graph.walk([&](Operation *op) {
+      if (isSourceOp(op) && !isa<tg::MinimizeOp, tg::GradOp>(op))
+        entries.push_back({opKey(op), opFields(op, opts)});
+    });
+    return;
+  }
+  // Later snapshots: each op still there updates the first entry of its
+  // key it has not updated yet (ops a pass made match nothing).
+  std::vector<Entry> &entries = found->second;
+  llvm::StringMap<SmallVector<size_t>> byKey;
+  for (size_t i = 0; i < entries.size(); ++i)
+    byKey[entries[i].key].push_back(i);
+  llvm::StringMap<size_t> next;
+  graph.walk([&](Operation *op) {
+    if (!isSourceOp(op))
+      return;
+    auto it = byKey.find(opKey(op));
+    if (it == byKey.end())
+      return;
+    size_t &n = next[it->getKey()];
+    if (n < it->second.size())
+      entries[it->second[n++]].text = opFields(op, opts);
+  });
+}
+
+void ampc::report::SourceOpHistory::snapshot(Operation *op) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (auto module = dyn_cast<ModuleOp>(op)) {
+    for (auto graph : module.getOps<func::FuncOp>())
+      snapshotGraph(graph);
+    return;
+  }
+  snapshotGraph(op);
+}
+
+const std::vector<SourceOpHistory::Entry> *
+ampc::report::SourceOpHistory::entries(StringRef graph) const {
+  auto found = graphs.find(graph);
+  return found == graphs.end() ? nullptr : &found->second;
+}
+
+namespace {
+struct SnapshotBeforePass : PassInstrumentation {
+  explicit SnapshotBeforePass(SourceOpHistory &history) : history(history) {}
+  void runBeforePass(Pass *, Operation *op) override { history.snapshot(op); }
+  SourceOpHistory &history;
+};
+} // namespace
+
+std::unique_ptr<PassInstrumentation>
+ampc::report::SourceOpHistory::instrumentation() {
+  return std::make_unique<SnapshotBeforePass>(*this);
+}
+
 void ampc::report::emitReport(ModuleOp module, const ReportOptions &options,
-                              llvm::raw_ostream &os) {
+                              llvm::raw_ostream &os,
+                              const SourceOpHistory *history) {
   SmallVector<func::FuncOp> graphs(module.getOps<func::FuncOp>());
   if (graphs.size() == 1) {
-    emitGraph(graphs.front(), options, os, "");
+    emitGraph(graphs.front(), options, os, "", history);
     os << "\n";
     return;
   }
   os << "[\n";
   llvm::interleave(
-      graphs, os, [&](func::FuncOp f) { emitGraph(f, options, os, "  "); },
+      graphs, os,
+      [&](func::FuncOp f) { emitGraph(f, options, os, "  ", history); },
       ",\n");
   os << "\n]\n";
 }

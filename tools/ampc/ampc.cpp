@@ -547,6 +547,19 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   return out;
 }
 
+/// What the AMP report says about the run: the pipeline's AMP options.
+static ampc::report::ReportOptions reportOptions() {
+  ampc::report::ReportOptions report;
+  report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
+  report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
+  report.optLevel = opts.pipeline.optLevel;
+  std::string bad;
+  report.table = *ampc::amp::buildPolicyTable(
+      opts.pipeline.ampFp32, opts.pipeline.ampLower, opts.pipeline.ampFollow,
+      bad);
+  return report;
+}
+
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   auto bufferOr =
       llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
@@ -661,6 +674,14 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   }
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
+  // The report lists every op of the program, those a pass removes too, as
+  // the pipeline last saw them.
+  std::optional<ampc::report::SourceOpHistory> history;
+  if (opts.emit == EmitKind::Report && !opts.runMode) {
+    history.emplace(reportOptions());
+    history->snapshot(*module);
+    pm.addInstrumentation(history->instrumentation());
+  }
   if (failed(pm.run(*module)))
     return kInputError;
   if (opts.runMode) {
@@ -686,18 +707,9 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     module->print(os, flags);
     break;
   }
-  case EmitKind::Report: {
-    ampc::report::ReportOptions report;
-    report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
-    report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
-    report.optLevel = opts.pipeline.optLevel;
-    std::string bad;
-    report.table = *ampc::amp::buildPolicyTable(opts.pipeline.ampFp32,
-                                                opts.pipeline.ampLower,
-                                                opts.pipeline.ampFollow, bad);
-    ampc::report::emitReport(*module, report, os);
+  case EmitKind::Report:
+    ampc::report::emitReport(*module, history->options(), os, &*history);
     break;
-  }
   case EmitKind::Dot:
     ampc::report::emitDot(*module, os);
     break;

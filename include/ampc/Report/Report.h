@@ -12,11 +12,16 @@
 #include "ampc/Transforms/AMPPolicy.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ampc::report {
 
@@ -51,10 +56,44 @@ std::optional<std::string> sourceLocation(mlir::Location loc);
 /// The variable an op computes (its `NameLoc`), if any.
 std::optional<std::string> sourceName(mlir::Location loc);
 
+/// The source ops of every graph as the pipeline last saw them, so the
+/// report can list the ones a pass removed (a cast or transpose folded away,
+/// an op whose result nothing reads) with the decision made for them before
+/// they went. Fill it with `snapshot` on the module before the pipeline runs
+/// (that fixes the program's order), then let `instrumentation` take a
+/// snapshot before every pass.
+class SourceOpHistory {
+public:
+  explicit SourceOpHistory(ReportOptions options);
+  /// Records the source ops of `op` (a module, or one graph) as they stand:
+  /// the first snapshot of a graph lists its ops in order; later ones update
+  /// the entries of the ops still there (matched by source location and
+  /// variable, in order).
+  void snapshot(mlir::Operation *op);
+  /// A pass instrumentation that calls `snapshot` before every pass.
+  std::unique_ptr<mlir::PassInstrumentation> instrumentation();
+
+  struct Entry {
+    std::string key;  ///< source location and variable
+    std::string text; ///< the op's report fields, as last seen
+  };
+  /// The graph's entries in program order, or null for a graph never seen.
+  const std::vector<Entry> *entries(llvm::StringRef graph) const;
+  const ReportOptions &options() const { return opts; }
+
+private:
+  void snapshotGraph(mlir::Operation *func);
+  ReportOptions opts;
+  std::mutex lock;
+  llvm::StringMap<std::vector<Entry>> graphs;
+};
+
 /// One JSON object per graph (`func.func`), a JSON array of them when the
-/// module holds several.
+/// module holds several. With `history`, ops a pass removed are listed too,
+/// in program order, with `"removed": true`.
 void emitReport(mlir::ModuleOp module, const ReportOptions &options,
-                llvm::raw_ostream &os);
+                llvm::raw_ostream &os,
+                const SourceOpHistory *history = nullptr);
 
 /// The module as JSON (`--emit=json`, docs/json.md): every graph's
 /// arguments, ops (name, operand ids, result types, attributes, source
