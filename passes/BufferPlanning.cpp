@@ -39,6 +39,26 @@ int64_t ampc::getTensorBytes(Type type) {
 }
 
 namespace {
+/// The most bytes one step's tensors may take in all: every size, offset and
+/// arena bound the planner, the lowering and the runtime compute stays far
+/// from int64 overflow.
+constexpr int64_t kMaxStepBytes = int64_t(1) << 62;
+
+/// The bytes of a statically shaped tensor, or nullopt past kMaxStepBytes
+/// (computed without overflow whatever the dims).
+std::optional<int64_t> boundedTensorBytes(RankedTensorType type) {
+  Type elt = type.getElementType();
+  if (!elt.isIntOrFloat())
+    return 0;
+  __int128 bytes = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+  for (int64_t d : type.getShape()) {
+    bytes *= d;
+    if (bytes > kMaxStepBytes)
+      return std::nullopt;
+  }
+  return static_cast<int64_t>(bytes);
+}
+
 /// Values that share one buffer (an in-place chain), with their joint live
 /// range in op indices.
 struct Group {
@@ -258,8 +278,40 @@ struct BufferPlanningPass
       }
       return last;
     };
-    for (BlockArgument arg : body.getArguments())
+    // Every tensor of the step, and all of them together, must be
+    // addressable (kMaxStepBytes); the run would overrun a wrapped size.
+    int64_t stepBytes = 0;
+    auto fitsStep = [&](Value v, RankedTensorType type) {
+      std::optional<int64_t> bytes = boundedTensorBytes(type);
+      if (bytes && *bytes <= kMaxStepBytes - stepBytes) {
+        stepBytes += *bytes;
+        return true;
+      }
+      auto what = [&](InFlightDiagnostic diag) {
+        if (auto result = dyn_cast<OpResult>(v))
+          diag << "result #" << result.getResultNumber();
+        else
+          diag << "argument #" << cast<BlockArgument>(v).getArgNumber();
+        diag << " of type " << type;
+        return diag;
+      };
+      Operation *op = v.getDefiningOp();
+      InFlightDiagnostic diag = op ? op->emitOpError("buffer planning: ")
+                                   : emitError(v.getLoc(), "buffer planning: ");
+      if (!bytes) {
+        what(std::move(diag)) << " needs more than 2^62 bytes";
+      } else {
+        diag << "the step's tensors need more than 2^62 bytes in all (";
+        what(std::move(diag)) << " is past it)";
+      }
+      return false;
+    };
+    for (BlockArgument arg : body.getArguments()) {
+      if (auto tensor = dyn_cast<RankedTensorType>(arg.getType()))
+        if (tensor.hasStaticShape() && !fitsStep(arg, tensor))
+          return signalPassFailure();
       classes.insert(arg);
+    }
     for (Operation &op : body) {
       for (OpResult result : op.getResults()) {
         auto tensor = dyn_cast<RankedTensorType>(result.getType());
@@ -269,6 +321,8 @@ struct BufferPlanningPass
               << "; only statically shaped tensors can be placed in the arena";
           return signalPassFailure();
         }
+        if (!fitsStep(result, tensor))
+          return signalPassFailure();
         classes.insert(result);
         if (auto operand = getInPlaceOperand(&op, result.getResultNumber())) {
           Value src = op.getOperand(*operand);

@@ -894,9 +894,15 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "  if (ckptHash(d) != stored)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "  size_t pos = 8;\n  uint32_t version = 0, count = 0;\n"
     << "  uint64_t fingerprint = 0;\n  int64_t steps = 0;\n"
-    << "  if (!ckptGet(d, pos, version) || version != 1 ||\n"
+    // Version 2 (ampc run's) adds the data position (epoch, batch), which
+    // the emitted step does not keep.
+    << "  int64_t epoch = 0, batch = 0;\n"
+    << "  if (!ckptGet(d, pos, version) || (version != 1 && version != 2) ||\n"
     << "      !ckptGet(d, pos, fingerprint) || fingerprint != kFingerprint ||\n"
-    << "      !ckptGet(d, pos, steps) || !ckptGet(d, pos, count))\n"
+    << "      !ckptGet(d, pos, steps) ||\n"
+    << "      (version == 2 && (!ckptGet(d, pos, epoch) || "
+       "!ckptGet(d, pos, batch))) ||\n"
+    << "      !ckptGet(d, pos, count))\n"
     << "    return AMPC_ERROR_INVALID_ARGUMENT;\n"
     << "  std::vector<std::pair<size_t, size_t>> copies;\n"
     << "  for (uint32_t k = 0; k < count; ++k) {\n"
@@ -912,10 +918,13 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) &&\n"
     << "          name == "
        "kSlotName[i])\n        slot = i;\n"
-    << "    if (slot == " << numSlots
-    << " || kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes)\n"
+    // An entry of no slot of this graph (the state `ampc run` keeps for
+    // the file's other graphs) is skipped; the fingerprint has matched.
+    << "    if (slot != " << numSlots
+    << " && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))\n"
     << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    copies.push_back({slot, pos});\n"
+    << "    if (slot != " << numSlots << ")\n"
+    << "      copies.push_back({slot, pos});\n"
     << "    pos += static_cast<size_t>(bytes);\n  }\n"
     << "  for (const auto &c : copies)\n"
     << "    AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + "

@@ -999,6 +999,15 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   uint64_t syncsInSteps = 0;
   auto t0 = std::chrono::steady_clock::now();
   int64_t lastOverflowMicro = -1;
+  // The loss is the graph's first output when it is a scalar; a graph
+  // whose first output is not one has no loss to log or summarise.
+  int64_t firstOutputElements = 0;
+  if (!program.outputs.empty()) {
+    firstOutputElements = 1;
+    for (int64_t d : program.outputs.front().shape)
+      firstOutputElements *= d;
+  }
+  const bool hasLoss = micro > 1 || firstOutputElements == 1;
   // Logs step k's line (and the progress line) from its scalars.
   auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
                     double loss, bool skipped,
@@ -1016,7 +1025,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       std::string line = "{\"step\": " + std::to_string(shown);
       if (!datasets.empty())
         line += ", \"epoch\": " + std::to_string(epoch);
-      line += ", \"loss\": " + jnum(loss);
+      if (hasLoss)
+        line += ", \"loss\": " + jnum(loss);
       if (schedule)
         line += ", \"lr\": " + jnum(lr);
       if (scaler)
@@ -1286,7 +1296,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       llvm::outs() << " " << firstEpoch;
     llvm::outs() << ")";
   }
-  llvm::outs() << ", loss " << fmt(firstLoss) << " -> " << fmt(lastLoss);
+  if (hasLoss)
+    llvm::outs() << ", loss " << fmt(firstLoss) << " -> " << fmt(lastLoss);
   if (scaler) {
     double next = 0.0;
     if (scaleOfStep(next))

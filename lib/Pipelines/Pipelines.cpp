@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 
@@ -87,6 +88,14 @@ ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
   return options;
 }
 
+/// The scaler's state and factors are f32 at run time: a value beyond f32's
+/// range would be an infinite scale (every step skipped), a positive one
+/// below its smallest subnormal a zero scale.
+static bool outsideF32(double v) {
+  return v != 0.0 && (std::fabs(v) > std::numeric_limits<float>::max() ||
+                      static_cast<float>(v) == 0.0f);
+}
+
 FailureOr<ampc::LossScaleChoice>
 ampc::resolveLossScale(const PipelineOptions &options, std::string &error) {
   LossScaleChoice choice;
@@ -132,6 +141,16 @@ ampc::resolveLossScale(const PipelineOptions &options, std::string &error) {
     return fail("--loss-scale-min must be a number >= 0, got " + num(lo));
   if (!(hi >= 0.0) || !std::isfinite(hi))
     return fail("--loss-scale-max must be a number >= 0, got " + num(hi));
+  for (auto [flag, value] : {std::pair<StringRef, double>{"--loss-scale",
+                                                          choice.scale},
+                             {"--loss-scale-init", init},
+                             {"--loss-scale-growth", growth},
+                             {"--loss-scale-min", lo},
+                             {"--loss-scale-max", hi}})
+    if (outsideF32(value))
+      return fail(flag + " " + num(value) +
+                  " is outside f32's range (the scaler computes in f32: "
+                  "from 1.4e-45 to 3.4e+38)");
   if (lo > 0.0 && hi > 0.0 && lo > hi)
     return fail("--loss-scale-min " + num(lo) +
                 " exceeds --loss-scale-max " + num(hi));

@@ -36,3 +36,32 @@ rt.program @call attributes {arena_size = 256 : i64, fingerprint = 0 : i64, inte
 // expected-error @+1 {{no runtime dtype for 'f64'}}
 rt.program @dtype attributes {arena_size = 256 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64, foo = #rt.dtype<f64>} {
 }
+
+// -----
+
+// A view into the arena must start inside it (hand-edited lowered IR used to
+// crash `ampc run` with a view far outside the arena).
+rt.program @view attributes {arena_size = 512 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64} {
+  rt.init {
+  ^bb0(%arena: !rt.buffer):
+  }
+  rt.step {
+  ^bb0(%arena: !rt.buffer):
+    %ok = rt.view %arena[256]
+    // expected-error @+1 {{'rt.view' op offset -256 is outside the arena of 512 bytes}}
+    %neg = rt.view %arena[-256]
+  }
+}
+
+// -----
+
+rt.program @view_past attributes {arena_size = 512 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64} {
+  rt.init {
+  ^bb0(%arena: !rt.buffer):
+  }
+  rt.step {
+  ^bb0(%arena: !rt.buffer):
+    // expected-error @+1 {{'rt.view' op offset 512 is outside the arena of 512 bytes}}
+    %past = rt.view %arena[512]
+  }
+}

@@ -41,6 +41,7 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <tuple>
@@ -242,8 +243,8 @@ cl::opt<double, true> lossScaleMax("loss-scale-max",
 // Opt levels (docs/optimizer.md); applied by ampc::applyOptLevel.
 cl::opt<std::string, true> optLevel(
     "opt-level",
-    cl::desc("Apex-style preset O0 | O1 (O2, O3 not supported yet); explicit "
-             "--amp and --loss-scale override its fields"),
+    cl::desc("Apex-style preset O0 | O1 | O2 | O3; explicit --amp, --amp-* "
+             "and --loss-scale* override its fields"),
     cl::value_desc("LEVEL"), cl::location(opts.pipeline.optLevel),
     cl::cat(ampcCategory));
 cl::opt<bool> keepBatchnormFp32(
@@ -728,8 +729,35 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   case EmitKind::Cpp: {
     if (failed(ampc::lowerToRuntime(*module)))
       return kInputError;
+    // The graph `ampc run` would run: --graph NAME, else the first that
+    // minimizes, else the first.
+    std::vector<ampc::rt::ProgramOp> graphs(
+        module->getOps<ampc::rt::ProgramOp>().begin(),
+        module->getOps<ampc::rt::ProgramOp>().end());
+    std::string names;
+    for (ampc::rt::ProgramOp g : graphs)
+      names += (names.empty() ? "" : ", ") + g.getSymName().str();
+    ampc::rt::ProgramOp chosen;
+    for (ampc::rt::ProgramOp g : graphs)
+      if (opts.run.graph.empty() ? !chosen && g.getTraining()
+                                 : g.getSymName() == opts.run.graph)
+        chosen = g;
+    if (!chosen && !opts.run.graph.empty()) {
+      llvm::errs() << "ampc: error: --graph: no graph '" << opts.run.graph
+                   << "' (the file has: " << names << ")\n";
+      return kUsageError;
+    }
+    if (!chosen)
+      chosen = graphs.front();
+    if (opts.run.graph.empty() && graphs.size() > 1)
+      llvm::errs() << "ampc: note: the file holds " << graphs.size()
+                   << " graphs (" << names << "); emitting '"
+                   << chosen.getSymName() << "' ("
+                   << (chosen.getTraining() ? "the first that minimizes"
+                                                   : "the first")
+                   << "); choose one with --graph\n";
     std::optional<ampc::rt::Program> program =
-        ampc::rt::describeProgram(*module->getOps<ampc::rt::ProgramOp>().begin());
+        ampc::rt::describeProgram(chosen);
     std::string stem = opts.output == "-"
                            ? program->name
                            : llvm::sys::path::stem(opts.output).str();
@@ -745,17 +773,47 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     }
     SmallString<256> headerPath(opts.output);
     llvm::sys::path::replace_extension(headerPath, ".h");
-    if (llvm::Error err = llvm::writeToOutput(
-            headerPath, [&](llvm::raw_ostream &out) -> llvm::Error {
-              out << headerText;
-              return llvm::Error::success();
-            })) {
-      llvm::errs() << "ampc: error: cannot write '" << headerPath
-                   << "': " << llvm::toString(std::move(err)) << "\n";
-      return kInputError;
+    // Both files or neither: each is written to a temporary beside it, the
+    // source is renamed into place first (so -o naming a directory fails
+    // before the header is touched), then the header.
+    std::vector<std::pair<std::string, const std::string *>> files = {
+        {opts.output, &sourceText}, {headerPath.str().str(), &headerText}};
+    std::vector<llvm::sys::fs::TempFile> temps;
+    auto discardAll = [&]() {
+      for (llvm::sys::fs::TempFile &t : temps)
+        llvm::consumeError(t.discard());
+    };
+    for (auto &[path, content] : files) {
+      llvm::Expected<llvm::sys::fs::TempFile> temp =
+          llvm::sys::fs::TempFile::create(path + ".tmp%%%%%%");
+      if (!temp) {
+        llvm::errs() << "ampc: error: cannot write '" << path
+                     << "': " << llvm::toString(temp.takeError()) << "\n";
+        discardAll();
+        return kInputError;
+      }
+      temps.push_back(std::move(*temp));
+      llvm::raw_fd_ostream out(temps.back().FD, /*shouldClose=*/false);
+      out << *content;
+      out.flush();
+      if (out.has_error()) {
+        llvm::errs() << "ampc: error: cannot write '" << path
+                     << "': " << out.error().message() << "\n";
+        out.clear_error();
+        discardAll();
+        return kInputError;
+      }
     }
-    os << sourceText;
-    break;
+    for (size_t i = 0; i < temps.size(); ++i) {
+      if (llvm::Error err = temps[i].keep(files[i].first)) {
+        llvm::errs() << "ampc: error: cannot write '" << files[i].first
+                     << "': " << llvm::toString(std::move(err)) << "\n";
+        for (size_t j = i; j < temps.size(); ++j)
+          llvm::consumeError(temps[j].discard());
+        return kInputError;
+      }
+    }
+    return kSuccess;
   }
   }
 
@@ -899,9 +957,20 @@ int main(int argc, char **argv) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
     }
-    std::string warning = ampc::lossScaleWarning(opts.pipeline);
+    // Only a scaler the user asked for (an --opt-level preset's is not).
+    std::string warning = lossScale.getNumOccurrences()
+                              ? ampc::lossScaleWarning(opts.pipeline)
+                              : std::string();
     if (!warning.empty())
       llvm::errs() << "ampc: warning: " << warning << "\n";
+  }
+  if (bucketCapMb.getNumOccurrences() &&
+      !(opts.pipeline.bucketCapMb > 0.0 &&
+        std::isfinite(opts.pipeline.bucketCapMb))) {
+    llvm::errs() << "ampc: error: --bucket-cap-mb must be a positive number "
+                    "(MiB), got "
+                 << opts.pipeline.bucketCapMb << "\n";
+    return kUsageError;
   }
   if (opts.runMode && opts.device != "cpu" && opts.device != "cuda") {
     llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"

@@ -839,6 +839,9 @@ def BufferPlanning : Pass<"ampc-buffer-planning", "::mlir::func::FuncOp"> {
     when its arena is smaller. Planning is O(n log n) either way. The plan
     depends only on the program (ties are broken by program order).
     A result that is not a statically shaped tensor is an error at its op.
+    So is a tensor (argument or result) of more than 2^62 bytes, or one past
+    which the step's tensors together exceed 2^62 bytes: every size, offset
+    and bound computed from them then stays clear of int64 overflow.
 
     Results computed in place share their operand's buffer: the new
     parameters and optimizer state of `tg.sgd_update` / `tg.adamw_update`,

@@ -1556,6 +1556,38 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   return program;
 }
 
+/// The IR allows integer operands for these ops (the language's integer
+/// scalars, `2 - i`), but their runtime kernels compute on f32, f16 and bf16
+/// only: such an op is an error at its source location here, not a failed
+/// call at run time.
+LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
+  static constexpr llvm::StringLiteral kFloatOnly[] = {
+      "tg.add", "tg.sub",     "tg.mul", "tg.div", "tg.maximum",
+      "tg.minimum", "tg.pow", "tg.neg", "tg.abs", "tg.max"};
+  WalkResult result = func.walk([&](Operation *op) {
+    if (!llvm::is_contained(kFloatOnly, op->getName().getStringRef()))
+      return WalkResult::advance();
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                     op->getResultTypes())) {
+      auto shaped = dyn_cast<ShapedType>(t);
+      if (!shaped || !shaped.getElementType().isInteger())
+        continue;
+      op->emitError("'")
+          << op->getName().stripDialect() << "' on "
+          << (shaped.getElementType().isInteger(1)
+                  ? std::string("bool")
+                  : "i" + std::to_string(
+                              shaped.getElementType().getIntOrFloatBitWidth()))
+          << " tensors has no runtime kernel (the elementwise kernels "
+             "compute on f32, f16 and bf16); cast to a float first, e.g. "
+             "cast(x, to=f32)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 struct ConvertTGToRuntimePass
     : ampc::impl::ConvertTGToRuntimeBase<ConvertTGToRuntimePass> {
   void runOnOperation() override {
@@ -1563,6 +1595,9 @@ struct ConvertTGToRuntimePass
     MLIRContext *ctx = &getContext();
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     SmallVector<rtd::ProgramOp> programs;
+    for (func::FuncOp func : funcs)
+      if (failed(checkFloatOnlyKernels(func)))
+        return signalPassFailure();
     for (func::FuncOp func : funcs) {
       FailureOr<rtd::ProgramOp> program = buildProgram(func);
       if (failed(program))

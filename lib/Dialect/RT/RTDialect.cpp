@@ -158,6 +158,20 @@ void ViewOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
     setNameFn(getResult(), "a" + std::to_string(getOffset()));
 }
 
+LogicalResult ViewOp::verify() {
+  auto arg = dyn_cast<BlockArgument>(getBase());
+  if (!arg || arg.getArgNumber() + 1 != arg.getOwner()->getNumArguments())
+    return success();
+  auto program = (*this)->getParentOfType<ProgramOp>();
+  if (!program || !isa<InitOp, StepOp>(arg.getOwner()->getParentOp()))
+    return success();
+  int64_t size = program.getArenaSize(), offset = getOffset();
+  if (offset < 0 || offset >= size)
+    return emitOpError("offset ")
+           << offset << " is outside the arena of " << size << " bytes";
+  return success();
+}
+
 void ConstantOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getResult(), "cst");
 }

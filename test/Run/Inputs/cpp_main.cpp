@@ -8,6 +8,7 @@
 #include GRAPH_HEADER
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -91,6 +92,14 @@ int main(int argc, char **argv) {
                "memcpy"))
       return 1;
   }
+  // AMPC_MAIN_LOAD=CKPT starts from a checkpoint (e.g. one `ampc run
+  // --save` wrote), AMPC_MAIN_FIRST=K numbers the printed steps from K.
+  if (const char *ckpt = std::getenv("AMPC_MAIN_LOAD"))
+    if (!check(FN(load)(state, ckpt), "load"))
+      return 1;
+  [[maybe_unused]] int first = std::getenv("AMPC_MAIN_FIRST")
+                  ? std::atoi(std::getenv("AMPC_MAIN_FIRST"))
+                  : 1;
   int steps = std::atoi(argv[n + 1]);
   for (int k = 1; k <= steps; ++k) {
     if (!check(FN(step)(state, inputs.data()), "step"))
@@ -106,9 +115,13 @@ int main(int argc, char **argv) {
     if (code >= 0)
       return code;
 #else
-    std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
+    std::printf("{\"step\": %d, \"loss\": %.9g}\n", k + first - 1, loss);
 #endif
   }
+  // AMPC_MAIN_SAVE=CKPT writes a checkpoint after the last step.
+  if (const char *ckpt = std::getenv("AMPC_MAIN_SAVE"))
+    if (!check(FN(save)(state, ckpt), "save"))
+      return 1;
   for (void *p : inputs)
     ampc_free(ctx, p);
   FN(destroy)(state);

@@ -215,10 +215,13 @@ def RT_ViewOp : RT_Op<"view", [Pure, DeclareOpInterfaceMethods<OpAsmOpInterface,
     `%a256 = rt.view %arena[256]`: a planned buffer of the arena (offsets
     come from buffer planning and are 256-byte aligned). Printed names say
     the offset (`%a256`, `%a256_0` for a later value at the same bytes).
+    A view of the arena (the code block's last argument) starts inside it:
+    `0 <= offset < arena_size`.
   }];
   let arguments = (ins RT_BufferType:$base, I64Attr:$offset);
   let results = (outs RT_BufferType:$result);
   let assemblyFormat = "$base `[` $offset `]` attr-dict";
+  let hasVerifier = 1;
 }
 
 def RT_ConstantOp : RT_Op<"constant", [Pure, DeclareOpInterfaceMethods<OpAsmOpInterface,
