@@ -309,8 +309,9 @@ cl::opt<uint64_t, true>
             cl::location(opts.run.seed), cl::cat(ampcCategory));
 cl::opt<int> runNproc(
     "nproc",
-    cl::desc("run: data parallel on this machine: re-executes itself as "
-             "`mpirun -np N ampc run ...` (docs/distributed.md)"),
+    cl::desc("run: data parallel on this machine: runs "
+             "`mpirun -np N ampc run ...` and waits for it "
+             "(docs/distributed.md)"),
     cl::value_desc("N"), cl::init(0), cl::cat(ampcCategory));
 cl::opt<bool, true> runSyncBatchnorm(
     "sync-batchnorm",
