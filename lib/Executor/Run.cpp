@@ -499,26 +499,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         return &p;
     return nullptr;
   };
-  const rt::Program *chosen = nullptr;
-  if (!options.graph.empty()) {
-    chosen = findProgram(options.graph);
-    if (!chosen)
-      return fail(kUsageError, "--graph: no graph '" + options.graph +
-                                   "' (the file has: " + graphList() + ")");
-  } else {
-    for (const rt::Program &p : programs)
-      if (p.training && !chosen)
-        chosen = &p;
-    if (!chosen)
-      chosen = &programs.front();
-    if (programs.size() > 1)
-      llvm::errs() << "ampc: note: the file holds " << programs.size()
-                   << " graphs (" << graphList() << "); running '"
-                   << chosen->name << "' ("
-                   << (chosen->training ? "the first that minimizes"
-                                        : "the first")
-                   << "); choose one with --graph\n";
-  }
+  std::string chooseError, note;
+  rt::ProgramOp chosenOp = rt::chooseProgram(module, options.graph, "running",
+                                             chooseError, note);
+  if (!chosenOp)
+    return fail(kUsageError, chooseError);
+  if (!note.empty())
+    llvm::errs() << "ampc: note: " << note << "\n";
+  const rt::Program *chosen = findProgram(chosenOp.getSymName().str());
   const rt::Program &program = *chosen;
   if (options.accumulate > 0 && !program.training)
     return fail(kUsageError, "--accumulate: graph '" + program.name +

@@ -730,33 +730,16 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   case EmitKind::Cpp: {
     if (failed(ampc::lowerToRuntime(*module)))
       return kInputError;
-    // The graph `ampc run` would run: --graph NAME, else the first that
-    // minimizes, else the first.
-    std::vector<ampc::rt::ProgramOp> graphs(
-        module->getOps<ampc::rt::ProgramOp>().begin(),
-        module->getOps<ampc::rt::ProgramOp>().end());
-    std::string names;
-    for (ampc::rt::ProgramOp g : graphs)
-      names += (names.empty() ? "" : ", ") + g.getSymName().str();
-    ampc::rt::ProgramOp chosen;
-    for (ampc::rt::ProgramOp g : graphs)
-      if (opts.run.graph.empty() ? !chosen && g.getTraining()
-                                 : g.getSymName() == opts.run.graph)
-        chosen = g;
-    if (!chosen && !opts.run.graph.empty()) {
-      llvm::errs() << "ampc: error: --graph: no graph '" << opts.run.graph
-                   << "' (the file has: " << names << ")\n";
+    // The graph `ampc run` would run.
+    std::string chooseError, note;
+    ampc::rt::ProgramOp chosen = ampc::rt::chooseProgram(
+        *module, opts.run.graph, "emitting", chooseError, note);
+    if (!chosen) {
+      llvm::errs() << "ampc: error: " << chooseError << "\n";
       return kUsageError;
     }
-    if (!chosen)
-      chosen = graphs.front();
-    if (opts.run.graph.empty() && graphs.size() > 1)
-      llvm::errs() << "ampc: note: the file holds " << graphs.size()
-                   << " graphs (" << names << "); emitting '"
-                   << chosen.getSymName() << "' ("
-                   << (chosen.getTraining() ? "the first that minimizes"
-                                                   : "the first")
-                   << "); choose one with --graph\n";
+    if (!note.empty())
+      llvm::errs() << "ampc: note: " << note << "\n";
     std::optional<ampc::rt::Program> program =
         ampc::rt::describeProgram(chosen);
     std::string stem = opts.output == "-"

@@ -27,6 +27,41 @@ static std::vector<int64_t> shapeOf(Type type) {
   return std::vector<int64_t>(shape.begin(), shape.end());
 }
 
+ProgramOp ampc::rt::chooseProgram(ModuleOp module, llvm::StringRef graph,
+                                  llvm::StringRef verb, std::string &error,
+                                  std::string &note) {
+  std::vector<ProgramOp> programs(module.getOps<ProgramOp>().begin(),
+                                  module.getOps<ProgramOp>().end());
+  std::string names;
+  for (ProgramOp p : programs)
+    names += (names.empty() ? "" : ", ") + p.getSymName().str();
+  if (!graph.empty()) {
+    for (ProgramOp p : programs)
+      if (p.getSymName() == graph)
+        return p;
+    error = "--graph: no graph '" + graph.str() + "' (the file has: " + names +
+            ")";
+    return nullptr;
+  }
+  if (programs.empty()) {
+    error = "the file holds no graph";
+    return nullptr;
+  }
+  ProgramOp chosen;
+  for (ProgramOp p : programs)
+    if (!chosen && p.getTraining())
+      chosen = p;
+  if (!chosen)
+    chosen = programs.front();
+  if (programs.size() > 1)
+    note = "the file holds " + std::to_string(programs.size()) + " graphs (" +
+           names + "); " + verb.str() + " '" + chosen.getSymName().str() +
+           "' (" +
+           (chosen.getTraining() ? "the first that minimizes" : "the first") +
+           "); choose one with --graph";
+  return chosen;
+}
+
 Program ampc::rt::describeProgram(ProgramOp op) {
   Program p;
   p.op = op;

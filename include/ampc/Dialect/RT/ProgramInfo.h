@@ -112,6 +112,15 @@ std::vector<uint8_t> constantBytes(mlir::ElementsAttr value);
 /// Reads `op`.
 Program describeProgram(ProgramOp op);
 
+/// The graph of a lowered module that `ampc run` runs and `--emit=cpp`
+/// emits: `graph` when given, else the first that trains, else the first.
+/// Null, with `error` set, when `graph` names none of them. When `graph` is
+/// empty and the module holds several, `note` says which was chosen and why
+/// (`verb`: "running", "emitting").
+ProgramOp chooseProgram(mlir::ModuleOp module, llvm::StringRef graph,
+                        llvm::StringRef verb, std::string &error,
+                        std::string &note);
+
 /// Fills p.sources and p.checkCall from the calls of `step`.
 void describeSources(mlir::Block &step, Program &p);
 
