@@ -215,6 +215,36 @@ std::string opKey(Operation *op) {
          sourceName(loc).value_or("");
 }
 
+/// The graph's source ops in order.
+SmallVector<Operation *> sourceOps(Operation *graph) {
+  SmallVector<Operation *> ops;
+  graph->walk([&](Operation *op) {
+    if (isSourceOp(op))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+/// For each op, the entry it is now: the first entry with its key that an
+/// earlier op has not taken; entries.size() for none (an op a pass made).
+SmallVector<size_t> matchEntries(const std::vector<SourceOpHistory::Entry> &entries,
+                                 ArrayRef<Operation *> ops) {
+  llvm::StringMap<SmallVector<size_t>> byKey;
+  for (size_t i = 0; i < entries.size(); ++i)
+    byKey[entries[i].key].push_back(i);
+  llvm::StringMap<size_t> next;
+  SmallVector<size_t> place(ops.size(), entries.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto it = byKey.find(opKey(ops[i]));
+    if (it == byKey.end())
+      continue;
+    size_t &n = next[it->getKey()];
+    if (n < it->second.size())
+      place[i] = it->second[n++];
+  }
+  return place;
+}
+
 void emitGraph(func::FuncOp func, const ReportOptions &options,
                llvm::raw_ostream &os, StringRef indent,
                const SourceOpHistory *history) {
@@ -228,34 +258,18 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   os << ",\n";
   os << indent << "  \"ops\": [";
   bool first = true;
-  SmallVector<Operation *> present;
-  func.walk([&](Operation *op) {
-    if (isSourceOp(op))
-      present.push_back(op);
-  });
-  // Each op still there takes the first entry of the history with its key
-  // not yet taken; the entries left over are the ops a pass removed.
+  SmallVector<Operation *> present = sourceOps(func);
   const std::vector<SourceOpHistory::Entry> *removedFrom =
       history ? history->entries(func.getSymName()) : nullptr;
   size_t known = removedFrom ? removedFrom->size() : 0;
+  // The entries no op still there took are the ops a pass removed.
+  SmallVector<size_t> place = removedFrom
+                                  ? matchEntries(*removedFrom, present)
+                                  : SmallVector<size_t>(present.size(), 0);
   std::vector<bool> taken(known, false);
-  SmallVector<size_t> place(present.size(), known);
-  if (removedFrom) {
-    llvm::StringMap<SmallVector<size_t>> byKey;
-    for (size_t i = 0; i < known; ++i)
-      byKey[(*removedFrom)[i].key].push_back(i);
-    llvm::StringMap<size_t> next;
-    for (size_t i = 0; i < present.size(); ++i) {
-      auto it = byKey.find(opKey(present[i]));
-      if (it == byKey.end())
-        continue;
-      size_t &n = next[it->getKey()];
-      if (n < it->second.size()) {
-        place[i] = it->second[n++];
-        taken[place[i]] = true;
-      }
-    }
-  }
+  for (size_t p : place)
+    if (p < known)
+      taken[p] = true;
   auto emitEntry = [&](const std::string &fields) {
     os << (first ? "\n" : ",\n") << indent << "    {" << fields << "}";
     first = false;
@@ -269,7 +283,7 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
         emitEntry((*removedFrom)[removedUpTo].text + ", \"removed\": true");
   };
   for (size_t i = 0; i < present.size(); ++i) {
-    if (place[i] < known)
+    if (removedFrom && place[i] < known)
       emitRemovedBefore(place[i]);
     emitEntry(opFields(present[i], options));
   }
@@ -367,29 +381,19 @@ void ampc::report::SourceOpHistory::snapshotGraph(Operation *func) {
     std::vector<Entry> &entries = graphs[graph.getSymName()];
     // `minimize` and `grad` are statements that autodiff expands, not ops
     // that a pass removes.
-    graph.walk([&](Operation *op) {
-      if (isSourceOp(op) && !isa<tg::MinimizeOp, tg::GradOp>(op))
+    for (Operation *op : sourceOps(graph))
+      if (!isa<tg::MinimizeOp, tg::GradOp>(op))
         entries.push_back({opKey(op), opFields(op, opts)});
-    });
     return;
   }
   // Later snapshots: each op still there updates the first entry of its
   // key it has not updated yet (ops a pass made match nothing).
   std::vector<Entry> &entries = found->second;
-  llvm::StringMap<SmallVector<size_t>> byKey;
-  for (size_t i = 0; i < entries.size(); ++i)
-    byKey[entries[i].key].push_back(i);
-  llvm::StringMap<size_t> next;
-  graph.walk([&](Operation *op) {
-    if (!isSourceOp(op))
-      return;
-    auto it = byKey.find(opKey(op));
-    if (it == byKey.end())
-      return;
-    size_t &n = next[it->getKey()];
-    if (n < it->second.size())
-      entries[it->second[n++]].text = opFields(op, opts);
-  });
+  SmallVector<Operation *> ops = sourceOps(graph);
+  SmallVector<size_t> place = matchEntries(entries, ops);
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (place[i] < entries.size())
+      entries[place[i]].text = opFields(ops[i], opts);
 }
 
 void ampc::report::SourceOpHistory::snapshot(Operation *op) {
