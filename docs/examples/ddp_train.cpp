@@ -8,11 +8,21 @@
 //   (one command)
 //   mpirun -np 2 ./train x.npy labels.npy 20
 //
+//   train [--device=cpu|cuda] [--save FILE] INPUT.npy... STEPS
+//
 // GRAPH is the graph's name; the arguments are the inputs as .npy files (in
 // graph order), then the step count. An input file with W times the graph's
 // rows is sharded as `ampc run` shards it (rank r takes rows j * W + r), so
 // the ranks together train on the batch one process would take whole. Rank 0
-// prints the mean loss over the ranks of each step, as `ampc run --log`.
+// prints the mean loss over the ranks of each step, as `ampc run --log`, and
+// with --save writes the checkpoint at the end (NAME_save: parameters,
+// optimizer and scaler state).
+//
+// --device=cuda runs the step on a CUDA context (code emitted with
+// --target=cuda): each rank uses the device ampc_comm_cuda_device picks
+// (its local rank modulo the visible devices) and the all-reduce goes
+// through NCCL. Started without an MPI launcher, the program is one rank on
+// ampc_comm_create_self's communicator and needs no MPI library.
 #include GRAPH_HEADER
 
 #include <cstdio>
@@ -57,22 +67,54 @@ static bool readNpy(const char *path, std::string &data, int64_t &rows) {
   return true;
 }
 
+/// Whether an MPI launcher (mpirun, mpiexec, srun) started this process.
+static bool underLauncher() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+
 int main(int argc, char **argv) {
+  ampc_backend backend = AMPC_BACKEND_CPU;
+  const char *savePath = nullptr;
+  int arg = 1;
+  for (; arg < argc && std::strncmp(argv[arg], "--", 2) == 0; ++arg) {
+    if (std::strcmp(argv[arg], "--device=cpu") == 0) {
+      backend = AMPC_BACKEND_CPU;
+    } else if (std::strcmp(argv[arg], "--device=cuda") == 0) {
+      backend = AMPC_BACKEND_CUDA;
+    } else if (std::strcmp(argv[arg], "--save") == 0 && arg + 1 < argc) {
+      savePath = argv[++arg];
+    } else {
+      std::fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[arg]);
+      return 2;
+    }
+  }
   int32_t n = FN(num_inputs)();
-  if (argc != n + 2) {
-    std::fprintf(stderr, "usage: %s INPUT.npy... STEPS\n", argv[0]);
+  if (argc - arg != n + 1) {
+    std::fprintf(stderr,
+                 "usage: %s [--device=cpu|cuda] [--save FILE] INPUT.npy... "
+                 "STEPS (%d inputs)\n",
+                 argv[0], int(n));
     return 2;
   }
+  char **files = argv + arg;
   // One communicator for the job, attached to the context the step runs
   // on: the step's gradient all-reduce ops use it.
   ampc_comm comm;
-  if (!check(ampc_comm_create_mpi(&comm), "communicator"))
+  if (!check(underLauncher() ? ampc_comm_create_mpi(&comm)
+                             : ampc_comm_create_self(&comm),
+             "communicator"))
     return 1;
-  int32_t rank = 0, world = 1;
+  int32_t rank = 0, world = 1, device = 0;
   ampc_comm_rank(comm, &rank);
   ampc_comm_size(comm, &world);
+  if (backend == AMPC_BACKEND_CUDA &&
+      !check(ampc_comm_cuda_device(comm, &device), "cuda device"))
+    return 1;
   ampc_context ctx;
-  if (!check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context") ||
+  if (!check(ampc_context_create(backend, device, &ctx), "context") ||
       !check(ampc_context_set_comm(ctx, comm), "attach"))
     return 1;
   // Every rank initialises from the same seed: the replicas start equal.
@@ -83,8 +125,8 @@ int main(int argc, char **argv) {
   for (int32_t i = 0; i < n; ++i) {
     std::string data;
     int64_t rows = 0;
-    if (!readNpy(argv[1 + i], data, rows) || rows < 1) {
-      std::fprintf(stderr, "%s: not a .npy file\n", argv[1 + i]);
+    if (!readNpy(files[i], data, rows) || rows < 1) {
+      std::fprintf(stderr, "%s: not a .npy file\n", files[i]);
       return 1;
     }
     int64_t bytes = FN(input_bytes)(i);
@@ -100,7 +142,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "%s: %lld bytes, input %d takes %lld (or %d times "
                    "that, sharded)\n",
-                   argv[1 + i], (long long)data.size(), int(i),
+                   files[i], (long long)data.size(), int(i),
                    (long long)bytes, int(world));
       return 1;
     }
@@ -110,21 +152,33 @@ int main(int argc, char **argv) {
                "memcpy"))
       return 1;
   }
-  int steps = std::atoi(argv[n + 1]);
+  int steps = std::atoi(files[n]);
+  // The mean loss is reduced in the context's memory (on a CUDA context the
+  // collectives take device buffers), then read.
+  void *meanLoss = nullptr;
+  if (!check(ampc_malloc(ctx, sizeof(float), &meanLoss), "malloc"))
+    return 1;
   for (int k = 1; k <= steps; ++k) {
     if (!check(FN(step)(state, inputs.data()), "step"))
       return 1;
     float loss;
-    if (!check(ampc_memcpy(ctx, &loss, FN(output)(state, 0), sizeof(loss),
-                           AMPC_MEMCPY_DEVICE_TO_HOST),
-               "read") ||
-        !check(ampc_comm_allreduce(comm, ctx, &loss, AMPC_F32, 1,
+    if (!check(ampc_memcpy(ctx, meanLoss, FN(output)(state, 0), sizeof(loss),
+                           AMPC_MEMCPY_DEVICE_TO_DEVICE),
+               "copy") ||
+        !check(ampc_comm_allreduce(comm, ctx, meanLoss, AMPC_F32, 1,
                                    AMPC_REDUCE_MEAN),
-               "mean loss"))
+               "mean loss") ||
+        !check(ampc_memcpy(ctx, &loss, meanLoss, sizeof(loss),
+                           AMPC_MEMCPY_DEVICE_TO_HOST),
+               "read"))
       return 1;
     if (rank == 0)
       std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
   }
+  // Only rank 0 writes; the replicas are equal.
+  if (savePath && rank == 0 && !check(FN(save)(state, savePath), "save"))
+    return 1;
+  ampc_free(ctx, meanLoss);
   for (void *p : inputs)
     ampc_free(ctx, p);
   FN(destroy)(state);

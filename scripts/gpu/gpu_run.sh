@@ -21,7 +21,10 @@
 #   4. times the runtime's kernels at GPT-2-small sizes (bench/cuda/
 #      kernel_bench.cpp) and the same cases in PyTorch (bench/cuda/
 #      torch_ref.py);
-#   5. runs each example's emitted step a few times (a smoke run);
+#   5. runs each example's emitted step a few times (a smoke run), and the
+#      emitted data-parallel step of examples/mlp.tg on one rank through
+#      NCCL (docs/examples/ddp_train.cpp) against the same step without the
+#      all-reduce, bit for bit (fp32, fp16 with skips, bf16);
 #   6. writes everything to $OUT/gpu_run.json and a readable
 #      $OUT/gpu_summary.txt.
 # Phases after the tests are skipped (and recorded as skipped) once the run
@@ -80,6 +83,18 @@ emit_all() { # DIR
     "$AMPC" "$f" --emit=cpp --target=cuda --amp=fp16 \
       -o "$d/ex_$(basename "$f" .tg).cpp" || ok=1
   done
+  # The data-parallel step through NCCL (issue 14): examples/mlp.tg with and
+  # without the gradient all-reduce, in three precisions (fp16 from a scale
+  # of 1e9, so the scaler skips and backs off first).
+  for p in fp32 fp16 bf16; do
+    local flags=(--amp=off)
+    [ $p = fp16 ] && flags=(--amp=fp16 --loss-scale-init=1.0e9 --loss-scale-interval=2)
+    [ $p = bf16 ] && flags=(--amp=bf16)
+    "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cuda --data-parallel \
+      "${flags[@]}" -o "$d/ddp_$p.cpp" || ok=1
+    "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cuda "${flags[@]}" \
+      -o "$d/plain_$p.cpp" || ok=1
+  done
   git -C "$ROOT" rev-parse --short HEAD >"$d/commit" 2>/dev/null
   return $ok
 }
@@ -110,7 +125,7 @@ if [ -n "$PREPARE" ]; then
   emit_all "$PREPARE/emitted" || { log "emitting C++ with $AMPC failed"; exit 1; }
   # The sources the GPU machine builds, should only the carry reach it.
   tar czf "$PREPARE/sources.tar.gz" -C "$ROOT" runtime bench/cuda scripts/gpu \
-    examples
+    examples docs/examples
   du -sh "$PREPARE" >&2
   log "prepared $PREPARE (pass it with --carry)"
   exit 0
@@ -223,8 +238,21 @@ compile_step() { # NAME GRAPH CPP
     "$3" "$ROOT/bench/cuda/step_bench.cpp" -L"$B" -lampc_runtime \
     -Wl,-rpath,"$B" ${BENCH_LDFLAGS:-} -o "$SB/$1" >"$SB/$1.log" 2>&1
 }
+compile_ddp() { # NAME CPP: the step with docs/examples/ddp_train.cpp
+  # shellcheck disable=SC2086
+  c++ -std=c++17 "$STEP_OPT" ${BENCH_CXXFLAGS:-} -I"$ROOT/runtime/include" \
+    -I"$(dirname "$2")" -DGRAPH=mlp "-DGRAPH_HEADER=\"$(basename "$2" .cpp).h\"" \
+    "$2" "$ROOT/docs/examples/ddp_train.cpp" -L"$B" -lampc_runtime \
+    -Wl,-rpath,"$B" ${BENCH_LDFLAGS:-} -o "$SB/$1" >"$SB/$1.log" 2>&1
+}
 COMPILE_PIDS=()
 if [ -n "$EMITTED" ] && [ -n "$B" ] && [ -e "$B/libampc_runtime.so" ]; then
+  for p in fp32 fp16 bf16; do
+    for k in ddp plain; do
+      [ -e "$EMITTED/${k}_$p.cpp" ] || continue
+      compile_ddp "${k}_$p" "$EMITTED/${k}_$p.cpp" & COMPILE_PIDS+=($!)
+    done
+  done
   for p in fp32 fp16 bf16; do
     [ -e "$EMITTED/gpt2_$p.cpp" ] || continue
     compile_step "gpt2_$p" gpt2 "$EMITTED/gpt2_$p.cpp" & COMPILE_PIDS+=($!)
@@ -323,6 +351,59 @@ for f in "$SB"/*.log; do
     tail -5 "$f" >&2
   fi
 done
+
+# ------------------------------- the data-parallel step through NCCL (14) --
+# One rank, no MPI (ampc_comm_create_self): the emitted --data-parallel step
+# of examples/mlp.tg on a CUDA context, its gradient all-reduce through a
+# one-rank NCCL communicator, against the same step emitted without the
+# all-reduce. On one rank the CPU collective leaves every gradient as it is
+# (the sum of one buffer, the mean divided by 1, the 16-bit pre-division by
+# 1), so NCCL must too: the 20 losses and the final checkpoint's state
+# (parameters, momenta, scaler) must be equal bit for bit.
+ddp_pair() { # NAME DEVICE DDP_BIN PLAIN_BIN DIR: 0 when bit for bit equal
+  local n="$1" dev="$2" dp="$3" pl="$4" d="$5"
+  timeout 120 "$dp" --device="$dev" --save "$d/$n.ddp.ckpt" "$d/x.npy" \
+    "$d/labels.npy" 20 >"$d/$n.ddp.jsonl" 2>"$d/$n.ddp.log" &&
+  timeout 120 "$pl" --device="$dev" --save "$d/$n.plain.ckpt" "$d/x.npy" \
+    "$d/labels.npy" 20 >"$d/$n.plain.jsonl" 2>"$d/$n.plain.log" &&
+  [ "$(wc -l <"$d/$n.ddp.jsonl")" = 20 ] &&
+  cmp "$d/$n.ddp.jsonl" "$d/$n.plain.jsonl" >>"$d/$n.compare.log" 2>&1 &&
+  python3 "$ROOT/scripts/gpu/same_checkpoint.py" "$d/$n.ddp.ckpt" \
+    "$d/$n.plain.ckpt" >>"$d/$n.compare.log" 2>&1
+}
+DD="$OUT/ddp"
+mkdir -p "$DD"
+"$PY" -c "import numpy as np; r = np.random.default_rng(0)
+np.save('$DD/x.npy', r.standard_normal((64, 784), dtype=np.float32))
+np.save('$DD/labels.npy', r.integers(0, 10, 64, dtype=np.int32))" ||
+  record "{\"kind\": \"ddp_inputs\", \"ok\": false}"
+if [ $DRY = 1 ]; then
+  for p in fp32 fp16 bf16; do
+    echo "dry-run: would compare $SB/ddp_$p and $SB/plain_$p --device=cuda"
+  done
+  # The harness end to end on the CPU: the same pair emitted for the CPU.
+  if [ -x "$AMPC" ] && [ -n "$B" ]; then
+    "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cpu --data-parallel \
+      --amp=fp16 --loss-scale-init=1.0e9 --loss-scale-interval=2 \
+      -o "$DD/cpu_ddp.cpp" &&
+    "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cpu \
+      --amp=fp16 --loss-scale-init=1.0e9 --loss-scale-interval=2 \
+      -o "$DD/cpu_plain.cpp" &&
+    compile_ddp cpu_ddp "$DD/cpu_ddp.cpp" && compile_ddp cpu_plain "$DD/cpu_plain.cpp" &&
+    ddp_pair cpu_fp16 cpu "$SB/cpu_ddp" "$SB/cpu_plain" "$DD"
+    st=$?
+    record "{\"kind\": \"dry_ddp\", \"ok\": $([ $st = 0 ] && echo true || echo false)}"
+    log "ddp harness on the CPU: $([ $st = 0 ] && echo same || echo FAILED)"
+  fi
+else
+  for p in fp32 fp16 bf16; do
+    [ -x "$SB/ddp_$p" ] && [ -x "$SB/plain_$p" ] || continue
+    ddp_pair "$p" cuda "$SB/ddp_$p" "$SB/plain_$p" "$DD"
+    st=$([ $? = 0 ] && echo passed || echo failed)
+    record "{\"kind\": \"test\", \"name\": \"nccl_ddp_step_$p\", \"status\": \"$st\"}"
+    log "nccl_ddp_step_$p: $st"
+  done
+fi
 
 # ------------------------------------------------ the GPT-2 training step --
 VOCAB=50304
