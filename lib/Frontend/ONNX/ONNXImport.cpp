@@ -1976,9 +1976,15 @@ Emitter::reshapedShape(ArrayRef<int64_t> in) {
     return resolveReshape(in, *spec);
   }
   if (op == "Flatten") {
-    auto a = axis(attrInt("axis", 1), rank + 1);
-    if (!a)
+    // The axis is in [-rank, rank]; a negative one counts from the input's
+    // rank (-1 keeps the last dim as the second output dim).
+    int64_t given = attrInt("axis", 1);
+    if (given < -rank || given > rank) {
+      error() << "axis " << given << " is out of range for rank " << rank
+              << " (Flatten takes -" << rank << " to " << rank << ")";
       return std::nullopt;
+    }
+    std::optional<int64_t> a = given < 0 ? given + rank : given;
     int64_t lo = 1, hi = 1;
     for (int64_t d = 0; d < rank; ++d)
       (d < *a ? lo : hi) *= in[d];
