@@ -1007,6 +1007,26 @@ LogicalResult Emitter::convertHost() {
     }
     HostTensor h;
     const HostTensor &x = *in(0);
+    if ((op == "Max" || op == "Min") && numInputs() != 2) {
+      // Variadic (one input or more): folded over the inputs.
+      h.elt = x.elt;
+      h.shape = *out;
+      h.resize(h.numel());
+      forEachIndex(*out, [&](int64_t lin, ArrayRef<int64_t> idx) {
+        h.set(lin, x, broadcastIndex(idx, *out, x.shape));
+        for (size_t k = 1; k < numInputs(); ++k) {
+          int64_t j = broadcastIndex(idx, *out, in(k)->shape);
+          bool take = h.isFloat()
+                          ? (op == "Max" ? in(k)->f(j) > h.floats[lin]
+                                         : in(k)->f(j) < h.floats[lin])
+                          : (op == "Max" ? in(k)->i(j) > h.ints[lin]
+                                         : in(k)->i(j) < h.ints[lin]);
+          if (take)
+            h.set(lin, *in(k), j);
+        }
+      });
+      return setOutput(0, std::move(h));
+    }
     if (op == "Equal" || op == "Less" || op == "Greater")
       h.elt = b.getI1Type();
     else if (op == "Where")
@@ -1317,6 +1337,17 @@ LogicalResult Emitter::convert() {
   if (auto it = binary.find(op); it != binary.end()) {
     if (failed(checkAttrs({})))
       return failure();
+    if ((op == "Max" || op == "Min") && numInputs() >= 1) {
+      // Variadic: one input is itself, more are folded pairwise.
+      Value acc = value(0);
+      for (size_t k = 1; acc && k < numInputs(); ++k) {
+        Value next = value(k);
+        if (!next)
+          return failure();
+        acc = build(it->second, {acc, next});
+      }
+      return setOutput(0, acc);
+    }
     if (numInputs() != 2) {
       error() << "expects 2 inputs, found " << numInputs();
       return failure();

@@ -34,6 +34,29 @@ def main(out):
              [helper.make_node("Flatten", ["x"], ["y"], name="flat", axis=axis)],
              [("y", F, shape)], x.reshape(shape))
 
+    # Max and Min are variadic: one input or more, on run-time values and
+    # folded at import (here into a Reshape's shape).
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((5,)).astype(np.float32)
+    for op, fn in [("Max", np.maximum), ("Min", np.minimum)]:
+        save(f"{op.lower()}3", [helper.make_node(op, ["x", "a", "b"], ["y"], name="m")],
+             [("y", F, [2, 3, 4, 5])], fn(fn(x, a), b), inits=[("a", a), ("b", b)])
+        save(f"{op.lower()}1", [helper.make_node(op, ["x"], ["y"], name="m")],
+             [("y", F, [2, 3, 4, 5])], x)
+    # The last input decides (the first two alone give another shape).
+    shape_inits = [("s1", np.array([6, 1], np.int64)), ("s2", np.array([1, 5], np.int64)),
+                   ("s3", np.array([24, 2], np.int64)), ("s4", np.array([120, 10], np.int64)),
+                   ("s5", np.array([40, 5], np.int64)), ("s6", np.array([24, 20], np.int64)),
+                   ("s7", np.array([12, 10], np.int64))]
+    save("max3_folded", [helper.make_node("Max", ["s1", "s2", "s3"], ["s"], name="m"),
+                         helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
+         [("y", F, [24, 5])], x.reshape(24, 5), inits=shape_inits)
+    save("min3_folded", [helper.make_node("Min", ["s4", "s5", "s6"], ["s"], name="m"),
+                         helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
+         [("y", F, [24, 5])], x.reshape(24, 5), inits=shape_inits)
+    save("max1_folded", [helper.make_node("Max", ["s7"], ["s"], name="m"),
+                         helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
+         [("y", F, [12, 10])], x.reshape(12, 10), inits=shape_inits)
 
 if __name__ == "__main__":
     main(sys.argv[1])
