@@ -1707,9 +1707,12 @@ LogicalResult Emitter::convertGemm() {
   if (hasInput(2) && !c)
     return failure();
   Value y;
-  // x·wᵀ + b with a 1-D bias is F.linear (its kernel adds the bias in the
-  // GEMM epilogue).
-  if (transB && alpha == 1.0 && (!c || (beta == 1.0 && typeOf(c).getRank() == 1))) {
+  // x·wᵀ + b with a bias of one value per output column is F.linear (its
+  // kernel adds the bias in the GEMM epilogue); a C that broadcasts
+  // otherwise (f32[1], [M, 1], [M, N], a scalar) is added after the matmul.
+  bool biasPerColumn = c && typeOf(c).getRank() == 1 &&
+                       typeOf(c).getDimSize(0) == typeOf(w).getDimSize(0);
+  if (transB && alpha == 1.0 && (!c || (beta == 1.0 && biasPerColumn))) {
     SmallVector<Value> ops{a, w};
     if (c)
       ops.push_back(c);

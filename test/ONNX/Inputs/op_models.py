@@ -57,6 +57,20 @@ def main(out):
     save("max1_folded", [helper.make_node("Max", ["s7"], ["s"], name="m"),
                          helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
          [("y", F, [12, 10])], x.reshape(12, 10), inits=shape_inits)
+    # Gemm's C broadcasts to [M, N] (here f32[1] and f32[3, 1], with
+    # transB, alpha and beta); A is the input a: f32[3, 4].
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    np.save(f"{out}/a.npy", a)
+    w = rng.standard_normal((6, 4)).astype(np.float32)
+    A = [("a", F, [3, 4])]
+    for name, c, attrs in [("gemm_c1", np.array([0.7], np.float32), {}),
+                           ("gemm_cm1", rng.standard_normal((3, 1)).astype(np.float32), {}),
+                           ("gemm_c1_ab", np.array([0.7], np.float32), dict(alpha=0.5, beta=2.0)),
+                           ("gemm_c0", np.array(0.25, np.float32), {})]:
+        ref = attrs.get("alpha", 1.0) * (a @ w.T) + attrs.get("beta", 1.0) * c
+        save(name, [helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="gemm", transB=1, **attrs)],
+             [("y", F, [3, 6])], ref, inputs=A, inits=[("w", w), ("c", c)])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
