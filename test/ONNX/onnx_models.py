@@ -266,6 +266,11 @@ def bad(out):
          yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])
     save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
+    # Two initializers whose names sanitize alike ('w:1', 'w/1' -> 'w_1').
+    save([helper.make_node("MatMul", ["x", "w:1"], ["h"], name="mm1"),
+          helper.make_node("MatMul", ["h", "w/1"], ["y"], name="mm2")], "name_clash", yshape=(2, 3),
+         inits=[helper.make_tensor("w:1", TensorProto.FLOAT, [4, 4], [0.5] * 16),
+                helper.make_tensor("w/1", TensorProto.FLOAT, [4, 3], [0.25] * 12)])
 
     # Batch norms over the 4 channels of x: f32[2, 4].
     def vec(name, values):

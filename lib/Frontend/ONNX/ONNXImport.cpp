@@ -405,6 +405,29 @@ ONNXModel::load(MLIRContext &ctx, StringRef path, StringRef displayPath,
                   "': " + why);
     impl->initializers[t.name()] = std::move(*h);
   }
+  // Float initializers become parameters (or buffers) named after them,
+  // sanitized: two whose names sanitize alike would be one parameter.
+  {
+    llvm::StringSet<> used;
+    for (const onnx::NodeProto &n : g.node())
+      for (const std::string &in : n.input())
+        used.insert(in);
+    for (const onnx::ValueInfoProto &out : g.output())
+      used.insert(out.name());
+    llvm::StringMap<std::string> bySanitized;
+    for (const onnx::TensorProto &t : g.initializer()) {
+      if (!used.contains(t.name()) ||
+          !isa<FloatType>(impl->initializers[t.name()].elt))
+        continue;
+      auto [it, fresh] = bySanitized.try_emplace(sanitizeName(t.name()), t.name());
+      if (!fresh && it->second != t.name())
+        return fail("'" + displayPath + "': initializers '" + it->second +
+                    "' and '" + t.name() + "' would both be the parameter '" +
+                    it->first() +
+                    "' (characters other than letters, digits, '_' and '.' "
+                    "become '_'); rename one");
+    }
+  }
   for (const onnx::ValueInfoProto &in : g.input()) {
     if (impl->initializers.count(in.name()))
       continue;
