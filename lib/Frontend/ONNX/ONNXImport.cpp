@@ -1378,6 +1378,15 @@ LogicalResult Emitter::convert() {
     Value x = value(0), y = value(1);
     if (!x || !y)
       return failure();
+    // Pow's exponent may have another element type than the base (an
+    // integer exponent of a float base); the result has the base's.
+    Type baseElt = typeOf(x).getElementType();
+    if (op == "Pow" && typeOf(y).getElementType() != baseElt) {
+      y = tg::CastOp::create(
+          b, loc, RankedTensorType::get(typeOf(y).getShape(), baseElt), y);
+      if (failed(verify(y.getDefiningOp())))
+        return failure();
+    }
     return setOutput(0, build(it->second, {x, y}));
   }
   if (op == "Identity") {

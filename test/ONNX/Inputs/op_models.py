@@ -71,6 +71,15 @@ def main(out):
         save(name, [helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="gemm", transB=1, **attrs)],
              [("y", F, [3, 6])], ref, inputs=A, inits=[("w", w), ("c", c)])
 
+    # Pow with an integer exponent (ONNX lets its type differ from the
+    # base's): a known one, and a run-time one (the input e: i32[5]).
+    save("pow_i64", [helper.make_node("Pow", ["x", "k"], ["y"], name="pow")],
+         [("y", F, [2, 3, 4, 5])], x ** 3, inits=[("k", np.array(3, np.int64))])
+    e = np.array([0, 1, 2, 3, 2], np.int32)
+    np.save(f"{out}/e.npy", e)
+    save("pow_i32_input", [helper.make_node("Pow", ["x", "e"], ["y"], name="pow")],
+         [("y", F, [2, 3, 4, 5])], x ** e, inputs=(X, ("e", TensorProto.INT32, [5])))
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
