@@ -2243,8 +2243,28 @@ LogicalResult Emitter::convertGather() {
     return setOutput(0, reshape(y, shape));
   }
   if (*a == 0 && rank == 2) {
-    // Rows of a table: an embedding lookup.
-    Value ids = value(1);
+    // Rows of a table: an embedding lookup. Known indices are checked and
+    // their negative ones (counted from the end, as ONNX allows) resolved
+    // here; the embedding takes indices in [0, rows).
+    Value ids;
+    if (idx) {
+      int64_t rows = typeOf(x).getDimSize(0);
+      HostTensor resolved = *idx;
+      for (int64_t k = 0; k < resolved.numel(); ++k) {
+        int64_t i = idx->i(k);
+        if (i < -rows || i >= rows) {
+          error() << "index " << i << " is out of range for a dim of "
+                  << rows;
+          return failure();
+        }
+        if (!resolved.isFloat() && i < 0)
+          resolved.ints[k] = i + rows;
+      }
+      ids = tg::ConstantOp::create(b, loc,
+                                   cast<ElementsAttr>(toAttr(resolved)));
+    } else {
+      ids = value(1);
+    }
     if (!ids)
       return failure();
     return setOutput(0, build<tg::EmbeddingOp>({x, ids}));

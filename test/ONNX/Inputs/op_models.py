@@ -80,6 +80,17 @@ def main(out):
     save("pow_i32_input", [helper.make_node("Pow", ["x", "e"], ["y"], name="pow")],
          [("y", F, [2, 3, 4, 5])], x ** e, inputs=(X, ("e", TensorProto.INT32, [5])))
 
+    # Gather of rows with known indices, negative ones counted from the end
+    # (the table is the input t: f32[4, 3]).
+    t = rng.standard_normal((4, 3)).astype(np.float32)
+    np.save(f"{out}/t.npy", t)
+    ids = np.array([[0, -1], [2, -4]], np.int64)
+    save("gather_rows_neg", [helper.make_node("Gather", ["t", "i"], ["y"], name="gather")],
+         [("y", F, [2, 2, 3])], t[ids], inputs=[("t", F, [4, 3])], inits=[("i", ids)])
+    save("gather_rows_range", [helper.make_node("Gather", ["t", "i"], ["y"], name="gather")],
+         [("y", F, [2, 3])], t[[0, 0]], inputs=[("t", F, [4, 3])],
+         inits=[("i", np.array([1, 4], np.int64))])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
