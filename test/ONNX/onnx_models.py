@@ -56,6 +56,9 @@ def build(name):
         return torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 32, 32)
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10), (2, 3, 64, 64)
+    if name == "squeezenet1_0":
+        # Its max pools are ceil mode on inputs they do not tile.
+        return torchvision.models.squeezenet1_0(num_classes=10), (2, 3, 64, 64)
     if name in ("mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0",
                 "regnet_y_400mf", "densenet121"):
         return getattr(torchvision.models, name)(num_classes=10), (2, 3, 64, 64)
@@ -250,8 +253,9 @@ def bad(out):
           helper.make_node("Celu", ["h"], ["y"], name="the_celu")], "unknown_op")
     save([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
           ], "ok_softmax")
-    # ceil_mode where the windows do not tile the input (5 = 2 + 2 * 1 + 1).
-    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+    # An average pool's ceil_mode where the windows do not tile the input
+    # (5 = 2 + 2 * 1 + 1; a MaxPool takes it).
+    save([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
                            strides=[2, 2], ceil_mode=1)], "ceil_mode", yshape=(1, 1, 3, 3),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
     save([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, 0, 1, 1])],

@@ -714,6 +714,36 @@ private:
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
+  /// `x` with `before` and `after` elements of value `fill` added along
+  /// `dim` (a constant block concatenated on each side).
+  Value padWith(Value x, int64_t dim, int64_t before, int64_t after,
+                double fill) {
+    SmallVector<Value> parts;
+    auto block = [&](int64_t n) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[dim] = n;
+      HostTensor h;
+      h.elt = typeOf(x).getElementType();
+      h.shape = shape;
+      h.resize(h.numel());
+      for (int64_t j = 0; j < h.numel(); ++j)
+        if (h.isFloat())
+          h.floats[j] = fill;
+        else
+          h.ints[j] = static_cast<int64_t>(fill);
+      return Value(
+          tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
+    };
+    if (before)
+      parts.push_back(block(before));
+    parts.push_back(x);
+    if (after)
+      parts.push_back(block(after));
+    if (parts.size() == 1)
+      return x;
+    return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(dim))});
+  }
+
   /// x[start:end] along `dim`.
   Value slice(Value x, int64_t dim, int64_t start, int64_t end) {
     return build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(dim)),
@@ -1792,17 +1822,61 @@ LogicalResult Emitter::convertPool(bool isMax) {
   if (!stride || !pads)
     return failure();
   // ceil_mode rounds the output size up; it is the floor mode's result when
-  // the windows tile the padded input exactly.
+  // the windows tile the padded input exactly. Otherwise a MaxPool pads the
+  // input itself with -inf (the pads, and after them what the last window
+  // reaches past the end) and pools it unpadded; an AveragePool's divisor
+  // of a clipped window is not mapped.
+  Value input;
   if (ceilMode) {
-    Value x = value(0);
-    if (!x)
+    input = value(0);
+    if (!input)
       return failure();
-    auto shape = typeOf(x).getShape();
+    auto shape = typeOf(input).getShape();
+    bool tiles = true;
     for (int d = 0; d < 2 && shape.size() == 4; ++d)
-      if ((shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
-        return unsupportedValue("ceil_mode", "1",
-                                "0, or 1 where the windows tile the input "
-                                "exactly");
+      if ((*stride)[d] <= 0 ||
+          (shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
+        tiles = false;
+    if (!tiles && !isMax)
+      return unsupportedValue("ceil_mode", "1",
+                              "0, or 1 where the windows tile the input "
+                              "exactly");
+    if (!tiles) {
+      int64_t outs[2];
+      for (int d = 0; d < 2; ++d) {
+        int64_t size = shape[2 + d], k = (*kernel)[d], st = (*stride)[d],
+                p = (*pads)[d];
+        if (size + 2 * p < k) {
+          error() << "the window " << k << " is larger than the padded dim "
+                  << size + 2 * p;
+          return failure();
+        }
+        // ONNX's (and PyTorch's) ceil-mode output size: rounded up, less
+        // a last window that would start in the end padding.
+        int64_t out = (size + 2 * p - k + st - 1) / st + 1;
+        if ((out - 1) * st >= size + p)
+          --out;
+        outs[d] = out;
+        // The padded dim the last window ends in (unpadded pooling floors
+        // to `out` windows on it).
+        int64_t after = std::max<int64_t>(0, (out - 1) * st + k - size - p);
+        input = padWith(input, 2 + d, p, after,
+                        -std::numeric_limits<double>::infinity());
+        if (!input)
+          return failure();
+      }
+      Value y = build("tg.max_pool2d", {input},
+                      {named("kernel", ints(*kernel)),
+                       named("stride", ints(*stride)),
+                       named("padding", ints({0, 0}))});
+      if (y && (typeOf(y).getDimSize(2) != outs[0] ||
+                typeOf(y).getDimSize(3) != outs[1]))
+        return unsupportedValue("ceil_mode", "1 with these strides and "
+                                             "kernel",
+                                "ceil mode where the kernel is at least the "
+                                "stride");
+      return setOutput(0, y);
+    }
   }
   if (!isMax && ((*pads)[0] || (*pads)[1]) &&
       attrInt("count_include_pad", 0) == 0)
