@@ -2082,10 +2082,22 @@ LogicalResult Emitter::convertLayerNorm() {
   auto a = axis(attrInt("axis", -1), rank);
   if (!a)
     return failure();
-  if (*a != rank - 1)
-    return unsupportedValue("axis", Twine(attrInt("axis", -1)),
-                            "the last axis");
-  int64_t d = typeOf(x).getDimSize(rank - 1);
+  // Normalized over dims axis..rank-1: those flattened into one last dim for
+  // tg.layer_norm (the axis -1 of nn.LayerNorm([5, 16]) at opset 17 is
+  // -2), the scale and bias (broadcast to those dims) flattened alike.
+  ArrayRef<int64_t> xShape = typeOf(x).getShape();
+  SmallVector<int64_t> normShape(xShape.begin() + *a, xShape.end());
+  int64_t d = 1;
+  for (int64_t n : normShape)
+    d *= n;
+  auto flat = [&](Value v) -> Value {
+    if (!v)
+      return nullptr;
+    if (typeOf(v).getNumElements() != d ||
+        typeOf(v).getRank() > int64_t(normShape.size()))
+      v = build<tg::BroadcastToOp>({v}, {named("shape", ints(normShape))});
+    return reshape(v, {d});
+  };
   Value bias;
   if (hasInput(2)) {
     bias = value(2);
@@ -2096,10 +2108,12 @@ LogicalResult Emitter::convertLayerNorm() {
     z.floats.assign(d, 0.0);
     bias = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(z)));
   }
-  return setOutput(0, build<tg::LayerNormOp>(
-                          {x, reshape(scale, {d}), reshape(bias, {d})},
-                          {named("eps", b.getF64FloatAttr(
-                                            attrFloat("epsilon", 1e-5)))}));
+  SmallVector<int64_t> rows(xShape.begin(), xShape.begin() + *a);
+  rows.push_back(d);
+  Value y = build<tg::LayerNormOp>(
+      {reshape(x, rows), flat(scale), flat(bias)},
+      {named("eps", b.getF64FloatAttr(attrFloat("epsilon", 1e-5)))});
+  return setOutput(0, reshape(y, xShape));
 }
 
 /// The output shape of the Reshape, Flatten, Squeeze or Unsqueeze being

@@ -91,6 +91,29 @@ def main(out):
          [("y", F, [2, 3])], t[[0, 0]], inputs=[("t", F, [4, 3])],
          inits=[("i", np.array([1, 4], np.int64))])
 
+    # LayerNormalization over the dims from its axis to the last (opset 17),
+    # the scale and bias broadcast to them.
+    def layer_norm(v, axis, scale, bias, eps):
+        dims = tuple(range(axis % v.ndim, v.ndim))
+        mean = v.mean(axis=dims, keepdims=True)
+        var = ((v - mean) ** 2).mean(axis=dims, keepdims=True)
+        return (v - mean) / np.sqrt(var + eps) * scale + bias
+
+    for name, axis, sshape, bshape in [("ln_m2", -2, (4, 5), (5,)), ("ln_1", 1, (3, 4, 5), (1, 5)),
+                                       ("ln_m1", -1, (5,), (5,)), ("ln_m2_scale5", -2, (5,), None)]:
+        scale = rng.uniform(0.5, 1.5, sshape).astype(np.float32)
+        inits = [("scale", scale)]
+        ins = ["x", "scale"]
+        bias = np.float32(0)
+        if bshape:
+            bias = rng.standard_normal(bshape).astype(np.float32)
+            inits.append(("bias", bias))
+            ins.append("bias")
+        save(name, [helper.make_node("LayerNormalization", ins, ["y"], name="ln", axis=axis,
+                                     epsilon=1e-3)],
+             [("y", F, [2, 3, 4, 5])], layer_norm(x.astype(np.float64), axis, scale, bias, 1e-3),
+             inits=inits, opset=17)
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
