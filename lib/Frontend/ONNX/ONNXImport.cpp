@@ -2357,8 +2357,35 @@ LogicalResult Emitter::convertGather() {
       return failure();
     return setOutput(0, build<tg::EmbeddingOp>({x, ids}));
   }
-  error() << "ampc supports Gather of one known index, or of rows (axis 0) "
-             "of a 2-D table";
+  if (idx && idx->numel() > 1) {
+    // Several known indices along any axis: one slice each, concatenated
+    // along the axis, then the indices' shape in place of the axis.
+    int64_t dim = typeOf(x).getDimSize(*a);
+    SmallVector<Value> parts;
+    for (int64_t k = 0; k < idx->numel(); ++k) {
+      int64_t i = idx->i(k);
+      if (i < -dim || i >= dim) {
+        error() << "index " << i << " is out of range for a dim of " << dim;
+        return failure();
+      }
+      if (i < 0)
+        i += dim;
+      Value part = slice(x, *a, i, i + 1);
+      if (!part)
+        return failure();
+      parts.push_back(part);
+    }
+    Value y = build<tg::ConcatOp>(parts,
+                                  {named("dim", b.getI64IntegerAttr(*a))});
+    if (!y)
+      return failure();
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape.erase(shape.begin() + *a);
+    shape.insert(shape.begin() + *a, idx->shape.begin(), idx->shape.end());
+    return setOutput(0, reshape(y, shape));
+  }
+  error() << "ampc supports Gather of indices known at import, or of rows "
+             "(axis 0) of a 2-D table";
   return failure();
 }
 

@@ -114,6 +114,15 @@ def main(out):
              [("y", F, [2, 3, 4, 5])], layer_norm(x.astype(np.float64), axis, scale, bias, 1e-3),
              inits=inits, opset=17)
 
+    # Gather of several known indices along other axes than rows of a 2-D
+    # table (x[:, [2, 0, -1]], x[..., [[1, 1], [0, 4]]]).
+    for name, axis, ids in [("gather_axis1", 1, np.array([2, 0, -1], np.int64)),
+                            ("gather_axis_m1", -1, np.array([[1, 1], [0, 4]], np.int64)),
+                            ("gather_axis0", 0, np.array([1, 0, 1], np.int64))]:
+        ref = np.take(x, ids, axis=axis)
+        save(name, [helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=axis)],
+             [("y", F, list(ref.shape))], ref, inits=[("i", ids)])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
