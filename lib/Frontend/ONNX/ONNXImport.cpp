@@ -2235,9 +2235,10 @@ LogicalResult Emitter::convertSlice() {
     auto a = axis(axes ? axes->i(j) : j, rank);
     if (!a)
       return failure();
-    if (steps && steps->i(j) != 1)
-      return unsupportedValue("steps", Twine(steps->i(j)),
-                              "1 on values computed at run time");
+    int64_t st = steps ? steps->i(j) : 1;
+    if (st < 1)
+      return unsupportedValue("steps", Twine(st),
+                              "positive steps on values computed at run time");
     int64_t dim = typeOf(x).getDimSize(*a);
     int64_t s = starts->i(j), e = ends->i(j);
     if (s < 0)
@@ -2250,9 +2251,27 @@ LogicalResult Emitter::convertSlice() {
       error() << "the slice of dim " << *a << " is empty";
       return failure();
     }
-    if (s == 0 && e == dim)
+    if (st == 1 && s == 0 && e == dim)
       continue;
-    x = slice(x, *a, s, e);
+    // With a step: x[s : last + 1] (last the last element taken), padded
+    // to n * step elements, viewed as [n, step] and the first of each step
+    // kept.
+    int64_t n = (e - s + st - 1) / st;
+    int64_t last = s + (n - 1) * st;
+    x = slice(x, *a, s, st == 1 ? e : last + 1);
+    if (x && st > 1 && n > 1) {
+      x = padWith(x, *a, 0, st - 1, 0.0);
+      if (!x)
+        return failure();
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[*a] = n;
+      shape.insert(shape.begin() + *a + 1, st);
+      x = slice(reshape(x, shape), *a + 1, 0, 1);
+      if (!x)
+        return failure();
+      shape.erase(shape.begin() + *a + 1);
+      x = reshape(x, shape);
+    }
     if (!x)
       return failure();
   }

@@ -123,6 +123,35 @@ def main(out):
         save(name, [helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=axis)],
              [("y", F, list(ref.shape))], ref, inits=[("i", ids)])
 
+    # Slice with steps on run-time values (x[..., ::2], x[:, :, 1::3],
+    # x[:, 1:-1:2, ::3], a start past the last step).
+    big = np.int64(2**63 - 1)
+    for name, starts, ends, axes, steps in [
+            ("slice_step2", [0], [big], [3], [2]),
+            ("slice_step3", [1], [big], [2], [3]),
+            ("slice_steps", [1, 0], [-1, big], [1, 3], [2, 3]),
+            ("slice_step_big", [0, 2], [big, 4], [-1, 2], [7, 2])]:
+        ref = x
+        for st, en, ax, sp in zip(starts, ends, axes, steps):
+            index = [slice(None)] * 4
+            index[ax] = slice(st, en, sp)
+            ref = ref[tuple(index)]
+        save(name, [helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"], name="slice")],
+             [("y", F, list(ref.shape))], ref,
+             inits=[("s", np.array(starts, np.int64)), ("e", np.array(ends, np.int64)),
+                    ("a", np.array(axes, np.int64)), ("p", np.array(steps, np.int64))])
+    # Training through a stepped slice of a parameter: y = w[..., ::2] * x,
+    # loss mean(y * y); one SGD step at lr 1 (Inputs/train_slice.tg).
+    w = rng.standard_normal((2, 3, 4, 10)).astype(np.float32)
+    save("slice_param", [helper.make_node("Slice", ["w", "s", "e", "a", "p"], ["h"], name="slice"),
+                         helper.make_node("Mul", ["h", "x"], ["y"], name="mul")],
+         [("y", F, [2, 3, 4, 5])], w[..., ::2] * x,
+         inits=[("w", w), ("s", np.array([0], np.int64)), ("e", np.array([big], np.int64)),
+                ("a", np.array([3], np.int64)), ("p", np.array([2], np.int64))])
+    grad = np.zeros_like(w)
+    grad[..., ::2] = 2 * w[..., ::2] * x * x / x.size
+    np.save(f"{out}/slice_param.w1.npy", w - grad)
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
