@@ -1878,15 +1878,39 @@ LogicalResult Emitter::convertPool(bool isMax) {
       return setOutput(0, y);
     }
   }
-  if (!isMax && ((*pads)[0] || (*pads)[1]) &&
-      attrInt("count_include_pad", 0) == 0)
-    return unsupportedValue("count_include_pad", "0 with non-zero pads",
-                            "1, or pads of 0");
-  return setOutput(0, build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d",
-                            {value(0)},
-                            {named("kernel", ints(*kernel)),
-                             named("stride", ints(*stride)),
-                             named("padding", ints(*pads))}));
+  Value y = build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d", {value(0)},
+                  {named("kernel", ints(*kernel)),
+                   named("stride", ints(*stride)),
+                   named("padding", ints(*pads))});
+  if (!y || isMax || (!(*pads)[0] && !(*pads)[1]) ||
+      attrInt("count_include_pad", 0) != 0)
+    return setOutput(0, y);
+  // count_include_pad 0: tg.avg_pool2d divides by the window's size, pads
+  // included; a window of c elements inside the input is scaled by
+  // size / c (a constant of the output's spatial shape).
+  auto shape = typeOf(value(0)).getShape();
+  auto outShape = typeOf(y).getShape();
+  HostTensor scale;
+  scale.elt = typeOf(y).getElementType();
+  scale.shape = {1, 1, outShape[2], outShape[3]};
+  scale.resize(scale.numel());
+  auto inside = [&](int d, int64_t o) {
+    int64_t lo = o * (*stride)[d] - (*pads)[d];
+    int64_t hi = lo + (*kernel)[d];
+    return std::min<int64_t>(hi, shape[2 + d]) - std::max<int64_t>(lo, 0);
+  };
+  for (int d = 0; d < 2; ++d)
+    if ((*pads)[d] >= (*kernel)[d])
+      return unsupportedValue("pads", Twine((*pads)[d]),
+                              "pads smaller than the kernel with "
+                              "count_include_pad 0");
+  for (int64_t i = 0; i < outShape[2]; ++i)
+    for (int64_t j = 0; j < outShape[3]; ++j)
+      scale.floats[i * outShape[3] + j] =
+          double((*kernel)[0] * (*kernel)[1]) / double(inside(0, i) * inside(1, j));
+  Value factor =
+      tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(scale)));
+  return setOutput(0, build<tg::MulOp>({y, factor}));
 }
 
 LogicalResult Emitter::convertReduce(StringRef opName) {

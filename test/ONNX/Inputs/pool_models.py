@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""ceil_pool.py DIR: PyTorch's max_pool2d with ceil_mode=True exported
-(opset 14) for inputs and windows whose windows do not tile the input, as
-DIR/pool_K.onnx, DIR/pool_K.x.npy and DIR/pool_K.ref.npy (PyTorch's
-output); and DIR/convpool.onnx (a Conv then a ceil-mode MaxPool) with
-DIR/convpool.{x,ref}.npy, DIR/convpool.grad.npy (the gradient of
-mean(y * y) with respect to the convolution's weight) and
-DIR/convpool.lr.txt."""
+"""pool_models.py DIR: PyTorch's pools that ampc maps by hand, exported at
+opset 14 with PyTorch's output on a random input: max_pool2d with
+ceil_mode=True where the windows do not tile the input (DIR/pool_K.onnx,
+DIR/pool_K.x.npy, DIR/pool_K.ref.npy), avg_pool2d with
+count_include_pad=False and pads (DIR/avg_K.*), and DIR/convpool.onnx (a
+Conv then a ceil-mode MaxPool) with DIR/convpool.{x,ref}.npy and
+DIR/convpool.w1.npy (the convolution's weight after one SGD step at lr 1
+on mean(y * y))."""
 import sys
 
 import numpy as np
@@ -28,6 +29,20 @@ class Pool(torch.nn.Module):
         return F.max_pool2d(x, self.k, self.s, self.p, ceil_mode=True)
 
 
+# AvgPool2d(count_include_pad=False) with pads: (H, W, kernel, stride,
+# padding).
+AVG_CASES = [(8, 8, 3, 2, 1), (7, 5, (3, 2), (2, 1), (1, 1)), (5, 6, 3, 1, 1), (9, 9, 5, 3, 2)]
+
+
+class AvgPool(torch.nn.Module):
+    def __init__(self, k, s, p):
+        super().__init__()
+        self.k, self.s, self.p = k, s, p
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.k, self.s, self.p, count_include_pad=False)
+
+
 class ConvPool(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -46,6 +61,13 @@ def main(out):
                           output_names=["y"], opset_version=14)
         np.save(f"{out}/pool_{i}.x.npy", x.numpy())
         np.save(f"{out}/pool_{i}.ref.npy", m(x).numpy())
+    for i, (h, w, k, s, p) in enumerate(AVG_CASES):
+        x = torch.randn(2, 3, h, w, generator=g)
+        m = AvgPool(k, s, p)
+        torch.onnx.export(m, x, f"{out}/avg_{i}.onnx", input_names=["x"],
+                          output_names=["y"], opset_version=14)
+        np.save(f"{out}/avg_{i}.x.npy", x.numpy())
+        np.save(f"{out}/avg_{i}.ref.npy", m(x).numpy())
     torch.manual_seed(0)
     m = ConvPool()
     x = torch.randn(2, 2, 10, 10, generator=g)
