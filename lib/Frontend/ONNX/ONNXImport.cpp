@@ -834,6 +834,11 @@ private:
   LogicalResult convertClip();
   LogicalResult convertPad();
   LogicalResult convertErf();
+  LogicalResult convertTrilu();
+  /// Trilu's kept elements of the last two dims of `shape` (row-major),
+  /// from its `upper` attribute and `k` input; an error when it cannot be
+  /// read.
+  std::optional<std::vector<bool>> triluKeep(ArrayRef<int64_t> shape);
 
   /// New shape for Reshape (0 copies, -1 infers) from `spec`.
   std::optional<SmallVector<int64_t>>
@@ -1204,6 +1209,28 @@ LogicalResult Emitter::convertHost() {
     });
     return setOutput(0, std::move(h));
   }
+  if (op == "Not") {
+    HostTensor h = *in(0);
+    if (h.isFloat())
+      return failure();
+    for (int64_t &v : h.ints)
+      v = v == 0;
+    return setOutput(0, std::move(h));
+  }
+  if (op == "Trilu") {
+    HostTensor h = *in(0);
+    auto keep = triluKeep(h.shape);
+    if (!keep)
+      return failure();
+    for (int64_t k = 0; k < h.numel(); ++k)
+      if (!(*keep)[k % keep->size()]) {
+        if (h.isFloat())
+          h.floats[k] = 0.0;
+        else
+          h.ints[k] = 0;
+      }
+    return setOutput(0, std::move(h));
+  }
   if (op == "Range") {
     const HostTensor *s = in(0), *l = in(1), *d = in(2);
     HostTensor h;
@@ -1434,6 +1461,21 @@ LogicalResult Emitter::convert() {
     return convertDropout();
   if (op == "Erf")
     return convertErf();
+  if (op == "Trilu")
+    return convertTrilu();
+  if (op == "Not") {
+    // x == false.
+    if (failed(checkAttrs({})))
+      return failure();
+    Value x = value(0);
+    if (!x)
+      return failure();
+    if (!typeOf(x).getElementType().isInteger(1)) {
+      error() << "needs a bool input";
+      return failure();
+    }
+    return setOutput(0, build<tg::EqualOp>({x, scalar(0.0, x)}));
+  }
   if (op == "Pad")
     return convertPad();
   if (op == "HardSigmoid" || op == "HardSwish") {
@@ -1677,6 +1719,53 @@ LogicalResult Emitter::convertPad() {
     }
   }
   return setOutput(0, x);
+}
+
+std::optional<std::vector<bool>>
+Emitter::triluKeep(ArrayRef<int64_t> shape) {
+  if (failed(checkAttrs({"upper"})))
+    return std::nullopt;
+  if (shape.size() < 2) {
+    error() << "needs an input of rank 2 or more, found rank "
+            << shape.size();
+    return std::nullopt;
+  }
+  int64_t k = 0;
+  if (hasInput(1)) {
+    const HostTensor *kt = needHost(1, "k");
+    if (!kt)
+      return std::nullopt;
+    if (kt->numel() != 1) {
+      error() << "its k must be a scalar";
+      return std::nullopt;
+    }
+    k = kt->i(0);
+  }
+  bool upper = attrInt("upper", 1) != 0;
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  std::vector<bool> keep(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  return keep;
+}
+
+/// Trilu: the input where the triangle's mask (a constant of its last two
+/// dims) holds, else 0.
+LogicalResult Emitter::convertTrilu() {
+  Value x = value(0);
+  if (!x)
+    return failure();
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  auto keep = triluKeep(shape);
+  if (!keep)
+    return failure();
+  HostTensor mask;
+  mask.elt = b.getI1Type();
+  mask.shape = {shape[shape.size() - 2], shape.back()};
+  mask.ints.assign(keep->begin(), keep->end());
+  Value m = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(mask)));
+  return setOutput(0, build<tg::WhereOp>({m, x, scalar(0.0, x)}));
 }
 
 /// erf(x) = sign(x) * (1 - t * poly(t) * exp(-x^2)), t = 1 / (1 + p|x|):

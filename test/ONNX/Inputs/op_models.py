@@ -152,6 +152,27 @@ def main(out):
     grad[..., ::2] = 2 * w[..., ::2] * x * x / x.size
     np.save(f"{out}/slice_param.w1.npy", w - grad)
 
+    # Trilu (upper and lower, k from an input) on run-time values, a Trilu
+    # of a constant folded at import, and Not (a causal mask as
+    # torch.tril(ones(T, T)) and masked_fill export it).
+    for name, upper, k in [("triu", 1, None), ("tril_k1", 0, 1), ("triu_km2", 1, -2)]:
+        ins = ["x"] + (["k"] if k is not None else [])
+        inits = [("k", np.array(k, np.int64))] if k is not None else []
+        ref = np.triu(x, k or 0) if upper else np.tril(x, k or 0)
+        save(name, [helper.make_node("Trilu", ins, ["y"], name="trilu", upper=upper)],
+             [("y", F, [2, 3, 4, 5])], ref, inits=inits)
+    causal = np.tril(np.ones((4, 5), bool))
+    save("causal_mask", [helper.make_node("Trilu", ["ones"], ["t"], name="tril", upper=0),
+                         helper.make_node("Not", ["t"], ["masked"], name="not"),
+                         helper.make_node("Where", ["masked", "ninf", "x"], ["y"], name="where")],
+         [("y", F, [2, 3, 4, 5])], np.where(~causal, -np.inf, x),
+         inits=[("ones", np.ones((4, 5), bool)), ("ninf", np.array(-np.inf, np.float32))])
+    save("not_runtime", [helper.make_node("Greater", ["x", "zero"], ["g"], name="gt"),
+                         helper.make_node("Not", ["g"], ["n"], name="not"),
+                         helper.make_node("Where", ["n", "x", "zero"], ["y"], name="where")],
+         [("y", F, [2, 3, 4, 5])], np.where(~(x > 0), x, 0),
+         inits=[("zero", np.array(0, np.float32))])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
