@@ -835,6 +835,7 @@ private:
   LogicalResult convertPad();
   LogicalResult convertErf();
   LogicalResult convertTrilu();
+  LogicalResult convertActivation();
   /// Trilu's kept elements of the last two dims of `shape` (row-major),
   /// from its `upper` attribute and `k` input; an error when it cannot be
   /// read.
@@ -1498,6 +1499,9 @@ LogicalResult Emitter::convert() {
       t = build<tg::MulOp>({x, t});
     return setOutput(0, t);
   }
+  if (op == "LeakyRelu" || op == "Elu" || op == "Selu" || op == "PRelu" ||
+      op == "Softplus")
+    return convertActivation();
   if (op == "Clip")
     return convertClip();
   if (op == "Conv")
@@ -1766,6 +1770,60 @@ LogicalResult Emitter::convertTrilu() {
   mask.ints.assign(keep->begin(), keep->end());
   Value m = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(mask)));
   return setOutput(0, build<tg::WhereOp>({m, x, scalar(0.0, x)}));
+}
+
+/// LeakyRelu, PRelu, Elu, Selu and Softplus from elementwise tg ops, with
+/// PyTorch's gradients: the positive branch where x > 0 (so x = 0 takes the
+/// negative one's slope, as torch's backward does), exp of min(x, 0) so
+/// that the branch not taken never overflows, and Softplus as
+/// max(x, 0) + log(1 + exp(-|x|)).
+LogicalResult Emitter::convertActivation() {
+  StringRef op = node->op_type();
+  if (failed(checkAttrs(op == "LeakyRelu" || op == "Elu"
+                            ? ArrayRef<StringRef>{"alpha"}
+                        : op == "Selu" ? ArrayRef<StringRef>{"alpha", "gamma"}
+                                       : ArrayRef<StringRef>{})))
+    return failure();
+  Value x = value(0);
+  if (!x)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  if (op == "Softplus") {
+    Value pos = build<tg::MaximumOp>({x, scalar(0.0, x)});
+    Value tail = build<tg::LogOp>({build<tg::AddOp>(
+        {scalar(1.0, x),
+         build<tg::ExpOp>({build<tg::NegOp>({build<tg::AbsOp>({x})})})})});
+    return setOutput(0, build<tg::AddOp>({pos, tail}));
+  }
+  Value positive = build<tg::GreaterOp>({x, scalar(0.0, x)});
+  Value negative;
+  if (op == "LeakyRelu") {
+    negative = build<tg::MulOp>({x, scalar(attrFloat("alpha", 0.01), x)});
+  } else if (op == "PRelu") {
+    Value slope = value(1);
+    if (!slope)
+      return failure();
+    negative = build<tg::MulOp>({x, slope});
+    if (negative && typeOf(negative).getShape() != typeOf(x).getShape()) {
+      error() << "the slope " << typeOf(slope)
+              << " must broadcast to the input " << typeOf(x);
+      return failure();
+    }
+  } else {
+    double alpha = attrFloat("alpha", op == "Elu" ? 1.0 : 1.67326319217681884765625);
+    Value em1 = build<tg::SubOp>(
+        {build<tg::ExpOp>({build<tg::MinimumOp>({x, scalar(0.0, x)})}),
+         scalar(1.0, x)});
+    negative = build<tg::MulOp>({em1, scalar(alpha, x)});
+  }
+  Value y = build<tg::WhereOp>({positive, x, negative});
+  if (y && op == "Selu")
+    y = build<tg::MulOp>(
+        {y, scalar(attrFloat("gamma", 1.05070102214813232421875), x)});
+  return setOutput(0, y);
 }
 
 /// erf(x) = sign(x) * (1 - t * poly(t) * exp(-x^2)), t = 1 / (1 + p|x|):
