@@ -819,7 +819,8 @@ private:
   LogicalResult convertConv(bool transposed);
   LogicalResult convertGemm();
   LogicalResult convertPool(bool isMax);
-  LogicalResult convertReduce(StringRef opName);
+  LogicalResult convertReduce(StringRef opName, bool negate = false);
+  LogicalResult convertInstanceNorm();
   LogicalResult convertBatchNorm();
   LogicalResult convertBatchNormComposed(Value x, Value scale, Value bias,
                                          double eps);
@@ -1210,6 +1211,51 @@ LogicalResult Emitter::convertHost() {
     });
     return setOutput(0, std::move(h));
   }
+  if (op == "ReduceProd") {
+    // Of shapes (torch.var's element count): axes from the attribute.
+    const HostTensor &x = *in(0);
+    int64_t rank = x.shape.size();
+    SmallVector<bool> reduced(rank, false);
+    auto axes = attrInts("axes");
+    if (!axes || axes->empty())
+      reduced.assign(rank, true);
+    else
+      for (int64_t a : *axes) {
+        auto r = axis(a, rank);
+        if (!r)
+          return failure();
+        reduced[*r] = true;
+      }
+    bool keep = attrInt("keepdims", 1) != 0;
+    HostTensor h;
+    h.elt = x.elt;
+    SmallVector<int64_t> outShape;
+    for (int64_t d = 0; d < rank; ++d)
+      outShape.push_back(reduced[d] ? 1 : x.shape[d]);
+    h.shape = outShape;
+    h.resize(h.numel());
+    if (h.isFloat())
+      h.floats.assign(h.numel(), 1.0);
+    else
+      h.ints.assign(h.numel(), 1);
+    forEachIndex(x.shape, [&](int64_t lin, ArrayRef<int64_t> idx) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        o = o * outShape[d] + (reduced[d] ? 0 : idx[d]);
+      if (h.isFloat())
+        h.floats[o] *= x.f(lin);
+      else
+        h.ints[o] *= x.i(lin);
+    });
+    if (!keep) {
+      SmallVector<int64_t> squeezed;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!reduced[d])
+          squeezed.push_back(outShape[d]);
+      h.shape = squeezed;
+    }
+    return setOutput(0, std::move(h));
+  }
   if (op == "Not") {
     HostTensor h = *in(0);
     if (h.isFloat())
@@ -1554,6 +1600,17 @@ LogicalResult Emitter::convert() {
     return convertReduce("tg.sum");
   if (op == "ReduceMax")
     return convertReduce("tg.max");
+  if (op == "ReduceMin")
+    return convertReduce("tg.max", /*negate=*/true);
+  if (op == "InstanceNormalization")
+    return convertInstanceNorm();
+  if (op == "ReduceProd") {
+    error() << "ampc folds ReduceProd of values known at import (shapes) "
+               "only, but its input '"
+            << node->input(0)
+            << "' is computed from the graph's inputs or parameters";
+    return failure();
+  }
   if (op == "BatchNormalization")
     return convertBatchNorm();
   if (op == "LayerNormalization")
@@ -2060,7 +2117,27 @@ LogicalResult Emitter::convertPool(bool isMax) {
   return setOutput(0, build<tg::MulOp>({y, factor}));
 }
 
-LogicalResult Emitter::convertReduce(StringRef opName) {
+/// InstanceNormalization: a group norm with one group per channel.
+LogicalResult Emitter::convertInstanceNorm() {
+  if (failed(checkAttrs({"epsilon"})))
+    return failure();
+  Value x = value(0), scale = value(1), bias = value(2);
+  if (!x || !scale || !bias)
+    return failure();
+  if (typeOf(x).getRank() < 3) {
+    error() << "needs an N, C, spatial... input, found rank "
+            << typeOf(x).getRank();
+    return failure();
+  }
+  return setOutput(
+      0, build<tg::GroupNormOp>(
+             {x, scale, bias},
+             {named("groups", b.getI64IntegerAttr(typeOf(x).getDimSize(1))),
+              named("eps", b.getF64FloatAttr(
+                               attrFloatAsWritten("epsilon", 1e-5)))}));
+}
+
+LogicalResult Emitter::convertReduce(StringRef opName, bool negate) {
   bool axesInput = opName == "tg.sum"; // ReduceSum takes axes as an input
                                        // from opset 13.
   if (failed(checkAttrs(axesInput ? ArrayRef<StringRef>{"keepdims",
@@ -2093,7 +2170,11 @@ LogicalResult Emitter::convertReduce(StringRef opName) {
   SmallVector<NamedAttribute> attrs{named("dims", ints(dims))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  return setOutput(0, build(opName, {x}, attrs));
+  if (!negate)
+    return setOutput(0, build(opName, {x}, attrs));
+  // min(x) = -max(-x).
+  Value y = build(opName, {build<tg::NegOp>({x})}, attrs);
+  return setOutput(0, y ? build<tg::NegOp>({y}) : nullptr);
 }
 
 /// The buffer of running statistic `k` (3: mean, 4: variance) of the

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """activation_models.py export DIR | train DIR PARAMS_DIR
 
-export: PyTorch activations exported (opset 15) one per model,
+export: PyTorch activations, norms and reductions (GroupNorm and
+InstanceNorm2d, which export InstanceNormalization; var and std, which
+fold a ReduceProd of the shape; amin and min, ReduceMin) exported (opset
+15) one per model,
 DIR/ACT.onnx with DIR/ACT.ref.npy (PyTorch's output on DIR/x.npy, an
 f32[2, 4, 6, 6] input that holds exact zeros), and DIR/mlp.onnx: Linear,
 PReLU(8), Linear, then LeakyReLU + ELU + SELU + Softplus + Mish of it,
@@ -19,6 +22,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ACTS = {
+    "group_norm": nn.GroupNorm(2, 4, eps=1e-3),
+    "instance_norm": nn.InstanceNorm2d(4, affine=True),
+    "var": lambda x: x.var(1) + x.std((1, 3), keepdim=True)[:, 0],
+    "amin": lambda x: x.amin(-1) + x.min(2)[0],
     "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
     "elu": lambda x: F.elu(x, 0.7),
     "selu": F.selu,
@@ -63,10 +70,15 @@ def main(argv):
         x = torch.randn(2, 4, 6, 6, generator=g)
         x[0, 0, 0, :3] = 0.0
         np.save(f"{d}/x.npy", x.numpy())
+        torch.manual_seed(0)
         for name, f in ACTS.items():
+            if isinstance(f, nn.Module):
+                with torch.no_grad():
+                    for p in f.parameters():
+                        p.uniform_(0.5, 1.5)
             torch.onnx.export(Act(f), x, f"{d}/{name}.onnx", input_names=["x"],
                               output_names=["y"], opset_version=15)
-            np.save(f"{d}/{name}.ref.npy", f(x).numpy())
+            np.save(f"{d}/{name}.ref.npy", f(x).detach().numpy())
         prelu = nn.PReLU(4)
         with torch.no_grad():
             prelu.weight.uniform_(0.1, 0.4)
