@@ -276,6 +276,35 @@ def bad(out):
          inits=[helper.make_tensor("w:1", TensorProto.FLOAT, [4, 4], [0.5] * 16),
                 helper.make_tensor("w/1", TensorProto.FLOAT, [4, 3], [0.25] * 12)])
 
+    # Sizes that crashed the import (SIGABRT, SIGFPE) or wrapped around: a
+    # ConstantOfShape of 10^18 and of 2^64 elements (the count overflowed to
+    # 0) and with a negative dim, a Range of 10^18 elements, a Pad of 10^12,
+    # a ceil-mode MaxPool of stride 0, an Unsqueeze of one axis twice, an
+    # initializer of 2^64 elements without data.
+    def ints(name, values):
+        return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "huge_constant",
+         inits=[ints("s", [10**9, 10**9])])
+    save([helper.make_node("ConstantOfShape", ["s"], ["c"], name="cs"),
+          helper.make_node("Add", ["x", "c"], ["y"], name="add")], "wrapped_constant",
+         inits=[ints("s", [2**31, 2**31, 4])])
+    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "negative_constant",
+         inits=[ints("s", [-3, 4])])
+    save([helper.make_node("Range", ["a", "b", "c"], ["r"], name="range"),
+          helper.make_node("Shape", ["r"], ["y"], name="shape")], "huge_range",
+         inits=[helper.make_tensor(n, TensorProto.INT64, [], [v])
+                for n, v in [("a", 0), ("b", 10**18), ("c", 1)]])
+    save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "huge_pad",
+         inits=[ints("p", [0, 10**12, 0, 0])])
+    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                           strides=[0, 0], ceil_mode=1)], "pool_stride0", yshape=(1, 1, 3, 3),
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
+    save([helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="unsq")], "unsqueeze_twice",
+         yshape=(2, 1, 1, 4), inits=[ints("a", [1, 1])])
+    big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**32, 2**32, 1], raw_data=b"")
+    save([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "huge_initializer", inits=[big])
+
     # Batch norms over the 4 channels of x: f32[2, 4].
     def vec(name, values):
         return helper.make_tensor(name, TensorProto.FLOAT, [4], values)

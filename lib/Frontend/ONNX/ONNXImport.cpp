@@ -86,6 +86,27 @@ struct HostTensor {
   }
 };
 
+/// The most elements ampc computes at import (a host tensor or a constant
+/// block): 2^28.
+constexpr int64_t kMaxHostElements = int64_t(1) << 28;
+
+/// The element count of `shape`; nullopt when a dim is negative or the
+/// count exceeds `limit` (no overflow on the way).
+std::optional<int64_t> checkedNumel(ArrayRef<int64_t> shape,
+                                    int64_t limit = kMaxHostElements) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > limit / d)
+      return std::nullopt;
+    n *= d;
+  }
+  if (n > limit)
+    return std::nullopt;
+  return n;
+}
+
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> s(shape.size(), 1);
   for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
@@ -204,6 +225,12 @@ std::optional<HostTensor> readTensor(MLIRContext &ctx,
       return std::nullopt;
     }
     h.shape.push_back(d);
+  }
+  // A file holds less than 2^31 bytes: a count past that is not in it (and
+  // one that overflowed could have matched a short buffer).
+  if (!checkedNumel(h.shape, int64_t(1) << 31)) {
+    why = "its dims hold more elements than an ONNX file can (2^31)";
+    return std::nullopt;
   }
   int64_t n = h.numel();
   const std::string &raw = t.raw_data();
@@ -714,6 +741,23 @@ private:
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
+  /// Sizes `h` for its shape; an error when the shape has a negative dim or
+  /// more than 2^28 elements.
+  LogicalResult sized(HostTensor &h) {
+    if (!checkedNumel(h.shape)) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "[";
+      llvm::interleaveComma(h.shape, os);
+      os << "]";
+      error() << "a tensor of shape " << s << " computed at import has a "
+              << "negative dim or more than 2^28 elements";
+      return failure();
+    }
+    h.resize(h.numel());
+    return success();
+  }
+
   /// `x` with `before` and `after` elements of value `fill` added along
   /// `dim` (a constant block concatenated on each side).
   Value padWith(Value x, int64_t dim, int64_t before, int64_t after,
@@ -725,7 +769,8 @@ private:
       HostTensor h;
       h.elt = typeOf(x).getElementType();
       h.shape = shape;
-      h.resize(h.numel());
+      if (failed(sized(h)))
+        return Value();
       for (int64_t j = 0; j < h.numel(); ++j)
         if (h.isFloat())
           h.floats[j] = fill;
@@ -739,6 +784,8 @@ private:
     parts.push_back(x);
     if (after)
       parts.push_back(block(after));
+    if (llvm::is_contained(parts, Value()))
+      return nullptr;
     if (parts.size() == 1)
       return x;
     return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(dim))});
@@ -996,7 +1043,8 @@ LogicalResult Emitter::convertHost() {
     h.shape = outer;
     h.shape.append(idx.shape.begin(), idx.shape.end());
     h.shape.append(inner);
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     int64_t nOuter = 1, nInner = 1, dim = data.shape[*a];
     for (int64_t d : outer)
       nOuter *= d;
@@ -1034,7 +1082,8 @@ LogicalResult Emitter::convertHost() {
       }
       h.shape[*a] += in(k)->shape[*a];
     }
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     int64_t nOuter = 1;
     for (int64_t d = 0; d < *a; ++d)
       nOuter *= h.shape[d];
@@ -1071,7 +1120,8 @@ LogicalResult Emitter::convertHost() {
       // Variadic (one input or more): folded over the inputs.
       h.elt = x.elt;
       h.shape = *out;
-      h.resize(h.numel());
+      if (failed(sized(h)))
+        return failure();
       forEachIndex(*out, [&](int64_t lin, ArrayRef<int64_t> idx) {
         h.set(lin, x, broadcastIndex(idx, *out, x.shape));
         for (size_t k = 1; k < numInputs(); ++k) {
@@ -1094,7 +1144,8 @@ LogicalResult Emitter::convertHost() {
     else
       h.elt = x.elt;
     h.shape = *out;
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     bool isInt = !h.isFloat();
     forEachIndex(*out, [&](int64_t lin, ArrayRef<int64_t> idx) {
       auto at = [&](size_t k) {
@@ -1287,10 +1338,15 @@ LogicalResult Emitter::convertHost() {
       error() << "a delta of 0";
       return failure();
     }
-    int64_t n = std::max<int64_t>(
-        0, int64_t(std::ceil((limit - start) / delta)));
+    double count = std::ceil((limit - start) / delta);
+    if (!(count <= double(kMaxHostElements))) {
+      error() << "the range has more than 2^28 elements";
+      return failure();
+    }
+    int64_t n = std::max<int64_t>(0, int64_t(count));
     h.shape = {n};
-    h.resize(n);
+    if (failed(sized(h)))
+      return failure();
     for (int64_t k = 0; k < n; ++k) {
       if (h.isFloat())
         h.floats[k] = start + k * delta;
@@ -1411,7 +1467,8 @@ LogicalResult Emitter::convert() {
     h.elt = fill.elt;
     for (int64_t k = 0; k < shape->numel(); ++k)
       h.shape.push_back(shape->i(k));
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     for (int64_t k = 0; k < h.numel(); ++k)
       h.set(k, fill, 0);
     return setOutput(0, std::move(h));
@@ -1760,7 +1817,8 @@ LogicalResult Emitter::convertPad() {
       HostTensor h;
       h.elt = typeOf(x).getElementType();
       h.shape = shape;
-      h.resize(h.numel());
+      if (failed(sized(h)))
+        return Value();
       for (int64_t j = 0; j < h.numel(); ++j)
         if (h.isFloat())
           h.floats[j] = fill;
@@ -1773,6 +1831,8 @@ LogicalResult Emitter::convertPad() {
     parts.push_back(x);
     if (after)
       parts.push_back(block(after));
+    if (llvm::is_contained(parts, Value()))
+      return failure();
     if (parts.size() > 1) {
       x = build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(d))});
       if (!x)
@@ -2036,9 +2096,14 @@ LogicalResult Emitter::convertPool(bool isMax) {
     if (!input)
       return failure();
     auto shape = typeOf(input).getShape();
+    for (int d = 0; d < 2; ++d)
+      if ((*stride)[d] < 1 || (*kernel)[d] < 1) {
+        error() << "'kernel_shape' and 'strides' must be 1 or more";
+        return failure();
+      }
     bool tiles = true;
     for (int d = 0; d < 2 && shape.size() == 4; ++d)
-      if ((*stride)[d] <= 0 ||
+      if (
           (shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
         tiles = false;
     if (!tiles && !isMax)
@@ -2407,6 +2472,10 @@ Emitter::reshapedShape(ArrayRef<int64_t> in) {
       auto r = axis(a, outRank);
       if (!r)
         return std::nullopt;
+      if (isNew[*r]) {
+        error() << "axis " << a << " is given twice";
+        return std::nullopt;
+      }
       isNew[*r] = true;
     }
     size_t j = 0;
