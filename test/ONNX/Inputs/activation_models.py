@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""activation_models.py export DIR | train DIR PARAMS_DIR
+"""activation_models.py export DIR | train DIR PARAMS_DIR | train-norm DIR PARAMS_DIR
 
 export: PyTorch activations, norms and reductions (GroupNorm and
 InstanceNorm2d, which export InstanceNormalization; var and std, which
@@ -13,7 +13,10 @@ Linear, with DIR/mlp.x.npy and DIR/mlp.labels.npy.
 train: PyTorch takes the step Inputs/train_act.tg takes (cross-entropy,
 SGD lr 1) from the same weights; exit 0 when every parameter ampc wrote
 (PARAMS_DIR/net.NAME.npy) is within 1e-5 of PyTorch's, relative to its
-largest magnitude."""
+largest magnitude.
+
+train-norm: the same for Inputs/train_norm.tg's step through the exported
+InstanceNorm2d (SGD lr 1 on mean(y * y * x))."""
 import sys
 
 import numpy as np
@@ -76,6 +79,8 @@ def main(argv):
                 with torch.no_grad():
                     for p in f.parameters():
                         p.uniform_(0.5, 1.5)
+            if isinstance(f, nn.Module):
+                torch.save(f.state_dict(), f"{d}/{name}.pt")
             torch.onnx.export(Act(f), x, f"{d}/{name}.onnx", input_names=["x"],
                               output_names=["y"], opset_version=15)
             np.save(f"{d}/{name}.ref.npy", f(x).detach().numpy())
@@ -89,6 +94,22 @@ def main(argv):
                           opset_version=15)
         np.save(f"{d}/mlp.x.npy", xm.numpy())
         np.save(f"{d}/mlp.labels.npy", labels.numpy().astype(np.int32))
+        return
+    if argv[0] == "train-norm":
+        # Inputs/train_norm.tg's step: InstanceNorm2d's scale and bias after
+        # one SGD step at lr 1 on mean(y * y * x).
+        x = torch.from_numpy(np.load(f"{d}/x.npy"))
+        norm = ACTS["instance_norm"]
+        norm.load_state_dict(torch.load(f"{d}/instance_norm.pt"))
+        y = norm(x)
+        (y * y * x).mean().backward()
+        with torch.no_grad():
+            for name, p in norm.named_parameters():
+                new = (p - p.grad).numpy()
+                err = np.abs(np.load(f"{argv[2]}/net.f.{name}.npy") - new).max() / np.abs(new).max()
+                print(f"f.{name}: {err:.3g}")
+                if err > 1e-5:
+                    raise SystemExit(f"f.{name} differs by {err:.3g} of its largest magnitude")
         return
     m = mlp()
     F.cross_entropy(m(xm), labels).backward()
