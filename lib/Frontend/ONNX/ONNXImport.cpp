@@ -883,6 +883,7 @@ private:
   LogicalResult convertPad();
   LogicalResult convertErf();
   LogicalResult convertTrilu();
+  LogicalResult convertResize();
   LogicalResult convertActivation();
   /// Trilu's kept elements of the last two dims of `shape` (row-major),
   /// from its `upper` attribute and `k` input; an error when it cannot be
@@ -1567,6 +1568,8 @@ LogicalResult Emitter::convert() {
     return convertErf();
   if (op == "Trilu")
     return convertTrilu();
+  if (op == "Resize")
+    return convertResize();
   if (op == "Not") {
     // x == false.
     if (failed(checkAttrs({})))
@@ -1887,6 +1890,77 @@ LogicalResult Emitter::convertTrilu() {
   mask.ints.assign(keep->begin(), keep->end());
   Value m = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(mask)));
   return setOutput(0, build<tg::WhereOp>({m, x, scalar(0.0, x)}));
+}
+
+/// Resize in nearest mode by whole factors, where each output element is
+/// the input element it lies in (the coordinate and rounding modes that
+/// give that: asymmetric with floor, PyTorch's export of
+/// F.interpolate(mode="nearest"); half_pixel with a rounding one): the
+/// input viewed with a 1 after each dim, broadcast to the factors, and
+/// reshaped.
+LogicalResult Emitter::convertResize() {
+  if (failed(checkAttrs({"mode", "coordinate_transformation_mode",
+                         "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                         "extrapolation_value"})))
+    return failure();
+  std::string mode = attrString("mode", "nearest");
+  if (mode != "nearest")
+    return unsupportedValue("mode", "'" + mode + "'", "'nearest'");
+  std::string coord = attrString("coordinate_transformation_mode", "half_pixel");
+  std::string rounding = attrString("nearest_mode", "round_prefer_floor");
+  bool halfPixel = coord == "half_pixel" || coord == "pytorch_half_pixel";
+  if (!(coord == "asymmetric" && rounding == "floor") &&
+      !(halfPixel && rounding != "floor" && rounding != "ceil"))
+    return unsupportedValue(
+        "coordinate_transformation_mode",
+        "'" + coord + "' with nearest_mode '" + rounding + "'",
+        "'asymmetric' with 'floor', or 'half_pixel' with a rounding mode");
+  Value x = value(0);
+  if (!x)
+    return failure();
+  ArrayRef<int64_t> in = typeOf(x).getShape();
+  int64_t rank = in.size();
+  // The output size from `sizes` (input 3) or `scales` (input 2).
+  SmallVector<int64_t> outShape;
+  const HostTensor *scales = host(2);
+  if (hasInput(3)) {
+    const HostTensor *sizes = needHost(3, "sizes");
+    if (!sizes)
+      return failure();
+    for (int64_t k = 0; k < sizes->numel(); ++k)
+      outShape.push_back(sizes->i(k));
+  } else if (hasInput(2) && (scales = needHost(2, "scales"))) {
+    for (int64_t k = 0; k < scales->numel() && k < rank; ++k)
+      outShape.push_back(
+          static_cast<int64_t>(std::floor(double(in[k]) * scales->f(k))));
+  } else {
+    if (hasInput(2))
+      return failure();
+    error() << "needs its scales or sizes input";
+    return failure();
+  }
+  if (int64_t(outShape.size()) != rank) {
+    error() << "the scales or sizes give " << outShape.size()
+            << " dims for an input of rank " << rank;
+    return failure();
+  }
+  SmallVector<int64_t> viewed, broadcast, factors;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t f = in[d] > 0 ? outShape[d] / in[d] : 0;
+    bool whole = f >= 1 && f * in[d] == outShape[d];
+    if (whole && scales && !hasInput(3))
+      whole = scales->f(d) == double(f);
+    if (!whole) {
+      error() << "ampc resizes by whole factors only; dim " << d << " goes "
+              << "from " << in[d] << " to " << outShape[d];
+      return failure();
+    }
+    viewed.append({in[d], 1});
+    broadcast.append({in[d], f});
+  }
+  Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
+                                     {named("shape", ints(broadcast))});
+  return setOutput(0, reshape(y, outShape));
 }
 
 /// LeakyRelu, PRelu, Elu, Selu and Softplus from elementwise tg ops, with

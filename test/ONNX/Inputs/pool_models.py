@@ -6,6 +6,10 @@ DIR/pool_K.x.npy, DIR/pool_K.ref.npy), avg_pool2d with
 count_include_pad=False and pads (DIR/avg_K.*), and DIR/convpool.onnx (a
 Conv then a ceil-mode MaxPool) with DIR/convpool.{x,ref}.npy and
 DIR/convpool.w1.npy (the convolution's weight after one SGD step at lr 1
+on mean(y * y)); nearest upsamplings (DIR/up*_{13,17}.onnx with
+DIR/up.x.npy and DIR/NAME.ref.npy) and DIR/unet.onnx (a convolution,
+pool, upsampling and skip concatenation) with DIR/unet.x.npy and
+DIR/unet.w1.npy (the first convolution's weight after one SGD step at lr 1
 on mean(y * y))."""
 import sys
 
@@ -43,6 +47,41 @@ class AvgPool(torch.nn.Module):
         return F.avg_pool2d(x, self.k, self.s, self.p, count_include_pad=False)
 
 
+# F.interpolate(mode="nearest") by whole factors (scale_factor, size) and
+# nn.Upsample, exported at opsets 13 and 17 (the latter with a dynamic
+# batch, so the sizes are computed from Shape); and bilinear (an error).
+UPSAMPLES = {
+    "up2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
+    "up23": lambda x: F.interpolate(x, scale_factor=(2, 3), mode="nearest"),
+    "up_size": lambda x: F.interpolate(x, size=(10, 15), mode="nearest"),
+    "up_module": torch.nn.Upsample(scale_factor=3),
+    "up_bilinear": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+}
+
+
+class Up(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class UNetlet(torch.nn.Module):
+    """Conv, MaxPool, Conv, nearest upsampling, skip concatenation, Conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.mid = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.out = torch.nn.Conv2d(6, 2, 1)
+
+    def forward(self, x):
+        h = self.mid(F.max_pool2d(F.relu(self.down(x)), 2))
+        return self.out(torch.cat([F.interpolate(h, scale_factor=2), x], 1))
+
+
 class ConvPool(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -68,6 +107,22 @@ def main(out):
                           output_names=["y"], opset_version=14)
         np.save(f"{out}/avg_{i}.x.npy", x.numpy())
         np.save(f"{out}/avg_{i}.ref.npy", m(x).numpy())
+    x = torch.randn(2, 3, 5, 5, generator=g)
+    np.save(f"{out}/up.x.npy", x.numpy())
+    for name, f in UPSAMPLES.items():
+        for opset in (13, 17):
+            torch.onnx.export(Up(f), x, f"{out}/{name}_{opset}.onnx", input_names=["x"],
+                              output_names=["y"], opset_version=opset,
+                              dynamic_axes={"x": {0: "batch"}} if opset == 17 else None)
+        np.save(f"{out}/{name}.ref.npy", f(x).numpy())
+    torch.manual_seed(0)
+    m = UNetlet()
+    x = torch.randn(2, 2, 8, 8, generator=g)
+    torch.onnx.export(m, x, f"{out}/unet.onnx", input_names=["x"], output_names=["y"],
+                      opset_version=14)
+    (m(x) ** 2).mean().backward()
+    np.save(f"{out}/unet.x.npy", x.numpy())
+    np.save(f"{out}/unet.w1.npy", (m.down.weight - m.down.weight.grad).detach().numpy())
     torch.manual_seed(0)
     m = ConvPool()
     x = torch.randn(2, 2, 10, 10, generator=g)
