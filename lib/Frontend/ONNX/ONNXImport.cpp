@@ -1570,6 +1570,79 @@ LogicalResult Emitter::convert() {
     return convertTrilu();
   if (op == "Resize")
     return convertResize();
+  if (op == "Tile") {
+    // Each dim's repeats as an outer factor: the input viewed [1, S] per
+    // dim, broadcast to [r, S], reshaped to [r * S].
+    if (failed(checkAttrs({})))
+      return failure();
+    Value x = value(0);
+    const HostTensor *repeats = needHost(1, "repeats");
+    if (!x || !repeats)
+      return failure();
+    ArrayRef<int64_t> in = typeOf(x).getShape();
+    if (repeats->numel() != int64_t(in.size())) {
+      error() << "'repeats' has " << repeats->numel()
+              << " values for an input of rank " << in.size();
+      return failure();
+    }
+    SmallVector<int64_t> viewed, broadcast, out;
+    for (auto [d, size] : llvm::enumerate(in)) {
+      int64_t r = repeats->i(d);
+      if (r < 1) {
+        error() << "repeat " << r << " of dim " << d << " (ampc takes 1 or more)";
+        return failure();
+      }
+      viewed.append({1, size});
+      broadcast.append({r, size});
+      out.push_back(r * size);
+    }
+    Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
+                                       {named("shape", ints(broadcast))});
+    return setOutput(0, reshape(y, out));
+  }
+  if (op == "ArgMax") {
+    // tg.argmax's i32 index, cast to ONNX's int64.
+    if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
+      return failure();
+    if (attrInt("select_last_index", 0) != 0)
+      return unsupportedValue("select_last_index", "1", "0 (the first maximum)");
+    Value x;
+    auto a = inputAndAxis(0, x);
+    if (!a)
+      return failure();
+    SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
+    if (attrInt("keepdims", 1))
+      attrs.push_back(named("keepdim", b.getUnitAttr()));
+    Value i = build<tg::ArgmaxOp>({x}, attrs);
+    if (!i)
+      return failure();
+    Value y = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+    if (failed(verify(y.getDefiningOp())))
+      return failure();
+    return setOutput(0, y);
+  }
+  if (op == "CumSum") {
+    if (failed(checkAttrs({"exclusive", "reverse"})))
+      return failure();
+    if (attrInt("exclusive", 0) != 0)
+      return unsupportedValue("exclusive", "1", "0");
+    if (attrInt("reverse", 0) != 0)
+      return unsupportedValue("reverse", "1", "0");
+    Value x = value(0);
+    const HostTensor *axisT = needHost(1, "axis");
+    if (!x || !axisT)
+      return failure();
+    if (axisT->numel() != 1) {
+      error() << "its axis must be a scalar";
+      return failure();
+    }
+    auto a = axis(axisT->i(0), typeOf(x).getRank());
+    if (!a)
+      return failure();
+    return setOutput(0, build<tg::CumsumOp>(
+                            {x}, {named("dim", b.getI64IntegerAttr(*a))}));
+  }
   if (op == "Not") {
     // x == false.
     if (failed(checkAttrs({})))

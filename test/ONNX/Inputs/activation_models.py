@@ -3,8 +3,8 @@
 
 export: PyTorch activations, norms and reductions (GroupNorm and
 InstanceNorm2d, which export InstanceNormalization; var and std, which
-fold a ReduceProd of the shape; amin and min, ReduceMin) exported (opset
-15) one per model,
+fold a ReduceProd of the shape; amin and min, ReduceMin; repeat, Tile;
+argmax, ArgMax; cumsum, CumSum) exported (opset 15) one per model,
 DIR/ACT.onnx with DIR/ACT.ref.npy (PyTorch's output on DIR/x.npy, an
 f32[2, 4, 6, 6] input that holds exact zeros), and DIR/mlp.onnx: Linear,
 PReLU(8), Linear, then LeakyReLU + ELU + SELU + Softplus + Mish of it,
@@ -29,6 +29,10 @@ ACTS = {
     "instance_norm": nn.InstanceNorm2d(4, affine=True),
     "var": lambda x: x.var(1) + x.std((1, 3), keepdim=True)[:, 0],
     "amin": lambda x: x.amin(-1) + x.min(2)[0],
+    "tile": lambda x: x.repeat(1, 2, 1, 3),
+    "argmax": lambda x: x.argmax(1),
+    "argmax_keep": lambda x: x.argmax(-1, keepdim=True),
+    "cumsum": lambda x: torch.cumsum(x, 2),
     "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
     "elu": lambda x: F.elu(x, 0.7),
     "selu": F.selu,
