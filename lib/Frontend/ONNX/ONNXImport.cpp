@@ -566,9 +566,15 @@ private:
       error() << "needs its " << what << " input";
       return nullptr;
     }
-    if (!lookup(k))
+    Entry *e = lookup(k);
+    if (!e)
       return nullptr;
     const HostTensor *h = host(k);
+    // A float initializer where a value must be known (Clip's bounds, Pad's
+    // value, Resize's scales: what constant folding tools store as
+    // initializers) is its file value here, not a parameter.
+    if (!h && e->isParam && e->host)
+      h = &*e->host;
     if (!h)
       error() << "its " << what << " ('" << node->input(k)
               << "') must be known at import time, but it is computed from "

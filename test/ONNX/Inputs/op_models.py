@@ -173,6 +173,22 @@ def main(out):
          [("y", F, [2, 3, 4, 5])], np.where(~(x > 0), x, 0),
          inits=[("zero", np.array(0, np.float32))])
 
+    # Float initializers where a value must be known at import (as constant
+    # folding tools store Clip's bounds, Pad's value and Resize's scales):
+    # their file values, not parameters.
+    lo, hi = np.array(-0.5, np.float32), np.array(0.75, np.float32)
+    save("clip_inits", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
+         [("y", F, [2, 3, 4, 5])], np.clip(x, lo, hi), inits=[("lo", lo), ("hi", hi)])
+    save("pad_value_init", [helper.make_node("Pad", ["x", "p", "v"], ["y"], name="pad")],
+         [("y", F, [2, 3, 4, 7])], np.pad(x, ((0, 0), (0, 0), (0, 0), (1, 1)), constant_values=1.5),
+         inits=[("p", np.array([0, 0, 0, 1, 0, 0, 0, 1], np.int64)),
+                ("v", np.array(1.5, np.float32))])
+    save("resize_scales_init",
+         [helper.make_node("Resize", ["x", "", "s"], ["y"], name="resize", mode="nearest",
+                           coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+         [("y", F, [2, 3, 8, 10])], x.repeat(2, axis=2).repeat(2, axis=3),
+         inits=[("s", np.array([1, 1, 2, 2], np.float32))])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
