@@ -1741,6 +1741,11 @@ LogicalResult Emitter::convert() {
     return convertReduce("tg.max");
   if (op == "ReduceMin")
     return convertReduce("tg.max", /*negate=*/true);
+  if (op == "ReduceL1" || op == "ReduceL2" || op == "ReduceSumSquare" ||
+      op == "ReduceLogSum")
+    return convertReduce("tg.sum");
+  if (op == "ReduceLogSumExp")
+    return convertReduce("tg.logsumexp");
   if (op == "InstanceNormalization")
     return convertInstanceNorm();
   if (op == "ReduceProd") {
@@ -2356,8 +2361,9 @@ LogicalResult Emitter::convertInstanceNorm() {
 }
 
 LogicalResult Emitter::convertReduce(StringRef opName, bool negate) {
-  bool axesInput = opName == "tg.sum"; // ReduceSum takes axes as an input
-                                       // from opset 13.
+  StringRef op = node->op_type();
+  // ReduceSum takes its axes as an input from opset 13, the others from 18.
+  bool axesInput = op == "ReduceSum";
   if (failed(checkAttrs(axesInput ? ArrayRef<StringRef>{"keepdims",
                                                         "noop_with_empty_axes"}
                                   : ArrayRef<StringRef>{"keepdims", "axes"})))
@@ -2388,11 +2394,23 @@ LogicalResult Emitter::convertReduce(StringRef opName, bool negate) {
   SmallVector<NamedAttribute> attrs{named("dims", ints(dims))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  if (!negate)
-    return setOutput(0, build(opName, {x}, attrs));
-  // min(x) = -max(-x).
-  Value y = build(opName, {build<tg::NegOp>({x})}, attrs);
-  return setOutput(0, y ? build<tg::NegOp>({y}) : nullptr);
+  if (negate) {
+    // min(x) = -max(-x).
+    Value y = build(opName, {build<tg::NegOp>({x})}, attrs);
+    return setOutput(0, y ? build<tg::NegOp>({y}) : nullptr);
+  }
+  // The norms and logs around a sum: L1 = sum |x|, L2 = sqrt(sum x^2),
+  // SumSquare = sum x^2, LogSum = log(sum x).
+  if (op == "ReduceL1")
+    x = build<tg::AbsOp>({x});
+  else if (op == "ReduceL2" || op == "ReduceSumSquare")
+    x = build<tg::MulOp>({x, x});
+  Value y = build(opName, {x}, attrs);
+  if (y && op == "ReduceL2")
+    y = build<tg::SqrtOp>({y});
+  else if (y && op == "ReduceLogSum")
+    y = build<tg::LogOp>({y});
+  return setOutput(0, y);
 }
 
 /// The buffer of running statistic `k` (3: mean, 4: variance) of the

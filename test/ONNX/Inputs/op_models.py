@@ -189,6 +189,26 @@ def main(out):
          [("y", F, [2, 3, 8, 10])], x.repeat(2, axis=2).repeat(2, axis=3),
          inits=[("s", np.array([1, 1, 2, 2], np.float32))])
 
+    # The other reductions of opsets 13-17 (axes as an attribute):
+    # ReduceL1, ReduceL2 (F.normalize), ReduceSumSquare, ReduceLogSum (of
+    # |x| + 1) and ReduceLogSumExp (torch.logsumexp).
+    ax = x + 0
+    for name, fn, axes, keep in [
+            ("ReduceL1", lambda v, a, k: np.abs(v).sum(axis=a, keepdims=k), [1, -1], 1),
+            ("ReduceL2", lambda v, a, k: np.sqrt((v * v).sum(axis=a, keepdims=k)), [1], 0),
+            ("ReduceSumSquare", lambda v, a, k: (v * v).sum(axis=a, keepdims=k), [-2], 0),
+            ("ReduceLogSum", lambda v, a, k: np.log((np.abs(v) + 1).sum(axis=a, keepdims=k)), [2, 3], 1),
+            ("ReduceLogSumExp", lambda v, a, k: np.log(np.exp(v).sum(axis=a, keepdims=k)), [1], 0)]:
+        nodes = [helper.make_node(name, ["x"], ["y"], name="reduce", axes=axes, keepdims=keep)]
+        src = ax.astype(np.float64)
+        if name == "ReduceLogSum":
+            nodes = [helper.make_node("Abs", ["x"], ["a"], name="abs"),
+                     helper.make_node("Add", ["a", "one"], ["b"], name="add"),
+                     helper.make_node(name, ["b"], ["y"], name="reduce", axes=axes, keepdims=keep)]
+        ref = fn(src, tuple(axes), bool(keep))
+        save(name.lower(), nodes, [("y", F, list(ref.shape))], ref,
+             inits=[("one", np.array(1, np.float32))] if name == "ReduceLogSum" else [])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
