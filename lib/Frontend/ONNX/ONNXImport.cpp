@@ -1576,6 +1576,49 @@ LogicalResult Emitter::convert() {
     return convertTrilu();
   if (op == "Resize")
     return convertResize();
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    // reshape, transpose, reshape (ONNX's definitions).
+    bool toSpace = op == "DepthToSpace";
+    if (failed(checkAttrs(toSpace ? ArrayRef<StringRef>{"blocksize", "mode"}
+                                  : ArrayRef<StringRef>{"blocksize"})))
+      return failure();
+    Value x = value(0);
+    if (!x)
+      return failure();
+    if (typeOf(x).getRank() != 4) {
+      error() << "needs an N, C, H, W input, found rank "
+              << typeOf(x).getRank();
+      return failure();
+    }
+    int64_t bs = attrInt("blocksize", 0);
+    auto sh = typeOf(x).getShape();
+    int64_t n = sh[0], c = sh[1], h = sh[2], w = sh[3];
+    if (bs < 1 || (toSpace ? c % (bs * bs) : (h % bs) + (w % bs)) != 0) {
+      error() << "blocksize " << bs << " does not divide the input "
+              << typeOf(x);
+      return failure();
+    }
+    std::string mode = attrString("mode", "DCR");
+    if (toSpace && mode != "DCR" && mode != "CRD")
+      return unsupportedValue("mode", "'" + mode + "'", "'DCR' or 'CRD'");
+    SmallVector<int64_t> viewed, perm, out;
+    if (!toSpace) {
+      viewed = {n, c, h / bs, bs, w / bs, bs};
+      perm = {0, 3, 5, 1, 2, 4};
+      out = {n, c * bs * bs, h / bs, w / bs};
+    } else if (mode == "DCR") {
+      viewed = {n, bs, bs, c / (bs * bs), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+      out = {n, c / (bs * bs), h * bs, w * bs};
+    } else {
+      viewed = {n, c / (bs * bs), bs, bs, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+      out = {n, c / (bs * bs), h * bs, w * bs};
+    }
+    Value y = build<tg::TransposeOp>({reshape(x, viewed)},
+                                     {named("perm", ints(perm))});
+    return setOutput(0, reshape(y, out));
+  }
   if (op == "Tile") {
     // Each dim's repeats as an outer factor: the input viewed [1, S] per
     // dim, broadcast to [r, S], reshaped to [r * S].

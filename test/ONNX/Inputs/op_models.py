@@ -209,6 +209,26 @@ def main(out):
         save(name.lower(), nodes, [("y", F, list(ref.shape))], ref,
              inits=[("one", np.array(1, np.float32))] if name == "ReduceLogSum" else [])
 
+    # DepthToSpace (DCR, and CRD: F.pixel_shuffle) and SpaceToDepth, as the
+    # ONNX standard defines them, on the input z: f32[2, 8, 2, 3].
+    z = rng.standard_normal((2, 8, 2, 3)).astype(np.float32)
+    np.save(f"{out}/z.npy", z)
+    Z = [("z", F, [2, 8, 2, 3])]
+    dcr = z.reshape(2, 2, 2, 2, 2, 3).transpose(0, 3, 4, 1, 5, 2).reshape(2, 2, 4, 6)
+    crd = z.reshape(2, 2, 2, 2, 2, 3).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 4, 6)
+    s2d = z.reshape(2, 8, 1, 2, 1, 3).transpose(0, 3, 5, 1, 2, 4).reshape(2, 48, 1, 1)
+    save("d2s_dcr", [helper.make_node("DepthToSpace", ["z"], ["y"], name="d2s", blocksize=2)],
+         [("y", F, [2, 2, 4, 6])], dcr, inputs=Z)
+    save("d2s_crd", [helper.make_node("DepthToSpace", ["z"], ["y"], name="d2s", blocksize=2,
+                                      mode="CRD")], [("y", F, [2, 2, 4, 6])], crd, inputs=Z)
+    save("s2d", [helper.make_node("SpaceToDepth", ["z"], ["y"], name="s2d", blocksize=2)],
+         [("y", F, [2, 32, 1, 1])], s2d, inputs=Z)
+    save("s2d6", [helper.make_node("Reshape", ["z", "s"], ["z2"], name="r"),
+                  helper.make_node("SpaceToDepth", ["z2"], ["y"], name="s2d", blocksize=2)],
+         [("y", F, [2, 8, 2, 3])],
+         z.reshape(2, 2, 4, 6).reshape(2, 2, 2, 2, 3, 2).transpose(0, 3, 5, 1, 2, 4).reshape(2, 8, 2, 3),
+         inputs=Z, inits=[("s", np.array([2, 2, 4, 6], np.int64))])
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
