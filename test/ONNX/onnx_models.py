@@ -56,6 +56,9 @@ def build(name):
         return torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 32, 32)
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10), (2, 3, 64, 64)
+    if name == "squeezenet1_0":
+        # Its max pools are ceil mode on inputs they do not tile.
+        return torchvision.models.squeezenet1_0(num_classes=10), (2, 3, 64, 64)
     if name in ("mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0",
                 "regnet_y_400mf", "densenet121"):
         return getattr(torchvision.models, name)(num_classes=10), (2, 3, 64, 64)
@@ -250,8 +253,9 @@ def bad(out):
           helper.make_node("Celu", ["h"], ["y"], name="the_celu")], "unknown_op")
     save([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
           ], "ok_softmax")
-    # ceil_mode where the windows do not tile the input (5 = 2 + 2 * 1 + 1).
-    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+    # An average pool's ceil_mode where the windows do not tile the input
+    # (5 = 2 + 2 * 1 + 1; a MaxPool takes it).
+    save([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
                            strides=[2, 2], ceil_mode=1)], "ceil_mode", yshape=(1, 1, 3, 3),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
     save([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, 0, 1, 1])],
@@ -266,6 +270,40 @@ def bad(out):
          yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])
     save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
          inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
+    # Two initializers whose names sanitize alike ('w:1', 'w/1' -> 'w_1').
+    save([helper.make_node("MatMul", ["x", "w:1"], ["h"], name="mm1"),
+          helper.make_node("MatMul", ["h", "w/1"], ["y"], name="mm2")], "name_clash", yshape=(2, 3),
+         inits=[helper.make_tensor("w:1", TensorProto.FLOAT, [4, 4], [0.5] * 16),
+                helper.make_tensor("w/1", TensorProto.FLOAT, [4, 3], [0.25] * 12)])
+
+    # Sizes that crashed the import (SIGABRT, SIGFPE) or wrapped around: a
+    # ConstantOfShape of 10^18 and of 2^64 elements (the count overflowed to
+    # 0) and with a negative dim, a Range of 10^18 elements, a Pad of 10^12,
+    # a ceil-mode MaxPool of stride 0, an Unsqueeze of one axis twice, an
+    # initializer of 2^64 elements without data.
+    def ints(name, values):
+        return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "huge_constant",
+         inits=[ints("s", [10**9, 10**9])])
+    save([helper.make_node("ConstantOfShape", ["s"], ["c"], name="cs"),
+          helper.make_node("Add", ["x", "c"], ["y"], name="add")], "wrapped_constant",
+         inits=[ints("s", [2**31, 2**31, 4])])
+    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "negative_constant",
+         inits=[ints("s", [-3, 4])])
+    save([helper.make_node("Range", ["a", "b", "c"], ["r"], name="range"),
+          helper.make_node("Shape", ["r"], ["y"], name="shape")], "huge_range",
+         inits=[helper.make_tensor(n, TensorProto.INT64, [], [v])
+                for n, v in [("a", 0), ("b", 10**18), ("c", 1)]])
+    save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "huge_pad",
+         inits=[ints("p", [0, 10**12, 0, 0])])
+    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                           strides=[0, 0], ceil_mode=1)], "pool_stride0", yshape=(1, 1, 3, 3),
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
+    save([helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="unsq")], "unsqueeze_twice",
+         yshape=(2, 1, 1, 4), inits=[ints("a", [1, 1])])
+    big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**32, 2**32, 1], raw_data=b"")
+    save([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "huge_initializer", inits=[big])
 
     # Batch norms over the 4 channels of x: f32[2, 4].
     def vec(name, values):

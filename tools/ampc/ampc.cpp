@@ -636,7 +636,13 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
                      << "': expected NAME=D0xD1x... with positive dims\n";
         return kUsageError;
       }
-      shapes[input] = dims;
+      // As for --input, a name given twice is a command-line error (the
+      // last one used to win silently).
+      if (!shapes.emplace(input, dims).second) {
+        llvm::errs() << "ampc: error: --input-shape gives input '" << input
+                     << "' twice\n";
+        return kUsageError;
+      }
     }
     std::string graphName;
     std::vector<std::string> outputNames;

@@ -86,6 +86,27 @@ struct HostTensor {
   }
 };
 
+/// The most elements ampc computes at import (a host tensor or a constant
+/// block): 2^28.
+constexpr int64_t kMaxHostElements = int64_t(1) << 28;
+
+/// The element count of `shape`; nullopt when a dim is negative or the
+/// count exceeds `limit` (no overflow on the way).
+std::optional<int64_t> checkedNumel(ArrayRef<int64_t> shape,
+                                    int64_t limit = kMaxHostElements) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > limit / d)
+      return std::nullopt;
+    n *= d;
+  }
+  if (n > limit)
+    return std::nullopt;
+  return n;
+}
+
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> s(shape.size(), 1);
   for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
@@ -204,6 +225,12 @@ std::optional<HostTensor> readTensor(MLIRContext &ctx,
       return std::nullopt;
     }
     h.shape.push_back(d);
+  }
+  // A file holds less than 2^31 bytes: a count past that is not in it (and
+  // one that overflowed could have matched a short buffer).
+  if (!checkedNumel(h.shape, int64_t(1) << 31)) {
+    why = "its dims hold more elements than an ONNX file can (2^31)";
+    return std::nullopt;
   }
   int64_t n = h.numel();
   const std::string &raw = t.raw_data();
@@ -405,6 +432,29 @@ ONNXModel::load(MLIRContext &ctx, StringRef path, StringRef displayPath,
                   "': " + why);
     impl->initializers[t.name()] = std::move(*h);
   }
+  // Float initializers become parameters (or buffers) named after them,
+  // sanitized: two whose names sanitize alike would be one parameter.
+  {
+    llvm::StringSet<> used;
+    for (const onnx::NodeProto &n : g.node())
+      for (const std::string &in : n.input())
+        used.insert(in);
+    for (const onnx::ValueInfoProto &out : g.output())
+      used.insert(out.name());
+    llvm::StringMap<std::string> bySanitized;
+    for (const onnx::TensorProto &t : g.initializer()) {
+      if (!used.contains(t.name()) ||
+          !isa<FloatType>(impl->initializers[t.name()].elt))
+        continue;
+      auto [it, fresh] = bySanitized.try_emplace(sanitizeName(t.name()), t.name());
+      if (!fresh && it->second != t.name())
+        return fail("'" + displayPath + "': initializers '" + it->second +
+                    "' and '" + t.name() + "' would both be the parameter '" +
+                    it->first() +
+                    "' (characters other than letters, digits, '_' and '.' "
+                    "become '_'); rename one");
+    }
+  }
   for (const onnx::ValueInfoProto &in : g.input()) {
     if (impl->initializers.count(in.name()))
       continue;
@@ -516,9 +566,15 @@ private:
       error() << "needs its " << what << " input";
       return nullptr;
     }
-    if (!lookup(k))
+    Entry *e = lookup(k);
+    if (!e)
       return nullptr;
     const HostTensor *h = host(k);
+    // A float initializer where a value must be known (Clip's bounds, Pad's
+    // value, Resize's scales: what constant folding tools store as
+    // initializers) is its file value here, not a parameter.
+    if (!h && e->isParam && e->host)
+      h = &*e->host;
     if (!h)
       error() << "its " << what << " ('" << node->input(k)
               << "') must be known at import time, but it is computed from "
@@ -691,6 +747,56 @@ private:
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
+  /// Sizes `h` for its shape; an error when the shape has a negative dim or
+  /// more than 2^28 elements.
+  LogicalResult sized(HostTensor &h) {
+    if (!checkedNumel(h.shape)) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "[";
+      llvm::interleaveComma(h.shape, os);
+      os << "]";
+      error() << "a tensor of shape " << s << " computed at import has a "
+              << "negative dim or more than 2^28 elements";
+      return failure();
+    }
+    h.resize(h.numel());
+    return success();
+  }
+
+  /// `x` with `before` and `after` elements of value `fill` added along
+  /// `dim` (a constant block concatenated on each side).
+  Value padWith(Value x, int64_t dim, int64_t before, int64_t after,
+                double fill) {
+    SmallVector<Value> parts;
+    auto block = [&](int64_t n) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[dim] = n;
+      HostTensor h;
+      h.elt = typeOf(x).getElementType();
+      h.shape = shape;
+      if (failed(sized(h)))
+        return Value();
+      for (int64_t j = 0; j < h.numel(); ++j)
+        if (h.isFloat())
+          h.floats[j] = fill;
+        else
+          h.ints[j] = static_cast<int64_t>(fill);
+      return Value(
+          tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
+    };
+    if (before)
+      parts.push_back(block(before));
+    parts.push_back(x);
+    if (after)
+      parts.push_back(block(after));
+    if (llvm::is_contained(parts, Value()))
+      return nullptr;
+    if (parts.size() == 1)
+      return x;
+    return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(dim))});
+  }
+
   /// x[start:end] along `dim`.
   Value slice(Value x, int64_t dim, int64_t start, int64_t end) {
     return build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(dim)),
@@ -766,7 +872,8 @@ private:
   LogicalResult convertConv(bool transposed);
   LogicalResult convertGemm();
   LogicalResult convertPool(bool isMax);
-  LogicalResult convertReduce(StringRef opName);
+  LogicalResult convertReduce(StringRef opName, bool negate = false);
+  LogicalResult convertInstanceNorm();
   LogicalResult convertBatchNorm();
   LogicalResult convertBatchNormComposed(Value x, Value scale, Value bias,
                                          double eps);
@@ -781,6 +888,13 @@ private:
   LogicalResult convertClip();
   LogicalResult convertPad();
   LogicalResult convertErf();
+  LogicalResult convertTrilu();
+  LogicalResult convertResize();
+  LogicalResult convertActivation();
+  /// Trilu's kept elements of the last two dims of `shape` (row-major),
+  /// from its `upper` attribute and `k` input; an error when it cannot be
+  /// read.
+  std::optional<std::vector<bool>> triluKeep(ArrayRef<int64_t> shape);
 
   /// New shape for Reshape (0 copies, -1 infers) from `spec`.
   std::optional<SmallVector<int64_t>>
@@ -936,7 +1050,8 @@ LogicalResult Emitter::convertHost() {
     h.shape = outer;
     h.shape.append(idx.shape.begin(), idx.shape.end());
     h.shape.append(inner);
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     int64_t nOuter = 1, nInner = 1, dim = data.shape[*a];
     for (int64_t d : outer)
       nOuter *= d;
@@ -974,7 +1089,8 @@ LogicalResult Emitter::convertHost() {
       }
       h.shape[*a] += in(k)->shape[*a];
     }
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     int64_t nOuter = 1;
     for (int64_t d = 0; d < *a; ++d)
       nOuter *= h.shape[d];
@@ -1007,6 +1123,27 @@ LogicalResult Emitter::convertHost() {
     }
     HostTensor h;
     const HostTensor &x = *in(0);
+    if ((op == "Max" || op == "Min") && numInputs() != 2) {
+      // Variadic (one input or more): folded over the inputs.
+      h.elt = x.elt;
+      h.shape = *out;
+      if (failed(sized(h)))
+        return failure();
+      forEachIndex(*out, [&](int64_t lin, ArrayRef<int64_t> idx) {
+        h.set(lin, x, broadcastIndex(idx, *out, x.shape));
+        for (size_t k = 1; k < numInputs(); ++k) {
+          int64_t j = broadcastIndex(idx, *out, in(k)->shape);
+          bool take = h.isFloat()
+                          ? (op == "Max" ? in(k)->f(j) > h.floats[lin]
+                                         : in(k)->f(j) < h.floats[lin])
+                          : (op == "Max" ? in(k)->i(j) > h.ints[lin]
+                                         : in(k)->i(j) < h.ints[lin]);
+          if (take)
+            h.set(lin, *in(k), j);
+        }
+      });
+      return setOutput(0, std::move(h));
+    }
     if (op == "Equal" || op == "Less" || op == "Greater")
       h.elt = b.getI1Type();
     else if (op == "Where")
@@ -1014,7 +1151,8 @@ LogicalResult Emitter::convertHost() {
     else
       h.elt = x.elt;
     h.shape = *out;
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     bool isInt = !h.isFloat();
     forEachIndex(*out, [&](int64_t lin, ArrayRef<int64_t> idx) {
       auto at = [&](size_t k) {
@@ -1131,6 +1269,73 @@ LogicalResult Emitter::convertHost() {
     });
     return setOutput(0, std::move(h));
   }
+  if (op == "ReduceProd") {
+    // Of shapes (torch.var's element count): axes from the attribute.
+    const HostTensor &x = *in(0);
+    int64_t rank = x.shape.size();
+    SmallVector<bool> reduced(rank, false);
+    auto axes = attrInts("axes");
+    if (!axes || axes->empty())
+      reduced.assign(rank, true);
+    else
+      for (int64_t a : *axes) {
+        auto r = axis(a, rank);
+        if (!r)
+          return failure();
+        reduced[*r] = true;
+      }
+    bool keep = attrInt("keepdims", 1) != 0;
+    HostTensor h;
+    h.elt = x.elt;
+    SmallVector<int64_t> outShape;
+    for (int64_t d = 0; d < rank; ++d)
+      outShape.push_back(reduced[d] ? 1 : x.shape[d]);
+    h.shape = outShape;
+    h.resize(h.numel());
+    if (h.isFloat())
+      h.floats.assign(h.numel(), 1.0);
+    else
+      h.ints.assign(h.numel(), 1);
+    forEachIndex(x.shape, [&](int64_t lin, ArrayRef<int64_t> idx) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        o = o * outShape[d] + (reduced[d] ? 0 : idx[d]);
+      if (h.isFloat())
+        h.floats[o] *= x.f(lin);
+      else
+        h.ints[o] *= x.i(lin);
+    });
+    if (!keep) {
+      SmallVector<int64_t> squeezed;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!reduced[d])
+          squeezed.push_back(outShape[d]);
+      h.shape = squeezed;
+    }
+    return setOutput(0, std::move(h));
+  }
+  if (op == "Not") {
+    HostTensor h = *in(0);
+    if (h.isFloat())
+      return failure();
+    for (int64_t &v : h.ints)
+      v = v == 0;
+    return setOutput(0, std::move(h));
+  }
+  if (op == "Trilu") {
+    HostTensor h = *in(0);
+    auto keep = triluKeep(h.shape);
+    if (!keep)
+      return failure();
+    for (int64_t k = 0; k < h.numel(); ++k)
+      if (!(*keep)[k % keep->size()]) {
+        if (h.isFloat())
+          h.floats[k] = 0.0;
+        else
+          h.ints[k] = 0;
+      }
+    return setOutput(0, std::move(h));
+  }
   if (op == "Range") {
     const HostTensor *s = in(0), *l = in(1), *d = in(2);
     HostTensor h;
@@ -1140,10 +1345,15 @@ LogicalResult Emitter::convertHost() {
       error() << "a delta of 0";
       return failure();
     }
-    int64_t n = std::max<int64_t>(
-        0, int64_t(std::ceil((limit - start) / delta)));
+    double count = std::ceil((limit - start) / delta);
+    if (!(count <= double(kMaxHostElements))) {
+      error() << "the range has more than 2^28 elements";
+      return failure();
+    }
+    int64_t n = std::max<int64_t>(0, int64_t(count));
     h.shape = {n};
-    h.resize(n);
+    if (failed(sized(h)))
+      return failure();
     for (int64_t k = 0; k < n; ++k) {
       if (h.isFloat())
         h.floats[k] = start + k * delta;
@@ -1264,7 +1474,8 @@ LogicalResult Emitter::convert() {
     h.elt = fill.elt;
     for (int64_t k = 0; k < shape->numel(); ++k)
       h.shape.push_back(shape->i(k));
-    h.resize(h.numel());
+    if (failed(sized(h)))
+      return failure();
     for (int64_t k = 0; k < h.numel(); ++k)
       h.set(k, fill, 0);
     return setOutput(0, std::move(h));
@@ -1317,6 +1528,17 @@ LogicalResult Emitter::convert() {
   if (auto it = binary.find(op); it != binary.end()) {
     if (failed(checkAttrs({})))
       return failure();
+    if ((op == "Max" || op == "Min") && numInputs() >= 1) {
+      // Variadic: one input is itself, more are folded pairwise.
+      Value acc = value(0);
+      for (size_t k = 1; acc && k < numInputs(); ++k) {
+        Value next = value(k);
+        if (!next)
+          return failure();
+        acc = build(it->second, {acc, next});
+      }
+      return setOutput(0, acc);
+    }
     if (numInputs() != 2) {
       error() << "expects 2 inputs, found " << numInputs();
       return failure();
@@ -1324,6 +1546,15 @@ LogicalResult Emitter::convert() {
     Value x = value(0), y = value(1);
     if (!x || !y)
       return failure();
+    // Pow's exponent may have another element type than the base (an
+    // integer exponent of a float base); the result has the base's.
+    Type baseElt = typeOf(x).getElementType();
+    if (op == "Pow" && typeOf(y).getElementType() != baseElt) {
+      y = tg::CastOp::create(
+          b, loc, RankedTensorType::get(typeOf(y).getShape(), baseElt), y);
+      if (failed(verify(y.getDefiningOp())))
+        return failure();
+    }
     return setOutput(0, build(it->second, {x, y}));
   }
   if (op == "Identity") {
@@ -1341,6 +1572,139 @@ LogicalResult Emitter::convert() {
     return convertDropout();
   if (op == "Erf")
     return convertErf();
+  if (op == "Trilu")
+    return convertTrilu();
+  if (op == "Resize")
+    return convertResize();
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    // reshape, transpose, reshape (ONNX's definitions).
+    bool toSpace = op == "DepthToSpace";
+    if (failed(checkAttrs(toSpace ? ArrayRef<StringRef>{"blocksize", "mode"}
+                                  : ArrayRef<StringRef>{"blocksize"})))
+      return failure();
+    Value x = value(0);
+    if (!x)
+      return failure();
+    if (typeOf(x).getRank() != 4) {
+      error() << "needs an N, C, H, W input, found rank "
+              << typeOf(x).getRank();
+      return failure();
+    }
+    int64_t bs = attrInt("blocksize", 0);
+    auto sh = typeOf(x).getShape();
+    int64_t n = sh[0], c = sh[1], h = sh[2], w = sh[3];
+    if (bs < 1 || (toSpace ? c % (bs * bs) : (h % bs) + (w % bs)) != 0) {
+      error() << "blocksize " << bs << " does not divide the input "
+              << typeOf(x);
+      return failure();
+    }
+    std::string mode = attrString("mode", "DCR");
+    if (toSpace && mode != "DCR" && mode != "CRD")
+      return unsupportedValue("mode", "'" + mode + "'", "'DCR' or 'CRD'");
+    SmallVector<int64_t> viewed, perm, out;
+    if (!toSpace) {
+      viewed = {n, c, h / bs, bs, w / bs, bs};
+      perm = {0, 3, 5, 1, 2, 4};
+      out = {n, c * bs * bs, h / bs, w / bs};
+    } else if (mode == "DCR") {
+      viewed = {n, bs, bs, c / (bs * bs), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+      out = {n, c / (bs * bs), h * bs, w * bs};
+    } else {
+      viewed = {n, c / (bs * bs), bs, bs, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+      out = {n, c / (bs * bs), h * bs, w * bs};
+    }
+    Value y = build<tg::TransposeOp>({reshape(x, viewed)},
+                                     {named("perm", ints(perm))});
+    return setOutput(0, reshape(y, out));
+  }
+  if (op == "Tile") {
+    // Each dim's repeats as an outer factor: the input viewed [1, S] per
+    // dim, broadcast to [r, S], reshaped to [r * S].
+    if (failed(checkAttrs({})))
+      return failure();
+    Value x = value(0);
+    const HostTensor *repeats = needHost(1, "repeats");
+    if (!x || !repeats)
+      return failure();
+    ArrayRef<int64_t> in = typeOf(x).getShape();
+    if (repeats->numel() != int64_t(in.size())) {
+      error() << "'repeats' has " << repeats->numel()
+              << " values for an input of rank " << in.size();
+      return failure();
+    }
+    SmallVector<int64_t> viewed, broadcast, out;
+    for (auto [d, size] : llvm::enumerate(in)) {
+      int64_t r = repeats->i(d);
+      if (r < 1) {
+        error() << "repeat " << r << " of dim " << d << " (ampc takes 1 or more)";
+        return failure();
+      }
+      viewed.append({1, size});
+      broadcast.append({r, size});
+      out.push_back(r * size);
+    }
+    Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
+                                       {named("shape", ints(broadcast))});
+    return setOutput(0, reshape(y, out));
+  }
+  if (op == "ArgMax") {
+    // tg.argmax's i32 index, cast to ONNX's int64.
+    if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
+      return failure();
+    if (attrInt("select_last_index", 0) != 0)
+      return unsupportedValue("select_last_index", "1", "0 (the first maximum)");
+    Value x;
+    auto a = inputAndAxis(0, x);
+    if (!a)
+      return failure();
+    SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
+    if (attrInt("keepdims", 1))
+      attrs.push_back(named("keepdim", b.getUnitAttr()));
+    Value i = build<tg::ArgmaxOp>({x}, attrs);
+    if (!i)
+      return failure();
+    Value y = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+    if (failed(verify(y.getDefiningOp())))
+      return failure();
+    return setOutput(0, y);
+  }
+  if (op == "CumSum") {
+    if (failed(checkAttrs({"exclusive", "reverse"})))
+      return failure();
+    if (attrInt("exclusive", 0) != 0)
+      return unsupportedValue("exclusive", "1", "0");
+    if (attrInt("reverse", 0) != 0)
+      return unsupportedValue("reverse", "1", "0");
+    Value x = value(0);
+    const HostTensor *axisT = needHost(1, "axis");
+    if (!x || !axisT)
+      return failure();
+    if (axisT->numel() != 1) {
+      error() << "its axis must be a scalar";
+      return failure();
+    }
+    auto a = axis(axisT->i(0), typeOf(x).getRank());
+    if (!a)
+      return failure();
+    return setOutput(0, build<tg::CumsumOp>(
+                            {x}, {named("dim", b.getI64IntegerAttr(*a))}));
+  }
+  if (op == "Not") {
+    // x == false.
+    if (failed(checkAttrs({})))
+      return failure();
+    Value x = value(0);
+    if (!x)
+      return failure();
+    if (!typeOf(x).getElementType().isInteger(1)) {
+      error() << "needs a bool input";
+      return failure();
+    }
+    return setOutput(0, build<tg::EqualOp>({x, scalar(0.0, x)}));
+  }
   if (op == "Pad")
     return convertPad();
   if (op == "HardSigmoid" || op == "HardSwish") {
@@ -1363,6 +1727,9 @@ LogicalResult Emitter::convert() {
       t = build<tg::MulOp>({x, t});
     return setOutput(0, t);
   }
+  if (op == "LeakyRelu" || op == "Elu" || op == "Selu" || op == "PRelu" ||
+      op == "Softplus")
+    return convertActivation();
   if (op == "Clip")
     return convertClip();
   if (op == "Conv")
@@ -1415,6 +1782,22 @@ LogicalResult Emitter::convert() {
     return convertReduce("tg.sum");
   if (op == "ReduceMax")
     return convertReduce("tg.max");
+  if (op == "ReduceMin")
+    return convertReduce("tg.max", /*negate=*/true);
+  if (op == "ReduceL1" || op == "ReduceL2" || op == "ReduceSumSquare" ||
+      op == "ReduceLogSum")
+    return convertReduce("tg.sum");
+  if (op == "ReduceLogSumExp")
+    return convertReduce("tg.logsumexp");
+  if (op == "InstanceNormalization")
+    return convertInstanceNorm();
+  if (op == "ReduceProd") {
+    error() << "ampc folds ReduceProd of values known at import (shapes) "
+               "only, but its input '"
+            << node->input(0)
+            << "' is computed from the graph's inputs or parameters";
+    return failure();
+  }
   if (op == "BatchNormalization")
     return convertBatchNorm();
   if (op == "LayerNormalization")
@@ -1564,7 +1947,8 @@ LogicalResult Emitter::convertPad() {
       HostTensor h;
       h.elt = typeOf(x).getElementType();
       h.shape = shape;
-      h.resize(h.numel());
+      if (failed(sized(h)))
+        return Value();
       for (int64_t j = 0; j < h.numel(); ++j)
         if (h.isFloat())
           h.floats[j] = fill;
@@ -1577,6 +1961,8 @@ LogicalResult Emitter::convertPad() {
     parts.push_back(x);
     if (after)
       parts.push_back(block(after));
+    if (llvm::is_contained(parts, Value()))
+      return failure();
     if (parts.size() > 1) {
       x = build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(d))});
       if (!x)
@@ -1584,6 +1970,178 @@ LogicalResult Emitter::convertPad() {
     }
   }
   return setOutput(0, x);
+}
+
+std::optional<std::vector<bool>>
+Emitter::triluKeep(ArrayRef<int64_t> shape) {
+  if (failed(checkAttrs({"upper"})))
+    return std::nullopt;
+  if (shape.size() < 2) {
+    error() << "needs an input of rank 2 or more, found rank "
+            << shape.size();
+    return std::nullopt;
+  }
+  int64_t k = 0;
+  if (hasInput(1)) {
+    const HostTensor *kt = needHost(1, "k");
+    if (!kt)
+      return std::nullopt;
+    if (kt->numel() != 1) {
+      error() << "its k must be a scalar";
+      return std::nullopt;
+    }
+    k = kt->i(0);
+  }
+  bool upper = attrInt("upper", 1) != 0;
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  std::vector<bool> keep(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  return keep;
+}
+
+/// Trilu: the input where the triangle's mask (a constant of its last two
+/// dims) holds, else 0.
+LogicalResult Emitter::convertTrilu() {
+  Value x = value(0);
+  if (!x)
+    return failure();
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  auto keep = triluKeep(shape);
+  if (!keep)
+    return failure();
+  HostTensor mask;
+  mask.elt = b.getI1Type();
+  mask.shape = {shape[shape.size() - 2], shape.back()};
+  mask.ints.assign(keep->begin(), keep->end());
+  Value m = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(mask)));
+  return setOutput(0, build<tg::WhereOp>({m, x, scalar(0.0, x)}));
+}
+
+/// Resize in nearest mode by whole factors, where each output element is
+/// the input element it lies in (the coordinate and rounding modes that
+/// give that: asymmetric with floor, PyTorch's export of
+/// F.interpolate(mode="nearest"); half_pixel with a rounding one): the
+/// input viewed with a 1 after each dim, broadcast to the factors, and
+/// reshaped.
+LogicalResult Emitter::convertResize() {
+  if (failed(checkAttrs({"mode", "coordinate_transformation_mode",
+                         "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                         "extrapolation_value"})))
+    return failure();
+  std::string mode = attrString("mode", "nearest");
+  if (mode != "nearest")
+    return unsupportedValue("mode", "'" + mode + "'", "'nearest'");
+  std::string coord = attrString("coordinate_transformation_mode", "half_pixel");
+  std::string rounding = attrString("nearest_mode", "round_prefer_floor");
+  bool halfPixel = coord == "half_pixel" || coord == "pytorch_half_pixel";
+  if (!(coord == "asymmetric" && rounding == "floor") &&
+      !(halfPixel && rounding != "floor" && rounding != "ceil"))
+    return unsupportedValue(
+        "coordinate_transformation_mode",
+        "'" + coord + "' with nearest_mode '" + rounding + "'",
+        "'asymmetric' with 'floor', or 'half_pixel' with a rounding mode");
+  Value x = value(0);
+  if (!x)
+    return failure();
+  ArrayRef<int64_t> in = typeOf(x).getShape();
+  int64_t rank = in.size();
+  // The output size from `sizes` (input 3) or `scales` (input 2).
+  SmallVector<int64_t> outShape;
+  const HostTensor *scales = host(2);
+  if (hasInput(3)) {
+    const HostTensor *sizes = needHost(3, "sizes");
+    if (!sizes)
+      return failure();
+    for (int64_t k = 0; k < sizes->numel(); ++k)
+      outShape.push_back(sizes->i(k));
+  } else if (hasInput(2) && (scales = needHost(2, "scales"))) {
+    for (int64_t k = 0; k < scales->numel() && k < rank; ++k)
+      outShape.push_back(
+          static_cast<int64_t>(std::floor(double(in[k]) * scales->f(k))));
+  } else {
+    if (hasInput(2))
+      return failure();
+    error() << "needs its scales or sizes input";
+    return failure();
+  }
+  if (int64_t(outShape.size()) != rank) {
+    error() << "the scales or sizes give " << outShape.size()
+            << " dims for an input of rank " << rank;
+    return failure();
+  }
+  SmallVector<int64_t> viewed, broadcast, factors;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t f = in[d] > 0 ? outShape[d] / in[d] : 0;
+    bool whole = f >= 1 && f * in[d] == outShape[d];
+    if (whole && scales && !hasInput(3))
+      whole = scales->f(d) == double(f);
+    if (!whole) {
+      error() << "ampc resizes by whole factors only; dim " << d << " goes "
+              << "from " << in[d] << " to " << outShape[d];
+      return failure();
+    }
+    viewed.append({in[d], 1});
+    broadcast.append({in[d], f});
+  }
+  Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
+                                     {named("shape", ints(broadcast))});
+  return setOutput(0, reshape(y, outShape));
+}
+
+/// LeakyRelu, PRelu, Elu, Selu and Softplus from elementwise tg ops, with
+/// PyTorch's gradients: the positive branch where x > 0 (so x = 0 takes the
+/// negative one's slope, as torch's backward does), exp of min(x, 0) so
+/// that the branch not taken never overflows, and Softplus as
+/// max(x, 0) + log(1 + exp(-|x|)).
+LogicalResult Emitter::convertActivation() {
+  StringRef op = node->op_type();
+  if (failed(checkAttrs(op == "LeakyRelu" || op == "Elu"
+                            ? ArrayRef<StringRef>{"alpha"}
+                        : op == "Selu" ? ArrayRef<StringRef>{"alpha", "gamma"}
+                                       : ArrayRef<StringRef>{})))
+    return failure();
+  Value x = value(0);
+  if (!x)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  if (op == "Softplus") {
+    Value pos = build<tg::MaximumOp>({x, scalar(0.0, x)});
+    Value tail = build<tg::LogOp>({build<tg::AddOp>(
+        {scalar(1.0, x),
+         build<tg::ExpOp>({build<tg::NegOp>({build<tg::AbsOp>({x})})})})});
+    return setOutput(0, build<tg::AddOp>({pos, tail}));
+  }
+  Value positive = build<tg::GreaterOp>({x, scalar(0.0, x)});
+  Value negative;
+  if (op == "LeakyRelu") {
+    negative = build<tg::MulOp>({x, scalar(attrFloat("alpha", 0.01), x)});
+  } else if (op == "PRelu") {
+    Value slope = value(1);
+    if (!slope)
+      return failure();
+    negative = build<tg::MulOp>({x, slope});
+    if (negative && typeOf(negative).getShape() != typeOf(x).getShape()) {
+      error() << "the slope " << typeOf(slope)
+              << " must broadcast to the input " << typeOf(x);
+      return failure();
+    }
+  } else {
+    double alpha = attrFloat("alpha", op == "Elu" ? 1.0 : 1.67326319217681884765625);
+    Value em1 = build<tg::SubOp>(
+        {build<tg::ExpOp>({build<tg::MinimumOp>({x, scalar(0.0, x)})}),
+         scalar(1.0, x)});
+    negative = build<tg::MulOp>({em1, scalar(alpha, x)});
+  }
+  Value y = build<tg::WhereOp>({positive, x, negative});
+  if (y && op == "Selu")
+    y = build<tg::MulOp>(
+        {y, scalar(attrFloat("gamma", 1.05070102214813232421875), x)});
+  return setOutput(0, y);
 }
 
 /// erf(x) = sign(x) * (1 - t * poly(t) * exp(-x^2)), t = 1 / (1 + p|x|):
@@ -1676,9 +2234,12 @@ LogicalResult Emitter::convertGemm() {
   if (hasInput(2) && !c)
     return failure();
   Value y;
-  // x·wᵀ + b with a 1-D bias is F.linear (its kernel adds the bias in the
-  // GEMM epilogue).
-  if (transB && alpha == 1.0 && (!c || (beta == 1.0 && typeOf(c).getRank() == 1))) {
+  // x·wᵀ + b with a bias of one value per output column is F.linear (its
+  // kernel adds the bias in the GEMM epilogue); a C that broadcasts
+  // otherwise (f32[1], [M, 1], [M, N], a scalar) is added after the matmul.
+  bool biasPerColumn = c && typeOf(c).getRank() == 1 &&
+                       typeOf(c).getDimSize(0) == typeOf(w).getDimSize(0);
+  if (transB && alpha == 1.0 && (!c || (beta == 1.0 && biasPerColumn))) {
     SmallVector<Value> ops{a, w};
     if (c)
       ops.push_back(c);
@@ -1726,32 +2287,126 @@ LogicalResult Emitter::convertPool(bool isMax) {
   if (!stride || !pads)
     return failure();
   // ceil_mode rounds the output size up; it is the floor mode's result when
-  // the windows tile the padded input exactly.
+  // the windows tile the padded input exactly. Otherwise a MaxPool pads the
+  // input itself with -inf (the pads, and after them what the last window
+  // reaches past the end) and pools it unpadded; an AveragePool's divisor
+  // of a clipped window is not mapped.
+  Value input;
   if (ceilMode) {
-    Value x = value(0);
-    if (!x)
+    input = value(0);
+    if (!input)
       return failure();
-    auto shape = typeOf(x).getShape();
+    auto shape = typeOf(input).getShape();
+    for (int d = 0; d < 2; ++d)
+      if ((*stride)[d] < 1 || (*kernel)[d] < 1) {
+        error() << "'kernel_shape' and 'strides' must be 1 or more";
+        return failure();
+      }
+    bool tiles = true;
     for (int d = 0; d < 2 && shape.size() == 4; ++d)
-      if ((shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
-        return unsupportedValue("ceil_mode", "1",
-                                "0, or 1 where the windows tile the input "
-                                "exactly");
+      if (
+          (shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
+        tiles = false;
+    if (!tiles && !isMax)
+      return unsupportedValue("ceil_mode", "1",
+                              "0, or 1 where the windows tile the input "
+                              "exactly");
+    if (!tiles) {
+      int64_t outs[2];
+      for (int d = 0; d < 2; ++d) {
+        int64_t size = shape[2 + d], k = (*kernel)[d], st = (*stride)[d],
+                p = (*pads)[d];
+        if (size + 2 * p < k) {
+          error() << "the window " << k << " is larger than the padded dim "
+                  << size + 2 * p;
+          return failure();
+        }
+        // ONNX's (and PyTorch's) ceil-mode output size: rounded up, less
+        // a last window that would start in the end padding.
+        int64_t out = (size + 2 * p - k + st - 1) / st + 1;
+        if ((out - 1) * st >= size + p)
+          --out;
+        outs[d] = out;
+        // The padded dim the last window ends in (unpadded pooling floors
+        // to `out` windows on it).
+        int64_t after = std::max<int64_t>(0, (out - 1) * st + k - size - p);
+        input = padWith(input, 2 + d, p, after,
+                        -std::numeric_limits<double>::infinity());
+        if (!input)
+          return failure();
+      }
+      Value y = build("tg.max_pool2d", {input},
+                      {named("kernel", ints(*kernel)),
+                       named("stride", ints(*stride)),
+                       named("padding", ints({0, 0}))});
+      if (y && (typeOf(y).getDimSize(2) != outs[0] ||
+                typeOf(y).getDimSize(3) != outs[1]))
+        return unsupportedValue("ceil_mode", "1 with these strides and "
+                                             "kernel",
+                                "ceil mode where the kernel is at least the "
+                                "stride");
+      return setOutput(0, y);
+    }
   }
-  if (!isMax && ((*pads)[0] || (*pads)[1]) &&
-      attrInt("count_include_pad", 0) == 0)
-    return unsupportedValue("count_include_pad", "0 with non-zero pads",
-                            "1, or pads of 0");
-  return setOutput(0, build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d",
-                            {value(0)},
-                            {named("kernel", ints(*kernel)),
-                             named("stride", ints(*stride)),
-                             named("padding", ints(*pads))}));
+  Value y = build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d", {value(0)},
+                  {named("kernel", ints(*kernel)),
+                   named("stride", ints(*stride)),
+                   named("padding", ints(*pads))});
+  if (!y || isMax || (!(*pads)[0] && !(*pads)[1]) ||
+      attrInt("count_include_pad", 0) != 0)
+    return setOutput(0, y);
+  // count_include_pad 0: tg.avg_pool2d divides by the window's size, pads
+  // included; a window of c elements inside the input is scaled by
+  // size / c (a constant of the output's spatial shape).
+  auto shape = typeOf(value(0)).getShape();
+  auto outShape = typeOf(y).getShape();
+  HostTensor scale;
+  scale.elt = typeOf(y).getElementType();
+  scale.shape = {1, 1, outShape[2], outShape[3]};
+  scale.resize(scale.numel());
+  auto inside = [&](int d, int64_t o) {
+    int64_t lo = o * (*stride)[d] - (*pads)[d];
+    int64_t hi = lo + (*kernel)[d];
+    return std::min<int64_t>(hi, shape[2 + d]) - std::max<int64_t>(lo, 0);
+  };
+  for (int d = 0; d < 2; ++d)
+    if ((*pads)[d] >= (*kernel)[d])
+      return unsupportedValue("pads", Twine((*pads)[d]),
+                              "pads smaller than the kernel with "
+                              "count_include_pad 0");
+  for (int64_t i = 0; i < outShape[2]; ++i)
+    for (int64_t j = 0; j < outShape[3]; ++j)
+      scale.floats[i * outShape[3] + j] =
+          double((*kernel)[0] * (*kernel)[1]) / double(inside(0, i) * inside(1, j));
+  Value factor =
+      tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(scale)));
+  return setOutput(0, build<tg::MulOp>({y, factor}));
 }
 
-LogicalResult Emitter::convertReduce(StringRef opName) {
-  bool axesInput = opName == "tg.sum"; // ReduceSum takes axes as an input
-                                       // from opset 13.
+/// InstanceNormalization: a group norm with one group per channel.
+LogicalResult Emitter::convertInstanceNorm() {
+  if (failed(checkAttrs({"epsilon"})))
+    return failure();
+  Value x = value(0), scale = value(1), bias = value(2);
+  if (!x || !scale || !bias)
+    return failure();
+  if (typeOf(x).getRank() < 3) {
+    error() << "needs an N, C, spatial... input, found rank "
+            << typeOf(x).getRank();
+    return failure();
+  }
+  return setOutput(
+      0, build<tg::GroupNormOp>(
+             {x, scale, bias},
+             {named("groups", b.getI64IntegerAttr(typeOf(x).getDimSize(1))),
+              named("eps", b.getF64FloatAttr(
+                               attrFloatAsWritten("epsilon", 1e-5)))}));
+}
+
+LogicalResult Emitter::convertReduce(StringRef opName, bool negate) {
+  StringRef op = node->op_type();
+  // ReduceSum takes its axes as an input from opset 13, the others from 18.
+  bool axesInput = op == "ReduceSum";
   if (failed(checkAttrs(axesInput ? ArrayRef<StringRef>{"keepdims",
                                                         "noop_with_empty_axes"}
                                   : ArrayRef<StringRef>{"keepdims", "axes"})))
@@ -1782,7 +2437,23 @@ LogicalResult Emitter::convertReduce(StringRef opName) {
   SmallVector<NamedAttribute> attrs{named("dims", ints(dims))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  return setOutput(0, build(opName, {x}, attrs));
+  if (negate) {
+    // min(x) = -max(-x).
+    Value y = build(opName, {build<tg::NegOp>({x})}, attrs);
+    return setOutput(0, y ? build<tg::NegOp>({y}) : nullptr);
+  }
+  // The norms and logs around a sum: L1 = sum |x|, L2 = sqrt(sum x^2),
+  // SumSquare = sum x^2, LogSum = log(sum x).
+  if (op == "ReduceL1")
+    x = build<tg::AbsOp>({x});
+  else if (op == "ReduceL2" || op == "ReduceSumSquare")
+    x = build<tg::MulOp>({x, x});
+  Value y = build(opName, {x}, attrs);
+  if (y && op == "ReduceL2")
+    y = build<tg::SqrtOp>({y});
+  else if (y && op == "ReduceLogSum")
+    y = build<tg::LogOp>({y});
+  return setOutput(0, y);
 }
 
 /// The buffer of running statistic `k` (3: mean, 4: variance) of the
@@ -1942,10 +2613,22 @@ LogicalResult Emitter::convertLayerNorm() {
   auto a = axis(attrInt("axis", -1), rank);
   if (!a)
     return failure();
-  if (*a != rank - 1)
-    return unsupportedValue("axis", Twine(attrInt("axis", -1)),
-                            "the last axis");
-  int64_t d = typeOf(x).getDimSize(rank - 1);
+  // Normalized over dims axis..rank-1: those flattened into one last dim for
+  // tg.layer_norm (the axis -1 of nn.LayerNorm([5, 16]) at opset 17 is
+  // -2), the scale and bias (broadcast to those dims) flattened alike.
+  ArrayRef<int64_t> xShape = typeOf(x).getShape();
+  SmallVector<int64_t> normShape(xShape.begin() + *a, xShape.end());
+  int64_t d = 1;
+  for (int64_t n : normShape)
+    d *= n;
+  auto flat = [&](Value v) -> Value {
+    if (!v)
+      return nullptr;
+    if (typeOf(v).getNumElements() != d ||
+        typeOf(v).getRank() > int64_t(normShape.size()))
+      v = build<tg::BroadcastToOp>({v}, {named("shape", ints(normShape))});
+    return reshape(v, {d});
+  };
   Value bias;
   if (hasInput(2)) {
     bias = value(2);
@@ -1956,10 +2639,12 @@ LogicalResult Emitter::convertLayerNorm() {
     z.floats.assign(d, 0.0);
     bias = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(z)));
   }
-  return setOutput(0, build<tg::LayerNormOp>(
-                          {x, reshape(scale, {d}), reshape(bias, {d})},
-                          {named("eps", b.getF64FloatAttr(
-                                            attrFloat("epsilon", 1e-5)))}));
+  SmallVector<int64_t> rows(xShape.begin(), xShape.begin() + *a);
+  rows.push_back(d);
+  Value y = build<tg::LayerNormOp>(
+      {reshape(x, rows), flat(scale), flat(bias)},
+      {named("eps", b.getF64FloatAttr(attrFloat("epsilon", 1e-5)))});
+  return setOutput(0, reshape(y, xShape));
 }
 
 /// The output shape of the Reshape, Flatten, Squeeze or Unsqueeze being
@@ -1976,9 +2661,15 @@ Emitter::reshapedShape(ArrayRef<int64_t> in) {
     return resolveReshape(in, *spec);
   }
   if (op == "Flatten") {
-    auto a = axis(attrInt("axis", 1), rank + 1);
-    if (!a)
+    // The axis is in [-rank, rank]; a negative one counts from the input's
+    // rank (-1 keeps the last dim as the second output dim).
+    int64_t given = attrInt("axis", 1);
+    if (given < -rank || given > rank) {
+      error() << "axis " << given << " is out of range for rank " << rank
+              << " (Flatten takes -" << rank << " to " << rank << ")";
       return std::nullopt;
+    }
+    std::optional<int64_t> a = given < 0 ? given + rank : given;
     int64_t lo = 1, hi = 1;
     for (int64_t d = 0; d < rank; ++d)
       (d < *a ? lo : hi) *= in[d];
@@ -1995,6 +2686,10 @@ Emitter::reshapedShape(ArrayRef<int64_t> in) {
       auto r = axis(a, outRank);
       if (!r)
         return std::nullopt;
+      if (isNew[*r]) {
+        error() << "axis " << a << " is given twice";
+        return std::nullopt;
+      }
       isNew[*r] = true;
     }
     size_t j = 0;
@@ -2075,9 +2770,10 @@ LogicalResult Emitter::convertSlice() {
     auto a = axis(axes ? axes->i(j) : j, rank);
     if (!a)
       return failure();
-    if (steps && steps->i(j) != 1)
-      return unsupportedValue("steps", Twine(steps->i(j)),
-                              "1 on values computed at run time");
+    int64_t st = steps ? steps->i(j) : 1;
+    if (st < 1)
+      return unsupportedValue("steps", Twine(st),
+                              "positive steps on values computed at run time");
     int64_t dim = typeOf(x).getDimSize(*a);
     int64_t s = starts->i(j), e = ends->i(j);
     if (s < 0)
@@ -2090,9 +2786,27 @@ LogicalResult Emitter::convertSlice() {
       error() << "the slice of dim " << *a << " is empty";
       return failure();
     }
-    if (s == 0 && e == dim)
+    if (st == 1 && s == 0 && e == dim)
       continue;
-    x = slice(x, *a, s, e);
+    // With a step: x[s : last + 1] (last the last element taken), padded
+    // to n * step elements, viewed as [n, step] and the first of each step
+    // kept.
+    int64_t n = (e - s + st - 1) / st;
+    int64_t last = s + (n - 1) * st;
+    x = slice(x, *a, s, st == 1 ? e : last + 1);
+    if (x && st > 1 && n > 1) {
+      x = padWith(x, *a, 0, st - 1, 0.0);
+      if (!x)
+        return failure();
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[*a] = n;
+      shape.insert(shape.begin() + *a + 1, st);
+      x = slice(reshape(x, shape), *a + 1, 0, 1);
+      if (!x)
+        return failure();
+      shape.erase(shape.begin() + *a + 1);
+      x = reshape(x, shape);
+    }
     if (!x)
       return failure();
   }
@@ -2171,14 +2885,61 @@ LogicalResult Emitter::convertGather() {
     return setOutput(0, reshape(y, shape));
   }
   if (*a == 0 && rank == 2) {
-    // Rows of a table: an embedding lookup.
-    Value ids = value(1);
+    // Rows of a table: an embedding lookup. Known indices are checked and
+    // their negative ones (counted from the end, as ONNX allows) resolved
+    // here; the embedding takes indices in [0, rows).
+    Value ids;
+    if (idx) {
+      int64_t rows = typeOf(x).getDimSize(0);
+      HostTensor resolved = *idx;
+      for (int64_t k = 0; k < resolved.numel(); ++k) {
+        int64_t i = idx->i(k);
+        if (i < -rows || i >= rows) {
+          error() << "index " << i << " is out of range for a dim of "
+                  << rows;
+          return failure();
+        }
+        if (!resolved.isFloat() && i < 0)
+          resolved.ints[k] = i + rows;
+      }
+      ids = tg::ConstantOp::create(b, loc,
+                                   cast<ElementsAttr>(toAttr(resolved)));
+    } else {
+      ids = value(1);
+    }
     if (!ids)
       return failure();
     return setOutput(0, build<tg::EmbeddingOp>({x, ids}));
   }
-  error() << "ampc supports Gather of one known index, or of rows (axis 0) "
-             "of a 2-D table";
+  if (idx && idx->numel() > 1) {
+    // Several known indices along any axis: one slice each, concatenated
+    // along the axis, then the indices' shape in place of the axis.
+    int64_t dim = typeOf(x).getDimSize(*a);
+    SmallVector<Value> parts;
+    for (int64_t k = 0; k < idx->numel(); ++k) {
+      int64_t i = idx->i(k);
+      if (i < -dim || i >= dim) {
+        error() << "index " << i << " is out of range for a dim of " << dim;
+        return failure();
+      }
+      if (i < 0)
+        i += dim;
+      Value part = slice(x, *a, i, i + 1);
+      if (!part)
+        return failure();
+      parts.push_back(part);
+    }
+    Value y = build<tg::ConcatOp>(parts,
+                                  {named("dim", b.getI64IntegerAttr(*a))});
+    if (!y)
+      return failure();
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape.erase(shape.begin() + *a);
+    shape.insert(shape.begin() + *a, idx->shape.begin(), idx->shape.end());
+    return setOutput(0, reshape(y, shape));
+  }
+  error() << "ampc supports Gather of indices known at import, or of rows "
+             "(axis 0) of a 2-D table";
   return failure();
 }
 
