@@ -396,6 +396,16 @@ template <typename T> bool ckptGet(const std::string &s, size_t &pos, T &v) {
   pos += sizeof(T);
   return true;
 }
+/// Fails with `text` as what ampc_last_error() says.
+ampc_status ampcFail(ampc_status status, const std::string &text) {
+  return ampc_set_last_error(status, text.c_str());
+}
+std::string ampcDtypeName(int32_t dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16", "i32", "i64",
+                                      "bool"};
+  return dtype >= 0 && dtype <= 5 ? names[dtype]
+                                  : "dtype " + std::to_string(dtype);
+}
 } // namespace
 )cpp";
 } // namespace
@@ -452,7 +462,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "_state *state, int32_t index);\n"
       << "/// Checkpoints (parameters, optimizer and scaler state); the format "
          "of\n/// `ampc run --save`. Written atomically; loading checks "
-         "everything first.\n"
+         "everything first.\n/// On failure ampc_last_error() names the "
+         "function, the path and the reason.\n"
       << "ampc_status " << n << "_save(" << n
       << "_state *state, const char *path);\n"
       << "ampc_status " << n << "_load(" << n
@@ -505,8 +516,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     verbatim(text);
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
-  for (const char *h : {"cmath", "cstdio", "cstring", "string", "utility",
-                        "vector"})
+  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "string",
+                        "utility", "vector"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
 
@@ -626,12 +637,16 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     llvm::raw_string_ostream os(text);
     os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
        << n << "_state **out) {\n"
-       << "  if (!ctx || !out)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << "  if (!ctx || !out)\n    return ampcFail(AMPC_ERROR_NULL_POINTER, \""
+       << n << "_create: \" +\n                    std::string(!ctx ? \"ctx\" : "
+          "\"state\") + \" is NULL\");\n"
        << "  ampc_backend backend;\n"
        << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
        << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
-       << ")\n    return AMPC_ERROR_INVALID_ARGUMENT; // generated for --target="
-       << (cuda ? "cuda" : "cpu") << "\n"
+       << ")\n    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
+       << "_create: the context is a \"\n                    \"" << (cuda ? "cpu" : "cuda")
+       << " context; this code was generated for \"\n                    "
+          "\"--target=" << (cuda ? "cuda" : "cpu") << "\");\n"
        << "  " << n << "_state *s = new " << n << "_state();\n"
        << "  s->ctx = ctx;\n  s->seed = seed;\n"
        << "  ampc_status st = ampc_arena_create(ctx, "
@@ -852,86 +867,139 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  case " << i << ":\n    return " << w << ";\n";
   }
   b2 << "  default:\n    return NULL;\n  }\n}\n\n";
-  // Checkpoints, in the executor's format.
-  b2 << "static const uint64_t kFingerprint = " << p.fingerprint << "ULL;\n\n"
-    << "ampc_status " << n << "_save(" << n << "_state *s, const char *path) {\n"
-    << "  std::string d(\"AMPCCKPT\", 8);\n"
-    << "  ckptPut<uint32_t>(d, 1);\n  ckptPut<uint64_t>(d, kFingerprint);\n"
-    << "  ckptPut<int64_t>(d, 0);\n  uint32_t count = 0;\n"
-    << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;\n"
-    << "  ckptPut<uint32_t>(d, count);\n"
-    << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
-    << "      continue;\n"
-    << "    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));\n"
-    << "    ckptPut<uint32_t>(d, len);\n    d.append(kSlotName[i], len);\n"
-    << "    ckptPut<int32_t>(d, kSlotDtype[i]);\n"
-    << "    ckptPut<int64_t>(d, kSlotBytes[i]);\n"
-    << "    size_t at = d.size();\n"
-    << "    d.resize(at + static_cast<size_t>(kSlotBytes[i]));\n"
-    << "    AMPC_TRY(ampc_memcpy(s->ctx, &d[at], s->slot[i], "
-       "static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST));\n"
-    << "  }\n  ckptPut<uint64_t>(d, ckptHash(d));\n"
-    << "  std::string tmp = std::string(path) + \".tmp\";\n"
-    << "  FILE *f = std::fopen(tmp.c_str(), \"wb\");\n"
-    << "  if (!f)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size();\n"
-    << "  ok = std::fclose(f) == 0 && ok;\n"
-    << "  if (!ok || std::rename(tmp.c_str(), path) != 0) {\n"
-    << "    std::remove(tmp.c_str());\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  }\n  return AMPC_OK;\n}\n\n";
-  b2 << "ampc_status " << n << "_load(" << n << "_state *s, const char *path) {\n"
-    << "  FILE *f = std::fopen(path, \"rb\");\n"
-    << "  if (!f)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  std::string d;\n  char chunk[65536];\n  size_t got;\n"
-    << "  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)\n"
-    << "    d.append(chunk, got);\n  std::fclose(f);\n"
-    << "  if (d.size() < 16 || d.compare(0, 8, \"AMPCCKPT\") != 0)\n"
-    << "    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  uint64_t stored;\n  std::memcpy(&stored, d.data() + d.size() - 8, 8);\n"
-    << "  d.resize(d.size() - 8);\n"
-    << "  if (ckptHash(d) != stored)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  size_t pos = 8;\n  uint32_t version = 0, count = 0;\n"
-    << "  uint64_t fingerprint = 0;\n  int64_t steps = 0;\n"
-    // Version 2 (ampc run's) adds the data position (epoch, batch), which
-    // the emitted step does not keep.
-    << "  int64_t epoch = 0, batch = 0;\n"
-    << "  if (!ckptGet(d, pos, version) || (version != 1 && version != 2) ||\n"
-    << "      !ckptGet(d, pos, fingerprint) || fingerprint != kFingerprint ||\n"
-    << "      !ckptGet(d, pos, steps) ||\n"
-    << "      (version == 2 && (!ckptGet(d, pos, epoch) || "
-       "!ckptGet(d, pos, batch))) ||\n"
-    << "      !ckptGet(d, pos, count))\n"
-    << "    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  std::vector<std::pair<size_t, size_t>> copies;\n"
-    << "  for (uint32_t k = 0; k < count; ++k) {\n"
-    << "    uint32_t len;\n    int32_t dtype;\n    int64_t bytes;\n"
-    << "    if (!ckptGet(d, pos, len) || pos + len > d.size())\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    std::string name = d.substr(pos, len);\n    pos += len;\n"
-    << "    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 "
-       "||\n        pos + static_cast<size_t>(bytes) > d.size())\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    size_t slot = " << numSlots << ";\n"
-    << "    for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) &&\n"
-    << "          name == "
-       "kSlotName[i])\n        slot = i;\n"
+  // Checkpoints, in the executor's format. Every failure says, through
+  // ampc_set_last_error, which function failed, on what path and why.
+  {
+    std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
+
+ampc_status @N@_save(@N@_state *s, const char *path) {
+  std::string d("AMPCCKPT", 8);
+  ckptPut<uint32_t>(d, 1);
+  ckptPut<uint64_t>(d, kFingerprint);
+  ckptPut<int64_t>(d, 0);
+  uint32_t count = 0;
+  for (size_t i = 0; i < @SLOTS@; ++i)
+    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;
+  ckptPut<uint32_t>(d, count);
+  for (size_t i = 0; i < @SLOTS@; ++i) {
+    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+      continue;
+    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));
+    ckptPut<uint32_t>(d, len);
+    d.append(kSlotName[i], len);
+    ckptPut<int32_t>(d, kSlotDtype[i]);
+    ckptPut<int64_t>(d, kSlotBytes[i]);
+    size_t at = d.size();
+    d.resize(at + static_cast<size_t>(kSlotBytes[i]));
+    AMPC_TRY(ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST));
+  }
+  ckptPut<uint64_t>(d, ckptHash(d));
+  // Written to PATH.tmp, then renamed: an existing checkpoint is replaced
+  // whole or kept.
+  std::string tmp = std::string(path) + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing (" + std::strerror(errno) + ")");
+  errno = 0;
+  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write '" + tmp + "' (" + (err ? std::strerror(err) : "short write") + ")");
+  }
+  if (std::rename(tmp.c_str(), path) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot rename '" + tmp + "' to '" + path + "' (" + std::strerror(err) + ")");
+  }
+  return AMPC_OK;
+}
+
+ampc_status @N@_load(@N@_state *s, const char *path) {
+  FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
+  std::string d;
+  char chunk[65536];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+    d.append(chunk, got);
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot read checkpoint '" + std::string(path) + "' (" + std::strerror(err) + ")");
+  std::string bad = "@N@_load: checkpoint '" + std::string(path) + "' ";
+  if (d.size() < 8 || d.compare(0, 8, "AMPCCKPT") != 0)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is not an ampc checkpoint");
+  if (d.size() < 16)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, d.data() + d.size() - 8, 8);
+  d.resize(d.size() - 8);
+  if (ckptHash(d) != stored)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is corrupt or truncated (checksum mismatch)");
+  size_t pos = 8;
+  uint32_t version = 0, count = 0;
+  uint64_t fingerprint = 0;
+  int64_t steps = 0;
+  // Version 2 (ampc run's) adds the data position (epoch, batch), which
+  // the emitted step does not keep.
+  int64_t epoch = 0, batch = 0;
+  if (!ckptGet(d, pos, version))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  if (version != 1 && version != 2)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has an unsupported version " + std::to_string(version) + " (1 and 2 are read)");
+  if (!ckptGet(d, pos, fingerprint))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  if (fingerprint != kFingerprint) {
+    char fps[64];
+    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(fingerprint), static_cast<unsigned long long>(kFingerprint));
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is another program's (fingerprint " + fps + "): another graph, or graph '@N@' compiled with other options");
+  }
+  if (!ckptGet(d, pos, steps) || (version == 2 && (!ckptGet(d, pos, epoch) || !ckptGet(d, pos, batch))) || !ckptGet(d, pos, count))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  std::vector<std::pair<size_t, size_t>> copies;
+  for (uint32_t k = 0; k < count; ++k) {
+    uint32_t len;
+    int32_t dtype;
+    int64_t bytes;
+    if (!ckptGet(d, pos, len) || pos + len > d.size())
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry " + std::to_string(k) + ")");
+    std::string name = d.substr(pos, len);
+    pos += len;
+    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 || static_cast<uint64_t>(bytes) > d.size() - pos)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry '" + name + "')");
+    size_t slot = @SLOTS@;
+    for (size_t i = 0; i < @SLOTS@; ++i)
+      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) && name == kSlotName[i])
+        slot = i;
     // An entry of no slot of this graph (the state `ampc run` keeps for
     // the file's other graphs) is skipped; the fingerprint has matched.
-    << "    if (slot != " << numSlots
-    << " && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    if (slot != " << numSlots << ")\n"
-    << "      copies.push_back({slot, pos});\n"
-    << "    pos += static_cast<size_t>(bytes);\n  }\n"
-    << "  for (const auto &c : copies)\n"
-    << "    AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + "
-       "c.second,\n"
-    << "                         static_cast<size_t>(kSlotBytes[c.first]),\n"
-    << "                         AMPC_MEMCPY_HOST_TO_DEVICE));\n"
-    << "  return AMPC_OK;\n}\n";
+    if (slot != @SLOTS@ && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + name + "' as " + ampcDtypeName(dtype) + ", " + std::to_string(bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
+    if (slot != @SLOTS@)
+      copies.push_back({slot, pos});
+    pos += static_cast<size_t>(bytes);
+  }
+  // Everything checked: only now is the state overwritten.
+  for (const auto &c : copies)
+    AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE));
+  return AMPC_OK;
+})cpp";
+    auto replaceAll = [&](StringRef from, const std::string &to) {
+      for (size_t at = text.find(from.str()); at != std::string::npos;
+           at = text.find(from.str(), at + to.size()))
+        text.replace(at, from.size(), to);
+    };
+    replaceAll("@N@", n);
+    replaceAll("@SLOTS@", std::to_string(numSlots));
+    replaceAll("@FP@", std::to_string(p.fingerprint));
+    b2 << text << "\n";
+  }
 
   verbatim(tail);
   llvm::raw_string_ostream src(sourceText);

@@ -233,3 +233,8 @@ ampc_status checkGemmLayout(const char *fn, const char *cName,
 } // namespace ampc
 
 extern "C" const char *ampc_last_error(void) { return ampc::lastError; }
+
+extern "C" ampc_status ampc_set_last_error(ampc_status status,
+                                           const char *message) {
+  return ampc::setError(status, "%s", message ? message : "");
+}

@@ -2,6 +2,9 @@
 //---------------------------===//
 #include "test_util.h"
 
+#include <string>
+#include <thread>
+
 using namespace ampc_test;
 
 namespace {
@@ -15,6 +18,39 @@ TEST(Version, MatchesHeader) {
   EXPECT_STREQ(ampc_status_string(AMPC_ERROR_NO_DEVICE), "no device");
   EXPECT_STREQ(ampc_status_string(static_cast<ampc_status>(99)),
                "unknown status");
+}
+
+// 1.4: code outside the runtime (the code --emit=cpp writes) sets the text.
+TEST(LastError, SetFromOutside) {
+  EXPECT_EQ(ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT,
+                                "mlp_load: checkpoint 'a' is truncated"),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "mlp_load: checkpoint 'a' is truncated");
+  // '%' is text, not a format.
+  EXPECT_EQ(ampc_set_last_error(AMPC_OK, "100% %s %n"), AMPC_OK);
+  EXPECT_STREQ(ampc_last_error(), "100% %s %n");
+  EXPECT_EQ(ampc_set_last_error(AMPC_ERROR_INTERNAL, nullptr),
+            AMPC_ERROR_INTERNAL);
+  EXPECT_STREQ(ampc_last_error(), "");
+  // Any status passes through; a long message is cut at 1023 bytes.
+  EXPECT_EQ(ampc_set_last_error(static_cast<ampc_status>(1234), "x"),
+            static_cast<ampc_status>(1234));
+  std::string longText(5000, 'y');
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, longText.c_str());
+  EXPECT_EQ(std::string(ampc_last_error()), longText.substr(0, 1023));
+  // Thread-local: another thread's text is its own.
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "main thread");
+  std::string other;
+  std::thread t([&] {
+    ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "other thread");
+    other = ampc_last_error();
+  });
+  t.join();
+  EXPECT_EQ(other, "other thread");
+  EXPECT_STREQ(ampc_last_error(), "main thread");
+  // The runtime's own failures replace it.
+  EXPECT_EQ(ampc_synchronize(nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_STRNE(ampc_last_error(), "main thread");
 }
 
 TEST(Context, CudaWithoutGpuIsACleanError) {

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 3
+#define AMPC_RUNTIME_VERSION_MINOR 4
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -146,6 +146,13 @@ typedef struct ampc_arena_impl *ampc_arena;
 AMPC_API uint32_t ampc_runtime_version(void);
 /// Text describing the last failure on this thread ("" if none).
 AMPC_API const char *ampc_last_error(void);
+/// Sets the text ampc_last_error() returns on this thread to `message` (NULL
+/// clears it; at most 1023 bytes are kept) and returns `status` unchanged,
+/// whatever its value, so that code outside the runtime (the code ampc
+/// --emit=cpp writes) can fail with `return ampc_set_last_error(status,
+/// "NAME_load: ...");` like an entry point of the runtime (1.4).
+AMPC_API ampc_status ampc_set_last_error(ampc_status status,
+                                         const char *message);
 /// A static name for a status code.
 AMPC_API const char *ampc_status_string(ampc_status status);
 /// Size in bytes of one element of `dtype`.
