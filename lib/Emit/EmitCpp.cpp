@@ -714,12 +714,25 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     for (auto view : step.getOps<rt::ViewOp>())
       where[view.getResult()] = "s->arena + " + std::to_string(view.getOffset());
   }
+  // A NULL argument of a generated function: a status and a message that
+  // names the function and the argument.
+  auto nullChecks = [&](const std::string &fn,
+                        std::initializer_list<std::pair<const char *,
+                                                        const char *>> args) {
+    std::string out;
+    for (auto [test, name] : args)
+      if (std::string(test) != "false")
+        out += std::string("  if (") + test + ")\n    return ampcFail("
+               "AMPC_ERROR_NULL_POINTER, \"" + n + "_" + fn + ": " + name +
+               " is NULL\");\n";
+    return out;
+  };
   std::string tail;
   llvm::raw_string_ostream b2(tail);
   b2 << "ampc_status " << n << "_step(" << n
      << "_state *s, const void *const *inputs) {\n"
-     << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
-     << "    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("step", {{"!s", "state"},
+                         {numInputs > 0 ? "!inputs" : "false", "inputs"}})
      << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
      << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
   if (p.scaleSlot >= 0)
@@ -740,8 +753,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_micro_step(" << n
        << "_state *s, const void *const *inputs) {\n"
-       << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
-       << "    return AMPC_ERROR_NULL_POINTER;\n"
+       << nullChecks("micro_step", {{"!s", "state"},
+                         {numInputs > 0 ? "!inputs" : "false", "inputs"}})
        << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
        << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
     if (p.scaleSlot >= 0)
@@ -751,7 +764,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  return " << n
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_update(" << n << "_state *s) {\n"
-       << "  if (!s)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << nullChecks("update", {{"!s", "state"}})
        << "  s->micro = 0;\n"
        << "  return " << n
        << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n";
@@ -772,7 +785,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   };
   b2 << "ampc_status " << n << "_check(" << n
      << "_state *s, const char **message) {\n"
-     << "  if (!s || !message)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("check", {{"!s", "state"}, {"!message", "message"}})
      << "  *message = NULL;\n  int32_t site = -1;\n"
      << "  AMPC_TRY(ampc_check_read(s->ctx, AMPC_CHECK_INDEX, 0, &site));\n"
      << "  switch (site) {\n";
@@ -794,7 +807,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "  return AMPC_OK;\n}\n\n";
   b2 << "ampc_status " << n << "_skipped(" << n
      << "_state *s, int32_t *skipped) {\n"
-     << "  if (!s || !skipped)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("skipped", {{"!s", "state"}, {"!skipped", "skipped"}})
      << "  *skipped = 0;\n";
   if (p.foundInf) {
     std::string w = where.lookup(p.foundInf);
@@ -821,7 +834,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   b2 << "};\n\n";
   b2 << "ampc_status " << n << "_overflow(" << n << "_state *s, " << n
      << "_overflow_site *site) {\n"
-     << "  if (!s || !site)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("overflow", {{"!s", "state"}, {"!site", "site"}})
      << "  site->op = site->name = site->loc = site->pass = NULL;\n"
      << "  // The skipped step left params and optimizer state as they were; "
         "the\n  // replay may touch state (and uses the step's scale), so "
@@ -859,6 +872,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "    site->pass = kSourceInfo[found][3];\n  }\n"
      << "  return AMPC_OK;\n}\n\n";
   b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
+     << "  if (!s)\n    return NULL;\n"
      << "  switch (index) {\n";
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     std::string w = where.lookup(p.outputs[i].buffer);
@@ -873,7 +887,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
 
 ampc_status @N@_save(@N@_state *s, const char *path) {
-  std::string d("AMPCCKPT", 8);
+@NULLS_SAVE@  std::string d("AMPCCKPT", 8);
   ckptPut<uint32_t>(d, 1);
   ckptPut<uint64_t>(d, kFingerprint);
   ckptPut<int64_t>(d, 0);
@@ -920,7 +934,7 @@ ampc_status @N@_save(@N@_state *s, const char *path) {
 }
 
 ampc_status @N@_load(@N@_state *s, const char *path) {
-  FILE *f = std::fopen(path, "rb");
+@NULLS_LOAD@  FILE *f = std::fopen(path, "rb");
   if (!f)
     return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
   std::string d;
@@ -995,6 +1009,10 @@ ampc_status @N@_load(@N@_state *s, const char *path) {
            at = text.find(from.str(), at + to.size()))
         text.replace(at, from.size(), to);
     };
+    replaceAll("@NULLS_SAVE@",
+               nullChecks("save", {{"!s", "state"}, {"!path", "path"}}));
+    replaceAll("@NULLS_LOAD@",
+               nullChecks("load", {{"!s", "state"}, {"!path", "path"}}));
     replaceAll("@N@", n);
     replaceAll("@SLOTS@", std::to_string(numSlots));
     replaceAll("@FP@", std::to_string(p.fingerprint));
