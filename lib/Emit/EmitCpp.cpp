@@ -999,6 +999,16 @@ ampc_status @N@_load(@N@_state *s, const char *path) {
       copies.push_back({slot, pos});
     pos += static_cast<size_t>(bytes);
   }
+  // Every param, state and buffer of the graph must be there.
+  for (size_t i = 0; i < @SLOTS@; ++i) {
+    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+      continue;
+    bool found = false;
+    for (const auto &c : copies)
+      found = found || c.first == i;
+    if (!found)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has no '" + kSlotName[i] + "', which graph '@N@' needs");
+  }
   // Everything checked: only now is the state overwritten.
   for (const auto &c : copies)
     AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE));

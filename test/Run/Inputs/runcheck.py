@@ -16,7 +16,8 @@
                               checks that the data fills the file exactly
   ckpt-edit IN OUT EDIT       writes checkpoint IN changed by EDIT to OUT, with
                               its checksum made right again: version=N,
-                              dtype=NAME:D (entry NAME's dtype), count+1 (one
+                              dtype=NAME:D (entry NAME's dtype), drop=NAME
+                              (entry NAME removed), count+1 (one
                               entry more than it holds); flip (one byte of
                               the data flipped, the checksum left as it was)
 """
@@ -167,6 +168,21 @@ def ckpt_edit(src, out, edit):
     elif edit == "count+1":
         (count,) = struct.unpack_from("<I", body, count_at)
         struct.pack_into("<I", body, count_at, count + 1)
+    elif edit.startswith("drop="):
+        (count,) = struct.unpack_from("<I", body, count_at)
+        pos = count_at + 4
+        for _ in range(count):
+            start = pos
+            (n,) = struct.unpack_from("<I", body, pos)
+            entry = body[pos + 4:pos + 4 + n].decode()
+            (size,) = struct.unpack_from("<q", body, pos + 4 + n + 4)
+            pos += 4 + n + 12 + size
+            if entry == edit[5:]:
+                del body[start:pos]
+                struct.pack_into("<I", body, count_at, count - 1)
+                break
+        else:
+            fail("no entry %s" % edit[5:])
     elif edit.startswith("dtype="):
         name, dtype = edit[6:].split(":")
         (count,) = struct.unpack_from("<I", body, count_at)
