@@ -81,6 +81,23 @@ TEST(Context, BadArguments) {
             AMPC_ERROR_UNSUPPORTED_DTYPE);
 }
 
+// A size the 256-byte rounding would wrap to 0 is out of memory, not a
+// pointer to a few bytes (the CPU backend returned AMPC_OK for these).
+TEST_F(Errors, AllocationSizesThatWrap) {
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255}) {
+    void *p = reinterpret_cast<void *>(0x1);
+    EXPECT_EQ(ampc_malloc(ctx, bytes, &p), AMPC_ERROR_OUT_OF_MEMORY) << bytes;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::string(ampc_last_error()).find("cannot allocate"),
+              std::string::npos)
+        << ampc_last_error();
+    ampc_arena arena = reinterpret_cast<ampc_arena>(0x1);
+    EXPECT_EQ(ampc_arena_create(ctx, bytes, &arena), AMPC_ERROR_OUT_OF_MEMORY)
+        << bytes;
+    EXPECT_EQ(arena, nullptr);
+  }
+}
+
 TEST_F(Errors, NullPointers) {
   Tensor x({4}, AMPC_F32), y({4}, AMPC_F32);
   EXPECT_EQ(ampc_relu_fwd(nullptr, T(y), T(x)), AMPC_ERROR_NULL_POINTER);
