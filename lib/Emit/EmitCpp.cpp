@@ -516,8 +516,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     verbatim(text);
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
-  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "string",
-                        "utility", "vector"})
+  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "new",
+                        "string", "utility", "vector"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
 
@@ -647,7 +647,9 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "_create: the context is a \"\n                    \"" << (cuda ? "cpu" : "cuda")
        << " context; this code was generated for \"\n                    "
           "\"--target=" << (cuda ? "cuda" : "cpu") << "\");\n"
-       << "  " << n << "_state *s = new " << n << "_state();\n"
+       << "  " << n << "_state *s = new (std::nothrow) " << n << "_state();\n"
+       << "  if (!s)\n    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \""
+       << n << "_create: out of host memory\");\n"
        << "  s->ctx = ctx;\n  s->seed = seed;\n"
        << "  ampc_status st = ampc_arena_create(ctx, "
        << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
@@ -726,6 +728,20 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
                "AMPC_ERROR_NULL_POINTER, \"" + n + "_" + fn + ": " + name +
                " is NULL\");\n";
     return out;
+  };
+  // NAME_FN, extern "C", around NAME_FN_impl: no C++ exception (a
+  // std::bad_alloc of the host buffers) leaves the generated C ABI.
+  auto guardedWrapper = [&](const std::string &fn, const std::string &param,
+                            const std::string &arg) {
+    std::string f = n + "_" + fn;
+    return "ampc_status " + f + "(" + n + "_state *s, " + param + ") {\n" +
+           "  try {\n    return " + f + "_impl(s, " + arg + ");\n" +
+           "  } catch (const std::bad_alloc &) {\n" +
+           "    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \"" + f +
+           ": out of host memory\");\n" +
+           "  } catch (...) {\n" +
+           "    return ampc_set_last_error(AMPC_ERROR_INTERNAL, \"" + f +
+           ": unexpected C++ exception\");\n  }\n}\n\n";
   };
   std::string tail;
   llvm::raw_string_ostream b2(tail);
@@ -832,7 +848,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   if (numSources == 0)
     b2 << "{NULL, NULL, NULL, NULL}";
   b2 << "};\n\n";
-  b2 << "ampc_status " << n << "_overflow(" << n << "_state *s, " << n
+  b2 << "static ampc_status " << n << "_overflow_impl(" << n << "_state *s, " << n
      << "_overflow_site *site) {\n"
      << nullChecks("overflow", {{"!s", "state"}, {"!site", "site"}})
      << "  site->op = site->name = site->loc = site->pass = NULL;\n"
@@ -871,6 +887,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "    site->loc = kSourceInfo[found][2];\n"
      << "    site->pass = kSourceInfo[found][3];\n  }\n"
      << "  return AMPC_OK;\n}\n\n";
+  b2 << guardedWrapper("overflow", n + "_overflow_site *site", "site");
   b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
      << "  if (!s)\n    return NULL;\n"
      << "  switch (index) {\n";
@@ -886,7 +903,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   {
     std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
 
-ampc_status @N@_save(@N@_state *s, const char *path) {
+static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
 @NULLS_SAVE@  std::string d("AMPCCKPT", 8);
   ckptPut<uint32_t>(d, 1);
   ckptPut<uint64_t>(d, kFingerprint);
@@ -933,7 +950,7 @@ ampc_status @N@_save(@N@_state *s, const char *path) {
   return AMPC_OK;
 }
 
-ampc_status @N@_load(@N@_state *s, const char *path) {
+static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
 @NULLS_LOAD@  FILE *f = std::fopen(path, "rb");
   if (!f)
     return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
@@ -1026,7 +1043,8 @@ ampc_status @N@_load(@N@_state *s, const char *path) {
     replaceAll("@N@", n);
     replaceAll("@SLOTS@", std::to_string(numSlots));
     replaceAll("@FP@", std::to_string(p.fingerprint));
-    b2 << text << "\n";
+    b2 << text << "\n\n" << guardedWrapper("save", "const char *path", "path")
+       << guardedWrapper("load", "const char *path", "path");
   }
 
   verbatim(tail);

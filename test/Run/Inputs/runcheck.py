@@ -20,6 +20,8 @@
                               (entry NAME removed), count+1 (one
                               entry more than it holds); flip (one byte of
                               the data flipped, the checksum left as it was)
+  sparse FILE BYTES           creates FILE of BYTES zero bytes (sparse)
+  limit-as BYTES CMD ARG...   runs CMD with its address space limited to BYTES
 """
 import json
 import struct
@@ -203,6 +205,18 @@ def ckpt_edit(src, out, edit):
     open(out, "wb").write(bytes(body) + struct.pack("<Q", fnv1a(body)))
 
 
+def sparse(path, size):
+    with open(path, "wb") as f:
+        f.truncate(int(size))
+
+
+def limit_as(size, *cmd):
+    import os
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (int(size), int(size)))
+    os.execv(cmd[0], list(cmd))
+
+
 def npy_header(*paths):
     import ast
     import os
@@ -228,4 +242,4 @@ if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
      "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header,
-     "ckpt-edit": ckpt_edit}[cmd.replace("-", "_") if False else cmd](*args)
+     "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as}[cmd.replace("-", "_") if False else cmd](*args)
