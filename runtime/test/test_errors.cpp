@@ -121,6 +121,33 @@ TEST_F(Errors, NullPointers) {
             AMPC_ERROR_NULL_POINTER);
 }
 
+// A shape whose element count (in bytes) does not fit in int64_t: the
+// product of its dims wrapped to 0 or a small number and the call succeeded
+// (relu of [2^62, 4] returned AMPC_OK having done nothing).
+TEST_F(Errors, ShapesTooLargeToAddress) {
+  float buf[8] = {};
+  const int64_t wraps[2] = {int64_t(1) << 62, 4};      // 2^64 elements
+  const int64_t bytesWrap[1] = {int64_t(1) << 62};     // 2^64 bytes of f32
+  const int64_t huge[2] = {INT64_MAX, 2};
+  for (const int64_t *dims : {wraps, huge}) {
+    EXPECT_EQ(ampc_relu_fwd(ctx, buf, AMPC_F32, dims, 2, buf, AMPC_F32, dims, 2),
+              AMPC_ERROR_SHAPE_MISMATCH);
+    EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+              std::string::npos)
+        << ampc_last_error();
+  }
+  EXPECT_EQ(ampc_relu_fwd(ctx, buf, AMPC_F32, bytesWrap, 1, buf, AMPC_F32,
+                          bytesWrap, 1),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_relu_fwd: tensor 'y' of shape "
+                                  "[4611686018427387904] has more than 2^63 "
+                                  "bytes");
+  // An empty tensor with a huge dim elsewhere is still empty.
+  const int64_t empty[3] = {0, INT64_MAX, 4};
+  EXPECT_OK(ampc_relu_fwd(ctx, buf, AMPC_F32, empty, 3, buf, AMPC_F32, empty,
+                          3));
+}
+
 TEST_F(Errors, ShapeMismatches) {
   Tensor a({2, 3}, AMPC_F32), b({4}, AMPC_F32), y({2, 3}, AMPC_F32);
   EXPECT_EQ(ampc_add_fwd(ctx, T(y), T(a), T(b)), AMPC_ERROR_SHAPE_MISMATCH);
