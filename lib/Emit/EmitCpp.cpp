@@ -414,6 +414,15 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
                          const std::string &header, std::string &headerText,
                          std::string &sourceText) {
   const std::string &n = p.name;
+  // The functions are NAME_create, NAME_destroy, ...: under the runtime's
+  // prefix they can be the runtime's own (a graph `ampc_comm` declared
+  // ampc_comm_destroy again, and the code did not compile).
+  if (llvm::StringRef(n).starts_with("ampc_"))
+    return p.op.emitError("graph '")
+           << n << "': --emit=cpp names its functions " << n
+           << "_create, " << n
+           << "_step, ..., and the prefix 'ampc_' belongs to the runtime's "
+              "C ABI; rename the graph";
   int32_t numInputs = 0;
   for (const Slot &s : p.slots)
     numInputs += s.role == Slot::Role::Input;
