@@ -16,11 +16,13 @@
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace ampc;
 using namespace ampc::rt;
@@ -368,6 +370,37 @@ private:
   }
 };
 
+/// `text` as a C string literal with the same bytes: quotes, backslashes and
+/// control characters escaped (octal, three digits, so that no following
+/// digit is taken into the escape).
+std::string cStringLiteral(llvm::StringRef text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// `text` for a `//` comment: control characters (a newline would end it)
+/// and backslashes (one before a line end would continue it) as '?'.
+std::string commentText(llvm::StringRef text) {
+  std::string out = text.str();
+  for (char &ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '\\')
+      ch = '?';
+  return out;
+}
+
 const char *kSupport = R"cpp(
 #define AMPC_UNUSED(x) (void)(x)
 #define AMPC_TRY(x)                                                            \
@@ -417,6 +450,16 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   // The functions are NAME_create, NAME_destroy, ...: under the runtime's
   // prefix they can be the runtime's own (a graph `ampc_comm` declared
   // ampc_comm_destroy again, and the code did not compile).
+  auto identifier = [](llvm::StringRef name) {
+    if (name.empty() || llvm::isDigit(name[0]))
+      return false;
+    return llvm::all_of(name,
+                        [](char ch) { return llvm::isAlnum(ch) || ch == '_'; });
+  };
+  if (!identifier(n))
+    return p.op.emitError("graph '")
+           << n << "': --emit=cpp names its functions after the graph, which "
+              "needs a C identifier (letters, digits, '_')";
   if (llvm::StringRef(n).starts_with("ampc_"))
     return p.op.emitError("graph '")
            << n << "': --emit=cpp names its functions " << n
@@ -442,7 +485,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "/// Inputs, in graph order:";
     for (const Slot &s : p.slots)
       if (s.role == Slot::Role::Input)
-        h << " " << s.name;
+        h << " " << commentText(s.name);
     h << ".\nint32_t " << n << "_num_inputs(void);\n"
       << "/// Bytes of input `index` (dense, row-major).\n"
       << "int64_t " << n << "_input_bytes(int32_t index);\n"
@@ -556,7 +599,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
       inputSlots.push_back(i);
-    names += (i ? ", \"" : "\"") + slot.name + "\"";
+    names += (i ? ", " : "") + cStringLiteral(slot.name);
   }
   names += numSlots ? "}" : "\"\"}";
   i64Table("kSlotBytes", bytes, b.getI64Type());
