@@ -974,7 +974,9 @@ static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
     ckptPut<int64_t>(d, kSlotBytes[i]);
     size_t at = d.size();
     d.resize(at + static_cast<size_t>(kSlotBytes[i]));
-    AMPC_TRY(ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST));
+    ampc_status st = ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST);
+    if (st != AMPC_OK)
+      return ampcFail(st, "@N@_save: cannot read '" + std::string(kSlotName[i]) + "' for '" + path + "': " + ampc_last_error());
   }
   ckptPut<uint64_t>(d, ckptHash(d));
   // Written to PATH.tmp, then renamed: an existing checkpoint is replaced
@@ -1079,8 +1081,11 @@ static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
       return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has no '" + kSlotName[i] + "', which graph '@N@' needs");
   }
   // Everything checked: only now is the state overwritten.
-  for (const auto &c : copies)
-    AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE));
+  for (const auto &c : copies) {
+    ampc_status st = ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
+    if (st != AMPC_OK)
+      return ampcFail(st, bad + "could not be copied into '" + kSlotName[c.first] + "': " + ampc_last_error());
+  }
   return AMPC_OK;
 })cpp";
     auto replaceAll = [&](StringRef from, const std::string &to) {
