@@ -146,6 +146,38 @@ TEST_F(Errors, ShapesTooLargeToAddress) {
   const int64_t empty[3] = {0, INT64_MAX, 4};
   EXPECT_OK(ampc_relu_fwd(ctx, buf, AMPC_F32, empty, 3, buf, AMPC_F32, empty,
                           3));
+  // Entry points that take an element count: numel * element size wrapped
+  // (ampc_fill and ampc_check_nonfinite of INT64_MAX f32 returned AMPC_OK).
+  const int64_t tooMany = INT64_MAX / 4 + 1;
+  EXPECT_EQ(ampc_fill(ctx, buf, AMPC_F32, tooMany, 0.0),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_init_uniform(ctx, buf, AMPC_F16, INT64_MAX, 1, 0, 0.0, 1.0),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_EQ(ampc_check_nonfinite(ctx, buf, AMPC_F32, INT64_MAX, 0),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  float found = 0.0f, scale = 1.0f;
+  void *grads[1] = {buf};
+  ampc_dtype dtypes[1] = {AMPC_F32};
+  int64_t numels[1] = {tooMany};
+  EXPECT_EQ(ampc_check_finite_unscale(ctx, &found, AMPC_F32, grads, dtypes,
+                                      numels, 1, &scale),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  int32_t micro = 0;
+  EXPECT_EQ(ampc_grad_accumulate(ctx, grads, grads, dtypes, numels, 1, &micro,
+                                 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
 }
 
 TEST_F(Errors, ShapeMismatches) {
