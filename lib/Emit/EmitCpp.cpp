@@ -689,6 +689,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     llvm::raw_string_ostream os(text);
     os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
        << n << "_state **out) {\n"
+       << "  if (out)\n    *out = NULL; // as ampc_context_create: NULL on failure\n"
        << "  if (!ctx || !out)\n    return ampcFail(AMPC_ERROR_NULL_POINTER, \""
        << n << "_create: \" +\n                    std::string(!ctx ? \"ctx\" : "
           "\"state\") + \" is NULL\");\n"

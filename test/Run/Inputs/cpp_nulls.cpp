@@ -16,6 +16,11 @@ int main() {
   FN(state) *s = nullptr;
   show("create(NULL ctx)", FN(create)(nullptr, 0, &s));
   show("create(NULL out)", FN(create)(ctx, 0, nullptr));
+  // A failed create leaves *state NULL (it was left as it was).
+  s = reinterpret_cast<FN(state) *>(0x1);
+  FN(create)(nullptr, 0, &s);
+  std::printf("state after a failed create: %p\n", static_cast<void *>(s));
+  std::fflush(stdout);
   show("step(NULL)", FN(step)(nullptr, nullptr));
 #ifdef AMPC_NULLS_ACCUMULATE
   show("micro_step(NULL)", FN(micro_step)(nullptr, nullptr));
