@@ -255,5 +255,14 @@ extern "C" const char *ampc_last_error(void) { return ampc::lastError; }
 
 extern "C" ampc_status ampc_set_last_error(ampc_status status,
                                            const char *message) {
-  return ampc::setError(status, "%s", message ? message : "");
+  // The message may be (a part of) the text it replaces, as in
+  // ampc_set_last_error(st, ampc_last_error()): copied aside first, since
+  // vsnprintf's source and destination must not overlap.
+  char copy[sizeof(ampc::lastError)];
+  size_t n = 0;
+  if (message)
+    for (; n + 1 < sizeof(copy) && message[n]; ++n)
+      copy[n] = message[n];
+  copy[n] = '\0';
+  return ampc::setError(status, "%s", copy);
 }

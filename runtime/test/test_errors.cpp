@@ -48,6 +48,12 @@ TEST(LastError, SetFromOutside) {
   t.join();
   EXPECT_EQ(other, "other thread");
   EXPECT_STREQ(ampc_last_error(), "main thread");
+  // The text itself, or a part of it, as the message.
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "mlp_load: checkpoint");
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, ampc_last_error() + 10);
+  EXPECT_STREQ(ampc_last_error(), "checkpoint");
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, ampc_last_error());
+  EXPECT_STREQ(ampc_last_error(), "checkpoint");
   // The runtime's own failures replace it.
   EXPECT_EQ(ampc_synchronize(nullptr), AMPC_ERROR_NULL_POINTER);
   EXPECT_STRNE(ampc_last_error(), "main thread");
