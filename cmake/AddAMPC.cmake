@@ -78,8 +78,16 @@ function(ampc_install_compiler)
   configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ampcConfig.cmake.in
     ${PROJECT_BINARY_DIR}/ampcConfig.cmake
     INSTALL_DESTINATION ${cmake_dir})
+  # One version for the package, whichever way it was installed: the
+  # runtime's (the ABI that code from --emit=cpp needs), so that
+  # find_package(ampc 1.4) finds a whole-tree install as it finds a
+  # runtime-only one (this file said PROJECT_VERSION, 1.0.0).
+  set(package_version ${PROJECT_VERSION})
+  if(TARGET ampc_runtime)
+    get_target_property(package_version ampc_runtime VERSION)
+  endif()
   write_basic_package_version_file(${PROJECT_BINARY_DIR}/ampcConfigVersion.cmake
-    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+    VERSION ${package_version} COMPATIBILITY SameMajorVersion)
   install(FILES ${PROJECT_BINARY_DIR}/ampcConfig.cmake
     ${PROJECT_BINARY_DIR}/ampcConfigVersion.cmake
     DESTINATION ${cmake_dir} COMPONENT ampc_compiler)

@@ -52,6 +52,10 @@ if shutil.which("g++"):
 if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"))
+# scripts/sanitize.sh runs the suite with ASAN_OPTIONS set (and its g++
+# wrapper instruments the programs tests build).
+if "ASAN_OPTIONS" in os.environ:
+    config.available_features.add("asan")
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")
 

@@ -16,11 +16,13 @@
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace ampc;
 using namespace ampc::rt;
@@ -368,6 +370,37 @@ private:
   }
 };
 
+/// `text` as a C string literal with the same bytes: quotes, backslashes and
+/// control characters escaped (octal, three digits, so that no following
+/// digit is taken into the escape).
+std::string cStringLiteral(llvm::StringRef text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// `text` for a `//` comment: control characters (a newline would end it)
+/// and backslashes (one before a line end would continue it) as '?'.
+std::string commentText(llvm::StringRef text) {
+  std::string out = text.str();
+  for (char &ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '\\')
+      ch = '?';
+  return out;
+}
+
 const char *kSupport = R"cpp(
 #define AMPC_UNUSED(x) (void)(x)
 #define AMPC_TRY(x)                                                            \
@@ -396,6 +429,16 @@ template <typename T> bool ckptGet(const std::string &s, size_t &pos, T &v) {
   pos += sizeof(T);
   return true;
 }
+/// Fails with `text` as what ampc_last_error() says.
+ampc_status ampcFail(ampc_status status, const std::string &text) {
+  return ampc_set_last_error(status, text.c_str());
+}
+std::string ampcDtypeName(int32_t dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16", "i32", "i64",
+                                      "bool"};
+  return dtype >= 0 && dtype <= 5 ? names[dtype]
+                                  : "dtype " + std::to_string(dtype);
+}
 } // namespace
 )cpp";
 } // namespace
@@ -404,6 +447,25 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
                          const std::string &header, std::string &headerText,
                          std::string &sourceText) {
   const std::string &n = p.name;
+  // The functions are NAME_create, NAME_destroy, ...: under the runtime's
+  // prefix they can be the runtime's own (a graph `ampc_comm` declared
+  // ampc_comm_destroy again, and the code did not compile).
+  auto identifier = [](llvm::StringRef name) {
+    if (name.empty() || llvm::isDigit(name[0]))
+      return false;
+    return llvm::all_of(name,
+                        [](char ch) { return llvm::isAlnum(ch) || ch == '_'; });
+  };
+  if (!identifier(n))
+    return p.op.emitError("graph '")
+           << n << "': --emit=cpp names its functions after the graph, which "
+              "needs a C identifier (letters, digits, '_')";
+  if (llvm::StringRef(n).starts_with("ampc_"))
+    return p.op.emitError("graph '")
+           << n << "': --emit=cpp names its functions " << n
+           << "_create, " << n
+           << "_step, ..., and the prefix 'ampc_' belongs to the runtime's "
+              "C ABI; rename the graph";
   int32_t numInputs = 0;
   for (const Slot &s : p.slots)
     numInputs += s.role == Slot::Role::Input;
@@ -423,7 +485,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "/// Inputs, in graph order:";
     for (const Slot &s : p.slots)
       if (s.role == Slot::Role::Input)
-        h << " " << s.name;
+        h << " " << commentText(s.name);
     h << ".\nint32_t " << n << "_num_inputs(void);\n"
       << "/// Bytes of input `index` (dense, row-major).\n"
       << "int64_t " << n << "_input_bytes(int32_t index);\n"
@@ -452,7 +514,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "_state *state, int32_t index);\n"
       << "/// Checkpoints (parameters, optimizer and scaler state); the format "
          "of\n/// `ampc run --save`. Written atomically; loading checks "
-         "everything first.\n"
+         "everything first.\n/// On failure ampc_last_error() names the "
+         "function, the path and the reason.\n"
       << "ampc_status " << n << "_save(" << n
       << "_state *state, const char *path);\n"
       << "ampc_status " << n << "_load(" << n
@@ -505,8 +568,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     verbatim(text);
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
-  for (const char *h : {"cmath", "cstdio", "cstring", "string", "utility",
-                        "vector"})
+  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "new",
+                        "string", "utility", "vector"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
 
@@ -536,7 +599,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
       inputSlots.push_back(i);
-    names += (i ? ", \"" : "\"") + slot.name + "\"";
+    names += (i ? ", " : "") + cStringLiteral(slot.name);
   }
   names += numSlots ? "}" : "\"\"}";
   i64Table("kSlotBytes", bytes, b.getI64Type());
@@ -626,13 +689,20 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     llvm::raw_string_ostream os(text);
     os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
        << n << "_state **out) {\n"
-       << "  if (!ctx || !out)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << "  if (out)\n    *out = NULL; // as ampc_context_create: NULL on failure\n"
+       << "  if (!ctx || !out)\n    return ampcFail(AMPC_ERROR_NULL_POINTER, \""
+       << n << "_create: \" +\n                    std::string(!ctx ? \"ctx\" : "
+          "\"state\") + \" is NULL\");\n"
        << "  ampc_backend backend;\n"
        << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
        << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
-       << ")\n    return AMPC_ERROR_INVALID_ARGUMENT; // generated for --target="
-       << (cuda ? "cuda" : "cpu") << "\n"
-       << "  " << n << "_state *s = new " << n << "_state();\n"
+       << ")\n    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
+       << "_create: the context is a \"\n                    \"" << (cuda ? "cpu" : "cuda")
+       << " context; this code was generated for \"\n                    "
+          "\"--target=" << (cuda ? "cuda" : "cpu") << "\");\n"
+       << "  " << n << "_state *s = new (std::nothrow) " << n << "_state();\n"
+       << "  if (!s)\n    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \""
+       << n << "_create: out of host memory\");\n"
        << "  s->ctx = ctx;\n  s->seed = seed;\n"
        << "  ampc_status st = ampc_arena_create(ctx, "
        << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
@@ -699,12 +769,39 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     for (auto view : step.getOps<rt::ViewOp>())
       where[view.getResult()] = "s->arena + " + std::to_string(view.getOffset());
   }
+  // A NULL argument of a generated function: a status and a message that
+  // names the function and the argument.
+  auto nullChecks = [&](const std::string &fn,
+                        std::initializer_list<std::pair<const char *,
+                                                        const char *>> args) {
+    std::string out;
+    for (auto [test, name] : args)
+      if (std::string(test) != "false")
+        out += std::string("  if (") + test + ")\n    return ampcFail("
+               "AMPC_ERROR_NULL_POINTER, \"" + n + "_" + fn + ": " + name +
+               " is NULL\");\n";
+    return out;
+  };
+  // NAME_FN, extern "C", around NAME_FN_impl: no C++ exception (a
+  // std::bad_alloc of the host buffers) leaves the generated C ABI.
+  auto guardedWrapper = [&](const std::string &fn, const std::string &param,
+                            const std::string &arg) {
+    std::string f = n + "_" + fn;
+    return "ampc_status " + f + "(" + n + "_state *s, " + param + ") {\n" +
+           "  try {\n    return " + f + "_impl(s, " + arg + ");\n" +
+           "  } catch (const std::bad_alloc &) {\n" +
+           "    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \"" + f +
+           ": out of host memory\");\n" +
+           "  } catch (...) {\n" +
+           "    return ampc_set_last_error(AMPC_ERROR_INTERNAL, \"" + f +
+           ": unexpected C++ exception\");\n  }\n}\n\n";
+  };
   std::string tail;
   llvm::raw_string_ostream b2(tail);
   b2 << "ampc_status " << n << "_step(" << n
      << "_state *s, const void *const *inputs) {\n"
-     << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
-     << "    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("step", {{"!s", "state"},
+                         {numInputs > 0 ? "!inputs" : "false", "inputs"}})
      << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
      << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
   if (p.scaleSlot >= 0)
@@ -725,8 +822,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_micro_step(" << n
        << "_state *s, const void *const *inputs) {\n"
-       << "  if (!s || (" << numInputs << " > 0 && !inputs))\n"
-       << "    return AMPC_ERROR_NULL_POINTER;\n"
+       << nullChecks("micro_step", {{"!s", "state"},
+                         {numInputs > 0 ? "!inputs" : "false", "inputs"}})
        << "  for (int32_t i = 0; i < " << numInputs << "; ++i)\n"
        << "    s->slot[kInputSlot[i]] = const_cast<void *>(inputs[i]);\n";
     if (p.scaleSlot >= 0)
@@ -736,7 +833,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  return " << n
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_update(" << n << "_state *s) {\n"
-       << "  if (!s)\n    return AMPC_ERROR_NULL_POINTER;\n"
+       << nullChecks("update", {{"!s", "state"}})
        << "  s->micro = 0;\n"
        << "  return " << n
        << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n";
@@ -757,7 +854,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   };
   b2 << "ampc_status " << n << "_check(" << n
      << "_state *s, const char **message) {\n"
-     << "  if (!s || !message)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("check", {{"!s", "state"}, {"!message", "message"}})
      << "  *message = NULL;\n  int32_t site = -1;\n"
      << "  AMPC_TRY(ampc_check_read(s->ctx, AMPC_CHECK_INDEX, 0, &site));\n"
      << "  switch (site) {\n";
@@ -779,7 +876,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "  return AMPC_OK;\n}\n\n";
   b2 << "ampc_status " << n << "_skipped(" << n
      << "_state *s, int32_t *skipped) {\n"
-     << "  if (!s || !skipped)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("skipped", {{"!s", "state"}, {"!skipped", "skipped"}})
      << "  *skipped = 0;\n";
   if (p.foundInf) {
     std::string w = where.lookup(p.foundInf);
@@ -804,9 +901,9 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   if (numSources == 0)
     b2 << "{NULL, NULL, NULL, NULL}";
   b2 << "};\n\n";
-  b2 << "ampc_status " << n << "_overflow(" << n << "_state *s, " << n
+  b2 << "static ampc_status " << n << "_overflow_impl(" << n << "_state *s, " << n
      << "_overflow_site *site) {\n"
-     << "  if (!s || !site)\n    return AMPC_ERROR_NULL_POINTER;\n"
+     << nullChecks("overflow", {{"!s", "state"}, {"!site", "site"}})
      << "  site->op = site->name = site->loc = site->pass = NULL;\n"
      << "  // The skipped step left params and optimizer state as they were; "
         "the\n  // replay may touch state (and uses the step's scale), so "
@@ -843,7 +940,9 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "    site->loc = kSourceInfo[found][2];\n"
      << "    site->pass = kSourceInfo[found][3];\n  }\n"
      << "  return AMPC_OK;\n}\n\n";
+  b2 << guardedWrapper("overflow", n + "_overflow_site *site", "site");
   b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
+     << "  if (!s)\n    return NULL;\n"
      << "  switch (index) {\n";
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     std::string w = where.lookup(p.outputs[i].buffer);
@@ -852,86 +951,159 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  case " << i << ":\n    return " << w << ";\n";
   }
   b2 << "  default:\n    return NULL;\n  }\n}\n\n";
-  // Checkpoints, in the executor's format.
-  b2 << "static const uint64_t kFingerprint = " << p.fingerprint << "ULL;\n\n"
-    << "ampc_status " << n << "_save(" << n << "_state *s, const char *path) {\n"
-    << "  std::string d(\"AMPCCKPT\", 8);\n"
-    << "  ckptPut<uint32_t>(d, 1);\n  ckptPut<uint64_t>(d, kFingerprint);\n"
-    << "  ckptPut<int64_t>(d, 0);\n  uint32_t count = 0;\n"
-    << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;\n"
-    << "  ckptPut<uint32_t>(d, count);\n"
-    << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-    << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
-    << "      continue;\n"
-    << "    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));\n"
-    << "    ckptPut<uint32_t>(d, len);\n    d.append(kSlotName[i], len);\n"
-    << "    ckptPut<int32_t>(d, kSlotDtype[i]);\n"
-    << "    ckptPut<int64_t>(d, kSlotBytes[i]);\n"
-    << "    size_t at = d.size();\n"
-    << "    d.resize(at + static_cast<size_t>(kSlotBytes[i]));\n"
-    << "    AMPC_TRY(ampc_memcpy(s->ctx, &d[at], s->slot[i], "
-       "static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST));\n"
-    << "  }\n  ckptPut<uint64_t>(d, ckptHash(d));\n"
-    << "  std::string tmp = std::string(path) + \".tmp\";\n"
-    << "  FILE *f = std::fopen(tmp.c_str(), \"wb\");\n"
-    << "  if (!f)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size();\n"
-    << "  ok = std::fclose(f) == 0 && ok;\n"
-    << "  if (!ok || std::rename(tmp.c_str(), path) != 0) {\n"
-    << "    std::remove(tmp.c_str());\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  }\n  return AMPC_OK;\n}\n\n";
-  b2 << "ampc_status " << n << "_load(" << n << "_state *s, const char *path) {\n"
-    << "  FILE *f = std::fopen(path, \"rb\");\n"
-    << "  if (!f)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  std::string d;\n  char chunk[65536];\n  size_t got;\n"
-    << "  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)\n"
-    << "    d.append(chunk, got);\n  std::fclose(f);\n"
-    << "  if (d.size() < 16 || d.compare(0, 8, \"AMPCCKPT\") != 0)\n"
-    << "    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  uint64_t stored;\n  std::memcpy(&stored, d.data() + d.size() - 8, 8);\n"
-    << "  d.resize(d.size() - 8);\n"
-    << "  if (ckptHash(d) != stored)\n    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  size_t pos = 8;\n  uint32_t version = 0, count = 0;\n"
-    << "  uint64_t fingerprint = 0;\n  int64_t steps = 0;\n"
-    // Version 2 (ampc run's) adds the data position (epoch, batch), which
-    // the emitted step does not keep.
-    << "  int64_t epoch = 0, batch = 0;\n"
-    << "  if (!ckptGet(d, pos, version) || (version != 1 && version != 2) ||\n"
-    << "      !ckptGet(d, pos, fingerprint) || fingerprint != kFingerprint ||\n"
-    << "      !ckptGet(d, pos, steps) ||\n"
-    << "      (version == 2 && (!ckptGet(d, pos, epoch) || "
-       "!ckptGet(d, pos, batch))) ||\n"
-    << "      !ckptGet(d, pos, count))\n"
-    << "    return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "  std::vector<std::pair<size_t, size_t>> copies;\n"
-    << "  for (uint32_t k = 0; k < count; ++k) {\n"
-    << "    uint32_t len;\n    int32_t dtype;\n    int64_t bytes;\n"
-    << "    if (!ckptGet(d, pos, len) || pos + len > d.size())\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    std::string name = d.substr(pos, len);\n    pos += len;\n"
-    << "    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 "
-       "||\n        pos + static_cast<size_t>(bytes) > d.size())\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    size_t slot = " << numSlots << ";\n"
-    << "    for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-    << "      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) &&\n"
-    << "          name == "
-       "kSlotName[i])\n        slot = i;\n"
+  // Checkpoints, in the executor's format. Every failure says, through
+  // ampc_set_last_error, which function failed, on what path and why.
+  {
+    std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
+
+static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
+@NULLS_SAVE@  std::string d("AMPCCKPT", 8);
+  ckptPut<uint32_t>(d, 1);
+  ckptPut<uint64_t>(d, kFingerprint);
+  ckptPut<int64_t>(d, 0);
+  uint32_t count = 0;
+  for (size_t i = 0; i < @SLOTS@; ++i)
+    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;
+  ckptPut<uint32_t>(d, count);
+  for (size_t i = 0; i < @SLOTS@; ++i) {
+    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+      continue;
+    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));
+    ckptPut<uint32_t>(d, len);
+    d.append(kSlotName[i], len);
+    ckptPut<int32_t>(d, kSlotDtype[i]);
+    ckptPut<int64_t>(d, kSlotBytes[i]);
+    size_t at = d.size();
+    d.resize(at + static_cast<size_t>(kSlotBytes[i]));
+    ampc_status st = ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST);
+    if (st != AMPC_OK)
+      return ampcFail(st, "@N@_save: cannot read '" + std::string(kSlotName[i]) + "' for '" + path + "': " + ampc_last_error());
+  }
+  ckptPut<uint64_t>(d, ckptHash(d));
+  // Written to PATH.tmp, then renamed: an existing checkpoint is replaced
+  // whole or kept.
+  std::string tmp = std::string(path) + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing (" + std::strerror(errno) + ")");
+  errno = 0;
+  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write '" + tmp + "' (" + (err ? std::strerror(err) : "short write") + ")");
+  }
+  if (std::rename(tmp.c_str(), path) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot rename '" + tmp + "' to '" + path + "' (" + std::strerror(err) + ")");
+  }
+  return AMPC_OK;
+}
+
+static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
+@NULLS_LOAD@  FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
+  std::string d;
+  char chunk[65536];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+    d.append(chunk, got);
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot read checkpoint '" + std::string(path) + "' (" + std::strerror(err) + ")");
+  std::string bad = "@N@_load: checkpoint '" + std::string(path) + "' ";
+  if (d.size() < 8 || d.compare(0, 8, "AMPCCKPT") != 0)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is not an ampc checkpoint");
+  if (d.size() < 16)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, d.data() + d.size() - 8, 8);
+  d.resize(d.size() - 8);
+  if (ckptHash(d) != stored)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is corrupt or truncated (checksum mismatch)");
+  size_t pos = 8;
+  uint32_t version = 0, count = 0;
+  uint64_t fingerprint = 0;
+  int64_t steps = 0;
+  // Version 2 (ampc run's) adds the data position (epoch, batch), which
+  // the emitted step does not keep.
+  int64_t epoch = 0, batch = 0;
+  if (!ckptGet(d, pos, version))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  if (version != 1 && version != 2)
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has an unsupported version " + std::to_string(version) + " (1 and 2 are read)");
+  if (!ckptGet(d, pos, fingerprint))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  if (fingerprint != kFingerprint) {
+    char fps[64];
+    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(fingerprint), static_cast<unsigned long long>(kFingerprint));
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is another program's (fingerprint " + fps + "): another graph, or graph '@N@' compiled with other options");
+  }
+  if (!ckptGet(d, pos, steps) || (version == 2 && (!ckptGet(d, pos, epoch) || !ckptGet(d, pos, batch))) || !ckptGet(d, pos, count))
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
+  std::vector<std::pair<size_t, size_t>> copies;
+  for (uint32_t k = 0; k < count; ++k) {
+    uint32_t len;
+    int32_t dtype;
+    int64_t bytes;
+    if (!ckptGet(d, pos, len) || pos + len > d.size())
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry " + std::to_string(k) + ")");
+    std::string name = d.substr(pos, len);
+    pos += len;
+    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 || static_cast<uint64_t>(bytes) > d.size() - pos)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry '" + name + "')");
+    size_t slot = @SLOTS@;
+    for (size_t i = 0; i < @SLOTS@; ++i)
+      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) && name == kSlotName[i])
+        slot = i;
     // An entry of no slot of this graph (the state `ampc run` keeps for
     // the file's other graphs) is skipped; the fingerprint has matched.
-    << "    if (slot != " << numSlots
-    << " && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))\n"
-    << "      return AMPC_ERROR_INVALID_ARGUMENT;\n"
-    << "    if (slot != " << numSlots << ")\n"
-    << "      copies.push_back({slot, pos});\n"
-    << "    pos += static_cast<size_t>(bytes);\n  }\n"
-    << "  for (const auto &c : copies)\n"
-    << "    AMPC_TRY(ampc_memcpy(s->ctx, s->slot[c.first], d.data() + "
-       "c.second,\n"
-    << "                         static_cast<size_t>(kSlotBytes[c.first]),\n"
-    << "                         AMPC_MEMCPY_HOST_TO_DEVICE));\n"
-    << "  return AMPC_OK;\n}\n";
+    if (slot != @SLOTS@ && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + name + "' as " + ampcDtypeName(dtype) + ", " + std::to_string(bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
+    if (slot != @SLOTS@)
+      copies.push_back({slot, pos});
+    pos += static_cast<size_t>(bytes);
+  }
+  // Every param, state and buffer of the graph must be there.
+  for (size_t i = 0; i < @SLOTS@; ++i) {
+    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+      continue;
+    bool found = false;
+    for (const auto &c : copies)
+      found = found || c.first == i;
+    if (!found)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has no '" + kSlotName[i] + "', which graph '@N@' needs");
+  }
+  // Everything checked: only now is the state overwritten.
+  for (const auto &c : copies) {
+    ampc_status st = ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
+    if (st != AMPC_OK)
+      return ampcFail(st, bad + "could not be copied into '" + kSlotName[c.first] + "': " + ampc_last_error());
+  }
+  return AMPC_OK;
+})cpp";
+    auto replaceAll = [&](StringRef from, const std::string &to) {
+      for (size_t at = text.find(from.str()); at != std::string::npos;
+           at = text.find(from.str(), at + to.size()))
+        text.replace(at, from.size(), to);
+    };
+    replaceAll("@NULLS_SAVE@",
+               nullChecks("save", {{"!s", "state"}, {"!path", "path"}}));
+    replaceAll("@NULLS_LOAD@",
+               nullChecks("load", {{"!s", "state"}, {"!path", "path"}}));
+    replaceAll("@N@", n);
+    replaceAll("@SLOTS@", std::to_string(numSlots));
+    replaceAll("@FP@", std::to_string(p.fingerprint));
+    b2 << text << "\n\n" << guardedWrapper("save", "const char *path", "path")
+       << guardedWrapper("load", "const char *path", "path");
+  }
 
   verbatim(tail);
   llvm::raw_string_ostream src(sourceText);

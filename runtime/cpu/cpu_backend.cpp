@@ -284,6 +284,11 @@ public:
   ampc_backend kind() const override { return AMPC_BACKEND_CPU; }
 
   ampc_status alloc(size_t bytes, void **ptr) override {
+    // Rounded up to the alignment; a size within 255 of SIZE_MAX would wrap
+    // to 0 (and aligned_alloc give a few bytes for it).
+    if (bytes > SIZE_MAX - 255)
+      return setError(AMPC_ERROR_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate %zu bytes", bytes);
     size_t rounded = (bytes + 255) & ~static_cast<size_t>(255);
     *ptr = aligned_alloc(256, rounded);
     if (!*ptr)

@@ -36,6 +36,10 @@ ampc_status ampc_grad_accumulate(ampc_context ctx, void *const *accs,
       if (numels[t] < 0)
         return setError(AMPC_ERROR_INVALID_ARGUMENT,
                         "%s: numels[%d] is negative", fn, t);
+      if (numels[t] > INT64_MAX / 4) // the f32 accumulator's bytes
+        return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                        "%s: numels[%d] = %lld is more than 2^63 bytes of f32",
+                        fn, t, static_cast<long long>(numels[t]));
       if (numels[t] > 0 && (!accs[t] || !grads[t]))
         return setError(AMPC_ERROR_NULL_POINTER, "%s: %s[%d] is NULL", fn,
                         !accs[t] ? "accs" : "grads", t);

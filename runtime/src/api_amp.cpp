@@ -52,6 +52,10 @@ ampc_status checkCounts(const char *fn, const int64_t *numels, int32_t count) {
   for (int32_t i = 0; i < count; ++i)
     if (numels[i] < 0)
       return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: numels[%d] < 0", fn, i);
+    else if (numels[i] > INT64_MAX / 4) // the f32 state's bytes
+      return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                      "%s: numels[%d] = %lld is more than 2^63 bytes of f32",
+                      fn, i, static_cast<long long>(numels[i]));
   return AMPC_OK;
 }
 

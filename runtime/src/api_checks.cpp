@@ -75,6 +75,11 @@ ampc_status ampc_check_nonfinite(ampc_context ctx, const void *x,
     if (numel < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: numel %lld is negative",
                       fn, static_cast<long long>(numel));
+    if (isFloatDtype(dtype) &&
+        numel > INT64_MAX / static_cast<int64_t>(dtypeSize(dtype)))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: numel %lld of %s is more than 2^63 bytes", fn,
+                      static_cast<long long>(numel), dtypeName(dtype));
     if (!isFloatDtype(dtype))
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                       "%s: dtype %d is not f32, f16 or bf16", fn,

@@ -224,6 +224,12 @@ static ampc_status checkFlat(const char *fn, ampc_context ctx, void *y,
   if (numel < 0)
     return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: negative numel %lld", fn,
                     static_cast<long long>(numel));
+  // Its bytes must be an int64_t (numel * size wrapped, and the call did
+  // nothing or wrote a wrapped count of bytes).
+  if (numel > INT64_MAX / static_cast<int64_t>(dtypeSize(dt)))
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: numel %lld of %s is more than 2^63 bytes", fn,
+                    static_cast<long long>(numel), dtypeName(dt));
   return AMPC_OK;
 }
 

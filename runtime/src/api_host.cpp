@@ -49,12 +49,14 @@ ampc_status ampc_read_async(ampc_context ctx, void *dst,
     if (!srcs[i])
       return setError(AMPC_ERROR_NULL_POINTER,
                       "ampc_read_async: srcs[%d] is NULL", i);
+    // Checked piece by piece: a sum of sizes can wrap past SIZE_MAX.
+    if (bytes[i] > static_cast<size_t>(Backend::kReadBytes) - total)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "ampc_read_async: bytes[%d] = %zu brings the read past "
+                      "%d bytes",
+                      i, bytes[i], Backend::kReadBytes);
     total += bytes[i];
   }
-  if (total > static_cast<size_t>(Backend::kReadBytes))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "ampc_read_async: %zu bytes (at most %d)", total,
-                    Backend::kReadBytes);
   uint64_t t = ctx->backend->readsIssued + 1;
   AMPC_TRY(ctx->backend->readAsync(dst, srcs, bytes, count, t));
   ctx->backend->readsIssued = t;

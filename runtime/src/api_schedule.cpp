@@ -41,10 +41,19 @@ double ampc_lr_schedule_factor(ampc_lr_schedule_kind kind, double lr,
                                int64_t warmup_steps, int64_t total_steps,
                                double min_lr, int64_t step_size, double gamma,
                                int64_t t) {
-  if (badSchedule(kind, lr, warmup_steps, total_steps, min_lr, step_size,
-                  gamma) ||
-      t < 0)
+  // A double, not a status: NaN for bad arguments, with the reason in
+  // ampc_last_error().
+  if (const char *why = badSchedule(kind, lr, warmup_steps, total_steps,
+                                    min_lr, step_size, gamma)) {
+    setError(AMPC_ERROR_INVALID_ARGUMENT, "ampc_lr_schedule_factor: %s", why);
     return NAN;
+  }
+  if (t < 0) {
+    setError(AMPC_ERROR_INVALID_ARGUMENT,
+             "ampc_lr_schedule_factor: t %lld is negative",
+             static_cast<long long>(t));
+    return NAN;
+  }
   LrSchedule s{kind, lr, warmup_steps, total_steps, min_lr, step_size, gamma};
   return lrScheduleFactor(s, t);
 }

@@ -50,6 +50,29 @@ int64_t numelOf(const int64_t *shape, int32_t rank) {
   return n;
 }
 
+/// Whether x of `shape` can be staged before the one-rank entry point has
+/// validated it: a rank the runtime takes, no negative dim, a size in bytes
+/// that fits. The one-rank call reports anything else (a negative dim was a
+/// std::length_error out of the C ABI, an abort).
+bool stageable(const int64_t *shape, int32_t rank) {
+  if (!shape || rank < 2 || rank > AMPC_MAX_RANK)
+    return false;
+  int64_t bytes = 8;
+  for (int32_t i = 0; i < rank; ++i)
+    if (shape[i] < 0 || __builtin_mul_overflow(bytes, shape[i], &bytes))
+      return false;
+  return true;
+}
+
+bool sameShape(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb) {
+  if (!a || !b || ra != rb)
+    return false;
+  for (int32_t i = 0; i < ra; ++i)
+    if (a[i] != b[i])
+      return false;
+  return true;
+}
+
 ampc_status stageIn(ampc_context ctx, const void *data, ampc_dtype dtype,
                     int64_t numel, HostTensor &t) {
   t.dtype = dtype;
@@ -191,8 +214,10 @@ ampc_status ampc_sync_batch_norm_fwd(
   // as it was before the call (y may share x's buffer).
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
   HostTensor hx;
-  if (comm && x && x_shape && x_rank >= 2)
-    AMPC_TRY(stageIn(ctx, x, x_dtype, numelOf(x_shape, x_rank), hx));
+  if (comm && x && stageable(x_shape, x_rank))
+    AMPC_TRY(guard("ampc_sync_batch_norm_fwd", [&] {
+      return stageIn(ctx, x, x_dtype, numelOf(x_shape, x_rank), hx);
+    }));
   else
     comm = nullptr;
   ampc_status st = ampc_batch_norm_fwd(
@@ -248,9 +273,13 @@ ampc_status ampc_sync_batch_norm_bwd(
   // validates and may write dx over dy.
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
   HostTensor hx, hdy;
-  if (comm && x && dy && x_shape && x_rank >= 2) {
-    AMPC_TRY(stageIn(ctx, x, x_dtype, numelOf(x_shape, x_rank), hx));
-    AMPC_TRY(stageIn(ctx, dy, dy_dtype, numelOf(x_shape, x_rank), hdy));
+  // dy is read with x's element count: only when it has x's shape.
+  if (comm && x && dy && stageable(x_shape, x_rank) &&
+      sameShape(dy_shape, dy_rank, x_shape, x_rank)) {
+    AMPC_TRY(guard("ampc_sync_batch_norm_bwd", [&] {
+      AMPC_TRY(stageIn(ctx, x, x_dtype, numelOf(x_shape, x_rank), hx));
+      return stageIn(ctx, dy, dy_dtype, numelOf(x_shape, x_rank), hdy);
+    }));
   } else {
     comm = nullptr;
   }
@@ -347,7 +376,7 @@ ampc_status ampc_sync_batch_norm_update(
   const char *fn = "ampc_sync_batch_norm_update";
   // Validation without computing: a rank's own batch may hold a single
   // value per channel when the ranks together hold more.
-  if (!x || !x_shape || x_rank < 2 || !running_mean || !running_var ||
+  if (!x || !stageable(x_shape, x_rank) || !running_mean || !running_var ||
       !new_mean || !new_var)
     return oneRank();
   return guard(fn, [&] {

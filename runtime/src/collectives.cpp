@@ -60,7 +60,7 @@ const LoadedMpi &mpi() {
 
 ampc_status checkContext(ampc_context ctx, const char *fn) {
   if (!ctx)
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: null context", fn);
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: context is NULL", fn);
   return AMPC_OK;
 }
 
@@ -105,7 +105,8 @@ extern "C" {
 AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm) {
   return guard("ampc_comm_create_mpi", [&]() -> ampc_status {
     if (!comm)
-      return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_create_mpi: null");
+      return setError(AMPC_ERROR_NULL_POINTER,
+                      "ampc_comm_create_mpi: comm is NULL");
     const LoadedMpi &l = mpi();
     if (!l.ok)
       return setError(AMPC_ERROR_BACKEND_UNAVAILABLE, "%s", l.error.c_str());
@@ -122,7 +123,8 @@ AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm) {
 AMPC_API ampc_status ampc_comm_create_self(ampc_comm *comm) {
   return guard("ampc_comm_create_self", [&]() -> ampc_status {
     if (!comm)
-      return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_create_self: null");
+      return setError(AMPC_ERROR_NULL_POINTER,
+                      "ampc_comm_create_self: comm is NULL");
     auto c = std::make_unique<ampc_comm_impl>();
     c->api = &kSelfApi;
     *comm = c.release();
@@ -145,7 +147,8 @@ AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm) {
 
 AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local) {
   if (!comm || !local)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_local_rank: null");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_local_rank: %s is NULL",
+                    comm ? "local_rank" : "comm");
   char err[256] = "";
   if (comm->api->localRank(local, err))
     return pluginError("ampc_comm_local_rank", err);
@@ -155,7 +158,9 @@ AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local) {
 AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device) {
   return guard("ampc_comm_cuda_device", [&]() -> ampc_status {
     if (!comm || !device)
-      return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_cuda_device: null");
+      return setError(AMPC_ERROR_NULL_POINTER,
+                      "ampc_comm_cuda_device: %s is NULL",
+                      comm ? "device" : "comm");
     int32_t local = 0, count = 0;
     AMPC_TRY(ampc_comm_local_rank(comm, &local));
     AMPC_TRY(ncclDeviceCount(&count));
@@ -169,14 +174,16 @@ AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device) {
 
 AMPC_API ampc_status ampc_comm_rank(ampc_comm comm, int32_t *rank) {
   if (!comm || !rank)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_rank: null");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_rank: %s is NULL",
+                    comm ? "rank" : "comm");
   *rank = comm->rank;
   return AMPC_OK;
 }
 
 AMPC_API ampc_status ampc_comm_size(ampc_comm comm, int32_t *size) {
   if (!comm || !size)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_size: null");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_size: %s is NULL",
+                    comm ? "size" : "comm");
   *size = comm->size;
   return AMPC_OK;
 }
@@ -189,7 +196,8 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
   const char *fn = "ampc_comm_allreduce_async";
   return guard(fn, [&]() -> ampc_status {
     if (!comm || !request || (!buf && count > 0))
-      return setError(AMPC_ERROR_NULL_POINTER, "%s: null argument", fn);
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                      !comm ? "comm" : !request ? "request" : "buf");
     AMPC_TRY(checkContext(ctx, fn));
     if (dtype != AMPC_F32 && dtype != AMPC_F16 && dtype != AMPC_BF16 &&
         dtype != AMPC_I32)
@@ -201,8 +209,8 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: reduce op %d", fn,
                       int(op));
     if (count < 0)
-      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %lld", fn,
-                      (long long)count);
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %lld is negative",
+                      fn, (long long)count);
     if (onCuda(ctx))
       return ncclAllreduceAsync(comm, ctx, buf, dtype, count, op, request);
     auto r = std::make_unique<ampc_request_impl>();
@@ -230,7 +238,8 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
 AMPC_API ampc_status ampc_comm_test(ampc_request request, int32_t *done) {
   const char *fn = "ampc_comm_test";
   if (!request || !done)
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: null argument", fn);
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                    request ? "done" : "request");
   // A CUDA context's all-reduce runs on its communication stream with no
   // host progress; its wait never blocks the host.
   if (request->nccl || request->complete) {
@@ -249,7 +258,7 @@ AMPC_API ampc_status ampc_comm_test(ampc_request request, int32_t *done) {
 AMPC_API ampc_status ampc_comm_wait(ampc_request request) {
   const char *fn = "ampc_comm_wait";
   if (!request)
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: null request", fn);
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: request is NULL", fn);
   if (request->nccl)
     return ncclWait(request);
   std::unique_ptr<ampc_request_impl> r(request);
@@ -295,11 +304,16 @@ AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
                                          int32_t root) {
   const char *fn = "ampc_comm_broadcast";
   if (!comm || (!buf && bytes > 0))
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: null argument", fn);
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                    comm ? "buf" : "comm");
   AMPC_TRY(checkContext(ctx, fn));
-  if (root < 0 || root >= comm->size || bytes < 0)
-    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: root %d of %d", fn,
-                    int(root), int(comm->size));
+  if (bytes < 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: bytes %lld is negative",
+                    fn, (long long)bytes);
+  if (root < 0 || root >= comm->size)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: root %d is not a rank of the communicator (0 to %d)",
+                    fn, int(root), int(comm->size) - 1);
   if (onCuda(ctx))
     return ncclBroadcast(comm, ctx, buf, bytes, root);
   char err[256] = "";
@@ -310,7 +324,7 @@ AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
 
 AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm) {
   if (!comm)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_barrier: null");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_barrier: comm is NULL");
   char err[256] = "";
   if (comm->api->barrier(err))
     return pluginError("ampc_comm_barrier", err);
@@ -326,15 +340,15 @@ AMPC_API ampc_status ampc_context_set_comm(ampc_context ctx, ampc_comm comm) {
 
 AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm) {
   if (!ctx || !comm)
-    return setError(AMPC_ERROR_NULL_POINTER,
-                    "ampc_context_get_comm: ctx or comm is NULL");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_context_get_comm: %s is NULL",
+                    ctx ? "comm" : "ctx");
   *comm = ctx->comm;
   return AMPC_OK;
 }
 
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code) {
   if (!comm)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_abort: null");
+    return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_abort: comm is NULL");
   comm->api->abort(code);
   std::_Exit(code); // not reached: MPI_Abort ends the process
 }

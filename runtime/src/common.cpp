@@ -69,6 +69,19 @@ ampc_status checkContext(const char *fn, ampc_context ctx) {
   return AMPC_OK;
 }
 
+/// Whether the elements of `s` of `elem` bytes each fit in INT64_MAX bytes
+/// (no product of dims is allowed to wrap).
+static bool fitsInBytes(const Shape &s, size_t elem) {
+  for (int i = 0; i < s.rank; ++i)
+    if (s.d[i] == 0)
+      return true;
+  int64_t bytes = static_cast<int64_t>(elem);
+  for (int i = 0; i < s.rank; ++i)
+    if (__builtin_mul_overflow(bytes, s.d[i], &bytes))
+      return false;
+  return true;
+}
+
 ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                         bool required, Shape &shape) {
   if (!t.data && required)
@@ -103,6 +116,12 @@ ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                       static_cast<long long>(t.shape[i]));
     shape.d[i] = t.shape[i];
   }
+  // Its size in bytes must be an int64_t: a product of dims that wraps
+  // (say [2^62, 4]) would otherwise pass for a small or empty tensor.
+  if (!fitsInBytes(shape, dtypeSize(t.dtype)))
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: tensor '%s' of shape %s has more than 2^63 bytes", fn,
+                    t.name, shape.str().c_str());
   return AMPC_OK;
 }
 
@@ -233,3 +252,17 @@ ampc_status checkGemmLayout(const char *fn, const char *cName,
 } // namespace ampc
 
 extern "C" const char *ampc_last_error(void) { return ampc::lastError; }
+
+extern "C" ampc_status ampc_set_last_error(ampc_status status,
+                                           const char *message) {
+  // The message may be (a part of) the text it replaces, as in
+  // ampc_set_last_error(st, ampc_last_error()): copied aside first, since
+  // vsnprintf's source and destination must not overlap.
+  char copy[sizeof(ampc::lastError)];
+  size_t n = 0;
+  if (message)
+    for (; n + 1 < sizeof(copy) && message[n]; ++n)
+      copy[n] = message[n];
+  copy[n] = '\0';
+  return ampc::setError(status, "%s", copy);
+}

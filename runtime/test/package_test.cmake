@@ -19,4 +19,18 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINKER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# The runtime alone has no compiler component: a project that requires it
+# fails to configure, with the reason.
+file(WRITE ${WORK_DIR}/needs-compiler/CMakeLists.txt
+  "cmake_minimum_required(VERSION 3.20)\n"
+  "project(needs_compiler LANGUAGES NONE)\n"
+  "find_package(ampc REQUIRED COMPONENTS compiler)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/needs-compiler
+    -B ${WORK_DIR}/needs-compiler/build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0 OR NOT out MATCHES "holds the ampc runtime alone")
+  message(FATAL_ERROR "COMPONENTS compiler against the runtime alone: "
+                      "exit ${rc}\n${out}")
+endif()
 message(STATUS "package consumer built and ran against ${WORK_DIR}/prefix")

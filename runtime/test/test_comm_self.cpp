@@ -91,3 +91,72 @@ TEST(CommSelf, CudaDeviceOfTheRank) {
 }
 
 } // namespace
+
+namespace {
+
+std::string lastError() { return ampc_last_error(); }
+
+// Each bad argument of a collective is named in ampc_last_error() (the texts
+// were "ampc_comm_rank: null", "...: null argument", and a negative byte
+// count of a broadcast was reported as "root 0 of 1").
+TEST(CommSelf, ErrorsNameTheArgument) {
+  ampc_context ctx = nullptr;
+  ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx));
+  ampc_comm comm = nullptr;
+  ASSERT_OK(ampc_comm_create_self(&comm));
+  int32_t v = 0;
+  float buf[4] = {1, 2, 3, 4};
+  ampc_request req = nullptr;
+  EXPECT_EQ(ampc_comm_create_self(nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_create_self: comm is NULL");
+  EXPECT_EQ(ampc_comm_rank(nullptr, &v), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_rank: comm is NULL");
+  EXPECT_EQ(ampc_comm_rank(comm, nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_rank: rank is NULL");
+  EXPECT_EQ(ampc_comm_size(comm, nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_size: size is NULL");
+  EXPECT_EQ(ampc_comm_local_rank(comm, nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_local_rank: local_rank is NULL");
+  EXPECT_EQ(ampc_comm_barrier(nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_barrier: comm is NULL");
+  EXPECT_EQ(ampc_comm_allreduce_async(comm, ctx, nullptr, AMPC_F32, 4,
+                                      AMPC_REDUCE_SUM, &req),
+            AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_allreduce_async: buf is NULL");
+  EXPECT_EQ(ampc_comm_allreduce_async(comm, ctx, buf, AMPC_F32, 4,
+                                      AMPC_REDUCE_SUM, nullptr),
+            AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_allreduce_async: request is NULL");
+  EXPECT_EQ(ampc_comm_allreduce_async(comm, nullptr, buf, AMPC_F32, 4,
+                                      AMPC_REDUCE_SUM, &req),
+            AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_allreduce_async: context is NULL");
+  EXPECT_EQ(ampc_comm_allreduce_async(comm, ctx, buf, AMPC_F32, -4,
+                                      AMPC_REDUCE_SUM, &req),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "ampc_comm_allreduce_async: count -4 is negative");
+  int32_t done = 0;
+  EXPECT_EQ(ampc_comm_test(nullptr, &done), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_test: request is NULL");
+  EXPECT_EQ(ampc_comm_wait(nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_wait: request is NULL");
+  EXPECT_EQ(ampc_comm_broadcast(comm, ctx, buf, -4, 0),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "ampc_comm_broadcast: bytes -4 is negative");
+  EXPECT_EQ(ampc_comm_broadcast(comm, ctx, buf, 16, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "ampc_comm_broadcast: root 1 is not a rank of the "
+                         "communicator (0 to 0)");
+  EXPECT_EQ(ampc_comm_broadcast(nullptr, ctx, buf, 16, 0),
+            AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_broadcast: comm is NULL");
+  ampc_comm got = nullptr;
+  EXPECT_EQ(ampc_context_get_comm(nullptr, &got), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_context_get_comm: ctx is NULL");
+  EXPECT_EQ(ampc_comm_abort(nullptr, 3), AMPC_ERROR_NULL_POINTER);
+  EXPECT_EQ(lastError(), "ampc_comm_abort: comm is NULL");
+  EXPECT_OK(ampc_comm_destroy(comm));
+  EXPECT_OK(ampc_context_destroy(ctx));
+}
+
+} // namespace

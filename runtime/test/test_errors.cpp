@@ -2,6 +2,9 @@
 //---------------------------===//
 #include "test_util.h"
 
+#include <string>
+#include <thread>
+
 using namespace ampc_test;
 
 namespace {
@@ -15,6 +18,45 @@ TEST(Version, MatchesHeader) {
   EXPECT_STREQ(ampc_status_string(AMPC_ERROR_NO_DEVICE), "no device");
   EXPECT_STREQ(ampc_status_string(static_cast<ampc_status>(99)),
                "unknown status");
+}
+
+// 1.4: code outside the runtime (the code --emit=cpp writes) sets the text.
+TEST(LastError, SetFromOutside) {
+  EXPECT_EQ(ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT,
+                                "mlp_load: checkpoint 'a' is truncated"),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ampc_last_error(), "mlp_load: checkpoint 'a' is truncated");
+  // '%' is text, not a format.
+  EXPECT_EQ(ampc_set_last_error(AMPC_OK, "100% %s %n"), AMPC_OK);
+  EXPECT_STREQ(ampc_last_error(), "100% %s %n");
+  EXPECT_EQ(ampc_set_last_error(AMPC_ERROR_INTERNAL, nullptr),
+            AMPC_ERROR_INTERNAL);
+  EXPECT_STREQ(ampc_last_error(), "");
+  // Any status passes through; a long message is cut at 1023 bytes.
+  EXPECT_EQ(ampc_set_last_error(static_cast<ampc_status>(1234), "x"),
+            static_cast<ampc_status>(1234));
+  std::string longText(5000, 'y');
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, longText.c_str());
+  EXPECT_EQ(std::string(ampc_last_error()), longText.substr(0, 1023));
+  // Thread-local: another thread's text is its own.
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "main thread");
+  std::string other;
+  std::thread t([&] {
+    ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "other thread");
+    other = ampc_last_error();
+  });
+  t.join();
+  EXPECT_EQ(other, "other thread");
+  EXPECT_STREQ(ampc_last_error(), "main thread");
+  // The text itself, or a part of it, as the message.
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "mlp_load: checkpoint");
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, ampc_last_error() + 10);
+  EXPECT_STREQ(ampc_last_error(), "checkpoint");
+  ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, ampc_last_error());
+  EXPECT_STREQ(ampc_last_error(), "checkpoint");
+  // The runtime's own failures replace it.
+  EXPECT_EQ(ampc_synchronize(nullptr), AMPC_ERROR_NULL_POINTER);
+  EXPECT_STRNE(ampc_last_error(), "main thread");
 }
 
 TEST(Context, CudaWithoutGpuIsACleanError) {
@@ -45,6 +87,23 @@ TEST(Context, BadArguments) {
             AMPC_ERROR_UNSUPPORTED_DTYPE);
 }
 
+// A size the 256-byte rounding would wrap to 0 is out of memory, not a
+// pointer to a few bytes (the CPU backend returned AMPC_OK for these).
+TEST_F(Errors, AllocationSizesThatWrap) {
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255}) {
+    void *p = reinterpret_cast<void *>(0x1);
+    EXPECT_EQ(ampc_malloc(ctx, bytes, &p), AMPC_ERROR_OUT_OF_MEMORY) << bytes;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::string(ampc_last_error()).find("cannot allocate"),
+              std::string::npos)
+        << ampc_last_error();
+    ampc_arena arena = reinterpret_cast<ampc_arena>(0x1);
+    EXPECT_EQ(ampc_arena_create(ctx, bytes, &arena), AMPC_ERROR_OUT_OF_MEMORY)
+        << bytes;
+    EXPECT_EQ(arena, nullptr);
+  }
+}
+
 TEST_F(Errors, NullPointers) {
   Tensor x({4}, AMPC_F32), y({4}, AMPC_F32);
   EXPECT_EQ(ampc_relu_fwd(nullptr, T(y), T(x)), AMPC_ERROR_NULL_POINTER);
@@ -66,6 +125,65 @@ TEST_F(Errors, NullPointers) {
   EXPECT_EQ(ampc_sgd_update(ctx, nullptr, nullptr, nullptr, nullptr, nullptr, n,
                             1, 0.1, 0, 0, 0, 0, &flag, AMPC_F32, nullptr),
             AMPC_ERROR_NULL_POINTER);
+}
+
+// A shape whose element count (in bytes) does not fit in int64_t: the
+// product of its dims wrapped to 0 or a small number and the call succeeded
+// (relu of [2^62, 4] returned AMPC_OK having done nothing).
+TEST_F(Errors, ShapesTooLargeToAddress) {
+  float buf[8] = {};
+  const int64_t wraps[2] = {int64_t(1) << 62, 4};      // 2^64 elements
+  const int64_t bytesWrap[1] = {int64_t(1) << 62};     // 2^64 bytes of f32
+  const int64_t huge[2] = {INT64_MAX, 2};
+  for (const int64_t *dims : {wraps, huge}) {
+    EXPECT_EQ(ampc_relu_fwd(ctx, buf, AMPC_F32, dims, 2, buf, AMPC_F32, dims, 2),
+              AMPC_ERROR_SHAPE_MISMATCH);
+    EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+              std::string::npos)
+        << ampc_last_error();
+  }
+  EXPECT_EQ(ampc_relu_fwd(ctx, buf, AMPC_F32, bytesWrap, 1, buf, AMPC_F32,
+                          bytesWrap, 1),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(ampc_last_error(), "ampc_relu_fwd: tensor 'y' of shape "
+                                  "[4611686018427387904] has more than 2^63 "
+                                  "bytes");
+  // An empty tensor with a huge dim elsewhere is still empty.
+  const int64_t empty[3] = {0, INT64_MAX, 4};
+  EXPECT_OK(ampc_relu_fwd(ctx, buf, AMPC_F32, empty, 3, buf, AMPC_F32, empty,
+                          3));
+  // Entry points that take an element count: numel * element size wrapped
+  // (ampc_fill and ampc_check_nonfinite of INT64_MAX f32 returned AMPC_OK).
+  const int64_t tooMany = INT64_MAX / 4 + 1;
+  EXPECT_EQ(ampc_fill(ctx, buf, AMPC_F32, tooMany, 0.0),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  EXPECT_EQ(ampc_init_uniform(ctx, buf, AMPC_F16, INT64_MAX, 1, 0, 0.0, 1.0),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_EQ(ampc_check_nonfinite(ctx, buf, AMPC_F32, INT64_MAX, 0),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  float found = 0.0f, scale = 1.0f;
+  void *grads[1] = {buf};
+  ampc_dtype dtypes[1] = {AMPC_F32};
+  int64_t numels[1] = {tooMany};
+  EXPECT_EQ(ampc_check_finite_unscale(ctx, &found, AMPC_F32, grads, dtypes,
+                                      numels, 1, &scale),
+            AMPC_ERROR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
+  int32_t micro = 0;
+  EXPECT_EQ(ampc_grad_accumulate(ctx, grads, grads, dtypes, numels, 1, &micro,
+                                 2),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("more than 2^63 bytes"),
+            std::string::npos)
+      << ampc_last_error();
 }
 
 TEST_F(Errors, ShapeMismatches) {

@@ -65,6 +65,19 @@ void readsPackAndCount(ampc_context ctx) {
   size_t big[1] = {257};
   EXPECT_EQ(ampc_read_async(ctx, host, srcs, big, 1, &t),
             AMPC_ERROR_INVALID_ARGUMENT);
+  // Sizes whose sum wraps past SIZE_MAX to a small total (it passed the
+  // 256-byte check, and the copy then ran SIZE_MAX bytes).
+  size_t wrap[2] = {SIZE_MAX, 2};
+  const void *two[2] = {srcs[0], srcs[0]};
+  EXPECT_EQ(ampc_read_async(ctx, host, two, wrap, 2, &t),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("bytes[0]"), std::string::npos)
+      << ampc_last_error();
+  size_t wrap2[2] = {8, SIZE_MAX - 7};
+  EXPECT_EQ(ampc_read_async(ctx, host, two, wrap2, 2, &t),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ampc_last_error()).find("bytes[1]"), std::string::npos)
+      << ampc_last_error();
   EXPECT_EQ(ampc_read_async(ctx, nullptr, srcs, bytes, 1, &t),
             AMPC_ERROR_NULL_POINTER);
   const void *nulls[1] = {nullptr};

@@ -57,6 +57,19 @@ TEST_F(Schedule, FactorMatchesTheFormulas) {
       ampc_lr_schedule_factor(AMPC_LR_STEP, 1.0, 0, 0, 0.0, 0, 0.5, 0)));
   EXPECT_TRUE(std::isnan(
       ampc_lr_schedule_factor(AMPC_LR_CONSTANT, 0.0, 0, 0, 0.0, 0, 0, 0)));
+  // ... with the reason in ampc_last_error() (it was left as it was).
+  ampc_set_last_error(AMPC_OK, nullptr);
+  EXPECT_TRUE(std::isnan(
+      ampc_lr_schedule_factor(AMPC_LR_LINEAR, 1.0, 5, 5, 0.0, 0, 0, 0)));
+  EXPECT_STREQ(ampc_last_error(), "ampc_lr_schedule_factor: total_steps must "
+                                  "exceed warmup_steps");
+  EXPECT_TRUE(std::isnan(ampc_lr_schedule_factor(
+      static_cast<ampc_lr_schedule_kind>(9), 1.0, 0, 10, 0.0, 0, 0, 1)));
+  EXPECT_STREQ(ampc_last_error(),
+               "ampc_lr_schedule_factor: unknown schedule kind");
+  EXPECT_TRUE(std::isnan(
+      ampc_lr_schedule_factor(AMPC_LR_COSINE, 1.0, 0, 10, 0.0, 0, 0, -5)));
+  EXPECT_STREQ(ampc_last_error(), "ampc_lr_schedule_factor: t -5 is negative");
 }
 
 TEST_F(Schedule, DeviceCounterSkipsOverflowedSteps) {

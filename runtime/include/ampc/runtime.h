@@ -3,9 +3,10 @@
  * The only header the compiler (and code it emits) knows about the runtime.
  *
  * Conventions (see docs/runtime.md):
- *  - Every entry point except ampc_runtime_version, ampc_last_error and
- *    ampc_status_string returns an ampc_status; on failure
- *    ampc_last_error() returns a description (thread-local).
+ *  - Every entry point except ampc_runtime_version, ampc_last_error,
+ *    ampc_status_string and ampc_lr_schedule_factor (a double, NaN on
+ *    failure) returns an ampc_status; on failure ampc_last_error() returns
+ *    a description (thread-local).
  *  - Every kernel takes the context first, then its outputs, then its inputs,
  *    then attributes. A tensor is four arguments: a device pointer, its dtype,
  *    a host array of dims (int64) and the rank (int32). Tensors are dense,
@@ -25,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 3
+#define AMPC_RUNTIME_VERSION_MINOR 4
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -146,6 +147,13 @@ typedef struct ampc_arena_impl *ampc_arena;
 AMPC_API uint32_t ampc_runtime_version(void);
 /// Text describing the last failure on this thread ("" if none).
 AMPC_API const char *ampc_last_error(void);
+/// Sets the text ampc_last_error() returns on this thread to `message` (NULL
+/// clears it; at most 1023 bytes are kept) and returns `status` unchanged,
+/// whatever its value, so that code outside the runtime (the code ampc
+/// --emit=cpp writes) can fail with `return ampc_set_last_error(status,
+/// "NAME_load: ...");` like an entry point of the runtime (1.4).
+AMPC_API ampc_status ampc_set_last_error(ampc_status status,
+                                         const char *message);
 /// A static name for a status code.
 AMPC_API const char *ampc_status_string(ampc_status status);
 /// Size in bytes of one element of `dtype`.
@@ -1010,7 +1018,8 @@ AMPC_ENUM(ampc_lr_schedule_kind){
 /// The factor of a schedule after `t` applied updates, computed on the host
 /// in f64 (the value ampc_lr_schedule stores, before its rounding to f32).
 /// lr > 0; total_steps > warmup_steps for linear and cosine; step_size >= 1
-/// for step. Returns NaN for arguments outside these.
+/// for step. Returns NaN for arguments outside these (and a negative t), and
+/// then sets the text of ampc_last_error() to the reason.
 AMPC_API double ampc_lr_schedule_factor(ampc_lr_schedule_kind kind, double lr,
                                         int64_t warmup_steps,
                                         int64_t total_steps, double min_lr,

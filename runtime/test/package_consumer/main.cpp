@@ -2,10 +2,16 @@
 #include <ampc/runtime.h>
 
 #include <cstdio>
+#include <cstring>
 
 int main() {
   if (ampc_runtime_version() != AMPC_RUNTIME_VERSION)
     return 1;
+  // 1.4: what code from --emit=cpp calls to fail with a message.
+  if (ampc_set_last_error(AMPC_ERROR_INVALID_ARGUMENT, "consumer") !=
+          AMPC_ERROR_INVALID_ARGUMENT ||
+      std::strcmp(ampc_last_error(), "consumer") != 0)
+    return 5;
   ampc_context ctx;
   if (ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx) != AMPC_OK)
     return 2;

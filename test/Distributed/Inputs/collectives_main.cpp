@@ -78,6 +78,40 @@ int main() {
     ++failures;
   if (rank == 0)
     std::printf("broadcast, barrier, bad arguments\n");
+  // Sync batch norm with the communicator attached: a shape the one-rank
+  // entry point refuses is its status, not a C++ exception out of the C ABI
+  // (a negative dim was a std::length_error from the staging of x, an
+  // abort), and dy of another shape than x is not read with x's size.
+  check(ampc_context_set_comm(ctx, comm), "set_comm");
+  float x[16] = {}, w[2] = {1, 1}, bias[2] = {}, rm[2] = {}, rv[2] = {1, 1};
+  float dx[16], dw[2], db[2], nm[2], nv[2], dy[2] = {};
+  const int64_t neg[2] = {-8, 2}, good[2] = {8, 2}, small[2] = {1, 2},
+                c[1] = {2};
+  if (ampc_sync_batch_norm_fwd(ctx, x, AMPC_F32, neg, 2, x, AMPC_F32, neg, 2,
+                               w, AMPC_F32, c, 1, bias, AMPC_F32, c, 1, rm,
+                               AMPC_F32, c, 1, rv, AMPC_F32, c, 1, 1,
+                               1e-5) != AMPC_ERROR_SHAPE_MISMATCH)
+    ++failures;
+  if (ampc_sync_batch_norm_bwd(ctx, dx, AMPC_F32, neg, 2, dw, AMPC_F32, c, 1,
+                               db, AMPC_F32, c, 1, x, AMPC_F32, neg, 2, x,
+                               AMPC_F32, neg, 2, w, AMPC_F32, c, 1, rm,
+                               AMPC_F32, c, 1, rv, AMPC_F32, c, 1, 1,
+                               1e-5) != AMPC_ERROR_SHAPE_MISMATCH)
+    ++failures;
+  if (ampc_sync_batch_norm_bwd(ctx, dx, AMPC_F32, good, 2, dw, AMPC_F32, c, 1,
+                               db, AMPC_F32, c, 1, dy, AMPC_F32, small, 2, x,
+                               AMPC_F32, good, 2, w, AMPC_F32, c, 1, rm,
+                               AMPC_F32, c, 1, rv, AMPC_F32, c, 1, 1,
+                               1e-5) != AMPC_ERROR_SHAPE_MISMATCH)
+    ++failures;
+  if (ampc_sync_batch_norm_update(ctx, nm, AMPC_F32, c, 1, nv, AMPC_F32, c, 1,
+                                  x, AMPC_F32, neg, 2, rm, AMPC_F32, c, 1, rv,
+                                  AMPC_F32, c, 1,
+                                  0.1) != AMPC_ERROR_SHAPE_MISMATCH)
+    ++failures;
+  check(ampc_context_set_comm(ctx, nullptr), "unset_comm");
+  if (rank == 0)
+    std::printf("sync batch norm, bad shapes\n");
   check(ampc_comm_destroy(comm), "destroy");
   ampc_context_destroy(ctx);
   if (failures)

@@ -14,6 +14,14 @@
                               checkpoints are bit-identical
   npy-header FILE...          prints each .npy file's dtype and shape, and
                               checks that the data fills the file exactly
+  ckpt-edit IN OUT EDIT       writes checkpoint IN changed by EDIT to OUT, with
+                              its checksum made right again: version=N,
+                              dtype=NAME:D (entry NAME's dtype), drop=NAME
+                              (entry NAME removed), count+1 (one
+                              entry more than it holds); flip (one byte of
+                              the data flipped, the checksum left as it was)
+  sparse FILE BYTES           creates FILE of BYTES zero bytes (sparse)
+  limit-as BYTES CMD ARG...   runs CMD with its address space limited to BYTES
 """
 import json
 import struct
@@ -141,6 +149,74 @@ def ckpt_params(a, b):
     print("OK %d parameter/optimizer slots bit-identical" % len(keys))
 
 
+def fnv1a(data):
+    h = 1469598103934665603
+    for c in data:
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def ckpt_edit(src, out, edit):
+    data = bytearray(open(src, "rb").read())
+    body = data[:-8]
+    (version,) = struct.unpack_from("<I", body, 8)
+    count_at = 8 + 4 + 8 + 8 + (16 if version >= 2 else 0)
+    if edit == "flip":
+        data[count_at + 8] ^= 0x40
+        open(out, "wb").write(data)
+        return
+    if edit.startswith("version="):
+        struct.pack_into("<I", body, 8, int(edit[8:]))
+    elif edit == "count+1":
+        (count,) = struct.unpack_from("<I", body, count_at)
+        struct.pack_into("<I", body, count_at, count + 1)
+    elif edit.startswith("drop="):
+        (count,) = struct.unpack_from("<I", body, count_at)
+        pos = count_at + 4
+        for _ in range(count):
+            start = pos
+            (n,) = struct.unpack_from("<I", body, pos)
+            entry = body[pos + 4:pos + 4 + n].decode()
+            (size,) = struct.unpack_from("<q", body, pos + 4 + n + 4)
+            pos += 4 + n + 12 + size
+            if entry == edit[5:]:
+                del body[start:pos]
+                struct.pack_into("<I", body, count_at, count - 1)
+                break
+        else:
+            fail("no entry %s" % edit[5:])
+    elif edit.startswith("dtype="):
+        name, dtype = edit[6:].split(":")
+        (count,) = struct.unpack_from("<I", body, count_at)
+        pos = count_at + 4
+        for _ in range(count):
+            (n,) = struct.unpack_from("<I", body, pos)
+            entry = body[pos + 4:pos + 4 + n].decode()
+            pos += 4 + n
+            if entry == name:
+                struct.pack_into("<i", body, pos, int(dtype))
+                break
+            (size,) = struct.unpack_from("<q", body, pos + 4)
+            pos += 12 + size
+        else:
+            fail("no entry %s" % name)
+    else:
+        fail("unknown edit %s" % edit)
+    open(out, "wb").write(bytes(body) + struct.pack("<Q", fnv1a(body)))
+
+
+def sparse(path, size):
+    with open(path, "wb") as f:
+        f.truncate(int(size))
+
+
+def limit_as(size, *cmd):
+    import os
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (int(size), int(size)))
+    os.execv(cmd[0], list(cmd))
+
+
 def npy_header(*paths):
     import ast
     import os
@@ -165,4 +241,5 @@ def npy_header(*paths):
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
-     "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header}[cmd.replace("-", "_") if False else cmd](*args)
+     "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header,
+     "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as}[cmd.replace("-", "_") if False else cmd](*args)
