@@ -1940,34 +1940,9 @@ LogicalResult Emitter::convertPad() {
     if (before < 0 || after < 0)
       return unsupportedValue("pads", "with negative entries (cropping)",
                               "pads of 0 or more");
-    SmallVector<Value> parts;
-    auto block = [&](int64_t n) {
-      SmallVector<int64_t> shape(typeOf(x).getShape());
-      shape[d] = n;
-      HostTensor h;
-      h.elt = typeOf(x).getElementType();
-      h.shape = shape;
-      if (failed(sized(h)))
-        return Value();
-      for (int64_t j = 0; j < h.numel(); ++j)
-        if (h.isFloat())
-          h.floats[j] = fill;
-        else
-          h.ints[j] = static_cast<int64_t>(fill);
-      return Value(tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
-    };
-    if (before)
-      parts.push_back(block(before));
-    parts.push_back(x);
-    if (after)
-      parts.push_back(block(after));
-    if (llvm::is_contained(parts, Value()))
+    x = padWith(x, d, before, after, fill);
+    if (!x)
       return failure();
-    if (parts.size() > 1) {
-      x = build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(d))});
-      if (!x)
-        return failure();
-    }
   }
   return setOutput(0, x);
 }
