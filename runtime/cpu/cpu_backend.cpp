@@ -22,6 +22,7 @@
 #include <cblas.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,8 +286,10 @@ public:
 
   ampc_status alloc(size_t bytes, void **ptr) override {
     // Rounded up to the alignment; a size within 255 of SIZE_MAX would wrap
-    // to 0 (and aligned_alloc give a few bytes for it).
-    if (bytes > SIZE_MAX - 255)
+    // to 0 (and aligned_alloc give a few bytes for it). No allocation may
+    // pass PTRDIFF_MAX (glibc refuses one; ASan aborts on it instead of
+    // returning NULL), so such sizes are refused here.
+    if (bytes > static_cast<size_t>(PTRDIFF_MAX) - 255)
       return setError(AMPC_ERROR_OUT_OF_MEMORY,
                       "cpu backend: cannot allocate %zu bytes", bytes);
     size_t rounded = (bytes + 255) & ~static_cast<size_t>(255);

@@ -2,6 +2,7 @@
 //---------------------------===//
 #include "test_util.h"
 
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -90,7 +91,8 @@ TEST(Context, BadArguments) {
 // A size the 256-byte rounding would wrap to 0 is out of memory, not a
 // pointer to a few bytes (the CPU backend returned AMPC_OK for these).
 TEST_F(Errors, AllocationSizesThatWrap) {
-  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255}) {
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255,
+                       static_cast<size_t>(PTRDIFF_MAX)}) {
     void *p = reinterpret_cast<void *>(0x1);
     EXPECT_EQ(ampc_malloc(ctx, bytes, &p), AMPC_ERROR_OUT_OF_MEMORY) << bytes;
     EXPECT_EQ(p, nullptr);
