@@ -376,9 +376,36 @@ struct OptimizerExpansionPass
       targets[0].emitOpError("needs a function that ends with 'func.return'");
       return signalPassFailure();
     }
+    MinimizeOp target = targets[0];
+    Operation *ret = block.getTerminator();
+    // The step updates its parameters in place, so the graph cannot also
+    // return one as it is (its buffer holds the updated value by then).
+    for (OpOperand &use : ret->getOpOperands()) {
+      auto arg = dyn_cast<BlockArgument>(use.get());
+      if (!arg || !llvm::is_contained(target.getParams(), use.get()))
+        continue;
+      auto name = func.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TGDialect::kParamAttrName);
+      InFlightDiagnostic diag = ret->emitError("returned value #")
+                                << use.getOperandNumber() << " is parameter '"
+                                << (name ? name.getValue() : StringRef("?"))
+                                << "', which this graph's optimizer updates "
+                                   "in place; return an expression of it "
+                                   "(the value the step read) or take the "
+                                   "updated value from --params-out";
+      diag.attachNote(target.getLoc()) << "the optimizer step is here";
+      return signalPassFailure();
+    }
+    // Every other op of the graph reads the values from before the update:
+    // an expression written after `minimize` (in the return statement) is
+    // computed with the parameters the step read, so the backward and the
+    // update go last.
+    if (llvm::all_of(target->getUsers(),
+                     [&](Operation *user) { return user == ret; }))
+      target->moveBefore(ret);
     int64_t k = accumulate > 0 ? int64_t(accumulate)
-                               : int64_t(targets[0].getAccumulate().value_or(1));
-    if (failed(expandMinimize(func, targets[0], k)))
+                               : int64_t(target.getAccumulate().value_or(1));
+    if (failed(expandMinimize(func, target, k)))
       return signalPassFailure();
   }
 };
