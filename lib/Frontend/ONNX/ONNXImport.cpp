@@ -582,6 +582,16 @@ private:
     return h;
   }
 
+  /// Input `k` as an IR value of a float type (else an error at the node).
+  Value floatValue(size_t k) {
+    Value x = value(k);
+    if (x && !isa<FloatType>(typeOf(x).getElementType())) {
+      error() << "needs a float input";
+      return nullptr;
+    }
+    return x;
+  }
+
   /// Input `k` as an IR value (a constant or parameter is materialized).
   Value value(size_t k) {
     if (!hasInput(k)) {
@@ -2077,13 +2087,9 @@ LogicalResult Emitter::convertActivation() {
                         : op == "Selu" ? ArrayRef<StringRef>{"alpha", "gamma"}
                                        : ArrayRef<StringRef>{})))
     return failure();
-  Value x = value(0);
+  Value x = floatValue(0);
   if (!x)
     return failure();
-  if (!isa<FloatType>(typeOf(x).getElementType())) {
-    error() << "needs a float input";
-    return failure();
-  }
   if (op == "Softplus") {
     Value pos = build<tg::MaximumOp>({x, scalar(0.0, x)});
     Value tail = build<tg::LogOp>({build<tg::AddOp>(
@@ -2125,13 +2131,9 @@ LogicalResult Emitter::convertActivation() {
 LogicalResult Emitter::convertErf() {
   if (failed(checkAttrs({})))
     return failure();
-  Value x = value(0);
+  Value x = floatValue(0);
   if (!x)
     return failure();
-  if (!isa<FloatType>(typeOf(x).getElementType())) {
-    error() << "needs a float input";
-    return failure();
-  }
   static const double p = 0.3275911;
   static const double a[] = {0.254829592, -0.284496736, 1.421413741,
                              -1.453152027, 1.061405429};
