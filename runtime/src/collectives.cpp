@@ -1,11 +1,17 @@
 //===- collectives.cpp - Communicators and collectives ----------*- C++ -*-===//
 //
 // The ampc_comm_* entry points. MPI lives in a separate module loaded on
-// the first ampc_comm_create_mpi (collectives_plugin.h), so nothing else of
-// the runtime maps libmpi. 16-bit buffers are widened to f32 for the
+// the first communicator that needs it (collectives_plugin.h), so nothing
+// else of the runtime maps libmpi. 16-bit buffers are widened to f32 for the
 // reduction and rounded once when the request completes. Collectives on
 // CUDA contexts go to NCCL (collectives_cuda.cpp); ampc_comm_create_self's
 // one-rank communicator uses the no-op host table below.
+//
+// A unique id (ampc_comm_get_unique_id) is a nonce, the maker's rank in
+// MPI_COMM_WORLD when an MPI launcher started it, and for CUDA an NCCL
+// unique id. ampc_comm_create_rank joins over MPI when the id has a world
+// rank (the MPI module's join), and otherwise has no host transport: one
+// rank, or NCCL only.
 //
 //===----------------------------------------------------------------------===//
 #include "ampc/runtime.h"
@@ -13,9 +19,15 @@
 #include "collectives_impl.h"
 #include "common.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,8 +55,8 @@ LoadedMpi loadMpi() {
               "); is Open MPI installed (libopenmpi3)?";
     return l;
   }
-  auto entry =
-      reinterpret_cast<MpiPluginEntry>(dlsym(handle, AMPC_MPI_PLUGIN_ENTRY_NAME));
+  auto entry = reinterpret_cast<MpiPluginEntry>(
+      dlsym(handle, AMPC_MPI_PLUGIN_ENTRY_NAME));
   if (!entry || entry(&l.api) != 0 || l.api.abi != kMpiPluginAbi) {
     l.error = "collectives: " + path + " does not match this ampc runtime";
     return l;
@@ -69,13 +81,18 @@ bool onCuda(ampc_context ctx) {
 }
 
 // The host side of a one-rank communicator: nothing to exchange.
-int selfInit(int32_t *rank, int32_t *size, char *) {
+int selfInit(void **comm, int32_t *rank, int32_t *size, char *) {
+  *comm = nullptr;
   *rank = 0;
   *size = 1;
   return 0;
 }
-int selfFinalize(char *) { return 0; }
-int selfIallreduce(void *, int64_t, int, int, void **req, char *) {
+int selfJoin(int32_t, uint64_t, int, int32_t, int32_t, void **comm, char *) {
+  *comm = nullptr;
+  return 0;
+}
+int selfRelease(void *, char *) { return 0; }
+int selfIallreduce(void *, void *, int64_t, int, int, void **req, char *) {
   *req = nullptr;
   return 0;
 }
@@ -84,16 +101,93 @@ int selfTest(void *, int *done, char *) {
   *done = 1;
   return 0;
 }
-int selfBcast(void *, int64_t, int32_t, char *) { return 0; }
-int selfBarrier(char *) { return 0; }
+int selfBcast(void *, void *, int64_t, int32_t, char *) { return 0; }
+int selfBarrier(void *, char *) { return 0; }
 void selfAbort(int32_t code) { std::_Exit(code); }
-int selfLocalRank(int32_t *local, char *) {
+int selfLocalRank(void *, int32_t *local, char *) {
   *local = 0;
   return 0;
 }
-const MpiPluginApi kSelfApi = {
-    kMpiPluginAbi, selfInit,    selfFinalize, selfIallreduce, selfWait,
-    selfTest,      selfBcast,   selfBarrier,  selfAbort,      selfLocalRank};
+const MpiPluginApi kSelfApi = {kMpiPluginAbi, selfInit,       selfJoin,
+                               selfRelease,   selfIallreduce, selfWait,
+                               selfTest,      selfBcast,      selfBarrier,
+                               selfAbort,     selfLocalRank};
+
+// The host side of a communicator of several ranks with no host transport:
+// one of a unique id made for CUDA outside an MPI job. Its collectives on
+// CUDA contexts go through NCCL; what needs the host fails, saying why.
+int noHost(char *err) {
+  std::snprintf(err, 256,
+                "this communicator was made from a unique id made outside an "
+                "MPI job: it carries collectives on CUDA contexts (NCCL) only; "
+                "host collectives (a CPU context, a barrier) need the "
+                "processes started by an MPI launcher");
+  return 1;
+}
+int noHostIallreduce(void *, void *, int64_t, int, int, void **, char *err) {
+  return noHost(err);
+}
+int noHostBcast(void *, void *, int64_t, int32_t, char *err) {
+  return noHost(err);
+}
+int noHostBarrier(void *, char *err) { return noHost(err); }
+int noHostTest(void *, int *, char *err) { return noHost(err); }
+/// The launcher's word (MPI launchers, Slurm, torchrun's LOCAL_RANK); the
+/// caller falls back on the communicator rank.
+int noHostLocalRank(void *, int32_t *local, char *err) {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char *v = std::getenv(var); v && *v) {
+      *local = static_cast<int32_t>(std::atoi(v));
+      return 0;
+    }
+  *local = -1;
+  return 0;
+}
+const MpiPluginApi kNoHostApi = {kMpiPluginAbi, selfInit,         selfJoin,
+                                 selfRelease,   noHostIallreduce, selfWait,
+                                 noHostTest,    noHostBcast,      noHostBarrier,
+                                 selfAbort,     noHostLocalRank};
+
+// The bytes of an ampc_comm_unique_id.
+constexpr char kIdMagic[8] = {'a', 'm', 'p', 'c', 'u', 'i', 'd', '1'};
+enum : uint32_t { kIdHasMpi = 1, kIdHasNccl = 2 };
+struct UniqueId {
+  char magic[8];
+  uint64_t nonce;
+  int32_t backend;
+  uint32_t flags;
+  /// The maker's rank in MPI_COMM_WORLD (kIdHasMpi).
+  int32_t maker;
+  int32_t reserved;
+  unsigned char nccl[128];
+};
+static_assert(sizeof(UniqueId) <= AMPC_COMM_UNIQUE_ID_BYTES, "id size");
+
+/// The nonces of the ids this process made: the maker of an id is the
+/// process that finds its nonce here.
+std::mutex madeMutex;
+std::vector<uint64_t> madeHere;
+
+/// Whether an MPI launcher started this process, and its world rank then.
+bool launcherRank(int32_t *rank) {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *v = std::getenv(var); v && *v) {
+      *rank = static_cast<int32_t>(std::atoi(v));
+      return true;
+    }
+  return false;
+}
+
+uint64_t freshNonce() {
+  std::random_device device;
+  uint64_t nonce = 0;
+  while (nonce == 0)
+    nonce =
+        (uint64_t(device()) << 32) ^ device() ^
+        uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return nonce;
+}
 
 ampc_status pluginError(const char *fn, const char *err) {
   return setError(AMPC_ERROR_DEVICE, "%s: %s", fn, err);
@@ -113,7 +207,7 @@ AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm) {
     auto c = std::make_unique<ampc_comm_impl>();
     c->api = &l.api;
     char err[256] = "";
-    if (l.api.init(&c->rank, &c->size, err))
+    if (l.api.init(&c->host, &c->rank, &c->size, err))
       return pluginError("ampc_comm_create_mpi", err);
     *comm = c.release();
     return AMPC_OK;
@@ -132,13 +226,116 @@ AMPC_API ampc_status ampc_comm_create_self(ampc_comm *comm) {
   });
 }
 
+AMPC_API ampc_status ampc_comm_get_unique_id(ampc_backend backend,
+                                             ampc_comm_unique_id *id) {
+  const char *fn = "ampc_comm_get_unique_id";
+  return guard(fn, [&]() -> ampc_status {
+    if (!id)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: id is NULL", fn);
+    if (backend != AMPC_BACKEND_CPU && backend != AMPC_BACKEND_CUDA)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: backend %d (AMPC_BACKEND_CPU or AMPC_BACKEND_CUDA "
+                      "expected)",
+                      fn, int(backend));
+    UniqueId u = {};
+    std::memcpy(u.magic, kIdMagic, sizeof u.magic);
+    u.nonce = freshNonce();
+    u.backend = int32_t(backend);
+    if (launcherRank(&u.maker))
+      u.flags |= kIdHasMpi;
+    if (backend == AMPC_BACKEND_CUDA) {
+      AMPC_TRY(ncclMakeUniqueId(u.nccl, fn));
+      u.flags |= kIdHasNccl;
+    }
+    {
+      std::lock_guard<std::mutex> lock(madeMutex);
+      madeHere.push_back(u.nonce);
+    }
+    std::memset(id, 0, sizeof *id);
+    std::memcpy(id->internal, &u, sizeof u);
+    return AMPC_OK;
+  });
+}
+
+AMPC_API ampc_status ampc_comm_create_rank(int32_t rank, int32_t size,
+                                           const ampc_comm_unique_id *id,
+                                           ampc_comm *comm) {
+  const char *fn = "ampc_comm_create_rank";
+  return guard(fn, [&]() -> ampc_status {
+    if (!id || !comm)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
+                      id ? "comm" : "id");
+    UniqueId u;
+    std::memcpy(&u, id->internal, sizeof u);
+    if (std::memcmp(u.magic, kIdMagic, sizeof u.magic) != 0 ||
+        (u.backend != AMPC_BACKEND_CPU && u.backend != AMPC_BACKEND_CUDA))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: id is not a unique id of ampc_comm_get_unique_id",
+                      fn);
+    if (size < 1)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: size %d (1 or more ranks expected)", fn, int(size));
+    if (rank < 0 || rank >= size)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: rank %d is not a rank of %d (0 to %d)", fn,
+                      int(rank), int(size), int(size) - 1);
+    bool isMaker;
+    {
+      std::lock_guard<std::mutex> lock(madeMutex);
+      isMaker = std::find(madeHere.begin(), madeHere.end(), u.nonce) !=
+                madeHere.end();
+    }
+    auto c = std::make_unique<ampc_comm_impl>();
+    c->rank = rank;
+    c->size = size;
+    if (u.flags & kIdHasNccl) {
+      c->hasNcclId = true;
+      std::memcpy(c->ncclId, u.nccl, sizeof c->ncclId);
+    }
+    char err[256] = "";
+    if (u.flags & kIdHasMpi) {
+      int32_t mine = 0;
+      if (!launcherRank(&mine))
+        return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                        "%s: the id was made in an MPI job (by world rank "
+                        "%d), and no MPI launcher started this process",
+                        fn, int(u.maker));
+      if (size == 1 && !isMaker)
+        return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                        "%s: a communicator of one rank is made by the "
+                        "process that made its id (world rank %d)",
+                        fn, int(u.maker));
+      const LoadedMpi &l = mpi();
+      if (!l.ok)
+        return setError(AMPC_ERROR_BACKEND_UNAVAILABLE, "%s: %s", fn,
+                        l.error.c_str());
+      c->api = &l.api;
+      if (l.api.join(u.maker, u.nonce, isMaker ? 1 : 0, rank, size, &c->host,
+                     err))
+        return pluginError(fn, err);
+    } else if (size == 1) {
+      c->api = &kSelfApi;
+    } else if (u.backend == AMPC_BACKEND_CUDA) {
+      c->api = &kNoHostApi;
+    } else {
+      return setError(AMPC_ERROR_BACKEND_UNAVAILABLE,
+                      "%s: a communicator of %d ranks on CPU contexts needs "
+                      "MPI, and this id was made outside an MPI job (start "
+                      "the processes with mpirun)",
+                      fn, int(size));
+    }
+    *comm = c.release();
+    return AMPC_OK;
+  });
+}
+
 AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm) {
   if (!comm)
     return AMPC_OK;
   // NCCL first: its communicator was set up over the host transport.
   ampc_status nst = ncclRelease(comm);
   char err[256] = "";
-  int rc = comm->api->finalize(err);
+  int rc = comm->api->release(comm->host, err);
   delete comm;
   if (nst != AMPC_OK)
     return nst;
@@ -150,8 +347,10 @@ AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local) {
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_local_rank: %s is NULL",
                     comm ? "local_rank" : "comm");
   char err[256] = "";
-  if (comm->api->localRank(local, err))
+  if (comm->api->localRank(comm->host, local, err))
     return pluginError("ampc_comm_local_rank", err);
+  if (*local < 0) // no launcher said: the communicator rank
+    *local = comm->rank;
   return AMPC_OK;
 }
 
@@ -188,16 +387,17 @@ AMPC_API ampc_status ampc_comm_size(ampc_comm comm, int32_t *size) {
   return AMPC_OK;
 }
 
-AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
-                                               ampc_context ctx, void *buf,
-                                               ampc_dtype dtype, int64_t count,
-                                               ampc_reduce_op op,
+AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm, ampc_context ctx,
+                                               void *buf, ampc_dtype dtype,
+                                               int64_t count, ampc_reduce_op op,
                                                ampc_request *request) {
   const char *fn = "ampc_comm_allreduce_async";
   return guard(fn, [&]() -> ampc_status {
     if (!comm || !request || (!buf && count > 0))
       return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
-                      !comm ? "comm" : !request ? "request" : "buf");
+                      !comm      ? "comm"
+                      : !request ? "request"
+                                 : "buf");
     AMPC_TRY(checkContext(ctx, fn));
     if (dtype != AMPC_F32 && dtype != AMPC_F16 && dtype != AMPC_BF16 &&
         dtype != AMPC_I32)
@@ -227,7 +427,7 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
       data = r->wide.data();
     }
     char err[256] = "";
-    if (comm->api->iallreduce(data, count, dtype == AMPC_I32,
+    if (comm->api->iallreduce(comm->host, data, count, dtype == AMPC_I32,
                               op == AMPC_REDUCE_MAX ? 2 : 0, &r->mpi, err))
       return pluginError(fn, err);
     *request = r.release();
@@ -317,7 +517,7 @@ AMPC_API ampc_status ampc_comm_broadcast(ampc_comm comm, ampc_context ctx,
   if (onCuda(ctx))
     return ncclBroadcast(comm, ctx, buf, bytes, root);
   char err[256] = "";
-  if (comm->api->bcast(buf, bytes, root, err))
+  if (comm->api->bcast(comm->host, buf, bytes, root, err))
     return pluginError(fn, err);
   return AMPC_OK;
 }
@@ -326,22 +526,23 @@ AMPC_API ampc_status ampc_comm_barrier(ampc_comm comm) {
   if (!comm)
     return setError(AMPC_ERROR_NULL_POINTER, "ampc_comm_barrier: comm is NULL");
   char err[256] = "";
-  if (comm->api->barrier(err))
+  if (comm->api->barrier(comm->host, err))
     return pluginError("ampc_comm_barrier", err);
   return AMPC_OK;
 }
 
 AMPC_API ampc_status ampc_context_set_comm(ampc_context ctx, ampc_comm comm) {
   if (!ctx)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_context_set_comm: ctx is NULL");
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "ampc_context_set_comm: ctx is NULL");
   ctx->comm = comm;
   return AMPC_OK;
 }
 
 AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm) {
   if (!ctx || !comm)
-    return setError(AMPC_ERROR_NULL_POINTER, "ampc_context_get_comm: %s is NULL",
-                    ctx ? "comm" : "ctx");
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "ampc_context_get_comm: %s is NULL", ctx ? "comm" : "ctx");
   *comm = ctx->comm;
   return AMPC_OK;
 }

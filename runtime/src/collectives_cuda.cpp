@@ -6,7 +6,8 @@
 //
 // An ampc communicator gets its NCCL communicator lazily, in its first
 // collective on a CUDA context: rank 0 makes the NCCL unique id and the
-// communicator's host transport (MPI, or nothing on one rank) broadcasts it;
+// communicator's host transport (MPI, or nothing on one rank) broadcasts it
+// (a communicator of ampc_comm_create_rank with a CUDA id has it already);
 // every rank then joins on the device of its context. That first collective
 // is collective anyway, so every rank reaches the creation together.
 //
@@ -94,10 +95,15 @@ ampc_status ensureNccl(ampc_comm comm, ampc_context ctx, const char *fn) {
                       fn, int(comm->ncclDevice), int(device));
     return AMPC_OK;
   }
+  static_assert(sizeof(comm->ncclId) == kNcclIdBytes, "NCCL id size");
   // Rank 0's id and whether it could make one, so that a failure there
   // fails every rank instead of leaving them waiting in ncclCommInitRank.
+  // A communicator of a unique id made for CUDA has its NCCL id already.
   unsigned char id[kNcclIdBytes + 1] = {};
-  if (comm->rank == 0) {
+  if (comm->hasNcclId) {
+    std::memcpy(id, comm->ncclId, kNcclIdBytes);
+    id[kNcclIdBytes] = 1;
+  } else if (comm->rank == 0) {
     if (int rc = l.api.uniqueId(id, err))
       std::snprintf(reinterpret_cast<char *>(id), kNcclIdBytes, "%d%s", rc,
                     err);
@@ -105,7 +111,7 @@ ampc_status ensureNccl(ampc_comm comm, ampc_context ctx, const char *fn) {
       id[kNcclIdBytes] = 1;
   }
   char herr[256] = "";
-  if (comm->api->bcast(id, sizeof(id), 0, herr))
+  if (!comm->hasNcclId && comm->api->bcast(comm->host, id, sizeof(id), 0, herr))
     return setError(AMPC_ERROR_DEVICE, "%s: broadcasting the NCCL id: %s", fn,
                     herr);
   if (!id[kNcclIdBytes]) {
@@ -169,6 +175,17 @@ ampc_status ampc::ncclRelease(ampc_comm comm) {
   int rc = nccl().api.destroy(comm->nccl, err);
   comm->nccl = nullptr;
   return rc ? moduleError(rc, "ampc_comm_destroy", err) : AMPC_OK;
+}
+
+ampc_status ampc::ncclMakeUniqueId(void *id, const char *fn) {
+  const LoadedNccl &l = nccl();
+  if (!l.ok)
+    return setError(AMPC_ERROR_BACKEND_UNAVAILABLE, "%s: %s", fn,
+                    l.error.c_str());
+  char err[256] = "";
+  if (int rc = l.api.uniqueId(id, err))
+    return moduleError(rc, fn, err);
+  return AMPC_OK;
 }
 
 ampc_status ampc::ncclDeviceCount(int32_t *count) {

@@ -14,9 +14,17 @@
 #include <vector>
 
 struct ampc_comm_impl {
-  /// The MPI module's table, or the one-rank table (ampc_comm_create_self).
+  /// The host transport: the MPI module's table, the one-rank table
+  /// (ampc_comm_create_self) or the host-less one (a communicator of a unique
+  /// id made outside an MPI job, for CUDA contexts only); and its handle.
   const MpiPluginApi *api = nullptr;
+  void *host = nullptr;
   int32_t rank = 0, size = 1;
+  /// The NCCL unique id its NCCL side joins (ampc_comm_create_rank with an
+  /// id made for CUDA); without one rank 0 makes an id at the first CUDA
+  /// collective and the host transport carries it.
+  bool hasNcclId = false;
+  unsigned char ncclId[128] = {};
   /// The NCCL module's communicator, made by the first collective on a CUDA
   /// context (collectives_cuda.cpp), and its device.
   void *nccl = nullptr;
@@ -52,6 +60,8 @@ ampc_status ncclBroadcast(ampc_comm comm, ampc_context ctx, void *buf,
 ampc_status ncclRelease(ampc_comm comm);
 /// The number of CUDA devices, through the NCCL module.
 ampc_status ncclDeviceCount(int32_t *count);
+/// A new NCCL unique id (128 bytes), through the NCCL module.
+ampc_status ncclMakeUniqueId(void *id, const char *fn);
 } // namespace ampc
 
 #endif // AMPC_RUNTIME_SRC_COLLECTIVES_IMPL_H

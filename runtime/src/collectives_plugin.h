@@ -1,9 +1,14 @@
 //===- collectives_plugin.h - The MPI module's interface --------*- C++ -*-===//
 //
 // libampc_runtime_mpi.so is the only part of the runtime that links MPI; the
-// runtime dlopen()s it when the first communicator is created
+// runtime dlopen()s it when the first communicator that needs MPI is created
 // (collectives.cpp). It works on host buffers of f32 or i32 only: the runtime
 // converts 16-bit data and stages device memory itself.
+//
+// A communicator is a handle of the module's (an MPI communicator): the one
+// of MPI_COMM_WORLD (init), or one over some of its processes that a unique
+// id names (join, ampc_comm_create_rank). The one-rank and host-less tables
+// of collectives.cpp take the same handles and ignore them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_SRC_COLLECTIVES_PLUGIN_H
@@ -13,28 +18,41 @@
 
 #define AMPC_MPI_PLUGIN_ENTRY_NAME "ampc_mpi_plugin_entry"
 constexpr const char *kMpiPluginFile = "libampc_runtime_mpi.so";
-constexpr int32_t kMpiPluginAbi = 3;
+constexpr int32_t kMpiPluginAbi = 4;
 
 /// Every function returns 0 on success, else writes a message of at most
 /// 255 characters to `err` and returns non-zero.
 struct MpiPluginApi {
   int32_t abi;
-  int (*init)(int32_t *rank, int32_t *size, char *err);
-  int (*finalize)(char *err);
+  /// Initialises MPI if the process has not; *comm: MPI_COMM_WORLD's handle.
+  int (*init)(void **comm, int32_t *rank, int32_t *size, char *err);
+  /// Joins, as `rank` of `size`, the communicator that the process at world
+  /// rank `maker` named by `nonce`: every member sends its (rank, size) to
+  /// the maker over MPI_COMM_WORLD, the maker checks them and answers with
+  /// the world rank of each rank, and the members make an MPI communicator
+  /// of their group in that order. `isMaker`: this process made the id.
+  /// Initialises MPI if the process has not.
+  int (*join)(int32_t maker, uint64_t nonce, int isMaker, int32_t rank,
+              int32_t size, void **comm, char *err);
+  /// Frees a handle of init or join. MPI, when the module initialised it,
+  /// is finalised at exit if every handle was freed (it cannot be
+  /// initialised twice).
+  int (*release)(void *comm, char *err);
   /// isI32: the buffer holds int32_t, else float. op: 0 sum, 2 max.
-  int (*iallreduce)(void *buf, int64_t count, int isI32, int op, void **req,
-                    char *err);
+  int (*iallreduce)(void *comm, void *buf, int64_t count, int isI32, int op,
+                    void **req, char *err);
   int (*wait)(void *req, char *err);
   /// Progresses the request (and, through MPI's progress engine, every
   /// other one in flight) without blocking; *done becomes 1 once it has
   /// completed. `req` stays valid until `wait`, which then returns at once.
   int (*test)(void *req, int *done, char *err);
-  int (*bcast)(void *buf, int64_t bytes, int32_t root, char *err);
-  int (*barrier)(char *err);
+  int (*bcast)(void *comm, void *buf, int64_t bytes, int32_t root, char *err);
+  int (*barrier)(void *comm, char *err);
   void (*abort)(int32_t code);
   /// This process's rank among the ranks of its machine (the CUDA device
-  /// choice, docs/distributed.md).
-  int (*localRank)(int32_t *localRank, char *err);
+  /// choice, docs/distributed.md): the launcher's word, else from a
+  /// shared-memory split of the communicator (collective over it).
+  int (*localRank)(void *comm, int32_t *localRank, char *err);
 };
 
 extern "C" typedef int (*MpiPluginEntry)(MpiPluginApi *api);

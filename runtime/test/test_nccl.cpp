@@ -12,6 +12,10 @@
 //   ampc_runtime_nccl_test            one process: ampc_comm_create_self
 //   mpirun -np 2 ampc_runtime_nccl_test --ranks=2
 //                                     two ranks over MPI, one GPU each
+//   ampc_runtime_nccl_test --unique-id
+//                                     one process: a communicator of
+//                                     ampc_comm_create_rank with an id for
+//                                     CUDA (NCCL joins that id's NCCL id)
 //
 // Exits 77 (ctest's skip) with a message when there is no usable GPU, or,
 // for --ranks=2, when the ranks would share a GPU. --module-missing checks
@@ -128,7 +132,7 @@ int main(int argc, char **argv) {
     check(ampc_comm_destroy(comm), "ampc_comm_destroy");
     return st == AMPC_ERROR_BACKEND_UNAVAILABLE ? 0 : 1;
   }
-  bool twoRanks = mode == "--ranks=2";
+  bool twoRanks = mode == "--ranks=2", uniqueId = mode == "--unique-id";
   int32_t available = 0;
   ampc_backend_available(AMPC_BACKEND_CUDA, &available);
   if (!available) {
@@ -137,8 +141,15 @@ int main(int argc, char **argv) {
     return 77;
   }
   ampc_comm comm = nullptr;
-  check(twoRanks ? ampc_comm_create_mpi(&comm) : ampc_comm_create_self(&comm),
-        twoRanks ? "ampc_comm_create_mpi" : "ampc_comm_create_self");
+  if (uniqueId) {
+    ampc_comm_unique_id id;
+    check(ampc_comm_get_unique_id(AMPC_BACKEND_CUDA, &id),
+          "ampc_comm_get_unique_id");
+    check(ampc_comm_create_rank(0, 1, &id, &comm), "ampc_comm_create_rank");
+  } else {
+    check(twoRanks ? ampc_comm_create_mpi(&comm) : ampc_comm_create_self(&comm),
+          twoRanks ? "ampc_comm_create_mpi" : "ampc_comm_create_self");
+  }
   int32_t r = 0, size = 1, device = 0;
   check(ampc_comm_rank(comm, &r), "rank");
   rank = r;
@@ -261,7 +272,7 @@ int main(int argc, char **argv) {
   }
   if (rank == 0)
     std::printf("OK: NCCL collectives equal the CPU collective bit for bit "
-                "on %d rank(s)\n",
-                int(size));
+                "on %d rank(s)%s\n",
+                int(size), uniqueId ? " (a communicator of a unique id)" : "");
   return 0;
 }

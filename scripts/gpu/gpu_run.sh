@@ -306,11 +306,12 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
     fi
   fi
   # NCCL collectives against the CPU collective, bit for bit: one rank
-  # (ampc_comm_create_self), then two ranks under mpirun where mpirun
+  # (ampc_comm_create_self, then a communicator of ampc_comm_create_rank
+  # whose unique id holds an NCCL id), then two ranks under mpirun where mpirun
   # exists (the program skips, exit 77, unless there are 2 GPUs).
   NT="$B/test/ampc_runtime_nccl_test"
   if [ -x "$NT" ]; then
-    nccl_cmds=("nccl_vs_cpu|$NT")
+    nccl_cmds=("nccl_vs_cpu|$NT" "nccl_vs_cpu_unique_id|$NT --unique-id")
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     if ! command -v mpirun >/dev/null; then
       record "{\"kind\": \"note\", \"text\": \"NCCL on 2 ranks not run: no mpirun\"}"

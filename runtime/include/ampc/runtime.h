@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 4
+#define AMPC_RUNTIME_VERSION_MINOR 5
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -1139,15 +1139,62 @@ AMPC_API ampc_status ampc_comm_create_mpi(ampc_comm *comm);
 /// every collective completes locally (on a CUDA context through a one-rank
 /// NCCL communicator).
 AMPC_API ampc_status ampc_comm_create_self(ampc_comm *comm);
+/// The bytes that name one communicator of ampc_comm_create_rank: opaque,
+/// and the same on every process that joins it.
+#define AMPC_COMM_UNIQUE_ID_BYTES 256
+typedef struct ampc_comm_unique_id {
+  unsigned char internal[AMPC_COMM_UNIQUE_ID_BYTES];
+} ampc_comm_unique_id;
+
+/// Makes a new unique id for a communicator whose collectives run on
+/// `backend`'s contexts (1.5). One process makes it and hands its bytes to
+/// every process of the communicator by any means (a file, a socket, its
+/// own launcher); each of them, the maker included, then calls
+/// ampc_comm_create_rank with it. An id names one communicator: make a new
+/// one for each. What the communicator carries:
+/// - In an MPI job (this process was started by an MPI launcher), the id
+///   records this process's rank in MPI_COMM_WORLD, and the communicator's
+///   host collectives go over MPI among the processes that join it: any
+///   subset of the job's processes, in any rank order.
+/// - For AMPC_BACKEND_CUDA the id also holds an NCCL unique id (this loads
+///   the NCCL module: AMPC_ERROR_BACKEND_UNAVAILABLE when it or libnccl
+///   cannot be loaded), so collectives on CUDA contexts need no MPI: the
+///   processes may be started by any launcher, as with ncclCommInitRank.
+/// - Outside an MPI job an id for AMPC_BACKEND_CPU makes only one-rank
+///   communicators: the CPU backend's transport is MPI.
+AMPC_API ampc_status ampc_comm_get_unique_id(ampc_backend backend,
+                                             ampc_comm_unique_id *id);
+/// Joins, as `rank` of `size` ranks, the communicator that `id` names
+/// (1.5). Collective: every rank calls it, each with a distinct rank, the
+/// same size and the same id, and processes that join several communicators
+/// join them in the same order. With an id made in an MPI job the members
+/// meet through the maker over MPI (it must join too), which refuses
+/// mismatched sizes or a rank asked for twice on every member
+/// (AMPC_ERROR_DEVICE naming them); without MPI nothing can check that. A communicator of several ranks made
+/// from an id made outside an MPI job carries collectives on CUDA contexts
+/// only: its host collectives (a CPU context, ampc_comm_barrier) fail with
+/// AMPC_ERROR_DEVICE saying so, and ampc_comm_abort ends this process only.
+/// Fails with AMPC_ERROR_INVALID_ARGUMENT on bytes that are not an id or a
+/// rank out of range, AMPC_ERROR_BACKEND_UNAVAILABLE where the transport
+/// the id needs is missing.
+AMPC_API ampc_status ampc_comm_create_rank(int32_t rank, int32_t size,
+                                           const ampc_comm_unique_id *id,
+                                           ampc_comm *comm);
 /// This process's rank among the ranks on its machine: the launcher's
 /// OMPI_COMM_WORLD_LOCAL_RANK (or MPI_LOCALRANKID, SLURM_LOCALID), else from
-/// an MPI shared-memory split of the job.
+/// an MPI shared-memory split of the communicator's processes; for a
+/// communicator without MPI (ampc_comm_create_rank) also torchrun's
+/// LOCAL_RANK, else the communicator rank.
 AMPC_API ampc_status ampc_comm_local_rank(ampc_comm comm, int32_t *local_rank);
 /// The CUDA device this rank uses: local rank % the number of visible
 /// devices. Loads the NCCL module; AMPC_ERROR_BACKEND_UNAVAILABLE when it or
 /// libnccl cannot be loaded, or no device is visible.
 AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device);
-/// Destroys a communicator (finalises MPI if the runtime initialised it).
+/// Destroys a communicator. MPI, if the runtime initialised it, is finalised
+/// at exit when every communicator over MPI has been destroyed (MPI cannot
+/// be initialised twice, so communicators can be made again after one is
+/// destroyed); a process that exits holding one leaves MPI unfinalised,
+/// which MPI launchers treat as a failed rank and end the job.
 /// NULL is accepted.
 AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm);
 AMPC_API ampc_status ampc_comm_rank(ampc_comm comm, int32_t *rank);
