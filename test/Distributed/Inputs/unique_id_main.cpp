@@ -97,6 +97,18 @@ int exercise(ampc_comm comm, ampc_context ctx, int32_t wantRank,
   return size;
 }
 
+/// Makes a CPU id and the one-rank communicator it names, exercises it and
+/// destroys it; returns the id.
+ampc_comm_unique_id oneRank(ampc_context ctx, const char *what) {
+  ampc_comm_unique_id id;
+  check(ampc_comm_get_unique_id(AMPC_BACKEND_CPU, &id), "get_unique_id");
+  ampc_comm comm = nullptr;
+  check(ampc_comm_create_rank(0, 1, &id, &comm), "create one rank");
+  exercise(comm, ctx, 0, 1, what);
+  check(ampc_comm_destroy(comm), "destroy one rank");
+  return id;
+}
+
 void expectError(ampc_status st, ampc_status want, const char *needle,
                  const char *what) {
   std::string text = ampc_last_error();
@@ -144,14 +156,8 @@ int underMpi(ampc_context ctx) {
                 "broadcast, barrier\n");
 
   // One rank: made and joined by world rank 1 alone.
-  if (worldRank == 1) {
-    ampc_comm_unique_id one;
-    check(ampc_comm_get_unique_id(AMPC_BACKEND_CPU, &one), "get one");
-    ampc_comm c1 = nullptr;
-    check(ampc_comm_create_rank(0, 1, &one, &c1), "create one");
-    exercise(c1, ctx, 0, 1, "one rank");
-    check(ampc_comm_destroy(c1), "destroy one");
-  }
+  if (worldRank == 1)
+    oneRank(ctx, "one rank");
   // ... and a process that did not make an id cannot be its only rank.
   ampc_comm_unique_id other = makeOrFetch(0, "other");
   if (worldRank == 2) {
@@ -222,12 +228,7 @@ bool libmpiMapped() {
 }
 
 int withoutMpi(ampc_context ctx) {
-  ampc_comm_unique_id id;
-  check(ampc_comm_get_unique_id(AMPC_BACKEND_CPU, &id), "get_unique_id");
-  ampc_comm comm = nullptr;
-  check(ampc_comm_create_rank(0, 1, &id, &comm), "create one rank");
-  exercise(comm, ctx, 0, 1, "one rank, no MPI");
-  check(ampc_comm_destroy(comm), "destroy");
+  ampc_comm_unique_id id = oneRank(ctx, "one rank, no MPI");
   std::printf("one rank without MPI: sum, broadcast, barrier\n");
 
   ampc_comm c = nullptr;
