@@ -195,6 +195,34 @@ int underMpi(ampc_context ctx) {
   if (worldRank == 0)
     std::printf("duplicate rank, mismatched size: refused on every member\n");
 
+  // A CUDA id made in the job (where the NCCL module loads) also carries
+  // MPI: its communicator's host collectives work on CPU contexts. World
+  // rank 1 makes it; an empty file says it could not.
+  if (worldRank == 1) {
+    ampc_comm_unique_id cid;
+    ampc_status st = ampc_comm_get_unique_id(AMPC_BACKEND_CUDA, &cid);
+    if (st == AMPC_OK) {
+      publish("cuda", cid);
+    } else {
+      std::ofstream(dir + "/cuda.tmp");
+      std::rename((dir + "/cuda.tmp").c_str(), (dir + "/cuda").c_str());
+    }
+  }
+  std::string cudaPath = dir + "/cuda";
+  for (int tries = 0; tries < 3000 && !std::ifstream(cudaPath); ++tries)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (std::ifstream(cudaPath, std::ios::ate).tellg() > 0) {
+    ampc_comm_unique_id cid = fetch("cuda");
+    ampc_comm cc = nullptr;
+    check(ampc_comm_create_rank(worldRank, 3, &cid, &cc), "create cuda");
+    exercise(cc, ctx, worldRank, 3, "CUDA id in the job, CPU context");
+    check(ampc_comm_destroy(cc), "destroy cuda");
+    if (worldRank == 0)
+      std::printf("cuda id in the job: host collectives over MPI\n");
+  } else if (worldRank == 0) {
+    std::printf("cuda id in the job: unavailable\n");
+  }
+
   // Bytes that are not an id; arguments out of range.
   ampc_comm_unique_id zero = {};
   ampc_comm c = nullptr;
