@@ -87,7 +87,8 @@ int selfInit(void **comm, int32_t *rank, int32_t *size, char *) {
   *size = 1;
   return 0;
 }
-int selfJoin(int32_t, uint64_t, int, int32_t, int32_t, void **comm, char *) {
+int selfJoin(int32_t, uint64_t, const uint64_t *, int32_t, int32_t, int32_t,
+             void **comm, char *) {
   *comm = nullptr;
   return 0;
 }
@@ -279,12 +280,12 @@ AMPC_API ampc_status ampc_comm_create_rank(int32_t rank, int32_t size,
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: rank %d is not a rank of %d (0 to %d)", fn,
                       int(rank), int(size), int(size) - 1);
-    bool isMaker;
+    std::vector<uint64_t> made;
     {
       std::lock_guard<std::mutex> lock(madeMutex);
-      isMaker = std::find(madeHere.begin(), madeHere.end(), u.nonce) !=
-                madeHere.end();
+      made = madeHere;
     }
+    bool isMaker = std::find(made.begin(), made.end(), u.nonce) != made.end();
     auto c = std::make_unique<ampc_comm_impl>();
     c->rank = rank;
     c->size = size;
@@ -310,8 +311,8 @@ AMPC_API ampc_status ampc_comm_create_rank(int32_t rank, int32_t size,
         return setError(AMPC_ERROR_BACKEND_UNAVAILABLE, "%s: %s", fn,
                         l.error.c_str());
       c->api = &l.api;
-      if (l.api.join(u.maker, u.nonce, isMaker ? 1 : 0, rank, size, &c->host,
-                     err))
+      if (l.api.join(u.maker, u.nonce, made.data(), int32_t(made.size()), rank,
+                     size, &c->host, err))
         return pluginError(fn, err);
     } else if (size == 1) {
       c->api = &kSelfApi;

@@ -117,9 +117,23 @@ struct Stashed {
 };
 std::vector<Stashed> stash;
 
+/// Answers a request for an id this process never made (one of an earlier
+/// run, say) with a refusal, so that member fails instead of waiting.
+int refuseStale(const JoinRequest &q, int source, int me, char *err) {
+  JoinReplyHead head = {};
+  head.nonce = q.nonce;
+  head.status = 1;
+  std::snprintf(head.why, sizeof head.why,
+                "world rank %d made no such id (an id of an earlier run?)", me);
+  return report(
+      MPI_Send(&head, sizeof head, MPI_BYTE, source, kReplyTag, MPI_COMM_WORLD),
+      "MPI_Send", err);
+}
+
 /// The maker's side: gathers the other members' requests, checks them and
 /// answers each; `worldRanks` receives the world rank of every rank.
-int gatherJoins(uint64_t nonce, int32_t rank, int32_t size, int me,
+int gatherJoins(uint64_t nonce, const uint64_t *made, int32_t madeCount,
+                int32_t rank, int32_t size, int me,
                 std::vector<int> &worldRanks, char *err) {
   worldRanks.assign(size, -1);
   worldRanks[rank] = me;
@@ -157,10 +171,12 @@ int gatherJoins(uint64_t nonce, int32_t rank, int32_t size, int me,
     if (int rc = MPI_Recv(&q, sizeof q, MPI_BYTE, MPI_ANY_SOURCE, kJoinTag,
                           MPI_COMM_WORLD, &st))
       return report(rc, "MPI_Recv", err);
-    if (q.nonce != nonce)
-      stash.push_back({q, st.MPI_SOURCE});
-    else
+    if (q.nonce == nonce)
       take(q, st.MPI_SOURCE);
+    else if (std::find(made, made + madeCount, q.nonce) != made + madeCount)
+      stash.push_back({q, st.MPI_SOURCE});
+    else if (refuseStale(q, st.MPI_SOURCE, me, err))
+      return 1;
   }
   std::vector<char> reply(sizeof(JoinReplyHead) + sizeof(int) * size);
   JoinReplyHead head = {};
@@ -214,8 +230,9 @@ int askMaker(int32_t maker, uint64_t nonce, int32_t rank, int32_t size,
   return 0;
 }
 
-int join(int32_t maker, uint64_t nonce, int isMaker, int32_t rank, int32_t size,
-         void **comm, char *err) {
+int join(int32_t maker, uint64_t nonce, const uint64_t *made, int32_t madeCount,
+         int32_t rank, int32_t size, void **comm, char *err) {
+  bool isMaker = std::find(made, made + madeCount, nonce) != made + madeCount;
   if (ensureInit(err))
     return 1;
   int me = 0, world = 0;
@@ -241,8 +258,9 @@ int join(int32_t maker, uint64_t nonce, int isMaker, int32_t rank, int32_t size,
     return fail(err, "a communicator of %d ranks in an MPI job of %d",
                 int(size), world);
   std::vector<int> worldRanks;
-  if (isMaker ? gatherJoins(nonce, rank, size, me, worldRanks, err)
-              : askMaker(maker, nonce, rank, size, worldRanks, err))
+  if (isMaker
+          ? gatherJoins(nonce, made, madeCount, rank, size, me, worldRanks, err)
+          : askMaker(maker, nonce, rank, size, worldRanks, err))
     return 1;
   MPI_Group worldGroup, group;
   MPI_Comm_group(MPI_COMM_WORLD, &worldGroup);
@@ -250,13 +268,13 @@ int join(int32_t maker, uint64_t nonce, int isMaker, int32_t rank, int32_t size,
   MPI_Group_free(&worldGroup);
   if (rc)
     return report(rc, "MPI_Group_incl", err);
-  MPI_Comm made = MPI_COMM_NULL;
-  rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, kGroupTag, &made);
+  MPI_Comm members = MPI_COMM_NULL;
+  rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, kGroupTag, &members);
   MPI_Group_free(&group);
   if (rc)
     return report(rc, "MPI_Comm_create_group", err);
-  MPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
-  *comm = new MPI_Comm(made);
+  MPI_Comm_set_errhandler(members, MPI_ERRORS_RETURN);
+  *comm = new MPI_Comm(members);
   ++liveHandles;
   return 0;
 }

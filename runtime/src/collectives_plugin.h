@@ -30,10 +30,13 @@ struct MpiPluginApi {
   /// rank `maker` named by `nonce`: every member sends its (rank, size) to
   /// the maker over MPI_COMM_WORLD, the maker checks them and answers with
   /// the world rank of each rank, and the members make an MPI communicator
-  /// of their group in that order. `isMaker`: this process made the id.
-  /// Initialises MPI if the process has not.
-  int (*join)(int32_t maker, uint64_t nonce, int isMaker, int32_t rank,
-              int32_t size, void **comm, char *err);
+  /// of their group in that order. `made` lists the `madeCount` nonces of
+  /// the ids this process made: the maker finds `nonce` there, and refuses
+  /// at once a request for a nonce it never made (a stale id). Initialises
+  /// MPI if the process has not.
+  int (*join)(int32_t maker, uint64_t nonce, const uint64_t *made,
+              int32_t madeCount, int32_t rank, int32_t size, void **comm,
+              char *err);
   /// Frees a handle of init or join. MPI, when the module initialised it,
   /// is finalised at exit if every handle was freed (it cannot be
   /// initialised twice).

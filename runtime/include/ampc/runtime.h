@@ -1169,7 +1169,8 @@ AMPC_API ampc_status ampc_comm_get_unique_id(ampc_backend backend,
 /// same size and the same id, and processes that join several communicators
 /// join them in the same order. With an id made in an MPI job the members
 /// meet through the maker over MPI (it must join too), which refuses
-/// mismatched sizes or a rank asked for twice on every member
+/// mismatched sizes or a rank asked for twice on every member, and a
+/// request for an id it never made (a stale one) at once
 /// (AMPC_ERROR_DEVICE naming them); without MPI nothing can check that. A communicator of several ranks made
 /// from an id made outside an MPI job carries collectives on CUDA contexts
 /// only: its host collectives (a CPU context, ampc_comm_barrier) fail with

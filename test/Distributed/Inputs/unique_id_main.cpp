@@ -195,6 +195,35 @@ int underMpi(ampc_context ctx) {
   if (worldRank == 0)
     std::printf("duplicate rank, mismatched size: refused on every member\n");
 
+  // A stale id: world rank 1 makes one that names world rank 0 as its maker
+  // (as a file left by an earlier run would). World rank 2 asks world rank
+  // 0 for it while world rank 0 gathers the members of S, an id of its own:
+  // world rank 0 refuses the stranger at once, then world rank 1 joins S.
+  ampc_comm_unique_id sid = makeOrFetch(0, "s");
+  if (worldRank == 1) {
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    ampc_comm_unique_id fake;
+    check(ampc_comm_get_unique_id(AMPC_BACKEND_CPU, &fake), "get stale");
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    publish("stale", fake);
+    fetch("stale-refused"); // world rank 2 was answered
+  }
+  if (worldRank == 2) {
+    ampc_comm_unique_id fake = fetch("stale");
+    ampc_comm c = nullptr;
+    expectError(ampc_comm_create_rank(1, 2, &fake, &c), AMPC_ERROR_DEVICE,
+                "world rank 0 made no such id (an id of an earlier run?)",
+                "stale id");
+    publish("stale-refused", fake);
+  } else {
+    ampc_comm cs = nullptr;
+    check(ampc_comm_create_rank(worldRank, 2, &sid, &cs), "create S");
+    exercise(cs, ctx, worldRank, 2, "S after a stale request");
+    check(ampc_comm_destroy(cs), "destroy S");
+  }
+  if (worldRank == 0)
+    std::printf("stale id: refused at once, the maker's own join goes on\n");
+
   // A CUDA id made in the job (where the NCCL module loads) also carries
   // MPI: its communicator's host collectives work on CPU contexts. World
   // rank 1 makes it; an empty file says it could not.
