@@ -8,7 +8,8 @@
 //   (one command)
 //   mpirun -np 2 ./train x.npy labels.npy 20
 //
-//   train [--device=cpu|cuda] [--save FILE] INPUT.npy... STEPS
+//   train [--device=cpu|cuda] [--save FILE] [--id-file FILE --rank R
+//         --world W] INPUT.npy... STEPS
 //
 // GRAPH is the graph's name; the arguments are the inputs as .npy files (in
 // graph order), then the step count. An input file with W times the graph's
@@ -23,12 +24,19 @@
 // (its local rank modulo the visible devices) and the all-reduce goes
 // through NCCL. Started without an MPI launcher, the program is one rank on
 // ampc_comm_create_self's communicator and needs no MPI library.
+//
+// --id-file FILE --rank R --world W makes the communicator from a unique id
+// instead (ampc_comm_create_rank, docs/distributed.md): rank 0 makes the id
+// and writes it to FILE, which must not exist yet; the other ranks read it.
+// With --device=cuda the ranks then need no MPI launcher (NCCL carries the
+// all-reduce); on the CPU more than one rank needs one.
 #include GRAPH_HEADER
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #define CAT2(a, b) a##_##b
@@ -67,6 +75,42 @@ static bool readNpy(const char *path, std::string &data, int64_t &rows) {
   return true;
 }
 
+/// The communicator of a unique id handed over as a file: rank 0 makes the
+/// id and writes FILE (whole, by a rename), the others wait for it.
+static bool joinByFile(const char *path, int32_t rank, int32_t world,
+                       ampc_backend backend, ampc_comm *comm) {
+  ampc_comm_unique_id id;
+  if (rank == 0) {
+    if (!check(ampc_comm_get_unique_id(backend, &id), "unique id"))
+      return false;
+    std::string tmp = std::string(path) + ".tmp";
+    FILE *f = std::fopen(tmp.c_str(), "wb");
+    bool ok = f && std::fwrite(&id, sizeof id, 1, f) == 1;
+    if (f)
+      ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), path) != 0) {
+      std::fprintf(stderr, "cannot write the id to %s\n", path);
+      return false;
+    }
+  } else {
+    bool got = false;
+    for (int tries = 0; tries < 600 && !got; ++tries) { // 60 s
+      if (FILE *f = std::fopen(path, "rb")) {
+        got = std::fread(&id, sizeof id, 1, f) == 1;
+        std::fclose(f);
+      }
+      if (!got)
+        usleep(100000);
+    }
+    if (!got) {
+      std::fprintf(stderr, "rank %d: no id in %s after 60 s\n", int(rank),
+                   path);
+      return false;
+    }
+  }
+  return check(ampc_comm_create_rank(rank, world, &id, comm), "communicator");
+}
+
 /// Whether an MPI launcher (mpirun, mpiexec, srun) started this process.
 static bool underLauncher() {
   for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
@@ -77,7 +121,8 @@ static bool underLauncher() {
 
 int main(int argc, char **argv) {
   ampc_backend backend = AMPC_BACKEND_CPU;
-  const char *savePath = nullptr;
+  const char *savePath = nullptr, *idFile = nullptr;
+  int32_t idRank = -1, idWorld = -1;
   int arg = 1;
   for (; arg < argc && std::strncmp(argv[arg], "--", 2) == 0; ++arg) {
     if (std::strcmp(argv[arg], "--device=cpu") == 0) {
@@ -86,16 +131,25 @@ int main(int argc, char **argv) {
       backend = AMPC_BACKEND_CUDA;
     } else if (std::strcmp(argv[arg], "--save") == 0 && arg + 1 < argc) {
       savePath = argv[++arg];
+    } else if (std::strcmp(argv[arg], "--id-file") == 0 && arg + 1 < argc) {
+      idFile = argv[++arg];
+    } else if (std::strcmp(argv[arg], "--rank") == 0 && arg + 1 < argc) {
+      idRank = std::atoi(argv[++arg]);
+    } else if (std::strcmp(argv[arg], "--world") == 0 && arg + 1 < argc) {
+      idWorld = std::atoi(argv[++arg]);
     } else {
       std::fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[arg]);
       return 2;
     }
   }
   int32_t n = FN(num_inputs)();
-  if (argc - arg != n + 1) {
+  bool byId = idFile || idRank >= 0 || idWorld >= 0;
+  if (argc - arg != n + 1 ||
+      (byId && (!idFile || idWorld < 1 || idRank < 0 || idRank >= idWorld))) {
     std::fprintf(stderr,
-                 "usage: %s [--device=cpu|cuda] [--save FILE] INPUT.npy... "
-                 "STEPS (%d inputs)\n",
+                 "usage: %s [--device=cpu|cuda] [--save FILE] [--id-file "
+                 "FILE --rank R --world W (0 <= R < W)] INPUT.npy... STEPS "
+                 "(%d inputs)\n",
                  argv[0], int(n));
     return 2;
   }
@@ -103,9 +157,10 @@ int main(int argc, char **argv) {
   // One communicator for the job, attached to the context the step runs
   // on: the step's gradient all-reduce ops use it.
   ampc_comm comm;
-  if (!check(underLauncher() ? ampc_comm_create_mpi(&comm)
-                             : ampc_comm_create_self(&comm),
-             "communicator"))
+  if (byId ? !joinByFile(idFile, idRank, idWorld, backend, &comm)
+           : !check(underLauncher() ? ampc_comm_create_mpi(&comm)
+                                    : ampc_comm_create_self(&comm),
+                    "communicator"))
     return 1;
   int32_t rank = 0, world = 1, device = 0;
   ampc_comm_rank(comm, &rank);
@@ -142,8 +197,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "%s: %lld bytes, input %d takes %lld (or %d times "
                    "that, sharded)\n",
-                   files[i], (long long)data.size(), int(i),
-                   (long long)bytes, int(world));
+                   files[i], (long long)data.size(), int(i), (long long)bytes,
+                   int(world));
       return 1;
     }
     if (!check(ampc_malloc(ctx, bytes, &inputs[i]), "malloc") ||

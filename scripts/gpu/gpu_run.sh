@@ -361,9 +361,10 @@ done
 # (the sum of one buffer, the mean divided by 1, the 16-bit pre-division by
 # 1), so NCCL must too: the 20 losses and the final checkpoint's state
 # (parameters, momenta, scaler) must be equal bit for bit.
-ddp_pair() { # NAME DEVICE DDP_BIN PLAIN_BIN DIR: 0 when bit for bit equal
-  local n="$1" dev="$2" dp="$3" pl="$4" d="$5"
-  timeout 120 "$dp" --device="$dev" --save "$d/$n.ddp.ckpt" "$d/x.npy" \
+ddp_pair() { # NAME DEVICE DDP_BIN PLAIN_BIN DIR [DDP FLAGS]: 0 when equal
+  local n="$1" dev="$2" dp="$3" pl="$4" d="$5" extra="${6:-}"
+  # shellcheck disable=SC2086
+  timeout 120 "$dp" --device="$dev" $extra --save "$d/$n.ddp.ckpt" "$d/x.npy" \
     "$d/labels.npy" 20 >"$d/$n.ddp.jsonl" 2>"$d/$n.ddp.log" &&
   timeout 120 "$pl" --device="$dev" --save "$d/$n.plain.ckpt" "$d/x.npy" \
     "$d/labels.npy" 20 >"$d/$n.plain.jsonl" 2>"$d/$n.plain.log" &&
@@ -404,6 +405,16 @@ else
     record "{\"kind\": \"test\", \"name\": \"nccl_ddp_step_$p\", \"status\": \"$st\"}"
     log "nccl_ddp_step_$p: $st"
   done
+  # The same in fp32 on a communicator of a unique id handed over as a file
+  # (ampc_comm_create_rank; NCCL joins the id's NCCL id).
+  if [ -x "$SB/ddp_fp32" ] && [ -x "$SB/plain_fp32" ]; then
+    rm -f "$DD/uid.id"
+    ddp_pair fp32_uid cuda "$SB/ddp_fp32" "$SB/plain_fp32" "$DD" \
+      "--id-file $DD/uid.id --rank 0 --world 1"
+    st=$([ $? = 0 ] && echo passed || echo failed)
+    record "{\"kind\": \"test\", \"name\": \"nccl_ddp_step_fp32_unique_id\", \"status\": \"$st\"}"
+    log "nccl_ddp_step_fp32_unique_id: $st"
+  fi
 fi
 
 # ------------------------------------------------ the GPT-2 training step --
