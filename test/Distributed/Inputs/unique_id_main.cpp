@@ -97,15 +97,22 @@ int exercise(ampc_comm comm, ampc_context ctx, int32_t wantRank,
   return size;
 }
 
+/// Joins the communicator of `id` as `rank` of `size`, exercises it and
+/// destroys it.
+void joinAndExercise(const ampc_comm_unique_id &id, ampc_context ctx,
+                     int32_t rank, int32_t size, const char *what) {
+  ampc_comm comm = nullptr;
+  check(ampc_comm_create_rank(rank, size, &id, &comm), what);
+  exercise(comm, ctx, rank, size, what);
+  check(ampc_comm_destroy(comm), what);
+}
+
 /// Makes a CPU id and the one-rank communicator it names, exercises it and
 /// destroys it; returns the id.
 ampc_comm_unique_id oneRank(ampc_context ctx, const char *what) {
   ampc_comm_unique_id id;
   check(ampc_comm_get_unique_id(AMPC_BACKEND_CPU, &id), "get_unique_id");
-  ampc_comm comm = nullptr;
-  check(ampc_comm_create_rank(0, 1, &id, &comm), "create one rank");
-  exercise(comm, ctx, 0, 1, what);
-  check(ampc_comm_destroy(comm), "destroy one rank");
+  joinAndExercise(id, ctx, 0, 1, what);
   return id;
 }
 
@@ -118,6 +125,17 @@ void expectError(ampc_status st, ampc_status want, const char *needle,
          "'");
 }
 
+/// World rank 0 makes the id of file `name`; where `member`, this process
+/// asks for `rank` of `size` and must fail with `want` naming `needle`.
+void refusedJoin(const char *name, bool member, int32_t rank, int32_t size,
+                 ampc_status want, const char *needle, const char *what) {
+  ampc_comm_unique_id id = makeOrFetch(0, name);
+  if (!member)
+    return;
+  ampc_comm c = nullptr;
+  expectError(ampc_comm_create_rank(rank, size, &id, &c), want, needle, what);
+}
+
 int underMpi(ampc_context ctx) {
   const char *env = std::getenv("OMPI_COMM_WORLD_RANK");
   worldRank = env ? std::atoi(env) : 0;
@@ -125,10 +143,7 @@ int underMpi(ampc_context ctx) {
   // All three, in reverse: world rank w is rank 2 - w; world rank 2 makes
   // the id (the maker need not be rank 0).
   ampc_comm_unique_id all = makeOrFetch(2, "all");
-  ampc_comm comm = nullptr;
-  check(ampc_comm_create_rank(2 - worldRank, 3, &all, &comm), "create all");
-  exercise(comm, ctx, 2 - worldRank, 3, "all three");
-  check(ampc_comm_destroy(comm), "destroy all");
+  joinAndExercise(all, ctx, 2 - worldRank, 3, "all three");
   if (worldRank == 0)
     std::printf("three ranks in reverse order: sum, broadcast, barrier\n");
 
@@ -159,39 +174,24 @@ int underMpi(ampc_context ctx) {
   if (worldRank == 1)
     oneRank(ctx, "one rank");
   // ... and a process that did not make an id cannot be its only rank.
-  ampc_comm_unique_id other = makeOrFetch(0, "other");
-  if (worldRank == 2) {
-    ampc_comm c = nullptr;
-    expectError(ampc_comm_create_rank(0, 1, &other, &c),
-                AMPC_ERROR_INVALID_ARGUMENT,
-                "a communicator of one rank is made by the process that made "
-                "its id (world rank 0)",
-                "one rank, not the maker");
-  }
+  refusedJoin("other", worldRank == 2, 0, 1, AMPC_ERROR_INVALID_ARGUMENT,
+              "a communicator of one rank is made by the process that made "
+              "its id (world rank 0)",
+              "one rank, not the maker");
   if (worldRank == 0)
     std::printf("one rank: the maker's own; others refused\n");
 
   // A duplicate rank: world ranks 0 (the maker) and 1 both ask for rank 0
   // of 2; the maker refuses, and both fail naming the two.
-  ampc_comm_unique_id dup = makeOrFetch(0, "dup");
-  if (worldRank != 2) {
-    ampc_comm c = nullptr;
-    ampc_status st = ampc_comm_create_rank(0, 2, &dup, &c);
-    expectError(st, AMPC_ERROR_DEVICE,
-                "rank 0 was asked for by world ranks 0 and 1", "duplicate");
-  }
-  // A size that differs from the maker's.
-  ampc_comm_unique_id sizes = makeOrFetch(0, "sizes");
-  if (worldRank != 2) {
-    ampc_comm c = nullptr;
-    ampc_status st =
-        ampc_comm_create_rank(worldRank, 2 + worldRank * 1, &sizes, &c);
-    // World rank 1 asks for rank 1 of 3; the maker for rank 0 of 2.
-    expectError(st, AMPC_ERROR_DEVICE,
-                "world rank 1 asked for a communicator of 3 ranks and the "
-                "id's maker (world rank 0) for 2",
-                "sizes");
-  }
+  refusedJoin("dup", worldRank != 2, 0, 2, AMPC_ERROR_DEVICE,
+              "rank 0 was asked for by world ranks 0 and 1", "duplicate");
+  // A size that differs from the maker's: world rank 1 asks for rank 1 of
+  // 3, the maker for rank 0 of 2.
+  refusedJoin("sizes", worldRank != 2, worldRank, 2 + worldRank,
+              AMPC_ERROR_DEVICE,
+              "world rank 1 asked for a communicator of 3 ranks and the "
+              "id's maker (world rank 0) for 2",
+              "sizes");
   if (worldRank == 0)
     std::printf("duplicate rank, mismatched size: refused on every member\n");
 
@@ -216,10 +216,7 @@ int underMpi(ampc_context ctx) {
                 "stale id");
     publish("stale-refused", fake);
   } else {
-    ampc_comm cs = nullptr;
-    check(ampc_comm_create_rank(worldRank, 2, &sid, &cs), "create S");
-    exercise(cs, ctx, worldRank, 2, "S after a stale request");
-    check(ampc_comm_destroy(cs), "destroy S");
+    joinAndExercise(sid, ctx, worldRank, 2, "S after a stale request");
   }
   if (worldRank == 0)
     std::printf("stale id: refused at once, the maker's own join goes on\n");
@@ -241,11 +238,8 @@ int underMpi(ampc_context ctx) {
   for (int tries = 0; tries < 3000 && !std::ifstream(cudaPath); ++tries)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (std::ifstream(cudaPath, std::ios::ate).tellg() > 0) {
-    ampc_comm_unique_id cid = fetch("cuda");
-    ampc_comm cc = nullptr;
-    check(ampc_comm_create_rank(worldRank, 3, &cid, &cc), "create cuda");
-    exercise(cc, ctx, worldRank, 3, "CUDA id in the job, CPU context");
-    check(ampc_comm_destroy(cc), "destroy cuda");
+    joinAndExercise(fetch("cuda"), ctx, worldRank, 3,
+                    "CUDA id in the job, CPU context");
     if (worldRank == 0)
       std::printf("cuda id in the job: host collectives over MPI\n");
   } else if (worldRank == 0) {
