@@ -72,6 +72,13 @@ struct HostTensor {
   int64_t i(int64_t k) const {
     return isFloat() ? static_cast<int64_t>(floats[k]) : ints[k];
   }
+  /// Every element as an integer (a shape, sizes, axes).
+  SmallVector<int64_t> allInts() const {
+    SmallVector<int64_t> out;
+    for (int64_t k = 0; k < numel(); ++k)
+      out.push_back(i(k));
+    return out;
+  }
   void resize(int64_t n) {
     if (isFloat())
       floats.assign(n, 0.0);
@@ -1121,10 +1128,7 @@ LogicalResult Emitter::convertHost() {
       shapes.push_back(in(k)->shape);
     if (op == "Expand") {
       shapes.pop_back();
-      SmallVector<int64_t> target;
-      for (int64_t k = 0; k < in(1)->numel(); ++k)
-        target.push_back(in(1)->i(k));
-      shapes.push_back(target);
+      shapes.push_back(in(1)->allInts());
     }
     auto out = broadcastShapes(shapes);
     if (!out) {
@@ -1482,8 +1486,7 @@ LogicalResult Emitter::convert() {
     }
     HostTensor h;
     h.elt = fill.elt;
-    for (int64_t k = 0; k < shape->numel(); ++k)
-      h.shape.push_back(shape->i(k));
+    h.shape = shape->allInts();
     if (failed(sized(h)))
       return failure();
     for (int64_t k = 0; k < h.numel(); ++k)
@@ -2039,8 +2042,7 @@ LogicalResult Emitter::convertResize() {
     const HostTensor *sizes = needHost(3, "sizes");
     if (!sizes)
       return failure();
-    for (int64_t k = 0; k < sizes->numel(); ++k)
-      outShape.push_back(sizes->i(k));
+    outShape = sizes->allInts();
   } else if (hasInput(2) && (scales = needHost(2, "scales"))) {
     for (int64_t k = 0; k < scales->numel() && k < rank; ++k)
       outShape.push_back(
@@ -2710,10 +2712,7 @@ LogicalResult Emitter::convertReshapeLike() {
     const HostTensor *spec = needHost(1, "shape");
     if (!spec)
       return failure();
-    SmallVector<int64_t> target;
-    for (int64_t k = 0; k < spec->numel(); ++k)
-      target.push_back(spec->i(k));
-    auto s = broadcastShapes({in, target});
+    auto s = broadcastShapes({in, spec->allInts()});
     if (!s) {
       error() << "the shape does not broadcast with the input's";
       return failure();
@@ -2803,8 +2802,7 @@ LogicalResult Emitter::convertSplit() {
     const HostTensor *s = needHost(1, "split");
     if (!s)
       return failure();
-    for (int64_t k = 0; k < s->numel(); ++k)
-      sizes.push_back(s->i(k));
+    sizes = s->allInts();
   } else if (auto s = attrInts("split")) {
     sizes = *s;
   } else {
