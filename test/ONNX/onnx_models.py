@@ -265,6 +265,10 @@ def bad(out):
     save([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=1.0)], "bad_attr")
     save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic", yshape=("batch", 4),
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
+    # Two inputs that share the dim_param 'batch'.
+    save([helper.make_node("Add", ["x", "m"], ["y"], name="add")], "dynamic2", yshape=("batch", 4),
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+                 helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch", 4])])
     save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "old_opset", opset=11)
     save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="reflect")], "pad_reflect",
          yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])

@@ -38,6 +38,8 @@ struct ModelInput {
   mlir::Type elementType;
   /// -1 for a dynamic dim (dim_param or no dim_value).
   llvm::SmallVector<int64_t> dims;
+  /// Each dim's dim_param ("" for none): dims of one name are equal.
+  llvm::SmallVector<std::string> dimParams;
 };
 
 /// What an imported model needs from the graph it is built into: its

@@ -481,9 +481,11 @@ ONNXModel::load(MLIRContext &ctx, StringRef path, StringRef displayPath,
     if (!type.tensor_type().has_shape())
       return fail("'" + displayPath + "': input '" + in.name() +
                   "' has no shape (not even a rank)");
-    for (const auto &d : type.tensor_type().shape().dim())
+    for (const auto &d : type.tensor_type().shape().dim()) {
       mi.dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value()
                                                                : -1);
+      mi.dimParams.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
     impl->inputs.push_back(std::move(mi));
   }
   for (const onnx::ValueInfoProto &out : g.output())
@@ -3084,7 +3086,19 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(at);
   b.setInsertionPointToEnd(module->getBody());
-  SmallVector<Type> argTypes;
+  // Each input's dims: the model's, then --input-shape's. A dim_param names
+  // one size wherever it appears, so the shapes given must agree on it, and
+  // an input without a shape of its own takes the sizes that other inputs'
+  // shapes give its dim_params.
+  struct ParamSize {
+    int64_t size;
+    std::string input;
+  };
+  llvm::StringMap<ParamSize> paramSizes;
+  auto paramOf = [](const ModelInput &in, size_t d) {
+    return d < in.dimParams.size() ? StringRef(in.dimParams[d]) : StringRef();
+  };
+  std::vector<SmallVector<int64_t>> inputDims;
   for (const ModelInput &in : model->getInputs()) {
     SmallVector<int64_t> dims = in.dims;
     auto given = inputShapes.find(in.name);
@@ -3103,7 +3117,29 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
           return nullptr;
         }
         dims[d] = given->second[d];
+        StringRef param = paramOf(in, d);
+        if (param.empty())
+          continue;
+        auto [it, fresh] =
+            paramSizes.try_emplace(param, ParamSize{dims[d], in.name});
+        if (!fresh && it->second.size != dims[d]) {
+          emitError(at) << "--input-shape " << in.name << ": dim " << d
+                        << " ('" << param << "') is " << dims[d]
+                        << ", and the shape of input '" << it->second.input
+                        << "' makes '" << param << "' " << it->second.size;
+          return nullptr;
+        }
       }
+    }
+    inputDims.push_back(std::move(dims));
+  }
+  SmallVector<Type> argTypes;
+  for (auto [in, dims] : llvm::zip_equal(model->getInputs(), inputDims)) {
+    for (size_t d = 0; d < dims.size(); ++d) {
+      StringRef param = paramOf(in, d);
+      auto known = param.empty() ? paramSizes.end() : paramSizes.find(param);
+      if (dims[d] < 0 && known != paramSizes.end())
+        dims[d] = known->second.size;
     }
     for (size_t d = 0; d < dims.size(); ++d)
       if (dims[d] < 0) {
