@@ -135,14 +135,9 @@ int noHostBarrier(void *, char *err) { return noHost(err); }
 int noHostTest(void *, int *, char *err) { return noHost(err); }
 /// The launcher's word (MPI launchers, Slurm, torchrun's LOCAL_RANK); the
 /// caller falls back on the communicator rank.
-int noHostLocalRank(void *, int32_t *local, char *err) {
-  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                          "SLURM_LOCALID", "LOCAL_RANK"})
-    if (const char *v = std::getenv(var); v && *v) {
-      *local = static_cast<int32_t>(std::atoi(v));
-      return 0;
-    }
-  *local = -1;
+int noHostLocalRank(void *, int32_t *local, char *) {
+  if (!launcherInt({AMPC_LOCAL_RANK_VARS, "LOCAL_RANK"}, local))
+    *local = -1;
   return 0;
 }
 const MpiPluginApi kNoHostApi = {kMpiPluginAbi, selfInit,         selfJoin,
@@ -172,12 +167,7 @@ std::vector<uint64_t> madeHere;
 
 /// Whether an MPI launcher started this process, and its world rank then.
 bool launcherRank(int32_t *rank) {
-  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char *v = std::getenv(var); v && *v) {
-      *rank = static_cast<int32_t>(std::atoi(v));
-      return true;
-    }
-  return false;
+  return launcherInt({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, rank);
 }
 
 uint64_t freshNonce() {

@@ -355,12 +355,8 @@ void abortJob(int32_t code) { MPI_Abort(MPI_COMM_WORLD, code); }
 /// The launcher's word when it gives one (Open MPI, MPICH/Hydra, Slurm),
 /// else the rank within an MPI shared-memory split of the communicator.
 int localRank(void *comm, int32_t *local, char *err) {
-  for (const char *var :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char *v = std::getenv(var); v && *v) {
-      *local = static_cast<int32_t>(std::atoi(v));
-      return 0;
-    }
+  if (launcherInt({AMPC_LOCAL_RANK_VARS}, local))
+    return 0;
   MPI_Comm node;
   if (int rc = MPI_Comm_split_type(handle(comm), MPI_COMM_TYPE_SHARED, 0,
                                    MPI_INFO_NULL, &node))

@@ -15,6 +15,8 @@
 #define AMPC_RUNTIME_SRC_COLLECTIVES_PLUGIN_H
 
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
 
 #define AMPC_MPI_PLUGIN_ENTRY_NAME "ampc_mpi_plugin_entry"
 constexpr const char *kMpiPluginFile = "libampc_runtime_mpi.so";
@@ -59,5 +61,20 @@ struct MpiPluginApi {
 };
 
 extern "C" typedef int (*MpiPluginEntry)(MpiPluginApi *api);
+
+/// The first of the launcher's variables `vars` that is set, as an integer
+/// (a rank or local rank); false when none is.
+inline bool launcherInt(std::initializer_list<const char *> vars,
+                        int32_t *value) {
+  for (const char *var : vars)
+    if (const char *v = std::getenv(var); v && *v) {
+      *value = static_cast<int32_t>(std::atoi(v));
+      return true;
+    }
+  return false;
+}
+/// Where MPI launchers (Open MPI, MPICH/Hydra) and Slurm give the local rank.
+#define AMPC_LOCAL_RANK_VARS                                                   \
+  "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"
 
 #endif // AMPC_RUNTIME_SRC_COLLECTIVES_PLUGIN_H
