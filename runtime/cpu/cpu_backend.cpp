@@ -1406,9 +1406,9 @@ void singleThreadedBlas() { openblas_set_num_threads(1); }
 
 } // namespace
 
-bool cpuBf16GemmsFast() {
-  return onednn::wanted(true, int64_t(1) << 30) &&
-         cpuisa::usable(cpuisa::Isa::Avx512Bf16);
+bool cpuBf16GemmsOnAmx() {
+  return cpuisa::usable(cpuisa::Isa::Amx) &&
+         onednn::wanted(true, int64_t(1) << 30);
 }
 
 Backend *createCpuBackend() {

@@ -235,12 +235,12 @@ bool isPointwise(const ConvGeom &g) {
 /// Stride-1 2-D convolutions on the CPU run as kh * kw GEMMs over shifted
 /// views of a zero-padded f32 image (see ShiftedGemms) instead of im2col +
 /// one GEMM: nothing the size of the column matrix is written. Not for bf16
-/// images and weights where bf16 GEMMs are fast (cpuBf16GemmsFast): the
+/// images and weights when bf16 GEMMs run on AMX (cpuBf16GemmsOnAmx): the
 /// padded image is f32, and bf16 columns feed the bf16 units.
 bool useShiftedGemms(Backend &be, const ConvGeom &g, ampc_dtype x,
                      ampc_dtype w) {
   if (x == AMPC_BF16 && w == AMPC_BF16 && be.kind() == AMPC_BACKEND_CPU &&
-      cpuBf16GemmsFast())
+      cpuBf16GemmsOnAmx())
     return false;
   // Depth must be trivial: one plane, no depth padding (a 3-D convolution
   // of depth 1 with depth padding has od > 1). Each tap's GEMM has k = C:
@@ -399,8 +399,8 @@ ampc_status linearShapes(const char *fn, const TensorArg &x, const TensorArg &w,
 /// padding: one GEMM on the image) run on the direct kernels of
 /// runtime/cpu/cpu_directconv (any stride, padding, dilation and groups),
 /// which compute in f32; bf16 ones (image and weight) run as im2col + bf16
-/// GEMMs instead where the CPU's GEMM engine has bf16 units
-/// (cpuBf16GemmsFast: oneDNN on AVX512-BF16 or AMX). AMPC_CPU_CONV=gemm in
+/// GEMMs instead where the CPU's GEMM engine runs bf16 on AMX
+/// (cpuBf16GemmsOnAmx). AMPC_CPU_CONV=gemm in
 /// the environment keeps every convolution on the GEMM paths,
 /// AMPC_CPU_CONV=direct every one it can on the direct kernels.
 bool useDirect(Backend &be, const ConvGeom &g, ampc_dtype x, ampc_dtype w) {
@@ -413,7 +413,7 @@ bool useDirect(Backend &be, const ConvGeom &g, ampc_dtype x, ampc_dtype w) {
              g.channels > 0 && g.kh > 0 && g.kw > 0 && !isPointwise(g);
   if (!can || mode == 1)
     return false;
-  if (mode == 0 && x == AMPC_BF16 && w == AMPC_BF16 && cpuBf16GemmsFast())
+  if (mode == 0 && x == AMPC_BF16 && w == AMPC_BF16 && cpuBf16GemmsOnAmx())
     return false;
   return true;
 }

@@ -322,9 +322,11 @@ public:
 
 /// The CPU backend (always built).
 Backend *createCpuBackend();
-/// Whether the CPU backend's GEMMs run bf16 operands on bf16 units (oneDNN
-/// on AVX512-BF16 or AMX), so that bf16 convolutions pay as im2col + GEMM.
-bool cpuBf16GemmsFast();
+/// Whether the CPU backend's GEMMs run bf16 operands on AMX (oneDNN), where
+/// bf16 convolutions are meant to run as im2col + GEMM rather than on the
+/// direct f32 kernels. (On AVX512-BF16 without AMX the direct kernels
+/// measured faster: 50 against 56 ms per bf16 step of bench/models/resnet.)
+bool cpuBf16GemmsOnAmx();
 /// The CUDA backend, or null with the error recorded (status in *status).
 Backend *createCudaBackend(int device, ampc_status *status);
 /// Whether a CUDA device is usable (false in a CPU-only build).
