@@ -515,6 +515,11 @@ private:
   LogicalResult convertTranspose();
   LogicalResult convertConcat();
   LogicalResult convertSlice();
+  /// An error unless Slice's starts, ends and the optional axes and steps
+  /// hold one value per sliced axis each.
+  LogicalResult checkSliceInputs(const HostTensor *starts,
+                                 const HostTensor *ends, const HostTensor *axes,
+                                 const HostTensor *steps);
   LogicalResult convertSplit();
   LogicalResult convertGather();
   LogicalResult convertPad();

@@ -287,6 +287,8 @@ LogicalResult Emitter::foldSlice() {
   const HostTensor *starts = host(1), *ends = host(2);
   const HostTensor *axes = hasInput(3) ? host(3) : nullptr;
   const HostTensor *steps = hasInput(4) ? host(4) : nullptr;
+  if (failed(checkSliceInputs(starts, ends, axes, steps)))
+    return failure();
   for (int64_t j = 0; j < starts->numel(); ++j) {
     auto a = axis(axes ? axes->i(j) : j, rank);
     if (!a)
@@ -297,6 +299,9 @@ LogicalResult Emitter::foldSlice() {
       error() << "a step of 0";
       return failure();
     }
+    // A step past the dim takes one element, as the dim does (and the
+    // counts below cannot overflow, nor can -st).
+    st = std::clamp(st, -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
     int64_t s = starts->i(j), e = ends->i(j);
     if (s < 0)
       s += dim;

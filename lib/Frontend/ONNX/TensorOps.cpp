@@ -8,6 +8,8 @@
 
 #include "Emitter.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace ampc::onnx_import;
 using namespace ampc::onnx_import::detail;
@@ -167,6 +169,11 @@ Emitter::resolveReshape(ArrayRef<int64_t> in, const HostTensor &spec) {
     }
     if (d < 0) {
       error() << "shape entry " << k << " is " << d;
+      return std::nullopt;
+    }
+    if (d != 0 && known > std::numeric_limits<int64_t>::max() / d) {
+      error() << "the shape's element count overflows int64 at entry " << k
+              << " (" << d << ")";
       return std::nullopt;
     }
     known *= d;
@@ -336,6 +343,22 @@ LogicalResult Emitter::convertConcat() {
       0, build<tg::ConcatOp>(xs, {named("dim", b.getI64IntegerAttr(*a))}));
 }
 
+LogicalResult Emitter::checkSliceInputs(const HostTensor *starts,
+                                        const HostTensor *ends,
+                                        const HostTensor *axes,
+                                        const HostTensor *steps) {
+  int64_t n = starts->numel();
+  for (auto [t, what] : {std::pair(starts, "starts"), std::pair(ends, "ends"),
+                         std::pair(axes, "axes"), std::pair(steps, "steps")}) {
+    if (t && (t->shape.size() != 1 || t->numel() != n)) {
+      error() << "'" << what << "' must be 1-D with one value per sliced "
+              << "axis (" << n << "), found " << t->numel() << " values";
+      return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult Emitter::convertSlice() {
   if (failed(checkAttrs({})))
     return failure();
@@ -350,6 +373,8 @@ LogicalResult Emitter::convertSlice() {
     return failure();
   if (hasInput(4) && !(steps = needHost(4, "steps")))
     return failure();
+  if (failed(checkSliceInputs(starts, ends, axes, steps)))
+    return failure();
   int64_t rank = typeOf(x).getRank();
   for (int64_t j = 0; j < starts->numel(); ++j) {
     auto a = axis(axes ? axes->i(j) : j, rank);
@@ -360,6 +385,9 @@ LogicalResult Emitter::convertSlice() {
       return unsupportedValue("steps", Twine(st),
                               "positive steps on values computed at run time");
     int64_t dim = typeOf(x).getDimSize(*a);
+    // A step past the dim takes one element, as the dim does (and the
+    // count below cannot overflow).
+    st = std::min(st, std::max<int64_t>(dim, 1));
     int64_t s = starts->i(j), e = ends->i(j);
     if (s < 0)
       s += dim;
@@ -714,7 +742,10 @@ LogicalResult Emitter::convertDepthToSpace() {
   int64_t bs = attrInt("blocksize", 0);
   auto sh = typeOf(x).getShape();
   int64_t n = sh[0], c = sh[1], h = sh[2], w = sh[3];
-  if (bs < 1 || (toSpace ? c % (bs * bs) : (h % bs) + (w % bs)) != 0) {
+  // A blocksize past the dims it divides is refused before bs * bs can
+  // overflow (2^40 squared wrapped to 0: a division by zero).
+  if (bs < 1 || bs > (toSpace ? c : std::min(h, w)) ||
+      (toSpace ? c % (bs * bs) : (h % bs) + (w % bs)) != 0) {
     error() << "blocksize " << bs << " does not divide the input " << typeOf(x);
     return failure();
   }
@@ -762,9 +793,19 @@ LogicalResult Emitter::convertTile() {
       error() << "repeat " << r << " of dim " << d << " (ampc takes 1 or more)";
       return failure();
     }
+    // The tiled count must fit in int64 (2^62 repeats wrapped around).
+    if (size != 0 && r > std::numeric_limits<int64_t>::max() / size) {
+      error() << "repeat " << r << " of dim " << d << " (size " << size
+              << ") overflows the dim";
+      return failure();
+    }
     viewed.append({1, size});
     broadcast.append({r, size});
     out.push_back(r * size);
+  }
+  if (!checkedNumel(out, std::numeric_limits<int64_t>::max())) {
+    error() << "the tiled tensor has more elements than an int64 counts";
+    return failure();
   }
   Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
                                      {named("shape", ints(broadcast))});

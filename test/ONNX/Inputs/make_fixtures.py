@@ -152,11 +152,36 @@ def refused():
 
 
 def hostile():
-    """Attributes, dims and names out of range: located errors, never a
-    signal (a Min with an empty input name was SIGSEGV)."""
+    """Attributes, dims and names out of range: located errors (or what a
+    sane value would give), never a signal or an overflow (a DepthToSpace of
+    blocksize 2^40 was SIGFPE, a Min with an empty input name SIGSEGV)."""
     m = {}
+    x4 = [value("x", [1, 8, 2, 2])]
+    m["depth_to_space_huge"] = model([node("DepthToSpace", ["x"], name="d2s", blocksize=2**40)],
+                                     "depth_to_space_huge", inputs=x4, yshape=(1, 2, 4, 4))
+    m["space_to_depth_huge"] = model([node("SpaceToDepth", ["x"], name="s2d", blocksize=2**40)],
+                                     "space_to_depth_huge", inputs=x4, yshape=(1, 32, 1, 1))
     m["min_empty_input"] = model([node("Min", ["s", ""], ["y"], name="min")], "min_empty_input",
                                  yshape=(2,), inits=[ints("s", [3, 4])])
+    m["tile_huge"] = model([node("Tile", ["x", "r"], name="tile")], "tile_huge",
+                           inits=[ints("r", [2**62, 2**62])])
+    m["reshape_huge"] = model([node("Reshape", ["x", "s"], name="reshape")], "reshape_huge",
+                              yshape=(2**40, 2**40), inits=[ints("s", [2**40, 2**40])])
+    # Steps past the dim take one element: x[:, 0:4:2^63-1] (run time) and
+    # s[3::-2^63] (at import, where the negated step overflowed).
+    m["slice_huge_step"] = model(
+        [node("Slice", ["x", "b", "e", "a", "st"], name="slice")], "slice_huge_step",
+        yshape=(2, 1), inits=[ints("b", [0]), ints("e", [4]), ints("a", [1]),
+                              ints("st", [2**63 - 1])])
+    m["slice_huge_negative_step"] = model(
+        [node("Slice", ["s", "b", "e", "a", "st"], ["t"], name="slice"),
+         node("Reshape", ["x", "t"], name="reshape")], "slice_huge_negative_step", yshape=(8,),
+        inits=[ints("s", [8, 2]), ints("b", [0]), ints("e", [-(2**63)]), ints("a", [0]),
+               ints("st", [-(2**63)])])
+    # Fewer ends than starts: ends[1] was read past its data.
+    m["slice_short_ends"] = model(
+        [node("Slice", ["x", "b", "e"], name="slice")], "slice_short_ends", yshape=(1, 1),
+        inits=[ints("b", [0, 0]), ints("e", [1])])
     m["gather_axis_huge"] = model([node("Gather", ["s", "i"], name="gather", axis=2**40)],
                                   "gather_axis_huge", yshape=(1,),
                                   inits=[ints("s", [3, 4]), ints("i", [0])])
