@@ -10,8 +10,9 @@ packages=(
   clang libclang-rt-14-dev
   # MLIR / LLVM 22 (libMLIR.so, mlir-tblgen, FileCheck, lit-22).
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  # Runtime library: CPU GEMMs; tests and benchmarks.
-  libopenblas-dev libgtest-dev libbenchmark-dev libffi-dev
+  # Runtime library: CPU GEMMs (oneDNN: bf16/f32 on AMX, AVX512-BF16,
+  # AVX-512 or AVX2; OpenBLAS where oneDNN is absent); tests and benchmarks.
+  libdnnl-dev libopenblas-dev libgtest-dev libbenchmark-dev libffi-dev
   # Data-parallel runs (mpirun) and the runtime's MPI collectives module.
   openmpi-bin libopenmpi-dev
   # Rendering --emit=dot.

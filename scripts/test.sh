@@ -18,6 +18,15 @@ status=0
 echo "== lit =="
 # The differential tests against PyTorch must run, not be skipped.
 AMPC_REQUIRE_TORCH=1 lit-22 -sv --time-tests "$build/test" || status=1
+# The fallback units on any processor (docs/runtime.md, "The CPU's GEMM
+# engine"): the differential tests against PyTorch, the thread-count bits,
+# the engine's and the convolution paths' tests again with every CPU kernel
+# family capped at AVX2 (oneDNN's f32 kernels on widened bf16, the direct
+# convolutions' and conversions' AVX2 paths).
+echo "== lit, CPU units capped at AVX2 (AMPC_CPU_ISA=avx2) =="
+AMPC_CPU_ISA=avx2 AMPC_REQUIRE_TORCH=1 lit-22 -sv "$build/test/Reference" \
+  "$build/test/Run/threads" "$build/test/Run/cpu-engine.test" \
+  "$build/test/Ops/conv-cpu-paths.test" || status=1
 echo "== ctest =="
 ctest --test-dir "$build" --output-on-failure -j2 || status=1
 echo "== runtime unit tests under ASan+UBSan =="

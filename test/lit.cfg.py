@@ -27,6 +27,11 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 # at once, so each runs on one thread unless the caller says otherwise (the
 # results do not depend on it; test/Run/threads sets its own counts).
 config.environment["AMPC_NUM_THREADS"] = os.environ.get("AMPC_NUM_THREADS", "1")
+# The CPU's GEMM engine and its units (docs/runtime.md): scripts/test.sh runs
+# part of the suite again with AMPC_CPU_ISA=avx2, the fallback path.
+for var in ("AMPC_CPU_ISA", "AMPC_CPU_GEMM", "ONEDNN_MAX_CPU_ISA"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -91,6 +91,34 @@ BENCHMARK(BM_CpuGemmF16)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+/// ampc_gemm of square f32 results from operands of one dtype (range(1)):
+/// what the CPU's GEMM engine does with f32, bf16 and f16 operands
+/// (bench/runtime/gemm_engines.py runs it under each engine setting).
+void BM_CpuGemm(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t n = state.range(0);
+  ampc_dtype dt = static_cast<ampc_dtype>(state.range(1));
+  void *a = deviceRandom(ctx, dt, n * n, 1);
+  void *b = deviceRandom(ctx, dt, n * n, 2);
+  void *c = nullptr;
+  ampc_malloc(ctx, n * n * 4, &c);
+  for (auto _ : state)
+    ampc_gemm(ctx, c, AMPC_F32, a, dt, b, dt, nullptr, AMPC_F32, 1, n, n, n, 0,
+              0, n, n, n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE);
+  gemmCounters(state, n);
+  char engine[512];
+  ampc_context_engine(ctx, engine, sizeof engine);
+  state.SetLabel(engine);
+  ampc_free(ctx, a);
+  ampc_free(ctx, b);
+  ampc_free(ctx, c);
+}
+BENCHMARK(BM_CpuGemm)
+    ->ArgsProduct({{64, 128, 256, 512, 1024},
+                   {AMPC_F32, AMPC_BF16, AMPC_F16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 void BM_CpuAdd(benchmark::State &state) {
   ampc_context ctx = cpuContext();
   ampc_dtype dt = static_cast<ampc_dtype>(state.range(1));

@@ -1,29 +1,44 @@
 #!/usr/bin/env python3
 """ampc run against PyTorch eager on the CPU, side by side, in one run.
 
-For each example it draws one set of inputs and parameters (.npy files), then
-measures training steps per second of
-  - `ampc run --amp=off` (the CPU runtime: OpenBLAS GEMMs, f32 kernels),
-  - the PyTorch reference (tools/ampc-torch/ampc_torch.py: eager ops,
-    autograd and torch.optim on the same program, the same data, f32),
-  - `ampc run --amp=fp16` and `--amp=bf16` (default fast policy; fp16 with
-    dynamic loss scaling),
+For each program it draws one set of inputs and parameters (.npy files),
+then measures training steps per second of, in this order, interleaved:
+  - `ampc run --amp=off` (ampc f32),
+  - the PyTorch reference in f32 (tools/ampc-torch/ampc_torch.py: eager
+    ops, autograd and torch.optim on the same program, the same data),
+  - `ampc run --amp=bf16` (default fast policy),
+  - the same PyTorch reference under real `torch.autocast("cpu",
+    dtype=torch.bfloat16)` (ampc_torch.py --torch-autocast=bf16: parameters
+    and optimizer in f32; ops of ampc's fp32 class, layer_norm and softmax
+    among them, cast to f32 as CUDA autocast would; see that file),
+  - `ampc run --amp=fp16` (dynamic loss scaling; PyTorch 1.13 has no f16
+    CPU autocast, so fp16 is compared with ampc's own f32 only),
 with the same thread count for both (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
-and torch.set_num_threads), interleaving the runs and keeping the median of
---repeat runs of each. Both count only the step loop (ampc: after compiling
-and initialising; PyTorch: after reading the program and the data), every
-step reading its loss back to the host.
+and torch.set_num_threads), keeping the median of --repeat runs of each.
+Both count only the step loop (ampc: after compiling and initialising;
+PyTorch: after reading the program and the data), every step reading its
+loss back to the host. The table gives the five rates and the ratios
+ampc f32 / PyTorch f32, ampc bf16 / PyTorch bf16 autocast, ampc bf16 /
+ampc f32, ampc fp16 / ampc f32 (and PyTorch bf16 / PyTorch f32), each
+with its geometric mean over the programs. The header names the processor
+(lscpu's model name and which of the flags in FLAGS /proc/cpuinfo has) and
+the units ampc ran on (the `cpu: ...` of `ampc run`'s summary line).
 
-  python3 bench/torch/side_by_side.py [--steps 100] [--repeat 5] [--threads 1]
-  python3 bench/torch/side_by_side.py --set models --steps 5 --repeat 3 \
-      --threads 1,2 [--breakdown]
+  /usr/bin/python3 bench/torch/side_by_side.py [--steps 100] [--repeat 5] [--threads 1]
+  /usr/bin/python3 bench/torch/side_by_side.py --set models --steps 5 --repeat 3 \
+      --threads 1,2 [--breakdown] [--ampc-env AMPC_CPU_ISA=avx2]
 
-`--set examples` (default) runs examples/*.tg; `--set models` the real-size
-programs of bench/models/ (encoder, llama, resnet, mobilevit). `--threads`
-takes a comma-separated list; each count is its own table. `--breakdown`
-adds, per program, where ampc's f32 (and fp16) step spends its time: a
-`perf record` of one `ampc run`, self time grouped by kernel (OpenBLAS GEMM,
-each CPU backend entry point, libm, the rest).
+`--set examples` (default) runs examples/{mlp,cnn,transformer}.tg; `--set
+models` the real-size programs of bench/models/ (encoder, llama, resnet,
+mobilevit); `--examples a,b` picks programs of the set. `--threads` takes a
+comma-separated list; each count is its own table (its own process).
+`--ampc-env VAR=VALUE` (repeatable) sets a variable for the ampc runs only
+(AMPC_CPU_ISA=avx2, AMPC_CPU_GEMM=openblas, ...), not for PyTorch.
+`--baseline OLD/bin/ampc` measures a second ampc binary interleaved with the
+first (f32, bf16 and fp16). `--breakdown` adds, per program, where ampc's
+f32, bf16 and fp16 steps spend their time: a `perf record` of one `ampc
+run`, self time grouped by kernel (GEMM library, oneDNN's JIT code, each CPU
+backend entry point, libm, the rest).
 
 `--cpu-time` measures CPU time instead of wall time, for a machine other jobs
 load (where a process gets a varying share of the cores): each rate is
@@ -50,6 +65,63 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "ampc-torch"))
 
+# The /proc/cpuinfo flags the header reports (present or not).
+FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_fp16", "avx512f", "avx2", "f16c")
+
+# The measured columns, in the order of the interleaving within a repeat:
+# (key, heading, runner, argument).
+COLUMNS = (
+    ("off", "ampc f32", "ampc", "off"),
+    ("torch", "PyTorch f32", "torch", "off"),
+    ("bf16", "ampc bf16", "ampc", "bf16"),
+    ("torch_bf16", "PyTorch bf16 autocast", "torch", "bf16"),
+    ("fp16", "ampc fp16", "ampc", "fp16"),
+)
+# The ratios: (heading, numerator, denominator).
+RATIOS = (
+    ("ampc f32 / PyTorch f32", "off", "torch"),
+    ("ampc bf16 / PyTorch bf16", "bf16", "torch_bf16"),
+    ("ampc bf16 / ampc f32", "bf16", "off"),
+    ("ampc fp16 / ampc f32", "fp16", "off"),
+    ("PyTorch bf16 / PyTorch f32", "torch_bf16", "torch"),
+)
+BASELINE_MODES = ("off", "bf16", "fp16")
+
+
+def processor():
+    """(lscpu's model name, [(flag, present)] of FLAGS)."""
+    model = None
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        m = re.search(r"^Model name:\s*(.+)$", out, re.M)
+        model = m.group(1).strip() if m else None
+    except OSError:
+        pass
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    if model is None:
+                        continue
+                    break
+                if model is None and line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return model or "unknown", [(f, f in flags) for f in FLAGS]
+
+
+def geomean(values):
+    values = [v for v in values if v > 0]
+    if not values:
+        return float("nan")
+    prod = 1.0
+    for v in values:
+        prod *= v
+    return prod ** (1.0 / len(values))
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -59,13 +131,16 @@ def main():
                     help="comma-separated thread counts, e.g. 1,2")
     ap.add_argument("--baseline", default=None,
                     help="a second ampc binary (e.g. an older build) measured "
-                         "interleaved with the first, --amp=off and fp16")
+                         "interleaved with the first, --amp=off, bf16 and fp16")
     ap.add_argument("--set", choices=["examples", "models"], default="examples")
     ap.add_argument("--breakdown", action="store_true",
                     help="per-kernel time breakdown of ampc's step (needs perf)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="rates from CPU time (difference of a --steps and a 1-step run)")
     ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "bin", "ampc"))
+    ap.add_argument("--ampc-env", action="append", default=[], metavar="VAR=VALUE",
+                    help="an environment variable for the ampc runs only, e.g. "
+                         "AMPC_CPU_ISA=avx2 (repeatable)")
     ap.add_argument("--examples", default=None,
                     help="comma-separated program names of the set")
     args = ap.parse_args()
@@ -75,6 +150,12 @@ def main():
                          "encoder,llama,resnet,mobilevit")
     folder = (os.path.join(ROOT, "examples") if args.set == "examples" else
               os.path.join(ROOT, "bench", "models"))
+    ampc_env_extra = {}
+    for spec in args.ampc_env:
+        var, eq, value = spec.partition("=")
+        if not eq or not var:
+            ap.error("--ampc-env expects VAR=VALUE, got '%s'" % spec)
+        ampc_env_extra[var] = value
     if len(counts) > 1:
         # One process per thread count: torch's pools are sized at import.
         rc = 0
@@ -99,16 +180,26 @@ def main():
     threads = str(args.threads)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = threads
+    ampc_env = dict(os.environ, **ampc_env_extra)
     import numpy as np
     import torch
     import ampc_torch as ref
     import tgdiff
     torch.set_num_threads(args.threads)
 
+    model, flags = processor()
     print("ampc run vs PyTorch %s eager, CPU, %d thread(s), %d steps, median of %d runs%s" %
           (torch.__version__, args.threads, args.steps, args.repeat,
            ", rates from CPU time" if args.cpu_time else ""))
+    print("processor: %s; flags: %s; not: %s" % (
+        model, " ".join(f for f, on in flags if on) or "none",
+        " ".join(f for f, on in flags if not on) or "none"))
+    if ampc_env_extra:
+        print("ampc runs with: %s" % " ".join("%s=%s" % kv for kv in ampc_env_extra.items()))
+    sys.stdout.flush()
     rows = []
+    # The units of each (binary label, program, mode): `cpu: ...` of the summary.
+    units = {}
     for name in args.examples.split(","):
         src = os.path.join(folder, name + ".tg")
         doc = ref.load_program_json(src, args.ampc)
@@ -120,84 +211,97 @@ def main():
             data += ["--input", "%s=%s" % (n, path)]
 
         def ampc_once(amp, binary, steps):
+            cmd = [binary or args.ampc, "run", src, "--amp=" + amp, "--steps", str(steps)] + data
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            out = subprocess.run([binary or args.ampc, "run", src, "--amp=" + amp, "--steps",
-                                  str(steps)] + data, check=True, capture_output=True,
-                                 text=True, env=os.environ).stdout
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=ampc_env)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode != 0:
+                sys.exit("side_by_side: `%s` failed (exit %d):\n%s" %
+                         (" ".join(cmd), proc.returncode, proc.stderr.rstrip()))
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            return float(re.search(r"([0-9.]+) steps/s", out).group(1)), cpu
+            summary = [l for l in proc.stdout.splitlines() if " steps/s" in l]
+            if not summary:
+                sys.exit("side_by_side: no steps/s in the output of `%s`:\n%s" %
+                         (" ".join(cmd), proc.stdout.rstrip()))
+            m = re.search(r", cpu: (.*)$", summary[-1])
+            unit = m.group(1).strip() if m else "(not reported)"
+            rate = float(re.search(r"([0-9.]+) steps/s", summary[-1]).group(1))
+            return rate, cpu, unit
 
         def ampc_rate(amp, binary=None):
-            rate, cpu = ampc_once(amp, binary, args.steps)
+            rate, cpu, unit = ampc_once(amp, binary, args.steps)
+            units[("baseline" if binary else "ampc", name, amp)] = unit
             if not args.cpu_time:
                 return rate
-            _, cpu1 = ampc_once(amp, binary, 1)
+            _, cpu1, _ = ampc_once(amp, binary, 1)
             return (args.steps - 1) / max(cpu - cpu1, 1e-9)
 
-        def torch_once(steps):
+        def torch_once(autocast, steps):
             ap2 = argparse.ArgumentParser()
             ref.add_run_arguments(ap2)
             run_args = ap2.parse_args([src, "--quiet", "--steps", str(steps),
-                                       "--threads", threads] + data)
+                                       "--threads", threads, "--ampc", args.ampc,
+                                       "--torch-autocast=" + autocast] + data)
             start = time.process_time()
             rate = ref.run(run_args, doc)
             return rate, time.process_time() - start
 
-        def torch_rate():
-            rate, cpu = torch_once(args.steps)
+        def torch_rate(autocast):
+            rate, cpu = torch_once(autocast, args.steps)
             if not args.cpu_time:
                 return rate
-            _, cpu1 = torch_once(1)
+            _, cpu1 = torch_once(autocast, 1)
             return (args.steps - 1) / max(cpu - cpu1, 1e-9)
 
-        rates = {"off": [], "torch": [], "fp16": [], "bf16": []}
+        rates = {key: [] for key, _, _, _ in COLUMNS}
         if args.baseline:
-            rates.update({"base_off": [], "base_fp16": []})
+            rates.update({"base_" + m: [] for m in BASELINE_MODES})
         for _ in range(args.repeat):
-            if args.baseline:
-                rates["base_off"].append(ampc_rate("off", args.baseline))
-                rates["base_fp16"].append(ampc_rate("fp16", args.baseline))
-            rates["off"].append(ampc_rate("off"))
-            rates["torch"].append(torch_rate())
-            rates["fp16"].append(ampc_rate("fp16"))
-            rates["bf16"].append(ampc_rate("bf16"))
+            for key, _, runner, mode in COLUMNS:
+                if args.baseline and runner == "ampc":
+                    rates["base_" + mode].append(ampc_rate(mode, args.baseline))
+                rates[key].append(ampc_rate(mode) if runner == "ampc" else torch_rate(mode))
         med = {k: statistics.median(v) for k, v in rates.items()}
         spread = {k: (min(v), max(v)) for k, v in rates.items()}
         rows.append((name, med, spread))
         if args.breakdown:
-            for amp in ("off", "fp16"):
-                breakdown(args, src, data, amp)
+            for amp in BASELINE_MODES:
+                breakdown(args, src, data, amp, env=ampc_env)
                 if args.baseline:
-                    breakdown(args, src, data, amp, args.baseline)
+                    breakdown(args, src, data, amp, args.baseline, env=ampc_env)
 
     print()
-    print("| program | threads | ampc off (steps/s) | PyTorch eager (steps/s) "
-          "| ampc / PyTorch | ampc fp16 (steps/s) | ampc bf16 (steps/s) "
-          "| fp16 / off | bf16 / off |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    ratios = []
+    print_units(units, [name for name, _, _ in rows])
+    print()
+    def row(cells):
+        print("| " + " | ".join(cells) + " |")
+
+    row(["program", "threads"] + ["%s (steps/s)" % h for _, h, _, _ in COLUMNS] +
+        [h for h, _, _ in RATIOS])
+    row(["---", "---:"] + ["---:"] * (len(COLUMNS) + len(RATIOS)))
     for name, med, _ in rows:
-        ratios.append(med["off"] / med["torch"])
-        print("| %s.tg | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
-            name, args.threads, med["off"], med["torch"], med["off"] / med["torch"],
-            med["fp16"], med["bf16"], med["fp16"] / med["off"],
-            med["bf16"] / med["off"]))
+        row(["%s.tg" % name, str(args.threads)] + ["%.2f" % med[k] for k, _, _, _ in COLUMNS] +
+            ["%.2f" % (med[a] / med[b]) for _, a, b in RATIOS])
+    row(["geometric mean", str(args.threads)] + [""] * len(COLUMNS) +
+        ["%.2f" % geomean([med[a] / med[b] for _, med, _ in rows]) for _, a, b in RATIOS])
     if args.baseline:
         print()
-        print("| program | threads | baseline off | ampc off | off speed-up "
-              "| baseline fp16 | ampc fp16 | fp16 speed-up |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        row(["program", "threads"] + ["%s %s" % (who, m) if who else "%s speed-up" % m
+                                      for m in BASELINE_MODES
+                                      for who in ("baseline", "ampc", None)])
+        row(["---", "---:"] + ["---:"] * (3 * len(BASELINE_MODES)))
         for name, med, _ in rows:
-            print("| %s.tg | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
-                name, args.threads, med["base_off"], med["off"],
-                med["off"] / med["base_off"], med["base_fp16"], med["fp16"],
-                med["fp16"] / med["base_fp16"]))
-    geo = 1.0
-    for r in ratios:
-        geo *= r
+            row(["%s.tg" % name, str(args.threads)] +
+                ["%.2f" % v for m in BASELINE_MODES
+                 for v in (med["base_" + m], med[m], med[m] / med["base_" + m])])
+        row(["geometric mean", str(args.threads)] +
+            [c for m in BASELINE_MODES
+             for c in ("", "", "%.2f" % geomean([med[m] / med["base_" + m]
+                                                  for _, med, _ in rows]))])
     print()
-    print("geometric mean ampc / PyTorch: %.2f" % geo ** (1.0 / len(ratios)))
+    print("geometric means: " + ", ".join(
+        "%s %.2f" % (h, geomean([med[a] / med[b] for _, med, _ in rows]))
+        for h, a, b in RATIOS))
     print()
     print("min-max over the runs:")
     for name, _, spread in rows:
@@ -206,8 +310,33 @@ def main():
     return 0
 
 
+def print_units(units, names):
+    """The units ampc ran on: one line where every run agrees, else one per
+    mode, and per program where the programs of a mode differ."""
+    for label in ("ampc", "baseline"):
+        mine = {k[1:]: v for k, v in units.items() if k[0] == label}
+        if not mine:
+            continue
+        who = "ampc" if label == "ampc" else "baseline"
+        if len(set(mine.values())) == 1:
+            print("%s units: cpu: %s" % (who, next(iter(mine.values()))))
+            continue
+        for mode in BASELINE_MODES:
+            per = {n: mine[(n, mode)] for n in names if (n, mode) in mine}
+            if len(set(per.values())) == 1:
+                print("%s --amp=%s units: cpu: %s" % (who, mode, next(iter(per.values()))))
+            else:
+                for n, v in per.items():
+                    print("%s --amp=%s %s.tg units: cpu: %s" % (who, mode, n, v))
+
+
 def group(sym, dso):
     """The kernel a perf symbol's self time is charged to."""
+    if "dnnl" in dso:
+        return "oneDNN (library code: reorders, drivers, ...)"
+    if dso.startswith(("[JIT]", "[unknown", "//anon", "[anon", "jitted")):
+        # Code generated at run time: oneDNN's JIT kernels (GEMM, conv, ...).
+        return "JIT code (oneDNN's kernels)"
     if "libopenblas" in dso or "libblas" in dso or sym.startswith("sgemm") or \
             "gemm" in sym.lower() and "CpuBackend" not in sym:
         return "OpenBLAS GEMM"
@@ -226,7 +355,7 @@ def group(sym, dso):
     return "other (compile, start-up, ...)"
 
 
-def breakdown(args, src, data, amp, binary=None):
+def breakdown(args, src, data, amp, binary=None, env=None):
     """perf profile of one `ampc run`: self time grouped by kernel."""
     binary = binary or args.ampc
     steps = str(max(args.steps, 10))
@@ -234,7 +363,7 @@ def breakdown(args, src, data, amp, binary=None):
     try:
         subprocess.run(["perf", "record", "-q", "-F", "999", "-o", out, "--",
                         binary, "run", src, "--amp=" + amp, "--steps", steps] + data,
-                       check=True, capture_output=True, env=os.environ)
+                       check=True, capture_output=True, env=env or os.environ)
         rep = subprocess.run(["perf", "report", "-i", out, "--no-children", "--stdio",
                               "--sort", "dso,symbol", "--percent-limit", "0"],
                              check=True, capture_output=True, text=True).stdout
@@ -252,7 +381,8 @@ def breakdown(args, src, data, amp, binary=None):
             os.unlink(out)
     totals = {}
     for line in rep.splitlines():
-        m = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[(.)\]\s+(.*)$", line)
+        # (a dso may hold spaces: "[JIT] tid 1234")
+        m = re.match(r"\s*([0-9.]+)%\s+(.+?)\s+\[(.)\]\s+(.*)$", line)
         if not m:
             continue
         pct, dso, kind, sym = float(m.group(1)), m.group(2), m.group(3), m.group(4)

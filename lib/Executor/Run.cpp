@@ -9,6 +9,7 @@
 #include "ampc/Executor/Schedule.h"
 #include "ampc/Executor/Provenance.h"
 #include "ampc/Executor/SharedState.h"
+#include "ampc/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -1308,6 +1309,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     llvm::outs() << ", " << wait << " s waiting, " << b.doneBeforeWait
                  << " of " << b.waits << " buckets arrived before their wait";
   }
+  // The units the GEMMs ran on (docs/runtime.md, "The CPU's GEMM engine").
+  char engine[512];
+  auto *ctx = static_cast<ampc_context>(ex->context());
+  ampc_backend backend;
+  if (ctx && ampc_context_backend(ctx, &backend) == AMPC_OK &&
+      backend == AMPC_BACKEND_CPU &&
+      ampc_context_engine(ctx, engine, sizeof(engine)) == AMPC_OK && *engine)
+    llvm::outs() << ", cpu: " << engine;
   llvm::outs() << "\n";
   if (!program.training)
     for (size_t i = 0; i < program.outputs.size(); ++i) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_directconv.h"
+#include "cpu_isa.h"
 
 #include "cpu_conv.h"
 #include "cpu_fast.h"
@@ -49,7 +50,10 @@ bool detect(Isa isa) {
 const bool kHave[3] = {true, detect(Isa::AVX2), detect(Isa::AVX512)};
 
 Isa pickDefault() {
-  Isa best = kHave[2] ? Isa::AVX512 : (kHave[1] ? Isa::AVX2 : Isa::Scalar);
+  // AMPC_CPU_ISA (cpu_isa.h) caps every kernel family of the backend.
+  bool avx512 = kHave[2] && cpuisa::usable(cpuisa::Isa::Avx512);
+  bool avx2 = kHave[1] && cpuisa::usable(cpuisa::Isa::Avx2);
+  Isa best = avx512 ? Isa::AVX512 : (avx2 ? Isa::AVX2 : Isa::Scalar);
   const char *env = getenv("AMPC_CPU_CONV_ISA");
   if (!env)
     return best;
@@ -60,7 +64,7 @@ Isa pickDefault() {
     want = Isa::AVX2;
   else if (!strcmp(env, "avx512"))
     want = Isa::AVX512;
-  return kHave[static_cast<int>(want)] ? want : best;
+  return static_cast<int>(want) <= static_cast<int>(best) ? want : best;
 }
 
 //===----------------------------------------------------------------------===//

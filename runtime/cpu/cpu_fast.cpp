@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_fast.h"
+#include "cpu_isa.h"
 #include "cpu_conv.h"
 #include "cpu_pool.h"
 
@@ -219,6 +220,42 @@ AMPC_AVX512_CONVERT void f32ToBf16AVX512(const float *in, uint16_t *out,
                              f32ToBf16x16(_mm512_maskz_loadu_epi32(m, in + i)));
   }
 }
+
+// f32 -> bf16 with AVX512-BF16's VCVTNEPS2BF16: round to nearest even, and
+// a NaN quietened to its top 16 bits | 0x40, as f32ToBf16. It differs on
+// one class of inputs: it takes subnormal f32 inputs as zero (DAZ, whatever
+// MXCSR says), where f32ToBf16 rounds them to bf16 subnormals; those lanes
+// (rare: |x| < 2^-126) are redone with the integer arithmetic, so the result
+// is f32ToBf16's bit for bit (test_cpu_fast.cpp checks subnormals, NaN
+// payloads and every rounding case).
+#define AMPC_AVX512BF16_CONVERT                                                \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
+
+AMPC_AVX512BF16_CONVERT inline __m256i f32ToBf16x16Native(__m512i x) {
+  __m256i r = reinterpret_cast<__m256i>(
+      _mm512_cvtneps_pbh(_mm512_castsi512_ps(x)));
+  __m512i a = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+  // 0 < |x| < 2^-126, as unsigned |x| - 1 < 0x7fffff.
+  __mmask16 sub = _mm512_cmplt_epu32_mask(
+      _mm512_sub_epi32(a, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fffff));
+  if (sub)
+    r = _mm256_mask_blend_epi16(sub, r, f32ToBf16x16(x));
+  return r;
+}
+
+AMPC_AVX512BF16_CONVERT void f32ToBf16AVX512BF16(const float *in,
+                                                 uint16_t *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
+                        f32ToBf16x16Native(_mm512_loadu_si512(in + i)));
+  if (i < n) {
+    __mmask16 m = tailMask(n - i);
+    _mm256_mask_storeu_epi16(
+        out + i, m, f32ToBf16x16Native(_mm512_maskz_loadu_epi32(m, in + i)));
+  }
+}
+#undef AMPC_AVX512BF16_CONVERT
 #undef AMPC_AVX512_CONVERT
 #pragma GCC diagnostic pop
 #endif
@@ -256,6 +293,10 @@ const Converters &convertersFor(ConvertIsa isa) {
                                f32ToBf16AVX2};
   static const Converters avx512{f16ToF32AVX512, f32ToF16AVX512,
                                  bf16ToF32AVX512, f32ToBf16AVX512};
+  static const Converters avx512bf16{f16ToF32AVX512, f32ToF16AVX512,
+                                     bf16ToF32AVX512, f32ToBf16AVX512BF16};
+  if (isa == ConvertIsa::AVX512BF16)
+    return avx512bf16;
   if (isa == ConvertIsa::AVX512)
     return avx512;
   if (isa == ConvertIsa::AVX2)
@@ -284,6 +325,10 @@ bool convertSupported(ConvertIsa isa) {
     return __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+  case ConvertIsa::AVX512BF16:
+    return convertSupported(ConvertIsa::AVX512) &&
+           static_cast<int>(cpuisa::hardware()) >=
+               static_cast<int>(cpuisa::Isa::Avx512Bf16);
   }
   return false;
 #else
@@ -297,15 +342,34 @@ ConvertIsa convertIsa() {
       return ConvertIsa::Scalar;
     // AMPC_CPU_CONVERT_ISA=scalar|avx2 caps the choice (for testing the
     // narrower paths on a wider machine); the widest supported one is used.
-    ConvertIsa cap = ConvertIsa::AVX512;
+    ConvertIsa cap = ConvertIsa::AVX512BF16;
     if (const char *e = getenv("AMPC_CPU_CONVERT_ISA")) {
       if (strcmp(e, "scalar") == 0)
         cap = ConvertIsa::Scalar;
       else if (strcmp(e, "avx2") == 0)
         cap = ConvertIsa::AVX2;
+      else if (strcmp(e, "avx512") == 0)
+        cap = ConvertIsa::AVX512;
     }
-    for (ConvertIsa i : {ConvertIsa::AVX512, ConvertIsa::AVX2})
-      if (static_cast<int>(i) <= static_cast<int>(cap) && convertSupported(i))
+    // AMPC_CPU_ISA caps every kernel family.
+    auto allowed = [](ConvertIsa i) {
+      switch (i) {
+      case ConvertIsa::AVX512BF16:
+        return cpuisa::usable(cpuisa::Isa::Avx512Bf16);
+      case ConvertIsa::AVX512:
+        return cpuisa::usable(cpuisa::Isa::Avx512);
+      case ConvertIsa::AVX2:
+        return static_cast<int>(cpuisa::cap()) >=
+               static_cast<int>(cpuisa::Isa::Avx2);
+      case ConvertIsa::Scalar:
+        return true;
+      }
+      return false;
+    };
+    for (ConvertIsa i :
+         {ConvertIsa::AVX512BF16, ConvertIsa::AVX512, ConvertIsa::AVX2})
+      if (static_cast<int>(i) <= static_cast<int>(cap) &&
+          convertSupported(i) && allowed(i))
         return i;
     return ConvertIsa::Scalar;
   }();
@@ -320,6 +384,8 @@ const char *convertIsaName(ConvertIsa isa) {
     return "avx2";
   case ConvertIsa::AVX512:
     return "avx512";
+  case ConvertIsa::AVX512BF16:
+    return "avx512_bf16";
   }
   return "?";
 }
@@ -328,7 +394,9 @@ bool haveF16C() { return convertIsa() != ConvertIsa::Scalar; }
 
 bool haveAVX2() {
 #if AMPC_CPU_X86
-  static const bool have = !scalarForced() && __builtin_cpu_supports("avx2");
+  static const bool have = !scalarForced() && __builtin_cpu_supports("avx2") &&
+                           static_cast<int>(cpuisa::cap()) >=
+                               static_cast<int>(cpuisa::Isa::Avx2);
   return have;
 #else
   return false;

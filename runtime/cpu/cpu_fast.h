@@ -24,13 +24,15 @@ namespace ampc {
 namespace cpufast {
 
 /// The instruction sets of the contiguous conversions, narrowest first.
-/// Every one gives the same bits.
-enum class ConvertIsa { Scalar, AVX2, AVX512 };
+/// Every one gives the same bits. AVX512BF16 is AVX512 with f32 -> bf16 on
+/// the processor's own rounding instruction (vcvtneps2bf16).
+enum class ConvertIsa { Scalar, AVX2, AVX512, AVX512BF16 };
 
 /// Whether this CPU can run `isa`'s conversions.
 bool convertSupported(ConvertIsa isa);
 /// The conversions in use: the widest supported, unless the environment
-/// caps it (AMPC_CPU_CONVERT_ISA=scalar|avx2, or AMPC_CPU_SCALAR_CONVERT set).
+/// caps it (AMPC_CPU_ISA, cpu_isa.h; AMPC_CPU_CONVERT_ISA=scalar|avx2|avx512,
+/// or AMPC_CPU_SCALAR_CONVERT set).
 ConvertIsa convertIsa();
 const char *convertIsaName(ConvertIsa isa);
 

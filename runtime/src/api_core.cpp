@@ -3,6 +3,9 @@
 #include "common.h"
 
 #include <math.h>
+#include <stdio.h>
+
+#include <string>
 
 using namespace ampc;
 
@@ -111,6 +114,17 @@ ampc_status ampc_context_backend(ampc_context ctx, ampc_backend *backend) {
     return setError(AMPC_ERROR_NULL_POINTER,
                     "ampc_context_backend: backend is NULL");
   *backend = ctx->backend->kind();
+  return AMPC_OK;
+}
+
+ampc_status ampc_context_engine(ampc_context ctx, char *text, size_t size) {
+  AMPC_TRY(checkContext("ampc_context_engine", ctx));
+  if (!text && size)
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "ampc_context_engine: text is NULL");
+  std::string line = ctx->backend->engine();
+  if (size)
+    snprintf(text, size, "%s", line.c_str());
   return AMPC_OK;
 }
 

@@ -234,8 +234,14 @@ bool isPointwise(const ConvGeom &g) {
 
 /// Stride-1 2-D convolutions on the CPU run as kh * kw GEMMs over shifted
 /// views of a zero-padded f32 image (see ShiftedGemms) instead of im2col +
-/// one GEMM: nothing the size of the column matrix is written.
-bool useShiftedGemms(Backend &be, const ConvGeom &g) {
+/// one GEMM: nothing the size of the column matrix is written. Not for bf16
+/// images and weights when bf16 GEMMs run on AMX (cpuBf16GemmsOnAmx): the
+/// padded image is f32, and bf16 columns feed the bf16 units.
+bool useShiftedGemms(Backend &be, const ConvGeom &g, ampc_dtype x,
+                     ampc_dtype w) {
+  if (x == AMPC_BF16 && w == AMPC_BF16 && be.kind() == AMPC_BACKEND_CPU &&
+      cpuBf16GemmsOnAmx())
+    return false;
   // Depth must be trivial: one plane, no depth padding (a 3-D convolution
   // of depth 1 with depth padding has od > 1). Each tap's GEMM has k = C:
   // with fewer than 8 channels (an RGB stem) im2col's single GEMM is faster
@@ -391,16 +397,25 @@ ampc_status linearShapes(const char *fn, const TensorArg &x, const TensorArg &w,
 
 /// 2-D convolutions on the CPU other than pointwise ones (1x1, stride 1, no
 /// padding: one GEMM on the image) run on the direct kernels of
-/// runtime/cpu/cpu_directconv (any stride, padding, dilation and groups).
-/// AMPC_CPU_CONV=gemm in the environment keeps them on the GEMM paths.
-bool useDirect(Backend &be, const ConvGeom &g) {
-  static const bool gemmOnly = [] {
+/// runtime/cpu/cpu_directconv (any stride, padding, dilation and groups),
+/// which compute in f32; bf16 ones (image and weight) run as im2col + bf16
+/// GEMMs instead where the CPU's GEMM engine runs bf16 on AMX
+/// (cpuBf16GemmsOnAmx). AMPC_CPU_CONV=gemm in
+/// the environment keeps every convolution on the GEMM paths,
+/// AMPC_CPU_CONV=direct every one it can on the direct kernels.
+bool useDirect(Backend &be, const ConvGeom &g, ampc_dtype x, ampc_dtype w) {
+  static const int mode = [] {
     const char *e = getenv("AMPC_CPU_CONV");
-    return e && !strcmp(e, "gemm");
+    return e && !strcmp(e, "gemm") ? 1 : e && !strcmp(e, "direct") ? 2 : 0;
   }();
-  return !gemmOnly && be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
-         g.od == 1 && g.pd == 0 && g.oh > 0 && g.ow > 0 && g.channels > 0 &&
-         g.kh > 0 && g.kw > 0 && !isPointwise(g);
+  bool can = be.kind() == AMPC_BACKEND_CPU && g.d == 1 && g.kd == 1 &&
+             g.od == 1 && g.pd == 0 && g.oh > 0 && g.ow > 0 &&
+             g.channels > 0 && g.kh > 0 && g.kw > 0 && !isPointwise(g);
+  if (!can || mode == 1)
+    return false;
+  if (mode == 0 && x == AMPC_BF16 && w == AMPC_BF16 && cpuBf16GemmsOnAmx())
+    return false;
+  return true;
 }
 
 cpudirect::Geom directGeom(const ConvGeom &g, int64_t og) {
@@ -696,7 +711,7 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
   int64_t groups = a.groups;
   int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
   int64_t ckk = g.rows(), hw = g.columns(), img = g.imageSize();
-  if (useDirect(be, g) && og > 0)
+  if (useDirect(be, g, x.dtype, w.dtype) && og > 0)
     return convForwardDirect(be, y, x, w, bias, g, n, groups, o);
   // GEMM results land in f32 (y itself when it is f32) so the bias is added
   // before the single rounding to y's dtype.
@@ -707,7 +722,7 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
     out = Buf{acc.get(), AMPC_F32};
   }
-  bool shifted = useShiftedGemms(be, g) && og > 0;
+  bool shifted = useShiftedGemms(be, g, x.dtype, w.dtype) && og > 0;
   ShiftedGemms sg(g);
   Temp xpad(be), wide(be), taps(be), scr(be);
   Buf xp{nullptr, AMPC_F32}, wd{nullptr, AMPC_F32}, tw{nullptr, AMPC_F32};
@@ -790,7 +805,7 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
   int64_t chw = c * (gimg / g.channels);
   Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
-  bool direct = useDirect(be, g) && og > 0 && xs.numel() &&
+  bool direct = useDirect(be, g, x.dtype, w.dtype) && og > 0 && xs.numel() &&
                 (dx.data || (dw.data && ws.numel()));
   if (direct)
     return convBackwardDirect(be, dx, ws.numel() ? dw : TensorArg{},
@@ -805,7 +820,7 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     bool reduced[kMaxRank] = {true, false, true};
     AMPC_TRY(reduceDims(be, ReduceOp::Sum, dbias.buf(), dyb, flat, reduced));
   }
-  if (useShiftedGemms(be, g) && og > 0 && xs.numel() &&
+  if (useShiftedGemms(be, g, x.dtype, w.dtype) && og > 0 && xs.numel() &&
       (dx.data || (dw.data && ws.numel())))
     return convBackwardShifted(be, dx, ws.numel() ? dw : TensorArg{}, dyb, xb,
                                wb, g, n, groups, o);

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <string>
+
 namespace ampc {
 
 constexpr int kMaxRank = AMPC_MAX_RANK;
@@ -110,6 +112,10 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual ampc_backend kind() const = 0;
+  /// The units the backend's GEMMs run on (ampc_context_engine).
+  virtual std::string engine() const {
+    return kind() == AMPC_BACKEND_CUDA ? "cuBLASLt" : "";
+  }
 
   /// The context's check words (ampc_check), in device memory: one uint32
   /// per kind, 0xFFFFFFFF when nothing was recorded, else the smallest site
@@ -316,6 +322,11 @@ public:
 
 /// The CPU backend (always built).
 Backend *createCpuBackend();
+/// Whether the CPU backend's GEMMs run bf16 operands on AMX (oneDNN), where
+/// bf16 convolutions are meant to run as im2col + GEMM rather than on the
+/// direct f32 kernels. (On AVX512-BF16 without AMX the direct kernels
+/// measured faster: 50 against 56 ms per bf16 step of bench/models/resnet.)
+bool cpuBf16GemmsOnAmx();
 /// The CUDA backend, or null with the error recorded (status in *status).
 Backend *createCudaBackend(int device, ampc_status *status);
 /// Whether a CUDA device is usable (false in a CPU-only build).

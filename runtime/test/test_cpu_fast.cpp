@@ -43,8 +43,9 @@ TEST(CpuFast, ReportsVectorPaths) {
               cpufast::haveF16C() ? "yes" : "no",
               cpufast::haveAVX2() ? "yes" : "no",
               cpufast::convertIsaName(cpufast::convertIsa()));
-  for (cpufast::ConvertIsa isa : {cpufast::ConvertIsa::AVX2,
-                                  cpufast::ConvertIsa::AVX512})
+  for (cpufast::ConvertIsa isa :
+       {cpufast::ConvertIsa::AVX2, cpufast::ConvertIsa::AVX512,
+        cpufast::ConvertIsa::AVX512BF16})
     if (!cpufast::convertSupported(isa))
       std::printf("%s conversions not on this CPU: not tested\n",
                   cpufast::convertIsaName(isa));
@@ -56,7 +57,7 @@ std::vector<cpufast::ConvertIsa> convertIsas() {
   std::vector<cpufast::ConvertIsa> v;
   for (cpufast::ConvertIsa isa :
        {cpufast::ConvertIsa::Scalar, cpufast::ConvertIsa::AVX2,
-        cpufast::ConvertIsa::AVX512})
+        cpufast::ConvertIsa::AVX512, cpufast::ConvertIsa::AVX512BF16})
     if (cpufast::convertSupported(isa))
       v.push_back(isa);
   return v;

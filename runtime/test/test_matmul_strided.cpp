@@ -76,6 +76,10 @@ TEST_F(MatmulStrided, HeadMergeOutput) {
 
 TEST_F(MatmulStrided, SameBitsAsCopiesThenMatmul) {
   // What the lowering did before the fold: transpose copies, then matmul.
+  // On OpenBLAS (ctest runtime_gemm_openblas runs this with
+  // AMPC_CPU_GEMM=openblas) the strided form packs into the same panels, so
+  // the bits are the same; oneDNN may pick another implementation for a
+  // strided operand, so there the results agree to rounding.
   Tensor q = randomTensor({B, T, H, D}, AMPC_F32),
          k = randomTensor({B, T, H, D}, AMPC_F32);
   Tensor qt({B, H, T, D}, AMPC_F32), kt({B, H, D, T}, AMPC_F32);
@@ -85,7 +89,12 @@ TEST_F(MatmulStrided, SameBitsAsCopiesThenMatmul) {
   Tensor want({B, H, T, T}, AMPC_F32), got({B, H, T, T}, AMPC_F32);
   ASSERT_OK(ampc_matmul_fwd(ctx, T(want), T(qt), T(kt)));
   ASSERT_OK(scores(ctx, got, q, k));
-  EXPECT_EQ(got.bytes, want.bytes);
+  char engine[256];
+  ASSERT_OK(ampc_context_engine(ctx, engine, sizeof engine));
+  if (std::string(engine).rfind("openblas", 0) == 0)
+    EXPECT_EQ(got.bytes, want.bytes);
+  else
+    expectClose(got.values(), want.values(), 1e-6, 1e-6, "strided");
 }
 
 TEST_F(MatmulStrided, ArgumentChecks) {

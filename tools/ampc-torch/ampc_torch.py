@@ -12,6 +12,7 @@ program as written; docs/json.md), never from a second parser.
       [--outputs-out DIR] [--amp=off|fp16|bf16 --amp-policy=reference]
       [--loss-scale=...] [--threads N]
       [--data NAME=FILE.npy]... [--epochs E] [--shuffle=true|false]
+      [--torch-autocast=off|bf16|fp16]
 
 --data/--epochs/--shuffle mean what they mean for `ampc run` (docs/jobs.md):
 each step takes the next batch of the epoch's order, which with shuffling is
@@ -33,9 +34,29 @@ use's contribution, and their sum). Loss scaling follows PyTorch's
 GradScaler (seed = scale, one unscale by the f32 reciprocal, skip on inf or
 NaN, amp.md's update with optional hysteresis). docs/pytorch.md has the
 details and the deliberate differences.
+
+--torch-autocast=bf16 is not an emulation but what a PyTorch user gets: the
+step runs in eager mode under real `torch.autocast("cpu", dtype=
+torch.bfloat16)`, values in the dtype PyTorch gives them (bf16 out of the
+GEMMs), parameters and the optimizer in f32, backward outside the region. It
+is for speed comparisons (bench/torch/side_by_side.py), not a bit-level
+reference. PyTorch 1.13's CPU autocast lowers only matmul, mm, linear,
+addmm, bmm, baddbmm, addbmm and conv1d/2d/3d (not conv_transpose*, mv,
+addmv, addr, prelu) and its CPU fp32 list holds the losses (cross_entropy,
+nll_loss, mse_loss, l1/smooth_l1, kl_div, binary_cross_entropy*), but not
+layer_norm or group_norm (which then fail on a bf16 input with f32 weights),
+softmax, log_softmax, sums, exp/log/pow or the other norms: those would
+follow their bf16 input. As CUDA autocast would, every op of ampc's `fp32`
+class (CUDA autocast's fp32 list, with mean, rms_norm and batch_norm;
+`ampc --list-ops`) therefore gets its float operands cast to f32 and runs
+outside autocast (Runner.autocast_op). PyTorch 1.13 refuses float16 on the
+CPU ("AutocastCPU only support Bfloat16"): --torch-autocast=fp16 is an error
+there, and with a PyTorch that takes it, f16 gets dynamic loss scaling as
+with --amp=fp16. It needs --amp=off (it replaces the emulation).
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -43,6 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -360,7 +382,8 @@ def dropout_rule(seed):
     def run(xs, a):
         x, step = xs[0], int(xs[1])
         factor = ampc_random.dropout_factor(seed, int(a["key"]), step, x.numel(), a["p"])
-        return x * torch.from_numpy(factor).reshape(x.shape)
+        # (the factor in x's dtype: f32, except under --torch-autocast)
+        return x * torch.from_numpy(factor).reshape(x.shape).to(x.dtype)
     return run
 
 
@@ -494,6 +517,9 @@ class Runner:
         self.scaler = Scaler(self.scaler_cfg) if self.scaler_cfg.mode != "none" else None
         self.last_outputs = None
         self.grad_ratio = {}
+        # --torch-autocast: the torch dtype of the autocast region, or None
+        # (the f32 emulation of ampc's policy).
+        self.autocast = None
 
     # -- data -------------------------------------------------------------
     @staticmethod
@@ -698,7 +724,9 @@ class Runner:
             if name == "cast":
                 to = results[0]["type"]
                 x = ins[0]
-                if to in FLOATS and in_dts[0] in FLOATS:
+                if self.autocast is not None and to in FLOATS:
+                    y = x.to(_TORCH_DTYPES[to])  # a real conversion
+                elif to in FLOATS and in_dts[0] in FLOATS:
                     y = quantize(quantize(x, in_dts[0], self.monitor), to, self.monitor)
                 elif to in FLOATS:
                     y = round_to(x.to(torch.float32), to)
@@ -710,6 +738,11 @@ class Runner:
                 continue
             if name not in self.rules:
                 raise InputError("%s: the reference has no rule for 'tg.%s'" % (op["loc"], name))
+            if self.autocast is not None:
+                ys = self.autocast_op(name, ins, op["attrs"])
+                for r, t in zip(results, ys):
+                    vals[r["value"]], dts[r["value"]] = t, r["type"]
+                continue
             float_pos = [i for i, d in enumerate(in_dts) if d in FLOATS]
             if amp.low is not None and float_pos:
                 compute = self.compute_type(
@@ -738,6 +771,20 @@ class Runner:
                     t = quantize(t.float(), d, self.monitor)
                 vals[r["value"]], dts[r["value"]] = t, d
         return vals, dts, grads
+
+    def autocast_op(self, name, ins, attrs):
+        """One op under --torch-autocast (the caller's region is active): as
+        PyTorch runs it, except that an op of ampc's fp32 class gets its
+        float operands in f32 and runs with autocast off, as CUDA
+        autocast's fp32 list would run it. The results keep their dtype."""
+        if self.amp.op_class(name) == "fp32":
+            xs = [x.float() if torch.is_tensor(x) and torch.is_floating_point(x) else x
+                  for x in ins]
+            with torch.autocast("cpu", enabled=False):
+                y = self.rules[name](xs, attrs)
+        else:
+            y = self.rules[name](list(ins), attrs)
+        return y if isinstance(y, tuple) else (y,)
 
     def outputs(self, vals, dts):
         out = []
@@ -805,7 +852,9 @@ class Runner:
         last_micro = micro == k_acc - 1
         scale = self.scaler.scale if self.scaler is not None else None
         training = p.training
-        with torch.set_grad_enabled(training or p.has_grad):
+        region = torch.autocast("cpu", dtype=self.autocast) if self.autocast is not None \
+            else contextlib.nullcontext()
+        with torch.set_grad_enabled(training or p.has_grad), region:
             vals, dts, grads = self.forward(scale)
         record = {}
         found_inf = False
@@ -954,7 +1003,8 @@ def parse_inputs(specs):
 def scaler_from_args(args, has_gradients):
     mode = args.loss_scale
     if mode is None:
-        mode = "dynamic" if args.amp == "fp16" else "none"
+        mode = "dynamic" if args.amp == "fp16" or \
+            getattr(args, "torch_autocast", "off") == "fp16" else "none"
     if not has_gradients:
         mode = "none"
     if mode in ("none", "dynamic"):
@@ -1005,6 +1055,9 @@ def add_run_arguments(ap):
     ap.add_argument("--loss-scale-min", type=float, default=0.0)
     ap.add_argument("--loss-scale-max", type=float, default=0.0)
     ap.add_argument("--threads", type=int, help="torch.set_num_threads")
+    ap.add_argument("--torch-autocast", choices=["off", "bf16", "fp16"], default="off",
+                    help="run under real torch.autocast('cpu') in this dtype instead of "
+                         "emulating ampc's policy (for speed comparisons; needs --amp=off)")
     ap.add_argument("--grad-stats", metavar="FILE.json",
                     help="write each parameter's largest gradient relative to the "
                          "step's largest (max over steps)")
@@ -1076,9 +1129,34 @@ def make_runner(args, doc=None):
     op_list = load_op_list(args.ampc)
     amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
                     split_ops(args.amp_follow), default_classes(op_list))
+    autocast = autocast_dtype(args)
     scaler = scaler_from_args(args, program.has_gradients())
-    return Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16",
-                  track_gradients=bool(args.grad_stats), op_list=op_list)
+    runner = Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16",
+                    track_gradients=bool(args.grad_stats), op_list=op_list)
+    runner.autocast = autocast
+    return runner
+
+
+def autocast_dtype(args):
+    """The torch dtype of --torch-autocast, or None; an error where this
+    PyTorch's CPU autocast refuses it (1.13: anything but bfloat16)."""
+    mode = getattr(args, "torch_autocast", "off")
+    if mode == "off":
+        return None
+    if args.amp != "off":
+        raise UsageError("--torch-autocast runs PyTorch's own autocast: give it with --amp=off")
+    dtype = LOW_DTYPES[{"fp16": "f16", "bf16": "bf16"}[mode]]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "... Disabling autocast."
+            with torch.autocast("cpu", dtype=dtype):
+                ok = torch.is_autocast_cpu_enabled() and torch.get_autocast_cpu_dtype() == dtype
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise UsageError("PyTorch %s's CPU autocast does not accept %s" %
+                         (torch.__version__, dtype))
+    return dtype
 
 
 def run(args, doc=None):

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 5
+#define AMPC_RUNTIME_VERSION_MINOR 6
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -177,6 +177,16 @@ AMPC_API ampc_status ampc_context_destroy(ampc_context ctx);
 /// The backend a context runs on.
 AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
                                           ampc_backend *backend);
+/// Writes into `text` (`size` bytes, NUL-terminated, cut to fit) one line
+/// naming the units the context's GEMMs and convolutions run on (1.6): on a
+/// CPU context the most capable instruction set oneDNN may use and its
+/// version ("avx512_core_bf16 (oneDNN 2.6.3)"), once GEMMs have run with the
+/// implementations they use ("avx512_core_bf16 (oneDNN 2.6.3; gemm
+/// brg:avx512_core, brg:avx512_core_bf16)"), or "openblas (REASON)" where
+/// oneDNN is not used; "cuBLASLt" on a CUDA context. `text` may be NULL when
+/// `size` is 0.
+AMPC_API ampc_status ampc_context_engine(ampc_context ctx, char *text,
+                                         size_t size);
 /// The context's CUDA stream (cudaStream_t) or NULL on CPU.
 AMPC_API ampc_status ampc_context_stream(ampc_context ctx, void **stream);
 /// Blocks the host until all work queued on the context has finished.

@@ -22,6 +22,9 @@
                               the data flipped, the checksum left as it was)
   sparse FILE BYTES           creates FILE of BYTES zero bytes (sparse)
   limit-as BYTES CMD ARG...   runs CMD with its address space limited to BYTES
+  close A B REL               every .npy (f32) in folder A has the shape of
+                              its namesake in folder B and differs from it
+                              by at most REL of B's largest magnitude
 """
 import json
 import struct
@@ -238,8 +241,40 @@ def npy_header(*paths):
         print("%s: %r %r" % (os.path.basename(path), header["descr"], header["shape"]))
 
 
+def read_f32(path):
+    import ast
+    data = open(path, "rb").read()
+    (hlen,) = struct.unpack_from("<H", data, 8)
+    header = ast.literal_eval(data[10:10 + hlen].decode("latin1"))
+    if header["descr"] != "<f4":
+        fail("%s: %s, not <f4" % (path, header["descr"]))
+    n = 1
+    for d in header["shape"]:
+        n *= d
+    return header["shape"], struct.unpack_from("<%df" % n, data, 10 + hlen)
+
+
+def close(a, b, rel):
+    import os
+    names = sorted(f for f in os.listdir(a) if f.endswith(".npy"))
+    if not names:
+        fail("%s holds no .npy file" % a)
+    for name in names:
+        sa, va = read_f32(os.path.join(a, name))
+        sb, vb = read_f32(os.path.join(b, name))
+        if sa != sb:
+            fail("%s: shape %r against %r" % (name, sa, sb))
+        top = max([abs(v) for v in vb] + [1e-30])
+        worst = max([abs(x - y) for x, y in zip(va, vb)] + [0.0])
+        if worst > float(rel) * top:
+            fail("%s: differs by %g, more than %s of its largest magnitude %g" %
+                 (name, worst, rel, top))
+    print("close: %d parameters" % len(names))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
      "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header,
-     "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as}[cmd.replace("-", "_") if False else cmd](*args)
+     "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as,
+     "close": close}[cmd.replace("-", "_") if False else cmd](*args)
