@@ -1,6 +1,6 @@
 //===- api_accumulate.cpp - gradient accumulation -------------------------===//
 //
-// ampc_grad_accumulate (issue 13, `accumulate = K`): a micro-batch's
+// ampc_grad_accumulate (`accumulate = K`, docs/optimizer.md): a micro-batch's
 // gradients added into f32 accumulators, and the micro-batch index.
 //
 //===----------------------------------------------------------------------===//

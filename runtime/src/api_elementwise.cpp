@@ -1,5 +1,10 @@
-//===- api_elementwise.cpp - Unary and broadcasting binary ops
-//-------------===//
+//===- api_elementwise.cpp - Unary and broadcasting binary ops --*- C++ -*-===//
+//
+// Entry points of the elementwise rows of ampc/runtime_kernels.inc, gelu,
+// and prelu (the broadcasting binary primitive with its weight viewed as
+// [C, 1, ...]).
+//
+//===----------------------------------------------------------------------===//
 #include "common.h"
 
 using namespace ampc;
@@ -126,6 +131,39 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
   return AMPC_OK;
 }
 
+/// x's shape and the view of prelu's weight that broadcasts against it:
+/// [1] for one slope, [C, 1, ...] (rank x.rank - 1) for one per channel.
+ampc_status preluShapes(const char *fn, const TensorArg &x, const TensorArg &w,
+                        Shape &xs, Shape &view) {
+  Shape ws;
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  if (ws.rank != 1)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: w must be [1] or [C], got %s",
+                    fn, ws.str().c_str());
+  if (ws.d[0] == 1) {
+    view = ws;
+    return AMPC_OK;
+  }
+  if (xs.rank < 2 || xs.d[1] != ws.d[0])
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: w %s must have one slope per channel (dim 1) of x %s",
+                    fn, ws.str().c_str(), xs.str().c_str());
+  view.rank = xs.rank - 1;
+  view.d[0] = ws.d[0];
+  for (int i = 1; i < view.rank; ++i)
+    view.d[i] = 1;
+  return AMPC_OK;
+}
+
+/// The walk of prelu over x's shape: operands 0 and 1 contiguous, the
+/// weight view broadcast as operand 2.
+Walk preluWalk(const Shape &xs, const Shape &view) {
+  Walk walk = contiguousWalk(xs);
+  broadcastStrides(view, xs, walk.stride[2]);
+  return walk;
+}
+
 } // namespace
 
 // The entry points of the table's unary rows; a row's attributes arrive as
@@ -218,6 +256,80 @@ ampc_status ampc_gelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
     AMPC_TRY(geluKind("ampc_gelu_bwd", approximate, op));
     return unaryBwdImpl("ampc_gelu_bwd", op, UnaryAttrs{}, ctx, AMPC_TENSOR(dx),
                         AMPC_TENSOR(dy), AMPC_TENSOR(x));
+  });
+}
+
+ampc_status ampc_prelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                           const int64_t *y_shape, int32_t y_rank,
+                           const void *x, ampc_dtype x_dtype,
+                           const int64_t *x_shape, int32_t x_rank,
+                           const void *w, ampc_dtype w_dtype,
+                           const int64_t *w_shape, int32_t w_rank) {
+  const char *fn = "ampc_prelu_fwd";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape ys, xs, view;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
+    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
+    if (ys != xs)
+      return shapeError(fn, "y", ys, xs);
+    if (xs.numel() == 0)
+      return AMPC_OK;
+    return ctx->backend->binary(BinaryOp::Prelu, AMPC_TENSOR(y).buf(),
+                                AMPC_TENSOR(x).buf(), AMPC_TENSOR(w).buf(),
+                                preluWalk(xs, view));
+  });
+}
+
+ampc_status ampc_prelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
+                           const int64_t *dx_shape, int32_t dx_rank, void *dw,
+                           ampc_dtype dw_dtype, const int64_t *dw_shape,
+                           int32_t dw_rank, const void *dy,
+                           ampc_dtype dy_dtype, const int64_t *dy_shape,
+                           int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+                           const int64_t *x_shape, int32_t x_rank,
+                           const void *w, ampc_dtype w_dtype,
+                           const int64_t *w_shape, int32_t w_rank) {
+  const char *fn = "ampc_prelu_bwd";
+  return guard(fn, [&]() -> ampc_status {
+    AMPC_TRY(checkContext(fn, ctx));
+    Shape dxs, dws, dys, xs, view;
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
+    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
+    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
+    if (dys != xs)
+      return shapeError(fn, "dy", dys, xs);
+    if (dx && dxs != xs)
+      return shapeError(fn, "dx", dxs, xs);
+    Shape ws;
+    ws.rank = 1;
+    ws.d[0] = view.d[0];
+    if (dw && dws != ws)
+      return shapeError(fn, "dw", dws, ws);
+    Backend &be = *ctx->backend;
+    Buf dyb = AMPC_TENSOR(dy).buf(), xb = AMPC_TENSOR(x).buf(),
+        wb = AMPC_TENSOR(w).buf();
+    int64_t numel = xs.numel();
+    if (numel == 0) {
+      if (dw)
+        AMPC_TRY(be.fill(Buf{dw, dw_dtype}, ws.numel(), 0.0));
+      return AMPC_OK;
+    }
+    Walk walk = preluWalk(xs, view);
+    if (dx)
+      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 0, Buf{dx, dx_dtype}, dyb, xb, wb,
+                            walk));
+    if (dw) {
+      // Per element in f32, then summed over every dim but the channel's.
+      Temp full(be);
+      AMPC_TRY(full.alloc(numel * sizeof(float)));
+      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 1, Buf{full.get(), AMPC_F32}, dyb,
+                            xb, wb, walk));
+      AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, view,
+                          Buf{full.get(), AMPC_F32}, xs));
+    }
+    return AMPC_OK;
   });
 }
 

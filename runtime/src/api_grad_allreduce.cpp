@@ -1,6 +1,6 @@
 //===- api_grad_allreduce.cpp - The gradient all-reduce ------*- C++ -*-===//
 //
-// What the data-parallel ops of a compiled step call (issue 14,
+// What the data-parallel ops of a compiled step call (docs/distributed.md,
 // docs/distributed.md): ampc_grad_allreduce_start / _wait reduce one bucket
 // of gradients over the communicator attached to the context, and
 // ampc_divide_by_world divides the backward seed by the world size. A

@@ -1,9 +1,9 @@
 //===- api_matmul_strided.cpp - GEMMs on strided views of tensors ---------===//
 //
 // ampc_matmul_strided: the call the compiler makes for a tg.permuted_matmul
-// (transposes and permutes folded into the GEMM, issue 15). The backend's
-// strided-batched GEMM runs once per outer batch index; every matrix the
-// call touches is checked to lie inside its tensor first.
+// (transposes and permutes folded into the GEMM, docs/codegen.md). The
+// backend's strided-batched GEMM runs once per outer batch index; every matrix
+// the call touches is checked to lie inside its tensor first.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"

@@ -61,142 +61,18 @@ AMPC_HD float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 // through unaryForward / unaryBackward below, so a row without its struct
 // is a compile error.
 
-struct NegFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return -x; }
-  static AMPC_HD float bwd(float, float dy, const UnaryAttrs &) { return -dy; }
-};
-
-struct AbsFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return fabsf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
-  }
-};
-
-struct ExpFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return expf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy * expf(x);
-  }
-};
-
-struct LogFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return logf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy / x;
-  }
-};
-
-struct SqrtFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sqrtf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy * 0.5f / sqrtf(x);
-  }
-};
-
-struct RsqrtFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return 1.0f / sqrtf(x);
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float r = 1.0f / sqrtf(x);
-    return dy * -0.5f * r * r * r;
-  }
-};
-
-struct ReluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return x > 0.0f ? x : (x != x ? x : 0.0f);
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return x > 0.0f ? dy : 0.0f;
-  }
-};
-
-struct GeluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float cdf = 0.5f * (1.0f + erff(x * kSqrt1_2));
-    float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
-    return dy * (cdf + x * pdf);
-  }
-};
-
-struct GeluTanhFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return 0.5f * x *
-           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float inner = kSqrt2OverPi * (x + kGeluCoef * x * x * x);
-    float t = tanhf(inner);
-    float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x * x);
-    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
-  }
-};
-
-struct SiluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return x * sigmoidF(x);
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float s = sigmoidF(x);
-    return dy * s * (1.0f + x * (1.0f - s));
-  }
-};
-
-struct SigmoidFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sigmoidF(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float s = sigmoidF(x);
-    return dy * s * (1.0f - s);
-  }
-};
-
-struct TanhFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return tanhf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float t = tanhf(x);
-    return dy * (1.0f - t * t);
-  }
-};
-
-/// v[0]: negative_slope. As PyTorch: the gradient at 0 is the slope.
-struct LeakyReluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
-    return x > 0.0f ? x : x * a.v[0];
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
-    return x > 0.0f ? dy : dy * a.v[0];
-  }
-};
-
-/// v[0]: beta, v[1]: threshold. As PyTorch: x itself (gradient dy) where
-/// beta * x > threshold.
-struct SoftplusFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
-    float bx = x * a.v[0];
-    return bx > a.v[1] ? x : log1pf(expf(bx)) / a.v[0];
-  }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
-    float bx = x * a.v[0];
-    if (bx > a.v[1])
-      return dy;
-    float z = expf(bx);
-    return dy * z / (z + 1.0f);
-  }
-};
+// The unary math functions (neg, abs, exp, log, sqrt, rsqrt, log1p, expm1,
+// reciprocal) and the activations (relu, gelu, silu, sigmoid, tanh,
+// leaky_relu, softplus; prelu's binary terms), each family in its own file.
+#include "unary_math_ops.h"
+#include "activation_ops.h"
 
 // The scalar code of each binary row OP: struct OP##Fn with
 //   static float fwd(float a, float b);
 //   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b
 
-// The unary ops of PyTorch's autocast lists (their own file).
-#include "scalar_ops_seed.h"
-#include "scalar_ops_seed2.h"
-// The terms of the fp32-list reductions and losses (issue 17).
+// The terms of the reductions and losses of PyTorch's fp32 autocast list
+// (logsumexp, norm, group_norm, cosine_similarity, l1/smooth_l1/kl_div/nll).
 #include "reduce_loss_ops.h"
 
 struct AddFn {

@@ -1,7 +1,7 @@
 //===- cuda_test_util.h - The CUDA-vs-CPU fixture of the CUDA tests -*- C++ -*-===//
 //
-// Shared by test_cuda.cpp, test_cuda_fast.cpp and test_cuda_fixes.cpp: a
-// fixture with a CUDA and a CPU context that runs one call sequence on both
+// Shared by test_cuda.cpp, test_cuda_fast.cpp and test_cuda_gemm_precision.cpp:
+// a fixture with a CUDA and a CPU context that runs one call sequence on both
 // over copies of the same inputs and compares chosen outputs (bytes, or a
 // relative tolerance). Without a usable GPU every test skips with a message
 // naming what was skipped.

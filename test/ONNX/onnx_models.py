@@ -19,9 +19,9 @@
   onnx_models.py compare REF.npy GOT.npy [--rtol R]
       exit 0 when max|GOT - REF| <= R * max|REF| (R defaults to 1e-4).
   onnx_models.py bad DIR
-      broken files for the error tests (truncated, garbage, unknown op,
-      unsupported attribute, dynamic input, batch norms and dropouts ampc
-      cannot map) and hand-built batch norms that share initializers.
+      the mlp export and the hand-built fixtures of Inputs/make_fixtures.py
+      (broken files, batch norms and dropouts ampc cannot map, batch norms
+      that share initializers), for tests that also need torch.
   onnx_models.py falling LOG.jsonl
       exit 0 when the last step's loss is below the first's.
   onnx_models.py train-encoder DIR LOG.jsonl
@@ -233,123 +233,14 @@ def compare(ref_path, got_path, rtol):
 
 
 def bad(out):
-    import onnx
-    from onnx import TensorProto, helper
+    """The mlp export (the models that import it read it) and the
+    hand-built fixtures of Inputs/make_fixtures.py."""
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+    import make_fixtures
 
     export("mlp", out)
-    data = open(f"{out}/mlp.onnx", "rb").read()
-    open(f"{out}/truncated.onnx", "wb").write(data[: len(data) // 2])
-    open(f"{out}/garbage.onnx", "wb").write(b"this is not a protobuf\xff\xff\xff\xff")
-    open(f"{out}/empty.onnx", "wb").write(b"")
-
-    def save(nodes, name, inputs=None, inits=(), opset=14, yshape=(2, 4)):
-        x = inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])]
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(yshape))
-        graph = helper.make_graph(nodes, name, x, [y], initializer=list(inits))
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        onnx.save(model, f"{out}/{name}.onnx")
-
-    save([helper.make_node("Relu", ["x"], ["h"], name="relu0"),
-          helper.make_node("Celu", ["h"], ["y"], name="the_celu")], "unknown_op")
-    save([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
-          ], "ok_softmax")
-    # An average pool's ceil_mode where the windows do not tile the input
-    # (5 = 2 + 2 * 1 + 1; a MaxPool takes it).
-    save([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
-                           strides=[2, 2], ceil_mode=1)], "ceil_mode", yshape=(1, 1, 3, 3),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
-    save([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[0, 0, 1, 1])],
-         "asym_pads", yshape=(1, 1, 3, 3),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-         inits=[helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 3, 3], [0.1] * 9)])
-    save([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=1.0)], "bad_attr")
-    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic", yshape=("batch", 4),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
-    # Two inputs that share the dim_param 'batch'.
-    save([helper.make_node("Add", ["x", "m"], ["y"], name="add")], "dynamic2", yshape=("batch", 4),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
-                 helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch", 4])])
-    save([helper.make_node("Relu", ["x"], ["y"], name="relu")], "old_opset", opset=11)
-    save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="reflect")], "pad_reflect",
-         yshape=(2, 6), inits=[helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])])
-    save([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "shape_mismatch", yshape=(2, 2),
-         inits=[helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [0.5] * 6)])
-    # Two initializers whose names sanitize alike ('w:1', 'w/1' -> 'w_1').
-    save([helper.make_node("MatMul", ["x", "w:1"], ["h"], name="mm1"),
-          helper.make_node("MatMul", ["h", "w/1"], ["y"], name="mm2")], "name_clash", yshape=(2, 3),
-         inits=[helper.make_tensor("w:1", TensorProto.FLOAT, [4, 4], [0.5] * 16),
-                helper.make_tensor("w/1", TensorProto.FLOAT, [4, 3], [0.25] * 12)])
-
-    # Sizes that crashed the import (SIGABRT, SIGFPE) or wrapped around: a
-    # ConstantOfShape of 10^18 and of 2^64 elements (the count overflowed to
-    # 0) and with a negative dim, a Range of 10^18 elements, a Pad of 10^12,
-    # a ceil-mode MaxPool of stride 0, an Unsqueeze of one axis twice, an
-    # initializer of 2^64 elements without data.
-    def ints(name, values):
-        return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
-
-    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "huge_constant",
-         inits=[ints("s", [10**9, 10**9])])
-    save([helper.make_node("ConstantOfShape", ["s"], ["c"], name="cs"),
-          helper.make_node("Add", ["x", "c"], ["y"], name="add")], "wrapped_constant",
-         inits=[ints("s", [2**31, 2**31, 4])])
-    save([helper.make_node("ConstantOfShape", ["s"], ["y"], name="cs")], "negative_constant",
-         inits=[ints("s", [-3, 4])])
-    save([helper.make_node("Range", ["a", "b", "c"], ["r"], name="range"),
-          helper.make_node("Shape", ["r"], ["y"], name="shape")], "huge_range",
-         inits=[helper.make_tensor(n, TensorProto.INT64, [], [v])
-                for n, v in [("a", 0), ("b", 10**18), ("c", 1)]])
-    save([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "huge_pad",
-         inits=[ints("p", [0, 10**12, 0, 0])])
-    save([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
-                           strides=[0, 0], ceil_mode=1)], "pool_stride0", yshape=(1, 1, 3, 3),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])])
-    save([helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="unsq")], "unsqueeze_twice",
-         yshape=(2, 1, 1, 4), inits=[ints("a", [1, 1])])
-    big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**32, 2**32, 1], raw_data=b"")
-    save([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "huge_initializer", inits=[big])
-
-    # Batch norms over the 4 channels of x: f32[2, 4].
-    def vec(name, values):
-        return helper.make_tensor(name, TensorProto.FLOAT, [4], values)
-
-    stats = [vec("scale", [1, 1, 1, 1]), vec("bias", [0, 0, 0, 0]),
-             vec("mean", [0.1, 0.2, 0.3, 0.4]), vec("var", [1, 2, 3, 4])]
-
-    def bn(name, inputs, outputs=("y",), training=1, momentum=0.9):
-        return helper.make_node("BatchNormalization", list(inputs), list(outputs), name=name,
-                                training_mode=training, momentum=momentum)
-
-    # The running mean computed in the graph (not an initializer).
-    save([helper.make_node("Mul", ["mean", "two"], ["mean2"], name="mul"),
-          bn("bn", ["x", "scale", "bias", "mean2", "var"])], "bn_computed_mean",
-         inits=stats + [helper.make_tensor("two", TensorProto.FLOAT, [4], [2.0] * 4)])
-    # The running-mean output used by a later node.
-    save([bn("bn", ["x", "scale", "bias", "mean", "var"], ["h", "new_mean", "new_var"]),
-          helper.make_node("Add", ["h", "new_mean"], ["y"], name="add")], "bn_stat_output",
-         inits=stats)
-    # Two batch norms that read one mean and variance, whose variance is
-    # also the second one's scale (torch.onnx.export stores equal
-    # initializers once).
-    save([bn("bn0", ["x", "scale", "bias", "mean", "var"], ["h"]),
-          bn("bn1", ["h", "var", "bias", "mean", "var"])], "bn_shared", inits=stats)
-    # One value per channel: no batch statistics.
-    save([bn("bn", ["x", "scale", "bias", "mean", "var"])], "bn_one_value", yshape=(1, 4),
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], inits=stats)
-    # Dropouts whose training_mode or ratio is a graph input, and a ratio
-    # of 1.
-    flag = helper.make_tensor_value_info("train", TensorProto.BOOL, [])
-    save([helper.make_node("Dropout", ["x", "", "train"], ["y"], name="drop")],
-         "dropout_input_mode", inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]), flag])
-    save([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
-         "dropout_input_ratio", inits=[helper.make_tensor("t", TensorProto.BOOL, [], [True])],
-         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
-                 helper.make_tensor_value_info("r", TensorProto.FLOAT, [])])
-    save([helper.make_node("Constant", [], ["r"], name="ratio",
-                           value=helper.make_tensor("r", TensorProto.FLOAT, [], [1.0])),
-          helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
-         "dropout_ratio_one", inits=[helper.make_tensor("t", TensorProto.BOOL, [], [True])])
-
+    make_fixtures.write(out)
 
 def falling(log):
     losses = [json.loads(line)["loss"] for line in open(log) if '"loss"' in line]

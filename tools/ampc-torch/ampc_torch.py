@@ -350,7 +350,7 @@ OPS = {
     "concat": lambda xs, a: torch.cat(xs, dim=a["dim"]),
     "slice": lambda xs, a: xs[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
     "embedding": lambda xs, a: F.embedding(xs[1], xs[0]),
-    # Reductions, norms and losses of the fp32 list (issue 17).
+    # Reductions, norms and losses of the fp32 autocast list.
     "logsumexp": lambda xs, a: _reduce(torch.logsumexp)(xs[0], a),
     "norm": lambda xs, a: _reduce(
         lambda x, dim, keepdim: torch.norm(x, p=float(a["p"]), dim=dim, keepdim=keepdim))(

@@ -4,10 +4,12 @@
   tgdiff.py check PROGRAM.tg... [--amp=off|fp16|bf16] [--steps N] [ampc flags]
   tgdiff.py ops [--amp=...]            every op of the language, alone: a
                                        forward+grad program and a training step
-  tgdiff.py seed-ops [--amp=...]       the same for the ops added from PyTorch's
-                                       autocast lists (`@`, mm, bmm, mv, ...)
+  tgdiff.py matmul-ops [--amp=...]     the same for `@` chains, mm, bmm, mv
+                                       and chain_matmul
+  tgdiff.py conv-ops [--amp=...]       the same for conv1d and conv_transpose2d
+  tgdiff.py math-ops [--amp=...]       the same for log1p, expm1, reciprocal
   tgdiff.py cases FILE.py [--amp=...]  the same for the cases a Python file
-                                       defines (CASES, in SEED_OPS' format)
+                                       defines (CASES, in OPS' format)
   tgdiff.py fuzz [--count N] [--seed S] [--amp=...]
                                        random valid programs (tggen.py); a
                                        disagreement is shrunk to a minimal
@@ -421,7 +423,7 @@ OPS = {
     "cast": ([("x", "f32", [4, 6])], "cast(cast(x, to=f16), to=f32)"),
 }
 
-# Training jobs (issue 12): comparisons give bool, so the case casts the mask
+# Training jobs (docs/jobs.md): comparisons give bool, so the case casts the mask
 # back to f32 and multiplies, which differentiates through the float operand
 # (and compares the mask through the forward result).
 for _cmp in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
@@ -458,9 +460,9 @@ OPS["argmax_keepdim"] = ([("x", "f32", [4, 6])],
 OPS["cast_int"] = ([("x", "f32", [4, 6])],
                    "x * cast(cast(x * 3.0, to=i32), to=f32)")
 OPS["cast_bool"] = ([("x", "f32", [4, 6])], "x * cast(cast(relu(x), to=bool), to=f32)")
-# The ops added from PyTorch's autocast lists (the `seed-ops` command; the
-# test test/Reference/seed-ops.test). Odd sizes on purpose.
-SEED_OPS = {
+# The matrix products: `@` chains, mm, bmm, mv, chain_matmul (`matmul-ops`;
+# test/Reference/matmul-ops.test). Odd sizes on purpose.
+MATMUL_OPS = {
     "matmul_at": ([("a", "f32", [4, 6]), ("b", "f32", [6, 5])], "a @ b"),
     "matmul_at_chain": ([("a", "f32", [3, 4]), ("b", "f32", [4, 5]), ("c", "f32", [5])],
                         "a @ b @ c * 2.0"),
@@ -469,6 +471,9 @@ SEED_OPS = {
     "mv": ([("a", "f32", [5, 7]), ("v", "f32", [7])], "mv(a, v)"),
     "chain_matmul": ([("a", "f32", [3, 4]), ("b", "f32", [4, 5]), ("c", "f32", [5, 2])],
                      "chain_matmul(a, b, c)"),
+}
+# The convolutions beyond conv2d (`conv-ops`; test/Reference/conv-ops.test).
+CONV_OPS = {
     "conv1d": ([("x", "f32", [2, 3, 9]), ("w", "f32", [4, 3, 3]), ("b", "f32", [4])],
                "conv1d(x, w, b, padding=1)"),
     "conv1d_strided": ([("x", "f32", [1, 4, 11]), ("w", "f32", [6, 2, 3])],
@@ -479,11 +484,17 @@ SEED_OPS = {
         [("x", "f32", [1, 4, 3, 5]), ("w", "f32", [4, 3, 3, 2])],
         "conv_transpose2d(x, w, stride=[2, 3], padding=[1, 0], output_padding=[1, 2], "
         "groups=2, dilation=[1, 2])"),
+}
+# The unary math functions log1p, expm1, reciprocal (`math-ops`;
+# test/Reference/math-ops.test).
+MATH_OPS = {
     "log1p": ([("x", "f32", [4, 6])], "log1p(x * x)"),
     "log1p_neg": ([("x", "f32", [5, 3])], "log1p(0.5 * tanh(x))"),
     "expm1": ([("x", "f32", [4, 6])], "expm1(x)"),
     "reciprocal": ([("x", "f32", [4, 6])], "reciprocal(x * x + 0.5)"),
 }
+# The commands that run one family's cases alone.
+FAMILY_OPS = {"matmul-ops": MATMUL_OPS, "conv-ops": CONV_OPS, "math-ops": MATH_OPS}
 
 
 def all_ops(ampc):
@@ -493,7 +504,7 @@ def all_ops(ampc):
     cases = dict(OPS)
     for record in ref.load_op_list(ampc).values():
         name, kind = record["language"], record["elementwise"]
-        if not name or not kind or name in SEED_OPS or \
+        if not name or not kind or any(name in f for f in FAMILY_OPS.values()) or \
                 any(k == name or k.startswith(name + "_") for k in cases):
             continue
         if kind == "unary":
@@ -596,7 +607,7 @@ def report(cases, ampc, amp_flags, verbose=False):
     print("%d programs, %d disagreements, %d ambiguous" % (len(cases), failed, ambiguous))
     return failed == 0 and ambiguous == 0
 
-# Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17; the
+# Reductions, norms and losses of PyTorch's fp32 autocast list (the
 # `reduce-loss-ops` command, test/Ops/reduce-loss-ops.test). Odd sizes,
 # negative dims, every reduction; rows of zeros for the norms' gradient at 0.
 REDUCE_LOSS_OPS = {
@@ -670,7 +681,8 @@ def main(argv=None):
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--keep", help="copy the work directory (data, both outputs) here")
     sub.add_parser("ops")
-    sub.add_parser("seed-ops")
+    for family in FAMILY_OPS:
+        sub.add_parser(family)
     cf = sub.add_parser("cases")
     cf.add_argument("file")
     sub.add_parser("reduce-loss-ops")
@@ -702,9 +714,10 @@ def main(argv=None):
     if args.command == "ops":
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
         return 0 if report(op_cases(ampc, low), ampc, extra, args.verbose) else 1
-    if args.command == "seed-ops":
+    if args.command in FAMILY_OPS:
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
-        return 0 if report(op_cases(ampc, low, SEED_OPS), ampc, extra, args.verbose) else 1
+        return 0 if report(op_cases(ampc, low, FAMILY_OPS[args.command]), ampc, extra,
+                           args.verbose) else 1
     if args.command == "cases":
         low = {"fp16": "f16", "bf16": "bf16"}.get(amp_mode(extra))
         scope = {}

@@ -305,7 +305,7 @@ class Generator:
 
     def seed2(self):
         """The GEMM-plus-add family, prelu and the 1-D / 3-D convolutions
-        (issue 17): `c` broadcast from a random suffix of the result shape,
+        (fp16 list): `c` broadcast from a random suffix of the result shape,
         beta and alpha away from 1, strides, padding, groups and output
         padding on small shapes."""
         r = self.rng.random()
@@ -495,7 +495,7 @@ class Generator:
         return self.add("mse_loss({0}, {1})", [a, b], [], dtype="f32")
 
     def fp32_list_op(self):
-        """An op of PyTorch's fp32 autocast list (issue 17): logsumexp, norm,
+        """An op of PyTorch's fp32 autocast list: logsumexp, norm,
         cumsum, group_norm, cosine_similarity or one of the losses nll_loss,
         l1_loss, smooth_l1_loss, kl_div (all fp32 under AMP: f32 results)."""
         a = self.operand(lambda d, s: len(s) >= 1)

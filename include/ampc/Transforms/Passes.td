@@ -756,7 +756,7 @@ def LowParams : Pass<"ampc-low-params", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
-// Transposes folded into GEMMs (issue 15)
+// Transposes folded into GEMMs (docs/codegen.md)
 //===----------------------------------------------------------------------===//
 
 def FoldTransposes : Pass<"ampc-fold-transposes", "::mlir::func::FuncOp"> {

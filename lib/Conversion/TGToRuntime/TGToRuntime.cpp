@@ -363,7 +363,7 @@ const std::vector<Row> &kernelTable() {
         row<ConvTranspose2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
                                 each("padding"), each("dilation"),
                                 i64("groups")}),
-        // The GEMM-plus-add family and prelu (issue 17, fp16 list).
+        // The GEMM-plus-add family and prelu (PyTorch's fp16 autocast list).
         row<AddmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
                       f64("alpha")}),
         row<BaddbmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
@@ -376,11 +376,11 @@ const std::vector<Row> &kernelTable() {
                      f64("alpha")}),
         row<PreluOp>(binary),
         row<PreluGradOp>(binaryGrad),
-        // mm, bmm, mv: matmul's kernel (issue 17).
+        // mm, bmm, mv: matmul's kernel.
         row<MmOp>(binary),
         row<BmmOp>(binary),
         row<MvOp>(binary),
-        // Convolutions over 1 and 3 spatial dims (issue 17, fp16 list).
+        // Convolutions over 1 and 3 spatial dims (PyTorch's fp16 list).
         row<Conv1dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
                        each("padding"), each("dilation"), i64("groups")}),
         row<Conv3dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
@@ -401,7 +401,7 @@ const std::vector<Row> &kernelTable() {
         row<EmbeddingOp>({res(0), opd(0), opd(1), site()}, {1, 0, 0}),
         row<CrossEntropyOp>({res(0), opd(0), opd(1), site()}, {1, 0, 1}),
         row<MseLossOp>(binary),
-        // Training jobs (issue 12): the comparisons are binary rows of the
+        // Training jobs (docs/jobs.md): the comparisons are binary rows of the
         // runtime's table (lowered from their records); these have
         // prototypes of their own.
         row<WhereOp>({res(0), opd(0), opd(1), opd(2)}),
@@ -410,7 +410,7 @@ const std::vector<Row> &kernelTable() {
         row<BinaryCrossEntropyWithLogitsOp>(binary),
         row<BinaryCrossEntropyGradOp>(binaryGrad),
         row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
-        // Reductions, norms and losses of PyTorch's fp32 list (issue 17).
+        // Reductions, norms and losses of PyTorch's fp32 list.
         row<LogsumexpOp>({res(0), opd(0), dims("dims"), boolean("keepdim")}),
         row<LogsumexpGradOp>({res(0), opd(0), opd(1), opd(2), dims("dims"),
                               boolean("keepdim")}),
@@ -446,7 +446,7 @@ const std::vector<Row> &kernelTable() {
         row<NllLossGradOp>({res(0), opd(0), opd(1), opd(2),
                             i64("ignore_index"), reduction("reduction")},
                            {2, 1, 1}),
-        // batch_norm and dropout (issue 12): the mode is an attribute; the
+        // batch_norm and dropout (docs/jobs.md): the mode is an attribute; the
         // dropout mask is keyed by the seed, the step counter and the op.
         row<BatchNormOp>({res(0), opd(0), opd(1), opd(2), opd(3), opd(4),
                           boolean("training"), f64("eps")}),
@@ -484,20 +484,20 @@ const std::vector<Row> &kernelTable() {
                             f64("beta1"), f64("beta2"), f64("eps"),
                             f64("weight_decay"), constF64(0.0), flag(5),
                             optBuf(7)}),
-        // Learning-rate schedules (issue 13): in place on the counter.
+        // Learning-rate schedules (docs/optimizer.md): in place on the counter.
         row<LrScheduleOp>({resBuf(1), buf(0), lrKind("kind"), f64("lr"),
                            i64("warmup_steps"), i64("total_steps"),
                            f64("min_lr"), i64("step_size"), f64("gamma"),
                            flag(1)}),
-        // Gradient accumulation (issue 13): in place on the accumulators
-        // and the micro-batch index.
+        // Gradient accumulation (docs/optimizer.md): in place on the
+        // accumulators and the micro-batch index.
         row<GradAccumulateOp>({list(0), list(1), dtypes(1), numels(0),
                                count(0), buf(2), i64("k")}),
         row<UpdateScaleOp>({buf(0), buf(1), buf(2), flag(3),
                             f64("growth_factor"), f64("backoff_factor"),
                             i32("growth_interval"), i32("hysteresis"),
                             f64("min_scale"), f64("max_scale")}),
-        // Data-parallel training (issue 14): the bucketed gradient
+        // Data-parallel training (docs/distributed.md): the bucketed gradient
         // all-reduce, in place on the bucket's gradients, and the seed's
         // division by the world size, on the context's communicator.
         row<GradAllreduceStartOp>({list(0), dtypes(0), numels(0), count(0),
@@ -506,7 +506,7 @@ const std::vector<Row> &kernelTable() {
         row<GradAllreduceWaitOp>(
             {list(0), dtypes(0), numels(0), count(0), i64("bucket")}),
         row<DivideByWorldOp>({res(0), opd(0)}),
-        // Transposes folded into GEMMs (issue 15): the strides come from
+        // Transposes folded into GEMMs (docs/codegen.md): the strides come from
         // the op's permutations and shapes.
         row<PermutedMatmulOp>({res(0), opd(0), opd(1), stridedGemm()}),
     };

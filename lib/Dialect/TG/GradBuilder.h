@@ -1,9 +1,10 @@
 //===- GradBuilder.h - builders of the tg gradient rules -------*- C++ -*-===//
 //
 // Private to lib/Dialect/TG: the builder the hand-written gradient rules
-// (TGGradients.cpp, the generated TGGradients.inc, TGSeedOps2.cpp) create
-// their backward ops with, at the forward op's gradient location, so every
-// rule sums, reshapes and casts a gradient back to its operand the same way.
+// (TGGradients.cpp, the generated TGGradients.inc, TGMatmulOps.cpp,
+// TGConvOps.cpp) create their backward ops with, at the forward op's gradient
+// location, so every rule sums, reshapes and casts a gradient back to its
+// operand the same way.
 //
 //===----------------------------------------------------------------------===//
 

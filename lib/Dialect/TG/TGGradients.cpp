@@ -346,6 +346,23 @@ LogicalResult ConvTranspose2dOp::buildGradient(
   return success();
 }
 
+LogicalResult PreluOp::buildGradient(OpBuilder &builder,
+                                     ArrayRef<Value> resultGrads,
+                                     ArrayRef<bool> wanted,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(getOperation()->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  if (!dy || (!wanted[0] && !wanted[1]))
+    return success();
+  GradBuilder g(builder, *this);
+  auto grad = PreluGradOp::create(builder, g.loc, dy, getInput(), getWeight());
+  if (wanted[0])
+    operandGrads[0] = g.fit(grad.getInputGrad(), getInput());
+  if (wanted[1])
+    operandGrads[1] = g.fit(grad.getWeightGrad(), getWeight());
+  return success();
+}
+
 // The rules of the ops whose records hold them (`gradients` in TGOps.td):
 // the elementwise ops, casts, softmax-like ops, norms, pools, losses and the
 // `max` reduction. The rules above need code: shape bookkeeping (matmul's

@@ -375,6 +375,55 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// F.prelu's weight check: `[1]`, or `[C]` with C = dim 1 of the input.
+static LogicalResult checkPreluWeight(const InferError &err,
+                                      RankedTensorType x, RankedTensorType w) {
+  if (w.getRank() != 1)
+    return err("weight must be 1-D ([1] or [C]), got ", w);
+  int64_t n = w.getDimSize(0);
+  if (n == 1)
+    return success();
+  if (x.getRank() < 2)
+    return err("weight ", w, " has ", n,
+               " slopes but input ", x, " has no channel dim (dim 1)");
+  if (x.getDimSize(1) != n)
+    return err("weight ", w, " has ", n, " slopes but input ", x, " has ",
+               x.getDimSize(1), " channels (dim 1)");
+  return success();
+}
+
+LogicalResult PreluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  InferError err{loc, "prelu"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkPreluWeight(err, x, w)))
+    return failure();
+  return pushPromoted(err, {adaptor.getInput(), adaptor.getWeight()},
+                      {x.getShape()}, types);
+}
+
+LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "prelu_grad"};
+  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
+       w = tensorType(adaptor.getWeight());
+  if (!g || !x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkPreluWeight(err, x, w)))
+    return failure();
+  if (g.getShape() != x.getShape())
+    return err("grad ", g, " must have the input's shape ", x);
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -838,7 +838,7 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
     ampc_dtype y_dtype, const int64_t *y_shape, int32_t y_rank);
 
 /*===------------------------------------------------------------------===*
- * Batch norm and dropout (issue 12). Channels are dim 1 of (N, C, ...);
+ * Batch norm and dropout (docs/jobs.md). Channels are dim 1 of (N, C, ...);
  * the per-channel tensors are [C]. Statistics are computed in f64 on the
  * CPU and in f32 on CUDA, every value read and written through f32.
  *===------------------------------------------------------------------===*/
@@ -1258,8 +1258,8 @@ AMPC_API ampc_status ampc_context_get_comm(ampc_context ctx, ampc_comm *comm);
 AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
 
 /*===------------------------------------------------------------------===*
- * The gradient all-reduce of a compiled data-parallel step (issue 14,
- * docs/distributed.md): what tg.grad_allreduce_start / _wait and
+ * The gradient all-reduce of a compiled data-parallel step
+ * (docs/distributed.md): what tg.grad_allreduce_start / _wait and
  * tg.divide_by_world lower to. They use the communicator attached to `ctx`
  * (ampc_context_set_comm); with none attached they do nothing (start, wait)
  * or divide by 1. A bucket is `count` gradients (device buffers of
@@ -1322,7 +1322,7 @@ AMPC_API ampc_status ampc_divide_by_world(ampc_context ctx, void *y,
                                           int32_t x_rank);
 
 /*===------------------------------------------------------------------===*
- * Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
+ * Reductions, norms and losses of PyTorch's fp32 autocast list.
  * Composed of the backends' primitives (both backends), computed in f32;
  * a float result is rounded once to its dtype. Dims are non-negative and
  * sorted; keepdim as for ampc_sum_fwd.

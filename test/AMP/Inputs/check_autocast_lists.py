@@ -71,7 +71,7 @@ PROGRAMS = {
     "binary_cross_entropy_with_logits": ("binary_cross_entropy_with_logits(a, b)",
                                          [("a", [8, 8]), ("b", [8, 8])],
                                          "binary_cross_entropy_with_logits"),
-    # Issue 17: reductions, norms and losses of the fp32 lists. An operand
+    # The reductions, norms and losses of the fp32 lists. An operand
     # with a third field has that dtype whatever the list (class labels).
     "logsumexp": ("logsumexp(x, dims=[1])", [("x", [4, 8])], "logsumexp"),
     "cumsum": ("cumsum(x, dim=-1)", [("x", [4, 8])], "cumsum"),

@@ -1,6 +1,6 @@
 //===- TGAccumulateOps.td - gradient accumulation -------------*- tablegen -*-===//
 //
-// The op of gradient accumulation (issue 13, `accumulate = K`): the
+// The op of gradient accumulation (`accumulate = K`, docs/optimizer.md): the
 // micro-batch's gradients added into f32 accumulators. Included from
 // TGOps.td, after the training ops.
 //

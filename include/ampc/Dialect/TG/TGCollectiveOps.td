@@ -1,6 +1,6 @@
 //===- TGCollectiveOps.td - data-parallel collectives -------*- tablegen -*-===//
 //
-// The ops of data-parallel training (issue 14, docs/distributed.md): the
+// The ops of data-parallel training (docs/distributed.md): the
 // bucketed gradient all-reduce, started as soon as a bucket's last gradient
 // exists and waited before the first gradient consumer, and the division of
 // the backward seed by the world size. `ampc-data-parallel` makes them.

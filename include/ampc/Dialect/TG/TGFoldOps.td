@@ -1,6 +1,6 @@
 //===- TGFoldOps.td - GEMMs on permuted views ---------------*- tablegen -*-===//
 //
-// The op `ampc-fold-transposes` makes (issue 15): a matrix product whose
+// The op `ampc-fold-transposes` makes (docs/codegen.md): a matrix product whose
 // operands and result are permutations of the tensors it reads and writes,
 // lowered to strided GEMMs instead of materialised transposes. Included from
 // TGOps.td, last.

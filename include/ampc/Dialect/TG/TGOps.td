@@ -384,6 +384,16 @@ def TG_SqrtOp : TG_UnaryOp<"sqrt", "torch.sqrt", TG_FloatTensor, TG_Follow,
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "torch.rsqrt", TG_FloatTensor, TG_FP32,
     (TGOp<"mul"> (TGOp<"mul"> $dy, (TGOp<"mul"> (TGOp<"mul"> $result, $result), $result)),
               (TG_Scalar<"-0.5"> $result))>;
+// log(1 + x); gradient dy / (1 + x).
+def TG_Log1pOp : TG_UnaryOp<"log1p", "torch.log1p", TG_FloatTensor, TG_FP32,
+    (TGOp<"div"> $dy, (TGOp<"add"> $input, (TG_Scalar<"1.0"> $input)))>;
+// exp(x) - 1; gradient dy * (y + 1), reusing the result.
+def TG_Expm1Op : TG_UnaryOp<"expm1", "torch.expm1", TG_FloatTensor, TG_FP32,
+    (TGOp<"mul"> $dy, (TGOp<"add"> $result, (TG_Scalar<"1.0"> $result)))>;
+// 1 / x; gradient -dy * y * y, reusing the result.
+def TG_ReciprocalOp : TG_UnaryOp<"reciprocal", "torch.reciprocal",
+    TG_FloatTensor, TG_FP32,
+    (TGOp<"neg"> (TGOp<"mul"> $dy, (TGOp<"mul"> $result, $result)))>;
 // dy where x > 0, else 0.
 defm TG_Relu : TG_UnaryKernelOp<"relu", "torch.relu", TG_Follow>;
 def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
@@ -418,6 +428,57 @@ defm TG_LeakyRelu : TG_UnaryKernelOp<"leaky_relu", "F.leaky_relu", TG_Follow,
 defm TG_Softplus : TG_UnaryKernelOp<"softplus", "F.softplus", TG_FP32,
     (ins DefaultValuedAttr<F64Attr, "1.0">:$beta,
          DefaultValuedAttr<F64Attr, "20.0">:$threshold)>;
+// F.prelu: leaky_relu with a learned slope, one per channel or one for all.
+def TG_PreluOp : TG_InferOp<"prelu", [TG_Differentiable]> {
+  let summary = "Parametric ReLU, `x > 0 ? x : w * x` (`F.prelu`)";
+  let description = [{
+    `weight` is `[1]` (one slope) or `[C]`, one slope per channel of dim 1
+    of `input` (`input` must then have rank >= 2), as `F.prelu`. The result
+    has `input`'s shape. In PyTorch's CUDA autocast fp16 list (nn_fp16).
+
+    ```mlir
+    %y = tg.prelu %x, %w : tensor<2x3x5xf32>, tensor<3xf32> -> tensor<2x3x5xf32>
+    ```
+
+    Runtime kernel: `ampc_prelu_fwd` (the broadcasting binary path, the
+    weight viewed as `[C, 1, ...]`); gradient `tg.prelu_grad`.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->`
+    type($result)
+  }];
+  let ampClass = TG_Lower;
+  let torch = "F.prelu";
+}
+
+def TG_PreluGradOp : TG_InferOp<"prelu_grad"> {
+  let summary = "Gradients of `tg.prelu` with respect to input and weight";
+  let description = [{
+    `d input = input > 0 ? grad : w * grad` (the input's shape) and
+    `d weight` = the sum of `input > 0 ? 0 : input * grad` over every dim but
+    the channel dim (the weight's shape), both in the promoted type of the
+    three operands. Runtime kernel: `ampc_prelu_bwd`.
+
+    ```mlir
+    %dx, %dw = tg.prelu_grad %dy, %x, %w
+        : tensor<2x3x5xf32>, tensor<2x3x5xf32>, tensor<3xf32>
+        -> tensor<2x3x5xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight attr-dict `:` type($grad) `,` type($input)
+    `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
+  }];
+  let ampClass = TG_Lower;
+  let kernels = ["ampc_prelu_bwd"];
+  let training = 1;
+  let language = "";
+}
 // PyTorch's sigmoid_backward: dy * (1 - y) * y.
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
     TG_Follow,
@@ -853,10 +914,11 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
   let loadConverts = [];
 }
 
-// Ops of PyTorch's autocast lists added after the first set.
-include "ampc/Dialect/TG/TGSeedOps.td"
-// The GEMM-plus-add family and prelu (fp16 list).
-include "ampc/Dialect/TG/TGSeedOps2.td"
+// The matrix products beyond matmul and linear: mm, bmm, mv and the
+// GEMM-plus-add family (addmm, baddbmm, addbmm, addmv, addr).
+include "ampc/Dialect/TG/TGMatmulOps.td"
+// The convolutions beyond conv2d: conv1d, conv3d and the transposed forms.
+include "ampc/Dialect/TG/TGConvOps.td"
 
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"
@@ -864,15 +926,16 @@ include "ampc/Dialect/TG/TGTrainingOps.td"
 include "ampc/Dialect/TG/TGJobOps.td"
 // Learning-rate schedules.
 include "ampc/Dialect/TG/TGScheduleOps.td"
-// Reductions, norms and losses of PyTorch's fp32 autocast list (issue 17).
+// Reductions, norms and losses of PyTorch's fp32 autocast list (docs/amp.md).
 include "ampc/Dialect/TG/TGReduceLossOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormDropoutOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
-// Data-parallel collectives: the bucketed gradient all-reduce (issue 14).
+// Data-parallel collectives: the bucketed gradient all-reduce
+// (docs/distributed.md).
 include "ampc/Dialect/TG/TGCollectiveOps.td"
-// GEMMs on permuted views, made by ampc-fold-transposes (issue 15).
+// GEMMs on permuted views, made by ampc-fold-transposes (docs/codegen.md).
 include "ampc/Dialect/TG/TGFoldOps.td"
 // The marker of what a returned gradient is of (data-parallel `grad`).
 include "ampc/Dialect/TG/TGGradMarkerOps.td"

@@ -1,8 +1,8 @@
 //===- TGScheduleOps.td - learning-rate schedules -----------*- tablegen -*-===//
 //
-// The op of learning-rate schedules (issue 13): the factor of the current
-// update and the update counter. Included from TGOps.td, after the training
-// ops.
+// The op of learning-rate schedules (docs/optimizer.md): the factor of the
+// current update and the update counter. Included from TGOps.td, after the
+// training ops.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
-//===- test_cuda_fixes.cpp - Mixed-dtype GEMMs, exact GELU, beta 0, fma ---===//
+//===- test_cuda_gemm_precision.cpp - Mixed-dtype GEMMs, exact GELU, fma -===//
 //
-// The CUDA fixes of docs/cuda.md that came after the fast paths:
+// The precision of the CUDA GEMMs and their epilogues (docs/cuda.md):
 //  - mixed-dtype GEMMs on bf16 tensor cores over exact bf16 parts (the
 //    split itself is checked here on the CPU, exhaustively for f16 and
 //    bf16, so its exactness does not depend on a GPU);
@@ -93,7 +93,7 @@ TEST(Bf16Split, F32SplitsExactlyIntoThreeParts) {
 
 // -------------------------------------------------------------- on the GPU --
 
-class CudaFixes : public CudaVsCpu {
+class CudaGemmPrecision : public CudaVsCpu {
 protected:
   const char *skipped() const override { return "CUDA fix comparison"; }
 };
@@ -103,7 +103,7 @@ protected:
 // largest output (f32 outputs), the output dtype's eps otherwise.
 constexpr double kMixedTol = 1e-5;
 
-TEST_F(CudaFixes, MixedDtypeLinearAtGPT2AndOddSizes) {
+TEST_F(CudaGemmPrecision, MixedDtypeLinearAtGPT2AndOddSizes) {
   struct Case {
     int64_t m, k, n;
     ampc_dtype x, w, y;
@@ -134,7 +134,7 @@ TEST_F(CudaFixes, MixedDtypeLinearAtGPT2AndOddSizes) {
   }
 }
 
-TEST_F(CudaFixes, MixedDtypeLinearBackwardAndBatches) {
+TEST_F(CudaGemmPrecision, MixedDtypeLinearBackwardAndBatches) {
   // linear backward with an f32 dy and f16 x / w (dw = dy^T x is mixed).
   std::vector<Tensor> bw = {randomTensor({2048, 3072}, AMPC_F32),
                             randomTensor({2048, 768}, AMPC_F16),
@@ -180,7 +180,7 @@ TEST_F(CudaFixes, MixedDtypeLinearBackwardAndBatches) {
       0, "mixed matmul on exact integers");
 }
 
-TEST_F(CudaFixes, ExactGeluEpiloguesAndBetaZero) {
+TEST_F(CudaGemmPrecision, ExactGeluEpiloguesAndBetaZero) {
   // Exact GELU into f32 (in place after the GEMM) and into f16 / bf16 (f32
   // accumulator, one rounding), odd n so the in-place walk is not one run.
   for (ampc_dtype y : {AMPC_F32, AMPC_F16, AMPC_BF16}) {
@@ -217,7 +217,7 @@ TEST_F(CudaFixes, ExactGeluEpiloguesAndBetaZero) {
     }
 }
 
-TEST_F(CudaFixes, ExactKernelsStayBitIdenticalAfterFmaKernels) {
+TEST_F(CudaGemmPrecision, ExactKernelsStayBitIdenticalAfterFmaKernels) {
   // Odd sizes, f16 and bf16 gradients, after fma-compiled work (a GELU
   // forward and a layer norm) on the same stream.
   std::vector<Tensor> ts = {randomTensor({100003}, AMPC_F32, -3, 3),

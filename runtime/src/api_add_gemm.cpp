@@ -1,10 +1,9 @@
-//===- api_seed2.cpp - GEMM-plus-add family and prelu -----------*- C++ -*-===//
+//===- api_add_gemm.cpp - The GEMM-plus-add family --------------*- C++ -*-===//
 //
-// Entry points of addmm, baddbmm, addbmm, addmv, addr and prelu (PyTorch's
-// fp16 autocast list). The add* ops are one GEMM each (the backend's
+// Entry points of addmm, baddbmm, addbmm, addmv and addr (PyTorch's fp16
+// autocast list; the ops of TGMatmulOps.td). Each is one GEMM (the backend's
 // strided-batched GEMM: sgemm on the CPU, cuBLASLt on CUDA) whose C operand
-// first holds `beta * c`, accumulated with beta 1 in f32; prelu is the
-// broadcasting binary primitive with its weight viewed as [C, 1, ...].
+// first holds `beta * c`, accumulated with beta 1 in f32.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
@@ -153,39 +152,6 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
   return AMPC_OK;
 }
 
-/// x's shape and the view of prelu's weight that broadcasts against it:
-/// [1] for one slope, [C, 1, ...] (rank x.rank - 1) for one per channel.
-ampc_status preluShapes(const char *fn, const TensorArg &x, const TensorArg &w,
-                        Shape &xs, Shape &view) {
-  Shape ws;
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
-  if (ws.rank != 1)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: w must be [1] or [C], got %s",
-                    fn, ws.str().c_str());
-  if (ws.d[0] == 1) {
-    view = ws;
-    return AMPC_OK;
-  }
-  if (xs.rank < 2 || xs.d[1] != ws.d[0])
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: w %s must have one slope per channel (dim 1) of x %s",
-                    fn, ws.str().c_str(), xs.str().c_str());
-  view.rank = xs.rank - 1;
-  view.d[0] = ws.d[0];
-  for (int i = 1; i < view.rank; ++i)
-    view.d[i] = 1;
-  return AMPC_OK;
-}
-
-/// The walk of prelu over x's shape: operands 0 and 1 contiguous, the
-/// weight view broadcast as operand 2.
-Walk preluWalk(const Shape &xs, const Shape &view) {
-  Walk walk = contiguousWalk(xs);
-  broadcastStrides(view, xs, walk.stride[2]);
-  return walk;
-}
-
 } // namespace
 
 extern "C" {
@@ -211,77 +177,5 @@ AMPC_ADD_GEMM_ENTRY(addbmm, Addbmm)
 AMPC_ADD_GEMM_ENTRY(addmv, Addmv)
 AMPC_ADD_GEMM_ENTRY(addr, Addr)
 #undef AMPC_ADD_GEMM_ENTRY
-
-ampc_status ampc_prelu_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                           const int64_t *y_shape, int32_t y_rank,
-                           const void *x, ampc_dtype x_dtype,
-                           const int64_t *x_shape, int32_t x_rank,
-                           const void *w, ampc_dtype w_dtype,
-                           const int64_t *w_shape, int32_t w_rank) {
-  const char *fn = "ampc_prelu_fwd";
-  return guard(fn, [&]() -> ampc_status {
-    AMPC_TRY(checkContext(fn, ctx));
-    Shape ys, xs, view;
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(y), kFloatDtype, true, ys));
-    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
-    if (ys != xs)
-      return shapeError(fn, "y", ys, xs);
-    if (xs.numel() == 0)
-      return AMPC_OK;
-    return ctx->backend->binary(BinaryOp::Prelu, AMPC_TENSOR(y).buf(),
-                                AMPC_TENSOR(x).buf(), AMPC_TENSOR(w).buf(),
-                                preluWalk(xs, view));
-  });
-}
-
-ampc_status ampc_prelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
-                           const int64_t *dx_shape, int32_t dx_rank, void *dw,
-                           ampc_dtype dw_dtype, const int64_t *dw_shape,
-                           int32_t dw_rank, const void *dy,
-                           ampc_dtype dy_dtype, const int64_t *dy_shape,
-                           int32_t dy_rank, const void *x, ampc_dtype x_dtype,
-                           const int64_t *x_shape, int32_t x_rank,
-                           const void *w, ampc_dtype w_dtype,
-                           const int64_t *w_shape, int32_t w_rank) {
-  const char *fn = "ampc_prelu_bwd";
-  return guard(fn, [&]() -> ampc_status {
-    AMPC_TRY(checkContext(fn, ctx));
-    Shape dxs, dws, dys, xs, view;
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dx), kFloatDtype, false, dxs));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dw), kFloatDtype, false, dws));
-    AMPC_TRY(parseTensor(fn, AMPC_TENSOR(dy), kFloatDtype, true, dys));
-    AMPC_TRY(preluShapes(fn, AMPC_TENSOR(x), AMPC_TENSOR(w), xs, view));
-    if (dys != xs)
-      return shapeError(fn, "dy", dys, xs);
-    if (dx && dxs != xs)
-      return shapeError(fn, "dx", dxs, xs);
-    Shape ws = makeShape({view.d[0]});
-    if (dw && dws != ws)
-      return shapeError(fn, "dw", dws, ws);
-    Backend &be = *ctx->backend;
-    Buf dyb = AMPC_TENSOR(dy).buf(), xb = AMPC_TENSOR(x).buf(),
-        wb = AMPC_TENSOR(w).buf();
-    int64_t numel = xs.numel();
-    if (numel == 0) {
-      if (dw)
-        AMPC_TRY(be.fill(Buf{dw, dw_dtype}, ws.numel(), 0.0));
-      return AMPC_OK;
-    }
-    Walk walk = preluWalk(xs, view);
-    if (dx)
-      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 0, Buf{dx, dx_dtype}, dyb, xb, wb,
-                            walk));
-    if (dw) {
-      // Per element in f32, then summed over every dim but the channel's.
-      Temp full(be);
-      AMPC_TRY(full.alloc(numel * sizeof(float)));
-      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 1, Buf{full.get(), AMPC_F32}, dyb,
-                            xb, wb, walk));
-      AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, view,
-                          Buf{full.get(), AMPC_F32}, xs));
-    }
-    return AMPC_OK;
-  });
-}
 
 } // extern "C"

@@ -1,0 +1,554 @@
+//===- Emitter.h - ONNX nodes to tg IR --------------------------*- C++ -*-===//
+//
+// The state of one import (the model, the values of the graph read so far,
+// the node being converted) and the helpers every converter uses. The
+// converters live in one file per op family (ElementwiseOps.cpp, NNOps.cpp,
+// TensorOps.cpp, HostFolding.cpp) and are found by op type in one table
+// (ONNXImport.cpp), as onnx-mlir's importer does. Internal to the importer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_LIB_FRONTEND_ONNX_EMITTER_H
+#define AMPC_LIB_FRONTEND_ONNX_EMITTER_H
+
+#include "HostTensor.h"
+
+#include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/Frontend/ONNXImport.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <optional>
+#include <string>
+
+struct ampc::onnx_import::ONNXModel::Impl {
+  mlir::MLIRContext *ctx = nullptr;
+  onnx::ModelProto model;
+  std::string displayPath;
+  int64_t opset = 0;
+  llvm::SmallVector<ModelInput> inputs;
+  llvm::SmallVector<std::string> outputs;
+  /// Initializers by name, read once.
+  llvm::StringMap<HostTensor> initializers;
+};
+
+namespace ampc::onnx_import::detail {
+
+// The converters are written against MLIR's types throughout; this
+// namespace is the importer's own.
+using namespace mlir;
+
+class Emitter;
+/// Converts the node being read (or folds it on the host).
+using Converter = LogicalResult (*)(Emitter &);
+/// Converters by ONNX op type.
+using ConverterTable = llvm::StringMap<Converter>;
+
+class Emitter {
+public:
+  Emitter(const ONNXModel::Impl &m, OpBuilder &builder, StringRef prefix,
+          GraphState &state)
+      : m(m), ctx(*m.ctx), b(builder), prefix(prefix), state(state) {}
+
+  FailureOr<SmallVector<Value>> run(Location callLoc, ValueRange inputs);
+
+private:
+  const ONNXModel::Impl &m;
+  MLIRContext &ctx;
+  OpBuilder &b;
+  StringRef prefix;
+  GraphState &state;
+  /// How many BatchNormalization nodes read each initializer as a running
+  /// statistic, and the initializers read anywhere else (see bufferName).
+  llvm::StringMap<unsigned> runningStatUses;
+  llvm::StringSet<> otherUses;
+
+  struct Entry {
+    Value value;
+    std::optional<HostTensor> host;
+    /// A float initializer: on the host for reading, but a parameter.
+    bool isParam = false;
+    /// For a parameter: the initializer's name (an Identity passes the
+    /// entry on, so its output is the same parameter).
+    std::string init;
+  };
+  llvm::StringMap<Entry> env;
+
+  /// The node being converted.
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName;
+  Location loc = UnknownLoc::get(&ctx);
+
+  //===--- Errors ---------------------------------------------------------===//
+
+  InFlightDiagnostic error() {
+    return emitError(loc) << "ONNX node '" << nodeName << "' ("
+                          << node->op_type() << "): ";
+  }
+
+  //===--- Values ---------------------------------------------------------===//
+
+  size_t numInputs() const { return node->input_size(); }
+  bool hasInput(size_t k) const {
+    return k < size_t(node->input_size()) && !node->input(k).empty();
+  }
+
+  Entry *lookup(size_t k) {
+    auto it = env.find(node->input(k));
+    if (it == env.end()) {
+      error() << "input '" << node->input(k)
+              << "' is not defined before this node";
+      return nullptr;
+    }
+    return &it->second;
+  }
+
+  /// The host value of input `k` when it is known at import time (and not a
+  /// parameter).
+  const HostTensor *host(size_t k) {
+    if (!hasInput(k))
+      return nullptr;
+    auto it = env.find(node->input(k));
+    if (it == env.end() || !it->second.host || it->second.isParam)
+      return nullptr;
+    return &*it->second.host;
+  }
+
+  /// Input `k` as a host tensor; an error when it is computed at run time.
+  const HostTensor *needHost(size_t k, StringRef what) {
+    if (!hasInput(k)) {
+      error() << "needs its " << what << " input";
+      return nullptr;
+    }
+    Entry *e = lookup(k);
+    if (!e)
+      return nullptr;
+    const HostTensor *h = host(k);
+    // A float initializer where a value must be known (Clip's bounds, Pad's
+    // value, Resize's scales: what constant folding tools store as
+    // initializers) is its file value here, not a parameter.
+    if (!h && e->isParam && e->host)
+      h = &*e->host;
+    if (!h)
+      error() << "its " << what << " ('" << node->input(k)
+              << "') must be known at import time, but it is computed from "
+                 "the graph's inputs or parameters";
+    return h;
+  }
+
+  /// Input `k` as an IR value of a float type (else an error at the node).
+  Value floatValue(size_t k) {
+    Value x = value(k);
+    if (x && !isa<FloatType>(typeOf(x).getElementType())) {
+      error() << "needs a float input";
+      return nullptr;
+    }
+    return x;
+  }
+
+  /// Input `k` as an IR value (a constant or parameter is materialized).
+  Value value(size_t k) {
+    if (!hasInput(k)) {
+      error() << "input " << k << " is missing";
+      return nullptr;
+    }
+    Entry *e = lookup(k);
+    if (!e)
+      return nullptr;
+    if (e->value)
+      return e->value;
+    DenseElementsAttr attr = toAttr(*e->host);
+    if (e->isParam) {
+      if (!isa<FloatType>(e->host->elt)) {
+        error() << "initializer '" << node->input(k) << "' is not float";
+        return nullptr;
+      }
+      e->value = state.param(prefix.str() + "." + sanitizeName(e->init), attr);
+    } else {
+      e->value = tg::ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
+    }
+    return e->value;
+  }
+
+  RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+
+  /// The shape of input `k`, from the host or the IR.
+  std::optional<SmallVector<int64_t>> shapeOf(size_t k) {
+    if (!hasInput(k) || !lookup(k))
+      return std::nullopt;
+    Entry &e = env[node->input(k)];
+    if (e.value)
+      return SmallVector<int64_t>(typeOf(e.value).getShape());
+    return e.host->shape;
+  }
+
+  LogicalResult setOutput(size_t k, Value v) {
+    if (!v)
+      return failure();
+    if (k < size_t(node->output_size()) && !node->output(k).empty())
+      env[node->output(k)].value = v;
+    return success();
+  }
+  LogicalResult setOutput(size_t k, HostTensor h) {
+    if (k < size_t(node->output_size()) && !node->output(k).empty()) {
+      Entry e;
+      e.host = std::move(h);
+      env[node->output(k)] = std::move(e);
+    }
+    return success();
+  }
+
+  /// An output other than the first must not be used (Dropout's mask,
+  /// LayerNormalization's statistics).
+  LogicalResult onlyFirstOutput();
+
+  //===--- Attributes -----------------------------------------------------===//
+
+  /// An error unless the node names its first `n` inputs: an empty name
+  /// omits an optional input, never one that the op reads.
+  LogicalResult requireInputs(size_t n) {
+    for (size_t k = 0; k < n; ++k)
+      if (!hasInput(k)) {
+        error() << "input " << k << " is missing (an empty name)";
+        return failure();
+      }
+    return success();
+  }
+
+  const onnx::AttributeProto *attr(StringRef name) {
+    for (const auto &a : node->attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  LogicalResult checkAttrs(ArrayRef<StringRef> known) {
+    for (const auto &a : node->attribute())
+      if (!llvm::is_contained(known, a.name())) {
+        error() << "unsupported attribute '" << a.name() << "'";
+        return failure();
+      }
+    return success();
+  }
+  int64_t attrInt(StringRef name, int64_t dflt) {
+    const auto *a = attr(name);
+    return a ? a->i() : dflt;
+  }
+  double attrFloat(StringRef name, double dflt) {
+    const auto *a = attr(name);
+    return a ? a->f() : dflt;
+  }
+  /// A float attribute as the exporter wrote it: the shortest decimal that
+  /// reads back as the stored f32 (0.9, not 0.899999976), so that
+  /// PyTorch's momentum 0.1 exported as 1 - 0.1 = 0.9f comes back as 0.1.
+  double attrFloatAsWritten(StringRef name, double dflt) {
+    const auto *a = attr(name);
+    return a ? asWritten(a->f()) : dflt;
+  }
+  std::optional<SmallVector<int64_t>> attrInts(StringRef name) {
+    const auto *a = attr(name);
+    if (!a)
+      return std::nullopt;
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  std::string attrString(StringRef name, StringRef dflt) {
+    const auto *a = attr(name);
+    return a ? a->s() : dflt.str();
+  }
+  LogicalResult unsupportedValue(StringRef name, const Twine &value,
+                                 StringRef supported) {
+    error() << "unsupported value " << value << " of attribute '" << name
+            << "' (ampc supports " << supported << ")";
+    return failure();
+  }
+
+  //===--- Building ops ---------------------------------------------------===//
+
+  NamedAttribute named(StringRef name, Attribute a) {
+    return b.getNamedAttr(name, a);
+  }
+  Attribute ints(ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); }
+
+  /// An op with `numResults` results whose types it infers; verified at
+  /// once. Null (after a diagnostic) when either fails.
+  Operation *buildOp(StringRef opName, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs, unsigned numResults) {
+    for (Value v : operands)
+      if (!v)
+        return nullptr;
+    OperationState st(loc, opName);
+    st.addOperands(operands);
+    st.addAttributes(attrs);
+    st.addTypes(SmallVector<Type>(numResults, b.getNoneType()));
+    Operation *op = b.create(st);
+    SmallVector<Type> types;
+    auto iface = cast<InferTypeOpInterface>(op);
+    if (failed(iface.inferReturnTypes(
+            &ctx, loc, op->getOperands(), op->getRawDictionaryAttrs(),
+            op->getPropertiesStorage(), op->getRegions(), types)) ||
+        types.size() != numResults) {
+      op->erase();
+      return nullptr;
+    }
+    for (auto [r, t] : llvm::zip(op->getResults(), types))
+      r.setType(t);
+    if (failed(verify(op))) {
+      op->erase();
+      return nullptr;
+    }
+    return op;
+  }
+  Value build(StringRef opName, ValueRange operands,
+              ArrayRef<NamedAttribute> attrs = {}) {
+    Operation *op = buildOp(opName, operands, attrs, 1);
+    return op ? op->getResult(0) : nullptr;
+  }
+  template <typename OpTy>
+  Value build(ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
+    return build(OpTy::getOperationName(), operands, attrs);
+  }
+
+  /// A scalar constant of `like`'s element type.
+  Value scalar(double v, Value like) {
+    Type elt = typeOf(like).getElementType();
+    HostTensor h;
+    h.elt = elt;
+    if (isa<FloatType>(elt))
+      h.floats = {v};
+    else
+      h.ints = {static_cast<int64_t>(v)};
+    return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
+  }
+
+  /// Sizes `h` for its shape; an error when the shape has a negative dim or
+  /// more than 2^28 elements.
+  LogicalResult sized(HostTensor &h) {
+    if (!checkedNumel(h.shape)) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "[";
+      llvm::interleaveComma(h.shape, os);
+      os << "]";
+      error() << "a tensor of shape " << s << " computed at import has a "
+              << "negative dim or more than 2^28 elements";
+      return failure();
+    }
+    h.resize(h.numel());
+    return success();
+  }
+
+  /// `x` with `before` and `after` elements of value `fill` added along
+  /// `dim` (a constant block concatenated on each side).
+  Value padWith(Value x, int64_t dim, int64_t before, int64_t after,
+                double fill) {
+    SmallVector<Value> parts;
+    auto block = [&](int64_t n) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[dim] = n;
+      HostTensor h;
+      h.elt = typeOf(x).getElementType();
+      h.shape = shape;
+      if (failed(sized(h)))
+        return Value();
+      for (int64_t j = 0; j < h.numel(); ++j)
+        if (h.isFloat())
+          h.floats[j] = fill;
+        else
+          h.ints[j] = static_cast<int64_t>(fill);
+      return Value(
+          tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
+    };
+    if (before)
+      parts.push_back(block(before));
+    parts.push_back(x);
+    if (after)
+      parts.push_back(block(after));
+    if (llvm::is_contained(parts, Value()))
+      return nullptr;
+    if (parts.size() == 1)
+      return x;
+    return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(dim))});
+  }
+
+  /// x[start:end] along `dim`.
+  Value slice(Value x, int64_t dim, int64_t start, int64_t end) {
+    return build<tg::SliceOp>({x}, {named("dim", b.getI64IntegerAttr(dim)),
+                                    named("start", b.getI64IntegerAttr(start)),
+                                    named("end", b.getI64IntegerAttr(end))});
+  }
+
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (!v)
+      return nullptr;
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return build<tg::ReshapeOp>({v}, {named("shape", ints(shape))});
+  }
+
+  /// Resolves an axis against `rank`; an error when out of range.
+  std::optional<int64_t> axis(int64_t a, int64_t rank,
+                              StringRef what = "axis") {
+    if (a < -rank || a >= rank) {
+      error() << what << " " << a << " is out of range for rank " << rank;
+      return std::nullopt;
+    }
+    return a < 0 ? a + rank : a;
+  }
+
+  /// Input 0 as `x` and the `axis` attribute (default `dflt`) resolved
+  /// against its rank.
+  std::optional<int64_t> inputAndAxis(int64_t dflt, Value &x) {
+    x = value(0);
+    if (!x)
+      return std::nullopt;
+    return axis(attrInt("axis", dflt), typeOf(x).getRank());
+  }
+
+  /// Symmetric 2-D pads from ONNX's [top, left, bottom, right].
+  std::optional<SmallVector<int64_t>> pads2d() {
+    auto pads = attrInts("pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
+    if (pads.size() != 4) {
+      error() << "attribute 'pads' must have 4 values, found " << pads.size();
+      return std::nullopt;
+    }
+    if (pads[0] != pads[2] || pads[1] != pads[3]) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "[";
+      llvm::interleaveComma(pads, os);
+      os << "]";
+      (void)unsupportedValue("pads", s, "symmetric pads only");
+      return std::nullopt;
+    }
+    return SmallVector<int64_t>{pads[0], pads[1]};
+  }
+  LogicalResult checkAutoPad() {
+    std::string ap = attrString("auto_pad", "NOTSET");
+    if (ap != "NOTSET")
+      return unsupportedValue("auto_pad", "'" + ap + "'",
+                              "NOTSET with explicit pads");
+    return success();
+  }
+  std::optional<SmallVector<int64_t>> pair(StringRef name, int64_t dflt) {
+    auto v = attrInts(name).value_or(SmallVector<int64_t>{dflt, dflt});
+    if (v.size() != 2) {
+      error() << "attribute '" << name << "' must have 2 values (a 2-D "
+              << "op), found " << v.size();
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  //===--- Dispatch -------------------------------------------------------===//
+
+  /// The node being converted: the host folder of its op type when all its
+  /// inputs are known at import, else its converter.
+  LogicalResult convert();
+
+  /// The converters of each op family, by ONNX op type (one file each).
+  static void addElementwiseConverters(ConverterTable &table);
+  static void addNNConverters(ConverterTable &table);
+  static void addTensorConverters(ConverterTable &table);
+  /// The ops computed at import when every input is a host tensor
+  /// (HostFolding.cpp). A folder returns failure() with no diagnostic when
+  /// it has no host form for these inputs (the caller then builds IR).
+  static void addHostFolders(ConverterTable &table);
+
+  //===--- Elementwise (ElementwiseOps.cpp) -------------------------------===//
+
+  LogicalResult convertUnary();
+  LogicalResult convertBinary();
+  LogicalResult convertNot();
+  LogicalResult convertHardSigmoid();
+  LogicalResult convertActivation();
+  LogicalResult convertPRelu();
+  Value positiveElse(Value x, Value negative);
+  LogicalResult convertErf();
+  LogicalResult convertClip();
+  LogicalResult convertWhere();
+  LogicalResult convertCast();
+
+  //===--- Neural-network ops (NNOps.cpp) ---------------------------------===//
+
+  LogicalResult convertConv(bool transposed);
+  LogicalResult convertGemm();
+  LogicalResult convertMatMul();
+  LogicalResult convertSoftmax();
+  LogicalResult convertGlobalPool();
+  LogicalResult convertPool(bool isMax);
+  LogicalResult convertReduce(StringRef opName, bool negate = false);
+  LogicalResult convertReduceProd();
+  LogicalResult convertArgMax();
+  LogicalResult convertCumSum();
+  LogicalResult convertInstanceNorm();
+  LogicalResult convertBatchNorm();
+  LogicalResult convertBatchNormComposed(Value x, Value scale, Value bias,
+                                         double eps);
+  std::string bufferName(size_t k);
+  LogicalResult convertDropout();
+  LogicalResult convertLayerNorm();
+
+  //===--- Tensors and shapes (TensorOps.cpp) -----------------------------===//
+
+  LogicalResult convertConstant();
+  LogicalResult convertShape();
+  LogicalResult convertConstantOfShape();
+  LogicalResult convertIdentity();
+  LogicalResult convertReshapeLike();
+  std::optional<SmallVector<int64_t>> reshapedShape(ArrayRef<int64_t> in);
+  /// New shape for Reshape (0 copies, -1 infers) from `spec`.
+  std::optional<SmallVector<int64_t>> resolveReshape(ArrayRef<int64_t> in,
+                                                     const HostTensor &spec);
+  /// Axes of Squeeze/Unsqueeze: the input at index 1 (opset 13) or the
+  /// attribute.
+  std::optional<SmallVector<int64_t>> axesInputOrAttr(size_t k);
+  LogicalResult convertTranspose();
+  LogicalResult convertConcat();
+  LogicalResult convertSlice();
+  /// An error unless Slice's starts, ends and the optional axes and steps
+  /// hold one value per sliced axis each.
+  LogicalResult checkSliceInputs(const HostTensor *starts,
+                                 const HostTensor *ends, const HostTensor *axes,
+                                 const HostTensor *steps);
+  LogicalResult convertSplit();
+  LogicalResult convertGather();
+  LogicalResult convertPad();
+  LogicalResult convertTrilu();
+  /// Trilu's kept elements of the last two dims of `shape` (row-major),
+  /// from its `upper` attribute and `k` input; an error when it cannot be
+  /// read.
+  std::optional<std::vector<bool>> triluKeep(ArrayRef<int64_t> shape);
+  LogicalResult convertResize();
+  LogicalResult convertDepthToSpace();
+  LogicalResult convertTile();
+
+  //===--- Host folding (HostFolding.cpp) ---------------------------------===//
+
+  LogicalResult foldIdentity();
+  LogicalResult foldCast();
+  LogicalResult foldReshapeLike();
+  LogicalResult foldGather();
+  LogicalResult foldConcat();
+  LogicalResult foldBroadcast();
+  LogicalResult foldUnary();
+  LogicalResult foldSlice();
+  LogicalResult foldReduceProd();
+  LogicalResult foldNot();
+  LogicalResult foldTrilu();
+  LogicalResult foldRange();
+  LogicalResult foldTranspose();
+};
+
+} // namespace ampc::onnx_import::detail
+
+#endif // AMPC_LIB_FRONTEND_ONNX_EMITTER_H

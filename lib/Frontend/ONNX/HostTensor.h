@@ -1,0 +1,127 @@
+//===- HostTensor.h - Tensors known at import time --------------*- C++ -*-===//
+//
+// The values an ONNX import knows before run time: constants, non-float
+// initializers and the shape arithmetic folded from them (HostFolding.cpp),
+// with the helpers that read them from the file (a TensorProto) and turn them
+// into attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMPC_LIB_FRONTEND_ONNX_HOSTTENSOR_H
+#define AMPC_LIB_FRONTEND_ONNX_HOSTTENSOR_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
+
+namespace ampc::onnx_import {
+
+/// A tensor known at import time. Integer and bool data live in `ints`,
+/// float data in `floats` (exactly one of them is used).
+struct HostTensor {
+  mlir::Type elt;
+  llvm::SmallVector<int64_t> shape;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  bool isFloat() const { return mlir::isa<mlir::FloatType>(elt); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  double f(int64_t i) const { return isFloat() ? floats[i] : double(ints[i]); }
+  int64_t i(int64_t k) const {
+    return isFloat() ? static_cast<int64_t>(floats[k]) : ints[k];
+  }
+  /// Every element as an integer (a shape, sizes, axes).
+  llvm::SmallVector<int64_t> allInts() const {
+    llvm::SmallVector<int64_t> out;
+    for (int64_t k = 0; k < numel(); ++k)
+      out.push_back(i(k));
+    return out;
+  }
+  void resize(int64_t n) {
+    if (isFloat())
+      floats.assign(n, 0.0);
+    else
+      ints.assign(n, 0);
+  }
+  void set(int64_t k, const HostTensor &src, int64_t j) {
+    if (isFloat())
+      floats[k] = src.f(j);
+    else
+      ints[k] = src.i(j);
+  }
+};
+
+/// The most elements ampc computes at import (a host tensor or a constant
+/// block): 2^28.
+constexpr int64_t kMaxHostElements = int64_t(1) << 28;
+
+/// The element count of `shape`; nullopt when a dim is negative or the
+/// count exceeds `limit` (no overflow on the way).
+std::optional<int64_t> checkedNumel(llvm::ArrayRef<int64_t> shape,
+                                    int64_t limit = kMaxHostElements);
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
+/// NumPy broadcasting of shapes; nullopt when they do not broadcast.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<llvm::SmallVector<int64_t>> shapes);
+
+/// The linear index into a tensor of shape `in` (broadcast to `out`) of the
+/// element at multi-index `idx` of `out`.
+int64_t broadcastIndex(llvm::ArrayRef<int64_t> idx, llvm::ArrayRef<int64_t> out,
+                       llvm::ArrayRef<int64_t> in);
+
+/// Calls `fn(linearIndex, multiIndex)` for every element of `shape`.
+template <typename Fn> void forEachIndex(llvm::ArrayRef<int64_t> shape, Fn fn) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  llvm::SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t lin = 0; lin < n; ++lin) {
+    fn(lin, llvm::ArrayRef<int64_t>(idx));
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// The tg element type of an ONNX tensor element type; null if none.
+mlir::Type elementTypeOf(mlir::MLIRContext &ctx, int32_t t);
+
+/// ONNX's name of element type `t` ("an unknown type" when it has none).
+const char *onnxTypeName(int32_t t);
+
+/// Reads a TensorProto; on failure sets `why`.
+std::optional<HostTensor> readTensor(mlir::MLIRContext &ctx,
+                                     const onnx::TensorProto &t,
+                                     std::string &why);
+
+/// The shortest decimal that reads back as the f32 `f` (std::to_chars), as
+/// a double: what an exporter that stored a double as f32 started from.
+double asWritten(float f);
+
+/// `h` as a dense attribute of its element type and shape.
+mlir::DenseElementsAttr toAttr(const HostTensor &h);
+
+} // namespace ampc::onnx_import
+
+#endif // AMPC_LIB_FRONTEND_ONNX_HOSTTENSOR_H
