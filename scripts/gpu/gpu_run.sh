@@ -404,16 +404,26 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
       record "{\"kind\": \"test\", \"name\": \"$t\", \"status\": \"dry-run\"}"
     done
   else
-    running=0
+    # TEST_JOBS at a time; `wait -n -p` (bash 5.1) waits for one of these
+    # cases only, not for the compiles running beside them.
+    declare -A running=()
     for t in "${names[@]}"; do
-      if [ "$running" -ge "$TEST_JOBS" ]; then
-        wait -n
-        running=$((running - 1))
-      fi
+      while [ "${#running[@]}" -ge "$TEST_JOBS" ]; do
+        done_pid=""
+        wait -n -p done_pid "${!running[@]}" 2>/dev/null
+        if [ -n "$done_pid" ]; then
+          unset "running[$done_pid]"
+        else # none of them is a job any more: keep those still running
+          live=" $(jobs -pr | tr '\n' ' ') "
+          for pid in "${!running[@]}"; do
+            [[ "$live" == *" $pid "* ]] || unset "running[$pid]"
+          done
+        fi
+      done
       run_one_test "$t" &
-      running=$((running + 1))
+      running[$!]=1
     done
-    while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); done
+    for pid in "${!running[@]}"; do wait "$pid"; done
   fi
   if [ -x "$B/test/ampc_runtime_lazy_cuda" ]; then
     if [ $DRY = 1 ]; then
