@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
   --prepare) PREPARE="$2"; shift ;;
   --runtime-build) RT_BUILD="$2"; shift ;;
   --out) OUT="$2"; shift ;;
-  -h | --help) sed -n 2,45p "$0"; exit 0 ;;
+  -h | --help) sed -n 2,43p "$0"; exit 0 ;;
   *) echo "gpu_run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -201,9 +201,10 @@ in_budget() { # PHASE MIN_SECONDS
   return 0
 }
 
-# The report: gpu_run.json, gpu_summary.txt and logs.tar.gz, written into
-# WORK and moved into OUT (so OUT never holds a half-written file). Called
-# after every phase, and from the traps.
+# The report: gpu_run.json, gpu_summary.txt and logs.tar.gz, each written as
+# NAME.part in OUT and renamed (so OUT never holds a half-written file).
+# Called after every phase, and from the EXIT trap (which a TERM or INT
+# reaches through on_signal).
 STOPPED=""
 report() { # [--print]
   python3 "$HERE/gpu_report.py" --work "$WORK" --out "$OUT" \
@@ -229,7 +230,8 @@ on_signal() { # SIGNAL
 }
 on_exit() {
   local rc=$?
-  trap - EXIT TERM INT
+  trap - EXIT
+  trap '' TERM INT # a second signal must not cut the report short
   report --print
   # Scratch this run made goes (KEEP_WORK=1 keeps it).
   [ "$WORK_MADE" = 1 ] && [ -z "${KEEP_WORK:-}" ] && rm -rf "$WORK"
