@@ -16,16 +16,26 @@
 //   results equal the CPU collective's bit for bit; over three or more ranks
 //   NCCL and MPI may add in different orders.
 //
+// Errors: NCCL reports a failed collective through ncclCommGetAsyncError,
+// not through the stream. Every call first checks it, and every host wait
+// polls it (src/poll_wait.h) instead of blocking in cudaEventSynchronize;
+// on an error (or after AMPC_NCCL_TIMEOUT_S seconds, when set) the
+// communicator is aborted and the call fails with NCCL's message, so a
+// failed collective is an error instead of a hang.
+//
 //===----------------------------------------------------------------------===//
 #include "../src/collectives_nccl_plugin.h"
 #include "../src/half.h"
+#include "../src/poll_wait.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -69,6 +79,7 @@ __global__ void meanI32Kernel(int32_t *p, int64_t n, int32_t w) {
 
 struct State {
   ncclComm_t comm = nullptr;
+  bool aborted = false; ///< after an asynchronous error: comm is gone
   int32_t device = 0, rank = 0, size = 1;
   cudaStream_t stream = nullptr; ///< the communication stream
   bool usePool = false;
@@ -104,6 +115,79 @@ int ncclReport(ncclResult_t rc, const char *what, ncclComm_t comm, char *err) {
     if (int rc_ = cudaReport((expr), #expr, err))                              \
       return rc_;                                                              \
   } while (0)
+
+/// Aborts the communicator after an asynchronous error or a timeout; later
+/// calls fail at once.
+int abortComm(State &s, const char *why, ncclResult_t rc, char *err) {
+  const char *last = ncclGetLastError(s.comm);
+  std::snprintf(err, 256,
+                "NCCL (libnccl.so.2): %s (%s%s%s); the communicator was "
+                "aborted",
+                why, ncclGetErrorString(rc), last && *last ? ": " : "",
+                last ? last : "");
+  ncclCommAbort(s.comm);
+  s.comm = nullptr;
+  s.aborted = true;
+  return 1;
+}
+
+/// The communicator's asynchronous error, or 0 (checked at every call).
+int checkAsync(State &s, char *err) {
+  if (s.aborted) {
+    std::snprintf(err, 256, "NCCL (libnccl.so.2): the communicator was "
+                            "aborted after an earlier asynchronous error");
+    return 1;
+  }
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(s.comm, &async) != ncclSuccess)
+    return 0;
+  if (async != ncclSuccess && async != ncclInProgress)
+    return abortComm(s, "a collective failed asynchronously", async, err);
+  return 0;
+}
+
+/// Waits on the host until `ready` (0: not yet, 1: done, <0: failed) while
+/// watching the communicator's asynchronous error.
+template <class Ready>
+int hostWait(State &s, Ready ready, const char *what, char *err) {
+  ncclResult_t async = ncclSuccess;
+  const char *limit = getenv("AMPC_NCCL_TIMEOUT_S");
+  double timeout = limit ? atof(limit) : 0.0;
+  cudaError_t last = cudaSuccess;
+  auto now = [] {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  ampc::PollEnd end = ampc::pollUntilDone(
+      [&] {
+        last = ready();
+        if (last == cudaErrorNotReady) {
+          cudaGetLastError();
+          return 0;
+        }
+        return last == cudaSuccess ? 1 : -1;
+      },
+      [&] {
+        return ncclCommGetAsyncError(s.comm, &async) == ncclSuccess &&
+               async != ncclSuccess && async != ncclInProgress;
+      },
+      now, [] { std::this_thread::sleep_for(std::chrono::microseconds(50)); },
+      timeout);
+  switch (end) {
+  case ampc::PollEnd::Done:
+    return 0;
+  case ampc::PollEnd::Failed:
+    return cudaReport(last, what, err);
+  case ampc::PollEnd::AsyncError:
+    return abortComm(s, "a collective failed asynchronously", async, err);
+  case ampc::PollEnd::TimedOut:
+    return abortComm(s, "a collective did not finish within "
+                        "AMPC_NCCL_TIMEOUT_S seconds",
+                     ncclSuccess, err);
+  }
+  return 0;
+}
 
 int takeEvent(State &s, cudaEvent_t *e, char *err) {
   if (!s.events.empty()) {
@@ -198,12 +282,15 @@ int create(int32_t device, int32_t rank, int32_t size, const void *id,
 int destroy(void *state, char *err) {
   auto *s = static_cast<State *>(state);
   int rc = cudaReport(cudaSetDevice(s->device), "cudaSetDevice", err);
-  if (!rc)
-    rc = cudaReport(cudaStreamSynchronize(s->stream),
-                    "cudaStreamSynchronize (communication stream)", err);
-  if (int r =
-          ncclReport(ncclCommDestroy(s->comm), "ncclCommDestroy", nullptr, err))
-    rc = rc ? rc : r;
+  if (!rc && !s->aborted)
+    rc = hostWait(
+        *s, [&] { return cudaStreamQuery(s->stream); },
+        "cudaStreamQuery (communication stream)", err);
+  if (s->comm) {
+    ncclResult_t r = rc ? ncclCommAbort(s->comm) : ncclCommDestroy(s->comm);
+    if (int e = ncclReport(r, "ncclCommDestroy", nullptr, err))
+      rc = rc ? rc : e;
+  }
   for (cudaEvent_t e : s->events)
     cudaEventDestroy(e);
   cudaStreamDestroy(s->stream);
@@ -217,6 +304,8 @@ int allreduce(void *state, void *stream, void *buf, int32_t dtype,
   auto ctxStream = static_cast<cudaStream_t>(stream);
   auto dt = static_cast<ampc_dtype>(dtype);
   CUDA_OR_RETURN(cudaSetDevice(s.device));
+  if (int rc = checkAsync(s, err))
+    return rc;
   if (int rc = follow(s, ctxStream, err))
     return rc;
   auto r = new Request;
@@ -283,6 +372,8 @@ int wait(void *state, void *stream, void *req, char *err) {
   auto *r = static_cast<Request *>(req);
   int rc = cudaReport(cudaSetDevice(s.device), "cudaSetDevice", err);
   if (!rc)
+    rc = checkAsync(s, err);
+  if (!rc)
     rc = cudaReport(
         cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), r->done, 0),
         "cudaStreamWaitEvent", err);
@@ -290,9 +381,11 @@ int wait(void *state, void *stream, void *req, char *err) {
     // Without stream-ordered allocation the scratch can only be freed once
     // the all-reduce has finished: the one case that waits on the host.
     if (!rc)
-      rc = cudaReport(cudaEventSynchronize(r->done), "cudaEventSynchronize",
-                      err);
-    cudaFree(r->scratch);
+      rc = hostWait(
+          s, [&] { return cudaEventQuery(r->done); },
+          "cudaEventQuery (16-bit all-reduce)", err);
+    if (!rc)
+      cudaFree(r->scratch); // after an abort it may still be in use: kept
   }
   s.events.push_back(r->done);
   delete r;
@@ -304,6 +397,8 @@ int bcast(void *state, void *stream, void *buf, int64_t bytes, int32_t root,
   State &s = *static_cast<State *>(state);
   auto ctxStream = static_cast<cudaStream_t>(stream);
   CUDA_OR_RETURN(cudaSetDevice(s.device));
+  if (int rc = checkAsync(s, err))
+    return rc;
   if (bytes == 0)
     return 0;
   if (int rc = follow(s, ctxStream, err))

@@ -634,6 +634,12 @@ public:
           cudaEventDestroy(e);
       if (readStage)
         cudaFree(readStage);
+      for (UploadSlot &u : uploads) {
+        if (u.done)
+          cudaEventDestroy(u.done);
+        if (u.host)
+          cudaFreeHost(u.host);
+      }
       cudaStreamDestroy(stream_);
     }
   }
@@ -689,6 +695,13 @@ public:
     return cudaFail(err, what);
   }
 
+  /// LAUNCH_CHECK as a value, for launches followed by cleanup.
+  ampc_status launchStatus(const char *what) {
+    lastLaunch = what;
+    cudaError_t err = cudaGetLastError();
+    return err == cudaSuccess ? AMPC_OK : cudaFail(err, what);
+  }
+
   ampc_backend kind() const override { return AMPC_BACKEND_CUDA; }
   void *stream() override { return stream_; }
 
@@ -715,13 +728,61 @@ public:
     static const cudaMemcpyKind kinds[] = {
         cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
         cudaMemcpyDeviceToDevice, cudaMemcpyHostToHost};
-    ENTER();
+    if (kind == AMPC_MEMCPY_HOST_TO_DEVICE && bytes <= kUploadMaxBytes &&
+        isPageable(src))
+      return stagedUpload(dst, src, bytes);
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kinds[kind], stream_));
     if (kind == AMPC_MEMCPY_DEVICE_TO_HOST || kind == AMPC_MEMCPY_HOST_TO_HOST) {
       cudaError_t err = cudaStreamSynchronize(stream_);
       if (err != cudaSuccess)
         return asyncFail(err, "cudaStreamSynchronize (after a copy)");
     }
+    return AMPC_OK;
+  }
+  /// Whether `p` is ordinary (not page-locked, not device) host memory.
+  static bool isPageable(const void *p) {
+    cudaPointerAttributes a;
+    cudaError_t err = cudaPointerGetAttributes(&a, p);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeUnregistered;
+  }
+  /// A host-to-device copy from pageable memory (a batch an `ampc run` loop
+  /// assembled in a std::vector): cudaMemcpyAsync from pageable memory may
+  /// wait for the stream, so the host would wait for the previous step.
+  /// The bytes go into one of kUploadSlots page-locked buffers instead, and
+  /// from there asynchronously; a buffer is reused once the event recorded
+  /// after its last copy has passed (with kUploadSlots uploads in between,
+  /// normally long ago: a wait is counted as a host synchronisation).
+  ampc_status stagedUpload(void *dst, const void *src, size_t bytes) {
+    UploadSlot &u = uploads[nextUpload++ % kUploadSlots];
+    if (u.busy) {
+      cudaError_t q = cudaEventQuery(u.done);
+      if (q == cudaErrorNotReady) {
+        ++hostSyncs;
+        q = cudaEventSynchronize(u.done);
+      }
+      if (q != cudaSuccess)
+        return asyncFail(q, "cudaEventSynchronize (reusing upload staging)");
+      u.busy = false;
+    }
+    if (u.capacity < bytes) {
+      if (u.host)
+        CUDA_TRY(cudaFreeHost(u.host));
+      u.host = nullptr;
+      u.capacity = 0;
+      CUDA_TRY(cudaMallocHost(&u.host, bytes ? bytes : 1));
+      u.capacity = bytes;
+    }
+    if (!u.done)
+      CUDA_TRY(cudaEventCreateWithFlags(&u.done, cudaEventDisableTiming));
+    memcpy(u.host, src, bytes);
+    CUDA_TRY(cudaMemcpyAsync(dst, u.host, bytes, cudaMemcpyHostToDevice,
+                             stream_));
+    CUDA_TRY(cudaEventRecord(u.done, stream_));
+    u.busy = true;
     return AMPC_OK;
   }
   ampc_status setBytes(void *ptr, int value, size_t bytes) override {
@@ -1030,6 +1091,7 @@ public:
 
   ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
                      int64_t inner) override {
+    ENTER();
     int64_t n = outer * inner;
     argmaxKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, x, outer, dim,
                                                          inner);
@@ -1587,25 +1649,45 @@ public:
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {
     ENTER();
-    batchNormKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
-        y, x, w, b, rm, rv, training, BnGeom{n, c, inner}, eps);
-    LAUNCH_CHECK("batch_norm kernel");
-    return AMPC_OK;
+    BnGeom g{n, c, inner};
+    void *stat = nullptr;
+    AMPC_TRY(tempAlloc(3 * c * sizeof(float), &stat));
+    batchNormStatsKernel<<<c, kBnThreads, 0, stream_>>>(
+        static_cast<float *>(stat), x, w, b, rm, rv, training, g, eps);
+    ampc_status st = launchStatus("batch_norm statistics kernel");
+    if (st == AMPC_OK) {
+      batchNormApplyKernel<<<blocksFor(n * c * inner), kThreads, 0, stream_>>>(
+          y, x, static_cast<const float *>(stat), g);
+      st = launchStatus("batch_norm kernel");
+    }
+    tempFree(stat);
+    return st;
   }
   ampc_status batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                            Buf rm, Buf rv, bool training, int64_t n,
                            int64_t c, int64_t inner, float eps) override {
     ENTER();
-    batchNormBwdKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
-        dx, dw, db, dy, x, w, rm, rv, training, BnGeom{n, c, inner}, eps);
-    LAUNCH_CHECK("batch_norm backward kernel");
-    return AMPC_OK;
+    BnGeom g{n, c, inner};
+    void *stat = nullptr;
+    AMPC_TRY(tempAlloc(4 * c * sizeof(float), &stat));
+    batchNormBwdStatsKernel<<<c, kBnThreads, 0, stream_>>>(
+        static_cast<float *>(stat), dw, db, dy, x, rm, rv, training, g, eps);
+    ampc_status st = launchStatus("batch_norm backward statistics kernel");
+    if (st == AMPC_OK && dx.data) {
+      batchNormBwdApplyKernel<<<blocksFor(n * c * inner), kThreads, 0,
+                                stream_>>>(dx, dy, x, w,
+                                           static_cast<const float *>(stat),
+                                           training, g);
+      st = launchStatus("batch_norm backward kernel");
+    }
+    tempFree(stat);
+    return st;
   }
   ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                               int64_t n, int64_t c, int64_t inner,
                               float momentum) override {
     ENTER();
-    batchNormUpdateKernel<<<blocksFor(c), kThreads, 0, stream_>>>(
+    batchNormUpdateKernel<<<c, kBnThreads, 0, stream_>>>(
         newMean, newVar, x, rm, rv, BnGeom{n, c, inner}, momentum);
     LAUNCH_CHECK("batch_norm update kernel");
     return AMPC_OK;
@@ -1655,6 +1737,18 @@ private:
   cudaStream_t stream_ = nullptr;
   bool usePool = true;
   const char *lastLaunch = "none";
+  /// Page-locked staging of pageable uploads (stagedUpload); larger copies
+  /// go directly.
+  static constexpr int kUploadSlots = 4;
+  static constexpr size_t kUploadMaxBytes = size_t(256) << 20;
+  struct UploadSlot {
+    void *host = nullptr;
+    size_t capacity = 0;
+    cudaEvent_t done = nullptr;
+    bool busy = false;
+  };
+  UploadSlot uploads[kUploadSlots];
+  uint64_t nextUpload = 0;
   void *readStage = nullptr;
   cudaEvent_t readEvents[kReadSlots] = {};
   LtGemm lt;

@@ -103,13 +103,20 @@ struct LtGemm::Cache {
   using Key = std::vector<int64_t>;
   struct Entry {
     Descs descs;
+    /// Empty when the heuristic found none or none ran: the problem then
+    /// takes the caller's other path at once, without asking again.
     std::vector<cublasLtMatmulAlgo_t> algos;
   };
   std::map<Key, std::unique_ptr<Entry>> entries;
+  size_t heuristicQueries = 0;
 };
 
 size_t LtGemm::cachedProblems() const {
   return cache ? cache->entries.size() : 0;
+}
+
+size_t LtGemm::heuristicQueries() const {
+  return cache ? cache->heuristicQueries : 0;
 }
 
 ampc_status cudaFail(cudaError_t err, const char *what) {
@@ -152,6 +159,16 @@ cublasLtEpilogue_t epilogueOf(const GemmDesc &d) {
   return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
+/// The bias pointer is per call; everything else in the descriptor is per
+/// problem. It is also set before the heuristic is asked, which may reject
+/// algorithms for a bias-epilogue descriptor that has none.
+ampc_status setBiasPointer(Descs &ds, const GemmDesc &d) {
+  const void *bp = d.bias.data;
+  LT_TRY(cublasLtMatmulDescSetAttribute(
+      ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+  return AMPC_OK;
+}
+
 ampc_status buildDescs(const GemmDesc &d, cublasLtEpilogue_t epi, Descs &ds) {
   cudaDataType_t abType = cudaType(d.a.dtype), cType = cudaType(d.c.dtype);
   LT_TRY(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -168,6 +185,7 @@ ampc_status buildDescs(const GemmDesc &d, cublasLtEpilogue_t epi, Descs &ds) {
     cudaDataType_t bt = cudaType(d.bias.dtype);
     LT_TRY(cublasLtMatmulDescSetAttribute(
         ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+    AMPC_TRY(setBiasPointer(ds, d));
   }
   AMPC_TRY(makeLayout(&ds.a, abType, d.transB ? d.k : d.n, d.transB ? d.n : d.k,
                       d.ldb, d.batch, d.strideB));
@@ -218,28 +236,28 @@ ampc_status LtGemm::run(const GemmDesc &d, bool *noAlgo) {
         sizeof(alignC)));
     cublasLtMatmulHeuristicResult_t results[kHeuristicResults] = {};
     int found = 0;
+    ++cache->heuristicQueries;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
         handle, e->descs.op, e->descs.a, e->descs.b, e->descs.c, e->descs.c,
         pref.p, kHeuristicResults, results, &found);
     for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i)
       if (results[i].state == CUBLAS_STATUS_SUCCESS)
         e->algos.push_back(results[i].algo);
-    if (e->algos.empty()) {
-      if (noAlgo)
-        *noAlgo = true;
-      return setError(AMPC_ERROR_DEVICE,
-                      "cuda backend: cuBLASLt has no algorithm for this GEMM "
-                      "(m %lld n %lld k %lld, heuristic status %d)",
-                      static_cast<long long>(d.m), static_cast<long long>(d.n),
-                      static_cast<long long>(d.k), static_cast<int>(hs));
-    }
+    // Cached even when empty: a problem without an algorithm goes to the
+    // fallback on every later call without another heuristic query.
     it = cache->entries.emplace(key, std::move(e)).first;
+  } else if (d.bias.data) {
+    AMPC_TRY(setBiasPointer(it->second->descs, d));
   }
   Cache::Entry &e = *it->second;
-  if (d.bias.data) { // the pointer is per call; everything else is cached
-    const void *bp = d.bias.data;
-    LT_TRY(cublasLtMatmulDescSetAttribute(
-        e.descs.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+  if (e.algos.empty()) {
+    if (noAlgo)
+      *noAlgo = true;
+    return setError(AMPC_ERROR_DEVICE,
+                    "cuda backend: cuBLASLt has no algorithm for this GEMM "
+                    "(m %lld n %lld k %lld)",
+                    static_cast<long long>(d.m), static_cast<long long>(d.n),
+                    static_cast<long long>(d.k));
   }
   float alpha = d.alpha, beta = d.beta;
   cublasStatus_t last = CUBLAS_STATUS_NOT_SUPPORTED;
@@ -257,9 +275,13 @@ ampc_status LtGemm::run(const GemmDesc &d, bool *noAlgo) {
         last != CUBLAS_STATUS_INVALID_VALUE)
       break;
   }
-  if (noAlgo && (last == CUBLAS_STATUS_NOT_SUPPORTED ||
-                 last == CUBLAS_STATUS_INVALID_VALUE))
-    *noAlgo = true;
+  if (last == CUBLAS_STATUS_NOT_SUPPORTED ||
+      last == CUBLAS_STATUS_INVALID_VALUE) {
+    // No algorithm runs: remembered, so later calls fall back at once.
+    e.algos.clear();
+    if (noAlgo)
+      *noAlgo = true;
+  }
   return ltFail(last, "cublasLtMatmul");
 }
 

@@ -35,6 +35,9 @@ public:
   ampc_status run(const GemmDesc &d, bool *noAlgo);
   /// Problems whose descriptors and algorithms are cached (tests).
   size_t cachedProblems() const;
+  /// Times the heuristic was asked (tests: once per problem, also for a
+  /// problem without an algorithm).
+  size_t heuristicQueries() const;
 
 private:
   struct Cache;

@@ -2,9 +2,10 @@
 //
 // The scalar code of ampc_batch_norm_* and ampc_dropout_fwd, shared by the
 // CPU loops and the CUDA kernels (compiled by both, see hd.h). Batch norm
-// works one channel at a time (the CPU backend loops over channels, the
-// CUDA backend runs one thread per channel), accumulating in f64, so both
-// backends compute the same statistics. The dropout mask is a pure function
+// accumulates each channel's sums in f64: the CPU backend loops over a
+// channel's values in order, the CUDA backend splits them over a block of
+// threads; both then apply the per-channel and per-element formulas below,
+// so they differ only in the order of the f64 sums. The dropout mask is a pure function
 // of (seed, key, step, element index), the index mapped by DropoutShard
 // under data-parallel ranks: the same bits on every backend.
 //
@@ -49,19 +50,67 @@ AMPC_HD void bnBatchStats(Buf x, const BnGeom &g, int64_t ch, double &mean,
   var = s2 / m;
 }
 
-/// The mean and 1 / sqrt(var + eps) channel `ch` normalises with.
-AMPC_HD void bnChannelStats(Buf x, Buf rm, Buf rv, bool training,
-                            const BnGeom &g, int64_t ch, float eps,
-                            float &mean, float &invstd) {
+/// The mean and 1 / sqrt(var + eps) a channel normalises with, from its
+/// (batch or running) mean and variance.
+AMPC_HD void bnStatsOf(double mu, double var, float eps, float &mean,
+                       float &invstd) {
+  mean = static_cast<float>(mu);
+  invstd = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+}
+
+/// The mean and 1 / sqrt(var + eps) channel `ch` normalises with: in
+/// training from `batchStats(mu, var)` (the CPU's loop, or a CUDA block's
+/// sums), otherwise from the running statistics.
+template <class BatchStats>
+AMPC_HD void bnChannelStatsWith(BatchStats batchStats, Buf rm, Buf rv,
+                                bool training, int64_t ch, float eps,
+                                float &mean, float &invstd) {
   double mu, var;
   if (training) {
-    bnBatchStats(x, g, ch, mu, var);
+    batchStats(mu, var);
   } else {
     mu = loadF32(rm.data, rm.dtype, ch);
     var = loadF32(rv.data, rv.dtype, ch);
   }
-  mean = static_cast<float>(mu);
-  invstd = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+  bnStatsOf(mu, var, eps, mean, invstd);
+}
+
+/// The mean and 1 / sqrt(var + eps) channel `ch` normalises with.
+AMPC_HD void bnChannelStats(Buf x, Buf rm, Buf rv, bool training,
+                            const BnGeom &g, int64_t ch, float eps,
+                            float &mean, float &invstd) {
+  bnChannelStatsWith(
+      [&](double &mu, double &var) { bnBatchStats(x, g, ch, mu, var); }, rm,
+      rv, training, ch, eps, mean, invstd);
+}
+
+/// One normalised element: (x - mean) * scale + shift, scale = invstd * w.
+AMPC_HD float bnNormalised(float x, float mean, float scale, float shift) {
+  return (x - mean) * scale + shift;
+}
+
+/// One element of dx (see bnBackwardChannel).
+AMPC_HD float bnGradInput(float d, float x, float mean, float invstd, float wc,
+                          float meanDy, float meanDyX, bool training) {
+  if (!training)
+    return d * wc * invstd;
+  float xhat = (x - mean) * invstd;
+  return wc * invstd * (d - meanDy - xhat * meanDyX);
+}
+
+/// The new running mean and variance of channel `ch` from its batch mean
+/// and biased variance over m values (PyTorch's update, with the unbiased
+/// batch variance).
+AMPC_HD void bnUpdateFrom(Buf newMean, Buf newVar, Buf rm, Buf rv, int64_t ch,
+                          double mean, double var, double m, float momentum) {
+  double unbiased = var * m / (m - 1.0);
+  double k = momentum;
+  storeF32(newMean.data, newMean.dtype, ch,
+           static_cast<float>((1.0 - k) * loadF32(rm.data, rm.dtype, ch) +
+                              k * mean));
+  storeF32(newVar.data, newVar.dtype, ch,
+           static_cast<float>((1.0 - k) * loadF32(rv.data, rv.dtype, ch) +
+                              k * unbiased));
 }
 
 /// y of channel `ch`.
@@ -76,7 +125,7 @@ AMPC_HD void bnForwardChannel(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
     for (int64_t j = 0; j < g.inner; ++j) {
       int64_t i = g.at(s0, ch, j);
       storeF32(y.data, y.dtype, i,
-               (loadF32(x.data, x.dtype, i) - mean) * scale + shift);
+               bnNormalised(loadF32(x.data, x.dtype, i), mean, scale, shift));
     }
 }
 
@@ -109,15 +158,10 @@ AMPC_HD void bnBackwardChannel(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
   for (int64_t s0 = 0; s0 < g.n; ++s0)
     for (int64_t j = 0; j < g.inner; ++j) {
       int64_t i = g.at(s0, ch, j);
-      float d = loadF32(dy.data, dy.dtype, i);
-      float v;
-      if (training) {
-        float xhat = (loadF32(x.data, x.dtype, i) - mean) * invstd;
-        v = wc * invstd * (d - meanDy - xhat * meanDyX);
-      } else {
-        v = d * wc * invstd;
-      }
-      storeF32(dx.data, dx.dtype, i, v);
+      storeF32(dx.data, dx.dtype, i,
+               bnGradInput(loadF32(dy.data, dy.dtype, i),
+                           loadF32(x.data, x.dtype, i), mean, invstd, wc,
+                           meanDy, meanDyX, training));
     }
 }
 
@@ -127,15 +171,8 @@ AMPC_HD void bnUpdateChannel(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                              const BnGeom &g, int64_t ch, float momentum) {
   double mean, var;
   bnBatchStats(x, g, ch, mean, var);
-  double m = g.perChannel();
-  double unbiased = var * m / (m - 1.0);
-  double k = momentum;
-  storeF32(newMean.data, newMean.dtype, ch,
-           static_cast<float>((1.0 - k) * loadF32(rm.data, rm.dtype, ch) +
-                              k * mean));
-  storeF32(newVar.data, newVar.dtype, ch,
-           static_cast<float>((1.0 - k) * loadF32(rv.data, rv.dtype, ch) +
-                              k * unbiased));
+  bnUpdateFrom(newMean, newVar, rm, rv, ch, mean, var, g.perChannel(),
+               momentum);
 }
 
 /// The high counter word of dropout op `key` at step `step`: the top bit

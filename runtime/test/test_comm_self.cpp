@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -67,6 +68,53 @@ TEST(CommSelf, CpuAllReduceIsTheIdentityOnOneRank) {
   EXPECT_EQ(b[15], 5);
   EXPECT_EQ(ampc_comm_broadcast(comm, ctx, b.data(), 64, 1),
             AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_OK(ampc_comm_destroy(comm));
+  ampc_context_destroy(ctx);
+}
+
+// On one rank a gradient bucket skips the collective (the values are the
+// sum and the mean), unless AMPC_GRAD_BUCKETS_ONE_RANK=1 asks for the whole
+// path, as the one-GPU checks do: then the bucket is staged, all-reduced and
+// copied back (a wait is counted), and the gradients come back unchanged.
+TEST(CommSelf, OneRankBucketsTakeTheWholePathWhenAsked) {
+  ampc_context ctx = nullptr;
+  ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx));
+  ampc_comm comm = nullptr;
+  ASSERT_OK(ampc_comm_create_self(&comm));
+  ASSERT_OK(ampc_context_set_comm(ctx, comm));
+  std::vector<float> g0 = {1.5f, -2.25f, 3.0f};
+  std::vector<uint16_t> g1 = {0x3C00, 0xC000}; // f16 1, -2
+  const std::vector<float> want0 = g0;
+  const std::vector<uint16_t> want1 = g1;
+  void *grads[] = {g0.data(), g1.data()};
+  ampc_dtype dtypes[] = {AMPC_F32, AMPC_F16};
+  int64_t numels[] = {3, 2};
+  auto step = [&] {
+    EXPECT_OK(ampc_grad_allreduce_start(ctx, grads, dtypes, numels, 2, 0, 1, 1));
+    EXPECT_OK(ampc_grad_allreduce_wait(ctx, grads, dtypes, numels, 2, 0));
+  };
+  auto waits = [&] {
+    int64_t n = -1;
+    EXPECT_OK(ampc_grad_allreduce_stats(ctx, &n, nullptr, nullptr, nullptr,
+                                        nullptr));
+    return n;
+  };
+  unsetenv("AMPC_GRAD_BUCKETS_ONE_RANK");
+  step();
+  EXPECT_EQ(waits(), 0);
+  setenv("AMPC_GRAD_BUCKETS_ONE_RANK", "1", 1);
+  step();
+  step();
+  // A second start before the wait is refused: the bucket is in flight.
+  EXPECT_OK(ampc_grad_allreduce_start(ctx, grads, dtypes, numels, 2, 0, 1, 1));
+  EXPECT_EQ(ampc_grad_allreduce_start(ctx, grads, dtypes, numels, 2, 0, 1, 1),
+            AMPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_OK(ampc_grad_allreduce_wait(ctx, grads, dtypes, numels, 2, 0));
+  unsetenv("AMPC_GRAD_BUCKETS_ONE_RANK");
+  EXPECT_EQ(waits(), 3);
+  EXPECT_EQ(g0, want0);
+  EXPECT_EQ(g1, want1);
+  ASSERT_OK(ampc_context_set_comm(ctx, nullptr));
   EXPECT_OK(ampc_comm_destroy(comm));
   ampc_context_destroy(ctx);
 }

@@ -9,7 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 using namespace ampc_test;
 
@@ -101,23 +103,67 @@ void readsPackAndCount(ampc_context ctx) {
   EXPECT_EQ(ampc_host_syncs(ctx, nullptr), AMPC_ERROR_NULL_POINTER);
 }
 
-TEST(HostRead, CpuPacksReadsAndCountsWaits) {
+/// Uploads from one pageable vector, overwritten right after each call (on
+/// CUDA each is staged through page-locked memory, 4 buffers reused in
+/// turn and grown): every device buffer must hold what the vector held
+/// when its upload was queued.
+void pageableUploadsLand(ampc_context ctx) {
+  const int kUploads = 11;
+  std::vector<void *> dev(kUploads);
+  std::vector<size_t> sizes(kUploads);
+  std::vector<uint8_t> host;
+  for (int k = 0; k < kUploads; ++k) {
+    sizes[k] = (size_t(1) << (k + 8)) + 3 * k; // 256 bytes to 256 KiB
+    host.assign(sizes[k], 0);
+    for (size_t i = 0; i < sizes[k]; ++i)
+      host[i] = static_cast<uint8_t>(i * 31 + k * 7);
+    ASSERT_OK(ampc_malloc(ctx, sizes[k], &dev[k]));
+    ASSERT_OK(ampc_memcpy(ctx, dev[k], host.data(), sizes[k],
+                          AMPC_MEMCPY_HOST_TO_DEVICE));
+    std::fill(host.begin(), host.end(), 0xEE);
+  }
+  for (int k = 0; k < kUploads; ++k) {
+    std::vector<uint8_t> back(sizes[k]);
+    ASSERT_OK(ampc_memcpy(ctx, back.data(), dev[k], sizes[k],
+                          AMPC_MEMCPY_DEVICE_TO_HOST));
+    size_t bad = 0;
+    for (size_t i = 0; i < sizes[k]; ++i)
+      bad += back[i] != static_cast<uint8_t>(i * 31 + k * 7);
+    EXPECT_EQ(bad, 0u) << "upload " << k << " of " << sizes[k] << " bytes";
+    ASSERT_OK(ampc_free(ctx, dev[k]));
+  }
+}
+
+/// Runs `check` on a context of `backend`; CUDA skips without a GPU.
+void onBackend(ampc_backend backend, void (*check)(ampc_context),
+               const char *what) {
+  int32_t available = 0;
+  ampc_backend_available(backend, &available);
+  if (!available)
+    GTEST_SKIP() << "no usable CUDA device (or the runtime was built without "
+                    "CUDA): "
+                 << what << " skipped";
   ampc_context ctx = nullptr;
-  ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx));
-  readsPackAndCount(ctx);
+  ASSERT_OK(ampc_context_create(backend, 0, &ctx));
+  check(ctx);
   ampc_context_destroy(ctx);
 }
 
+TEST(HostRead, CpuPageableUploadsLand) {
+  onBackend(AMPC_BACKEND_CPU, pageableUploadsLand, "");
+}
+
+TEST(HostRead, CudaPageableUploadsLand) {
+  onBackend(AMPC_BACKEND_CUDA, pageableUploadsLand, "CUDA staged-upload test");
+}
+
+TEST(HostRead, CpuPacksReadsAndCountsWaits) {
+  onBackend(AMPC_BACKEND_CPU, readsPackAndCount, "");
+}
+
 TEST(HostRead, CudaPacksReadsAndCountsWaits) {
-  int32_t available = 0;
-  ampc_backend_available(AMPC_BACKEND_CUDA, &available);
-  if (!available)
-    GTEST_SKIP() << "no usable CUDA device (or the runtime was built without "
-                    "CUDA): CUDA asynchronous-read test skipped";
-  ampc_context ctx = nullptr;
-  ASSERT_OK(ampc_context_create(AMPC_BACKEND_CUDA, 0, &ctx));
-  readsPackAndCount(ctx);
-  ampc_context_destroy(ctx);
+  onBackend(AMPC_BACKEND_CUDA, readsPackAndCount,
+            "CUDA asynchronous-read test");
 }
 
 } // namespace
