@@ -16,6 +16,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -710,9 +711,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!onRank0())
       return true;
     std::vector<StateEntry> extra;
-    return otherGraphEntries(programs, program, evalEx.get(), evalProgram,
-                             options.cuda, options.seed, extra, error) &&
-           ex->save(options.save, pos, error, extra);
+    if (!otherGraphEntries(programs, program, evalEx.get(), evalProgram,
+                           options.cuda, options.seed, extra, error))
+      return false;
+    if (!ex->save(options.save, pos, error, extra)) {
+      error = "--save: " + error;
+      return false;
+    }
+    return true;
   };
   if (!options.load.empty()) {
     std::string note;
@@ -827,18 +833,27 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   std::FILE *log = nullptr;
   if (!options.log.empty()) {
     log = std::fopen(options.log.c_str(), "w");
-    if (!log)
-      return fail(kInputError, "--log: cannot write '" + options.log + "'");
+    if (!log) {
+      int err = errno;
+      return fail(kInputError, "--log: cannot create '" + options.log +
+                                   "': " + std::strerror(err));
+    }
   }
-  bool logOk = true;
+  // The first failed write's reason; no line is written after it.
+  int logErrno = 0;
+  size_t logBytes = 0;
   auto logLine = [&](const std::string &line) {
-    if (!log)
+    if (!log || logErrno)
       return;
     // One write and a flush per line: a reader (or a crash) never sees half
     // of one.
     std::string whole = line + "\n";
-    logOk &= std::fwrite(whole.data(), 1, whole.size(), log) == whole.size();
-    logOk &= std::fflush(log) == 0;
+    errno = 0;
+    if (std::fwrite(whole.data(), 1, whole.size(), log) != whole.size() ||
+        std::fflush(log) != 0)
+      logErrno = errno ? errno : EIO;
+    else
+      logBytes += whole.size();
   };
 
   bool tty = isatty(STDERR_FILENO) && onRank0();
@@ -1220,9 +1235,18 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   if (log) {
-    logOk &= std::fclose(log) == 0;
-    if (!logOk)
-      return fail(kRuntimeError, "--log: cannot write '" + options.log + "'");
+    errno = 0;
+    if (std::fclose(log) != 0 && !logErrno)
+      logErrno = errno ? errno : EIO;
+    if (logErrno) {
+      // A log that never got a line (a full disk) is not left behind empty.
+      if (logBytes == 0 && llvm::sys::fs::is_regular_file(options.log))
+        llvm::sys::fs::remove(options.log);
+      // Reported now; the checkpoint and the other outputs are still
+      // written (or their own failures reported), then the run exits 3.
+      llvm::errs() << "ampc: error: --log: cannot write '" + options.log +
+                          "': " + std::strerror(logErrno) + "\n";
+    }
   }
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
@@ -1270,6 +1294,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return fail(kRuntimeError, "--outputs-out: " + error);
   }
 
+  if (logErrno)
+    return kRuntimeError;
   if (!onRank0())
     return interrupted ? 128 + interrupted : kOk;
   // A summary on stdout.

@@ -11,6 +11,7 @@
 #include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Distributed.h"
+#include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
 #include "ampc/Frontend/ONNXImport.h"
@@ -763,45 +764,14 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     }
     SmallString<256> headerPath(opts.output);
     llvm::sys::path::replace_extension(headerPath, ".h");
-    // Both files or neither: each is written to a temporary beside it, the
-    // source is renamed into place first (so -o naming a directory fails
-    // before the header is touched), then the header.
-    std::vector<std::pair<std::string, const std::string *>> files = {
-        {opts.output, &sourceText}, {headerPath.str().str(), &headerText}};
-    std::vector<llvm::sys::fs::TempFile> temps;
-    auto discardAll = [&]() {
-      for (llvm::sys::fs::TempFile &t : temps)
-        llvm::consumeError(t.discard());
-    };
-    for (auto &[path, content] : files) {
-      llvm::Expected<llvm::sys::fs::TempFile> temp =
-          llvm::sys::fs::TempFile::create(path + ".tmp%%%%%%");
-      if (!temp) {
-        llvm::errs() << "ampc: error: cannot write '" << path
-                     << "': " << llvm::toString(temp.takeError()) << "\n";
-        discardAll();
-        return kInputError;
-      }
-      temps.push_back(std::move(*temp));
-      llvm::raw_fd_ostream out(temps.back().FD, /*shouldClose=*/false);
-      out << *content;
-      out.flush();
-      if (out.has_error()) {
-        llvm::errs() << "ampc: error: cannot write '" << path
-                     << "': " << out.error().message() << "\n";
-        out.clear_error();
-        discardAll();
-        return kInputError;
-      }
-    }
-    for (size_t i = 0; i < temps.size(); ++i) {
-      if (llvm::Error err = temps[i].keep(files[i].first)) {
-        llvm::errs() << "ampc: error: cannot write '" << files[i].first
-                     << "': " << llvm::toString(std::move(err)) << "\n";
-        for (size_t j = i; j < temps.size(); ++j)
-          llvm::consumeError(temps[j].discard());
-        return kInputError;
-      }
+    // Both files or neither (writeFilesAtomically): -o naming a directory
+    // fails before the header is touched.
+    std::string error;
+    if (!ampc::exec::writeFilesAtomically(
+            {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
+            error)) {
+      llvm::errs() << "ampc: error: " << error << "\n";
+      return kInputError;
     }
     return kSuccess;
   }
