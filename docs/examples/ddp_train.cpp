@@ -30,11 +30,20 @@
 // and writes it to FILE, which must not exist yet; the other ranks read it.
 // With --device=cuda the ranks then need no MPI launcher (NCCL carries the
 // all-reduce); on the CPU more than one rank needs one.
+//
+// SIGINT / SIGTERM follow `ampc run`'s rule (docs/jobs.md, "Signals"): the
+// ranks agree, in each step's loss all-reduce, to stop after that step;
+// rank 0 then writes --save and every rank exits 130 / 143. A second signal
+// within 2 s of the first (coreutils `timeout` sends one to the process and
+// one to its group) is the same interruption; a later one exits at once,
+// after a note naming the checkpoint left unwritten.
 #include GRAPH_HEADER
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -109,6 +118,37 @@ static bool joinByFile(const char *path, int32_t rank, int32_t world,
     }
   }
   return check(ampc_comm_create_rank(rank, world, &id, comm), "communicator");
+}
+
+// The signal rule: only async-signal-safe calls in the handler.
+static volatile std::sig_atomic_t gSignal = 0;
+static struct timespec gSignalAt;
+static const char *volatile gUnwritten = nullptr; // --save FILE, while pending
+
+static void say(const char *s) {
+  if (write(STDERR_FILENO, s, std::strlen(s)) < 0)
+    return;
+}
+
+extern "C" void onSignal(int sig) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (!gSignal) {
+    gSignalAt = now;
+    gSignal = sig;
+    return;
+  }
+  double since =
+      now.tv_sec - gSignalAt.tv_sec + 1e-9 * (now.tv_nsec - gSignalAt.tv_nsec);
+  if (since < 2.0)
+    return; // the same interruption
+  if (gUnwritten) {
+    say(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    say(" again: exiting now; not written: --save ");
+    say(gUnwritten);
+    say("\n");
+  }
+  _exit(128 + sig);
 }
 
 /// Whether an MPI launcher (mpirun, mpiexec, srun) started this process.
@@ -208,36 +248,62 @@ int main(int argc, char **argv) {
       return 1;
   }
   int steps = std::atoi(files[n]);
-  // The mean loss is reduced in the context's memory (on a CUDA context the
-  // collectives take device buffers), then read.
-  void *meanLoss = nullptr;
-  if (!check(ampc_malloc(ctx, sizeof(float), &meanLoss), "malloc"))
+  if (savePath && rank == 0)
+    gUnwritten = savePath;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // The loss and the signal word {loss, pending signal} are summed in the
+  // context's memory (on a CUDA context the collectives take device
+  // buffers), then read: the loss sum over the world size is the mean, and
+  // the word says whether any rank has a SIGTERM (1024) or SIGINT (1).
+  void *reduced = nullptr;
+  if (!check(ampc_malloc(ctx, 2 * sizeof(float), &reduced), "malloc"))
     return 1;
-  for (int k = 1; k <= steps; ++k) {
+  int stopBy = 0;
+  for (int k = 1; k <= steps && !stopBy; ++k) {
     if (!check(FN(step)(state, inputs.data()), "step"))
       return 1;
-    float loss;
-    if (!check(ampc_memcpy(ctx, meanLoss, FN(output)(state, 0), sizeof(loss),
+    float sums[2];
+    float word = gSignal == SIGTERM ? 1024.0f : gSignal ? 1.0f : 0.0f;
+    if (!check(ampc_memcpy(ctx, reduced, FN(output)(state, 0), sizeof(float),
                            AMPC_MEMCPY_DEVICE_TO_DEVICE),
                "copy") ||
-        !check(ampc_comm_allreduce(comm, ctx, meanLoss, AMPC_F32, 1,
-                                   AMPC_REDUCE_MEAN),
+        !check(ampc_memcpy(ctx, static_cast<float *>(reduced) + 1, &word,
+                           sizeof(float), AMPC_MEMCPY_HOST_TO_DEVICE),
+               "copy") ||
+        !check(ampc_comm_allreduce(comm, ctx, reduced, AMPC_F32, 2,
+                                   AMPC_REDUCE_SUM),
                "mean loss") ||
-        !check(ampc_memcpy(ctx, &loss, meanLoss, sizeof(loss),
+        !check(ampc_memcpy(ctx, sums, reduced, sizeof(sums),
                            AMPC_MEMCPY_DEVICE_TO_HOST),
                "read"))
       return 1;
-    if (rank == 0)
+    float loss = sums[0] / static_cast<float>(world);
+    stopBy = sums[1] >= 1024.0f ? SIGTERM : sums[1] > 0.0f ? SIGINT : 0;
+    if (rank == 0) {
       std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
+      std::fflush(stdout);
+    }
   }
   // Only rank 0 writes; the replicas are equal.
   if (savePath && rank == 0 && !check(FN(save)(state, savePath), "save"))
     return 1;
-  ampc_free(ctx, meanLoss);
+  gUnwritten = nullptr;
+  if (stopBy && rank == 0)
+    std::fprintf(stderr,
+                 "interrupted by %s; every requested output was written\n",
+                 stopBy == SIGINT ? "SIGINT" : "SIGTERM");
+  ampc_free(ctx, reduced);
   for (void *p : inputs)
     ampc_free(ctx, p);
   FN(destroy)(state);
   ampc_context_destroy(ctx);
   ampc_comm_destroy(comm);
-  return 0;
+  return stopBy ? 128 + stopBy : 0;
 }

@@ -4,6 +4,7 @@
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/Interrupt.h"
 #include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Schedule.h"
@@ -211,33 +212,6 @@ std::string jstr(const std::string &s) {
   }
   return out + "\"";
 }
-
-// SIGINT / SIGTERM: the first one is noted and the running step finishes;
-// a second one exits at once (files are written atomically, so nothing is
-// left half-written).
-volatile std::sig_atomic_t gSignal = 0;
-extern "C" void onSignal(int sig) {
-  if (gSignal)
-    _exit(128 + sig);
-  gSignal = sig;
-}
-
-struct SignalScope {
-  struct sigaction oldInt, oldTerm;
-  SignalScope() {
-    gSignal = 0;
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = onSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &oldInt);
-    sigaction(SIGTERM, &sa, &oldTerm);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
-  }
-};
 
 /// Checks, before anything runs, that FILE can be written: its directory
 /// exists and accepts a new file, and FILE is not a directory.
@@ -940,7 +914,22 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
   };
 
-  SignalScope signals;
+  // SIGINT / SIGTERM (Interrupt.h): the running step finishes and what was
+  // asked for is written; a signal more than 2 s after the first exits at
+  // once, naming the outputs it leaves unwritten (rank 0 names them).
+  Interruption signals;
+  Interruption::setQuiet(!onRank0());
+  int pendingSave = wantSave && onRank0()
+                        ? Interruption::expect("--save '" + options.save + "'")
+                        : -1;
+  int pendingParams =
+      options.paramsOut.empty()
+          ? -1
+          : Interruption::expect("--params-out '" + options.paramsOut + "'");
+  int pendingOutputs =
+      options.outputsOut.empty()
+          ? -1
+          : Interruption::expect("--outputs-out '" + options.outputsOut + "'");
   int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   int64_t firstEpoch = pos.epoch;
@@ -1126,7 +1115,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // Under ranks a signal stops the job after the step every rank agreed on
   // in the loss all-reduce (World::meanOf), never mid-collective.
   int jobSignal = 0;
-  for (int64_t k = 0; k < steps && !(world ? jobSignal : gSignal); ++k) {
+  for (int64_t k = 0;
+       k < steps && !(world ? jobSignal : Interruption::signal()); ++k) {
     int64_t epoch = pos.epoch;
     // With accumulation the micro-batches are fed in accumulatedStep.
     if (micro == 1 && !datasets.empty()) {
@@ -1171,7 +1161,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         if (values.size() == 1)
           loss = values[0];
       }
-      jobSignal = gSignal;
+      jobSignal = Interruption::signal();
       if (world && !world->meanOf(loss, jobSignal, error))
         return fail(kRuntimeError, error);
       // Device-side checks (labels, ids): read with the loss.
@@ -1223,7 +1213,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (checkReplay)
     llvm::errs() << "ampc: " << replaysChecked
                  << " replays, each computed its step's loss bit for bit\n";
-  int interrupted = world ? jobSignal : gSignal;
+  int interrupted = world ? jobSignal : Interruption::signal();
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && onRank0() && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
@@ -1252,6 +1242,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return fail(kRuntimeError, error);
   if (wantSave && !saveCheckpoint(/*checked=*/bool(world)))
     return fail(kRuntimeError, error);
+  Interruption::written(pendingSave);
   if (!options.paramsOut.empty()) {
     std::vector<std::pair<std::string, std::string>> files;
     std::vector<size_t> saved = paramSlots(program);
@@ -1277,6 +1268,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
            encodeNpy(e.dtype, e.shape, e.bytes.data(), e.bytes.size())});
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--params-out: " + error);
+    Interruption::written(pendingParams);
   }
   if (!options.outputsOut.empty() && taken > 0) {
     std::vector<std::pair<std::string, std::string>> files;
@@ -1292,6 +1284,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--outputs-out: " + error);
+    Interruption::written(pendingOutputs);
   }
 
   if (logErrno)
