@@ -479,7 +479,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                                              chooseError, note);
   if (!chosenOp)
     return fail(kUsageError, chooseError);
-  if (!note.empty())
+  // Notes every rank would print alike come from rank 0.
+  if (!note.empty() && launcherRank() == 0)
     llvm::errs() << "ampc: note: " << note << "\n";
   const rt::Program *chosen = findProgram(chosenOp.getSymName().str());
   const rt::Program &program = *chosen;
@@ -713,7 +714,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!evalEx->load(options.load, evalPos, evalNote, error))
         return fail(kInputError, error);
     }
-    if (!note.empty())
+    if (!note.empty() && launcherRank() == 0)
       llvm::errs() << "ampc: note: --load: " << note << "\n";
   }
   if (world) {
