@@ -36,14 +36,15 @@
 // rank 0 then writes --save and every rank exits 130 / 143. A second signal
 // within 2 s of the first (coreutils `timeout` sends one to the process and
 // one to its group) is the same interruption; a later one exits at once,
-// after a note naming the checkpoint left unwritten.
+// after a note naming the checkpoint left unwritten (ampc/interrupt.h, next
+// to runtime.h, holds the rule).
 #include GRAPH_HEADER
 
-#include <csignal>
+#include <ampc/interrupt.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -118,37 +119,6 @@ static bool joinByFile(const char *path, int32_t rank, int32_t world,
     }
   }
   return check(ampc_comm_create_rank(rank, world, &id, comm), "communicator");
-}
-
-// The signal rule: only async-signal-safe calls in the handler.
-static volatile std::sig_atomic_t gSignal = 0;
-static struct timespec gSignalAt;
-static const char *volatile gUnwritten = nullptr; // --save FILE, while pending
-
-static void say(const char *s) {
-  if (write(STDERR_FILENO, s, std::strlen(s)) < 0)
-    return;
-}
-
-extern "C" void onSignal(int sig) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (!gSignal) {
-    gSignalAt = now;
-    gSignal = sig;
-    return;
-  }
-  double since =
-      now.tv_sec - gSignalAt.tv_sec + 1e-9 * (now.tv_nsec - gSignalAt.tv_nsec);
-  if (since < 2.0)
-    return; // the same interruption
-  if (gUnwritten) {
-    say(sig == SIGINT ? "SIGINT" : "SIGTERM");
-    say(" again: exiting now; not written: --save ");
-    say(gUnwritten);
-    say("\n");
-  }
-  _exit(128 + sig);
 }
 
 /// Whether an MPI launcher (mpirun, mpiexec, srun) started this process.
@@ -248,16 +218,14 @@ int main(int argc, char **argv) {
       return 1;
   }
   int steps = std::atoi(files[n]);
-  if (savePath && rank == 0)
-    gUnwritten = savePath;
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // The rule of `ampc run` (ampc/interrupt.h); rank 0 names the checkpoint
+  // a later signal leaves unwritten.
+  ampc::Interruption signals;
+  ampc::Interruption::setQuiet(rank != 0);
+  int pendingSave =
+      savePath && rank == 0
+          ? ampc::Interruption::expect(std::string("--save '") + savePath + "'")
+          : -1;
   // The loss and the signal word {loss, pending signal} are summed in the
   // context's memory (on a CUDA context the collectives take device
   // buffers), then read: the loss sum over the world size is the mean, and
@@ -265,12 +233,14 @@ int main(int argc, char **argv) {
   void *reduced = nullptr;
   if (!check(ampc_malloc(ctx, 2 * sizeof(float), &reduced), "malloc"))
     return 1;
-  int stopBy = 0;
-  for (int k = 1; k <= steps && !stopBy; ++k) {
+  int stopBy = 0, k = 0;
+  while (k < steps && !stopBy) {
+    ++k;
     if (!check(FN(step)(state, inputs.data()), "step"))
       return 1;
     float sums[2];
-    float word = gSignal == SIGTERM ? 1024.0f : gSignal ? 1.0f : 0.0f;
+    int pending = ampc::Interruption::signal();
+    float word = pending == SIGTERM ? 1024.0f : pending ? 1.0f : 0.0f;
     if (!check(ampc_memcpy(ctx, reduced, FN(output)(state, 0), sizeof(float),
                            AMPC_MEMCPY_DEVICE_TO_DEVICE),
                "copy") ||
@@ -294,11 +264,12 @@ int main(int argc, char **argv) {
   // Only rank 0 writes; the replicas are equal.
   if (savePath && rank == 0 && !check(FN(save)(state, savePath), "save"))
     return 1;
-  gUnwritten = nullptr;
+  ampc::Interruption::written(pendingSave);
   if (stopBy && rank == 0)
     std::fprintf(stderr,
-                 "interrupted by %s; every requested output was written\n",
-                 stopBy == SIGINT ? "SIGINT" : "SIGTERM");
+                 "ampc: note: interrupted by %s after step %d; every "
+                 "requested output was written\n",
+                 stopBy == SIGINT ? "SIGINT" : "SIGTERM", k);
   ampc_free(ctx, reduced);
   for (void *p : inputs)
     ampc_free(ctx, p);

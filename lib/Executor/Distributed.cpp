@@ -1,8 +1,8 @@
 //===- Distributed.cpp - `ampc run` across MPI ranks ------------*- C++ -*-===//
 #include "ampc/Executor/Distributed.h"
-#include "ampc/Executor/Interrupt.h"
 
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/interrupt.h"
 #include "ampc/runtime.h"
 
 #include "mlir/IR/Builders.h"
@@ -98,7 +98,7 @@ std::vector<pid_t> childrenOf(pid_t parent) {
   return out;
 }
 
-/// Delivers `sig` to the ranks mpirun started (the rule of Interrupt.h runs
+/// Delivers `sig` to the ranks mpirun started (the rule of ampc/interrupt.h runs
 /// in each), or to mpirun itself while it has none yet.
 void forwardToJob(pid_t mpirun, int sig) {
   std::vector<pid_t> ranks = childrenOf(mpirun);

@@ -4,12 +4,12 @@
 #include "ampc/Conversion/TGToRuntime.h"
 #include "ampc/Executor/Distributed.h"
 #include "ampc/Executor/Executor.h"
-#include "ampc/Executor/Interrupt.h"
 #include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Schedule.h"
 #include "ampc/Executor/Provenance.h"
 #include "ampc/Executor/SharedState.h"
+#include "ampc/interrupt.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -915,8 +915,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
   };
 
-  // SIGINT / SIGTERM (Interrupt.h): the running step finishes and what was
-  // asked for is written; a signal more than 2 s after the first exits at
+  // SIGINT / SIGTERM (ampc/interrupt.h): the running step finishes and what
+  // was asked for is written; a signal more than 2 s after the first exits at
   // once, naming the outputs it leaves unwritten (rank 0 names them).
   Interruption signals;
   Interruption::setQuiet(!onRank0());

@@ -34,7 +34,7 @@ int launcherRank();
 
 /// `ampc run --nproc N`: runs `cmd` (an mpirun command line) as a child, in
 /// a process group of its own, and waits for it. SIGINT and SIGTERM follow
-/// the rule of Interrupt.h: the first one (and a later one) is delivered to
+/// the rule of ampc/interrupt.h: the first one (and a later one) is delivered to
 /// each rank, a repeat within 2 s is not. Returns the exit code `ampc`
 /// exits with: mpirun's, or 128 + the signal when this process was
 /// signalled and the job ended non-zero (cli.md: 130 / 143), or 3 with
