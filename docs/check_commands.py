@@ -31,12 +31,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SKIP = {
     ("README.md", "bash scripts/test.sh"):
         "the test command itself",
-    ("README.md", "/usr/bin/python3 -c \"import torch, torchvision; m = "
-     "torchvision.models.resnet18(num_classes=10).train(); torch.onnx.export("
-     "m, torch.randn(8, 3, 32, 32), 'resnet18.onnx', input_names=['x'], "
-     "opset_version=14, training=torch.onnx.TrainingMode.TRAINING)\""):
-        "ResNet-18 training steps take minutes on a shared 2-core CI machine "
-        "(test/ONNX covers the import)",
     ("docs/cuda.md", "# On a developer machine (Debian 12, ampc built): copy "
      "OpenBLAS, its Fortran"):
         "needs a GPU machine (and packs a 42 MB carry)",
