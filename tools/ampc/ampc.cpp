@@ -79,7 +79,7 @@ public:
 cl::OptionCategory ampcCategory("ampc options");
 /// Options of `ampc [compile]` alone: what to emit and where.
 cl::OptionCategory compileCategory("ampc [compile] options");
-/// Options of `ampc run` (the compiler reads --graph too).
+/// Options of `ampc run` alone.
 cl::OptionCategory runCategory("ampc run options");
 
 /// Everything the command line sets: the pipeline's options object, the
@@ -343,7 +343,7 @@ cl::opt<bool, true> runSyncBatchnorm(
     cl::desc("batch_norm in training takes its statistics over every "
              "rank's batch (run: with W > 1 ranks; compile: the calls use "
              "the context's communicator) (docs/distributed.md)"),
-    cl::location(opts.run.syncBatchnorm), cl::cat(runCategory));
+    cl::location(opts.run.syncBatchnorm), cl::cat(ampcCategory));
 cl::list<std::string, std::vector<std::string>>
     runInputs("input",
               cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
@@ -432,7 +432,7 @@ cl::opt<int64_t, true> runAccumulate(
     cl::desc("run: gradient accumulation, K micro-batches per update "
              "(overrides the optimizer's `accumulate`)"),
     cl::value_desc("K"), cl::location(opts.run.accumulate),
-    cl::cat(runCategory));
+    cl::cat(ampcCategory));
 cl::opt<bool, true> runOverflowReport(
     "overflow-report",
     cl::desc(withDefault("run: on a step the loss scaler skipped, replay it "
