@@ -15,6 +15,10 @@
                               mpirun); with --later, SIG again S seconds
                               later; CMD's stdout goes to FILE; prints the
                               exit code
+  ctrl-c LOG CMD...            runs CMD on a pseudo-terminal and, once LOG has
+                              a line, types Ctrl-C (the terminal sends SIGINT
+                              to its foreground process group); prints the
+                              exit code
   perm SEED EPOCH N           prints ampc's shuffle order (docs/jobs.md)
   losses LOG REF N ABS REL    the first N training losses of LOG and REF agree:
                               |a - b| <= ABS + REL * |b|
@@ -174,6 +178,36 @@ def timeout_like(sig, steps, log, args):
         sys.exit("timeout: the command did not end within 60 s")
 
 
+def ctrl_c(log, cmd):
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(cmd[0], cmd)
+
+    def drain(seconds):
+        """Reads the terminal for up to SECONDS; False at its end."""
+        r, _, _ = select.select([fd], [], [], seconds)
+        if not r:
+            return True
+        try:
+            return bool(os.read(fd, 65536))
+        except OSError:
+            return False
+
+    deadline = time.time() + 120
+    while not (os.path.exists(log) and os.path.getsize(log) > 0):
+        if time.time() > deadline or not drain(0.05):
+            sys.exit("ctrl-c: no line in %s" % log)
+    time.sleep(0.2)
+    os.write(fd, b"\x03")
+    deadline = time.time() + 60
+    while drain(1.0) and time.time() < deadline:
+        pass
+    _, status = os.waitpid(pid, 0)
+    print("exit=%d" % os.waitstatus_to_exitcode(status))
+
+
 def perm(seed, epoch, n):
     print(" ".join(str(i) for i in epoch_order(int(seed), int(epoch), int(n))))
 
@@ -259,6 +293,8 @@ if __name__ == "__main__":
         interrupt(args[0], args[1], args[2], args[3:])
     elif cmd == "timeout":
         timeout_like(args[0], args[1], args[2], args[3:])
+    elif cmd == "ctrl-c":
+        ctrl_c(args[0], args[1:])
     elif cmd == "losses":
         losses(*args)
     elif cmd == "close":
