@@ -12,7 +12,17 @@
 import os
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError:
+    # `python3` on PATH may be another interpreter than the system's, which
+    # has numpy and scikit-learn (python3-numpy, python3-sklearn): run this
+    # script with that one.
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and os.path.realpath(sys.executable) != \
+            os.path.realpath(system):
+        os.execv(system, [system] + sys.argv)
+    raise
 
 
 def prepare(out):

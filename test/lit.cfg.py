@@ -20,6 +20,7 @@ config.excludes = ["Inputs", "bad", "fuzz-corpus", "CMakeLists.txt", "README.md"
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ampc_src_root", config.ampc_src_root))
+config.substitutions.append(("%ampc_obj_root", config.ampc_obj_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
@@ -47,6 +48,20 @@ if os.path.exists(os.path.join(config.ampc_tools_dir, "ampc-fuzz")):
 if shutil.which("dot"):
     config.available_features.add("graphviz")
 
+# A small file system that fills up (test/Jobs/full-disk.test): a tmpfs
+# mounted in a mount namespace of the test's own, where the machine allows
+# one (root, or unprivileged user namespaces).
+def _can_mount_tmpfs():
+    if not shutil.which("unshare"):
+        return False
+    try:
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
 # End-to-end tests of emitted C++ (test/Run/): the runtime built in-tree.
 config.substitutions.append(("%ampc_runtime_include",
                              os.path.join(config.ampc_src_root, "runtime", "include")))
@@ -68,6 +83,9 @@ if os.path.exists("/dev/nvidia0"):
 # imports torch and numpy (Debian's python3-torch, installed by
 # scripts/setup.sh, lives in /usr/bin/python3's dist-packages).
 import subprocess
+
+if _can_mount_tmpfs():
+    config.available_features.add("tmpfs-mount")
 
 
 def _has_torch(python):

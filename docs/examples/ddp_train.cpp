@@ -30,7 +30,17 @@
 // and writes it to FILE, which must not exist yet; the other ranks read it.
 // With --device=cuda the ranks then need no MPI launcher (NCCL carries the
 // all-reduce); on the CPU more than one rank needs one.
+//
+// SIGINT / SIGTERM follow `ampc run`'s rule (docs/jobs.md, "Signals"): the
+// ranks agree, in each step's loss all-reduce, to stop after that step;
+// rank 0 then writes --save and every rank exits 130 / 143. A second signal
+// within 2 s of the first (coreutils `timeout` sends one to the process and
+// one to its group) is the same interruption; a later one exits at once,
+// after a note naming the checkpoint left unwritten (ampc/interrupt.h, next
+// to runtime.h, holds the rule).
 #include GRAPH_HEADER
+
+#include <ampc/interrupt.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -208,36 +218,63 @@ int main(int argc, char **argv) {
       return 1;
   }
   int steps = std::atoi(files[n]);
-  // The mean loss is reduced in the context's memory (on a CUDA context the
-  // collectives take device buffers), then read.
-  void *meanLoss = nullptr;
-  if (!check(ampc_malloc(ctx, sizeof(float), &meanLoss), "malloc"))
+  // The rule of `ampc run` (ampc/interrupt.h); rank 0 names the checkpoint
+  // a later signal leaves unwritten.
+  ampc::Interruption signals;
+  ampc::Interruption::setQuiet(rank != 0);
+  int pendingSave =
+      savePath && rank == 0
+          ? ampc::Interruption::expect(std::string("--save '") + savePath + "'")
+          : -1;
+  // The loss and the signal word {loss, pending signal} are summed in the
+  // context's memory (on a CUDA context the collectives take device
+  // buffers), then read: the loss sum over the world size is the mean, and
+  // the word says whether any rank has a SIGTERM (1024) or SIGINT (1).
+  void *reduced = nullptr;
+  if (!check(ampc_malloc(ctx, 2 * sizeof(float), &reduced), "malloc"))
     return 1;
-  for (int k = 1; k <= steps; ++k) {
+  int stopBy = 0, k = 0;
+  while (k < steps && !stopBy) {
+    ++k;
     if (!check(FN(step)(state, inputs.data()), "step"))
       return 1;
-    float loss;
-    if (!check(ampc_memcpy(ctx, meanLoss, FN(output)(state, 0), sizeof(loss),
+    float sums[2];
+    int pending = ampc::Interruption::signal();
+    float word = pending == SIGTERM ? 1024.0f : pending ? 1.0f : 0.0f;
+    if (!check(ampc_memcpy(ctx, reduced, FN(output)(state, 0), sizeof(float),
                            AMPC_MEMCPY_DEVICE_TO_DEVICE),
                "copy") ||
-        !check(ampc_comm_allreduce(comm, ctx, meanLoss, AMPC_F32, 1,
-                                   AMPC_REDUCE_MEAN),
+        !check(ampc_memcpy(ctx, static_cast<float *>(reduced) + 1, &word,
+                           sizeof(float), AMPC_MEMCPY_HOST_TO_DEVICE),
+               "copy") ||
+        !check(ampc_comm_allreduce(comm, ctx, reduced, AMPC_F32, 2,
+                                   AMPC_REDUCE_SUM),
                "mean loss") ||
-        !check(ampc_memcpy(ctx, &loss, meanLoss, sizeof(loss),
+        !check(ampc_memcpy(ctx, sums, reduced, sizeof(sums),
                            AMPC_MEMCPY_DEVICE_TO_HOST),
                "read"))
       return 1;
-    if (rank == 0)
+    float loss = sums[0] / static_cast<float>(world);
+    stopBy = sums[1] >= 1024.0f ? SIGTERM : sums[1] > 0.0f ? SIGINT : 0;
+    if (rank == 0) {
       std::printf("{\"step\": %d, \"loss\": %.9g}\n", k, loss);
+      std::fflush(stdout);
+    }
   }
   // Only rank 0 writes; the replicas are equal.
   if (savePath && rank == 0 && !check(FN(save)(state, savePath), "save"))
     return 1;
-  ampc_free(ctx, meanLoss);
+  ampc::Interruption::written(pendingSave);
+  if (stopBy && rank == 0)
+    std::fprintf(stderr,
+                 "ampc: note: interrupted by %s after step %d; every "
+                 "requested output was written\n",
+                 stopBy == SIGINT ? "SIGINT" : "SIGTERM", k);
+  ampc_free(ctx, reduced);
   for (void *p : inputs)
     ampc_free(ctx, p);
   FN(destroy)(state);
   ampc_context_destroy(ctx);
   ampc_comm_destroy(comm);
-  return 0;
+  return stopBy ? 128 + stopBy : 0;
 }

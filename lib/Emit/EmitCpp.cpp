@@ -569,7 +569,8 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
   for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "new",
-                        "string", "utility", "vector"})
+                        "string", "utility", "vector", "sys/stat.h",
+                        "unistd.h"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
 
@@ -980,24 +981,29 @@ static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
       return ampcFail(st, "@N@_save: cannot read '" + std::string(kSlotName[i]) + "' for '" + path + "': " + ampc_last_error());
   }
   ckptPut<uint64_t>(d, ckptHash(d));
-  // Written to PATH.tmp, then renamed: an existing checkpoint is replaced
-  // whole or kept.
-  std::string tmp = std::string(path) + ".tmp";
+  // Written to PATH.tmp (and fsync'ed), then renamed: an existing checkpoint
+  // is replaced whole or kept. What exists and is not a regular file
+  // (/dev/null, a FIFO) is written in place: a rename would replace it.
+  struct stat st;
+  bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  std::string tmp = inPlace ? std::string(path) : std::string(path) + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing (" + std::strerror(errno) + ")");
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing checkpoint '" + path + "' (" + std::strerror(errno) + ")");
   errno = 0;
-  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size();
+  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size() && std::fflush(f) == 0 &&
+            (inPlace || fsync(fileno(f)) == 0);
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
     err = errno;
   }
   if (!ok) {
-    std::remove(tmp.c_str());
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write '" + tmp + "' (" + (err ? std::strerror(err) : "short write") + ")");
+    if (!inPlace)
+      std::remove(tmp.c_str());
+    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write checkpoint '" + std::string(path) + "' (" + (err ? std::strerror(err) : "short write") + ")");
   }
-  if (std::rename(tmp.c_str(), path) != 0) {
+  if (!inPlace && std::rename(tmp.c_str(), path) != 0) {
     err = errno;
     std::remove(tmp.c_str());
     return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot rename '" + tmp + "' to '" + path + "' (" + std::strerror(err) + ")");

@@ -2,17 +2,20 @@
 #include "ampc/Executor/Distributed.h"
 
 #include "ampc/Dialect/TG/TGOps.h"
+#include "ampc/interrupt.h"
 #include "ampc/runtime.h"
 
 #include "mlir/IR/Builders.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,19 +48,66 @@ int ampc::exec::launcherWorldSize() {
 
 bool ampc::exec::launchedUnderMpi() { return launcherWorldSize() > 1; }
 
-namespace {
-volatile std::sig_atomic_t gLauncherSignal = 0;
-volatile pid_t gLauncherChild = -1;
-volatile std::sig_atomic_t gTerminalDelivers = 0;
+int ampc::exec::launcherRank() {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *v = getenv(var))
+      return std::max(std::atoi(v), 0);
+  return 0;
+}
 
-extern "C" void onLauncherSignal(int sig) {
-  gLauncherSignal = sig;
-  // A terminal's Ctrl-C reaches the whole foreground process group, mpirun
-  // included; a second SIGINT would make mpirun kill the ranks at once.
-  if (sig == SIGINT && gTerminalDelivers)
-    return;
+namespace {
+volatile pid_t gLauncherChild = -1;
+
+/// A hangup ends the job too: mpirun runs in its own process group, which a
+/// closing terminal does not reach.
+extern "C" void onLauncherHangup(int sig) {
   if (gLauncherChild > 0)
     kill(gLauncherChild, sig);
+  std::signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/// The processes whose parent is `parent` (mpirun's ranks on this machine).
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR *proc = opendir("/proc");
+  if (!proc)
+    return out;
+  while (struct dirent *e = readdir(proc)) {
+    char *end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end)
+      continue;
+    std::string path = std::string("/proc/") + e->d_name + "/stat";
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (!f)
+      continue;
+    char buf[512];
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+    const char *close = std::strrchr(buf, ')');
+    char state;
+    long ppid;
+    if (close && std::sscanf(close + 1, " %c %ld", &state, &ppid) == 2 &&
+        ppid == parent)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+/// Delivers `sig` to the ranks mpirun started (the rule of ampc/interrupt.h runs
+/// in each), or to mpirun itself while it has none yet.
+void forwardToJob(pid_t mpirun, int sig) {
+  std::vector<pid_t> ranks = childrenOf(mpirun);
+  if (ranks.empty()) {
+    kill(mpirun, sig);
+    return;
+  }
+  for (pid_t rank : ranks)
+    kill(rank, sig);
 }
 } // namespace
 
@@ -72,7 +122,9 @@ int ampc::exec::runLauncher(const std::vector<std::string> &cmd,
   sigemptyset(&block);
   sigaddset(&block, SIGINT);
   sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
   sigprocmask(SIG_BLOCK, &block, &old);
+  bool terminalInput = isatty(STDIN_FILENO);
   pid_t child = fork();
   if (child < 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
@@ -80,35 +132,73 @@ int ampc::exec::runLauncher(const std::vector<std::string> &cmd,
     return 3;
   }
   if (child == 0) {
+    // mpirun in a process group of its own: a signal sent to this
+    // process's group (coreutils `timeout`, a terminal's Ctrl-C) reaches
+    // this process alone, which hands each interruption to the ranks once.
+    // Open MPI's mpirun would send them SIGTERM and SIGKILL a second later
+    // (odls_base_sigkill_timeout), too soon for a step and a checkpoint.
+    setpgid(0, 0);
+    // A background group must not read the terminal (SIGTTIN would stop
+    // it); the ranks read no input.
+    if (terminalInput) {
+      int devNull = open("/dev/null", O_RDONLY);
+      if (devNull >= 0) {
+        dup2(devNull, STDIN_FILENO);
+        close(devNull);
+      }
+    }
     sigprocmask(SIG_SETMASK, &old, nullptr);
     execv(args[0], args.data());
     std::fprintf(stderr, "ampc: error: cannot run %s: %s\n", args[0],
                  std::strerror(errno));
     std::_Exit(3);
   }
+  setpgid(child, child); // as the child does: whichever runs first
   gLauncherChild = child;
-  gTerminalDelivers =
-      isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  struct sigaction sa, oldInt, oldTerm;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = onLauncherSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &oldInt);
-  sigaction(SIGTERM, &sa, &oldTerm);
-  sigprocmask(SIG_SETMASK, &old, nullptr);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  {
+    Interruption signals(Interruption::Later::Record);
+    struct sigaction sa, oldHup;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = onLauncherHangup;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, &oldHup);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    // Polled rather than waited for: what a signal asks for (a kill of each
+    // rank) is not for a signal handler to do.
+    bool forwarded = false;
+    while (true) {
+      pid_t done = waitpid(child, &status, WNOHANG);
+      if (done == child || (done < 0 && errno != EINTR))
+        break;
+      // The first signal once (a repeat within 2 s is the same
+      // interruption); a later one too: the ranks then exit at once.
+      int sig = 0;
+      if (!forwarded && Interruption::signal()) {
+        sig = Interruption::signal();
+        forwarded = true;
+      }
+      if (int later = Interruption::takeLaterSignal())
+        sig = later;
+      if (sig)
+        forwardToJob(child, sig);
+      usleep(20000);
+    }
+    sigaction(SIGHUP, &oldHup, nullptr);
+    gLauncherChild = -1;
+    if (forwarded) {
+      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+      // The ranks stopped as the signal asks (every requested output
+      // written, or a note naming what was not); mpirun's own code for
+      // that varies.
+      if (code != 0 || WIFSIGNALED(status))
+        return 128 + Interruption::signal();
+      return 0;
+    }
   }
-  sigaction(SIGINT, &oldInt, nullptr);
-  sigaction(SIGTERM, &oldTerm, nullptr);
   if (WIFSIGNALED(status))
     return 128 + WTERMSIG(status);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
-  // Open MPI's mpirun exits 1 of its own after a signal; the ranks stopped
-  // as the signal asks (every requested output written).
-  if (gLauncherSignal && code != 0)
-    return 128 + gLauncherSignal;
-  return code;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
 }
 
 unsigned ampc::exec::markSyncBatchNorm(mlir::ModuleOp module) {

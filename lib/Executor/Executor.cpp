@@ -970,11 +970,7 @@ bool Executor::save(const std::string &path, const Position &position,
   put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
                          s.size()));
   // An existing checkpoint is replaced whole or kept.
-  if (!writeFilesAtomically({{path, s}}, error)) {
-    error = "cannot write checkpoint '" + path + "'";
-    return false;
-  }
-  return true;
+  return writeFilesAtomically({{path, s}}, error, "checkpoint");
 }
 
 bool Executor::load(const std::string &path, Position &position,

@@ -5,10 +5,14 @@
 
 #include "ampc/runtime.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace ampc::exec;
@@ -151,30 +155,91 @@ std::string ampc::exec::encodeNpy(int32_t dtype,
   return out;
 }
 
+namespace {
+/// "cannot ACTION: REASON", the reason from the errno value `err`.
+std::string ioError(const std::string &action, int err) {
+  return "cannot " + action + ": " + std::strerror(err);
+}
+
+/// Writes all of `data` to `fd`; false with errno set if it cannot.
+bool writeAll(int fd, const char *data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+} // namespace
+
 bool ampc::exec::writeFilesAtomically(
     const std::vector<std::pair<std::string, std::string>> &files,
-    std::string &error) {
-  std::vector<std::string> temps;
+    std::string &error, const std::string &what) {
+  // "checkpoint 'c.ckpt'" or "'p/w1.npy'".
+  auto named = [&](const std::string &path) {
+    return (what.empty() ? "'" : what + " '") + path + "'";
+  };
+  std::vector<std::string> temps; // "" for a file written in place
   auto cleanup = [&] {
     for (const std::string &t : temps)
-      std::remove(t.c_str());
+      if (!t.empty())
+        std::remove(t.c_str());
   };
   for (const auto &[path, contents] : files) {
-    std::string tmp = path + ".tmp." + std::to_string(getpid());
-    temps.push_back(tmp);
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(contents.data(), contents.size());
-    f.flush();
-    if (!f) {
+    // What exists and is not a regular file (a device such as /dev/null,
+    // a FIFO) is written in place: a rename would replace it.
+    struct stat st;
+    bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+      error = ioError("write " + named(path), EISDIR);
       cleanup();
-      error = "cannot write '" + path + "'";
+      return false;
+    }
+    bool inPlace = exists && !S_ISREG(st.st_mode);
+    std::string tmp =
+        inPlace ? "" : path + ".tmp." + std::to_string(getpid());
+    temps.push_back(tmp);
+    int fd = inPlace ? ::open(path.c_str(), O_WRONLY | O_CLOEXEC)
+                     : ::open(tmp.c_str(),
+                              O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      int err = errno;
+      error = inPlace ? ioError("open " + named(path), err)
+                      : ioError("create '" + tmp + "' for " + named(path), err);
+      temps.back().clear();
+      cleanup();
+      return false;
+    }
+    // The data reaches the disk before the rename makes it the file (else a
+    // crash could leave an empty file under the name).
+    bool ok = writeAll(fd, contents.data(), contents.size());
+    if (ok && !inPlace && ::fsync(fd) != 0)
+      ok = false;
+    int saved = errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      saved = errno;
+    }
+    if (!ok) {
+      error = ioError("write " + named(path), saved);
+      cleanup();
       return false;
     }
   }
   for (size_t i = 0; i < files.size(); ++i)
-    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+    if (!temps[i].empty() &&
+        std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      int err = errno;
+      error = ioError(
+          "rename '" + temps[i] + "' to " + named(files[i].first), err);
       cleanup();
-      error = "cannot write '" + files[i].first + "'";
       return false;
     }
   return true;

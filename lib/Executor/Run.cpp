@@ -9,6 +9,7 @@
 #include "ampc/Executor/Schedule.h"
 #include "ampc/Executor/Provenance.h"
 #include "ampc/Executor/SharedState.h"
+#include "ampc/interrupt.h"
 #include "ampc/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -211,33 +213,6 @@ std::string jstr(const std::string &s) {
   }
   return out + "\"";
 }
-
-// SIGINT / SIGTERM: the first one is noted and the running step finishes;
-// a second one exits at once (files are written atomically, so nothing is
-// left half-written).
-volatile std::sig_atomic_t gSignal = 0;
-extern "C" void onSignal(int sig) {
-  if (gSignal)
-    _exit(128 + sig);
-  gSignal = sig;
-}
-
-struct SignalScope {
-  struct sigaction oldInt, oldTerm;
-  SignalScope() {
-    gSignal = 0;
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = onSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &oldInt);
-    sigaction(SIGTERM, &sa, &oldTerm);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
-  }
-};
 
 /// Checks, before anything runs, that FILE can be written: its directory
 /// exists and accepts a new file, and FILE is not a directory.
@@ -505,7 +480,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                                              chooseError, note);
   if (!chosenOp)
     return fail(kUsageError, chooseError);
-  if (!note.empty())
+  // Notes every rank would print alike come from rank 0.
+  if (!note.empty() && launcherRank() == 0)
     llvm::errs() << "ampc: note: " << note << "\n";
   const rt::Program *chosen = findProgram(chosenOp.getSymName().str());
   const rt::Program &program = *chosen;
@@ -711,9 +687,14 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!onRank0())
       return true;
     std::vector<StateEntry> extra;
-    return otherGraphEntries(programs, program, evalEx.get(), evalProgram,
-                             options.cuda, options.seed, extra, error) &&
-           ex->save(options.save, pos, error, extra);
+    if (!otherGraphEntries(programs, program, evalEx.get(), evalProgram,
+                           options.cuda, options.seed, extra, error))
+      return false;
+    if (!ex->save(options.save, pos, error, extra)) {
+      error = "--save: " + error;
+      return false;
+    }
+    return true;
   };
   if (!options.load.empty()) {
     std::string note;
@@ -734,7 +715,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       if (!evalEx->load(options.load, evalPos, evalNote, error))
         return fail(kInputError, error);
     }
-    if (!note.empty())
+    if (!note.empty() && launcherRank() == 0)
       llvm::errs() << "ampc: note: --load: " << note << "\n";
   }
   if (world) {
@@ -828,18 +809,27 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   std::FILE *log = nullptr;
   if (!options.log.empty()) {
     log = std::fopen(options.log.c_str(), "w");
-    if (!log)
-      return fail(kInputError, "--log: cannot write '" + options.log + "'");
+    if (!log) {
+      int err = errno;
+      return fail(kInputError, "--log: cannot create '" + options.log +
+                                   "': " + std::strerror(err));
+    }
   }
-  bool logOk = true;
+  // The first failed write's reason; no line is written after it.
+  int logErrno = 0;
+  size_t logBytes = 0;
   auto logLine = [&](const std::string &line) {
-    if (!log)
+    if (!log || logErrno)
       return;
     // One write and a flush per line: a reader (or a crash) never sees half
     // of one.
     std::string whole = line + "\n";
-    logOk &= std::fwrite(whole.data(), 1, whole.size(), log) == whole.size();
-    logOk &= std::fflush(log) == 0;
+    errno = 0;
+    if (std::fwrite(whole.data(), 1, whole.size(), log) != whole.size() ||
+        std::fflush(log) != 0)
+      logErrno = errno ? errno : EIO;
+    else
+      logBytes += whole.size();
   };
 
   bool tty = isatty(STDERR_FILENO) && onRank0();
@@ -926,7 +916,22 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
   };
 
-  SignalScope signals;
+  // SIGINT / SIGTERM (ampc/interrupt.h): the running step finishes and what
+  // was asked for is written; a signal more than 2 s after the first exits at
+  // once, naming the outputs it leaves unwritten (rank 0 names them).
+  Interruption signals;
+  Interruption::setQuiet(!onRank0());
+  int pendingSave = wantSave && onRank0()
+                        ? Interruption::expect("--save '" + options.save + "'")
+                        : -1;
+  int pendingParams =
+      options.paramsOut.empty()
+          ? -1
+          : Interruption::expect("--params-out '" + options.paramsOut + "'");
+  int pendingOutputs =
+      options.outputsOut.empty()
+          ? -1
+          : Interruption::expect("--outputs-out '" + options.outputsOut + "'");
   int64_t skippedCount = 0, taken = 0;
   double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
   int64_t firstEpoch = pos.epoch;
@@ -1112,7 +1117,8 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // Under ranks a signal stops the job after the step every rank agreed on
   // in the loss all-reduce (World::meanOf), never mid-collective.
   int jobSignal = 0;
-  for (int64_t k = 0; k < steps && !(world ? jobSignal : gSignal); ++k) {
+  for (int64_t k = 0;
+       k < steps && !(world ? jobSignal : Interruption::signal()); ++k) {
     int64_t epoch = pos.epoch;
     // With accumulation the micro-batches are fed in accumulatedStep.
     if (micro == 1 && !datasets.empty()) {
@@ -1157,7 +1163,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
         if (values.size() == 1)
           loss = values[0];
       }
-      jobSignal = gSignal;
+      jobSignal = Interruption::signal();
       if (world && !world->meanOf(loss, jobSignal, error))
         return fail(kRuntimeError, error);
       // Device-side checks (labels, ids): read with the loss.
@@ -1209,7 +1215,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (checkReplay)
     llvm::errs() << "ampc: " << replaysChecked
                  << " replays, each computed its step's loss bit for bit\n";
-  int interrupted = world ? jobSignal : gSignal;
+  int interrupted = world ? jobSignal : Interruption::signal();
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && onRank0() && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
@@ -1221,14 +1227,24 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   if (log) {
-    logOk &= std::fclose(log) == 0;
-    if (!logOk)
-      return fail(kRuntimeError, "--log: cannot write '" + options.log + "'");
+    errno = 0;
+    if (std::fclose(log) != 0 && !logErrno)
+      logErrno = errno ? errno : EIO;
+    if (logErrno) {
+      // A log that never got a line (a full disk) is not left behind empty.
+      if (logBytes == 0 && llvm::sys::fs::is_regular_file(options.log))
+        llvm::sys::fs::remove(options.log);
+      // Reported now; the checkpoint and the other outputs are still
+      // written (or their own failures reported), then the run exits 3.
+      llvm::errs() << "ampc: error: --log: cannot write '" + options.log +
+                          "': " + std::strerror(logErrno) + "\n";
+    }
   }
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
   if (wantSave && !saveCheckpoint(/*checked=*/bool(world)))
     return fail(kRuntimeError, error);
+  Interruption::written(pendingSave);
   if (!options.paramsOut.empty()) {
     std::vector<std::pair<std::string, std::string>> files;
     std::vector<size_t> saved = paramSlots(program);
@@ -1254,6 +1270,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
            encodeNpy(e.dtype, e.shape, e.bytes.data(), e.bytes.size())});
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--params-out: " + error);
+    Interruption::written(pendingParams);
   }
   if (!options.outputsOut.empty() && taken > 0) {
     std::vector<std::pair<std::string, std::string>> files;
@@ -1269,8 +1286,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     }
     if (!writeFilesAtomically(files, error))
       return fail(kRuntimeError, "--outputs-out: " + error);
+    Interruption::written(pendingOutputs);
   }
 
+  if (logErrno)
+    return kRuntimeError;
   if (!onRank0())
     return interrupted ? 128 + interrupted : kOk;
   // A summary on stdout.

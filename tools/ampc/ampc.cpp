@@ -11,6 +11,7 @@
 #include "ampc/Dialect/TG/TGOpInfo.h"
 #include "ampc/Emit/EmitCpp.h"
 #include "ampc/Executor/Distributed.h"
+#include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Run.h"
 #include "ampc/Frontend/MLIRGen.h"
 #include "ampc/Frontend/ONNXImport.h"
@@ -56,7 +57,30 @@ enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2, kRuntimeError = 
 
 enum class EmitKind { MLIR, Report, Dot, Cpp, Json, Lowered };
 
+/// The parser of an option that takes one of a fixed set of values: a value
+/// outside the set is an error that lists them (`--amp=fp32`).
+template <typename T> class ValuesParser : public cl::parser<T> {
+public:
+  using cl::parser<T>::parser;
+  bool parse(cl::Option &option, StringRef argName, StringRef arg, T &value) {
+    std::string names;
+    for (const auto &v : this->Values) {
+      if (v.Name == arg) {
+        value = v.V.getValue();
+        return false;
+      }
+      names += (names.empty() ? "" : ", ") + v.Name.str();
+    }
+    return option.error("'" + arg + "' is not one of " + names);
+  }
+};
+
+/// Options of the compiler and of `run` alike (the pipeline's).
 cl::OptionCategory ampcCategory("ampc options");
+/// Options of `ampc [compile]` alone: what to emit and where.
+cl::OptionCategory compileCategory("ampc [compile] options");
+/// Options of `ampc run` alone.
+cl::OptionCategory runCategory("ampc run options");
 
 /// Everything the command line sets: the pipeline's options object, the
 /// options of `ampc run` and the driver's own. The flags below bind to these
@@ -105,8 +129,8 @@ cl::opt<std::string, true>
                cl::desc("Write the output to FILE (default: stdout); "
                         "written atomically, only on success"),
                cl::value_desc("FILE"), cl::location(opts.output),
-               cl::cat(ampcCategory));
-cl::opt<EmitKind, true> emitKind(
+               cl::cat(compileCategory));
+cl::opt<EmitKind, true, ValuesParser<EmitKind>> emitKind(
     "emit", cl::desc("What to emit"), cl::location(opts.emit),
     cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR after the pipeline"),
                clEnumValN(EmitKind::Report, "report",
@@ -123,8 +147,8 @@ cl::opt<EmitKind, true> emitKind(
                clEnumValN(EmitKind::Json, "json",
                           "the IR as JSON for other tools (docs/json.md); "
                           "with --pipeline=false, the program as written")),
-    cl::cat(ampcCategory));
-cl::opt<ampc::amp::Mode, true> ampMode(
+    cl::cat(compileCategory));
+cl::opt<ampc::amp::Mode, true, ValuesParser<ampc::amp::Mode>> ampMode(
     "amp",
     cl::desc(withDefault("Automatic mixed precision",
                          ampc::stringifyAMPMode(opts.pipeline.amp))),
@@ -133,7 +157,7 @@ cl::opt<ampc::amp::Mode, true> ampMode(
                clEnumValN(ampc::amp::Mode::FP16, "fp16", "low = f16"),
                clEnumValN(ampc::amp::Mode::BF16, "bf16", "low = bf16")),
     cl::cat(ampcCategory));
-cl::opt<ampc::amp::Policy, true> ampPolicy(
+cl::opt<ampc::amp::Policy, true, ValuesParser<ampc::amp::Policy>> ampPolicy(
     "amp-policy",
     cl::desc(withDefault("AMP policy",
                          ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy))),
@@ -164,18 +188,20 @@ cl::list<std::string, std::vector<std::string>>
               cl::desc("Ops moved to the follow class"),
               cl::value_desc("OP,OP"), cl::location(opts.pipeline.ampFollow),
               cl::cat(ampcCategory));
-cl::opt<ampc::amp::UnknownOpMode, true> ampUnknownOps(
-    "amp-unknown-ops",
-    cl::desc(withDefault(
-        "Ops not in the AMP policy table (follow: with a note)",
-        opts.pipeline.ampUnknownOps == ampc::amp::UnknownOpMode::Error
-            ? "error"
-            : "follow")),
-    cl::location(opts.pipeline.ampUnknownOps),
-    cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow, "follow",
-                          "treat as follow"),
-               clEnumValN(ampc::amp::UnknownOpMode::Error, "error", "fail")),
-    cl::cat(ampcCategory));
+cl::opt<ampc::amp::UnknownOpMode, true, ValuesParser<ampc::amp::UnknownOpMode>>
+    ampUnknownOps("amp-unknown-ops",
+                  cl::desc(withDefault(
+                      "Ops not in the AMP policy table (follow: with a note)",
+                      opts.pipeline.ampUnknownOps ==
+                              ampc::amp::UnknownOpMode::Error
+                          ? "error"
+                          : "follow")),
+                  cl::location(opts.pipeline.ampUnknownOps),
+                  cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow,
+                                        "follow", "treat as follow"),
+                             clEnumValN(ampc::amp::UnknownOpMode::Error,
+                                        "error", "fail")),
+                  cl::cat(ampcCategory));
 cl::opt<bool, true>
     listOps("list-ops",
             cl::desc("Print every tg op record as JSON (operands, keyword "
@@ -186,7 +212,7 @@ cl::opt<bool, true>
                    cl::desc(withDefault("Print source locations in --emit=mlir "
                                         "(--locations=false for bare IR)",
                                         opts.locations)),
-                   cl::location(opts.locations), cl::cat(ampcCategory));
+                   cl::location(opts.locations), cl::cat(compileCategory));
 cl::opt<bool, true> runCanonicalizer(
     "canonicalize",
     cl::desc(withDefault("Run the canonicalizer", opts.pipeline.canonicalize)),
@@ -288,7 +314,7 @@ cl::opt<std::string, true>
            cl::desc(withDefault("--emit=cpp: the runtime backend the code "
                                 "asks for, cpu | cuda",
                                 opts.target)),
-           cl::location(opts.target), cl::cat(ampcCategory));
+           cl::location(opts.target), cl::cat(compileCategory));
 
 // `ampc run` (docs/cli.md, "ampc run").
 cl::opt<int64_t, true>
@@ -296,23 +322,22 @@ cl::opt<int64_t, true>
              cl::desc(withDefault("run: training steps; a graph without "
                                   "minimize runs once",
                                   opts.run.steps)),
-             cl::location(opts.run.steps), cl::cat(ampcCategory));
+             cl::location(opts.run.steps), cl::cat(runCategory));
 cl::opt<std::string, true> runDevice(
     "device",
     cl::desc(withDefault("run: runtime backend, cpu | cuda", opts.device)),
-    cl::location(opts.device), cl::cat(ampcCategory));
+    cl::location(opts.device), cl::cat(runCategory));
 cl::opt<uint64_t, true>
     runSeed("seed",
             cl::desc(withDefault("run: seeds parameter init and synthetic "
                                  "inputs",
                                  opts.run.seed)),
-            cl::location(opts.run.seed), cl::cat(ampcCategory));
-cl::opt<int> runNproc(
-    "nproc",
-    cl::desc("run: data parallel on this machine: runs "
-             "`mpirun -np N ampc run ...` and waits for it "
-             "(docs/distributed.md)"),
-    cl::value_desc("N"), cl::init(0), cl::cat(ampcCategory));
+            cl::location(opts.run.seed), cl::cat(runCategory));
+cl::opt<int> runNproc("nproc",
+                      cl::desc("run: data parallel on this machine: runs "
+                               "`mpirun -np N ampc run ...` and waits for it "
+                               "(docs/distributed.md)"),
+                      cl::value_desc("N"), cl::init(0), cl::cat(runCategory));
 cl::opt<bool, true> runSyncBatchnorm(
     "sync-batchnorm",
     cl::desc("batch_norm in training takes its statistics over every "
@@ -323,38 +348,38 @@ cl::list<std::string, std::vector<std::string>>
     runInputs("input",
               cl::desc("run: feed input NAME from a NumPy file (repeatable)"),
               cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.inputs),
-              cl::cat(ampcCategory));
+              cl::cat(runCategory));
 cl::opt<std::string, true> runLog("log",
                                   cl::desc("run: one JSON object per step"),
                                   cl::value_desc("FILE.jsonl"),
                                   cl::location(opts.run.log),
-                                  cl::cat(ampcCategory));
+                                  cl::cat(runCategory));
 cl::opt<std::string, true>
     runSave("save", cl::desc("run: write a checkpoint at the end"),
             cl::value_desc("FILE"), cl::location(opts.run.save),
-            cl::cat(ampcCategory));
+            cl::cat(runCategory));
 cl::opt<std::string, true> runLoad("load",
                                    cl::desc("run: start from a checkpoint"),
                                    cl::value_desc("FILE"),
                                    cl::location(opts.run.load),
-                                   cl::cat(ampcCategory));
+                                   cl::cat(runCategory));
 cl::opt<std::string, true> runParamsIn(
     "params-in",
     cl::desc("run: initialise every parameter from DIR/NAME.npy (dtype and "
              "shape checked; a missing or extra .npy file is an error)"),
     cl::value_desc("DIR"), cl::location(opts.run.paramsIn),
-    cl::cat(ampcCategory));
+    cl::cat(runCategory));
 cl::opt<std::string, true> runParamsOut(
     "params-out",
     cl::desc("run: write every parameter after the last step to "
              "DIR/NAME.npy (created if missing; files replaced atomically)"),
     cl::value_desc("DIR"), cl::location(opts.run.paramsOut),
-    cl::cat(ampcCategory));
+    cl::cat(runCategory));
 cl::opt<std::string, true> runOutputsOut(
     "outputs-out",
     cl::desc("run: write the last step's outputs to DIR/output_I.npy"),
     cl::value_desc("DIR"), cl::location(opts.run.outputsOut),
-    cl::cat(ampcCategory));
+    cl::cat(runCategory));
 
 // Training jobs (docs/jobs.md).
 cl::list<std::string, std::vector<std::string>> runData(
@@ -363,18 +388,18 @@ cl::list<std::string, std::vector<std::string>> runData(
              "the leading dim; repeatable); each step takes the next batch of "
              "the epoch's order"),
     cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.data),
-    cl::cat(ampcCategory));
+    cl::cat(runCategory));
 cl::opt<int64_t, true> runEpochs(
     "epochs",
     cl::desc("run: with --data, train until the end of epoch E (default: 1; "
              "not with --steps)"),
-    cl::value_desc("E"), cl::location(opts.run.epochs), cl::cat(ampcCategory));
+    cl::value_desc("E"), cl::location(opts.run.epochs), cl::cat(runCategory));
 cl::opt<bool, true> runShuffle(
     "shuffle",
     cl::desc(withDefault("run: with --data, visit each epoch's samples in an "
                          "order drawn from (seed, epoch)",
                          opts.run.shuffle)),
-    cl::location(opts.run.shuffle), cl::cat(ampcCategory));
+    cl::location(opts.run.shuffle), cl::cat(runCategory));
 cl::opt<std::string, true> runGraph(
     "graph",
     cl::desc("run: the graph to run (default: the first that minimizes, "
@@ -386,23 +411,22 @@ cl::opt<std::string, true> runEval(
     cl::desc("run: after each epoch (and at the end), run GRAPH over "
              "--eval-data with the current params and log the means of its "
              "scalar outputs"),
-    cl::value_desc("GRAPH"), cl::location(opts.run.eval),
-    cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>> runEvalData(
-    "eval-data",
-    cl::desc("run: the eval set of an input of the --eval graph "
-             "(repeatable)"),
-    cl::value_desc("NAME=FILE.npy"), cl::location(opts.run.evalData),
-    cl::cat(ampcCategory));
-cl::opt<int64_t, true> runEvalEvery(
-    "eval-every",
-    cl::desc("run: also evaluate every K updates"), cl::value_desc("K"),
-    cl::location(opts.run.evalEvery), cl::cat(ampcCategory));
+    cl::value_desc("GRAPH"), cl::location(opts.run.eval), cl::cat(runCategory));
+cl::list<std::string, std::vector<std::string>>
+    runEvalData("eval-data",
+                cl::desc("run: the eval set of an input of the --eval graph "
+                         "(repeatable)"),
+                cl::value_desc("NAME=FILE.npy"),
+                cl::location(opts.run.evalData), cl::cat(runCategory));
+cl::opt<int64_t, true>
+    runEvalEvery("eval-every", cl::desc("run: also evaluate every K updates"),
+                 cl::value_desc("K"), cl::location(opts.run.evalEvery),
+                 cl::cat(runCategory));
 cl::opt<int64_t, true> runSaveEvery(
     "save-every",
     cl::desc("run: also write the --save checkpoint every K updates"),
     cl::value_desc("K"), cl::location(opts.run.saveEvery),
-    cl::cat(ampcCategory));
+    cl::cat(runCategory));
 cl::opt<int64_t, true> runAccumulate(
     "accumulate",
     cl::desc("run: gradient accumulation, K micro-batches per update "
@@ -415,7 +439,7 @@ cl::opt<bool, true> runOverflowReport(
                          "with per-op checks and name the first op whose "
                          "result held an inf or NaN (the log's \"overflow\")",
                          opts.run.overflowReport)),
-    cl::location(opts.run.overflowReport), cl::cat(ampcCategory));
+    cl::location(opts.run.overflowReport), cl::cat(runCategory));
 
 /// Prints `FILE:LINE:COL: error: MESSAGE`, then the source line and a caret
 /// when the line is short enough to be useful.
@@ -673,11 +697,7 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   if (opts.runMode && ampc::exec::launchedUnderMpi()) {
     opts.pipeline.dataParallel = true;
     // Compile-time notes once per job, from rank 0.
-    for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-      if (const char *v = getenv(var)) {
-        opts.pipeline.dropoutNotes = std::atoi(v) == 0;
-        break;
-      }
+    opts.pipeline.dropoutNotes = ampc::exec::launcherRank() == 0;
   }
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
@@ -763,45 +783,14 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     }
     SmallString<256> headerPath(opts.output);
     llvm::sys::path::replace_extension(headerPath, ".h");
-    // Both files or neither: each is written to a temporary beside it, the
-    // source is renamed into place first (so -o naming a directory fails
-    // before the header is touched), then the header.
-    std::vector<std::pair<std::string, const std::string *>> files = {
-        {opts.output, &sourceText}, {headerPath.str().str(), &headerText}};
-    std::vector<llvm::sys::fs::TempFile> temps;
-    auto discardAll = [&]() {
-      for (llvm::sys::fs::TempFile &t : temps)
-        llvm::consumeError(t.discard());
-    };
-    for (auto &[path, content] : files) {
-      llvm::Expected<llvm::sys::fs::TempFile> temp =
-          llvm::sys::fs::TempFile::create(path + ".tmp%%%%%%");
-      if (!temp) {
-        llvm::errs() << "ampc: error: cannot write '" << path
-                     << "': " << llvm::toString(temp.takeError()) << "\n";
-        discardAll();
-        return kInputError;
-      }
-      temps.push_back(std::move(*temp));
-      llvm::raw_fd_ostream out(temps.back().FD, /*shouldClose=*/false);
-      out << *content;
-      out.flush();
-      if (out.has_error()) {
-        llvm::errs() << "ampc: error: cannot write '" << path
-                     << "': " << out.error().message() << "\n";
-        out.clear_error();
-        discardAll();
-        return kInputError;
-      }
-    }
-    for (size_t i = 0; i < temps.size(); ++i) {
-      if (llvm::Error err = temps[i].keep(files[i].first)) {
-        llvm::errs() << "ampc: error: cannot write '" << files[i].first
-                     << "': " << llvm::toString(std::move(err)) << "\n";
-        for (size_t j = i; j < temps.size(); ++j)
-          llvm::consumeError(temps[j].discard());
-        return kInputError;
-      }
+    // Both files or neither (writeFilesAtomically): -o naming a directory
+    // fails before the header is touched.
+    std::string error;
+    if (!ampc::exec::writeFilesAtomically(
+            {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
+            error)) {
+      llvm::errs() << "ampc: error: " << error << "\n";
+      return kInputError;
     }
     return kSuccess;
   }
@@ -838,18 +827,50 @@ int main(int argc, char **argv) {
     opts.runMode = true;
   }
 
-  cl::HideUnrelatedOptions(ampcCategory);
+  // `--help` lists the options of the command given.
+  if (opts.runMode)
+    cl::HideUnrelatedOptions({&ampcCategory, &runCategory});
+  else
+    cl::HideUnrelatedOptions({&ampcCategory, &compileCategory});
   std::string errors;
   llvm::raw_string_ostream errStream(errors);
   if (!cl::ParseCommandLineOptions(
           static_cast<int>(args.size()), args.data(),
-          "ampc: a mixed-precision graph compiler\n\n"
-          "  ampc [compile] INPUT [options]   compile a .tg or .mlir file\n"
-          "  ampc run INPUT [options]         compile, then train or run "
-          "it on the runtime\n",
+          opts.runMode
+              ? "ampc run: compile a .tg, .mlir or .onnx file, then train or "
+                "run it on the runtime\n\n"
+                "  ampc run INPUT [options]\n"
+              : "ampc: a mixed-precision graph compiler\n\n"
+                "  ampc [compile] INPUT [options]   compile a .tg, .mlir or "
+                ".onnx file\n"
+                "  ampc run INPUT [options]         compile, then train or "
+                "run it on the runtime (`ampc run --help`)\n",
           &errStream)) {
-    llvm::errs() << errors;
+    // A mistyped option is one error: the value after it (`--stpes 5`) is
+    // not reported again as a second input.
+    bool unknown = StringRef(errors).contains("Unknown command line argument");
+    SmallVector<StringRef> lines;
+    StringRef(errors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    for (StringRef line : lines)
+      if (!unknown || !(line.contains("Too many positional arguments") ||
+                        line.contains("Can specify at most")))
+        llvm::errs() << line << "\n";
     return kUsageError;
+  }
+  // What only the compiler does is not silently ignored by `run`.
+  if (opts.runMode) {
+    for (auto [given, flag, instead] :
+         {std::tuple{outputFile.getNumOccurrences() > 0, "-o", ""},
+          std::tuple{emitKind.getNumOccurrences() > 0, "--emit",
+                     "; `ampc INPUT --emit=...` compiles"},
+          std::tuple{target.getNumOccurrences() > 0, "--target",
+                     "; run picks its backend with --device=cpu|cuda"}})
+      if (given) {
+        llvm::errs() << "ampc: error: " << flag
+                     << " is an option of the compiler, not of 'ampc run'"
+                     << instead << "\n";
+        return kUsageError;
+      }
   }
   if (runNproc.getNumOccurrences() && (!opts.runMode || runNproc < 1)) {
     llvm::errs() << "ampc: error: --nproc is an option of 'ampc run' and "
@@ -951,7 +972,7 @@ int main(int argc, char **argv) {
     std::string warning = lossScale.getNumOccurrences()
                               ? ampc::lossScaleWarning(opts.pipeline)
                               : std::string();
-    if (!warning.empty())
+    if (!warning.empty() && ampc::exec::launcherRank() == 0)
       llvm::errs() << "ampc: warning: " << warning << "\n";
   }
   if (bucketCapMb.getNumOccurrences() &&
@@ -1027,8 +1048,12 @@ int main(int argc, char **argv) {
   context.printStackTraceOnDiagnostic(false);
 
   DiagnosticPrinter printer(llvm::errs());
+  // Under an MPI launcher every rank compiles the same program: warnings and
+  // remarks come from rank 0 alone (errors from every rank that has one).
+  bool quietRank = ampc::exec::launcherRank() != 0;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    printer.print(diag);
+    if (!quietRank || diag.getSeverity() == DiagnosticSeverity::Error)
+      printer.print(diag);
     return success();
   });
   return compile(context, printer);

@@ -27,9 +27,15 @@ bool launchedUnderMpi();
 /// launcher (1 for `mpirun -np 1`), or 0 when no launcher started it.
 int launcherWorldSize();
 
-/// `ampc run --nproc N`: runs `cmd` (an mpirun command line) as a child and
-/// waits for it, forwarding SIGINT and SIGTERM to it (not a terminal's
-/// Ctrl-C, which reaches mpirun itself). Returns the exit code `ampc`
+/// This process's rank in the MPI job a launcher started (0 without one):
+/// notes and warnings that every rank would print alike are printed by rank
+/// 0 alone.
+int launcherRank();
+
+/// `ampc run --nproc N`: runs `cmd` (an mpirun command line) as a child, in
+/// a process group of its own, and waits for it. SIGINT and SIGTERM follow
+/// the rule of ampc/interrupt.h: the first one (and a later one) is delivered to
+/// each rank, a repeat within 2 s is not. Returns the exit code `ampc`
 /// exits with: mpirun's, or 128 + the signal when this process was
 /// signalled and the job ended non-zero (cli.md: 130 / 143), or 3 with
 /// `error` set when mpirun cannot be started.

@@ -45,12 +45,17 @@ std::string encodeNpy(int32_t dtype, const std::vector<int64_t> &shape,
 bool readWholeFile(const std::string &path, std::string &contents);
 
 /// Writes several files so that each is replaced whole or not at all: all
-/// contents go to temporary files in the target directories first, and are
-/// renamed into place only when every one was written. Returns false (and
-/// removes the temporaries) if any write fails.
+/// contents go to temporary files in the target directories first (written
+/// and fsync'ed), and are renamed into place only when every one was
+/// written. A target that exists and is not a regular file (/dev/null, a
+/// FIFO) is written in place instead. Returns false (and removes the
+/// temporaries) if any open, write, fsync or rename fails, with `error`
+/// naming the file, what it holds (`what`, e.g. "checkpoint") and the
+/// system's reason: "cannot write checkpoint 'c.ckpt': No space left on
+/// device".
 bool writeFilesAtomically(
     const std::vector<std::pair<std::string, std::string>> &files,
-    std::string &error);
+    std::string &error, const std::string &what = "");
 
 } // namespace ampc::exec
 

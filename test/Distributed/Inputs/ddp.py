@@ -11,7 +11,7 @@ its data, and compares runs of `ampc run` (one process against W ranks).
                                             its largest magnitude
   ddp.py count-skips LOG            prints the number of skipped steps
   ddp.py kill ...                   see kill()
-  ddp.py term DELAY|one ...         see term()
+  ddp.py term DELAY|one|twice|self ...         see term()
 """
 import json
 import os
@@ -132,8 +132,9 @@ def kill(cmd):
 def term(how, cmd):
     """Starts CMD (a job with --log FILE) and, once FILE has a line (every
     rank is training), sends SIGTERM: to its ranks DELAY seconds apart (so
-    they receive it at different steps), to `one` rank only, or to the
-    job's own process (`self`: `ampc run --nproc`). Prints the job's
+    they receive it at different steps), to `one` rank only, `twice` to
+    each rank at once, or to the job's own process (`self`: `ampc run
+    --nproc`). Prints the job's
     stderr, its stdout and its exit code."""
     log = cmd[cmd.index("--log") + 1]
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -157,9 +158,11 @@ def term(how, cmd):
         for r in ranks[-1:] if how == "one" else ranks:
             try:
                 os.kill(r, signal.SIGTERM)
+                if how == "twice":
+                    os.kill(r, signal.SIGTERM)
             except ProcessLookupError:
                 pass  # the job stopped on the first signal already
-            if how != "one":
+            if how not in ("one", "twice"):
                 time.sleep(float(how))
     try:
         out, err = job.communicate(timeout=30)

@@ -7,6 +7,18 @@
   interrupt SIG STEPS LOG CMD...
                               runs CMD, sends SIG once LOG holds STEPS lines,
                               prints the exit code
+  timeout SIG STEPS LOG [--later S] [--out FILE] [--ranks] CMD...
+                              runs CMD in a session of its own and, once LOG
+                              holds STEPS lines, sends SIG as coreutils
+                              `timeout` does: to CMD, then to its process
+                              group (--ranks: twice to each child of CMD, an
+                              mpirun); with --later, SIG again S seconds
+                              later; CMD's stdout goes to FILE; prints the
+                              exit code
+  ctrl-c LOG CMD...            runs CMD on a pseudo-terminal and, once LOG has
+                              a line, types Ctrl-C (the terminal sends SIGINT
+                              to its foreground process group); prints the
+                              exit code
   perm SEED EPOCH N           prints ampc's shuffle order (docs/jobs.md)
   losses LOG REF N ABS REL    the first N training losses of LOG and REF agree:
                               |a - b| <= ABS + REL * |b|
@@ -97,6 +109,105 @@ def interrupt(sig, steps, log, cmd):
     print("exit=%d" % p.wait())
 
 
+def children(pid):
+    """The processes whose parent is PID."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def timeout_like(sig, steps, log, args):
+    sig = getattr(signal, sig)
+    later, out, ranks = None, subprocess.DEVNULL, False
+    while args[0].startswith("--"):
+        if args[0] == "--ranks":
+            ranks = True
+            args = args[1:]
+            continue
+        if args[0] == "--later":
+            later = float(args[1])
+        elif args[0] == "--out":
+            out = open(args[1], "wb")
+        else:
+            sys.exit("timeout: unknown option " + args[0])
+        args = args[2:]
+    p = subprocess.Popen(args, stdout=out, start_new_session=True)
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline:
+        try:
+            with open(log) as f:
+                if sum(1 for _ in f) >= int(steps):
+                    break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.005)
+    if p.poll() is not None:
+        sys.exit("timeout: the command ended before its log had %s lines"
+                 % steps)
+    targets = children(p.pid) if ranks else [p.pid]
+
+    def deliver():
+        for pid in targets:
+            try:
+                os.kill(pid, sig)
+                if ranks:
+                    os.kill(pid, sig)
+                else:
+                    os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    deliver()
+    if later is not None:
+        time.sleep(later)
+        if p.poll() is None:
+            deliver()
+        else:
+            print("the command had ended before the later signal")
+    try:
+        print("exit=%d" % p.wait(timeout=60))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        sys.exit("timeout: the command did not end within 60 s")
+
+
+def ctrl_c(log, cmd):
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(cmd[0], cmd)
+
+    def drain(seconds):
+        """Reads the terminal for up to SECONDS; False at its end."""
+        r, _, _ = select.select([fd], [], [], seconds)
+        if not r:
+            return True
+        try:
+            return bool(os.read(fd, 65536))
+        except OSError:
+            return False
+
+    deadline = time.time() + 120
+    while not (os.path.exists(log) and os.path.getsize(log) > 0):
+        if time.time() > deadline or not drain(0.05):
+            sys.exit("ctrl-c: no line in %s" % log)
+    time.sleep(0.2)
+    os.write(fd, b"\x03")
+    deadline = time.time() + 60
+    while drain(1.0) and time.time() < deadline:
+        pass
+    _, status = os.waitpid(pid, 0)
+    print("exit=%d" % os.waitstatus_to_exitcode(status))
+
+
 def perm(seed, epoch, n):
     print(" ".join(str(i) for i in epoch_order(int(seed), int(epoch), int(n))))
 
@@ -180,6 +291,10 @@ if __name__ == "__main__":
         dataset(*args)
     elif cmd == "interrupt":
         interrupt(args[0], args[1], args[2], args[3:])
+    elif cmd == "timeout":
+        timeout_like(args[0], args[1], args[2], args[3:])
+    elif cmd == "ctrl-c":
+        ctrl_c(args[0], args[1:])
     elif cmd == "losses":
         losses(*args)
     elif cmd == "close":
