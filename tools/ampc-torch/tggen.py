@@ -71,9 +71,10 @@ _TEMPLATES = {}
 
 def templates(ampc=None):
     """(unary, binary) expression templates of every elementwise op of the
-    dialect, in the order of its records: each op with its default keyword
-    attributes, plus one template per other allowed value of a string
-    attribute (gelu's approximate="tanh")."""
+    dialect, in the order of their names (so that the programs of a seed do
+    not change when records move between .td files): each op with its
+    default keyword attributes, plus one template per other allowed value
+    of a string attribute (gelu's approximate="tanh")."""
     key = ampc or ""
     if key in _TEMPLATES:
         return _TEMPLATES[key]
@@ -82,7 +83,8 @@ def templates(ampc=None):
     if exe is None:
         raise RuntimeError("cannot find ampc: pass --ampc PATH or set $AMPC")
     unary, binary = [], []
-    for record in tgops.load_op_list(exe).values():
+    records = tgops.load_op_list(exe).values()
+    for record in sorted(records, key=lambda r: r["language"] or ""):
         name, kind = record["language"], record["elementwise"]
         if not name or not kind:
             continue
