@@ -31,9 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SKIP = {
     ("README.md", "bash scripts/test.sh"):
         "the test command itself",
-    ("docs/cuda.md", "# On a developer machine (Debian 12, ampc built): copy "
-     "OpenBLAS, its Fortran"):
-        "needs a GPU machine (and packs a 42 MB carry)",
+    ("docs/cuda.md", "# Here, once (Debian 12, ampc built): OpenBLAS, "
+     "GoogleTest and the emitted"):
+        "needs a GPU machine (and packs a carry of up to 64 MiB); "
+        "ctest gpu_run_dry_run runs the dry run",
     ("docs/onnx.md", "ampc run resnet.onnx --input x=batch.npy --outputs-out "
      "out   # out/output_0.npy"):
         "names the user's own model and batch files",
