@@ -1305,7 +1305,7 @@ public:
     return AMPC_OK;
   }
 
-  // Gradient accumulation (issue 13): the first micro-batch writes, the
+  // Gradient accumulation (docs/optimizer.md): the first micro-batch writes, the
   // others add, one f32 addition per element.
   ampc_status gradAccumulate(const TensorList &accs, const TensorList &grads,
                              int32_t *micro, int64_t k) override {
@@ -1332,7 +1332,7 @@ public:
     return AMPC_OK;
   }
 
-  // Batch norm and dropout (issue 12): the shared scalar code, one channel
+  // Batch norm and dropout (docs/language.md, "batch_norm and dropout"): the shared scalar code, one channel
   // (or element) at a time.
   static int64_t channelsPerBnItem(const BnGeom &g) {
     return std::max<int64_t>(1, cpupool::kItemElements /

@@ -53,7 +53,7 @@ __global__ void copyKernel(Buf dst, Buf src, Walk w, float scale, int64_t n) {
   }
 }
 
-// Gradient accumulation (issue 13): the first micro-batch (*micro == 0)
+// Gradient accumulation (docs/optimizer.md): the first micro-batch (*micro == 0)
 // writes, the others add in f32.
 __global__ void gradAccumulateKernel(float *acc, const void *g,
                                      ampc_dtype gd, int64_t n,
@@ -560,7 +560,7 @@ __global__ void geluWalkKernel(Buf c, Walk w, int64_t n) {
 }
 
 #include "cuda_fast.cuh"
-// batch_norm and dropout (issue 12).
+// batch_norm and dropout (docs/language.md, "batch_norm and dropout").
 #include "cuda_norm_dropout.cuh"
 
 // ------------------------------------------------------ asynchronous reads --
@@ -1617,7 +1617,7 @@ public:
         });
   }
 
-  // Gradient accumulation (issue 13): one launch per tensor, then the
+  // Gradient accumulation (docs/optimizer.md): one launch per tensor, then the
   // index advances (kernels of one stream run in order).
   ampc_status gradAccumulate(const TensorList &accs, const TensorList &grads,
                              int32_t *micro, int64_t k) override {
@@ -1644,7 +1644,7 @@ public:
     return AMPC_OK;
   }
 
-  // Batch norm and dropout (issue 12; kernels in cuda_norm_dropout.cuh).
+  // Batch norm and dropout (docs/language.md, "batch_norm and dropout"; kernels in cuda_norm_dropout.cuh).
   ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {

@@ -30,7 +30,7 @@ import time
 ALLOWED = {"gpu_run.json", "gpu_summary.txt", "logs.tar.gz"}
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAX_FILES, MAX_BYTES, MAX_DEPTH = 8, 16 * 1024 * 1024, 2
-# The CUDA cases the old filter 'Cuda*:HostRead.Cuda*' missed (issue 32).
+# The CUDA cases the old filter 'Cuda*:HostRead.Cuda*' missed before the script listed the binary's own cases.
 MISSED_BEFORE = [
     "AccumulateCuda.SameBitsAsTheCpu", "ModelCopiesCuda.MatchCpuBitForBit",
     "NormDropoutCuda.DropoutMasksAreBitIdentical",
