@@ -1332,8 +1332,8 @@ public:
     return AMPC_OK;
   }
 
-  // Batch norm and dropout (docs/language.md, "batch_norm and dropout"): the shared scalar code, one channel
-  // (or element) at a time.
+  // Batch norm and dropout (docs/language.md, "batch_norm and dropout"):
+  // the shared scalar code, one channel (or element) at a time.
   static int64_t channelsPerBnItem(const BnGeom &g) {
     return std::max<int64_t>(1, cpupool::kItemElements /
                                     std::max<int64_t>(g.n * g.inner, 1));

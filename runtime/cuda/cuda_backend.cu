@@ -1644,7 +1644,8 @@ public:
     return AMPC_OK;
   }
 
-  // Batch norm and dropout (docs/language.md, "batch_norm and dropout"; kernels in cuda_norm_dropout.cuh).
+  // Batch norm and dropout (docs/language.md, "batch_norm and dropout";
+  // kernels in cuda_norm_dropout.cuh).
   ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {
