@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -56,12 +57,16 @@ def run(bench, env, min_time):
     e = dict(os.environ)
     e.update(env)
     e["AMPC_NUM_THREADS"] = "1"
-    out = subprocess.run([bench, "--benchmark_filter=BM_CpuGemm/",
-                          "--benchmark_format=json",
-                          "--benchmark_min_time=%s" % min_time],
-                         capture_output=True, text=True, env=e, check=True).stdout
+    # The binary's console reporter is its own: the JSON goes to a file.
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run([bench, "--benchmark_filter=BM_CpuGemm/",
+                        "--benchmark_out=" + out.name,
+                        "--benchmark_out_format=json",
+                        "--benchmark_min_time=%s" % min_time],
+                       capture_output=True, text=True, env=e, check=True)
+        doc = json.load(open(out.name))
     rows = {}
-    for b in json.loads(out)["benchmarks"]:
+    for b in doc["benchmarks"]:
         parts = b["name"].split("/")
         n, dt = int(parts[1]), DTYPES.get(int(parts[2]), parts[2])
         rows[(n, dt)] = (b["FLOP/s"] / 1e9, b.get("label", ""))

@@ -259,10 +259,10 @@ bool wanted(bool bf16Operands, int64_t macs) {
   case Policy::Auto:
     break;
   }
-  constexpr int64_t kSmall = int64_t(1) << 17;
+  constexpr int64_t kSmall = int64_t(1) << 17, kLarge = int64_t(1) << 21;
   if (macs < kSmall || !enabled())
     return false;
-  return bf16Operands || !blasIsVectorised();
+  return bf16Operands || macs >= kLarge || !blasIsVectorised();
 }
 const char *engineSummary() { return library().summary.c_str(); }
 

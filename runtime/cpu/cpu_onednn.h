@@ -45,11 +45,12 @@ bool enabled();
 ///    product;
 ///  - bf16 x bf16 products go to oneDNN (its bf16 kernels, or AVX-512
 ///    emulation, against widening to f32);
-///  - f32 products go to oneDNN unless OpenBLAS runs AVX2 or AVX-512
-///    kernels on this processor (openblas_get_corename()): where it does,
-///    the two measured within 20% of each other, and where it falls back
-///    to its SSE3 kernels ("Prescott", on processors it does not know)
-///    oneDNN is 2-4x faster.
+///  - f32 products go to oneDNN from 2^21 multiply-adds (128^3), and
+///    smaller ones too unless OpenBLAS runs AVX2 or AVX-512 kernels on this
+///    processor (openblas_get_corename()): with its Cooperlake kernels on an
+///    AMD EPYC OpenBLAS was 25% faster at 64^3 and oneDNN 5-10% faster from
+///    128^3; where OpenBLAS falls back to its SSE3 kernels ("Prescott", on
+///    processors it does not know) oneDNN is 2-4x faster.
 /// AMPC_CPU_GEMM=onednn sends every GEMM to oneDNN, =openblas none.
 bool wanted(bool bf16Operands, int64_t macs);
 /// One line naming the GEMM engine and the units it may use, e.g.
