@@ -1145,6 +1145,16 @@ public:
         bool f = false;
         if (dt == AMPC_F32) {
           f = unscaleF32(static_cast<float *>(p) + lo, hi - lo, inv);
+        } else if (inv == 1.0f && (dt == AMPC_F16 || dt == AMPC_BF16)) {
+          // Nothing to scale (a scale of 1, e.g. opt level O3): the 16-bit
+          // patterns are checked as they are, an all-ones exponent being an
+          // inf or a NaN, with no conversion and no store.
+          const uint16_t *h = static_cast<const uint16_t *>(p) + lo;
+          const uint16_t mask = dt == AMPC_F16 ? 0x7c00 : 0x7f80;
+          uint32_t found = 0;
+          for (int64_t i = 0; i < hi - lo; ++i)
+            found |= (h[i] & mask) == mask ? 1u : 0u;
+          f = found != 0;
         } else {
           // Widened exactly, checked and scaled as f32, rounded back once:
           // what a per-element loop would do, on vector conversions.

@@ -162,6 +162,46 @@ TEST_F(Amp, CheckFiniteAndUnscale) {
   }
 }
 
+TEST_F(Amp, CheckFiniteAtScaleOneReads16BitPatterns) {
+  // A scale of 1 (or none) scales nothing: f16 and bf16 gradients are
+  // checked on their bit patterns and left as they are. Every inf and NaN
+  // pattern class is found, the largest finite values and subnormals are
+  // not, in the vector body and the tail.
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    const uint16_t exp = dt == AMPC_F16 ? 0x7c00 : 0x7f80;
+    for (int64_t n : {int64_t(5), int64_t(40000)}) {
+      std::vector<uint16_t> g(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        g[i] = static_cast<uint16_t>((i * 7919) & 0xffff) & ~exp; // finite
+      g[0] = exp - 1;                                               // max
+      g[1] = 0x8001;                                                // subnormal
+      std::vector<uint16_t> orig = g;
+      void *grads[1] = {g.data()};
+      ampc_dtype dts[1] = {dt};
+      int64_t numels[1] = {n};
+      float one = 1.0f;
+      Tensor flag(Shape{}, AMPC_F32);
+      for (const float *scale : {static_cast<const float *>(nullptr),
+                                 static_cast<const float *>(&one)}) {
+        flag.set(0, 1);
+        ASSERT_OK(ampc_check_finite_unscale(ctx, flag.data(), AMPC_F32, grads,
+                                            dts, numels, 1, scale));
+        EXPECT_EQ(flag.get(0), 0.0);
+        EXPECT_EQ(g, orig);
+        for (uint16_t bad : {exp, uint16_t(exp | 0x8000), uint16_t(exp | 1),
+                             uint16_t(0xffff)}) {
+          g[n - 1] = bad;
+          ASSERT_OK(ampc_check_finite_unscale(ctx, flag.data(), AMPC_F32,
+                                              grads, dts, numels, 1, scale));
+          EXPECT_EQ(flag.get(0), 1.0) << std::hex << bad;
+          g[n - 1] = orig[n - 1];
+        }
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------ optimizers --
 
 /// torch.optim.SGD's _single_tensor_sgd for one tensor (dampening 0), in
