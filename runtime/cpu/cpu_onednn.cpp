@@ -106,7 +106,7 @@ const Library &library() {
     Library l;
     const char *engine = getenv("AMPC_CPU_GEMM");
     if (engine && !strcasecmp(engine, "openblas")) {
-      // policy() reports a value it does not know.
+      // Not even loaded (other values are policy()'s to read and report).
       l.summary = "openblas (AMPC_CPU_GEMM=openblas)";
       return l;
     }
