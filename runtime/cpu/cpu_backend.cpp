@@ -14,6 +14,7 @@
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"
+#include "cpu_onednn_conv.h"
 #include "cpu_fast.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
@@ -323,12 +324,18 @@ public:
     std::string impls = matmuls.implementations();
     if (usedBlas && onednn::enabled())
       impls += impls.empty() ? "openblas" : ", openblas";
-    if (impls.empty())
+    std::string convImpls = convs.implementations();
+    if (impls.empty() && convImpls.empty())
       return line;
-    // "isa (oneDNN x.y.z)" -> "isa (oneDNN x.y.z; gemm impl, impl)".
+    // "isa (oneDNN x.y.z)" -> "isa (oneDNN x.y.z; gemm impl, impl; conv
+    // impl)".
     if (!line.empty() && line.back() == ')')
       line.pop_back();
-    return line + "; gemm " + impls + ")";
+    if (!impls.empty())
+      line += "; gemm " + impls;
+    if (!convImpls.empty())
+      line += "; conv " + convImpls;
+    return line + ")";
   }
 
   ampc_status alloc(size_t bytes, void **ptr) override {
@@ -1027,6 +1034,10 @@ public:
     return AMPC_OK;
   }
 
+  bool convolve(const ConvCall &c, ampc_status &status) override {
+    return onednn::convolve(convs, c, status);
+  }
+
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
       im2colTyped(static_cast<float *>(col.data),
@@ -1402,6 +1413,8 @@ private:
   std::vector<float> scratchA, scratchB, scratchC;
   /// The GEMM primitives made so far (oneDNN), by problem.
   onednn::MatmulCache matmuls;
+  /// The convolution primitives made so far (oneDNN), by problem.
+  onednn::ConvCache convs;
   /// Whether a GEMM ran on OpenBLAS (named by engine()).
   bool usedBlas = false;
   std::map<size_t, std::vector<void *>> freeBlocks;
