@@ -444,7 +444,18 @@ struct FreeDeleter {
 using Block = std::unique_ptr<void, FreeDeleter>;
 
 Block allocBlock(size_t bytes) {
-  return Block(aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) & ~size_t(63)));
+  return Block(
+      aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) & ~size_t(63)));
+}
+
+/// A block kept by a thread from call to call and grown on demand (fresh
+/// pages every step cost page faults); NULL when it cannot grow.
+void *keptBlock(Block &b, size_t &have, size_t want) {
+  if (have < want || !b) {
+    b = allocBlock(want);
+    have = b ? want : 0;
+  }
+  return b.get();
 }
 
 } // namespace
@@ -492,17 +503,21 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
   status = AMPC_OK;
   if (pass != ConvPass::BackwardWeights) {
     // The weights in each plan's layout, once for the whole batch.
-    Block packed[2];
+    // (Kept by the calling thread; the pool's items see them through
+    // `packed`: a thread_local named in an item would be the worker's.)
+    thread_local Block kept[2];
+    thread_local size_t keptBytes[2] = {0, 0};
+    void *packed[2] = {nullptr, nullptr};
     for (int p = 0; p < 2; ++p) {
       if (p == 1 && plans[1] == plans[0])
         break;
-      packed[p] = allocBlock(plans[p]->packedWeightBytes);
-      if (!packed[p] ||
-          !packWeights(*plans[p], call.b.data, packed[p].get())) {
-        status = packed[p] ? AMPC_ERROR_INTERNAL
-                           : setError(AMPC_ERROR_OUT_OF_MEMORY,
-                                      "cpu backend: cannot allocate packed "
-                                      "convolution weights");
+      void *to = packed[p] =
+          keptBlock(kept[p], keptBytes[p], plans[p]->packedWeightBytes);
+      if (!to || !packWeights(*plans[p], call.b.data, to)) {
+        status = to ? AMPC_ERROR_INTERNAL
+                    : setError(AMPC_ERROR_OUT_OF_MEMORY,
+                               "cpu backend: cannot allocate packed "
+                               "convolution weights");
         return true;
       }
     }
@@ -511,7 +526,7 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
     int64_t readElems = fwd ? imageElems : outElems;
     cpupool::parallelFor(chunks, [&](int64_t i) {
       const Conv *c = planOf(i);
-      void *w = packed[c == plans[0] ? 0 : 1].get();
+      void *w = packed[c == plans[0] ? 0 : 1];
       if (!run(*c, at(call.a, i * chunk * readElems, opSize), w,
                call.out + i * chunk * inElems))
         failed = true;
@@ -519,27 +534,26 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
   } else {
     // Each chunk's gradient in the plain layout, then the sum over the
     // chunks in chunk order (the same bits at every thread count).
-    Block partials = allocBlock(chunks * weightElems * sizeof(float));
-    if (!partials) {
+    thread_local Block partials;
+    thread_local size_t partialBytes = 0;
+    float *part = static_cast<float *>(keptBlock(
+        partials, partialBytes, chunks * weightElems * sizeof(float)));
+    if (!part) {
       status = setError(AMPC_ERROR_OUT_OF_MEMORY,
                         "cpu backend: cannot allocate %lld convolution "
                         "weight gradients",
                         static_cast<long long>(chunks));
       return true;
     }
-    float *part = static_cast<float *>(partials.get());
     cpupool::parallelFor(chunks, [&](int64_t i) {
       const Conv *c = planOf(i);
       thread_local Block own;
       thread_local size_t ownBytes = 0;
-      if (ownBytes < c->packedWeightBytes) {
-        own = allocBlock(c->packedWeightBytes);
-        ownBytes = own ? c->packedWeightBytes : 0;
-      }
-      if (!own ||
+      void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
+      if (!grad ||
           !run(*c, at(call.a, i * chunk * imageElems, opSize),
-               at(call.b, i * chunk * outElems, opSize), own.get()) ||
-          !unpackWeights(*c, own.get(), part + i * weightElems))
+               at(call.b, i * chunk * outElems, opSize), grad) ||
+          !unpackWeights(*c, grad, part + i * weightElems))
         failed = true;
     });
     if (!failed)
