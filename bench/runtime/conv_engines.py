@@ -8,12 +8,14 @@ bf16, results f32; one thread) once per setting and prints milliseconds of
 CPU time per step, with each setting's ratio to the direct kernels on the
 same operands, under a header naming the processor and the units used:
 
-  default   AMPC_CPU_CONV unset (what ampc uses: bf16 on oneDNN where the
-            processor has bf16 units, f32 on the direct kernels; see
-            docs/runtime.md)
-  onednn    AMPC_CPU_CONV=onednn (f32 and bf16 on oneDNN)
-  direct    AMPC_CPU_CONV=direct (the backend's own direct kernels, in f32
-            on widened operands: what every convolution ran on before)
+  default   AMPC_CPU_CONV unset (what ampc uses: oneDNN's convolution
+            primitives, bf16 on its bf16 kernels where the processor has
+            bf16 units, else on widened operands in f32; docs/runtime.md)
+  direct    AMPC_CPU_CONV=direct (the backend's own direct kernels, f32 on
+            widened operands: where every convolution ran before)
+  gemm      AMPC_CPU_CONV=gemm (im2col or per-tap GEMMs on the GEMM engine)
+
+An AMPC_CPU_ISA in the environment (e.g. avx2) caps the units of all three.
 
   /usr/bin/python3 bench/runtime/conv_engines.py
       [--bench build/bin/ampc_runtime_bench] [--min-time 0.3]
@@ -32,8 +34,8 @@ from gemm_engines import processor  # noqa: E402
 
 SETTINGS = [
     ("default", {}),
-    ("onednn", {"AMPC_CPU_CONV": "onednn"}),
     ("direct", {"AMPC_CPU_CONV": "direct"}),
+    ("gemm", {"AMPC_CPU_CONV": "gemm"}),
 ]
 DTYPES = {0: "f32", 1: "f16", 2: "bf16"}  # ampc_dtype values
 
@@ -65,8 +67,9 @@ def main():
     ap.add_argument("--min-time", default="0.3")
     args = ap.parse_args()
     model, units = processor()
-    print("CPU convolution paths, one thread: %s; units: %s" %
-          (model, " ".join(units)))
+    cap = os.environ.get("AMPC_CPU_ISA")
+    print("CPU convolution paths, one thread: %s; units: %s%s" %
+          (model, " ".join(units), "; AMPC_CPU_ISA=" + cap if cap else ""))
     results = {name: run(args.bench, env, args.min_time)
                for name, env in SETTINGS}
     for name, _ in SETTINGS:
@@ -75,8 +78,8 @@ def main():
     print()
     print("| channels x size | operands | " +
           " | ".join("%s ms" % name for name, _ in SETTINGS) +
-          " | direct / default | bf16 default / f32 default |")
-    print("| ---: | --- |" + " ---: |" * (len(SETTINGS) + 2))
+          " | direct / default | gemm / default | bf16 / f32 (default) |")
+    print("| ---: | --- |" + " ---: |" * (len(SETTINGS) + 3))
     for c in sorted({k[0] for k in results["default"]}):
         for dt in ("f32", "bf16"):
             if (c, dt) not in results["default"]:
@@ -84,9 +87,9 @@ def main():
             vals = [results[name][(c, dt)][0] for name, _ in SETTINGS]
             f32 = results["default"].get((c, "f32"), (None,))[0]
             gain = "%.2f" % (f32 / vals[0]) if dt == "bf16" and f32 else ""
-            print("| %d x %d^2 | %s | %s | %.2f | %s |" % (
+            print("| %d x %d^2 | %s | %s | %.2f | %.2f | %s |" % (
                 c, 512 // c, dt, " | ".join("%.2f" % v for v in vals),
-                vals[-1] / vals[0], gain))
+                vals[1] / vals[0], vals[2] / vals[0], gain))
     return 0
 
 

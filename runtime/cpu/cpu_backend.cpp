@@ -1035,7 +1035,22 @@ public:
   }
 
   bool convolve(const ConvCall &c, ampc_status &status) override {
-    return onednn::convolve(convs, c, status);
+    int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
+    if (dt < 0)
+      return false;
+    // Operands not of the primitive's dtype (f16, mixed, or bf16 where
+    // oneDNN has no bf16 units) are widened exactly to f32 first.
+    ConvCall call = c;
+    auto widen = [&](Buf &b, int64_t n, std::vector<float> &to) {
+      if (b.dtype == dt)
+        return;
+      to.resize(static_cast<size_t>(n));
+      loadContigPar(b, n, to.data());
+      b = Buf{to.data(), AMPC_F32};
+    };
+    widen(call.a, call.aElems(), convWideA);
+    widen(call.b, call.bElems(), convWideB);
+    return onednn::convolve(convs, call, status);
   }
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
@@ -1086,6 +1101,8 @@ public:
   }
 
   std::vector<float> convScratch;
+  /// Operands of a oneDNN convolution widened to f32 (convolve()).
+  std::vector<float> convWideA, convWideB;
 
   // Convolution bias (cpugemm): f32 in place without the generic walk.
   ampc_status addChannelBias(Buf y, Buf src, Buf bias, int64_t outer,

@@ -422,18 +422,16 @@ bool run(const Conv &c, const void *a, const void *b, void *out) {
 }
 
 
-bool convWanted(ampc_dtype a, ampc_dtype b) {
-  static const int mode = [] {
+int convDtype(ampc_dtype a, ampc_dtype b) {
+  static const bool off = [] {
     const char *e = getenv("AMPC_CPU_CONV");
-    if (!e || !*e || !strcmp(e, "auto"))
-      return 0;
-    return !strcmp(e, "onednn") ? 1 : 2; // direct, gemm: the backend's own
+    return e && (!strcmp(e, "direct") || !strcmp(e, "gemm"));
   }();
-  if (mode == 2 || !library().ok || a != b)
-    return false;
-  if (mode == 1)
-    return a == AMPC_F32 || a == AMPC_BF16;
-  return a == AMPC_BF16 && library().nativeBf16;
+  if (off || !library().ok)
+    return -1;
+  if (a == AMPC_BF16 && b == AMPC_BF16 && library().nativeBf16)
+    return AMPC_BF16;
+  return AMPC_F32;
 }
 
 namespace {
@@ -462,7 +460,8 @@ void *keptBlock(Block &b, size_t &have, size_t want) {
 
 bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
   const ConvGeom &g = call.g;
-  if (!convWanted(call.a.dtype, call.b.dtype))
+  if (call.a.dtype != call.b.dtype ||
+      (call.a.dtype != AMPC_F32 && call.a.dtype != AMPC_BF16))
     return false;
   // Fixed chunks: about eight per batch (items for the pool's threads; a
   // weight gradient costs one f32 partial per chunk), from n alone.
@@ -575,7 +574,7 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
 #else // !AMPC_RUNTIME_WITH_ONEDNN
 
 bool nativeBf16() { return false; }
-bool convWanted(ampc_dtype, ampc_dtype) { return false; }
+int convDtype(ampc_dtype, ampc_dtype) { return -1; }
 bool convolve(ConvCache &, const ConvCall &, ampc_status &) { return false; }
 bool ConvKey::operator<(const ConvKey &) const { return false; }
 ConvCache::~ConvCache() = default;

@@ -96,15 +96,16 @@ bool run(const Conv &c, const void *a, const void *b, void *out);
 /// or AMX, within AMPC_CPU_ISA) rather than on an emulation.
 bool nativeBf16();
 
-/// Whether a convolution with operands of these dtypes goes to oneDNN:
-/// bf16 ones (every operand read) where oneDNN runs them on bf16 units,
-/// from measurements (docs/runtime.md); f32 and 16-bit-but-mixed ones stay
-/// on the backend's direct kernels and GEMMs. AMPC_CPU_CONV=onednn sends
-/// f32 and bf16 ones to oneDNN on any processor it supports, =direct and
-/// =gemm none.
-bool convWanted(ampc_dtype a, ampc_dtype b);
+/// The dtype a convolution with operands of these dtypes runs in on
+/// oneDNN, from measurements (docs/runtime.md): bf16 where both are bf16
+/// and oneDNN runs bf16 on the processor's bf16 units, else f32 (16-bit
+/// operands widened exactly first); -1 when convolutions stay off oneDNN
+/// (oneDNN not loaded, or AMPC_CPU_CONV=direct / =gemm in the
+/// environment).
+int convDtype(ampc_dtype a, ampc_dtype b);
 
-/// Runs a whole convolution pass (backend.h's ConvCall) on oneDNN: the
+/// Runs a whole convolution pass (backend.h's ConvCall, operands both f32
+/// or both bf16) on oneDNN: the
 /// batch in fixed chunks of images (from the batch size alone) on the
 /// backend's pool, a weight gradient summed over the chunks in chunk
 /// order. Returns false, having written nothing, when oneDNN has no

@@ -95,6 +95,15 @@ struct ConvCall {
   int64_t n, groups, outChannels;
   Buf a, b;   // Forward: x, w; BackwardData: dy, w; BackwardWeights: x, dy
   float *out; // Forward: y; BackwardData: dx; BackwardWeights: dw
+  int64_t imageElems() const { return n * groups * g.imageSize(); }
+  int64_t outputElems() const { return n * outChannels * g.columns(); }
+  int64_t weightElems() const { return outChannels * g.rows(); }
+  int64_t aElems() const {
+    return pass == BackwardData ? outputElems() : imageElems();
+  }
+  int64_t bElems() const {
+    return pass == BackwardWeights ? outputElems() : weightElems();
+  }
 };
 
 /// A 2-D pooling problem over N*C planes.

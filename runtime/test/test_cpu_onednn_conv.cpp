@@ -1,14 +1,15 @@
 //===- test_cpu_onednn_conv.cpp - Convolutions on oneDNN's primitives -----===//
 //
-// bf16 convolutions on the CPU run on oneDNN's convolution primitives where
-// its bf16 kernels use the processor's bf16 units (cpu/cpu_onednn_conv.h):
+// Convolutions on the CPU run on oneDNN's convolution primitives
+// (cpu/cpu_onednn_conv.h), bf16 ones on its bf16 kernels where the
+// processor has bf16 units and widened to f32 elsewhere:
 // forward, backward data and backward weights, 1-, 2- and 3-D, strides,
 // padding, dilation and groups, batches that leave a short last chunk.
 // bf16 products are exact in f32, so against the definition in double the
 // only errors are the f32 accumulation's and the one rounding of the result;
-// the bits do not depend on the pool's thread count. Elsewhere (AVX2 cap,
-// no bf16 units, AMPC_CPU_GEMM=openblas) the same calls run on the generic
-// paths and must meet the same bounds.
+// the bits do not depend on the pool's thread count. With the units capped
+// at AVX2, without oneDNN (AMPC_CPU_GEMM=openblas) or with AMPC_CPU_CONV=
+// direct the same calls run elsewhere and must meet the same bounds.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -121,7 +122,7 @@ struct Ref {
   }
   double bound(ampc_dtype dt) const {
     double acc = abs * static_cast<double>(terms + 1) * std::ldexp(1.0, -24);
-    int bits = dt == AMPC_BF16 ? 8 : 24;
+    int bits = dt == AMPC_BF16 ? 8 : dt == AMPC_F16 ? 11 : 24;
     double out = std::fabs(v) * std::ldexp(1.0, -bits);
     return acc * 1.01 + out + 1e-30;
   }
@@ -157,13 +158,20 @@ protected:
   }
 };
 
-TEST_F(CpuConvEngine, Bf16ConvolutionsMatchTheDefinition) {
-  for (const Problem &p : kProblems) {
-    SCOPED_TRACE(p.what);
-    Tensor x = randomTensor(imageShape(p, p.c, false), AMPC_BF16);
-    Tensor w = randomTensor(weightShape(p), AMPC_BF16);
-    Tensor b = randomTensor({p.o}, AMPC_BF16);
-    Tensor dy = randomTensor(imageShape(p, p.o, true), AMPC_BF16);
+const char *dtName(ampc_dtype dt) {
+  return dt == AMPC_BF16 ? "bf16" : dt == AMPC_F16 ? "f16" : "f32";
+}
+
+// f32 operands, bf16 ones, and f16 ones (widened to f32: oneDNN 2.6 has no
+// f16 convolution on CPUs), results in f32 and in the operands' dtype.
+TEST_F(CpuConvEngine, ConvolutionsMatchTheDefinition) {
+  for (const Problem &p : kProblems)
+    for (ampc_dtype dt : {AMPC_BF16, AMPC_F32, AMPC_F16}) {
+    SCOPED_TRACE(std::string(p.what) + ", " + dtName(dt) + " operands");
+    Tensor x = randomTensor(imageShape(p, p.c, false), dt);
+    Tensor w = randomTensor(weightShape(p), dt);
+    Tensor b = randomTensor({p.o}, dt);
+    Tensor dy = randomTensor(imageShape(p, p.o, true), dt);
     int64_t cg = p.c / p.groups, og = p.o / p.groups;
     int64_t od = p.out(0), oh = p.out(1), ow = p.out(2);
     std::vector<Ref> ry(p.n * p.o * od * oh * ow), rdx(x.size()), rdw(w.size());
@@ -199,7 +207,7 @@ TEST_F(CpuConvEngine, Bf16ConvolutionsMatchTheDefinition) {
               // The bias: one more term of the sum.
               ry[yi].add(b.get(o), 1.0);
             }
-    for (ampc_dtype outDt : {AMPC_F32, AMPC_BF16}) {
+    for (ampc_dtype outDt : {AMPC_F32, dt}) {
       Results got = runProblem(ctx, p, outDt, x, w, b, dy);
       auto check = [&](const std::vector<double> &g, const std::vector<Ref> &r,
                        const char *name) {
@@ -209,16 +217,17 @@ TEST_F(CpuConvEngine, Bf16ConvolutionsMatchTheDefinition) {
           if (!(std::fabs(g[e] - r[e].v) <= r[e].bound(outDt)) && ++bad <= 3)
             ADD_FAILURE() << name << "[" << e << "] = " << g[e] << ", want "
                           << r[e].v << " within " << r[e].bound(outDt)
-                          << (outDt == AMPC_BF16 ? " (bf16)" : " (f32)");
+                          << " (" << dtName(outDt) << ")";
         EXPECT_EQ(bad, 0) << name;
       };
       check(got.y, ry, "y");
       check(got.dx, rdx, "dx");
       check(got.dw, rdw, "dw");
     }
-  }
-  // Where oneDNN runs bf16 on the processor's bf16 units, the convolutions
-  // ran on its primitives, and the context says so.
+    }
+  // Convolutions run on oneDNN's primitives wherever it loads (bf16 ones
+  // on its bf16 kernels where the processor has bf16 units, else widened
+  // to f32), and the context says so.
   std::string e = engine();
   SCOPED_TRACE(e);
   if (getenv("AMPC_TEST_SHOW_ENGINE"))
@@ -226,12 +235,21 @@ TEST_F(CpuConvEngine, Bf16ConvolutionsMatchTheDefinition) {
   const char *cap = getenv("AMPC_CPU_ISA");
   const char *gemm = getenv("AMPC_CPU_GEMM");
   const char *conv = getenv("AMPC_CPU_CONV");
+  bool off = (gemm && std::string(gemm) == "openblas") ||
+             (conv && (std::string(conv) == "direct" ||
+                       std::string(conv) == "gemm"));
+  size_t at = e.find("; conv ");
+  if (off) {
+    EXPECT_EQ(at, std::string::npos);
+    return;
+  }
+  ASSERT_NE(at, std::string::npos);
   bool native = cpuHas("avx512_bf16") || cpuHas("amx_bf16");
-  if (!cap && !gemm && !conv && native)
-    EXPECT_NE(e.find("; conv "), std::string::npos);
-  if ((cap && std::string(cap) == "avx2") || !native ||
-      (gemm && std::string(gemm) == "openblas"))
-    EXPECT_EQ(e.find("; conv "), std::string::npos);
+  bool bf16Kernels = e.find("bf16", at) != std::string::npos;
+  if (!cap && native)
+    EXPECT_TRUE(bf16Kernels);
+  if ((cap && std::string(cap) == "avx2") || !native)
+    EXPECT_FALSE(bf16Kernels);
 }
 
 TEST_F(CpuConvEngine, SameBitsAtEveryThreadCount) {
