@@ -521,6 +521,7 @@ private:
   LogicalResult convertConvTransposeNd(Value x, Value w, int64_t groups);
   LogicalResult convertLoss(bool withSoftmax);
   LogicalResult convertHardmax();
+  LogicalResult convertResizeInterp();
 
   //===--- Tensors and shapes (TensorOps.cpp) -----------------------------===//
 
