@@ -522,6 +522,8 @@ private:
   LogicalResult convertLoss(bool withSoftmax);
   LogicalResult convertHardmax();
   LogicalResult convertResizeInterp();
+  /// RNN, GRU and LSTM, unrolled (RecurrentOps.cpp).
+  LogicalResult convertRecurrent();
 
   //===--- Tensors and shapes (TensorOps.cpp) -----------------------------===//
 

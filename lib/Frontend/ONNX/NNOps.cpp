@@ -55,6 +55,9 @@ void Emitter::addNNConverters(ConverterTable &t) {
   };
   t["Hardmax"] = [](Emitter &e) { return e.convertHardmax(); };
   t["Resize"] = [](Emitter &e) { return e.convertResizeInterp(); };
+  // RecurrentOps.cpp.
+  for (StringRef op : {"RNN", "GRU", "LSTM"})
+    t[op] = [](Emitter &e) { return e.convertRecurrent(); };
 }
 
 static std::string listText(ArrayRef<int64_t> v) {
