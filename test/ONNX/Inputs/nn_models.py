@@ -1,8 +1,8 @@
 """Hand-built single-op models of ONNX's NN family (nn-ops.test) with
 PyTorch's results: python3 nn_models.py DIR writes, for each case NAME,
 DIR/NAME.onnx, its inputs DIR/NAME.in<K>.npy and PyTorch's outputs
-DIR/NAME.out<K>.npy (torch.nn.functional on the same inputs; asymmetric pads
-as an explicit F.pad first). It also writes DIR/train_sce.onnx (a 1-D
+DIR/NAME.out<K>.npy (torch.nn.functional, nn.LSTM and nn.GRU on the same
+inputs; asymmetric pads as an explicit F.pad first). It also writes DIR/train_sce.onnx (a 1-D
 convolution with asymmetric pads, ReLU, a padded 1-D MaxPool and a
 weighted SoftmaxCrossEntropyLoss over [N, C, L] with an ignore_index) with
 DIR/train_sce.x.npy, DIR/train_sce.labels.npy, DIR/train_sce.loss.npy and
@@ -158,6 +158,62 @@ def resizes(out):
          inits=[("roi", empty), ("scales", empty), ("sizes", np.array([2, 3, 3, 4], np.int64))])
 
 
+def recurrent(out):
+    """Bidirectional LSTM with initial states and GRU (linear_before_reset
+    1, PyTorch's) against torch.nn.LSTM and torch.nn.GRU; ONNX orders the
+    gates i, o, f, c (LSTM) and z, r, h (GRU), PyTorch i, f, g, o and r, z,
+    n."""
+    seq, batch, inp, hid = 5, 3, 4, 6
+    x = randn(seq, batch, inp)
+    lstm = torch.nn.LSTM(inp, hid, bidirectional=True)
+    h0, c0 = randn(2, batch, hid), randn(2, batch, hid)
+    with torch.no_grad():
+        y, (yh, yc) = lstm(t(x), (t(h0), t(c0)))
+
+    def lstm_order(m):  # PyTorch i, f, g, o -> ONNX i, o, f, c
+        i, f, g, o = np.split(m, 4)
+        return np.concatenate([i, o, f, g])
+    sfx = ["", "_reverse"]
+    p = {k: v.detach().numpy() for k, v in lstm.named_parameters()}
+    w = np.stack([lstm_order(p["weight_ih_l0" + s]) for s in sfx])
+    r = np.stack([lstm_order(p["weight_hh_l0" + s]) for s in sfx])
+    b = np.stack([np.concatenate([lstm_order(p["bias_ih_l0" + s]),
+                                  lstm_order(p["bias_hh_l0" + s])]) for s in sfx])
+    node = helper.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"],
+                            name="lstm", hidden_size=hid, direction="bidirectional")
+    graph = helper.make_graph(
+        [node], "lstm",
+        [helper.make_tensor_value_info(n, FLOAT, a.shape)
+         for n, a in [("x", x), ("w", w), ("r", r), ("b", b), ("h0", h0), ("c0", c0)]],
+        [helper.make_tensor_value_info("y", FLOAT, [seq, 2, batch, hid]),
+         helper.make_tensor_value_info("yh", FLOAT, [2, batch, hid]),
+         helper.make_tensor_value_info("yc", FLOAT, [2, batch, hid])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    onnx.save(model, f"{out}/lstm.onnx")
+    for k, a in enumerate([x, w, r, b, h0, c0]):
+        np.save(f"{out}/lstm.in{k}.npy", a)
+    # Y: [seq, batch, 2 * hid] -> [seq, 2, batch, hid].
+    np.save(f"{out}/lstm.out0.npy",
+            y.numpy().reshape(seq, batch, 2, hid).transpose(0, 2, 1, 3).copy())
+    np.save(f"{out}/lstm.out1.npy", yh.numpy())
+    np.save(f"{out}/lstm.out2.npy", yc.numpy())
+
+    gru = torch.nn.GRU(inp, hid)
+    with torch.no_grad():
+        y, yh = gru(t(x))
+
+    def gru_order(m):  # PyTorch r, z, n -> ONNX z, r, h
+        r_, z, n = np.split(m, 3)
+        return np.concatenate([z, r_, n])
+    p = {k: v.detach().numpy() for k, v in gru.named_parameters()}
+    w, r = gru_order(p["weight_ih_l0"])[None], gru_order(p["weight_hh_l0"])[None]
+    b = np.concatenate([gru_order(p["bias_ih_l0"]), gru_order(p["bias_hh_l0"])])[None]
+    save(out, "gru", "GRU", [("x", x), ("w", w), ("r", r), ("b", b)],
+         [("y", y.numpy()[:, None]), ("yh", yh.numpy())],
+         {"hidden_size": hid, "linear_before_reset": 1}, opset=14)
+
+
 def train_sce(out):
     """Conv (1-D, pads [2, 0]) -> Relu -> MaxPool (k 2, s 2, pads [0, 1])
     -> SoftmaxCrossEntropyLoss (class weights, ignore_index 0, mean)."""
@@ -202,6 +258,7 @@ def main(out):
     pools(out)
     convs(out)
     resizes(out)
+    recurrent(out)
     train_sce(out)
 
 
