@@ -7,7 +7,10 @@ convolution with asymmetric pads, ReLU, a padded 1-D MaxPool and a
 weighted SoftmaxCrossEntropyLoss over [N, C, L] with an ignore_index) with
 DIR/train_sce.x.npy, DIR/train_sce.labels.npy, DIR/train_sce.loss.npy and
 DIR/train_sce.w1.npy (the convolution's weight after one SGD step at lr 1
-on the loss, by PyTorch).
+on the loss, by PyTorch), and DIR/train_seq.onnx (a bidirectional LSTM and
+a dilated ceil-mode MaxPool over time) with DIR/train_seq.x.npy and
+DIR/train_seq.{w1,r1}.npy (the LSTM's W and R after one SGD step at lr 1 on mean(y *
+y), by PyTorch's nn.LSTM).
 
 python3 nn_models.py run AMPC DIR NAME RTOL runs `AMPC run DIR/NAME.onnx`
 on the inputs and fails unless every output is within RTOL of the largest
@@ -169,10 +172,6 @@ def recurrent(out):
     h0, c0 = randn(2, batch, hid), randn(2, batch, hid)
     with torch.no_grad():
         y, (yh, yc) = lstm(t(x), (t(h0), t(c0)))
-
-    def lstm_order(m):  # PyTorch i, f, g, o -> ONNX i, o, f, c
-        i, f, g, o = np.split(m, 4)
-        return np.concatenate([i, o, f, g])
     sfx = ["", "_reverse"]
     p = {k: v.detach().numpy() for k, v in lstm.named_parameters()}
     w = np.stack([lstm_order(p["weight_ih_l0" + s]) for s in sfx])
@@ -251,6 +250,58 @@ def train_sce(out):
     np.save(f"{out}/train_sce.w1.npy", (wt - wt.grad).detach().numpy())
 
 
+def lstm_order(m):
+    """PyTorch's LSTM gates i, f, g, o in ONNX's order i, o, f, c."""
+    i, f, g, o = np.split(m, 4, axis=-2 if m.ndim > 1 else 0)
+    return np.concatenate([i, o, f, g], axis=-2 if m.ndim > 1 else 0)
+
+
+def train_seq(out):
+    """A bidirectional LSTM (W, R, B initializers) then a MaxPool over time
+    with dilation 2 and a ceil-mode window, exported by hand; with
+    DIR/train_seq.w1.npy, the ONNX W after one SGD step at lr 1 on
+    mean(y * y) by PyTorch (nn.LSTM and F.max_pool1d on the same
+    weights)."""
+    seq, batch, inp, hid = 6, 2, 3, 4
+    x = randn(seq, batch, inp)
+    lstm = torch.nn.LSTM(inp, hid, bidirectional=True)
+    sfx = ["", "_reverse"]
+    p = {k: v.detach().numpy() for k, v in lstm.named_parameters()}
+    w = np.stack([lstm_order(p["weight_ih_l0" + s]) for s in sfx])
+    r = np.stack([lstm_order(p["weight_hh_l0" + s]) for s in sfx])
+    b = np.stack([np.concatenate([lstm_order(p["bias_ih_l0" + s]),
+                                  lstm_order(p["bias_hh_l0" + s])]) for s in sfx])
+    nodes = [
+        helper.make_node("LSTM", ["x", "W", "R", "B"], ["y4"], name="lstm",
+                         hidden_size=hid, direction="bidirectional"),
+        # Y [seq, 2, batch, hid] -> [batch, 2 * hid, seq] for a pool over time.
+        helper.make_node("Transpose", ["y4"], ["yt"], name="tr", perm=[2, 1, 3, 0]),
+        helper.make_node("Constant", [], ["shape"], name="shape",
+                         value=numpy_helper.from_array(np.array([batch, 2 * hid, seq]),
+                                                       "shape")),
+        helper.make_node("Reshape", ["yt", "shape"], ["y3"], name="reshape"),
+        helper.make_node("MaxPool", ["y3"], ["y"], name="pool", kernel_shape=[2],
+                         strides=[2], dilations=[2], ceil_mode=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "train_seq", [helper.make_tensor_value_info("x", FLOAT, [seq, batch, inp])],
+        [helper.make_tensor_value_info("y", FLOAT, [batch, 2 * hid, 3])],
+        initializer=[numpy_helper.from_array(a, n) for n, a in [("W", w), ("R", r), ("B", b)]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    onnx.save(model, f"{out}/train_seq.onnx")
+    y, _ = lstm(t(x))
+    yt = y.reshape(seq, batch, 2, hid).permute(1, 2, 3, 0).reshape(batch, 2 * hid, seq)
+    pooled = F.max_pool1d(yt, 2, 2, dilation=2, ceil_mode=True)
+    (pooled * pooled).mean().backward()
+    g = {k: v.grad.numpy() for k, v in lstm.named_parameters()}
+    dw = np.stack([lstm_order(g["weight_ih_l0" + s]) for s in sfx])
+    dr = np.stack([lstm_order(g["weight_hh_l0" + s]) for s in sfx])
+    np.save(f"{out}/train_seq.x.npy", x)
+    np.save(f"{out}/train_seq.w1.npy", w - dw)
+    np.save(f"{out}/train_seq.r1.npy", r - dr)
+
+
 def main(out):
     torch.manual_seed(0)
     losses(out)
@@ -260,6 +311,7 @@ def main(out):
     resizes(out)
     recurrent(out)
     train_sce(out)
+    train_seq(out)
 
 
 def run(ampc, out, name, rtol):
