@@ -521,6 +521,12 @@ private:
   LogicalResult convertConvTransposeNd(Value x, Value w, int64_t groups);
   LogicalResult convertLoss(bool withSoftmax);
   LogicalResult convertHardmax();
+  LogicalResult convertMeanVarianceNorm();
+  LogicalResult convertLRN();
+  /// MaxPool's Indices output for input `x` (unpadded), window `w` and
+  /// output spatial dims `out`.
+  Value maxPoolIndices(Value x, const Window &w, ArrayRef<int64_t> out,
+                       int64_t storageOrder);
   LogicalResult convertResizeInterp();
   /// RNN, GRU and LSTM, unrolled (RecurrentOps.cpp).
   LogicalResult convertRecurrent();

@@ -54,6 +54,10 @@ void Emitter::addNNConverters(ConverterTable &t) {
     return e.convertLoss(/*withSoftmax=*/true);
   };
   t["Hardmax"] = [](Emitter &e) { return e.convertHardmax(); };
+  t["LRN"] = [](Emitter &e) { return e.convertLRN(); };
+  t["MeanVarianceNormalization"] = [](Emitter &e) {
+    return e.convertMeanVarianceNorm();
+  };
   t["Resize"] = [](Emitter &e) { return e.convertResizeInterp(); };
   // RecurrentOps.cpp.
   for (StringRef op : {"RNN", "GRU", "LSTM"})
@@ -514,9 +518,10 @@ LogicalResult Emitter::convertPool(bool isMax) {
                          "ceil_mode", "dilations",
                          isMax ? "storage_order" : "count_include_pad"})))
     return failure();
-  // storage_order only orders the Indices output, which is not computed.
-  if (isMax && failed(onlyFirstOutput()))
-    return failure();
+  bool wantIndices = isMax && node->output_size() > 1 && !node->output(1).empty();
+  int64_t storageOrder = isMax ? attrInt("storage_order", 0) : 0;
+  if (storageOrder != 0 && storageOrder != 1)
+    return unsupportedValue("storage_order", Twine(storageOrder), "0 and 1");
   Value x = floatValue(0);
   if (!x)
     return failure();
@@ -592,8 +597,13 @@ LogicalResult Emitter::convertPool(bool isMax) {
               << " is not the expected " << out[i];
       return failure();
     }
-  if (isMax)
+  if (isMax && !wantIndices)
     return setOutput(0, y);
+  if (isMax) {
+    if (failed(setOutput(0, y)))
+      return failure();
+    return setOutput(1, maxPoolIndices(x, *w, out, storageOrder));
+  }
   // Each window's size over its count of elements that are inside the
   // input (or the pads, with count_include_pad), per dim.
   SmallVector<SmallVector<double>> factor(r);
@@ -870,7 +880,7 @@ LogicalResult Emitter::convertBatchNormComposed(Value x, Value scale,
 /// Dropout: the identity, except a training-mode node (the training_mode
 /// input true) in a training graph, which is `tg.dropout` with p = ratio.
 LogicalResult Emitter::convertDropout() {
-  if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
+  if (failed(checkAttrs({"seed"})))
     return failure();
   Value x = value(0);
   if (!x)
@@ -886,8 +896,10 @@ LogicalResult Emitter::convertDropout() {
     }
     trainingMode = t->i(0) != 0;
   }
+  // The ratio matters to a training-mode node only (an inference dropout
+  // is the identity whatever it is).
   double ratio = 0.5;
-  if (hasInput(1)) {
+  if (hasInput(1) && trainingMode) {
     const HostTensor *r = needHost(1, "ratio");
     if (!r)
       return failure();
@@ -897,18 +909,193 @@ LogicalResult Emitter::convertDropout() {
     }
     ratio = asWritten(r->f(0));
   }
-  if (!trainingMode || !state.isTraining())
-    return setOutput(0, x);
-  if (!(ratio >= 0.0 && ratio < 1.0)) {
+  bool training = trainingMode && state.isTraining();
+  if (training && !(ratio >= 0.0 && ratio < 1.0)) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", ratio);
     error() << "its ratio is " << text
             << "; a training-mode dropout needs a ratio in [0, 1)";
     return failure();
   }
-  if (ratio == 0.0)
+  bool identity = !training || ratio == 0.0;
+  // The mask output (true where kept): all true for the identity; the
+  // mask of tg.dropout is not a value of the graph.
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    if (!identity) {
+      if (failed(onlyFirstOutput()))
+        return failure();
+    } else {
+      ArrayRef<int64_t> shape = typeOf(x).getShape();
+      Value mask = constant(b.getI1Type(), shape,
+                            SmallVector<double>(typeOf(x).getNumElements(), 1.0));
+      if (failed(setOutput(1, mask)))
+        return failure();
+    }
+  }
+  if (identity)
     return setOutput(0, x);
   return setOutput(0, state.dropout(x, ratio, loc));
+}
+
+/// MaxPool's Indices output: each window's first maximum (in the window's
+/// row-major order), as the flat index of the input (N, C, then the
+/// spatial dims in row-major order, or column-major with `storage_order`
+/// 1). Per tap of the window: its values (the -inf padded input sliced at
+/// the tap and subsampled by the stride) and a constant of its positions'
+/// indices; a running maximum keeps the index of the first greater value
+/// (tg.greater, tg.where). Not differentiable (an integer output).
+Value Emitter::maxPoolIndices(Value x, const Window &w, ArrayRef<int64_t> out,
+                              int64_t storageOrder) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  size_t r = shape.size() - 2;
+  SmallVector<int64_t> in(shape.drop_front(2));
+  int64_t spatial = 1, taps = 1, outCount = 1;
+  for (size_t i = 0; i < r; ++i) {
+    spatial *= in[i];
+    taps *= w.k[i];
+    outCount *= out[i];
+  }
+  if (taps > 1024) {
+    error() << "ampc computes MaxPool's Indices output for windows of at "
+               "most 1024 elements, found "
+            << taps;
+    return nullptr;
+  }
+  Value padded = x;
+  for (size_t i = 0; i < r && padded; ++i) {
+    int64_t after = std::max<int64_t>(
+        0, (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i] - w.pb[i]);
+    padded = padWith(padded, 2 + i, w.pb[i], after,
+                     -std::numeric_limits<double>::infinity());
+  }
+  // The index constants hold every (n, c) plane: N * C * outputs * taps
+  // values in all
+  int64_t planes = shape[0] * shape[1];
+  // (and the indices stay below 2^24, exact wherever a kernel reads them
+  // as f32).
+  if (planes * outCount * taps > (int64_t(1) << 24) ||
+      planes * spatial > (int64_t(1) << 24)) {
+    error() << "ampc computes MaxPool's Indices output for inputs of at most "
+               "2^24 elements and at most 2^24 window elements in all";
+    return nullptr;
+  }
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> posShape{shape[0], shape[1]};
+  posShape.append(out.begin(), out.end());
+  Value best, bestIndex;
+  for (int64_t tap = 0; tap < taps && padded; ++tap) {
+    SmallVector<int64_t> tapPos(r);
+    for (int64_t rest = tap, i = r - 1; i >= 0; --i) {
+      tapPos[i] = rest % w.k[i];
+      rest /= w.k[i];
+    }
+    Value v = padded;
+    for (size_t i = 0; i < r && v; ++i) {
+      int64_t start = tapPos[i] * w.d[i];
+      v = slice(v, 2 + i, start, start + (out[i] - 1) * w.s[i] + 1);
+      if (v && w.s[i] > 1)
+        v = poolAlong(v, 2 + i, /*pair=*/false, {1}, {w.s[i]}, 1,
+                      /*isMax=*/false);
+    }
+    // The tap's input position for each output position (a padded one
+    // never wins: -inf is greater than nothing).
+    SmallVector<double> pos(planes * outCount);
+    for (int64_t o = 0; o < outCount; ++o) {
+      SmallVector<int64_t> oPos(r);
+      for (int64_t rest = o, i = r - 1; i >= 0; --i) {
+        oPos[i] = rest % out[i];
+        rest /= out[i];
+      }
+      int64_t flat = 0, stride = 1;
+      for (size_t k = 0; k < r; ++k) {
+        // Row-major: the last dim varies fastest; column-major: the first.
+        size_t i = storageOrder ? k : r - 1 - k;
+        int64_t p = std::clamp<int64_t>(
+            oPos[i] * w.s[i] - w.pb[i] + tapPos[i] * w.d[i], 0, in[i] - 1);
+        flat += p * stride;
+        stride *= in[i];
+      }
+      for (int64_t p = 0; p < planes; ++p)
+        pos[p * outCount + o] = double(p * spatial + flat);
+    }
+    Value index = constant(i64, posShape, pos);
+    if (!v || !index)
+      return nullptr;
+    if (!best) {
+      best = v;
+      bestIndex = index;
+      continue;
+    }
+    Value greater = build<tg::GreaterOp>({v, best});
+    best = build<tg::WhereOp>({greater, v, best});
+    bestIndex = build<tg::WhereOp>({greater, index, bestIndex});
+  }
+  return bestIndex;
+}
+
+/// LRN: x / (bias + alpha / size * sum of x^2 over the channels c - (size
+/// - 1) / 2 .. c + size / 2)^beta: alpha / size * sum is alpha times the
+/// windowed mean, an average pool along dim 1 of the zero-padded squares.
+LogicalResult Emitter::convertLRN() {
+  if (failed(checkAttrs({"alpha", "beta", "bias", "size"})))
+    return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 3) {
+    error() << "needs an N, C, spatial... input, found rank " << rank;
+    return failure();
+  }
+  int64_t size = attrInt("size", 0);
+  if (size < 1 || size > (int64_t(1) << 20)) {
+    error() << "attribute 'size' must be from 1 to 2^20, found " << size;
+    return failure();
+  }
+  double alpha = attrFloat("alpha", 1e-4), beta = attrFloat("beta", 0.75),
+         bias = attrFloat("bias", 1.0);
+  Value sq = build<tg::MulOp>({x, x});
+  Value padded = padWith(sq, 1, (size - 1) / 2, size / 2, 0.0);
+  Value mean = poolAlong(padded, 1, /*pair=*/false, {size}, {1}, 1,
+                         /*isMax=*/false);
+  if (!mean)
+    return failure();
+  Value scaled = build<tg::MulOp>({mean, scalar(alpha, mean)});
+  Value base = build<tg::AddOp>({scaled, scalar(bias, mean)});
+  Value den = build<tg::PowOp>({base, scalar(beta, mean)});
+  return setOutput(0, build<tg::DivOp>({x, den}));
+}
+
+/// MeanVarianceNormalization: ONNX's function body, (x - mean) /
+/// (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes` (default [0, 2, 3]).
+LogicalResult Emitter::convertMeanVarianceNorm() {
+  if (failed(checkAttrs({"axes"})))
+    return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t a :
+       attrInts("axes").value_or(SmallVector<int64_t>{0, 2, 3})) {
+    auto d = axis(a, rank);
+    if (!d)
+      return failure();
+    if (llvm::is_contained(dims, *d)) {
+      error() << "axis " << a << " is given twice";
+      return failure();
+    }
+    dims.push_back(*d);
+  }
+  llvm::sort(dims);
+  SmallVector<NamedAttribute> attrs{named("dims", ints(dims)),
+                                    named("keepdim", b.getUnitAttr())};
+  Value mean = build<tg::MeanOp>({x}, attrs);
+  Value meanSq = build<tg::MeanOp>({build<tg::MulOp>({x, x})}, attrs);
+  Value var = build<tg::SubOp>({meanSq, build<tg::MulOp>({mean, mean})});
+  Value std = build<tg::SqrtOp>({var});
+  Value den = std ? build<tg::AddOp>({std, scalar(1e-9, std)}) : nullptr;
+  return setOutput(0, build<tg::DivOp>({build<tg::SubOp>({x, mean}), den}));
 }
 
 LogicalResult Emitter::convertLayerNorm() {

@@ -57,9 +57,11 @@ def refused():
     m["unknown_op"] = model([node("Relu", ["x"], ["h"], name="relu0"),
                              node("Celu", ["h"], name="the_celu")], "unknown_op")
     m["ok_softmax"] = model([node("Softmax", ["x"], name="sm", axis=1)], "ok_softmax")
-    # A MaxPool whose Indices output is a graph output (not computed).
+    # A MaxPool whose Indices output is a graph output, in an unknown
+    # storage order.
     m["pool_indices"] = model([node("MaxPool", ["x"], ["y", "i"], name="pool",
-                                    kernel_shape=[2, 2], strides=[2, 2])], "pool_indices",
+                                    kernel_shape=[2, 2], strides=[2, 2], storage_order=2)],
+                              "pool_indices",
                               yshape=(1, 1, 2, 2), inputs=[value("x", [1, 1, 5, 5])],
                               outputs=[value("y", (1, 1, 2, 2)),
                                        value("i", (1, 1, 2, 2), TensorProto.INT64)])

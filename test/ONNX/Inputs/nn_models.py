@@ -37,7 +37,7 @@ def save(out, name, op, inputs, outputs, attrs, opset=17, inits=()):
     """One `op` node reading inputs [(name, array)], writing outputs
     [(name, array)]; `inits` are initializers [(name, array)]."""
     ttype = {np.dtype(np.float32): FLOAT, np.dtype(np.int64): INT64,
-             np.dtype(np.int32): INT32}
+             np.dtype(np.int32): INT32, np.dtype(bool): TensorProto.BOOL}
     node = helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in inits],
                             [n for n, _ in outputs], name=name, **attrs)
     graph = helper.make_graph(
@@ -89,6 +89,18 @@ def norms(out):
          [("y", y.numpy()), ("mean", mean.float().numpy()),
           ("inv", (1 / torch.sqrt(var + 1e-3)).float().numpy())],
          {"axis": 1, "epsilon": 1e-3})
+    # MeanVarianceNormalization over the default axes [0, 2, 3].
+    x = randn(3, 2, 4, 5)
+    xt = t(x).double()
+    m = xt.mean(dim=(0, 2, 3), keepdim=True)
+    sd = torch.sqrt(((xt - m) ** 2).mean(dim=(0, 2, 3), keepdim=True))
+    save(out, "mvn", "MeanVarianceNormalization", [("x", x)],
+         [("y", ((xt - m) / (sd + 1e-9)).float().numpy())], {}, opset=13)
+    # An inference Dropout (no training_mode) whose ratio is a graph input
+    # and whose mask is an output: the identity and an all-true mask.
+    x = randn(3, 4)
+    save(out, "dropout_mask", "Dropout", [("x", x), ("r", np.array(0.3, np.float32))],
+         [("y", x), ("mask", np.ones((3, 4), bool))], {}, opset=13)
     # Hardmax along axis 0, with a tie (the first maximum wins).
     x = randn(4, 5)
     x[3, 2] = x[1, 2] = x[:, 2].max() + 1
@@ -103,6 +115,18 @@ def pools(out):
     save(out, "maxpool3d", "MaxPool", [("x", x)], [("y", y.numpy())],
          {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 0, 1],
           "dilations": [1, 2, 1], "ceil_mode": 1}, opset=12)
+    # MaxPool's Indices output (flat over N, C, H, W), pads and strides.
+    x = randn(2, 3, 7, 6)
+    y, i = F.max_pool2d(t(x), 3, 2, 1, return_indices=True)
+    plane = (np.arange(6).reshape(2, 3, 1, 1) * 7 * 6).astype(np.int64)
+    save(out, "maxpool_indices", "MaxPool", [("x", x)],
+         [("y", y.numpy()), ("i", i.numpy() + plane)],
+         {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, opset=12)
+    # LRN over 5 channels of 7.
+    x = randn(2, 7, 3, 4)
+    y = F.local_response_norm(t(x), 5, alpha=0.01, beta=0.6, k=1.5)
+    save(out, "lrn", "LRN", [("x", x)], [("y", y.numpy())],
+         {"size": 5, "alpha": 0.01, "beta": 0.6, "bias": 1.5}, opset=13)
     # 1-D average pool, ceil mode, count_include_pad 0.
     x = randn(2, 3, 10)
     y = F.avg_pool1d(t(x), 3, 2, 1, ceil_mode=True, count_include_pad=False)
