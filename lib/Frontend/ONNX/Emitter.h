@@ -527,6 +527,7 @@ private:
   /// output spatial dims `out`.
   Value maxPoolIndices(Value x, const Window &w, ArrayRef<int64_t> out,
                        int64_t storageOrder);
+  /// Resize (ResizeOps.cpp).
   LogicalResult convertResizeInterp();
   /// RNN, GRU and LSTM, unrolled (RecurrentOps.cpp).
   LogicalResult convertRecurrent();
