@@ -10,7 +10,8 @@ DIR/train_sce.w1.npy (the convolution's weight after one SGD step at lr 1
 on the loss, by PyTorch), and DIR/train_seq.onnx (a bidirectional LSTM and
 a dilated ceil-mode MaxPool over time) with DIR/train_seq.x.npy and
 DIR/train_seq.{w1,r1}.npy (the LSTM's W and R after one SGD step at lr 1 on mean(y *
-y), by PyTorch's nn.LSTM).
+y), by PyTorch's nn.LSTM), and DIR/train_up.onnx (ConvTranspose,
+Resize, LayerNormalization: train_up below).
 
 python3 nn_models.py run AMPC DIR NAME RTOL runs `AMPC run DIR/NAME.onnx`
 on the inputs and fails unless every output is within RTOL of the largest
@@ -326,6 +327,42 @@ def train_seq(out):
     np.save(f"{out}/train_seq.r1.npy", r - dr)
 
 
+def train_up(out):
+    """ConvTranspose 1-D with asymmetric pads (its full output cut), a linear
+    Resize (align_corners, to a size) and a LayerNormalization (scale and
+    bias initializers); with DIR/train_up.x.npy and DIR/train_up.{w1,s1}.npy,
+    the transposed convolution's weight and the norm's scale after one SGD
+    step at lr 1 on mean(y * y), by PyTorch."""
+    x = randn(2, 3, 5)
+    w = (randn(3, 4, 3) * 0.5).astype(np.float32)
+    scale, bias = randn(9), randn(9)
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "w"], ["c"], name="convt", strides=[2],
+                         pads=[1, 0]),
+        helper.make_node("Resize", ["c", "roi", "", "sizes"], ["r"], name="resize",
+                         mode="linear", coordinate_transformation_mode="align_corners"),
+        helper.make_node("LayerNormalization", ["r", "scale", "bias"], ["y"], name="ln",
+                         axis=-1),
+    ]
+    inits = [("w", w), ("scale", scale), ("bias", bias), ("roi", np.zeros(0, np.float32)),
+             ("sizes", np.array([2, 4, 9], np.int64))]
+    graph = helper.make_graph(
+        nodes, "train_up", [helper.make_tensor_value_info("x", FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("y", FLOAT, [2, 4, 9])],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, f"{out}/train_up.onnx")
+    wt, st = t(w).clone().requires_grad_(), t(scale).clone().requires_grad_()
+    full = F.conv_transpose1d(t(x), wt, stride=2)  # length 11; pads [1, 0]
+    r = F.interpolate(full[:, :, 1:], size=9, mode="linear", align_corners=True)
+    y = F.layer_norm(r, (9,), st, t(bias))
+    (y * y).mean().backward()
+    np.save(f"{out}/train_up.x.npy", x)
+    np.save(f"{out}/train_up.w1.npy", (wt - wt.grad).detach().numpy())
+    np.save(f"{out}/train_up.s1.npy", (st - st.grad).detach().numpy())
+
+
 def main(out):
     torch.manual_seed(0)
     losses(out)
@@ -336,6 +373,7 @@ def main(out):
     recurrent(out)
     train_sce(out)
     train_seq(out)
+    train_up(out)
 
 
 def run(ampc, out, name, rtol):
