@@ -26,8 +26,11 @@ LogicalResult Emitter::convertRecurrent() {
     known.push_back("input_forget");
   if (failed(checkAttrs(known)))
     return failure();
-  if (attr("clip"))
-    return unsupportedValue("clip", "(any)", "no clip");
+  if (attr("clip")) {
+    error() << "unsupported attribute 'clip' (ampc's recurrent ops do not "
+               "clip their gates)";
+    return failure();
+  }
   if (attr("activation_alpha") || attr("activation_beta")) {
     error() << "unsupported attributes 'activation_alpha'/'activation_beta' "
                "(ampc takes the default activations)";

@@ -363,6 +363,37 @@ def train_up(out):
     np.save(f"{out}/train_up.s1.npy", (st - st.grad).detach().numpy())
 
 
+def bad(out):
+    """Models the NN converters refuse (DIR/bad_NAME.onnx)."""
+    def model(name, node, inputs, inits=(), opset=17):
+        graph = helper.make_graph(
+            [node], name, [helper.make_tensor_value_info(n, ty, s) for n, ty, s in inputs],
+            [helper.make_tensor_value_info("y", FLOAT, [1])],
+            initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+                  f"{out}/bad_{name}.onnx")
+    model("pool_big", helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[9]),
+          [("x", FLOAT, [1, 2, 5])])
+    model("loss_shape", helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"],
+                                         name="nll"),
+          [("x", FLOAT, [3, 4]), ("t", INT64, [4])])
+    model("loss_weight", helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y"],
+                                          name="sce"),
+          [("x", FLOAT, [3, 4]), ("t", INT64, [3]), ("w", FLOAT, [5])])
+    model("resize_zero", helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="rs",
+                                          mode="linear"),
+          [("x", FLOAT, [1, 1, 4, 4])],
+          inits=[("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0, 2], np.float32))])
+    model("lstm_hidden", helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm",
+                                          hidden_size=4),
+          [("x", FLOAT, [2, 1, 3]), ("w", FLOAT, [1, 12, 3]), ("r", FLOAT, [1, 12, 3])])
+    model("rnn_clip", helper.make_node("RNN", ["x", "w", "r"], ["y"], name="rnn",
+                                       hidden_size=3, clip=1.0),
+          [("x", FLOAT, [2, 1, 3]), ("w", FLOAT, [1, 3, 3]), ("r", FLOAT, [1, 3, 3])])
+    model("conv_rank", helper.make_node("Conv", ["x", "w"], ["y"], name="conv"),
+          [("x", FLOAT, [1, 3, 2, 2, 2, 2])], inits=[("w", np.zeros((1, 3, 1, 1, 1, 1), np.float32))])
+
+
 def main(out):
     torch.manual_seed(0)
     losses(out)
@@ -374,6 +405,7 @@ def main(out):
     train_sce(out)
     train_seq(out)
     train_up(out)
+    bad(out)
 
 
 def run(ampc, out, name, rtol):
