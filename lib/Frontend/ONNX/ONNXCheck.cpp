@@ -9,6 +9,7 @@
 #include "ONNXCheck.h"
 
 #include "onnx/checker.h"
+#include "onnx/defs/schema.h"
 
 #include <exception>
 
@@ -24,4 +25,14 @@ bool ampc::onnx_import::checkModel(const onnx::ModelProto &model,
     return false;
   }
   return true;
+}
+
+int ampc::onnx_import::definitionSince(const std::string &opType, int opset) {
+  try {
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(opType, opset, "");
+    return schema ? schema->since_version() : 0;
+  } catch (...) {
+    return 0;
+  }
 }

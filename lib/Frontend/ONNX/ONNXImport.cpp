@@ -96,7 +96,9 @@ std::unique_ptr<ONNXModel> ONNXModel::load(MLIRContext &ctx, StringRef path,
   for (const auto &op : impl->model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx")
       impl->opset = op.version();
-  if (impl->opset < 13 || impl->opset > 17)
+  // Below 13, a node is imported when its op's definition there is the one
+  // of opset 13 (checked per node, in convert()).
+  if (impl->opset < 1 || impl->opset > 17)
     return fail("'" + displayPath + "' uses opset " + Twine(impl->opset) +
                 " of the default domain; ampc imports opsets 13 to 17 "
                 "(export with opset_version between 13 and 17)");
@@ -209,6 +211,21 @@ LogicalResult Emitter::convert() {
     error() << "domain '" << node->domain()
             << "' is not supported (only the default ONNX domain)";
     return failure();
+  }
+
+  // A model of an opset below 13: only the ops defined there as in opset
+  // 13 (Conv of opset 11, MaxPool of 12, ...), the definitions ampc maps.
+  if (m.opset < 13) {
+    int here = definitionSince(node->op_type(), int(m.opset)),
+        at13 = definitionSince(node->op_type(), 13);
+    if (here != at13) {
+      error() << "the model's opset " << m.opset << " defines " << op
+              << (here ? " as of opset " + std::to_string(here) : "")
+              << ", ampc imports the definition of opsets 13 to 17"
+              << (at13 ? " (of opset " + std::to_string(at13) + ")" : "")
+              << "; export with opset_version between 13 and 17";
+      return failure();
+    }
   }
 
   // Every input known: fold on the host when the op has a host form.
