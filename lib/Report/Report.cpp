@@ -201,6 +201,9 @@ std::string opFields(Operation *op, const ReportOptions &options) {
   os << "]";
   if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
     os << ", \"pin\": " << typeName(pin.getValue());
+  if (auto region =
+          op->getAttrOfType<StringAttr>(tg::TGDialect::kRegionAttrName))
+    os << ", \"region\": " << quote(region.getValue());
   // Where ampc deliberately departs from torch.autocast, the report says so.
   if (!off && isa<tg::BinaryCrossEntropyOp>(op))
     os << ", \"note\": \"torch.autocast refuses binary_cross_entropy; "
