@@ -258,6 +258,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
      << ", \"policy\": " << (off ? "null" : quote(options.policy));
   if (!options.optLevel.empty())
     os << ", \"opt_level\": " << quote(options.optLevel);
+  if (!options.target.empty())
+    os << ", \"target\": " << quote(options.target);
+  if (!options.ampReason.empty())
+    os << ", \"amp_reason\": " << quote(options.ampReason);
   os << ",\n";
   os << indent << "  \"ops\": [";
   bool first = true;
