@@ -56,7 +56,8 @@ std::optional<int> ampc::parseCudaArch(llvm::StringRef text,
   unsigned value = 0;
   llvm::StringRef digits = text;
   if (digits.consume_front("sm_") && !digits.empty() &&
-      llvm::all_of(digits, llvm::isDigit) && !digits.getAsInteger(10, value) &&
+      digits.front() != '0' && llvm::all_of(digits, llvm::isDigit) &&
+      !digits.getAsInteger(10, value) &&
       llvm::is_contained(kCudaArchs, static_cast<int>(value)))
     return static_cast<int>(value);
   error = "--cuda-arch must be a GPU generation sm_60 ... sm_120 (one of " +
