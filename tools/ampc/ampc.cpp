@@ -101,9 +101,6 @@ struct DriverOptions {
   bool listOps = false;
   std::string target = "cuda";
   std::string device = "cpu";
-  /// `--amp=auto`: the mode is chosen from the target (amp.md, "Precision
-  /// from the target") into pipeline.amp.
-  bool ampAuto = false;
   /// `--cuda-arch=sm_XX` and `--cpu-features=LIST` as given.
   std::string cudaArch;
   std::string cpuFeatures;
@@ -675,7 +672,6 @@ static int resolveTarget() {
 
   if (ampFlag == AmpFlag::Auto) {
     ampc::AmpChoice choice = ampc::chooseAmp(t);
-    opts.ampAuto = true;
     opts.pipeline.amp = choice.mode;
     opts.ampReason = "--amp=auto: " + choice.reason;
     if (opts.runMode && ampc::exec::launcherRank() == 0)
