@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "../src/common.h"
 #include "../src/half.h"
+#include "../src/low_update.h"
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"
@@ -249,6 +250,49 @@ void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
         storeContig(param, s, n, p);
       if (model.data)
         storeContig(model, s, n, p);
+    }
+  });
+}
+
+/// The update of one param with 16-bit state, stochastic rounding or Kahan
+/// compensation (docs/optimizer.md "Updates of 16-bit params"): like
+/// updateWidened, with the state (`s1`, `s2`: momentum / Adam moments, data
+/// null when absent) widened into scratch as well, and every 16-bit result
+/// written by src/low_update.h's element functions, keyed by the element's
+/// index, so any split over threads gives the same bits.
+template <typename F>
+void updateLow(Buf param, Buf grad, Buf model, Buf s1, Buf s2, void *comp,
+               int64_t numel, const LowKey &key, F &&update) {
+  cpupool::forChunks(numel, kParChunk, [&](int64_t lo, int64_t hi) {
+    float pt[kChunk], gt[kChunk], t1[kChunk], t2[kChunk];
+    for (int64_t s = lo; s < hi; s += kChunk) {
+      int64_t n = std::min(kChunk, hi - s);
+      loadContig(param, s, n, pt);
+      const float *g = gt;
+      if (grad.dtype == AMPC_F32)
+        g = static_cast<const float *>(grad.data) + s;
+      else
+        loadContig(grad, s, n, gt);
+      float *m1 = nullptr, *m2 = nullptr;
+      if (s1.data) {
+        loadContig(s1, s, n, t1);
+        m1 = t1;
+      }
+      if (s2.data) {
+        loadContig(s2, s, n, t2);
+        m2 = t2;
+      }
+      update(pt, g, m1, m2, n);
+      for (int64_t i = 0; i < n; ++i)
+        writeParamElement(param.data, param.dtype, comp, s + i, pt[i], key);
+      for (int64_t i = 0; m1 && i < n; ++i)
+        writeStateElement(s1.data, s1.dtype, s + i, t1[i], kLowStreamState1,
+                          key);
+      for (int64_t i = 0; m2 && i < n; ++i)
+        writeStateElement(s2.data, s2.dtype, s + i, t2[i], kLowStreamState2,
+                          key);
+      if (model.data)
+        storeContig(model, s, n, pt);
     }
   });
 }
@@ -1228,12 +1272,32 @@ public:
 
   ampc_status sgd(const TensorList &params, const TensorList &grads,
                   void *const *bufs, const SgdScalars &scalars,
-                  Buf foundInf, const ModelCopies &models) override {
+                  Buf foundInf, const ModelCopies &models,
+                  const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     SgdScalars s = scalars;
     if (s.lrScale)
       s.lr = s.lr * *s.lrScale;
+    if (low.special(params.count)) {
+      LowKey key;
+      key.mode = low.mode;
+      key.seed = low.seed;
+      if (low.counter)
+        key.counter = static_cast<uint32_t>(*low.counter += 1);
+      for (int32_t t = 0; t < params.count; ++t) {
+        key.param = low.paramBase + t;
+        Buf b{s.hasMomentum ? bufs[t] : nullptr, low.stateDtype(t)};
+        updateLow(Buf{params.data[t], params.dtypes[t]},
+                  Buf{grads.data[t], grads.dtypes[t]},
+                  Buf{models.at(t), models.at(t) ? models.dtypes[t] : AMPC_F32},
+                  b, Buf{nullptr, AMPC_F32}, low.comp(t), params.numels[t], key,
+                  [&](float *p, const float *g, float *m, float *, int64_t n) {
+                    sgdF32(p, g, m, n, s);
+                  });
+      }
+      return AMPC_OK;
+    }
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (void *model = models.at(t)) {
@@ -1270,13 +1334,32 @@ public:
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf,
                     const float *lrScale,
-                    const ModelCopies &models) override {
+                    const ModelCopies &models,
+                    const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     if (lrScale)
       lr = lr * static_cast<double>(*lrScale);
     *step += 1;
     AdamwScalars s = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
+    if (low.special(params.count)) {
+      LowKey key;
+      key.mode = low.mode;
+      key.seed = low.seed;
+      key.counter = static_cast<uint32_t>(*step);
+      for (int32_t t = 0; t < params.count; ++t) {
+        key.param = low.paramBase + t;
+        ampc_dtype sd = low.stateDtype(t);
+        updateLow(Buf{params.data[t], params.dtypes[t]},
+                  Buf{grads.data[t], grads.dtypes[t]},
+                  Buf{models.at(t), models.at(t) ? models.dtypes[t] : AMPC_F32},
+                  Buf{expAvgs[t], sd}, Buf{expAvgSqs[t], sd}, low.comp(t),
+                  params.numels[t], key,
+                  [&](float *p, const float *g, float *m, float *v,
+                      int64_t n) { adamwF32(p, g, m, v, n, s); });
+      }
+      return AMPC_OK;
+    }
     for (int32_t t = 0; t < params.count; ++t) {
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
