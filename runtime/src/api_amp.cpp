@@ -458,12 +458,16 @@ ampc_status ampc_sgd_update_low(
     if (count > 0 && !param_dtypes)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
     return alignLow(fn, count, params, param_dtypes, models, model_dtypes,
-                    model_params, model_count, state_dtypes, low_update, seed,
+                    model_params, model_count,
+                    momentum != 0 ? state_dtypes : nullptr, low_update, seed,
                     param_base, counter, /*needCounter=*/true, comps,
                     comp_params, comp_count, a);
   });
   if (st != AMPC_OK)
     return st;
+  // Without momentum there are no buffers, and state_dtypes may be empty.
+  if (momentum == 0)
+    a.low.stateDtypes = nullptr;
   return sgdUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
                    momentum_bufs, numels, count, lr, momentum, weight_decay,
                    nesterov, max_grad_norm, found_inf, found_inf_dtype,
