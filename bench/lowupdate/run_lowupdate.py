@@ -81,9 +81,10 @@ def accuracy(ampc, data, flags, epochs, seed, log):
            "--eval-data", "x=%s/test_x.npy" % data,
            "--eval-data", "labels=%s/test_y.npy" % data,
            "--log", log] + flags
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
     evals = [json.loads(line) for line in open(log) if line.startswith('{"eval"')]
-    return float(evals[-1]["eval"]["acc"])
+    return float(evals[-1]["acc"])
 
 
 def main():
