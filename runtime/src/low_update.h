@@ -46,6 +46,18 @@ AMPC_HD uint32_t lowUpdateWord(uint64_t seed, uint64_t counterHi, int64_t i) {
   return r.v[i & 3];
 }
 
+/// The words of elements [first, first + n) into out: one Philox block per
+/// four elements.
+AMPC_HD void lowUpdateWords(uint64_t seed, uint64_t counterHi, int64_t first,
+                            int64_t n, uint32_t *out) {
+  int64_t i = first, end = first + n;
+  while (i < end) {
+    Philox4 r = philox4x32_10(static_cast<uint64_t>(i) >> 2, counterHi, seed);
+    for (int lane = static_cast<int>(i & 3); lane < 4 && i < end; ++lane, ++i)
+      out[i - first] = r.v[lane];
+  }
+}
+
 /// f32 -> bfloat16, stochastically: away from zero (in magnitude) when the
 /// low 16 bits of r are below the 16 bits the conversion discards, else
 /// toward zero; so P(away) = discarded / 65536 exactly and E = v. NaN and
