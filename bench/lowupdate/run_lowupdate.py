@@ -14,15 +14,17 @@
      O3 nearest bf16-moments  ... --optimizer-state-dtype=bf16
      O3 stochastic bf16-moments  ... --low-update=stochastic
      O3 kahan bf16-moments       ... --low-update=kahan
-2. Memory. bench/lowupdate/wide_adamw.tg (8.4M params) runs 2 steps in each
-   mode; the report's bytes_per_element and the process's peak RSS
-   (ru_maxrss of the child, MiB) are printed with the RSS above the f32 run.
+2. Memory and speed. bench/lowupdate/wide_adamw.tg (8.4M params) runs 6
+   steps at one thread (AMPC_NUM_THREADS=1) in each mode; the report's
+   bytes_per_element, the process's peak RSS (ru_maxrss of the child, MiB)
+   with its difference from the f32 run, and the run's steps/s are printed.
 
 Needs numpy and scikit-learn (/usr/bin/python3 has both).
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,7 +47,7 @@ MODES = [
 
 
 def run_peak(cmd):
-    """Runs cmd; returns (stdout, its peak RSS in MiB)."""
+    """Runs cmd; returns (stdout + stderr, its peak RSS in MiB)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # os.wait4 gives this child's own resource usage.
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -54,7 +56,7 @@ def run_peak(cmd):
     if proc.returncode != 0:
         sys.stderr.write(err.decode())
         raise SystemExit("failed: " + " ".join(cmd))
-    return out.decode(), usage.ru_maxrss / 1024.0
+    return out.decode() + err.decode(), usage.ru_maxrss / 1024.0
 
 
 def bf16_init(data):
@@ -95,6 +97,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--skip-accuracy", action="store_true")
     args = ap.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="ampc-lowupdate-")
     data = os.path.join(out, "digits")
@@ -109,11 +112,12 @@ def main():
     except OSError:
         pass
 
-    print("digits, AdamW lr 3e-4, %d epochs, held-out accuracy (mean of %d seeds)"
-          % (args.epochs, args.seeds))
-    print("%-28s %10s %s" % ("mode", "accuracy", "per seed"))
     base = None
-    for name, flags in MODES:
+    if not args.skip_accuracy:
+        print("digits, AdamW lr 3e-4, %d epochs, held-out accuracy (mean of %d seeds)"
+              % (args.epochs, args.seeds))
+        print("%-28s %10s %s" % ("mode", "accuracy", "per seed"))
+    for name, flags in ([] if args.skip_accuracy else MODES):
         accs = []
         for seed in range(args.seeds):
             log = os.path.join(out, "%s-%d.jsonl" % (name.replace(" ", "_"), seed))
@@ -128,8 +132,10 @@ def main():
     if args.skip_memory:
         return
     print()
-    print("wide MLP (8.4M params), AdamW, 2 steps: training state and peak RSS")
-    print("%-28s %8s %14s %12s" % ("mode", "bytes/el", "peak RSS MiB", "vs f32 MiB"))
+    print("wide MLP (8.4M params), AdamW, 6 steps at one thread: training state, "
+          "peak RSS, steps/s")
+    print("%-28s %8s %14s %12s %9s" % ("mode", "bytes/el", "peak RSS MiB",
+                                      "vs f32 MiB", "steps/s"))
     wide = os.path.join(HERE, "wide_adamw.tg")
     f32_rss = None
     for name, flags in MODES:
@@ -139,12 +145,14 @@ def main():
         graphs = report["graphs"] if "graphs" in report else [report]
         params = graphs[0]["params"]
         per = {p["bytes_per_element"] for p in params}
-        _, rss = run_peak([args.ampc, "run", wide, "--steps", "2"] + flags)
+        os.environ["AMPC_NUM_THREADS"] = "1"
+        text, rss = run_peak([args.ampc, "run", wide, "--steps", "6"] + flags)
+        rate = re.search(r"([0-9.]+) steps/s", text)
         if f32_rss is None:
             f32_rss = rss
-        print("%-28s %8s %14.0f %+12.0f" % (
-            name, "/".join(str(b) for b in sorted(per)), rss, rss - f32_rss),
-            flush=True)
+        print("%-28s %8s %14.0f %+12.0f %9s" % (
+            name, "/".join(str(b) for b in sorted(per)), rss, rss - f32_rss,
+            rate.group(1) if rate else "?"), flush=True)
 
 
 if __name__ == "__main__":
