@@ -184,8 +184,8 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
           newState[k].second = c;
     }
 
-    // Optimizer state: f32 tensors of each parameter's shape, initialised
-    // to zero, named after the parameter.
+    // Optimizer state: f32 (or bf16) tensors of each parameter's shape,
+    // initialised to zero, named after the parameter.
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
     // Momentum buffers and Adam moments: f32, or bf16 with
     // --optimizer-state-dtype=bf16.
