@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 6
+#define AMPC_RUNTIME_VERSION_MINOR 7
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -1085,7 +1085,7 @@ AMPC_API ampc_status ampc_adamw_update_model(
     const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count);
 
-/* Updates of 16-bit params (docs/optimizer.md, "Updates of 16-bit
+/* Updates of 16-bit params (1.7; docs/optimizer.md, "Updates of 16-bit
  * params"): the _model updates, and
  * - state_dtypes[t] (NULL: all f32) is the dtype of param t's momentum
  *   buffer or Adam moments, F32 or BF16 (F16 too);
