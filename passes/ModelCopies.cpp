@@ -129,11 +129,20 @@ void ModelCopiesPass::runOnOperation() {
       auto now = SgdUpdateOp::create(
           b, sgd.getLoc(), sgd.getParams(), sgd.getGrads(),
           sgd.getMomentumBuffers(), sgd.getFoundInf(), models, sgd.getLrScale(),
-          sgd.getLrAttr(),
+          sgd.getComps(), sgd.getCounter(), sgd.getLrAttr(),
           sgd.getMomentumAttr(), sgd.getWeightDecayAttr(),
-          sgd.getNesterovAttr(), indexAttr);
-      for (auto [old, v] : llvm::zip(sgd.getUpdated(), now.getUpdated()))
+          sgd.getNesterovAttr(), indexAttr, sgd.getLowUpdateAttr(),
+          sgd.getParamBaseAttr(), sgd.getCompParamsAttr());
+      // The params and momentum buffers lead both result lists; the
+      // compensation buffers and the counter follow the new model copies.
+      size_t lead = sgd.getParams().size() + sgd.getMomentumBuffers().size();
+      for (auto [old, v] : llvm::zip(sgd.getUpdated().take_front(lead),
+                                     now.getUpdated().take_front(lead)))
         old.replaceAllUsesWith(v);
+      for (auto [old, v] : llvm::zip(sgd.getNewComps(), now.getNewComps()))
+        old.replaceAllUsesWith(v);
+      if (Value counter = sgd.getNewCounter())
+        counter.replaceAllUsesWith(now.getNewCounter());
       newModels = now.getNewModels();
       rebuilt = now;
     } else {
@@ -141,11 +150,16 @@ void ModelCopiesPass::runOnOperation() {
       auto now = AdamWUpdateOp::create(
           b, adamw.getLoc(), adamw.getParams(), adamw.getGrads(),
           adamw.getExpAvgs(), adamw.getExpAvgSqs(), adamw.getStep(),
-          adamw.getFoundInf(), models, adamw.getLrScale(), adamw.getLrAttr(),
-          adamw.getBeta1Attr(),
+          adamw.getFoundInf(), models, adamw.getLrScale(), adamw.getComps(),
+          adamw.getLrAttr(), adamw.getBeta1Attr(),
           adamw.getBeta2Attr(), adamw.getEpsAttr(),
-          adamw.getWeightDecayAttr(), indexAttr);
-      for (auto [old, v] : llvm::zip(adamw.getUpdated(), now.getUpdated()))
+          adamw.getWeightDecayAttr(), indexAttr, adamw.getLowUpdateAttr(),
+          adamw.getParamBaseAttr(), adamw.getCompParamsAttr());
+      size_t lead = 3 * adamw.getParams().size();
+      for (auto [old, v] : llvm::zip(adamw.getUpdated().take_front(lead),
+                                     now.getUpdated().take_front(lead)))
+        old.replaceAllUsesWith(v);
+      for (auto [old, v] : llvm::zip(adamw.getNewComps(), now.getNewComps()))
         old.replaceAllUsesWith(v);
       adamw.getNewStep().replaceAllUsesWith(now.getNewStep());
       newModels = now.getNewModels();

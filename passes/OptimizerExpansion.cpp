@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace ampc {
@@ -58,8 +59,20 @@ BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
 /// The function attribute of a step with gradient accumulation: its K.
 constexpr llvm::StringLiteral kAccumulateAttrName = "tg.accumulate";
 
+/// How the updates write 16-bit values (the pass options `low-update` and
+/// `state-dtype`).
+struct LowOptions {
+  StringRef mode = "nearest";
+  bool bf16State = false;
+};
+
+bool isLowFloat(Value v) {
+  Type e = getElementTypeOrSelf(v.getType());
+  return e.isF16() || e.isBF16();
+}
+
 LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
-                             int64_t accumulate) {
+                             int64_t accumulate, const LowOptions &low) {
   MLIRContext *ctx = func.getContext();
   // Every operand must be a parameter: its name names its state.
   SmallVector<StringRef> names;
@@ -171,11 +184,62 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
           newState[k].second = c;
     }
 
-    // Optimizer state: f32 tensors of each parameter's shape, initialised
-    // to zero, named after the parameter.
+    // Optimizer state: f32 (or bf16) tensors of each parameter's shape,
+    // initialised to zero, named after the parameter.
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
-    auto f32Like = [&](Value p) {
-      return cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
+    // Momentum buffers and Adam moments: f32, or bf16 with
+    // --optimizer-state-dtype=bf16.
+    auto stateLike = [&](Value p) {
+      Type e = low.bf16State ? Type(BFloat16Type::get(ctx))
+                             : Type(Float32Type::get(ctx));
+      return cast<RankedTensorType>(p.getType()).clone(e);
+    };
+    // Updates of 16-bit params: the mode and the index of each group's
+    // first param in the step (the stochastic rounding's key), and the
+    // Kahan compensation buffers of a group's 16-bit params.
+    bool stochastic = low.mode == "stochastic", kahan = low.mode == "kahan";
+    int64_t paramBase = 0;
+    // Only an update that writes 16-bit values gets the mode: f32 params
+    // with f32 state are written as they are whatever it is.
+    auto lowAttrs = [&](Operation *update, int64_t base) {
+      bool writes16 = false;
+      if (auto sgd = dyn_cast<SgdUpdateOp>(update))
+        writes16 = (low.bf16State && !sgd.getMomentumBuffers().empty()) ||
+                   llvm::any_of(sgd.getParams(), isLowFloat);
+      else if (auto adamw = dyn_cast<AdamWUpdateOp>(update))
+        writes16 = low.bf16State || llvm::any_of(adamw.getParams(), isLowFloat);
+      if (!writes16)
+        return;
+      if (low.mode != "nearest")
+        update->setAttr("low_update", builder.getStringAttr(low.mode));
+      if (stochastic)
+        update->setAttr("param_base", builder.getI64IntegerAttr(base));
+    };
+    struct Comps {
+      SmallVector<Value> values;
+      SmallVector<int64_t> index;
+      SmallVector<std::string> names;
+    };
+    auto compsOf = [&](ArrayRef<unsigned> members) {
+      Comps c;
+      if (!kahan)
+        return c;
+      for (auto [k, j] : llvm::enumerate(members)) {
+        unsigned i = reached[j];
+        Value p = op.getParams()[i];
+        if (!isLowFloat(p))
+          continue;
+        std::string name = (names[i] + ".kahan_comp").str();
+        c.values.push_back(
+            addStateArg(func, p.getType(), name, zeros, stateLoc(p)));
+        c.index.push_back(k);
+        c.names.push_back(name);
+      }
+      return c;
+    };
+    auto compIndex = [&](const Comps &c) {
+      return c.index.empty() ? DenseI64ArrayAttr()
+                             : builder.getDenseI64ArrayAttr(c.index);
     };
 
     // A learning-rate schedule: the factor of this update, computed on the
@@ -229,7 +293,8 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
     };
 
     if (op.getOptimizer() == "sgd") {
-      for (const Group &g : groups) {
+      bool firstGroup = true;
+      for (auto [gi, g] : llvm::enumerate(groups)) {
         if (g.members.empty())
           continue;
         double momentum = groupParam(g, "momentum", 0.0);
@@ -243,23 +308,44 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
           if (momentum == 0.0)
             continue;
           std::string name = (names[i] + ".momentum_buffer").str();
-          buffers.push_back(addStateArg(func, f32Like(p), name, zeros,
+          buffers.push_back(addStateArg(func, stateLike(p), name, zeros,
                                         stateLoc(p)));
           bufferNames.push_back(name);
         }
+        Comps comps = compsOf(g.members);
+        // Stochastic rounding of 16-bit params or buffers: the group's
+        // update counter, the Philox key's update number.
+        Value counter;
+        std::string counterName =
+            firstGroup ? std::string("sgd.counter")
+                       : "sgd.group" + std::to_string(gi) + ".counter";
+        firstGroup = false;
+        if (stochastic &&
+            (llvm::any_of(gParams, isLowFloat) ||
+             (!buffers.empty() && low.bf16State)))
+          counter = addStateArg(
+              func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+              counterName, zeros, loc);
         auto nesterov = dyn_cast_or_null<BoolAttr>(g.hyper.get("nesterov"));
         auto sgd = SgdUpdateOp::create(
             builder, loc, gParams, gGrads, buffers, /*found_inf=*/Value(),
-            /*models=*/ValueRange(), lrScale,
+            /*models=*/ValueRange(), lrScale, comps.values, counter,
             f64(groupParam(g, "lr", 0.0)), f64(momentum),
             f64(groupParam(g, "weight_decay", 0.0)),
             builder.getBoolAttr(nesterov && nesterov.getValue()),
-            /*model_params=*/DenseI64ArrayAttr());
+            /*model_params=*/DenseI64ArrayAttr(), /*low_update=*/StringAttr(),
+            /*param_base=*/IntegerAttr(), compIndex(comps));
+        lowAttrs(sgd, paramBase);
+        paramBase += g.members.size();
         for (auto [k, j] : llvm::enumerate(g.members))
           updated[reached[j]] = sgd.getNewParams()[k];
         for (auto [name, v] :
              llvm::zip_equal(bufferNames, sgd.getNewMomentumBuffers()))
           newState.emplace_back(name, v);
+        for (auto [name, v] : llvm::zip_equal(comps.names, sgd.getNewComps()))
+          newState.emplace_back(name, v);
+        if (counter)
+          newState.emplace_back(counterName, sgd.getNewCounter());
       }
     } else {
       // Each group's update has its own step count (torch.optim keeps one
@@ -276,10 +362,10 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
           Value p = op.getParams()[i];
           gParams.push_back(params[j]);
           gGrads.push_back(paramGrads[j]);
-          expAvgs.push_back(addStateArg(func, f32Like(p),
+          expAvgs.push_back(addStateArg(func, stateLike(p),
                                         (names[i] + ".exp_avg").str(), zeros,
                                         stateLoc(p)));
-          expAvgSqs.push_back(addStateArg(func, f32Like(p),
+          expAvgSqs.push_back(addStateArg(func, stateLike(p),
                                           (names[i] + ".exp_avg_sq").str(),
                                           zeros, stateLoc(p)));
         }
@@ -287,16 +373,21 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
             firstGroup ? std::string("adamw.step")
                        : "adamw.group" + std::to_string(gi) + ".step";
         firstGroup = false;
+        Comps comps = compsOf(g.members);
         Value step = addStateArg(
             func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
             stepName, zeros, loc);
         auto adamw = AdamWUpdateOp::create(
             builder, loc, gParams, gGrads, expAvgs, expAvgSqs, step,
             /*found_inf=*/Value(), /*models=*/ValueRange(), lrScale,
-            f64(groupParam(g, "lr", 1e-3)), f64(groupParam(g, "beta1", 0.9)),
+            comps.values, f64(groupParam(g, "lr", 1e-3)),
+            f64(groupParam(g, "beta1", 0.9)),
             f64(groupParam(g, "beta2", 0.999)), f64(groupParam(g, "eps", 1e-8)),
             f64(groupParam(g, "weight_decay", 1e-2)),
-            /*model_params=*/DenseI64ArrayAttr());
+            /*model_params=*/DenseI64ArrayAttr(), /*low_update=*/StringAttr(),
+            /*param_base=*/IntegerAttr(), compIndex(comps));
+        lowAttrs(adamw, paramBase);
+        paramBase += g.members.size();
         for (auto [k, j] : llvm::enumerate(g.members)) {
           unsigned i = reached[j];
           updated[i] = adamw.getNewParams()[k];
@@ -307,6 +398,9 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
           newState.emplace_back((names[i] + ".exp_avg_sq").str(),
                                 adamw.getNewExpAvgSqs()[k]);
         }
+        for (auto [name, v] :
+             llvm::zip_equal(comps.names, adamw.getNewComps()))
+          newState.emplace_back(name, v);
         newState.emplace_back(stepName, adamw.getNewStep());
       }
     }
@@ -405,7 +499,22 @@ struct OptimizerExpansionPass
       target->moveBefore(ret);
     int64_t k = accumulate > 0 ? int64_t(accumulate)
                                : int64_t(target.getAccumulate().value_or(1));
-    if (failed(expandMinimize(func, target, k)))
+    if (lowUpdate != "nearest" && lowUpdate != "stochastic" &&
+        lowUpdate != "kahan") {
+      target.emitOpError("low-update must be nearest, stochastic or kahan, "
+                         "got '")
+          << lowUpdate << "'";
+      return signalPassFailure();
+    }
+    if (stateDtype != "f32" && stateDtype != "bf16") {
+      target.emitOpError("state-dtype must be f32 or bf16, got '")
+          << stateDtype << "'";
+      return signalPassFailure();
+    }
+    LowOptions low;
+    low.mode = lowUpdate;
+    low.bf16State = stateDtype == "bf16";
+    if (failed(expandMinimize(func, target, k, low)))
       return signalPassFailure();
   }
 };

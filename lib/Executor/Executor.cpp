@@ -494,7 +494,8 @@ namespace {
 bool isSkippingUpdate(llvm::StringRef callee) {
   return callee == "ampc_sgd_update" || callee == "ampc_adamw_update" ||
          callee == "ampc_sgd_update_model" ||
-         callee == "ampc_adamw_update_model";
+         callee == "ampc_adamw_update_model" ||
+         callee == "ampc_sgd_update_low" || callee == "ampc_adamw_update_low";
 }
 } // namespace
 

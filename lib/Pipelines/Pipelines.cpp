@@ -210,6 +210,8 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   {
     OptimizerExpansionOptions expansion;
     expansion.accumulate = options.accumulate;
+    expansion.lowUpdate = options.lowUpdate;
+    expansion.stateDtype = options.optimizerStateDtype;
     pm.addNestedPass<func::FuncOp>(createOptimizerExpansion(expansion));
   }
   // Data parallel: the gradient all-reduce before loss scaling, so the check

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -313,6 +314,39 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (auto of = func.getArgAttrOfType<StringAttr>(i, "tg.model_of"))
       modelTypes[of.getValue()] = typeName(func.getArgument(i).getType());
+  // The training state one element of a param costs (docs/optimizer.md
+  // "Updates of 16-bit params"): the param (its master), its model copy,
+  // its optimizer state and its compensation buffer; gradients (and their
+  // accumulators) are not counted.
+  auto bytesOf = [](Type t) -> int64_t {
+    Type e = getElementTypeOrSelf(t);
+    return e.isIntOrFloat() ? (e.getIntOrFloatBitWidth() + 7) / 8 : 0;
+  };
+  llvm::StringMap<int64_t> stateBytes;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto state =
+        func.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kStateAttrName);
+    if (!state)
+      continue;
+    auto [owner, suffix] = state.getValue().rsplit('.');
+    if (suffix == "momentum_buffer" || suffix == "exp_avg" ||
+        suffix == "exp_avg_sq" || suffix == "model" || suffix == "kahan_comp")
+      stateBytes[owner] += bytesOf(func.getArgument(i).getType());
+  }
+  // How the step's update writes each param (its op's `low_update`).
+  DenseMap<Value, StringRef> updateOf;
+  func.walk([&](Operation *op) {
+    ValueRange params;
+    if (auto sgd = dyn_cast<tg::SgdUpdateOp>(op))
+      params = sgd.getParams();
+    else if (auto adamw = dyn_cast<tg::AdamWUpdateOp>(op))
+      params = adamw.getParams();
+    else
+      return;
+    auto mode = op->getAttrOfType<StringAttr>("low_update");
+    for (Value p : params)
+      updateOf[p] = mode ? mode.getValue() : StringRef("nearest");
+  });
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     auto name =
         func.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttrName);
@@ -320,9 +354,16 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
       continue;
     std::string type = typeName(func.getArgument(i).getType());
     auto model = modelTypes.find(name.getValue());
+    auto update = updateOf.find(func.getArgument(i));
+    int64_t bytes = bytesOf(func.getArgument(i).getType()) +
+                    stateBytes.lookup(name.getValue());
     os << (firstParam ? "" : ", ") << "{\"name\": " << quote(name.getValue())
        << ", \"master\": " << type << ", \"model\": "
-       << (model == modelTypes.end() ? type : model->getValue()) << "}";
+       << (model == modelTypes.end() ? type : model->getValue())
+       << ", \"update\": "
+       << quote(update == updateOf.end() ? StringRef("none")
+                                         : update->second)
+       << ", \"bytes_per_element\": " << bytes << "}";
     firstParam = false;
   }
   os << "]";

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "../src/common.h"
 #include "../src/half.h"
+#include "../src/low_update.h"
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"
@@ -250,6 +251,133 @@ void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
         storeContig(param, s, n, p);
       if (model.data)
         storeContig(model, s, n, p);
+    }
+  });
+}
+
+/// lowUpdateWords for the CPU: whole Philox blocks in a loop the compiler
+/// vectorises (lanes of independent blocks), then the range's words. The
+/// same words.
+void philoxWords(uint64_t seed, uint64_t counterHi, int64_t first, int64_t n,
+                 uint32_t *out) {
+  constexpr int64_t kBlocks = kChunk / 4 + 2;
+  uint32_t c0[kBlocks], w0[kBlocks], w1[kBlocks], w2[kBlocks], w3[kBlocks];
+  int64_t b0 = first >> 2, nb = ((first + n + 3) >> 2) - b0;
+  const uint32_t hi0 = static_cast<uint32_t>(counterHi),
+                 hi1 = static_cast<uint32_t>(counterHi >> 32);
+  const uint32_t c1 = static_cast<uint32_t>(static_cast<uint64_t>(b0) >> 32);
+  for (int64_t b = 0; b < nb; ++b)
+    c0[b] = static_cast<uint32_t>(static_cast<uint64_t>(b0 + b));
+  // Block indices below 2^32 share the high counter word (c1); the rare
+  // range that crosses it takes the scalar path.
+  if (static_cast<uint32_t>(static_cast<uint64_t>(b0 + nb - 1) >> 32) != c1) {
+    lowUpdateWords(seed, counterHi, first, n, out);
+    return;
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t x0 = c0[b], x1 = c1, x2 = hi0, x3 = hi1;
+    uint32_t k0 = static_cast<uint32_t>(seed),
+             k1 = static_cast<uint32_t>(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+      uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * x0;
+      uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * x2;
+      uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ x1 ^ k0;
+      uint32_t n1 = static_cast<uint32_t>(p1);
+      uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ x3 ^ k1;
+      uint32_t n3 = static_cast<uint32_t>(p0);
+      x0 = n0;
+      x1 = n1;
+      x2 = n2;
+      x3 = n3;
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    w0[b] = x0;
+    w1[b] = x1;
+    w2[b] = x2;
+    w3[b] = x3;
+  }
+  for (int64_t i = first; i < first + n; ++i) {
+    int64_t b = (i >> 2) - b0;
+    int lane = static_cast<int>(i & 3);
+    out[i - first] = lane == 0 ? w0[b] : lane == 1 ? w1[b] : lane == 2 ? w2[b]
+                                                                       : w3[b];
+  }
+}
+
+/// Writes the f32 results v[0, n) into elements [off, off + n) of a 16-bit
+/// (or f32) tensor: stochastically from the stream's words under
+/// kLowStochastic, else rounded to nearest (the vector conversions, which
+/// round as storeF32 does). The bits of src/low_update.h's element
+/// functions, which the CUDA kernels use.
+void storeLowContig(Buf b, int64_t off, int64_t n, const float *v,
+                    const LowKey &key, int32_t stream, uint32_t *words) {
+  if (b.dtype == AMPC_F32 || key.mode != kLowStochastic) {
+    storeContig(b, off, n, v);
+    return;
+  }
+  philoxWords(key.seed, lowUpdateCounterHi(stream, key.param, key.counter),
+              off, n, words);
+  uint16_t *out = static_cast<uint16_t *>(b.data) + off;
+  if (b.dtype == AMPC_BF16)
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = f32ToBf16Stochastic(v[i], words[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = f32ToF16Stochastic(v[i], words[i]);
+}
+
+/// The update of one param with 16-bit state, stochastic rounding or Kahan
+/// compensation (docs/optimizer.md "Updates of 16-bit params"): like
+/// updateWidened, with the state (`s1`, `s2`: momentum / Adam moments, data
+/// null when absent) widened into scratch as well, and every 16-bit result
+/// written as src/low_update.h's writeParamElement / writeStateElement
+/// write it (the CUDA kernels' code), keyed by the element's index, so any
+/// split over threads gives the same bits.
+template <typename F>
+void updateLow(Buf param, Buf grad, Buf model, Buf s1, Buf s2, void *comp,
+               int64_t numel, const LowKey &key, F &&update) {
+  cpupool::forChunks(numel, kParChunk, [&](int64_t lo, int64_t hi) {
+    float pt[kChunk], gt[kChunk], t1[kChunk], t2[kChunk], ct[kChunk];
+    uint32_t words[kChunk];
+    for (int64_t s = lo; s < hi; s += kChunk) {
+      int64_t n = std::min(kChunk, hi - s);
+      loadContig(param, s, n, pt);
+      const float *g = gt;
+      if (grad.dtype == AMPC_F32)
+        g = static_cast<const float *>(grad.data) + s;
+      else
+        loadContig(grad, s, n, gt);
+      float *m1 = nullptr, *m2 = nullptr;
+      if (s1.data) {
+        loadContig(s1, s, n, t1);
+        m1 = t1;
+      }
+      if (s2.data) {
+        loadContig(s2, s, n, t2);
+        m2 = t2;
+      }
+      update(pt, g, m1, m2, n);
+      if (param.dtype != AMPC_F32 && key.mode == kLowKahan && comp) {
+        // y = v + c rounded to nearest; c = y - p, rounded to nearest.
+        Buf c{comp, param.dtype};
+        loadContig(c, s, n, ct);
+        for (int64_t i = 0; i < n; ++i)
+          ct[i] = pt[i] + ct[i];
+        storeContig(param, s, n, ct);
+        loadContig(param, s, n, gt); // the stored param, widened
+        for (int64_t i = 0; i < n; ++i)
+          ct[i] = ct[i] - gt[i];
+        storeContig(c, s, n, ct);
+      } else {
+        storeLowContig(param, s, n, pt, key, kLowStreamParam, words);
+      }
+      if (m1)
+        storeLowContig(s1, s, n, t1, key, kLowStreamState1, words);
+      if (m2)
+        storeLowContig(s2, s, n, t2, key, kLowStreamState2, words);
+      if (model.data)
+        storeContig(model, s, n, pt);
     }
   });
 }
@@ -1256,12 +1384,32 @@ public:
 
   ampc_status sgd(const TensorList &params, const TensorList &grads,
                   void *const *bufs, const SgdScalars &scalars,
-                  Buf foundInf, const ModelCopies &models) override {
+                  Buf foundInf, const ModelCopies &models,
+                  const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     SgdScalars s = scalars;
     if (s.lrScale)
       s.lr = s.lr * *s.lrScale;
+    if (low.special(params.count)) {
+      LowKey key;
+      key.mode = low.mode;
+      key.seed = low.seed;
+      if (low.counter)
+        key.counter = static_cast<uint32_t>(*low.counter += 1);
+      for (int32_t t = 0; t < params.count; ++t) {
+        key.param = low.paramBase + t;
+        Buf b{s.hasMomentum ? bufs[t] : nullptr, low.stateDtype(t)};
+        updateLow(Buf{params.data[t], params.dtypes[t]},
+                  Buf{grads.data[t], grads.dtypes[t]},
+                  Buf{models.at(t), models.at(t) ? models.dtypes[t] : AMPC_F32},
+                  b, Buf{nullptr, AMPC_F32}, low.comp(t), params.numels[t], key,
+                  [&](float *p, const float *g, float *m, float *, int64_t n) {
+                    sgdF32(p, g, m, n, s);
+                  });
+      }
+      return AMPC_OK;
+    }
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (void *model = models.at(t)) {
@@ -1298,13 +1446,32 @@ public:
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf,
                     const float *lrScale,
-                    const ModelCopies &models) override {
+                    const ModelCopies &models,
+                    const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
     if (lrScale)
       lr = lr * static_cast<double>(*lrScale);
     *step += 1;
     AdamwScalars s = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
+    if (low.special(params.count)) {
+      LowKey key;
+      key.mode = low.mode;
+      key.seed = low.seed;
+      key.counter = static_cast<uint32_t>(*step);
+      for (int32_t t = 0; t < params.count; ++t) {
+        key.param = low.paramBase + t;
+        ampc_dtype sd = low.stateDtype(t);
+        updateLow(Buf{params.data[t], params.dtypes[t]},
+                  Buf{grads.data[t], grads.dtypes[t]},
+                  Buf{models.at(t), models.at(t) ? models.dtypes[t] : AMPC_F32},
+                  Buf{expAvgs[t], sd}, Buf{expAvgSqs[t], sd}, low.comp(t),
+                  params.numels[t], key,
+                  [&](float *p, const float *g, float *m, float *v,
+                      int64_t n) { adamwF32(p, g, m, v, n, s); });
+      }
+      return AMPC_OK;
+    }
     for (int32_t t = 0; t < params.count; ++t) {
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);

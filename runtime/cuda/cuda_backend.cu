@@ -1568,8 +1568,33 @@ public:
   }
   ampc_status sgd(const TensorList &params, const TensorList &grads,
                   void *const *bufs, const SgdScalars &s, Buf foundInf,
-                  const ModelCopies &models) override {
+                  const ModelCopies &models, const LowUpdate &low) override {
     ENTER();
+    if (low.special(params.count)) {
+      if (low.counter) {
+        lastLaunch = "sgd counter kernel";
+        CUDA_TRY(launchCountUpdate(stream_, low.counter, foundInf));
+      }
+      MtLow ml{low.mode, low.seed, low.paramBase, low.counter};
+      return forChunks(
+          params,
+          [&](MtChunk &c, int k, int32_t t) {
+            c.aux0[k] = grads.data[t];
+            c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
+            c.aux1[k] = s.hasMomentum ? bufs[t] : nullptr;
+            c.stateDtype[k] = static_cast<int8_t>(low.stateDtype(t));
+            c.index[k] = t;
+            bool low16 = params.dtypes[t] != AMPC_F32;
+            c.model[k] = low16 ? low.comp(t) : models.at(t);
+            c.modelDtype[k] = static_cast<int8_t>(
+                !low16 && models.at(t) ? models.dtypes[t] : params.dtypes[t]);
+          },
+          [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+            lastLaunch = "sgd kernel";
+            CUDA_TRY(launchSgdLow(stream_, c, blocks, s, foundInf, ml));
+            return AMPC_OK;
+          });
+    }
     return forChunks(
         params,
         [&](MtChunk &c, int k, int32_t t) {
@@ -1591,7 +1616,8 @@ public:
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, Buf foundInf,
                     const float *lrScale,
-                    const ModelCopies &models) override {
+                    const ModelCopies &models,
+                    const LowUpdate &low) override {
     ENTER();
     Temp t(*this);
     AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
@@ -1599,6 +1625,30 @@ public:
     lastLaunch = "adamw step kernel";
     CUDA_TRY(launchAdamwStep(stream_, step, lr, beta1, beta2, eps, weightDecay,
                              sc, foundInf, lrScale));
+    if (low.special(params.count)) {
+      // The key's counter is the step count after this update's increment.
+      MtLow ml{low.mode, low.seed, low.paramBase, step};
+      return forChunks(
+          params,
+          [&](MtChunk &c, int k, int32_t tt) {
+            c.aux0[k] = grads.data[tt];
+            c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[tt]);
+            c.aux1[k] = expAvgs[tt];
+            c.aux2[k] = expAvgSqs[tt];
+            c.stateDtype[k] = static_cast<int8_t>(low.stateDtype(tt));
+            c.index[k] = tt;
+            bool low16 = params.dtypes[tt] != AMPC_F32;
+            c.model[k] = low16 ? low.comp(tt) : models.at(tt);
+            c.modelDtype[k] = static_cast<int8_t>(
+                !low16 && models.at(tt) ? models.dtypes[tt]
+                                        : params.dtypes[tt]);
+          },
+          [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+            lastLaunch = "adamw kernel";
+            CUDA_TRY(launchAdamwLow(stream_, c, blocks, sc, foundInf, ml));
+            return AMPC_OK;
+          });
+    }
     return forChunks(
         params,
         [&](MtChunk &c, int k, int32_t t) {

@@ -6,6 +6,7 @@
 // operation as the CPU does. This file alone is built with --fmad=false.
 //
 //===----------------------------------------------------------------------===//
+#include "../src/low_update.h"
 #include "../src/philox.h"
 #include "cuda_device.cuh"
 #include "cuda_exact.h"
@@ -185,6 +186,68 @@ __global__ void mtAdamwKernel(MtChunk c, const AdamwScalars *s,
   }
 }
 
+/// The key of tensor t_ of a chunk under MtLow.
+__device__ LowKey lowKey(const MtChunk &c, int t, const MtLow &low) {
+  LowKey k;
+  k.mode = low.mode;
+  k.seed = low.seed;
+  k.counter = low.counter ? static_cast<uint32_t>(*low.counter) : 0u;
+  k.param = low.paramBase + c.index[t];
+  return k;
+}
+
+__global__ void mtSgdLowKernel(MtChunk c, SgdScalars s, Buf foundInf,
+                               MtLow low) {
+  if (deviceFlag(foundInf))
+    return;
+  if (s.lrScale)
+    s.lr = s.lr * *s.lrScale;
+  MT_BEGIN(c) {
+    LowKey key = lowKey(c, t_, low);
+    ampc_dtype sd = static_cast<ampc_dtype>(c.stateDtype[t_]);
+    float pv = loadF32(p_.data, p_.dtype, i);
+    float m = c.aux1[t_] ? loadF32(c.aux1[t_], sd, i) : 0.0f;
+    sgdElement(pv,
+               loadF32(c.aux0[t_], static_cast<ampc_dtype>(c.auxDtype[t_]), i),
+               c.aux1[t_] ? &m : nullptr, s);
+    bool low16 = p_.dtype != AMPC_F32;
+    writeParamElement(p_.data, p_.dtype, low16 ? c.model[t_] : nullptr, i, pv,
+                      key);
+    if (c.aux1[t_])
+      writeStateElement(c.aux1[t_], sd, i, m, kLowStreamState1, key);
+    if (!low16 && c.model[t_])
+      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
+  }
+}
+
+__global__ void mtAdamwLowKernel(MtChunk c, const AdamwScalars *s,
+                                 Buf foundInf, MtLow low) {
+  if (deviceFlag(foundInf))
+    return;
+  AdamwScalars sc = *s;
+  MT_BEGIN(c) {
+    LowKey key = lowKey(c, t_, low);
+    ampc_dtype sd = static_cast<ampc_dtype>(c.stateDtype[t_]);
+    float pv = loadF32(p_.data, p_.dtype, i);
+    float m = loadF32(c.aux1[t_], sd, i), v = loadF32(c.aux2[t_], sd, i);
+    adamwElement(
+        pv, loadF32(c.aux0[t_], static_cast<ampc_dtype>(c.auxDtype[t_]), i),
+        m, v, sc);
+    bool low16 = p_.dtype != AMPC_F32;
+    writeParamElement(p_.data, p_.dtype, low16 ? c.model[t_] : nullptr, i, pv,
+                      key);
+    writeStateElement(c.aux1[t_], sd, i, m, kLowStreamState1, key);
+    writeStateElement(c.aux2[t_], sd, i, v, kLowStreamState2, key);
+    if (!low16 && c.model[t_])
+      storeF32(c.model[t_], static_cast<ampc_dtype>(c.modelDtype[t_]), i, pv);
+  }
+}
+
+__global__ void countUpdateKernel(int32_t *counter, Buf foundInf) {
+  if (!deviceFlag(foundInf))
+    *counter += 1;
+}
+
 } // namespace
 
 cudaError_t launchRandom(cudaStream_t s, Buf y, int64_t n, uint64_t seed,
@@ -252,6 +315,23 @@ cudaError_t launchSgd(cudaStream_t s, const MtChunk &c, int32_t blocks,
 cudaError_t launchAdamw(cudaStream_t s, const MtChunk &c, int32_t blocks,
                         const AdamwScalars *sc, Buf foundInf) {
   mtAdamwKernel<<<blocks, kThreads, 0, s>>>(c, sc, foundInf);
+  return cudaGetLastError();
+}
+
+cudaError_t launchSgdLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
+                         const SgdScalars &sc, Buf foundInf, const MtLow &low) {
+  mtSgdLowKernel<<<blocks, kThreads, 0, s>>>(c, sc, foundInf, low);
+  return cudaGetLastError();
+}
+cudaError_t launchAdamwLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
+                           const AdamwScalars *sc, Buf foundInf,
+                           const MtLow &low) {
+  mtAdamwLowKernel<<<blocks, kThreads, 0, s>>>(c, sc, foundInf, low);
+  return cudaGetLastError();
+}
+cudaError_t launchCountUpdate(cudaStream_t s, int32_t *counter,
+                              Buf foundInf) {
+  countUpdateKernel<<<1, 1, 0, s>>>(counter, foundInf);
   return cudaGetLastError();
 }
 

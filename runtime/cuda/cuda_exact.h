@@ -33,6 +33,20 @@ struct MtChunk {
   int64_t numel[kMtMax];
   int8_t dtype[kMtMax], auxDtype[kMtMax];
   int32_t blockStart[kMtMax + 1];
+  // SGD / AdamW with 16-bit state or stochastic / Kahan writes
+  // (src/low_update.h): the dtype of the state (aux1, aux2) and the
+  // tensor's index in the update. A 16-bit param's `model` is its Kahan
+  // compensation buffer (model copies belong to f32 masters only).
+  int8_t stateDtype[kMtMax];
+  int32_t index[kMtMax];
+};
+
+/// The rounding of one SGD / AdamW update's 16-bit results.
+struct MtLow {
+  int32_t mode;     // ampc_low_update
+  uint64_t seed;
+  int64_t paramBase;
+  const int32_t *counter; // the update count the key takes (device), or null
 };
 
 // Each launches one kernel on `s` and returns cudaGetLastError().
@@ -66,6 +80,14 @@ cudaError_t launchSgd(cudaStream_t s, const MtChunk &c, int32_t blocks,
                       const SgdScalars &sc, Buf foundInf);
 cudaError_t launchAdamw(cudaStream_t s, const MtChunk &c, int32_t blocks,
                         const AdamwScalars *sc, Buf foundInf);
+/// SGD / AdamW with MtLow's rounding and the chunk's state dtypes.
+cudaError_t launchSgdLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
+                         const SgdScalars &sc, Buf foundInf, const MtLow &low);
+cudaError_t launchAdamwLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
+                           const AdamwScalars *sc, Buf foundInf,
+                           const MtLow &low);
+/// SGD's update counter: += 1 unless found_inf is set.
+cudaError_t launchCountUpdate(cudaStream_t s, int32_t *counter, Buf foundInf);
 
 } // namespace cuda
 } // namespace ampc

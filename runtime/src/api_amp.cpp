@@ -159,7 +159,8 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
                              double max_grad_norm, const void *found_inf,
                              ampc_dtype found_inf_dtype,
                              const void *lr_scale,
-                             const ModelCopies &models) {
+                             const ModelCopies &models,
+                             const LowUpdate &low = LowUpdate()) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
@@ -191,7 +192,7 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
     s.hasMomentum = momentum != 0;
     s.hasWeightDecay = weight_decay != 0;
     s.lrScale = static_cast<const float *>(lr_scale);
-    return ctx->backend->sgd(p, g, momentum_bufs, s, fi, models);
+    return ctx->backend->sgd(p, g, momentum_bufs, s, fi, models, low);
   });
 }
 
@@ -203,7 +204,8 @@ static ampc_status adamwUpdate(
     void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
     double lr, double beta1, double beta2, double eps, double weight_decay,
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
-    const void *lr_scale, const ModelCopies &models) {
+    const void *lr_scale, const ModelCopies &models,
+    const LowUpdate &low = LowUpdate()) {
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
@@ -233,7 +235,8 @@ static ampc_status adamwUpdate(
     return ctx->backend->adamw(p, g, exp_avgs, exp_avg_sqs,
                                static_cast<int32_t *>(step), lr, beta1, beta2,
                                eps, weight_decay, fi,
-                               static_cast<const float *>(lr_scale), models);
+                               static_cast<const float *>(lr_scale), models,
+                               low);
   });
 }
 
@@ -360,6 +363,144 @@ ampc_status ampc_adamw_update_model(
                      exp_avgs, exp_avg_sqs, step, numels, count, lr, beta1,
                      beta2, eps, weight_decay, max_grad_norm, found_inf,
                      found_inf_dtype, lr_scale, aligned.view());
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Updates of 16-bit params: stochastic rounding, Kahan compensation
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The arguments of the _low entry points after the model copies, checked,
+/// with the compensation buffers aligned with the params.
+struct AlignedLow {
+  AlignedModels models, comps;
+  LowUpdate low;
+};
+
+ampc_status alignLow(const char *fn, int32_t count, const void *const *params,
+                     const ampc_dtype *param_dtypes, void *const *models,
+                     const ampc_dtype *model_dtypes,
+                     const int64_t *model_params, int32_t model_count,
+                     const ampc_dtype *state_dtypes, ampc_low_update mode,
+                     uint64_t seed, int64_t param_base, void *counter,
+                     bool needCounter, void *const *comps,
+                     const int64_t *comp_params, int32_t comp_count,
+                     AlignedLow &out) {
+  AMPC_TRY(alignModels(fn, count, models, model_dtypes, model_params,
+                       model_count, out.models));
+  if (mode != AMPC_LOW_NEAREST && mode != AMPC_LOW_STOCHASTIC &&
+      mode != AMPC_LOW_KAHAN)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: low_update %d is not an ampc_low_update", fn,
+                    static_cast<int>(mode));
+  if (param_base < 0 || param_base + count > (int64_t(1) << 28))
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: param_base + count must be in [0, 2^28]", fn);
+  for (int32_t t = 0; state_dtypes && t < count; ++t)
+    if (!isFloatDtype(state_dtypes[t]))
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: state_dtypes[%d] is not a float dtype", fn, t);
+  if (comp_count > 0 && mode != AMPC_LOW_KAHAN)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: compensation buffers need AMPC_LOW_KAHAN", fn);
+  // The compensation buffers: aligned like the model copies, each of its
+  // param's (16-bit) dtype.
+  if (comp_count > 0 && !comp_params)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: comp_params is NULL", fn);
+  std::vector<ampc_dtype> compDtypes;
+  for (int32_t k = 0; k < comp_count && k <= count; ++k) {
+    int64_t i = comp_params[k];
+    if (i < 0 || i >= count)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: comp_params must be increasing indices below %d",
+                      fn, count);
+    if (param_dtypes[i] != AMPC_F16 && param_dtypes[i] != AMPC_BF16)
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: param %lld has a compensation buffer but is not "
+                      "f16 or bf16",
+                      fn, static_cast<long long>(i));
+    compDtypes.push_back(param_dtypes[i]);
+  }
+  AMPC_TRY(alignModels(fn, count, comps, compDtypes.data(), comp_params,
+                       comp_count, out.comps));
+  (void)params;
+  if (needCounter && mode == AMPC_LOW_STOCHASTIC && !counter)
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "%s: stochastic rounding needs the update counter", fn);
+  out.low.mode = static_cast<int32_t>(mode);
+  out.low.seed = seed;
+  out.low.paramBase = param_base;
+  out.low.stateDtypes = state_dtypes;
+  out.low.comps = comp_count > 0 ? out.comps.data.data() : nullptr;
+  out.low.counter = static_cast<int32_t *>(counter);
+  return AMPC_OK;
+}
+} // namespace
+
+extern "C" {
+
+ampc_status ampc_sgd_update_low(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
+    double momentum, double weight_decay, int32_t nesterov,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count,
+    const ampc_dtype *state_dtypes, ampc_low_update low_update, uint64_t seed,
+    int64_t param_base, void *counter, void *const *comps,
+    const int64_t *comp_params, int32_t comp_count) {
+  const char *fn = "ampc_sgd_update_low";
+  AlignedLow a;
+  ampc_status st = guard(fn, [&] {
+    if (count > 0 && !param_dtypes)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
+    return alignLow(fn, count, params, param_dtypes, models, model_dtypes,
+                    model_params, model_count,
+                    momentum != 0 ? state_dtypes : nullptr, low_update, seed,
+                    param_base, counter, /*needCounter=*/true, comps,
+                    comp_params, comp_count, a);
+  });
+  if (st != AMPC_OK)
+    return st;
+  // Without momentum there are no buffers, and state_dtypes may be empty.
+  if (momentum == 0)
+    a.low.stateDtypes = nullptr;
+  return sgdUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
+                   momentum_bufs, numels, count, lr, momentum, weight_decay,
+                   nesterov, max_grad_norm, found_inf, found_inf_dtype,
+                   lr_scale, a.models.view(), a.low);
+}
+
+ampc_status ampc_adamw_update_low(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count,
+    const ampc_dtype *state_dtypes, ampc_low_update low_update, uint64_t seed,
+    int64_t param_base, void *const *comps, const int64_t *comp_params,
+    int32_t comp_count) {
+  const char *fn = "ampc_adamw_update_low";
+  AlignedLow a;
+  ampc_status st = guard(fn, [&] {
+    if (count > 0 && !param_dtypes)
+      return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
+    return alignLow(fn, count, params, param_dtypes, models, model_dtypes,
+                    model_params, model_count, state_dtypes, low_update, seed,
+                    param_base, nullptr, /*needCounter=*/false, comps,
+                    comp_params, comp_count, a);
+  });
+  if (st != AMPC_OK)
+    return st;
+  return adamwUpdate(fn, ctx, params, param_dtypes, grads, grad_dtypes,
+                     exp_avgs, exp_avg_sqs, step, numels, count, lr, beta1,
+                     beta2, eps, weight_decay, max_grad_norm, found_inf,
+                     found_inf_dtype, lr_scale, a.models.view(), a.low);
 }
 
 } // extern "C"

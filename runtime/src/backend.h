@@ -129,6 +129,36 @@ struct ModelCopies {
   void *at(int32_t t) const { return data ? data[t] : nullptr; }
 };
 
+/// How an update writes 16-bit params and state (ampc_sgd_update_low,
+/// ampc_adamw_update_low; src/low_update.h). The default is today's
+/// rounding to nearest with f32 state.
+struct LowUpdate {
+  int32_t mode = 0; ///< ampc_low_update
+  uint64_t seed = 0;
+  int64_t paramBase = 0;
+  /// Per param: the dtype of its momentum buffer / Adam moments (null: f32).
+  const ampc_dtype *stateDtypes = nullptr;
+  /// Per param: its 16-bit Kahan compensation buffer, or null.
+  void *const *comps = nullptr;
+  /// SGD's update counter (a device i32 scalar, advanced with every applied
+  /// update), or null; AdamW keys with its step count.
+  int32_t *counter = nullptr;
+  ampc_dtype stateDtype(int32_t t) const {
+    return stateDtypes ? stateDtypes[t] : AMPC_F32;
+  }
+  void *comp(int32_t t) const { return comps ? comps[t] : nullptr; }
+  /// Whether the update needs the widening path (anything but f32 state
+  /// rounded to nearest).
+  bool special(int32_t count) const {
+    if (mode != 0 || counter)
+      return true;
+    for (int32_t t = 0; stateDtypes && t < count; ++t)
+      if (stateDtypes[t] != AMPC_F32)
+        return true;
+    return false;
+  }
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -244,13 +274,15 @@ public:
                                    float maxNorm, Buf foundInf) = 0;
   virtual ampc_status sgd(const TensorList &params, const TensorList &grads,
                           void *const *bufs, const SgdScalars &s,
-                          Buf foundInf, const ModelCopies &models) = 0;
+                          Buf foundInf, const ModelCopies &models,
+                          const LowUpdate &low) = 0;
   virtual ampc_status adamw(const TensorList &params, const TensorList &grads,
                             void *const *expAvgs, void *const *expAvgSqs,
                             int32_t *step, double lr, double beta1,
                             double beta2, double eps, double weightDecay,
                             Buf foundInf, const float *lrScale,
-                            const ModelCopies &models) = 0;
+                            const ModelCopies &models,
+                            const LowUpdate &low) = 0;
   /// *factor = lrScheduleFactor(s, *step); then *step += 1 unless foundInf
   /// (its data may be null) is set.
   virtual ampc_status lrSchedule(float *factor, int32_t *step,

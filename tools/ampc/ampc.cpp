@@ -306,6 +306,23 @@ cl::opt<bool> keepBatchnormFp32(
              "keep_batchnorm_fp32)"),
     cl::cat(ampcCategory));
 
+// Updates of 16-bit params (docs/optimizer.md): the optimizer expansion's
+// low-update and state-dtype.
+cl::opt<std::string, true> lowUpdate(
+    "low-update",
+    cl::desc("How the optimizer writes its f32 result into a param stored "
+             "only in a 16-bit type: nearest | stochastic | kahan (default "
+             "nearest)"),
+    cl::value_desc("MODE"), cl::location(opts.pipeline.lowUpdate),
+    cl::cat(ampcCategory));
+cl::opt<std::string, true> optimizerStateDtype(
+    "optimizer-state-dtype",
+    cl::desc("The dtype of momentum buffers and Adam moments: f32 | bf16 "
+             "(default f32); bf16 state is written with the --low-update "
+             "rounding"),
+    cl::value_desc("DTYPE"), cl::location(opts.pipeline.optimizerStateDtype),
+    cl::cat(ampcCategory));
+
 // Transposes folded into GEMMs (docs/codegen.md): ampc-fold-transposes.
 cl::opt<bool, true> foldTransposes(
     "fold-transposes",
@@ -592,6 +609,8 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   out.push_back({"--loss-scale-min", num(p.lossScaleMin)});
   out.push_back({"--loss-scale-max", num(p.lossScaleMax)});
   out.push_back({"--accumulate", std::to_string(p.accumulate)});
+  out.push_back({"--low-update", p.lowUpdate});
+  out.push_back({"--optimizer-state-dtype", p.optimizerStateDtype});
   out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
   out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
   out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
@@ -1099,6 +1118,21 @@ int main(int argc, char **argv) {
                               : std::string();
     if (!warning.empty() && ampc::exec::launcherRank() == 0)
       llvm::errs() << "ampc: warning: " << warning << "\n";
+  }
+  if (opts.pipeline.lowUpdate != "nearest" &&
+      opts.pipeline.lowUpdate != "stochastic" &&
+      opts.pipeline.lowUpdate != "kahan") {
+    llvm::errs() << "ampc: error: --low-update must be nearest, stochastic or "
+                    "kahan, got '"
+                 << opts.pipeline.lowUpdate << "'\n";
+    return kUsageError;
+  }
+  if (opts.pipeline.optimizerStateDtype != "f32" &&
+      opts.pipeline.optimizerStateDtype != "bf16") {
+    llvm::errs() << "ampc: error: --optimizer-state-dtype must be f32 or "
+                    "bf16, got '"
+                 << opts.pipeline.optimizerStateDtype << "'\n";
+    return kUsageError;
   }
   if (bucketCapMb.getNumOccurrences() &&
       !(opts.pipeline.bucketCapMb > 0.0 &&

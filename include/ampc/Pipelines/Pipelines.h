@@ -62,6 +62,12 @@ struct PipelineOptions {
   /// `minimize`'s `accumulate` (`ampc run --accumulate K`), 0 keeps them.
   int64_t accumulate = 0;
 
+  /// Updates of 16-bit params (docs/optimizer.md): how the optimizer writes
+  /// a param stored only in 16 bits (nearest | stochastic | kahan), and the
+  /// dtype of momentum / Adam moments (f32 | bf16).
+  std::string lowUpdate = "nearest";
+  std::string optimizerStateDtype = "f32";
+
   /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
   bool planBuffers = false;
   /// With planBuffers: fold transposes into the GEMMs first

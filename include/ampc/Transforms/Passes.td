@@ -119,6 +119,18 @@ def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
     only after the K-th micro-batch (the lowering marks it: `rt.program`'s
     `update_call`). With K = 1 nothing changes.
 
+    Updates of 16-bit params (options `low-update`, `state-dtype`): with
+    `state-dtype=bf16` the momentum buffers and Adam moments are bf16
+    state. Every update gets `low_update` (the option) and `param_base`
+    (how many params earlier groups update, so the stochastic rounding's
+    Philox key numbers each param of the step once). `stochastic` gives an
+    SGD update that writes 16-bit values an i32 update counter, state
+    `sgd.counter` (`sgd.group<N>.counter` for group N after the first);
+    AdamW keys with its step count. `kahan` gives every 16-bit param a
+    compensation buffer of its type, state `P.kahan_comp` (zeros). Nothing
+    is added for f32 params with f32 state. The option values are checked:
+    anything else is an error.
+
     Before:
     ```mlir
     func.func @step(%x: tensor<4x3xf32> {tg.input = "x"},
@@ -152,7 +164,12 @@ def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
   let options = [
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"0",
            "Micro-batches per update; > 0 overrides the tg.minimize's "
-           "`accumulate` (0 keeps it)">
+           "`accumulate` (0 keeps it)">,
+    Option<"lowUpdate", "low-update", "std::string", /*default=*/"\"nearest\"",
+           "How the updates write 16-bit params: nearest, stochastic or "
+           "kahan">,
+    Option<"stateDtype", "state-dtype", "std::string", /*default=*/"\"f32\"",
+           "The dtype of momentum buffers and Adam moments: f32 or bf16">
   ];
   let dependentDialects = ["::ampc::tg::TGDialect"];
 }

@@ -181,6 +181,10 @@ struct ArgSpec {
     MarkFoundInf, ///< no argument: result group G is the step's overflow flag
     Site,         ///< the op's check site (int32_t; rt.source "site")
     Seed,         ///< the run's seed (uint64_t)
+    OptDims,      ///< as Dims; NULL and 0 when the attribute is absent
+    OptI64,       ///< integer attribute NAME (int64_t), 0 when absent
+    LowUpdate,    ///< string attribute NAME ("nearest" | "stochastic" |
+                  ///< "kahan", absent: nearest) as ampc_low_update
     StridedGemm   ///< a tg.permuted_matmul's strided GEMM (StridedGemm.h):
                   ///< outer, its strides, batch, m, n, k, trans flags, lds,
                   ///< batch strides
@@ -253,6 +257,9 @@ ArgSpec stridedGemm() { return {ArgSpec::StridedGemm}; }
 /// result tensors).
 constexpr StringLiteral kSourceAttrName = "rt.source";
 ArgSpec seed() { return {ArgSpec::Seed}; }
+ArgSpec optDims(StringRef n) { return {ArgSpec::OptDims, 0, n}; }
+ArgSpec optI64(StringRef n) { return {ArgSpec::OptI64, 0, n}; }
+ArgSpec lowUpdate(StringRef n) { return {ArgSpec::LowUpdate, 0, n}; }
 
 struct Row {
   StringRef opName;
@@ -715,6 +722,10 @@ public:
       }
       case ArgSpec::Dtypes: {
         auto [start, len] = operandGroup(a.group);
+        if (len == 0) { // an empty group (no model copies, no momentum)
+          c.null();
+          break;
+        }
         SmallVector<Attribute> ds;
         for (unsigned k = start; k < start + len; ++k)
           ds.push_back(rtd::DtypeAttr::get(
@@ -869,6 +880,33 @@ public:
       case ArgSpec::Seed:
         c.args.push_back(rtd::SeedAttr::get(c.ctx));
         break;
+      case ArgSpec::OptDims: {
+        auto attr = op->getAttrOfType<DenseI64ArrayAttr>(a.name);
+        if (!attr || attr.empty()) {
+          c.null();
+          c.i32(0);
+        } else {
+          c.ints(attr.asArrayRef());
+          c.i32(attr.size());
+        }
+        break;
+      }
+      case ArgSpec::OptI64: {
+        auto attr = op->getAttrOfType<IntegerAttr>(a.name);
+        c.i64(attr ? attr.getInt() : 0);
+        break;
+      }
+      case ArgSpec::LowUpdate: {
+        auto attr = op->getAttrOfType<StringAttr>(a.name);
+        StringRef m = attr ? attr.getValue() : "nearest";
+        if (m == "stochastic")
+          c.cEnum("AMPC_LOW_STOCHASTIC", AMPC_LOW_STOCHASTIC);
+        else if (m == "kahan")
+          c.cEnum("AMPC_LOW_KAHAN", AMPC_LOW_KAHAN);
+        else
+          c.cEnum("AMPC_LOW_NEAREST", AMPC_LOW_NEAREST);
+        break;
+      }
       case ArgSpec::StridedGemm: {
         auto pm = cast<tg::PermutedMatmulOp>(op);
         std::optional<tg::StridedGemm> g = tg::planStridedGemm(
@@ -1115,6 +1153,76 @@ const std::vector<Row> &modelCopyRows() {
 } // namespace
 
 //===----------------------------------------------------------------------===//
+// Updates of 16-bit params (docs/optimizer.md): bf16 state, stochastic
+// rounding, Kahan compensation
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An update op with a `low_update` mode, compensation buffers or 16-bit
+/// optimizer state calls the `_low` entry point: the record's kernel's
+/// arguments, the model copies (as `_model` takes them, possibly none),
+/// then the state dtypes, the mode, the seed, `param_base`, (SGD) the
+/// counter, and the compensation buffers with their params' indices.
+class LowUpdatePattern : public KernelCallPattern {
+public:
+  LowUpdatePattern(const TypeConverter &converter, MLIRContext *ctx,
+                   StringRef opName, const KernelRule &rule)
+      : KernelCallPattern(converter, ctx, opName, rule, /*benefit=*/3) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rw) const override {
+    auto lowState = [](ValueRange state) {
+      return llvm::any_of(state, [](Value v) {
+        return !getElementTypeOrSelf(v.getType()).isF32();
+      });
+    };
+    bool special = op->hasAttr("low_update");
+    if (auto sgd = dyn_cast<tg::SgdUpdateOp>(op))
+      special |= lowState(sgd.getMomentumBuffers()) || !sgd.getComps().empty();
+    else if (auto adamw = dyn_cast<tg::AdamWUpdateOp>(op))
+      special |= lowState(adamw.getExpAvgs()) || !adamw.getComps().empty();
+    if (!special)
+      return failure();
+    return KernelCallPattern::matchAndRewrite(op, operands, rw);
+  }
+};
+
+const std::vector<Row> &lowUpdateRows() {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> out;
+    auto extend = [&](StringRef opName, const char *callee, unsigned models,
+                      unsigned comps, int counter) {
+      for (const Row &r : kernelTable()) {
+        if (r.opName != opName)
+          continue;
+        Row row = r;
+        row.rule.callee = callee;
+        auto &args = row.rule.args;
+        args.push_back(list(models));
+        args.push_back(dtypes(models));
+        args.push_back(optDims("model_params"));
+        args.push_back(dtypes(2)); // momentum buffers / exp_avgs
+        args.push_back(lowUpdate("low_update"));
+        args.push_back(seed());
+        args.push_back(optI64("param_base"));
+        if (counter >= 0)
+          args.push_back(optBuf(counter));
+        args.push_back(list(comps));
+        args.push_back(optDims("comp_params"));
+        out.push_back(std::move(row));
+      }
+    };
+    extend(tg::SgdUpdateOp::getOperationName(),
+           RT_KERNEL("ampc_sgd_update_low"), 4, 6, 7);
+    extend(tg::AdamWUpdateOp::getOperationName(),
+           RT_KERNEL("ampc_adamw_update_low"), 6, 8, -1);
+    return out;
+  }();
+  return rows;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
 // Synchronised batch norm (--sync-batchnorm, docs/distributed.md)
 //===----------------------------------------------------------------------===//
 
@@ -1207,6 +1315,8 @@ void ampc::populateTGToRuntimeConversionPatterns(TypeConverter &converter,
     patterns.add<KernelCallPattern>(converter, ctx, r.opName, r.rule);
   for (const Row &r : modelCopyRows())
     patterns.add<ModelCopyUpdatePattern>(converter, ctx, r.opName, r.rule);
+  for (const Row &r : lowUpdateRows())
+    patterns.add<LowUpdatePattern>(converter, ctx, r.opName, r.rule);
   for (const Row &r : syncBatchNormRows())
     patterns.add<SyncBatchNormPattern>(converter, ctx, r.opName, r.rule);
   for (const Row &r : rankedDropoutRows())

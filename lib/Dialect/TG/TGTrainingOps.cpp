@@ -370,10 +370,10 @@ static LogicalResult checkPerParam(const InferError &err, StringRef what,
     if (pt.getShape() != vt.getShape())
       return err(what, " #", i, " ", vt, " does not have the shape of parameter ",
                  pt);
-    if (f32Only && !vt.getElementType().isF32())
-      return err(what, " #", i, " must be f32 (optimizer state is kept in "
-                                "f32), got ",
-                 vt);
+    // Optimizer state is f32, or 16-bit with --optimizer-state-dtype.
+    Type e = vt.getElementType();
+    if (f32Only && !e.isF32() && !e.isBF16() && !e.isF16())
+      return err(what, " #", i, " must be f32, bf16 or f16, got ", vt);
   }
   return success();
 }
@@ -420,6 +420,10 @@ LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *,
     types.push_back(m.getType());
   for (Value m : adaptor.getModels())
     types.push_back(m.getType());
+  for (Value c : adaptor.getComps())
+    types.push_back(c.getType());
+  if (Value counter = adaptor.getCounter())
+    types.push_back(counter.getType());
   return success();
 }
 
@@ -446,7 +450,44 @@ LogicalResult AdamWUpdateOp::inferReturnTypes(MLIRContext *,
     types.push_back(v.getType());
   for (Value v : adaptor.getModels())
     types.push_back(v.getType());
+  for (Value v : adaptor.getComps())
+    types.push_back(v.getType());
   types.push_back(adaptor.getStep().getType());
+  return success();
+}
+
+/// Updates of 16-bit params: `low_update` is a known mode, and `comps`
+/// (only under "kahan") are the compensation buffers of the 16-bit params
+/// `comp_params` names, each of its param's type.
+static LogicalResult verifyLowUpdate(Operation *op, ValueRange params,
+                                     ValueRange comps,
+                                     std::optional<ArrayRef<int64_t>> index,
+                                     std::optional<StringRef> mode) {
+  StringRef m = mode.value_or("nearest");
+  if (m != "nearest" && m != "stochastic" && m != "kahan")
+    return op->emitOpError("low_update must be nearest, stochastic or kahan, "
+                           "got '")
+           << m << "'";
+  size_t given = index ? index->size() : 0;
+  if (given != comps.size())
+    return op->emitOpError("has ")
+           << comps.size() << " compensation buffers but 'comp_params' names "
+           << given;
+  if (!comps.empty() && m != "kahan")
+    return op->emitOpError("compensation buffers need low_update = kahan");
+  int64_t previous = -1;
+  for (auto [k, i] : llvm::enumerate(index.value_or(ArrayRef<int64_t>()))) {
+    if (i <= previous || i >= static_cast<int64_t>(params.size()))
+      return op->emitOpError("'comp_params' must be increasing indices below ")
+             << params.size() << ", got " << i;
+    previous = i;
+    Type pt = params[i].getType();
+    if (pt != comps[k].getType() ||
+        cast<RankedTensorType>(pt).getElementType().isF32())
+      return op->emitOpError("compensation buffer #")
+             << k << " must have its 16-bit parameter's type " << pt
+             << ", got " << comps[k].getType();
+  }
   return success();
 }
 
@@ -501,6 +542,9 @@ LogicalResult SgdUpdateOp::verify() {
            << momentum << " needs one momentum buffer per parameter: "
            << getParams().size() << " parameters but " << buffers
            << " buffers";
+  if (failed(verifyLowUpdate(*this, getParams(), getComps(), getCompParams(),
+                             getLowUpdate())))
+    return failure();
   return verifyModelCopies(*this, getParams(), getModels(), getModelParams());
 }
 
@@ -515,6 +559,14 @@ LogicalResult AdamWUpdateOp::verify() {
                              {"beta2", getBeta2().convertToDouble()}})
     if (!(value >= 0.0 && value < 1.0))
       return emitOpError(name) << " must be in [0, 1), got " << value;
+  for (auto [i, m, v] : llvm::enumerate(getExpAvgs(), getExpAvgSqs()))
+    if (cast<RankedTensorType>(m.getType()).getElementType() !=
+        cast<RankedTensorType>(v.getType()).getElementType())
+      return emitOpError("exp_avg #")
+             << i << " and exp_avg_sq #" << i << " must have one dtype";
+  if (failed(verifyLowUpdate(*this, getParams(), getComps(), getCompParams(),
+                             getLowUpdate())))
+    return failure();
   return verifyModelCopies(*this, getParams(), getModels(), getModelParams());
 }
 

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 6
+#define AMPC_RUNTIME_VERSION_MINOR 7
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -1084,6 +1084,51 @@ AMPC_API ampc_status ampc_adamw_update_model(
     double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
     const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
     const int64_t *model_params, int32_t model_count);
+
+/* Updates of 16-bit params (1.7; docs/optimizer.md, "Updates of 16-bit
+ * params"): the _model updates, and
+ * - state_dtypes[t] (NULL: all f32) is the dtype of param t's momentum
+ *   buffer or Adam moments, F32 or BF16 (F16 too);
+ * - low_update says how an f32 result is written into a 16-bit param (and
+ *   16-bit state): AMPC_LOW_NEAREST rounds to nearest even;
+ *   AMPC_LOW_STOCHASTIC rounds away from zero with probability (discarded
+ *   low bits) / 2^bits, the random word of element i of param t being lane
+ *   i % 4 of philox4x32_10(counter = (i / 4, 2^62 + s * 2^60 + (param_base
+ *   + t) * 2^32 + n), key = seed), s the stream (0 the param, 1 momentum /
+ *   exp_avg, 2 exp_avg_sq), n the update count after this update (AdamW's
+ *   *step; SGD's *counter, a device i32 that the call advances unless
+ *   found_inf is set; NULL when no stochastic rounding is asked);
+ *   AMPC_LOW_KAHAN adds param params[comp_params[k]]'s compensation
+ *   comps[k] (its dtype, zero-initialised) to the result, rounds to
+ *   nearest, and keeps the difference in comps[k]; state rounds to nearest.
+ * f32 params are written as they are whatever the mode. */
+AMPC_ENUM(ampc_low_update){
+    AMPC_LOW_NEAREST = 0,
+    AMPC_LOW_STOCHASTIC = 1,
+    AMPC_LOW_KAHAN = 2,
+};
+AMPC_API ampc_status ampc_sgd_update_low(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes,
+    void *const *momentum_bufs, const int64_t *numels, int32_t count, double lr,
+    double momentum, double weight_decay, int32_t nesterov,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count,
+    const ampc_dtype *state_dtypes, ampc_low_update low_update, uint64_t seed,
+    int64_t param_base, void *counter, void *const *comps,
+    const int64_t *comp_params, int32_t comp_count);
+AMPC_API ampc_status ampc_adamw_update_low(
+    ampc_context ctx, void *const *params, const ampc_dtype *param_dtypes,
+    void *const *grads, const ampc_dtype *grad_dtypes, void *const *exp_avgs,
+    void *const *exp_avg_sqs, void *step, const int64_t *numels, int32_t count,
+    double lr, double beta1, double beta2, double eps, double weight_decay,
+    double max_grad_norm, const void *found_inf, ampc_dtype found_inf_dtype,
+    const void *lr_scale, void *const *models, const ampc_dtype *model_dtypes,
+    const int64_t *model_params, int32_t model_count,
+    const ampc_dtype *state_dtypes, ampc_low_update low_update, uint64_t seed,
+    int64_t param_base, void *const *comps, const int64_t *comp_params,
+    int32_t comp_count);
 
 /*===------------------------------------------------------------------===*
  * Check words (docs/runtime.md "Check words"). A context holds one device

@@ -136,9 +136,35 @@ func.func @sgd_missing_buffers(%w: tensor<4xf32>, %g: tensor<4xf32>) {
 
 // -----
 
-func.func @sgd_f16_buffer(%w: tensor<4xf16>, %g: tensor<4xf16>, %m: tensor<4xf16>) {
-  // expected-error@+1 {{'tg.sgd_update' momentum buffer #0 must be f32 (optimizer state is kept in f32), got 'tensor<4xf16>'}}
-  %0:2 = tg.sgd_update params(%w : tensor<4xf16>) grads(%g : tensor<4xf16>) momentum_buffers(%m : tensor<4xf16>) {lr = 0.1 : f64, momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64}
+// Updates of 16-bit params (--low-update): compensation buffers need kahan,
+// belong to 16-bit params of their type, and the mode is a known one.
+func.func @sgd_comp_without_kahan(%w: tensor<4xbf16>, %g: tensor<4xbf16>, %c: tensor<4xbf16>) {
+  // expected-error@+1 {{'tg.sgd_update' op compensation buffers need low_update = kahan}}
+  %0:2 = tg.sgd_update params(%w : tensor<4xbf16>) grads(%g : tensor<4xbf16>) comps(%c : tensor<4xbf16>) {comp_params = array<i64: 0>, lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64}
+  return
+}
+
+// -----
+
+func.func @sgd_comp_of_f32(%w: tensor<4xf32>, %g: tensor<4xf32>, %c: tensor<4xbf16>) {
+  // expected-error@+1 {{'tg.sgd_update' op compensation buffer #0 must have its 16-bit parameter's type 'tensor<4xf32>', got 'tensor<4xbf16>'}}
+  %0:2 = tg.sgd_update params(%w : tensor<4xf32>) grads(%g : tensor<4xf32>) comps(%c : tensor<4xbf16>) {comp_params = array<i64: 0>, low_update = "kahan", lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64}
+  return
+}
+
+// -----
+
+func.func @sgd_bad_mode(%w: tensor<4xbf16>, %g: tensor<4xbf16>) {
+  // expected-error@+1 {{'tg.sgd_update' op low_update must be nearest, stochastic or kahan, got 'up'}}
+  %0 = tg.sgd_update params(%w : tensor<4xbf16>) grads(%g : tensor<4xbf16>) {low_update = "up", lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64}
+  return
+}
+
+// -----
+
+func.func @adamw_moments_differ(%w: tensor<4xbf16>, %g: tensor<4xbf16>, %m: tensor<4xbf16>, %v: tensor<4xf32>, %s: tensor<i32>) {
+  // expected-error@+1 {{'tg.adamw_update' op exp_avg #0 and exp_avg_sq #0 must have one dtype}}
+  %0:3, %1 = tg.adamw_update params(%w : tensor<4xbf16>) grads(%g : tensor<4xbf16>) exp_avgs(%m : tensor<4xbf16>) exp_avg_sqs(%v : tensor<4xf32>) step(%s : tensor<i32>) {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, lr = 0.001 : f64, weight_decay = 0.01 : f64}
   return
 }
 

@@ -272,9 +272,26 @@ def close(a, b, rel):
     print("close: %d parameters" % len(names))
 
 
+def ckpt_slots(path):
+    """Prints each slot of a checkpoint: name, dtype code, bytes."""
+    data = open(path, "rb").read()
+    (version,) = struct.unpack_from("<I", data, 8)
+    pos = 8 + 4 + 8 + 8 + (16 if version >= 2 else 0)
+    (count,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        name = data[pos:pos + n].decode()
+        pos += n
+        dtype, size = struct.unpack_from("<iq", data, pos)
+        pos += 12 + size
+        print("slot %s dtype %d bytes %d" % (name, dtype, size))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
      "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header,
      "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as,
-     "close": close}[cmd.replace("-", "_") if False else cmd](*args)
+     "close": close, "ckpt-slots": ckpt_slots}[cmd.replace("-", "_") if False else cmd](*args)

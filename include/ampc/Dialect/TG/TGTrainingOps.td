@@ -453,6 +453,20 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
     schedule's factor (`tg.lr_schedule`), read on the device.
 
+    Updates of 16-bit params (`--low-update`, `--optimizer-state-dtype`):
+    momentum buffers may be bf16 (or f16); `low_update` (`"nearest"`, the
+    default, `"stochastic"` or `"kahan"`) says how an f32 result is written
+    into a 16-bit param and 16-bit state. `"stochastic"` rounds away from
+    zero with probability (discarded bits) / 2^bits, drawing Philox words
+    keyed by the run's seed, the update count `counter` (an i32 scalar the
+    op advances, its new value the last result), the param's index plus
+    `param_base` and the element's index. `"kahan"` keeps, for the params
+    `comp_params` names (16-bit, increasing indices into `params`),
+    compensation buffers `comps` of the param's type: each write rounds
+    `result + comp` to nearest and stores the difference back into the
+    buffer; the new buffers follow the model copies in `updated`. Runtime
+    kernel: `ampc_sgd_update_low`.
+
     ```mlir
     %p:2, %m:2 = ...
     %new:4 = tg.sgd_update params(%w, %b : tensor<4x4xf32>, tensor<4xf32>)
@@ -468,10 +482,17 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                        Optional<TG_FlagTensor>:$found_inf,
                        Variadic<TG_FloatTensor>:$models,
                        Optional<TG_F32Scalar>:$lr_scale,
+                       Variadic<TG_FloatTensor>:$comps,
+                       Optional<TG_I32Scalar>:$counter,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
                        BoolAttr:$nesterov,
-                       OptionalAttr<DenseI64ArrayAttr>:$model_params);
-  let results = (outs Variadic<TG_FloatTensor>:$updated);
+                       OptionalAttr<DenseI64ArrayAttr>:$model_params,
+                       OptionalAttr<StrAttr>:$low_update,
+                       OptionalAttr<I64Attr>:$param_base,
+                       OptionalAttr<DenseI64ArrayAttr>:$comp_params);
+  // New params, momentum buffers, model copies, compensation buffers, and
+  // the counter when there is one.
+  let results = (outs Variadic<TG_Tensor>:$updated);
   let assemblyFormat = [{
     `params` `(` $params `:` type($params) `)`
     `grads` `(` $grads `:` type($grads) `)`
@@ -479,6 +500,8 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     (`models` `(` $models^ `:` type($models) `)`)?
     (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
+    (`comps` `(` $comps^ `:` type($comps) `)`)?
+    (`counter` `(` $counter^ `:` type($counter) `)`)?
     attr-dict
   }];
   // Opt level O2 (model copies): the builder without them.
@@ -490,8 +513,10 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
                    "::mlir::FloatAttr":$weight_decay,
                    "::mlir::BoolAttr":$nesterov), [{
       build($_builder, $_state, params, grads, momentum_buffers, found_inf,
-            ::mlir::ValueRange(), ::mlir::Value(), lr, momentum, weight_decay, nesterov,
-            ::mlir::DenseI64ArrayAttr());
+            ::mlir::ValueRange(), ::mlir::Value(), ::mlir::ValueRange(),
+            ::mlir::Value(), lr, momentum, weight_decay, nesterov,
+            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr(),
+            ::mlir::IntegerAttr(), ::mlir::DenseI64ArrayAttr());
     }]>
   ];
   let extraClassDeclaration = [{
@@ -507,14 +532,28 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
     }
     /// The new low model copies (opt level O2), in the order of `models`.
     ::mlir::ResultRange getNewModels() {
-      return getUpdated().take_back(getModels().size());
+      return getUpdated().slice(getParams().size() +
+                                    getMomentumBuffers().size(),
+                                getModels().size());
+    }
+    /// The new Kahan compensation buffers, in the order of `comps`.
+    ::mlir::ResultRange getNewComps() {
+      return getUpdated().slice(getParams().size() +
+                                    getMomentumBuffers().size() +
+                                    getModels().size(),
+                                getComps().size());
+    }
+    /// The advanced update counter, or null.
+    ::mlir::Value getNewCounter() {
+      return getCounter() ? ::mlir::Value(getUpdated().back())
+                          : ::mlir::Value();
     }
   }];  // Hyperparameters are checked by the verifier: the custom form parses
   // them after the result types are inferred.
   let hasVerifier = 1;
   let ampClass = TG_FP32;
   let loadConverts = [];
-  let inPlace = ["params", "momentum_buffers", "models"];
+  let inPlace = ["params", "momentum_buffers", "models", "comps", "counter"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_sgd_update"];
 }
@@ -549,6 +588,14 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     `lr_scale` (optional, an f32 scalar) multiplies `lr`: a learning-rate
     schedule's factor (`tg.lr_schedule`), read on the device.
 
+    Updates of 16-bit params (`--low-update`, `--optimizer-state-dtype`):
+    the moments may be bf16 (or f16; `exp_avg` and `exp_avg_sq` of one
+    param alike), and `low_update`, `param_base`, `comps` and
+    `comp_params` mean what they mean for `tg.sgd_update`, the stochastic
+    rounding's update count being the step count `t`. The new compensation
+    buffers follow the model copies in `updated`. Runtime kernel:
+    `ampc_adamw_update_low`.
+
     ```mlir
     %p, %m, %v, %t = tg.adamw_update params(%w : tensor<4x4xf32>)
         grads(%gw : tensor<4x4xf32>) exp_avgs(%mw : tensor<4x4xf32>)
@@ -565,9 +612,13 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                        Optional<TG_FlagTensor>:$found_inf,
                        Variadic<TG_FloatTensor>:$models,
                        Optional<TG_F32Scalar>:$lr_scale,
+                       Variadic<TG_FloatTensor>:$comps,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay,
-                       OptionalAttr<DenseI64ArrayAttr>:$model_params);
+                       OptionalAttr<DenseI64ArrayAttr>:$model_params,
+                       OptionalAttr<StrAttr>:$low_update,
+                       OptionalAttr<I64Attr>:$param_base,
+                       OptionalAttr<DenseI64ArrayAttr>:$comp_params);
   // One list (new params, exp_avgs, exp_avg_sqs, models): the model copies
   // of O2 need not cover every parameter.
   let results = (outs Variadic<TG_FloatTensor>:$updated,
@@ -581,6 +632,7 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     (`found_inf` `(` $found_inf^ `:` type($found_inf) `)`)?
     (`models` `(` $models^ `:` type($models) `)`)?
     (`lr_scale` `(` $lr_scale^ `:` type($lr_scale) `)`)?
+    (`comps` `(` $comps^ `:` type($comps) `)`)?
     attr-dict
   }];
   // Opt level O2 (model copies): the builder without them.
@@ -593,8 +645,10 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
                    "::mlir::FloatAttr":$eps,
                    "::mlir::FloatAttr":$weight_decay), [{
       build($_builder, $_state, params, grads, exp_avgs, exp_avg_sqs, step,
-            found_inf, ::mlir::ValueRange(), ::mlir::Value(), lr, beta1, beta2, eps,
-            weight_decay, ::mlir::DenseI64ArrayAttr());
+            found_inf, ::mlir::ValueRange(), ::mlir::Value(),
+            ::mlir::ValueRange(), lr, beta1, beta2, eps, weight_decay,
+            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr(),
+            ::mlir::IntegerAttr(), ::mlir::DenseI64ArrayAttr());
     }]>
   ];
   let extraClassDeclaration = [{
@@ -612,13 +666,17 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
     }
     /// The new low model copies (opt level O2), in the order of `models`.
     ::mlir::ResultRange getNewModels() {
-      return getUpdated().take_back(getModels().size());
+      return getUpdated().slice(3 * getParams().size(), getModels().size());
+    }
+    /// The new Kahan compensation buffers, in the order of `comps`.
+    ::mlir::ResultRange getNewComps() {
+      return getUpdated().take_back(getComps().size());
     }
   }];
   let hasVerifier = 1;
   let ampClass = TG_FP32;
   let loadConverts = [];
-  let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "models", "step"];
+  let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "models", "comps", "step"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_adamw_update"];
 }
