@@ -68,6 +68,16 @@ LogicalResult Emitter::convertConv(bool transposed) {
   auto pads = pads2d();
   if (!stride || !dilation || !pads)
     return failure();
+  // Below 2^31, as dims are, before the shape arithmetic multiplies them
+  // (a dilation of 2^40 overflowed the kernel's extent).
+  int64_t group = attrInt("group", 1);
+  for (int d = 0; d < 2; ++d)
+    if ((*stride)[d] > kMaxDim || (*dilation)[d] > kMaxDim ||
+        (*pads)[d] < -kMaxDim || (*pads)[d] > kMaxDim || group > kMaxDim) {
+      error() << "'strides', 'dilations', 'pads' and 'group' must be below "
+              << "2^31";
+      return failure();
+    }
   SmallVector<Value> ops{x, w};
   if (hasInput(2)) {
     Value bias = value(2);
@@ -78,11 +88,16 @@ LogicalResult Emitter::convertConv(bool transposed) {
   SmallVector<NamedAttribute> attrs{
       named("stride", ints(*stride)), named("padding", ints(*pads)),
       named("dilation", ints(*dilation)),
-      named("groups", b.getI64IntegerAttr(attrInt("group", 1)))};
+      named("groups", b.getI64IntegerAttr(group))};
   if (transposed) {
     auto outPad = pair("output_padding", 0);
     if (!outPad)
       return failure();
+    for (int64_t p : *outPad)
+      if (p < -kMaxDim || p > kMaxDim) {
+        error() << "'output_padding' must be below 2^31";
+        return failure();
+      }
     attrs.push_back(named("output_padding", ints(*outPad)));
     return setOutput(0, build("tg.conv_transpose2d", ops, attrs));
   }
@@ -201,6 +216,14 @@ LogicalResult Emitter::convertPool(bool isMax) {
   auto pads = pads2d();
   if (!stride || !pads)
     return failure();
+  // Below 2^31 (and pads not negative) before any arithmetic uses them.
+  for (int d = 0; d < 2; ++d)
+    if ((*kernel)[d] > kMaxDim || (*stride)[d] > kMaxDim ||
+        (*pads)[d] < 0 || (*pads)[d] > kMaxDim) {
+      error() << "'kernel_shape', 'strides' and 'pads' must be below 2^31, "
+              << "and 'pads' 0 or more";
+      return failure();
+    }
   // ceil_mode rounds the output size up; it is the floor mode's result when
   // the windows tile the padded input exactly. Otherwise a MaxPool pads the
   // input itself with -inf (the pads, and after them what the last window
@@ -278,7 +301,8 @@ LogicalResult Emitter::convertPool(bool isMax) {
   HostTensor scale;
   scale.elt = typeOf(y).getElementType();
   scale.shape = {1, 1, outShape[2], outShape[3]};
-  scale.resize(scale.numel());
+  if (failed(sized(scale)))
+    return failure();
   auto inside = [&](int d, int64_t o) {
     int64_t lo = o * (*stride)[d] - (*pads)[d];
     int64_t hi = lo + (*kernel)[d];
