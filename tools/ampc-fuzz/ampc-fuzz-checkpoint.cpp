@@ -1,6 +1,6 @@
 //===- ampc-fuzz-checkpoint.cpp - libFuzzer target for checkpoints --------===//
 //
-// Takes arbitrary bytes as an `ampc run` checkpoint (--resume) and reads its
+// Takes arbitrary bytes as an `ampc run` checkpoint (--load) and reads its
 // framing with parseCheckpoint, twice: as given, and with the last 8 bytes
 // replaced by the right checksum, so that mutated inputs get past the
 // checksum into the fields behind it. The contract: no crash or sanitizer
