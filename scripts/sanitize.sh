@@ -4,16 +4,21 @@
 #   - the whole lit suite (dialect, frontend, passes, driver, the `ampc run`
 #     end-to-end tests of test/Run, the differential tests against PyTorch),
 #   - the whole ctest suite (runtime unit tests, the installed-package test),
-#   - the frontend fuzz target (clang, libFuzzer) from test/Frontend/fuzz-corpus
-#     for a bounded time.
+#   - the fuzz targets (clang, libFuzzer), each for a bounded time from its
+#     checked-in seeds: the frontend (test/Frontend/fuzz-corpus), the ONNX
+#     importer (test/ONNX/Fixtures), the .npy and checkpoint readers of
+#     `ampc run` (test/Run/fuzz-corpus).
 # Prints each runner's summary at the end and exits non-zero on any failure
 # or sanitizer finding. See docs/sanitizers.md.
 #
 #   bash scripts/sanitize.sh                 # everything (build-asan/)
 #   bash scripts/sanitize.sh --runtime-only  # the runtime alone, its unit tests
+#   bash scripts/sanitize.sh --fuzz-only     # the fuzz targets alone (build-asan/)
 #
 # Environment: AMPC_SANITIZE_BUILD_DIR (default build-asan, or build-rt-asan
-# with --runtime-only), AMPC_FUZZ_SECONDS (default 60), AMPC_SANITIZE_JOBS
+# with --runtime-only), AMPC_FUZZ_SECONDS (default 60: each of the frontend,
+# .npy and checkpoint targets), AMPC_FUZZ_ONNX_SECONDS (default 180: the
+# ONNX importer's target, the slowest per input), AMPC_SANITIZE_JOBS
 # (default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +28,8 @@ mode=all
 case "${1:-}" in
   "") ;;
   --runtime-only) mode=runtime ;;
-  *) echo "usage: $0 [--runtime-only]" >&2; exit 2 ;;
+  --fuzz-only) mode=fuzz ;;
+  *) echo "usage: $0 [--runtime-only | --fuzz-only]" >&2; exit 2 ;;
 esac
 if [ "$mode" = runtime ]; then
   build=${AMPC_SANITIZE_BUILD_DIR:-build-rt-asan}
@@ -32,6 +38,7 @@ else
 fi
 jobs=${AMPC_SANITIZE_JOBS:-2}
 fuzz_seconds=${AMPC_FUZZ_SECONDS:-60}
+fuzz_onnx_seconds=${AMPC_FUZZ_ONNX_SECONDS:-180}
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 
@@ -88,13 +95,25 @@ if [ ! -f "$build/build.ninja" ]; then
       -DLLVM_EXTERNAL_LIT="$(command -v lit-22)" || exit 1
   fi
 fi
-ninja -C "$build" -j"$jobs" || exit 1
+# The ONNX importer's fuzz target is not part of `all` (it compiles the
+# importer and the tg dialect again, with clang): named here when it exists.
+targets=(all)
+if [ "$mode" = fuzz ]; then
+  targets=()
+  for t in ampc-fuzz ampc-fuzz-onnx ampc-fuzz-npy ampc-fuzz-checkpoint; do
+    ninja -C "$build" -t query "$t" > /dev/null 2>&1 && targets+=("$t")
+  done
+  [ ${#targets[@]} -gt 0 ] || { echo "no fuzz targets (needs clang++ and libFuzzer)"; exit 1; }
+elif [ "$mode" = all ] && ninja -C "$build" -t query ampc-fuzz-onnx > /dev/null 2>&1; then
+  targets+=(ampc-fuzz-onnx)
+fi
+ninja -C "$build" -j"$jobs" "${targets[@]}" || exit 1
 
 status=0
 ctest_log=$(mktemp)
 lit_log=$(mktemp)
-fuzz_log=$(mktemp)
-trap 'rm -f "$ctest_log" "$lit_log" "$fuzz_log"; rm -rf "${wrap:-}" "${fuzz_dir:-}" "$san_logs"' EXIT
+fuzz_logs=$(mktemp -d)
+trap 'rm -f "$ctest_log" "$lit_log"; rm -rf "${wrap:-}" "${fuzz_dir:-}" "$fuzz_logs" "$san_logs"' EXIT
 
 if [ "$mode" = all ]; then
   # Tests that compile their own programs against the sanitized runtime
@@ -111,30 +130,47 @@ if [ "$mode" = all ]; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
-echo "== ctest (sanitized) =="
-ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$ctest_log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ "$mode" != fuzz ]; then
+  echo "== ctest (sanitized) =="
+  ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$ctest_log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
-if [ "$mode" = all ]; then
-  echo "== frontend fuzzer (${fuzz_seconds}s) =="
-  if [ -x "$build/bin/ampc-fuzz" ]; then
-    # New inputs go to a scratch corpus (the first directory), never into
-    # the checked-in seeds.
-    fuzz_dir=$(mktemp -d)
-    # libFuzzer reads the report from stderr: no log_path here.
-    ASAN_OPTIONS="${ASAN_OPTIONS%:log_path=*}" \
-      UBSAN_OPTIONS="${UBSAN_OPTIONS%:log_path=*}" \
-      "$build/bin/ampc-fuzz" -max_total_time="$fuzz_seconds" -max_len=4096 \
-      -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$fuzz_dir" \
-      test/Frontend/fuzz-corpus test/Frontend/bad > "$fuzz_log" 2>&1
-    fuzz_rc=$?
-    tail -n 20 "$fuzz_log"
-    [ "$fuzz_rc" -eq 0 ] || status=1
-  else
-    echo "ampc-fuzz not built (needs clang++ and libFuzzer): fuzzing skipped" \
-      | tee "$fuzz_log"
+# run_fuzzer NAME SECONDS SEED-DIR...: runs build/bin/NAME for SECONDS
+# seconds from the seeds; its log is $fuzz_logs/NAME.log.
+run_fuzzer() {
+  local name=$1 seconds=$2
+  shift 2
+  local log="$fuzz_logs/$name.log"
+  echo "== fuzz target $name (${seconds}s) =="
+  if [ ! -x "$build/bin/$name" ]; then
+    echo "$name not built (needs clang++ and libFuzzer): fuzzing skipped" \
+      | tee "$log"
     status=1
+    return
   fi
+  # New inputs go to a scratch corpus (the first directory), never into the
+  # checked-in seeds.
+  fuzz_dir=$(mktemp -d)
+  # libFuzzer reads the report from stderr: no log_path here. A single
+  # allocation over -malloc_limit_mb (the -rss_limit_mb, 4 GiB) is a
+  # finding: sizes read from a file must be checked before they allocate.
+  ASAN_OPTIONS="${ASAN_OPTIONS%:log_path=*}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS%:log_path=*}" \
+    "$build/bin/$name" -max_total_time="$seconds" -max_len=4096 \
+    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$fuzz_dir" \
+    "$@" > "$log" 2>&1
+  local rc=$?
+  tail -n 20 "$log"
+  rm -rf "$fuzz_dir"
+  [ "$rc" -eq 0 ] || status=1
+}
+
+if [ "$mode" != runtime ]; then
+  run_fuzzer ampc-fuzz "$fuzz_seconds" test/Frontend/fuzz-corpus test/Frontend/bad
+  run_fuzzer ampc-fuzz-onnx "$fuzz_onnx_seconds" test/ONNX/Fixtures
+  run_fuzzer ampc-fuzz-npy "$fuzz_seconds" test/Run/fuzz-corpus/npy
+  run_fuzzer ampc-fuzz-checkpoint "$fuzz_seconds" test/Run/fuzz-corpus/checkpoint
 fi
 
 # Any sanitizer report fails the run, also where a test ignored it.
@@ -158,7 +194,7 @@ if [ -n "$reports" ]; then
   status=1
 fi
 if grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" \
-     "$lit_log" "$ctest_log" "$fuzz_log" > /dev/null 2>&1; then
+     "$lit_log" "$ctest_log" "$fuzz_logs"/* > /dev/null 2>&1; then
   echo "sanitizer findings in the output above"
   status=1
 fi
@@ -170,12 +206,16 @@ if [ "$mode" = all ]; then
   grep -E "^(Total Discovered Tests|  (Passed|Failed|Unsupported|Expectedly Failed|Unexpectedly Passed|Unresolved|Timed Out|Skipped|Excluded))" "$lit_log" \
     || tail -n 5 "$lit_log"
 fi
-echo "-- ctest:"
-grep -E "tests passed|tests failed|Total Test time" "$ctest_log" || tail -n 3 "$ctest_log"
-if [ "$mode" = all ]; then
-  echo "-- fuzzer:"
-  grep -E "^Done [0-9]+ runs|stat::number_of_executed_units|ERROR|fuzz target not built|skipped" "$fuzz_log" \
-    || tail -n 3 "$fuzz_log"
+if [ "$mode" != fuzz ]; then
+  echo "-- ctest:"
+  grep -E "tests passed|tests failed|Total Test time" "$ctest_log" || tail -n 3 "$ctest_log"
+fi
+if [ "$mode" != runtime ]; then
+  for log in "$fuzz_logs"/*.log; do
+    echo "-- fuzz target $(basename "$log" .log):"
+    grep -E "^Done [0-9]+ runs|stat::number_of_executed_units|ERROR|contract broken|skipped" "$log" \
+      || tail -n 3 "$log"
+  done
 fi
 [ $status -eq 0 ] && echo "sanitizers: clean" || echo "sanitizers: FAILED"
 exit $status

@@ -40,10 +40,16 @@ tool_dirs = [config.ampc_tools_dir, config.llvm_tools_dir]
 tools = ["ampc", "ampc-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-if os.path.exists(os.path.join(config.ampc_tools_dir, "ampc-fuzz")):
-    config.available_features.add("fuzzer")
-    tools.append("ampc-fuzz")
-    llvm_config.add_tool_substitutions(["ampc-fuzz"], tool_dirs)
+# The fuzz targets (tools/ampc-fuzz): each one present is a feature of its
+# own name; ampc-fuzz-onnx is built only on request (scripts/sanitize.sh).
+for fuzzer in ["ampc-fuzz", "ampc-fuzz-onnx", "ampc-fuzz-npy",
+               "ampc-fuzz-checkpoint"]:
+    if os.path.exists(os.path.join(config.ampc_tools_dir, fuzzer)):
+        config.available_features.add(fuzzer)
+        if fuzzer == "ampc-fuzz":
+            config.available_features.add("fuzzer")
+        tools.append(fuzzer)
+        llvm_config.add_tool_substitutions([fuzzer], tool_dirs)
 
 if shutil.which("dot"):
     config.available_features.add("graphviz")

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Executor/Executor.h"
+#include "ampc/Executor/Checkpoint.h"
 #include "ampc/Executor/Npy.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -54,15 +55,6 @@ double halfToDouble(uint16_t h) {
   else
     v = std::ldexp(mant | 0x400, exp - 25);
   return sign ? -v : v;
-}
-
-uint64_t fnv1a(const uint8_t *data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= data[i];
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 std::string lastError(const char *what, ampc_status st) {
@@ -859,30 +851,9 @@ uint64_t Executor::hostSyncs() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 2;
-
 template <typename T> void put(std::string &s, T v) {
   s.append(reinterpret_cast<const char *>(&v), sizeof(T));
 }
-struct Reader {
-  const std::string &s;
-  size_t pos = 0;
-  template <typename T> bool get(T &v) {
-    if (pos + sizeof(T) > s.size())
-      return false;
-    std::memcpy(&v, s.data() + pos, sizeof(T));
-    pos += sizeof(T);
-    return true;
-  }
-  bool bytes(size_t n, const char *&p) {
-    if (pos + n > s.size())
-      return false;
-    p = s.data() + pos;
-    pos += n;
-    return true;
-  }
-};
 
 bool isSaved(const rt::Slot &slot) {
   return slot.role == rt::Slot::Role::Param ||
@@ -933,8 +904,8 @@ std::string describeSlot(const rt::Slot &slot) {
 bool Executor::save(const std::string &path, const Position &position,
                     std::string &error,
                     const std::vector<StateEntry> &extra) {
-  std::string s(kMagic, 8);
-  put<uint32_t>(s, kVersion);
+  std::string s(kCheckpointMagic, 8);
+  put<uint32_t>(s, kCheckpointVersion);
   put<uint64_t>(s, program.fingerprint);
   put<int64_t>(s, position.steps);
   put<int64_t>(s, position.epoch);
@@ -968,8 +939,7 @@ bool Executor::save(const std::string &path, const Position &position,
     put<int64_t>(s, static_cast<int64_t>(e.bytes.size()));
     s.append(e.bytes.data(), e.bytes.size());
   }
-  put<uint64_t>(s, fnv1a(reinterpret_cast<const uint8_t *>(s.data()),
-                         s.size()));
+  put<uint64_t>(s, checkpointChecksum(s.data(), s.size()));
   // An existing checkpoint is replaced whole or kept.
   return writeFilesAtomically({{path, s}}, error, "checkpoint");
 }
@@ -986,45 +956,15 @@ bool Executor::load(const std::string &path, Position &position,
     error = "checkpoint '" + path + "' " + why;
     return false;
   };
-  if (s.size() < 8 || std::memcmp(s.data(), kMagic, 8) != 0)
-    return bad("is not an ampc checkpoint");
-  if (s.size() < 8 + 8)
-    return bad("is truncated");
-  uint64_t stored;
-  std::memcpy(&stored, s.data() + s.size() - 8, 8);
-  if (fnv1a(reinterpret_cast<const uint8_t *>(s.data()), s.size() - 8) !=
-      stored)
-    return bad("is corrupt or truncated (checksum mismatch)");
-  Reader r{s, 8};
-  uint32_t version, count;
-  uint64_t fingerprint;
-  if (!r.get(version) || (version != 1 && version != 2))
-    return bad("has an unsupported version");
+  CheckpointContents contents;
+  std::string why;
+  if (!parseCheckpoint(s, contents, why))
+    return bad(why);
   Position pos;
-  if (!r.get(fingerprint) || !r.get(pos.steps))
-    return bad("is truncated");
-  if (version >= 2 && (!r.get(pos.epoch) || !r.get(pos.batch)))
-    return bad("is truncated");
-  if (!r.get(count))
-    return bad("is truncated");
-  struct Entry {
-    std::string name;
-    int32_t dtype;
-    int64_t bytes;
-    const char *data;
-  };
-  std::vector<Entry> entries;
-  for (uint32_t k = 0; k < count; ++k) {
-    uint32_t len;
-    const char *name;
-    Entry e;
-    if (!r.get(len) || !r.bytes(len, name) || !r.get(e.dtype) ||
-        !r.get(e.bytes) || e.bytes < 0 ||
-        !r.bytes(static_cast<size_t>(e.bytes), e.data))
-      return bad("is truncated");
-    e.name.assign(name, len);
-    entries.push_back(std::move(e));
-  }
+  pos.steps = contents.steps;
+  pos.epoch = contents.epoch;
+  pos.batch = contents.batch;
+  const std::vector<CheckpointEntry> &entries = contents.entries;
   auto describe = [](int32_t dtype, int64_t bytes) {
     return std::string(dtypeName(dtype)) + ", " + std::to_string(bytes) +
            " bytes";
@@ -1051,7 +991,7 @@ bool Executor::load(const std::string &path, Position &position,
     if (!isSaved(slot))
       continue;
     auto it = llvm::find_if(entries,
-                            [&](const Entry &e) { return e.name == slot.name; });
+                            [&](const CheckpointEntry &e) { return e.name == slot.name; });
     std::optional<size_t> master = masterOf(slot);
     if (master && (it == entries.end() || it->dtype != slot.dtype ||
                    it->bytes != slot.bytes)) {
@@ -1081,7 +1021,7 @@ bool Executor::load(const std::string &path, Position &position,
     }
     copies.push_back({i, it->data});
   }
-  for (const Entry &e : entries) {
+  for (const CheckpointEntry &e : entries) {
     bool known = llvm::any_of(program.slots, [&](const rt::Slot &slot) {
       return isSaved(slot) && slot.name == e.name;
     });

@@ -27,9 +27,18 @@ struct NpyArray {
   std::vector<char> data;
 };
 
-/// Reads a .npy file (format 1.x or 2.x, C order). On failure sets `error`
+/// Reads a .npy file (format 1.x to 3.x, C order). On failure sets `error`
 /// (naming the file) and returns false.
 bool readNpy(const std::string &path, NpyArray &array, std::string &error);
+
+/// readNpy's work on the bytes `s` of file `path`. The header is checked
+/// whole (its dict's keys, a shape of non-negative 64-bit dims), and for a
+/// numeric dtype (kinds b, i, u, f, c) the data must be exactly as many
+/// bytes as the shape claims: a header claiming a huge shape is an error
+/// naming the file, never an allocation. An error in the header names its
+/// byte offset in the file.
+bool parseNpy(const std::string &s, const std::string &path, NpyArray &array,
+              std::string &error);
 
 /// Reads `path` and checks that it holds `what` (e.g. "input 'x'"): dtype
 /// `dtype`, shape `shape`, `bytes` bytes of data.

@@ -82,6 +82,11 @@ public:
                                          llvm::StringRef path,
                                          llvm::StringRef displayPath,
                                          std::optional<mlir::Location> at);
+  /// As load, from the file's bytes (the fuzz target's entry point).
+  static std::unique_ptr<ONNXModel> parse(mlir::MLIRContext &ctx,
+                                          llvm::StringRef bytes,
+                                          llvm::StringRef displayPath,
+                                          std::optional<mlir::Location> at);
 
   llvm::ArrayRef<ModelInput> getInputs() const;
   /// The names of the graph's outputs, in order.
@@ -120,6 +125,14 @@ importONNXFile(mlir::MLIRContext &ctx, llvm::StringRef path,
                const std::map<std::string, std::vector<int64_t>> &inputShapes,
                std::string *graphName = nullptr,
                std::vector<std::string> *outputNames = nullptr);
+
+/// importONNXFile's work on a model already loaded from `path`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNXModel(mlir::MLIRContext &ctx, const ONNXModel &model,
+                llvm::StringRef path,
+                const std::map<std::string, std::vector<int64_t>> &inputShapes,
+                std::string *graphName = nullptr,
+                std::vector<std::string> *outputNames = nullptr);
 
 /// Parses `NAME=D0xD1x...` (the `--input-shape` flag). Returns false on a
 /// malformed value.

@@ -300,6 +300,20 @@ private:
       op->erase();
       return nullptr;
     }
+    // Before the verifier runs, which counts elements: no result may have
+    // a dim of 2^31 or more, nor more elements than int64 counts.
+    for (Type t : types)
+      if (auto ranked = dyn_cast<RankedTensorType>(t))
+        if (llvm::any_of(ranked.getShape(),
+                         [](int64_t d) { return d > kMaxDim; }) ||
+            !checkedNumel(ranked.getShape(),
+                          std::numeric_limits<int64_t>::max())) {
+          op->erase();
+          error() << "its result " << t << " has a dim of 2^31 or more, "
+                  << "or more elements than int64 counts (ampc imports "
+                  << "dims below 2^31)";
+          return nullptr;
+        }
     for (auto [r, t] : llvm::zip(op->getResults(), types))
       r.setType(t);
     if (failed(verify(op))) {
@@ -326,7 +340,7 @@ private:
     if (isa<FloatType>(elt))
       h.floats = {v};
     else
-      h.ints = {static_cast<int64_t>(v)};
+      h.ints = {toInt64(v)};
     return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
   }
 
@@ -364,7 +378,7 @@ private:
         if (h.isFloat())
           h.floats[j] = fill;
         else
-          h.ints[j] = static_cast<int64_t>(fill);
+          h.ints[j] = toInt64(fill);
       return Value(
           tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h))));
     };
@@ -403,6 +417,26 @@ private:
       return std::nullopt;
     }
     return a < 0 ? a + rank : a;
+  }
+
+  /// An error unless `perm` (Transpose's attribute) is a permutation of
+  /// the dims of a rank-`rank` input.
+  LogicalResult checkPerm(ArrayRef<int64_t> perm, int64_t rank) {
+    if (int64_t(perm.size()) != rank) {
+      error() << "attribute 'perm' has " << perm.size()
+              << " values for an input of rank " << rank;
+      return failure();
+    }
+    SmallVector<bool> seen(rank, false);
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank || seen[p]) {
+        error() << "attribute 'perm' is not a permutation of the dims 0 to "
+                << rank - 1 << " (it has " << p << ")";
+        return failure();
+      }
+      seen[p] = true;
+    }
+    return success();
   }
 
   /// Input 0 as `x` and the `axis` attribute (default `dflt`) resolved

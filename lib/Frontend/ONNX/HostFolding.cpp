@@ -60,8 +60,7 @@ LogicalResult Emitter::foldCast() {
     else if (to.isInteger(1))
       h.ints[k] = host(0)->f(k) != 0;
     else
-      h.ints[k] = host(0)->isFloat() ? int64_t(std::trunc(host(0)->f(k)))
-                                     : host(0)->i(k);
+      h.ints[k] = host(0)->i(k); // toInt64 of a float
   }
   return setOutput(0, std::move(h));
 }
@@ -136,6 +135,13 @@ LogicalResult Emitter::foldConcat() {
       error() << "inputs of different ranks";
       return failure();
     }
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != *a && host(k)->shape[d] != host(0)->shape[d]) {
+        error() << "input " << k << " has " << host(k)->shape[d]
+                << " in dim " << d << ", input 0 has " << host(0)->shape[d]
+                << " (only the axis " << *a << " may differ)";
+        return failure();
+      }
     h.shape[*a] += host(k)->shape[*a];
   }
   if (failed(sized(h)))
@@ -227,19 +233,34 @@ LogicalResult Emitter::foldBroadcast() {
         return T(p < q);
       if (op == "Greater")
         return T(p > q);
-      if (op == "Add")
-        return T(p + q);
-      if (op == "Sub")
-        return T(p - q);
-      if (op == "Mul")
-        return T(p * q);
-      if (op == "Div")
-        return std::is_integral_v<T> && q == 0 ? T(0) : T(p / q);
+      if constexpr (std::is_integral_v<T>) {
+        if (op == "Add")
+          return wrapAdd(p, q);
+        if (op == "Sub")
+          return wrapSub(p, q);
+        if (op == "Mul")
+          return wrapMul(p, q);
+        if (op == "Div")
+          return wrapDiv(p, q);
+      } else {
+        if (op == "Add")
+          return T(p + q);
+        if (op == "Sub")
+          return T(p - q);
+        if (op == "Mul")
+          return T(p * q);
+        if (op == "Div")
+          return T(p / q);
+      }
       if (op == "Max")
         return std::max(p, q);
       if (op == "Min")
         return std::min(p, q);
-      return T(std::pow(double(p), double(q)));
+      double r = std::pow(double(p), double(q));
+      if constexpr (std::is_integral_v<T>)
+        return toInt64(r);
+      else
+        return r;
     };
     // Comparisons compare in the operands' kind; their result is bool.
     bool floats = op == "Equal" || op == "Less" || op == "Greater"
@@ -248,7 +269,7 @@ LogicalResult Emitter::foldBroadcast() {
     if (floats) {
       double r = apply(x.f(i0), y.f(i1));
       if (isInt)
-        h.ints[lin] = static_cast<int64_t>(r);
+        h.ints[lin] = toInt64(r);
       else
         h.floats[lin] = r;
     } else {
@@ -270,7 +291,7 @@ LogicalResult Emitter::foldUnary() {
                     : op == "Neg" ? -h.floats[k]
                                   : 1.0 / h.floats[k];
     else if (op == "Neg")
-      h.ints[k] = -h.ints[k];
+      h.ints[k] = wrapSub(0, h.ints[k]);
     else
       return failure();
   }
@@ -370,7 +391,7 @@ LogicalResult Emitter::foldReduceProd() {
     if (h.isFloat())
       h.floats[o] *= x.f(lin);
     else
-      h.ints[o] *= x.i(lin);
+      h.ints[o] = wrapMul(h.ints[o], x.i(lin));
   });
   if (!keep) {
     SmallVector<int64_t> squeezed;
@@ -417,6 +438,12 @@ LogicalResult Emitter::foldRange() {
   if (failed(requireInputs(3)))
     return failure();
   const HostTensor *s = host(0), *l = host(1), *d = host(2);
+  for (const HostTensor *t : {s, l, d})
+    if (t->numel() != 1) {
+      error() << "start, limit and delta must be scalars (one element "
+                 "each)";
+      return failure();
+    }
   HostTensor h;
   h.elt = s->elt;
   double start = s->f(0), limit = l->f(0), delta = d->f(0);
@@ -429,7 +456,7 @@ LogicalResult Emitter::foldRange() {
     error() << "the range has more than 2^28 elements";
     return failure();
   }
-  int64_t n = std::max<int64_t>(0, int64_t(count));
+  int64_t n = count > 0 ? int64_t(count) : 0;
   h.shape = {n};
   if (failed(sized(h)))
     return failure();
@@ -437,7 +464,7 @@ LogicalResult Emitter::foldRange() {
     if (h.isFloat())
       h.floats[k] = start + k * delta;
     else
-      h.ints[k] = s->i(0) + k * d->i(0);
+      h.ints[k] = wrapAdd(s->i(0), wrapMul(k, d->i(0)));
   }
   return setOutput(0, std::move(h));
 }
@@ -453,6 +480,8 @@ LogicalResult Emitter::foldTranspose() {
     perm[d] = rank - 1 - d;
   if (auto p = attrInts("perm"))
     perm = *p;
+  if (failed(checkPerm(perm, rank)))
+    return failure();
   HostTensor h;
   h.elt = x.elt;
   for (int64_t p : perm)

@@ -16,7 +16,9 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +28,42 @@ class TensorProto;
 } // namespace onnx
 
 namespace ampc::onnx_import {
+
+/// `v` as an integer, truncated toward 0: NaN is 0 and values past int64's
+/// range saturate (a C++ conversion of those is undefined behaviour, and a
+/// model file can hold any float).
+inline int64_t toInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+/// Integer arithmetic on values from a model file wraps around (two's
+/// complement, as the runtime's integer kernels do) instead of overflowing.
+inline int64_t wrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) +
+                              static_cast<uint64_t>(b));
+}
+inline int64_t wrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) -
+                              static_cast<uint64_t>(b));
+}
+inline int64_t wrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) *
+                              static_cast<uint64_t>(b));
+}
+/// Division truncating toward 0; by 0 gives 0, and INT64_MIN / -1 wraps.
+inline int64_t wrapDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return wrapSub(0, a);
+  return a / b;
+}
 
 /// A tensor known at import time. Integer and bool data live in `ints`,
 /// float data in `floats` (exactly one of them is used).
@@ -44,7 +82,7 @@ struct HostTensor {
   }
   double f(int64_t i) const { return isFloat() ? floats[i] : double(ints[i]); }
   int64_t i(int64_t k) const {
-    return isFloat() ? static_cast<int64_t>(floats[k]) : ints[k];
+    return isFloat() ? toInt64(floats[k]) : ints[k];
   }
   /// Every element as an integer (a shape, sizes, axes).
   llvm::SmallVector<int64_t> allInts() const {
@@ -66,6 +104,11 @@ struct HostTensor {
       ints[k] = src.i(j);
   }
 };
+
+/// The largest dim of a tensor an import builds (2^31 - 1): the model's
+/// inputs, `--input-shape`, and every op's result. With dims and the ops'
+/// integer attributes below 2^31, no shape arithmetic overflows int64.
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
 
 /// The most elements ampc computes at import (a host tensor or a constant
 /// block): 2^28.

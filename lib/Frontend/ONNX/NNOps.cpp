@@ -196,8 +196,9 @@ LogicalResult Emitter::convertConv(bool transposed) {
     return failure();
   }
   int64_t groups = attrInt("group", 1);
-  if (groups < 1) {
-    error() << "attribute 'group' must be 1 or more, found " << groups;
+  if (groups < 1 || groups > kMaxDim) {
+    error() << "attribute 'group' must be from 1 to 2^31 - 1, found "
+            << groups;
     return failure();
   }
   SmallVector<int64_t> kernel(typeOf(w).getShape().drop_front(2));
@@ -630,9 +631,14 @@ LogicalResult Emitter::convertPool(bool isMax) {
     return setOutput(0, y);
   SmallVector<int64_t> shape{1, 1};
   shape.append(out.begin(), out.end());
-  int64_t n = 1;
-  for (int64_t o : out)
-    n *= o;
+  // A constant of the output's spatial shape: within the limit of what is
+  // computed at import (2^28 elements).
+  HostTensor sizedScale;
+  sizedScale.elt = typeOf(y).getElementType();
+  sizedScale.shape = shape;
+  if (failed(sized(sizedScale)))
+    return failure();
+  int64_t n = sizedScale.numel();
   SmallVector<double> values(n);
   for (int64_t e = 0; e < n; ++e) {
     double f = 1.0;

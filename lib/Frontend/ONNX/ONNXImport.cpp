@@ -64,6 +64,19 @@ static Location fileLoc(MLIRContext &ctx, StringRef path) {
 std::unique_ptr<ONNXModel> ONNXModel::load(MLIRContext &ctx, StringRef path,
                                            StringRef displayPath,
                                            std::optional<Location> at) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (std::error_code ec = buffer.getError()) {
+    emitError(at ? *at : fileLoc(ctx, displayPath))
+        << "cannot read ONNX model '" << displayPath << "': " << ec.message();
+    return nullptr;
+  }
+  return parse(ctx, (*buffer)->getBuffer(), displayPath, at);
+}
+
+std::unique_ptr<ONNXModel> ONNXModel::parse(MLIRContext &ctx, StringRef bytes,
+                                            StringRef displayPath,
+                                            std::optional<Location> at) {
   ctx.getOrLoadDialect<tg::TGDialect>();
   ctx.getOrLoadDialect<func::FuncDialect>();
   Location where = at ? *at : fileLoc(ctx, displayPath);
@@ -71,15 +84,9 @@ std::unique_ptr<ONNXModel> ONNXModel::load(MLIRContext &ctx, StringRef path,
     emitError(where) << message;
     return nullptr;
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (std::error_code ec = buffer.getError())
-    return fail("cannot read ONNX model '" + displayPath +
-                "': " + ec.message());
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
   impl->displayPath = displayPath.str();
-  StringRef bytes = (*buffer)->getBuffer();
   if (bytes.size() > size_t(std::numeric_limits<int>::max()))
     return fail("ONNX model '" + displayPath + "' is larger than 2 GiB");
   if (bytes.empty() ||
@@ -155,10 +162,20 @@ std::unique_ptr<ONNXModel> ONNXModel::load(MLIRContext &ctx, StringRef path,
       return fail("'" + displayPath + "': input '" + in.name() +
                   "' has no shape (not even a rank)");
     for (const auto &d : type.tensor_type().shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() > kMaxDim)
+        return fail("'" + displayPath + "': input '" + in.name() + "': dim " +
+                    Twine(mi.dims.size()) + " is " + Twine(d.dim_value()) +
+                    " (ampc imports dims below 2^31)");
       mi.dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value()
                                                                : -1);
       mi.dimParams.push_back(d.has_dim_param() ? d.dim_param() : "");
     }
+    SmallVector<int64_t> known;
+    for (int64_t d : mi.dims)
+      known.push_back(std::max<int64_t>(d, 1));
+    if (!checkedNumel(known, std::numeric_limits<int64_t>::max()))
+      return fail("'" + displayPath + "': input '" + in.name() +
+                  "' has more elements than int64 counts");
     impl->inputs.push_back(std::move(mi));
   }
   for (const onnx::ValueInfoProto &out : g.output())
@@ -403,20 +420,30 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
       ONNXModel::load(ctx, path, path, std::nullopt);
   if (!model)
     return nullptr;
+  return importONNXModel(ctx, *model, path, inputShapes, graphName,
+                         outputNames);
+}
+
+OwningOpRef<ModuleOp> ampc::onnx_import::importONNXModel(
+    MLIRContext &ctx, const ONNXModel &loaded, StringRef path,
+    const std::map<std::string, std::vector<int64_t>> &inputShapes,
+    std::string *graphName, std::vector<std::string> *outputNames) {
+  const ONNXModel *model = &loaded;
   Location at = fileLoc(ctx, path);
   std::string name = sanitizeName(llvm::sys::path::stem(path));
   std::replace(name.begin(), name.end(), '.', '_');
   if (name.empty() || llvm::isDigit(name[0]))
     name = "m_" + name;
 
-  for (const auto &[given, dims] : inputShapes)
-    if (llvm::none_of(model->getInputs(),
-                      [&](const ModelInput &in) { return in.name == given; })) {
+  for (const auto &shape : inputShapes)
+    if (llvm::none_of(model->getInputs(), [&](const ModelInput &in) {
+          return in.name == shape.first;
+        })) {
       std::string names;
       llvm::raw_string_ostream os(names);
       llvm::interleaveComma(model->getInputs(), os,
                             [&](const ModelInput &in) { os << in.name; });
-      emitError(at) << "--input-shape names '" << given
+      emitError(at) << "--input-shape names '" << shape.first
                     << "', which is not an input of the model (its inputs: "
                     << names << ")";
       return nullptr;
@@ -449,6 +476,12 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
         return nullptr;
       }
       for (size_t d = 0; d < dims.size(); ++d) {
+        if (given->second[d] > kMaxDim) {
+          emitError(at) << "--input-shape " << in.name << ": dim " << d
+                        << " is " << given->second[d]
+                        << " (ampc imports dims below 2^31)";
+          return nullptr;
+        }
         if (dims[d] > 0 && dims[d] != given->second[d]) {
           emitError(at) << "--input-shape " << in.name << ": dim " << d
                         << " is " << dims[d] << " in the model, "

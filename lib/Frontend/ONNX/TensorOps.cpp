@@ -144,9 +144,13 @@ Emitter::resolveReshape(ArrayRef<int64_t> in, const HostTensor &spec) {
   }
   SmallVector<int64_t> out;
   int64_t known = 1, inferred = -1;
-  int64_t total = 1;
-  for (int64_t d : in)
-    total *= d;
+  std::optional<int64_t> counted =
+      checkedNumel(in, std::numeric_limits<int64_t>::max());
+  if (!counted) {
+    error() << "the input's element count overflows int64";
+    return std::nullopt;
+  }
+  int64_t total = *counted;
   for (int64_t k = 0; k < spec.numel(); ++k) {
     int64_t d = spec.i(k);
     if (d == 0) {
@@ -228,11 +232,14 @@ Emitter::reshapedShape(ArrayRef<int64_t> in) {
               << " (Flatten takes -" << rank << " to " << rank << ")";
       return std::nullopt;
     }
-    std::optional<int64_t> a = given < 0 ? given + rank : given;
-    int64_t lo = 1, hi = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < *a ? lo : hi) *= in[d];
-    return SmallVector<int64_t>{lo, hi};
+    int64_t a = given < 0 ? given + rank : given;
+    auto lo = checkedNumel(in.take_front(a), std::numeric_limits<int64_t>::max());
+    auto hi = checkedNumel(in.drop_front(a), std::numeric_limits<int64_t>::max());
+    if (!lo || !hi) {
+      error() << "the flattened dims' element count overflows int64";
+      return std::nullopt;
+    }
+    return SmallVector<int64_t>{*lo, *hi};
   }
   auto axes = axesInputOrAttr(1);
   if (!axes)
@@ -297,6 +304,12 @@ LogicalResult Emitter::convertReshapeLike() {
       error() << "the shape does not broadcast with the input's";
       return failure();
     }
+    for (int64_t d : *s)
+      if (d < 0 || d > kMaxDim) {
+        error() << "the shape has a dim of " << d
+                << " (ampc imports dims from 0 to 2^31 - 1)";
+        return failure();
+      }
     if (*s == in)
       return setOutput(0, x);
     return setOutput(0,
@@ -443,14 +456,16 @@ LogicalResult Emitter::convertSplit() {
     sizes = *s;
   } else {
     int64_t n = node->output_size();
-    if (dim % n != 0) {
+    if (n == 0 || dim % n != 0) {
       error() << "cannot split a dim of " << dim << " into " << n
               << " equal parts";
       return failure();
     }
     sizes.assign(n, dim / n);
   }
-  if (int64_t(sizes.size()) != node->output_size() ||
+  // Each size in [0, dim] before they are added: their sum cannot overflow.
+  bool inRange = llvm::all_of(sizes, [&](int64_t s) { return s >= 0 && s <= dim; });
+  if (!inRange || int64_t(sizes.size()) != node->output_size() ||
       std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim) {
     error() << "the split sizes do not add up to the dim (" << dim
             << ") or do not match the " << node->output_size() << " outputs";
@@ -593,6 +608,11 @@ LogicalResult Emitter::convertPad() {
     const HostTensor *v = needHost(2, "constant_value");
     if (!v)
       return failure();
+    if (v->numel() != 1) {
+      error() << "its constant_value must hold one element, found "
+              << v->numel();
+      return failure();
+    }
     fill = v->f(0);
   }
   for (auto [k, d] : llvm::enumerate(axes)) {
@@ -627,6 +647,12 @@ std::optional<std::vector<bool>> Emitter::triluKeep(ArrayRef<int64_t> shape) {
   }
   bool upper = attrInt("upper", 1) != 0;
   int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  // The mask is a constant of rows x cols elements, made here.
+  if (!checkedNumel({rows, cols})) {
+    error() << "its mask of " << rows << " x " << cols
+            << " elements would be more than 2^28 elements computed at import";
+    return std::nullopt;
+  }
   std::vector<bool> keep(rows * cols);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
@@ -692,7 +718,7 @@ LogicalResult Emitter::convertResize() {
   } else if (hasInput(2) && (scales = needHost(2, "scales"))) {
     for (int64_t k = 0; k < scales->numel() && k < rank; ++k)
       outShape.push_back(
-          static_cast<int64_t>(std::floor(double(in[k]) * scales->f(k))));
+          toInt64(std::floor(double(in[k]) * scales->f(k))));
   } else {
     if (hasInput(2))
       return failure();

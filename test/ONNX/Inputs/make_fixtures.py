@@ -189,6 +189,53 @@ def hostile():
     m["gather_axis_huge"] = model([node("Gather", ["s", "i"], name="gather", axis=2**40)],
                                   "gather_axis_huge", yshape=(1,),
                                   inits=[ints("s", [3, 4]), ints("i", [0])])
+
+    # Found with the importer's fuzz target (tools/ampc-fuzz) and the review
+    # that came with it: a host Transpose read its perm unchecked (out of
+    # bounds), a host Concat of inputs that differ off the axis wrote past
+    # its output, a host Range read a scalar from an empty tensor, float to
+    # int conversions of NaN or 1e30 and int64 arithmetic that overflows
+    # were undefined behaviour, and dims or conv attributes near 2^63
+    # overflowed the shape arithmetic.
+    def i64(name, shape, values):
+        return helper.make_tensor(name, INT64, list(shape), values)
+
+    def const(name, tensor):
+        return node("Constant", [], [name], name=name, value=tensor)
+
+    m["transpose_bad_perm"] = model([node("Transpose", ["s"], name="tr", perm=[0, 5])],
+                                    "transpose_bad_perm", yshape=(2, 2),
+                                    inits=[i64("s", [2, 2], [1, 2, 3, 4])])
+    m["concat_mismatch"] = model([node("Concat", ["a", "b"], name="cat", axis=0)],
+                                 "concat_mismatch", yshape=(2, 3),
+                                 inits=[i64("a", [1, 1], [1]), i64("b", [1, 3], [1, 2, 3])])
+    m["range_empty_start"] = model([node("Range", ["a", "b", "c"], name="range")],
+                                   "range_empty_start", yshape=(3,),
+                                   inits=[i64("a", [0], []), i64("b", [], [3]),
+                                          i64("c", [], [1])])
+    m["cast_out_of_range"] = model(
+        [const("f", helper.make_tensor("f", FLOAT, [4], [float("nan"), 1e30, -1e30, -2.7])),
+         node("Cast", ["f"], name="cast", to=INT64)], "cast_out_of_range", yshape=(4,))
+    big, small = 2**63 - 1, -(2**63)
+    m["int64_wraps"] = model(
+        [node("Add", ["a", "one"], ["add"], name="add"),
+         node("Div", ["a", "minus_one"], ["div"], name="div"),
+         node("Neg", ["a"], ["neg"], name="neg"),
+         node("ReduceProd", ["p"], ["prod"], name="prod", keepdims=0)], "int64_wraps",
+        outputs=[value(n, [2], INT64) for n in ("add", "div", "neg")] + [value("prod", [], INT64)],
+        inits=[i64("a", [2], [big, small]), i64("one", [2], [1, 1]),
+               i64("minus_one", [2], [-1, -1]), i64("p", [2], [2**32, 2**32])])
+    x4c = [value("x", [1, 1, 5, 5])]
+    w = floats("w", [1, 1, 3, 3], [0.1] * 9)
+    m["conv_huge_dilation"] = model([node("Conv", ["x", "w"], name="conv",
+                                          dilations=[2**40, 1])], "conv_huge_dilation",
+                                    inputs=x4c, yshape=(1, 1, 3, 3), inits=[w])
+    m["conv_huge_group"] = model([node("Conv", ["x", "w"], name="conv", group=2**40)],
+                                 "conv_huge_group", inputs=x4c, yshape=(1, 1, 3, 3), inits=[w])
+    m["input_dim_huge"] = model([node("Relu", ["x"], name="relu")], "input_dim_huge",
+                                inputs=[value("x", [2**40, 4])], yshape=(2**40, 4))
+    m["expand_huge"] = model([node("Expand", ["x", "s"], name="expand")], "expand_huge",
+                             yshape=(2**40, 2, 4), inits=[ints("s", [2**40, 1, 1])])
     return m
 
 
