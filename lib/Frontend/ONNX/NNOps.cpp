@@ -633,12 +633,13 @@ LogicalResult Emitter::convertPool(bool isMax) {
   shape.append(out.begin(), out.end());
   // A constant of the output's spatial shape: within the limit of what is
   // computed at import (2^28 elements).
-  HostTensor sizedScale;
-  sizedScale.elt = typeOf(y).getElementType();
-  sizedScale.shape = shape;
-  if (failed(sized(sizedScale)))
+  std::optional<int64_t> count = checkedNumel(shape);
+  if (!count) {
+    error() << "the average pool's scale constant " << listText(shape)
+            << " would have more than 2^28 elements";
     return failure();
-  int64_t n = sizedScale.numel();
+  }
+  int64_t n = *count;
   SmallVector<double> values(n);
   for (int64_t e = 0; e < n; ++e) {
     double f = 1.0;
