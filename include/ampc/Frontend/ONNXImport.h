@@ -46,6 +46,14 @@ struct ModelInput {
 /// parameters and buffers (created on first use, with the file's values as
 /// their initial values), whether the graph trains (says `minimize`), and,
 /// in a training graph, the buffers' new values and the graph's dropout.
+/// An input's file as `ampc run` read it before compiling (importONNXFile).
+struct InputValue {
+  std::vector<int64_t> shape;
+  /// The values of an integer file (int64 or int32 .npy), else empty.
+  bool isInteger = false;
+  std::vector<int64_t> ints;
+};
+
 class GraphState {
 public:
   virtual ~GraphState();
@@ -97,6 +105,9 @@ public:
   emit(mlir::OpBuilder &builder, mlir::Location callLoc,
        mlir::ValueRange inputs, llvm::StringRef prefix,
        GraphState &state) const;
+  /// Makes the values of integer input `name` known at import (`ampc run`
+  /// read its file before compiling): nodes reading it fold on the host.
+  void setKnownInput(llvm::StringRef name, const InputValue &value);
   /// The model's data (ONNXImport.cpp).
   struct Impl;
 
@@ -115,11 +126,17 @@ std::string sanitizeName(llvm::StringRef name);
 /// dims) fixes the shapes of inputs, and is required for every input with a
 /// dynamic dim. `outputNames` receives the graph name and its outputs'
 /// names. Errors are emitted through `ctx`; returns null after the first.
+///
+/// `inputValues` (`ampc run`: the --input files, read before compiling)
+/// gives an input with a dynamic dim and no --input-shape the file's shape,
+/// and makes the values of an integer input known at import (shape-like
+/// inputs: a Reshape's shape, a Slice's starts, ...), folded as constants.
 mlir::OwningOpRef<mlir::ModuleOp>
 importONNXFile(mlir::MLIRContext &ctx, llvm::StringRef path,
                const std::map<std::string, std::vector<int64_t>> &inputShapes,
                std::string *graphName = nullptr,
-               std::vector<std::string> *outputNames = nullptr);
+               std::vector<std::string> *outputNames = nullptr,
+               const std::map<std::string, InputValue> *inputValues = nullptr);
 
 /// Parses `NAME=D0xD1x...` (the `--input-shape` flag). Returns false on a
 /// malformed value.

@@ -35,6 +35,11 @@ struct ampc::onnx_import::ONNXModel::Impl {
   onnx::ModelProto model;
   std::string displayPath;
   int64_t opset = 0;
+  /// The opset the file declares (opset is 13 for an older one).
+  int64_t fileOpset = 0;
+  /// Integer inputs whose values `ampc run` read from their files before
+  /// compiling (importONNXFile's inputValues): known at import.
+  llvm::StringMap<HostTensor> knownInputs;
   llvm::SmallVector<ModelInput> inputs;
   llvm::SmallVector<std::string> outputs;
   /// Initializers by name, read once.
@@ -138,7 +143,15 @@ private:
     // initializers) is its file value here, not a parameter.
     if (!h && e->isParam && e->host)
       h = &*e->host;
-    if (!h)
+    if (!h && llvm::any_of(m.inputs, [&](const ModelInput &in) {
+          return in.name == node->input(k);
+        }))
+      error() << "its " << what << " is the graph's input '" << node->input(k)
+              << "', which must be known at import time: give it with `ampc "
+                 "run --input "
+              << node->input(k)
+              << "=FILE.npy` (integers; its values are then folded)";
+    else if (!h)
       error() << "its " << what << " ('" << node->input(k)
               << "') must be known at import time, but it is computed from "
                  "the graph's inputs or parameters";

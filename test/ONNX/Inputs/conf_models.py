@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Hand-built single-op models for the converters and the folding of
+shape-like inputs added for ONNX's conformance suite (shape-inputs.test,
+elementwise-more.test), with their inputs and NumPy's results.
+
+  conf_models.py DIR   writes NAME.onnx, NAME.<input>.npy and NAME.ref.npy
+  conf_models.py compare REF.npy GOT.npy [RTOL]
+                       exit 1 unless GOT has REF's shape and values (within
+                       RTOL of REF's largest magnitude; default 0: equal)
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+
+    def save(name, op, inputs, ref, attrs=None, opset=14, out_type=F):
+        """One node `op` reading `inputs` (name -> array), its output y."""
+        vis = []
+        for n, a in inputs.items():
+            t = {np.dtype(np.float32): F, np.dtype(np.int64): I64, np.dtype(bool): B}[a.dtype]
+            vis.append(helper.make_tensor_value_info(n, t, list(a.shape)))
+            np.save(os.path.join(out, "%s.%s.npy" % (name, n)), a)
+        node = helper.make_node(op, list(inputs), ["y"], name=name, **(attrs or {}))
+        y = helper.make_tensor_value_info("y", out_type, list(ref.shape))
+        g = helper.make_graph([node], name, vis, [y])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        with open(os.path.join(out, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        np.save(os.path.join(out, name + ".ref.npy"), ref)
+
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    # Shape-like inputs given as graph inputs, read from their files.
+    save("reshape_in", "Reshape", {"x": x, "s": np.array([4, -1], np.int64)}, x.reshape(4, 15))
+    save("slice_in", "Slice", {"x": x, "starts": np.array([1, 0], np.int64),
+                               "ends": np.array([3, 5], np.int64),
+                               "axes": np.array([0, 2], np.int64),
+                               "steps": np.array([1, 2], np.int64)}, x[1:3, :, 0:5:2])
+    save("unsqueeze_in", "Unsqueeze", {"x": x, "axes": np.array([0, -1], np.int64)},
+         x[None, ..., None])
+    save("expand_in", "Expand", {"x": x[:, :1, :], "s": np.array([2, 3, 4, 5], np.int64)},
+         np.broadcast_to(x[:, :1, :], (2, 3, 4, 5)).copy())
+    save("tile_in", "Tile", {"x": x, "r": np.array([1, 2, 1], np.int64)}, np.tile(x, (1, 2, 1)))
+
+
+def compare(ref, got, rtol):
+    r, g = np.load(ref), np.load(got)
+    if r.shape != g.shape:
+        sys.exit("shape %s, expected %s" % (g.shape, r.shape))
+    if r.dtype.kind != g.dtype.kind:
+        sys.exit("dtype %s, expected %s" % (g.dtype, r.dtype))
+    if rtol == 0:
+        ok = np.array_equal(r, g, equal_nan=r.dtype.kind == "f")
+    else:
+        scale = max(float(np.max(np.abs(r))), 1e-30)
+        ok = float(np.max(np.abs(r.astype(np.float64) - g))) <= rtol * scale
+    if not ok:
+        sys.exit("values differ:\n%s\nexpected\n%s" % (g, r))
+    print("ok")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "compare":
+        compare(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+    else:
+        main(sys.argv[1])
