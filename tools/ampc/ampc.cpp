@@ -699,6 +699,12 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
           std::vector<int32_t> v(n);
           std::memcpy(v.data(), array.data.data(), n * 4);
           value.ints.assign(v.begin(), v.end());
+        } else if (array.descr == "<f4" &&
+                   array.data.size() == size_t(n) * 4) {
+          value.isFloat = true;
+          std::vector<float> v(n);
+          std::memcpy(v.data(), array.data.data(), n * 4);
+          value.floats.assign(v.begin(), v.end());
         }
         inputValues[spec.substr(0, eq)] = std::move(value);
       }

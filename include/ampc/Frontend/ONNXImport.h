@@ -49,9 +49,14 @@ struct ModelInput {
 /// An input's file as `ampc run` read it before compiling (importONNXFile).
 struct InputValue {
   std::vector<int64_t> shape;
-  /// The values of an integer file (int64 or int32 .npy), else empty.
+  /// The values of an integer file (int64 or int32 .npy; bools are not
+  /// folded: a Dropout's training_mode stays a run-time input).
   bool isInteger = false;
   std::vector<int64_t> ints;
+  /// The values of an f32 file: read where a value must be known at import
+  /// (Clip's bounds), a run-time input everywhere else.
+  bool isFloat = false;
+  std::vector<double> floats;
 };
 
 class GraphState {
@@ -105,8 +110,9 @@ public:
   emit(mlir::OpBuilder &builder, mlir::Location callLoc,
        mlir::ValueRange inputs, llvm::StringRef prefix,
        GraphState &state) const;
-  /// Makes the values of integer input `name` known at import (`ampc run`
-  /// read its file before compiling): nodes reading it fold on the host.
+  /// `ampc run` read input `name`'s file before compiling: an integer
+  /// input is known at import (nodes reading it fold on the host), an
+  /// f32 one is read only where a value must be known (Clip's bounds).
   void setKnownInput(llvm::StringRef name, const InputValue &value);
   /// The model's data (ONNXImport.cpp).
   struct Impl;

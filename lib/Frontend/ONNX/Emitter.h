@@ -40,6 +40,9 @@ struct ampc::onnx_import::ONNXModel::Impl {
   /// Integer inputs whose values `ampc run` read from their files before
   /// compiling (importONNXFile's inputValues): known at import.
   llvm::StringMap<HostTensor> knownInputs;
+  /// Float inputs read from their files: their values where one must be
+  /// known at import (needHost), run-time inputs everywhere else.
+  llvm::StringMap<HostTensor> fileInputs;
   llvm::SmallVector<ModelInput> inputs;
   llvm::SmallVector<std::string> outputs;
   /// Initializers by name, read once.
@@ -85,6 +88,9 @@ private:
     /// For a parameter: the initializer's name (an Identity passes the
     /// entry on, so its output is the same parameter).
     std::string init;
+    /// A float graph input whose file `ampc run` read: `host` is read only
+    /// where a value must be known (needHost).
+    bool fileOnly = false;
   };
   llvm::StringMap<Entry> env;
 
@@ -123,7 +129,8 @@ private:
     if (!hasInput(k))
       return nullptr;
     auto it = env.find(node->input(k));
-    if (it == env.end() || !it->second.host || it->second.isParam)
+    if (it == env.end() || !it->second.host || it->second.isParam ||
+        it->second.fileOnly)
       return nullptr;
     return &*it->second.host;
   }
@@ -141,7 +148,7 @@ private:
     // A float initializer where a value must be known (Clip's bounds, Pad's
     // value, Resize's scales: what constant folding tools store as
     // initializers) is its file value here, not a parameter.
-    if (!h && e->isParam && e->host)
+    if (!h && (e->isParam || e->fileOnly) && e->host)
       h = &*e->host;
     if (!h && llvm::any_of(m.inputs, [&](const ModelInput &in) {
           return in.name == node->input(k);
@@ -490,6 +497,10 @@ private:
   LogicalResult convertClip();
   LogicalResult convertWhere();
   LogicalResult convertCast();
+  LogicalResult convertLogical();
+  LogicalResult convertIsNaNOrInf();
+  LogicalResult convertSumOrMean();
+  LogicalResult convertMoreActivations();
 
   //===--- Neural-network ops (NNOps.cpp) ---------------------------------===//
 
@@ -544,6 +555,9 @@ private:
   LogicalResult convertResize();
   LogicalResult convertDepthToSpace();
   LogicalResult convertTile();
+  LogicalResult convertArgMin();
+  LogicalResult convertSize();
+  LogicalResult convertEyeLike();
 
   //===--- Host folding (HostFolding.cpp) ---------------------------------===//
 

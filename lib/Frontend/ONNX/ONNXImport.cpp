@@ -47,14 +47,18 @@ ONNXModel::~ONNXModel() = default;
 ArrayRef<ModelInput> ONNXModel::getInputs() const { return impl->inputs; }
 void ONNXModel::setKnownInput(StringRef name, const InputValue &value) {
   for (const ModelInput &in : impl->inputs) {
-    if (in.name != name || !value.isInteger ||
-        !isa<IntegerType>(in.elementType) || in.elementType.isInteger(1))
+    if (in.name != name)
       continue;
     HostTensor h;
     h.elt = in.elementType;
     h.shape.assign(value.shape.begin(), value.shape.end());
-    h.ints = value.ints;
-    impl->knownInputs[name] = std::move(h);
+    if (value.isInteger && isa<IntegerType>(in.elementType)) {
+      h.ints = value.ints;
+      impl->knownInputs[name] = std::move(h);
+    } else if (value.isFloat && in.elementType.isF32()) {
+      h.floats = value.floats;
+      impl->fileInputs[name] = std::move(h);
+    }
   }
 }
 ArrayRef<std::string> ONNXModel::getOutputNames() const {
@@ -320,6 +324,10 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
     env[in.name].value = v;
     if (auto known = m.knownInputs.find(in.name); known != m.knownInputs.end())
       env[in.name].host = known->second;
+    if (auto file = m.fileInputs.find(in.name); file != m.fileInputs.end()) {
+      env[in.name].host = file->second;
+      env[in.name].fileOnly = true;
+    }
   }
   for (const onnx::NodeProto &n : g.node())
     for (int k = 0; k < n.input_size(); ++k) {

@@ -2,7 +2,8 @@
 //
 // The converters of ONNX's tensor and shape ops: constants and shapes (known
 // at import), Identity, the reshapes, Transpose, Concat, Slice, Split,
-// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile.
+// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile; ArgMin,
+// Size and EyeLike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,9 @@ void Emitter::addTensorConverters(ConverterTable &t) {
   for (StringRef op : {"DepthToSpace", "SpaceToDepth"})
     t[op] = [](Emitter &e) { return e.convertDepthToSpace(); };
   t["Tile"] = [](Emitter &e) { return e.convertTile(); };
+  t["ArgMin"] = [](Emitter &e) { return e.convertArgMin(); };
+  t["Size"] = [](Emitter &e) { return e.convertSize(); };
+  t["EyeLike"] = [](Emitter &e) { return e.convertEyeLike(); };
 }
 
 /// Constant: a host tensor from one of its value attributes.
@@ -810,4 +814,90 @@ LogicalResult Emitter::convertTile() {
   Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
                                      {named("shape", ints(broadcast))});
   return setOutput(0, reshape(y, out));
+}
+
+/// ArgMin: `tg.argmax` of the negated input (the first minimum is the first
+/// maximum of -x, exactly), then `cast` to INT64.
+LogicalResult Emitter::convertArgMin() {
+  if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
+    return failure();
+  if (attrInt("select_last_index", 0) != 0)
+    return unsupportedValue("select_last_index", "1", "0 (the first minimum)");
+  Value x;
+  auto a = inputAndAxis(0, x);
+  if (!a)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input (ArgMin negates it)";
+    return failure();
+  }
+  SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
+  if (attrInt("keepdims", 1))
+    attrs.push_back(named("keepdim", b.getUnitAttr()));
+  Value i = build<tg::ArgmaxOp>({build<tg::NegOp>({x})}, attrs);
+  if (!i)
+    return failure();
+  Value y = tg::CastOp::create(
+      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+  if (failed(verify(y.getDefiningOp())))
+    return failure();
+  return setOutput(0, y);
+}
+
+/// Size: the input's element count (its shape is static), known at import.
+LogicalResult Emitter::convertSize() {
+  if (failed(checkAttrs({})))
+    return failure();
+  auto shape = shapeOf(0);
+  if (!shape)
+    return failure();
+  HostTensor h;
+  h.elt = b.getI64Type();
+  int64_t n = 1;
+  for (int64_t d : *shape)
+    n *= d;
+  h.ints = {n};
+  return setOutput(0, std::move(h));
+}
+
+/// EyeLike: ones on the k-th diagonal of a 2-D shape like the input's, of
+/// `dtype` (default the input's element type), known at import.
+LogicalResult Emitter::convertEyeLike() {
+  if (failed(checkAttrs({"dtype", "k"})))
+    return failure();
+  auto shape = shapeOf(0);
+  if (!shape)
+    return failure();
+  if (shape->size() != 2) {
+    error() << "needs a 2-D input, found rank " << shape->size();
+    return failure();
+  }
+  Type elt;
+  if (attr("dtype")) {
+    elt = elementTypeOf(ctx, attrInt("dtype", 0));
+    if (!elt)
+      return unsupportedValue("dtype", onnxTypeName(attrInt("dtype", 0)),
+                              "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, BOOL");
+  } else {
+    Entry *e = lookup(0);
+    if (!e)
+      return failure();
+    elt = e->value ? typeOf(e->value).getElementType() : e->host->elt;
+  }
+  HostTensor h;
+  h.elt = elt;
+  h.shape = *shape;
+  if (failed(sized(h)))
+    return failure();
+  int64_t k = attrInt("k", 0);
+  for (int64_t r = 0; r < (*shape)[0]; ++r) {
+    int64_t c = r + k;
+    if (c < 0 || c >= (*shape)[1])
+      continue;
+    if (h.isFloat())
+      h.floats[r * (*shape)[1] + c] = 1.0;
+    else
+      h.ints[r * (*shape)[1] + c] = 1;
+  }
+  return setOutput(0, std::move(h));
 }

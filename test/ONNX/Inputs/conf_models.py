@@ -48,6 +48,36 @@ def main(out):
     save("expand_in", "Expand", {"x": x[:, :1, :], "s": np.array([2, 3, 4, 5], np.int64)},
          np.broadcast_to(x[:, :1, :], (2, 3, 4, 5)).copy())
     save("tile_in", "Tile", {"x": x, "r": np.array([1, 2, 1], np.int64)}, np.tile(x, (1, 2, 1)))
+    # A float bound given as a graph input: read from its file.
+    lo = np.array(-0.5, np.float32)
+    save("clip_in", "Clip", {"x": x, "lo": lo}, np.maximum(x, lo))
+
+    # Elementwise ops composed from tg ops.
+    p = rng.random((3, 4)) < 0.5
+    q = rng.random((4,)) < 0.5
+    save("and", "And", {"p": p, "q": q}, p & q, out_type=B)
+    save("or", "Or", {"p": p, "q": q}, p | q, out_type=B)
+    save("xor", "Xor", {"p": p, "q": q}, p ^ q, out_type=B)
+    special = np.array([1.0, np.nan, np.inf, -np.inf, -2.0, 0.0], np.float32)
+    save("isnan", "IsNaN", {"x": special}, np.isnan(special), out_type=B)
+    save("isinf", "IsInf", {"x": special}, np.isinf(special), out_type=B)
+    save("isinf_neg", "IsInf", {"x": special}, np.isneginf(special),
+         attrs={"detect_positive": 0}, out_type=B)
+    a, b, c = x, x[0], x[:, :1, :] * 2
+    save("sum3", "Sum", {"a": a, "b": b, "c": c}, a + b + c)
+    save("mean3", "Mean", {"a": a, "b": b, "c": c}, (a + b + c) / np.float32(3))
+    save("thresholded_relu", "ThresholdedRelu", {"x": x}, np.where(x > 0.5, x, 0).astype(np.float32),
+         attrs={"alpha": 0.5})
+    save("softsign", "Softsign", {"x": x}, x / (1 + np.abs(x)))
+    save("shrink", "Shrink", {"x": x},
+         np.where(x < -0.3, x + 0.1, np.where(x > 0.3, x - 0.1, 0)).astype(np.float32),
+         attrs={"lambd": 0.3, "bias": 0.1})
+    save("argmin", "ArgMin", {"x": x}, np.argmin(x, axis=1)[:, None, :], attrs={"axis": 1},
+         out_type=I64)
+    save("argmin_flat", "ArgMin", {"x": x}, np.argmin(x, axis=-1), attrs={"axis": -1, "keepdims": 0},
+         out_type=I64)
+    save("size", "Size", {"x": x}, np.array(x.size, np.int64), out_type=I64)
+    save("eyelike", "EyeLike", {"x": x[0]}, np.eye(4, 5, k=1, dtype=np.float32), attrs={"k": 1})
 
 
 def compare(ref, got, rtol):
