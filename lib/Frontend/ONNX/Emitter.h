@@ -556,6 +556,10 @@ private:
   LogicalResult convertDepthToSpace();
   LogicalResult convertTile();
   LogicalResult convertArgMin();
+  LogicalResult convertArgLast(bool isMin);
+  LogicalResult convertGatherElements();
+  LogicalResult convertOneHot();
+  Value iotaAlong(int64_t n, int64_t dim, int64_t rank);
   LogicalResult convertSize();
   LogicalResult convertEyeLike();
 

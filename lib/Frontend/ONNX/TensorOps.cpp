@@ -2,8 +2,9 @@
 //
 // The converters of ONNX's tensor and shape ops: constants and shapes (known
 // at import), Identity, the reshapes, Transpose, Concat, Slice, Split,
-// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile; ArgMin,
-// Size and EyeLike.
+// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile; ArgMin
+// (and both arg ops' select_last_index), Size, EyeLike, GatherElements and
+// OneHot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,8 @@ void Emitter::addTensorConverters(ConverterTable &t) {
     t[op] = [](Emitter &e) { return e.convertDepthToSpace(); };
   t["Tile"] = [](Emitter &e) { return e.convertTile(); };
   t["ArgMin"] = [](Emitter &e) { return e.convertArgMin(); };
+  t["GatherElements"] = [](Emitter &e) { return e.convertGatherElements(); };
+  t["OneHot"] = [](Emitter &e) { return e.convertOneHot(); };
   t["Size"] = [](Emitter &e) { return e.convertSize(); };
   t["EyeLike"] = [](Emitter &e) { return e.convertEyeLike(); };
 }
@@ -822,7 +825,7 @@ LogicalResult Emitter::convertArgMin() {
   if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
     return failure();
   if (attrInt("select_last_index", 0) != 0)
-    return unsupportedValue("select_last_index", "1", "0 (the first minimum)");
+    return convertArgLast(/*isMin=*/true);
   Value x;
   auto a = inputAndAxis(0, x);
   if (!a)
@@ -900,4 +903,164 @@ LogicalResult Emitter::convertEyeLike() {
       h.ints[r * (*shape)[1] + c] = 1;
   }
   return setOutput(0, std::move(h));
+}
+
+/// `[1, ..., n, ..., 1]` (n at `dim` of `rank` dims) holding 0 .. n-1 in f32
+/// (exact below 2^24).
+Value Emitter::iotaAlong(int64_t n, int64_t dim, int64_t rank) {
+  HostTensor h;
+  h.elt = b.getF32Type();
+  h.shape.assign(rank, 1);
+  h.shape[dim] = n;
+  if (failed(sized(h)))
+    return nullptr;
+  for (int64_t k = 0; k < n; ++k)
+    h.floats[k] = double(k);
+  return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
+}
+
+/// ArgMax and ArgMin with select_last_index 1: the largest index where x
+/// (ArgMin: -x) equals its maximum along the axis: `max`, `equal`, `where`
+/// of the indices (else -1), `max`, then `cast` to INT64. Exact for axes
+/// below 2^24 elements.
+LogicalResult Emitter::convertArgLast(bool isMin) {
+  Value x;
+  auto a = inputAndAxis(0, x);
+  if (!a)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  int64_t rank = typeOf(x).getRank(), n = typeOf(x).getDimSize(*a);
+  if (isMin)
+    x = build<tg::NegOp>({x});
+  Value m = build<tg::MaxOp>(
+      {x}, {named("dims", ints({*a})), named("keepdim", b.getUnitAttr())});
+  Value iota = iotaAlong(n, *a, rank);
+  if (!m || !iota)
+    return failure();
+  Value f32x = x;
+  if (!typeOf(x).getElementType().isF32()) {
+    f32x = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(x).getShape(), b.getF32Type()), x);
+    m = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(m).getShape(), b.getF32Type()), m);
+  }
+  Value at = build<tg::WhereOp>(
+      {build<tg::EqualOp>({f32x, m}), iota, scalar(-1.0, iota)});
+  SmallVector<NamedAttribute> attrs{named("dims", ints({*a}))};
+  if (attrInt("keepdims", 1))
+    attrs.push_back(named("keepdim", b.getUnitAttr()));
+  Value i = build<tg::MaxOp>({at}, attrs);
+  if (!i)
+    return failure();
+  Value y = tg::CastOp::create(
+      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+  if (failed(verify(y.getDefiningOp())))
+    return failure();
+  return setOutput(0, y);
+}
+
+/// GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[..,
+/// i, ..], ..] along `axis`, composed as a one-hot selection: the indices
+/// (negative ones counted from the end) compared with 0 .. n-1 along a new
+/// dim after `axis`, `where` of that with the data (else 0), `sum` over the
+/// new dim. Exact, and it differentiates with respect to the data. An index
+/// out of range selects nothing (0).
+LogicalResult Emitter::convertGatherElements() {
+  if (failed(checkAttrs({"axis"})) || failed(requireInputs(2)))
+    return failure();
+  Value data, idx = value(1);
+  auto a = inputAndAxis(0, data);
+  if (!a || !idx)
+    return failure();
+  if (!isa<FloatType>(typeOf(data).getElementType())) {
+    error() << "needs float data";
+    return failure();
+  }
+  ArrayRef<int64_t> ds = typeOf(data).getShape(), is = typeOf(idx).getShape();
+  int64_t rank = ds.size();
+  if (int64_t(is.size()) != rank) {
+    error() << "the indices' rank " << is.size() << " differs from the data's "
+            << rank;
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == *a || is[d] == ds[d])
+      continue;
+    if (is[d] > ds[d]) {
+      error() << "the indices' dim " << d << " (" << is[d]
+              << ") exceeds the data's (" << ds[d] << ")";
+      return failure();
+    }
+    data = slice(data, d, 0, is[d]);
+    if (!data)
+      return failure();
+  }
+  int64_t n = ds[*a];
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
+                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  SmallVector<int64_t> ishape(is), dshape(typeOf(data).getShape());
+  ishape.insert(ishape.begin() + *a + 1, 1);
+  dshape[*a] = 1;
+  dshape.insert(dshape.begin() + *a + 1, n);
+  Value iota = iotaAlong(n, *a + 1, rank + 1);
+  Value mask = build<tg::EqualOp>({reshape(fi, ishape), iota});
+  Value picked = build<tg::WhereOp>(
+      {mask, reshape(data, dshape), scalar(0.0, data)});
+  return setOutput(
+      0, build<tg::SumOp>({picked}, {named("dims", ints({*a + 1}))}));
+}
+
+/// OneHot(indices, depth, values): `values[1]` where the index (negative
+/// ones counted from depth) equals the position along the new dim `axis`,
+/// else `values[0]`: `equal` of the indices (as f32, a 1 inserted at the
+/// axis) with 0 .. depth-1, then `where`. The depth must be known at import.
+LogicalResult Emitter::convertOneHot() {
+  if (failed(checkAttrs({"axis"})) || failed(requireInputs(3)))
+    return failure();
+  Value idx = value(0), vals = value(2);
+  const HostTensor *depthT = needHost(1, "depth");
+  if (!idx || !vals || !depthT)
+    return failure();
+  if (depthT->numel() != 1 || depthT->f(0) < 1 || depthT->f(0) > (1 << 24)) {
+    error() << "its depth must be one value in [1, 2^24]";
+    return failure();
+  }
+  if (typeOf(vals).getNumElements() != 2) {
+    error() << "its values must be [off, on] (2 elements)";
+    return failure();
+  }
+  int64_t depth = int64_t(depthT->f(0));
+  int64_t rank = typeOf(idx).getRank();
+  auto a = axis(attrInt("axis", -1), rank + 1);
+  if (!a)
+    return failure();
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(idx).getShape(), b.getF32Type()),
+        idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>(
+      {build<tg::LessOp>({fi, scalar(0.0, fi)}),
+       build<tg::AddOp>({fi, scalar(double(depth), fi)}), fi});
+  if (!fi)
+    return failure();
+  SmallVector<int64_t> shape(typeOf(idx).getShape());
+  shape.insert(shape.begin() + *a, 1);
+  Value mask = build<tg::EqualOp>({reshape(fi, shape), iotaAlong(depth, *a, rank + 1)});
+  Value off = reshape(slice(vals, 0, 0, 1), {});
+  Value on = reshape(slice(vals, 0, 1, 2), {});
+  return setOutput(0, build<tg::WhereOp>({mask, on, off}));
 }

@@ -77,6 +77,21 @@ def main(out):
     save("argmin_flat", "ArgMin", {"x": x}, np.argmin(x, axis=-1), attrs={"axis": -1, "keepdims": 0},
          out_type=I64)
     save("size", "Size", {"x": x}, np.array(x.size, np.int64), out_type=I64)
+    # select_last_index: ties (rounded values) take the last index.
+    t = np.round(x * 2).astype(np.float32)
+    last = lambda v, ax: v.shape[ax] - 1 - np.argmax(np.flip(v, ax), axis=ax)
+    save("argmax_last", "ArgMax", {"x": t}, last(t, 1)[:, None, :],
+         attrs={"axis": 1, "select_last_index": 1}, out_type=I64)
+    save("argmin_last", "ArgMin", {"x": t}, last(-t, 2),
+         attrs={"axis": 2, "keepdims": 0, "select_last_index": 1}, out_type=I64)
+    gi = np.array([[[0, -1, 2, 1, 0]], [[3, 3, -4, 0, 1]]], np.int64)  # [2, 1, 5], axis 1 of [3, 4, 5]
+    save("gather_elements", "GatherElements", {"x": x, "i": gi},
+         np.take_along_axis(x[:2], np.where(gi < 0, gi + 4, gi), axis=1), attrs={"axis": 1})
+    oi = np.array([[1, -1], [0, 2]], np.int64)
+    oh = np.where(np.arange(3)[None, :, None] == np.where(oi < 0, oi + 3, oi)[:, None, :],
+                  np.float32(5), np.float32(-1)).astype(np.float32)
+    save("onehot", "OneHot", {"i": oi, "depth": np.array(3, np.int64),
+                              "v": np.array([-1, 5], np.float32)}, oh, attrs={"axis": 1})
     save("eyelike", "EyeLike", {"x": x[0]}, np.eye(4, 5, k=1, dtype=np.float32), attrs={"k": 1})
 
 
