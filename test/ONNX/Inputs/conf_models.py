@@ -12,7 +12,7 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -92,7 +92,46 @@ def main(out):
                   np.float32(5), np.float32(-1)).astype(np.float32)
     save("onehot", "OneHot", {"i": oi, "depth": np.array(3, np.int64),
                               "v": np.array([-1, 5], np.float32)}, oh, attrs={"axis": 1})
+    train_model(out, rng)
     save("eyelike", "EyeLike", {"x": x[0]}, np.eye(4, 5, k=1, dtype=np.float32), attrs={"k": 1})
+
+
+def train_model(out, rng):
+    """One SGD step (lr 1, loss mean(g * g), Inputs/train_conf.tg) through
+    the differentiable new converters: g = GatherElements(Mean(Softsign(w *
+    x), Shrink(w), ThresholdedRelu(w)), idx, axis 1), w a parameter; the
+    updated w from NumPy's gradient."""
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    idx = rng.integers(-4, 4, size=(3, 2, 5)).astype(np.int64)
+    nodes = [helper.make_node("Mul", ["w", "x"], ["u"], name="mul"),
+             helper.make_node("Softsign", ["u"], ["s1"], name="softsign"),
+             helper.make_node("Shrink", ["w"], ["s2"], name="shrink", lambd=0.3, bias=0.1),
+             helper.make_node("ThresholdedRelu", ["w"], ["s3"], name="trelu", alpha=0.2),
+             helper.make_node("Mean", ["s1", "s2", "s3"], ["y"], name="mean"),
+             helper.make_node("GatherElements", ["y", "idx"], ["g"], name="gather", axis=1)]
+    g = helper.make_graph(nodes, "train_conf", [helper.make_tensor_value_info("x", F, [3, 4, 5])],
+                          [helper.make_tensor_value_info("g", F, [3, 2, 5])],
+                          initializer=[numpy_helper.from_array(w, "w"),
+                                       numpy_helper.from_array(idx, "idx")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    with open(os.path.join(out, "train_conf.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    np.save(os.path.join(out, "train_conf.x.npy"), x)
+    u = w * x
+    y = (u / (1 + np.abs(u)) + np.where(w < -0.3, w + 0.1, np.where(w > 0.3, w - 0.1, 0))
+         + np.where(w > 0.2, w, 0)) / 3
+    i = np.where(idx < 0, idx + 4, idx)
+    gv = np.take_along_axis(y, i, axis=1)
+    dg = 2 * gv / gv.size
+    dy = np.zeros_like(y)
+    for a in range(3):
+        for b in range(2):
+            for c in range(5):
+                dy[a, i[a, b, c], c] += dg[a, b, c]
+    dw = dy * (x / (1 + np.abs(u)) ** 2 + (np.abs(w) > 0.3) + (w > 0.2)) / 3
+    np.save(os.path.join(out, "train_conf.w0.npy"), w)
+    np.save(os.path.join(out, "train_conf.w1.npy"), (w - dw).astype(np.float32))
 
 
 def compare(ref, got, rtol):
