@@ -150,14 +150,18 @@ private:
     // initializers) is its file value here, not a parameter.
     if (!h && (e->isParam || e->fileOnly) && e->host)
       h = &*e->host;
+    // A graph input that `ampc run` would read from its file (an integer
+    // one, or f32): say which to give.
     if (!h && llvm::any_of(m.inputs, [&](const ModelInput &in) {
-          return in.name == node->input(k);
+          Type t = in.elementType;
+          return in.name == node->input(k) &&
+                 ((isa<IntegerType>(t) && !t.isInteger(1)) || t.isF32());
         }))
       error() << "its " << what << " is the graph's input '" << node->input(k)
               << "', which must be known at import time: give it with `ampc "
                  "run --input "
               << node->input(k)
-              << "=FILE.npy` (integers; its values are then folded)";
+              << "=FILE.npy` (its values are then folded)";
     else if (!h)
       error() << "its " << what << " ('" << node->input(k)
               << "') must be known at import time, but it is computed from "
@@ -559,6 +563,8 @@ private:
   LogicalResult convertArgLast(bool isMin);
   LogicalResult convertGatherElements();
   LogicalResult convertOneHot();
+  LogicalResult convertScatterElements();
+  LogicalResult convertTopK();
   Value iotaAlong(int64_t n, int64_t dim, int64_t rank);
   LogicalResult convertSize();
   LogicalResult convertEyeLike();

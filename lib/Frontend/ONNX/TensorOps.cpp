@@ -3,8 +3,8 @@
 // The converters of ONNX's tensor and shape ops: constants and shapes (known
 // at import), Identity, the reshapes, Transpose, Concat, Slice, Split,
 // Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile; ArgMin
-// (and both arg ops' select_last_index), Size, EyeLike, GatherElements and
-// OneHot.
+// (and both arg ops' select_last_index), Size, EyeLike, GatherElements,
+// ScatterElements, OneHot and TopK.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +37,10 @@ void Emitter::addTensorConverters(ConverterTable &t) {
   t["ArgMin"] = [](Emitter &e) { return e.convertArgMin(); };
   t["GatherElements"] = [](Emitter &e) { return e.convertGatherElements(); };
   t["OneHot"] = [](Emitter &e) { return e.convertOneHot(); };
+  t["TopK"] = [](Emitter &e) { return e.convertTopK(); };
+  t["ScatterElements"] = [](Emitter &e) {
+    return e.convertScatterElements();
+  };
   t["Size"] = [](Emitter &e) { return e.convertSize(); };
   t["EyeLike"] = [](Emitter &e) { return e.convertEyeLike(); };
 }
@@ -1063,4 +1067,141 @@ LogicalResult Emitter::convertOneHot() {
   Value off = reshape(slice(vals, 0, 0, 1), {});
   Value on = reshape(slice(vals, 0, 1, 2), {});
   return setOutput(0, build<tg::WhereOp>({mask, on, off}));
+}
+
+/// ScatterElements(data, indices, updates, axis, reduction): along `axis`,
+/// out[.., indices[.., i, ..], ..] = updates[.., i, ..] (reduction `add`:
+/// added to the data), composed as a one-hot placement: the indices
+/// (negative ones counted from the end) compared with 0 .. n-1 along a new
+/// dim after `axis`, `where` of that with the updates (else 0) summed over
+/// the indices' axis, and `where` an index hit, that, else the data
+/// (`add`: data plus it). Differentiable in the data and the updates. With
+/// reduction `none`, indices given twice add their updates (ONNX leaves
+/// that undefined); an index out of range places nothing.
+LogicalResult Emitter::convertScatterElements() {
+  if (failed(checkAttrs({"axis", "reduction"})) || failed(requireInputs(3)))
+    return failure();
+  std::string reduction = attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return unsupportedValue("reduction", "'" + reduction + "'",
+                            "'none' and 'add'");
+  Value data, idx = value(1), upd = value(2);
+  auto a = inputAndAxis(0, data);
+  if (!a || !idx || !upd)
+    return failure();
+  if (!isa<FloatType>(typeOf(data).getElementType()) ||
+      typeOf(upd).getElementType() != typeOf(data).getElementType()) {
+    error() << "needs float data and updates of the data's type";
+    return failure();
+  }
+  ArrayRef<int64_t> ds = typeOf(data).getShape(), is = typeOf(idx).getShape();
+  int64_t rank = ds.size();
+  if (int64_t(is.size()) != rank || typeOf(upd).getShape() != is) {
+    error() << "needs indices and updates of one shape, of the data's rank";
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *a && is[d] > ds[d]) {
+      error() << "the indices' dim " << d << " (" << is[d]
+              << ") exceeds the data's (" << ds[d] << ")";
+      return failure();
+    }
+  int64_t n = ds[*a];
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
+                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  SmallVector<int64_t> ishape(is);
+  ishape.insert(ishape.begin() + *a + 1, 1);
+  Value mask = build<tg::EqualOp>(
+      {reshape(fi, ishape), iotaAlong(n, *a + 1, rank + 1)});
+  Value placed = build<tg::SumOp>(
+      {build<tg::WhereOp>({mask, reshape(upd, ishape), scalar(0.0, upd)})},
+      {named("dims", ints({*a}))});
+  Value hit = build<tg::MaxOp>(
+      {build<tg::WhereOp>({mask, scalar(1.0, fi), scalar(0.0, fi)})},
+      {named("dims", ints({*a}))});
+  if (!placed || !hit)
+    return failure();
+  // Back to the data's other dims (the indices' may be smaller).
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *a && is[d] < ds[d]) {
+      placed = padWith(placed, d, 0, ds[d] - is[d], 0.0);
+      hit = padWith(hit, d, 0, ds[d] - is[d], 0.0);
+      if (!placed || !hit)
+        return failure();
+    }
+  if (reduction == "add")
+    return setOutput(0, build<tg::AddOp>({data, placed}));
+  return setOutput(
+      0, build<tg::WhereOp>(
+             {build<tg::GreaterOp>({hit, scalar(0.0, hit)}), placed, data}));
+}
+
+/// TopK(x, k): k rounds of `max` and `argmax` along the axis (of -x for
+/// `largest` 0), each masking its pick with -inf (`where` of `equal` to the
+/// index) for the next, the picks `concat`enated: sorted, equal values in
+/// index order, as ONNX asks. The values differentiate (through `max`). k
+/// must be known at import and at most 64 (the rounds are unrolled).
+LogicalResult Emitter::convertTopK() {
+  if (failed(checkAttrs({"axis", "largest", "sorted"})) ||
+      failed(requireInputs(2)))
+    return failure();
+  Value x;
+  auto a = inputAndAxis(-1, x);
+  const HostTensor *kT = needHost(1, "k");
+  if (!a || !kT)
+    return failure();
+  if (!typeOf(x).getElementType().isF32()) {
+    error() << "needs an f32 input";
+    return failure();
+  }
+  int64_t n = typeOf(x).getDimSize(*a), rank = typeOf(x).getRank();
+  if (kT->numel() != 1 || kT->i(0) < 1 || kT->i(0) > std::min<int64_t>(n, 64)) {
+    error() << "its k must be one value in [1, min(64, " << n << ")]";
+    return failure();
+  }
+  int64_t k = kT->i(0);
+  bool largest = attrInt("largest", 1) != 0;
+  Value cur = largest ? x : build<tg::NegOp>({x});
+  Value iota = iotaAlong(n, *a, rank);
+  SmallVector<Value> vals, idxs;
+  auto keep = [&] {
+    return SmallVector<NamedAttribute>{named("keepdim", b.getUnitAttr())};
+  };
+  for (int64_t j = 0; j < k; ++j) {
+    SmallVector<NamedAttribute> maxAttrs = keep();
+    maxAttrs.push_back(named("dims", ints({*a})));
+    SmallVector<NamedAttribute> argAttrs = keep();
+    argAttrs.push_back(named("dim", b.getI64IntegerAttr(*a)));
+    Value m = build<tg::MaxOp>({cur}, maxAttrs);
+    Value i = build<tg::ArgmaxOp>({cur}, argAttrs);
+    if (!m || !i || !iota)
+      return failure();
+    Value i64 = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+    Value f = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getF32Type()), i);
+    if (failed(verify(i64.getDefiningOp())) || failed(verify(f.getDefiningOp())))
+      return failure();
+    vals.push_back(largest ? m : build<tg::NegOp>({m}));
+    idxs.push_back(i64);
+    if (j + 1 < k)
+      cur = build<tg::WhereOp>(
+          {build<tg::EqualOp>({iota, f}),
+           scalar(-std::numeric_limits<double>::infinity(), cur), cur});
+  }
+  auto join = [&](SmallVector<Value> &parts) -> Value {
+    if (parts.size() == 1)
+      return parts[0];
+    return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(*a))});
+  };
+  if (failed(setOutput(0, join(vals))))
+    return failure();
+  return setOutput(1, join(idxs));
 }

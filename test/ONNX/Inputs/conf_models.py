@@ -92,6 +92,33 @@ def main(out):
                   np.float32(5), np.float32(-1)).astype(np.float32)
     save("onehot", "OneHot", {"i": oi, "depth": np.array(3, np.int64),
                               "v": np.array([-1, 5], np.float32)}, oh, attrs={"axis": 1})
+    si = np.array([[[1, -1, 0, 2, 3]], [[0, 0, 3, -4, 1]]], np.int64)  # [2, 1, 5], axis 1 of [3, 4, 5]
+    su = rng.standard_normal(si.shape).astype(np.float32)
+    ref = x.copy()
+    np.put_along_axis(ref[:2], np.where(si < 0, si + 4, si), su, axis=1)
+    save("scatter_elements", "ScatterElements", {"x": x, "i": si, "u": su}, ref, attrs={"axis": 1},
+         opset=16)
+    di = np.array([[1, 1, 0, 1]], np.int64)  # [1, 4], axis 1 of [2, 4]: index 1 three times
+    du = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    ref = x[0, :2, :4].copy()
+    np.add.at(ref[0], di[0], du[0])
+    save("scatter_add", "ScatterElements", {"x": x[0, :2, :4].copy(), "i": di, "u": du}, ref,
+         attrs={"axis": 1, "reduction": "add"}, opset=16)
+    # TopK: two outputs; ties (rounded values) in index order.
+    tx = np.round(x * 2).astype(np.float32)
+    order = np.argsort(-tx, axis=-1, kind="stable")[..., :3]
+    np.save(os.path.join(out, "topk.x.npy"), tx)
+    np.save(os.path.join(out, "topk.k.npy"), np.array([3], np.int64))
+    np.save(os.path.join(out, "topk.ref.npy"), np.take_along_axis(tx, order, axis=-1))
+    np.save(os.path.join(out, "topk.ref1.npy"), order.astype(np.int64))
+    node = helper.make_node("TopK", ["x", "k"], ["y", "yi"], name="topk")
+    g = helper.make_graph([node], "topk", [helper.make_tensor_value_info("x", F, [3, 4, 5]),
+                                           helper.make_tensor_value_info("k", I64, [1])],
+                          [helper.make_tensor_value_info("y", F, [3, 4, 3]),
+                           helper.make_tensor_value_info("yi", I64, [3, 4, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    with open(os.path.join(out, "topk.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
     train_model(out, rng)
     save("eyelike", "EyeLike", {"x": x[0]}, np.eye(4, 5, k=1, dtype=np.float32), attrs={"k": 1})
 
