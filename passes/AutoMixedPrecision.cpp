@@ -104,6 +104,18 @@ private:
     return lowType == LowType::BF16 ? Type(BFloat16Type::get(&getContext()))
                                     : Type(Float16Type::get(&getContext()));
   }
+  /// The low type `lower` ops compute in at `op`: its autocast region's
+  /// (`tg.region = "fp16" | "bf16"`), else the pass's.
+  Type lowElementTypeAt(Operation *op) {
+    if (auto region =
+            op->getAttrOfType<StringAttr>(tg::TGDialect::kRegionAttrName)) {
+      if (region.getValue() == "fp16")
+        return Float16Type::get(&getContext());
+      if (region.getValue() == "bf16")
+        return BFloat16Type::get(&getContext());
+    }
+    return lowElementType();
+  }
   Decision decide(Operation *op);
   Value castTo(OpBuilder &b, Operation *consumer, Value v, Type element);
   Value convertConstant(OpBuilder &b, Operation *constant, Value v,
@@ -161,8 +173,20 @@ Decision AutoMixedPrecisionPass::decide(Operation *op) {
                   llvm::any_of(op->getResults(), isFloatValue);
   if (!hasFloat)
     return {};
+  // The innermost autocast region of the op decides, else the graph's mode:
+  // outside regions under --amp=off everything (pins too) is as written.
+  auto region = op->getAttrOfType<StringAttr>(tg::TGDialect::kRegionAttrName);
+  if (!region && !outsideRegions)
+    return {};
+  // `grad` is a statement of the backward, not an op to compute: it follows
+  // the types of its operands whatever its region.
+  if (region && isa<tg::GradOp>(op))
+    return {Decision::Follow, Type()};
   if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
     return {Decision::Compute, pin.getValue()};
+  // autocast(off): as if pinned f32.
+  if (region && region.getValue() == "off")
+    return {Decision::Compute, Float32Type::get(&getContext())};
 
   std::optional<OpClass> cls = table.lookup(op->getName().getStringRef());
   if (!cls) {
@@ -181,7 +205,7 @@ Decision AutoMixedPrecisionPass::decide(Operation *op) {
   }
   switch (*cls) {
   case OpClass::Lower:
-    return {Decision::Compute, lowElementType()};
+    return {Decision::Compute, lowElementTypeAt(op)};
   case OpClass::FP32:
     return {Decision::Compute, Float32Type::get(&getContext())};
   case OpClass::Promote:
@@ -366,7 +390,7 @@ AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
                                              const Decision &d,
                                              std::string &reason) {
   auto regionBuilder = op.getRegionBuilder();
-  bool lower = d.type == lowElementType() &&
+  bool lower = d.type == lowElementTypeAt(op) &&
                table.lookup(op->getName().getStringRef()) == OpClass::Lower;
   OpBuilder b(op);
   SmallVector<Value> inputs, outputs;
@@ -596,6 +620,17 @@ void AutoMixedPrecisionPass::processBlock(Block &block, func::FuncOp func) {
 
 void AutoMixedPrecisionPass::runOnOperation() {
   func::FuncOp func = getOperation();
+  // Under --amp=off only autocast regions are rewritten: a graph without
+  // one is left untouched.
+  if (!outsideRegions && !func.walk([](Operation *op) {
+                             return op->hasAttr(
+                                        tg::TGDialect::kRegionAttrName)
+                                        ? WalkResult::interrupt()
+                                        : WalkResult::advance();
+                           }).wasInterrupted()) {
+    markAllAnalysesPreserved();
+    return;
+  }
   originalTypes.clear();
   sawUnknownOp = false;
   CastCache cache;

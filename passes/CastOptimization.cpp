@@ -73,7 +73,9 @@ bool pinComputeType(Operation *op) {
   if (op->hasAttr(tg::TGDialect::kComputeAttrName))
     return true;
   Type compute = tg::getComputeType(op);
-  if (!compute || !isFloatElement(compute))
+  if (!compute || !isFloatElement(compute) ||
+      !llvm::any_of(op->getResultTypes(),
+                    [](Type t) { return isFloatElement(elementOf(t)); }))
     return false;
   op->setAttr(tg::TGDialect::kComputeAttrName, TypeAttr::get(compute));
   return true;

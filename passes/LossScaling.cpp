@@ -142,6 +142,16 @@ void LossScalingPass::runOnOperation() {
   if (mode == "none" || func.isExternal() ||
       func->hasAttr(TGDialect::kLossScaleAttrName))
     return;
+  // A step with an autocast(fp16) region gets the scaler an --amp=fp16 step
+  // gets.
+  if (onlyFP16Regions && !func.walk([](Operation *op) {
+                            auto region = op->getAttrOfType<StringAttr>(
+                                TGDialect::kRegionAttrName);
+                            return region && region.getValue() == "fp16"
+                                       ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+                          }).wasInterrupted())
+    return;
   if (!func.getBody().hasOneBlock())
     return;
   Block &block = func.getBody().front();

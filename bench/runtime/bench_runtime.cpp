@@ -119,6 +119,45 @@ BENCHMARK(BM_CpuGemm)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+/// One training step's three passes of a 3x3, padding-1 convolution over a
+/// batch of 32 images (channels and size from range(0): the stages of the
+/// ResNet in bench/models, 16 x 32^2, 32 x 16^2, 64 x 8^2), x, w and dy of
+/// range(1)'s dtype, y, dx and dw f32: the forward, then dx and dw.
+/// bench/runtime/conv_engines.py runs it with the convolutions on oneDNN
+/// and on the backend's own direct kernels.
+void BM_CpuConvStep(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t c = state.range(0), hw = 512 / c, n = 32;
+  ampc_dtype dt = static_cast<ampc_dtype>(state.range(1));
+  int64_t xs[4] = {n, c, hw, hw}, ws[4] = {c, c, 3, 3};
+  void *x = deviceRandom(ctx, dt, n * c * hw * hw, 1);
+  void *w = deviceRandom(ctx, dt, c * c * 9, 2);
+  void *dy = deviceRandom(ctx, dt, n * c * hw * hw, 3);
+  void *y = nullptr, *dx = nullptr, *dw = nullptr;
+  ampc_malloc(ctx, n * c * hw * hw * 4, &y);
+  ampc_malloc(ctx, n * c * hw * hw * 4, &dx);
+  ampc_malloc(ctx, c * c * 9 * 4, &dw);
+  for (auto _ : state) {
+    ampc_conv2d_fwd(ctx, y, AMPC_F32, xs, 4, x, dt, xs, 4, w, dt, ws, 4,
+                    nullptr, AMPC_F32, nullptr, 0, 1, 1, 1, 1, 1, 1, 1);
+    ampc_conv2d_bwd(ctx, dx, AMPC_F32, xs, 4, dw, AMPC_F32, ws, 4, nullptr,
+                    AMPC_F32, nullptr, 0, dy, dt, xs, 4, x, dt, xs, 4, w, dt,
+                    ws, 4, 1, 1, 1, 1, 1, 1, 1);
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      3.0 * 2.0 * n * c * c * 9 * hw * hw * state.iterations(),
+      benchmark::Counter::kIsRate);
+  char engine[512];
+  ampc_context_engine(ctx, engine, sizeof engine);
+  state.SetLabel(engine);
+  for (void *p : {x, w, dy, y, dx, dw})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuConvStep)
+    ->ArgsProduct({{16, 32, 64}, {AMPC_F32, AMPC_BF16}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 void BM_CpuAdd(benchmark::State &state) {
   ampc_context ctx = cpuContext();
   ampc_dtype dt = static_cast<ampc_dtype>(state.range(1));

@@ -24,6 +24,18 @@ const KeywordArg *CallExprAST::findKeyword(llvm::StringRef name) const {
   return nullptr;
 }
 
+llvm::StringRef ampc::frontend::toString(AutocastMode mode) {
+  switch (mode) {
+  case AutocastMode::Off:
+    return "off";
+  case AutocastMode::FP16:
+    return "fp16";
+  case AutocastMode::BF16:
+    return "bf16";
+  }
+  return "off";
+}
+
 const ReturnStmtAST *GraphAST::getReturn() const {
   if (stmts.empty())
     return nullptr;
@@ -111,6 +123,13 @@ void dumpStmt(llvm::raw_ostream &os, const StmtAST &stmt, unsigned level) {
     dumpExpr(os, *minimize->optimizer, level + 1);
     for (const std::unique_ptr<CallExprAST> &group : minimize->groups)
       dumpExpr(os, *group, level + 1);
+    return;
+  }
+  if (auto *region = llvm::dyn_cast<RegionStmtAST>(&stmt)) {
+    indent(os, level) << "autocast " << toString(region->mode) << " "
+                      << region->loc << "\n";
+    for (const std::unique_ptr<StmtAST> &inner : region->stmts)
+      dumpStmt(os, *inner, level + 1);
     return;
   }
   auto *ret = llvm::cast<ReturnStmtAST>(&stmt);

@@ -533,6 +533,9 @@ private:
 
   LogicalResult genGraph(const GraphAST &graph);
   LogicalResult genAssign(const AssignStmtAST &stmt);
+  /// An `autocast(MODE) { ... }` block: its statements, each op they make
+  /// carrying `tg.region = "MODE"` (an inner block's ops carry its own).
+  LogicalResult genRegion(const RegionStmtAST &stmt);
   FailureOr<Operation *> genMinimize(const MinimizeStmtAST &stmt);
   /// The optimizer call's learning-rate schedule keys.
   static constexpr StringRef kScheduleKeys[] = {
@@ -1132,6 +1135,30 @@ LogicalResult MLIRGenImpl::genAssign(const AssignStmtAST &stmt) {
   return success();
 }
 
+LogicalResult MLIRGenImpl::genRegion(const RegionStmtAST &stmt) {
+  StringAttr mode = builder.getStringAttr(toString(stmt.mode));
+  Block *block = builder.getInsertionBlock();
+  for (const std::unique_ptr<StmtAST> &inner : stmt.stmts) {
+    if (auto *region = dyn_cast<RegionStmtAST>(inner.get())) {
+      if (failed(genRegion(*region)))
+        return failure();
+      continue;
+    }
+    // The ops an assignment makes are appended to the graph's block (its
+    // `grad` and imported models' ops included): those after the last op
+    // before it.
+    Operation *before = block->empty() ? nullptr : &block->back();
+    if (failed(genAssign(*cast<AssignStmtAST>(inner.get()))))
+      return failure();
+    auto it = before ? std::next(before->getIterator()) : block->begin();
+    for (Operation &op : llvm::make_range(it, block->end()))
+      op.walk([&](Operation *nested) {
+        nested->setAttr(tg::TGDialect::kRegionAttrName, mode);
+      });
+  }
+  return success();
+}
+
 FailureOr<ArrayAttr>
 MLIRGenImpl::genParamGroups(const MinimizeStmtAST &stmt, Value loss,
                             ArrayRef<NamedAttribute> callHyper, bool isSgd) {
@@ -1715,6 +1742,9 @@ LogicalResult MLIRGenImpl::genGraph(const GraphAST &graph) {
         return failure();
     } else if (auto *a = dyn_cast<AssignStmtAST>(stmt.get())) {
       if (failed(genAssign(*a)))
+        return failure();
+    } else if (auto *r = dyn_cast<RegionStmtAST>(stmt.get())) {
+      if (failed(genRegion(*r)))
         return failure();
     } else if (auto *m = dyn_cast<MinimizeStmtAST>(stmt.get())) {
       auto op = genMinimize(*m);

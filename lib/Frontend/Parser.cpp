@@ -169,6 +169,13 @@ private:
   std::unique_ptr<StmtAST> parseAssign();
   std::unique_ptr<StmtAST> parseMinimize();
   std::unique_ptr<StmtAST> parseReturn();
+  std::unique_ptr<StmtAST> parseRegion();
+  /// True at `autocast (`, where a region starts (`autocast` is a word only
+  /// there, so a graph may still name a value `autocast`).
+  bool atRegion() {
+    return is(TokenKind::Identifier) && cur.spelling == "autocast" &&
+           peek().is(TokenKind::LParen);
+  }
 
   ParsedExpr parseExpr();
   ParsedExpr parseTerm();
@@ -405,6 +412,8 @@ bool Parser::parseType(TypeAST &type) {
 //===----------------------------------------------------------------------===//
 
 std::unique_ptr<StmtAST> Parser::parseStmt() {
+  if (atRegion())
+    return parseRegion();
   // `buffer` is a keyword only where a declaration starts (`buffer NAME`),
   // so programs that name a value `buffer` keep their meaning.
   if (is(TokenKind::Identifier) && cur.spelling == "buffer" &&
@@ -612,6 +621,100 @@ std::unique_ptr<StmtAST> Parser::parseMinimize() {
     consume(); // '}'
   }
   return minimize;
+}
+
+// region := 'autocast' '(' ('off' | 'fp16' | 'bf16') ')'
+//           '{' (assign | region)* '}'
+std::unique_ptr<StmtAST> Parser::parseRegion() {
+  auto region = std::make_unique<RegionStmtAST>(cur.loc);
+  // Regions nest like expressions: the same bound keeps every walk over
+  // them shallow.
+  NestingScope scope(depth);
+  if (depth > maxDepth) {
+    error(cur.loc, "nesting too deep: autocast blocks may be nested at most " +
+                       llvm::Twine(maxDepth) + " levels");
+    return nullptr;
+  }
+  consume(); // 'autocast'
+  consume(); // '('
+  // `bf16` lexes as a dtype name, `off` and `fp16` as identifiers.
+  llvm::StringRef word =
+      is(TokenKind::Identifier) || is(TokenKind::DTypeName) ? cur.spelling
+                                                             : "";
+  if (word == "off")
+    region->mode = AutocastMode::Off;
+  else if (word == "fp16")
+    region->mode = AutocastMode::FP16;
+  else if (word == "bf16")
+    region->mode = AutocastMode::BF16;
+  else if (!word.empty()) {
+    std::string hint;
+    if (word == "f16" || word == "half" || word == "float16")
+      hint = " (an f16 region is written 'autocast(fp16)')";
+    else if (word == "f32" || word == "float32" || word == "fp32")
+      hint = " (a region computing in f32 is written 'autocast(off)')";
+    else if (word == "bfloat16")
+      hint = " (a bf16 region is written 'autocast(bf16)')";
+    errorAt(cur, "unknown autocast mode " + quoteForDiagnostic(word) +
+                     "; expected 'off', 'fp16' or 'bf16'" + hint);
+    return nullptr;
+  } else {
+    expected("an autocast mode ('off', 'fp16' or 'bf16') after 'autocast('");
+    return nullptr;
+  }
+  region->modeLoc = cur.loc;
+  consume();
+  std::string head = "autocast(" + toString(region->mode).str() + ")";
+  if (!expect(TokenKind::RParen, "')' after 'autocast(" +
+                                     toString(region->mode) + "'") ||
+      !expect(TokenKind::LBrace, "'{' after '" + head + "'"))
+    return nullptr;
+  std::string opened =
+      "the '" + head + "' block opened at " + formatLoc(region->loc);
+  while (!consumeIf(TokenKind::RBrace)) {
+    if (atRegion()) {
+      std::unique_ptr<StmtAST> inner = parseRegion();
+      if (!inner)
+        return nullptr;
+      region->stmts.push_back(std::move(inner));
+      continue;
+    }
+    switch (cur.kind) {
+    case TokenKind::Eof:
+      errorAt(cur, "unclosed '" + head + "' block: expected '}' to close " +
+                       opened + ", found end of file");
+      return nullptr;
+    case TokenKind::KwParam:
+    case TokenKind::KwMinimize:
+    case TokenKind::KwReturn:
+      errorAt(cur, "'" + cur.spelling.str() + "' cannot be inside " + opened +
+                       ": only assignments and nested 'autocast' blocks may "
+                       "be; close the block with '}' first");
+      return nullptr;
+    case TokenKind::Identifier:
+      if (cur.spelling == "buffer" && peek().is(TokenKind::Identifier)) {
+        errorAt(cur, "'buffer' cannot be inside " + opened +
+                         ": only assignments and nested 'autocast' blocks "
+                         "may be; close the block with '}' first");
+        return nullptr;
+      }
+      break;
+    default:
+      if (isReservedWord(cur) &&
+          (peek().is(TokenKind::Equal) || peek().is(TokenKind::Comma))) {
+        errorAt(cur, describeToken(cur) +
+                         " is reserved and cannot be assigned to");
+        return nullptr;
+      }
+      expected("an assignment, an 'autocast' block or '}' in " + opened);
+      return nullptr;
+    }
+    std::unique_ptr<StmtAST> assign = parseAssign();
+    if (!assign)
+      return nullptr;
+    region->stmts.push_back(std::move(assign));
+  }
+  return region;
 }
 
 // return := 'return' expr (',' expr)*

@@ -184,10 +184,13 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   //  4. the fast policy's cast fusions, which see the whole step;
   //  5. canonicalization (dead backward results, folded casts).
   bool ampOn = options.amp != amp::Mode::Off;
-  if (ampOn) {
+  {
     // The reference rewriting here; the fast policy's fusions run after loss
     // scaling, as `ampc-cast-optimization`, so they also see its casts.
+    // Under --amp=off it rewrites only the ops of autocast regions (a graph
+    // without one is left untouched).
     AutoMixedPrecisionOptions ampOptions;
+    ampOptions.outsideRegions = ampOn;
     ampOptions.lowType = options.amp == amp::Mode::BF16 ? amp::LowType::BF16
                                                          : amp::LowType::F16;
     ampOptions.policy = amp::Policy::Reference;
@@ -200,7 +203,7 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addNestedPass<func::FuncOp>(createAutoMixedPrecision(ampOptions));
     // O3: parameters read only in low are stored in low, before autodiff
     // gives them gradients.
-    if (options.lowParams)
+    if (ampOn && options.lowParams)
       pm.addNestedPass<func::FuncOp>(createLowParams());
   }
   pm.addNestedPass<func::FuncOp>(createAutodiff());
@@ -241,14 +244,23 @@ void ampc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     lossOptions.hysteresis = options.lossScaleHysteresis;
     lossOptions.minScale = options.lossScaleMin;
     lossOptions.maxScale = options.lossScaleMax;
-    if (lossOptions.mode != "none")
+    if (lossOptions.mode != "none") {
       pm.addNestedPass<func::FuncOp>(createLossScaling(lossOptions));
+    } else if (options.lossScale.empty()) {
+      // No scaler by default outside --amp=fp16, but a step with an
+      // autocast(fp16) region gets the one --amp=fp16 gives.
+      lossOptions.mode = "dynamic";
+      lossOptions.onlyFP16Regions = true;
+      pm.addNestedPass<func::FuncOp>(createLossScaling(lossOptions));
+    }
   }
   // O2: the forward's casts of the f32 masters become low model copies the
   // optimizer writes (after loss scaling, so the updates are predicated).
   if (ampOn && options.modelCopies)
     pm.addNestedPass<func::FuncOp>(createModelCopies());
-  if (ampOn && options.ampPolicy == amp::Policy::Fast)
+  // (Under --amp=off the only casts it rewrites are those of autocast
+  // regions.)
+  if (options.ampPolicy == amp::Policy::Fast)
     pm.addNestedPass<func::FuncOp>(createCastOptimization());
   // Data parallel with 16-bit values: widened 16-bit gradients travel in 16
   // bits, so the ranks overflow where one process does (docs/distributed.md).

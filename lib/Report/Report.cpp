@@ -201,6 +201,9 @@ std::string opFields(Operation *op, const ReportOptions &options) {
   os << "]";
   if (auto pin = op->getAttrOfType<TypeAttr>(tg::TGDialect::kPinAttrName))
     os << ", \"pin\": " << typeName(pin.getValue());
+  if (auto region =
+          op->getAttrOfType<StringAttr>(tg::TGDialect::kRegionAttrName))
+    os << ", \"region\": " << quote(region.getValue());
   // Where ampc deliberately departs from torch.autocast, the report says so.
   if (!off && isa<tg::BinaryCrossEntropyOp>(op))
     os << ", \"note\": \"torch.autocast refuses binary_cross_entropy; "
@@ -255,6 +258,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
      << ", \"policy\": " << (off ? "null" : quote(options.policy));
   if (!options.optLevel.empty())
     os << ", \"opt_level\": " << quote(options.optLevel);
+  if (!options.target.empty())
+    os << ", \"target\": " << quote(options.target);
+  if (!options.ampReason.empty())
+    os << ", \"amp_reason\": " << quote(options.ampReason);
   os << ",\n";
   os << indent << "  \"ops\": [";
   bool first = true;

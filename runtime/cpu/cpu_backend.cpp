@@ -14,6 +14,7 @@
 #include "../src/norm_dropout_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"
+#include "cpu_onednn_conv.h"
 #include "cpu_fast.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
@@ -323,12 +324,18 @@ public:
     std::string impls = matmuls.implementations();
     if (usedBlas && onednn::enabled())
       impls += impls.empty() ? "openblas" : ", openblas";
-    if (impls.empty())
+    std::string convImpls = convs.implementations();
+    if (impls.empty() && convImpls.empty())
       return line;
-    // "isa (oneDNN x.y.z)" -> "isa (oneDNN x.y.z; gemm impl, impl)".
+    // "isa (oneDNN x.y.z)" -> "isa (oneDNN x.y.z; gemm impl, impl; conv
+    // impl)".
     if (!line.empty() && line.back() == ')')
       line.pop_back();
-    return line + "; gemm " + impls + ")";
+    if (!impls.empty())
+      line += "; gemm " + impls;
+    if (!convImpls.empty())
+      line += "; conv " + convImpls;
+    return line + ")";
   }
 
   ampc_status alloc(size_t bytes, void **ptr) override {
@@ -1027,6 +1034,25 @@ public:
     return AMPC_OK;
   }
 
+  bool convolve(const ConvCall &c, ampc_status &status) override {
+    int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
+    if (dt < 0)
+      return false;
+    // Operands not of the primitive's dtype (f16, mixed, or bf16 where
+    // oneDNN has no bf16 units) are widened exactly to f32 first.
+    ConvCall call = c;
+    auto widen = [&](Buf &b, int64_t n, std::vector<float> &to) {
+      if (b.dtype == dt)
+        return;
+      to.resize(static_cast<size_t>(n));
+      loadContigPar(b, n, to.data());
+      b = Buf{to.data(), AMPC_F32};
+    };
+    widen(call.a, call.aElems(), convWideA);
+    widen(call.b, call.bElems(), convWideB);
+    return onednn::convolve(convs, call, status);
+  }
+
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
     if (col.dtype == AMPC_F32 && x.dtype == AMPC_F32) {
       im2colTyped(static_cast<float *>(col.data),
@@ -1075,6 +1101,8 @@ public:
   }
 
   std::vector<float> convScratch;
+  /// Operands of a oneDNN convolution widened to f32 (convolve()).
+  std::vector<float> convWideA, convWideB;
 
   // Convolution bias (cpugemm): f32 in place without the generic walk.
   ampc_status addChannelBias(Buf y, Buf src, Buf bias, int64_t outer,
@@ -1402,6 +1430,8 @@ private:
   std::vector<float> scratchA, scratchB, scratchC;
   /// The GEMM primitives made so far (oneDNN), by problem.
   onednn::MatmulCache matmuls;
+  /// The convolution primitives made so far (oneDNN), by problem.
+  onednn::ConvCache convs;
   /// Whether a GEMM ran on OpenBLAS (named by engine()).
   bool usedBlas = false;
   std::map<size_t, std::vector<void *>> freeBlocks;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_onednn.h"
 #include "cpu_isa.h"
+#include "cpu_onednn_lib.h"
 
 #include "../src/common.h"
 
@@ -20,58 +21,11 @@
 #include <set>
 #include <tuple>
 
-#if defined(AMPC_RUNTIME_WITH_ONEDNN)
-#include <oneapi/dnnl/dnnl.h>
-#endif
-
 namespace ampc {
 namespace onednn {
 namespace {
 
-//===----------------------------------------------------------------------===//
-// The library
-//===----------------------------------------------------------------------===//
-
 #if defined(AMPC_RUNTIME_WITH_ONEDNN)
-
-// Every oneDNN function the backend calls, resolved from libdnnl.so.2.
-#define AMPC_DNNL_FUNCTIONS(X)                                                 \
-  X(dnnl_version)                                                              \
-  X(dnnl_set_max_cpu_isa)                                                      \
-  X(dnnl_get_effective_cpu_isa)                                                \
-  X(dnnl_engine_create)                                                        \
-  X(dnnl_stream_create)                                                        \
-  X(dnnl_stream_destroy)                                                       \
-  X(dnnl_memory_desc_init_by_strides)                                          \
-  X(dnnl_memory_desc_get_size)                                                 \
-  X(dnnl_matmul_desc_init)                                                     \
-  X(dnnl_primitive_attr_create)                                                \
-  X(dnnl_primitive_attr_destroy)                                               \
-  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
-  X(dnnl_primitive_attr_set_output_scales)                                     \
-  X(dnnl_primitive_attr_set_post_ops)                                          \
-  X(dnnl_post_ops_create)                                                      \
-  X(dnnl_post_ops_destroy)                                                     \
-  X(dnnl_post_ops_append_sum)                                                  \
-  X(dnnl_primitive_desc_create)                                                \
-  X(dnnl_primitive_desc_destroy)                                               \
-  X(dnnl_primitive_desc_query)                                                 \
-  X(dnnl_primitive_desc_query_md)                                              \
-  X(dnnl_primitive_create)                                                     \
-  X(dnnl_primitive_destroy)                                                    \
-  X(dnnl_primitive_execute)                                                    \
-  X(dnnl_memory_create)                                                        \
-  X(dnnl_memory_destroy)
-
-struct Api {
-#define AMPC_DNNL_POINTER(f) decltype(&::f) f = nullptr;
-  AMPC_DNNL_FUNCTIONS(AMPC_DNNL_POINTER)
-#undef AMPC_DNNL_POINTER
-  // OpenMP (oneDNN's threads): the per-thread team size.
-  void (*ompSetNumThreads)(int) = nullptr;
-  int (*ompGetMaxThreads)() = nullptr;
-  dnnl_engine_t engine = nullptr;
-};
 
 const char *dnnlIsaName(int isa) {
   switch (isa) {
@@ -95,11 +49,33 @@ const char *dnnlIsaName(int isa) {
   return "unknown";
 }
 
-struct Library {
-  Api api;
-  bool ok = false;
-  std::string summary;
+/// oneDNN's data type for an operand dtype.
+dnnl_data_type_t dnnlType(ampc_dtype dt) {
+  return dt == AMPC_BF16 ? dnnl_bf16 : dnnl_f32;
+}
+
+/// The memory descriptors of one problem, kept next to its primitive.
+struct Descs {
+  dnnl_memory_desc_t a, b, c, scratchpad;
 };
+
+/// The calling thread's stream and scratchpad.
+struct ThreadState {
+  dnnl_stream_t stream = nullptr;
+  void *scratch = nullptr;
+  size_t scratchBytes = 0;
+  ~ThreadState() {
+    if (stream)
+      library().api.dnnl_stream_destroy(stream);
+    free(scratch);
+  }
+};
+
+#endif // AMPC_RUNTIME_WITH_ONEDNN
+
+} // namespace
+
+#if defined(AMPC_RUNTIME_WITH_ONEDNN)
 
 const Library &library() {
   static const Library lib = [] {
@@ -156,56 +132,41 @@ const Library &library() {
              dnnlIsaName(static_cast<int>(a.dnnl_get_effective_cpu_isa())),
              v->major, v->minor, v->patch);
     l.summary = text;
+    int isa = static_cast<int>(a.dnnl_get_effective_cpu_isa());
+    l.nativeBf16 = isa == 0xe7 || isa == 0x3e7;
     l.ok = true;
     return l;
   }();
   return lib;
 }
 
-/// oneDNN's data type for an operand dtype.
-dnnl_data_type_t dnnlType(ampc_dtype dt) {
-  return dt == AMPC_BF16 ? dnnl_bf16 : dnnl_f32;
+bool threadStream(dnnl_stream_t &stream, size_t bytes, void *&scratchpad) {
+  const Api &api = library().api;
+  thread_local ThreadState ts;
+  if (!ts.stream &&
+      api.dnnl_stream_create(&ts.stream, api.engine, dnnl_stream_default_flags))
+    return setError(AMPC_ERROR_INTERNAL,
+                    "cpu backend: oneDNN could not create a stream"),
+           false;
+  if (ts.scratchBytes < bytes) {
+    free(ts.scratch);
+    size_t rounded = (bytes + 4095) & ~size_t(4095);
+    ts.scratch = aligned_alloc(4096, rounded);
+    ts.scratchBytes = ts.scratch ? rounded : 0;
+    if (!ts.scratch)
+      return setError(AMPC_ERROR_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate a %zu-byte oneDNN "
+                      "scratchpad",
+                      bytes),
+             false;
+  }
+  stream = ts.stream;
+  scratchpad = ts.scratch;
+  return true;
 }
-
-/// The memory descriptors of one problem, kept next to its primitive.
-struct Descs {
-  dnnl_memory_desc_t a, b, c, scratchpad;
-};
-
-/// The calling thread's stream and scratchpad.
-struct ThreadState {
-  dnnl_stream_t stream = nullptr;
-  void *scratch = nullptr;
-  size_t scratchBytes = 0;
-  ~ThreadState() {
-    if (stream)
-      library().api.dnnl_stream_destroy(stream);
-    free(scratch);
-  }
-};
-
-/// Runs the calling thread's oneDNN calls on one OpenMP thread and puts
-/// the thread's setting back afterwards (a program's own OpenMP code keeps
-/// its team size).
-class OneThread {
-public:
-  explicit OneThread(const Api &a) : api(a), before(a.ompGetMaxThreads()) {
-    if (before != 1)
-      api.ompSetNumThreads(1);
-  }
-  ~OneThread() {
-    if (before != 1)
-      api.ompSetNumThreads(before);
-  }
-
-private:
-  const Api &api;
-  int before;
-};
 
 #endif // AMPC_RUNTIME_WITH_ONEDNN
 
-} // namespace
 
 #if defined(AMPC_RUNTIME_WITH_ONEDNN)
 
@@ -381,23 +342,10 @@ std::string MatmulCache::implementations() const {
 
 bool run(const Matmul &m, const void *a, const void *b, float *c) {
   const Api &api = library().api;
-  thread_local ThreadState ts;
-  if (!ts.stream &&
-      api.dnnl_stream_create(&ts.stream, api.engine, dnnl_stream_default_flags))
-    return setError(AMPC_ERROR_INTERNAL,
-                    "cpu backend: oneDNN could not create a stream"),
-           false;
-  if (ts.scratchBytes < m.scratchpadBytes) {
-    free(ts.scratch);
-    size_t bytes = (m.scratchpadBytes + 4095) & ~size_t(4095);
-    ts.scratch = aligned_alloc(4096, bytes);
-    ts.scratchBytes = ts.scratch ? bytes : 0;
-    if (!ts.scratch)
-      return setError(AMPC_ERROR_OUT_OF_MEMORY,
-                      "cpu backend: cannot allocate a %zu-byte GEMM scratchpad",
-                      m.scratchpadBytes),
-             false;
-  }
+  dnnl_stream_t stream;
+  void *scratch;
+  if (!threadStream(stream, m.scratchpadBytes, scratch))
+    return false;
   const Descs &d = *static_cast<const Descs *>(m.descs);
   dnnl_memory_t mem[4] = {};
   bool ok =
@@ -406,7 +354,7 @@ bool run(const Matmul &m, const void *a, const void *b, float *c) {
       !api.dnnl_memory_create(&mem[1], &d.b, api.engine,
                               const_cast<void *>(b)) &&
       !api.dnnl_memory_create(&mem[2], &d.c, api.engine, c) &&
-      !api.dnnl_memory_create(&mem[3], &d.scratchpad, api.engine, ts.scratch);
+      !api.dnnl_memory_create(&mem[3], &d.scratchpad, api.engine, scratch);
   if (ok) {
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]},
                                {DNNL_ARG_WEIGHTS, mem[1]},
@@ -414,7 +362,7 @@ bool run(const Matmul &m, const void *a, const void *b, float *c) {
                                {DNNL_ARG_SCRATCHPAD, mem[3]}};
     OneThread one(api);
     ok = api.dnnl_primitive_execute(
-             static_cast<dnnl_primitive_t>(m.primitive), ts.stream, 4,
+             static_cast<dnnl_primitive_t>(m.primitive), stream, 4,
              args) == dnnl_success;
   }
   for (dnnl_memory_t x : mem)

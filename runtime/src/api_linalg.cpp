@@ -711,6 +711,27 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
   int64_t groups = a.groups;
   int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
   int64_t ckk = g.rows(), hw = g.columns(), img = g.imageSize();
+  if (og > 0 && ckk > 0) {
+    // The backend's own convolution engine (the CPU's oneDNN), into f32,
+    // then biased and rounded once as below.
+    Temp acc(be);
+    float *out = static_cast<float *>(const_cast<void *>(y.data));
+    if (y.dtype != AMPC_F32) {
+      AMPC_TRY(acc.alloc(ys.numel() * sizeof(float)));
+      out = acc.f32();
+    }
+    ConvCall call{ConvCall::Forward, g, n, groups, o, x.buf(), w.buf(), out};
+    ampc_status st = AMPC_OK;
+    if (be.convolve(call, st)) {
+      AMPC_TRY(st);
+      Buf ob{out, AMPC_F32};
+      if (bias.data)
+        return be.addChannelBias(y.buf(), ob, bias.buf(), n, o, hw);
+      if (y.dtype != AMPC_F32)
+        return sumToShape(be, y.buf(), ys, ob, ys);
+      return AMPC_OK;
+    }
+  }
   if (useDirect(be, g, x.dtype, w.dtype) && og > 0)
     return convForwardDirect(be, y, x, w, bias, g, n, groups, o);
   // GEMM results land in f32 (y itself when it is f32) so the bias is added
@@ -805,6 +826,38 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
   int64_t chw = c * (gimg / g.channels);
   Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
+  if (og > 0 && xs.numel() && hw > 0 && ckk > 0) {
+    // dx and dw on the backend's own convolution engine (the CPU's oneDNN)
+    // where it takes them, into f32 rounded once; what it does not take
+    // (and the bias gradient) then runs on the generic paths below.
+    auto engine = [&](ConvCall::Pass pass, const TensorArg &d,
+                      const Shape &ds, Buf a, Buf b, bool &done) {
+      Temp acc(be);
+      float *out = static_cast<float *>(const_cast<void *>(d.data));
+      if (d.dtype != AMPC_F32) {
+        AMPC_TRY(acc.alloc(ds.numel() * sizeof(float)));
+        out = acc.f32();
+      }
+      ConvCall call{pass, g, n, groups, o, a, b, out};
+      ampc_status st = AMPC_OK;
+      if (!(done = be.convolve(call, st)))
+        return AMPC_OK;
+      AMPC_TRY(st);
+      if (d.dtype != AMPC_F32)
+        return sumToShape(be, d.buf(), ds, Buf{out, AMPC_F32}, ds);
+      return AMPC_OK;
+    };
+    bool doneDx = false, doneDw = false;
+    if (dx.data)
+      AMPC_TRY(engine(ConvCall::BackwardData, dx, dxs, dyb, wb, doneDx));
+    if (dw.data && ws.numel())
+      AMPC_TRY(engine(ConvCall::BackwardWeights, dw, dws, xb, dyb, doneDw));
+    if (doneDx || doneDw) {
+      TensorArg none{};
+      return convBackward(fn, ctx, doneDx ? none : dx, doneDw ? none : dw,
+                          dbias, dy, x, w, a);
+    }
+  }
   bool direct = useDirect(be, g, x.dtype, w.dtype) && og > 0 && xs.numel() &&
                 (dx.data || (dw.data && ws.numel()));
   if (direct)

@@ -85,6 +85,27 @@ struct ConvGeom {
   AMPC_HD int64_t imageSize() const { return channels * d * h * w; }
 };
 
+/// A whole convolution pass over a batch, for a backend's own convolution
+/// engine (Backend::convolve). Plain layouts (images [n, groups *
+/// g.channels, d, h, w], weights [outChannels, g.channels, kd, kh, kw]);
+/// `out` is f32 and overwritten.
+struct ConvCall {
+  enum Pass { Forward, BackwardData, BackwardWeights } pass;
+  ConvGeom g; // one group of one image
+  int64_t n, groups, outChannels;
+  Buf a, b;   // Forward: x, w; BackwardData: dy, w; BackwardWeights: x, dy
+  float *out; // Forward: y; BackwardData: dx; BackwardWeights: dw
+  int64_t imageElems() const { return n * groups * g.imageSize(); }
+  int64_t outputElems() const { return n * outChannels * g.columns(); }
+  int64_t weightElems() const { return outChannels * g.rows(); }
+  int64_t aElems() const {
+    return pass == BackwardData ? outputElems() : imageElems();
+  }
+  int64_t bElems() const {
+    return pass == BackwardWeights ? outputElems() : weightElems();
+  }
+};
+
 /// A 2-D pooling problem over N*C planes.
 struct PoolGeom {
   int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
@@ -202,6 +223,14 @@ public:
   /// dx [C, h, w] (f32, accumulated into) += col2im(col (f32)).
   virtual ampc_status col2im(float *dx, const float *col,
                              const ConvGeom &g) = 0;
+  /// Runs `c` on an engine of the backend's own and returns true (its
+  /// status in `status`), or returns false, untouched, when it has none for
+  /// it: then the generic im2col / GEMM paths run.
+  virtual bool convolve(const ConvCall &c, ampc_status &status) {
+    (void)c;
+    (void)status;
+    return false;
+  }
 
   virtual ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
                                          const float *scale) = 0;

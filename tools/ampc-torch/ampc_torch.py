@@ -286,6 +286,11 @@ class Program:
                 stack.extend(op["operands"])
         return found
 
+    def has_fp16_region(self):
+        """Whether an op is in an `autocast(fp16)` block: such a training step
+        gets the dynamic loss scaler by default, as under --amp=fp16."""
+        return any(op["attrs"].get("tg.region") == "fp16" for op in self.ops)
+
     def has_gradients(self):
         """Whether the step computes any gradient: a `minimize` whose loss
         reaches a parameter, or a `grad` whose loss reaches what it
@@ -649,12 +654,19 @@ class Runner:
     def compute_type(self, op, name, float_ins):
         """The type a float op computes (and stores) in under AMP, from its
         pin or class and its float operands [(dtype, rank, bare)]."""
+        # An autocast block (tg.region) decides instead of --amp: `off` as if
+        # pinned f32, `fp16`/`bf16` the classes with that low type; a pin
+        # wins over it.
+        region = op["attrs"].get("tg.region")
         pin = op["attrs"].get("tg.pin")
         if pin:
             return pin
+        if region == "off":
+            return "f32"
+        low = {"fp16": "f16", "bf16": "bf16"}.get(region, self.amp.low)
         cls = self.amp.op_class(name)
         if cls == "lower":
-            return self.amp.low
+            return low
         if cls == "fp32":
             return "f32"
         # promote, and follow (the type of its float operands).
@@ -744,7 +756,8 @@ class Runner:
                     vals[r["value"]], dts[r["value"]] = t, r["type"]
                 continue
             float_pos = [i for i, d in enumerate(in_dts) if d in FLOATS]
-            if amp.low is not None and float_pos:
+            # Outside autocast blocks only --amp acts (pins included).
+            if (amp.low is not None or "tg.region" in op["attrs"]) and float_pos:
                 compute = self.compute_type(
                     op, name, [(in_dts[i], len(p.type_of[op["operands"][i]]["shape"]),
                                 op["operands"][i] in bare) for i in float_pos])
@@ -1000,10 +1013,10 @@ def parse_inputs(specs):
     return files
 
 
-def scaler_from_args(args, has_gradients):
+def scaler_from_args(args, has_gradients, fp16_region=False):
     mode = args.loss_scale
     if mode is None:
-        mode = "dynamic" if args.amp == "fp16" or \
+        mode = "dynamic" if args.amp == "fp16" or fp16_region or \
             getattr(args, "torch_autocast", "off") == "fp16" else "none"
     if not has_gradients:
         mode = "none"
@@ -1130,7 +1143,7 @@ def make_runner(args, doc=None):
     amp = AmpConfig(args.amp, split_ops(args.amp_fp32), split_ops(args.amp_lower),
                     split_ops(args.amp_follow), default_classes(op_list))
     autocast = autocast_dtype(args)
-    scaler = scaler_from_args(args, program.has_gradients())
+    scaler = scaler_from_args(args, program.has_gradients(), program.has_fp16_region())
     runner = Runner(program, amp, scaler, monitor=args.overflow_margin or args.amp == "fp16",
                     track_gradients=bool(args.grad_stats), op_list=op_list)
     runner.autocast = autocast

@@ -198,11 +198,13 @@ def ref_accepts(flag):
 
 def precision(program, amp):
     """The tolerance class of a run: its AMP mode, or the lowest float type
-    the program itself holds (explicit casts, f16/bf16 inputs), whichever is
-    less precise ("off" < "fp16" < "bf16")."""
+    the program itself holds (explicit casts, f16/bf16 inputs, autocast
+    blocks), whichever is less precise ("off" < "fp16" < "bf16")."""
     types = {a["type"] for a in program.args}
     for op in program.ops:
         types.update(r["type"] for r in op["results"])
+        # An autocast block computes in its low type whatever --amp is.
+        types.add({"fp16": "f16", "bf16": "bf16"}.get(op["attrs"].get("tg.region"), "f32"))
     level = amp
     if "f16" in types and level == "off":
         level = "fp16"

@@ -18,6 +18,7 @@
 #include "ampc/Frontend/Parser.h"
 #include "ampc/InitAll.h"
 #include "ampc/Pipelines/Pipelines.h"
+#include "ampc/Pipelines/Target.h"
 #include "ampc/Report/Report.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -102,8 +103,18 @@ struct DriverOptions {
   bool listOps = false;
   std::string target = "cuda";
   std::string device = "cpu";
+  /// `--cuda-arch=sm_XX` and `--cpu-features=LIST` as given.
+  std::string cudaArch;
+  std::string cpuFeatures;
+  /// What the report says of the target and the AMP choice.
+  std::string targetName;
+  std::string ampReason;
 };
 DriverOptions opts;
+
+/// `--amp`: the pipeline's modes plus `auto`.
+enum class AmpFlag { Off, FP16, BF16, Auto };
+AmpFlag ampFlag = AmpFlag::Off;
 
 /// `text` + " (default: VALUE)", VALUE printed from the field a flag binds
 /// to. The strings live as long as the options that point at them.
@@ -150,14 +161,30 @@ cl::opt<EmitKind, true, ValuesParser<EmitKind>> emitKind(
                           "the IR as JSON for other tools (docs/json.md); "
                           "with --pipeline=false, the program as written")),
     cl::cat(compileCategory));
-cl::opt<ampc::amp::Mode, true, ValuesParser<ampc::amp::Mode>> ampMode(
+cl::opt<AmpFlag, true, ValuesParser<AmpFlag>> ampMode(
     "amp",
     cl::desc(withDefault("Automatic mixed precision",
                          ampc::stringifyAMPMode(opts.pipeline.amp))),
-    cl::location(opts.pipeline.amp),
-    cl::values(clEnumValN(ampc::amp::Mode::Off, "off", "everything as written"),
-               clEnumValN(ampc::amp::Mode::FP16, "fp16", "low = f16"),
-               clEnumValN(ampc::amp::Mode::BF16, "bf16", "low = bf16")),
+    cl::location(ampFlag),
+    cl::values(clEnumValN(AmpFlag::Off, "off", "everything as written"),
+               clEnumValN(AmpFlag::FP16, "fp16", "low = f16"),
+               clEnumValN(AmpFlag::BF16, "bf16", "low = bf16"),
+               clEnumValN(AmpFlag::Auto, "auto",
+                          "chosen from the target's arithmetic throughput "
+                          "(--cuda-arch, the GPU of run --device=cuda, "
+                          "--cpu-features or this CPU)")),
+    cl::cat(ampcCategory));
+cl::opt<std::string, true> cudaArch(
+    "cuda-arch",
+    cl::desc("The GPU --target=cuda code is for, sm_60 ... sm_120; with "
+             "--amp=auto it decides the precision"),
+    cl::value_desc("sm_XX"), cl::location(opts.cudaArch),
+    cl::cat(compileCategory));
+cl::opt<std::string, true> cpuFeatures(
+    "cpu-features",
+    cl::desc("The processor CPU code is for, as /proc/cpuinfo flag names "
+             "(amx_bf16,avx512_bf16,avx512_fp16,f16c); default: this one"),
+    cl::value_desc("LIST"), cl::location(opts.cpuFeatures),
     cl::cat(ampcCategory));
 cl::opt<ampc::amp::Policy, true, ValuesParser<ampc::amp::Policy>> ampPolicy(
     "amp-policy",
@@ -580,11 +607,101 @@ static ampc::report::ReportOptions reportOptions() {
   report.amp = ampc::stringifyAMPMode(opts.pipeline.amp).str();
   report.policy = ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy).str();
   report.optLevel = opts.pipeline.optLevel;
+  report.target = opts.targetName;
+  report.ampReason = opts.ampReason;
   std::string bad;
   report.table = *ampc::amp::buildPolicyTable(
       opts.pipeline.ampFp32, opts.pipeline.ampLower, opts.pipeline.ampFollow,
       bad);
   return report;
+}
+
+/// The processor the step is for, and `--amp` against it: `--amp=auto`
+/// chooses (amp.md, "Precision from the target"); an explicit mode that slows
+/// the target down or has no hardware support there is obeyed with a
+/// warning. Fills opts.pipeline.amp, opts.targetName and opts.ampReason.
+/// Returns kSuccess or the exit code of a bad flag or a missing GPU.
+static int resolveTarget() {
+  auto fail = [](int code, const Twine &message) {
+    llvm::errs() << "ampc: error: " << message << "\n";
+    return code;
+  };
+  ampc::Target t;
+  std::string error;
+  bool archGiven = cudaArch.getNumOccurrences() > 0;
+  if (archGiven) {
+    std::optional<int> sm = ampc::parseCudaArch(opts.cudaArch, error);
+    if (!sm)
+      return fail(kUsageError, error);
+    t.sm = *sm;
+  }
+  if (cpuFeatures.getNumOccurrences()) {
+    auto features = ampc::parseCpuFeatures(opts.cpuFeatures, error);
+    if (!features)
+      return fail(kUsageError, error);
+    t.cpuFeatures = std::move(*features);
+  } else {
+    t.cpuFeatures = ampc::hostCpuFeatures();
+  }
+  bool targetGiven = target.getNumOccurrences() > 0;
+  bool cuda;
+  bool smKnown = archGiven;
+  if (opts.runMode) {
+    cuda = opts.device == "cuda";
+    if (cuda) {
+      // The GPU decides; without one, only --amp=auto needs it now (the run
+      // itself reports a missing device).
+      std::optional<int> sm = ampc::cudaDeviceComputeCapability(0, error);
+      if (!sm && ampFlag == AmpFlag::Auto)
+        return fail(kRuntimeError, "--amp=auto --device=cuda: " + error);
+      smKnown = sm.has_value();
+      t.sm = sm.value_or(0);
+    }
+  } else {
+    if (archGiven && targetGiven && opts.target != "cuda")
+      return fail(kUsageError, "--cuda-arch is the GPU of --target=cuda code, "
+                               "but --target=" +
+                                   opts.target + " was given");
+    cuda = archGiven || (opts.target == "cuda" &&
+                         (targetGiven || opts.emit == EmitKind::Cpp));
+    if (cuda && !archGiven && ampFlag == AmpFlag::Auto)
+      return fail(kUsageError,
+                  "--amp=auto for --target=cuda code needs the GPU it is "
+                  "for: give --cuda-arch=sm_XX (sm_60 ... sm_120)");
+  }
+  t.kind = cuda ? ampc::Target::Kind::CUDA : ampc::Target::Kind::CPU;
+  opts.targetName = cuda && !smKnown ? "cuda" : t.describe();
+
+  if (ampFlag == AmpFlag::Auto) {
+    ampc::AmpChoice choice = ampc::chooseAmp(t);
+    opts.pipeline.amp = choice.mode;
+    opts.ampReason = "--amp=auto: " + choice.reason;
+    if (opts.runMode && ampc::exec::launcherRank() == 0)
+      llvm::errs() << "ampc: note: --amp=auto chose "
+                   << ampc::stringifyAMPMode(choice.mode) << " for "
+                   << opts.targetName << ": " << choice.reason << "\n";
+    return kSuccess;
+  }
+  if (ampMode.getNumOccurrences()) {
+    opts.pipeline.amp = ampFlag == AmpFlag::FP16   ? ampc::amp::Mode::FP16
+                        : ampFlag == AmpFlag::BF16 ? ampc::amp::Mode::BF16
+                                                   : ampc::amp::Mode::Off;
+    opts.ampReason = "--amp=" +
+                     ampc::stringifyAMPMode(opts.pipeline.amp).str() +
+                     " given";
+    // Only a processor the step is really for: a CPU compile without
+    // --target or --cpu-features is not one.
+    bool cpuKnown = opts.runMode || targetGiven ||
+                    cpuFeatures.getNumOccurrences() > 0;
+    std::string warning = (cuda && smKnown) || (!cuda && cpuKnown)
+                              ? ampc::ampWarning(opts.pipeline.amp, t)
+                              : std::string();
+    if (!warning.empty() && ampc::exec::launcherRank() == 0)
+      llvm::errs() << "ampc: warning: " << warning << "\n";
+  } else {
+    opts.ampReason = "--amp not given: off";
+  }
+  return kSuccess;
 }
 
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
@@ -904,7 +1021,10 @@ int main(int argc, char **argv) {
           std::tuple{emitKind.getNumOccurrences() > 0, "--emit",
                      "; `ampc INPUT --emit=...` compiles"},
           std::tuple{target.getNumOccurrences() > 0, "--target",
-                     "; run picks its backend with --device=cpu|cuda"}})
+                     "; run picks its backend with --device=cpu|cuda"},
+          std::tuple{cudaArch.getNumOccurrences() > 0, "--cuda-arch",
+                     "; run --device=cuda reads the GPU's own compute "
+                     "capability"}})
       if (given) {
         llvm::errs() << "ampc: error: " << flag
                      << " is an option of the compiler, not of 'ampc run'"
@@ -990,6 +1110,8 @@ int main(int argc, char **argv) {
       !checkOps(opts.pipeline.ampLower, "amp-lower") ||
       !checkOps(opts.pipeline.ampFollow, "amp-follow"))
     return kUsageError;
+  if (int code = resolveTarget(); code != kSuccess)
+    return code;
   {
     std::string error;
     if (keepBatchnormFp32.getNumOccurrences())
@@ -1001,6 +1123,9 @@ int main(int argc, char **argv) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
     }
+    if (!explicitly.amp && !opts.pipeline.optLevel.empty())
+      opts.ampReason = "--opt-level=" + opts.pipeline.optLevel + ": " +
+                       ampc::stringifyAMPMode(opts.pipeline.amp).str();
   }
   {
     std::string error;

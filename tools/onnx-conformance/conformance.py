@@ -149,7 +149,7 @@ def short_reason(m, stderr):
     line = re.sub(r"^'[^']*' uses opset (\d+) of the default domain; .*$",
                   r"the model's opset \1 (ampc imports 13 to 17)", line)
     line = re.sub(r"^the model's opset (\d+) defines (\w+) as of opset (\d+), which differs.*$",
-                  r"`\2` of opset \3 is not opset 13's", line)
+                  r"`\2` of opset \3 differs from opsets 13 to 17", line)
     line = re.sub(r"which must be known at import time: give it with .*$",
                   "which must be known at import time", line)
     line = re.sub(r"\[[-\d, ]*\]", "[…]", line)

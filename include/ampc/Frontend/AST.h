@@ -185,7 +185,7 @@ struct NamedLoc {
 /// Base class of statements.
 class StmtAST {
 public:
-  enum class Kind { Param, Assign, Minimize, Return };
+  enum class Kind { Param, Assign, Minimize, Return, Region };
 
   StmtAST(Kind kind, Location loc) : kind(kind), loc(std::move(loc)) {}
   virtual ~StmtAST() = default;
@@ -194,7 +194,8 @@ public:
   const Location &getLoc() const { return loc; }
 
   const Kind kind;
-  /// The first token: 'param', the first assigned name, 'minimize', 'return'.
+  /// The first token: 'param', the first assigned name, 'minimize',
+  /// 'return', 'autocast'.
   Location loc;
 };
 
@@ -250,6 +251,28 @@ public:
   static bool classof(const StmtAST *s) { return s->kind == Kind::Return; }
 
   std::vector<std::unique_ptr<ExprAST>> values;
+};
+
+/// The mode of an `autocast(MODE) { ... }` block.
+enum class AutocastMode { Off, FP16, BF16 };
+
+/// "off", "fp16", "bf16".
+llvm::StringRef toString(AutocastMode mode);
+
+/// `autocast '(' ('off' | 'fp16' | 'bf16') ')' '{' (assign | region)* '}'`:
+/// the statements of the graph it stands in, with the AMP policy scoped to
+/// them (it opens no scope for names). The parser admits only assignments
+/// and nested regions inside.
+class RegionStmtAST : public StmtAST {
+public:
+  explicit RegionStmtAST(Location loc)
+      : StmtAST(Kind::Region, std::move(loc)) {}
+  static bool classof(const StmtAST *s) { return s->kind == Kind::Region; }
+
+  AutocastMode mode = AutocastMode::Off;
+  Location modeLoc; ///< The mode word.
+  /// AssignStmtAST and RegionStmtAST only, in source order.
+  std::vector<std::unique_ptr<StmtAST>> stmts;
 };
 
 //===----------------------------------------------------------------------===//

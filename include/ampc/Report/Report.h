@@ -35,6 +35,10 @@ struct ReportOptions {
   amp::PolicyTable table = amp::PolicyTable::getDefault();
   /// `--opt-level` when given ("O0".."O3"), else empty (no key).
   std::string optLevel;
+  /// The processor the step is for ("cuda:sm_61", "cpu:avx512_bf16") and
+  /// why `amp` is what it is; each key only when set.
+  std::string target;
+  std::string ampReason;
 };
 
 /// Standalone cast kernels of one graph: how many, and the bytes they read

@@ -257,6 +257,10 @@ def LossScaling : Pass<"ampc-loss-scaling", "::mlir::func::FuncOp"> {
            "lower bound of the scale (0: none)">,
     Option<"maxScale", "max-scale", "double", /*default=*/"0.0",
            "upper bound of the scale (0: none)">,
+    Option<"onlyFP16Regions", "only-fp16-regions", "bool", /*default=*/"false",
+           "Scale only a step with an op in an `autocast(fp16)` region "
+           "(`tg.region = \"fp16\"`): what `ampc` adds when --amp is not "
+           "fp16 and no --loss-scale is given">,
   ];
 }
 
@@ -513,6 +517,15 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
     - `tg.pin = T` (`@f32`, `@f16`, `@bf16` in the source): inputs cast to T,
       computed and stored in T, whatever the class.
 
+    Autocast regions (`autocast(MODE) { ... }` in the source, `tg.region =
+    "MODE"` on each op inside, the innermost block's): an op in an `off`
+    region computes as if pinned f32; one in an `fp16` or `bf16` region
+    follows the classes above with that low type, whatever `low-type` is. A
+    pin on the op wins over its region. With `outside-regions=false` (what
+    `ampc` runs under `--amp=off`) ops outside every region, and the pins on
+    them, are left as written, and a function without regions is not
+    touched. A `tg.grad` in a region follows its operands.
+
     Parameters and inputs (function arguments) are never changed: a `lower`
     op reading an f32 parameter reads a cast of it, the master weight stays
     f32. Integer tensors are never touched. A result whose type changed is
@@ -615,6 +628,9 @@ def AutoMixedPrecision : Pass<"ampc-auto-mixed-precision", "::mlir::func::FuncOp
                "Ops moved to the lower class">,
     ListOption<"followOps", "follow-ops", "std::string",
                "Ops moved to the follow class">,
+    Option<"outsideRegions", "outside-regions", "bool", /*default=*/"true",
+           "Rewrite the ops outside autocast regions (false: only the ops "
+           "in `tg.region`s, what --amp=off runs)">,
     Option<"unknownOps", "unknown-ops", "::ampc::amp::UnknownOpMode",
            /*default=*/"::ampc::amp::UnknownOpMode::Follow",
            "What to do with an op that is not in the policy table",

@@ -221,6 +221,15 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kRegionAttrName) {
+    auto mode = dyn_cast<StringAttr>(attr.getValue());
+    if (!mode || !llvm::is_contained({"off", "fp16", "bf16"}, mode.getValue()))
+      return op->emitOpError("'")
+             << kRegionAttrName
+             << "' must be one of \"off\", \"fp16\", \"bf16\", got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     if (!type || !isLowOrF32(type.getValue()))

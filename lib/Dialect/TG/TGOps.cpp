@@ -126,9 +126,14 @@ Type ampc::tg::getComputeType(Operation *op) {
             op->getContext(), std::nullopt, op->getOperands(),
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)) &&
-        !types.empty())
+        !types.empty() && (isFloat(elementOf(types.front())) ||
+                           !llvm::any_of(op->getOperandTypes(), [&](Type t) {
+                             return isFloat(elementOf(t));
+                           })))
       return elementOf(types.front());
   }
+  // A float computation with a result that is not a float (a comparison's
+  // bool) computes at its float operands' promoted type.
   Type widest;
   for (Value v : op->getOperands()) {
     Type e = elementOf(v.getType());

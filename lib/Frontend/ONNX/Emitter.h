@@ -526,6 +526,40 @@ private:
   LogicalResult convertDropout();
   LogicalResult convertLayerNorm();
 
+  //===--- NN ops: N-d convolutions and pools, losses (NNOps.cpp) ---------===//
+
+  /// The window of a convolution or pool along each spatial dim: kernel,
+  /// stride, dilation and the pads before and after (`auto_pad` resolved).
+  struct Window {
+    SmallVector<int64_t> k, s, d, pb, pe;
+  };
+  /// `strides`, `dilations`, `pads` and `auto_pad` of the node for an input
+  /// of spatial dims `in` and a kernel `k` (one value per spatial dim);
+  /// `auto_pad` is left to the caller unless `autoPad`.
+  std::optional<Window> windowAttrs(ArrayRef<int64_t> in, ArrayRef<int64_t> k,
+                                    bool autoPad = true);
+  /// A constant of `shape` and element type `elt` holding `values`.
+  Value constant(Type elt, ArrayRef<int64_t> shape, ArrayRef<double> values);
+  /// `v` cast to element type `elt` (a verified tg.cast).
+  Value castTo(Value v, Type elt);
+  /// A max or average pool of `x` (padded already) along `dim`, or along
+  /// `dim` and `dim + 1` when `pair`.
+  Value poolAlong(Value x, int64_t dim, bool pair, ArrayRef<int64_t> k,
+                  ArrayRef<int64_t> s, int64_t dilation, bool isMax);
+  LogicalResult convertConvTransposeNd(Value x, Value w, int64_t groups);
+  LogicalResult convertLoss(bool withSoftmax);
+  LogicalResult convertHardmax();
+  LogicalResult convertMeanVarianceNorm();
+  LogicalResult convertLRN();
+  /// MaxPool's Indices output for input `x` (unpadded), window `w` and
+  /// output spatial dims `out`.
+  Value maxPoolIndices(Value x, const Window &w, ArrayRef<int64_t> out,
+                       int64_t storageOrder);
+  /// Resize (ResizeOps.cpp).
+  LogicalResult convertResizeInterp();
+  /// RNN, GRU and LSTM, unrolled (RecurrentOps.cpp).
+  LogicalResult convertRecurrent();
+
   //===--- Tensors and shapes (TensorOps.cpp) -----------------------------===//
 
   LogicalResult convertConstant();

@@ -1,12 +1,15 @@
 //===- NNOps.cpp - ONNX neural-network ops ----------------------*- C++ -*-===//
 //
 // The converters of ONNX's neural-network ops: convolutions, Gemm and MatMul,
-// softmax, pooling, reductions, ArgMax and CumSum, the normalizations and
-// Dropout.
+// softmax, pooling, reductions, ArgMax and CumSum, the normalizations,
+// Dropout, the losses, Hardmax and LRN (Resize in ResizeOps.cpp, the
+// recurrent ops in RecurrentOps.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emitter.h"
+
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace ampc::onnx_import;
@@ -45,29 +48,180 @@ void Emitter::addNNConverters(ConverterTable &t) {
   t["BatchNormalization"] = [](Emitter &e) { return e.convertBatchNorm(); };
   t["Dropout"] = [](Emitter &e) { return e.convertDropout(); };
   t["LayerNormalization"] = [](Emitter &e) { return e.convertLayerNorm(); };
+  t["NegativeLogLikelihoodLoss"] = [](Emitter &e) {
+    return e.convertLoss(/*withSoftmax=*/false);
+  };
+  t["SoftmaxCrossEntropyLoss"] = [](Emitter &e) {
+    return e.convertLoss(/*withSoftmax=*/true);
+  };
+  t["Hardmax"] = [](Emitter &e) { return e.convertHardmax(); };
+  t["LRN"] = [](Emitter &e) { return e.convertLRN(); };
+  t["MeanVarianceNormalization"] = [](Emitter &e) {
+    return e.convertMeanVarianceNorm();
+  };
+  // ResizeOps.cpp, RecurrentOps.cpp.
+  t["Resize"] = [](Emitter &e) { return e.convertResizeInterp(); };
+  for (StringRef op : {"RNN", "GRU", "LSTM"})
+    t[op] = [](Emitter &e) { return e.convertRecurrent(); };
 }
 
+static std::string listText(ArrayRef<int64_t> v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(v, os);
+  os << "]";
+  return s;
+}
+
+std::optional<Emitter::Window>
+Emitter::windowAttrs(ArrayRef<int64_t> in, ArrayRef<int64_t> k, bool autoPad) {
+  size_t r = in.size();
+  auto get = [&](StringRef name, int64_t dflt,
+                 size_t n) -> std::optional<SmallVector<int64_t>> {
+    auto v = attrInts(name).value_or(SmallVector<int64_t>(n, dflt));
+    if (v.size() != n) {
+      error() << "attribute '" << name << "' must have " << n
+              << " values (an input of " << r << " spatial dims), found "
+              << v.size();
+      return std::nullopt;
+    }
+    return v;
+  };
+  Window w;
+  w.k.assign(k.begin(), k.end());
+  auto s = get("strides", 1, r), d = get("dilations", 1, r),
+       pads = get("pads", 0, 2 * r);
+  if (!s || !d || !pads)
+    return std::nullopt;
+  w.s = *s;
+  w.d = *d;
+  for (size_t i = 0; i < r; ++i) {
+    if (w.k[i] < 1 || w.s[i] < 1 || w.d[i] < 1) {
+      error() << "kernel sizes, 'strides' and 'dilations' must be 1 or "
+                 "more, found kernel "
+              << listText(w.k) << ", strides " << listText(w.s)
+              << ", dilations " << listText(w.d);
+      return std::nullopt;
+    }
+    if (w.k[i] > (int64_t(1) << 20) || w.s[i] > (int64_t(1) << 20) ||
+        w.d[i] > (int64_t(1) << 20)) {
+      error() << "kernel sizes, 'strides' and 'dilations' above 2^20 are "
+                 "not supported";
+      return std::nullopt;
+    }
+    if ((*pads)[i] < 0 || (*pads)[r + i] < 0 ||
+        (*pads)[i] > (int64_t(1) << 20) || (*pads)[r + i] > (int64_t(1) << 20)) {
+      (void)unsupportedValue("pads", listText(*pads), "pads from 0 to 2^20");
+      return std::nullopt;
+    }
+  }
+  std::string ap = autoPad ? attrString("auto_pad", "NOTSET") : "NOTSET";
+  w.pb.assign(r, 0);
+  w.pe.assign(r, 0);
+  if (ap == "NOTSET") {
+    w.pb.assign(pads->begin(), pads->begin() + r);
+    w.pe.assign(pads->begin() + r, pads->end());
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    // The output is ceil(in / stride); the pads that make it so are
+    // split evenly, the odd one at the end (SAME_UPPER) or the beginning.
+    for (size_t i = 0; i < r; ++i) {
+      int64_t out = (in[i] + w.s[i] - 1) / w.s[i];
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i]);
+      int64_t small = total / 2;
+      w.pb[i] = ap == "SAME_UPPER" ? small : total - small;
+      w.pe[i] = total - w.pb[i];
+    }
+  } else if (ap != "VALID") {
+    (void)unsupportedValue("auto_pad", "'" + ap + "'",
+                           "NOTSET, VALID, SAME_UPPER and SAME_LOWER");
+    return std::nullopt;
+  }
+  return w;
+}
+
+Value Emitter::constant(Type elt, ArrayRef<int64_t> shape,
+                        ArrayRef<double> values) {
+  HostTensor h;
+  h.elt = elt;
+  h.shape.assign(shape.begin(), shape.end());
+  if (failed(sized(h)))
+    return nullptr;
+  for (size_t j = 0; j < values.size(); ++j)
+    if (h.isFloat())
+      h.floats[j] = values[j];
+    else
+      h.ints[j] = static_cast<int64_t>(values[j]);
+  return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
+}
+
+Value Emitter::castTo(Value v, Type elt) {
+  if (!v)
+    return nullptr;
+  if (typeOf(v).getElementType() == elt)
+    return v;
+  Value y = tg::CastOp::create(
+      b, loc, RankedTensorType::get(typeOf(v).getShape(), elt), v);
+  if (failed(verify(y.getDefiningOp())))
+    return nullptr;
+  return y;
+}
+
+/// Conv and ConvTranspose of 1-D, 2-D and 3-D inputs (tg.conv1d/2d/3d,
+/// tg.conv_transpose1d/2d/3d). Pads that differ at the two ends of a dim
+/// are the symmetric part in the op and the rest as explicit zero blocks.
 LogicalResult Emitter::convertConv(bool transposed) {
-  if (failed(checkAttrs({"dilations", "group", "kernel_shape", "pads",
-                         "strides", "auto_pad", "output_padding"})))
+  SmallVector<StringRef> known{"dilations", "group", "kernel_shape", "pads",
+                               "strides",   "auto_pad"};
+  if (transposed) {
+    known.push_back("output_padding");
+    known.push_back("output_shape");
+  }
+  if (failed(checkAttrs(known)))
     return failure();
-  if (!transposed && attr("output_padding"))
-    return checkAttrs(
-        {"dilations", "group", "kernel_shape", "pads", "strides", "auto_pad"});
-  if (failed(checkAutoPad()))
-    return failure();
-  Value x = value(0), w = value(1);
+  Value x = floatValue(0), w = floatValue(1);
   if (!x || !w)
     return failure();
-  if (typeOf(x).getRank() != 4) {
-    error() << "ampc supports 2-D convolutions (rank-4 input), found rank "
-            << typeOf(x).getRank();
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 3 || rank > 5) {
+    error() << "ampc supports 1-D, 2-D and 3-D convolutions (an input of "
+               "rank 3 to 5), found rank "
+            << rank;
     return failure();
   }
-  auto stride = pair("strides", 1), dilation = pair("dilations", 1);
-  auto pads = pads2d();
-  if (!stride || !dilation || !pads)
+  if (typeOf(w).getRank() != rank) {
+    error() << "the weight must have the input's rank " << rank
+            << ", found rank " << typeOf(w).getRank();
     return failure();
+  }
+  int64_t groups = attrInt("group", 1);
+  if (groups < 1) {
+    error() << "attribute 'group' must be 1 or more, found " << groups;
+    return failure();
+  }
+  SmallVector<int64_t> kernel(typeOf(w).getShape().drop_front(2));
+  if (auto ks = attrInts("kernel_shape"); ks && ArrayRef<int64_t>(*ks) !=
+                                                    ArrayRef<int64_t>(kernel)) {
+    error() << "attribute 'kernel_shape' " << listText(*ks)
+            << " disagrees with the weight's spatial dims "
+            << listText(kernel);
+    return failure();
+  }
+  if (transposed)
+    return convertConvTransposeNd(x, w, groups);
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(2));
+  auto win = windowAttrs(in, kernel);
+  if (!win)
+    return failure();
+  size_t r = in.size();
+  SmallVector<int64_t> pad(r);
+  for (size_t i = 0; i < r; ++i) {
+    pad[i] = std::min(win->pb[i], win->pe[i]);
+    x = padWith(x, 2 + i, win->pb[i] - pad[i], win->pe[i] - pad[i], 0.0);
+    if (!x)
+      return failure();
+  }
   SmallVector<Value> ops{x, w};
   if (hasInput(2)) {
     Value bias = value(2);
@@ -76,17 +230,135 @@ LogicalResult Emitter::convertConv(bool transposed) {
     ops.push_back(bias);
   }
   SmallVector<NamedAttribute> attrs{
-      named("stride", ints(*stride)), named("padding", ints(*pads)),
-      named("dilation", ints(*dilation)),
-      named("groups", b.getI64IntegerAttr(attrInt("group", 1)))};
-  if (transposed) {
-    auto outPad = pair("output_padding", 0);
-    if (!outPad)
-      return failure();
-    attrs.push_back(named("output_padding", ints(*outPad)));
-    return setOutput(0, build("tg.conv_transpose2d", ops, attrs));
+      named("stride", ints(win->s)), named("padding", ints(pad)),
+      named("dilation", ints(win->d)),
+      named("groups", b.getI64IntegerAttr(groups))};
+  StringRef opName = r == 1   ? "tg.conv1d"
+                     : r == 2 ? tg::Conv2dOp::getOperationName()
+                              : "tg.conv3d";
+  return setOutput(0, build(opName, ops, attrs));
+}
+
+/// ConvTranspose: the transposed convolution without padding (its full
+/// output, `(in - 1) * stride + (k - 1) * dilation + 1` per dim), cut to
+/// the pads or `output_shape` (zeros where the output reaches past it: the
+/// `output_padding`), then the bias; the op's own padding when the pads
+/// are symmetric and the output padding is one the op takes.
+LogicalResult Emitter::convertConvTransposeNd(Value x, Value w,
+                                              int64_t groups) {
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(2));
+  SmallVector<int64_t> kernel(typeOf(w).getShape().drop_front(2));
+  size_t r = in.size();
+  std::string ap = attrString("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID" && ap != "SAME_UPPER" &&
+      ap != "SAME_LOWER")
+    return unsupportedValue("auto_pad", "'" + ap + "'",
+                            "NOTSET, VALID, SAME_UPPER and SAME_LOWER");
+  // Strides, dilations and pads as for a convolution; auto_pad sizes the
+  // output here, so it is resolved below.
+  std::optional<Window> win = windowAttrs(in, kernel, /*autoPad=*/false);
+  if (!win)
+    return failure();
+  auto outPad =
+      attrInts("output_padding").value_or(SmallVector<int64_t>(r, 0));
+  if (outPad.size() != r) {
+    error() << "attribute 'output_padding' must have " << r
+            << " values, found " << outPad.size();
+    return failure();
   }
-  return setOutput(0, build<tg::Conv2dOp>(ops, attrs));
+  std::optional<SmallVector<int64_t>> outShape = attrInts("output_shape");
+  if (outShape && outShape->size() == r + 2)
+    outShape->erase(outShape->begin(), outShape->begin() + 2);
+  if (outShape && outShape->size() != r) {
+    error() << "attribute 'output_shape' must have " << r << " values, found "
+            << outShape->size();
+    return failure();
+  }
+  SmallVector<int64_t> full(r), out(r), pb(r), pe(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (outPad[i] < 0 || outPad[i] > (int64_t(1) << 20))
+      return unsupportedValue("output_padding", listText(outPad),
+                              "values from 0 to 2^20");
+    full[i] = (in[i] - 1) * win->s[i] + (kernel[i] - 1) * win->d[i] + 1;
+    if (outShape || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      out[i] = outShape ? (*outShape)[i] : in[i] * win->s[i];
+      if (out[i] < 1 || out[i] > (int64_t(1) << 28)) {
+        error() << "output size " << out[i] << " is out of range";
+        return failure();
+      }
+      int64_t total = full[i] + outPad[i] - out[i];
+      // ONNX: SAME_UPPER puts the odd pad at the end, anything else at
+      // the beginning; halves are rounded down (a negative total, an
+      // output past the full one, grows it at the end).
+      int64_t half = llvm::divideFloorSigned(total, int64_t(2));
+      if (ap == "SAME_UPPER") {
+        pb[i] = half;
+        pe[i] = total - pb[i];
+      } else {
+        pe[i] = half;
+        pb[i] = total - pe[i];
+      }
+    } else {
+      if (ap == "NOTSET") {
+        pb[i] = win->pb[i];
+        pe[i] = win->pe[i];
+      }
+      out[i] = full[i] + outPad[i] - pb[i] - pe[i];
+      if (out[i] < 1) {
+        error() << "the pads " << pb[i] << " and " << pe[i]
+                << " leave no output in spatial dim " << i;
+        return failure();
+      }
+    }
+  }
+  Value bias;
+  if (hasInput(2) && !(bias = value(2)))
+    return failure();
+  StringRef opName = r == 1   ? "tg.conv_transpose1d"
+                     : r == 2 ? "tg.conv_transpose2d"
+                              : "tg.conv_transpose3d";
+  bool direct = true;
+  for (size_t i = 0; i < r; ++i)
+    if (pb[i] != pe[i] || pb[i] < 0 ||
+        outPad[i] >= std::max(win->s[i], win->d[i]) ||
+        out[i] != full[i] + outPad[i] - 2 * pb[i])
+      direct = false;
+  SmallVector<Value> ops{x, w};
+  if (direct && bias)
+    ops.push_back(bias);
+  SmallVector<NamedAttribute> attrs{
+      named("stride", ints(win->s)),
+      named("padding", ints(direct ? pb : SmallVector<int64_t>(r, 0))),
+      named("output_padding",
+            ints(direct ? outPad : SmallVector<int64_t>(r, 0))),
+      named("dilation", ints(win->d)),
+      named("groups", b.getI64IntegerAttr(groups))};
+  Value y = build(opName, ops, attrs);
+  if (!y || direct)
+    return setOutput(0, y);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t dim = 2 + i;
+    // Output position o is full position o + pb.
+    int64_t lo = std::max<int64_t>(pb[i], 0),
+            hi = std::min<int64_t>(pb[i] + out[i], full[i]);
+    if (hi <= lo) {
+      error() << "the output of spatial dim " << i
+              << " lies outside the transposed convolution's values";
+      return failure();
+    }
+    if (lo != 0 || hi != full[i])
+      y = slice(y, dim, lo, hi);
+    y = padWith(y, dim, std::max<int64_t>(-pb[i], 0),
+                std::max<int64_t>(pb[i] + out[i] - full[i], 0), 0.0);
+    if (!y)
+      return failure();
+  }
+  if (bias) {
+    SmallVector<int64_t> shape(r + 1, 1);
+    shape[0] = typeOf(bias).getNumElements();
+    y = build<tg::AddOp>({y, reshape(bias, shape)});
+  }
+  return setOutput(0, y);
 }
 
 LogicalResult Emitter::convertGemm() {
@@ -173,129 +445,206 @@ LogicalResult Emitter::convertGlobalPool() {
                {named("dims", ints(dims)), named("keepdim", b.getUnitAttr())}));
 }
 
+Value Emitter::poolAlong(Value x, int64_t dim, bool pair,
+                         ArrayRef<int64_t> k, ArrayRef<int64_t> s,
+                         int64_t dilation, bool isMax) {
+  if (!x)
+    return nullptr;
+  SmallVector<int64_t> shape(typeOf(x).getShape());
+  int64_t outer = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= shape[i];
+  StringRef opName = isMax ? "tg.max_pool2d" : "tg.avg_pool2d";
+  SmallVector<int64_t> outShape = shape;
+  if (pair) {
+    // The last two dims, one 2-D pool of [outer, 1, H, W].
+    Value v = dim == 2 && shape.size() == 4
+                  ? x
+                  : reshape(x, {outer, 1, shape[dim], shape[dim + 1]});
+    Value y = build(opName, {v},
+                    {named("kernel", ints(k)), named("stride", ints(s)),
+                     named("padding", ints({0, 0}))});
+    if (!y)
+      return nullptr;
+    outShape[dim] = typeOf(y).getDimSize(2);
+    outShape[dim + 1] = typeOf(y).getDimSize(3);
+    return reshape(y, outShape);
+  }
+  int64_t inner = 1;
+  for (size_t i = dim + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  int64_t len = shape[dim];
+  int64_t out = (len - ((k[0] - 1) * dilation + 1)) / s[0] + 1;
+  Value v = reshape(x, {outer, 1, len, inner});
+  Value y;
+  if (dilation == 1) {
+    y = build(opName, {v},
+              {named("kernel", ints({k[0], 1})), named("stride", ints({s[0], 1})),
+               named("padding", ints({0, 0}))});
+  } else {
+    // Tap j of every window: the elements j * dilation + o * stride, a
+    // slice subsampled by a 1x1 pool of the stride; then their maximum or
+    // mean.
+    for (int64_t j = 0; j < k[0]; ++j) {
+      Value t = slice(v, 2, j * dilation, j * dilation + (out - 1) * s[0] + 1);
+      if (t && s[0] > 1)
+        t = build("tg.avg_pool2d", {t},
+                  {named("kernel", ints({1, 1})),
+                   named("stride", ints({s[0], 1})),
+                   named("padding", ints({0, 0}))});
+      if (!t)
+        return nullptr;
+      y = !y ? t : isMax ? build<tg::MaximumOp>({y, t}) : build<tg::AddOp>({y, t});
+    }
+    if (y && !isMax && k[0] > 1)
+      y = build<tg::MulOp>({y, scalar(1.0 / double(k[0]), y)});
+  }
+  if (!y)
+    return nullptr;
+  outShape[dim] = out;
+  return reshape(y, outShape);
+}
+
+/// MaxPool and AveragePool of 1-D, 2-D and 3-D inputs. A 2-D pool with
+/// symmetric pads of at most half the kernel, no dilation and no ceil-mode
+/// extension is one tg.max_pool2d / avg_pool2d; any other pads the input
+/// itself (-inf for a max, 0 for an average: the pads, and after them what
+/// a ceil-mode window reaches past the end) and pools it unpadded, one
+/// spatial dim at a time (the last two together): a max (mean) over a box
+/// is the max (mean) over each dim in turn. An average is then scaled by
+/// each window's size over its count of elements (inside the input, or the
+/// padded input with `count_include_pad`).
 LogicalResult Emitter::convertPool(bool isMax) {
   if (failed(checkAttrs({"kernel_shape", "strides", "pads", "auto_pad",
-                         "ceil_mode", isMax ? "dilations" : "count_include_pad",
-                         isMax ? "storage_order" : "ceil_mode"})))
+                         "ceil_mode", "dilations",
+                         isMax ? "storage_order" : "count_include_pad"})))
     return failure();
-  if (failed(checkAutoPad()))
+  bool wantIndices = isMax && node->output_size() > 1 && !node->output(1).empty();
+  int64_t storageOrder = isMax ? attrInt("storage_order", 0) : 0;
+  if (storageOrder != 0 && storageOrder != 1)
+    return unsupportedValue("storage_order", Twine(storageOrder), "0 and 1");
+  Value x = floatValue(0);
+  if (!x)
     return failure();
-  bool ceilMode = attrInt("ceil_mode", 0) != 0;
-  if (isMax) {
-    if (attrInt("storage_order", 0) != 0)
-      return unsupportedValue("storage_order", "1", "0");
-    auto dil = pair("dilations", 1);
-    if (!dil)
-      return failure();
-    if ((*dil)[0] != 1 || (*dil)[1] != 1)
-      return unsupportedValue("dilations", "other than [1, 1]", "[1, 1]");
-    if (failed(onlyFirstOutput()))
-      return failure();
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 3 || rank > 5) {
+    error() << "ampc supports 1-D, 2-D and 3-D pools (an input of rank 3 to "
+               "5), found rank "
+            << rank;
+    return failure();
   }
+  size_t r = rank - 2;
   auto kernel = attrInts("kernel_shape");
-  if (!kernel || kernel->size() != 2) {
-    error() << "needs a 2-D 'kernel_shape'";
+  if (!kernel || kernel->size() != r) {
+    error() << "needs a 'kernel_shape' of " << r << " values";
     return failure();
   }
-  auto stride = pair("strides", 1);
-  auto pads = pads2d();
-  if (!stride || !pads)
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(2));
+  auto w = windowAttrs(in, *kernel);
+  if (!w)
     return failure();
-  // ceil_mode rounds the output size up; it is the floor mode's result when
-  // the windows tile the padded input exactly. Otherwise a MaxPool pads the
-  // input itself with -inf (the pads, and after them what the last window
-  // reaches past the end) and pools it unpadded; an AveragePool's divisor
-  // of a clipped window is not mapped.
-  Value input;
-  if (ceilMode) {
-    input = value(0);
-    if (!input)
+  bool ceilMode = attrInt("ceil_mode", 0) != 0 &&
+                  attrString("auto_pad", "NOTSET") == "NOTSET";
+  bool countPad = !isMax && attrInt("count_include_pad", 0) != 0;
+  SmallVector<int64_t> out(r), extent(r), after(r);
+  bool direct = r == 2;
+  for (size_t i = 0; i < r; ++i) {
+    extent[i] = (w->k[i] - 1) * w->d[i] + 1;
+    int64_t span = in[i] + w->pb[i] + w->pe[i] - extent[i];
+    if (span < 0) {
+      error() << "the window " << extent[i] << " is larger than the padded "
+              << "dim " << in[i] + w->pb[i] + w->pe[i];
       return failure();
-    auto shape = typeOf(input).getShape();
-    for (int d = 0; d < 2; ++d)
-      if ((*stride)[d] < 1 || (*kernel)[d] < 1) {
-        error() << "'kernel_shape' and 'strides' must be 1 or more";
-        return failure();
+    }
+    out[i] = (ceilMode ? (span + w->s[i] - 1) / w->s[i] : span / w->s[i]) + 1;
+    // ONNX's and PyTorch's ceil mode: no window starts in the end padding.
+    if (ceilMode && (out[i] - 1) * w->s[i] >= in[i] + w->pb[i])
+      --out[i];
+    // The input as the windows read it: padded before, and after up to the
+    // end of the last window.
+    after[i] = std::max<int64_t>(
+        0, (out[i] - 1) * w->s[i] + extent[i] - in[i] - w->pb[i]);
+    if (w->d[i] != 1 || w->pb[i] != w->pe[i] || 2 * w->pb[i] > w->k[i] ||
+        (out[i] - 1) * w->s[i] + extent[i] > in[i] + 2 * w->pb[i])
+      direct = false;
+  }
+  Value y;
+  if (direct) {
+    y = build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d", {x},
+              {named("kernel", ints(w->k)), named("stride", ints(w->s)),
+               named("padding", ints({w->pb[0], w->pb[1]}))});
+  } else {
+    y = x;
+    double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (size_t i = 0; i < r && y; ++i)
+      y = padWith(y, 2 + i, w->pb[i], after[i], fill);
+    for (size_t i = 0; i < r && y;) {
+      if (i + 1 < r && i + 2 == r && w->d[i] == 1 && w->d[i + 1] == 1) {
+        y = poolAlong(y, 2 + i, /*pair=*/true, {w->k[i], w->k[i + 1]},
+                      {w->s[i], w->s[i + 1]}, 1, isMax);
+        i += 2;
+      } else {
+        y = poolAlong(y, 2 + i, /*pair=*/false, {w->k[i]}, {w->s[i]},
+                      w->d[i], isMax);
+        i += 1;
       }
-    bool tiles = true;
-    for (int d = 0; d < 2 && shape.size() == 4; ++d)
-      if ((shape[2 + d] + 2 * (*pads)[d] - (*kernel)[d]) % (*stride)[d] != 0)
-        tiles = false;
-    if (!tiles && !isMax)
-      return unsupportedValue("ceil_mode", "1",
-                              "0, or 1 where the windows tile the input "
-                              "exactly");
-    if (!tiles) {
-      int64_t outs[2];
-      for (int d = 0; d < 2; ++d) {
-        int64_t size = shape[2 + d], k = (*kernel)[d], st = (*stride)[d],
-                p = (*pads)[d];
-        if (size + 2 * p < k) {
-          error() << "the window " << k << " is larger than the padded dim "
-                  << size + 2 * p;
-          return failure();
-        }
-        // ONNX's (and PyTorch's) ceil-mode output size: rounded up, less
-        // a last window that would start in the end padding.
-        int64_t out = (size + 2 * p - k + st - 1) / st + 1;
-        if ((out - 1) * st >= size + p)
-          --out;
-        outs[d] = out;
-        // The padded dim the last window ends in (unpadded pooling floors
-        // to `out` windows on it).
-        int64_t after = std::max<int64_t>(0, (out - 1) * st + k - size - p);
-        input = padWith(input, 2 + d, p, after,
-                        -std::numeric_limits<double>::infinity());
-        if (!input)
-          return failure();
-      }
-      Value y =
-          build("tg.max_pool2d", {input},
-                {named("kernel", ints(*kernel)), named("stride", ints(*stride)),
-                 named("padding", ints({0, 0}))});
-      if (y && (typeOf(y).getDimSize(2) != outs[0] ||
-                typeOf(y).getDimSize(3) != outs[1]))
-        return unsupportedValue("ceil_mode",
-                                "1 with these strides and "
-                                "kernel",
-                                "ceil mode where the kernel is at least the "
-                                "stride");
-      return setOutput(0, y);
     }
   }
-  Value y =
-      build(isMax ? "tg.max_pool2d" : "tg.avg_pool2d", {value(0)},
-            {named("kernel", ints(*kernel)), named("stride", ints(*stride)),
-             named("padding", ints(*pads))});
-  if (!y || isMax || (!(*pads)[0] && !(*pads)[1]) ||
-      attrInt("count_include_pad", 0) != 0)
+  if (!y)
+    return failure();
+  for (size_t i = 0; i < r; ++i)
+    if (typeOf(y).getDimSize(2 + i) != out[i]) {
+      error() << "internal: pooled size " << typeOf(y).getDimSize(2 + i)
+              << " is not the expected " << out[i];
+      return failure();
+    }
+  if (isMax && !wantIndices)
     return setOutput(0, y);
-  // count_include_pad 0: tg.avg_pool2d divides by the window's size, pads
-  // included; a window of c elements inside the input is scaled by
-  // size / c (a constant of the output's spatial shape).
-  auto shape = typeOf(value(0)).getShape();
-  auto outShape = typeOf(y).getShape();
-  HostTensor scale;
-  scale.elt = typeOf(y).getElementType();
-  scale.shape = {1, 1, outShape[2], outShape[3]};
-  scale.resize(scale.numel());
-  auto inside = [&](int d, int64_t o) {
-    int64_t lo = o * (*stride)[d] - (*pads)[d];
-    int64_t hi = lo + (*kernel)[d];
-    return std::min<int64_t>(hi, shape[2 + d]) - std::max<int64_t>(lo, 0);
-  };
-  for (int d = 0; d < 2; ++d)
-    if ((*pads)[d] >= (*kernel)[d])
-      return unsupportedValue("pads", Twine((*pads)[d]),
-                              "pads smaller than the kernel with "
-                              "count_include_pad 0");
-  for (int64_t i = 0; i < outShape[2]; ++i)
-    for (int64_t j = 0; j < outShape[3]; ++j)
-      scale.floats[i * outShape[3] + j] = double((*kernel)[0] * (*kernel)[1]) /
-                                          double(inside(0, i) * inside(1, j));
-  Value factor =
-      tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(scale)));
-  return setOutput(0, build<tg::MulOp>({y, factor}));
+  if (isMax) {
+    if (failed(setOutput(0, y)))
+      return failure();
+    return setOutput(1, maxPoolIndices(x, *w, out, storageOrder));
+  }
+  // Each window's size over its count of elements that are inside the
+  // input (or the pads, with count_include_pad), per dim.
+  SmallVector<SmallVector<double>> factor(r);
+  bool scaled = false;
+  for (size_t i = 0; i < r; ++i)
+    for (int64_t o = 0; o < out[i]; ++o) {
+      int64_t lo = countPad ? -w->pb[i] : 0,
+              hi = countPad ? in[i] + w->pe[i] : in[i];
+      int64_t count = 0;
+      for (int64_t j = 0; j < w->k[i]; ++j) {
+        int64_t p = o * w->s[i] - w->pb[i] + j * w->d[i];
+        count += p >= lo && p < hi;
+      }
+      if (count == 0) {
+        error() << "a window of spatial dim " << i
+                << " holds no element to average";
+        return failure();
+      }
+      factor[i].push_back(double(w->k[i]) / double(count));
+      scaled |= count != w->k[i];
+    }
+  if (!scaled)
+    return setOutput(0, y);
+  SmallVector<int64_t> shape{1, 1};
+  shape.append(out.begin(), out.end());
+  int64_t n = 1;
+  for (int64_t o : out)
+    n *= o;
+  SmallVector<double> values(n);
+  for (int64_t e = 0; e < n; ++e) {
+    double f = 1.0;
+    int64_t rest = e;
+    for (size_t i = r; i-- > 0;) {
+      f *= factor[i][rest % out[i]];
+      rest /= out[i];
+    }
+    values[e] = f;
+  }
+  Value scale = constant(typeOf(y).getElementType(), shape, values);
+  return setOutput(0, scale ? build<tg::MulOp>({y, scale}) : nullptr);
 }
 
 LogicalResult Emitter::convertReduce(StringRef opName, bool negate) {
@@ -532,7 +881,7 @@ LogicalResult Emitter::convertBatchNormComposed(Value x, Value scale,
 /// Dropout: the identity, except a training-mode node (the training_mode
 /// input true) in a training graph, which is `tg.dropout` with p = ratio.
 LogicalResult Emitter::convertDropout() {
-  if (failed(checkAttrs({"seed"})) || failed(onlyFirstOutput()))
+  if (failed(checkAttrs({"seed"})))
     return failure();
   Value x = value(0);
   if (!x)
@@ -548,8 +897,10 @@ LogicalResult Emitter::convertDropout() {
     }
     trainingMode = t->i(0) != 0;
   }
+  // The ratio matters to a training-mode node only (an inference dropout
+  // is the identity whatever it is).
   double ratio = 0.5;
-  if (hasInput(1)) {
+  if (hasInput(1) && trainingMode) {
     const HostTensor *r = needHost(1, "ratio");
     if (!r)
       return failure();
@@ -559,24 +910,201 @@ LogicalResult Emitter::convertDropout() {
     }
     ratio = asWritten(r->f(0));
   }
-  if (!trainingMode || !state.isTraining())
-    return setOutput(0, x);
-  if (!(ratio >= 0.0 && ratio < 1.0)) {
+  bool training = trainingMode && state.isTraining();
+  if (training && !(ratio >= 0.0 && ratio < 1.0)) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", ratio);
     error() << "its ratio is " << text
             << "; a training-mode dropout needs a ratio in [0, 1)";
     return failure();
   }
-  if (ratio == 0.0)
+  bool identity = !training || ratio == 0.0;
+  // The mask output (true where kept): all true for the identity; the
+  // mask of tg.dropout is not a value of the graph.
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    if (!identity) {
+      if (failed(onlyFirstOutput()))
+        return failure();
+    } else {
+      ArrayRef<int64_t> shape = typeOf(x).getShape();
+      Value mask = constant(b.getI1Type(), shape,
+                            SmallVector<double>(typeOf(x).getNumElements(), 1.0));
+      if (failed(setOutput(1, mask)))
+        return failure();
+    }
+  }
+  if (identity)
     return setOutput(0, x);
   return setOutput(0, state.dropout(x, ratio, loc));
 }
 
-LogicalResult Emitter::convertLayerNorm() {
-  if (failed(checkAttrs({"axis", "epsilon", "stash_type"})) ||
-      failed(onlyFirstOutput()))
+/// MaxPool's Indices output: each window's first maximum (in the window's
+/// row-major order), as the flat index of the input (N, C, then the
+/// spatial dims in row-major order, or column-major with `storage_order`
+/// 1). Per tap of the window: its values (the -inf padded input sliced at
+/// the tap and subsampled by the stride) and a constant of its positions'
+/// indices; a running maximum keeps the index of the first greater value
+/// (tg.greater, tg.where). Not differentiable (an integer output).
+Value Emitter::maxPoolIndices(Value x, const Window &w, ArrayRef<int64_t> out,
+                              int64_t storageOrder) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  size_t r = shape.size() - 2;
+  SmallVector<int64_t> in(shape.drop_front(2));
+  int64_t spatial = 1, taps = 1, outCount = 1;
+  for (size_t i = 0; i < r; ++i) {
+    spatial *= in[i];
+    taps *= w.k[i];
+    outCount *= out[i];
+  }
+  if (taps > 1024) {
+    error() << "ampc computes MaxPool's Indices output for windows of at "
+               "most 1024 elements, found "
+            << taps;
+    return nullptr;
+  }
+  Value padded = x;
+  for (size_t i = 0; i < r && padded; ++i) {
+    int64_t after = std::max<int64_t>(
+        0, (out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - in[i] - w.pb[i]);
+    padded = padWith(padded, 2 + i, w.pb[i], after,
+                     -std::numeric_limits<double>::infinity());
+  }
+  // The index constants hold every (n, c) plane: N * C * outputs * taps
+  // values in all
+  int64_t planes = shape[0] * shape[1];
+  // (and the indices stay below 2^24, exact wherever a kernel reads them
+  // as f32).
+  if (planes * outCount * taps > (int64_t(1) << 24) ||
+      planes * spatial > (int64_t(1) << 24)) {
+    error() << "ampc computes MaxPool's Indices output for inputs of at most "
+               "2^24 elements and at most 2^24 window elements in all";
+    return nullptr;
+  }
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> posShape{shape[0], shape[1]};
+  posShape.append(out.begin(), out.end());
+  Value best, bestIndex;
+  for (int64_t tap = 0; tap < taps && padded; ++tap) {
+    SmallVector<int64_t> tapPos(r);
+    for (int64_t rest = tap, i = r - 1; i >= 0; --i) {
+      tapPos[i] = rest % w.k[i];
+      rest /= w.k[i];
+    }
+    Value v = padded;
+    for (size_t i = 0; i < r && v; ++i) {
+      int64_t start = tapPos[i] * w.d[i];
+      v = slice(v, 2 + i, start, start + (out[i] - 1) * w.s[i] + 1);
+      if (v && w.s[i] > 1)
+        v = poolAlong(v, 2 + i, /*pair=*/false, {1}, {w.s[i]}, 1,
+                      /*isMax=*/false);
+    }
+    // The tap's input position for each output position (a padded one
+    // never wins: -inf is greater than nothing).
+    SmallVector<double> pos(planes * outCount);
+    for (int64_t o = 0; o < outCount; ++o) {
+      SmallVector<int64_t> oPos(r);
+      for (int64_t rest = o, i = r - 1; i >= 0; --i) {
+        oPos[i] = rest % out[i];
+        rest /= out[i];
+      }
+      int64_t flat = 0, stride = 1;
+      for (size_t k = 0; k < r; ++k) {
+        // Row-major: the last dim varies fastest; column-major: the first.
+        size_t i = storageOrder ? k : r - 1 - k;
+        int64_t p = std::clamp<int64_t>(
+            oPos[i] * w.s[i] - w.pb[i] + tapPos[i] * w.d[i], 0, in[i] - 1);
+        flat += p * stride;
+        stride *= in[i];
+      }
+      for (int64_t p = 0; p < planes; ++p)
+        pos[p * outCount + o] = double(p * spatial + flat);
+    }
+    Value index = constant(i64, posShape, pos);
+    if (!v || !index)
+      return nullptr;
+    if (!best) {
+      best = v;
+      bestIndex = index;
+      continue;
+    }
+    Value greater = build<tg::GreaterOp>({v, best});
+    best = build<tg::WhereOp>({greater, v, best});
+    bestIndex = build<tg::WhereOp>({greater, index, bestIndex});
+  }
+  return bestIndex;
+}
+
+/// LRN: x / (bias + alpha / size * sum of x^2 over the channels c - (size
+/// - 1) / 2 .. c + size / 2)^beta: alpha / size * sum is alpha times the
+/// windowed mean, an average pool along dim 1 of the zero-padded squares.
+LogicalResult Emitter::convertLRN() {
+  if (failed(checkAttrs({"alpha", "beta", "bias", "size"})))
     return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 3) {
+    error() << "needs an N, C, spatial... input, found rank " << rank;
+    return failure();
+  }
+  int64_t size = attrInt("size", 0);
+  if (size < 1 || size > (int64_t(1) << 20)) {
+    error() << "attribute 'size' must be from 1 to 2^20, found " << size;
+    return failure();
+  }
+  double alpha = attrFloat("alpha", 1e-4), beta = attrFloat("beta", 0.75),
+         bias = attrFloat("bias", 1.0);
+  Value sq = build<tg::MulOp>({x, x});
+  Value padded = padWith(sq, 1, (size - 1) / 2, size / 2, 0.0);
+  Value mean = poolAlong(padded, 1, /*pair=*/false, {size}, {1}, 1,
+                         /*isMax=*/false);
+  if (!mean)
+    return failure();
+  Value scaled = build<tg::MulOp>({mean, scalar(alpha, mean)});
+  Value base = build<tg::AddOp>({scaled, scalar(bias, mean)});
+  Value den = build<tg::PowOp>({base, scalar(beta, mean)});
+  return setOutput(0, build<tg::DivOp>({x, den}));
+}
+
+/// MeanVarianceNormalization: ONNX's function body, (x - mean) /
+/// (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes` (default [0, 2, 3]).
+LogicalResult Emitter::convertMeanVarianceNorm() {
+  if (failed(checkAttrs({"axes"})))
+    return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t a :
+       attrInts("axes").value_or(SmallVector<int64_t>{0, 2, 3})) {
+    auto d = axis(a, rank);
+    if (!d)
+      return failure();
+    if (llvm::is_contained(dims, *d)) {
+      error() << "axis " << a << " is given twice";
+      return failure();
+    }
+    dims.push_back(*d);
+  }
+  llvm::sort(dims);
+  SmallVector<NamedAttribute> attrs{named("dims", ints(dims)),
+                                    named("keepdim", b.getUnitAttr())};
+  Value mean = build<tg::MeanOp>({x}, attrs);
+  Value meanSq = build<tg::MeanOp>({build<tg::MulOp>({x, x})}, attrs);
+  Value var = build<tg::SubOp>({meanSq, build<tg::MulOp>({mean, mean})});
+  Value std = build<tg::SqrtOp>({var});
+  Value den = std ? build<tg::AddOp>({std, scalar(1e-9, std)}) : nullptr;
+  return setOutput(0, build<tg::DivOp>({build<tg::SubOp>({x, mean}), den}));
+}
+
+LogicalResult Emitter::convertLayerNorm() {
+  if (failed(checkAttrs({"axis", "epsilon", "stash_type"})))
+    return failure();
+  if (attrInt("stash_type", 1) != 1)
+    return unsupportedValue("stash_type", Twine(attrInt("stash_type", 1)),
+                            "1 (statistics in f32)");
   Value x = value(0), scale = value(1);
   if (!x || !scale)
     return failure();
@@ -612,8 +1140,159 @@ LogicalResult Emitter::convertLayerNorm() {
   }
   SmallVector<int64_t> rows(xShape.begin(), xShape.begin() + *a);
   rows.push_back(d);
-  Value y = build<tg::LayerNormOp>(
-      {reshape(x, rows), flat(scale), flat(bias)},
-      {named("eps", b.getF64FloatAttr(attrFloat("epsilon", 1e-5)))});
-  return setOutput(0, reshape(y, xShape));
+  Value xr = reshape(x, rows);
+  double eps = attrFloat("epsilon", 1e-5);
+  Value y = build<tg::LayerNormOp>({xr, flat(scale), flat(bias)},
+                                   {named("eps", b.getF64FloatAttr(eps))});
+  if (failed(setOutput(0, reshape(y, xShape))))
+    return failure();
+  // Mean and InvStdDev (outputs 1 and 2, the input's shape with 1 for each
+  // normalized dim): the mean and 1 / sqrt(biased variance + epsilon) over
+  // the normalized dims, when they are used.
+  bool wantMean = node->output_size() > 1 && !node->output(1).empty(),
+       wantInv = node->output_size() > 2 && !node->output(2).empty();
+  if (!wantMean && !wantInv)
+    return success();
+  SmallVector<int64_t> statShape(xShape.begin(), xShape.begin() + *a);
+  statShape.append(normShape.size(), 1);
+  Type f32 = b.getF32Type();
+  Value xf = castTo(xr, f32);
+  SmallVector<NamedAttribute> lastDim{
+      named("dims", ints({int64_t(rows.size()) - 1})),
+      named("keepdim", b.getUnitAttr())};
+  Value mean = build<tg::MeanOp>({xf}, lastDim);
+  if (wantMean && failed(setOutput(1, reshape(mean, statShape))))
+    return failure();
+  if (!wantInv)
+    return success();
+  Value diff = build<tg::SubOp>({xf, mean});
+  Value var = build<tg::MeanOp>({build<tg::MulOp>({diff, diff})}, lastDim);
+  Value inv =
+      var ? build<tg::RsqrtOp>({build<tg::AddOp>({var, scalar(eps, var)})})
+          : nullptr;
+  return setOutput(2, reshape(inv, statShape));
+}
+/// NegativeLogLikelihoodLoss (and SoftmaxCrossEntropyLoss: its input's
+/// log_softmax over dim 1 first, also output 1). For input [N, C, d...]
+/// and target [N, d...]: the target's class picked from dim 1 by a `where`
+/// of the target against [0, C), negated and weighted by the class's
+/// weight (1 without weights, 0 at `ignore_index`); "mean" divides the sum
+/// by the sum of those weights. Built of tg.where, tg.sum, tg.mul and
+/// tg.div, so its gradient is theirs.
+LogicalResult Emitter::convertLoss(bool withSoftmax) {
+  if (failed(checkAttrs({"ignore_index", "reduction"})))
+    return failure();
+  if (!withSoftmax && failed(onlyFirstOutput()))
+    return failure();
+  Value x = floatValue(0), t = value(1);
+  if (!x || !t)
+    return failure();
+  Type elt = typeOf(x).getElementType();
+  ArrayRef<int64_t> xs = typeOf(x).getShape(), ts = typeOf(t).getShape();
+  int64_t rank = xs.size();
+  if (rank < 2) {
+    error() << "needs an input of rank 2 or more ([N, C, d...]), found rank "
+            << rank;
+    return failure();
+  }
+  if (!typeOf(t).getElementType().isInteger()) {
+    error() << "its target must hold integer class indices";
+    return failure();
+  }
+  SmallVector<int64_t> want{xs[0]};
+  want.append(xs.begin() + 2, xs.end());
+  if (ts != ArrayRef<int64_t>(want)) {
+    error() << "target shape " << listText(ts)
+            << " must be the input's without dim 1, " << listText(want);
+    return failure();
+  }
+  std::string reduction = attrString("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return unsupportedValue("reduction", "'" + reduction + "'",
+                            "'none', 'sum' and 'mean'");
+  int64_t classes = xs[1];
+  if (withSoftmax) {
+    x = build<tg::LogSoftmaxOp>({x}, {named("dim", b.getI64IntegerAttr(1))});
+    if (!x || failed(setOutput(1, x)))
+      return failure();
+  }
+  // [N, 1, d...] against [1, C, 1...]: the target's class.
+  SmallVector<int64_t> t1 = want, classShape(rank, 1);
+  t1.insert(t1.begin() + 1, 1);
+  classShape[1] = classes;
+  SmallVector<double> iota(classes);
+  for (int64_t c = 0; c < classes; ++c)
+    iota[c] = double(c);
+  Value tr = reshape(t, t1);
+  Value cls = constant(typeOf(t).getElementType(), classShape, iota);
+  Value hit = build<tg::EqualOp>({tr, cls});
+  Value zero = scalar(0.0, x);
+  if (!hit || !zero)
+    return failure();
+  auto sumClasses = [&](Value v) -> Value {
+    return build<tg::SumOp>({v}, {named("dims", ints({1}))});
+  };
+  Value loss = build<tg::NegOp>({sumClasses(build<tg::WhereOp>({hit, x, zero}))});
+  // The weight of each element's class (unset: 1).
+  Value weight;
+  if (hasInput(2)) {
+    Value wc = floatValue(2);
+    if (!wc)
+      return failure();
+    if (typeOf(wc).getShape() != ArrayRef<int64_t>{classes}) {
+      error() << "its weight must be [C] = [" << classes << "], found "
+              << typeOf(wc);
+      return failure();
+    }
+    weight = sumClasses(
+        build<tg::WhereOp>({hit, reshape(wc, classShape), scalar(0.0, wc)}));
+  }
+  if (attr("ignore_index")) {
+    Value keep = castTo(
+        build<tg::NotEqualOp>({t, scalar(double(attrInt("ignore_index", 0)), t)}),
+        elt);
+    weight = weight ? build<tg::MulOp>({weight, keep}) : keep;
+  }
+  if (weight)
+    loss = build<tg::MulOp>({loss, weight});
+  if (!loss)
+    return failure();
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < int64_t(ts.size()); ++d)
+    all.push_back(d);
+  auto total = [&](Value v) -> Value {
+    return build<tg::SumOp>({v}, {named("dims", ints(all))});
+  };
+  if (reduction == "sum")
+    loss = total(loss);
+  else if (reduction == "mean")
+    loss = weight ? build<tg::DivOp>({total(loss), total(weight)})
+                  : build<tg::MeanOp>({loss}, {named("dims", ints(all))});
+  return setOutput(0, loss);
+}
+
+/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere (tg.argmax
+/// against the positions of the axis). Its gradient is zero.
+LogicalResult Emitter::convertHardmax() {
+  if (failed(checkAttrs({"axis"})))
+    return failure();
+  Value x;
+  auto a = inputAndAxis(-1, x);
+  if (!a)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  int64_t rank = typeOf(x).getRank(), n = typeOf(x).getDimSize(*a);
+  Value i = build<tg::ArgmaxOp>({x}, {named("dim", b.getI64IntegerAttr(*a)),
+                                      named("keepdim", b.getUnitAttr())});
+  SmallVector<int64_t> shape(rank, 1);
+  shape[*a] = n;
+  SmallVector<double> iota(n);
+  for (int64_t k = 0; k < n; ++k)
+    iota[k] = double(k);
+  Value pos = constant(b.getI32Type(), shape, iota);
+  return setOutput(
+      0, castTo(build<tg::EqualOp>({i, pos}), typeOf(x).getElementType()));
 }

@@ -30,7 +30,6 @@ void Emitter::addTensorConverters(ConverterTable &t) {
   t["Gather"] = [](Emitter &e) { return e.convertGather(); };
   t["Pad"] = [](Emitter &e) { return e.convertPad(); };
   t["Trilu"] = [](Emitter &e) { return e.convertTrilu(); };
-  t["Resize"] = [](Emitter &e) { return e.convertResize(); };
   for (StringRef op : {"DepthToSpace", "SpaceToDepth"})
     t[op] = [](Emitter &e) { return e.convertDepthToSpace(); };
   t["Tile"] = [](Emitter &e) { return e.convertTile(); };

@@ -57,14 +57,18 @@ def refused():
     m["unknown_op"] = model([node("Relu", ["x"], ["h"], name="relu0"),
                              node("Celu", ["h"], name="the_celu")], "unknown_op")
     m["ok_softmax"] = model([node("Softmax", ["x"], name="sm", axis=1)], "ok_softmax")
-    # An average pool's ceil_mode where the windows do not tile the input
-    # (5 = 2 + 2 * 1 + 1; a MaxPool takes it).
-    m["ceil_mode"] = model([node("AveragePool", ["x"], name="pool", kernel_shape=[2, 2],
-                                 strides=[2, 2], ceil_mode=1)], "ceil_mode", yshape=(1, 1, 3, 3),
-                           inputs=[value("x", [1, 1, 5, 5])])
-    m["asym_pads"] = model([node("Conv", ["x", "w"], name="conv", pads=[0, 0, 1, 1])],
-                           "asym_pads", yshape=(1, 1, 3, 3), inputs=[value("x", [1, 1, 4, 4])],
-                           inits=[floats("w", [1, 1, 3, 3], [0.1] * 9)])
+    # A MaxPool whose Indices output is a graph output, in an unknown
+    # storage order.
+    m["pool_indices"] = model([node("MaxPool", ["x"], ["y", "i"], name="pool",
+                                    kernel_shape=[2, 2], strides=[2, 2], storage_order=2)],
+                              "pool_indices",
+                              yshape=(1, 1, 2, 2), inputs=[value("x", [1, 1, 5, 5])],
+                              outputs=[value("y", (1, 1, 2, 2)),
+                                       value("i", (1, 1, 2, 2), TensorProto.INT64)])
+    m["negative_pads"] = model([node("Conv", ["x", "w"], name="conv", pads=[0, 0, -1, -1])],
+                               "negative_pads", yshape=(1, 1, 1, 1),
+                               inputs=[value("x", [1, 1, 4, 4])],
+                               inits=[floats("w", [1, 1, 3, 3], [0.1] * 9)])
     m["bad_attr"] = model([node("Relu", ["x"], name="relu", alpha=1.0)], "bad_attr")
     m["dynamic"] = model([node("Relu", ["x"], name="relu")], "dynamic", yshape=("batch", 4),
                          inputs=[value("x", ["batch", 4])])

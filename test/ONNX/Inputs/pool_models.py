@@ -49,7 +49,7 @@ class AvgPool(torch.nn.Module):
 
 # F.interpolate(mode="nearest") by whole factors (scale_factor, size) and
 # nn.Upsample, exported at opsets 13 and 17 (the latter with a dynamic
-# batch, so the sizes are computed from Shape); and bilinear (an error).
+# batch, so the sizes are computed from Shape); and bilinear.
 UPSAMPLES = {
     "up2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
     "up23": lambda x: F.interpolate(x, scale_factor=(2, 3), mode="nearest"),

@@ -4,9 +4,10 @@
 # channels per group (one GEMM per kernel tap over a padded image: padding,
 # dilation, groups, non-square kernels, a bias) and one with 3 (im2col), pointwise 1x1 convolutions (the image is the column
 # matrix), and 3-D convolutions of depth 1 with and without depth padding
-# (only the unpadded one may take the per-tap path), and strided ones. With
-# the direct kernels (the default) every 2-D case but the pointwise one runs
-# on them; AMPC_CPU_CONV=gemm selects the GEMM paths named above.
+# (only the unpadded one may take the per-tap path), and strided ones. By
+# default they all run on oneDNN's convolution primitives; with
+# AMPC_CPU_CONV=direct every 2-D case but the pointwise one runs on the
+# direct kernels; AMPC_CPU_CONV=gemm selects the GEMM paths named above.
 CASES = {
     "conv2d_s1_pad_bias": ([("x", "f32", [2, 8, 7, 6]), ("w", "f32", [4, 8, 3, 3]),
                             ("b", "f32", [4])], "conv2d(x, w, b, padding=1)"),

@@ -56,6 +56,11 @@ def TG_Dialect : Dialect {
       configuration the `ampc-loss-scaling` pass applied to it.
     - `tg.pin = f32|f16|bf16` on any op pins its compute precision (the `@f32`
       suffix of the language); automatic mixed precision honours it.
+    - `tg.region = "off"|"fp16"|"bf16"` on an op of the source: the
+      innermost `autocast(MODE) { ... }` block it was written in. Automatic
+      mixed precision applies that mode to it instead of the graph's
+      (`off`: as if pinned f32; `fp16`/`bf16`: the op classes with that low
+      type), even under `--amp=off`; a `tg.pin` on it wins.
     - `tg.compute = f32|f16|bf16` on an op with a float result: the precision
       the op computes in, when it is not its natural one (see below). The
       automatic-mixed-precision pass sets it and leaves ops that carry it as
@@ -148,6 +153,9 @@ def TG_Dialect : Dialect {
     /// Discardable attribute names used across the compiler.
     static constexpr ::llvm::StringLiteral kPinAttrName = "tg.pin";
     static constexpr ::llvm::StringLiteral kComputeAttrName = "tg.compute";
+    /// The `autocast(MODE) { ... }` block an op of the source is in:
+    /// "off", "fp16" or "bf16" (the innermost block).
+    static constexpr ::llvm::StringLiteral kRegionAttrName = "tg.region";
     static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttrName = "tg.init";

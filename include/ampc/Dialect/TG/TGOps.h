@@ -56,8 +56,10 @@ bool isExactConversion(mlir::Type from, mlir::Type to);
 
 /// The element type an op computes in: its `tg.compute` attribute when
 /// present, else its natural type (the element type its result type
-/// inference gives for its current operands; for an op without inference,
-/// the widest float operand type, else its first result's element type).
+/// inference gives for its current operands when that is a float or the op
+/// reads no float; otherwise, as for an op without inference, the promoted
+/// type of its float operands (a comparison of f32 and f16 computes in f32,
+/// its result is bool), else its first result's element type).
 /// Null for an op with neither float operands nor results.
 mlir::Type getComputeType(mlir::Operation *op);
 

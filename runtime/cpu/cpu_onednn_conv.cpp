@@ -1,0 +1,593 @@
+//===- cpu_onednn_conv.cpp - oneDNN's convolution primitives --------------===//
+//
+// See cpu_onednn_conv.h. The primitives come from the oneDNN loaded by
+// cpu_onednn.cpp (cpu_onednn_lib.h): nothing of oneDNN is linked.
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_onednn_conv.h"
+#include "cpu_onednn.h"
+#include "cpu_onednn_lib.h"
+
+#include "cpu_pool.h"
+
+#include "../src/backend.h"
+#include "../src/common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace ampc {
+namespace onednn {
+
+#if defined(AMPC_RUNTIME_WITH_ONEDNN)
+
+namespace {
+
+/// One operand: the plain layout ampc keeps it in, the layout the
+/// primitive chose, and the reorder between them where they differ (into
+/// the primitive's layout for what it reads, out of it for what it writes).
+struct Operand {
+  dnnl_memory_desc_t user, prim;
+  dnnl_primitive_t reorder = nullptr;
+  size_t primBytes = 0;
+};
+
+struct State {
+  dnnl_primitive_t primitive = nullptr;
+  // Images (src, or diff_src), weights (or their gradient), outputs (dst,
+  // or diff_dst).
+  Operand images, weights, outputs;
+  dnnl_memory_desc_t scratchpad;
+  size_t scratchpadBytes = 0;
+};
+
+void destroy(const Api &a, State &s) {
+  for (dnnl_primitive_t p : {s.primitive, s.images.reorder, s.weights.reorder,
+                             s.outputs.reorder})
+    if (p)
+      a.dnnl_primitive_destroy(p);
+}
+
+/// A reorder primitive from one layout to the other (NULL and true when
+/// they are the same).
+bool makeReorder(const Api &a, const dnnl_memory_desc_t &from,
+                 const dnnl_memory_desc_t &to, dnnl_primitive_t &out) {
+  out = nullptr;
+  if (a.dnnl_memory_desc_equal(&from, &to))
+    return true;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (a.dnnl_reorder_primitive_desc_create(&pd, &from, library().api.engine,
+                                           &to, library().api.engine,
+                                           nullptr) != dnnl_success)
+    return false;
+  dnnl_status_t st = a.dnnl_primitive_create(&out, pd);
+  a.dnnl_primitive_desc_destroy(pd);
+  return st == dnnl_success;
+}
+
+/// The chosen layout of `what` in `pd` and the reorder from (toPrim) or to
+/// the plain layout.
+bool bind(const Api &a, dnnl_primitive_desc_t pd, dnnl_query_t what,
+          Operand &op, bool toPrim) {
+  const dnnl_memory_desc_t *md = a.dnnl_primitive_desc_query_md(pd, what, 0);
+  if (!md)
+    return false;
+  op.prim = *md;
+  op.primBytes = a.dnnl_memory_desc_get_size(&op.prim);
+  return toPrim ? makeReorder(a, op.user, op.prim, op.reorder)
+                : makeReorder(a, op.prim, op.user, op.reorder);
+}
+
+/// An aligned buffer of the calling thread (one per role), grown on demand.
+struct ThreadBuffer {
+  void *data = nullptr;
+  size_t bytes = 0;
+  ~ThreadBuffer() { free(data); }
+  void *get(size_t want) {
+    if (bytes < want) {
+      free(data);
+      bytes = (want + 4095) & ~size_t(4095);
+      data = aligned_alloc(4096, bytes);
+      if (!data)
+        bytes = 0;
+    }
+    return data;
+  }
+};
+
+bool runReorder(const Api &a, dnnl_stream_t stream, dnnl_primitive_t r,
+                const dnnl_memory_desc_t &fromMd, const void *from,
+                const dnnl_memory_desc_t &toMd, void *to) {
+  dnnl_memory_t m[2] = {};
+  bool ok = !a.dnnl_memory_create(&m[0], &fromMd, a.engine,
+                                  const_cast<void *>(from)) &&
+            !a.dnnl_memory_create(&m[1], &toMd, a.engine, to);
+  if (ok) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}};
+    ok = a.dnnl_primitive_execute(r, stream, 2, args) == dnnl_success;
+  }
+  for (dnnl_memory_t x : m)
+    if (x)
+      a.dnnl_memory_destroy(x);
+  return ok;
+}
+
+/// Reorders `w` between its plain layout and the primitive's (the
+/// direction of the weights' reorder), or copies it where they are one.
+bool reorderWeights(const Conv &c, const void *from, void *to) {
+  const Api &a = library().api;
+  const State &s = *static_cast<const State *>(c.state);
+  if (!s.weights.reorder) {
+    memcpy(to, from, s.weights.primBytes);
+    return true;
+  }
+  dnnl_stream_t stream;
+  void *scratch;
+  if (!threadStream(stream, 0, scratch))
+    return false;
+  OneThread one(a);
+  bool toPrim = c.pass != ConvPass::BackwardWeights;
+  bool ok = runReorder(a, stream, s.weights.reorder,
+                       toPrim ? s.weights.user : s.weights.prim, from,
+                       toPrim ? s.weights.prim : s.weights.user, to);
+  if (!ok)
+    setError(AMPC_ERROR_INTERNAL,
+             "cpu backend: oneDNN could not reorder convolution weights");
+  return ok;
+}
+
+} // namespace
+
+bool nativeBf16() { return library().ok && library().nativeBf16; }
+
+bool ConvKey::operator<(const ConvKey &o) const {
+  auto tie = [](const ConvKey &x) {
+    return std::make_tuple(
+        static_cast<int>(x.pass), x.mb, x.ic, x.oc, x.groups,
+        std::make_tuple(x.in[0], x.in[1], x.in[2], x.k[0], x.k[1], x.k[2]),
+        std::make_tuple(x.out[0], x.out[1], x.out[2], x.stride[0], x.stride[1],
+                        x.stride[2]),
+        std::make_tuple(x.pad[0], x.pad[1], x.pad[2], x.dil[0], x.dil[1],
+                        x.dil[2]),
+        static_cast<int>(x.dtype));
+  };
+  return tie(*this) < tie(o);
+}
+
+ConvCache::~ConvCache() {
+  if (entries.empty())
+    return;
+  const Api &a = library().api;
+  for (auto &e : entries)
+    if (e.second) {
+      State *s = static_cast<State *>(e.second->state);
+      destroy(a, *s);
+      delete s;
+    }
+}
+
+const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = entries.find(key);
+  if (it != entries.end())
+    return it->second.get(); // NULL: refused before
+  const Library &lib = library();
+  if (!lib.ok) {
+    why = lib.summary;
+    return nullptr;
+  }
+  // A refused problem is remembered as NULL, so it is asked about once.
+  std::unique_ptr<Conv> &slot = entries[key];
+  const Api &a = lib.api;
+  OneThread one(a);
+  // A 3-D problem only where depth is not trivial: oneDNN has more 2-D
+  // kernels.
+  bool threeD = key.in[0] != 1 || key.k[0] != 1 || key.out[0] != 1 ||
+                key.pad[0] != 0;
+  int sp = threeD ? 3 : 2, first = threeD ? 0 : 1;
+  dnnl_dims_t img = {key.mb, key.ic}, out = {key.mb, key.oc}, wei = {};
+  dnnl_dims_t strides = {}, dil = {}, padL = {}, padR = {};
+  int wd = 0;
+  if (key.groups > 1)
+    wei[wd++] = key.groups;
+  wei[wd++] = key.oc / key.groups;
+  wei[wd++] = key.ic / key.groups;
+  for (int i = 0; i < sp; ++i) {
+    int j = first + i;
+    img[2 + i] = key.in[j];
+    out[2 + i] = key.out[j];
+    wei[wd++] = key.k[j];
+    strides[i] = key.stride[j];
+    dil[i] = key.dil[j] - 1;
+    padL[i] = key.pad[j];
+    // ampc's output size floors (in + 2 pad - extent) / stride: the right
+    // padding is what that leaves, never more than the left one.
+    padR[i] = (key.out[j] - 1) * key.stride[j] +
+              (key.k[j] - 1) * key.dil[j] + 1 - key.in[j] - key.pad[j];
+  }
+  dnnl_format_tag_t imgTag = threeD ? dnnl_ncdhw : dnnl_nchw;
+  dnnl_format_tag_t weiTag = key.groups > 1 ? (threeD ? dnnl_goidhw : dnnl_goihw)
+                                            : (threeD ? dnnl_oidhw : dnnl_oihw);
+  dnnl_data_type_t t = key.dtype == AMPC_BF16 ? dnnl_bf16 : dnnl_f32;
+  bool bwdData = key.pass == ConvPass::BackwardData;
+  bool bwdWeights = key.pass == ConvPass::BackwardWeights;
+  // What each operand's plain layout holds: read operands are of the
+  // key's dtype, written ones f32.
+  dnnl_data_type_t imgT = bwdData ? dnnl_f32 : t;
+  dnnl_data_type_t weiT = bwdWeights ? dnnl_f32 : t;
+  dnnl_data_type_t outT = key.pass == ConvPass::Forward ? dnnl_f32 : t;
+  auto s = std::make_unique<State>();
+  dnnl_memory_desc_t anyImg, anyWei, anyOut, hintOut;
+  if (a.dnnl_memory_desc_init_by_tag(&s->images.user, 2 + sp, img, imgT,
+                                     imgTag) ||
+      a.dnnl_memory_desc_init_by_tag(&s->weights.user, wd, wei, weiT,
+                                     weiTag) ||
+      a.dnnl_memory_desc_init_by_tag(&s->outputs.user, 2 + sp, out, outT,
+                                     imgTag) ||
+      a.dnnl_memory_desc_init_by_tag(&anyImg, 2 + sp, img, imgT,
+                                     dnnl_format_tag_any) ||
+      a.dnnl_memory_desc_init_by_tag(&anyWei, wd, wei, weiT,
+                                     dnnl_format_tag_any) ||
+      a.dnnl_memory_desc_init_by_tag(&anyOut, 2 + sp, out, outT,
+                                     dnnl_format_tag_any) ||
+      a.dnnl_memory_desc_init_by_tag(&hintOut, 2 + sp, out, t,
+                                     dnnl_format_tag_any)) {
+    why = "oneDNN refused the convolution's operands";
+    return nullptr;
+  }
+  dnnl_primitive_attr_t attr = nullptr;
+  a.dnnl_primitive_attr_create(&attr);
+  a.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_convolution_desc_t fwd, bwd;
+  dnnl_primitive_desc_t hint = nullptr, pd = nullptr;
+  dnnl_status_t st = dnnl_success;
+  if (key.pass == ConvPass::Forward) {
+    st = a.dnnl_dilated_convolution_forward_desc_init(
+        &fwd, dnnl_forward_inference, dnnl_convolution_direct, &anyImg,
+        &anyWei, nullptr, &anyOut, strides, dil, padL, padR);
+    if (st == dnnl_success)
+      st = a.dnnl_primitive_desc_create(&pd, &fwd, attr, a.engine, nullptr);
+  } else {
+    // The backward passes take a forward primitive of the same problem as
+    // a hint of the layouts; its operands are all of the key's dtype.
+    dnnl_memory_desc_t hintImg, hintWei;
+    a.dnnl_memory_desc_init_by_tag(&hintImg, 2 + sp, img, t,
+                                   dnnl_format_tag_any);
+    a.dnnl_memory_desc_init_by_tag(&hintWei, wd, wei, t, dnnl_format_tag_any);
+    st = a.dnnl_dilated_convolution_forward_desc_init(
+        &fwd, dnnl_forward_training, dnnl_convolution_direct, &hintImg,
+        &hintWei, nullptr, &hintOut, strides, dil, padL, padR);
+    if (st == dnnl_success)
+      st = a.dnnl_primitive_desc_create(&hint, &fwd, nullptr, a.engine,
+                                        nullptr);
+    if (st == dnnl_success)
+      st = bwdData ? a.dnnl_dilated_convolution_backward_data_desc_init(
+                         &bwd, dnnl_convolution_direct, &anyImg, &anyWei,
+                         &anyOut, strides, dil, padL, padR)
+                   : a.dnnl_dilated_convolution_backward_weights_desc_init(
+                         &bwd, dnnl_convolution_direct, &anyImg, &anyWei,
+                         nullptr, &anyOut, strides, dil, padL, padR);
+    if (st == dnnl_success)
+      st = a.dnnl_primitive_desc_create(&pd, &bwd, attr, a.engine, hint);
+  }
+  a.dnnl_primitive_attr_destroy(attr);
+  if (hint)
+    a.dnnl_primitive_desc_destroy(hint);
+  if (st != dnnl_success) {
+    why = "oneDNN has no convolution for this problem";
+    return nullptr;
+  }
+  auto c = std::make_unique<Conv>();
+  c->pass = key.pass;
+  const char *impl = nullptr;
+  a.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  c->impl = impl ? impl : "?";
+  bool ok =
+      bind(a, pd, bwdData ? dnnl_query_diff_src_md : dnnl_query_src_md,
+           s->images, !bwdData) &&
+      bind(a, pd,
+           bwdWeights ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
+           s->weights, !bwdWeights) &&
+      bind(a, pd,
+           key.pass == ConvPass::Forward ? dnnl_query_dst_md
+                                         : dnnl_query_diff_dst_md,
+           s->outputs, key.pass != ConvPass::Forward);
+  if (ok) {
+    s->scratchpad =
+        *a.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    s->scratchpadBytes = a.dnnl_memory_desc_get_size(&s->scratchpad);
+    ok = a.dnnl_primitive_create(&s->primitive, pd) == dnnl_success;
+  }
+  a.dnnl_primitive_desc_destroy(pd);
+  if (!ok) {
+    destroy(a, *s);
+    why = "oneDNN could not create the convolution or its reorders";
+    return nullptr;
+  }
+  c->packedWeightBytes = s->weights.primBytes;
+  c->state = s.release();
+  slot = std::move(c);
+  return slot.get();
+}
+
+std::string ConvCache::implementations() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::set<std::string> names;
+  for (auto &e : entries)
+    if (e.second)
+      names.insert(e.second->impl);
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool packWeights(const Conv &c, const void *w, void *packed) {
+  return reorderWeights(c, w, packed);
+}
+
+bool unpackWeights(const Conv &c, const void *packed, float *dw) {
+  return reorderWeights(c, packed, dw);
+}
+
+bool run(const Conv &c, const void *a, const void *b, void *out) {
+  const Api &api = library().api;
+  const State &s = *static_cast<const State *>(c.state);
+  dnnl_stream_t stream;
+  void *scratch;
+  if (!threadStream(stream, s.scratchpadBytes, scratch))
+    return false;
+  // The calling thread's buffers for operands in the primitive's layout.
+  thread_local ThreadBuffer bufIn0, bufIn1, bufOut;
+  OneThread one(api);
+  // (argument, operand, plain data, whether the primitive reads it)
+  struct Arg {
+    int arg;
+    const Operand *op;
+    void *plain;
+    bool in;
+    bool packed; // already in the primitive's layout
+  };
+  Arg args[3] = {};
+  void *wPtr = const_cast<void *>(b);
+  switch (c.pass) {
+  case ConvPass::Forward:
+    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false};
+    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true};
+    args[2] = {DNNL_ARG_DST, &s.outputs, out, false, false};
+    break;
+  case ConvPass::BackwardData:
+    args[0] = {DNNL_ARG_DIFF_DST, &s.outputs, const_cast<void *>(a), true,
+               false};
+    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true};
+    args[2] = {DNNL_ARG_DIFF_SRC, &s.images, out, false, false};
+    break;
+  case ConvPass::BackwardWeights:
+    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false};
+    args[1] = {DNNL_ARG_DIFF_DST, &s.outputs, wPtr, true, false};
+    args[2] = {DNNL_ARG_DIFF_WEIGHTS, &s.weights, out, false, true};
+    break;
+  }
+  ThreadBuffer *bufs[3] = {&bufIn0, &bufIn1, &bufOut};
+  void *primData[3];
+  bool ok = true;
+  for (int i = 0; i < 3 && ok; ++i) {
+    const Arg &g = args[i];
+    primData[i] = g.plain;
+    if (g.packed || !g.op->reorder)
+      continue;
+    primData[i] = bufs[i]->get(g.op->primBytes);
+    if (!primData[i])
+      return setError(AMPC_ERROR_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate %zu bytes for a "
+                      "convolution operand",
+                      g.op->primBytes),
+             false;
+    if (g.in)
+      ok = runReorder(api, stream, g.op->reorder, g.op->user, g.plain,
+                      g.op->prim, primData[i]);
+  }
+  dnnl_memory_t mem[4] = {};
+  for (int i = 0; i < 3 && ok; ++i)
+    ok = !api.dnnl_memory_create(&mem[i], &args[i].op->prim, api.engine,
+                                 primData[i]);
+  if (ok)
+    ok = !api.dnnl_memory_create(&mem[3], &s.scratchpad, api.engine, scratch);
+  if (ok) {
+    dnnl_exec_arg_t execArgs[4] = {{args[0].arg, mem[0]},
+                                   {args[1].arg, mem[1]},
+                                   {args[2].arg, mem[2]},
+                                   {DNNL_ARG_SCRATCHPAD, mem[3]}};
+    ok = api.dnnl_primitive_execute(s.primitive, stream, 4, execArgs) ==
+         dnnl_success;
+  }
+  for (dnnl_memory_t x : mem)
+    if (x)
+      api.dnnl_memory_destroy(x);
+  const Arg &o = args[2];
+  if (ok && !o.packed && o.op->reorder)
+    ok = runReorder(api, stream, o.op->reorder, o.op->prim, primData[2],
+                    o.op->user, o.plain);
+  if (!ok)
+    setError(AMPC_ERROR_INTERNAL, "cpu backend: oneDNN convolution %s failed",
+             c.impl.c_str());
+  return ok;
+}
+
+
+int convDtype(ampc_dtype a, ampc_dtype b) {
+  static const bool off = [] {
+    const char *e = getenv("AMPC_CPU_CONV");
+    return e && (!strcmp(e, "direct") || !strcmp(e, "gemm"));
+  }();
+  if (off || !library().ok)
+    return -1;
+  if (a == AMPC_BF16 && b == AMPC_BF16 && library().nativeBf16)
+    return AMPC_BF16;
+  return AMPC_F32;
+}
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void *p) const { free(p); }
+};
+using Block = std::unique_ptr<void, FreeDeleter>;
+
+Block allocBlock(size_t bytes) {
+  return Block(
+      aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) & ~size_t(63)));
+}
+
+/// A block kept by a thread from call to call and grown on demand (fresh
+/// pages every step cost page faults); NULL when it cannot grow.
+void *keptBlock(Block &b, size_t &have, size_t want) {
+  if (have < want || !b) {
+    b = allocBlock(want);
+    have = b ? want : 0;
+  }
+  return b.get();
+}
+
+} // namespace
+
+bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
+  const ConvGeom &g = call.g;
+  if (call.a.dtype != call.b.dtype ||
+      (call.a.dtype != AMPC_F32 && call.a.dtype != AMPC_BF16))
+    return false;
+  // Fixed chunks: about eight per batch (items for the pool's threads; a
+  // weight gradient costs one f32 partial per chunk), from n alone.
+  int64_t n = call.n, chunk = std::max<int64_t>(1, (n + 7) / 8);
+  int64_t chunks = (n + chunk - 1) / chunk, tail = n - (chunks - 1) * chunk;
+  ConvPass pass = call.pass == ConvCall::Forward        ? ConvPass::Forward
+                  : call.pass == ConvCall::BackwardData ? ConvPass::BackwardData
+                                                        : ConvPass::BackwardWeights;
+  auto keyFor = [&](int64_t mb) {
+    ConvKey k{pass,
+              mb,
+              g.channels * call.groups,
+              call.outChannels,
+              call.groups,
+              {g.d, g.h, g.w},
+              {g.kd, g.kh, g.kw},
+              {g.od, g.oh, g.ow},
+              {g.sd, g.sh, g.sw},
+              {g.pd, g.ph, g.pw},
+              {g.dd, g.dh, g.dw},
+              call.a.dtype};
+    return k;
+  };
+  std::string why;
+  const Conv *plans[2] = {cache.get(keyFor(chunk), why), nullptr};
+  plans[1] = tail == chunk ? plans[0] : cache.get(keyFor(tail), why);
+  if (!plans[0] || !plans[1])
+    return false;
+  auto planOf = [&](int64_t i) { return plans[i == chunks - 1 ? 1 : 0]; };
+  size_t opSize = call.a.dtype == AMPC_BF16 ? 2 : 4;
+  int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
+  int64_t outElems = call.outChannels * g.columns();
+  int64_t weightElems = call.outChannels * g.rows();
+  auto at = [](Buf b, int64_t elems, size_t size) {
+    return static_cast<const char *>(b.data) + elems * size;
+  };
+  std::atomic<bool> failed{false};
+  status = AMPC_OK;
+  if (pass != ConvPass::BackwardWeights) {
+    // The weights in each plan's layout, once for the whole batch.
+    // (Kept by the calling thread; the pool's items see them through
+    // `packed`: a thread_local named in an item would be the worker's.)
+    thread_local Block kept[2];
+    thread_local size_t keptBytes[2] = {0, 0};
+    void *packed[2] = {nullptr, nullptr};
+    for (int p = 0; p < 2; ++p) {
+      if (p == 1 && plans[1] == plans[0])
+        break;
+      void *to = packed[p] =
+          keptBlock(kept[p], keptBytes[p], plans[p]->packedWeightBytes);
+      if (!to || !packWeights(*plans[p], call.b.data, to)) {
+        status = to ? AMPC_ERROR_INTERNAL
+                    : setError(AMPC_ERROR_OUT_OF_MEMORY,
+                               "cpu backend: cannot allocate packed "
+                               "convolution weights");
+        return true;
+      }
+    }
+    bool fwd = pass == ConvPass::Forward;
+    int64_t inElems = fwd ? outElems : imageElems; // of what is written
+    int64_t readElems = fwd ? imageElems : outElems;
+    cpupool::parallelFor(chunks, [&](int64_t i) {
+      const Conv *c = planOf(i);
+      void *w = packed[c == plans[0] ? 0 : 1];
+      if (!run(*c, at(call.a, i * chunk * readElems, opSize), w,
+               call.out + i * chunk * inElems))
+        failed = true;
+    });
+  } else {
+    // Each chunk's gradient in the plain layout, then the sum over the
+    // chunks in chunk order (the same bits at every thread count).
+    thread_local Block partials;
+    thread_local size_t partialBytes = 0;
+    float *part = static_cast<float *>(keptBlock(
+        partials, partialBytes, chunks * weightElems * sizeof(float)));
+    if (!part) {
+      status = setError(AMPC_ERROR_OUT_OF_MEMORY,
+                        "cpu backend: cannot allocate %lld convolution "
+                        "weight gradients",
+                        static_cast<long long>(chunks));
+      return true;
+    }
+    cpupool::parallelFor(chunks, [&](int64_t i) {
+      const Conv *c = planOf(i);
+      thread_local Block own;
+      thread_local size_t ownBytes = 0;
+      void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
+      if (!grad ||
+          !run(*c, at(call.a, i * chunk * imageElems, opSize),
+               at(call.b, i * chunk * outElems, opSize), grad) ||
+          !unpackWeights(*c, grad, part + i * weightElems))
+        failed = true;
+    });
+    if (!failed)
+      cpupool::forChunks(weightElems, cpupool::kItemElements,
+                         [&](int64_t e0, int64_t e1) {
+                           for (int64_t e = e0; e < e1; ++e) {
+                             float s = part[e];
+                             for (int64_t i = 1; i < chunks; ++i)
+                               s += part[i * weightElems + e];
+                             call.out[e] = s;
+                           }
+                         });
+  }
+  if (failed)
+    status = AMPC_ERROR_INTERNAL; // the failing call set the message
+  return true;
+}
+
+#else // !AMPC_RUNTIME_WITH_ONEDNN
+
+bool nativeBf16() { return false; }
+int convDtype(ampc_dtype, ampc_dtype) { return -1; }
+bool convolve(ConvCache &, const ConvCall &, ampc_status &) { return false; }
+bool ConvKey::operator<(const ConvKey &) const { return false; }
+ConvCache::~ConvCache() = default;
+const Conv *ConvCache::get(const ConvKey &, std::string &why) {
+  why = engineSummary();
+  return nullptr;
+}
+std::string ConvCache::implementations() const { return ""; }
+bool packWeights(const Conv &, const void *, void *) { return false; }
+bool unpackWeights(const Conv &, const void *, float *) { return false; }
+bool run(const Conv &, const void *, const void *, void *) { return false; }
+
+#endif // AMPC_RUNTIME_WITH_ONEDNN
+
+} // namespace onednn
+} // namespace ampc
