@@ -38,6 +38,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <cstring>
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
@@ -804,10 +806,48 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
         return kUsageError;
       }
     }
+    // `ampc run` has every input file before it compiles: their shapes fix
+    // dynamic dims, and integer inputs (a Reshape's shape, a Slice's
+    // starts, ...) are folded at import (docs/onnx.md). A file that cannot
+    // be read is left to the run, which reports it.
+    std::map<std::string, ampc::onnx_import::InputValue> inputValues;
+    if (opts.runMode)
+      for (const std::string &spec : opts.run.inputs) {
+        size_t eq = spec.find('=');
+        if (eq == std::string::npos)
+          continue;
+        ampc::exec::NpyArray array;
+        std::string ignored;
+        if (!ampc::exec::readNpy(spec.substr(eq + 1), array, ignored))
+          continue;
+        ampc::onnx_import::InputValue value;
+        value.shape = array.shape;
+        int64_t n = 1;
+        for (int64_t d : array.shape)
+          n *= d;
+        if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
+          value.isInteger = true;
+          value.ints.resize(n);
+          std::memcpy(value.ints.data(), array.data.data(), n * 8);
+        } else if (array.descr == "<i4" &&
+                   array.data.size() == size_t(n) * 4) {
+          value.isInteger = true;
+          std::vector<int32_t> v(n);
+          std::memcpy(v.data(), array.data.data(), n * 4);
+          value.ints.assign(v.begin(), v.end());
+        } else if (array.descr == "<f4" &&
+                   array.data.size() == size_t(n) * 4) {
+          value.isFloat = true;
+          std::vector<float> v(n);
+          std::memcpy(v.data(), array.data.data(), n * 4);
+          value.floats.assign(v.begin(), v.end());
+        }
+        inputValues[spec.substr(0, eq)] = std::move(value);
+      }
     std::string graphName;
     std::vector<std::string> outputNames;
-    module = ampc::onnx_import::importONNXFile(context, name, shapes,
-                                               &graphName, &outputNames);
+    module = ampc::onnx_import::importONNXFile(
+        context, name, shapes, &graphName, &outputNames, &inputValues);
     if (!module)
       return kInputError;
     opts.run.outputNames[graphName] = outputNames;

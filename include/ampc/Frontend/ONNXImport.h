@@ -46,6 +46,19 @@ struct ModelInput {
 /// parameters and buffers (created on first use, with the file's values as
 /// their initial values), whether the graph trains (says `minimize`), and,
 /// in a training graph, the buffers' new values and the graph's dropout.
+/// An input's file as `ampc run` read it before compiling (importONNXFile).
+struct InputValue {
+  std::vector<int64_t> shape;
+  /// The values of an integer file (int64 or int32 .npy; bools are not
+  /// folded: a Dropout's training_mode stays a run-time input).
+  bool isInteger = false;
+  std::vector<int64_t> ints;
+  /// The values of an f32 file: read where a value must be known at import
+  /// (Clip's bounds), a run-time input everywhere else.
+  bool isFloat = false;
+  std::vector<double> floats;
+};
+
 class GraphState {
 public:
   virtual ~GraphState();
@@ -102,6 +115,10 @@ public:
   emit(mlir::OpBuilder &builder, mlir::Location callLoc,
        mlir::ValueRange inputs, llvm::StringRef prefix,
        GraphState &state) const;
+  /// `ampc run` read input `name`'s file before compiling: an integer
+  /// input is known at import (nodes reading it fold on the host), an
+  /// f32 one is read only where a value must be known (Clip's bounds).
+  void setKnownInput(llvm::StringRef name, const InputValue &value);
   /// The model's data (ONNXImport.cpp).
   struct Impl;
 
@@ -120,19 +137,27 @@ std::string sanitizeName(llvm::StringRef name);
 /// dims) fixes the shapes of inputs, and is required for every input with a
 /// dynamic dim. `outputNames` receives the graph name and its outputs'
 /// names. Errors are emitted through `ctx`; returns null after the first.
+///
+/// `inputValues` (`ampc run`: the --input files, read before compiling)
+/// gives an input with a dynamic dim and no --input-shape the file's shape,
+/// and makes the values of an integer input known at import (shape-like
+/// inputs: a Reshape's shape, a Slice's starts, ...), folded as constants.
 mlir::OwningOpRef<mlir::ModuleOp>
 importONNXFile(mlir::MLIRContext &ctx, llvm::StringRef path,
                const std::map<std::string, std::vector<int64_t>> &inputShapes,
                std::string *graphName = nullptr,
-               std::vector<std::string> *outputNames = nullptr);
+               std::vector<std::string> *outputNames = nullptr,
+               const std::map<std::string, InputValue> *inputValues = nullptr);
 
-/// importONNXFile's work on a model already loaded from `path`.
+/// importONNXFile's work on a model already loaded from `path` (with the
+/// values of `inputValues` already made known to it: setKnownInput).
 mlir::OwningOpRef<mlir::ModuleOp>
 importONNXModel(mlir::MLIRContext &ctx, const ONNXModel &model,
                 llvm::StringRef path,
                 const std::map<std::string, std::vector<int64_t>> &inputShapes,
                 std::string *graphName = nullptr,
-                std::vector<std::string> *outputNames = nullptr);
+                std::vector<std::string> *outputNames = nullptr,
+                const std::map<std::string, InputValue> *inputValues = nullptr);
 
 /// Parses `NAME=D0xD1x...` (the `--input-shape` flag). Returns false on a
 /// malformed value.

@@ -2,11 +2,15 @@
 //
 // The converters of ONNX's elementwise ops: the unary and binary ops with a tg
 // op each, comparisons, activations (onto tg.leaky_relu, tg.softplus and
-// tg.prelu where they fit, else composed), Erf, Clip, Where and Cast.
+// tg.prelu where they fit, else composed), Erf, Clip, Where and Cast; And,
+// Or, Xor, IsNaN, IsInf, Sum, Mean, ThresholdedRelu, Softsign and Shrink
+// composed from tg ops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emitter.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace ampc::onnx_import;
@@ -29,6 +33,14 @@ void Emitter::addElementwiseConverters(ConverterTable &t) {
   t["Clip"] = [](Emitter &e) { return e.convertClip(); };
   t["Where"] = [](Emitter &e) { return e.convertWhere(); };
   t["Cast"] = [](Emitter &e) { return e.convertCast(); };
+  for (StringRef op : {"And", "Or", "Xor"})
+    t[op] = [](Emitter &e) { return e.convertLogical(); };
+  for (StringRef op : {"IsNaN", "IsInf"})
+    t[op] = [](Emitter &e) { return e.convertIsNaNOrInf(); };
+  for (StringRef op : {"Sum", "Mean"})
+    t[op] = [](Emitter &e) { return e.convertSumOrMean(); };
+  for (StringRef op : {"ThresholdedRelu", "Softsign", "Shrink"})
+    t[op] = [](Emitter &e) { return e.convertMoreActivations(); };
 }
 
 /// The unary ops with a tg op of their own.
@@ -280,4 +292,114 @@ LogicalResult Emitter::convertCast() {
   if (failed(verify(y.getDefiningOp())))
     return failure();
   return setOutput(0, y);
+}
+
+/// And, Or and Xor of bools: the inputs cast to f32 (0 or 1), then And is
+/// their product, Or their maximum, Xor whether they differ, compared with 0
+/// (exact; NumPy broadcasting as the tg ops').
+LogicalResult Emitter::convertLogical() {
+  if (failed(checkAttrs({})) || failed(requireInputs(2)))
+    return failure();
+  Value x = value(0), y = value(1);
+  if (!x || !y)
+    return failure();
+  for (Value v : {x, y})
+    if (!typeOf(v).getElementType().isInteger(1)) {
+      error() << "needs bool inputs";
+      return failure();
+    }
+  StringRef op = node->op_type();
+  if (op == "Xor")
+    return setOutput(0, build<tg::NotEqualOp>({x, y}));
+  auto toF32 = [&](Value v) -> Value {
+    Value c = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(v).getShape(), b.getF32Type()), v);
+    return succeeded(verify(c.getDefiningOp())) ? c : Value();
+  };
+  Value fx = toF32(x), fy = toF32(y);
+  if (!fx || !fy)
+    return failure();
+  Value r = op == "And" ? build<tg::MulOp>({fx, fy})
+                        : build<tg::MaximumOp>({fx, fy});
+  if (!r)
+    return failure();
+  return setOutput(0, build<tg::NotEqualOp>({r, scalar(0.0, r)}));
+}
+
+/// IsNaN: x != x. IsInf: x == +inf and/or x == -inf (detect_positive,
+/// detect_negative), as |x| == inf when both.
+LogicalResult Emitter::convertIsNaNOrInf() {
+  bool isInf = node->op_type() == "IsInf";
+  if (failed(checkAttrs(isInf ? ArrayRef<StringRef>{"detect_positive",
+                                                    "detect_negative"}
+                              : ArrayRef<StringRef>{})))
+    return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  if (!isInf)
+    return setOutput(0, build<tg::NotEqualOp>({x, x}));
+  bool pos = attrInt("detect_positive", 1) != 0;
+  bool neg = attrInt("detect_negative", 1) != 0;
+  double inf = std::numeric_limits<double>::infinity();
+  if (pos && neg)
+    return setOutput(
+        0, build<tg::EqualOp>({build<tg::AbsOp>({x}), scalar(inf, x)}));
+  if (pos || neg)
+    return setOutput(0, build<tg::EqualOp>({x, scalar(pos ? inf : -inf, x)}));
+  // Neither: all false (x < x, also for NaN).
+  return setOutput(0, build<tg::LessOp>({x, x}));
+}
+
+/// Sum and Mean of one input or more: added left to right (Mean then
+/// divided by their count), with NumPy broadcasting.
+LogicalResult Emitter::convertSumOrMean() {
+  if (failed(checkAttrs({})))
+    return failure();
+  if (numInputs() < 1) {
+    error() << "needs at least one input";
+    return failure();
+  }
+  Value acc = value(0);
+  for (size_t k = 1; acc && k < numInputs(); ++k)
+    acc = build<tg::AddOp>({acc, value(k)});
+  if (acc && node->op_type() == "Mean" && numInputs() > 1) {
+    if (!isa<FloatType>(typeOf(acc).getElementType())) {
+      error() << "needs float inputs";
+      return failure();
+    }
+    acc = build<tg::DivOp>({acc, scalar(double(numInputs()), acc)});
+  }
+  return setOutput(0, acc);
+}
+
+/// ThresholdedRelu: x where x > alpha, else 0. Softsign: x / (1 + |x|).
+/// Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0.
+LogicalResult Emitter::convertMoreActivations() {
+  StringRef op = node->op_type();
+  if (failed(checkAttrs(op == "ThresholdedRelu" ? ArrayRef<StringRef>{"alpha"}
+                        : op == "Shrink" ? ArrayRef<StringRef>{"bias", "lambd"}
+                                         : ArrayRef<StringRef>{})))
+    return failure();
+  Value x = floatValue(0);
+  if (!x)
+    return failure();
+  if (op == "Softsign")
+    return setOutput(
+        0, build<tg::DivOp>(
+               {x, build<tg::AddOp>({scalar(1.0, x), build<tg::AbsOp>({x})})}));
+  Value zero = scalar(0.0, x);
+  if (op == "ThresholdedRelu") {
+    double alpha = attrFloat("alpha", 1.0);
+    return setOutput(
+        0, build<tg::WhereOp>(
+               {build<tg::GreaterOp>({x, scalar(alpha, x)}), x, zero}));
+  }
+  double bias = attrFloat("bias", 0.0), lambd = attrFloat("lambd", 0.5);
+  Value above = build<tg::WhereOp>(
+      {build<tg::GreaterOp>({x, scalar(lambd, x)}),
+       build<tg::SubOp>({x, scalar(bias, x)}), zero});
+  return setOutput(0, build<tg::WhereOp>(
+                          {build<tg::LessOp>({x, scalar(-lambd, x)}),
+                           build<tg::AddOp>({x, scalar(bias, x)}), above}));
 }

@@ -35,6 +35,14 @@ struct ampc::onnx_import::ONNXModel::Impl {
   onnx::ModelProto model;
   std::string displayPath;
   int64_t opset = 0;
+  /// The opset the file declares (opset is 13 for an older one).
+  int64_t fileOpset = 0;
+  /// Integer inputs whose values `ampc run` read from their files before
+  /// compiling (importONNXFile's inputValues): known at import.
+  llvm::StringMap<HostTensor> knownInputs;
+  /// Float inputs read from their files: their values where one must be
+  /// known at import (needHost), run-time inputs everywhere else.
+  llvm::StringMap<HostTensor> fileInputs;
   llvm::SmallVector<ModelInput> inputs;
   llvm::SmallVector<std::string> outputs;
   /// Initializers by name, read once.
@@ -80,6 +88,9 @@ private:
     /// For a parameter: the initializer's name (an Identity passes the
     /// entry on, so its output is the same parameter).
     std::string init;
+    /// A float graph input whose file `ampc run` read: `host` is read only
+    /// where a value must be known (needHost).
+    bool fileOnly = false;
   };
   llvm::StringMap<Entry> env;
 
@@ -118,7 +129,8 @@ private:
     if (!hasInput(k))
       return nullptr;
     auto it = env.find(node->input(k));
-    if (it == env.end() || !it->second.host || it->second.isParam)
+    if (it == env.end() || !it->second.host || it->second.isParam ||
+        it->second.fileOnly)
       return nullptr;
     return &*it->second.host;
   }
@@ -136,9 +148,21 @@ private:
     // A float initializer where a value must be known (Clip's bounds, Pad's
     // value, Resize's scales: what constant folding tools store as
     // initializers) is its file value here, not a parameter.
-    if (!h && e->isParam && e->host)
+    if (!h && (e->isParam || e->fileOnly) && e->host)
       h = &*e->host;
-    if (!h)
+    // A graph input that `ampc run` would read from its file (an integer
+    // one, or f32): say which to give.
+    if (!h && llvm::any_of(m.inputs, [&](const ModelInput &in) {
+          Type t = in.elementType;
+          return in.name == node->input(k) &&
+                 ((isa<IntegerType>(t) && !t.isInteger(1)) || t.isF32());
+        }))
+      error() << "its " << what << " is the graph's input '" << node->input(k)
+              << "', which must be known at import time: give it with `ampc "
+                 "run --input "
+              << node->input(k)
+              << "=FILE.npy` (its values are then folded)";
+    else if (!h)
       error() << "its " << what << " ('" << node->input(k)
               << "') must be known at import time, but it is computed from "
                  "the graph's inputs or parameters";
@@ -511,6 +535,10 @@ private:
   LogicalResult convertClip();
   LogicalResult convertWhere();
   LogicalResult convertCast();
+  LogicalResult convertLogical();
+  LogicalResult convertIsNaNOrInf();
+  LogicalResult convertSumOrMean();
+  LogicalResult convertMoreActivations();
 
   //===--- Neural-network ops (NNOps.cpp) ---------------------------------===//
 
@@ -599,6 +627,15 @@ private:
   LogicalResult convertResize();
   LogicalResult convertDepthToSpace();
   LogicalResult convertTile();
+  LogicalResult convertArgMin();
+  LogicalResult convertArgLast(bool isMin);
+  LogicalResult convertGatherElements();
+  LogicalResult convertOneHot();
+  LogicalResult convertScatterElements();
+  LogicalResult convertTopK();
+  Value iotaAlong(int64_t n, int64_t dim, int64_t rank);
+  LogicalResult convertSize();
+  LogicalResult convertEyeLike();
 
   //===--- Host folding (HostFolding.cpp) ---------------------------------===//
 

@@ -721,7 +721,7 @@ LogicalResult Emitter::convertArgMax() {
   if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
     return failure();
   if (attrInt("select_last_index", 0) != 0)
-    return unsupportedValue("select_last_index", "1", "0 (the first maximum)");
+    return convertArgLast(/*isMin=*/false); // TensorOps.cpp
   Value x;
   auto a = inputAndAxis(0, x);
   if (!a)

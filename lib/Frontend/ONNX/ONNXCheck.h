@@ -11,10 +11,19 @@ namespace ampc::onnx_import {
 /// Runs onnx::checker::check_model; false (with the checker's message) when
 /// it rejects `model`.
 bool checkModel(const onnx::ModelProto &model, std::string &message);
-/// The opset of the default domain whose definition of `opType` is the one
-/// in effect at `opset` (its schema's since_version); 0 for an op type the
-/// registry does not know.
-int definitionSince(const std::string &opType, int opset);
+
+/// The version of the default domain's `opType` in effect at `opset` (the
+/// opset in which that definition first appeared), or -1 when ONNX has no
+/// such op at that opset.
+int sinceVersion(const std::string &opType, int opset);
+
+/// Whether `opType` at `opset` (below 13) is the op opset 13 defines: the
+/// same definition, or one whose inputs, outputs and attributes (names,
+/// optionality, types, defaults) are the same, so that only the element
+/// types allowed differ (opset 13 added bfloat16 to most ops). Softmax,
+/// LogSoftmax and Hardmax changed their axis's meaning at 13 with the same
+/// signature, and are never the same.
+bool sameAsOpset13(const std::string &opType, int opset);
 } // namespace ampc::onnx_import
 
 #endif // AMPC_LIB_FRONTEND_ONNX_ONNXCHECK_H

@@ -45,6 +45,22 @@ ONNXModel::ONNXModel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 ONNXModel::~ONNXModel() = default;
 
 ArrayRef<ModelInput> ONNXModel::getInputs() const { return impl->inputs; }
+void ONNXModel::setKnownInput(StringRef name, const InputValue &value) {
+  for (const ModelInput &in : impl->inputs) {
+    if (in.name != name)
+      continue;
+    HostTensor h;
+    h.elt = in.elementType;
+    h.shape.assign(value.shape.begin(), value.shape.end());
+    if (value.isInteger && isa<IntegerType>(in.elementType)) {
+      h.ints = value.ints;
+      impl->knownInputs[name] = std::move(h);
+    } else if (value.isFloat && in.elementType.isF32()) {
+      h.floats = value.floats;
+      impl->fileInputs[name] = std::move(h);
+    }
+  }
+}
 ArrayRef<std::string> ONNXModel::getOutputNames() const {
   return impl->outputs;
 }
@@ -103,12 +119,15 @@ std::unique_ptr<ONNXModel> ONNXModel::parse(MLIRContext &ctx, StringRef bytes,
   for (const auto &op : impl->model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx")
       impl->opset = op.version();
-  // Below 13, a node is imported when its op's definition there is the one
-  // of opset 13 (checked per node, in convert()).
   if (impl->opset < 1 || impl->opset > 17)
     return fail("'" + displayPath + "' uses opset " + Twine(impl->opset) +
                 " of the default domain; ampc imports opsets 13 to 17 "
                 "(export with opset_version between 13 and 17)");
+  // An older opset is taken where each of its nodes' ops is defined as at
+  // opset 13 (the op has not changed since; Emitter::convert checks each
+  // node), and the graph is then imported as opset 13.
+  impl->fileOpset = impl->opset;
+  impl->opset = std::max<int64_t>(impl->opset, 13);
 
   const onnx::GraphProto &g = impl->model.graph();
   for (const onnx::TensorProto &t : g.initializer()) {
@@ -229,18 +248,14 @@ LogicalResult Emitter::convert() {
             << "' is not supported (only the default ONNX domain)";
     return failure();
   }
-
-  // A model of an opset below 13: only the ops defined there as in opset
-  // 13 (Conv of opset 11, MaxPool of 12, ...), the definitions ampc maps.
-  if (m.opset < 13) {
-    int here = definitionSince(node->op_type(), int(m.opset)),
-        at13 = definitionSince(node->op_type(), 13);
-    if (here != at13) {
-      error() << "the model's opset " << m.opset << " defines " << op
-              << (here ? " as of opset " + std::to_string(here) : "")
-              << ", ampc imports the definition of opsets 13 to 17"
-              << (at13 ? " (of opset " + std::to_string(at13) + ")" : "")
-              << "; export with opset_version between 13 and 17";
+  if (m.fileOpset < 13) {
+    if (!sameAsOpset13(node->op_type(), int(m.fileOpset))) {
+      error() << "the model's opset " << m.fileOpset << " defines "
+              << node->op_type() << " as of opset "
+              << sinceVersion(node->op_type(), int(m.fileOpset))
+              << ", which differs from the " << node->op_type()
+              << " of opsets 13 to 17 that ampc imports (export with "
+                 "opset_version between 13 and 17)";
       return failure();
     }
   }
@@ -324,6 +339,12 @@ FailureOr<SmallVector<Value>> Emitter::run(Location callLoc,
       return failure();
     }
     env[in.name].value = v;
+    if (auto known = m.knownInputs.find(in.name); known != m.knownInputs.end())
+      env[in.name].host = known->second;
+    if (auto file = m.fileInputs.find(in.name); file != m.fileInputs.end()) {
+      env[in.name].host = file->second;
+      env[in.name].fileOnly = true;
+    }
   }
   for (const onnx::NodeProto &n : g.node())
     for (int k = 0; k < n.input_size(); ++k) {
@@ -415,19 +436,24 @@ bool ampc::onnx_import::parseInputShape(StringRef text, std::string &name,
 OwningOpRef<ModuleOp> ampc::onnx_import::importONNXFile(
     MLIRContext &ctx, StringRef path,
     const std::map<std::string, std::vector<int64_t>> &inputShapes,
-    std::string *graphName, std::vector<std::string> *outputNames) {
+    std::string *graphName, std::vector<std::string> *outputNames,
+    const std::map<std::string, InputValue> *inputValues) {
   std::unique_ptr<ONNXModel> model =
       ONNXModel::load(ctx, path, path, std::nullopt);
   if (!model)
     return nullptr;
+  if (inputValues)
+    for (const auto &[given, value] : *inputValues)
+      model->setKnownInput(given, value);
   return importONNXModel(ctx, *model, path, inputShapes, graphName,
-                         outputNames);
+                         outputNames, inputValues);
 }
 
 OwningOpRef<ModuleOp> ampc::onnx_import::importONNXModel(
     MLIRContext &ctx, const ONNXModel &loaded, StringRef path,
     const std::map<std::string, std::vector<int64_t>> &inputShapes,
-    std::string *graphName, std::vector<std::string> *outputNames) {
+    std::string *graphName, std::vector<std::string> *outputNames,
+    const std::map<std::string, InputValue> *inputValues) {
   const ONNXModel *model = &loaded;
   Location at = fileLoc(ctx, path);
   std::string name = sanitizeName(llvm::sys::path::stem(path));
@@ -467,28 +493,42 @@ OwningOpRef<ModuleOp> ampc::onnx_import::importONNXModel(
   std::vector<SmallVector<int64_t>> inputDims;
   for (const ModelInput &in : model->getInputs()) {
     SmallVector<int64_t> dims = in.dims;
-    auto given = inputShapes.find(in.name);
-    if (given != inputShapes.end()) {
-      if (given->second.size() != dims.size()) {
+    const std::vector<int64_t> *givenDims = nullptr;
+    if (auto given = inputShapes.find(in.name); given != inputShapes.end())
+      givenDims = &given->second;
+    // `ampc run`: an input with a dynamic dim and no --input-shape takes
+    // its file's shape (when it agrees with the model's rank and static
+    // dims; the run checks the file).
+    else if (inputValues && llvm::is_contained(dims, -1))
+      if (auto v = inputValues->find(in.name); v != inputValues->end()) {
+        const std::vector<int64_t> &shape = v->second.shape;
+        bool fits = shape.size() == dims.size();
+        for (size_t d = 0; fits && d < dims.size(); ++d)
+          fits = shape[d] > 0 && (dims[d] < 0 || dims[d] == shape[d]);
+        if (fits)
+          givenDims = &shape;
+      }
+    if (givenDims) {
+      if ((*givenDims).size() != dims.size()) {
         emitError(at) << "--input-shape " << in.name << ": the model's input "
                       << "has rank " << dims.size() << ", the shape given "
-                      << given->second.size();
+                      << (*givenDims).size();
         return nullptr;
       }
       for (size_t d = 0; d < dims.size(); ++d) {
-        if (given->second[d] > kMaxDim) {
+        if ((*givenDims)[d] > kMaxDim) {
           emitError(at) << "--input-shape " << in.name << ": dim " << d
-                        << " is " << given->second[d]
+                        << " is " << (*givenDims)[d]
                         << " (ampc imports dims below 2^31)";
           return nullptr;
         }
-        if (dims[d] > 0 && dims[d] != given->second[d]) {
+        if (dims[d] > 0 && dims[d] != (*givenDims)[d]) {
           emitError(at) << "--input-shape " << in.name << ": dim " << d
                         << " is " << dims[d] << " in the model, "
-                        << given->second[d] << " given";
+                        << (*givenDims)[d] << " given";
           return nullptr;
         }
-        dims[d] = given->second[d];
+        dims[d] = (*givenDims)[d];
         StringRef param = paramOf(in, d);
         if (param.empty())
           continue;

@@ -2,7 +2,9 @@
 //
 // The converters of ONNX's tensor and shape ops: constants and shapes (known
 // at import), Identity, the reshapes, Transpose, Concat, Slice, Split,
-// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile.
+// Gather, Pad, Trilu, Resize, DepthToSpace/SpaceToDepth and Tile; ArgMin
+// (and both arg ops' select_last_index), Size, EyeLike, GatherElements,
+// ScatterElements, OneHot and TopK.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,15 @@ void Emitter::addTensorConverters(ConverterTable &t) {
   for (StringRef op : {"DepthToSpace", "SpaceToDepth"})
     t[op] = [](Emitter &e) { return e.convertDepthToSpace(); };
   t["Tile"] = [](Emitter &e) { return e.convertTile(); };
+  t["ArgMin"] = [](Emitter &e) { return e.convertArgMin(); };
+  t["GatherElements"] = [](Emitter &e) { return e.convertGatherElements(); };
+  t["OneHot"] = [](Emitter &e) { return e.convertOneHot(); };
+  t["TopK"] = [](Emitter &e) { return e.convertTopK(); };
+  t["ScatterElements"] = [](Emitter &e) {
+    return e.convertScatterElements();
+  };
+  t["Size"] = [](Emitter &e) { return e.convertSize(); };
+  t["EyeLike"] = [](Emitter &e) { return e.convertEyeLike(); };
 }
 
 /// Constant: a host tensor from one of its value attributes.
@@ -835,4 +846,387 @@ LogicalResult Emitter::convertTile() {
   Value y = build<tg::BroadcastToOp>({reshape(x, viewed)},
                                      {named("shape", ints(broadcast))});
   return setOutput(0, reshape(y, out));
+}
+
+/// ArgMin: `tg.argmax` of the negated input (the first minimum is the first
+/// maximum of -x, exactly), then `cast` to INT64.
+LogicalResult Emitter::convertArgMin() {
+  if (failed(checkAttrs({"axis", "keepdims", "select_last_index"})))
+    return failure();
+  if (attrInt("select_last_index", 0) != 0)
+    return convertArgLast(/*isMin=*/true);
+  Value x;
+  auto a = inputAndAxis(0, x);
+  if (!a)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input (ArgMin negates it)";
+    return failure();
+  }
+  SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
+  if (attrInt("keepdims", 1))
+    attrs.push_back(named("keepdim", b.getUnitAttr()));
+  Value i = build<tg::ArgmaxOp>({build<tg::NegOp>({x})}, attrs);
+  if (!i)
+    return failure();
+  Value y = tg::CastOp::create(
+      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+  if (failed(verify(y.getDefiningOp())))
+    return failure();
+  return setOutput(0, y);
+}
+
+/// Size: the input's element count (its shape is static), known at import.
+LogicalResult Emitter::convertSize() {
+  if (failed(checkAttrs({})))
+    return failure();
+  auto shape = shapeOf(0);
+  if (!shape)
+    return failure();
+  HostTensor h;
+  h.elt = b.getI64Type();
+  int64_t n = 1;
+  for (int64_t d : *shape)
+    n *= d;
+  h.ints = {n};
+  return setOutput(0, std::move(h));
+}
+
+/// EyeLike: ones on the k-th diagonal of a 2-D shape like the input's, of
+/// `dtype` (default the input's element type), known at import.
+LogicalResult Emitter::convertEyeLike() {
+  if (failed(checkAttrs({"dtype", "k"})))
+    return failure();
+  auto shape = shapeOf(0);
+  if (!shape)
+    return failure();
+  if (shape->size() != 2) {
+    error() << "needs a 2-D input, found rank " << shape->size();
+    return failure();
+  }
+  Type elt;
+  if (attr("dtype")) {
+    elt = elementTypeOf(ctx, attrInt("dtype", 0));
+    if (!elt)
+      return unsupportedValue("dtype", onnxTypeName(attrInt("dtype", 0)),
+                              "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, BOOL");
+  } else {
+    Entry *e = lookup(0);
+    if (!e)
+      return failure();
+    elt = e->value ? typeOf(e->value).getElementType() : e->host->elt;
+  }
+  HostTensor h;
+  h.elt = elt;
+  h.shape = *shape;
+  if (failed(sized(h)))
+    return failure();
+  int64_t k = attrInt("k", 0);
+  for (int64_t r = 0; r < (*shape)[0]; ++r) {
+    int64_t c = r + k;
+    if (c < 0 || c >= (*shape)[1])
+      continue;
+    if (h.isFloat())
+      h.floats[r * (*shape)[1] + c] = 1.0;
+    else
+      h.ints[r * (*shape)[1] + c] = 1;
+  }
+  return setOutput(0, std::move(h));
+}
+
+/// `[1, ..., n, ..., 1]` (n at `dim` of `rank` dims) holding 0 .. n-1 in f32
+/// (exact below 2^24).
+Value Emitter::iotaAlong(int64_t n, int64_t dim, int64_t rank) {
+  HostTensor h;
+  h.elt = b.getF32Type();
+  h.shape.assign(rank, 1);
+  h.shape[dim] = n;
+  if (failed(sized(h)))
+    return nullptr;
+  for (int64_t k = 0; k < n; ++k)
+    h.floats[k] = double(k);
+  return tg::ConstantOp::create(b, loc, cast<ElementsAttr>(toAttr(h)));
+}
+
+/// ArgMax and ArgMin with select_last_index 1: the largest index where x
+/// (ArgMin: -x) equals its maximum along the axis: `max`, `equal`, `where`
+/// of the indices (else -1), `max`, then `cast` to INT64. Exact for axes
+/// below 2^24 elements.
+LogicalResult Emitter::convertArgLast(bool isMin) {
+  Value x;
+  auto a = inputAndAxis(0, x);
+  if (!a)
+    return failure();
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    error() << "needs a float input";
+    return failure();
+  }
+  int64_t rank = typeOf(x).getRank(), n = typeOf(x).getDimSize(*a);
+  if (isMin)
+    x = build<tg::NegOp>({x});
+  Value m = build<tg::MaxOp>(
+      {x}, {named("dims", ints({*a})), named("keepdim", b.getUnitAttr())});
+  Value iota = iotaAlong(n, *a, rank);
+  if (!m || !iota)
+    return failure();
+  Value f32x = x;
+  if (!typeOf(x).getElementType().isF32()) {
+    f32x = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(x).getShape(), b.getF32Type()), x);
+    m = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(m).getShape(), b.getF32Type()), m);
+  }
+  Value at = build<tg::WhereOp>(
+      {build<tg::EqualOp>({f32x, m}), iota, scalar(-1.0, iota)});
+  SmallVector<NamedAttribute> attrs{named("dims", ints({*a}))};
+  if (attrInt("keepdims", 1))
+    attrs.push_back(named("keepdim", b.getUnitAttr()));
+  Value i = build<tg::MaxOp>({at}, attrs);
+  if (!i)
+    return failure();
+  Value y = tg::CastOp::create(
+      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+  if (failed(verify(y.getDefiningOp())))
+    return failure();
+  return setOutput(0, y);
+}
+
+/// GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[..,
+/// i, ..], ..] along `axis`, composed as a one-hot selection: the indices
+/// (negative ones counted from the end) compared with 0 .. n-1 along a new
+/// dim after `axis`, `where` of that with the data (else 0), `sum` over the
+/// new dim. Exact, and it differentiates with respect to the data. An index
+/// out of range selects nothing (0).
+LogicalResult Emitter::convertGatherElements() {
+  if (failed(checkAttrs({"axis"})) || failed(requireInputs(2)))
+    return failure();
+  Value data, idx = value(1);
+  auto a = inputAndAxis(0, data);
+  if (!a || !idx)
+    return failure();
+  if (!isa<FloatType>(typeOf(data).getElementType())) {
+    error() << "needs float data";
+    return failure();
+  }
+  ArrayRef<int64_t> ds = typeOf(data).getShape(), is = typeOf(idx).getShape();
+  int64_t rank = ds.size();
+  if (int64_t(is.size()) != rank) {
+    error() << "the indices' rank " << is.size() << " differs from the data's "
+            << rank;
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == *a || is[d] == ds[d])
+      continue;
+    if (is[d] > ds[d]) {
+      error() << "the indices' dim " << d << " (" << is[d]
+              << ") exceeds the data's (" << ds[d] << ")";
+      return failure();
+    }
+    data = slice(data, d, 0, is[d]);
+    if (!data)
+      return failure();
+  }
+  int64_t n = ds[*a];
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
+                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  SmallVector<int64_t> ishape(is), dshape(typeOf(data).getShape());
+  ishape.insert(ishape.begin() + *a + 1, 1);
+  dshape[*a] = 1;
+  dshape.insert(dshape.begin() + *a + 1, n);
+  Value iota = iotaAlong(n, *a + 1, rank + 1);
+  Value mask = build<tg::EqualOp>({reshape(fi, ishape), iota});
+  Value picked = build<tg::WhereOp>(
+      {mask, reshape(data, dshape), scalar(0.0, data)});
+  return setOutput(
+      0, build<tg::SumOp>({picked}, {named("dims", ints({*a + 1}))}));
+}
+
+/// OneHot(indices, depth, values): `values[1]` where the index (negative
+/// ones counted from depth) equals the position along the new dim `axis`,
+/// else `values[0]`: `equal` of the indices (as f32, a 1 inserted at the
+/// axis) with 0 .. depth-1, then `where`. The depth must be known at import.
+LogicalResult Emitter::convertOneHot() {
+  if (failed(checkAttrs({"axis"})) || failed(requireInputs(3)))
+    return failure();
+  Value idx = value(0), vals = value(2);
+  const HostTensor *depthT = needHost(1, "depth");
+  if (!idx || !vals || !depthT)
+    return failure();
+  if (depthT->numel() != 1 || depthT->f(0) < 1 || depthT->f(0) > (1 << 24)) {
+    error() << "its depth must be one value in [1, 2^24]";
+    return failure();
+  }
+  if (typeOf(vals).getNumElements() != 2) {
+    error() << "its values must be [off, on] (2 elements)";
+    return failure();
+  }
+  int64_t depth = int64_t(depthT->f(0));
+  int64_t rank = typeOf(idx).getRank();
+  auto a = axis(attrInt("axis", -1), rank + 1);
+  if (!a)
+    return failure();
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(idx).getShape(), b.getF32Type()),
+        idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>(
+      {build<tg::LessOp>({fi, scalar(0.0, fi)}),
+       build<tg::AddOp>({fi, scalar(double(depth), fi)}), fi});
+  if (!fi)
+    return failure();
+  SmallVector<int64_t> shape(typeOf(idx).getShape());
+  shape.insert(shape.begin() + *a, 1);
+  Value mask = build<tg::EqualOp>({reshape(fi, shape), iotaAlong(depth, *a, rank + 1)});
+  Value off = reshape(slice(vals, 0, 0, 1), {});
+  Value on = reshape(slice(vals, 0, 1, 2), {});
+  return setOutput(0, build<tg::WhereOp>({mask, on, off}));
+}
+
+/// ScatterElements(data, indices, updates, axis, reduction): along `axis`,
+/// out[.., indices[.., i, ..], ..] = updates[.., i, ..] (reduction `add`:
+/// added to the data), composed as a one-hot placement: the indices
+/// (negative ones counted from the end) compared with 0 .. n-1 along a new
+/// dim after `axis`, `where` of that with the updates (else 0) summed over
+/// the indices' axis, and `where` an index hit, that, else the data
+/// (`add`: data plus it). Differentiable in the data and the updates. With
+/// reduction `none`, indices given twice add their updates (ONNX leaves
+/// that undefined); an index out of range places nothing.
+LogicalResult Emitter::convertScatterElements() {
+  if (failed(checkAttrs({"axis", "reduction"})) || failed(requireInputs(3)))
+    return failure();
+  std::string reduction = attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return unsupportedValue("reduction", "'" + reduction + "'",
+                            "'none' and 'add'");
+  Value data, idx = value(1), upd = value(2);
+  auto a = inputAndAxis(0, data);
+  if (!a || !idx || !upd)
+    return failure();
+  if (!isa<FloatType>(typeOf(data).getElementType()) ||
+      typeOf(upd).getElementType() != typeOf(data).getElementType()) {
+    error() << "needs float data and updates of the data's type";
+    return failure();
+  }
+  ArrayRef<int64_t> ds = typeOf(data).getShape(), is = typeOf(idx).getShape();
+  int64_t rank = ds.size();
+  if (int64_t(is.size()) != rank || typeOf(upd).getShape() != is) {
+    error() << "needs indices and updates of one shape, of the data's rank";
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *a && is[d] > ds[d]) {
+      error() << "the indices' dim " << d << " (" << is[d]
+              << ") exceeds the data's (" << ds[d] << ")";
+      return failure();
+    }
+  int64_t n = ds[*a];
+  Value fi = idx;
+  if (!typeOf(idx).getElementType().isF32()) {
+    fi = tg::CastOp::create(
+        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
+    if (failed(verify(fi.getDefiningOp())))
+      return failure();
+  }
+  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
+                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  SmallVector<int64_t> ishape(is);
+  ishape.insert(ishape.begin() + *a + 1, 1);
+  Value mask = build<tg::EqualOp>(
+      {reshape(fi, ishape), iotaAlong(n, *a + 1, rank + 1)});
+  Value placed = build<tg::SumOp>(
+      {build<tg::WhereOp>({mask, reshape(upd, ishape), scalar(0.0, upd)})},
+      {named("dims", ints({*a}))});
+  Value hit = build<tg::MaxOp>(
+      {build<tg::WhereOp>({mask, scalar(1.0, fi), scalar(0.0, fi)})},
+      {named("dims", ints({*a}))});
+  if (!placed || !hit)
+    return failure();
+  // Back to the data's other dims (the indices' may be smaller).
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *a && is[d] < ds[d]) {
+      placed = padWith(placed, d, 0, ds[d] - is[d], 0.0);
+      hit = padWith(hit, d, 0, ds[d] - is[d], 0.0);
+      if (!placed || !hit)
+        return failure();
+    }
+  if (reduction == "add")
+    return setOutput(0, build<tg::AddOp>({data, placed}));
+  return setOutput(
+      0, build<tg::WhereOp>(
+             {build<tg::GreaterOp>({hit, scalar(0.0, hit)}), placed, data}));
+}
+
+/// TopK(x, k): k rounds of `max` and `argmax` along the axis (of -x for
+/// `largest` 0), each masking its pick with -inf (`where` of `equal` to the
+/// index) for the next, the picks `concat`enated: sorted, equal values in
+/// index order, as ONNX asks. The values differentiate (through `max`). k
+/// must be known at import and at most 64 (the rounds are unrolled).
+LogicalResult Emitter::convertTopK() {
+  if (failed(checkAttrs({"axis", "largest", "sorted"})) ||
+      failed(requireInputs(2)))
+    return failure();
+  Value x;
+  auto a = inputAndAxis(-1, x);
+  const HostTensor *kT = needHost(1, "k");
+  if (!a || !kT)
+    return failure();
+  if (!typeOf(x).getElementType().isF32()) {
+    error() << "needs an f32 input";
+    return failure();
+  }
+  int64_t n = typeOf(x).getDimSize(*a), rank = typeOf(x).getRank();
+  if (kT->numel() != 1 || kT->i(0) < 1 || kT->i(0) > std::min<int64_t>(n, 64)) {
+    error() << "its k must be one value in [1, min(64, " << n << ")]";
+    return failure();
+  }
+  int64_t k = kT->i(0);
+  bool largest = attrInt("largest", 1) != 0;
+  Value cur = largest ? x : build<tg::NegOp>({x});
+  Value iota = iotaAlong(n, *a, rank);
+  SmallVector<Value> vals, idxs;
+  auto keep = [&] {
+    return SmallVector<NamedAttribute>{named("keepdim", b.getUnitAttr())};
+  };
+  for (int64_t j = 0; j < k; ++j) {
+    SmallVector<NamedAttribute> maxAttrs = keep();
+    maxAttrs.push_back(named("dims", ints({*a})));
+    SmallVector<NamedAttribute> argAttrs = keep();
+    argAttrs.push_back(named("dim", b.getI64IntegerAttr(*a)));
+    Value m = build<tg::MaxOp>({cur}, maxAttrs);
+    Value i = build<tg::ArgmaxOp>({cur}, argAttrs);
+    if (!m || !i || !iota)
+      return failure();
+    Value i64 = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
+    Value f = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getF32Type()), i);
+    if (failed(verify(i64.getDefiningOp())) || failed(verify(f.getDefiningOp())))
+      return failure();
+    vals.push_back(largest ? m : build<tg::NegOp>({m}));
+    idxs.push_back(i64);
+    if (j + 1 < k)
+      cur = build<tg::WhereOp>(
+          {build<tg::EqualOp>({iota, f}),
+           scalar(-std::numeric_limits<double>::infinity(), cur), cur});
+  }
+  auto join = [&](SmallVector<Value> &parts) -> Value {
+    if (parts.size() == 1)
+      return parts[0];
+    return build<tg::ConcatOp>(parts, {named("dim", b.getI64IntegerAttr(*a))});
+  };
+  if (failed(setOutput(0, join(vals))))
+    return failure();
+  return setOutput(1, join(idxs));
 }

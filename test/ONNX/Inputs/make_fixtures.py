@@ -75,7 +75,15 @@ def refused():
     # Two inputs that share the dim_param 'batch'.
     m["dynamic2"] = model([node("Add", ["x", "m"], name="add")], "dynamic2", yshape=("batch", 4),
                           inputs=[value("x", ["batch", 4]), value("m", ["batch", 4])])
-    m["old_opset"] = model([node("Relu", ["x"], name="relu")], "old_opset", opset=11)
+    # Opset 11's Softmax coerces its input to 2-D: not opset 13's op.
+    m["old_opset"] = model([node("Softmax", ["x"], name="sm")], "old_opset", opset=11)
+    # Opset 11's Relu differs from opset 13's in its types only: imported.
+    m["old_opset_relu"] = model([node("Relu", ["x"], name="relu")], "old_opset_relu", opset=11)
+    m["new_opset"] = model([node("Relu", ["x"], name="relu")], "new_opset", opset=18)
+    # A shape-like graph input: known only to `ampc run`, from its file.
+    m["reshape_input"] = model([node("Reshape", ["x", "s"], name="rs")], "reshape_input",
+                               inputs=[value("x", [2, 4]), value("s", [2], INT64)],
+                               yshape=(4, 2))
     m["pad_reflect"] = model([node("Pad", ["x", "p"], name="pad", mode="reflect")], "pad_reflect",
                              yshape=(2, 6), inits=[ints("p", [0, 1, 0, 1])])
     m["shape_mismatch"] = model([node("MatMul", ["x", "w"], name="mm")], "shape_mismatch",
