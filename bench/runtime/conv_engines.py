@@ -21,38 +21,24 @@ An AMPC_CPU_ISA in the environment (e.g. avx2) caps the units of all three.
       [--bench build/bin/ampc_runtime_bench] [--min-time 0.3]
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from gemm_engines import processor  # noqa: E402
+from gemm_engines import DTYPES, processor, run_benchmark  # noqa: E402
 
 SETTINGS = [
     ("default", {}),
     ("direct", {"AMPC_CPU_CONV": "direct"}),
     ("gemm", {"AMPC_CPU_CONV": "gemm"}),
 ]
-DTYPES = {0: "f32", 1: "f16", 2: "bf16"}  # ampc_dtype values
 
 
 def run(bench, env, min_time):
-    e = dict(os.environ)
-    e.update(env)
-    e["AMPC_NUM_THREADS"] = "1"
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([bench, "--benchmark_filter=BM_CpuConvStep/",
-                        "--benchmark_out=" + out.name,
-                        "--benchmark_out_format=json",
-                        "--benchmark_min_time=%s" % min_time],
-                       capture_output=True, text=True, env=e, check=True)
-        doc = json.load(open(out.name))
     rows = {}
-    for b in doc["benchmarks"]:
+    for b in run_benchmark(bench, "BM_CpuConvStep", env, min_time):
         parts = b["name"].split("/")
         c, dt = int(parts[1]), DTYPES.get(int(parts[2]), parts[2])
         # Milliseconds of CPU time per iteration (the bench's unit is ms).

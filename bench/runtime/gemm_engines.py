@@ -53,20 +53,25 @@ def processor():
     return model, units
 
 
-def run(bench, env, min_time):
+def run_benchmark(bench, name, env, min_time):
+    """The JSON entries of one `--benchmark_filter=NAME/` run, one thread,
+    with `env` added to the environment."""
     e = dict(os.environ)
     e.update(env)
     e["AMPC_NUM_THREADS"] = "1"
     # The binary's console reporter is its own: the JSON goes to a file.
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([bench, "--benchmark_filter=BM_CpuGemm/",
+        subprocess.run([bench, "--benchmark_filter=%s/" % name,
                         "--benchmark_out=" + out.name,
                         "--benchmark_out_format=json",
                         "--benchmark_min_time=%s" % min_time],
                        capture_output=True, text=True, env=e, check=True)
-        doc = json.load(open(out.name))
+        return json.load(open(out.name))["benchmarks"]
+
+
+def run(bench, env, min_time):
     rows = {}
-    for b in doc["benchmarks"]:
+    for b in run_benchmark(bench, "BM_CpuGemm", env, min_time):
         parts = b["name"].split("/")
         n, dt = int(parts[1]), DTYPES.get(int(parts[2]), parts[2])
         rows[(n, dt)] = (b["FLOP/s"] / 1e9, b.get("label", ""))

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <set>
 #include <tuple>
 
 namespace ampc {
@@ -330,14 +329,7 @@ const Matmul *MatmulCache::get(const MatmulKey &key, std::string &why) {
 
 std::string MatmulCache::implementations() const {
   std::lock_guard<std::mutex> lock(mutex);
-  std::set<std::string> names;
-  for (auto &e : entries)
-    if (e.second)
-      names.insert(e.second->impl);
-  std::string out;
-  for (const std::string &n : names)
-    out += (out.empty() ? "" : ", ") + n;
-  return out;
+  return implementationNames(entries);
 }
 
 bool run(const Matmul &m, const void *a, const void *b, float *c) {

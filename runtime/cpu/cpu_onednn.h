@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,20 @@ bool wanted(bool bf16Operands, int64_t macs);
 /// "avx512_core_bf16 (oneDNN 2.6.3)" or "openblas (oneDNN not loaded:
 /// ...)". Valid for the life of the process.
 const char *engineSummary();
+
+/// The distinct implementation names of a primitive cache's entries
+/// (`impl` of each non-null one), sorted and comma-separated.
+template <typename Entries>
+std::string implementationNames(const Entries &entries) {
+  std::set<std::string> names;
+  for (auto &e : entries)
+    if (e.second)
+      names.insert(e.second->impl);
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 /// One GEMM problem: C[rows x cols] (f32, row-major, ldc) =
 /// alpha * op(A) * op(B) + beta * C, A and B both f32 or both bf16.

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <set>
 #include <tuple>
 #include <vector>
 
@@ -319,14 +318,7 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
 
 std::string ConvCache::implementations() const {
   std::lock_guard<std::mutex> lock(mutex);
-  std::set<std::string> names;
-  for (auto &e : entries)
-    if (e.second)
-      names.insert(e.second->impl);
-  std::string out;
-  for (const std::string &n : names)
-    out += (out.empty() ? "" : ", ") + n;
-  return out;
+  return implementationNames(entries);
 }
 
 bool packWeights(const Conv &c, const void *w, void *packed) {
