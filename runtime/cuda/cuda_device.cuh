@@ -1,9 +1,10 @@
 //===- cuda_device.cuh - Launch and device helpers of the CUDA backend -*- CUDA -*-===//
 //
 // The one copy of the launch geometry, the grid-stride and warp-per-row
-// loops and the warp reductions, included by both CUDA translation units:
-// cuda_backend.cu (compiled with fused multiply-add) and cuda_exact.cu (the
-// kernels that must round every operation like the CPU, compiled without).
+// loops and the warp reductions, included by every CUDA translation unit:
+// the kernel families (cuda_backend.h; compiled with fused multiply-add) and
+// cuda_exact.cu (the kernels that must round every operation like the CPU,
+// compiled without).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_CUDA_DEVICE_CUH
@@ -37,6 +38,9 @@ inline int blocksFor(int64_t n, int threads = kThreads) {
 /// Blocks for one warp per row.
 inline int warpBlocks(int64_t rows) { return blocksFor(rows * 32); }
 
+/// Rows held in registers (fused norm and softmax rows):
+constexpr int kRowRegs = 32; // values per lane: rows up to 1024 wide
+
 __device__ __forceinline__ float warpSum(float v) {
   for (int o = 16; o > 0; o >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -60,6 +64,13 @@ __device__ __forceinline__ bool deviceFlag(Buf f) {
     return false;
   return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
                              : *static_cast<const float *>(f.data) != 0.0f;
+}
+
+/// Records `site` (>= 0) in a check word: the smallest site wins.
+__device__ inline void recordCheck(uint32_t *word, int32_t site) {
+  if (site >= 0)
+    atomicMin(reinterpret_cast<unsigned int *>(word),
+              static_cast<unsigned int>(site));
 }
 
 } // namespace cuda

@@ -1,6 +1,9 @@
 //===- test_cuda_fast.cpp - The CUDA backend's fast paths against the CPU -===//
 //
-// The kernels of runtime/cuda/cuda_fast.cuh at GPT-2-small sizes (8192
+// The CUDA backend's fast paths (collapsed and 32-bit walks, dtype-specialised
+// contiguous kernels, two-stage column sums and full reductions, rows held in
+// registers, embedding backward by sorted ids, multi-tensor updates; in the
+// family files runtime/cuda/cuda_*.cu) at GPT-2-small sizes (8192
 // tokens, width 768, a 50257-word vocabulary) and at odd sizes that take the
 // tails and fallbacks: misaligned pointers (no vector loads), rows wider than
 // a warp's registers, more tensors than one multi-tensor launch holds, grid-
