@@ -145,6 +145,20 @@ pairLossType(const InferError &err, mlir::Value lhs, mlir::Value rhs) {
   return promoteAll(err, {lhs, rhs});
 }
 
+/// Checks that `grad` has exactly `shape` (the forward result's shape).
+inline mlir::LogicalResult checkGradShape(const InferError &err,
+                                          mlir::Value grad,
+                                          llvm::ArrayRef<int64_t> shape,
+                                          llvm::StringRef forward) {
+  auto g = tensorType(grad);
+  if (!g)
+    return err("gradient must be a ranked tensor");
+  if (g.getShape() != shape)
+    return err("gradient ", g, " must have the shape ", shapeToString(shape),
+               " of the ", forward, " result");
+  return mlir::success();
+}
+
 /// Checks the input and `eps` of layer_norm / rms_norm and their backward
 /// ops: rank >= 1, eps present and >= 0.
 inline mlir::LogicalResult checkLastDimNorm(const InferError &err,

@@ -21,19 +21,6 @@ using namespace mlir;
 using namespace ampc::tg;
 using namespace ampc::tg::detail;
 
-/// Checks that `grad` has exactly `shape` (the forward result's shape).
-static LogicalResult checkGradShape(const InferError &err, Value grad,
-                                    ArrayRef<int64_t> shape,
-                                    StringRef forward) {
-  auto g = tensorType(grad);
-  if (!g)
-    return err("gradient must be a ranked tensor");
-  if (g.getShape() != shape)
-    return err("gradient ", g, " must have the shape ", shapeToString(shape),
-               " of the ", forward, " result");
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // BroadcastToOp
 //===----------------------------------------------------------------------===//
@@ -223,37 +210,6 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
   return inferNormGrad("rms_norm_grad", loc, adaptor.getGrad(),
                        adaptor.getInput(), adaptor.getWeight(),
                        adaptor.getEpsAttr(), 1, types);
-}
-
-LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
-  InferError err{loc, "conv2d_grad"};
-  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
-  if (!x || !w || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
-                                 adaptor.getPaddingAttr(),
-                                 adaptor.getDilationAttr())))
-    return failure();
-  if (!adaptor.getGroupsAttr())
-    return err("requires attribute 'groups'");
-  int64_t groups = adaptor.getGroupsAttr().getInt();
-  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
-  if (groups < 1 || c % groups != 0 || o % groups != 0 ||
-      w.getDimSize(1) != c / groups)
-    return err("input ", x, " and weight ", w, " do not fit groups ", groups);
-  SmallVector<int64_t> out{x.getDimSize(0), o};
-  if (failed(appendConvSpatial(err, x, w, 2, adaptor.getStride(),
-                               adaptor.getPadding(), adaptor.getDilation(),
-                               out)))
-    return failure();
-  if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
-    return failure();
-  return pushPromoted(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
-      {x.getShape(), w.getShape()}, types);
 }
 
 static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,

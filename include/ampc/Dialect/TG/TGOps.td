@@ -200,33 +200,6 @@ def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
   let torch = "F.linear";
 }
 
-def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
-  let summary = "2-D convolution, NCHW input, OIHW weight (`F.conv2d`)";
-  let description = [{
-    `x` is `[N, C, H, W]`, `w` is `[O, C/groups, KH, KW]`, the optional `b`
-    is `[O]`. `stride`, `padding` and `dilation` hold (H, W) values.
-
-    ```mlir
-    %y = tg.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
-        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       Optional<TG_FloatTensor>:$bias,
-                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
-    `dilation` $dilation `groups` $groups attr-dict
-    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
-  }];
-  let ampClass = TG_Lower;
-  let loadConverts = ["bias"];
-  let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
-                  TG_Keyword<"dilation", "pair", "1">, TG_Keyword<"groups", "int", "1">];
-}
-
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -917,7 +890,7 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
 // The matrix products beyond matmul and linear: mm, bmm, mv and the
 // GEMM-plus-add family (addmm, baddbmm, addbmm, addmv, addr).
 include "ampc/Dialect/TG/TGMatmulOps.td"
-// The convolutions beyond conv2d: conv1d, conv3d and the transposed forms.
+// The convolutions (1-d, 2-d, 3-d, transposed) and their gradients.
 include "ampc/Dialect/TG/TGConvOps.td"
 
 // Backward ops, optimizer updates and the loss-scaler ops.

@@ -242,40 +242,6 @@ def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
   let kernels = ["ampc_rms_norm_bwd"];
 }
 
-def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
-  let summary = "Gradients of `tg.conv2d` with respect to input and weight";
-  let description = [{
-    `grad` is the gradient of `tg.conv2d %input, %weight` with the same
-    `stride`, `padding`, `dilation` and `groups` (its shape must be that
-    conv's output shape). Returns `d input` (a transposed convolution of
-    `grad`, the input's type) and `d weight` (the correlation of `input`
-    with `grad`, the weight's type). The bias gradient is a `tg.sum` of
-    `grad` over dims 0, 2, 3. Runtime kernel: `ampc_conv2d_bwd`.
-
-    ```mlir
-    %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1]
-        dilation [1, 1] groups 1
-        : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
-        -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, DenseI64ArrayAttr:$stride,
-                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
-                       I64Attr:$groups);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `stride` $stride `padding` $padding
-    `dilation` $dilation `groups` $groups attr-dict
-    `:` type($grad) `,` type($input) `,` type($weight)
-    `->` type($input_grad) `,` type($weight_grad)
-  }];
-  // A backward GEMM: low precision, like the forward conv.
-  let ampClass = TG_Lower;
-  let loadConverts = [];
-  let kernels = ["ampc_conv2d_bwd"];
-}
-
 class TG_PoolGradOp<string mnemonic, string fwd, string rule> :
     TG_InferOp<mnemonic> {
   let ampClass = TG_Follow;
