@@ -481,44 +481,6 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// Pooling
-//===----------------------------------------------------------------------===//
-
-static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
-                               Value input, DenseI64ArrayAttr kernel,
-                               DenseI64ArrayAttr stride,
-                               DenseI64ArrayAttr padding,
-                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  auto shape = poolOutputShape(err, x, kernel, stride, padding);
-  if (failed(shape))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
-}
-
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool("max_pool2d", loc, adaptor.getInput(),
-                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
-                   adaptor.getPaddingAttr(), types);
-}
-
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool("avg_pool2d", loc, adaptor.getInput(),
-                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
-                   adaptor.getPaddingAttr(), types);
-}
-
-//===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
 

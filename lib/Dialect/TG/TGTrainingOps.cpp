@@ -212,44 +212,6 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
                        adaptor.getEpsAttr(), 1, types);
 }
 
-static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
-                                   Value grad, Value input,
-                                   DenseI64ArrayAttr kernel,
-                                   DenseI64ArrayAttr stride,
-                                   DenseI64ArrayAttr padding,
-                                   SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x || !tensorType(grad))
-    return err("operands must be ranked tensors");
-  auto out = poolOutputShape(err, x, kernel, stride, padding);
-  if (failed(out))
-    return failure();
-  if (failed(checkGradShape(err, grad, *out, "pooling")))
-    return failure();
-  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
-}
-
-LogicalResult MaxPool2dGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferPoolGrad("max_pool2d_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getKernelAttr(),
-                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
-                       types);
-}
-
-LogicalResult AvgPool2dGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferPoolGrad("avg_pool2d_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getKernelAttr(),
-                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
-                       types);
-}
-
 LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,

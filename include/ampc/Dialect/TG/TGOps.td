@@ -577,43 +577,6 @@ def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Pooling
-//===----------------------------------------------------------------------===//
-
-class TG_PoolOp<string mnemonic, string torchName, dag rule> :
-    TG_InferOp<mnemonic, [TG_Differentiable]> {
-  let ampClass = TG_Follow;
-  // PyTorch: the stride defaults to the kernel size.
-  let keywords = [TG_Keyword<"kernel", "pair">, TG_Keyword<"stride", "pair", "=kernel">,
-                  TG_Keyword<"padding", "pair", "0">];
-  let gradients = [rule];
-  let summary = "`" # torchName # "` over NCHW input";
-  let description = [{
-    `kernel`, `stride` and `padding` hold (H, W) values; the frontend makes
-    `stride` default to `kernel` and `padding` to 0 as PyTorch does. Output
-    size per spatial dim: `floor((in + 2*padding - kernel) / stride) + 1`.
-    Padding may be at most half the kernel. `avg_pool2d` counts padded
-    elements (`count_include_pad=True`, PyTorch's default).
-
-    ```mlir
-    %y = tg.max_pool2d %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
-                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `kernel` $kernel `stride` $stride `padding` $padding attr-dict
-    `:` type($input) `->` type($result)
-  }];
-}
-
-def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "F.max_pool2d",
-    (TGOp<"max_pool2d_grad"> $dy, $input)>;
-def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d",
-    (TGOp<"avg_pool2d_grad"> $dy, $input)>;
-
-//===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
 
@@ -892,6 +855,8 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
 include "ampc/Dialect/TG/TGMatmulOps.td"
 // The convolutions (1-d, 2-d, 3-d, transposed) and their gradients.
 include "ampc/Dialect/TG/TGConvOps.td"
+// Pooling and its gradients.
+include "ampc/Dialect/TG/TGPoolOps.td"
 
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"

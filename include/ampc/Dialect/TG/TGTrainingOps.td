@@ -242,39 +242,6 @@ def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
   let kernels = ["ampc_rms_norm_bwd"];
 }
 
-class TG_PoolGradOp<string mnemonic, string fwd, string rule> :
-    TG_InferOp<mnemonic> {
-  let ampClass = TG_Follow;
-  let kernels = ["ampc_" # fwd # "_bwd"];
-  let summary = "Gradient of `tg." # fwd # "`";
-  let description = [{
-    `grad` is the gradient of `tg.}] # fwd # [{ %input` with the same
-    `kernel`, `stride` and `padding` (its shape must be that op's output
-    shape); the result has the input's type. }] # rule # [{ Runtime
-    kernel: `ampc_}] # fwd # [{_bwd`.
-
-    ```mlir
-    %dx = tg.}] # mnemonic # [{ %dy, %x kernel [2, 2] stride [2, 2] padding [0, 0]
-        : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
-                       DenseI64ArrayAttr:$padding);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input `kernel` $kernel `stride` $stride `padding` $padding
-    attr-dict `:` type($grad) `,`
-    custom<StoreType>(type($input), type($result))
-  }];
-}
-
-def TG_MaxPool2dGradOp : TG_PoolGradOp<"max_pool2d_grad", "max_pool2d",
-    "Each window's gradient goes to its first maximum (PyTorch).">;
-def TG_AvgPool2dGradOp : TG_PoolGradOp<"avg_pool2d_grad", "avg_pool2d",
-    "Each window's gradient is spread evenly over the kernel area, padding "
-    "included (`count_include_pad=True`); only the input's shape is read.">;
-
 def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   let summary = "Gradient of `tg.embedding` with respect to the table";
   let description = [{
