@@ -662,36 +662,6 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cross_entropy"};
-  auto logits = tensorType(adaptor.getLogits());
-  auto labels = tensorType(adaptor.getLabels());
-  if (!logits || !labels)
-    return err("operands must be ranked tensors");
-  if (logits.getRank() != 2)
-    return err("logits must be 2-D [N, C], got ", logits);
-  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
-    return err("labels ", labels, " must be [", logits.getDimSize(0),
-               "] to match logits ", logits);
-  types.push_back(RankedTensorType::get({}, logits.getElementType()));
-  return success();
-}
-
-LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferPairLoss("mse_loss", loc, adaptor.getLhs(), adaptor.getRhs(),
-                       types);
-}
-
-//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 

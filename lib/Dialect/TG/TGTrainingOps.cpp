@@ -234,42 +234,6 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult CrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cross_entropy_grad"};
-  auto logits = tensorType(adaptor.getLogits());
-  auto labels = tensorType(adaptor.getLabels());
-  if (!logits || !labels || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (logits.getRank() != 2)
-    return err("logits must be 2-D [N, C], got ", logits);
-  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
-    return err("labels ", labels, " must be [", logits.getDimSize(0),
-               "] to match logits ", logits);
-  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
-    return failure();
-  return pushPromoted(err, {adaptor.getGrad(), adaptor.getLogits()},
-                      {logits.getShape()}, types);
-}
-
-LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, "mse_loss_grad"};
-  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
-  if (!a || !b || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
-    return failure();
-  return pushPromoted(err,
-                      {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()},
-                      {a.getShape(), b.getShape()}, types);
-}
-
 //===----------------------------------------------------------------------===//
 // Optimizers and clipping
 //===----------------------------------------------------------------------===//

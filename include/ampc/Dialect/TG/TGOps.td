@@ -688,53 +688,6 @@ def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-def TG_CrossEntropyOp : TG_InferOp<"cross_entropy", [TG_Differentiable]> {
-  let summary = "Mean cross-entropy of logits `[N, C]` and labels `[N]`";
-  let description = [{
-    `F.cross_entropy(logits, labels)` with the default mean reduction;
-    labels are class indices (`i32` or `i64`). The result is a scalar of the
-    logits' dtype.
-
-    ```mlir
-    %l = tg.cross_entropy %logits, %labels : tensor<64x10xf32>, tensor<64xi32> -> tensor<f32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$logits, TG_IntTensor:$labels);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let torch = "F.cross_entropy";
-  let gradients = [(TGOp<"cross_entropy_grad"> $dy, $logits, $labels)];
-}
-
-def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
-  let summary = "Mean squared error of two same-shaped tensors";
-  let description = [{
-    `F.mse_loss(a, b)` with the default mean reduction; a scalar of the wider
-    dtype.
-
-    ```mlir
-    %l = tg.mse_loss %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let torch = "F.mse_loss";
-  let gradients = [
-    (TG_Result<0> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs)),
-    (TG_Result<1> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs))];
-}
-
-//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 
@@ -857,6 +810,8 @@ include "ampc/Dialect/TG/TGMatmulOps.td"
 include "ampc/Dialect/TG/TGConvOps.td"
 // Pooling and its gradients.
 include "ampc/Dialect/TG/TGPoolOps.td"
+// Every loss and its gradient.
+include "ampc/Dialect/TG/TGLossOps.td"
 
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"

@@ -266,53 +266,6 @@ def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   let kernels = ["ampc_embedding_bwd"];
 }
 
-def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
-  let summary = "Gradient of `tg.cross_entropy` with respect to the logits";
-  let description = [{
-    `dlogits = (softmax(logits) - onehot(labels)) * grad / N` with `grad` the
-    scalar gradient of the mean loss. The result has the logits' type.
-    Runtime kernel: `ampc_cross_entropy_bwd`.
-
-    ```mlir
-    %dl = tg.cross_entropy_grad %seed, %logits, %labels
-        : tensor<f32>, tensor<64x10xf32>, tensor<64xi32> -> tensor<64x10xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$logits,
-                       TG_IntTensor:$labels);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
-    `,` type($labels) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_cross_entropy_bwd"];
-}
-
-def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
-  let summary = "Gradients of `tg.mse_loss` with respect to both operands";
-  let description = [{
-    `d lhs = 2 * (lhs - rhs) * grad / numel`, `d rhs = -d lhs`, each with its
-    operand's type; `grad` is the scalar gradient of the mean loss. Runtime
-    kernel: `ampc_mse_loss_bwd`.
-
-    ```mlir
-    %da, %db = tg.mse_loss_grad %seed, %a, %b
-        : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>
-        -> tensor<4x8xf32>, tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
-                       TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
-  let assemblyFormat = [{
-    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
-    `->` type($lhs_grad) `,` type($rhs_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_mse_loss_bwd"];
-}
-
 //===----------------------------------------------------------------------===//
 // Optimizers and gradient clipping
 //===----------------------------------------------------------------------===//
