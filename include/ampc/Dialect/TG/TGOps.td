@@ -816,13 +816,13 @@ include "ampc/Dialect/TG/TGLossOps.td"
 // Backward ops, optimizer updates and the loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"
 // Comparisons and the other ops of training jobs.
-include "ampc/Dialect/TG/TGJobOps.td"
+include "ampc/Dialect/TG/TGCompareOps.td"
 // Learning-rate schedules.
 include "ampc/Dialect/TG/TGScheduleOps.td"
 // Reductions, norms and losses of PyTorch's fp32 autocast list (docs/amp.md).
-include "ampc/Dialect/TG/TGReduceLossOps.td"
+include "ampc/Dialect/TG/TGReductionOps.td"
 // batch_norm (running statistics in buffers) and dropout.
-include "ampc/Dialect/TG/TGNormDropoutOps.td"
+include "ampc/Dialect/TG/TGNormOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
 // Data-parallel collectives: the bucketed gradient all-reduce

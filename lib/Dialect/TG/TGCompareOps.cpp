@@ -1,6 +1,6 @@
-//===- TGJobOps.cpp - inference of the training-jobs ops -------------------===//
+//===- TGCompareOps.cpp - inference of the training-jobs ops -------------------===//
 //
-// The ops of TGJobOps.td that need C++: the comparisons' result type.
+// The ops of TGCompareOps.td that need C++: the comparisons' result type.
 //
 //===----------------------------------------------------------------------===//
 

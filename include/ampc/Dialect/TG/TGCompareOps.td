@@ -1,4 +1,4 @@
-//===- TGJobOps.td - ops of the training-jobs work ----------*- tablegen -*-===//
+//===- TGCompareOps.td - ops of the training-jobs work ----------*- tablegen -*-===//
 //
 // Ops added for training jobs (classifiers with eval graphs): the
 // elementwise comparisons, `where` and the binary cross-entropy losses with
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMPC_DIALECT_TG_TGJOBOPS_TD
-#define AMPC_DIALECT_TG_TGJOBOPS_TD
+#ifndef AMPC_DIALECT_TG_TGCOMPAREOPS_TD
+#define AMPC_DIALECT_TG_TGCOMPAREOPS_TD
 
 //===----------------------------------------------------------------------===//
 // Comparisons
@@ -125,4 +125,4 @@ def TG_WhereOp : TG_InferOp<"where", [TG_Differentiable]> {
   }];
 }
 
-#endif // AMPC_DIALECT_TG_TGJOBOPS_TD
+#endif // AMPC_DIALECT_TG_TGCOMPAREOPS_TD

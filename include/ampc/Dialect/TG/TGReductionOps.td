@@ -1,4 +1,4 @@
-//===- TGReduceLossOps.td - reductions, norms, losses of the fp32 list -*- tablegen -*-===//
+//===- TGReductionOps.td - reductions, norms, losses of the fp32 list -*- tablegen -*-===//
 //
 // Ops of PyTorch's CUDA autocast fp32 list (torch/testing/_internal/
 // autocast_test_lists.py, `torch_fp32` and `nn_fp32`): logsumexp, cumsum,
@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD
-#define AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD
+#ifndef AMPC_DIALECT_TG_TGREDUCTIONOPS_TD
+#define AMPC_DIALECT_TG_TGREDUCTIONOPS_TD
 
 //===----------------------------------------------------------------------===//
 // Reductions: logsumexp, norm
@@ -275,4 +275,4 @@ def TG_CosineSimilarityGradOp : TG_InferOp<"cosine_similarity_grad"> {
   let kernels = ["ampc_cosine_similarity_bwd"];
 }
 
-#endif // AMPC_DIALECT_TG_TGREDUCELOSSOPS_TD
+#endif // AMPC_DIALECT_TG_TGREDUCTIONOPS_TD

@@ -1,7 +1,7 @@
-//===- TGNormDropoutOps.cpp - inference of batch norm and dropout ---------===//
+//===- TGNormOps.cpp - inference of batch norm and dropout ---------===//
 //
 // Type inference (which is also verification) of the ops in
-// TGNormDropoutOps.td: per-channel operands of batch norm are `[C]` with C
+// TGNormOps.td: per-channel operands of batch norm are `[C]` with C
 // dim 1 of the input; dropout's step counter is an i32 scalar.
 //
 //===----------------------------------------------------------------------===//

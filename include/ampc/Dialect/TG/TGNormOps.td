@@ -1,16 +1,16 @@
-//===- TGNormDropoutOps.td - batch norm and dropout --------*- tablegen -*-===//
+//===- TGNormOps.td - batch norm and dropout --------*- tablegen -*-===//
 //
 // The two ops whose meaning depends on whether the graph trains (says
 // `minimize`): `batch_norm`, with its running statistics held in `buffer`s,
 // and `dropout`, whose mask comes from the counter-based generator. The
 // frontend decides the mode (the `training` attribute of `tg.batch_norm`;
 // `dropout` outside a training graph is the identity and builds no op).
-// Included from TGOps.td. Inference: lib/Dialect/TG/TGNormDropoutOps.cpp.
+// Included from TGOps.td. Inference: lib/Dialect/TG/TGNormOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMPC_DIALECT_TG_TGNORMDROPOUTOPS_TD
-#define AMPC_DIALECT_TG_TGNORMDROPOUTOPS_TD
+#ifndef AMPC_DIALECT_TG_TGNORMOPS_TD
+#define AMPC_DIALECT_TG_TGNORMOPS_TD
 
 def TG_BatchNormOp : TG_InferOp<"batch_norm", [TG_Differentiable]> {
   let summary = "`F.batch_norm` over dim 1 of (N, C, ...)";
@@ -234,4 +234,4 @@ def TG_CounterNextOp : TG_InferOp<"counter_next"> {
   let keywords = [];
 }
 
-#endif // AMPC_DIALECT_TG_TGNORMDROPOUTOPS_TD
+#endif // AMPC_DIALECT_TG_TGNORMOPS_TD

@@ -1,6 +1,6 @@
-//===- TGReduceLossOps.cpp - inference of the fp32-list reductions, losses -===//
+//===- TGReductionOps.cpp - inference of the fp32-list reductions, losses -===//
 //
-// Result types and attribute checks of the ops of TGReduceLossOps.td:
+// Result types and attribute checks of the ops of TGReductionOps.td:
 // logsumexp, norm, cumsum, group_norm, cosine_similarity, the losses
 // l1_loss, smooth_l1_loss, kl_div, nll_loss and their backward ops.
 //
