@@ -1,8 +1,9 @@
-//===- TGNormOps.cpp - inference of batch norm and dropout ---------===//
+//===- TGNormOps.cpp - the normalizations: inference ----------------------===//
 //
-// Type inference (which is also verification) of the ops in
-// TGNormOps.td: per-channel operands of batch norm are `[C]` with C
-// dim 1 of the input; dropout's step counter is an i32 scalar.
+// Result types (the inference is also the verifier) of the ops of
+// TGNormOps.td: layer_norm and rms_norm's affine operands are `[D]` with D the
+// last dim; group_norm's and batch_norm's per-channel operands are `[C]` with
+// C dim 1 of the input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,165 @@
 using namespace mlir;
 using namespace ampc::tg;
 using namespace ampc::tg::detail;
+
+//===----------------------------------------------------------------------===//
+// layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+/// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.
+static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
+                               Value input, ValueRange affine, FloatAttr eps,
+                               SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
+  int64_t d = x.getShape().back();
+  static const char *const names[] = {"weight", "bias"};
+  for (auto [i, v] : llvm::enumerate(affine)) {
+    auto t = tensorType(v);
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != d)
+      return err(names[i], " ", v.getType(), " must be [", d,
+                 "] to match the last dim of input ", x);
+  }
+  SmallVector<Value> vals{input};
+  vals.append(affine.begin(), affine.end());
+  return pushPromoted(err, vals, {x.getShape()}, types);
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferNorm("layer_norm", loc, adaptor.getInput(),
+                   {adaptor.getWeight(), adaptor.getBias()},
+                   adaptor.getEpsAttr(), types);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferNorm("rms_norm", loc, adaptor.getInput(), {adaptor.getWeight()},
+                   adaptor.getEpsAttr(), types);
+}
+
+static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
+                                   Value grad, Value input, Value weight,
+                                   FloatAttr eps, unsigned numWeightGrads,
+                                   SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input), w = tensorType(weight);
+  if (!x || !w || !tensorType(grad))
+    return err("operands must be ranked tensors");
+  if (failed(checkLastDimNorm(err, x, eps)))
+    return failure();
+  int64_t d = x.getShape().back();
+  if (w.getRank() != 1 || w.getDimSize(0) != d)
+    return err("weight ", w, " must be [", d,
+               "] to match the last dim of input ", x);
+  if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
+    return failure();
+  FailureOr<Type> elt = promoteAll(err, {grad, input, weight});
+  if (failed(elt))
+    return failure();
+  types.push_back(RankedTensorType::get(x.getShape(), *elt));
+  for (unsigned i = 0; i < numWeightGrads; ++i)
+    types.push_back(RankedTensorType::get({d}, *elt));
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferNormGrad("layer_norm_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getWeight(),
+                       adaptor.getEpsAttr(), 2, types);
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return inferNormGrad("rms_norm_grad", loc, adaptor.getGrad(),
+                       adaptor.getInput(), adaptor.getWeight(),
+                       adaptor.getEpsAttr(), 1, types);
+}
+
+//===----------------------------------------------------------------------===//
+// group_norm
+//===----------------------------------------------------------------------===//
+
+/// group_norm's operand checks: x [N, C, ...], weight [C], C divisible by
+/// groups, eps positive.
+static LogicalResult checkGroupNorm(const InferError &err, RankedTensorType x,
+                             RankedTensorType w, IntegerAttr groupsAttr,
+                             FloatAttr epsAttr) {
+  if (x.getRank() < 2)
+    return err("input must be [N, C, ...] (rank >= 2), got ", x);
+  if (!groupsAttr)
+    return err("requires attribute 'groups'");
+  int64_t groups = groupsAttr.getInt(), c = x.getDimSize(1);
+  if (groups < 1)
+    return err("'groups' must be >= 1, got ", groups);
+  if (c % groups != 0)
+    return err("channels ", c, " of ", x, " are not divisible by groups ",
+               groups);
+  if (w.getRank() != 1 || w.getDimSize(0) != c)
+    return err("weight ", w, " must be [", c, "] (the channels of ", x, ")");
+  if (!epsAttr || !(epsAttr.getValueAsDouble() > 0.0))
+    return err("'eps' must be positive");
+  return success();
+}
+
+LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError err{loc, "group_norm"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight()),
+       b = tensorType(adaptor.getBias());
+  if (!x || !w || !b)
+    return err("operands must be ranked tensors");
+  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
+                            adaptor.getEpsAttr())))
+    return failure();
+  if (b.getShape() != w.getShape())
+    return err("bias ", b, " must have the weight's shape ", w);
+  return pushPromoted(
+      err, {adaptor.getInput(), adaptor.getWeight(), adaptor.getBias()},
+      {x.getShape()}, types);
+}
+
+LogicalResult GroupNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  InferError err{loc, "group_norm_grad"};
+  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
+       w = tensorType(adaptor.getWeight());
+  if (!g || !x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
+                            adaptor.getEpsAttr())))
+    return failure();
+  if (g.getShape() != x.getShape())
+    return err("gradient ", g, " must have the input's shape ", x);
+  if (failed(pushPromoted(err, {adaptor.getGrad(), adaptor.getInput()},
+                          {x.getShape()}, types)))
+    return failure();
+  // The weight and bias gradients keep the weight's type.
+  types.push_back(w);
+  types.push_back(w);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
 
 /// Checks the input (rank >= 2) and the `[C]` operands named `names`.
 static LogicalResult checkChannels(const InferError &err, Value input,
@@ -103,37 +263,5 @@ LogicalResult BatchNormUpdateOp::inferReturnTypes(
                x);
   types.push_back(adaptor.getRunningMean().getType());
   types.push_back(adaptor.getRunningVar().getType());
-  return success();
-}
-
-LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  InferError err{loc, "dropout"};
-  auto x = tensorType(adaptor.getInput());
-  auto step = tensorType(adaptor.getStep());
-  if (!x || !step)
-    return err("operands must be ranked tensors");
-  if (step.getRank() != 0)
-    return err("step must be an i32 scalar, got ", step);
-  double p = adaptor.getPAttr() ? adaptor.getPAttr().getValueAsDouble() : 0.5;
-  if (!(p >= 0.0 && p < 1.0))
-    return err("p must be in [0, 1), got ", p);
-  if (adaptor.getKeyAttr() && adaptor.getKeyAttr().getInt() < 0)
-    return err("key must be >= 0, got ", adaptor.getKeyAttr().getInt());
-  types.push_back(x);
-  return success();
-}
-
-LogicalResult CounterNextOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, "counter_next"};
-  auto c = tensorType(adaptor.getCounter());
-  if (!c || c.getRank() != 0)
-    return err("counter must be an i32 scalar");
-  types.push_back(c);
   return success();
 }

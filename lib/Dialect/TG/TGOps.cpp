@@ -407,7 +407,7 @@ TG_REDUCE_INFER(MaxOp, "max")
 #undef TG_REDUCE_INFER
 
 //===----------------------------------------------------------------------===//
-// Normalization
+// Softmax
 //===----------------------------------------------------------------------===//
 
 LogicalResult ampc::tg::detail::inferAlongDim(StringRef name,
@@ -438,46 +438,6 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                                              SmallVectorImpl<Type> &types) {
   return inferAlongDim("log_softmax", loc, adaptor.getInput(),
                        adaptor.getDimAttr(), types);
-}
-
-/// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.
-static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
-                               Value input, ValueRange affine, FloatAttr eps,
-                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  if (failed(checkLastDimNorm(err, x, eps)))
-    return failure();
-  int64_t d = x.getShape().back();
-  static const char *const names[] = {"weight", "bias"};
-  for (auto [i, v] : llvm::enumerate(affine)) {
-    auto t = tensorType(v);
-    if (!t || t.getRank() != 1 || t.getDimSize(0) != d)
-      return err(names[i], " ", v.getType(), " must be [", d,
-                 "] to match the last dim of input ", x);
-  }
-  SmallVector<Value> vals{input};
-  vals.append(affine.begin(), affine.end());
-  return pushPromoted(err, vals, {x.getShape()}, types);
-}
-
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferNorm("layer_norm", loc, adaptor.getInput(),
-                   {adaptor.getWeight(), adaptor.getBias()},
-                   adaptor.getEpsAttr(), types);
-}
-
-LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferNorm("rms_norm", loc, adaptor.getInput(), {adaptor.getWeight()},
-                   adaptor.getEpsAttr(), types);
 }
 
 //===----------------------------------------------------------------------===//

@@ -48,28 +48,6 @@ LogicalResult inferReduceGrad(StringRef name, std::optional<Location> loc,
   return pushPromoted(err, {grad, input}, {x.getShape()}, types);
 }
 
-/// group_norm's operand checks: x [N, C, ...], weight [C], C divisible by
-/// groups, eps positive.
-LogicalResult checkGroupNorm(const InferError &err, RankedTensorType x,
-                             RankedTensorType w, IntegerAttr groupsAttr,
-                             FloatAttr epsAttr) {
-  if (x.getRank() < 2)
-    return err("input must be [N, C, ...] (rank >= 2), got ", x);
-  if (!groupsAttr)
-    return err("requires attribute 'groups'");
-  int64_t groups = groupsAttr.getInt(), c = x.getDimSize(1);
-  if (groups < 1)
-    return err("'groups' must be >= 1, got ", groups);
-  if (c % groups != 0)
-    return err("channels ", c, " of ", x, " are not divisible by groups ",
-               groups);
-  if (w.getRank() != 1 || w.getDimSize(0) != c)
-    return err("weight ", w, " must be [", c, "] (the channels of ", x, ")");
-  if (!epsAttr || !(epsAttr.getValueAsDouble() > 0.0))
-    return err("'eps' must be positive");
-  return success();
-}
-
 /// cosine_similarity's broadcast shape (of lhs's rank) and dim check.
 FailureOr<SmallVector<int64_t>> cosineShape(const InferError &err,
                                             RankedTensorType a,
@@ -183,50 +161,8 @@ LogicalResult CumsumGradOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// group_norm, cosine_similarity
+// cosine_similarity
 //===----------------------------------------------------------------------===//
-
-LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  InferError err{loc, "group_norm"};
-  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight()),
-       b = tensorType(adaptor.getBias());
-  if (!x || !w || !b)
-    return err("operands must be ranked tensors");
-  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
-                            adaptor.getEpsAttr())))
-    return failure();
-  if (b.getShape() != w.getShape())
-    return err("bias ", b, " must have the weight's shape ", w);
-  return pushPromoted(
-      err, {adaptor.getInput(), adaptor.getWeight(), adaptor.getBias()},
-      {x.getShape()}, types);
-}
-
-LogicalResult GroupNormGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  InferError err{loc, "group_norm_grad"};
-  auto g = tensorType(adaptor.getGrad()), x = tensorType(adaptor.getInput()),
-       w = tensorType(adaptor.getWeight());
-  if (!g || !x || !w)
-    return err("operands must be ranked tensors");
-  if (failed(checkGroupNorm(err, x, w, adaptor.getGroupsAttr(),
-                            adaptor.getEpsAttr())))
-    return failure();
-  if (g.getShape() != x.getShape())
-    return err("gradient ", g, " must have the input's shape ", x);
-  if (failed(pushPromoted(err, {adaptor.getGrad(), adaptor.getInput()},
-                          {x.getShape()}, types)))
-    return failure();
-  // The weight and bias gradients keep the weight's type.
-  types.push_back(w);
-  types.push_back(w);
-  return success();
-}
 
 LogicalResult CosineSimilarityOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,

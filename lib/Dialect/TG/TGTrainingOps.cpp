@@ -169,49 +169,6 @@ LogicalResult LogSoftmaxGradOp::inferReturnTypes(
                           adaptor.getOutput(), adaptor.getDimAttr(), types);
 }
 
-static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
-                                   Value grad, Value input, Value weight,
-                                   FloatAttr eps, unsigned numWeightGrads,
-                                   SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input), w = tensorType(weight);
-  if (!x || !w || !tensorType(grad))
-    return err("operands must be ranked tensors");
-  if (failed(checkLastDimNorm(err, x, eps)))
-    return failure();
-  int64_t d = x.getShape().back();
-  if (w.getRank() != 1 || w.getDimSize(0) != d)
-    return err("weight ", w, " must be [", d,
-               "] to match the last dim of input ", x);
-  if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
-    return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input, weight});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  for (unsigned i = 0; i < numWeightGrads; ++i)
-    types.push_back(RankedTensorType::get({d}, *elt));
-  return success();
-}
-
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferNormGrad("layer_norm_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getWeight(),
-                       adaptor.getEpsAttr(), 2, types);
-}
-
-LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &types) {
-  return inferNormGrad("rms_norm_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getWeight(),
-                       adaptor.getEpsAttr(), 1, types);
-}
-
 LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,

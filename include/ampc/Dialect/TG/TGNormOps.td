@@ -1,16 +1,193 @@
-//===- TGNormOps.td - batch norm and dropout --------*- tablegen -*-===//
+//===- TGNormOps.td - the normalizations and their gradients --*- tablegen -*-===//
 //
-// The two ops whose meaning depends on whether the graph trains (says
-// `minimize`): `batch_norm`, with its running statistics held in `buffer`s,
-// and `dropout`, whose mask comes from the counter-based generator. The
-// frontend decides the mode (the `training` attribute of `tg.batch_norm`;
-// `dropout` outside a training graph is the identity and builds no op).
-// Included from TGOps.td. Inference: lib/Dialect/TG/TGNormOps.cpp.
+// Every normalization with its gradient op: `layer_norm` and `rms_norm` (over
+// the last dim), `group_norm` (over groups of channels) and `batch_norm`
+// (over every dim but the channels), whose running statistics are held in
+// `buffer`s and updated by `batch_norm_update`. The frontend decides whether
+// a batch norm trains (the `training` attribute of `tg.batch_norm`, set where
+// the graph says `minimize`). Included from TGOps.td; inference in
+// lib/Dialect/TG/TGNormOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AMPC_DIALECT_TG_TGNORMOPS_TD
 #define AMPC_DIALECT_TG_TGNORMOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Over the last dim: layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
+  let summary = "`F.layer_norm` over the last dim, with weight and bias";
+  let description = [{
+    Normalizes over the last dim `D` of the input; `weight` and `bias` are
+    `[D]`. The result has the input's shape and the widest float dtype of
+    the operands.
+
+    ```mlir
+    %y = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"eps", "float", "1e-05">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<2> (TGOp<"layer_norm_grad"> $dy, $input, $weight))];
+}
+
+def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
+  let summary = "Gradients of `tg.layer_norm` (input, weight, bias)";
+  let description = [{
+    Recomputes the statistics of `input` over its last dim (as the forward
+    op, same `eps`) and returns `d input` (the input's shape), `d weight`
+    and `d bias` (both `[D]`, the weight's type; `d bias` is the sum of
+    `grad` over every dim but the last). Runtime kernel:
+    `ampc_layer_norm_bwd`.
+
+    ```mlir
+    %dx, %dw, %db = tg.layer_norm_grad %dy, %x, %w eps 1.0e-05
+        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+        -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
+    type($input) `,` type($weight) `->` type($input_grad) `,`
+    type($weight_grad) `,` type($bias_grad)
+  }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_layer_norm_bwd"];
+  let training = 1;
+  let language = "";
+}
+
+def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
+  let summary = "`F.rms_norm` over the last dim, with weight";
+  let description = [{
+    `x / sqrt(mean(x², last dim) + eps) * weight`, `weight` is `[D]`.
+
+    ```mlir
+    %y = tg.rms_norm %x, %w eps 1.0e-06 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
+    `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"eps", "float", "1e-06">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"rms_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"rms_norm_grad"> $dy, $input, $weight))];
+}
+
+def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
+  let summary = "Gradients of `tg.rms_norm` (input, weight)";
+  let description = [{
+    Recomputes `rsqrt(mean(x², last dim) + eps)` and returns `d input` (the
+    input's shape) and `d weight` (`[D]`, the weight's type). Runtime
+    kernel: `ampc_rms_norm_bwd`.
+
+    ```mlir
+    %dx, %dw = tg.rms_norm_grad %dy, %x, %w eps 1.0e-06
+        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+        -> tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
+    type($input) `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
+  }];
+  let ampClass = TG_FP32;
+  let kernels = ["ampc_rms_norm_bwd"];
+  let training = 1;
+  let language = "";
+}
+
+//===----------------------------------------------------------------------===//
+// Over groups of channels: group_norm
+//===----------------------------------------------------------------------===//
+
+def TG_GroupNormOp : TG_InferOp<"group_norm", [TG_Differentiable]> {
+  let summary = "`F.group_norm(x, groups, w, b, eps)`";
+  let description = [{
+    `x` is `[N, C, ...]` (rank >= 2); the `C` channels form `groups` groups
+    of `C / groups` channels, each normalised over its channels and every
+    spatial position with the biased variance, then scaled by `weight` and
+    shifted by `bias` (both `[C]`). The result has the input's shape and
+    the widest float dtype of the operands. The gradient is
+    `group_norm_grad`.
+
+    ```mlir
+    %y = tg.group_norm %x, %w, %b groups 2 eps 1.0e-05
+        : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x3x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias, I64Attr:$groups, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `groups` $groups `eps` $eps attr-dict `:`
+    type($input) `,` type($weight) `,` type($bias) `->` type($result)
+  }];
+  let ampClass = TG_FP32;
+  let keywords = [TG_Keyword<"groups", "int">, TG_Keyword<"eps", "float", "1e-05">];
+  let gradients = [
+    (TG_Result<0> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<1> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
+    (TG_Result<2> (TGOp<"group_norm_grad"> $dy, $input, $weight))];
+}
+
+def TG_GroupNormGradOp : TG_InferOp<"group_norm_grad"> {
+  let summary = "Gradients of `tg.group_norm` (input, weight, bias)";
+  let description = [{
+    Recomputes each group's statistics (same `groups` and `eps` as the
+    forward op) and returns `d input` (the input's shape), `d weight` and
+    `d bias` (both `[C]`, the weight's type). Runtime kernel:
+    `ampc_group_norm_bwd`.
+
+    ```mlir
+    %dx, %dw, %db = tg.group_norm_grad %dy, %x, %w groups 2 eps 1.0e-05
+        : tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<4xf32>
+        -> tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, I64Attr:$groups, F64Attr:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `groups` $groups `eps` $eps attr-dict `:`
+    type($grad) `,` type($input) `,` type($weight) `->` type($input_grad) `,`
+    type($weight_grad) `,` type($bias_grad)
+  }];
+  let ampClass = TG_FP32;
+  let training = 1;
+  let language = "";
+  let kernels = ["ampc_group_norm_bwd"];
+}
+
+//===----------------------------------------------------------------------===//
+// Over every dim but the channels: batch_norm
+//===----------------------------------------------------------------------===//
 
 def TG_BatchNormOp : TG_InferOp<"batch_norm", [TG_Differentiable]> {
   let summary = "`F.batch_norm` over dim 1 of (N, C, ...)";
@@ -151,87 +328,6 @@ def TG_BatchNormUpdateOp : TG_InferOp<"batch_norm_update"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_batch_norm_update"];
-}
-
-def TG_DropoutOp : TG_InferOp<"dropout", [TG_Differentiable]> {
-  let summary = "`F.dropout` in training mode, with a counter-based mask";
-  let description = [{
-    Element `i` is kept, and scaled by `1 / (1 - p)`, when
-    `u >= p` for `u` the uniform draw (24 bits, in [0, 1)) of lane `i % 4`
-    of `philox4x32_10(counter = (i / 4, 2^63 + key * 2^32 + step),
-    key = seed)`; otherwise it is zero. `seed` is the run's seed, `step` the
-    value of the i32 scalar operand (the graph's `dropout.step` state: the
-    steps taken so far), `key` the op's number in its graph (0 for the first
-    `dropout` call). The mask depends on nothing else, so a continued run
-    draws what an uninterrupted one would, and every backend draws the same
-    bits. The gradient is the same op applied to the result's gradient (the
-    same mask). The frontend builds it only in training graphs (elsewhere
-    `dropout` is the identity).
-
-    ```mlir
-    %y = tg.dropout %x, %step {key = 0 : i64, p = 5.000000e-01 : f64}
-        : tensor<8x16xf32>, tensor<i32> -> tensor<8x16xf32>
-    ```
-
-    Runtime kernel: `ampc_dropout_fwd`.
-
-    `sample_elems` (set by `ampc-dropout-sample-layout` in data-parallel
-    compilations, on the forward op and on its gradient alike) says that the
-    input holds each sample of the batch as one contiguous block of that
-    many elements. The op then lowers to `ampc_dropout_ranked_fwd`: with a
-    communicator of W > 1 ranks attached to the runtime context, element
-    `i` of rank `r` draws the mask of element
-    `((i / S) * W + r) * S + i % S` (S = `sample_elems`), which is where
-    its sample sits in one process whose batch holds every rank's samples
-    (rank `r`'s sample `j` is that batch's sample `j * W + r`). With no
-    communicator, or one rank, the mask is the one above, bit for bit.
-
-    ```mlir
-    %y = tg.dropout %x, %step {key = 0 : i64, p = 5.000000e-01 : f64, sample_elems = 16 : i64}
-        : tensor<8x16xf32>, tensor<i32> -> tensor<8x16xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input,
-                       TG_StaticTensorOf<[I32]>:$step,
-                       F64Attr:$p,
-                       I64Attr:$key,
-                       OptionalAttr<I64Attr>:$sample_elems);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $step attr-dict `:` type($input) `,` type($step) `->`
-    type($result)
-  }];
-  let ampClass = TG_Follow;
-  let loadConverts = ["input"];
-  let keywords = [TG_Keyword<"p", "float", "0.5">];
-  // p is checked, the step counter and the key come from the graph
-  // (MLIRGen.cpp).
-  let customFrontend = 1;
-  // A call names only the input (`dropout(x, p=0.5)`).
-  let languageMinOperands = 1;
-  let gradients = [(TGOp<"dropout"> $dy, $step), (TG_NoGradient)];
-}
-
-def TG_CounterNextOp : TG_InferOp<"counter_next"> {
-  let summary = "An i32 scalar plus one (the dropout step counter)";
-  let description = [{
-    `counter + 1`, computed on the device: the next value of the
-    `dropout.step` state of a training graph that uses `dropout`. Runtime
-    kernel: `ampc_counter_next`.
-
-    ```mlir
-    %next = tg.counter_next %step : tensor<i32>
-    ```
-  }];
-  let arguments = (ins TG_StaticTensorOf<[I32]>:$counter);
-  let results = (outs TG_StaticTensorOf<[I32]>:$result);
-  let assemblyFormat = "$counter attr-dict `:` type($counter)";
-  let ampClass = TG_Follow;
-  let loadConverts = [];
-  let training = 1;
-  let language = "";
-  let kernels = ["ampc_counter_next"];
-  let keywords = [];
 }
 
 #endif // AMPC_DIALECT_TG_TGNORMOPS_TD

@@ -497,7 +497,7 @@ def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
 }
 
 //===----------------------------------------------------------------------===//
-// Normalization
+// Softmax
 //===----------------------------------------------------------------------===//
 
 class TG_SoftmaxLikeOp<string mnemonic, string torchName, dag rule> :
@@ -526,55 +526,6 @@ def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax",
     (TGOp<"softmax_grad"> $dy, $result)>;
 def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax",
     (TGOp<"log_softmax_grad"> $dy, $result)>;
-
-def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
-  let summary = "`F.layer_norm` over the last dim, with weight and bias";
-  let description = [{
-    Normalizes over the last dim `D` of the input; `weight` and `bias` are
-    `[D]`. The result has the input's shape and the widest float dtype of
-    the operands.
-
-    ```mlir
-    %y = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       TG_FloatTensor:$bias, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
-    type($weight) `,` type($bias) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let keywords = [TG_Keyword<"eps", "float", "1e-05">];
-  let gradients = [
-    (TG_Result<0> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<1> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<2> (TGOp<"layer_norm_grad"> $dy, $input, $weight))];
-}
-
-def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
-  let summary = "`F.rms_norm` over the last dim, with weight";
-  let description = [{
-    `x / sqrt(mean(x², last dim) + eps) * weight`, `weight` is `[D]`.
-
-    ```mlir
-    %y = tg.rms_norm %x, %w eps 1.0e-06 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
-    `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let keywords = [TG_Keyword<"eps", "float", "1e-06">];
-  let gradients = [
-    (TG_Result<0> (TGOp<"rms_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<1> (TGOp<"rms_norm_grad"> $dy, $input, $weight))];
-}
 
 //===----------------------------------------------------------------------===//
 // Shape
@@ -823,6 +774,8 @@ include "ampc/Dialect/TG/TGScheduleOps.td"
 include "ampc/Dialect/TG/TGReductionOps.td"
 // batch_norm (running statistics in buffers) and dropout.
 include "ampc/Dialect/TG/TGNormOps.td"
+// Dropout and its step counter.
+include "ampc/Dialect/TG/TGDropoutOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
 // Data-parallel collectives: the bucketed gradient all-reduce

@@ -157,67 +157,8 @@ def TG_CumsumGradOp : TG_InferOp<"cumsum_grad"> {
 }
 
 //===----------------------------------------------------------------------===//
-// group_norm, cosine_similarity
+// cosine_similarity
 //===----------------------------------------------------------------------===//
-
-def TG_GroupNormOp : TG_InferOp<"group_norm", [TG_Differentiable]> {
-  let summary = "`F.group_norm(x, groups, w, b, eps)`";
-  let description = [{
-    `x` is `[N, C, ...]` (rank >= 2); the `C` channels form `groups` groups
-    of `C / groups` channels, each normalised over its channels and every
-    spatial position with the biased variance, then scaled by `weight` and
-    shifted by `bias` (both `[C]`). The result has the input's shape and
-    the widest float dtype of the operands. The gradient is
-    `group_norm_grad`.
-
-    ```mlir
-    %y = tg.group_norm %x, %w, %b groups 2 eps 1.0e-05
-        : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4x3x3xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       TG_FloatTensor:$bias, I64Attr:$groups, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight `,` $bias `groups` $groups `eps` $eps attr-dict `:`
-    type($input) `,` type($weight) `,` type($bias) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let keywords = [TG_Keyword<"groups", "int">, TG_Keyword<"eps", "float", "1e-05">];
-  let gradients = [
-    (TG_Result<0> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<1> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<2> (TGOp<"group_norm_grad"> $dy, $input, $weight))];
-}
-
-def TG_GroupNormGradOp : TG_InferOp<"group_norm_grad"> {
-  let summary = "Gradients of `tg.group_norm` (input, weight, bias)";
-  let description = [{
-    Recomputes each group's statistics (same `groups` and `eps` as the
-    forward op) and returns `d input` (the input's shape), `d weight` and
-    `d bias` (both `[C]`, the weight's type). Runtime kernel:
-    `ampc_group_norm_bwd`.
-
-    ```mlir
-    %dx, %dw, %db = tg.group_norm_grad %dy, %x, %w groups 2 eps 1.0e-05
-        : tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<4xf32>
-        -> tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, I64Attr:$groups, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
-                      TG_FloatTensor:$bias_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `groups` $groups `eps` $eps attr-dict `:`
-    type($grad) `,` type($input) `,` type($weight) `->` type($input_grad) `,`
-    type($weight_grad) `,` type($bias_grad)
-  }];
-  let ampClass = TG_FP32;
-  let training = 1;
-  let language = "";
-  let kernels = ["ampc_group_norm_bwd"];
-}
 
 def TG_CosineSimilarityOp : TG_InferOp<"cosine_similarity", [TG_Differentiable]> {
   let summary = "`F.cosine_similarity(a, b, dim, eps)`";

@@ -190,58 +190,6 @@ def TG_SoftmaxGradOp : TG_SoftmaxGradLikeOp<"softmax_grad", "softmax",
 def TG_LogSoftmaxGradOp : TG_SoftmaxGradLikeOp<"log_softmax_grad",
     "log_softmax", "`dx = dy - exp(y) * sum(dy, dim)`.">;
 
-def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
-  let summary = "Gradients of `tg.layer_norm` (input, weight, bias)";
-  let description = [{
-    Recomputes the statistics of `input` over its last dim (as the forward
-    op, same `eps`) and returns `d input` (the input's shape), `d weight`
-    and `d bias` (both `[D]`, the weight's type; `d bias` is the sum of
-    `grad` over every dim but the last). Runtime kernel:
-    `ampc_layer_norm_bwd`.
-
-    ```mlir
-    %dx, %dw, %db = tg.layer_norm_grad %dy, %x, %w eps 1.0e-05
-        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
-        -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
-                      TG_FloatTensor:$bias_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
-    type($input) `,` type($weight) `->` type($input_grad) `,`
-    type($weight_grad) `,` type($bias_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_layer_norm_bwd"];
-}
-
-def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
-  let summary = "Gradients of `tg.rms_norm` (input, weight)";
-  let description = [{
-    Recomputes `rsqrt(mean(x², last dim) + eps)` and returns `d input` (the
-    input's shape) and `d weight` (`[D]`, the weight's type). Runtime
-    kernel: `ampc_rms_norm_bwd`.
-
-    ```mlir
-    %dx, %dw = tg.rms_norm_grad %dy, %x, %w eps 1.0e-06
-        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
-        -> tensor<4x8xf32>, tensor<8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
-    type($input) `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_rms_norm_bwd"];
-}
-
 def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   let summary = "Gradient of `tg.embedding` with respect to the table";
   let description = [{
