@@ -376,37 +376,6 @@ LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
-                                 Value input, DenseI64ArrayAttr dimsAttr,
-                                 bool keepdim, SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  auto shape = reduceShape(err, x, dimsAttr, keepdim);
-  if (failed(shape))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
-}
-
-#define TG_REDUCE_INFER(OP, NAME)                                              \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferReduce(NAME, loc, adaptor.getInput(), adaptor.getDimsAttr(),   \
-                       static_cast<bool>(adaptor.getKeepdimAttr()), types);    \
-  }
-TG_REDUCE_INFER(SumOp, "sum")
-TG_REDUCE_INFER(MeanOp, "mean")
-TG_REDUCE_INFER(MaxOp, "max")
-#undef TG_REDUCE_INFER
-
-//===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
 

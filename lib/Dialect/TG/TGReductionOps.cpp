@@ -1,8 +1,8 @@
-//===- TGReductionOps.cpp - inference of the fp32-list reductions, losses -===//
+//===- TGReductionOps.cpp - the reductions: inference ---------------------===//
 //
-// Result types and attribute checks of the ops of TGReductionOps.td:
-// logsumexp, norm, cumsum, group_norm, cosine_similarity, the losses
-// l1_loss, smooth_l1_loss, kl_div, nll_loss and their backward ops.
+// Result types and attribute checks (the inference is also the verifier) of
+// the ops of TGReductionOps.td: sum, mean, max, logsumexp, norm, cumsum,
+// cosine_similarity and their backward ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,7 +80,62 @@ FailureOr<SmallVector<int64_t>> cosineShape(const InferError &err,
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Reductions
+// sum, mean, max
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
+                                 Value input, DenseI64ArrayAttr dimsAttr,
+                                 bool keepdim, SmallVectorImpl<Type> &types) {
+  InferError err{loc, name};
+  auto x = tensorType(input);
+  if (!x)
+    return err("operand must be a ranked tensor");
+  auto shape = reduceShape(err, x, dimsAttr, keepdim);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
+  return success();
+}
+
+#define TG_REDUCE_INFER(OP, NAME)                                              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduce(NAME, loc, adaptor.getInput(), adaptor.getDimsAttr(),   \
+                       static_cast<bool>(adaptor.getKeepdimAttr()), types);    \
+  }
+TG_REDUCE_INFER(SumOp, "sum")
+TG_REDUCE_INFER(MeanOp, "mean")
+TG_REDUCE_INFER(MaxOp, "max")
+#undef TG_REDUCE_INFER
+
+LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  InferError err{loc, "max_grad"};
+  auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
+  if (!x || !y || !tensorType(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  auto reduced = reduceShape(err, x, adaptor.getDimsAttr(),
+                             static_cast<bool>(adaptor.getKeepdimAttr()),
+                             /*sayRank=*/false);
+  if (failed(reduced))
+    return failure();
+  if (y.getShape() != ArrayRef<int64_t>(*reduced))
+    return err("forward result ", y, " must have the shape ",
+               shapeToString(*reduced), " of max over dims ",
+               shapeToString(adaptor.getDims()), " of ", x);
+  if (failed(checkGradShape(err, adaptor.getGrad(), *reduced, "max")))
+    return failure();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()},
+      {x.getShape()}, types);
+}
+
+//===----------------------------------------------------------------------===//
+// logsumexp, norm
 //===----------------------------------------------------------------------===//
 
 LogicalResult LogsumexpOp::inferReturnTypes(MLIRContext *,

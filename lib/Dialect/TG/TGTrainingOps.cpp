@@ -112,30 +112,6 @@ TG_BINARY_GRAD_INFER(MinimumGradOp, "minimum_grad")
 TG_BINARY_GRAD_INFER(PowGradOp, "pow_grad")
 #undef TG_BINARY_GRAD_INFER
 
-LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  InferError err{loc, "max_grad"};
-  auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
-  if (!x || !y || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  auto reduced = reduceShape(err, x, adaptor.getDimsAttr(),
-                             static_cast<bool>(adaptor.getKeepdimAttr()),
-                             /*sayRank=*/false);
-  if (failed(reduced))
-    return failure();
-  if (y.getShape() != ArrayRef<int64_t>(*reduced))
-    return err("forward result ", y, " must have the shape ",
-               shapeToString(*reduced), " of max over dims ",
-               shapeToString(adaptor.getDims()), " of ", x);
-  if (failed(checkGradShape(err, adaptor.getGrad(), *reduced, "max")))
-    return failure();
-  return pushPromoted(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()},
-      {x.getShape()}, types);
-}
-
 //===----------------------------------------------------------------------===//
 // Normalization, pooling, convolution, losses
 //===----------------------------------------------------------------------===//

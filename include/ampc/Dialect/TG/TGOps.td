@@ -463,40 +463,6 @@ def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
                              (TGOp<"mul"> $result, $result)))>;
 
 //===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-class TG_ReduceOp<string mnemonic, string torchName, Type tensorType,
-                  TG_AmpClass cls> :
-    TG_InferOp<mnemonic, [TG_Differentiable]> {
-  let ampClass = cls;
-  let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
-  let summary = "`" # torchName # "` over `dims`";
-  let description = [{
-    Reduces over `dims` (sorted, distinct, in range; the frontend expands
-    "no dims" to all dims and negative dims to positive ones). With
-    `keepdim` the reduced dims stay as size 1.
-
-    ```mlir
-    %s = tg.sum %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
-    ```
-  }];
-  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$dims,
-                       UnitAttr:$keepdim);
-  let results = (outs tensorType:$result);
-  let assemblyFormat = [{
-    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
-  }];
-}
-
-def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor, TG_FP32>;
-// fp32 as in TensorFlow's deny list: reductions stay in f32.
-def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
-def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
-  let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
-}
-
-//===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
 
@@ -761,21 +727,23 @@ include "ampc/Dialect/TG/TGMatmulOps.td"
 include "ampc/Dialect/TG/TGConvOps.td"
 // Pooling and its gradients.
 include "ampc/Dialect/TG/TGPoolOps.td"
+// The reductions (sum, mean, max, logsumexp, norm, cumsum,
+// cosine_similarity) and their gradients.
+include "ampc/Dialect/TG/TGReductionOps.td"
+// The normalizations (layer, rms, group and batch norm) and their gradients.
+include "ampc/Dialect/TG/TGNormOps.td"
 // Every loss and its gradient.
 include "ampc/Dialect/TG/TGLossOps.td"
-
-// Backward ops, optimizer updates and the loss-scaler ops.
-include "ampc/Dialect/TG/TGTrainingOps.td"
-// Comparisons and the other ops of training jobs.
+// Comparisons, argmax and where.
 include "ampc/Dialect/TG/TGCompareOps.td"
-// Learning-rate schedules.
-include "ampc/Dialect/TG/TGScheduleOps.td"
-// Reductions, norms and losses of PyTorch's fp32 autocast list (docs/amp.md).
-include "ampc/Dialect/TG/TGReductionOps.td"
-// batch_norm (running statistics in buffers) and dropout.
-include "ampc/Dialect/TG/TGNormOps.td"
+
+// The backward ops of the core ops, optimizer updates, clipping and the
+// loss-scaler ops.
+include "ampc/Dialect/TG/TGTrainingOps.td"
 // Dropout and its step counter.
 include "ampc/Dialect/TG/TGDropoutOps.td"
+// Learning-rate schedules.
+include "ampc/Dialect/TG/TGScheduleOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
 // Data-parallel collectives: the bucketed gradient all-reduce

@@ -1,13 +1,12 @@
-//===- TGReductionOps.td - reductions, norms, losses of the fp32 list -*- tablegen -*-===//
+//===- TGReductionOps.td - the reductions and their gradients --*- tablegen -*-===//
 //
-// Ops of PyTorch's CUDA autocast fp32 list (torch/testing/_internal/
-// autocast_test_lists.py, `torch_fp32` and `nn_fp32`): logsumexp, cumsum,
-// norm, group_norm, cosine_similarity and the losses nll_loss, l1_loss,
-// smooth_l1_loss, kl_div, each with its backward op. All are `fp32` under
-// AMP: float inputs are read as f32 and the result is f32. Their kernels
-// (runtime/src/api_reduce_loss.cpp) are composed of the backends'
-// primitives, so the CPU and CUDA backends run the same code. Included from
-// TGOps.td after the training ops.
+// The reductions, each with its gradient op: `sum`, `mean`, `max` (over
+// `dims`), `logsumexp`, `norm`, the scan `cumsum` and `cosine_similarity`.
+// `sum` and `mean` and the ops of PyTorch's CUDA autocast fp32 list
+// (torch/testing/_internal/autocast_test_lists.py, `torch_fp32` and
+// `nn_fp32`: logsumexp, cumsum, norm, cosine_similarity) are `fp32` under
+// AMP: float inputs are read as f32 and the result is f32. Included from
+// TGOps.td; inference in lib/Dialect/TG/TGReductionOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +14,70 @@
 #define AMPC_DIALECT_TG_TGREDUCTIONOPS_TD
 
 //===----------------------------------------------------------------------===//
-// Reductions: logsumexp, norm
+// sum, mean, max
+//===----------------------------------------------------------------------===//
+
+class TG_ReduceOp<string mnemonic, string torchName, Type tensorType,
+                  TG_AmpClass cls> :
+    TG_InferOp<mnemonic, [TG_Differentiable]> {
+  let ampClass = cls;
+  let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
+  let summary = "`" # torchName # "` over `dims`";
+  let description = [{
+    Reduces over `dims` (sorted, distinct, in range; the frontend expands
+    "no dims" to all dims and negative dims to positive ones). With
+    `keepdim` the reduced dims stay as size 1.
+
+    ```mlir
+    %s = tg.sum %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor, TG_FP32>;
+
+// fp32 as in TensorFlow's deny list: reductions stay in f32.
+def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
+
+def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
+  let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
+}
+
+def TG_MaxGradOp : TG_InferOp<"max_grad"> {
+  let summary = "Gradient of the `tg.max` reduction";
+  let description = [{
+    `grad` has the shape of the forward result `result` (`tg.max %input dims
+    DIMS`, same `dims` and `keepdim`); the gradient is split evenly between
+    the elements of each reduced group that equal the maximum (PyTorch's
+    `amax` backward). The result has the input's shape. Runtime kernel:
+    `ampc_max_bwd`.
+
+    ```mlir
+    %dx = tg.max_grad %dy, %x, %y dims [1] : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$result_value, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
+    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let kernels = ["ampc_max_bwd"];
+  let training = 1;
+  let language = "";
+}
+
+//===----------------------------------------------------------------------===//
+// logsumexp, norm
 //===----------------------------------------------------------------------===//
 
 def TG_LogsumexpOp : TG_InferOp<"logsumexp", [TG_Differentiable]> {

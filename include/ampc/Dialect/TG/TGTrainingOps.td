@@ -138,31 +138,6 @@ def TG_PowGradOp : TG_BinaryGradOp<"pow_grad", "pow", TG_FP32,
     "`d lhs = dy * rhs * lhs^(rhs-1)`, `d rhs = dy * lhs^rhs * log(lhs)`, 0 "
     "where `lhs == 0` and `rhs >= 0` (PyTorch's `pow_backward_exponent`).">;
 
-def TG_MaxGradOp : TG_InferOp<"max_grad"> {
-  let summary = "Gradient of the `tg.max` reduction";
-  let description = [{
-    `grad` has the shape of the forward result `result` (`tg.max %input dims
-    DIMS`, same `dims` and `keepdim`); the gradient is split evenly between
-    the elements of each reduced group that equal the maximum (PyTorch's
-    `amax` backward). The result has the input's shape. Runtime kernel:
-    `ampc_max_bwd`.
-
-    ```mlir
-    %dx = tg.max_grad %dy, %x, %y dims [1] : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$result_value, DenseI64ArrayAttr:$dims,
-                       UnitAttr:$keepdim);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
-    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
-  }];
-  let ampClass = TG_Follow;
-  let kernels = ["ampc_max_bwd"];
-}
-
 class TG_SoftmaxGradLikeOp<string mnemonic, string fwd, string rule> :
     TG_InferOp<mnemonic> {
   let ampClass = TG_FP32;
