@@ -1,9 +1,8 @@
-//===- InferSupport.h - shared helpers of tg type inference ----*- C++ -*-===//
+//===- InferSupport.h - shared helpers of tg type inference -----*- C++ -*-===//
 //
 // Private to lib/Dialect/TG: the error helper and shape checks that the
-// inference functions of the forward ops (TGOps.cpp and the per-area files)
-// and of the backward and training ops (TGTrainingOps.cpp) share, so a
-// message reads the same in all of them.
+// inference functions of every op family (TGOps.cpp, TGTrainingOps.cpp and
+// the per-family files) share, so a message reads the same in all of them.
 //
 //===----------------------------------------------------------------------===//
 

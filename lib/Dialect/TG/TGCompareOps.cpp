@@ -1,6 +1,8 @@
-//===- TGCompareOps.cpp - inference of the training-jobs ops -------------------===//
+//===- TGCompareOps.cpp - comparisons, argmax, where: inference -----------===//
 //
-// The ops of TGCompareOps.td that need C++: the comparisons' result type.
+// The inference of the ops of TGCompareOps.td (called from the code their
+// records generate): the comparisons' and `where`'s broadcast result and
+// `argmax`'s i32 result.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,10 @@
-//===- TGOps.cpp - the tensor-graph ops -----------------------------------===//
+//===- TGOps.cpp - the core tensor-graph ops ------------------------------===//
 //
 // Result type inference (which doubles as shape verification), verifiers and
-// folders of the `tg` ops. Every message names the op, the shapes involved
-// and the offending dim, because users read them as `.tg` compile errors.
+// folders of the ops of TGOps.td, and the helpers every family's file shares
+// (type promotion, broadcasting, the fused-store types). Every message names
+// the op, the shapes involved and the offending dim, because users read them
+// as `.tg` compile errors.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,8 +2,8 @@
 //
 // Type inference (which is also verification) of the ops in TGTrainingOps.td.
 // Backward ops check that the incoming gradient has exactly the shape the
-// forward op would produce, so a malformed backward graph is a located error
-// rather than a runtime shape mismatch.
+// forward op would produce (checkGradShape, InferSupport.h), so a malformed
+// backward graph is a located error rather than a runtime shape mismatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +113,7 @@ TG_BINARY_GRAD_INFER(PowGradOp, "pow_grad")
 #undef TG_BINARY_GRAD_INFER
 
 //===----------------------------------------------------------------------===//
-// Normalization, pooling, convolution, losses
+// Softmax and embedding backward ops
 //===----------------------------------------------------------------------===//
 
 static LogicalResult inferSoftmaxGrad(StringRef name,

@@ -1,8 +1,9 @@
-//===- TGCompareOps.td - ops of the training-jobs work ----------*- tablegen -*-===//
+//===- TGCompareOps.td - comparisons, argmax and where -----*- tablegen -*-===//
 //
-// Ops added for training jobs (classifiers with eval graphs): the
-// elementwise comparisons, `where` and the binary cross-entropy losses with
-// their backward ops. Included from TGOps.td, after the v1 ops.
+// The elementwise comparisons (`equal`, `not_equal`, `less`, `less_equal`,
+// `greater`, `greater_equal`, i1 results), `argmax` and `where`, which
+// selects by such a mask. Included from TGOps.td; inference in
+// lib/Dialect/TG/TGCompareOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,14 @@
-//===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
+//===- TGOps.td - the tensor-graph ops ---------------------*- tablegen -*-===//
 //
-// One op per op of the `.tg` language (docs/language.md), plus the compiler's own `constant`,
-// `cast`, `grad`, `grad_seed` and `minimize`. Every op that can infers its
-// result type; the inference functions are also the verifiers and name both
-// shapes and the offending dimension.
+// The core of the dialect: the classes every op derives from, the compiler's
+// own `constant` and `cast`, `matmul` and `linear`, the elementwise ops and
+// activations, softmax, the shape ops, and the training statements `grad`,
+// `grad_seed` and `minimize`. The other op families have a file each,
+// included at the end (TGConvOps.td, TGPoolOps.td, TGReductionOps.td,
+// TGNormOps.td, TGLossOps.td, ...): an op family lives where its file name
+// says, with its gradient ops. Every op that can infers its result type;
+// the inference functions are also the verifiers and name both shapes and
+// the offending dimension.
 //
 // Each record also declares what the rest of the compiler needs to know
 // about the op (TGOpInfo.td): its AMP class, load conversion, in-place

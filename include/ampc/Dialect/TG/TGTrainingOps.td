@@ -1,11 +1,14 @@
-//===- TGTrainingOps.td - backward, optimizer and scaler ops -*- tablegen -*-===//
+//===- TGTrainingOps.td - backward, optimizer and scaler ops --*- tablegen -*-===//
 //
 // The ops the compiler makes for training steps (included by TGOps.td):
-//  - backward ops: gradients that forward `tg` ops cannot express (they need a
-//    comparison, a scatter or the forward op's internals). Each maps 1:1 onto
-//    an `ampc_<op>_bwd` kernel of the runtime (runtime/include/ampc/runtime.h)
-//    and, like those kernels, returns every operand gradient at once: a
-//    result nobody uses is simply not written (the kernel gets NULL);
+//  - the backward ops of the core ops of TGOps.td (elementwise, max,
+//    softmax, embedding): gradients that forward `tg` ops cannot express
+//    (they need a comparison, a scatter or the forward op's internals). Each
+//    maps 1:1 onto an `ampc_<op>_bwd` kernel of the runtime
+//    (runtime/include/ampc/runtime.h) and, like those kernels, returns every
+//    operand gradient at once: a result nobody uses is simply not written
+//    (the kernel gets NULL). The backward ops of the other families are in
+//    their family's file (TGConvOps.td, TGLossOps.td, ...);
 //  - `tg.broadcast_to`, the inverse of a sum over broadcast dims;
 //  - optimizer updates, gradient clipping and the loss-scaler ops. These are
 //    multi-tensor ops over every parameter of the step, like the runtime's
