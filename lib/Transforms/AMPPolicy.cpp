@@ -32,8 +32,8 @@ std::optional<OpClass> ampc::amp::symbolizeOpClass(llvm::StringRef name) {
 }
 
 namespace {
-/// The defaults: the `ampClass` of every tg op record (TGOps.td,
-/// TGTrainingOps.td; a record without one does not build). `lower` and
+/// The defaults: the `ampClass` of every tg op record (TGOps.td and the
+/// family files it includes; a record without one does not build). `lower` and
 /// `fp32` follow PyTorch's CUDA autocast lists, `mean` is fp32 (TensorFlow's
 /// deny list) because reductions stay in f32, and a backward op takes the
 /// class of the forward op it differentiates. Registrations

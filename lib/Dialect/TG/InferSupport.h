@@ -1,9 +1,8 @@
-//===- InferSupport.h - shared helpers of tg type inference ----*- C++ -*-===//
+//===- InferSupport.h - shared helpers of tg type inference -----*- C++ -*-===//
 //
 // Private to lib/Dialect/TG: the error helper and shape checks that the
-// inference functions of the forward ops (TGOps.cpp and the per-area files)
-// and of the backward and training ops (TGTrainingOps.cpp) share, so a
-// message reads the same in all of them.
+// inference functions of every op family (TGOps.cpp, TGTrainingOps.cpp and
+// the per-family files) share, so a message reads the same in all of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,6 +142,20 @@ pairLossType(const InferError &err, mlir::Value lhs, mlir::Value rhs) {
   if (a.getShape() != b.getShape())
     return err("operands must have the same shape, got ", a, " and ", b);
   return promoteAll(err, {lhs, rhs});
+}
+
+/// Checks that `grad` has exactly `shape` (the forward result's shape).
+inline mlir::LogicalResult checkGradShape(const InferError &err,
+                                          mlir::Value grad,
+                                          llvm::ArrayRef<int64_t> shape,
+                                          llvm::StringRef forward) {
+  auto g = tensorType(grad);
+  if (!g)
+    return err("gradient must be a ranked tensor");
+  if (g.getShape() != shape)
+    return err("gradient ", g, " must have the shape ", shapeToString(shape),
+               " of the ", forward, " result");
+  return mlir::success();
 }
 
 /// Checks the input and `eps` of layer_norm / rms_norm and their backward

@@ -1,9 +1,9 @@
-//===- TGConvOps.cpp - conv1d/3d, transposed convs: inference, gradients ===//
+//===- TGConvOps.cpp - the convolutions: inference, gradients ------------===//
 //
-// Result types and gradient rules of the ops of TGConvOps.td: conv1d,
-// conv3d, conv_transpose1d/2d/3d and the gradient ops of the N-d forms
-// (conv2d and conv_transpose2d's rule are in TGOps.cpp and TGGradients.cpp).
-// Messages follow PyTorch's checks.
+// Result types and gradient rules of the ops of TGConvOps.td: conv1d/2d/3d,
+// conv_transpose1d/2d/3d and the gradient ops of the convolutions
+// (conv_transpose2d's rule is in TGGradients.cpp). Messages follow
+// PyTorch's checks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,91 @@
 using namespace mlir;
 using namespace ampc::tg;
 using namespace ampc::tg::detail;
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError err{loc, "conv2d"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  auto b = tensorType(adaptor.getBias());
+  if (!x || !w)
+    return err("operands must be ranked tensors");
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
+    return failure();
+  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
+  if (!groupsAttr)
+    return err("requires attribute 'groups'");
+  int64_t groups = groupsAttr.getInt();
+  if (groups < 1)
+    return err("'groups' must be >= 1, got ", groups);
+  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
+  if (c % groups != 0)
+    return err("input channels ", c, " of ", x, " are not divisible by groups ",
+               groups);
+  if (o % groups != 0)
+    return err("output channels ", o, " of weight ", w,
+               " are not divisible by groups ", groups);
+  if (w.getDimSize(1) != c / groups)
+    return err("weight ", w, " has ", w.getDimSize(1),
+               " input channels (dim 1) but input ", x, " with groups ", groups,
+               " needs ", c / groups);
+  if (b && (b.getRank() != 1 || b.getDimSize(0) != o))
+    return err("bias ", b, " must be [", o, "] to match weight ", w);
+  SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
+  if (b)
+    vals.push_back(adaptor.getBias());
+  FailureOr<Type> elt = promoteAll(err, vals);
+  if (failed(elt))
+    return failure();
+  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
+                    dil = adaptor.getDilation();
+  SmallVector<int64_t> shape{x.getDimSize(0), o};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = x.getDimSize(2 + i), k = w.getDimSize(2 + i);
+    int64_t span = dil[i] * (k - 1) + 1;
+    int64_t padded = in + 2 * pad[i];
+    if (padded < span)
+      return err("kernel extent ", span, " (dilated) exceeds padded input ",
+                 padded, " in spatial dim ", 2 + i, " of ", x);
+    shape.push_back((padded - span) / stride[i] + 1);
+  }
+  types.push_back(RankedTensorType::get(shape, *elt));
+  return success();
+}
+
+LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  InferError err{loc, "conv2d_grad"};
+  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
+  if (!x || !w || !tensorType(adaptor.getGrad()))
+    return err("operands must be ranked tensors");
+  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
+                                 adaptor.getPaddingAttr(),
+                                 adaptor.getDilationAttr())))
+    return failure();
+  if (!adaptor.getGroupsAttr())
+    return err("requires attribute 'groups'");
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
+  if (groups < 1 || c % groups != 0 || o % groups != 0 ||
+      w.getDimSize(1) != c / groups)
+    return err("input ", x, " and weight ", w, " do not fit groups ", groups);
+  SmallVector<int64_t> out{x.getDimSize(0), o};
+  if (failed(appendConvSpatial(err, x, w, 2, adaptor.getStride(),
+                               adaptor.getPadding(), adaptor.getDilation(),
+                               out)))
+    return failure();
+  if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
+    return failure();
+  return pushPromoted(
+      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
+      {x.getShape(), w.getShape()}, types);
+}
 
 /// Checks that `attr` holds `n` values (one per spatial dim), each at least
 /// `minValue`.

@@ -2,10 +2,11 @@
 //
 // `GradientOpInterface::buildGradient` for every differentiable op: the
 // vector-Jacobian product of the op, written with forward `tg` ops where they
-// express it exactly and with the backward ops of TGTrainingOps.td where the
-// rule needs a comparison, a scatter or the op's internals. Most rules are
-// data in the op records (`gradients`, expanded by gen-op-tables.py into
-// TGGradients.inc, included at the end); the ones here need C++.
+// express it exactly and with backward ops (each in its family's .td file)
+// where the rule needs a comparison, a scatter or the op's internals. Most
+// rules are data in the op records (`gradients`, expanded by
+// gen-op-tables.py into TGGradients.inc, included at the end); the ones here
+// need C++.
 //
 // Conventions (TGInterfaces.td): the gradient of a value has the value's
 // type. Rules compute in the natural (promoted) type of the ops they build
@@ -363,7 +364,7 @@ LogicalResult PreluOp::buildGradient(OpBuilder &builder,
   return success();
 }
 
-// The rules of the ops whose records hold them (`gradients` in TGOps.td):
+// The rules of the ops whose records hold them (`gradients` in the .td files):
 // the elementwise ops, casts, softmax-like ops, norms, pools, losses and the
 // `max` reduction. The rules above need code: shape bookkeeping (matmul's
 // 1-D promotion, reductions, slices) or attributes the forward op lacks.

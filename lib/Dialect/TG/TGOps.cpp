@@ -1,8 +1,10 @@
-//===- TGOps.cpp - the tensor-graph ops -----------------------------------===//
+//===- TGOps.cpp - the core tensor-graph ops ------------------------------===//
 //
 // Result type inference (which doubles as shape verification), verifiers and
-// folders of the `tg` ops. Every message names the op, the shapes involved
-// and the offending dim, because users read them as `.tg` compile errors.
+// folders of the ops of TGOps.td, and the helpers every family's file shares
+// (type promotion, broadcasting, the fused-store types). Every message names
+// the op, the shapes involved and the offending dim, because users read them
+// as `.tg` compile errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -272,60 +274,6 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   return pushPromoted(err, vals, {shape}, types);
 }
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  InferError err{loc, "conv2d"};
-  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
-  auto b = tensorType(adaptor.getBias());
-  if (!x || !w)
-    return err("operands must be ranked tensors");
-  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
-                                 adaptor.getPaddingAttr(),
-                                 adaptor.getDilationAttr())))
-    return failure();
-  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
-  if (!groupsAttr)
-    return err("requires attribute 'groups'");
-  int64_t groups = groupsAttr.getInt();
-  if (groups < 1)
-    return err("'groups' must be >= 1, got ", groups);
-  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
-  if (c % groups != 0)
-    return err("input channels ", c, " of ", x, " are not divisible by groups ",
-               groups);
-  if (o % groups != 0)
-    return err("output channels ", o, " of weight ", w,
-               " are not divisible by groups ", groups);
-  if (w.getDimSize(1) != c / groups)
-    return err("weight ", w, " has ", w.getDimSize(1),
-               " input channels (dim 1) but input ", x, " with groups ", groups,
-               " needs ", c / groups);
-  if (b && (b.getRank() != 1 || b.getDimSize(0) != o))
-    return err("bias ", b, " must be [", o, "] to match weight ", w);
-  SmallVector<Value> vals{adaptor.getInput(), adaptor.getWeight()};
-  if (b)
-    vals.push_back(adaptor.getBias());
-  FailureOr<Type> elt = promoteAll(err, vals);
-  if (failed(elt))
-    return failure();
-  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
-                    dil = adaptor.getDilation();
-  SmallVector<int64_t> shape{x.getDimSize(0), o};
-  for (int i = 0; i < 2; ++i) {
-    int64_t in = x.getDimSize(2 + i), k = w.getDimSize(2 + i);
-    int64_t span = dil[i] * (k - 1) + 1;
-    int64_t padded = in + 2 * pad[i];
-    if (padded < span)
-      return err("kernel extent ", span, " (dilated) exceeds padded input ",
-                 padded, " in spatial dim ", 2 + i, " of ", x);
-    shape.push_back((padded - span) / stride[i] + 1);
-  }
-  types.push_back(RankedTensorType::get(shape, *elt));
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -430,38 +378,7 @@ LogicalResult PreluGradOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
-                                 Value input, DenseI64ArrayAttr dimsAttr,
-                                 bool keepdim, SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  auto shape = reduceShape(err, x, dimsAttr, keepdim);
-  if (failed(shape))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
-}
-
-#define TG_REDUCE_INFER(OP, NAME)                                              \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferReduce(NAME, loc, adaptor.getInput(), adaptor.getDimsAttr(),   \
-                       static_cast<bool>(adaptor.getKeepdimAttr()), types);    \
-  }
-TG_REDUCE_INFER(SumOp, "sum")
-TG_REDUCE_INFER(MeanOp, "mean")
-TG_REDUCE_INFER(MaxOp, "max")
-#undef TG_REDUCE_INFER
-
-//===----------------------------------------------------------------------===//
-// Normalization
+// Softmax
 //===----------------------------------------------------------------------===//
 
 LogicalResult ampc::tg::detail::inferAlongDim(StringRef name,
@@ -492,84 +409,6 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                                              SmallVectorImpl<Type> &types) {
   return inferAlongDim("log_softmax", loc, adaptor.getInput(),
                        adaptor.getDimAttr(), types);
-}
-
-/// layer_norm / rms_norm: affine operands are `[D]` with D the last dim.
-static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
-                               Value input, ValueRange affine, FloatAttr eps,
-                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  if (failed(checkLastDimNorm(err, x, eps)))
-    return failure();
-  int64_t d = x.getShape().back();
-  static const char *const names[] = {"weight", "bias"};
-  for (auto [i, v] : llvm::enumerate(affine)) {
-    auto t = tensorType(v);
-    if (!t || t.getRank() != 1 || t.getDimSize(0) != d)
-      return err(names[i], " ", v.getType(), " must be [", d,
-                 "] to match the last dim of input ", x);
-  }
-  SmallVector<Value> vals{input};
-  vals.append(affine.begin(), affine.end());
-  return pushPromoted(err, vals, {x.getShape()}, types);
-}
-
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferNorm("layer_norm", loc, adaptor.getInput(),
-                   {adaptor.getWeight(), adaptor.getBias()},
-                   adaptor.getEpsAttr(), types);
-}
-
-LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferNorm("rms_norm", loc, adaptor.getInput(), {adaptor.getWeight()},
-                   adaptor.getEpsAttr(), types);
-}
-
-//===----------------------------------------------------------------------===//
-// Pooling
-//===----------------------------------------------------------------------===//
-
-static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
-                               Value input, DenseI64ArrayAttr kernel,
-                               DenseI64ArrayAttr stride,
-                               DenseI64ArrayAttr padding,
-                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x)
-    return err("operand must be a ranked tensor");
-  auto shape = poolOutputShape(err, x, kernel, stride, padding);
-  if (failed(shape))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
-}
-
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool("max_pool2d", loc, adaptor.getInput(),
-                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
-                   adaptor.getPaddingAttr(), types);
-}
-
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool("avg_pool2d", loc, adaptor.getInput(),
-                   adaptor.getKernelAttr(), adaptor.getStrideAttr(),
-                   adaptor.getPaddingAttr(), types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -751,36 +590,6 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   shape.push_back(table.getDimSize(1));
   types.push_back(RankedTensorType::get(shape, table.getElementType()));
   return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cross_entropy"};
-  auto logits = tensorType(adaptor.getLogits());
-  auto labels = tensorType(adaptor.getLabels());
-  if (!logits || !labels)
-    return err("operands must be ranked tensors");
-  if (logits.getRank() != 2)
-    return err("logits must be 2-D [N, C], got ", logits);
-  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
-    return err("labels ", labels, " must be [", logits.getDimSize(0),
-               "] to match logits ", logits);
-  types.push_back(RankedTensorType::get({}, logits.getElementType()));
-  return success();
-}
-
-LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferPairLoss("mse_loss", loc, adaptor.getLhs(), adaptor.getRhs(),
-                       types);
 }
 
 //===----------------------------------------------------------------------===//

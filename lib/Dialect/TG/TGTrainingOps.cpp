@@ -2,8 +2,8 @@
 //
 // Type inference (which is also verification) of the ops in TGTrainingOps.td.
 // Backward ops check that the incoming gradient has exactly the shape the
-// forward op would produce, so a malformed backward graph is a located error
-// rather than a runtime shape mismatch.
+// forward op would produce (checkGradShape, InferSupport.h), so a malformed
+// backward graph is a located error rather than a runtime shape mismatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,19 +20,6 @@
 using namespace mlir;
 using namespace ampc::tg;
 using namespace ampc::tg::detail;
-
-/// Checks that `grad` has exactly `shape` (the forward result's shape).
-static LogicalResult checkGradShape(const InferError &err, Value grad,
-                                    ArrayRef<int64_t> shape,
-                                    StringRef forward) {
-  auto g = tensorType(grad);
-  if (!g)
-    return err("gradient must be a ranked tensor");
-  if (g.getShape() != shape)
-    return err("gradient ", g, " must have the shape ", shapeToString(shape),
-               " of the ", forward, " result");
-  return success();
-}
 
 //===----------------------------------------------------------------------===//
 // BroadcastToOp
@@ -125,32 +112,8 @@ TG_BINARY_GRAD_INFER(MinimumGradOp, "minimum_grad")
 TG_BINARY_GRAD_INFER(PowGradOp, "pow_grad")
 #undef TG_BINARY_GRAD_INFER
 
-LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  InferError err{loc, "max_grad"};
-  auto x = tensorType(adaptor.getInput()), y = tensorType(adaptor.getResultValue());
-  if (!x || !y || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  auto reduced = reduceShape(err, x, adaptor.getDimsAttr(),
-                             static_cast<bool>(adaptor.getKeepdimAttr()),
-                             /*sayRank=*/false);
-  if (failed(reduced))
-    return failure();
-  if (y.getShape() != ArrayRef<int64_t>(*reduced))
-    return err("forward result ", y, " must have the shape ",
-               shapeToString(*reduced), " of max over dims ",
-               shapeToString(adaptor.getDims()), " of ", x);
-  if (failed(checkGradShape(err, adaptor.getGrad(), *reduced, "max")))
-    return failure();
-  return pushPromoted(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getResultValue()},
-      {x.getShape()}, types);
-}
-
 //===----------------------------------------------------------------------===//
-// Normalization, pooling, convolution, losses
+// Softmax and embedding backward ops
 //===----------------------------------------------------------------------===//
 
 static LogicalResult inferSoftmaxGrad(StringRef name,
@@ -182,118 +145,6 @@ LogicalResult LogSoftmaxGradOp::inferReturnTypes(
                           adaptor.getOutput(), adaptor.getDimAttr(), types);
 }
 
-static LogicalResult inferNormGrad(StringRef name, std::optional<Location> loc,
-                                   Value grad, Value input, Value weight,
-                                   FloatAttr eps, unsigned numWeightGrads,
-                                   SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input), w = tensorType(weight);
-  if (!x || !w || !tensorType(grad))
-    return err("operands must be ranked tensors");
-  if (failed(checkLastDimNorm(err, x, eps)))
-    return failure();
-  int64_t d = x.getShape().back();
-  if (w.getRank() != 1 || w.getDimSize(0) != d)
-    return err("weight ", w, " must be [", d,
-               "] to match the last dim of input ", x);
-  if (failed(checkGradShape(err, grad, x.getShape(), "forward")))
-    return failure();
-  FailureOr<Type> elt = promoteAll(err, {grad, input, weight});
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get(x.getShape(), *elt));
-  for (unsigned i = 0; i < numWeightGrads; ++i)
-    types.push_back(RankedTensorType::get({d}, *elt));
-  return success();
-}
-
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferNormGrad("layer_norm_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getWeight(),
-                       adaptor.getEpsAttr(), 2, types);
-}
-
-LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &types) {
-  return inferNormGrad("rms_norm_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getWeight(),
-                       adaptor.getEpsAttr(), 1, types);
-}
-
-LogicalResult Conv2dGradOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
-  InferError err{loc, "conv2d_grad"};
-  auto x = tensorType(adaptor.getInput()), w = tensorType(adaptor.getWeight());
-  if (!x || !w || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (failed(checkConv2dOperands(err, x, w, adaptor.getStrideAttr(),
-                                 adaptor.getPaddingAttr(),
-                                 adaptor.getDilationAttr())))
-    return failure();
-  if (!adaptor.getGroupsAttr())
-    return err("requires attribute 'groups'");
-  int64_t groups = adaptor.getGroupsAttr().getInt();
-  int64_t c = x.getDimSize(1), o = w.getDimSize(0);
-  if (groups < 1 || c % groups != 0 || o % groups != 0 ||
-      w.getDimSize(1) != c / groups)
-    return err("input ", x, " and weight ", w, " do not fit groups ", groups);
-  SmallVector<int64_t> out{x.getDimSize(0), o};
-  if (failed(appendConvSpatial(err, x, w, 2, adaptor.getStride(),
-                               adaptor.getPadding(), adaptor.getDilation(),
-                               out)))
-    return failure();
-  if (failed(checkGradShape(err, adaptor.getGrad(), out, "conv2d")))
-    return failure();
-  return pushPromoted(
-      err, {adaptor.getGrad(), adaptor.getInput(), adaptor.getWeight()},
-      {x.getShape(), w.getShape()}, types);
-}
-
-static LogicalResult inferPoolGrad(StringRef name, std::optional<Location> loc,
-                                   Value grad, Value input,
-                                   DenseI64ArrayAttr kernel,
-                                   DenseI64ArrayAttr stride,
-                                   DenseI64ArrayAttr padding,
-                                   SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto x = tensorType(input);
-  if (!x || !tensorType(grad))
-    return err("operands must be ranked tensors");
-  auto out = poolOutputShape(err, x, kernel, stride, padding);
-  if (failed(out))
-    return failure();
-  if (failed(checkGradShape(err, grad, *out, "pooling")))
-    return failure();
-  return pushPromoted(err, {grad, input}, {x.getShape()}, types);
-}
-
-LogicalResult MaxPool2dGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferPoolGrad("max_pool2d_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getKernelAttr(),
-                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
-                       types);
-}
-
-LogicalResult AvgPool2dGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferPoolGrad("avg_pool2d_grad", loc, adaptor.getGrad(),
-                       adaptor.getInput(), adaptor.getKernelAttr(),
-                       adaptor.getStrideAttr(), adaptor.getPaddingAttr(),
-                       types);
-}
-
 LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
@@ -314,42 +165,6 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
   types.push_back(
       RankedTensorType::get({rows, g.getShape().back()}, g.getElementType()));
   return success();
-}
-
-LogicalResult CrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
-  InferError err{loc, "cross_entropy_grad"};
-  auto logits = tensorType(adaptor.getLogits());
-  auto labels = tensorType(adaptor.getLabels());
-  if (!logits || !labels || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (logits.getRank() != 2)
-    return err("logits must be 2-D [N, C], got ", logits);
-  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
-    return err("labels ", labels, " must be [", logits.getDimSize(0),
-               "] to match logits ", logits);
-  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
-    return failure();
-  return pushPromoted(err, {adaptor.getGrad(), adaptor.getLogits()},
-                      {logits.getShape()}, types);
-}
-
-LogicalResult MseLossGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, "mse_loss_grad"};
-  auto a = tensorType(adaptor.getLhs()), b = tensorType(adaptor.getRhs());
-  if (!a || !b || !tensorType(adaptor.getGrad()))
-    return err("operands must be ranked tensors");
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  if (failed(checkGradShape(err, adaptor.getGrad(), {}, "loss")))
-    return failure();
-  return pushPromoted(err,
-                      {adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs()},
-                      {a.getShape(), b.getShape()}, types);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,8 @@
-//===- TGConvOps.td - conv1d, conv3d, transposed convs ---*- tablegen -*-===//
+//===- TGConvOps.td - the convolutions and their gradients -*- tablegen -*-===//
 //
-// The convolutions of PyTorch's CUDA autocast fp16 list beyond `conv2d`
-// (TGOps.td, its gradient in TGTrainingOps.td): `conv1d`, `conv3d`,
-// `conv_transpose1d/2d/3d` and the gradient ops of the N-d forms. Included
+// Every convolution: `conv1d`, `conv2d`, `conv3d`, `conv_transpose1d/2d/3d`
+// and their gradient ops (`conv2d_grad`, `conv1d_grad`, `conv3d_grad`; a
+// transposed convolution differentiates through the forward ones). Included
 // from TGOps.td.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,74 @@
 #define AMPC_DIALECT_TG_TGCONVOPS_TD
 
 //===----------------------------------------------------------------------===//
+// The 2-D convolution and its gradient
+//===----------------------------------------------------------------------===//
+
+def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
+  let summary = "2-D convolution, NCHW input, OIHW weight (`F.conv2d`)";
+  let description = [{
+    `x` is `[N, C, H, W]`, `w` is `[O, C/groups, KH, KW]`, the optional `b`
+    is `[O]`. `stride`, `padding` and `dilation` hold (H, W) values.
+
+    ```mlir
+    %y = tg.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       Optional<TG_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups attr-dict
+    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let ampClass = TG_Lower;
+  let loadConverts = ["bias"];
+  let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
+                  TG_Keyword<"dilation", "pair", "1">, TG_Keyword<"groups", "int", "1">];
+}
+
+def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
+  let summary = "Gradients of `tg.conv2d` with respect to input and weight";
+  let description = [{
+    `grad` is the gradient of `tg.conv2d %input, %weight` with the same
+    `stride`, `padding`, `dilation` and `groups` (its shape must be that
+    conv's output shape). Returns `d input` (a transposed convolution of
+    `grad`, the input's type) and `d weight` (the correlation of `input`
+    with `grad`, the weight's type). The bias gradient is a `tg.sum` of
+    `grad` over dims 0, 2, 3. Runtime kernel: `ampc_conv2d_bwd`.
+
+    ```mlir
+    %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1]
+        dilation [1, 1] groups 1
+        : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+        -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
+                       I64Attr:$groups);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups attr-dict
+    `:` type($grad) `,` type($input) `,` type($weight)
+    `->` type($input_grad) `,` type($weight_grad)
+  }];
+  // A backward GEMM: low precision, like the forward conv.
+  let ampClass = TG_Lower;
+  let loadConverts = [];
+  let kernels = ["ampc_conv2d_bwd"];
+  let training = 1;
+  let language = "";
+}
+
+//===----------------------------------------------------------------------===//
+
 // The 2-D transposed convolution
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,8 @@
 //===- TGOpInfo.td - what every tg op record declares ------*- tablegen -*-===//
 //
 // The facts about an op that passes, the frontend, the lowering and the
-// Python reference need, declared once in the op's record (TGOps.td,
-// TGTrainingOps.td) next to its types, verifier and description:
+// Python reference need, declared once in the op's record (TGOps.td and the
+// family files it includes) next to its types, verifier and description:
 //
 //  - `ampClass`: its default class for automatic mixed precision (lower,
 //    fp32, promote, follow). There is no default: a record without one is a

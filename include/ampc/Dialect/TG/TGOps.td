@@ -1,9 +1,14 @@
-//===- TGOps.td - the tensor-graph ops ----------------------*- tablegen -*-===//
+//===- TGOps.td - the tensor-graph ops ---------------------*- tablegen -*-===//
 //
-// One op per op of the `.tg` language (docs/language.md), plus the compiler's own `constant`,
-// `cast`, `grad`, `grad_seed` and `minimize`. Every op that can infers its
-// result type; the inference functions are also the verifiers and name both
-// shapes and the offending dimension.
+// The core of the dialect: the classes every op derives from, the compiler's
+// own `constant` and `cast`, `matmul` and `linear`, the elementwise ops and
+// activations, softmax, the shape ops, and the training statements `grad`,
+// `grad_seed` and `minimize`. The other op families have a file each,
+// included at the end (TGConvOps.td, TGPoolOps.td, TGReductionOps.td,
+// TGNormOps.td, TGLossOps.td, ...): an op family lives where its file name
+// says, with its gradient ops. Every op that can infers its result type;
+// the inference functions are also the verifiers and name both shapes and
+// the offending dimension.
 //
 // Each record also declares what the rest of the compiler needs to know
 // about the op (TGOpInfo.td): its AMP class, load conversion, in-place
@@ -198,33 +203,6 @@ def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
   // Only the bias, added in the GEMM epilogue, converts on load.
   let loadConverts = ["bias"];
   let torch = "F.linear";
-}
-
-def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
-  let summary = "2-D convolution, NCHW input, OIHW weight (`F.conv2d`)";
-  let description = [{
-    `x` is `[N, C, H, W]`, `w` is `[O, C/groups, KH, KW]`, the optional `b`
-    is `[O]`. `stride`, `padding` and `dilation` hold (H, W) values.
-
-    ```mlir
-    %y = tg.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
-        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       Optional<TG_FloatTensor>:$bias,
-                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
-    `dilation` $dilation `groups` $groups attr-dict
-    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
-  }];
-  let ampClass = TG_Lower;
-  let loadConverts = ["bias"];
-  let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
-                  TG_Keyword<"dilation", "pair", "1">, TG_Keyword<"groups", "int", "1">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -490,41 +468,7 @@ def TG_TanhOp : TG_UnaryOp<"tanh", "torch.tanh", TG_FloatTensor, TG_Follow,
                              (TGOp<"mul"> $result, $result)))>;
 
 //===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-class TG_ReduceOp<string mnemonic, string torchName, Type tensorType,
-                  TG_AmpClass cls> :
-    TG_InferOp<mnemonic, [TG_Differentiable]> {
-  let ampClass = cls;
-  let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
-  let summary = "`" # torchName # "` over `dims`";
-  let description = [{
-    Reduces over `dims` (sorted, distinct, in range; the frontend expands
-    "no dims" to all dims and negative dims to positive ones). With
-    `keepdim` the reduced dims stay as size 1.
-
-    ```mlir
-    %s = tg.sum %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
-    ```
-  }];
-  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$dims,
-                       UnitAttr:$keepdim);
-  let results = (outs tensorType:$result);
-  let assemblyFormat = [{
-    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)
-  }];
-}
-
-def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor, TG_FP32>;
-// fp32 as in TensorFlow's deny list: reductions stay in f32.
-def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
-def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
-  let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
-}
-
-//===----------------------------------------------------------------------===//
-// Normalization
+// Softmax
 //===----------------------------------------------------------------------===//
 
 class TG_SoftmaxLikeOp<string mnemonic, string torchName, dag rule> :
@@ -553,92 +497,6 @@ def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "F.softmax",
     (TGOp<"softmax_grad"> $dy, $result)>;
 def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "F.log_softmax",
     (TGOp<"log_softmax_grad"> $dy, $result)>;
-
-def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
-  let summary = "`F.layer_norm` over the last dim, with weight and bias";
-  let description = [{
-    Normalizes over the last dim `D` of the input; `weight` and `bias` are
-    `[D]`. The result has the input's shape and the widest float dtype of
-    the operands.
-
-    ```mlir
-    %y = tg.layer_norm %x, %w, %b eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       TG_FloatTensor:$bias, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
-    type($weight) `,` type($bias) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let keywords = [TG_Keyword<"eps", "float", "1e-05">];
-  let gradients = [
-    (TG_Result<0> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<1> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<2> (TGOp<"layer_norm_grad"> $dy, $input, $weight))];
-}
-
-def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
-  let summary = "`F.rms_norm` over the last dim, with weight";
-  let description = [{
-    `x / sqrt(mean(x², last dim) + eps) * weight`, `weight` is `[D]`.
-
-    ```mlir
-    %y = tg.rms_norm %x, %w eps 1.0e-06 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
-    `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let keywords = [TG_Keyword<"eps", "float", "1e-06">];
-  let gradients = [
-    (TG_Result<0> (TGOp<"rms_norm_grad"> $dy, $input, $weight)),
-    (TG_Result<1> (TGOp<"rms_norm_grad"> $dy, $input, $weight))];
-}
-
-//===----------------------------------------------------------------------===//
-// Pooling
-//===----------------------------------------------------------------------===//
-
-class TG_PoolOp<string mnemonic, string torchName, dag rule> :
-    TG_InferOp<mnemonic, [TG_Differentiable]> {
-  let ampClass = TG_Follow;
-  // PyTorch: the stride defaults to the kernel size.
-  let keywords = [TG_Keyword<"kernel", "pair">, TG_Keyword<"stride", "pair", "=kernel">,
-                  TG_Keyword<"padding", "pair", "0">];
-  let gradients = [rule];
-  let summary = "`" # torchName # "` over NCHW input";
-  let description = [{
-    `kernel`, `stride` and `padding` hold (H, W) values; the frontend makes
-    `stride` default to `kernel` and `padding` to 0 as PyTorch does. Output
-    size per spatial dim: `floor((in + 2*padding - kernel) / stride) + 1`.
-    Padding may be at most half the kernel. `avg_pool2d` counts padded
-    elements (`count_include_pad=True`, PyTorch's default).
-
-    ```mlir
-    %y = tg.max_pool2d %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
-                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `kernel` $kernel `stride` $stride `padding` $padding attr-dict
-    `:` type($input) `->` type($result)
-  }];
-}
-
-def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "F.max_pool2d",
-    (TGOp<"max_pool2d_grad"> $dy, $input)>;
-def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "F.avg_pool2d",
-    (TGOp<"avg_pool2d_grad"> $dy, $input)>;
 
 //===----------------------------------------------------------------------===//
 // Shape
@@ -749,53 +607,6 @@ def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
     $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
   }];
   let ampClass = TG_Follow;
-}
-
-//===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-def TG_CrossEntropyOp : TG_InferOp<"cross_entropy", [TG_Differentiable]> {
-  let summary = "Mean cross-entropy of logits `[N, C]` and labels `[N]`";
-  let description = [{
-    `F.cross_entropy(logits, labels)` with the default mean reduction;
-    labels are class indices (`i32` or `i64`). The result is a scalar of the
-    logits' dtype.
-
-    ```mlir
-    %l = tg.cross_entropy %logits, %labels : tensor<64x10xf32>, tensor<64xi32> -> tensor<f32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$logits, TG_IntTensor:$labels);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let torch = "F.cross_entropy";
-  let gradients = [(TGOp<"cross_entropy_grad"> $dy, $logits, $labels)];
-}
-
-def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
-  let summary = "Mean squared error of two same-shaped tensors";
-  let description = [{
-    `F.mse_loss(a, b)` with the default mean reduction; a scalar of the wider
-    dtype.
-
-    ```mlir
-    %l = tg.mse_loss %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let torch = "F.mse_loss";
-  let gradients = [
-    (TG_Result<0> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs)),
-    (TG_Result<1> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs))];
 }
 
 //===----------------------------------------------------------------------===//
@@ -917,19 +728,27 @@ def TG_MinimizeOp : TG_StrictInferOp<"minimize"> {
 // The matrix products beyond matmul and linear: mm, bmm, mv and the
 // GEMM-plus-add family (addmm, baddbmm, addbmm, addmv, addr).
 include "ampc/Dialect/TG/TGMatmulOps.td"
-// The convolutions beyond conv2d: conv1d, conv3d and the transposed forms.
+// The convolutions (1-d, 2-d, 3-d, transposed) and their gradients.
 include "ampc/Dialect/TG/TGConvOps.td"
+// Pooling and its gradients.
+include "ampc/Dialect/TG/TGPoolOps.td"
+// The reductions (sum, mean, max, logsumexp, norm, cumsum,
+// cosine_similarity) and their gradients.
+include "ampc/Dialect/TG/TGReductionOps.td"
+// The normalizations (layer, rms, group and batch norm) and their gradients.
+include "ampc/Dialect/TG/TGNormOps.td"
+// Every loss and its gradient.
+include "ampc/Dialect/TG/TGLossOps.td"
+// Comparisons, argmax and where.
+include "ampc/Dialect/TG/TGCompareOps.td"
 
-// Backward ops, optimizer updates and the loss-scaler ops.
+// The backward ops of the core ops, optimizer updates, clipping and the
+// loss-scaler ops.
 include "ampc/Dialect/TG/TGTrainingOps.td"
-// Comparisons and the other ops of training jobs.
-include "ampc/Dialect/TG/TGJobOps.td"
+// Dropout and its step counter.
+include "ampc/Dialect/TG/TGDropoutOps.td"
 // Learning-rate schedules.
 include "ampc/Dialect/TG/TGScheduleOps.td"
-// Reductions, norms and losses of PyTorch's fp32 autocast list (docs/amp.md).
-include "ampc/Dialect/TG/TGReduceLossOps.td"
-// batch_norm (running statistics in buffers) and dropout.
-include "ampc/Dialect/TG/TGNormDropoutOps.td"
 // Gradient accumulation (accumulate = K).
 include "ampc/Dialect/TG/TGAccumulateOps.td"
 // Data-parallel collectives: the bucketed gradient all-reduce

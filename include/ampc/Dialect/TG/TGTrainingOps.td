@@ -1,11 +1,14 @@
-//===- TGTrainingOps.td - backward, optimizer and scaler ops -*- tablegen -*-===//
+//===- TGTrainingOps.td - backward, optimizer and scaler ops --*- tablegen -*-===//
 //
 // The ops the compiler makes for training steps (included by TGOps.td):
-//  - backward ops: gradients that forward `tg` ops cannot express (they need a
-//    comparison, a scatter or the forward op's internals). Each maps 1:1 onto
-//    an `ampc_<op>_bwd` kernel of the runtime (runtime/include/ampc/runtime.h)
-//    and, like those kernels, returns every operand gradient at once: a
-//    result nobody uses is simply not written (the kernel gets NULL);
+//  - the backward ops of the core ops of TGOps.td (elementwise, max,
+//    softmax, embedding): gradients that forward `tg` ops cannot express
+//    (they need a comparison, a scatter or the forward op's internals). Each
+//    maps 1:1 onto an `ampc_<op>_bwd` kernel of the runtime
+//    (runtime/include/ampc/runtime.h) and, like those kernels, returns every
+//    operand gradient at once: a result nobody uses is simply not written
+//    (the kernel gets NULL). The backward ops of the other families are in
+//    their family's file (TGConvOps.td, TGLossOps.td, ...);
 //  - `tg.broadcast_to`, the inverse of a sum over broadcast dims;
 //  - optimizer updates, gradient clipping and the loss-scaler ops. These are
 //    multi-tensor ops over every parameter of the step, like the runtime's
@@ -138,31 +141,6 @@ def TG_PowGradOp : TG_BinaryGradOp<"pow_grad", "pow", TG_FP32,
     "`d lhs = dy * rhs * lhs^(rhs-1)`, `d rhs = dy * lhs^rhs * log(lhs)`, 0 "
     "where `lhs == 0` and `rhs >= 0` (PyTorch's `pow_backward_exponent`).">;
 
-def TG_MaxGradOp : TG_InferOp<"max_grad"> {
-  let summary = "Gradient of the `tg.max` reduction";
-  let description = [{
-    `grad` has the shape of the forward result `result` (`tg.max %input dims
-    DIMS`, same `dims` and `keepdim`); the gradient is split evenly between
-    the elements of each reduced group that equal the maximum (PyTorch's
-    `amax` backward). The result has the input's shape. Runtime kernel:
-    `ampc_max_bwd`.
-
-    ```mlir
-    %dx = tg.max_grad %dy, %x, %y dims [1] : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$result_value, DenseI64ArrayAttr:$dims,
-                       UnitAttr:$keepdim);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
-    `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
-  }];
-  let ampClass = TG_Follow;
-  let kernels = ["ampc_max_bwd"];
-}
-
 class TG_SoftmaxGradLikeOp<string mnemonic, string fwd, string rule> :
     TG_InferOp<mnemonic> {
   let ampClass = TG_FP32;
@@ -190,125 +168,6 @@ def TG_SoftmaxGradOp : TG_SoftmaxGradLikeOp<"softmax_grad", "softmax",
 def TG_LogSoftmaxGradOp : TG_SoftmaxGradLikeOp<"log_softmax_grad",
     "log_softmax", "`dx = dy - exp(y) * sum(dy, dim)`.">;
 
-def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
-  let summary = "Gradients of `tg.layer_norm` (input, weight, bias)";
-  let description = [{
-    Recomputes the statistics of `input` over its last dim (as the forward
-    op, same `eps`) and returns `d input` (the input's shape), `d weight`
-    and `d bias` (both `[D]`, the weight's type; `d bias` is the sum of
-    `grad` over every dim but the last). Runtime kernel:
-    `ampc_layer_norm_bwd`.
-
-    ```mlir
-    %dx, %dw, %db = tg.layer_norm_grad %dy, %x, %w eps 1.0e-05
-        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
-        -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
-                      TG_FloatTensor:$bias_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
-    type($input) `,` type($weight) `->` type($input_grad) `,`
-    type($weight_grad) `,` type($bias_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_layer_norm_bwd"];
-}
-
-def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
-  let summary = "Gradients of `tg.rms_norm` (input, weight)";
-  let description = [{
-    Recomputes `rsqrt(mean(x², last dim) + eps)` and returns `d input` (the
-    input's shape) and `d weight` (`[D]`, the weight's type). Runtime
-    kernel: `ampc_rms_norm_bwd`.
-
-    ```mlir
-    %dx, %dw = tg.rms_norm_grad %dy, %x, %w eps 1.0e-06
-        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
-        -> tensor<4x8xf32>, tensor<8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, F64Attr:$eps);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($grad) `,`
-    type($input) `,` type($weight) `->` type($input_grad) `,` type($weight_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_rms_norm_bwd"];
-}
-
-def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
-  let summary = "Gradients of `tg.conv2d` with respect to input and weight";
-  let description = [{
-    `grad` is the gradient of `tg.conv2d %input, %weight` with the same
-    `stride`, `padding`, `dilation` and `groups` (its shape must be that
-    conv's output shape). Returns `d input` (a transposed convolution of
-    `grad`, the input's type) and `d weight` (the correlation of `input`
-    with `grad`, the weight's type). The bias gradient is a `tg.sum` of
-    `grad` over dims 0, 2, 3. Runtime kernel: `ampc_conv2d_bwd`.
-
-    ```mlir
-    %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1]
-        dilation [1, 1] groups 1
-        : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
-        -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       TG_FloatTensor:$weight, DenseI64ArrayAttr:$stride,
-                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
-                       I64Attr:$groups);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
-  let assemblyFormat = [{
-    $grad `,` $input `,` $weight `stride` $stride `padding` $padding
-    `dilation` $dilation `groups` $groups attr-dict
-    `:` type($grad) `,` type($input) `,` type($weight)
-    `->` type($input_grad) `,` type($weight_grad)
-  }];
-  // A backward GEMM: low precision, like the forward conv.
-  let ampClass = TG_Lower;
-  let loadConverts = [];
-  let kernels = ["ampc_conv2d_bwd"];
-}
-
-class TG_PoolGradOp<string mnemonic, string fwd, string rule> :
-    TG_InferOp<mnemonic> {
-  let ampClass = TG_Follow;
-  let kernels = ["ampc_" # fwd # "_bwd"];
-  let summary = "Gradient of `tg." # fwd # "`";
-  let description = [{
-    `grad` is the gradient of `tg.}] # fwd # [{ %input` with the same
-    `kernel`, `stride` and `padding` (its shape must be that op's output
-    shape); the result has the input's type. }] # rule # [{ Runtime
-    kernel: `ampc_}] # fwd # [{_bwd`.
-
-    ```mlir
-    %dx = tg.}] # mnemonic # [{ %dy, %x kernel [2, 2] stride [2, 2] padding [0, 0]
-        : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
-                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
-                       DenseI64ArrayAttr:$padding);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $input `kernel` $kernel `stride` $stride `padding` $padding
-    attr-dict `:` type($grad) `,`
-    custom<StoreType>(type($input), type($result))
-  }];
-}
-
-def TG_MaxPool2dGradOp : TG_PoolGradOp<"max_pool2d_grad", "max_pool2d",
-    "Each window's gradient goes to its first maximum (PyTorch).">;
-def TG_AvgPool2dGradOp : TG_PoolGradOp<"avg_pool2d_grad", "avg_pool2d",
-    "Each window's gradient is spread evenly over the kernel area, padding "
-    "included (`count_include_pad=True`); only the input's shape is read.">;
-
 def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   let summary = "Gradient of `tg.embedding` with respect to the table";
   let description = [{
@@ -331,53 +190,6 @@ def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   }];
   let ampClass = TG_Follow;
   let kernels = ["ampc_embedding_bwd"];
-}
-
-def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
-  let summary = "Gradient of `tg.cross_entropy` with respect to the logits";
-  let description = [{
-    `dlogits = (softmax(logits) - onehot(labels)) * grad / N` with `grad` the
-    scalar gradient of the mean loss. The result has the logits' type.
-    Runtime kernel: `ampc_cross_entropy_bwd`.
-
-    ```mlir
-    %dl = tg.cross_entropy_grad %seed, %logits, %labels
-        : tensor<f32>, tensor<64x10xf32>, tensor<64xi32> -> tensor<64x10xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$logits,
-                       TG_IntTensor:$labels);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
-    `,` type($labels) `->` type($result)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_cross_entropy_bwd"];
-}
-
-def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
-  let summary = "Gradients of `tg.mse_loss` with respect to both operands";
-  let description = [{
-    `d lhs = 2 * (lhs - rhs) * grad / numel`, `d rhs = -d lhs`, each with its
-    operand's type; `grad` is the scalar gradient of the mean loss. Runtime
-    kernel: `ampc_mse_loss_bwd`.
-
-    ```mlir
-    %da, %db = tg.mse_loss_grad %seed, %a, %b
-        : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>
-        -> tensor<4x8xf32>, tensor<4x8xf32>
-    ```
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
-                       TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
-  let assemblyFormat = [{
-    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
-    `->` type($lhs_grad) `,` type($rhs_grad)
-  }];
-  let ampClass = TG_FP32;
-  let kernels = ["ampc_mse_loss_bwd"];
 }
 
 //===----------------------------------------------------------------------===//

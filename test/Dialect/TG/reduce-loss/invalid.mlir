@@ -1,8 +1,9 @@
 // RUN: ampc-opt %s -split-input-file -verify-diagnostics
 
 // Verifier and type inference errors of the fp32-list reductions and losses
-// and of their backward ops (TGReduceLossOps.td), in IR written by hand: the
-// checks the frontend cannot reach (it only builds valid backward ops).
+// and of their backward ops (TGReductionOps.td, TGNormOps.td and
+// TGLossOps.td), in IR written by hand: the checks the frontend cannot reach
+// (it only builds valid backward ops).
 
 func.func @logsumexp_grad_shape(%dy: tensor<4x1xf32>, %x: tensor<4x8xf32>, %y: tensor<4xf32>) {
   // expected-error@+2 {{'tg.logsumexp_grad' forward result and gradient must have the shape [4] of the reduction of 'tensor<4x8xf32>', got 'tensor<4x1xf32>'}}

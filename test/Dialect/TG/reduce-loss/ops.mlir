@@ -1,6 +1,7 @@
 // RUN: ampc-opt %s | ampc-opt | FileCheck %s
 
-// The ops of TGReduceLossOps.td and their backward ops parse, verify and
+// The ops of PyTorch's fp32 autocast list (TGReductionOps.td, TGNormOps.td,
+// TGLossOps.td) and their backward ops parse, verify and
 // print back in their custom forms.
 
 // CHECK-LABEL: func.func @fwd

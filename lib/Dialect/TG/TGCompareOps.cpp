@@ -1,6 +1,8 @@
-//===- TGJobOps.cpp - inference of the training-jobs ops -------------------===//
+//===- TGCompareOps.cpp - comparisons, argmax, where: inference -----------===//
 //
-// The ops of TGJobOps.td that need C++: the comparisons' result type.
+// The inference of the ops of TGCompareOps.td (called from the code their
+// records generate): the comparisons' and `where`'s broadcast result and
+// `argmax`'s i32 result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,33 +51,6 @@ LogicalResult ampc::tg::detail::inferWhere(std::optional<Location> loc,
                shapeToString(*ab), " (dim ", badDim, " of the result)");
   types.push_back(RankedTensorType::get(*shape, elt));
   return success();
-}
-
-LogicalResult ampc::tg::detail::inferPairLoss(StringRef name,
-                                              std::optional<Location> loc,
-                                              Value lhs, Value rhs,
-                                              SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  FailureOr<Type> elt = pairLossType(err, lhs, rhs);
-  if (failed(elt))
-    return failure();
-  types.push_back(RankedTensorType::get({}, *elt));
-  return success();
-}
-
-LogicalResult ampc::tg::detail::inferPairLossGrad(
-    StringRef name, std::optional<Location> loc, Value grad, Value lhs,
-    Value rhs, SmallVectorImpl<Type> &types) {
-  InferError err{loc, name};
-  auto g = tensorType(grad), a = tensorType(lhs), b = tensorType(rhs);
-  if (!g || !a || !b)
-    return err("operands must be ranked tensors");
-  if (g.getRank() != 0)
-    return err("the gradient of the loss must be a scalar, got ", g);
-  if (a.getShape() != b.getShape())
-    return err("operands must have the same shape, got ", a, " and ", b);
-  return pushPromoted(err, {grad, lhs, rhs}, {a.getShape(), b.getShape()},
-                      types);
 }
 
 LogicalResult ampc::tg::detail::inferArgmax(std::optional<Location> loc,

@@ -1,13 +1,14 @@
-//===- TGJobOps.td - ops of the training-jobs work ----------*- tablegen -*-===//
+//===- TGCompareOps.td - comparisons, argmax and where -----*- tablegen -*-===//
 //
-// Ops added for training jobs (classifiers with eval graphs): the
-// elementwise comparisons, `where` and the binary cross-entropy losses with
-// their backward ops. Included from TGOps.td, after the v1 ops.
+// The elementwise comparisons (`equal`, `not_equal`, `less`, `less_equal`,
+// `greater`, `greater_equal`, i1 results), `argmax` and `where`, which
+// selects by such a mask. Included from TGOps.td; inference in
+// lib/Dialect/TG/TGCompareOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMPC_DIALECT_TG_TGJOBOPS_TD
-#define AMPC_DIALECT_TG_TGJOBOPS_TD
+#ifndef AMPC_DIALECT_TG_TGCOMPAREOPS_TD
+#define AMPC_DIALECT_TG_TGCOMPAREOPS_TD
 
 //===----------------------------------------------------------------------===//
 // Comparisons
@@ -125,98 +126,4 @@ def TG_WhereOp : TG_InferOp<"where", [TG_Differentiable]> {
   }];
 }
 
-//===----------------------------------------------------------------------===//
-// Binary cross-entropy losses
-//===----------------------------------------------------------------------===//
-
-// A mean loss of two float tensors of one shape, computed in f32 by a kernel
-// of its own; its gradient is the backward op `MNEMONIC_grad`.
-class TG_PairLossOp<string mnemonic, string torchName, string first> :
-    TG_InferOp<mnemonic, [TG_Differentiable]> {
-  let summary = "`" # torchName # "` with the mean reduction";
-  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
-  }];
-  // fp32 (amp.md v2). PyTorch's CUDA autocast refuses binary_cross_entropy
-  // (it is unsafe to autocast); ampc computes it in f32 instead.
-  let ampClass = TG_FP32;
-  let torch = torchName;
-  let gradients = [
-    (TG_Result<0> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs)),
-    (TG_Result<1> (TGOp<mnemonic # "_grad"> $dy, $lhs, $rhs))];
-  let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::inferReturnTypes(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
-        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
-      return ::ampc::tg::detail::inferPairLoss("}] # mnemonic # [{", loc,
-          adaptor.getLhs(), adaptor.getRhs(), types);
-    }
-  }];
-}
-
-class TG_PairLossGradOp<string fwd> : TG_InferOp<fwd # "_grad"> {
-  let summary = "Gradients of `tg." # fwd # "` with respect to both operands";
-  let description = [{
-    `grad` is the scalar gradient of the mean loss; each result has its
-    operand's shape and the promoted float type. Runtime kernel:
-    `ampc_}] # fwd # [{_bwd`.
-  }];
-  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$lhs,
-                       TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$lhs_grad, TG_FloatTensor:$rhs_grad);
-  let assemblyFormat = [{
-    $grad `,` $lhs `,` $rhs attr-dict `:` type($grad) `,` type($lhs) `,` type($rhs)
-    `->` type($lhs_grad) `,` type($rhs_grad)
-  }];
-  let ampClass = TG_FP32;
-  let training = 1;
-  let language = "";
-  let kernels = ["ampc_" # fwd # "_bwd"];
-  let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::inferReturnTypes(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> loc,
-        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
-      return ::ampc::tg::detail::inferPairLossGrad("}] # fwd # [{_grad", loc,
-          adaptor.getGrad(), adaptor.getLhs(), adaptor.getRhs(), types);
-    }
-  }];
-}
-
-def TG_BinaryCrossEntropyOp : TG_PairLossOp<"binary_cross_entropy",
-    "F.binary_cross_entropy", "p"> {
-  let description = [{
-    `mean(-(y * log(p) + (1 - y) * log(1 - p)))` of probabilities `p` (lhs)
-    and targets `y` (rhs) of one shape, each log clamped at -100 as PyTorch
-    does (so `p` of exactly 0 or 1 gives a finite loss); a scalar of the
-    promoted dtype. Gradients as PyTorch's: `dp = dy * (p - y) /
-    max(p * (1 - p), 1e-12) / numel`, `dy = dloss * (log(1 - p) - log(p)) /
-    numel`.
-
-    ```mlir
-    %l = tg.binary_cross_entropy %p, %y : tensor<8x1xf32>, tensor<8x1xf32> -> tensor<f32>
-    ```
-  }];
-}
-def TG_BinaryCrossEntropyGradOp : TG_PairLossGradOp<"binary_cross_entropy">;
-
-def TG_BinaryCrossEntropyWithLogitsOp : TG_PairLossOp<
-    "binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits",
-    "x"> {
-  let description = [{
-    The binary cross-entropy of `sigmoid(x)` (lhs, logits) and targets `y`
-    (rhs) of one shape, in PyTorch's stable form `(1 - y) * x + m +
-    log(exp(-m) + exp(-x - m))` with `m = max(-x, 0)`; the mean, a scalar of
-    the promoted dtype. Gradients: `dx = dloss * (sigmoid(x) - y) / numel`,
-    `dy = -dloss * x / numel`.
-
-    ```mlir
-    %l = tg.binary_cross_entropy_with_logits %x, %y : tensor<8xf32>, tensor<8xf32> -> tensor<f32>
-    ```
-  }];
-}
-def TG_BinaryCrossEntropyWithLogitsGradOp :
-    TG_PairLossGradOp<"binary_cross_entropy_with_logits">;
-
-#endif // AMPC_DIALECT_TG_TGJOBOPS_TD
+#endif // AMPC_DIALECT_TG_TGCOMPAREOPS_TD
