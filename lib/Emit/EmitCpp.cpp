@@ -411,27 +411,17 @@ const char *kSupport = R"cpp(
   } while (0)
 
 namespace {
-uint64_t ckptHash(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-template <typename T> void ckptPut(std::string &s, T v) {
-  s.append(reinterpret_cast<const char *>(&v), sizeof(T));
-}
-template <typename T> bool ckptGet(const std::string &s, size_t &pos, T &v) {
-  if (pos + sizeof(T) > s.size())
-    return false;
-  std::memcpy(&v, s.data() + pos, sizeof(T));
-  pos += sizeof(T);
-  return true;
-}
 /// Fails with `text` as what ampc_last_error() says.
 ampc_status ampcFail(ampc_status status, const std::string &text) {
   return ampc_set_last_error(status, text.c_str());
+}
+/// A failure of the runtime's checkpoint writer or reader, as `fn`'s: its
+/// text after the function's name; host memory that cannot be had is said
+/// as the generated functions say it.
+ampc_status ampcCheckpointFail(ampc_status status, const std::string &fn) {
+  if (status == AMPC_ERROR_OUT_OF_MEMORY)
+    return ampcFail(status, fn + ": out of host memory");
+  return ampcFail(status, fn + ": " + ampc_last_error());
 }
 std::string ampcDtypeName(int32_t dtype) {
   static const char *const names[] = {"f32", "f16", "bf16", "i32", "i64",
@@ -520,6 +510,17 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       << "_state *state, const char *path);\n"
       << "ampc_status " << n << "_load(" << n
       << "_state *state, const char *path);\n"
+      << "/// Updates applied so far: counted by the steps of a training "
+         "graph, written\n/// by " << n << "_save and restored by " << n
+      << "_load (-1 for a NULL state).\n"
+      << "int64_t " << n << "_steps(const " << n << "_state *state);\n"
+      << "/// The data position a checkpoint records for `ampc run --data` "
+         "(the epoch\n/// being consumed, from 1, and the batches of it "
+         "taken): this code does not\n/// see the data, so a caller that "
+         "feeds a dataset sets it before saving;\n/// otherwise it stays as "
+         "created (1, 0) or loaded.\n"
+      << "ampc_status " << n << "_set_data_position(" << n
+      << "_state *state, int64_t epoch, int64_t batch);\n"
       << "/// After a step: NULL, or a message naming the op whose device-side "
          "check\n/// failed in it (a class label or an id out of range), "
          "\"FILE:LINE:COL: ...\".\n/// Reads the context's check word "
@@ -568,11 +569,26 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     verbatim(text);
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
-  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "new",
-                        "string", "utility", "vector", "sys/stat.h",
-                        "unistd.h"})
+  for (const char *h : {"cmath", "cstdio", "cstring", "memory", "new",
+                        "string", "type_traits", "utility", "vector"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
+  {
+    // The slot roles (rt::Slot::Role) the tables below use; params, state
+    // and buffers are what a checkpoint holds.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    auto role = [](Slot::Role r) { return static_cast<int>(r); };
+    os << "enum : int32_t {\n  kRoleInput = " << role(Slot::Role::Input)
+       << ",\n  kRoleParam = " << role(Slot::Role::Param)
+       << ",\n  kRoleState = " << role(Slot::Role::State)
+       << ",\n  kRoleConstant = " << role(Slot::Role::Constant)
+       << ",\n  kRoleBuffer = " << role(Slot::Role::Buffer) << "\n};\n"
+       << "static bool ampcCheckpointed(int32_t role) {\n"
+       << "  return role == kRoleParam || role == kRoleState || "
+          "role == kRoleBuffer;\n}";
+    verbatim(text);
+  }
 
   // Slot tables (one entry at least: C++ has no empty arrays).
   auto i64Table = [&](StringRef name, ArrayRef<int64_t> values, Type elt) {
@@ -594,8 +610,6 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   std::string names = "{";
   for (auto [i, slot] : llvm::enumerate(p.slots)) {
     bytes.push_back(slot.bytes);
-    // 0 input, 1 param, 2 state, 3 constant, 4 buffer (rt::Slot::Role);
-    // params, state and buffers are checkpointed.
     roles.push_back(static_cast<int>(slot.role));
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
@@ -625,7 +639,10 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
        << std::max<size_t>(numSlots, 1) << "];\n"
        << "  void *step_scale; // the loss scale the last step used\n"
-       << "  int64_t micro; // micro-batches of the current update done\n};\n\n";
+       << "  int64_t micro; // micro-batches of the current update done\n"
+       << "  int64_t steps; // updates applied (checkpointed)\n"
+       << "  int64_t epoch, batch; // the caller's data position "
+          "(checkpointed)\n};\n\n";
     os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
        << "; }\n\n";
     os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
@@ -634,7 +651,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     os << "void " << n << "_destroy(" << n << "_state *s) {\n"
        << "  if (!s)\n    return;\n"
        << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-       << "    if (kSlotRole[i] != 0)\n      ampc_free(s->ctx, s->slot[i]);\n"
+       << "    if (kSlotRole[i] != kRoleInput)\n      ampc_free(s->ctx, s->slot[i]);\n"
        << "  ampc_free(s->ctx, s->step_scale);\n"
        << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}";
     verbatim(text);
@@ -704,14 +721,14 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  " << n << "_state *s = new (std::nothrow) " << n << "_state();\n"
        << "  if (!s)\n    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \""
        << n << "_create: out of host memory\");\n"
-       << "  s->ctx = ctx;\n  s->seed = seed;\n"
+       << "  s->ctx = ctx;\n  s->seed = seed;\n  s->epoch = 1;\n"
        << "  ampc_status st = ampc_arena_create(ctx, "
        << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
        << "  void *base = NULL;\n"
        << "  if (st == AMPC_OK)\n    st = ampc_arena_base(s->arena_handle, &base);\n"
        << "  s->arena = static_cast<char *>(base);\n"
        << "  for (size_t i = 0; st == AMPC_OK && i < " << numSlots << "; ++i)\n"
-       << "    if (kSlotRole[i] != 0)\n"
+       << "    if (kSlotRole[i] != kRoleInput)\n"
        << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
           "&s->slot[i]);\n"
        << "  if (st == AMPC_OK)\n    st = ampc_malloc(ctx, 4, &s->step_scale);\n"
@@ -809,18 +826,22 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  // The scale this step uses, for " << n << "_overflow.\n"
        << "  AMPC_TRY(ampc_memcpy(s->ctx, s->step_scale, s->slot["
        << p.scaleSlot << "], 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
+  // The calls of an update, then (a training graph) its count, as `ampc
+  // run` counts steps.
+  auto runUpdate = [&](const std::string &calls) {
+    std::string call = n + calls + "(s->ctx, s->seed, s->arena, s->slot)";
+    if (!p.training)
+      return "  return " + call + ";\n}\n\n";
+    return "  AMPC_TRY(" + call + ");\n  ++s->steps;\n  return AMPC_OK;\n}\n\n";
+  };
   if (!accumulated) {
-    b2 << "  return " << n
-       << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
-       << "}\n\n";
+    b2 << runUpdate("_step_calls");
   } else {
     // One micro-batch; the update after every K-th.
     b2 << "  AMPC_TRY(" << n
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot));\n"
        << "  if (++s->micro < " << p.accumulate << ")\n    return AMPC_OK;\n"
-       << "  s->micro = 0;\n"
-       << "  return " << n
-       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
+       << "  s->micro = 0;\n" << runUpdate("_update_calls")
        << "ampc_status " << n << "_micro_step(" << n
        << "_state *s, const void *const *inputs) {\n"
        << nullChecks("micro_step", {{"!s", "state"},
@@ -835,12 +856,21 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_update(" << n << "_state *s) {\n"
        << nullChecks("update", {{"!s", "state"}})
-       << "  s->micro = 0;\n"
-       << "  return " << n
-       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n";
+       << "  s->micro = 0;\n" << runUpdate("_update_calls");
   }
   b2 << "int32_t " << n << "_accumulate(void) { return " << p.accumulate
      << "; }\n\n";
+  b2 << "int64_t " << n << "_steps(const " << n << "_state *s) {\n"
+     << "  return s ? s->steps : -1;\n}\n\n"
+     << "ampc_status " << n << "_set_data_position(" << n
+     << "_state *s, int64_t epoch, int64_t batch) {\n"
+     << nullChecks("set_data_position", {{"!s", "state"}})
+     << "  if (epoch < 1 || batch < 0)\n"
+     << "    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
+     << "_set_data_position: epoch \" + std::to_string(epoch) + \", batch \" "
+        "+\n                    std::to_string(batch) + \" (epochs count from "
+        "1, batches from 0)\");\n"
+     << "  s->epoch = epoch;\n  s->batch = batch;\n  return AMPC_OK;\n}\n\n";
   // Check and overflow reports (docs/codegen.md): the sources' names.
   auto cstr = [](const std::string &text) {
     std::string out = "\"";
@@ -911,8 +941,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
         "all of it is\n  // copied out and back.\n"
      << "  std::vector<std::vector<char>> saved(" << numSlots << ");\n"
      << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-     << "    // Params, state and buffers (roles 1, 2, 4).\n"
-     << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
+     << "    if (!ampcCheckpointed(kSlotRole[i]))\n"
      << "      continue;\n"
      << "    saved[i].resize(static_cast<size_t>(kSlotBytes[i]));\n"
      << "    AMPC_TRY(ampc_memcpy(s->ctx, saved[i].data(), s->slot[i], "
@@ -952,134 +981,72 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  case " << i << ":\n    return " << w << ";\n";
   }
   b2 << "  default:\n    return NULL;\n  }\n}\n\n";
-  // Checkpoints, in the executor's format. Every failure says, through
-  // ampc_set_last_error, which function failed, on what path and why.
+  // Checkpoints, through the runtime's writer and reader (the format of
+  // `ampc run`). Every failure says, through ampc_set_last_error, which
+  // function failed, on what path and why.
   {
     std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
 
 static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
-@NULLS_SAVE@  std::string d("AMPCCKPT", 8);
-  ckptPut<uint32_t>(d, 1);
-  ckptPut<uint64_t>(d, kFingerprint);
-  ckptPut<int64_t>(d, 0);
-  uint32_t count = 0;
-  for (size_t i = 0; i < @SLOTS@; ++i)
-    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;
-  ckptPut<uint32_t>(d, count);
+@NULLS_SAVE@  std::vector<std::vector<char>> host(@SLOTS@);
+  std::vector<ampc_checkpoint_entry> entries;
   for (size_t i = 0; i < @SLOTS@; ++i) {
-    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+    if (!ampcCheckpointed(kSlotRole[i]))
       continue;
-    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));
-    ckptPut<uint32_t>(d, len);
-    d.append(kSlotName[i], len);
-    ckptPut<int32_t>(d, kSlotDtype[i]);
-    ckptPut<int64_t>(d, kSlotBytes[i]);
-    size_t at = d.size();
-    d.resize(at + static_cast<size_t>(kSlotBytes[i]));
-    ampc_status st = ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST);
+    host[i].resize(static_cast<size_t>(kSlotBytes[i]));
+    ampc_status st = ampc_memcpy(s->ctx, host[i].data(), s->slot[i], host[i].size(), AMPC_MEMCPY_DEVICE_TO_HOST);
     if (st != AMPC_OK)
       return ampcFail(st, "@N@_save: cannot read '" + std::string(kSlotName[i]) + "' for '" + path + "': " + ampc_last_error());
+    entries.push_back({kSlotName[i], static_cast<ampc_dtype>(kSlotDtype[i]), kSlotBytes[i], host[i].data()});
   }
-  ckptPut<uint64_t>(d, ckptHash(d));
-  // Written to PATH.tmp (and fsync'ed), then renamed: an existing checkpoint
-  // is replaced whole or kept. What exists and is not a regular file
-  // (/dev/null, a FIFO) is written in place: a rename would replace it.
-  struct stat st;
-  bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-  std::string tmp = inPlace ? std::string(path) : std::string(path) + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing checkpoint '" + path + "' (" + std::strerror(errno) + ")");
-  errno = 0;
-  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size() && std::fflush(f) == 0 &&
-            (inPlace || fsync(fileno(f)) == 0);
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    if (!inPlace)
-      std::remove(tmp.c_str());
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write checkpoint '" + std::string(path) + "' (" + (err ? std::strerror(err) : "short write") + ")");
-  }
-  if (!inPlace && std::rename(tmp.c_str(), path) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot rename '" + tmp + "' to '" + path + "' (" + std::strerror(err) + ")");
-  }
+  ampc_checkpoint_header header = {};
+  header.fingerprint = kFingerprint;
+  header.steps = s->steps;
+  header.epoch = s->epoch;
+  header.batch = s->batch;
+  // The runtime's writer: written atomically, an existing checkpoint is
+  // replaced whole or kept.
+  ampc_status st = ampc_checkpoint_save(path, &header, entries.data(), static_cast<int64_t>(entries.size()));
+  if (st != AMPC_OK)
+    return ampcCheckpointFail(st, "@N@_save");
   return AMPC_OK;
 }
 
 static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
-@NULLS_LOAD@  FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
-  std::string d;
-  char chunk[65536];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
-    d.append(chunk, got);
-  int err = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (err)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot read checkpoint '" + std::string(path) + "' (" + std::strerror(err) + ")");
+@NULLS_LOAD@  ampc_checkpoint file = NULL;
+  ampc_status st = ampc_checkpoint_load(path, &file);
+  if (st != AMPC_OK)
+    return ampcCheckpointFail(st, "@N@_load");
+  std::unique_ptr<std::remove_pointer<ampc_checkpoint>::type, ampc_status (*)(ampc_checkpoint)> owned(file, ampc_checkpoint_free);
   std::string bad = "@N@_load: checkpoint '" + std::string(path) + "' ";
-  if (d.size() < 8 || d.compare(0, 8, "AMPCCKPT") != 0)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is not an ampc checkpoint");
-  if (d.size() < 16)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  uint64_t stored;
-  std::memcpy(&stored, d.data() + d.size() - 8, 8);
-  d.resize(d.size() - 8);
-  if (ckptHash(d) != stored)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is corrupt or truncated (checksum mismatch)");
-  size_t pos = 8;
-  uint32_t version = 0, count = 0;
-  uint64_t fingerprint = 0;
-  int64_t steps = 0;
-  // Version 2 (ampc run's) adds the data position (epoch, batch), which
-  // the emitted step does not keep.
-  int64_t epoch = 0, batch = 0;
-  if (!ckptGet(d, pos, version))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  if (version != 1 && version != 2)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has an unsupported version " + std::to_string(version) + " (1 and 2 are read)");
-  if (!ckptGet(d, pos, fingerprint))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  if (fingerprint != kFingerprint) {
+  ampc_checkpoint_header header = {};
+  int64_t count = 0;
+  AMPC_TRY(ampc_checkpoint_get_header(file, &header));
+  AMPC_TRY(ampc_checkpoint_count(file, &count));
+  if (header.fingerprint != kFingerprint) {
     char fps[64];
-    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(fingerprint), static_cast<unsigned long long>(kFingerprint));
+    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(header.fingerprint), static_cast<unsigned long long>(kFingerprint));
     return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is another program's (fingerprint " + fps + "): another graph, or graph '@N@' compiled with other options");
   }
-  if (!ckptGet(d, pos, steps) || (version == 2 && (!ckptGet(d, pos, epoch) || !ckptGet(d, pos, batch))) || !ckptGet(d, pos, count))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  std::vector<std::pair<size_t, size_t>> copies;
-  for (uint32_t k = 0; k < count; ++k) {
-    uint32_t len;
-    int32_t dtype;
-    int64_t bytes;
-    if (!ckptGet(d, pos, len) || pos + len > d.size())
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry " + std::to_string(k) + ")");
-    std::string name = d.substr(pos, len);
-    pos += len;
-    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 || static_cast<uint64_t>(bytes) > d.size() - pos)
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry '" + name + "')");
+  std::vector<std::pair<size_t, const void *>> copies;
+  for (int64_t k = 0; k < count; ++k) {
+    ampc_checkpoint_entry e;
+    AMPC_TRY(ampc_checkpoint_get_entry(file, k, &e));
     size_t slot = @SLOTS@;
     for (size_t i = 0; i < @SLOTS@; ++i)
-      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) && name == kSlotName[i])
+      if (ampcCheckpointed(kSlotRole[i]) && std::strcmp(e.name, kSlotName[i]) == 0)
         slot = i;
     // An entry of no slot of this graph (the state `ampc run` keeps for
     // the file's other graphs) is skipped; the fingerprint has matched.
-    if (slot != @SLOTS@ && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + name + "' as " + ampcDtypeName(dtype) + ", " + std::to_string(bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
-    if (slot != @SLOTS@)
-      copies.push_back({slot, pos});
-    pos += static_cast<size_t>(bytes);
+    if (slot == @SLOTS@)
+      continue;
+    if (kSlotDtype[slot] != e.dtype || kSlotBytes[slot] != e.bytes)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + e.name + "' as " + ampcDtypeName(e.dtype) + ", " + std::to_string(e.bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
+    copies.push_back({slot, e.data});
   }
   // Every param, state and buffer of the graph must be there.
   for (size_t i = 0; i < @SLOTS@; ++i) {
-    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+    if (!ampcCheckpointed(kSlotRole[i]))
       continue;
     bool found = false;
     for (const auto &c : copies)
@@ -1089,10 +1056,13 @@ static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
   }
   // Everything checked: only now is the state overwritten.
   for (const auto &c : copies) {
-    ampc_status st = ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
+    st = ampc_memcpy(s->ctx, s->slot[c.first], c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
     if (st != AMPC_OK)
       return ampcFail(st, bad + "could not be copied into '" + kSlotName[c.first] + "': " + ampc_last_error());
   }
+  s->steps = header.steps;
+  s->epoch = header.epoch;
+  s->batch = header.batch;
   return AMPC_OK;
 })cpp";
     auto replaceAll = [&](StringRef from, const std::string &to) {
