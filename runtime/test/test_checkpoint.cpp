@@ -69,6 +69,16 @@ std::string parseError(const std::string &bytes) {
   return ampc_last_error();
 }
 
+void expectHeader(ampc_checkpoint c, const ampc_checkpoint_header &want) {
+  ampc_checkpoint_header h{};
+  ASSERT_EQ(ampc_checkpoint_get_header(c, &h), AMPC_OK);
+  EXPECT_EQ(h.version, want.version);
+  EXPECT_EQ(h.fingerprint, want.fingerprint);
+  EXPECT_EQ(h.steps, want.steps);
+  EXPECT_EQ(h.epoch, want.epoch);
+  EXPECT_EQ(h.batch, want.batch);
+}
+
 struct Saved {
   std::string dir, path;
   std::vector<float> w = {1.5f, -2.0f, 3.25f};
@@ -101,13 +111,7 @@ TEST(Checkpoint, RoundTrip) {
   ampc_checkpoint c = nullptr;
   ASSERT_EQ(ampc_checkpoint_load(s.path.c_str(), &c), AMPC_OK)
       << ampc_last_error();
-  ampc_checkpoint_header h{};
-  ASSERT_EQ(ampc_checkpoint_get_header(c, &h), AMPC_OK);
-  EXPECT_EQ(h.version, 2u);
-  EXPECT_EQ(h.fingerprint, 0x0123456789abcdefull);
-  EXPECT_EQ(h.steps, 7);
-  EXPECT_EQ(h.epoch, 3);
-  EXPECT_EQ(h.batch, 2);
+  expectHeader(c, {2, 0x0123456789abcdefull, 7, 3, 2});
   int64_t count = 0;
   ASSERT_EQ(ampc_checkpoint_count(c, &count), AMPC_OK);
   ASSERT_EQ(count, 3);
@@ -175,13 +179,7 @@ TEST(Checkpoint, ReadsVersion1) {
   ampc_checkpoint c = nullptr;
   ASSERT_EQ(ampc_checkpoint_parse(v1.data(), v1.size(), "v1.ckpt", &c), AMPC_OK)
       << ampc_last_error();
-  ampc_checkpoint_header h{};
-  ASSERT_EQ(ampc_checkpoint_get_header(c, &h), AMPC_OK);
-  EXPECT_EQ(h.version, 1u);
-  EXPECT_EQ(h.fingerprint, 5u);
-  EXPECT_EQ(h.steps, 11);
-  EXPECT_EQ(h.epoch, 1);
-  EXPECT_EQ(h.batch, 0);
+  expectHeader(c, {1, 5, 11, 1, 0});
   ampc_checkpoint_entry e{};
   ASSERT_EQ(ampc_checkpoint_get_entry(c, 0, &e), AMPC_OK);
   EXPECT_STREQ(e.name, "b");
