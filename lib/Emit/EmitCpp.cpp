@@ -4,8 +4,9 @@
 // calls become an EmitC module (emitc.func bodies of emitc.call_opaque, the
 // arrays of dims, dtypes and constants as emitc.global, the fixed support
 // code as emitc.verbatim) printed by mlir::emitc::translateToCpp.
-// Checkpoints use the executor's format, so `ampc run --save` files load
-// into generated code and back.
+// Checkpoints go through the runtime's writer and reader
+// (ampc_checkpoint_save / _load), the ones `ampc run` uses, so its files
+// load into generated code and back, step count included.
 //
 //===----------------------------------------------------------------------===//
 
