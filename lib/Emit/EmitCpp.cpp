@@ -4,8 +4,9 @@
 // calls become an EmitC module (emitc.func bodies of emitc.call_opaque, the
 // arrays of dims, dtypes and constants as emitc.global, the fixed support
 // code as emitc.verbatim) printed by mlir::emitc::translateToCpp.
-// Checkpoints use the executor's format, so `ampc run --save` files load
-// into generated code and back.
+// Checkpoints go through the runtime's writer and reader
+// (ampc_checkpoint_save / _load), the ones `ampc run` uses, so its files
+// load into generated code and back, step count included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -411,27 +412,17 @@ const char *kSupport = R"cpp(
   } while (0)
 
 namespace {
-uint64_t ckptHash(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-template <typename T> void ckptPut(std::string &s, T v) {
-  s.append(reinterpret_cast<const char *>(&v), sizeof(T));
-}
-template <typename T> bool ckptGet(const std::string &s, size_t &pos, T &v) {
-  if (pos + sizeof(T) > s.size())
-    return false;
-  std::memcpy(&v, s.data() + pos, sizeof(T));
-  pos += sizeof(T);
-  return true;
-}
 /// Fails with `text` as what ampc_last_error() says.
 ampc_status ampcFail(ampc_status status, const std::string &text) {
   return ampc_set_last_error(status, text.c_str());
+}
+/// A failure of the runtime's checkpoint writer or reader, as `fn`'s: its
+/// text after the function's name; host memory that cannot be had is said
+/// as the generated functions say it.
+ampc_status ampcCheckpointFail(ampc_status status, const std::string &fn) {
+  if (status == AMPC_ERROR_OUT_OF_MEMORY)
+    return ampcFail(status, fn + ": out of host memory");
+  return ampcFail(status, fn + ": " + ampc_last_error());
 }
 std::string ampcDtypeName(int32_t dtype) {
   static const char *const names[] = {"f32", "f16", "bf16", "i32", "i64",
@@ -441,12 +432,165 @@ std::string ampcDtypeName(int32_t dtype) {
 }
 } // namespace
 )cpp";
-} // namespace
 
-LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
-                         const std::string &header, std::string &headerText,
-                         std::string &sourceText) {
-  const std::string &n = p.name;
+/// A message as a C string literal: quotes and backslashes escaped, control
+/// characters dropped (the check and overflow reports' texts).
+std::string messageLiteral(const std::string &text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20)
+      continue;
+    out += ch;
+  }
+  return out + "\"";
+}
+
+/// Writes NAME.h and NAME.cpp for one program: the phases of emit(), in the
+/// order the source is written, share the EmitC module being built and the
+/// text of the support code after it (`b2`).
+class CppEmitter {
+public:
+  CppEmitter(const Program &p, bool cuda, const std::string &header)
+      : p(p), cuda(cuda), header(header), n(p.name),
+        numInputs(llvm::count_if(
+            p.slots, [](const Slot &s) { return s.role == Slot::Role::Input; })),
+        numSlots(p.slots.size()), accumulated(p.accumulate > 1),
+        c(p.op->getContext()), loc(p.op.getLoc()), b(c), globals(c) {}
+
+  LogicalResult emit(std::string &headerText, std::string &sourceText) {
+    this->headerText = &headerText;
+    this->sourceText = &sourceText;
+    for (LogicalResult (CppEmitter::*phase)() :
+         {&CppEmitter::checkName, &CppEmitter::writeHeader,
+          &CppEmitter::beginSource, &CppEmitter::emitSlotTables,
+          &CppEmitter::emitStateType, &CppEmitter::emitInitCalls,
+          &CppEmitter::emitCreate, &CppEmitter::emitStepCalls,
+          &CppEmitter::collectOutputLocations, &CppEmitter::emitStepEntries,
+          &CppEmitter::emitChecks, &CppEmitter::emitOverflow,
+          &CppEmitter::emitOutputs, &CppEmitter::emitCheckpoints,
+          &CppEmitter::print})
+      if (failed((this->*phase)()))
+        return failure();
+    return success();
+  }
+
+private:
+  // The phases, in order; each one fails with a located error.
+  LogicalResult checkName();
+  LogicalResult writeHeader();
+  LogicalResult beginSource();
+  LogicalResult emitSlotTables();
+  LogicalResult emitStateType();
+  LogicalResult emitCallFunction(
+      StringRef name, llvm::function_ref<LogicalResult(BlockTranslator &)> fill);
+  LogicalResult emitCalls(StringRef name, Block &block, bool withConstants,
+                          size_t begin = 0, size_t end = SIZE_MAX);
+  LogicalResult emitInitCalls();
+  LogicalResult emitCreate();
+  LogicalResult emitStepCalls();
+  LogicalResult collectOutputLocations();
+  LogicalResult emitStepEntries();
+  LogicalResult emitChecks();
+  LogicalResult emitOverflow();
+  LogicalResult emitOutputs();
+  LogicalResult emitCheckpoints();
+  LogicalResult print();
+
+  void verbatim(const std::string &text) {
+    ec::VerbatimOp::create(b, loc, b.getStringAttr(text));
+  }
+  std::string nullChecks(
+      const std::string &fn,
+      std::initializer_list<std::pair<const char *, const char *>> args) const;
+  std::string guardedWrapper(const std::string &fn, const std::string &param,
+                             const std::string &arg) const;
+
+  /// Where NAME.h's and NAME.cpp's text go.
+  std::string *headerText = nullptr, *sourceText = nullptr;
+  const Program &p;
+  const bool cuda;
+  const std::string &header;
+  /// The graph's name, the prefix of every generated function.
+  const std::string &n;
+  const int32_t numInputs;
+  const size_t numSlots;
+  /// Gradient accumulation: a micro-batch's calls and the update's instead
+  /// of the step's.
+  const bool accumulated;
+  MLIRContext *c;
+  Location loc;
+  OwningOpRef<ModuleOp> module;
+  OpBuilder b;
+  /// Where the arrays of call arguments go: before the functions.
+  OpBuilder globals;
+  llvm::DenseMap<Attribute, std::string> arrays;
+  /// Where each output lives (a C expression of the state `s`).
+  llvm::DenseMap<Value, std::string> where;
+  /// The functions after the calls', printed as one verbatim block.
+  std::string tail;
+  llvm::raw_string_ostream b2{tail};
+};
+
+/// An emitc.func NAME(context, seed, arena, slots) -> status, static, whose
+/// body `fill` writes with a BlockTranslator that knows the program's
+/// constants.
+LogicalResult CppEmitter::emitCallFunction(
+    StringRef name, llvm::function_ref<LogicalResult(BlockTranslator &)> fill) {
+  Type ctxType = ec::OpaqueType::get(c, "ampc_context");
+  Type seedType = IntegerType::get(c, 64, IntegerType::Unsigned);
+  Type arenaType = ec::PointerType::get(ec::OpaqueType::get(c, "char"));
+  Type slotsType = ec::PointerType::get(
+      ec::PointerType::get(ec::OpaqueType::get(c, "void")));
+  Type statusType = ec::OpaqueType::get(c, "ampc_status");
+  auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
+                                {statusType});
+  auto func = ec::FuncOp::create(b, loc, name, type);
+  func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
+  Block *entry = func.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockEnd(entry);
+  BlockTranslator t(fb, func, p, arrays, *module, globals);
+  for (size_t k = 0; k < p.constants.size(); ++k)
+    t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
+  if (failed(fill(t)))
+    return failure();
+  // Parameters this function does not use (-Wunused-parameter).
+  fb.setInsertionPointToStart(entry);
+  for (BlockArgument arg : entry->getArguments())
+    if (arg.use_empty())
+      ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
+  fb.setInsertionPointToEnd(entry);
+  auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
+  ec::ReturnOp::create(fb, loc, ok);
+  return success();
+}
+
+/// The calls [begin, end) of `block` as a call function (gradient
+/// accumulation emits a step's micro-batch and its update as two).
+LogicalResult CppEmitter::emitCalls(StringRef name, Block &block,
+                                    bool withConstants, size_t begin,
+                                    size_t end) {
+  return emitCallFunction(name, [&](BlockTranslator &t) -> LogicalResult {
+    if (withConstants) {
+      // Constants are written once, before the initialisers (which may copy
+      // a parameter's value from one).
+      for (size_t k = 0; k < p.constants.size(); ++k) {
+        rt::ConstantOp constant = p.constants[k];
+        if (failed(t.translateConstant(constant)))
+          return failure();
+      }
+    }
+    return t.translate(block, begin, end);
+  });
+}
+
+/// The init calls: the constants, then the initialisers.
+LogicalResult CppEmitter::emitInitCalls() {
+  return emitCalls(n + "_init_calls", p.op.getInit().getBody().front(), true);
+}
+
+LogicalResult CppEmitter::checkName() {
   // The functions are NAME_create, NAME_destroy, ...: under the runtime's
   // prefix they can be the runtime's own (a graph `ampc_comm` declared
   // ampc_comm_destroy again, and the code did not compile).
@@ -466,98 +610,105 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
            << "_create, " << n
            << "_step, ..., and the prefix 'ampc_' belongs to the runtime's "
               "C ABI; rename the graph";
-  int32_t numInputs = 0;
+  return success();
+}
+
+/// NAME.h: the generated C ABI, declared.
+LogicalResult CppEmitter::writeHeader() {
+  llvm::raw_string_ostream h(*headerText);
+  std::string guard = "AMPC_GENERATED_" + n + "_H";
+  h << "// Generated by ampc (--emit=cpp --target=" << (cuda ? "cuda" : "cpu")
+    << ") from graph '" << n << "'. Do not edit.\n"
+    << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+    << "#include <ampc/runtime.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n"
+    << "#endif\n\n"
+    << "/// Parameters, optimizer and scaler state, and the arena of one "
+       "graph.\n"
+    << "typedef struct " << n << "_state " << n << "_state;\n\n"
+    << "/// Inputs, in graph order:";
   for (const Slot &s : p.slots)
-    numInputs += s.role == Slot::Role::Input;
-
-  // The header.
-  {
-    llvm::raw_string_ostream h(headerText);
-    std::string guard = "AMPC_GENERATED_" + n + "_H";
-    h << "// Generated by ampc (--emit=cpp --target=" << (cuda ? "cuda" : "cpu")
-      << ") from graph '" << n << "'. Do not edit.\n"
-      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-      << "#include <ampc/runtime.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n"
-      << "#endif\n\n"
-      << "/// Parameters, optimizer and scaler state, and the arena of one "
-         "graph.\n"
-      << "typedef struct " << n << "_state " << n << "_state;\n\n"
-      << "/// Inputs, in graph order:";
-    for (const Slot &s : p.slots)
-      if (s.role == Slot::Role::Input)
-        h << " " << commentText(s.name);
-    h << ".\nint32_t " << n << "_num_inputs(void);\n"
-      << "/// Bytes of input `index` (dense, row-major).\n"
-      << "int64_t " << n << "_input_bytes(int32_t index);\n"
-      << "/// Allocates the state on `ctx` and initialises parameters from "
-         "`seed`\n/// (the same numbers as `ampc run --seed`).\n"
-      << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
-      << n << "_state **state);\n"
-      << "/// One step: `inputs` are device pointers, in graph order. "
-         "Nothing\n/// synchronises with the host.\n"
-      << "ampc_status " << n << "_step(" << n
+    if (s.role == Slot::Role::Input)
+      h << " " << commentText(s.name);
+  h << ".\nint32_t " << n << "_num_inputs(void);\n"
+    << "/// Bytes of input `index` (dense, row-major).\n"
+    << "int64_t " << n << "_input_bytes(int32_t index);\n"
+    << "/// Allocates the state on `ctx` and initialises parameters from "
+       "`seed`\n/// (the same numbers as `ampc run --seed`).\n"
+    << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
+    << n << "_state **state);\n"
+    << "/// One step: `inputs` are device pointers, in graph order. "
+       "Nothing\n/// synchronises with the host.\n"
+    << "ampc_status " << n << "_step(" << n
+    << "_state *state, const void *const *inputs);\n"
+    << "/// Gradient accumulation (docs/codegen.md): micro-batches per "
+       "update, K\n/// (1 without accumulation). With K > 1, " << n
+    << "_step runs one\n/// micro-batch and, after every K-th, the update; "
+    << n << "_micro_step and\n/// " << n << "_update run the two parts "
+       "separately (K micro-steps, then one\n/// update). Outputs and "
+    << n << "_check follow each micro-batch; " << n << "_skipped\n/// the "
+       "update.\n"
+    << "int32_t " << n << "_accumulate(void);\n";
+  if (p.accumulate > 1)
+    h << "ampc_status " << n << "_micro_step(" << n
       << "_state *state, const void *const *inputs);\n"
-      << "/// Gradient accumulation (docs/codegen.md): micro-batches per "
-         "update, K\n/// (1 without accumulation). With K > 1, " << n
-      << "_step runs one\n/// micro-batch and, after every K-th, the update; "
-      << n << "_micro_step and\n/// " << n << "_update run the two parts "
-         "separately (K micro-steps, then one\n/// update). Outputs and "
-      << n << "_check follow each micro-batch; " << n << "_skipped\n/// the "
-         "update.\n"
-      << "int32_t " << n << "_accumulate(void);\n";
-    if (p.accumulate > 1)
-      h << "ampc_status " << n << "_micro_step(" << n
-        << "_state *state, const void *const *inputs);\n"
-        << "ampc_status " << n << "_update(" << n << "_state *state);\n";
-    h << "/// The device pointer of output `index` after a step.\n"
-      << "const void *" << n << "_output(" << n
-      << "_state *state, int32_t index);\n"
-      << "/// Checkpoints (parameters, optimizer and scaler state); the format "
-         "of\n/// `ampc run --save`. Written atomically; loading checks "
-         "everything first.\n/// On failure ampc_last_error() names the "
-         "function, the path and the reason.\n"
-      << "ampc_status " << n << "_save(" << n
-      << "_state *state, const char *path);\n"
-      << "ampc_status " << n << "_load(" << n
-      << "_state *state, const char *path);\n"
-      << "/// After a step: NULL, or a message naming the op whose device-side "
-         "check\n/// failed in it (a class label or an id out of range), "
-         "\"FILE:LINE:COL: ...\".\n/// Reads the context's check word "
-         "(after the step's work, like reading its loss).\n"
-      << "ampc_status " << n << "_check(" << n
-      << "_state *state, const char **message);\n"
-      << "/// The op an overflow came from: its source op, the variable it is "
-         "assigned\n/// to (or NULL), \"FILE:LINE:COL\" and \"forward\" or "
-         "\"backward\".\n"
-      << "/// After a step: *skipped = 1 when the loss scaler skipped its "
-         "update (0\n/// without a scaler). Reads device memory.\n"
-      << "ampc_status " << n << "_skipped(" << n
-      << "_state *state, int32_t *skipped);\n"
-      << "typedef struct " << n << "_overflow_site {\n"
-      << "  const char *op, *name, *loc, *pass;\n} " << n
-      << "_overflow_site;\n"
-      << "/// After a step the loss scaler skipped, before the next step: "
-         "replays it\n/// with a non-finite check after every op and fills "
-         "`site` with the first op\n/// whose result held an inf or NaN (op "
-         "NULL when none did); the state is\n/// restored. Costs a step and a "
-         "copy of the state, only when called.\n"
-      << "ampc_status " << n << "_overflow(" << n << "_state *state, " << n
-      << "_overflow_site *site);\n"
-      << "void " << n << "_destroy(" << n << "_state *state);\n\n"
-      << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n#endif // " << guard
-      << "\n";
-  }
+      << "ampc_status " << n << "_update(" << n << "_state *state);\n";
+  h << "/// The device pointer of output `index` after a step.\n"
+    << "const void *" << n << "_output(" << n
+    << "_state *state, int32_t index);\n"
+    << "/// Checkpoints (parameters, optimizer and scaler state); the format "
+       "of\n/// `ampc run --save`. Written atomically; loading checks "
+       "everything first.\n/// On failure ampc_last_error() names the "
+       "function, the path and the reason.\n"
+    << "ampc_status " << n << "_save(" << n
+    << "_state *state, const char *path);\n"
+    << "ampc_status " << n << "_load(" << n
+    << "_state *state, const char *path);\n"
+    << "/// Updates applied so far: counted by the steps of a training "
+       "graph, written\n/// by " << n << "_save and restored by " << n
+    << "_load (-1 for a NULL state).\n"
+    << "int64_t " << n << "_steps(const " << n << "_state *state);\n"
+    << "/// The data position a checkpoint records for `ampc run --data` "
+       "(the epoch\n/// being consumed, from 1, and the batches of it "
+       "taken): this code does not\n/// see the data, so a caller that "
+       "feeds a dataset sets it before saving;\n/// otherwise it stays as "
+       "created (1, 0) or loaded.\n"
+    << "ampc_status " << n << "_set_data_position(" << n
+    << "_state *state, int64_t epoch, int64_t batch);\n"
+    << "/// After a step: NULL, or a message naming the op whose device-side "
+       "check\n/// failed in it (a class label or an id out of range), "
+       "\"FILE:LINE:COL: ...\".\n/// Reads the context's check word "
+       "(after the step's work, like reading its loss).\n"
+    << "ampc_status " << n << "_check(" << n
+    << "_state *state, const char **message);\n"
+    << "/// The op an overflow came from: its source op, the variable it is "
+       "assigned\n/// to (or NULL), \"FILE:LINE:COL\" and \"forward\" or "
+       "\"backward\".\n"
+    << "/// After a step: *skipped = 1 when the loss scaler skipped its "
+       "update (0\n/// without a scaler). Reads device memory.\n"
+    << "ampc_status " << n << "_skipped(" << n
+    << "_state *state, int32_t *skipped);\n"
+    << "typedef struct " << n << "_overflow_site {\n"
+    << "  const char *op, *name, *loc, *pass;\n} " << n
+    << "_overflow_site;\n"
+    << "/// After a step the loss scaler skipped, before the next step: "
+       "replays it\n/// with a non-finite check after every op and fills "
+       "`site` with the first op\n/// whose result held an inf or NaN (op "
+       "NULL when none did); the state is\n/// restored. Costs a step and a "
+       "copy of the state, only when called.\n"
+    << "ampc_status " << n << "_overflow(" << n << "_state *state, " << n
+    << "_overflow_site *site);\n"
+    << "void " << n << "_destroy(" << n << "_state *state);\n\n"
+    << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n#endif // " << guard
+    << "\n";
+  return success();
+}
 
-  // The source: one EmitC module, printed by translateToCpp.
-  MLIRContext *c = p.op->getContext();
+/// The source's module: the file comment, the includes, the fixed
+/// support code and the slot roles.
+LogicalResult CppEmitter::beginSource() {
   c->getOrLoadDialect<ec::EmitCDialect>();
-  Location loc = p.op.getLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
-  size_t numSlots = p.slots.size();
-  auto verbatim = [&](const std::string &text) {
-    ec::VerbatimOp::create(b, loc, b.getStringAttr(text));
-  };
+  module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
   {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -568,12 +719,30 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     verbatim(text);
   }
   ec::IncludeOp::create(b, loc, header, /*is_standard_include=*/false);
-  for (const char *h : {"cerrno", "cmath", "cstdio", "cstring", "new",
-                        "string", "utility", "vector", "sys/stat.h",
-                        "unistd.h"})
+  for (const char *h : {"cmath", "cstdio", "cstring", "memory", "new",
+                        "string", "type_traits", "utility", "vector"})
     ec::IncludeOp::create(b, loc, h, /*is_standard_include=*/true);
   verbatim(kSupport);
+  {
+    // The slot roles (rt::Slot::Role) the tables below use; params, state
+    // and buffers are what a checkpoint holds.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    auto role = [](Slot::Role r) { return static_cast<int>(r); };
+    os << "enum : int32_t {\n  kRoleInput = " << role(Slot::Role::Input)
+       << ",\n  kRoleParam = " << role(Slot::Role::Param)
+       << ",\n  kRoleState = " << role(Slot::Role::State)
+       << ",\n  kRoleConstant = " << role(Slot::Role::Constant)
+       << ",\n  kRoleBuffer = " << role(Slot::Role::Buffer) << "\n};\n"
+       << "static bool ampcCheckpointed(int32_t role) {\n"
+       << "  return role == kRoleParam || role == kRoleState || "
+          "role == kRoleBuffer;\n}";
+    verbatim(text);
+  }
+  return success();
+}
 
+LogicalResult CppEmitter::emitSlotTables() {
   // Slot tables (one entry at least: C++ has no empty arrays).
   auto i64Table = [&](StringRef name, ArrayRef<int64_t> values, Type elt) {
     SmallVector<int64_t> v(values.begin(), values.end());
@@ -594,8 +763,6 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
   std::string names = "{";
   for (auto [i, slot] : llvm::enumerate(p.slots)) {
     bytes.push_back(slot.bytes);
-    // 0 input, 1 param, 2 state, 3 constant, 4 buffer (rt::Slot::Role);
-    // params, state and buffers are checkpointed.
     roles.push_back(static_cast<int>(slot.role));
     dtypes.push_back(slot.dtype);
     if (slot.role == rt::Slot::Role::Input)
@@ -613,192 +780,147 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
       ec::OpaqueAttr::get(c, names), false, true, true);
   i64Table("kInputSlot", inputSlots, b.getI32Type());
   // The arrays of call arguments go here, before the functions.
-  OpBuilder globals(c);
   globals.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
   auto anchor = ec::VerbatimOp::create(b, loc, b.getStringAttr(""));
   globals.setInsertionPoint(anchor);
+  return success();
+}
 
-  {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
-       << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
-       << std::max<size_t>(numSlots, 1) << "];\n"
-       << "  void *step_scale; // the loss scale the last step used\n"
-       << "  int64_t micro; // micro-batches of the current update done\n};\n\n";
-    os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
-       << "; }\n\n";
-    os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
-       << "  return index >= 0 && index < " << numInputs
-       << " ? kSlotBytes[kInputSlot[index]] : -1;\n}\n\n";
-    os << "void " << n << "_destroy(" << n << "_state *s) {\n"
-       << "  if (!s)\n    return;\n"
-       << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
-       << "    if (kSlotRole[i] != 0)\n      ampc_free(s->ctx, s->slot[i]);\n"
-       << "  ampc_free(s->ctx, s->step_scale);\n"
-       << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}";
-    verbatim(text);
-  }
+/// The state struct, the input queries and NAME_destroy.
+LogicalResult CppEmitter::emitStateType() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "struct " << n << "_state {\n  ampc_context ctx;\n  uint64_t seed;\n"
+     << "  ampc_arena arena_handle;\n  char *arena;\n  void *slot["
+     << std::max<size_t>(numSlots, 1) << "];\n"
+     << "  void *step_scale; // the loss scale the last step used\n"
+     << "  int64_t micro; // micro-batches of the current update done\n"
+     << "  int64_t steps; // updates applied (checkpointed)\n"
+     << "  int64_t epoch, batch; // the caller's data position "
+        "(checkpointed)\n};\n\n";
+  os << "int32_t " << n << "_num_inputs(void) { return " << numInputs
+     << "; }\n\n";
+  os << "int64_t " << n << "_input_bytes(int32_t index) {\n"
+     << "  return index >= 0 && index < " << numInputs
+     << " ? kSlotBytes[kInputSlot[index]] : -1;\n}\n\n";
+  os << "void " << n << "_destroy(" << n << "_state *s) {\n"
+     << "  if (!s)\n    return;\n"
+     << "  for (size_t i = 0; i < " << numSlots << "; ++i)\n"
+     << "    if (kSlotRole[i] != kRoleInput)\n      ampc_free(s->ctx, s->slot[i]);\n"
+     << "  ampc_free(s->ctx, s->step_scale);\n"
+     << "  ampc_arena_destroy(s->arena_handle);\n  delete s;\n}";
+  verbatim(text);
+  return success();
+}
 
-  // The init and step calls: (context, seed, arena, slots) -> status.
-  Type ctxType = ec::OpaqueType::get(c, "ampc_context");
-  Type seedType = IntegerType::get(c, 64, IntegerType::Unsigned);
-  Type arenaType = ec::PointerType::get(ec::OpaqueType::get(c, "char"));
-  Type slotsType = ec::PointerType::get(
-      ec::PointerType::get(ec::OpaqueType::get(c, "void")));
-  Type statusType = ec::OpaqueType::get(c, "ampc_status");
-  llvm::DenseMap<Attribute, std::string> arrays;
-  auto function = [&](StringRef name, Block &block, bool withConstants,
-                      size_t begin = 0,
-                      size_t end = SIZE_MAX) -> LogicalResult {
-    auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
-                                  {statusType});
-    auto func = ec::FuncOp::create(b, loc, name, type);
-    func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
-    Block *entry = func.addEntryBlock();
-    OpBuilder fb = OpBuilder::atBlockEnd(entry);
-    BlockTranslator t(fb, func, p, arrays, *module, globals);
-    for (size_t k = 0; k < p.constants.size(); ++k)
-      t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
-    if (withConstants) {
-      // Constants are written once, before the initialisers (which may copy
-      // a parameter's value from one).
-      for (size_t k = 0; k < p.constants.size(); ++k) {
-        rt::ConstantOp constant = p.constants[k];
-        if (failed(t.translateConstant(constant)))
-          return failure();
-      }
-    }
-    if (failed(t.translate(block, begin, end)))
-      return failure();
-    // Parameters this function does not use (-Wunused-parameter).
-    fb.setInsertionPointToStart(entry);
-    for (BlockArgument arg : entry->getArguments())
-      if (arg.use_empty())
-        ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
-    fb.setInsertionPointToEnd(entry);
-    auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
-    ec::ReturnOp::create(fb, loc, ok);
-    return success();
-  };
-  if (failed(function(n + "_init_calls", p.op.getInit().getBody().front(),
-                      true)))
-    return failure();
+/// NAME_create: the state allocated, the init calls run.
+LogicalResult CppEmitter::emitCreate() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
+     << n << "_state **out) {\n"
+     << "  if (out)\n    *out = NULL; // as ampc_context_create: NULL on failure\n"
+     << "  if (!ctx || !out)\n    return ampcFail(AMPC_ERROR_NULL_POINTER, \""
+     << n << "_create: \" +\n                    std::string(!ctx ? \"ctx\" : "
+        "\"state\") + \" is NULL\");\n"
+     << "  ampc_backend backend;\n"
+     << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
+     << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
+     << ")\n    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
+     << "_create: the context is a \"\n                    \"" << (cuda ? "cpu" : "cuda")
+     << " context; this code was generated for \"\n                    "
+        "\"--target=" << (cuda ? "cuda" : "cpu") << "\");\n"
+     << "  " << n << "_state *s = new (std::nothrow) " << n << "_state();\n"
+     << "  if (!s)\n    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \""
+     << n << "_create: out of host memory\");\n"
+     << "  s->ctx = ctx;\n  s->seed = seed;\n  s->epoch = 1;\n"
+     << "  ampc_status st = ampc_arena_create(ctx, "
+     << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
+     << "  void *base = NULL;\n"
+     << "  if (st == AMPC_OK)\n    st = ampc_arena_base(s->arena_handle, &base);\n"
+     << "  s->arena = static_cast<char *>(base);\n"
+     << "  for (size_t i = 0; st == AMPC_OK && i < " << numSlots << "; ++i)\n"
+     << "    if (kSlotRole[i] != kRoleInput)\n"
+     << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
+        "&s->slot[i]);\n"
+     << "  if (st == AMPC_OK)\n    st = ampc_malloc(ctx, 4, &s->step_scale);\n"
+     << "  if (st == AMPC_OK)\n    st = " << n
+     << "_init_calls(s->ctx, s->seed, s->arena, s->slot);\n"
+     << "  if (st != AMPC_OK) {\n    " << n
+     << "_destroy(s);\n    return st;\n  }\n"
+     << "  *out = s;\n  return AMPC_OK;\n}";
+  verbatim(text);
+  return success();
+}
 
-  {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << "ampc_status " << n << "_create(ampc_context ctx, uint64_t seed, "
-       << n << "_state **out) {\n"
-       << "  if (out)\n    *out = NULL; // as ampc_context_create: NULL on failure\n"
-       << "  if (!ctx || !out)\n    return ampcFail(AMPC_ERROR_NULL_POINTER, \""
-       << n << "_create: \" +\n                    std::string(!ctx ? \"ctx\" : "
-          "\"state\") + \" is NULL\");\n"
-       << "  ampc_backend backend;\n"
-       << "  AMPC_TRY(ampc_context_backend(ctx, &backend));\n"
-       << "  if (backend != " << (cuda ? "AMPC_BACKEND_CUDA" : "AMPC_BACKEND_CPU")
-       << ")\n    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
-       << "_create: the context is a \"\n                    \"" << (cuda ? "cpu" : "cuda")
-       << " context; this code was generated for \"\n                    "
-          "\"--target=" << (cuda ? "cuda" : "cpu") << "\");\n"
-       << "  " << n << "_state *s = new (std::nothrow) " << n << "_state();\n"
-       << "  if (!s)\n    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \""
-       << n << "_create: out of host memory\");\n"
-       << "  s->ctx = ctx;\n  s->seed = seed;\n"
-       << "  ampc_status st = ampc_arena_create(ctx, "
-       << std::max<int64_t>(p.arenaSize, 256) << ", &s->arena_handle);\n"
-       << "  void *base = NULL;\n"
-       << "  if (st == AMPC_OK)\n    st = ampc_arena_base(s->arena_handle, &base);\n"
-       << "  s->arena = static_cast<char *>(base);\n"
-       << "  for (size_t i = 0; st == AMPC_OK && i < " << numSlots << "; ++i)\n"
-       << "    if (kSlotRole[i] != 0)\n"
-       << "      st = ampc_malloc(ctx, kSlotBytes[i] > 0 ? kSlotBytes[i] : 1, "
-          "&s->slot[i]);\n"
-       << "  if (st == AMPC_OK)\n    st = ampc_malloc(ctx, 4, &s->step_scale);\n"
-       << "  if (st == AMPC_OK)\n    st = " << n
-       << "_init_calls(s->ctx, s->seed, s->arena, s->slot);\n"
-       << "  if (st != AMPC_OK) {\n    " << n
-       << "_destroy(s);\n    return st;\n  }\n"
-       << "  *out = s;\n  return AMPC_OK;\n}";
-    verbatim(text);
-  }
+/// The step's calls (with gradient accumulation a micro-batch's and the
+/// update's), and the probed replay of them for NAME_overflow.
+LogicalResult CppEmitter::emitStepCalls() {
   // Gradient accumulation: a micro-batch's calls and the update's instead
   // of the step's.
-  bool accumulated = p.accumulate > 1;
   if (!accumulated &&
-      failed(function(n + "_step_calls", p.op.getStep().getBody().front(),
+      failed(emitCalls(n + "_step_calls", p.op.getStep().getBody().front(),
                       false)))
     return failure();
   if (accumulated &&
-      (failed(function(n + "_micro_calls", p.op.getStep().getBody().front(),
+      (failed(emitCalls(n + "_micro_calls", p.op.getStep().getBody().front(),
                        false, 0, p.updateCall)) ||
-       failed(function(n + "_update_calls", p.op.getStep().getBody().front(),
+       failed(emitCalls(n + "_update_calls", p.op.getStep().getBody().front(),
                        false, p.updateCall))))
     return failure();
-  {
-    auto type = b.getFunctionType({ctxType, seedType, arenaType, slotsType},
-                                  {statusType});
-    auto func = ec::FuncOp::create(b, loc, n + "_probe_calls", type);
-    func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
-    Block *entry = func.addEntryBlock();
-    OpBuilder fb = OpBuilder::atBlockEnd(entry);
-    BlockTranslator t(fb, func, p, arrays, *module, globals);
-    for (size_t k = 0; k < p.constants.size(); ++k)
-      t.bindConstant(p.constants[k].getResult(), p.numArgs + k);
-    if (failed(t.translateProbed(p.op.getStep().getBody().front())))
-      return failure();
-    fb.setInsertionPointToStart(entry);
-    for (BlockArgument arg : entry->getArguments())
-      if (arg.use_empty())
-        ec::CallOpaqueOp::create(fb, loc, TypeRange{}, "AMPC_UNUSED", arg);
-    fb.setInsertionPointToEnd(entry);
-    auto ok = ec::LiteralOp::create(fb, loc, statusType, "AMPC_OK");
-    ec::ReturnOp::create(fb, loc, ok);
-  }
+  return emitCallFunction(n + "_probe_calls", [&](BlockTranslator &t) {
+    return t.translateProbed(p.op.getStep().getBody().front());
+  });
+}
 
-  // Where each output lives.
-  llvm::DenseMap<Value, std::string> where;
-  {
-    Block &step = p.op.getStep().getBody().front();
-    for (BlockArgument arg : step.getArguments())
-      if (arg.getArgNumber() + 1 < step.getNumArguments())
-        where[arg] = "(const char *)s->slot[" +
-                     std::to_string(arg.getArgNumber()) + "]";
-    for (size_t k = 0; k < p.constants.size(); ++k)
-      where[p.constants[k].getResult()] =
-          "(const char *)s->slot[" + std::to_string(p.numArgs + k) + "]";
-    for (auto view : step.getOps<rt::ViewOp>())
-      where[view.getResult()] = "s->arena + " + std::to_string(view.getOffset());
-  }
-  // A NULL argument of a generated function: a status and a message that
-  // names the function and the argument.
-  auto nullChecks = [&](const std::string &fn,
-                        std::initializer_list<std::pair<const char *,
-                                                        const char *>> args) {
-    std::string out;
-    for (auto [test, name] : args)
-      if (std::string(test) != "false")
-        out += std::string("  if (") + test + ")\n    return ampcFail("
-               "AMPC_ERROR_NULL_POINTER, \"" + n + "_" + fn + ": " + name +
-               " is NULL\");\n";
-    return out;
-  };
-  // NAME_FN, extern "C", around NAME_FN_impl: no C++ exception (a
-  // std::bad_alloc of the host buffers) leaves the generated C ABI.
-  auto guardedWrapper = [&](const std::string &fn, const std::string &param,
-                            const std::string &arg) {
-    std::string f = n + "_" + fn;
-    return "ampc_status " + f + "(" + n + "_state *s, " + param + ") {\n" +
-           "  try {\n    return " + f + "_impl(s, " + arg + ");\n" +
-           "  } catch (const std::bad_alloc &) {\n" +
-           "    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \"" + f +
-           ": out of host memory\");\n" +
-           "  } catch (...) {\n" +
-           "    return ampc_set_last_error(AMPC_ERROR_INTERNAL, \"" + f +
-           ": unexpected C++ exception\");\n  }\n}\n\n";
-  };
-  std::string tail;
-  llvm::raw_string_ostream b2(tail);
+/// Where each output lives.
+LogicalResult CppEmitter::collectOutputLocations() {
+  Block &step = p.op.getStep().getBody().front();
+  for (BlockArgument arg : step.getArguments())
+    if (arg.getArgNumber() + 1 < step.getNumArguments())
+      where[arg] = "(const char *)s->slot[" +
+                   std::to_string(arg.getArgNumber()) + "]";
+  for (size_t k = 0; k < p.constants.size(); ++k)
+    where[p.constants[k].getResult()] =
+        "(const char *)s->slot[" + std::to_string(p.numArgs + k) + "]";
+  for (auto view : step.getOps<rt::ViewOp>())
+    where[view.getResult()] = "s->arena + " + std::to_string(view.getOffset());
+  return success();
+}
+
+// A NULL argument of a generated function: a status and a message that
+// names the function and the argument.
+std::string CppEmitter::nullChecks(
+    const std::string &fn,
+    std::initializer_list<std::pair<const char *, const char *>> args) const {
+  std::string out;
+  for (auto [test, name] : args)
+    if (std::string(test) != "false")
+      out += std::string("  if (") + test + ")\n    return ampcFail("
+             "AMPC_ERROR_NULL_POINTER, \"" + n + "_" + fn + ": " + name +
+             " is NULL\");\n";
+  return out;
+}
+
+// NAME_FN, extern "C", around NAME_FN_impl: no C++ exception (a
+// std::bad_alloc of the host buffers) leaves the generated C ABI.
+std::string CppEmitter::guardedWrapper(const std::string &fn,
+                                       const std::string &param,
+                                       const std::string &arg) const {
+  std::string f = n + "_" + fn;
+  return "ampc_status " + f + "(" + n + "_state *s, " + param + ") {\n" +
+         "  try {\n    return " + f + "_impl(s, " + arg + ");\n" +
+         "  } catch (const std::bad_alloc &) {\n" +
+         "    return ampc_set_last_error(AMPC_ERROR_OUT_OF_MEMORY, \"" + f +
+         ": out of host memory\");\n" +
+         "  } catch (...) {\n" +
+         "    return ampc_set_last_error(AMPC_ERROR_INTERNAL, \"" + f +
+         ": unexpected C++ exception\");\n  }\n}\n\n";
+}
+
+/// NAME_step (and NAME_micro_step, NAME_update), NAME_accumulate,
+/// NAME_steps and NAME_set_data_position.
+LogicalResult CppEmitter::emitStepEntries() {
   b2 << "ampc_status " << n << "_step(" << n
      << "_state *s, const void *const *inputs) {\n"
      << nullChecks("step", {{"!s", "state"},
@@ -809,18 +931,22 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  // The scale this step uses, for " << n << "_overflow.\n"
        << "  AMPC_TRY(ampc_memcpy(s->ctx, s->step_scale, s->slot["
        << p.scaleSlot << "], 4, AMPC_MEMCPY_DEVICE_TO_DEVICE));\n";
+  // The calls of an update, then (a training graph) its count, as `ampc
+  // run` counts steps.
+  auto runUpdate = [&](const std::string &calls) {
+    std::string call = n + calls + "(s->ctx, s->seed, s->arena, s->slot)";
+    if (!p.training)
+      return "  return " + call + ";\n}\n\n";
+    return "  AMPC_TRY(" + call + ");\n  ++s->steps;\n  return AMPC_OK;\n}\n\n";
+  };
   if (!accumulated) {
-    b2 << "  return " << n
-       << "_step_calls(s->ctx, s->seed, s->arena, s->slot);\n"
-       << "}\n\n";
+    b2 << runUpdate("_step_calls");
   } else {
     // One micro-batch; the update after every K-th.
     b2 << "  AMPC_TRY(" << n
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot));\n"
        << "  if (++s->micro < " << p.accumulate << ")\n    return AMPC_OK;\n"
-       << "  s->micro = 0;\n"
-       << "  return " << n
-       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
+       << "  s->micro = 0;\n" << runUpdate("_update_calls")
        << "ampc_status " << n << "_micro_step(" << n
        << "_state *s, const void *const *inputs) {\n"
        << nullChecks("micro_step", {{"!s", "state"},
@@ -835,24 +961,26 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "_micro_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n"
        << "ampc_status " << n << "_update(" << n << "_state *s) {\n"
        << nullChecks("update", {{"!s", "state"}})
-       << "  s->micro = 0;\n"
-       << "  return " << n
-       << "_update_calls(s->ctx, s->seed, s->arena, s->slot);\n}\n\n";
+       << "  s->micro = 0;\n" << runUpdate("_update_calls");
   }
   b2 << "int32_t " << n << "_accumulate(void) { return " << p.accumulate
      << "; }\n\n";
-  // Check and overflow reports (docs/codegen.md): the sources' names.
-  auto cstr = [](const std::string &text) {
-    std::string out = "\"";
-    for (char ch : text) {
-      if (ch == '"' || ch == '\\')
-        out += '\\';
-      if (static_cast<unsigned char>(ch) < 0x20)
-        continue;
-      out += ch;
-    }
-    return out + "\"";
-  };
+  b2 << "int64_t " << n << "_steps(const " << n << "_state *s) {\n"
+     << "  return s ? s->steps : -1;\n}\n\n"
+     << "ampc_status " << n << "_set_data_position(" << n
+     << "_state *s, int64_t epoch, int64_t batch) {\n"
+     << nullChecks("set_data_position", {{"!s", "state"}})
+     << "  if (epoch < 1 || batch < 0)\n"
+     << "    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, \"" << n
+     << "_set_data_position: epoch \" + std::to_string(epoch) + \", batch \" "
+        "+\n                    std::to_string(batch) + \" (epochs count from "
+        "1, batches from 0)\");\n"
+     << "  s->epoch = epoch;\n  s->batch = batch;\n  return AMPC_OK;\n}\n\n";
+  return success();
+}
+
+/// NAME_check and NAME_skipped.
+LogicalResult CppEmitter::emitChecks() {
   b2 << "ampc_status " << n << "_check(" << n
      << "_state *s, const char **message) {\n"
      << nullChecks("check", {{"!s", "state"}, {"!message", "message"}})
@@ -869,7 +997,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
                        std::to_string(src.range) + ")";
     if (src.op == "cross_entropy")
       text += " (a class label; -100 is ignored)";
-    b2 << "  case " << src.site << ":\n    *message = " << cstr(text)
+    b2 << "  case " << src.site << ":\n    *message = " << messageLiteral(text)
        << ";\n    break;\n";
   }
   b2 << "  case -1:\n    break;\n"
@@ -889,14 +1017,19 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
        << "  *skipped = flag != 0.0f;\n";
   }
   b2 << "  return AMPC_OK;\n}\n\n";
+  return success();
+}
+
+/// NAME_overflow: the sources' names and the probed replay.
+LogicalResult CppEmitter::emitOverflow() {
   size_t numSources = p.sources.size();
   b2 << "static const char *const kSourceInfo[" << std::max<size_t>(numSources, 1)
      << "][4] = {";
   for (size_t k = 0; k < numSources; ++k) {
     const CallSource &src = p.sources[k];
-    b2 << (k ? ",\n    " : "\n    ") << "{" << cstr(src.op) << ", "
-       << (src.name.empty() ? std::string("NULL") : cstr(src.name)) << ", "
-       << cstr(src.loc) << ", " << (src.backward ? "\"backward\"" : "\"forward\"")
+    b2 << (k ? ",\n    " : "\n    ") << "{" << messageLiteral(src.op) << ", "
+       << (src.name.empty() ? std::string("NULL") : messageLiteral(src.name)) << ", "
+       << messageLiteral(src.loc) << ", " << (src.backward ? "\"backward\"" : "\"forward\"")
        << "}";
   }
   if (numSources == 0)
@@ -911,8 +1044,7 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
         "all of it is\n  // copied out and back.\n"
      << "  std::vector<std::vector<char>> saved(" << numSlots << ");\n"
      << "  for (size_t i = 0; i < " << numSlots << "; ++i) {\n"
-     << "    // Params, state and buffers (roles 1, 2, 4).\n"
-     << "    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)\n"
+     << "    if (!ampcCheckpointed(kSlotRole[i]))\n"
      << "      continue;\n"
      << "    saved[i].resize(static_cast<size_t>(kSlotBytes[i]));\n"
      << "    AMPC_TRY(ampc_memcpy(s->ctx, saved[i].data(), s->slot[i], "
@@ -942,6 +1074,11 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
      << "    site->pass = kSourceInfo[found][3];\n  }\n"
      << "  return AMPC_OK;\n}\n\n";
   b2 << guardedWrapper("overflow", n + "_overflow_site *site", "site");
+  return success();
+}
+
+/// NAME_output.
+LogicalResult CppEmitter::emitOutputs() {
   b2 << "const void *" << n << "_output(" << n << "_state *s, int32_t index) {\n"
      << "  if (!s)\n    return NULL;\n"
      << "  switch (index) {\n";
@@ -952,134 +1089,76 @@ LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
     b2 << "  case " << i << ":\n    return " << w << ";\n";
   }
   b2 << "  default:\n    return NULL;\n  }\n}\n\n";
-  // Checkpoints, in the executor's format. Every failure says, through
-  // ampc_set_last_error, which function failed, on what path and why.
+  return success();
+}
+
+// Checkpoints, through the runtime's writer and reader (the format of
+// `ampc run`). Every failure says, through ampc_set_last_error, which
+// function failed, on what path and why.
+LogicalResult CppEmitter::emitCheckpoints() {
   {
     std::string text = R"cpp(static const uint64_t kFingerprint = @FP@ULL;
 
 static ampc_status @N@_save_impl(@N@_state *s, const char *path) {
-@NULLS_SAVE@  std::string d("AMPCCKPT", 8);
-  ckptPut<uint32_t>(d, 1);
-  ckptPut<uint64_t>(d, kFingerprint);
-  ckptPut<int64_t>(d, 0);
-  uint32_t count = 0;
-  for (size_t i = 0; i < @SLOTS@; ++i)
-    count += kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4;
-  ckptPut<uint32_t>(d, count);
+@NULLS_SAVE@  std::vector<std::vector<char>> host(@SLOTS@);
+  std::vector<ampc_checkpoint_entry> entries;
   for (size_t i = 0; i < @SLOTS@; ++i) {
-    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+    if (!ampcCheckpointed(kSlotRole[i]))
       continue;
-    uint32_t len = static_cast<uint32_t>(std::strlen(kSlotName[i]));
-    ckptPut<uint32_t>(d, len);
-    d.append(kSlotName[i], len);
-    ckptPut<int32_t>(d, kSlotDtype[i]);
-    ckptPut<int64_t>(d, kSlotBytes[i]);
-    size_t at = d.size();
-    d.resize(at + static_cast<size_t>(kSlotBytes[i]));
-    ampc_status st = ampc_memcpy(s->ctx, &d[at], s->slot[i], static_cast<size_t>(kSlotBytes[i]), AMPC_MEMCPY_DEVICE_TO_HOST);
+    host[i].resize(static_cast<size_t>(kSlotBytes[i]));
+    ampc_status st = ampc_memcpy(s->ctx, host[i].data(), s->slot[i], host[i].size(), AMPC_MEMCPY_DEVICE_TO_HOST);
     if (st != AMPC_OK)
       return ampcFail(st, "@N@_save: cannot read '" + std::string(kSlotName[i]) + "' for '" + path + "': " + ampc_last_error());
+    entries.push_back({kSlotName[i], static_cast<ampc_dtype>(kSlotDtype[i]), kSlotBytes[i], host[i].data()});
   }
-  ckptPut<uint64_t>(d, ckptHash(d));
-  // Written to PATH.tmp (and fsync'ed), then renamed: an existing checkpoint
-  // is replaced whole or kept. What exists and is not a regular file
-  // (/dev/null, a FIFO) is written in place: a rename would replace it.
-  struct stat st;
-  bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-  std::string tmp = inPlace ? std::string(path) : std::string(path) + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot open '" + tmp + "' for writing checkpoint '" + path + "' (" + std::strerror(errno) + ")");
-  errno = 0;
-  bool ok = std::fwrite(d.data(), 1, d.size(), f) == d.size() && std::fflush(f) == 0 &&
-            (inPlace || fsync(fileno(f)) == 0);
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    if (!inPlace)
-      std::remove(tmp.c_str());
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot write checkpoint '" + std::string(path) + "' (" + (err ? std::strerror(err) : "short write") + ")");
-  }
-  if (!inPlace && std::rename(tmp.c_str(), path) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_save: cannot rename '" + tmp + "' to '" + path + "' (" + std::strerror(err) + ")");
-  }
+  ampc_checkpoint_header header = {};
+  header.fingerprint = kFingerprint;
+  header.steps = s->steps;
+  header.epoch = s->epoch;
+  header.batch = s->batch;
+  // The runtime's writer: written atomically, an existing checkpoint is
+  // replaced whole or kept.
+  ampc_status st = ampc_checkpoint_save(path, &header, entries.data(), static_cast<int64_t>(entries.size()));
+  if (st != AMPC_OK)
+    return ampcCheckpointFail(st, "@N@_save");
   return AMPC_OK;
 }
 
 static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
-@NULLS_LOAD@  FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot open checkpoint '" + std::string(path) + "' (" + std::strerror(errno) + ")");
-  std::string d;
-  char chunk[65536];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
-    d.append(chunk, got);
-  int err = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (err)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, "@N@_load: cannot read checkpoint '" + std::string(path) + "' (" + std::strerror(err) + ")");
+@NULLS_LOAD@  ampc_checkpoint file = NULL;
+  ampc_status st = ampc_checkpoint_load(path, &file);
+  if (st != AMPC_OK)
+    return ampcCheckpointFail(st, "@N@_load");
+  std::unique_ptr<std::remove_pointer<ampc_checkpoint>::type, ampc_status (*)(ampc_checkpoint)> owned(file, ampc_checkpoint_free);
   std::string bad = "@N@_load: checkpoint '" + std::string(path) + "' ";
-  if (d.size() < 8 || d.compare(0, 8, "AMPCCKPT") != 0)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is not an ampc checkpoint");
-  if (d.size() < 16)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  uint64_t stored;
-  std::memcpy(&stored, d.data() + d.size() - 8, 8);
-  d.resize(d.size() - 8);
-  if (ckptHash(d) != stored)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is corrupt or truncated (checksum mismatch)");
-  size_t pos = 8;
-  uint32_t version = 0, count = 0;
-  uint64_t fingerprint = 0;
-  int64_t steps = 0;
-  // Version 2 (ampc run's) adds the data position (epoch, batch), which
-  // the emitted step does not keep.
-  int64_t epoch = 0, batch = 0;
-  if (!ckptGet(d, pos, version))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  if (version != 1 && version != 2)
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "has an unsupported version " + std::to_string(version) + " (1 and 2 are read)");
-  if (!ckptGet(d, pos, fingerprint))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  if (fingerprint != kFingerprint) {
+  ampc_checkpoint_header header = {};
+  int64_t count = 0;
+  AMPC_TRY(ampc_checkpoint_get_header(file, &header));
+  AMPC_TRY(ampc_checkpoint_count(file, &count));
+  if (header.fingerprint != kFingerprint) {
     char fps[64];
-    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(fingerprint), static_cast<unsigned long long>(kFingerprint));
+    std::snprintf(fps, sizeof(fps), "%016llx, this code's %016llx", static_cast<unsigned long long>(header.fingerprint), static_cast<unsigned long long>(kFingerprint));
     return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is another program's (fingerprint " + fps + "): another graph, or graph '@N@' compiled with other options");
   }
-  if (!ckptGet(d, pos, steps) || (version == 2 && (!ckptGet(d, pos, epoch) || !ckptGet(d, pos, batch))) || !ckptGet(d, pos, count))
-    return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated");
-  std::vector<std::pair<size_t, size_t>> copies;
-  for (uint32_t k = 0; k < count; ++k) {
-    uint32_t len;
-    int32_t dtype;
-    int64_t bytes;
-    if (!ckptGet(d, pos, len) || pos + len > d.size())
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry " + std::to_string(k) + ")");
-    std::string name = d.substr(pos, len);
-    pos += len;
-    if (!ckptGet(d, pos, dtype) || !ckptGet(d, pos, bytes) || bytes < 0 || static_cast<uint64_t>(bytes) > d.size() - pos)
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "is truncated (in entry '" + name + "')");
+  std::vector<std::pair<size_t, const void *>> copies;
+  for (int64_t k = 0; k < count; ++k) {
+    ampc_checkpoint_entry e;
+    AMPC_TRY(ampc_checkpoint_get_entry(file, k, &e));
     size_t slot = @SLOTS@;
     for (size_t i = 0; i < @SLOTS@; ++i)
-      if ((kSlotRole[i] == 1 || kSlotRole[i] == 2 || kSlotRole[i] == 4) && name == kSlotName[i])
+      if (ampcCheckpointed(kSlotRole[i]) && std::strcmp(e.name, kSlotName[i]) == 0)
         slot = i;
     // An entry of no slot of this graph (the state `ampc run` keeps for
     // the file's other graphs) is skipped; the fingerprint has matched.
-    if (slot != @SLOTS@ && (kSlotDtype[slot] != dtype || kSlotBytes[slot] != bytes))
-      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + name + "' as " + ampcDtypeName(dtype) + ", " + std::to_string(bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
-    if (slot != @SLOTS@)
-      copies.push_back({slot, pos});
-    pos += static_cast<size_t>(bytes);
+    if (slot == @SLOTS@)
+      continue;
+    if (kSlotDtype[slot] != e.dtype || kSlotBytes[slot] != e.bytes)
+      return ampcFail(AMPC_ERROR_INVALID_ARGUMENT, bad + "holds '" + e.name + "' as " + ampcDtypeName(e.dtype) + ", " + std::to_string(e.bytes) + " bytes; graph '@N@' has " + ampcDtypeName(kSlotDtype[slot]) + ", " + std::to_string(kSlotBytes[slot]) + " bytes");
+    copies.push_back({slot, e.data});
   }
   // Every param, state and buffer of the graph must be there.
   for (size_t i = 0; i < @SLOTS@; ++i) {
-    if (kSlotRole[i] != 1 && kSlotRole[i] != 2 && kSlotRole[i] != 4)
+    if (!ampcCheckpointed(kSlotRole[i]))
       continue;
     bool found = false;
     for (const auto &c : copies)
@@ -1089,10 +1168,13 @@ static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
   }
   // Everything checked: only now is the state overwritten.
   for (const auto &c : copies) {
-    ampc_status st = ampc_memcpy(s->ctx, s->slot[c.first], d.data() + c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
+    st = ampc_memcpy(s->ctx, s->slot[c.first], c.second, static_cast<size_t>(kSlotBytes[c.first]), AMPC_MEMCPY_HOST_TO_DEVICE);
     if (st != AMPC_OK)
       return ampcFail(st, bad + "could not be copied into '" + kSlotName[c.first] + "': " + ampc_last_error());
   }
+  s->steps = header.steps;
+  s->epoch = header.epoch;
+  s->batch = header.batch;
   return AMPC_OK;
 })cpp";
     auto replaceAll = [&](StringRef from, const std::string &to) {
@@ -1110,10 +1192,23 @@ static ampc_status @N@_load_impl(@N@_state *s, const char *path) {
     b2 << text << "\n\n" << guardedWrapper("save", "const char *path", "path")
        << guardedWrapper("load", "const char *path", "path");
   }
+  return success();
+}
 
+/// The support code printed with the module.
+LogicalResult CppEmitter::print() {
   verbatim(tail);
-  llvm::raw_string_ostream src(sourceText);
+  llvm::raw_string_ostream src(*sourceText);
   if (failed(ec::translateToCpp(*module, src)))
     return failure();
   return success();
+}
+
+} // namespace
+
+LogicalResult ampc::emit::emitCpp(const Program &p, bool cuda,
+                                  const std::string &header,
+                                  std::string &headerText,
+                                  std::string &sourceText) {
+  return CppEmitter(p, cuda, header).emit(headerText, sourceText);
 }

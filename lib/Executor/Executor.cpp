@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ampc/Executor/Executor.h"
-#include "ampc/Executor/Checkpoint.h"
 #include "ampc/Executor/Npy.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -843,18 +842,13 @@ uint64_t Executor::hostSyncs() {
 }
 
 //===----------------------------------------------------------------------===//
-// Checkpoints: "AMPCCKPT" | u32 version | u64 fingerprint | i64 steps |
-// (version 2: i64 epoch | i64 batch) | u32 count | per slot: u32 name length,
-// name, i32 dtype, i64 bytes, data | u64 FNV-1a of everything before.
+// Checkpoints: the runtime's format (ampc_checkpoint_save / _load,
+// docs/runtime.md "Checkpoints"), written and read by the runtime.
 // Entries are matched by name, so a checkpoint loads into the same graph
 // compiled with other AMP or loss-scaling settings.
 //===----------------------------------------------------------------------===//
 
 namespace {
-template <typename T> void put(std::string &s, T v) {
-  s.append(reinterpret_cast<const char *>(&v), sizeof(T));
-}
-
 bool isSaved(const rt::Slot &slot) {
   return slot.role == rt::Slot::Role::Param ||
          slot.role == rt::Slot::Role::State ||
@@ -904,74 +898,68 @@ std::string describeSlot(const rt::Slot &slot) {
 bool Executor::save(const std::string &path, const Position &position,
                     std::string &error,
                     const std::vector<StateEntry> &extra) {
-  std::string s(kCheckpointMagic, 8);
-  put<uint32_t>(s, kCheckpointVersion);
-  put<uint64_t>(s, program.fingerprint);
-  put<int64_t>(s, position.steps);
-  put<int64_t>(s, position.epoch);
-  put<int64_t>(s, position.batch);
-  uint32_t count = 0;
-  for (const rt::Slot &slot : program.slots)
-    count += isSaved(slot);
-  count += extra.size();
-  put<uint32_t>(s, count);
+  ampc_checkpoint_header header{};
+  header.fingerprint = program.fingerprint;
+  header.steps = position.steps;
+  header.epoch = position.epoch;
+  header.batch = position.batch;
+  std::vector<ampc_checkpoint_entry> entries;
+  // The slots' bytes, read to the host (each vector's buffer stays put).
+  std::vector<std::vector<char>> host;
   for (size_t i = 0; i < program.slots.size(); ++i) {
     const rt::Slot &slot = program.slots[i];
     if (!isSaved(slot))
       continue;
-    put<uint32_t>(s, slot.name.size());
-    s += slot.name;
-    put<int32_t>(s, slot.dtype);
-    put<int64_t>(s, slot.bytes);
-    size_t at = s.size();
-    s.resize(at + slot.bytes);
-    ampc_status st = ampc_memcpy(impl->ctx, &s[at], impl->slots[i], slot.bytes,
-                                 AMPC_MEMCPY_DEVICE_TO_HOST);
-    if (st != AMPC_OK) {
-      error = lastError("reading the state", st);
+    host.emplace_back();
+    if (!readSlot(i, host.back(), error))
       return false;
-    }
+    entries.push_back({slot.name.c_str(), static_cast<ampc_dtype>(slot.dtype),
+                       slot.bytes, host.back().data()});
   }
-  for (const StateEntry &e : extra) {
-    put<uint32_t>(s, e.name.size());
-    s += e.name;
-    put<int32_t>(s, e.dtype);
-    put<int64_t>(s, static_cast<int64_t>(e.bytes.size()));
-    s.append(e.bytes.data(), e.bytes.size());
-  }
-  put<uint64_t>(s, checkpointChecksum(s.data(), s.size()));
+  for (const StateEntry &e : extra)
+    entries.push_back({e.name.c_str(), static_cast<ampc_dtype>(e.dtype),
+                       static_cast<int64_t>(e.bytes.size()), e.bytes.data()});
   // An existing checkpoint is replaced whole or kept.
-  return writeFilesAtomically({{path, s}}, error, "checkpoint");
+  if (ampc_checkpoint_save(path.c_str(), &header, entries.data(),
+                           static_cast<int64_t>(entries.size())) != AMPC_OK) {
+    error = ampc_last_error();
+    return false;
+  }
+  return true;
 }
 
 bool Executor::load(const std::string &path, Position &position,
                     std::string &note, std::string &error,
                     const std::set<std::string> &alsoKnown) {
-  std::string s;
-  if (!readWholeFile(path, s)) {
-    error = "cannot read checkpoint '" + path + "'";
+  ampc_checkpoint file = nullptr;
+  if (ampc_checkpoint_load(path.c_str(), &file) != AMPC_OK) {
+    error = ampc_last_error();
     return false;
   }
+  std::unique_ptr<ampc_checkpoint_impl, ampc_status (*)(ampc_checkpoint)>
+      owned(file, ampc_checkpoint_free);
   auto bad = [&](const std::string &why) {
     error = "checkpoint '" + path + "' " + why;
     return false;
   };
-  CheckpointContents contents;
-  std::string why;
-  if (!parseCheckpoint(s, contents, why))
-    return bad(why);
+  ampc_checkpoint_header header{};
+  int64_t count = 0;
+  ampc_checkpoint_get_header(file, &header);
+  ampc_checkpoint_count(file, &count);
   Position pos;
-  pos.steps = contents.steps;
-  pos.epoch = contents.epoch;
-  pos.batch = contents.batch;
-  const std::vector<CheckpointEntry> &entries = contents.entries;
+  pos.steps = header.steps;
+  pos.epoch = header.epoch;
+  pos.batch = header.batch;
+  std::vector<ampc_checkpoint_entry> entries(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k)
+    ampc_checkpoint_get_entry(file, k, &entries[static_cast<size_t>(k)]);
   auto describe = [](int32_t dtype, int64_t bytes) {
     return std::string(dtypeName(dtype)) + ", " + std::to_string(bytes) +
            " bytes";
   };
   // In the program's order, so the first difference named is the first
   // param or state of the graph.
-  std::vector<std::pair<size_t, const char *>> copies;
+  std::vector<std::pair<size_t, const void *>> copies;
   std::vector<std::string> fresh, ignored;
   // Model copies the checkpoint lacks (or holds with another type): the
   // slot and its master's, recomputed after the copy.
@@ -991,7 +979,9 @@ bool Executor::load(const std::string &path, Position &position,
     if (!isSaved(slot))
       continue;
     auto it = llvm::find_if(entries,
-                            [&](const CheckpointEntry &e) { return e.name == slot.name; });
+                            [&](const ampc_checkpoint_entry &e) {
+                              return slot.name == e.name;
+                            });
     std::optional<size_t> master = masterOf(slot);
     if (master && (it == entries.end() || it->dtype != slot.dtype ||
                    it->bytes != slot.bytes)) {
@@ -1021,7 +1011,7 @@ bool Executor::load(const std::string &path, Position &position,
     }
     copies.push_back({i, it->data});
   }
-  for (const CheckpointEntry &e : entries) {
+  for (const ampc_checkpoint_entry &e : entries) {
     bool known = llvm::any_of(program.slots, [&](const rt::Slot &slot) {
       return isSaved(slot) && slot.name == e.name;
     });
@@ -1033,7 +1023,7 @@ bool Executor::load(const std::string &path, Position &position,
     }
     // A graph that does not train has no optimizer state to restore.
     if (!isScalerState(e.name) && program.training)
-      return bad("holds '" + e.name + "', which graph '" + program.name +
+      return bad("holds '" + std::string(e.name) + "', which graph '" + program.name +
                  "' does not have");
     if (isScalerState(e.name))
       ignored.push_back(e.name);

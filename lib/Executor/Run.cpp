@@ -24,7 +24,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -381,30 +383,9 @@ bool feedBatch(Executor &ex, const std::vector<Dataset> &sets,
   return true;
 }
 
-} // namespace
-
-std::vector<int64_t> ampc::exec::epochOrder(uint64_t seed, int64_t epoch,
-                                            int64_t n) {
-  std::vector<int64_t> order(n);
-  for (int64_t i = 0; i < n; ++i)
-    order[i] = i;
-  uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch));
-  auto next = [&]() {
-    state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = static_cast<int64_t>(next() % static_cast<uint64_t>(i + 1));
-    std::swap(order[i], order[j]);
-  }
-  return order;
-}
-
-int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
-  RunOptions options = givenOptions;
+/// The command line's checks that need no graph (a name fed twice is a
+/// command-line error, whatever the graph).
+int validateOptions(ModuleOp module, const RunOptions &options) {
   if (module.getOps<func::FuncOp>().empty() &&
       module.getOps<rt::ProgramOp>().empty())
     return fail(kInputError, "no graph to run");
@@ -444,7 +425,15 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return fail(kUsageError, "--epochs needs a dataset (--data NAME=FILE.npy)");
   if (options.saveEvery > 0 && options.save.empty())
     return fail(kUsageError, "--save-every needs --save FILE");
+  return kOk;
+}
 
+/// Lowers the module (unless it is lowered already) and picks the graph
+/// run and the --eval graph.
+int lowerAndChoose(ModuleOp module, const RunOptions &options,
+                   std::vector<rt::Program> &programs,
+                   const rt::Program *&chosen,
+                   const rt::Program *&evalProgram) {
   // --sync-batchnorm (docs/distributed.md): under W > 1 ranks the training
   // batch norms lower to the synchronised entry points.
   if (options.syncBatchnorm) {
@@ -460,7 +449,6 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (!module.getOps<func::FuncOp>().empty() &&
       failed(ampc::lowerToRuntime(module)))
     return kInputError;
-  std::vector<rt::Program> programs;
   for (rt::ProgramOp op : module.getOps<rt::ProgramOp>())
     programs.push_back(rt::describeProgram(op));
   auto graphList = [&]() {
@@ -483,15 +471,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // Notes every rank would print alike come from rank 0.
   if (!note.empty() && launcherRank() == 0)
     llvm::errs() << "ampc: note: " << note << "\n";
-  const rt::Program *chosen = findProgram(chosenOp.getSymName().str());
+  chosen = findProgram(chosenOp.getSymName().str());
   const rt::Program &program = *chosen;
   if (options.accumulate > 0 && !program.training)
     return fail(kUsageError, "--accumulate: graph '" + program.name +
                                  "' does not minimize; gradient accumulation "
                                  "needs a training step");
-  // Gradient accumulation (docs/optimizer.md): K micro-batches per update.
-  const int64_t micro = program.accumulate;
-  const rt::Program *evalProgram = nullptr;
+  evalProgram = nullptr;
   if (!options.eval.empty()) {
     evalProgram = findProgram(options.eval);
     if (!evalProgram)
@@ -504,9 +490,146 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return fail(kUsageError,
                   "--eval: graph '" + options.eval + "' is the graph run");
   }
+  return kOk;
+}
 
-  // Data parallel (docs/distributed.md): started by mpirun with W > 1 ranks.
+/// One `ampc run` of a chosen graph: its phases in the order the run takes
+/// them (run() below), the state they share as members. Each phase returns
+/// 0 to go on or the exit code (after its message).
+class TrainingRun {
+public:
+  TrainingRun(const RunOptions &givenOptions,
+              const std::vector<rt::Program> &programs,
+              const rt::Program &program, const rt::Program *evalProgram)
+      : givenOptions(givenOptions), options(givenOptions), programs(programs),
+        program(program), evalProgram(evalProgram),
+        micro(program.accumulate), scaler(bool(program.foundInf)) {}
+
+  int run() {
+    using Phase = int (TrainingRun::*)();
+    static const Phase kPhases[] = {
+        &TrainingRun::joinRanks,        // under mpirun: the ranks agree
+        &TrainingRun::readInputs,       // every file read and checked
+        &TrainingRun::startExecutors,   // the graph's (and eval graph's)
+        &TrainingRun::loadCheckpoint,   // --load
+        &TrainingRun::shareAcrossRanks, // rank 0's state everywhere
+        &TrainingRun::planSteps,        // how many steps, from where
+        &TrainingRun::openLog,          // --log
+        &TrainingRun::prepareLoop,      // signals, step reads, replays
+        &TrainingRun::stepLoop,         // the steps, saves and evals
+        &TrainingRun::finishSteps,      // the last lines and eval
+        &TrainingRun::writeOutputs,     // --save, --params-out, ...
+    };
+    for (Phase phase : kPhases)
+      if (int code = (this->*phase)())
+        return code;
+    return summary();
+  }
+
+private:
+  int joinRanks();
+  int readInputs();
+  int startExecutors();
+  int loadCheckpoint();
+  int shareAcrossRanks();
+  int planSteps();
+  int openLog();
+  int prepareLoop();
+  int stepLoop();
+  int oneStep(int64_t k);
+  int finishSteps();
+  int writeOutputs();
+  int summary();
+
+  bool onRank0() const { return !world || world->rank() == 0; }
+  bool saveCheckpoint(bool checked);
+  void logLine(const std::string &line);
+  bool scaleOfStep(double &value);
+  bool runEval(int64_t epoch);
+  void prepareOrder();
+  bool overflowOf(uint64_t serial, int64_t shown, bool skipped, double loss,
+                  double scale, const rt::CallSource *&overflow,
+                  int64_t &microAt);
+  void record(int64_t k, int64_t epoch, int64_t shown, double used,
+              double loss, bool skipped, const rt::CallSource *overflow);
+  bool flushLate(size_t keep);
+  bool accumulatedStep();
+  /// The epoch's batches; an update needs `micro` of them that are left.
+  bool epochEnds() const { return pos.batch + micro > batchesInEpoch; }
+
+  const RunOptions &givenOptions;
+  /// The options as this rank applies them (only rank 0 writes files).
+  RunOptions options;
+  const std::vector<rt::Program> &programs;
+  const rt::Program &program;
+  const rt::Program *evalProgram;
+  /// Gradient accumulation (docs/optimizer.md): K micro-batches per update.
+  const int64_t micro;
+  std::string error;
+
+  // Ranks.
   std::unique_ptr<World> world;
+  bool wantSave = false;
+  int64_t ranks = 1, myRank = 0;
+  // Inputs.
+  std::vector<bool> given;
+  std::vector<std::pair<size_t, std::vector<char>>> inputData;
+  std::vector<Dataset> datasets;
+  std::vector<Dataset> evalSets;
+  std::vector<bool> evalGiven;
+  std::vector<std::pair<size_t, std::vector<char>>> paramData;
+  // Executors and the position in the data.
+  std::unique_ptr<Executor> ex;
+  std::unique_ptr<Executor> evalEx;
+  Position pos;
+  // The plan of the steps.
+  std::optional<ScheduleInfo> schedule;
+  int64_t scheduleCount = 0;
+  int64_t perEpoch = 0, batchesInEpoch = 0;
+  int64_t steps = 1;
+  // The log.
+  std::FILE *log = nullptr;
+  /// The first failed write's reason; no line is written after it.
+  int logErrno = 0;
+  size_t logBytes = 0;
+  bool tty = false;
+  /// A scaler is on when the step checks its gradients (dynamic or static).
+  const bool scaler;
+  // Eval.
+  int64_t lastEvalAt = -1;
+  bool evalLocated = false;
+  std::vector<int64_t> order;
+  int64_t orderEpoch = -1;
+  // The step loop.
+  std::optional<Interruption> signals;
+  int pendingSave = -1, pendingParams = -1, pendingOutputs = -1;
+  int64_t skippedCount = 0, taken = 0;
+  double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
+  int64_t firstEpoch = 1;
+  StepReadPlan plan;
+  bool packed = false, late = false;
+  bool checkReplay = false;
+  int64_t replaysChecked = 0;
+  std::function<bool(int64_t)> feedMicro;
+  std::optional<LateStep> pending;
+  uint64_t syncsInSteps = 0;
+  std::chrono::steady_clock::time_point t0;
+  int64_t lastOverflowMicro = -1;
+  bool hasLoss = false;
+  bool lateLocated = false;
+  int64_t readsLate = 0, readsAtOnce = 0;
+  std::vector<int64_t> microOffsets;
+  double microLoss = NAN;
+  int jobSignal = 0;
+  // The end.
+  int interrupted = 0;
+  double secs = 0.0;
+};
+
+/// Data parallel: joins the MPI job and checks that every rank runs the
+/// same compiled step with the same settings.
+int TrainingRun::joinRanks() {
+  // Data parallel (docs/distributed.md): started by mpirun with W > 1 ranks.
   if (launchedUnderMpi()) {
     std::string error;
     world = World::join(error);
@@ -557,14 +680,17 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       options.outputsOut.clear();
     }
   }
-  auto onRank0 = [&] { return !world || world->rank() == 0; };
-  bool wantSave = !givenOptions.save.empty();
-  int64_t ranks = world ? world->size() : 1;
-  int64_t myRank = world ? world->rank() : 0;
+  wantSave = !givenOptions.save.empty();
+  ranks = world ? world->size() : 1;
+  myRank = world ? world->rank() : 0;
+  return kOk;
+}
 
+/// --input, --data, --eval-data and --params-in files, read and checked,
+/// and every output path checked writable, before anything runs.
+int TrainingRun::readInputs() {
   // Inputs from files, validated before anything runs.
-  std::vector<bool> given(program.slots.size(), false);
-  std::vector<std::pair<size_t, std::vector<char>>> inputData;
+  given.assign(program.slots.size(), false);
   for (const std::string &spec : options.inputs) {
     std::string name, path;
     size_t slot;
@@ -600,7 +726,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     given[slot] = true;
     inputData.push_back({slot, std::move(data)});
   }
-  std::vector<Dataset> datasets(options.data.size());
+  datasets.resize(options.data.size());
   for (size_t k = 0; k < options.data.size(); ++k) {
     if (int code = readDataset(program, "--data", options.data[k],
                                datasets[k], error))
@@ -619,8 +745,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                     datasets.front().name + "' (" +
                     std::to_string(datasets.front().batch) + ") on each of " +
                     std::to_string(ranks) + " ranks");
-  std::vector<Dataset> evalSets(options.evalData.size());
-  std::vector<bool> evalGiven;
+  evalSets.resize(options.evalData.size());
   if (evalProgram) {
     evalGiven.assign(evalProgram->slots.size(), false);
     for (size_t k = 0; k < options.evalData.size(); ++k) {
@@ -633,7 +758,6 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return fail(kInputError, error);
   }
 
-  std::vector<std::pair<size_t, std::vector<char>>> paramData;
   if (!options.paramsIn.empty() &&
       !readParams(program, options.paramsIn, paramData, error,
                   otherGraphState(programs, program)))
@@ -649,9 +773,13 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
        !checkWritableFile("--save", options.save, error)) ||
       (!options.log.empty() && !checkWritableFile("--log", options.log, error)))
     return fail(kInputError, error);
+  return kOk;
+}
 
-  std::unique_ptr<Executor> ex =
-      Executor::create(program, options.cuda, options.seed, error);
+/// The executors of the graph run and of the eval graph, with the inputs
+/// and parameters read.
+int TrainingRun::startExecutors() {
+  ex = Executor::create(program, options.cuda, options.seed, error);
   if (!ex)
     return fail(kRuntimeError, error);
   for (auto &[slot, data] : inputData)
@@ -669,33 +797,36 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     inputSeed += 0x9e3779b97f4a7c15ull * uint64_t(world->rank());
   if (!ex->synthesizeInputs(given, inputSeed, error))
     return fail(kRuntimeError, error);
-  std::unique_ptr<Executor> evalEx;
   if (evalProgram) {
     evalEx = Executor::create(*evalProgram, options.cuda, options.seed, error);
     if (!evalEx || !evalEx->synthesizeInputs(evalGiven, options.seed, error))
       return fail(kRuntimeError, error);
   }
+  return kOk;
+}
 
-  Position pos;
-  // Checkpoints hold every graph's params and buffers (SharedState.h).
-  // Under ranks every save is preceded by the replica checksum (all ranks
-  // take part; `checked` when the caller has just run it), and only rank 0
-  // writes.
-  auto saveCheckpoint = [&](bool checked) -> bool {
-    if (world && !checked && !world->checkReplicas(*ex, program, error))
-      return false;
-    if (!onRank0())
-      return true;
-    std::vector<StateEntry> extra;
-    if (!otherGraphEntries(programs, program, evalEx.get(), evalProgram,
-                           options.cuda, options.seed, extra, error))
-      return false;
-    if (!ex->save(options.save, pos, error, extra)) {
-      error = "--save: " + error;
-      return false;
-    }
+// Checkpoints hold every graph's params and buffers (SharedState.h).
+// Under ranks every save is preceded by the replica checksum (all ranks
+// take part; `checked` when the caller has just run it), and only rank 0
+// writes.
+bool TrainingRun::saveCheckpoint(bool checked) {
+  if (world && !checked && !world->checkReplicas(*ex, program, error))
+    return false;
+  if (!onRank0())
     return true;
-  };
+  std::vector<StateEntry> extra;
+  if (!otherGraphEntries(programs, program, evalEx.get(), evalProgram,
+                         options.cuda, options.seed, extra, error))
+    return false;
+  if (!ex->save(options.save, pos, error, extra)) {
+    error = "--save: " + error;
+    return false;
+  }
+  return true;
+}
+
+/// --load: the state and the position a checkpoint holds.
+int TrainingRun::loadCheckpoint() {
   if (!options.load.empty()) {
     std::string note;
     if (!ex->load(options.load, pos, note, error,
@@ -718,22 +849,32 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     if (!note.empty() && launcherRank() == 0)
       llvm::errs() << "ampc: note: --load: " << note << "\n";
   }
-  if (world) {
-    if (!world->broadcastState(*ex, program, error) ||
-        !world->shareCommunicator(*ex, error))
-      return fail(kRuntimeError, error);
-    // A step without minimize can still all-reduce returned gradients:
-    // attached too, so the summary counts its calls.
-    if ((program.training || ex->collectiveCalls() > 0) &&
-        !world->attach(*ex, error))
-      return fail(kRuntimeError, error);
-  }
+  return kOk;
+}
 
+/// Under ranks: rank 0's state to every rank, the communicator on the
+/// executor's context.
+int TrainingRun::shareAcrossRanks() {
+  if (!world)
+    return kOk;
+  if (!world->broadcastState(*ex, program, error) ||
+      !world->shareCommunicator(*ex, error))
+    return fail(kRuntimeError, error);
+  // A step without minimize can still all-reduce returned gradients:
+  // attached too, so the summary counts its calls.
+  if ((program.training || ex->collectiveCalls() > 0) &&
+      !world->attach(*ex, error))
+    return fail(kRuntimeError, error);
+  return kOk;
+}
+
+/// The learning-rate schedule's counter and how many steps this run takes
+/// (under ranks: the same on every rank).
+int TrainingRun::planSteps() {
   // A learning-rate schedule: the log's "lr" follows its counter on the
   // host (read once here, then advanced by every update not skipped), so
   // logging it costs no device read.
-  std::optional<ScheduleInfo> schedule = findSchedule(program);
-  int64_t scheduleCount = 0;
+  schedule = findSchedule(program);
   if (schedule && schedule->counterSlot >= 0) {
     std::vector<char> bytes;
     if (!ex->readSlot(schedule->counterSlot, bytes, error))
@@ -745,7 +886,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
 
   // How many steps this run takes.
   // Under W ranks an epoch has floor(N / (W * B)) batches.
-  int64_t perEpoch =
+  perEpoch =
       datasets.empty()
           ? 0
           : datasets.front().samples / (ranks * datasets.front().batch);
@@ -761,8 +902,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                       ")");
   }
   // The epoch's batches; an update needs `micro` of them that are left.
-  const int64_t batchesInEpoch = perEpoch;
-  auto epochEnds = [&] { return pos.batch + micro > batchesInEpoch; };
+  batchesInEpoch = perEpoch;
   if (micro > 1)
     perEpoch = perEpoch / micro * micro;
   if (perEpoch > 0 && epochEnds()) {
@@ -770,7 +910,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     ++pos.epoch;
     pos.batch = 0;
   }
-  int64_t steps = 1;
+  steps = 1;
   if (program.training) {
     if (options.stepsGiven || datasets.empty()) {
       steps = options.steps;
@@ -805,8 +945,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return kRuntimeError;
     }
   }
+  return kOk;
+}
 
-  std::FILE *log = nullptr;
+/// --log, created before the first step.
+int TrainingRun::openLog() {
   if (!options.log.empty()) {
     log = std::fopen(options.log.c_str(), "w");
     if (!log) {
@@ -815,126 +958,124 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                                    "': " + std::strerror(err));
     }
   }
-  // The first failed write's reason; no line is written after it.
-  int logErrno = 0;
-  size_t logBytes = 0;
-  auto logLine = [&](const std::string &line) {
-    if (!log || logErrno)
-      return;
-    // One write and a flush per line: a reader (or a crash) never sees half
-    // of one.
-    std::string whole = line + "\n";
-    errno = 0;
-    if (std::fwrite(whole.data(), 1, whole.size(), log) != whole.size() ||
-        std::fflush(log) != 0)
-      logErrno = errno ? errno : EIO;
-    else
-      logBytes += whole.size();
-  };
+  return kOk;
+}
 
-  bool tty = isatty(STDERR_FILENO) && onRank0();
-  // A scaler is on when the step checks its gradients (dynamic or static).
-  bool scaler = bool(program.foundInf);
-  auto scaleOfStep = [&](double &value) {
-    if (program.scaleSlot < 0) {
-      value = program.staticScale;
-      return true;
-    }
-    return ex->readScale(value, error);
-  };
+// The first failed write's reason; no line is written after it.
+void TrainingRun::logLine(const std::string &line) {
+  if (!log || logErrno)
+    return;
+  // One write and a flush per line: a reader (or a crash) never sees half
+  // of one.
+  std::string whole = line + "\n";
+  errno = 0;
+  if (std::fwrite(whole.data(), 1, whole.size(), log) != whole.size() ||
+      std::fflush(log) != 0)
+    logErrno = errno ? errno : EIO;
+  else
+    logBytes += whole.size();
+}
 
-  // The eval pass: every full batch of the eval set, the mean of each
-  // scalar output, one log line.
-  int64_t lastEvalAt = -1;
-  bool evalLocated = false;
-  auto runEval = [&](int64_t epoch) -> bool {
-    lastEvalAt = pos.steps;
-    if (!evalEx->copySharedFrom(*ex, error))
-      return false;
-    const Dataset &first = evalSets.front();
-    int64_t batches = first.samples / first.batch;
-    std::vector<int64_t> order(first.samples);
-    for (int64_t i = 0; i < first.samples; ++i)
-      order[i] = i;
-    std::vector<double> sums(evalProgram->outputs.size(), 0.0);
-    std::vector<bool> scalar(evalProgram->outputs.size(), false);
-    for (int64_t b = 0; b < batches; ++b) {
-      if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
-          !evalEx->step(error))
-        return false;
-      // Device-side checks (labels, ids): read with the batch's outputs.
-      if (!checkIndices(*evalEx, *evalProgram, pos.steps, error,
-                        evalLocated))
-        return false;
-      for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
-        std::vector<double> values;
-        if (!evalEx->readOutput(i, values, error))
-          return false;
-        scalar[i] = values.size() == 1;
-        if (scalar[i])
-          sums[i] += values[0];
-      }
-    }
-    std::string line = "{\"eval\": " + jstr(evalProgram->name) +
-                       ", \"epoch\": " + std::to_string(epoch) +
-                       ", \"step\": " + std::to_string(pos.steps) +
-                       ", \"samples\": " +
-                       std::to_string(batches * first.batch);
-    auto graphNames = options.outputNames.find(evalProgram->name);
-    for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
-      if (!scalar[i])
-        continue;
-      int64_t index = evalProgram->outputs[i].index;
-      std::string name = "output_" + std::to_string(index);
-      if (graphNames != options.outputNames.end() && index >= 0 &&
-          index < static_cast<int64_t>(graphNames->second.size()) &&
-          !graphNames->second[index].empty())
-        name = graphNames->second[index];
-      line += ", " + jstr(name) + ": " + jnum(sums[i] / batches);
-    }
-    logLine(line + "}");
-    if (!log || tty) {
-      // Without a log, eval results go to stderr.
-      llvm::errs() << (tty ? "\n" : "") << "ampc: " << line << "}\n";
-    }
+/// The loss scale the next step uses.
+bool TrainingRun::scaleOfStep(double &value) {
+  if (program.scaleSlot < 0) {
+    value = program.staticScale;
     return true;
-  };
+  }
+  return ex->readScale(value, error);
+}
 
-  std::vector<int64_t> order;
-  int64_t orderEpoch = -1;
-  auto prepareOrder = [&]() {
-    if (orderEpoch == pos.epoch)
-      return;
-    orderEpoch = pos.epoch;
-    int64_t n = datasets.front().samples;
-    if (options.shuffle) {
-      order = epochOrder(options.seed, pos.epoch, n);
-    } else {
-      order.resize(n);
-      for (int64_t i = 0; i < n; ++i)
-        order[i] = i;
+/// The eval pass: every full batch of the eval set, the mean of each
+/// scalar output, one log line.
+bool TrainingRun::runEval(int64_t epoch) {
+  lastEvalAt = pos.steps;
+  if (!evalEx->copySharedFrom(*ex, error))
+    return false;
+  const Dataset &first = evalSets.front();
+  int64_t batches = first.samples / first.batch;
+  std::vector<int64_t> order(first.samples);
+  for (int64_t i = 0; i < first.samples; ++i)
+    order[i] = i;
+  std::vector<double> sums(evalProgram->outputs.size(), 0.0);
+  std::vector<bool> scalar(evalProgram->outputs.size(), false);
+  for (int64_t b = 0; b < batches; ++b) {
+    if (!feedBatch(*evalEx, evalSets, order, b * first.batch, error) ||
+        !evalEx->step(error))
+      return false;
+    // Device-side checks (labels, ids): read with the batch's outputs.
+    if (!checkIndices(*evalEx, *evalProgram, pos.steps, error,
+                      evalLocated))
+      return false;
+    for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
+      std::vector<double> values;
+      if (!evalEx->readOutput(i, values, error))
+        return false;
+      scalar[i] = values.size() == 1;
+      if (scalar[i])
+        sums[i] += values[0];
     }
-  };
+  }
+  std::string line = "{\"eval\": " + jstr(evalProgram->name) +
+                     ", \"epoch\": " + std::to_string(epoch) +
+                     ", \"step\": " + std::to_string(pos.steps) +
+                     ", \"samples\": " +
+                     std::to_string(batches * first.batch);
+  auto graphNames = options.outputNames.find(evalProgram->name);
+  for (size_t i = 0; i < evalProgram->outputs.size(); ++i) {
+    if (!scalar[i])
+      continue;
+    int64_t index = evalProgram->outputs[i].index;
+    std::string name = "output_" + std::to_string(index);
+    if (graphNames != options.outputNames.end() && index >= 0 &&
+        index < static_cast<int64_t>(graphNames->second.size()) &&
+        !graphNames->second[index].empty())
+      name = graphNames->second[index];
+    line += ", " + jstr(name) + ": " + jnum(sums[i] / batches);
+  }
+  logLine(line + "}");
+  if (!log || tty) {
+    // Without a log, eval results go to stderr.
+    llvm::errs() << (tty ? "\n" : "") << "ampc: " << line << "}\n";
+  }
+  return true;
+}
 
+/// The order of this epoch's samples.
+void TrainingRun::prepareOrder() {
+  if (orderEpoch == pos.epoch)
+    return;
+  orderEpoch = pos.epoch;
+  int64_t n = datasets.front().samples;
+  if (options.shuffle) {
+    order = epochOrder(options.seed, pos.epoch, n);
+  } else {
+    order.resize(n);
+    for (int64_t i = 0; i < n; ++i)
+      order[i] = i;
+  }
+}
+
+/// What the step loop needs: the signal rule, the plan of the step reads,
+/// the overflow report's replay.
+int TrainingRun::prepareLoop() {
+  tty = isatty(STDERR_FILENO) && onRank0();
   // SIGINT / SIGTERM (ampc/interrupt.h): the running step finishes and what
   // was asked for is written; a signal more than 2 s after the first exits at
   // once, naming the outputs it leaves unwritten (rank 0 names them).
-  Interruption signals;
+  signals.emplace();
   Interruption::setQuiet(!onRank0());
-  int pendingSave = wantSave && onRank0()
+  pendingSave = wantSave && onRank0()
                         ? Interruption::expect("--save '" + options.save + "'")
                         : -1;
-  int pendingParams =
+  pendingParams =
       options.paramsOut.empty()
           ? -1
           : Interruption::expect("--params-out '" + options.paramsOut + "'");
-  int pendingOutputs =
+  pendingOutputs =
       options.outputsOut.empty()
           ? -1
           : Interruption::expect("--outputs-out '" + options.outputsOut + "'");
-  int64_t skippedCount = 0, taken = 0;
-  double firstLoss = NAN, lastLoss = NAN, scale = 0.0;
-  int64_t firstEpoch = pos.epoch;
+  firstEpoch = pos.epoch;
   // Without ranks, a step's scalars (loss, skipped, next scale, index check)
   // come in one asynchronous read (LateStep.h), read one step late: the line
   // of step k is written once step k + 1 is queued. A skipped step is
@@ -944,55 +1085,23 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   // once, to reach the loss all-reduce together.
   const char *readsEnv = std::getenv("AMPC_STEP_READS");
   bool atOnce = readsEnv && std::string(readsEnv) == "at-once";
-  StepReadPlan plan =
-      planStepReads(program, options.overflowReport, bool(world), atOnce);
-  bool packed = plan.packed, late = plan.late;
+  plan = planStepReads(program, options.overflowReport, bool(world), atOnce);
+  packed = plan.packed;
+  late = plan.late;
   if (plan.snapshot && !ex->enableSnapshot(error))
     return fail(kRuntimeError, error);
   // Which op overflowed in a skipped step (Provenance.cpp): both paths ask
   // here; with ranks, the ranks agree on the first one.
   // AMPC_CHECK_REPLAY=1: each replay must compute its step's loss bit for
   // bit (the replay is the step), else the run fails.
-  bool checkReplay = std::getenv("AMPC_CHECK_REPLAY") != nullptr;
-  int64_t replaysChecked = 0;
+  checkReplay = std::getenv("AMPC_CHECK_REPLAY") != nullptr;
   if (checkReplay)
     ex->keepReplayOutputs(true);
   // With accumulation (no snapshot) the replay runs at once from the
   // state the skipped update left, micro-batch by micro-batch (`feedMicro`),
   // and `micro` is the micro-batch (from 0) of the op found.
-  std::function<bool(int64_t)> feedMicro;
-  auto overflowOf = [&](uint64_t serial, int64_t shown, bool skipped,
-                        double loss, double scale,
-                        const rt::CallSource *&overflow, int64_t &microAt) {
-    overflow = nullptr;
-    microAt = -1;
-    if (!skipped || !plan.report)
-      return true;
-    bool found =
-        plan.snapshot
-            ? findOverflowFromSnapshot(*ex, program, serial, overflow, error)
-            : findOverflow(*ex, program, scale, overflow, error,
-                           micro > 1 ? &feedMicro : nullptr, &microAt);
-    if (!found || (world && !agreeOnOverflow(*world, program, overflow, error)))
-      return false;
-    if (checkReplay && !world && !program.outputs.empty()) {
-      std::vector<double> again = ex->replayedOutput(0);
-      if (again.size() != 1 ||
-          !(again[0] == loss || (std::isnan(again[0]) && std::isnan(loss)))) {
-        error = "AMPC_CHECK_REPLAY: the replay of step " +
-                std::to_string(shown) + " computed the loss " +
-                (again.size() == 1 ? fmt(again[0]) : std::string("(none)")) +
-                ", the step " + fmt(loss);
-        return false;
-      }
-      ++replaysChecked;
-    }
-    return true;
-  };
-  LateStep pending(program.scaleSlot >= 0);
-  uint64_t syncsInSteps = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  int64_t lastOverflowMicro = -1;
+  pending.emplace(program.scaleSlot >= 0);
+  t0 = std::chrono::steady_clock::now();
   // The loss is the graph's first output when it is a scalar; a graph
   // whose first output is not one has no loss to log or summarise.
   int64_t firstOutputElements = 0;
@@ -1001,203 +1110,249 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     for (int64_t d : program.outputs.front().shape)
       firstOutputElements *= d;
   }
-  const bool hasLoss = micro > 1 || firstOutputElements == 1;
-  // Logs step k's line (and the progress line) from its scalars.
-  auto record = [&](int64_t k, int64_t epoch, int64_t shown, double used,
-                    double loss, bool skipped,
-                    const rt::CallSource *overflow) {
-    // The default group's rate of this update: records come in step order,
-    // so scheduleCount counts the updates before step k that were applied.
-    double lr = schedule ? schedule->rate(scheduleCount) : 0.0;
-    skippedCount += skipped;
-    scheduleCount += schedule && !skipped;
-    if (k == 0)
-      firstLoss = loss;
-    lastLoss = loss;
-    {
-      // A forward-only graph logs its one pass as step 1.
-      std::string line = "{\"step\": " + std::to_string(shown);
-      if (!datasets.empty())
-        line += ", \"epoch\": " + std::to_string(epoch);
-      if (hasLoss)
-        line += ", \"loss\": " + jnum(loss);
-      if (schedule)
-        line += ", \"lr\": " + jnum(lr);
-      if (scaler)
-        line += ", \"loss_scale\": " + jnum(used) +
-                ", \"skipped\": " + (skipped ? "true" : "false");
-      if (overflow) {
-        std::string json = overflowJson(*overflow);
-        // With accumulation: which micro-batch of the update (from 1).
-        if (micro > 1 && lastOverflowMicro >= 0)
-          json.insert(json.size() - 1, ", \"micro_batch\": " +
-                                           std::to_string(lastOverflowMicro + 1));
-        line += ", \"overflow\": " + json;
-      }
-      logLine(line + "}");
-    }
-    if (tty) {
-      double secs = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
-      std::fprintf(stderr, "\rstep %lld/%lld", (long long)shown,
-                   (long long)(shown - k - 1 + steps));
-      if (!datasets.empty())
-        std::fprintf(stderr, "  epoch %lld", (long long)epoch);
-      std::fprintf(stderr, "  loss %.6g", loss);
-      if (scaler)
-        std::fprintf(stderr, "  scale %g  skipped %lld", used,
-                     (long long)skippedCount);
-      std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
-      std::fflush(stderr);
-    }
-  };
-  // Writes the lines of all queued reads but the newest `keep`. A failed
-  // index check (read with the loss) ends the run: checkIndices re-reads the
-  // sticky word for its diagnostic.
-  bool lateLocated = false;
-  int64_t readsLate = 0, readsAtOnce = 0;
-  auto flushLate = [&](size_t keep) {
-    for (;;) {
-      LateStep::Record r;
-      if (!pending.take(*ex, keep, r, error))
-        return false;
-      if (!r.valid)
-        return true;
-      // Late: a later step was queued before this step's read was taken.
-      ++(pending.queued() > 0 ? readsLate : readsAtOnce);
-      if (r.checkSite >= 0 &&
-          !checkIndices(*ex, program, r.shown, error, lateLocated))
-        return false;
-      const rt::CallSource *overflow = nullptr;
-      int64_t microAt = -1;
-      if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, r.scale, overflow,
-                      microAt))
-        return false;
-      record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
-    }
-  };
-  // Gradient accumulation: one update is K micro-batches, each a batch of
-  // the data; the log's loss is the mean of their losses. Their offsets in
-  // the epoch's order are kept for the overflow report's replay.
-  std::vector<int64_t> microOffsets;
-  double microLoss = NAN;
-  auto accumulatedStep = [&]() -> bool {
-    microOffsets.clear();
-    double sum = 0.0;
-    bool scalarLoss = !program.outputs.empty();
-    for (int64_t j = 0; j < micro; ++j) {
-      if (!datasets.empty()) {
-        prepareOrder();
-        microOffsets.push_back(pos.batch * datasets.front().batch);
-        if (!feedBatch(*ex, datasets, order, microOffsets.back(), error,
-                       ranks, myRank))
-          return false;
-      }
-      if (!ex->microStep(error))
-        return false;
-      if (scalarLoss) {
-        std::vector<double> values;
-        if (!ex->readOutput(0, values, error))
-          return false;
-        scalarLoss = values.size() == 1;
-        if (scalarLoss)
-          sum += values[0];
-      }
-      if (!datasets.empty() && j + 1 < micro)
-        ++pos.batch;
-    }
-    microLoss = scalarLoss ? sum / double(micro) : NAN;
-    return ex->update(error);
-  };
-  feedMicro = [&](int64_t j) -> bool {
+  hasLoss = micro > 1 || firstOutputElements == 1;
+  feedMicro = [this](int64_t j) -> bool {
     return datasets.empty() || feedBatch(*ex, datasets, order, microOffsets[j],
                                          error, ranks, myRank);
   };
-  // Under ranks a signal stops the job after the step every rank agreed on
-  // in the loss all-reduce (World::meanOf), never mid-collective.
-  int jobSignal = 0;
-  for (int64_t k = 0;
-       k < steps && !(world ? jobSignal : Interruption::signal()); ++k) {
-    int64_t epoch = pos.epoch;
-    // With accumulation the micro-batches are fed in accumulatedStep.
-    if (micro == 1 && !datasets.empty()) {
-      prepareOrder();
-      if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
-                     error, ranks, myRank))
-        return fail(kRuntimeError, error);
+  return kOk;
+}
+
+/// Which op overflowed in a skipped step (Provenance.cpp).
+bool TrainingRun::overflowOf(uint64_t serial, int64_t shown, bool skipped,
+                             double loss, double scale,
+                             const rt::CallSource *&overflow,
+                             int64_t &microAt) {
+  overflow = nullptr;
+  microAt = -1;
+  if (!skipped || !plan.report)
+    return true;
+  bool found =
+      plan.snapshot
+          ? findOverflowFromSnapshot(*ex, program, serial, overflow, error)
+          : findOverflow(*ex, program, scale, overflow, error,
+                         micro > 1 ? &feedMicro : nullptr, &microAt);
+  if (!found || (world && !agreeOnOverflow(*world, program, overflow, error)))
+    return false;
+  if (checkReplay && !world && !program.outputs.empty()) {
+    std::vector<double> again = ex->replayedOutput(0);
+    if (again.size() != 1 ||
+        !(again[0] == loss || (std::isnan(again[0]) && std::isnan(loss)))) {
+      error = "AMPC_CHECK_REPLAY: the replay of step " +
+              std::to_string(shown) + " computed the loss " +
+              (again.size() == 1 ? fmt(again[0]) : std::string("(none)")) +
+              ", the step " + fmt(loss);
+      return false;
     }
-    // Packed reads learn a dynamic scale from the previous step's read.
-    if (scaler && (!packed || k == 0 || program.scaleSlot < 0) &&
-        !scaleOfStep(scale))
-      return fail(kRuntimeError, error);
-    uint64_t syncsBefore = ex->hostSyncs();
-    if (micro > 1 ? !accumulatedStep() : !ex->step(error))
-      return fail(kRuntimeError, error);
-    syncsInSteps += ex->hostSyncs() - syncsBefore;
-    ++taken;
-    if (program.training)
-      ++pos.steps;
-    if (world && !world->testDivergence(*ex, program, pos.steps, error))
-      return fail(kRuntimeError, error);
-    bool epochDone = false;
-    if (!datasets.empty() && (++pos.batch, epochEnds())) {
-      ++pos.epoch;
-      pos.batch = 0;
-      epochDone = true;
-    }
-    int64_t shown = program.training ? pos.steps : taken;
-    if (packed) {
-      if (!pending.queue(*ex, k, epoch, shown, scale, error))
-        return fail(kRuntimeError, error);
-      if (!flushLate(late ? 1 : 0))
-        return failChecked(kRuntimeError, error, lateLocated);
-    } else {
-      double loss = NAN;
-      std::vector<double> values;
-      if (micro > 1) {
-        loss = microLoss;
-      } else if (!program.outputs.empty()) {
-        if (!ex->readOutput(0, values, error))
-          return fail(kRuntimeError, error);
-        if (values.size() == 1)
-          loss = values[0];
-      }
-      jobSignal = Interruption::signal();
-      if (world && !world->meanOf(loss, jobSignal, error))
-        return fail(kRuntimeError, error);
-      // Device-side checks (labels, ids): read with the loss.
-      bool located = false;
-      if (!checkIndices(*ex, program, shown, error, located))
-        return failChecked(kRuntimeError, error, located);
-      bool skipped = false;
-      if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
-        return fail(kRuntimeError, error);
-      const rt::CallSource *overflow = nullptr;
-      int64_t overflowMicro = -1;
-      if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, scale,
-                      overflow, overflowMicro))
-        return fail(kRuntimeError, error);
-      // With ranks the op may come from another rank's replay: no
-      // micro-batch then.
-      lastOverflowMicro = world ? -1 : overflowMicro;
-      record(k, epoch, shown, scale, loss, skipped, overflow);
-    }
-    bool saveNow = options.saveEvery > 0 && program.training &&
-                   pos.steps % options.saveEvery == 0 && k + 1 < steps;
-    bool evalNow = evalEx && (epochDone || (options.evalEvery > 0 &&
-                                            pos.steps % options.evalEvery == 0));
-    // Saving and eval read the state anyway: this step's line comes first.
-    if ((saveNow || evalNow) && late && !flushLate(0))
-      return failChecked(kRuntimeError, error, lateLocated);
-    if (saveNow && !saveCheckpoint(false))
-      return fail(kRuntimeError, error);
-    // Eval runs on rank 0 alone, over the whole eval set; the other ranks
-    // go on to the next step and wait for rank 0 in its first collective.
-    if (evalNow && onRank0())
-      if (!runEval(epochDone ? epoch : pos.epoch))
-        return failChecked(kRuntimeError, error, evalLocated);
+    ++replaysChecked;
   }
+  return true;
+}
+
+// Logs step k's line (and the progress line) from its scalars.
+void TrainingRun::record(int64_t k, int64_t epoch, int64_t shown, double used,
+                         double loss, bool skipped,
+                         const rt::CallSource *overflow) {
+  // The default group's rate of this update: records come in step order,
+  // so scheduleCount counts the updates before step k that were applied.
+  double lr = schedule ? schedule->rate(scheduleCount) : 0.0;
+  skippedCount += skipped;
+  scheduleCount += schedule && !skipped;
+  if (k == 0)
+    firstLoss = loss;
+  lastLoss = loss;
+  {
+    // A forward-only graph logs its one pass as step 1.
+    std::string line = "{\"step\": " + std::to_string(shown);
+    if (!datasets.empty())
+      line += ", \"epoch\": " + std::to_string(epoch);
+    if (hasLoss)
+      line += ", \"loss\": " + jnum(loss);
+    if (schedule)
+      line += ", \"lr\": " + jnum(lr);
+    if (scaler)
+      line += ", \"loss_scale\": " + jnum(used) +
+              ", \"skipped\": " + (skipped ? "true" : "false");
+    if (overflow) {
+      std::string json = overflowJson(*overflow);
+      // With accumulation: which micro-batch of the update (from 1).
+      if (micro > 1 && lastOverflowMicro >= 0)
+        json.insert(json.size() - 1, ", \"micro_batch\": " +
+                                         std::to_string(lastOverflowMicro + 1));
+      line += ", \"overflow\": " + json;
+    }
+    logLine(line + "}");
+  }
+  if (tty) {
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+    std::fprintf(stderr, "\rstep %lld/%lld", (long long)shown,
+                 (long long)(shown - k - 1 + steps));
+    if (!datasets.empty())
+      std::fprintf(stderr, "  epoch %lld", (long long)epoch);
+    std::fprintf(stderr, "  loss %.6g", loss);
+    if (scaler)
+      std::fprintf(stderr, "  scale %g  skipped %lld", used,
+                   (long long)skippedCount);
+    std::fprintf(stderr, "  %.1f steps/s   ", (k + 1) / std::max(secs, 1e-9));
+    std::fflush(stderr);
+  }
+}
+
+// Writes the lines of all queued reads but the newest `keep`. A failed
+// index check (read with the loss) ends the run: checkIndices re-reads the
+// sticky word for its diagnostic.
+bool TrainingRun::flushLate(size_t keep) {
+  for (;;) {
+    LateStep::Record r;
+    if (!pending->take(*ex, keep, r, error))
+      return false;
+    if (!r.valid)
+      return true;
+    // Late: a later step was queued before this step's read was taken.
+    ++(pending->queued() > 0 ? readsLate : readsAtOnce);
+    if (r.checkSite >= 0 &&
+        !checkIndices(*ex, program, r.shown, error, lateLocated))
+      return false;
+    const rt::CallSource *overflow = nullptr;
+    int64_t microAt = -1;
+    if (!overflowOf(r.serial, r.shown, r.skipped, r.loss, r.scale, overflow,
+                    microAt))
+      return false;
+    record(r.k, r.epoch, r.shown, r.scale, r.loss, r.skipped, overflow);
+  }
+}
+
+// Gradient accumulation: one update is K micro-batches, each a batch of
+// the data; the log's loss is the mean of their losses. Their offsets in
+// the epoch's order are kept for the overflow report's replay.
+bool TrainingRun::accumulatedStep() {
+  microOffsets.clear();
+  double sum = 0.0;
+  bool scalarLoss = !program.outputs.empty();
+  for (int64_t j = 0; j < micro; ++j) {
+    if (!datasets.empty()) {
+      prepareOrder();
+      microOffsets.push_back(pos.batch * datasets.front().batch);
+      if (!feedBatch(*ex, datasets, order, microOffsets.back(), error,
+                     ranks, myRank))
+        return false;
+    }
+    if (!ex->microStep(error))
+      return false;
+    if (scalarLoss) {
+      std::vector<double> values;
+      if (!ex->readOutput(0, values, error))
+        return false;
+      scalarLoss = values.size() == 1;
+      if (scalarLoss)
+        sum += values[0];
+    }
+    if (!datasets.empty() && j + 1 < micro)
+      ++pos.batch;
+  }
+  microLoss = scalarLoss ? sum / double(micro) : NAN;
+  return ex->update(error);
+}
+
+// Under ranks a signal stops the job after the step every rank agreed on
+// in the loss all-reduce (World::meanOf), never mid-collective.
+int TrainingRun::stepLoop() {
+  for (int64_t k = 0;
+       k < steps && !(world ? jobSignal : Interruption::signal()); ++k)
+    if (int code = oneStep(k))
+      return code;
+  return kOk;
+}
+
+/// Step k of the run: its data, the step, its line, and a save or an eval
+/// when they are due.
+int TrainingRun::oneStep(int64_t k) {
+  int64_t epoch = pos.epoch;
+  // With accumulation the micro-batches are fed in accumulatedStep.
+  if (micro == 1 && !datasets.empty()) {
+    prepareOrder();
+    if (!feedBatch(*ex, datasets, order, pos.batch * datasets.front().batch,
+                   error, ranks, myRank))
+      return fail(kRuntimeError, error);
+  }
+  // Packed reads learn a dynamic scale from the previous step's read.
+  if (scaler && (!packed || k == 0 || program.scaleSlot < 0) &&
+      !scaleOfStep(scale))
+    return fail(kRuntimeError, error);
+  uint64_t syncsBefore = ex->hostSyncs();
+  if (micro > 1 ? !accumulatedStep() : !ex->step(error))
+    return fail(kRuntimeError, error);
+  syncsInSteps += ex->hostSyncs() - syncsBefore;
+  ++taken;
+  if (program.training)
+    ++pos.steps;
+  if (world && !world->testDivergence(*ex, program, pos.steps, error))
+    return fail(kRuntimeError, error);
+  bool epochDone = false;
+  if (!datasets.empty() && (++pos.batch, epochEnds())) {
+    ++pos.epoch;
+    pos.batch = 0;
+    epochDone = true;
+  }
+  int64_t shown = program.training ? pos.steps : taken;
+  if (packed) {
+    if (!pending->queue(*ex, k, epoch, shown, scale, error))
+      return fail(kRuntimeError, error);
+    if (!flushLate(late ? 1 : 0))
+      return failChecked(kRuntimeError, error, lateLocated);
+  } else {
+    double loss = NAN;
+    std::vector<double> values;
+    if (micro > 1) {
+      loss = microLoss;
+    } else if (!program.outputs.empty()) {
+      if (!ex->readOutput(0, values, error))
+        return fail(kRuntimeError, error);
+      if (values.size() == 1)
+        loss = values[0];
+    }
+    jobSignal = Interruption::signal();
+    if (world && !world->meanOf(loss, jobSignal, error))
+      return fail(kRuntimeError, error);
+    // Device-side checks (labels, ids): read with the loss.
+    bool located = false;
+    if (!checkIndices(*ex, program, shown, error, located))
+      return failChecked(kRuntimeError, error, located);
+    bool skipped = false;
+    if (bool(program.foundInf) && !ex->readSkipped(skipped, error))
+      return fail(kRuntimeError, error);
+    const rt::CallSource *overflow = nullptr;
+    int64_t overflowMicro = -1;
+    if (!overflowOf(ex->stepsTaken() - 1, shown, skipped, loss, scale,
+                    overflow, overflowMicro))
+      return fail(kRuntimeError, error);
+    // With ranks the op may come from another rank's replay: no
+    // micro-batch then.
+    lastOverflowMicro = world ? -1 : overflowMicro;
+    record(k, epoch, shown, scale, loss, skipped, overflow);
+  }
+  bool saveNow = options.saveEvery > 0 && program.training &&
+                 pos.steps % options.saveEvery == 0 && k + 1 < steps;
+  bool evalNow = evalEx && (epochDone || (options.evalEvery > 0 &&
+                                          pos.steps % options.evalEvery == 0));
+  // Saving and eval read the state anyway: this step's line comes first.
+  if ((saveNow || evalNow) && late && !flushLate(0))
+    return failChecked(kRuntimeError, error, lateLocated);
+  if (saveNow && !saveCheckpoint(false))
+    return fail(kRuntimeError, error);
+  // Eval runs on rank 0 alone, over the whole eval set; the other ranks
+  // go on to the next step and wait for rank 0 in its first collective.
+  if (evalNow && onRank0())
+    if (!runEval(epochDone ? epoch : pos.epoch))
+      return failChecked(kRuntimeError, error, evalLocated);
+  return kOk;
+}
+
+/// After the last step: the lines still to write, the reports asked for
+/// by environment variables, the last eval, the log closed.
+int TrainingRun::finishSteps() {
   if (late && !flushLate(0))
     return failChecked(kRuntimeError, error, lateLocated);
   if (std::getenv("AMPC_REPORT_SYNCS")) {
@@ -1215,7 +1370,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
   if (checkReplay)
     llvm::errs() << "ampc: " << replaysChecked
                  << " replays, each computed its step's loss bit for bit\n";
-  int interrupted = world ? jobSignal : Interruption::signal();
+  interrupted = world ? jobSignal : Interruption::signal();
   // The end of a --steps run (or of an interrupted one) gets an eval too.
   if (evalEx && onRank0() && lastEvalAt != pos.steps && !interrupted &&
       !runEval(pos.batch == 0 && !datasets.empty() ? pos.epoch - 1
@@ -1223,7 +1378,7 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return failChecked(kRuntimeError, error, evalLocated);
   if (tty)
     std::fprintf(stderr, "\n");
-  double secs =
+  secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   if (log) {
@@ -1240,6 +1395,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
                           "': " + std::strerror(logErrno) + "\n";
     }
   }
+  return kOk;
+}
+
+/// --save, --params-out and --outputs-out.
+int TrainingRun::writeOutputs() {
   if (world && !world->checkReplicas(*ex, program, error))
     return fail(kRuntimeError, error);
   if (wantSave && !saveCheckpoint(/*checked=*/bool(world)))
@@ -1288,7 +1448,11 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
       return fail(kRuntimeError, "--outputs-out: " + error);
     Interruption::written(pendingOutputs);
   }
+  return kOk;
+}
 
+/// The summary on stdout (rank 0), the exit code.
+int TrainingRun::summary() {
   if (logErrno)
     return kRuntimeError;
   if (!onRank0())
@@ -1359,4 +1523,37 @@ int ampc::exec::runModule(ModuleOp module, const RunOptions &givenOptions) {
     return 128 + interrupted;
   }
   return kOk;
+}
+
+} // namespace
+
+std::vector<int64_t> ampc::exec::epochOrder(uint64_t seed, int64_t epoch,
+                                            int64_t n) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch));
+  auto next = [&]() {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = n - 1; i > 0; --i) {
+    int64_t j = static_cast<int64_t>(next() % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+int ampc::exec::runModule(ModuleOp module, const RunOptions &options) {
+  if (int code = validateOptions(module, options))
+    return code;
+  std::vector<rt::Program> programs;
+  const rt::Program *program = nullptr, *evalProgram = nullptr;
+  if (int code =
+          lowerAndChoose(module, options, programs, program, evalProgram))
+    return code;
+  return TrainingRun(options, programs, *program, evalProgram).run();
 }

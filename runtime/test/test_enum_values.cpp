@@ -17,6 +17,7 @@
 #include "test_util.h"
 
 #include <climits>
+#include <cstdio>
 #include <string>
 #include <functional>
 
@@ -101,6 +102,17 @@ TEST(EnumValuesNoContext, StatusStringBackendAndDtypeSize) {
     ampc_context_destroy(c);
     return s;
   });
+  // The entries' dtypes (1.8); a refused save writes nothing.
+  std::string path = ::testing::TempDir() + "ampc_enum_values.ckpt";
+  checkEntry("ampc_checkpoint_save", [&](Probe &p) {
+    float w[2] = {1, 2};
+    int32_t t = 3;
+    ampc_checkpoint_header header = {};
+    ampc_checkpoint_entry entries[2] = {{"w", p.dt(AMPC_F32), 8, w},
+                                        {"t", p.dt(AMPC_I32), 4, &t}};
+    return ampc_checkpoint_save(path.c_str(), &header, entries, 2);
+  });
+  std::remove(path.c_str());
 }
 
 TEST_F(EnumValues, MemoryAndInit) {

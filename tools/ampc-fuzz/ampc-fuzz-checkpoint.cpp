@@ -1,7 +1,8 @@
 //===- ampc-fuzz-checkpoint.cpp - libFuzzer target for checkpoints --------===//
 //
-// Takes arbitrary bytes as an `ampc run` checkpoint (--load) and reads its
-// framing with parseCheckpoint, twice: as given, and with the last 8 bytes
+// Takes arbitrary bytes as a checkpoint (`ampc run --load`, the emitted
+// NAME_load) and reads them with the runtime's reader,
+// ampc_checkpoint_parse, twice: as given, and with the last 8 bytes
 // replaced by the right checksum, so that mutated inputs get past the
 // checksum into the fields behind it. The contract: no crash or sanitizer
 // report, no allocation sized from a field (libFuzzer's malloc limit), a
@@ -11,15 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ampc/Executor/Checkpoint.h"
+#include "ampc/runtime.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-using namespace ampc::exec;
 
 static void check(bool cond, const char *what) {
   if (cond)
@@ -30,31 +29,41 @@ static void check(bool cond, const char *what) {
 }
 
 static void read(const std::string &bytes) {
-  CheckpointContents contents;
-  std::string why;
-  if (!parseCheckpoint(bytes, contents, why)) {
-    check(!why.empty(), "failure without a reason");
+  ampc_checkpoint c = nullptr;
+  if (ampc_checkpoint_parse(bytes.data(), bytes.size(), "fuzz", &c) !=
+      AMPC_OK) {
+    check(c == nullptr, "a checkpoint returned on failure");
+    check(ampc_last_error()[0] != '\0', "failure without a reason");
     return;
   }
   check(bytes.size() >= 16, "a checkpoint shorter than its magic and sum");
-  const char *begin = bytes.data(), *end = begin + bytes.size() - 8;
+  int64_t count = 0;
+  check(ampc_checkpoint_count(c, &count) == AMPC_OK && count >= 0,
+        "no entry count");
   uint64_t total = 0;
-  for (const CheckpointEntry &e : contents.entries) {
+  const char *previousEnd = nullptr;
+  for (int64_t k = 0; k < count; ++k) {
+    ampc_checkpoint_entry e;
+    check(ampc_checkpoint_get_entry(c, k, &e) == AMPC_OK, "an entry unread");
     check(e.bytes >= 0, "an entry of negative size");
-    check(e.data >= begin && e.data <= end &&
-              static_cast<uint64_t>(e.bytes) <=
-                  static_cast<uint64_t>(end - e.data),
-          "an entry's data outside the file");
-    total += static_cast<uint64_t>(e.bytes) + e.name.size();
+    check(e.name && std::strlen(e.name) < bytes.size(), "a name past the file");
+    const char *data = static_cast<const char *>(e.data);
+    // The data follow the previous entry's, inside the copy the reader
+    // keeps (the file less its checksum).
+    check(!previousEnd || data > previousEnd, "entries out of order");
+    previousEnd = data + e.bytes;
+    total += static_cast<uint64_t>(e.bytes) + std::strlen(e.name);
   }
   check(total <= bytes.size(), "entries hold more than the file");
+  ampc_checkpoint_free(c);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string bytes(reinterpret_cast<const char *>(data), size);
   read(bytes);
   if (size >= 16) {
-    uint64_t sum = checkpointChecksum(bytes.data(), size - 8);
+    uint64_t sum = 0;
+    ampc_checkpoint_checksum(bytes.data(), size - 8, &sum);
     std::memcpy(&bytes[size - 8], &sum, 8);
     read(bytes);
   }

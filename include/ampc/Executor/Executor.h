@@ -94,8 +94,9 @@ public:
   uint64_t hostSyncs();
 
   /// Checkpoints of parameters, optimizer state and scaler state, with the
-  /// run's position, written atomically; loading validates everything before
-  /// touching the state.
+  /// run's position, written and read by the runtime (ampc_checkpoint_save
+  /// / _load: atomically; loading validates everything before touching the
+  /// state). Errors are the runtime's text ("cannot write checkpoint ...").
   /// `extra` entries (other graphs' params and buffers) are written after
   /// the program's own.
   bool save(const std::string &path, const Position &position,

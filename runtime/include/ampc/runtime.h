@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 7
+#define AMPC_RUNTIME_VERSION_MINOR 8
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -1466,6 +1466,89 @@ AMPC_API ampc_status ampc_nll_loss_bwd(ampc_context ctx, AMPC_RL_OUT(dlogp),
                                        ampc_reduction reduction);
 #undef AMPC_RL_OUT
 #undef AMPC_RL_IN
+
+/*===------------------------------------------------------------------===*
+ * Checkpoints (1.8; docs/runtime.md, "Checkpoints"): the one writer and
+ * reader of the files of `ampc run --save/--load` and of the NAME_save /
+ * NAME_load functions of --emit=cpp code. Host memory only: the caller
+ * copies device state out before saving and in after loading. Failures
+ * about the file say, through ampc_last_error(), what was done to which
+ * path and the system's reason ("cannot write checkpoint 'c.ckpt': No space
+ * left on device", "checkpoint 'c.ckpt' is truncated"), with no function
+ * name, so that a caller prefixes its own.
+ *===------------------------------------------------------------------===*/
+
+/// The version ampc_checkpoint_save writes; ampc_checkpoint_load reads it
+/// and version 1 (no data position: epoch 1, batch 0).
+#define AMPC_CHECKPOINT_VERSION 2
+
+/// What a checkpoint holds besides its entries.
+typedef struct ampc_checkpoint_header {
+  /// The file's version (1 or 2) after a load; ignored by a save, which
+  /// writes AMPC_CHECKPOINT_VERSION.
+  uint32_t version;
+  /// The writer's program fingerprint (the compiler's; the runtime only
+  /// stores it).
+  uint64_t fingerprint;
+  /// Updates applied so far.
+  int64_t steps;
+  /// The data position: the epoch being consumed (from 1) and the batches
+  /// of it already taken.
+  int64_t epoch, batch;
+} ampc_checkpoint_header;
+
+/// A named tensor of a checkpoint: `bytes` bytes of host memory at `data`.
+/// `name` is NUL-terminated. The dtype is stored as given (a reader
+/// compares it with its own; a loaded entry's may be any int32).
+typedef struct ampc_checkpoint_entry {
+  const char *name;
+  ampc_dtype dtype;
+  int64_t bytes;
+  const void *data;
+} ampc_checkpoint_entry;
+
+/// A checkpoint read into host memory; its entries point into it.
+typedef struct ampc_checkpoint_impl *ampc_checkpoint;
+
+/// Writes `count` entries and `header` to `path` atomically: to a temporary
+/// file beside it (PATH.tmp.PID), flushed to the disk (fsync), then renamed
+/// over `path`, so an existing checkpoint is replaced whole or kept. What
+/// exists at `path` and is not a regular file (/dev/null, a FIFO) is
+/// written in place; a directory is refused. Names are unique, dtypes valid
+/// and sizes non-negative (AMPC_ERROR_INVALID_ARGUMENT or
+/// AMPC_ERROR_UNSUPPORTED_DTYPE before anything is written).
+AMPC_API ampc_status ampc_checkpoint_save(const char *path,
+                                          const ampc_checkpoint_header *header,
+                                          const ampc_checkpoint_entry *entries,
+                                          int64_t count);
+/// Reads and checks the checkpoint at `path` (magic, checksum, version,
+/// every field within the file) into *out; NULL on failure, with
+/// AMPC_ERROR_INVALID_ARGUMENT for a file that cannot be read or is not a
+/// valid checkpoint. Nothing is allocated from a size the file gives before
+/// the bytes it promises are known to be there. Free with
+/// ampc_checkpoint_free.
+AMPC_API ampc_status ampc_checkpoint_load(const char *path,
+                                          ampc_checkpoint *out);
+/// As ampc_checkpoint_load, of `size` bytes at `bytes` (copied); `path`
+/// only names them in messages.
+AMPC_API ampc_status ampc_checkpoint_parse(const void *bytes, size_t size,
+                                           const char *path,
+                                           ampc_checkpoint *out);
+AMPC_API ampc_status ampc_checkpoint_get_header(ampc_checkpoint checkpoint,
+                                                ampc_checkpoint_header *header);
+AMPC_API ampc_status ampc_checkpoint_count(ampc_checkpoint checkpoint,
+                                           int64_t *count);
+/// Entry `index` (0 <= index < count, in file order); its name and data
+/// live as long as `checkpoint`.
+AMPC_API ampc_status ampc_checkpoint_get_entry(ampc_checkpoint checkpoint,
+                                               int64_t index,
+                                               ampc_checkpoint_entry *entry);
+/// Frees a loaded checkpoint (NULL is allowed).
+AMPC_API ampc_status ampc_checkpoint_free(ampc_checkpoint checkpoint);
+/// FNV-1a (64-bit) of `size` bytes: a checkpoint's last 8 bytes hold it, of
+/// every byte before them.
+AMPC_API ampc_status ampc_checkpoint_checksum(const void *bytes, size_t size,
+                                              uint64_t *sum);
 
 #ifdef __cplusplus
 } // extern "C"

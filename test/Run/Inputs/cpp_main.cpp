@@ -93,13 +93,14 @@ int main(int argc, char **argv) {
       return 1;
   }
   // AMPC_MAIN_LOAD=CKPT starts from a checkpoint (e.g. one `ampc run
-  // --save` wrote), AMPC_MAIN_FIRST=K numbers the printed steps from K.
+  // --save` wrote); the printed steps count on from the steps it holds
+  // (AMPC_MAIN_FIRST=K numbers them from K instead).
   if (const char *ckpt = std::getenv("AMPC_MAIN_LOAD"))
     if (!check(FN(load)(state, ckpt), "load"))
       return 1;
   [[maybe_unused]] int first = std::getenv("AMPC_MAIN_FIRST")
                   ? std::atoi(std::getenv("AMPC_MAIN_FIRST"))
-                  : 1;
+                  : static_cast<int>(FN(steps)(state)) + 1;
   int steps = std::atoi(argv[n + 1]);
   for (int k = 1; k <= steps; ++k) {
     if (!check(FN(step)(state, inputs.data()), "step"))

@@ -42,6 +42,11 @@ int main() {
   show("check(s, NULL)", FN(check)(s, nullptr));
   show("save(s, NULL)", FN(save)(s, nullptr));
   show("load(s, NULL)", FN(load)(s, nullptr));
+  std::printf("steps(NULL) = %lld, steps(s) = %lld\n",
+              (long long)FN(steps)(nullptr), (long long)FN(steps)(s));
+  std::fflush(stdout);
+  show("set_data_position(NULL)", FN(set_data_position)(nullptr, 1, 0));
+  show("set_data_position(s, 0, 0)", FN(set_data_position)(s, 0, 0));
   FN(destroy)(nullptr);
   FN(destroy)(s);
   ampc_context_destroy(ctx);

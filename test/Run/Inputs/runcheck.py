@@ -18,8 +18,13 @@
                               its checksum made right again: version=N,
                               dtype=NAME:D (entry NAME's dtype), drop=NAME
                               (entry NAME removed), count+1 (one
-                              entry more than it holds); flip (one byte of
-                              the data flipped, the checksum left as it was)
+                              entry more than it holds); steps=N (the update
+                              count); v1 (written as
+                              version 1: no epoch and batch); flip (one byte
+                              of the data flipped, the checksum left as it
+                              was)
+  ckpt-steps FILE             prints a checkpoint's version, steps, epoch and
+                              batch (version 1: epoch 1, batch 0)
   sparse FILE BYTES           creates FILE of BYTES zero bytes (sparse)
   limit-as BYTES CMD ARG...   runs CMD with its address space limited to BYTES
   close A B REL               every .npy (f32) in folder A has the shape of
@@ -168,7 +173,12 @@ def ckpt_edit(src, out, edit):
         data[count_at + 8] ^= 0x40
         open(out, "wb").write(data)
         return
-    if edit.startswith("version="):
+    if edit.startswith("steps="):
+        struct.pack_into("<q", body, 20, int(edit[6:]))
+    elif edit == "v1":
+        struct.pack_into("<I", body, 8, 1)
+        del body[count_at - 16:count_at]
+    elif edit.startswith("version="):
         struct.pack_into("<I", body, 8, int(edit[8:]))
     elif edit == "count+1":
         (count,) = struct.unpack_from("<I", body, count_at)
@@ -206,6 +216,15 @@ def ckpt_edit(src, out, edit):
     else:
         fail("unknown edit %s" % edit)
     open(out, "wb").write(bytes(body) + struct.pack("<Q", fnv1a(body)))
+
+
+def ckpt_steps(path):
+    data = open(path, "rb").read()
+    version, _, steps = struct.unpack_from("<IQq", data, 8)
+    epoch, batch = (struct.unpack_from("<qq", data, 28) if version >= 2
+                    else (1, 0))
+    print("version %d steps %d epoch %d batch %d" % (version, steps, epoch,
+                                                      batch))
 
 
 def sparse(path, size):
@@ -294,4 +313,4 @@ if __name__ == "__main__":
     {"falls": falls, "track": track, "same": same, "scaler": scaler,
      "npy": npy, "ckpt-params": ckpt_params, "npy-header": npy_header,
      "ckpt-edit": ckpt_edit, "sparse": sparse, "limit-as": limit_as,
-     "close": close, "ckpt-slots": ckpt_slots}[cmd.replace("-", "_") if False else cmd](*args)
+     "close": close, "ckpt-slots": ckpt_slots, "ckpt-steps": ckpt_steps}[cmd.replace("-", "_") if False else cmd](*args)
