@@ -54,6 +54,13 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+// The names the rows of ampc/Pipelines/PipelineSettings.inc use.
+namespace amp = ampc::amp;
+using ampc::kCompared;
+using ampc::kFieldOnly;
+using ampc::kFlag;
+using ampc::kPassOption;
+using ampc::kShowsDefault;
 
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2, kRuntimeError = 3 };
@@ -117,19 +124,9 @@ enum class AmpFlag { Off, FP16, BF16, Auto };
 AmpFlag ampFlag = AmpFlag::Off;
 
 /// `text` + " (default: VALUE)", VALUE printed from the field a flag binds
-/// to. The strings live as long as the options that point at them.
+/// to as a pipeline setting's is (ampc::helpText).
 template <typename T> StringRef withDefault(StringRef text, const T &value) {
-  static std::deque<std::string> storage;
-  std::string rendered;
-  llvm::raw_string_ostream os(rendered);
-  if constexpr (std::is_same_v<T, bool>)
-    os << (value ? "true" : "false");
-  else if constexpr (std::is_floating_point_v<T>)
-    os << llvm::format("%g", value);
-  else
-    os << value;
-  storage.push_back((text + " (default: " + rendered + ")").str());
-  return storage.back();
+  return ampc::helpWithDefault(text, ampc::helpText(value));
 }
 
 // The compiler (`ampc [compile]`).
@@ -186,16 +183,6 @@ cl::opt<std::string, true> cpuFeatures(
              "(amx_bf16,avx512_bf16,avx512_fp16,f16c); default: this one"),
     cl::value_desc("LIST"), cl::location(opts.cpuFeatures),
     cl::cat(ampcCategory));
-cl::opt<ampc::amp::Policy, true, ValuesParser<ampc::amp::Policy>> ampPolicy(
-    "amp-policy",
-    cl::desc(withDefault("AMP policy",
-                         ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy))),
-    cl::location(opts.pipeline.ampPolicy),
-    cl::values(clEnumValN(ampc::amp::Policy::Fast, "fast",
-                          "the same contract or stricter, fewer bytes"),
-               clEnumValN(ampc::amp::Policy::Reference, "reference",
-                          "exactly torch.autocast")),
-    cl::cat(ampcCategory));
 // `ampc FILE.onnx`: shapes of the model's dynamic inputs.
 std::vector<std::string> onnxInputShapes;
 cl::list<std::string, std::vector<std::string>> onnxInputShape(
@@ -204,33 +191,6 @@ cl::list<std::string, std::vector<std::string>> onnxInputShape(
              "dynamic dim; repeatable)"),
     cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapes),
     cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampFp32("amp-fp32", cl::CommaSeparated,
-            cl::desc("Ops moved to the fp32 class"), cl::value_desc("OP,OP"),
-            cl::location(opts.pipeline.ampFp32), cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampLower("amp-lower", cl::CommaSeparated,
-             cl::desc("Ops moved to the lower class"), cl::value_desc("OP,OP"),
-             cl::location(opts.pipeline.ampLower), cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampFollow("amp-follow", cl::CommaSeparated,
-              cl::desc("Ops moved to the follow class"),
-              cl::value_desc("OP,OP"), cl::location(opts.pipeline.ampFollow),
-              cl::cat(ampcCategory));
-cl::opt<ampc::amp::UnknownOpMode, true, ValuesParser<ampc::amp::UnknownOpMode>>
-    ampUnknownOps("amp-unknown-ops",
-                  cl::desc(withDefault(
-                      "Ops not in the AMP policy table (follow: with a note)",
-                      opts.pipeline.ampUnknownOps ==
-                              ampc::amp::UnknownOpMode::Error
-                          ? "error"
-                          : "follow")),
-                  cl::location(opts.pipeline.ampUnknownOps),
-                  cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow,
-                                        "follow", "treat as follow"),
-                             clEnumValN(ampc::amp::UnknownOpMode::Error,
-                                        "error", "fail")),
-                  cl::cat(ampcCategory));
 cl::opt<bool, true>
     listOps("list-ops",
             cl::desc("Print every tg op record as JSON (operands, keyword "
@@ -242,10 +202,6 @@ cl::opt<bool, true>
                                         "(--locations=false for bare IR)",
                                         opts.locations)),
                    cl::location(opts.locations), cl::cat(compileCategory));
-cl::opt<bool, true> runCanonicalizer(
-    "canonicalize",
-    cl::desc(withDefault("Run the canonicalizer", opts.pipeline.canonicalize)),
-    cl::location(opts.pipeline.canonicalize), cl::cat(ampcCategory));
 cl::opt<bool, true> runPipeline(
     "pipeline",
     cl::desc(withDefault("Run the compilation pipeline; --pipeline=false "
@@ -253,107 +209,52 @@ cl::opt<bool, true> runPipeline(
                          opts.runPipeline)),
     cl::location(opts.runPipeline), cl::cat(ampcCategory));
 
-// Loss scaling (docs/amp.md); checked by ampc::resolveLossScale.
-cl::opt<std::string, true> lossScale(
-    "loss-scale",
-    cl::desc("Loss scaling of training steps: dynamic | none | N (a static "
-             "scale); default: dynamic with --amp=fp16, none otherwise"),
-    cl::value_desc("MODE"), cl::location(opts.pipeline.lossScale),
-    cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleInit(
-    "loss-scale-init",
-    cl::desc(withDefault("Initial dynamic scale", opts.pipeline.lossScaleInit)),
-    cl::location(opts.pipeline.lossScaleInit), cl::cat(ampcCategory));
-cl::opt<double, true>
-    lossScaleGrowth("loss-scale-growth",
-                    cl::desc(withDefault("Scale growth factor, > 1",
-                                         opts.pipeline.lossScaleGrowth)),
-                    cl::location(opts.pipeline.lossScaleGrowth),
-                    cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleBackoff(
-    "loss-scale-backoff",
-    cl::desc(withDefault("Scale backoff factor on overflow, in (0, 1)",
-                         opts.pipeline.lossScaleBackoff)),
-    cl::location(opts.pipeline.lossScaleBackoff), cl::cat(ampcCategory));
-cl::opt<int64_t, true> lossScaleInterval(
-    "loss-scale-interval",
-    cl::desc(withDefault("Finite steps before the scale grows",
-                         opts.pipeline.lossScaleInterval)),
-    cl::location(opts.pipeline.lossScaleInterval), cl::cat(ampcCategory));
-cl::opt<int64_t, true> lossScaleHysteresis(
-    "loss-scale-hysteresis",
-    cl::desc(withDefault("Overflowing steps tolerated before backing off "
-                         "(2 is Megatron-LM's)",
-                         opts.pipeline.lossScaleHysteresis)),
-    cl::location(opts.pipeline.lossScaleHysteresis), cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMin("loss-scale-min",
-                                   cl::desc("Minimum scale (default: none)"),
-                                   cl::location(opts.pipeline.lossScaleMin),
-                                   cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMax("loss-scale-max",
-                                   cl::desc("Maximum scale (default: none)"),
-                                   cl::location(opts.pipeline.lossScaleMax),
-                                   cl::cat(ampcCategory));
+/// A list setting's flag: comma-separated values, the flag repeatable.
+class ListFlag : public cl::list<std::string, std::vector<std::string>> {
+public:
+  template <typename... Mods>
+  ListFlag(const Mods &...mods)
+      : cl::list<std::string, std::vector<std::string>>(mods...,
+                                                        cl::CommaSeparated) {}
+};
 
-// Opt levels (docs/optimizer.md); applied by ampc::applyOptLevel.
-cl::opt<std::string, true> optLevel(
-    "opt-level",
-    cl::desc("Apex-style preset O0 | O1 | O2 | O3; explicit --amp, --amp-* "
-             "and --loss-scale* override its fields"),
-    cl::value_desc("LEVEL"), cl::location(opts.pipeline.optLevel),
-    cl::cat(ampcCategory));
-cl::opt<bool> keepBatchnormFp32(
-    "keep-batchnorm-fp32",
-    cl::desc("With --opt-level=O2/O3: keep batch_norm in f32 (Apex's "
-             "keep_batchnorm_fp32)"),
-    cl::cat(ampcCategory));
+/// The flag of a setting that stays unset until given
+/// (--keep-batchnorm-fp32): a bool flag that fills in the field.
+class OptionalBoolFlag : public cl::opt<bool> {
+public:
+  template <typename... Mods>
+  OptionalBoolFlag(StringRef name, const cl::desc &desc,
+                   cl::LocationClass<std::optional<bool>> field,
+                   const Mods &...mods)
+      : cl::opt<bool>(name, desc, mods...,
+                      cl::callback([&value = field.Loc](const bool &given) {
+                        value = given;
+                      })) {}
+};
 
-// Updates of 16-bit params (docs/optimizer.md): the optimizer expansion's
-// low-update and state-dtype.
-cl::opt<std::string, true> lowUpdate(
-    "low-update",
-    cl::desc("How the optimizer writes its f32 result into a param stored "
-             "only in a 16-bit type: nearest | stochastic | kahan (default "
-             "nearest)"),
-    cl::value_desc("MODE"), cl::location(opts.pipeline.lowUpdate),
-    cl::cat(ampcCategory));
-cl::opt<std::string, true> optimizerStateDtype(
-    "optimizer-state-dtype",
-    cl::desc("The dtype of momentum buffers and Adam moments: f32 | bf16 "
-             "(default f32); bf16 state is written with the --low-update "
-             "rounding"),
-    cl::value_desc("DTYPE"), cl::location(opts.pipeline.optimizerStateDtype),
-    cl::cat(ampcCategory));
+/// The flag a pipeline setting with `Uses` gets: one bound to its field of
+/// opts.pipeline if it has kFlag, else a NoSettingOption.
+template <typename T, unsigned Uses>
+using FlagOf = std::conditional_t<
+    (Uses & ampc::kFlag) == 0, ampc::NoSettingOption,
+    std::conditional_t<
+        ampc::IsSettingList<T>::value, ListFlag,
+        std::conditional_t<
+            std::is_same_v<T, std::optional<bool>>, OptionalBoolFlag,
+            std::conditional_t<std::is_enum_v<T>, cl::opt<T, true, ValuesParser<T>>,
+                               cl::opt<T, true>>>>>;
 
-// Transposes folded into GEMMs (docs/codegen.md): ampc-fold-transposes.
-cl::opt<bool, true> foldTransposes(
-    "fold-transposes",
-    cl::desc("Fold transposes into the GEMMs that read or write them "
-             "(ampc-fold-transposes; default true)"),
-    cl::location(opts.pipeline.foldTransposes), cl::cat(ampcCategory));
-
-// Data-parallel training (docs/distributed.md): ampc-data-parallel.
-cl::opt<bool, true> dataParallel(
-    "data-parallel",
-    cl::desc("Insert the bucketed gradient all-reduce (implied by 'ampc run' "
-             "under an MPI launcher with more than one rank)"),
-    cl::location(opts.pipeline.dataParallel), cl::cat(ampcCategory));
-cl::opt<double, true> bucketCapMb(
-    "bucket-cap-mb",
-    cl::desc(withDefault("With --data-parallel: MiB of gradients per bucket "
-                         "(DDP's bucket_cap_mb)",
-                         opts.pipeline.bucketCapMb)),
-    cl::location(opts.pipeline.bucketCapMb), cl::cat(ampcCategory));
-cl::opt<bool, true> allreduceFp32(
-    "allreduce-fp32",
-    cl::desc("With --data-parallel: reduce 16-bit gradients in f32 (Apex's "
-             "allreduce_always_fp32)"),
-    cl::location(opts.pipeline.allreduceFp32), cl::cat(ampcCategory));
-cl::opt<bool, true> delayAllreduce(
-    "delay-allreduce",
-    cl::desc("With --data-parallel: start every bucket after the backward "
-             "(DDP's delay_allreduce)"),
-    cl::location(opts.pipeline.delayAllreduce), cl::cat(ampcCategory));
+/// The flags of the pipeline's settings (ampc/Pipelines/PipelineSettings.inc),
+/// one member per setting.
+struct PipelineFlags {
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  FlagOf<TYPE, (USES)> FIELD{                                                  \
+      NAME,                                                                    \
+      cl::desc(ampc::settingHelp<(USES)>(HELP, opts.pipeline.FIELD)),          \
+      cl::location(opts.pipeline.FIELD), cl::cat(ampcCategory), MODIFIER};
+#include "ampc/Pipelines/PipelineSettings.inc"
+};
+PipelineFlags pipelineFlags;
 
 cl::opt<std::string, true>
     target("target",
@@ -571,9 +472,38 @@ bool hasGraph(ModuleOp module) {
 } // namespace
 
 
+/// A compared setting's value: a float exact (%.17g), a bool yes or no, a
+/// list comma-separated, an enum by its name.
+template <typename T> static std::string comparedText(const T &value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "yes" : "no";
+  else if constexpr (std::is_floating_point_v<T>) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g", value);
+    return text;
+  } else if constexpr (std::is_integral_v<T>)
+    return std::to_string(value);
+  else if constexpr (std::is_enum_v<T>)
+    return ampc::stringifySetting(value).str();
+  else if constexpr (ampc::IsSettingList<T>::value)
+    return llvm::join(value, ",");
+  else
+    return value;
+}
+
+/// Appends `--NAME` and the setting's value to `out` if `Uses` has
+/// kCompared.
+template <unsigned Uses, typename T>
+static void addCompared(std::vector<std::pair<std::string, std::string>> &out,
+                        StringRef name, const T &value) {
+  if constexpr ((Uses & ampc::kCompared) != 0)
+    out.push_back({("--" + name).str(), comparedText(value)});
+}
+
 /// What the compiled step depends on, as the ranks of a data-parallel run
 /// compare it (docs/distributed.md): the program's text and the flags that
-/// change what is compiled, in a fixed order.
+/// change what is compiled, in a fixed order (the settings in the order of
+/// PipelineSettings.inc).
 static std::vector<std::pair<std::string, std::string>> compileSettings() {
   std::vector<std::pair<std::string, std::string>> out;
   char hex[32];
@@ -585,38 +515,10 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
   out.push_back({"the program (text hash)",
                  buffer ? hash((*buffer)->getBuffer()) : "unreadable"});
-  auto num = [](double v) {
-    char b[64];
-    std::snprintf(b, sizeof(b), "%.17g", v);
-    return std::string(b);
-  };
-  auto list = [](const std::vector<std::string> &v) {
-    return llvm::join(v, ",");
-  };
-  const ampc::PipelineOptions &p = opts.pipeline;
   out.push_back({"--device", opts.device});
-  out.push_back({"--opt-level", p.optLevel});
-  out.push_back({"--amp", ampc::stringifyAMPMode(p.amp).str()});
-  out.push_back({"--amp-policy", ampc::stringifyAMPPolicy(p.ampPolicy).str()});
-  out.push_back({"--amp-fp32", list(p.ampFp32)});
-  out.push_back({"--amp-lower", list(p.ampLower)});
-  out.push_back({"--amp-follow", list(p.ampFollow)});
-  out.push_back({"--loss-scale", p.lossScale});
-  out.push_back({"--loss-scale-init", num(p.lossScaleInit)});
-  out.push_back({"--loss-scale-growth", num(p.lossScaleGrowth)});
-  out.push_back({"--loss-scale-backoff", num(p.lossScaleBackoff)});
-  out.push_back({"--loss-scale-interval", std::to_string(p.lossScaleInterval)});
-  out.push_back(
-      {"--loss-scale-hysteresis", std::to_string(p.lossScaleHysteresis)});
-  out.push_back({"--loss-scale-min", num(p.lossScaleMin)});
-  out.push_back({"--loss-scale-max", num(p.lossScaleMax)});
-  out.push_back({"--accumulate", std::to_string(p.accumulate)});
-  out.push_back({"--low-update", p.lowUpdate});
-  out.push_back({"--optimizer-state-dtype", p.optimizerStateDtype});
-  out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
-  out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
-  out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
-  out.push_back({"--fold-transposes", p.foldTransposes ? "yes" : "no"});
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  addCompared<(USES)>(out, NAME, opts.pipeline.FIELD);
+#include "ampc/Pipelines/PipelineSettings.inc"
   return out;
 }
 
@@ -867,7 +769,7 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
                               opts.emit == EmitKind::Lowered;
   // The report describes the program's own ops (each one's AMP decision) and
   // their buffers: transposes are folded into the GEMMs only when asked.
-  if (opts.emit == EmitKind::Report && foldTransposes.getNumOccurrences() == 0)
+  if (opts.emit == EmitKind::Report && pipelineFlags.foldTransposes.getNumOccurrences() == 0)
     opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
   if (opts.runMode && ampc::exec::launchedUnderMpi()) {
@@ -1133,11 +1035,9 @@ int main(int argc, char **argv) {
     return code;
   {
     std::string error;
-    if (keepBatchnormFp32.getNumOccurrences())
-      opts.pipeline.keepBatchnormFp32 = keepBatchnormFp32.getValue();
     ampc::ExplicitSettings explicitly;
     explicitly.amp = ampMode.getNumOccurrences() > 0;
-    explicitly.lossScale = lossScale.getNumOccurrences() > 0;
+    explicitly.lossScale = pipelineFlags.lossScale.getNumOccurrences() > 0;
     if (failed(ampc::applyOptLevel(opts.pipeline, explicitly, error))) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
@@ -1153,7 +1053,7 @@ int main(int argc, char **argv) {
       return kUsageError;
     }
     // Only a scaler the user asked for (an --opt-level preset's is not).
-    std::string warning = lossScale.getNumOccurrences()
+    std::string warning = pipelineFlags.lossScale.getNumOccurrences()
                               ? ampc::lossScaleWarning(opts.pipeline)
                               : std::string();
     if (!warning.empty() && ampc::exec::launcherRank() == 0)
@@ -1174,7 +1074,7 @@ int main(int argc, char **argv) {
                  << opts.pipeline.optimizerStateDtype << "'\n";
     return kUsageError;
   }
-  if (bucketCapMb.getNumOccurrences() &&
+  if (pipelineFlags.bucketCapMb.getNumOccurrences() &&
       !(opts.pipeline.bucketCapMb > 0.0 &&
         std::isfinite(opts.pipeline.bucketCapMb))) {
     llvm::errs() << "ampc: error: --bucket-cap-mb must be a positive number "
