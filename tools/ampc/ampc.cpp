@@ -184,12 +184,12 @@ cl::opt<std::string, true> cpuFeatures(
     cl::value_desc("LIST"), cl::location(opts.cpuFeatures),
     cl::cat(ampcCategory));
 // `ampc FILE.onnx`: shapes of the model's dynamic inputs.
-std::vector<std::string> onnxInputShapes;
+std::vector<std::string> onnxInputShapeSpecs;
 cl::list<std::string, std::vector<std::string>> onnxInputShape(
     "input-shape",
     cl::desc("An ONNX model's input shape (required for an input with a "
              "dynamic dim; repeatable)"),
-    cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapes),
+    cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapeSpecs),
     cl::cat(ampcCategory));
 cl::opt<bool, true>
     listOps("list-ops",
@@ -625,7 +625,148 @@ static int resolveTarget() {
   return kSuccess;
 }
 
-static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
+/// Parses a `.mlir` input; it must hold a graph.
+static OwningOpRef<ModuleOp> parseMLIRInput(MLIRContext &context,
+                                            const llvm::MemoryBuffer &buffer,
+                                            StringRef name) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(buffer.getBuffer(), name,
+                                       /*RequiresNullTerminator=*/true),
+      llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (module && !hasGraph(*module)) {
+    emitError(FileLineColLoc::get(&context, name, 1, 1))
+        << "no graph (func.func) in '" << name << "'";
+    return nullptr;
+  }
+  return module;
+}
+
+/// Parses a `.tg` input (or stdin) and builds its graphs; records the names
+/// the graphs return their outputs as (the eval lines of `run`).
+static OwningOpRef<ModuleOp> importTGInput(MLIRContext &context,
+                                           const llvm::MemoryBuffer &buffer,
+                                           StringRef name) {
+  mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
+  std::vector<ampc::frontend::Diagnostic> diags;
+  auto ast = ampc::frontend::parseModule(buffer.getBuffer(), name, diags);
+  if (!ast || !diags.empty()) {
+    for (const auto &d : diags)
+      emitError(FileLineColLoc::get(
+          &context, d.loc.file ? StringRef(*d.loc.file) : name, d.loc.line,
+          d.loc.col))
+          << d.message;
+    if (diags.empty())
+      emitError(fileStart) << "cannot parse '" << name << "'";
+    return nullptr;
+  }
+  if (ast->graphs.empty()) {
+    emitError(fileStart) << "no graph in '" << name
+                         << "' (expected 'graph NAME(...) { ... }')";
+    return nullptr;
+  }
+  for (const ampc::frontend::GraphAST &graph : ast->graphs)
+    for (const auto &stmt : graph.stmts)
+      if (auto *ret = dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
+        std::vector<std::string> &names = opts.run.outputNames[graph.name];
+        for (const auto &value : ret->values) {
+          auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
+          names.push_back(n ? n->name : "");
+        }
+      }
+  return ampc::frontend::mlirGen(context, *ast);
+}
+
+/// The shapes `--input-shape NAME=D0xD1x...` gives; prints the error and
+/// returns std::nullopt on a bad or repeated one.
+static std::optional<std::map<std::string, std::vector<int64_t>>>
+onnxInputShapes() {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string &spec : onnxInputShapeSpecs) {
+    std::string input;
+    std::vector<int64_t> dims;
+    if (!ampc::onnx_import::parseInputShape(spec, input, dims)) {
+      llvm::errs() << "ampc: error: --input-shape '" << spec
+                   << "': expected NAME=D0xD1x... with positive dims\n";
+      return std::nullopt;
+    }
+    // As for --input, a name given twice is a command-line error (the
+    // last one used to win silently).
+    if (!shapes.emplace(input, dims).second) {
+      llvm::errs() << "ampc: error: --input-shape gives input '" << input
+                   << "' twice\n";
+      return std::nullopt;
+    }
+  }
+  return shapes;
+}
+
+/// The values of `ampc run`'s `--input NAME=FILE.npy` files, which it has
+/// before it compiles: their shapes fix dynamic dims, and integer inputs (a
+/// Reshape's shape, a Slice's starts, ...) are folded at import
+/// (docs/onnx.md). A file that cannot be read is left to the run, which
+/// reports it.
+static std::map<std::string, ampc::onnx_import::InputValue>
+onnxInputValues() {
+  std::map<std::string, ampc::onnx_import::InputValue> inputValues;
+  if (!opts.runMode)
+    return inputValues;
+  for (const std::string &spec : opts.run.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      continue;
+    ampc::exec::NpyArray array;
+    std::string ignored;
+    if (!ampc::exec::readNpy(spec.substr(eq + 1), array, ignored))
+      continue;
+    ampc::onnx_import::InputValue value;
+    value.shape = array.shape;
+    int64_t n = 1;
+    for (int64_t d : array.shape)
+      n *= d;
+    if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
+      value.isInteger = true;
+      value.ints.resize(n);
+      std::memcpy(value.ints.data(), array.data.data(), n * 8);
+    } else if (array.descr == "<i4" && array.data.size() == size_t(n) * 4) {
+      value.isInteger = true;
+      std::vector<int32_t> v(n);
+      std::memcpy(v.data(), array.data.data(), n * 4);
+      value.ints.assign(v.begin(), v.end());
+    } else if (array.descr == "<f4" && array.data.size() == size_t(n) * 4) {
+      value.isFloat = true;
+      std::vector<float> v(n);
+      std::memcpy(v.data(), array.data.data(), n * 4);
+      value.floats.assign(v.begin(), v.end());
+    }
+    inputValues[spec.substr(0, eq)] = std::move(value);
+  }
+  return inputValues;
+}
+
+/// Imports an ONNX model as one inference graph (lib/Frontend/ONNX).
+static int importONNXInput(MLIRContext &context, StringRef name,
+                           OwningOpRef<ModuleOp> &module) {
+  std::optional<std::map<std::string, std::vector<int64_t>>> shapes =
+      onnxInputShapes();
+  if (!shapes)
+    return kUsageError;
+  std::map<std::string, ampc::onnx_import::InputValue> inputValues =
+      onnxInputValues();
+  std::string graphName;
+  std::vector<std::string> outputNames;
+  module = ampc::onnx_import::importONNXFile(
+      context, name, *shapes, &graphName, &outputNames, &inputValues);
+  if (!module)
+    return kInputError;
+  opts.run.outputNames[graphName] = outputNames;
+  return kSuccess;
+}
+
+/// Step 1: the input file as a verified module of graphs, by its extension.
+static int importInput(MLIRContext &context, DiagnosticPrinter &printer,
+                       OwningOpRef<ModuleOp> &module) {
   auto bufferOr =
       llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/true);
@@ -637,139 +778,42 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
   StringRef name = opts.input;
   printer.addBuffer(name, buffer->getBuffer());
-  mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
 
-  OwningOpRef<ModuleOp> module;
   StringRef ext = llvm::sys::path::extension(name);
   if (ext == ".mlir") {
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBuffer(buffer->getBuffer(), name,
-                                         /*RequiresNullTerminator=*/true),
-        llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return kInputError;
-    if (!hasGraph(*module)) {
-      emitError(fileStart) << "no graph (func.func) in '" << name << "'";
-      return kInputError;
-    }
-  } else if (ext != ".onnx" && !onnxInputShapes.empty()) {
+    module = parseMLIRInput(context, *buffer, name);
+  } else if (ext != ".onnx" && !onnxInputShapeSpecs.empty()) {
     llvm::errs() << "ampc: error: --input-shape applies to .onnx inputs\n";
     return kUsageError;
   } else if (ext == ".tg" || name == "-") {
-    std::vector<ampc::frontend::Diagnostic> diags;
-    auto ast = ampc::frontend::parseModule(buffer->getBuffer(), name, diags);
-    if (!ast || !diags.empty()) {
-      for (const auto &d : diags)
-        emitError(FileLineColLoc::get(
-            &context, d.loc.file ? StringRef(*d.loc.file) : name, d.loc.line,
-            d.loc.col))
-            << d.message;
-      if (diags.empty())
-        emitError(fileStart) << "cannot parse '" << name << "'";
-      return kInputError;
-    }
-    if (ast->graphs.empty()) {
-      emitError(fileStart) << "no graph in '" << name
-                           << "' (expected 'graph NAME(...) { ... }')";
-      return kInputError;
-    }
-    // The names graphs return their outputs as (the eval lines of `run`).
-    for (const ampc::frontend::GraphAST &graph : ast->graphs)
-      for (const auto &stmt : graph.stmts)
-        if (auto *ret =
-                dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
-          std::vector<std::string> &names = opts.run.outputNames[graph.name];
-          for (const auto &value : ret->values) {
-            auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
-            names.push_back(n ? n->name : "");
-          }
-        }
-    module = ampc::frontend::mlirGen(context, *ast);
-    if (!module)
-      return kInputError;
+    module = importTGInput(context, *buffer, name);
   } else if (ext == ".onnx") {
-    // An ONNX model alone: one inference graph (lib/Frontend/ONNX).
-    std::map<std::string, std::vector<int64_t>> shapes;
-    for (const std::string &spec : onnxInputShapes) {
-      std::string input;
-      std::vector<int64_t> dims;
-      if (!ampc::onnx_import::parseInputShape(spec, input, dims)) {
-        llvm::errs() << "ampc: error: --input-shape '" << spec
-                     << "': expected NAME=D0xD1x... with positive dims\n";
-        return kUsageError;
-      }
-      // As for --input, a name given twice is a command-line error (the
-      // last one used to win silently).
-      if (!shapes.emplace(input, dims).second) {
-        llvm::errs() << "ampc: error: --input-shape gives input '" << input
-                     << "' twice\n";
-        return kUsageError;
-      }
-    }
-    // `ampc run` has every input file before it compiles: their shapes fix
-    // dynamic dims, and integer inputs (a Reshape's shape, a Slice's
-    // starts, ...) are folded at import (docs/onnx.md). A file that cannot
-    // be read is left to the run, which reports it.
-    std::map<std::string, ampc::onnx_import::InputValue> inputValues;
-    if (opts.runMode)
-      for (const std::string &spec : opts.run.inputs) {
-        size_t eq = spec.find('=');
-        if (eq == std::string::npos)
-          continue;
-        ampc::exec::NpyArray array;
-        std::string ignored;
-        if (!ampc::exec::readNpy(spec.substr(eq + 1), array, ignored))
-          continue;
-        ampc::onnx_import::InputValue value;
-        value.shape = array.shape;
-        int64_t n = 1;
-        for (int64_t d : array.shape)
-          n *= d;
-        if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
-          value.isInteger = true;
-          value.ints.resize(n);
-          std::memcpy(value.ints.data(), array.data.data(), n * 8);
-        } else if (array.descr == "<i4" &&
-                   array.data.size() == size_t(n) * 4) {
-          value.isInteger = true;
-          std::vector<int32_t> v(n);
-          std::memcpy(v.data(), array.data.data(), n * 4);
-          value.ints.assign(v.begin(), v.end());
-        } else if (array.descr == "<f4" &&
-                   array.data.size() == size_t(n) * 4) {
-          value.isFloat = true;
-          std::vector<float> v(n);
-          std::memcpy(v.data(), array.data.data(), n * 4);
-          value.floats.assign(v.begin(), v.end());
-        }
-        inputValues[spec.substr(0, eq)] = std::move(value);
-      }
-    std::string graphName;
-    std::vector<std::string> outputNames;
-    module = ampc::onnx_import::importONNXFile(
-        context, name, shapes, &graphName, &outputNames, &inputValues);
-    if (!module)
-      return kInputError;
-    opts.run.outputNames[graphName] = outputNames;
+    if (int code = importONNXInput(context, name, module); code != kSuccess)
+      return code;
   } else {
     llvm::errs() << "ampc: error: '" << name
                  << "' is neither a .tg, a .mlir nor an .onnx file\n";
     return kUsageError;
   }
-
-  if (failed(verify(*module)))
+  if (!module || failed(verify(*module)))
     return kInputError;
+  return kSuccess;
+}
 
-  PassManager pm(&context);
+/// Step 2: the pipeline, as the output needs it. For --emit=report,
+/// `history` records every op of the program as the pipeline last saw it.
+static int runPasses(
+    ModuleOp module,
+    std::optional<ampc::report::SourceOpHistory> &history) {
+  PassManager pm(module.getContext());
   // The stages after buffer planning need it.
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
                               opts.emit == EmitKind::Cpp ||
                               opts.emit == EmitKind::Lowered;
   // The report describes the program's own ops (each one's AMP decision) and
   // their buffers: transposes are folded into the GEMMs only when asked.
-  if (opts.emit == EmitKind::Report && pipelineFlags.foldTransposes.getNumOccurrences() == 0)
+  if (opts.emit == EmitKind::Report &&
+      pipelineFlags.foldTransposes.getNumOccurrences() == 0)
     opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
   if (opts.runMode && ampc::exec::launchedUnderMpi()) {
@@ -781,99 +825,63 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     ampc::buildPipeline(pm, opts.pipeline);
   // The report lists every op of the program, those a pass removes too, as
   // the pipeline last saw them.
-  std::optional<ampc::report::SourceOpHistory> history;
   if (opts.emit == EmitKind::Report && !opts.runMode) {
     history.emplace(reportOptions());
-    history->snapshot(*module);
+    history->snapshot(module);
     pm.addInstrumentation(history->instrumentation());
   }
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(module)))
     return kInputError;
-  if (opts.runMode) {
-    opts.run.cuda = opts.device == "cuda";
-    if (ampc::exec::launchedUnderMpi())
-      opts.run.compileSettings = compileSettings();
-    return ampc::exec::runModule(*module, opts.run);
-  }
-  // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
-  // whatever the ranks: the emitted step synchronises when its context has a
-  // communicator attached (docs/distributed.md).
-  if (opts.run.syncBatchnorm)
-    ampc::exec::markSyncBatchNorm(*module);
+  return kSuccess;
+}
 
-  // Render the whole output first, so a failure never leaves a partial file.
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  switch (opts.emit) {
-  case EmitKind::MLIR: {
-    OpPrintingFlags flags;
-    if (opts.locations)
-      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-    module->print(os, flags);
-    break;
+/// --emit=cpp: the step `ampc run` would run as host C++, FILE and FILE's
+/// stem + .h (both or neither), or both on stdout.
+static int emitCppFiles(ModuleOp module, llvm::raw_ostream &os) {
+  if (failed(ampc::lowerToRuntime(module)))
+    return kInputError;
+  // The graph `ampc run` would run.
+  std::string chooseError, note;
+  ampc::rt::ProgramOp chosen = ampc::rt::chooseProgram(
+      module, opts.run.graph, "emitting", chooseError, note);
+  if (!chosen) {
+    llvm::errs() << "ampc: error: " << chooseError << "\n";
+    return kUsageError;
   }
-  case EmitKind::Report:
-    ampc::report::emitReport(*module, history->options(), os, &*history);
-    break;
-  case EmitKind::Dot:
-    ampc::report::emitDot(*module, os);
-    break;
-  case EmitKind::Json:
-    if (failed(ampc::report::emitJson(*module, os)))
-      return kInputError;
-    break;
-  case EmitKind::Lowered: {
-    if (failed(ampc::lowerToRuntime(*module)))
-      return kInputError;
-    OpPrintingFlags flags;
-    if (opts.locations)
-      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-    module->print(os, flags);
-    break;
-  }
-  case EmitKind::Cpp: {
-    if (failed(ampc::lowerToRuntime(*module)))
-      return kInputError;
-    // The graph `ampc run` would run.
-    std::string chooseError, note;
-    ampc::rt::ProgramOp chosen = ampc::rt::chooseProgram(
-        *module, opts.run.graph, "emitting", chooseError, note);
-    if (!chosen) {
-      llvm::errs() << "ampc: error: " << chooseError << "\n";
-      return kUsageError;
-    }
-    if (!note.empty())
-      llvm::errs() << "ampc: note: " << note << "\n";
-    std::optional<ampc::rt::Program> program =
-        ampc::rt::describeProgram(chosen);
-    std::string stem = opts.output == "-"
-                           ? program->name
-                           : llvm::sys::path::stem(opts.output).str();
-    std::string headerText, sourceText;
-    if (failed(ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
-                                   headerText, sourceText)))
-      return kInputError;
-    if (opts.output == "-") {
-      os << "// ===== " << stem << ".h =====\n"
-         << headerText << "// ===== " << stem << ".cpp =====\n"
-         << sourceText;
-      break;
-    }
-    SmallString<256> headerPath(opts.output);
-    llvm::sys::path::replace_extension(headerPath, ".h");
-    // Both files or neither (writeFilesAtomically): -o naming a directory
-    // fails before the header is touched.
-    std::string error;
-    if (!ampc::exec::writeFilesAtomically(
-            {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
-            error)) {
-      llvm::errs() << "ampc: error: " << error << "\n";
-      return kInputError;
-    }
+  if (!note.empty())
+    llvm::errs() << "ampc: note: " << note << "\n";
+  std::optional<ampc::rt::Program> program =
+      ampc::rt::describeProgram(chosen);
+  std::string stem = opts.output == "-"
+                         ? program->name
+                         : llvm::sys::path::stem(opts.output).str();
+  std::string headerText, sourceText;
+  if (failed(ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
+                                 headerText, sourceText)))
+    return kInputError;
+  if (opts.output == "-") {
+    os << "// ===== " << stem << ".h =====\n"
+       << headerText << "// ===== " << stem << ".cpp =====\n"
+       << sourceText;
     return kSuccess;
   }
+  SmallString<256> headerPath(opts.output);
+  llvm::sys::path::replace_extension(headerPath, ".h");
+  // Both files or neither (writeFilesAtomically): -o naming a directory
+  // fails before the header is touched.
+  std::string error;
+  if (!ampc::exec::writeFilesAtomically(
+          {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
+          error)) {
+    llvm::errs() << "ampc: error: " << error << "\n";
+    return kInputError;
   }
+  return kSuccess;
+}
 
+/// Writes the rendered output to -o FILE (replaced whole or not at all) or
+/// stdout.
+static int writeOutput(StringRef text) {
   if (opts.output == "-") {
     llvm::outs() << text;
     llvm::outs().flush();
@@ -893,9 +901,76 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   return kSuccess;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+/// The IR as text, with source locations unless --locations=false.
+static void printModule(ModuleOp module, llvm::raw_ostream &os) {
+  OpPrintingFlags flags;
+  if (opts.locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module.print(os, flags);
+}
 
+/// Step 3: the output --emit asks for, rendered whole first, so a failure
+/// never leaves a partial file.
+static int emitOutput(ModuleOp module,
+                      ampc::report::SourceOpHistory *history) {
+  // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
+  // whatever the ranks: the emitted step synchronises when its context has a
+  // communicator attached (docs/distributed.md).
+  if (opts.run.syncBatchnorm)
+    ampc::exec::markSyncBatchNorm(module);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  switch (opts.emit) {
+  case EmitKind::MLIR:
+    printModule(module, os);
+    break;
+  case EmitKind::Report:
+    ampc::report::emitReport(module, history->options(), os, history);
+    break;
+  case EmitKind::Dot:
+    ampc::report::emitDot(module, os);
+    break;
+  case EmitKind::Json:
+    if (failed(ampc::report::emitJson(module, os)))
+      return kInputError;
+    break;
+  case EmitKind::Lowered:
+    if (failed(ampc::lowerToRuntime(module)))
+      return kInputError;
+    printModule(module, os);
+    break;
+  case EmitKind::Cpp:
+    // Written by emitCppFiles unless on stdout.
+    if (int code = emitCppFiles(module, os);
+        code != kSuccess || opts.output != "-")
+      return code;
+    break;
+  }
+  return writeOutput(text);
+}
+
+/// `ampc [compile]` and `ampc run`, step by step as compilation goes: import
+/// the input, run the pipeline, then run the step or emit the output.
+static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
+  OwningOpRef<ModuleOp> module;
+  if (int code = importInput(context, printer, module); code != kSuccess)
+    return code;
+  std::optional<ampc::report::SourceOpHistory> history;
+  if (int code = runPasses(*module, history); code != kSuccess)
+    return code;
+  if (opts.runMode) {
+    opts.run.cuda = opts.device == "cuda";
+    if (ampc::exec::launchedUnderMpi())
+      opts.run.compileSettings = compileSettings();
+    return ampc::exec::runModule(*module, opts.run);
+  }
+  return emitOutput(*module, history ? &*history : nullptr);
+}
+
+/// Parses the command line: `ampc [compile] INPUT` or `ampc run INPUT`, then
+/// the options. Returns kSuccess or kUsageError (the errors printed).
+static int parseCommandLine(int argc, char **argv) {
   // `ampc compile X` and `ampc X` are the same; `ampc run X` executes.
   std::vector<const char *> args(argv, argv + argc);
   if (args.size() > 1 && StringRef(args[1]) == "compile") {
@@ -935,6 +1010,12 @@ int main(int argc, char **argv) {
         llvm::errs() << line << "\n";
     return kUsageError;
   }
+  return kSuccess;
+}
+
+/// The flags of one command given to the other, and `--nproc` against the
+/// launcher this process may run under.
+static int checkCommandFlags() {
   // What only the compiler does is not silently ignored by `run`.
   if (opts.runMode) {
     for (auto [given, flag, instead] :
@@ -970,50 +1051,49 @@ int main(int argc, char **argv) {
                  << " or drop it\n";
     return kUsageError;
   }
-  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
-  // machine (an MPI job started by any launcher runs as is).
-  if (runNproc > 1 && !ampc::exec::launcherWorldSize()) {
-    llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
-    if (!mpirun) {
-      llvm::errs() << "ampc: error: --nproc " << runNproc
-                   << ": no MPI launcher (mpirun) on PATH; install Open MPI "
-                      "(openmpi-bin) or start the ranks with your own "
-                      "launcher\n";
-      return kRuntimeError;
+  return kSuccess;
+}
+
+/// `ampc run --nproc N`: runs this same command, less --nproc, under
+/// `mpirun -np N` on this machine and returns the job's exit code.
+static int launchRanks(int argc, char **argv) {
+  llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun) {
+    llvm::errs() << "ampc: error: --nproc " << runNproc
+                 << ": no MPI launcher (mpirun) on PATH; install Open MPI "
+                    "(openmpi-bin) or start the ranks with your own "
+                    "launcher\n";
+    return kRuntimeError;
+  }
+  std::vector<std::string> cmd = {*mpirun, "-np", std::to_string(runNproc)};
+  if (geteuid() == 0)
+    cmd.push_back("--allow-run-as-root");
+  // Up to N ranks on this machine whatever its core count.
+  cmd.push_back("--oversubscribe");
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv[0], (void *)&launchRanks);
+  cmd.push_back(self.empty() ? argv[0] : self);
+  for (int i = 1; i < argc; ++i) {
+    StringRef a(argv[i]);
+    if (a == "--nproc" || a == "-nproc") {
+      ++i;
+      continue;
     }
-    std::vector<std::string> cmd = {*mpirun, "-np", std::to_string(runNproc)};
-    if (geteuid() == 0)
-      cmd.push_back("--allow-run-as-root");
-    // Up to N ranks on this machine whatever its core count.
-    cmd.push_back("--oversubscribe");
-    std::string self =
-        llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
-    cmd.push_back(self.empty() ? argv[0] : self);
-    for (int i = 1; i < argc; ++i) {
-      StringRef a(argv[i]);
-      if (a == "--nproc" || a == "-nproc") {
-        ++i;
-        continue;
-      }
-      if (a.starts_with("--nproc=") || a.starts_with("-nproc="))
-        continue;
-      cmd.push_back(argv[i]);
-    }
-    llvm::outs().flush();
-    std::string error;
-    int code = ampc::exec::runLauncher(cmd, error);
-    if (!error.empty())
-      llvm::errs() << "ampc: error: " << error << "\n";
-    return code;
+    if (a.starts_with("--nproc=") || a.starts_with("-nproc="))
+      continue;
+    cmd.push_back(argv[i]);
   }
-  if (opts.listOps) {
-    llvm::outs() << ampc::tg::getOpListJSON();
-    return kSuccess;
-  }
-  if (opts.input.empty()) {
-    llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
-    return kUsageError;
-  }
+  llvm::outs().flush();
+  std::string error;
+  int code = ampc::exec::runLauncher(cmd, error);
+  if (!error.empty())
+    llvm::errs() << "ampc: error: " << error << "\n";
+  return code;
+}
+
+/// The pipeline's settings and the target: class overrides, --amp against
+/// the target, the opt level, loss scaling, the optimizer and bucket sizes.
+static int checkPipelineSettings() {
   // Class overrides name ops of the language (`gelu` or `tg.gelu`) or
   // dialect-qualified ops of other dialects.
   auto checkOps = [](const std::vector<std::string> &list, StringRef flag) {
@@ -1082,6 +1162,11 @@ int main(int argc, char **argv) {
                  << opts.pipeline.bucketCapMb << "\n";
     return kUsageError;
   }
+  return kSuccess;
+}
+
+/// The options of the run and of the output.
+static int checkRunOptions() {
   if (opts.runMode && opts.device != "cpu" && opts.device != "cuda") {
     llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"
                  << opts.device << "'\n";
@@ -1137,6 +1222,32 @@ int main(int argc, char **argv) {
       llvm::errs() << "ampc: error: --" << flag << " must be at least 1\n";
       return kUsageError;
     }
+
+  return kSuccess;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  if (int code = parseCommandLine(argc, argv); code != kSuccess)
+    return code;
+  if (int code = checkCommandFlags(); code != kSuccess)
+    return code;
+  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
+  // machine (an MPI job started by any launcher runs as is).
+  if (runNproc > 1 && !ampc::exec::launcherWorldSize())
+    return launchRanks(argc, argv);
+  if (opts.listOps) {
+    llvm::outs() << ampc::tg::getOpListJSON();
+    return kSuccess;
+  }
+  if (opts.input.empty()) {
+    llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
+    return kUsageError;
+  }
+  if (int code = checkPipelineSettings(); code != kSuccess)
+    return code;
+  if (int code = checkRunOptions(); code != kSuccess)
+    return code;
 
   DialectRegistry registry;
   ampc::registerAllDialects(registry);
