@@ -239,18 +239,18 @@ using FlagOf = std::conditional_t<
     (Uses & ampc::kFlag) == 0, ampc::NoSettingOption,
     std::conditional_t<
         ampc::IsSettingList<T>::value, ListFlag,
-        std::conditional_t<
-            std::is_same_v<T, std::optional<bool>>, OptionalBoolFlag,
-            std::conditional_t<std::is_enum_v<T>, cl::opt<T, true, ValuesParser<T>>,
-                               cl::opt<T, true>>>>>;
+        std::conditional_t<std::is_same_v<T, std::optional<bool>>,
+                           OptionalBoolFlag,
+                           std::conditional_t<std::is_enum_v<T>,
+                                              cl::opt<T, true, ValuesParser<T>>,
+                                              cl::opt<T, true>>>>>;
 
 /// The flags of the pipeline's settings (ampc/Pipelines/PipelineSettings.inc),
 /// one member per setting.
 struct PipelineFlags {
 #define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
   FlagOf<TYPE, (USES)> FIELD{                                                  \
-      NAME,                                                                    \
-      cl::desc(ampc::settingHelp<(USES)>(HELP, opts.pipeline.FIELD)),          \
+      NAME, cl::desc(ampc::settingHelp<(USES)>(HELP, opts.pipeline.FIELD)),    \
       cl::location(opts.pipeline.FIELD), cl::cat(ampcCategory), MODIFIER};
 #include "ampc/Pipelines/PipelineSettings.inc"
 };
@@ -471,7 +471,6 @@ bool hasGraph(ModuleOp module) {
 }
 } // namespace
 
-
 /// A compared setting's value: a float exact (%.17g), a bool yes or no, a
 /// list comma-separated, an enum by its name.
 template <typename T> static std::string comparedText(const T &value) {
@@ -653,9 +652,9 @@ static OwningOpRef<ModuleOp> importTGInput(MLIRContext &context,
   auto ast = ampc::frontend::parseModule(buffer.getBuffer(), name, diags);
   if (!ast || !diags.empty()) {
     for (const auto &d : diags)
-      emitError(FileLineColLoc::get(
-          &context, d.loc.file ? StringRef(*d.loc.file) : name, d.loc.line,
-          d.loc.col))
+      emitError(FileLineColLoc::get(&context,
+                                    d.loc.file ? StringRef(*d.loc.file) : name,
+                                    d.loc.line, d.loc.col))
           << d.message;
     if (diags.empty())
       emitError(fileStart) << "cannot parse '" << name << "'";
@@ -707,8 +706,7 @@ onnxInputShapes() {
 /// Reshape's shape, a Slice's starts, ...) are folded at import
 /// (docs/onnx.md). A file that cannot be read is left to the run, which
 /// reports it.
-static std::map<std::string, ampc::onnx_import::InputValue>
-onnxInputValues() {
+static std::map<std::string, ampc::onnx_import::InputValue> onnxInputValues() {
   std::map<std::string, ampc::onnx_import::InputValue> inputValues;
   if (!opts.runMode)
     return inputValues;
@@ -756,8 +754,8 @@ static int importONNXInput(MLIRContext &context, StringRef name,
       onnxInputValues();
   std::string graphName;
   std::vector<std::string> outputNames;
-  module = ampc::onnx_import::importONNXFile(
-      context, name, *shapes, &graphName, &outputNames, &inputValues);
+  module = ampc::onnx_import::importONNXFile(context, name, *shapes, &graphName,
+                                             &outputNames, &inputValues);
   if (!module)
     return kInputError;
   opts.run.outputNames[graphName] = outputNames;
@@ -802,9 +800,8 @@ static int importInput(MLIRContext &context, DiagnosticPrinter &printer,
 
 /// Step 2: the pipeline, as the output needs it. For --emit=report,
 /// `history` records every op of the program as the pipeline last saw it.
-static int runPasses(
-    ModuleOp module,
-    std::optional<ampc::report::SourceOpHistory> &history) {
+static int runPasses(ModuleOp module,
+                     std::optional<ampc::report::SourceOpHistory> &history) {
   PassManager pm(module.getContext());
   // The stages after buffer planning need it.
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
@@ -850,8 +847,7 @@ static int emitCppFiles(ModuleOp module, llvm::raw_ostream &os) {
   }
   if (!note.empty())
     llvm::errs() << "ampc: note: " << note << "\n";
-  std::optional<ampc::rt::Program> program =
-      ampc::rt::describeProgram(chosen);
+  std::optional<ampc::rt::Program> program = ampc::rt::describeProgram(chosen);
   std::string stem = opts.output == "-"
                          ? program->name
                          : llvm::sys::path::stem(opts.output).str();
@@ -911,8 +907,7 @@ static void printModule(ModuleOp module, llvm::raw_ostream &os) {
 
 /// Step 3: the output --emit asks for, rendered whole first, so a failure
 /// never leaves a partial file.
-static int emitOutput(ModuleOp module,
-                      ampc::report::SourceOpHistory *history) {
+static int emitOutput(ModuleOp module, ampc::report::SourceOpHistory *history) {
   // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
   // whatever the ranks: the emitted step synchronises when its context has a
   // communicator attached (docs/distributed.md).

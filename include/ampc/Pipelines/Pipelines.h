@@ -137,7 +137,7 @@ struct PipelinePassOptions
 #define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
   OptionOf<TYPE, (USES)> FIELD{                                                \
       *this, NAME,                                                             \
-      llvm::cl::desc(settingHelp<(USES)>(HELP, PipelineOptions().FIELD)),     \
+      llvm::cl::desc(settingHelp<(USES)>(HELP, PipelineOptions().FIELD)),      \
       MODIFIER};
 #include "ampc/Pipelines/PipelineSettings.inc"
 
