@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
@@ -49,8 +50,7 @@ std::string typeLabel(Type t) {
 std::string elementName(Type t) {
   if (!t)
     return "";
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    t = shaped.getElementType();
+  t = getElementTypeOrSelf(t);
   std::string s;
   llvm::raw_string_ostream os(s);
   t.print(os);

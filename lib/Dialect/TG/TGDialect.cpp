@@ -140,8 +140,6 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Attribute verification
 //===----------------------------------------------------------------------===//
 
-static bool isLowOrF32(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
 /// `tg.loss_scale` on a function: the configuration the loss-scaling pass
 /// applied (the AMP report prints it as is).
 static LogicalResult verifyLossScaleAttr(Operation *op, Attribute value) {
@@ -232,7 +230,7 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
-    if (!type || !isLowOrF32(type.getValue()))
+    if (!type || !isFloatElement(type.getValue()))
       return op->emitOpError("'")
              << kPinAttrName << "' must be one of f32, f16, bf16, got "
              << attr.getValue();
@@ -240,13 +238,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kComputeAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
-    if (!type || !isLowOrF32(type.getValue()))
+    if (!type || !isFloatElement(type.getValue()))
       return op->emitOpError("'")
              << kComputeAttrName << "' must be one of f32, f16, bf16, got "
              << attr.getValue();
     bool floatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
       auto tensor = dyn_cast<RankedTensorType>(t);
-      return isLowOrF32(tensor ? tensor.getElementType() : t);
+      return isFloatElement(tensor ? tensor.getElementType() : t);
     });
     if (!floatResult || isa<CastOp, ConstantOp>(op))
       return op->emitOpError("'")
