@@ -82,10 +82,11 @@ public:
       ids[arg] = id;
       StringRef name;
       bool isParam = false;
-      if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                         "tg.input"))
+      if (auto input = func.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), tg::TGDialect::kInputAttrName))
         name = input.getValue();
-      for (StringRef key : {"tg.param", "tg.state"})
+      for (StringRef key :
+           {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
         if (auto p = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), key)) {
           name = p.getValue();
           isParam = true;

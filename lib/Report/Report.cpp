@@ -303,7 +303,8 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   bool firstParam = true;
   llvm::StringMap<std::string> modelTypes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (auto of = func.getArgAttrOfType<StringAttr>(i, "tg.model_of"))
+    if (auto of = func.getArgAttrOfType<StringAttr>(
+            i, tg::TGDialect::kModelOfAttrName))
       modelTypes[of.getValue()] = typeName(func.getArgument(i).getType());
   // The training state one element of a param costs (docs/optimizer.md
   // "Updates of 16-bit params"): the param (its master), its model copy,
@@ -360,8 +361,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   os << "]";
   // Buffer planning (ampc-buffer-planning): the arena against one buffer per
   // intermediate value.
-  if (auto arena = func->getAttrOfType<IntegerAttr>("tg.arena_size")) {
-    auto sum = func->getAttrOfType<IntegerAttr>("tg.intermediate_bytes");
+  if (auto arena =
+          func->getAttrOfType<IntegerAttr>(tg::TGDialect::kArenaSizeAttrName)) {
+    auto sum = func->getAttrOfType<IntegerAttr>(
+        tg::TGDialect::kIntermediateBytesAttrName);
     os << ",\n" << indent << "  \"memory\": {\"arena_bytes\": "
        << arena.getInt() << ", \"intermediate_bytes\": "
        << (sum ? sum.getInt() : 0) << "}";
