@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -37,16 +38,9 @@ using namespace ampc::amp;
 
 namespace {
 
-bool isFloatElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
-/// The element type of a tensor, or the type itself for a scalar.
-Type elementOf(Type t) {
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    return shaped.getElementType();
-  return t;
+bool isFloatValue(Value v) {
+  return tg::isFloatElement(getElementTypeOrSelf(v.getType()));
 }
-
-bool isFloatValue(Value v) { return isFloatElement(elementOf(v.getType())); }
 
 Type withElement(Type t, Type element) {
   if (auto shaped = dyn_cast<ShapedType>(t))
@@ -148,7 +142,7 @@ static Type promoteType(Operation *op) {
   for (Value v : op->getOperands()) {
     if (!isFloatValue(v))
       continue;
-    Type e = elementOf(v.getType());
+    Type e = getElementTypeOrSelf(v.getType());
     auto tensor = dyn_cast<RankedTensorType>(v.getType());
     bool rank0 = tensor && tensor.getRank() == 0;
     if (rank0 && v.getDefiningOp() &&
@@ -255,7 +249,7 @@ Value AutoMixedPrecisionPass::castTo(OpBuilder &b, Operation *consumer, Value v,
   if (!result) {
     Location loc = FusedLoc::get(&getContext(), {consumer->getLoc()},
                                  StringAttr::get(&getContext(), "amp"));
-    Type from = elementOf(v.getType());
+    Type from = getElementTypeOrSelf(v.getType());
     Type to = withElement(v.getType(), element);
     auto tensor = dyn_cast<RankedTensorType>(v.getType());
     if (tensor && tensor.hasStaticShape()) {
@@ -304,7 +298,7 @@ void AutoMixedPrecisionPass::updateResultTypes(Operation *op,
     for (Value v : op->getOperands()) {
       if (!isFloatValue(v))
         continue;
-      Type e = elementOf(v.getType());
+      Type e = getElementTypeOrSelf(v.getType());
       if (target && target != e)
         return;
       target = e;
@@ -329,9 +323,9 @@ void AutoMixedPrecisionPass::rewriteReturn(func::ReturnOp ret,
        llvm::enumerate(func.getFunctionType().getResults())) {
     Value v = ret.getOperand(i);
     if (v.getType() == declared || !isFloatValue(v) ||
-        !isFloatElement(elementOf(declared)))
+        !tg::isFloatElement(getElementTypeOrSelf(declared)))
       continue;
-    ret.setOperand(i, castTo(b, ret, v, elementOf(declared)));
+    ret.setOperand(i, castTo(b, ret, v, getElementTypeOrSelf(declared)));
   }
 }
 
@@ -343,9 +337,9 @@ void AutoMixedPrecisionPass::restoreOperands(Operation *op) {
     Value v = operand.get();
     Type original = originalType(v);
     if (original == v.getType() || !isFloatValue(v) ||
-        !isFloatElement(elementOf(original)))
+        !tg::isFloatElement(getElementTypeOrSelf(original)))
       continue;
-    operand.set(castTo(b, op, v, elementOf(original)));
+    operand.set(castTo(b, op, v, getElementTypeOrSelf(original)));
   }
 }
 
@@ -356,7 +350,7 @@ void AutoMixedPrecisionPass::rewriteTGOp(Operation *op, const Decision &d) {
     OpBuilder b(op);
     for (OpOperand &operand : op->getOpOperands()) {
       Value v = operand.get();
-      if (!isFloatValue(v) || elementOf(v.getType()) == d.type)
+      if (!isFloatValue(v) || getElementTypeOrSelf(v.getType()) == d.type)
         continue;
       operand.set(castTo(b, op, v, d.type));
     }
@@ -396,15 +390,15 @@ AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
   SmallVector<Value> inputs, outputs;
   for (OpOperand *in : op.getDpsInputOperands()) {
     Value v = in->get();
-    if (isFloatValue(v) && elementOf(v.getType()) != d.type)
+    if (isFloatValue(v) && getElementTypeOrSelf(v.getType()) != d.type)
       v = castTo(b, op, v, d.type);
     inputs.push_back(v);
   }
   for (OpOperand &out : op.getDpsInitsMutable()) {
     Value v = out.get();
-    Type target = lower ? elementOf(originalType(v)) : d.type;
-    if (isFloatValue(v) && isFloatElement(target) &&
-        elementOf(v.getType()) != target)
+    Type target = lower ? getElementTypeOrSelf(originalType(v)) : d.type;
+    if (isFloatValue(v) && tg::isFloatElement(target) &&
+        getElementTypeOrSelf(v.getType()) != target)
       v = castTo(b, op, v, target);
     outputs.push_back(v);
   }
@@ -444,7 +438,8 @@ AutoMixedPrecisionPass::rebuildLinalgNamedOp(linalg::LinalgOp op,
   b.setInsertionPointAfter(rebuilt);
   for (auto [old, now] : llvm::zip_equal(op->getResults(), rebuilt->getResults())) {
     Value replacement = now;
-    if (lower && isFloatValue(now) && elementOf(now.getType()) != d.type)
+    if (lower && isFloatValue(now) &&
+        getElementTypeOrSelf(now.getType()) != d.type)
       replacement = castTo(b, rebuilt, now, d.type);
     if (replacement.getType() != old.getType())
       originalTypes.try_emplace(replacement, old.getType());
@@ -505,15 +500,15 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *&op,
     for (Value v : op->getOperands()) {
       if (!isFloatValue(v))
         continue;
-      Type e = elementOf(originalType(v));
+      Type e = getElementTypeOrSelf(originalType(v));
       uniform &= !common || common == e;
       common = e;
-      Type now = elementOf(v.getType());
+      Type now = getElementTypeOrSelf(v.getType());
       widest = widest ? tg::promoteElementTypes(widest, now) : now;
     }
     for (Value r : op->getResults())
       if (isFloatValue(r))
-        uniform &= !common || elementOf(r.getType()) == common;
+        uniform &= !common || getElementTypeOrSelf(r.getType()) == common;
     if (!common || !uniform) {
       restoreOperands(op);
       return success();
@@ -529,7 +524,7 @@ LogicalResult AutoMixedPrecisionPass::rewriteForeignOp(Operation *&op,
     OpBuilder b(op);
     for (OpOperand &operand : op->getOpOperands()) {
       Value v = operand.get();
-      if (!isFloatValue(v) || elementOf(v.getType()) == apply.type)
+      if (!isFloatValue(v) || getElementTypeOrSelf(v.getType()) == apply.type)
         continue;
       operand.set(castTo(b, op, v, apply.type));
     }

@@ -38,8 +38,7 @@ bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t)
     return false;
-  Type e = t.getElementType();
-  return e.isF32() || e.isF16() || e.isBF16();
+  return tg::isFloatElement(t.getElementType());
 }
 
 /// Gives every op a builder inserts a role (`tg.role`): what later passes

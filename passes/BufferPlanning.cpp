@@ -398,10 +398,13 @@ struct BufferPlanningPass
         Group &g = groupFor(result);
         offsets.push_back(g.persistent ? -1 : g.offset);
       }
-      op.setAttr(kOffsetsAttrName, b.getDenseI64ArrayAttr(offsets));
+      op.setAttr(tg::TGDialect::kOffsetsAttrName,
+                 b.getDenseI64ArrayAttr(offsets));
     }
-    func->setAttr(kArenaSizeAttrName, b.getI64IntegerAttr(arena));
-    func->setAttr(kIntermediateBytesAttrName, b.getI64IntegerAttr(sum));
+    func->setAttr(tg::TGDialect::kArenaSizeAttrName,
+                  b.getI64IntegerAttr(arena));
+    func->setAttr(tg::TGDialect::kIntermediateBytesAttrName,
+                  b.getI64IntegerAttr(sum));
   }
 };
 } // namespace

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace ampc {
@@ -26,14 +27,6 @@ using namespace mlir;
 using namespace ampc;
 
 namespace {
-
-bool isFloatElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
-Type elementOf(Type t) {
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    return shaped.getElementType();
-  return t;
-}
 
 /// A cast that automatic mixed precision is responsible for
 /// (`tg.role = "amp"`): one it inserted, or the cast back autodiff made as its
@@ -73,9 +66,10 @@ bool pinComputeType(Operation *op) {
   if (op->hasAttr(tg::TGDialect::kComputeAttrName))
     return true;
   Type compute = tg::getComputeType(op);
-  if (!compute || !isFloatElement(compute) ||
-      !llvm::any_of(op->getResultTypes(),
-                    [](Type t) { return isFloatElement(elementOf(t)); }))
+  if (!compute || !tg::isFloatElement(compute) ||
+      !llvm::any_of(op->getResultTypes(), [](Type t) {
+        return tg::isFloatElement(getElementTypeOrSelf(t));
+      }))
     return false;
   op->setAttr(tg::TGDialect::kComputeAttrName, TypeAttr::get(compute));
   return true;
@@ -104,14 +98,15 @@ private:
 void CastOptimizationPass::fuseIntoProducers(Block &block) {
   for (Operation &op : block) {
     for (OpResult result : op.getResults()) {
-      if (result.use_empty() || !isFloatElement(elementOf(result.getType())))
+      if (result.use_empty() ||
+          !tg::isFloatElement(getElementTypeOrSelf(result.getType())))
         continue;
       // Every reader must read the same AMP cast type.
       Type target;
       bool allCasts = llvm::all_of(result.getUsers(), [&](Operation *user) {
         if (!isAmpCast(user))
           return false;
-        Type t = elementOf(user->getResult(0).getType());
+        Type t = getElementTypeOrSelf(user->getResult(0).getType());
         if (target && target != t)
           return false;
         target = t;
@@ -135,8 +130,9 @@ void CastOptimizationPass::fuseIntoConsumers(Block &block) {
       continue;
     Value source = op.getOperand(0);
     Value castValue = op.getResult(0);
-    Type from = elementOf(source.getType()), to = elementOf(castValue.getType());
-    if (!isFloatElement(from) || !isFloatElement(to))
+    Type from = getElementTypeOrSelf(source.getType()),
+         to = getElementTypeOrSelf(castValue.getType());
+    if (!tg::isFloatElement(from) || !tg::isFloatElement(to))
       continue;
     // A reader may load-convert when its kernel can and it computes in the
     // cast's type (it then sees exactly the values the cast would give).

@@ -25,8 +25,6 @@ using namespace ampc::tg;
 
 namespace {
 
-constexpr llvm::StringLiteral kModelOfAttrName = "tg.model_of";
-
 struct ModelCopiesPass : public ampc::impl::ModelCopiesBase<ModelCopiesPass> {
   void runOnOperation() override;
 };
@@ -83,7 +81,7 @@ void ModelCopiesPass::runOnOperation() {
     std::string stateName = (name.getValue() + ".model").str();
     NamedAttrList attrs;
     attrs.append(TGDialect::kStateAttrName, StringAttr::get(ctx, stateName));
-    attrs.append(kModelOfAttrName, name);
+    attrs.append(TGDialect::kModelOfAttrName, name);
     // Read only where the lowering cannot cast from the master.
     attrs.append(TGDialect::kInitAttrName,
                  InitAttr::get(ctx, InitKind::zeros, 0.0, 0.0));

@@ -31,9 +31,6 @@ using namespace ampc::tg;
 
 namespace {
 
-constexpr llvm::StringLiteral kStateAttrName = "tg.state";
-constexpr llvm::StringLiteral kStateOutAttrName = "tg.state_out";
-
 /// Gives every op a builder inserts a role (`tg.role`).
 struct RoleListener : public OpBuilder::Listener {
   explicit RoleListener(Role role) : role(role) {}
@@ -49,7 +46,7 @@ BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
                           Attribute init, Location loc) {
   MLIRContext *ctx = func.getContext();
   NamedAttrList attrs;
-  attrs.append(kStateAttrName, StringAttr::get(ctx, name));
+  attrs.append(TGDialect::kStateAttrName, StringAttr::get(ctx, name));
   attrs.append(TGDialect::kInitAttrName, init);
   unsigned index = func.getNumArguments();
   (void)func.insertArgument(index, type, attrs.getDictionary(ctx), loc);
@@ -57,7 +54,6 @@ BlockArgument addStateArg(func::FuncOp func, Type type, StringRef name,
 }
 
 /// The function attribute of a step with gradient accumulation: its K.
-constexpr llvm::StringLiteral kAccumulateAttrName = "tg.accumulate";
 
 /// How the updates write 16-bit values (the pass options `low-update` and
 /// `state-dtype`).
@@ -168,7 +164,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
                               acc.getNewAccs()[k]);
       }
       newState.emplace_back("accumulate.micro", acc.getNewMicro());
-      func->setAttr(kAccumulateAttrName,
+      func->setAttr(TGDialect::kAccumulateAttrName,
                     builder.getI64IntegerAttr(accumulate));
     }
     if (auto maxNorm = dyn_cast_or_null<FloatAttr>(hyper.get("max_grad_norm"))) {
@@ -410,7 +406,7 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
     for (auto &[name, value] : newState) {
       unsigned index = func.getNumResults();
       NamedAttrList attrs;
-      attrs.append(kStateOutAttrName, StringAttr::get(ctx, name));
+      attrs.append(TGDialect::kStateOutAttrName, StringAttr::get(ctx, name));
       (void)func.insertResult(index, value.getType(),
                               attrs.getDictionary(ctx));
       ret->insertOperands(ret->getNumOperands(), value);

@@ -9,10 +9,15 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
+#include <mutex>
 
 using namespace mlir;
 
@@ -39,52 +44,59 @@ StringRef ampc::stringifyAMPPolicy(amp::Policy policy) {
   return policy == amp::Policy::Reference ? "reference" : "fast";
 }
 
+StringRef ampc::stringifySetting(amp::UnknownOpMode mode) {
+  return mode == amp::UnknownOpMode::Error ? "error" : "follow";
+}
+
+std::string ampc::formatHelpDouble(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
+}
+
+StringRef ampc::helpWithDefault(StringRef help, const std::string &value) {
+  static std::deque<std::string> storage;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  storage.push_back((help + " (default: " + value + ")").str());
+  return storage.back();
+}
+
+namespace {
+/// A pass option takes its default from the PipelineOptions field (a list
+/// option starts empty, as every list setting does).
+template <unsigned Uses, typename Option, typename T>
+void setDefault(Option &option, const T &value) {
+  if constexpr ((Uses & ampc::kPassOption) != 0 &&
+                !ampc::IsSettingList<T>::value)
+    option.setInitialValue(value);
+}
+
+/// The PipelineOptions field of a setting from its pass option; a setting
+/// without one keeps its default.
+template <unsigned Uses, typename T, typename Option>
+void readOption(T &field, const Option &option) {
+  if constexpr ((Uses & ampc::kPassOption) == 0)
+    return;
+  else if constexpr (ampc::IsSettingList<T>::value)
+    field.assign(option.begin(), option.end());
+  else
+    field = option;
+}
+} // namespace
+
 ampc::PipelinePassOptions::PipelinePassOptions() {
-  // The defaults live in PipelineOptions; the list options default to empty.
   const PipelineOptions defaults;
-  canonicalize.setInitialValue(defaults.canonicalize);
-  amp.setInitialValue(defaults.amp);
-  ampPolicy.setInitialValue(defaults.ampPolicy);
-  ampUnknownOps.setInitialValue(defaults.ampUnknownOps);
-  lossScale.setInitialValue(defaults.lossScale);
-  lossScaleInit.setInitialValue(defaults.lossScaleInit);
-  lossScaleGrowth.setInitialValue(defaults.lossScaleGrowth);
-  lossScaleBackoff.setInitialValue(defaults.lossScaleBackoff);
-  lossScaleInterval.setInitialValue(defaults.lossScaleInterval);
-  lossScaleHysteresis.setInitialValue(defaults.lossScaleHysteresis);
-  lossScaleMin.setInitialValue(defaults.lossScaleMin);
-  lossScaleMax.setInitialValue(defaults.lossScaleMax);
-  planBuffers.setInitialValue(defaults.planBuffers);
-  foldTransposes.setInitialValue(defaults.foldTransposes);
-  dataParallel.setInitialValue(defaults.dataParallel);
-  bucketCapMb.setInitialValue(defaults.bucketCapMb);
-  allreduceFp32.setInitialValue(defaults.allreduceFp32);
-  delayAllreduce.setInitialValue(defaults.delayAllreduce);
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  setDefault<(USES)>(FIELD, defaults.FIELD);
+#include "ampc/Pipelines/PipelineSettings.inc"
 }
 
 ampc::PipelineOptions ampc::PipelinePassOptions::get() const {
   PipelineOptions options;
-  options.canonicalize = canonicalize;
-  options.amp = amp;
-  options.ampPolicy = ampPolicy;
-  options.ampFp32.assign(ampFp32.begin(), ampFp32.end());
-  options.ampLower.assign(ampLower.begin(), ampLower.end());
-  options.ampFollow.assign(ampFollow.begin(), ampFollow.end());
-  options.ampUnknownOps = ampUnknownOps;
-  options.lossScale = lossScale;
-  options.lossScaleInit = lossScaleInit;
-  options.lossScaleGrowth = lossScaleGrowth;
-  options.lossScaleBackoff = lossScaleBackoff;
-  options.lossScaleInterval = lossScaleInterval;
-  options.lossScaleHysteresis = lossScaleHysteresis;
-  options.lossScaleMin = lossScaleMin;
-  options.lossScaleMax = lossScaleMax;
-  options.planBuffers = planBuffers;
-  options.foldTransposes = foldTransposes;
-  options.dataParallel = dataParallel;
-  options.bucketCapMb = bucketCapMb;
-  options.allreduceFp32 = allreduceFp32;
-  options.delayAllreduce = delayAllreduce;
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  readOption<(USES)>(options.FIELD, FIELD);
+#include "ampc/Pipelines/PipelineSettings.inc"
   return options;
 }
 

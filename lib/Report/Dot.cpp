@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
@@ -49,8 +50,7 @@ std::string typeLabel(Type t) {
 std::string elementName(Type t) {
   if (!t)
     return "";
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    t = shaped.getElementType();
+  t = getElementTypeOrSelf(t);
   std::string s;
   llvm::raw_string_ostream os(s);
   t.print(os);
@@ -82,10 +82,11 @@ public:
       ids[arg] = id;
       StringRef name;
       bool isParam = false;
-      if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                         "tg.input"))
+      if (auto input = func.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), tg::TGDialect::kInputAttrName))
         name = input.getValue();
-      for (StringRef key : {"tg.param", "tg.state"})
+      for (StringRef key :
+           {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
         if (auto p = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), key)) {
           name = p.getValue();
           isParam = true;

@@ -77,8 +77,7 @@ std::string formatDouble(double value) {
 std::string typeName(Type t) {
   if (!t)
     return "null";
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    t = shaped.getElementType();
+  t = getElementTypeOrSelf(t);
   if (t.isInteger(1))
     return "\"bool\"";
   std::string s;
@@ -98,14 +97,6 @@ std::string classOf(Operation *op, const amp::PolicyTable &table) {
   return quote(amp::stringifyOpClass(cls.value_or(amp::OpClass::Follow)));
 }
 
-bool isFloatElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
-Type elementOf(Type t) {
-  if (auto shaped = dyn_cast<ShapedType>(t))
-    return shaped.getElementType();
-  return t;
-}
-
 /// The less precise of two float types (f32 holds every f16 and bf16; between
 /// f16 and bf16 the later conversion decides).
 Type narrower(Type earlier, Type later) {
@@ -121,19 +112,19 @@ Type narrower(Type earlier, Type later) {
 /// value cast to f32 reads as f16). GEMMs store their f32 accumulator, so a
 /// GEMM computing in f16 and storing f32 carries f32.
 Type effectiveType(Value v) {
-  Type t = elementOf(v.getType());
+  Type t = getElementTypeOrSelf(v.getType());
   Operation *def = v.getDefiningOp();
-  if (!isFloatElement(t) || !def)
+  if (!tg::isFloatElement(t) || !def)
     return t;
   if (auto cast = dyn_cast<tg::CastOp>(def)) {
     Type source = effectiveType(cast.getInput());
-    return isFloatElement(source) ? narrower(source, t) : t;
+    return tg::isFloatElement(source) ? narrower(source, t) : t;
   }
   if (!isa_and_nonnull<tg::TGDialect>(def->getDialect()) ||
       amp::isGemmLike(def->getName().getStringRef()))
     return t;
   Type compute = tg::getComputeType(def);
-  return compute && isFloatElement(compute) ? narrower(compute, t) : t;
+  return compute && tg::isFloatElement(compute) ? narrower(compute, t) : t;
 }
 
 int64_t bytesOf(Type element) {
@@ -194,7 +185,7 @@ std::string opFields(Operation *op, const ReportOptions &options) {
       op->getOperands(), os,
       [&](Value v) {
         Type t = effectiveType(v);
-        if (isFloatElement(t) && compute && isFloatElement(compute))
+        if (tg::isFloatElement(t) && compute && tg::isFloatElement(compute))
           t = narrower(t, compute);
         os << typeName(t);
       },
@@ -312,7 +303,8 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   bool firstParam = true;
   llvm::StringMap<std::string> modelTypes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (auto of = func.getArgAttrOfType<StringAttr>(i, "tg.model_of"))
+    if (auto of = func.getArgAttrOfType<StringAttr>(
+            i, tg::TGDialect::kModelOfAttrName))
       modelTypes[of.getValue()] = typeName(func.getArgument(i).getType());
   // The training state one element of a param costs (docs/optimizer.md
   // "Updates of 16-bit params"): the param (its master), its model copy,
@@ -369,8 +361,10 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   os << "]";
   // Buffer planning (ampc-buffer-planning): the arena against one buffer per
   // intermediate value.
-  if (auto arena = func->getAttrOfType<IntegerAttr>("tg.arena_size")) {
-    auto sum = func->getAttrOfType<IntegerAttr>("tg.intermediate_bytes");
+  if (auto arena =
+          func->getAttrOfType<IntegerAttr>(tg::TGDialect::kArenaSizeAttrName)) {
+    auto sum = func->getAttrOfType<IntegerAttr>(
+        tg::TGDialect::kIntermediateBytesAttrName);
     os << ",\n" << indent << "  \"memory\": {\"arena_bytes\": "
        << arena.getInt() << ", \"intermediate_bytes\": "
        << (sum ? sum.getInt() : 0) << "}";

@@ -54,6 +54,13 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+// The names the rows of ampc/Pipelines/PipelineSettings.inc use.
+namespace amp = ampc::amp;
+using ampc::kCompared;
+using ampc::kFieldOnly;
+using ampc::kFlag;
+using ampc::kPassOption;
+using ampc::kShowsDefault;
 
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2, kRuntimeError = 3 };
@@ -117,19 +124,9 @@ enum class AmpFlag { Off, FP16, BF16, Auto };
 AmpFlag ampFlag = AmpFlag::Off;
 
 /// `text` + " (default: VALUE)", VALUE printed from the field a flag binds
-/// to. The strings live as long as the options that point at them.
+/// to as a pipeline setting's is (ampc::helpText).
 template <typename T> StringRef withDefault(StringRef text, const T &value) {
-  static std::deque<std::string> storage;
-  std::string rendered;
-  llvm::raw_string_ostream os(rendered);
-  if constexpr (std::is_same_v<T, bool>)
-    os << (value ? "true" : "false");
-  else if constexpr (std::is_floating_point_v<T>)
-    os << llvm::format("%g", value);
-  else
-    os << value;
-  storage.push_back((text + " (default: " + rendered + ")").str());
-  return storage.back();
+  return ampc::helpWithDefault(text, ampc::helpText(value));
 }
 
 // The compiler (`ampc [compile]`).
@@ -186,51 +183,14 @@ cl::opt<std::string, true> cpuFeatures(
              "(amx_bf16,avx512_bf16,avx512_fp16,f16c); default: this one"),
     cl::value_desc("LIST"), cl::location(opts.cpuFeatures),
     cl::cat(ampcCategory));
-cl::opt<ampc::amp::Policy, true, ValuesParser<ampc::amp::Policy>> ampPolicy(
-    "amp-policy",
-    cl::desc(withDefault("AMP policy",
-                         ampc::stringifyAMPPolicy(opts.pipeline.ampPolicy))),
-    cl::location(opts.pipeline.ampPolicy),
-    cl::values(clEnumValN(ampc::amp::Policy::Fast, "fast",
-                          "the same contract or stricter, fewer bytes"),
-               clEnumValN(ampc::amp::Policy::Reference, "reference",
-                          "exactly torch.autocast")),
-    cl::cat(ampcCategory));
 // `ampc FILE.onnx`: shapes of the model's dynamic inputs.
-std::vector<std::string> onnxInputShapes;
+std::vector<std::string> onnxInputShapeSpecs;
 cl::list<std::string, std::vector<std::string>> onnxInputShape(
     "input-shape",
     cl::desc("An ONNX model's input shape (required for an input with a "
              "dynamic dim; repeatable)"),
-    cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapes),
+    cl::value_desc("NAME=D0xD1x..."), cl::location(onnxInputShapeSpecs),
     cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampFp32("amp-fp32", cl::CommaSeparated,
-            cl::desc("Ops moved to the fp32 class"), cl::value_desc("OP,OP"),
-            cl::location(opts.pipeline.ampFp32), cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampLower("amp-lower", cl::CommaSeparated,
-             cl::desc("Ops moved to the lower class"), cl::value_desc("OP,OP"),
-             cl::location(opts.pipeline.ampLower), cl::cat(ampcCategory));
-cl::list<std::string, std::vector<std::string>>
-    ampFollow("amp-follow", cl::CommaSeparated,
-              cl::desc("Ops moved to the follow class"),
-              cl::value_desc("OP,OP"), cl::location(opts.pipeline.ampFollow),
-              cl::cat(ampcCategory));
-cl::opt<ampc::amp::UnknownOpMode, true, ValuesParser<ampc::amp::UnknownOpMode>>
-    ampUnknownOps("amp-unknown-ops",
-                  cl::desc(withDefault(
-                      "Ops not in the AMP policy table (follow: with a note)",
-                      opts.pipeline.ampUnknownOps ==
-                              ampc::amp::UnknownOpMode::Error
-                          ? "error"
-                          : "follow")),
-                  cl::location(opts.pipeline.ampUnknownOps),
-                  cl::values(clEnumValN(ampc::amp::UnknownOpMode::Follow,
-                                        "follow", "treat as follow"),
-                             clEnumValN(ampc::amp::UnknownOpMode::Error,
-                                        "error", "fail")),
-                  cl::cat(ampcCategory));
 cl::opt<bool, true>
     listOps("list-ops",
             cl::desc("Print every tg op record as JSON (operands, keyword "
@@ -242,10 +202,6 @@ cl::opt<bool, true>
                                         "(--locations=false for bare IR)",
                                         opts.locations)),
                    cl::location(opts.locations), cl::cat(compileCategory));
-cl::opt<bool, true> runCanonicalizer(
-    "canonicalize",
-    cl::desc(withDefault("Run the canonicalizer", opts.pipeline.canonicalize)),
-    cl::location(opts.pipeline.canonicalize), cl::cat(ampcCategory));
 cl::opt<bool, true> runPipeline(
     "pipeline",
     cl::desc(withDefault("Run the compilation pipeline; --pipeline=false "
@@ -253,107 +209,52 @@ cl::opt<bool, true> runPipeline(
                          opts.runPipeline)),
     cl::location(opts.runPipeline), cl::cat(ampcCategory));
 
-// Loss scaling (docs/amp.md); checked by ampc::resolveLossScale.
-cl::opt<std::string, true> lossScale(
-    "loss-scale",
-    cl::desc("Loss scaling of training steps: dynamic | none | N (a static "
-             "scale); default: dynamic with --amp=fp16, none otherwise"),
-    cl::value_desc("MODE"), cl::location(opts.pipeline.lossScale),
-    cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleInit(
-    "loss-scale-init",
-    cl::desc(withDefault("Initial dynamic scale", opts.pipeline.lossScaleInit)),
-    cl::location(opts.pipeline.lossScaleInit), cl::cat(ampcCategory));
-cl::opt<double, true>
-    lossScaleGrowth("loss-scale-growth",
-                    cl::desc(withDefault("Scale growth factor, > 1",
-                                         opts.pipeline.lossScaleGrowth)),
-                    cl::location(opts.pipeline.lossScaleGrowth),
-                    cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleBackoff(
-    "loss-scale-backoff",
-    cl::desc(withDefault("Scale backoff factor on overflow, in (0, 1)",
-                         opts.pipeline.lossScaleBackoff)),
-    cl::location(opts.pipeline.lossScaleBackoff), cl::cat(ampcCategory));
-cl::opt<int64_t, true> lossScaleInterval(
-    "loss-scale-interval",
-    cl::desc(withDefault("Finite steps before the scale grows",
-                         opts.pipeline.lossScaleInterval)),
-    cl::location(opts.pipeline.lossScaleInterval), cl::cat(ampcCategory));
-cl::opt<int64_t, true> lossScaleHysteresis(
-    "loss-scale-hysteresis",
-    cl::desc(withDefault("Overflowing steps tolerated before backing off "
-                         "(2 is Megatron-LM's)",
-                         opts.pipeline.lossScaleHysteresis)),
-    cl::location(opts.pipeline.lossScaleHysteresis), cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMin("loss-scale-min",
-                                   cl::desc("Minimum scale (default: none)"),
-                                   cl::location(opts.pipeline.lossScaleMin),
-                                   cl::cat(ampcCategory));
-cl::opt<double, true> lossScaleMax("loss-scale-max",
-                                   cl::desc("Maximum scale (default: none)"),
-                                   cl::location(opts.pipeline.lossScaleMax),
-                                   cl::cat(ampcCategory));
+/// A list setting's flag: comma-separated values, the flag repeatable.
+class ListFlag : public cl::list<std::string, std::vector<std::string>> {
+public:
+  template <typename... Mods>
+  ListFlag(const Mods &...mods)
+      : cl::list<std::string, std::vector<std::string>>(mods...,
+                                                        cl::CommaSeparated) {}
+};
 
-// Opt levels (docs/optimizer.md); applied by ampc::applyOptLevel.
-cl::opt<std::string, true> optLevel(
-    "opt-level",
-    cl::desc("Apex-style preset O0 | O1 | O2 | O3; explicit --amp, --amp-* "
-             "and --loss-scale* override its fields"),
-    cl::value_desc("LEVEL"), cl::location(opts.pipeline.optLevel),
-    cl::cat(ampcCategory));
-cl::opt<bool> keepBatchnormFp32(
-    "keep-batchnorm-fp32",
-    cl::desc("With --opt-level=O2/O3: keep batch_norm in f32 (Apex's "
-             "keep_batchnorm_fp32)"),
-    cl::cat(ampcCategory));
+/// The flag of a setting that stays unset until given
+/// (--keep-batchnorm-fp32): a bool flag that fills in the field.
+class OptionalBoolFlag : public cl::opt<bool> {
+public:
+  template <typename... Mods>
+  OptionalBoolFlag(StringRef name, const cl::desc &desc,
+                   cl::LocationClass<std::optional<bool>> field,
+                   const Mods &...mods)
+      : cl::opt<bool>(name, desc, mods...,
+                      cl::callback([&value = field.Loc](const bool &given) {
+                        value = given;
+                      })) {}
+};
 
-// Updates of 16-bit params (docs/optimizer.md): the optimizer expansion's
-// low-update and state-dtype.
-cl::opt<std::string, true> lowUpdate(
-    "low-update",
-    cl::desc("How the optimizer writes its f32 result into a param stored "
-             "only in a 16-bit type: nearest | stochastic | kahan (default "
-             "nearest)"),
-    cl::value_desc("MODE"), cl::location(opts.pipeline.lowUpdate),
-    cl::cat(ampcCategory));
-cl::opt<std::string, true> optimizerStateDtype(
-    "optimizer-state-dtype",
-    cl::desc("The dtype of momentum buffers and Adam moments: f32 | bf16 "
-             "(default f32); bf16 state is written with the --low-update "
-             "rounding"),
-    cl::value_desc("DTYPE"), cl::location(opts.pipeline.optimizerStateDtype),
-    cl::cat(ampcCategory));
+/// The flag a pipeline setting with `Uses` gets: one bound to its field of
+/// opts.pipeline if it has kFlag, else a NoSettingOption.
+template <typename T, unsigned Uses>
+using FlagOf = std::conditional_t<
+    (Uses & ampc::kFlag) == 0, ampc::NoSettingOption,
+    std::conditional_t<
+        ampc::IsSettingList<T>::value, ListFlag,
+        std::conditional_t<std::is_same_v<T, std::optional<bool>>,
+                           OptionalBoolFlag,
+                           std::conditional_t<std::is_enum_v<T>,
+                                              cl::opt<T, true, ValuesParser<T>>,
+                                              cl::opt<T, true>>>>>;
 
-// Transposes folded into GEMMs (docs/codegen.md): ampc-fold-transposes.
-cl::opt<bool, true> foldTransposes(
-    "fold-transposes",
-    cl::desc("Fold transposes into the GEMMs that read or write them "
-             "(ampc-fold-transposes; default true)"),
-    cl::location(opts.pipeline.foldTransposes), cl::cat(ampcCategory));
-
-// Data-parallel training (docs/distributed.md): ampc-data-parallel.
-cl::opt<bool, true> dataParallel(
-    "data-parallel",
-    cl::desc("Insert the bucketed gradient all-reduce (implied by 'ampc run' "
-             "under an MPI launcher with more than one rank)"),
-    cl::location(opts.pipeline.dataParallel), cl::cat(ampcCategory));
-cl::opt<double, true> bucketCapMb(
-    "bucket-cap-mb",
-    cl::desc(withDefault("With --data-parallel: MiB of gradients per bucket "
-                         "(DDP's bucket_cap_mb)",
-                         opts.pipeline.bucketCapMb)),
-    cl::location(opts.pipeline.bucketCapMb), cl::cat(ampcCategory));
-cl::opt<bool, true> allreduceFp32(
-    "allreduce-fp32",
-    cl::desc("With --data-parallel: reduce 16-bit gradients in f32 (Apex's "
-             "allreduce_always_fp32)"),
-    cl::location(opts.pipeline.allreduceFp32), cl::cat(ampcCategory));
-cl::opt<bool, true> delayAllreduce(
-    "delay-allreduce",
-    cl::desc("With --data-parallel: start every bucket after the backward "
-             "(DDP's delay_allreduce)"),
-    cl::location(opts.pipeline.delayAllreduce), cl::cat(ampcCategory));
+/// The flags of the pipeline's settings (ampc/Pipelines/PipelineSettings.inc),
+/// one member per setting.
+struct PipelineFlags {
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  FlagOf<TYPE, (USES)> FIELD{                                                  \
+      NAME, cl::desc(ampc::settingHelp<(USES)>(HELP, opts.pipeline.FIELD)),    \
+      cl::location(opts.pipeline.FIELD), cl::cat(ampcCategory), MODIFIER};
+#include "ampc/Pipelines/PipelineSettings.inc"
+};
+PipelineFlags pipelineFlags;
 
 cl::opt<std::string, true>
     target("target",
@@ -570,10 +471,38 @@ bool hasGraph(ModuleOp module) {
 }
 } // namespace
 
+/// A compared setting's value: a float exact (%.17g), a bool yes or no, a
+/// list comma-separated, an enum by its name.
+template <typename T> static std::string comparedText(const T &value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "yes" : "no";
+  else if constexpr (std::is_floating_point_v<T>) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g", value);
+    return text;
+  } else if constexpr (std::is_integral_v<T>)
+    return std::to_string(value);
+  else if constexpr (std::is_enum_v<T>)
+    return ampc::stringifySetting(value).str();
+  else if constexpr (ampc::IsSettingList<T>::value)
+    return llvm::join(value, ",");
+  else
+    return value;
+}
+
+/// Appends `--NAME` and the setting's value to `out` if `Uses` has
+/// kCompared.
+template <unsigned Uses, typename T>
+static void addCompared(std::vector<std::pair<std::string, std::string>> &out,
+                        StringRef name, const T &value) {
+  if constexpr ((Uses & ampc::kCompared) != 0)
+    out.push_back({("--" + name).str(), comparedText(value)});
+}
 
 /// What the compiled step depends on, as the ranks of a data-parallel run
 /// compare it (docs/distributed.md): the program's text and the flags that
-/// change what is compiled, in a fixed order.
+/// change what is compiled, in a fixed order (the settings in the order of
+/// PipelineSettings.inc).
 static std::vector<std::pair<std::string, std::string>> compileSettings() {
   std::vector<std::pair<std::string, std::string>> out;
   char hex[32];
@@ -585,38 +514,10 @@ static std::vector<std::pair<std::string, std::string>> compileSettings() {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
   out.push_back({"the program (text hash)",
                  buffer ? hash((*buffer)->getBuffer()) : "unreadable"});
-  auto num = [](double v) {
-    char b[64];
-    std::snprintf(b, sizeof(b), "%.17g", v);
-    return std::string(b);
-  };
-  auto list = [](const std::vector<std::string> &v) {
-    return llvm::join(v, ",");
-  };
-  const ampc::PipelineOptions &p = opts.pipeline;
   out.push_back({"--device", opts.device});
-  out.push_back({"--opt-level", p.optLevel});
-  out.push_back({"--amp", ampc::stringifyAMPMode(p.amp).str()});
-  out.push_back({"--amp-policy", ampc::stringifyAMPPolicy(p.ampPolicy).str()});
-  out.push_back({"--amp-fp32", list(p.ampFp32)});
-  out.push_back({"--amp-lower", list(p.ampLower)});
-  out.push_back({"--amp-follow", list(p.ampFollow)});
-  out.push_back({"--loss-scale", p.lossScale});
-  out.push_back({"--loss-scale-init", num(p.lossScaleInit)});
-  out.push_back({"--loss-scale-growth", num(p.lossScaleGrowth)});
-  out.push_back({"--loss-scale-backoff", num(p.lossScaleBackoff)});
-  out.push_back({"--loss-scale-interval", std::to_string(p.lossScaleInterval)});
-  out.push_back(
-      {"--loss-scale-hysteresis", std::to_string(p.lossScaleHysteresis)});
-  out.push_back({"--loss-scale-min", num(p.lossScaleMin)});
-  out.push_back({"--loss-scale-max", num(p.lossScaleMax)});
-  out.push_back({"--accumulate", std::to_string(p.accumulate)});
-  out.push_back({"--low-update", p.lowUpdate});
-  out.push_back({"--optimizer-state-dtype", p.optimizerStateDtype});
-  out.push_back({"--bucket-cap-mb", num(p.bucketCapMb)});
-  out.push_back({"--allreduce-fp32", p.allreduceFp32 ? "yes" : "no"});
-  out.push_back({"--delay-allreduce", p.delayAllreduce ? "yes" : "no"});
-  out.push_back({"--fold-transposes", p.foldTransposes ? "yes" : "no"});
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  addCompared<(USES)>(out, NAME, opts.pipeline.FIELD);
+#include "ampc/Pipelines/PipelineSettings.inc"
   return out;
 }
 
@@ -723,7 +624,147 @@ static int resolveTarget() {
   return kSuccess;
 }
 
-static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
+/// Parses a `.mlir` input; it must hold a graph.
+static OwningOpRef<ModuleOp> parseMLIRInput(MLIRContext &context,
+                                            const llvm::MemoryBuffer &buffer,
+                                            StringRef name) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(buffer.getBuffer(), name,
+                                       /*RequiresNullTerminator=*/true),
+      llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (module && !hasGraph(*module)) {
+    emitError(FileLineColLoc::get(&context, name, 1, 1))
+        << "no graph (func.func) in '" << name << "'";
+    return nullptr;
+  }
+  return module;
+}
+
+/// Parses a `.tg` input (or stdin) and builds its graphs; records the names
+/// the graphs return their outputs as (the eval lines of `run`).
+static OwningOpRef<ModuleOp> importTGInput(MLIRContext &context,
+                                           const llvm::MemoryBuffer &buffer,
+                                           StringRef name) {
+  mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
+  std::vector<ampc::frontend::Diagnostic> diags;
+  auto ast = ampc::frontend::parseModule(buffer.getBuffer(), name, diags);
+  if (!ast || !diags.empty()) {
+    for (const auto &d : diags)
+      emitError(FileLineColLoc::get(&context,
+                                    d.loc.file ? StringRef(*d.loc.file) : name,
+                                    d.loc.line, d.loc.col))
+          << d.message;
+    if (diags.empty())
+      emitError(fileStart) << "cannot parse '" << name << "'";
+    return nullptr;
+  }
+  if (ast->graphs.empty()) {
+    emitError(fileStart) << "no graph in '" << name
+                         << "' (expected 'graph NAME(...) { ... }')";
+    return nullptr;
+  }
+  for (const ampc::frontend::GraphAST &graph : ast->graphs)
+    for (const auto &stmt : graph.stmts)
+      if (auto *ret = dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
+        std::vector<std::string> &names = opts.run.outputNames[graph.name];
+        for (const auto &value : ret->values) {
+          auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
+          names.push_back(n ? n->name : "");
+        }
+      }
+  return ampc::frontend::mlirGen(context, *ast);
+}
+
+/// The shapes `--input-shape NAME=D0xD1x...` gives; prints the error and
+/// returns std::nullopt on a bad or repeated one.
+static std::optional<std::map<std::string, std::vector<int64_t>>>
+onnxInputShapes() {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string &spec : onnxInputShapeSpecs) {
+    std::string input;
+    std::vector<int64_t> dims;
+    if (!ampc::onnx_import::parseInputShape(spec, input, dims)) {
+      llvm::errs() << "ampc: error: --input-shape '" << spec
+                   << "': expected NAME=D0xD1x... with positive dims\n";
+      return std::nullopt;
+    }
+    // As for --input, a name given twice is a command-line error (the
+    // last one used to win silently).
+    if (!shapes.emplace(input, dims).second) {
+      llvm::errs() << "ampc: error: --input-shape gives input '" << input
+                   << "' twice\n";
+      return std::nullopt;
+    }
+  }
+  return shapes;
+}
+
+/// The values of `ampc run`'s `--input NAME=FILE.npy` files, which it has
+/// before it compiles: their shapes fix dynamic dims, and integer inputs (a
+/// Reshape's shape, a Slice's starts, ...) are folded at import
+/// (docs/onnx.md). A file that cannot be read is left to the run, which
+/// reports it.
+static std::map<std::string, ampc::onnx_import::InputValue> onnxInputValues() {
+  std::map<std::string, ampc::onnx_import::InputValue> inputValues;
+  if (!opts.runMode)
+    return inputValues;
+  for (const std::string &spec : opts.run.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      continue;
+    ampc::exec::NpyArray array;
+    std::string ignored;
+    if (!ampc::exec::readNpy(spec.substr(eq + 1), array, ignored))
+      continue;
+    ampc::onnx_import::InputValue value;
+    value.shape = array.shape;
+    int64_t n = 1;
+    for (int64_t d : array.shape)
+      n *= d;
+    if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
+      value.isInteger = true;
+      value.ints.resize(n);
+      std::memcpy(value.ints.data(), array.data.data(), n * 8);
+    } else if (array.descr == "<i4" && array.data.size() == size_t(n) * 4) {
+      value.isInteger = true;
+      std::vector<int32_t> v(n);
+      std::memcpy(v.data(), array.data.data(), n * 4);
+      value.ints.assign(v.begin(), v.end());
+    } else if (array.descr == "<f4" && array.data.size() == size_t(n) * 4) {
+      value.isFloat = true;
+      std::vector<float> v(n);
+      std::memcpy(v.data(), array.data.data(), n * 4);
+      value.floats.assign(v.begin(), v.end());
+    }
+    inputValues[spec.substr(0, eq)] = std::move(value);
+  }
+  return inputValues;
+}
+
+/// Imports an ONNX model as one inference graph (lib/Frontend/ONNX).
+static int importONNXInput(MLIRContext &context, StringRef name,
+                           OwningOpRef<ModuleOp> &module) {
+  std::optional<std::map<std::string, std::vector<int64_t>>> shapes =
+      onnxInputShapes();
+  if (!shapes)
+    return kUsageError;
+  std::map<std::string, ampc::onnx_import::InputValue> inputValues =
+      onnxInputValues();
+  std::string graphName;
+  std::vector<std::string> outputNames;
+  module = ampc::onnx_import::importONNXFile(context, name, *shapes, &graphName,
+                                             &outputNames, &inputValues);
+  if (!module)
+    return kInputError;
+  opts.run.outputNames[graphName] = outputNames;
+  return kSuccess;
+}
+
+/// Step 1: the input file as a verified module of graphs, by its extension.
+static int importInput(MLIRContext &context, DiagnosticPrinter &printer,
+                       OwningOpRef<ModuleOp> &module) {
   auto bufferOr =
       llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/true);
@@ -735,139 +776,41 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
   StringRef name = opts.input;
   printer.addBuffer(name, buffer->getBuffer());
-  mlir::Location fileStart = FileLineColLoc::get(&context, name, 1, 1);
 
-  OwningOpRef<ModuleOp> module;
   StringRef ext = llvm::sys::path::extension(name);
   if (ext == ".mlir") {
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBuffer(buffer->getBuffer(), name,
-                                         /*RequiresNullTerminator=*/true),
-        llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return kInputError;
-    if (!hasGraph(*module)) {
-      emitError(fileStart) << "no graph (func.func) in '" << name << "'";
-      return kInputError;
-    }
-  } else if (ext != ".onnx" && !onnxInputShapes.empty()) {
+    module = parseMLIRInput(context, *buffer, name);
+  } else if (ext != ".onnx" && !onnxInputShapeSpecs.empty()) {
     llvm::errs() << "ampc: error: --input-shape applies to .onnx inputs\n";
     return kUsageError;
   } else if (ext == ".tg" || name == "-") {
-    std::vector<ampc::frontend::Diagnostic> diags;
-    auto ast = ampc::frontend::parseModule(buffer->getBuffer(), name, diags);
-    if (!ast || !diags.empty()) {
-      for (const auto &d : diags)
-        emitError(FileLineColLoc::get(
-            &context, d.loc.file ? StringRef(*d.loc.file) : name, d.loc.line,
-            d.loc.col))
-            << d.message;
-      if (diags.empty())
-        emitError(fileStart) << "cannot parse '" << name << "'";
-      return kInputError;
-    }
-    if (ast->graphs.empty()) {
-      emitError(fileStart) << "no graph in '" << name
-                           << "' (expected 'graph NAME(...) { ... }')";
-      return kInputError;
-    }
-    // The names graphs return their outputs as (the eval lines of `run`).
-    for (const ampc::frontend::GraphAST &graph : ast->graphs)
-      for (const auto &stmt : graph.stmts)
-        if (auto *ret =
-                dyn_cast<ampc::frontend::ReturnStmtAST>(stmt.get())) {
-          std::vector<std::string> &names = opts.run.outputNames[graph.name];
-          for (const auto &value : ret->values) {
-            auto *n = dyn_cast<ampc::frontend::NameExprAST>(value.get());
-            names.push_back(n ? n->name : "");
-          }
-        }
-    module = ampc::frontend::mlirGen(context, *ast);
-    if (!module)
-      return kInputError;
+    module = importTGInput(context, *buffer, name);
   } else if (ext == ".onnx") {
-    // An ONNX model alone: one inference graph (lib/Frontend/ONNX).
-    std::map<std::string, std::vector<int64_t>> shapes;
-    for (const std::string &spec : onnxInputShapes) {
-      std::string input;
-      std::vector<int64_t> dims;
-      if (!ampc::onnx_import::parseInputShape(spec, input, dims)) {
-        llvm::errs() << "ampc: error: --input-shape '" << spec
-                     << "': expected NAME=D0xD1x... with positive dims\n";
-        return kUsageError;
-      }
-      // As for --input, a name given twice is a command-line error (the
-      // last one used to win silently).
-      if (!shapes.emplace(input, dims).second) {
-        llvm::errs() << "ampc: error: --input-shape gives input '" << input
-                     << "' twice\n";
-        return kUsageError;
-      }
-    }
-    // `ampc run` has every input file before it compiles: their shapes fix
-    // dynamic dims, and integer inputs (a Reshape's shape, a Slice's
-    // starts, ...) are folded at import (docs/onnx.md). A file that cannot
-    // be read is left to the run, which reports it.
-    std::map<std::string, ampc::onnx_import::InputValue> inputValues;
-    if (opts.runMode)
-      for (const std::string &spec : opts.run.inputs) {
-        size_t eq = spec.find('=');
-        if (eq == std::string::npos)
-          continue;
-        ampc::exec::NpyArray array;
-        std::string ignored;
-        if (!ampc::exec::readNpy(spec.substr(eq + 1), array, ignored))
-          continue;
-        ampc::onnx_import::InputValue value;
-        value.shape = array.shape;
-        int64_t n = 1;
-        for (int64_t d : array.shape)
-          n *= d;
-        if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
-          value.isInteger = true;
-          value.ints.resize(n);
-          std::memcpy(value.ints.data(), array.data.data(), n * 8);
-        } else if (array.descr == "<i4" &&
-                   array.data.size() == size_t(n) * 4) {
-          value.isInteger = true;
-          std::vector<int32_t> v(n);
-          std::memcpy(v.data(), array.data.data(), n * 4);
-          value.ints.assign(v.begin(), v.end());
-        } else if (array.descr == "<f4" &&
-                   array.data.size() == size_t(n) * 4) {
-          value.isFloat = true;
-          std::vector<float> v(n);
-          std::memcpy(v.data(), array.data.data(), n * 4);
-          value.floats.assign(v.begin(), v.end());
-        }
-        inputValues[spec.substr(0, eq)] = std::move(value);
-      }
-    std::string graphName;
-    std::vector<std::string> outputNames;
-    module = ampc::onnx_import::importONNXFile(
-        context, name, shapes, &graphName, &outputNames, &inputValues);
-    if (!module)
-      return kInputError;
-    opts.run.outputNames[graphName] = outputNames;
+    if (int code = importONNXInput(context, name, module); code != kSuccess)
+      return code;
   } else {
     llvm::errs() << "ampc: error: '" << name
                  << "' is neither a .tg, a .mlir nor an .onnx file\n";
     return kUsageError;
   }
-
-  if (failed(verify(*module)))
+  if (!module || failed(verify(*module)))
     return kInputError;
+  return kSuccess;
+}
 
-  PassManager pm(&context);
+/// Step 2: the pipeline, as the output needs it. For --emit=report,
+/// `history` records every op of the program as the pipeline last saw it.
+static int runPasses(ModuleOp module,
+                     std::optional<ampc::report::SourceOpHistory> &history) {
+  PassManager pm(module.getContext());
   // The stages after buffer planning need it.
   opts.pipeline.planBuffers = opts.runMode || opts.emit == EmitKind::Report ||
                               opts.emit == EmitKind::Cpp ||
                               opts.emit == EmitKind::Lowered;
   // The report describes the program's own ops (each one's AMP decision) and
   // their buffers: transposes are folded into the GEMMs only when asked.
-  if (opts.emit == EmitKind::Report && foldTransposes.getNumOccurrences() == 0)
+  if (opts.emit == EmitKind::Report &&
+      pipelineFlags.foldTransposes.getNumOccurrences() == 0)
     opts.pipeline.foldTransposes = false;
   // `ampc run` as one of W > 1 ranks reduces its gradients.
   if (opts.runMode && ampc::exec::launchedUnderMpi()) {
@@ -879,99 +822,62 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
     ampc::buildPipeline(pm, opts.pipeline);
   // The report lists every op of the program, those a pass removes too, as
   // the pipeline last saw them.
-  std::optional<ampc::report::SourceOpHistory> history;
   if (opts.emit == EmitKind::Report && !opts.runMode) {
     history.emplace(reportOptions());
-    history->snapshot(*module);
+    history->snapshot(module);
     pm.addInstrumentation(history->instrumentation());
   }
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(module)))
     return kInputError;
-  if (opts.runMode) {
-    opts.run.cuda = opts.device == "cuda";
-    if (ampc::exec::launchedUnderMpi())
-      opts.run.compileSettings = compileSettings();
-    return ampc::exec::runModule(*module, opts.run);
-  }
-  // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
-  // whatever the ranks: the emitted step synchronises when its context has a
-  // communicator attached (docs/distributed.md).
-  if (opts.run.syncBatchnorm)
-    ampc::exec::markSyncBatchNorm(*module);
+  return kSuccess;
+}
 
-  // Render the whole output first, so a failure never leaves a partial file.
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  switch (opts.emit) {
-  case EmitKind::MLIR: {
-    OpPrintingFlags flags;
-    if (opts.locations)
-      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-    module->print(os, flags);
-    break;
+/// --emit=cpp: the step `ampc run` would run as host C++, FILE and FILE's
+/// stem + .h (both or neither), or both on stdout.
+static int emitCppFiles(ModuleOp module, llvm::raw_ostream &os) {
+  if (failed(ampc::lowerToRuntime(module)))
+    return kInputError;
+  // The graph `ampc run` would run.
+  std::string chooseError, note;
+  ampc::rt::ProgramOp chosen = ampc::rt::chooseProgram(
+      module, opts.run.graph, "emitting", chooseError, note);
+  if (!chosen) {
+    llvm::errs() << "ampc: error: " << chooseError << "\n";
+    return kUsageError;
   }
-  case EmitKind::Report:
-    ampc::report::emitReport(*module, history->options(), os, &*history);
-    break;
-  case EmitKind::Dot:
-    ampc::report::emitDot(*module, os);
-    break;
-  case EmitKind::Json:
-    if (failed(ampc::report::emitJson(*module, os)))
-      return kInputError;
-    break;
-  case EmitKind::Lowered: {
-    if (failed(ampc::lowerToRuntime(*module)))
-      return kInputError;
-    OpPrintingFlags flags;
-    if (opts.locations)
-      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-    module->print(os, flags);
-    break;
-  }
-  case EmitKind::Cpp: {
-    if (failed(ampc::lowerToRuntime(*module)))
-      return kInputError;
-    // The graph `ampc run` would run.
-    std::string chooseError, note;
-    ampc::rt::ProgramOp chosen = ampc::rt::chooseProgram(
-        *module, opts.run.graph, "emitting", chooseError, note);
-    if (!chosen) {
-      llvm::errs() << "ampc: error: " << chooseError << "\n";
-      return kUsageError;
-    }
-    if (!note.empty())
-      llvm::errs() << "ampc: note: " << note << "\n";
-    std::optional<ampc::rt::Program> program =
-        ampc::rt::describeProgram(chosen);
-    std::string stem = opts.output == "-"
-                           ? program->name
-                           : llvm::sys::path::stem(opts.output).str();
-    std::string headerText, sourceText;
-    if (failed(ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
-                                   headerText, sourceText)))
-      return kInputError;
-    if (opts.output == "-") {
-      os << "// ===== " << stem << ".h =====\n"
-         << headerText << "// ===== " << stem << ".cpp =====\n"
-         << sourceText;
-      break;
-    }
-    SmallString<256> headerPath(opts.output);
-    llvm::sys::path::replace_extension(headerPath, ".h");
-    // Both files or neither (writeFilesAtomically): -o naming a directory
-    // fails before the header is touched.
-    std::string error;
-    if (!ampc::exec::writeFilesAtomically(
-            {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
-            error)) {
-      llvm::errs() << "ampc: error: " << error << "\n";
-      return kInputError;
-    }
+  if (!note.empty())
+    llvm::errs() << "ampc: note: " << note << "\n";
+  std::optional<ampc::rt::Program> program = ampc::rt::describeProgram(chosen);
+  std::string stem = opts.output == "-"
+                         ? program->name
+                         : llvm::sys::path::stem(opts.output).str();
+  std::string headerText, sourceText;
+  if (failed(ampc::emit::emitCpp(*program, opts.target == "cuda", stem + ".h",
+                                 headerText, sourceText)))
+    return kInputError;
+  if (opts.output == "-") {
+    os << "// ===== " << stem << ".h =====\n"
+       << headerText << "// ===== " << stem << ".cpp =====\n"
+       << sourceText;
     return kSuccess;
   }
+  SmallString<256> headerPath(opts.output);
+  llvm::sys::path::replace_extension(headerPath, ".h");
+  // Both files or neither (writeFilesAtomically): -o naming a directory
+  // fails before the header is touched.
+  std::string error;
+  if (!ampc::exec::writeFilesAtomically(
+          {{opts.output, sourceText}, {headerPath.str().str(), headerText}},
+          error)) {
+    llvm::errs() << "ampc: error: " << error << "\n";
+    return kInputError;
   }
+  return kSuccess;
+}
 
+/// Writes the rendered output to -o FILE (replaced whole or not at all) or
+/// stdout.
+static int writeOutput(StringRef text) {
   if (opts.output == "-") {
     llvm::outs() << text;
     llvm::outs().flush();
@@ -991,9 +897,75 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   return kSuccess;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+/// The IR as text, with source locations unless --locations=false.
+static void printModule(ModuleOp module, llvm::raw_ostream &os) {
+  OpPrintingFlags flags;
+  if (opts.locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module.print(os, flags);
+}
 
+/// Step 3: the output --emit asks for, rendered whole first, so a failure
+/// never leaves a partial file.
+static int emitOutput(ModuleOp module, ampc::report::SourceOpHistory *history) {
+  // Compiling (--emit=mlir/lowered/cpp), --sync-batchnorm marks the ops
+  // whatever the ranks: the emitted step synchronises when its context has a
+  // communicator attached (docs/distributed.md).
+  if (opts.run.syncBatchnorm)
+    ampc::exec::markSyncBatchNorm(module);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  switch (opts.emit) {
+  case EmitKind::MLIR:
+    printModule(module, os);
+    break;
+  case EmitKind::Report:
+    ampc::report::emitReport(module, history->options(), os, history);
+    break;
+  case EmitKind::Dot:
+    ampc::report::emitDot(module, os);
+    break;
+  case EmitKind::Json:
+    if (failed(ampc::report::emitJson(module, os)))
+      return kInputError;
+    break;
+  case EmitKind::Lowered:
+    if (failed(ampc::lowerToRuntime(module)))
+      return kInputError;
+    printModule(module, os);
+    break;
+  case EmitKind::Cpp:
+    // Written by emitCppFiles unless on stdout.
+    if (int code = emitCppFiles(module, os);
+        code != kSuccess || opts.output != "-")
+      return code;
+    break;
+  }
+  return writeOutput(text);
+}
+
+/// `ampc [compile]` and `ampc run`, step by step as compilation goes: import
+/// the input, run the pipeline, then run the step or emit the output.
+static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
+  OwningOpRef<ModuleOp> module;
+  if (int code = importInput(context, printer, module); code != kSuccess)
+    return code;
+  std::optional<ampc::report::SourceOpHistory> history;
+  if (int code = runPasses(*module, history); code != kSuccess)
+    return code;
+  if (opts.runMode) {
+    opts.run.cuda = opts.device == "cuda";
+    if (ampc::exec::launchedUnderMpi())
+      opts.run.compileSettings = compileSettings();
+    return ampc::exec::runModule(*module, opts.run);
+  }
+  return emitOutput(*module, history ? &*history : nullptr);
+}
+
+/// Parses the command line: `ampc [compile] INPUT` or `ampc run INPUT`, then
+/// the options. Returns kSuccess or kUsageError (the errors printed).
+static int parseCommandLine(int argc, char **argv) {
   // `ampc compile X` and `ampc X` are the same; `ampc run X` executes.
   std::vector<const char *> args(argv, argv + argc);
   if (args.size() > 1 && StringRef(args[1]) == "compile") {
@@ -1033,6 +1005,12 @@ int main(int argc, char **argv) {
         llvm::errs() << line << "\n";
     return kUsageError;
   }
+  return kSuccess;
+}
+
+/// The flags of one command given to the other, and `--nproc` against the
+/// launcher this process may run under.
+static int checkCommandFlags() {
   // What only the compiler does is not silently ignored by `run`.
   if (opts.runMode) {
     for (auto [given, flag, instead] :
@@ -1068,50 +1046,49 @@ int main(int argc, char **argv) {
                  << " or drop it\n";
     return kUsageError;
   }
-  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
-  // machine (an MPI job started by any launcher runs as is).
-  if (runNproc > 1 && !ampc::exec::launcherWorldSize()) {
-    llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
-    if (!mpirun) {
-      llvm::errs() << "ampc: error: --nproc " << runNproc
-                   << ": no MPI launcher (mpirun) on PATH; install Open MPI "
-                      "(openmpi-bin) or start the ranks with your own "
-                      "launcher\n";
-      return kRuntimeError;
+  return kSuccess;
+}
+
+/// `ampc run --nproc N`: runs this same command, less --nproc, under
+/// `mpirun -np N` on this machine and returns the job's exit code.
+static int launchRanks(int argc, char **argv) {
+  llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun) {
+    llvm::errs() << "ampc: error: --nproc " << runNproc
+                 << ": no MPI launcher (mpirun) on PATH; install Open MPI "
+                    "(openmpi-bin) or start the ranks with your own "
+                    "launcher\n";
+    return kRuntimeError;
+  }
+  std::vector<std::string> cmd = {*mpirun, "-np", std::to_string(runNproc)};
+  if (geteuid() == 0)
+    cmd.push_back("--allow-run-as-root");
+  // Up to N ranks on this machine whatever its core count.
+  cmd.push_back("--oversubscribe");
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv[0], (void *)&launchRanks);
+  cmd.push_back(self.empty() ? argv[0] : self);
+  for (int i = 1; i < argc; ++i) {
+    StringRef a(argv[i]);
+    if (a == "--nproc" || a == "-nproc") {
+      ++i;
+      continue;
     }
-    std::vector<std::string> cmd = {*mpirun, "-np", std::to_string(runNproc)};
-    if (geteuid() == 0)
-      cmd.push_back("--allow-run-as-root");
-    // Up to N ranks on this machine whatever its core count.
-    cmd.push_back("--oversubscribe");
-    std::string self =
-        llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
-    cmd.push_back(self.empty() ? argv[0] : self);
-    for (int i = 1; i < argc; ++i) {
-      StringRef a(argv[i]);
-      if (a == "--nproc" || a == "-nproc") {
-        ++i;
-        continue;
-      }
-      if (a.starts_with("--nproc=") || a.starts_with("-nproc="))
-        continue;
-      cmd.push_back(argv[i]);
-    }
-    llvm::outs().flush();
-    std::string error;
-    int code = ampc::exec::runLauncher(cmd, error);
-    if (!error.empty())
-      llvm::errs() << "ampc: error: " << error << "\n";
-    return code;
+    if (a.starts_with("--nproc=") || a.starts_with("-nproc="))
+      continue;
+    cmd.push_back(argv[i]);
   }
-  if (opts.listOps) {
-    llvm::outs() << ampc::tg::getOpListJSON();
-    return kSuccess;
-  }
-  if (opts.input.empty()) {
-    llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
-    return kUsageError;
-  }
+  llvm::outs().flush();
+  std::string error;
+  int code = ampc::exec::runLauncher(cmd, error);
+  if (!error.empty())
+    llvm::errs() << "ampc: error: " << error << "\n";
+  return code;
+}
+
+/// The pipeline's settings and the target: class overrides, --amp against
+/// the target, the opt level, loss scaling, the optimizer and bucket sizes.
+static int checkPipelineSettings() {
   // Class overrides name ops of the language (`gelu` or `tg.gelu`) or
   // dialect-qualified ops of other dialects.
   auto checkOps = [](const std::vector<std::string> &list, StringRef flag) {
@@ -1133,11 +1110,9 @@ int main(int argc, char **argv) {
     return code;
   {
     std::string error;
-    if (keepBatchnormFp32.getNumOccurrences())
-      opts.pipeline.keepBatchnormFp32 = keepBatchnormFp32.getValue();
     ampc::ExplicitSettings explicitly;
     explicitly.amp = ampMode.getNumOccurrences() > 0;
-    explicitly.lossScale = lossScale.getNumOccurrences() > 0;
+    explicitly.lossScale = pipelineFlags.lossScale.getNumOccurrences() > 0;
     if (failed(ampc::applyOptLevel(opts.pipeline, explicitly, error))) {
       llvm::errs() << "ampc: error: " << error << "\n";
       return kUsageError;
@@ -1153,7 +1128,7 @@ int main(int argc, char **argv) {
       return kUsageError;
     }
     // Only a scaler the user asked for (an --opt-level preset's is not).
-    std::string warning = lossScale.getNumOccurrences()
+    std::string warning = pipelineFlags.lossScale.getNumOccurrences()
                               ? ampc::lossScaleWarning(opts.pipeline)
                               : std::string();
     if (!warning.empty() && ampc::exec::launcherRank() == 0)
@@ -1174,7 +1149,7 @@ int main(int argc, char **argv) {
                  << opts.pipeline.optimizerStateDtype << "'\n";
     return kUsageError;
   }
-  if (bucketCapMb.getNumOccurrences() &&
+  if (pipelineFlags.bucketCapMb.getNumOccurrences() &&
       !(opts.pipeline.bucketCapMb > 0.0 &&
         std::isfinite(opts.pipeline.bucketCapMb))) {
     llvm::errs() << "ampc: error: --bucket-cap-mb must be a positive number "
@@ -1182,6 +1157,11 @@ int main(int argc, char **argv) {
                  << opts.pipeline.bucketCapMb << "\n";
     return kUsageError;
   }
+  return kSuccess;
+}
+
+/// The options of the run and of the output.
+static int checkRunOptions() {
   if (opts.runMode && opts.device != "cpu" && opts.device != "cuda") {
     llvm::errs() << "ampc: error: --device must be 'cpu' or 'cuda', got '"
                  << opts.device << "'\n";
@@ -1237,6 +1217,32 @@ int main(int argc, char **argv) {
       llvm::errs() << "ampc: error: --" << flag << " must be at least 1\n";
       return kUsageError;
     }
+
+  return kSuccess;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  if (int code = parseCommandLine(argc, argv); code != kSuccess)
+    return code;
+  if (int code = checkCommandFlags(); code != kSuccess)
+    return code;
+  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
+  // machine (an MPI job started by any launcher runs as is).
+  if (runNproc > 1 && !ampc::exec::launcherWorldSize())
+    return launchRanks(argc, argv);
+  if (opts.listOps) {
+    llvm::outs() << ampc::tg::getOpListJSON();
+    return kSuccess;
+  }
+  if (opts.input.empty()) {
+    llvm::errs() << "ampc: error: no input file (see 'ampc --help')\n";
+    return kUsageError;
+  }
+  if (int code = checkPipelineSettings(); code != kSuccess)
+    return code;
+  if (int code = checkRunOptions(); code != kSuccess)
+    return code;
 
   DialectRegistry registry;
   ampc::registerAllDialects(registry);

@@ -20,12 +20,6 @@ namespace ampc {
 /// 256-byte aligned by the runtime).
 constexpr int64_t kBufferAlignment = 256;
 
-/// Attribute names the planner writes.
-constexpr llvm::StringLiteral kOffsetsAttrName = "tg.offsets";
-constexpr llvm::StringLiteral kArenaSizeAttrName = "tg.arena_size";
-constexpr llvm::StringLiteral kIntermediateBytesAttrName =
-    "tg.intermediate_bytes";
-
 /// The operand whose buffer result `resultIndex` of `op` reuses (the runtime
 /// kernel updates it in place: optimizer and scaler updates, unscaling,
 /// clipping; a reshape that keeps the element type is a view), as the op's

@@ -18,84 +18,36 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ampc {
 
+/// Where a pipeline setting appears besides its PipelineOptions field: the
+/// USES column of PipelineSettings.inc, an OR of these bits.
+enum SettingUse : unsigned {
+  /// Only the field (code sets it).
+  kFieldOnly = 0,
+  /// An `ampc` flag --NAME bound to the field.
+  kFlag = 1u << 0,
+  /// A textual option of `ampc-pipeline{NAME=...}` (PipelinePassOptions).
+  kPassOption = 1u << 1,
+  /// One of the settings the ranks of a data-parallel run compare.
+  kCompared = 1u << 2,
+  /// The help ends in " (default: VALUE)".
+  kShowsDefault = 1u << 3,
+};
+
 /// Every setting of ampc's compilation pipeline, each with its default: the
-/// one options object. The `ampc` driver binds its flags to the fields of one
-/// of these, the textual `ampc-pipeline{...}` options (PipelinePassOptions)
-/// take their defaults from it, and an embedding compiler fills one in and
-/// calls buildPipeline. A setting that is also a pass option takes its
-/// default from that pass's options (Passes.td), so no default is written
-/// twice.
+/// one options object, with one field per row of PipelineSettings.inc. The
+/// `ampc` driver binds its flags to the fields of one of these, the textual
+/// `ampc-pipeline{...}` options (PipelinePassOptions) take their defaults
+/// from it, and an embedding compiler fills one in and calls buildPipeline.
+/// PipelineSettings.inc documents each field.
 struct PipelineOptions {
-  /// Run the canonicalizer at the end.
-  bool canonicalize = true;
-
-  // Automatic mixed precision (docs/amp.md).
-  /// off, or the 16-bit type values are lowered to.
-  amp::Mode amp = amp::Mode::Off;
-  /// fast (casts fused after the reference rewriting) or reference (exactly
-  /// torch.autocast).
-  amp::Policy ampPolicy = AutoMixedPrecisionOptions().policy;
-  /// Ops moved to the fp32, lower and follow classes (names as
-  /// amp::resolveOpName takes them; later lists win).
-  std::vector<std::string> ampFp32, ampLower, ampFollow;
-  /// Ops in no class: follow (with a remark) or an error.
-  amp::UnknownOpMode ampUnknownOps = AutoMixedPrecisionOptions().unknownOps;
-
-  // Loss scaling (docs/amp.md, "Loss scaling"); resolveLossScale checks them.
-  /// dynamic | none | N (a static scale); empty: dynamic with amp=fp16,
-  /// none otherwise.
-  std::string lossScale;
-  double lossScaleInit = LossScalingOptions().init;
-  double lossScaleGrowth = LossScalingOptions().growthFactor;
-  double lossScaleBackoff = LossScalingOptions().backoffFactor;
-  int64_t lossScaleInterval = LossScalingOptions().growthInterval;
-  int64_t lossScaleHysteresis = LossScalingOptions().hysteresis;
-  /// 0: no bound.
-  double lossScaleMin = LossScalingOptions().minScale;
-  double lossScaleMax = LossScalingOptions().maxScale;
-
-  /// Gradient accumulation: micro-batches per update; > 0 overrides every
-  /// `minimize`'s `accumulate` (`ampc run --accumulate K`), 0 keeps them.
-  int64_t accumulate = 0;
-
-  /// Updates of 16-bit params (docs/optimizer.md): how the optimizer writes
-  /// a param stored only in 16 bits (nearest | stochastic | kahan), and the
-  /// dtype of momentum / Adam moments (f32 | bf16).
-  std::string lowUpdate = "nearest";
-  std::string optimizerStateDtype = "f32";
-
-  /// Run ampc-buffer-planning last (what lowering to runtime calls needs).
-  bool planBuffers = false;
-  /// With planBuffers: fold transposes into the GEMMs first
-  /// (ampc-fold-transposes).
-  bool foldTransposes = true;
-
-  // Data-parallel training (docs/distributed.md): ampc-data-parallel after
-  // the optimizer expansion, before loss scaling.
-  bool dataParallel = false;
-  double bucketCapMb = DataParallelOptions().bucketCapMb;
-  bool allreduceFp32 = DataParallelOptions().allreduceFp32;
-  bool delayAllreduce = DataParallelOptions().delayAllreduce;
-  /// With dataParallel, ampc-dropout-sample-layout notes each dropout whose
-  /// mask cannot follow one process (false on all MPI ranks but rank 0).
-  bool dropoutNotes = true;
-
-  // Apex-style opt levels (docs/optimizer.md, "Opt levels"); applyOptLevel
-  // sets the fields above from the preset.
-  /// "" (none given), "O0", "O1", "O2" or "O3".
-  std::string optLevel;
-  /// Apex's keep_batchnorm_fp32 (only with O2/O3); unset when not given.
-  std::optional<bool> keepBatchnormFp32;
-  /// O2: f32 master params with low model copies the optimizer writes
-  /// (ampc-model-copies after loss scaling).
-  bool modelCopies = false;
-  /// O3: params read only in low are stored in low (ampc-low-params after
-  /// the mixed-precision rewriting).
-  bool lowParams = false;
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  TYPE FIELD = DEFAULT;
+#include "ampc/Pipelines/PipelineSettings.inc"
 };
 
 /// Which preset fields the user set explicitly (they win over the preset).
@@ -116,77 +68,78 @@ llvm::StringRef stringifyAMPMode(amp::Mode mode);
 /// "fast", "reference".
 llvm::StringRef stringifyAMPPolicy(amp::Policy policy);
 
+/// The name of an enum setting's value ("follow", "fp16"), as --help and
+/// the compared settings print it.
+inline llvm::StringRef stringifySetting(amp::Mode mode) {
+  return stringifyAMPMode(mode);
+}
+inline llvm::StringRef stringifySetting(amp::Policy policy) {
+  return stringifyAMPPolicy(policy);
+}
+llvm::StringRef stringifySetting(amp::UnknownOpMode mode);
+
+/// "%g" of `value`.
+std::string formatHelpDouble(double value);
+
+/// A value as the help of a flag or an option shows its default: true or
+/// false, a float as %g, an enum by its name.
+template <typename T> std::string helpText(const T &value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "true" : "false";
+  else if constexpr (std::is_floating_point_v<T>)
+    return formatHelpDouble(value);
+  else if constexpr (std::is_integral_v<T>)
+    return std::to_string(value);
+  else if constexpr (std::is_enum_v<T>)
+    return stringifySetting(value).str();
+  else
+    return llvm::StringRef(value).str();
+}
+/// `help` + " (default: VALUE)". The string lives as long as the program
+/// (llvm::cl keeps a StringRef to its description).
+llvm::StringRef helpWithDefault(llvm::StringRef help, const std::string &value);
+
+/// The help of a setting's flag or option: with " (default: VALUE)" when
+/// `Uses` has kShowsDefault.
+template <unsigned Uses, typename T>
+llvm::StringRef settingHelp(llvm::StringRef help, const T &defaultValue) {
+  if constexpr ((Uses & kShowsDefault) != 0)
+    return helpWithDefault(help, helpText(defaultValue));
+  else
+    return help;
+}
+
+/// Stands for the flag or option of a setting that has none: it takes the
+/// arguments the real one would and does nothing.
+struct NoSettingOption {
+  template <typename... Args> NoSettingOption(Args &&...) {}
+};
+
+template <typename T> struct IsSettingList : std::false_type {};
+template <> struct IsSettingList<std::vector<std::string>> : std::true_type {};
+
 /// The textual options of the registered `ampc-pipeline`
 /// (`ampc-opt --pass-pipeline='builtin.module(ampc-pipeline{amp=fp16})'`):
-/// one option per PipelineOptions field, its default taken from there.
+/// one option per PipelineSettings.inc row with kPassOption, its name, help
+/// and values those of the row, its default the PipelineOptions field's.
 struct PipelinePassOptions
     : public mlir::PassPipelineOptions<PipelinePassOptions> {
   PipelinePassOptions();
 
-  Option<bool> canonicalize{*this, "canonicalize",
-                            llvm::cl::desc("Run the canonicalizer")};
-  Option<amp::Mode> amp{
-      *this, "amp", llvm::cl::desc("Automatic mixed precision: off|fp16|bf16"),
-      llvm::cl::values(clEnumValN(amp::Mode::Off, "off", "as written"),
-                       clEnumValN(amp::Mode::FP16, "fp16", "low = f16"),
-                       clEnumValN(amp::Mode::BF16, "bf16", "low = bf16"))};
-  Option<amp::Policy> ampPolicy{
-      *this, "amp-policy", llvm::cl::desc("AMP policy: fast|reference"),
-      llvm::cl::values(
-          clEnumValN(amp::Policy::Fast, "fast", "casts fused (default)"),
-          clEnumValN(amp::Policy::Reference, "reference",
-                     "exactly torch.autocast"))};
-  ListOption<std::string> ampFp32{
-      *this, "amp-fp32", llvm::cl::desc("Ops moved to the fp32 class")};
-  ListOption<std::string> ampLower{
-      *this, "amp-lower", llvm::cl::desc("Ops moved to the lower class")};
-  ListOption<std::string> ampFollow{
-      *this, "amp-follow", llvm::cl::desc("Ops moved to the follow class")};
-  Option<amp::UnknownOpMode> ampUnknownOps{
-      *this, "amp-unknown-ops",
-      llvm::cl::desc("Ops not in the AMP table: follow (remark) | error"),
-      llvm::cl::values(
-          clEnumValN(amp::UnknownOpMode::Follow, "follow", "with a remark"),
-          clEnumValN(amp::UnknownOpMode::Error, "error", "fail"))};
-  Option<std::string> lossScale{
-      *this, "loss-scale",
-      llvm::cl::desc("dynamic | none | N (a static scale); default: dynamic "
-                     "with amp=fp16, none otherwise")};
-  Option<double> lossScaleInit{*this, "loss-scale-init",
-                               llvm::cl::desc("Initial dynamic scale")};
-  Option<double> lossScaleGrowth{*this, "loss-scale-growth",
-                                 llvm::cl::desc("Growth factor (> 1)")};
-  Option<double> lossScaleBackoff{*this, "loss-scale-backoff",
-                                  llvm::cl::desc("Backoff factor in (0, 1)")};
-  Option<int64_t> lossScaleInterval{
-      *this, "loss-scale-interval",
-      llvm::cl::desc("Finite steps before the scale grows")};
-  Option<int64_t> lossScaleHysteresis{
-      *this, "loss-scale-hysteresis",
-      llvm::cl::desc("Overflowing steps tolerated before backing off")};
-  Option<double> lossScaleMin{*this, "loss-scale-min",
-                              llvm::cl::desc("Minimum scale (0: none)")};
-  Option<double> lossScaleMax{*this, "loss-scale-max",
-                              llvm::cl::desc("Maximum scale (0: none)")};
-  Option<bool> planBuffers{
-      *this, "plan-buffers",
-      llvm::cl::desc("Run ampc-buffer-planning last (ampc run, --emit=cpp, "
-                     "--emit=report)")};
-  Option<bool> foldTransposes{
-      *this, "fold-transposes",
-      llvm::cl::desc("With plan-buffers: fold transposes into the GEMMs "
-                     "(ampc-fold-transposes)")};
-  Option<bool> dataParallel{
-      *this, "data-parallel",
-      llvm::cl::desc("Bucketed gradient all-reduce (ampc-data-parallel)")};
-  Option<double> bucketCapMb{*this, "bucket-cap-mb",
-                             llvm::cl::desc("MiB of gradients per bucket")};
-  Option<bool> allreduceFp32{
-      *this, "allreduce-fp32",
-      llvm::cl::desc("Reduce 16-bit gradients in f32")};
-  Option<bool> delayAllreduce{
-      *this, "delay-allreduce",
-      llvm::cl::desc("Start every bucket after the backward")};
+  /// The member a setting with `Uses` gets: an option (a list option for a
+  /// list) if it has kPassOption, else a NoSettingOption.
+  template <typename T, unsigned Uses>
+  using OptionOf = std::conditional_t<
+      (Uses & kPassOption) == 0, NoSettingOption,
+      std::conditional_t<IsSettingList<T>::value, ListOption<std::string>,
+                         Option<T>>>;
+
+#define AMPC_SETTING(TYPE, FIELD, DEFAULT, NAME, USES, HELP, MODIFIER)         \
+  OptionOf<TYPE, (USES)> FIELD{                                                \
+      *this, NAME,                                                             \
+      llvm::cl::desc(settingHelp<(USES)>(HELP, PipelineOptions().FIELD)),      \
+      MODIFIER};
+#include "ampc/Pipelines/PipelineSettings.inc"
 
   /// The options object these textual options describe.
   PipelineOptions get() const;

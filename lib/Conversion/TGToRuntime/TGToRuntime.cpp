@@ -255,7 +255,6 @@ ArgSpec stridedGemm() { return {ArgSpec::StridedGemm}; }
 /// gets `site` in it (numbered in execution order); the pattern moves the
 /// dictionary onto the call, adding `results` (the argument positions of the
 /// result tensors).
-constexpr StringLiteral kSourceAttrName = "rt.source";
 ArgSpec seed() { return {ArgSpec::Seed}; }
 ArgSpec optDims(StringRef n) { return {ArgSpec::OptDims, 0, n}; }
 ArgSpec optI64(StringRef n) { return {ArgSpec::OptI64, 0, n}; }
@@ -624,7 +623,8 @@ Value arenaOf(Operation *op) {
 FailureOr<SmallVector<Value>> resultBuffers(Operation *op,
                                             ValueRange operands,
                                             ConversionPatternRewriter &rw) {
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttrName);
+  auto offsets =
+      op->getAttrOfType<DenseI64ArrayAttr>(tg::TGDialect::kOffsetsAttrName);
   Value arena = arenaOf(op);
   if (!arena)
     return op->emitError("is not inside an 'rt.step'"), failure();
@@ -674,7 +674,8 @@ public:
     CallBuilder c(op->getContext());
     SmallVector<Value> foundInf;
     SmallVector<int64_t> resultArgs;
-    auto source = op->getAttrOfType<DictionaryAttr>(kSourceAttrName);
+    auto source =
+        op->getAttrOfType<DictionaryAttr>(rtd::RTDialect::kSourceAttrName);
     auto operandGroup = [&](unsigned g) {
       auto [start, len] = rule.operandGroup(op, g);
       return std::make_pair(start, len);
@@ -931,7 +932,8 @@ public:
     if (source) {
       NamedAttrList entries(source);
       entries.set("results", c.b.getDenseI64ArrayAttr(resultArgs));
-      call->setAttr(kSourceAttrName, entries.getDictionary(op->getContext()));
+      call->setAttr(rtd::RTDialect::kSourceAttrName,
+                    entries.getDictionary(op->getContext()));
     }
     for (Value f : foundInf)
       rtd::FoundInfOp::create(rw, op->getLoc(), f);
@@ -1064,7 +1066,8 @@ struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
   matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rw) const override {
     auto step = op->getParentOfType<rtd::StepOp>();
-    auto targets = op->getAttrOfType<ArrayAttr>("rt.targets");
+    auto targets =
+        op->getAttrOfType<ArrayAttr>(rtd::RTDialect::kTargetsAttrName);
     if (!step || !targets || targets.size() != op.getNumOperands())
       return failure();
     Block &block = step.getBody().front();
@@ -1356,8 +1359,8 @@ std::optional<unsigned> argumentBehind(Value v) {
   }
 }
 
-/// Gives the ops of the step their `rt.source` (kSourceAttrName): what
-/// source op and pass each call comes from, and check sites in execution
+/// Gives the ops of the step their `rt.source` (RTDialect::kSourceAttrName):
+/// what source op and pass each call comes from, and check sites in execution
 /// order. Ops of the optimizer and the loss scaler run after the gradients
 /// are checked and get none. Backward ops (tg.role "grad") are the
 /// backward pass; an AMP cast (tg.role "amp") is in the pass of the kernel
@@ -1404,7 +1407,8 @@ void markSources(Block &step, const llvm::StringMap<const KernelRule *> &rules) 
                                  limit.getType()).getShape()[bound.dim]));
       }
     }
-    op.setAttr(kSourceAttrName, entries.getDictionary(b.getContext()));
+    op.setAttr(rtd::RTDialect::kSourceAttrName,
+               entries.getDictionary(b.getContext()));
   }
 }
 
@@ -1415,11 +1419,12 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(func);
   Location loc = func.getLoc();
-  auto arena = func->getAttrOfType<IntegerAttr>(kArenaSizeAttrName);
+  auto arena =
+      func->getAttrOfType<IntegerAttr>(tg::TGDialect::kArenaSizeAttrName);
   if (!arena)
     return func.emitError("not buffer-planned (run ampc-buffer-planning)");
-  auto intermediate =
-      func->getAttrOfType<IntegerAttr>(kIntermediateBytesAttrName);
+  auto intermediate = func->getAttrOfType<IntegerAttr>(
+      tg::TGDialect::kIntermediateBytesAttrName);
   if (func.getBody().empty())
     return func.emitError("has no body to lower");
   Block &body = func.getBody().front();
@@ -1443,11 +1448,14 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     SlotInfo s{rtd::SlotRole::input, "arg" + std::to_string(i)};
-    if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.input"))
+    if (auto n =
+            func.getArgAttrOfType<StringAttr>(i, TGDialect::kInputAttrName))
       s.name = n.str();
-    else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.param"))
+    else if (auto n = func.getArgAttrOfType<StringAttr>(
+                 i, TGDialect::kParamAttrName))
       s = {rtd::SlotRole::param, n.str()};
-    else if (auto n = func.getArgAttrOfType<StringAttr>(i, "tg.state"))
+    else if (auto n = func.getArgAttrOfType<StringAttr>(
+                 i, TGDialect::kStateAttrName))
       s = {rtd::SlotRole::state, n.str()};
     else if (auto n = func.getArgAttrOfType<StringAttr>(
                  i, TGDialect::kBufferAttrName))
@@ -1494,9 +1502,10 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   llvm::StringMap<unsigned> stateArgs;
   for (BlockArgument arg : body.getArguments()) {
     unsigned k = arg.getArgNumber();
-    StringAttr n = func.getArgAttrOfType<StringAttr>(k, "tg.param");
+    StringAttr n =
+        func.getArgAttrOfType<StringAttr>(k, TGDialect::kParamAttrName);
     if (!n)
-      n = func.getArgAttrOfType<StringAttr>(k, "tg.state");
+      n = func.getArgAttrOfType<StringAttr>(k, TGDialect::kStateAttrName);
     if (!n)
       n = func.getArgAttrOfType<StringAttr>(k, TGDialect::kBufferAttrName);
     if (n)
@@ -1552,8 +1561,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
             attrs.getF64FloatAttr(scale.getValueAsDouble()));
   // Gradient accumulation: K micro-batches per update (ProgramInfo's
   // `accumulate`; the update starts after the ampc_grad_accumulate call).
-  if (auto k = func->getAttrOfType<IntegerAttr>("tg.accumulate"))
-    program->setAttr("rt.accumulate", k);
+  if (auto k = func->getAttrOfType<IntegerAttr>(TGDialect::kAccumulateAttrName))
+    program->setAttr(rtd::RTDialect::kAccumulateAttrName, k);
   for (Operation &op : body)
     if (auto u = dyn_cast<tg::UpdateScaleOp>(op))
       if (auto arg = dyn_cast<BlockArgument>(u.getScale()))
@@ -1589,7 +1598,8 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
       continue;
     // Opt level O2: a model copy starts as its master, rounded (the
     // masters are initialised first: they are arguments before it).
-    if (auto master = func.getArgAttrOfType<StringAttr>(i, "tg.model_of")) {
+    if (auto master =
+            func.getArgAttrOfType<StringAttr>(i, TGDialect::kModelOfAttrName)) {
       auto it = stateArgs.find(master.getValue());
       if (it == stateArgs.end())
         return func.emitError("model copy '")
@@ -1661,7 +1671,7 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
     arg.replaceAllUsesWith(cast.getResult(0));
   }
   stepBlock->getOperations().splice(stepBlock->end(), body.getOperations());
-  ret->setAttr("rt.targets", attrs.getArrayAttr(targets));
+  ret->setAttr(rtd::RTDialect::kTargetsAttrName, attrs.getArrayAttr(targets));
   markSources(*stepBlock, rules);
   return program;
 }

@@ -72,7 +72,7 @@ Program ampc::rt::describeProgram(ProgramOp op) {
   p.training = op.getTraining();
   if (auto s = op.getStaticLossScale())
     p.staticScale = s->convertToDouble();
-  if (auto k = op->getAttrOfType<IntegerAttr>("rt.accumulate"))
+  if (auto k = op->getAttrOfType<IntegerAttr>(RTDialect::kAccumulateAttrName))
     p.accumulate = std::max<int64_t>(1, k.getInt());
   for (SlotOp slot : op.getSlots()) {
     Slot s;
@@ -186,7 +186,8 @@ void ampc::rt::describeSources(Block &step, Program &p) {
       p.updateCall = k + 1;
       accumulateSeen = true;
     }
-    auto source = call->getAttrOfType<DictionaryAttr>("rt.source");
+    auto source =
+        call->getAttrOfType<DictionaryAttr>(RTDialect::kSourceAttrName);
     if (!source)
       continue;
     CallSource s;

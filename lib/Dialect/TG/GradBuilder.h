@@ -32,8 +32,7 @@ public:
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
   static bool isFloatValue(mlir::Value v) {
-    mlir::Type e = type(v).getElementType();
-    return e.isF32() || e.isF16() || e.isBF16();
+    return isFloatElement(type(v).getElementType());
   }
 
   /// A splat constant of `shape` and element type `elt`.

@@ -140,8 +140,6 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Attribute verification
 //===----------------------------------------------------------------------===//
 
-static bool isLowOrF32(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
 /// `tg.loss_scale` on a function: the configuration the loss-scaling pass
 /// applied (the AMP report prints it as is).
 static LogicalResult verifyLossScaleAttr(Operation *op, Attribute value) {
@@ -188,7 +186,7 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   // Written by ampc-buffer-planning (include/ampc/Conversion/BufferPlan.h).
-  if (attr.getName() == "tg.offsets") {
+  if (attr.getName() == kOffsetsAttrName) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
       return op->emitOpError("'tg.offsets' must hold one i64 per result");
@@ -196,15 +194,15 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   // Gradient accumulation (ampc-optimizer-expansion): K micro-batches per
   // update, on the function of the step.
-  if (attr.getName() == "tg.accumulate") {
+  if (attr.getName() == kAccumulateAttrName) {
     auto k = dyn_cast<IntegerAttr>(attr.getValue());
     if (op->getName().getStringRef() != "func.func" || !k || k.getInt() < 2)
       return op->emitOpError("'tg.accumulate' must be an integer >= 2 on a "
                              "function");
     return success();
   }
-  if (attr.getName() == "tg.arena_size" ||
-      attr.getName() == "tg.intermediate_bytes") {
+  if (attr.getName() == kArenaSizeAttrName ||
+      attr.getName() == kIntermediateBytesAttrName) {
     if (!isa<IntegerAttr>(attr.getValue()))
       return op->emitOpError("'")
              << attr.getName().getValue() << "' must be an integer";
@@ -232,7 +230,7 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kPinAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
-    if (!type || !isLowOrF32(type.getValue()))
+    if (!type || !isFloatElement(type.getValue()))
       return op->emitOpError("'")
              << kPinAttrName << "' must be one of f32, f16, bf16, got "
              << attr.getValue();
@@ -240,13 +238,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kComputeAttrName) {
     auto type = dyn_cast<TypeAttr>(attr.getValue());
-    if (!type || !isLowOrF32(type.getValue()))
+    if (!type || !isFloatElement(type.getValue()))
       return op->emitOpError("'")
              << kComputeAttrName << "' must be one of f32, f16, bf16, got "
              << attr.getValue();
     bool floatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
       auto tensor = dyn_cast<RankedTensorType>(t);
-      return isLowOrF32(tensor ? tensor.getElementType() : t);
+      return isFloatElement(tensor ? tensor.getElementType() : t);
     });
     if (!floatResult || isa<CastOp, ConstantOp>(op))
       return op->emitOpError("'")
@@ -319,7 +317,7 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   }
   // Opt level O2: a state argument that is the low model copy of a
   // parameter (ampc-model-copies).
-  if (name == "tg.model_of") {
+  if (name == kModelOfAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError("argument #")
              << argIndex << ": '" << name << "' must be a string";

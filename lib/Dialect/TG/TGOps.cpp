@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -34,12 +35,10 @@ std::string ampc::tg::typeToString(Type type) {
   return s;
 }
 
-static bool isFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
-
 Type ampc::tg::promoteElementTypes(Type a, Type b) {
   if (a == b)
     return a;
-  if (!isFloat(a) || !isFloat(b))
+  if (!isFloatElement(a) || !isFloatElement(b))
     return {};
   // f32 is the widest; f16 and bf16 are incomparable and meet at f32.
   return Float32Type::get(a.getContext());
@@ -86,7 +85,8 @@ bool ampc::tg::areCompatibleResultTypes(TypeRange inferred, TypeRange actual) {
       continue;
     auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
     if (!ta || !tb || ta.getShape() != tb.getShape() ||
-        !isFloat(ta.getElementType()) || !isFloat(tb.getElementType()))
+        !isFloatElement(ta.getElementType()) ||
+        !isFloatElement(tb.getElementType()))
       return false;
   }
   return true;
@@ -117,36 +117,32 @@ void ampc::tg::printStoreType(OpAsmPrinter &printer, Operation *,
 Type ampc::tg::getComputeType(Operation *op) {
   if (auto attr = op->getAttrOfType<TypeAttr>(TGDialect::kComputeAttrName))
     return attr.getValue();
-  auto elementOf = [](Type t) -> Type {
-    if (auto shaped = dyn_cast<ShapedType>(t))
-      return shaped.getElementType();
-    return t;
-  };
   if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
     SmallVector<Type> types;
     if (succeeded(infer.inferReturnTypes(
             op->getContext(), std::nullopt, op->getOperands(),
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)) &&
-        !types.empty() && (isFloat(elementOf(types.front())) ||
-                           !llvm::any_of(op->getOperandTypes(), [&](Type t) {
-                             return isFloat(elementOf(t));
-                           })))
-      return elementOf(types.front());
+        !types.empty() &&
+        (isFloatElement(getElementTypeOrSelf(types.front())) ||
+         !llvm::any_of(op->getOperandTypes(), [&](Type t) {
+           return isFloatElement(getElementTypeOrSelf(t));
+         })))
+      return getElementTypeOrSelf(types.front());
   }
   // A float computation with a result that is not a float (a comparison's
   // bool) computes at its float operands' promoted type.
   Type widest;
   for (Value v : op->getOperands()) {
-    Type e = elementOf(v.getType());
-    if (!isFloat(e))
+    Type e = getElementTypeOrSelf(v.getType());
+    if (!isFloatElement(e))
       continue;
     widest = widest ? promoteElementTypes(widest, e) : e;
   }
   if (widest)
     return widest;
   if (op->getNumResults() > 0)
-    return elementOf(op->getResult(0).getType());
+    return getElementTypeOrSelf(op->getResult(0).getType());
   return {};
 }
 
@@ -598,7 +594,7 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 
 static LogicalResult checkScalarLoss(const InferError &err, Value loss) {
   auto t = tensorType(loss);
-  if (!t || t.getRank() != 0 || !isFloat(t.getElementType()))
+  if (!t || t.getRank() != 0 || !isFloatElement(t.getElementType()))
     return err("loss must be a float scalar, got ", loss.getType());
   return success();
 }

@@ -56,6 +56,18 @@ def RT_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute names the lowering writes.
+    /// On a call: the source op it comes from ({op, pass}, and the check
+    /// site of a kernel that takes one).
+    static constexpr ::llvm::StringLiteral kSourceAttrName = "rt.source";
+    /// On a program: the micro-batches per update (the step function's
+    /// `tg.accumulate`).
+    static constexpr ::llvm::StringLiteral kAccumulateAttrName = "rt.accumulate";
+    /// While lowering, on the step's return: where each returned value goes
+    /// (an i64 output index, or an index-typed slot).
+    static constexpr ::llvm::StringLiteral kTargetsAttrName = "rt.targets";
+  }];
 }
 
 class RT_Op<string mnemonic, list<Trait> traits = []>

@@ -173,6 +173,19 @@ def TG_Dialect : Dialect {
     /// Non-trainable state of the language's `buffer` declarations.
     static constexpr ::llvm::StringLiteral kBufferAttrName = "tg.buffer";
     static constexpr ::llvm::StringLiteral kBufferOutAttrName = "tg.buffer_out";
+    /// On a function: the micro-batches per update of gradient accumulation
+    /// (ampc-optimizer-expansion), an integer >= 2.
+    static constexpr ::llvm::StringLiteral kAccumulateAttrName = "tg.accumulate";
+    /// On a low model copy (a state argument, O2): the f32 master param it
+    /// copies (ampc-model-copies).
+    static constexpr ::llvm::StringLiteral kModelOfAttrName = "tg.model_of";
+    /// What ampc-buffer-planning writes: each op's result offsets in the
+    /// arena, and on the function the arena's size and the bytes the
+    /// intermediates would take unplanned.
+    static constexpr ::llvm::StringLiteral kOffsetsAttrName = "tg.offsets";
+    static constexpr ::llvm::StringLiteral kArenaSizeAttrName = "tg.arena_size";
+    static constexpr ::llvm::StringLiteral kIntermediateBytesAttrName =
+        "tg.intermediate_bytes";
 
     void registerAttributes();
   }];

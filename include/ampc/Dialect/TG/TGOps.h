@@ -38,6 +38,13 @@ void printStoreType(mlir::OpAsmPrinter &printer, mlir::Operation *op,
 
 namespace ampc::tg {
 
+/// True for the float element types the compiler computes in and mixed
+/// precision moves between: f32, f16 and bf16. (The element type of a value
+/// is mlir::getElementTypeOrSelf.)
+inline bool isFloatElement(mlir::Type t) {
+  return t.isF32() || t.isF16() || t.isBF16();
+}
+
 /// The float type both operands promote to: the wider one, and f32 for the
 /// incomparable pair f16/bf16. Returns null for a mix of integer and float,
 /// or of two different integer types.
