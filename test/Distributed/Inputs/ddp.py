@@ -10,7 +10,7 @@ its data, and compares runs of `ampc run` (one process against W ranks).
   ddp.py same-params DIR1 DIR2 [--rtol R]   every NAME.npy within R of
                                             its largest magnitude
   ddp.py count-skips LOG            prints the number of skipped steps
-  ddp.py kill ...                   see kill()
+  ddp.py kill [--when-exists PATH] ...   see kill()
   ddp.py term DELAY|one|twice|self ...         see term()
 """
 import json
@@ -111,10 +111,23 @@ def children(pid):
 
 
 def kill(cmd):
-    """Starts CMD (an mpirun job), kills one of its ranks after a second,
-    and requires the job to end non-zero within 30 s."""
+    """Starts CMD (an mpirun job), kills one of its ranks after 1.5 s (with
+    `--when-exists PATH` first: once PATH exists, waiting up to 120 s, so
+    that a slow start, e.g. under sanitizers on a loaded machine, still
+    gets there), and requires the job to end non-zero within 30 s."""
+    wait_for = None
+    if cmd[:1] == ["--when-exists"]:
+        wait_for, cmd = cmd[1], cmd[2:]
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    time.sleep(1.5)
+    if wait_for:
+        deadline = time.time() + 120
+        while not os.path.exists(wait_for):
+            if job.poll() is not None or time.time() > deadline:
+                job.kill()
+                sys.exit(f"{wait_for} did not appear (job exit {job.poll()})")
+            time.sleep(0.05)
+    else:
+        time.sleep(1.5)
     ranks = children(job.pid)
     assert ranks, "no rank started"
     os.kill(ranks[-1], signal.SIGKILL)
