@@ -1359,15 +1359,28 @@ public:
         }
         continue;
       }
-      for (int64_t i = 0; i < g.numels[t]; ++i) {
-        double v = loadF32(g.data[t], g.dtypes[t], i);
-        sq += v * v;
+      // Other dtypes widened a chunk at a time (exact), then summed in the
+      // same order.
+      float tmp[kChunk];
+      Buf b{g.data[t], g.dtypes[t]};
+      for (int64_t s = 0; s < g.numels[t]; s += kChunk) {
+        int64_t n = std::min(kChunk, g.numels[t] - s);
+        loadContig(b, s, n, tmp);
+        for (int64_t i = 0; i < n; ++i) {
+          double v = tmp[i];
+          sq += v * v;
+        }
       }
     }
     float total = static_cast<float>(sqrt(sq));
     if (totalNorm)
       *totalNorm = total;
     float coef = clipCoefficient(total, maxNorm);
+    // A coefficient of exactly 1 with a finite norm (so every gradient is
+    // finite) leaves every value as it is: nothing to write. (A NaN norm
+    // also gives 1; its NaNs are multiplied as before.)
+    if (coef == 1.0f && std::isfinite(total))
+      return AMPC_OK;
     for (int32_t t = 0; t < g.count; ++t) {
       if (g.dtypes[t] == AMPC_F32) {
         float *p = static_cast<float *>(g.data[t]);
@@ -1375,9 +1388,16 @@ public:
           p[i] = p[i] * coef;
         continue;
       }
-      for (int64_t i = 0; i < g.numels[t]; ++i)
-        storeF32(g.data[t], g.dtypes[t], i,
-                 loadF32(g.data[t], g.dtypes[t], i) * coef);
+      // Widened, scaled in f32 and rounded back once, a chunk at a time.
+      float tmp[kChunk];
+      Buf b{g.data[t], g.dtypes[t]};
+      for (int64_t s = 0; s < g.numels[t]; s += kChunk) {
+        int64_t n = std::min(kChunk, g.numels[t] - s);
+        loadContig(b, s, n, tmp);
+        for (int64_t i = 0; i < n; ++i)
+          tmp[i] *= coef;
+        storeContig(b, s, n, tmp);
+      }
     }
     return AMPC_OK;
   }
