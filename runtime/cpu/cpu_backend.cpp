@@ -84,6 +84,14 @@ constexpr int64_t kChunk = 1024;
 using cpukern::loadContig;
 using cpukern::storeContig;
 
+/// Calls fn(s, len) for the pieces [s, s + len) of [lo, hi), in order, each
+/// at most kChunk long: the loop of the kernels that widen 16-bit operands
+/// into f32 scratch a chunk at a time.
+template <typename Fn> void forPieces(int64_t lo, int64_t hi, Fn &&fn) {
+  for (int64_t s = lo; s < hi; s += kChunk)
+    fn(s, std::min(kChunk, hi - s));
+}
+
 constexpr int64_t kParChunk = cpupool::kItemElements;
 
 bool readFlag(Buf f) {
@@ -901,11 +909,18 @@ public:
   }
 
   ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(loadF32(x.data, x.dtype, i))) {
-        recordCheck(AMPC_CHECK_NONFINITE, site);
-        break;
-      }
+    // Widened a chunk at a time (exact: the same finiteness).
+    bool bad = false;
+    float t[kChunk];
+    forPieces(0, n, [&](int64_t s, int64_t len) {
+      if (bad)
+        return;
+      loadContig(x, s, len, t);
+      for (int64_t i = 0; i < len && !bad; ++i)
+        bad = !std::isfinite(t[i]);
+    });
+    if (bad)
+      recordCheck(AMPC_CHECK_NONFINITE, site);
     return AMPC_OK;
   }
 
@@ -916,25 +931,40 @@ public:
       bool ok = id >= 0 && id < vocab;
       if (!ok)
         recordCheck(AMPC_CHECK_INDEX, site);
-      for (int64_t j = 0; j < dim; ++j)
-        storeF32(y.data, y.dtype, i * dim + j,
-                 ok ? loadF32(table.data, table.dtype, id * dim + j) : 0.0f);
+      // The row (or zeros) through f32 pieces: storeF32(loadF32) per
+      // element, on the vector converters.
+      float t[kChunk];
+      forPieces(0, dim, [&](int64_t s, int64_t len) {
+        if (ok)
+          loadContig(table, id * dim + s, len, t);
+        else
+          std::fill(t, t + len, 0.0f);
+        storeContig(y, i * dim + s, len, t);
+      });
     }
     return AMPC_OK;
   }
 
   ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                            int64_t vocab, int64_t dim) override {
+    // f32 sums in the order of the ids, dy's rows widened a piece at a
+    // time; rounded once into dtable.
     std::vector<float> acc(static_cast<size_t>(vocab * dim), 0.0f);
+    float t[kChunk];
     for (int64_t i = 0; i < n; ++i) {
       int64_t id = loadIndex(ids.data, ids.dtype, i);
       if (id < 0 || id >= vocab)
         continue;
-      for (int64_t j = 0; j < dim; ++j)
-        acc[id * dim + j] += loadF32(dy.data, dy.dtype, i * dim + j);
+      forPieces(0, dim, [&](int64_t s, int64_t len) {
+        loadContig(dy, i * dim + s, len, t);
+        float *row = acc.data() + id * dim + s;
+        for (int64_t j = 0; j < len; ++j)
+          row[j] += t[j];
+      });
     }
-    for (int64_t i = 0; i < vocab * dim; ++i)
-      storeF32(dtable.data, dtable.dtype, i, acc[i]);
+    forPieces(0, vocab * dim, [&](int64_t s, int64_t len) {
+      storeContig(dtable, s, len, acc.data() + s);
+    });
     return AMPC_OK;
   }
 
@@ -1000,11 +1030,17 @@ public:
   }
 
   ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) override {
+    // Widened a piece at a time; the f64 sum in element order.
     double s = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      float d = loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i);
-      s += static_cast<double>(d) * d;
-    }
+    float ta[kChunk], tb[kChunk];
+    forPieces(0, n, [&](int64_t o, int64_t len) {
+      loadContig(a, o, len, ta);
+      loadContig(b, o, len, tb);
+      for (int64_t i = 0; i < len; ++i) {
+        float d = ta[i] - tb[i];
+        s += static_cast<double>(d) * d;
+      }
+    });
     storeF32(loss.data, loss.dtype, 0,
              static_cast<float>(s / static_cast<double>(n)));
     return AMPC_OK;
@@ -1014,14 +1050,21 @@ public:
                      int64_t n) override {
     float norm = 2.0f / static_cast<float>(n);
     float g = loadF32(dloss.data, dloss.dtype, 0);
-    for (int64_t i = 0; i < n; ++i) {
-      float v = norm *
-                (loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i)) * g;
+    // Each element's f32 expression as before, a piece at a time, rounded
+    // once into da and db.
+    float ta[kChunk], tb[kChunk];
+    forPieces(0, n, [&](int64_t o, int64_t len) {
+      loadContig(a, o, len, ta);
+      loadContig(b, o, len, tb);
+      for (int64_t i = 0; i < len; ++i) {
+        ta[i] = norm * (ta[i] - tb[i]) * g;
+        tb[i] = -ta[i];
+      }
       if (da.data)
-        storeF32(da.data, da.dtype, i, v);
+        storeContig(da, o, len, ta);
       if (db.data)
-        storeF32(db.data, db.dtype, i, -v);
-    }
+        storeContig(db, o, len, tb);
+    });
     return AMPC_OK;
   }
 
@@ -1363,14 +1406,13 @@ public:
       // same order.
       float tmp[kChunk];
       Buf b{g.data[t], g.dtypes[t]};
-      for (int64_t s = 0; s < g.numels[t]; s += kChunk) {
-        int64_t n = std::min(kChunk, g.numels[t] - s);
+      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
         loadContig(b, s, n, tmp);
         for (int64_t i = 0; i < n; ++i) {
           double v = tmp[i];
           sq += v * v;
         }
-      }
+      });
     }
     float total = static_cast<float>(sqrt(sq));
     if (totalNorm)
@@ -1391,13 +1433,12 @@ public:
       // Widened, scaled in f32 and rounded back once, a chunk at a time.
       float tmp[kChunk];
       Buf b{g.data[t], g.dtypes[t]};
-      for (int64_t s = 0; s < g.numels[t]; s += kChunk) {
-        int64_t n = std::min(kChunk, g.numels[t] - s);
+      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
         loadContig(b, s, n, tmp);
         for (int64_t i = 0; i < n; ++i)
           tmp[i] *= coef;
         storeContig(b, s, n, tmp);
-      }
+      });
     }
     return AMPC_OK;
   }
@@ -1550,8 +1591,15 @@ public:
             acc[i] = acc[i] + gf[i];
         continue;
       }
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = first ? loadF32(g, gd, i) : acc[i] + loadF32(g, gd, i);
+      // Other dtypes widened a piece at a time, then the same f32 adds.
+      float w[kChunk];
+      Buf gb{const_cast<void *>(g), gd};
+      forPieces(0, n, [&](int64_t s, int64_t len) {
+        loadContig(gb, s, len, first ? acc + s : w);
+        if (!first)
+          for (int64_t i = 0; i < len; ++i)
+            acc[s + i] = acc[s + i] + w[i];
+      });
     }
     *micro = static_cast<int32_t>((*micro + 1) % k);
     return AMPC_OK;
@@ -1600,10 +1648,15 @@ public:
     uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
     float scale = 1.0f / (1.0f - p);
     cpupool::forChunks(numel, kParChunk / 4, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        storeF32(y.data, y.dtype, i,
-                 loadF32(x.data, x.dtype, i) *
-                     dropoutFactor(seed, stream, shard.global(i), p, scale));
+      // x widened a piece at a time, each product rounded once into y.
+      float t[kChunk];
+      forPieces(lo, hi, [&](int64_t s, int64_t len) {
+        loadContig(x, s, len, t);
+        for (int64_t i = 0; i < len; ++i)
+          t[i] = t[i] *
+                 dropoutFactor(seed, stream, shard.global(s + i), p, scale);
+        storeContig(y, s, len, t);
+      });
     });
     return AMPC_OK;
   }
