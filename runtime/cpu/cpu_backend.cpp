@@ -92,6 +92,66 @@ template <typename Fn> void forPieces(int64_t lo, int64_t hi, Fn &&fn) {
     fn(s, std::min(kChunk, hi - s));
 }
 
+/// Element i of b onwards as a buffer of its own (null stays null).
+Buf elementOf(Buf b, int64_t i) {
+  if (!b.data)
+    return b;
+  return Buf{static_cast<char *>(b.data) + i * dtypeSize(b.dtype), b.dtype};
+}
+
+/// Batch-norm channels [c0, c1) of a tensor of geometry g as f32 scratch,
+/// channel-major: channel c's n * inner values, sample by sample, from
+/// (c - c0) * n * inner, so each channel is a contiguous f32 tensor of
+/// geometry {1, 1, n * inner} whose element order is the channel's (sample,
+/// j) order. A sample's values of the block are contiguous in the tensor:
+/// they are widened (and rounded back) a piece at a time.
+struct BnBlock {
+  BnGeom g;
+  int64_t c0, c1;
+  int64_t perChannel() const { return g.perChannel(); }
+  int64_t size() const { return (c1 - c0) * g.perChannel(); }
+  BnGeom channelGeom() const { return BnGeom{1, 1, g.perChannel()}; }
+
+  /// Calls move(tensor offset, piece length, scratch element of the
+  /// piece's elements in turn) for every piece of every sample.
+  template <typename Fn> void walk(Fn &&move) const {
+    int64_t m = g.perChannel(), len = (c1 - c0) * g.inner;
+    int64_t at[kChunk];
+    for (int64_t s0 = 0; s0 < g.n; ++s0)
+      forPieces(0, len, [&](int64_t o, int64_t l) {
+        int64_t cc = o / g.inner, j = o % g.inner;
+        for (int64_t k = 0; k < l; ++k) {
+          at[k] = cc * m + s0 * g.inner + j;
+          if (++j == g.inner) {
+            j = 0;
+            ++cc;
+          }
+        }
+        move(g.at(s0, c0, 0) + o, l, at);
+      });
+  }
+  void gather(Buf t, float *scratch) const {
+    float tmp[kChunk];
+    walk([&](int64_t off, int64_t l, const int64_t *at) {
+      loadContig(t, off, l, tmp);
+      for (int64_t k = 0; k < l; ++k)
+        scratch[at[k]] = tmp[k];
+    });
+  }
+  void scatter(Buf t, const float *scratch) const {
+    float tmp[kChunk];
+    walk([&](int64_t off, int64_t l, const int64_t *at) {
+      for (int64_t k = 0; k < l; ++k)
+        tmp[k] = scratch[at[k]];
+      storeContig(t, off, l, tmp);
+    });
+  }
+  /// Channel ch's scratch as an f32 buffer.
+  Buf channel(float *scratch, int64_t ch) const {
+    return Buf{scratch + (ch - c0) * g.perChannel(), AMPC_F32};
+  }
+};
+
 constexpr int64_t kParChunk = cpupool::kItemElements;
 
 bool readFlag(Buf f) {
@@ -1606,7 +1666,7 @@ public:
   }
 
   // Batch norm and dropout (docs/language.md, "batch_norm and dropout"):
-  // the shared scalar code, one channel (or element) at a time.
+  // the shared scalar code, a channel at a time, on f32 scratch (BnBlock).
   static int64_t channelsPerBnItem(const BnGeom &g) {
     return std::max<int64_t>(1, cpupool::kItemElements /
                                     std::max<int64_t>(g.n * g.inner, 1));
@@ -1615,10 +1675,19 @@ public:
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {
     BnGeom g{n, c, inner};
-    // Threads: channel by channel (each channel's sums stay in order).
+    // Threads: blocks of channels (each channel's sums stay in order), each
+    // widened into f32 scratch, normalised by the shared per-channel code
+    // and rounded back once.
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size()), ys(blk.size());
+      blk.gather(x, xs.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+        bnForwardChannel(blk.channel(ys.data(), ch), blk.channel(xs.data(), ch),
+                         elementOf(w, ch), elementOf(b, ch), elementOf(rm, ch),
+                         elementOf(rv, ch), training, blk.channelGeom(), 0,
+                         eps);
+      blk.scatter(y, ys.data());
     });
     return AMPC_OK;
   }
@@ -1627,8 +1696,19 @@ public:
                            int64_t c, int64_t inner, float eps) override {
     BnGeom g{n, c, inner};
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size()), dys(blk.size()),
+          dxs(dx.data ? blk.size() : 0);
+      blk.gather(x, xs.data());
+      blk.gather(dy, dys.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+        bnBackwardChannel(
+            dx.data ? blk.channel(dxs.data(), ch) : dx, elementOf(dw, ch),
+            elementOf(db, ch), blk.channel(dys.data(), ch),
+            blk.channel(xs.data(), ch), elementOf(w, ch), elementOf(rm, ch),
+            elementOf(rv, ch), training, blk.channelGeom(), 0, eps);
+      if (dx.data)
+        blk.scatter(dx, dxs.data());
     });
     return AMPC_OK;
   }
@@ -1637,8 +1717,13 @@ public:
                               float momentum) override {
     BnGeom g{n, c, inner};
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size());
+      blk.gather(x, xs.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+        bnUpdateChannel(elementOf(newMean, ch), elementOf(newVar, ch),
+                        blk.channel(xs.data(), ch), elementOf(rm, ch),
+                        elementOf(rv, ch), blk.channelGeom(), 0, momentum);
     });
     return AMPC_OK;
   }
