@@ -1733,13 +1733,21 @@ public:
     uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
     float scale = 1.0f / (1.0f - p);
     cpupool::forChunks(numel, kParChunk / 4, [&](int64_t lo, int64_t hi) {
-      // x widened a piece at a time, each product rounded once into y.
+      // x widened a piece at a time, each product rounded once into y; the
+      // four draws of a block of four mask elements computed once.
       float t[kChunk];
+      int64_t block = -1;
+      Philox4 r{};
       forPieces(lo, hi, [&](int64_t s, int64_t len) {
         loadContig(x, s, len, t);
-        for (int64_t i = 0; i < len; ++i)
-          t[i] = t[i] *
-                 dropoutFactor(seed, stream, shard.global(s + i), p, scale);
+        for (int64_t i = 0; i < len; ++i) {
+          int64_t gi = shard.global(s + i);
+          if (gi >> 2 != block) {
+            block = gi >> 2;
+            r = dropoutDraws(seed, stream, gi);
+          }
+          t[i] = t[i] * dropoutFactorOf(r, gi, p, scale);
+        }
         storeContig(y, s, len, t);
       });
     });
