@@ -1161,13 +1161,15 @@ TEST_F(Kernels, GradAccumulate16BitExact) {
     int64_t numels[1] = {n};
     int32_t micro = 0;
     void *grads[1] = {g1.data()};
-    ASSERT_OK(ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
+    ASSERT_OK(
+        ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
     std::vector<float> want(n);
     for (int64_t i = 0; i < n; ++i)
       want[i] = at(g1, i);
     expectStored(acc, want);
     grads[0] = g2.data();
-    ASSERT_OK(ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
+    ASSERT_OK(
+        ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
     for (int64_t i = 0; i < n; ++i)
       want[i] = at(g1, i) + at(g2, i);
     expectStored(acc, want);
