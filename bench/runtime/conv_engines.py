@@ -14,6 +14,8 @@ same operands, under a header naming the processor and the units used:
   direct    AMPC_CPU_CONV=direct (the backend's own direct kernels, f32 on
             widened operands: where every convolution ran before)
   gemm      AMPC_CPU_CONV=gemm (im2col or per-tap GEMMs on the GEMM engine)
+  plain     AMPC_CPU_CONV_LAYOUT=plain (oneDNN's primitives asked for ampc's
+            plain layouts, so no reorders: whether the reorders pay)
 
 An AMPC_CPU_ISA in the environment (e.g. avx2) caps the units of all three.
 
@@ -33,6 +35,7 @@ SETTINGS = [
     ("default", {}),
     ("direct", {"AMPC_CPU_CONV": "direct"}),
     ("gemm", {"AMPC_CPU_CONV": "gemm"}),
+    ("plain", {"AMPC_CPU_CONV_LAYOUT": "plain"}),
 ]
 
 
@@ -64,8 +67,9 @@ def main():
     print()
     print("| channels x size | operands | " +
           " | ".join("%s ms" % name for name, _ in SETTINGS) +
-          " | direct / default | gemm / default | bf16 / f32 (default) |")
-    print("| ---: | --- |" + " ---: |" * (len(SETTINGS) + 3))
+          " | direct / default | gemm / default | plain / default |"
+          " bf16 / f32 (default) |")
+    print("| ---: | --- |" + " ---: |" * (len(SETTINGS) + 4))
     for c in sorted({k[0] for k in results["default"]}):
         for dt in ("f32", "bf16"):
             if (c, dt) not in results["default"]:
@@ -73,9 +77,10 @@ def main():
             vals = [results[name][(c, dt)][0] for name, _ in SETTINGS]
             f32 = results["default"].get((c, "f32"), (None,))[0]
             gain = "%.2f" % (f32 / vals[0]) if dt == "bf16" and f32 else ""
-            print("| %d x %d^2 | %s | %s | %.2f | %.2f | %s |" % (
+            print("| %d x %d^2 | %s | %s | %.2f | %.2f | %.2f | %s |" % (
                 c, 512 // c, dt, " | ".join("%.2f" % v for v in vals),
-                vals[1] / vals[0], vals[2] / vals[0], gain))
+                vals[1] / vals[0], vals[2] / vals[0], vals[3] / vals[0],
+                gain))
     return 0
 
 

@@ -40,6 +40,12 @@ f32, bf16 and fp16 steps spend their time: a `perf record` of one `ampc
 run`, self time grouped by kernel (GEMM library, oneDNN's JIT code, each CPU
 backend entry point, libm, the rest).
 
+`--opt-levels` measures ampc alone at the Apex presets instead: `--amp=bf16`
+and `--amp=fp16`, each with `--opt-level=O1`, `O2` and `O3`, and the ratios
+O2 / O1 and O3 / O1 (issue: the presets that keep more in 16 bits should not
+be slower). The params then start from the program's own initial values
+(O3 keeps them in 16 bits, which the f32 `.npy` files are not).
+
 `--cpu-time` measures CPU time instead of wall time, for a machine other jobs
 load (where a process gets a varying share of the cores): each rate is
 (steps - 1) / (CPU seconds of a run of `--steps` steps - CPU seconds of a
@@ -86,6 +92,13 @@ RATIOS = (
     ("PyTorch bf16 / PyTorch f32", "torch_bf16", "torch"),
 )
 BASELINE_MODES = ("off", "bf16", "fp16")
+# --opt-levels: ampc alone at the Apex presets, each 16-bit type at O1, O2
+# and O3 (an ampc mode "AMP:LEVEL" runs `--amp=AMP --opt-level=LEVEL`).
+OPT_COLUMNS = tuple(("%s_%s" % (amp, lvl), "ampc %s %s" % (amp, lvl), "ampc",
+                     "%s:%s" % (amp, lvl))
+                    for amp in ("bf16", "fp16") for lvl in ("O1", "O2", "O3"))
+OPT_RATIOS = tuple(("%s %s / O1" % (amp, lvl), "%s_%s" % (amp, lvl), amp + "_O1")
+                   for amp in ("bf16", "fp16") for lvl in ("O2", "O3"))
 
 
 def processor():
@@ -143,7 +156,12 @@ def main():
                          "AMPC_CPU_ISA=avx2 (repeatable)")
     ap.add_argument("--examples", default=None,
                     help="comma-separated program names of the set")
+    ap.add_argument("--opt-levels", action="store_true",
+                    help="ampc alone, bf16 and fp16 at --opt-level=O1, O2, O3")
     args = ap.parse_args()
+    if args.opt_levels and (args.baseline or args.breakdown):
+        ap.error("--opt-levels does not take --baseline or --breakdown")
+    columns, ratios = (OPT_COLUMNS, OPT_RATIOS) if args.opt_levels else (COLUMNS, RATIOS)
     counts = [int(t) for t in args.threads.split(",")]
     if args.examples is None:
         args.examples = ("mlp,cnn,transformer" if args.set == "examples" else
@@ -210,8 +228,15 @@ def main():
         for n, path in inputs.items():
             data += ["--input", "%s=%s" % (n, path)]
 
-        def ampc_once(amp, binary, steps):
-            cmd = [binary or args.ampc, "run", src, "--amp=" + amp, "--steps", str(steps)] + data
+        def ampc_once(mode, binary, steps):
+            amp, _, level = mode.partition(":")
+            # At an opt level the params are the program's own initial
+            # values (O3 stores them in 16 bits, which f32 .npy files are
+            # not): the data are the same, the starting point each level's.
+            given = data[2:] if level else data
+            cmd = [binary or args.ampc, "run", src, "--amp=" + amp, "--steps", str(steps)] + given
+            if level:
+                cmd.append("--opt-level=" + level)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             proc = subprocess.run(cmd, capture_output=True, text=True, env=ampc_env)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -253,11 +278,11 @@ def main():
             _, cpu1 = torch_once(autocast, 1)
             return (args.steps - 1) / max(cpu - cpu1, 1e-9)
 
-        rates = {key: [] for key, _, _, _ in COLUMNS}
+        rates = {key: [] for key, _, _, _ in columns}
         if args.baseline:
             rates.update({"base_" + m: [] for m in BASELINE_MODES})
         for _ in range(args.repeat):
-            for key, _, runner, mode in COLUMNS:
+            for key, _, runner, mode in columns:
                 if args.baseline and runner == "ampc":
                     rates["base_" + mode].append(ampc_rate(mode, args.baseline))
                 rates[key].append(ampc_rate(mode) if runner == "ampc" else torch_rate(mode))
@@ -276,14 +301,14 @@ def main():
     def row(cells):
         print("| " + " | ".join(cells) + " |")
 
-    row(["program", "threads"] + ["%s (steps/s)" % h for _, h, _, _ in COLUMNS] +
-        [h for h, _, _ in RATIOS])
-    row(["---", "---:"] + ["---:"] * (len(COLUMNS) + len(RATIOS)))
+    row(["program", "threads"] + ["%s (steps/s)" % h for _, h, _, _ in columns] +
+        [h for h, _, _ in ratios])
+    row(["---", "---:"] + ["---:"] * (len(columns) + len(ratios)))
     for name, med, _ in rows:
-        row(["%s.tg" % name, str(args.threads)] + ["%.2f" % med[k] for k, _, _, _ in COLUMNS] +
-            ["%.2f" % (med[a] / med[b]) for _, a, b in RATIOS])
-    row(["geometric mean", str(args.threads)] + [""] * len(COLUMNS) +
-        ["%.2f" % geomean([med[a] / med[b] for _, med, _ in rows]) for _, a, b in RATIOS])
+        row(["%s.tg" % name, str(args.threads)] + ["%.2f" % med[k] for k, _, _, _ in columns] +
+            ["%.2f" % (med[a] / med[b]) for _, a, b in ratios])
+    row(["geometric mean", str(args.threads)] + [""] * len(columns) +
+        ["%.2f" % geomean([med[a] / med[b] for _, med, _ in rows]) for _, a, b in ratios])
     if args.baseline:
         print()
         row(["program", "threads"] + ["%s %s" % (who, m) if who else "%s speed-up" % m
@@ -301,7 +326,7 @@ def main():
     print()
     print("geometric means: " + ", ".join(
         "%s %.2f" % (h, geomean([med[a] / med[b] for _, med, _ in rows]))
-        for h, a, b in RATIOS))
+        for h, a, b in ratios))
     print()
     print("min-max over the runs:")
     for name, _, spread in rows:
@@ -321,13 +346,14 @@ def print_units(units, names):
         if len(set(mine.values())) == 1:
             print("%s units: cpu: %s" % (who, next(iter(mine.values()))))
             continue
-        for mode in BASELINE_MODES:
+        for mode in sorted({m for _, m in mine}):
             per = {n: mine[(n, mode)] for n in names if (n, mode) in mine}
+            flags = "--amp=%s" % mode.replace(":", " --opt-level=")
             if len(set(per.values())) == 1:
-                print("%s --amp=%s units: cpu: %s" % (who, mode, next(iter(per.values()))))
+                print("%s %s units: cpu: %s" % (who, flags, next(iter(per.values()))))
             else:
                 for n, v in per.items():
-                    print("%s --amp=%s %s.tg units: cpu: %s" % (who, mode, n, v))
+                    print("%s %s %s.tg units: cpu: %s" % (who, flags, n, v))
 
 
 def group(sym, dso):

@@ -84,6 +84,74 @@ constexpr int64_t kChunk = 1024;
 using cpukern::loadContig;
 using cpukern::storeContig;
 
+/// Calls fn(s, len) for the pieces [s, s + len) of [lo, hi), in order, each
+/// at most kChunk long: the loop of the kernels that widen 16-bit operands
+/// into f32 scratch a chunk at a time.
+template <typename Fn> void forPieces(int64_t lo, int64_t hi, Fn &&fn) {
+  for (int64_t s = lo; s < hi; s += kChunk)
+    fn(s, std::min(kChunk, hi - s));
+}
+
+/// Element i of b onwards as a buffer of its own (null stays null).
+Buf elementOf(Buf b, int64_t i) {
+  if (!b.data)
+    return b;
+  return Buf{static_cast<char *>(b.data) + i * dtypeSize(b.dtype), b.dtype};
+}
+
+/// Batch-norm channels [c0, c1) of a tensor of geometry g as f32 scratch,
+/// channel-major: channel c's n * inner values, sample by sample, from
+/// (c - c0) * n * inner, so each channel is a contiguous f32 tensor of
+/// geometry {1, 1, n * inner} whose element order is the channel's (sample,
+/// j) order. A sample's values of the block are contiguous in the tensor:
+/// they are widened (and rounded back) a piece at a time.
+struct BnBlock {
+  BnGeom g;
+  int64_t c0, c1;
+  int64_t perChannel() const { return g.perChannel(); }
+  int64_t size() const { return (c1 - c0) * g.perChannel(); }
+  BnGeom channelGeom() const { return BnGeom{1, 1, g.perChannel()}; }
+
+  /// Calls move(tensor offset, piece length, scratch element of the
+  /// piece's elements in turn) for every piece of every sample.
+  template <typename Fn> void walk(Fn &&move) const {
+    int64_t m = g.perChannel(), len = (c1 - c0) * g.inner;
+    int64_t at[kChunk];
+    for (int64_t s0 = 0; s0 < g.n; ++s0)
+      forPieces(0, len, [&](int64_t o, int64_t l) {
+        int64_t cc = o / g.inner, j = o % g.inner;
+        for (int64_t k = 0; k < l; ++k) {
+          at[k] = cc * m + s0 * g.inner + j;
+          if (++j == g.inner) {
+            j = 0;
+            ++cc;
+          }
+        }
+        move(g.at(s0, c0, 0) + o, l, at);
+      });
+  }
+  void gather(Buf t, float *scratch) const {
+    float tmp[kChunk];
+    walk([&](int64_t off, int64_t l, const int64_t *at) {
+      loadContig(t, off, l, tmp);
+      for (int64_t k = 0; k < l; ++k)
+        scratch[at[k]] = tmp[k];
+    });
+  }
+  void scatter(Buf t, const float *scratch) const {
+    float tmp[kChunk];
+    walk([&](int64_t off, int64_t l, const int64_t *at) {
+      for (int64_t k = 0; k < l; ++k)
+        tmp[k] = scratch[at[k]];
+      storeContig(t, off, l, tmp);
+    });
+  }
+  /// Channel ch's scratch as an f32 buffer.
+  Buf channel(float *scratch, int64_t ch) const {
+    return Buf{scratch + (ch - c0) * g.perChannel(), AMPC_F32};
+  }
+};
+
 constexpr int64_t kParChunk = cpupool::kItemElements;
 
 bool readFlag(Buf f) {
@@ -901,11 +969,18 @@ public:
   }
 
   ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override {
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(loadF32(x.data, x.dtype, i))) {
-        recordCheck(AMPC_CHECK_NONFINITE, site);
-        break;
-      }
+    // Widened a chunk at a time (exact: the same finiteness).
+    bool bad = false;
+    float t[kChunk];
+    forPieces(0, n, [&](int64_t s, int64_t len) {
+      if (bad)
+        return;
+      loadContig(x, s, len, t);
+      for (int64_t i = 0; i < len && !bad; ++i)
+        bad = !std::isfinite(t[i]);
+    });
+    if (bad)
+      recordCheck(AMPC_CHECK_NONFINITE, site);
     return AMPC_OK;
   }
 
@@ -916,25 +991,40 @@ public:
       bool ok = id >= 0 && id < vocab;
       if (!ok)
         recordCheck(AMPC_CHECK_INDEX, site);
-      for (int64_t j = 0; j < dim; ++j)
-        storeF32(y.data, y.dtype, i * dim + j,
-                 ok ? loadF32(table.data, table.dtype, id * dim + j) : 0.0f);
+      // The row (or zeros) through f32 pieces: storeF32(loadF32) per
+      // element, on the vector converters.
+      float t[kChunk];
+      forPieces(0, dim, [&](int64_t s, int64_t len) {
+        if (ok)
+          loadContig(table, id * dim + s, len, t);
+        else
+          std::fill(t, t + len, 0.0f);
+        storeContig(y, i * dim + s, len, t);
+      });
     }
     return AMPC_OK;
   }
 
   ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                            int64_t vocab, int64_t dim) override {
+    // f32 sums in the order of the ids, dy's rows widened a piece at a
+    // time; rounded once into dtable.
     std::vector<float> acc(static_cast<size_t>(vocab * dim), 0.0f);
+    float t[kChunk];
     for (int64_t i = 0; i < n; ++i) {
       int64_t id = loadIndex(ids.data, ids.dtype, i);
       if (id < 0 || id >= vocab)
         continue;
-      for (int64_t j = 0; j < dim; ++j)
-        acc[id * dim + j] += loadF32(dy.data, dy.dtype, i * dim + j);
+      forPieces(0, dim, [&](int64_t s, int64_t len) {
+        loadContig(dy, i * dim + s, len, t);
+        float *row = acc.data() + id * dim + s;
+        for (int64_t j = 0; j < len; ++j)
+          row[j] += t[j];
+      });
     }
-    for (int64_t i = 0; i < vocab * dim; ++i)
-      storeF32(dtable.data, dtable.dtype, i, acc[i]);
+    forPieces(0, vocab * dim, [&](int64_t s, int64_t len) {
+      storeContig(dtable, s, len, acc.data() + s);
+    });
     return AMPC_OK;
   }
 
@@ -1000,11 +1090,17 @@ public:
   }
 
   ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) override {
+    // Widened a piece at a time; the f64 sum in element order.
     double s = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      float d = loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i);
-      s += static_cast<double>(d) * d;
-    }
+    float ta[kChunk], tb[kChunk];
+    forPieces(0, n, [&](int64_t o, int64_t len) {
+      loadContig(a, o, len, ta);
+      loadContig(b, o, len, tb);
+      for (int64_t i = 0; i < len; ++i) {
+        float d = ta[i] - tb[i];
+        s += static_cast<double>(d) * d;
+      }
+    });
     storeF32(loss.data, loss.dtype, 0,
              static_cast<float>(s / static_cast<double>(n)));
     return AMPC_OK;
@@ -1014,14 +1110,21 @@ public:
                      int64_t n) override {
     float norm = 2.0f / static_cast<float>(n);
     float g = loadF32(dloss.data, dloss.dtype, 0);
-    for (int64_t i = 0; i < n; ++i) {
-      float v = norm *
-                (loadF32(a.data, a.dtype, i) - loadF32(b.data, b.dtype, i)) * g;
+    // Each element's f32 expression as before, a piece at a time, rounded
+    // once into da and db.
+    float ta[kChunk], tb[kChunk];
+    forPieces(0, n, [&](int64_t o, int64_t len) {
+      loadContig(a, o, len, ta);
+      loadContig(b, o, len, tb);
+      for (int64_t i = 0; i < len; ++i) {
+        ta[i] = norm * (ta[i] - tb[i]) * g;
+        tb[i] = -ta[i];
+      }
       if (da.data)
-        storeF32(da.data, da.dtype, i, v);
+        storeContig(da, o, len, ta);
       if (db.data)
-        storeF32(db.data, db.dtype, i, -v);
-    }
+        storeContig(db, o, len, tb);
+    });
     return AMPC_OK;
   }
 
@@ -1359,15 +1462,27 @@ public:
         }
         continue;
       }
-      for (int64_t i = 0; i < g.numels[t]; ++i) {
-        double v = loadF32(g.data[t], g.dtypes[t], i);
-        sq += v * v;
-      }
+      // Other dtypes widened a chunk at a time (exact), then summed in the
+      // same order.
+      float tmp[kChunk];
+      Buf b{g.data[t], g.dtypes[t]};
+      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
+        loadContig(b, s, n, tmp);
+        for (int64_t i = 0; i < n; ++i) {
+          double v = tmp[i];
+          sq += v * v;
+        }
+      });
     }
     float total = static_cast<float>(sqrt(sq));
     if (totalNorm)
       *totalNorm = total;
     float coef = clipCoefficient(total, maxNorm);
+    // A coefficient of exactly 1 with a finite norm (so every gradient is
+    // finite) leaves every value as it is: nothing to write. (A NaN norm
+    // also gives 1; its NaNs are multiplied as before.)
+    if (coef == 1.0f && std::isfinite(total))
+      return AMPC_OK;
     for (int32_t t = 0; t < g.count; ++t) {
       if (g.dtypes[t] == AMPC_F32) {
         float *p = static_cast<float *>(g.data[t]);
@@ -1375,9 +1490,15 @@ public:
           p[i] = p[i] * coef;
         continue;
       }
-      for (int64_t i = 0; i < g.numels[t]; ++i)
-        storeF32(g.data[t], g.dtypes[t], i,
-                 loadF32(g.data[t], g.dtypes[t], i) * coef);
+      // Widened, scaled in f32 and rounded back once, a chunk at a time.
+      float tmp[kChunk];
+      Buf b{g.data[t], g.dtypes[t]};
+      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
+        loadContig(b, s, n, tmp);
+        for (int64_t i = 0; i < n; ++i)
+          tmp[i] *= coef;
+        storeContig(b, s, n, tmp);
+      });
     }
     return AMPC_OK;
   }
@@ -1530,15 +1651,22 @@ public:
             acc[i] = acc[i] + gf[i];
         continue;
       }
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = first ? loadF32(g, gd, i) : acc[i] + loadF32(g, gd, i);
+      // Other dtypes widened a piece at a time, then the same f32 adds.
+      float w[kChunk];
+      Buf gb{const_cast<void *>(g), gd};
+      forPieces(0, n, [&](int64_t s, int64_t len) {
+        loadContig(gb, s, len, first ? acc + s : w);
+        if (!first)
+          for (int64_t i = 0; i < len; ++i)
+            acc[s + i] = acc[s + i] + w[i];
+      });
     }
     *micro = static_cast<int32_t>((*micro + 1) % k);
     return AMPC_OK;
   }
 
   // Batch norm and dropout (docs/language.md, "batch_norm and dropout"):
-  // the shared scalar code, one channel (or element) at a time.
+  // the shared scalar code, a channel at a time, on f32 scratch (BnBlock).
   static int64_t channelsPerBnItem(const BnGeom &g) {
     return std::max<int64_t>(1, cpupool::kItemElements /
                                     std::max<int64_t>(g.n * g.inner, 1));
@@ -1547,10 +1675,19 @@ public:
                         bool training, int64_t n, int64_t c, int64_t inner,
                         float eps) override {
     BnGeom g{n, c, inner};
-    // Threads: channel by channel (each channel's sums stay in order).
+    // Threads: blocks of channels (each channel's sums stay in order), each
+    // widened into f32 scratch, normalised by the shared per-channel code
+    // and rounded back once.
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size()), ys(blk.size());
+      blk.gather(x, xs.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnForwardChannel(y, x, w, b, rm, rv, training, g, ch, eps);
+        bnForwardChannel(blk.channel(ys.data(), ch), blk.channel(xs.data(), ch),
+                         elementOf(w, ch), elementOf(b, ch), elementOf(rm, ch),
+                         elementOf(rv, ch), training, blk.channelGeom(), 0,
+                         eps);
+      blk.scatter(y, ys.data());
     });
     return AMPC_OK;
   }
@@ -1559,8 +1696,19 @@ public:
                            int64_t c, int64_t inner, float eps) override {
     BnGeom g{n, c, inner};
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size()), dys(blk.size()),
+          dxs(dx.data ? blk.size() : 0);
+      blk.gather(x, xs.data());
+      blk.gather(dy, dys.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, g, ch, eps);
+        bnBackwardChannel(
+            dx.data ? blk.channel(dxs.data(), ch) : dx, elementOf(dw, ch),
+            elementOf(db, ch), blk.channel(dys.data(), ch),
+            blk.channel(xs.data(), ch), elementOf(w, ch), elementOf(rm, ch),
+            elementOf(rv, ch), training, blk.channelGeom(), 0, eps);
+      if (dx.data)
+        blk.scatter(dx, dxs.data());
     });
     return AMPC_OK;
   }
@@ -1569,8 +1717,13 @@ public:
                               float momentum) override {
     BnGeom g{n, c, inner};
     cpupool::forChunks(c, channelsPerBnItem(g), [&](int64_t c0, int64_t c1) {
+      BnBlock blk{g, c0, c1};
+      std::vector<float> xs(blk.size());
+      blk.gather(x, xs.data());
       for (int64_t ch = c0; ch < c1; ++ch)
-        bnUpdateChannel(newMean, newVar, x, rm, rv, g, ch, momentum);
+        bnUpdateChannel(elementOf(newMean, ch), elementOf(newVar, ch),
+                        blk.channel(xs.data(), ch), elementOf(rm, ch),
+                        elementOf(rv, ch), blk.channelGeom(), 0, momentum);
     });
     return AMPC_OK;
   }
@@ -1580,10 +1733,23 @@ public:
     uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
     float scale = 1.0f / (1.0f - p);
     cpupool::forChunks(numel, kParChunk / 4, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        storeF32(y.data, y.dtype, i,
-                 loadF32(x.data, x.dtype, i) *
-                     dropoutFactor(seed, stream, shard.global(i), p, scale));
+      // x widened a piece at a time, each product rounded once into y; the
+      // four draws of a block of four mask elements computed once.
+      float t[kChunk];
+      int64_t block = -1;
+      Philox4 r{};
+      forPieces(lo, hi, [&](int64_t s, int64_t len) {
+        loadContig(x, s, len, t);
+        for (int64_t i = 0; i < len; ++i) {
+          int64_t gi = shard.global(s + i);
+          if (gi >> 2 != block) {
+            block = gi >> 2;
+            r = dropoutDraws(seed, stream, gi);
+          }
+          t[i] = t[i] * dropoutFactorOf(r, gi, p, scale);
+        }
+        storeContig(y, s, len, t);
+      });
     });
     return AMPC_OK;
   }

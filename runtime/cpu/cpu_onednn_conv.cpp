@@ -172,6 +172,17 @@ ConvCache::~ConvCache() {
     }
 }
 
+/// Whether primitives are asked for ampc's plain layouts instead of the ones
+/// they run fastest in (AMPC_CPU_CONV_LAYOUT=plain; default: oneDNN's
+/// choice). For measuring whether the reorders pay (bench/README.md).
+static bool plainLayouts() {
+  static const bool plain = [] {
+    const char *e = getenv("AMPC_CPU_CONV_LAYOUT");
+    return e && !strcmp(e, "plain");
+  }();
+  return plain;
+}
+
 const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = entries.find(key);
@@ -223,6 +234,11 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
   dnnl_data_type_t weiT = bwdWeights ? dnnl_f32 : t;
   dnnl_data_type_t outT = key.pass == ConvPass::Forward ? dnnl_f32 : t;
   auto s = std::make_unique<State>();
+  // The layouts the primitive may choose: any (oneDNN's blocked layouts,
+  // with reorders), or the plain ones themselves (no reorders).
+  bool plain = plainLayouts();
+  dnnl_format_tag_t imgAny = plain ? imgTag : dnnl_format_tag_any;
+  dnnl_format_tag_t weiAny = plain ? weiTag : dnnl_format_tag_any;
   dnnl_memory_desc_t anyImg, anyWei, anyOut, hintOut;
   if (a.dnnl_memory_desc_init_by_tag(&s->images.user, 2 + sp, img, imgT,
                                      imgTag) ||
@@ -230,14 +246,10 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
                                      weiTag) ||
       a.dnnl_memory_desc_init_by_tag(&s->outputs.user, 2 + sp, out, outT,
                                      imgTag) ||
-      a.dnnl_memory_desc_init_by_tag(&anyImg, 2 + sp, img, imgT,
-                                     dnnl_format_tag_any) ||
-      a.dnnl_memory_desc_init_by_tag(&anyWei, wd, wei, weiT,
-                                     dnnl_format_tag_any) ||
-      a.dnnl_memory_desc_init_by_tag(&anyOut, 2 + sp, out, outT,
-                                     dnnl_format_tag_any) ||
-      a.dnnl_memory_desc_init_by_tag(&hintOut, 2 + sp, out, t,
-                                     dnnl_format_tag_any)) {
+      a.dnnl_memory_desc_init_by_tag(&anyImg, 2 + sp, img, imgT, imgAny) ||
+      a.dnnl_memory_desc_init_by_tag(&anyWei, wd, wei, weiT, weiAny) ||
+      a.dnnl_memory_desc_init_by_tag(&anyOut, 2 + sp, out, outT, imgAny) ||
+      a.dnnl_memory_desc_init_by_tag(&hintOut, 2 + sp, out, t, imgAny)) {
     why = "oneDNN refused the convolution's operands";
     return nullptr;
   }
@@ -257,9 +269,8 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
     // The backward passes take a forward primitive of the same problem as
     // a hint of the layouts; its operands are all of the key's dtype.
     dnnl_memory_desc_t hintImg, hintWei;
-    a.dnnl_memory_desc_init_by_tag(&hintImg, 2 + sp, img, t,
-                                   dnnl_format_tag_any);
-    a.dnnl_memory_desc_init_by_tag(&hintWei, wd, wei, t, dnnl_format_tag_any);
+    a.dnnl_memory_desc_init_by_tag(&hintImg, 2 + sp, img, t, imgAny);
+    a.dnnl_memory_desc_init_by_tag(&hintWei, wd, wei, t, weiAny);
     st = a.dnnl_dilated_convolution_forward_desc_init(
         &fwd, dnnl_forward_training, dnnl_convolution_direct, &hintImg,
         &hintWei, nullptr, &hintOut, strides, dil, padL, padR);

@@ -399,6 +399,43 @@ TEST_F(Amp, ClipGradNorm) {
   EXPECT_NEAR(std::sqrt(sq2), 1.0, 1e-2); // bf16 rounding of b
 }
 
+// 16-bit gradients over several of the backend's chunks: the norm is the
+// one sequential f64 sum of the widened values, and each clipped value is
+// v * coef rounded once to its type, bit for bit; below the limit nothing
+// is written.
+TEST_F(Amp, ClipGradNorm16BitExact) {
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    Tensor a = randomTensor({3001}, dt, -3, 3),
+           b = randomTensor({1500}, AMPC_F32, -1, 1);
+    double sq = 0;
+    for (double x : a.values())
+      sq += x * x;
+    for (double x : b.values())
+      sq += x * x;
+    float total = static_cast<float>(std::sqrt(sq));
+    Tensor a0 = a;
+    void *gs[2] = {a.data(), b.data()};
+    ampc_dtype dts[2] = {dt, AMPC_F32};
+    int64_t n[2] = {3001, 1500};
+    float norm = 0;
+    ASSERT_OK(ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 1e6, nullptr,
+                                  AMPC_F32));
+    EXPECT_EQ(norm, total);
+    EXPECT_EQ(a.bytes, a0.bytes);
+    ASSERT_OK(ampc_clip_grad_norm(ctx, &norm, gs, dts, n, 2, 2.0, nullptr,
+                                  AMPC_F32));
+    float coef = 2.0f / (total + 1e-6f);
+    for (int64_t i = 0; i < 3001; ++i) {
+      float v = static_cast<float>(a0.get(i)) * coef;
+      double want = dt == AMPC_F16
+                        ? ampc::f16ToF32(ampc::f32ToF16(v))
+                        : ampc::bf16ToF32(ampc::f32ToBf16(v));
+      ASSERT_EQ(a.get(i), want) << "element " << i;
+    }
+  }
+}
+
 // ------------------------------------------------------------ random init --
 
 TEST(Philox, KnownAnswers) {

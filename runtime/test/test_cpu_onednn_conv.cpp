@@ -246,6 +246,13 @@ TEST_F(CpuConvEngine, ConvolutionsMatchTheDefinition) {
   ASSERT_NE(at, std::string::npos);
   bool native = cpuHas("avx512_bf16") || cpuHas("amx_bf16");
   bool bf16Kernels = e.find("bf16", at) != std::string::npos;
+  // In the plain layouts (AMPC_CPU_CONV_LAYOUT=plain) oneDNN 2.6 runs these
+  // problems on its im2col GEMM, in f32.
+  const char *layout = getenv("AMPC_CPU_CONV_LAYOUT");
+  if (layout && std::string(layout) == "plain") {
+    EXPECT_NE(e.find("gemm", at), std::string::npos);
+    return;
+  }
   if (!cap && native)
     EXPECT_TRUE(bf16Kernels);
   if ((cap && std::string(cap) == "avx2") || !native)

@@ -11,6 +11,7 @@
 //   bf16 out: rtol = atol = 2^-7
 //
 //===----------------------------------------------------------------------===//
+#include "src/norm_dropout_ops.h"
 #include "test_util.h"
 
 using namespace ampc_test;
@@ -1030,6 +1031,169 @@ TEST_F(Kernels, FillAndMemory) {
   void *p = nullptr;
   ASSERT_OK(ampc_malloc(ctx, 64, &p));
   ASSERT_OK(ampc_free(ctx, p));
+}
+
+// ------------------------------------- 16-bit operands over many chunks --
+//
+// Losses, embedding, dropout, gradient accumulation and the non-finite
+// check widen 16-bit operands into f32 a chunk at a time: every result has
+// the bits of the element-by-element definition (the scalar conversions,
+// the same f32/f64 expression in element order, one rounding to the stored
+// type), over sizes that end inside a chunk.
+
+/// v rounded once to dt, as f32.
+float storedAs(ampc_dtype dt, float v) {
+  switch (dt) {
+  case AMPC_F16:
+    return ampc::f16ToF32(ampc::f32ToF16(v));
+  case AMPC_BF16:
+    return ampc::bf16ToF32(ampc::f32ToBf16(v));
+  default:
+    return v;
+  }
+}
+
+/// Element i of t as f32 (exact for every float dtype).
+float at(const Tensor &t, int64_t i) {
+  return ampc::loadF32(t.bytes.data(), t.dtype, i);
+}
+
+/// Compares t's bits with want[i] stored as t's dtype.
+void expectStored(const Tensor &t, const std::vector<float> &want) {
+  Tensor w(t.shape, t.dtype);
+  for (int64_t i = 0; i < t.size(); ++i)
+    ampc::storeF32(w.data(), w.dtype, i, want[i]);
+  for (int64_t i = 0; i < t.size(); ++i)
+    ASSERT_EQ(memcmp(t.bytes.data() + i * elemSize(t.dtype),
+                     w.bytes.data() + i * elemSize(t.dtype), elemSize(t.dtype)),
+              0)
+        << "element " << i << ": " << at(t, i) << " != " << at(w, i);
+}
+
+TEST_F(Kernels, MseLoss16BitExact) {
+  const int64_t n = 5003;
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    Tensor a = randomTensor({n}, dt, -3, 3), b = randomTensor({n}, dt, -3, 3);
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      float d = at(a, i) - at(b, i);
+      s += static_cast<double>(d) * d;
+    }
+    for (ampc_dtype lt : {AMPC_F32, dt}) {
+      Tensor loss({}, lt);
+      ASSERT_OK(ampc_mse_loss_fwd(ctx, T(loss), T(a), T(b)));
+      expectStored(loss, {static_cast<float>(s / static_cast<double>(n))});
+    }
+    Tensor dloss({}, dt), da({n}, dt), db({n}, dt);
+    dloss.set(0, 0.75);
+    ASSERT_OK(ampc_mse_loss_bwd(ctx, T(da), T(db), T(dloss), T(a), T(b)));
+    std::vector<float> wa(n), wb(n);
+    float norm = 2.0f / static_cast<float>(n), g = at(dloss, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      wa[i] = norm * (at(a, i) - at(b, i)) * g;
+      wb[i] = -wa[i];
+    }
+    expectStored(da, wa);
+    expectStored(db, wb);
+  }
+}
+
+TEST_F(Kernels, Embedding16BitExact) {
+  const int64_t vocab = 7, dim = 1537, rows = 6;
+  const int64_t vals[rows] = {3, 0, 9, 3, 6, 3}; // 9: out of range
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    Tensor ids({rows}, AMPC_I64);
+    for (int64_t i = 0; i < rows; ++i)
+      ids.set(i, static_cast<double>(vals[i]));
+    Tensor table = randomTensor({vocab, dim}, dt, -2, 2), y({rows, dim}, dt);
+    ASSERT_OK(ampc_embedding_fwd(ctx, T(y), T(table), T(ids), -1));
+    std::vector<float> wy(rows * dim, 0.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < dim && vals[i] < vocab; ++j)
+        wy[i * dim + j] = at(table, vals[i] * dim + j);
+    expectStored(y, wy);
+
+    Tensor dy = randomTensor({rows, dim}, dt, -2, 2), dtable({vocab, dim}, dt);
+    ASSERT_OK(ampc_embedding_bwd(ctx, T(dtable), T(dy), T(ids)));
+    std::vector<float> acc(vocab * dim, 0.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < dim && vals[i] < vocab; ++j)
+        acc[vals[i] * dim + j] += at(dy, i * dim + j);
+    expectStored(dtable, acc);
+  }
+}
+
+TEST_F(Kernels, Dropout16BitExact) {
+  const int64_t n = 4099;
+  Tensor step({}, AMPC_I32);
+  step.set(0, 5);
+  // Each element's factor (0 or 1 / (1 - p)), element by element.
+  const float p = static_cast<float>(0.3), scale = 1.0f / (1.0f - p);
+  std::vector<float> factor(n);
+  for (int64_t i = 0; i < n; ++i)
+    factor[i] = ampc::dropoutFactor(11, ampc::dropoutStream(2, 5), i, p, scale);
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16, AMPC_F32}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : dt == AMPC_BF16 ? "bf16" : "f32");
+    Tensor x = randomTensor({n}, dt, -3, 3), y({n}, dt);
+    ASSERT_OK(ampc_dropout_fwd(ctx, T(y), T(x), step.data(), 11, 0.3, 2));
+    std::vector<float> want(n);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want[i] = at(x, i) * factor[i];
+      kept += factor[i] != 0.0f;
+    }
+    EXPECT_GT(kept, n / 2);
+    EXPECT_LT(kept, n);
+    expectStored(y, want);
+  }
+}
+
+TEST_F(Kernels, GradAccumulate16BitExact) {
+  const int64_t n = 3001;
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    Tensor g1 = randomTensor({n}, dt, -2, 2), g2 = randomTensor({n}, dt, -2, 2);
+    Tensor acc({n}, AMPC_F32);
+    void *accs[1] = {acc.data()};
+    ampc_dtype dts[1] = {dt};
+    int64_t numels[1] = {n};
+    int32_t micro = 0;
+    void *grads[1] = {g1.data()};
+    ASSERT_OK(
+        ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
+    std::vector<float> want(n);
+    for (int64_t i = 0; i < n; ++i)
+      want[i] = at(g1, i);
+    expectStored(acc, want);
+    grads[0] = g2.data();
+    ASSERT_OK(
+        ampc_grad_accumulate(ctx, accs, grads, dts, numels, 1, &micro, 2));
+    for (int64_t i = 0; i < n; ++i)
+      want[i] = at(g1, i) + at(g2, i);
+    expectStored(acc, want);
+    EXPECT_EQ(micro, 0);
+  }
+}
+
+TEST_F(Kernels, CheckNonfinite16BitPastFirstChunk) {
+  const int64_t n = 3001;
+  for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+    SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
+    Tensor x = randomTensor({n}, dt, -60000, 60000);
+    for (double bad : {INFINITY, -INFINITY, NAN}) {
+      x.set(2999, bad);
+      int32_t site = 0;
+      ASSERT_OK(ampc_check_nonfinite(ctx, x.data(), dt, 2999, 5)); // not it
+      ASSERT_OK(ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site));
+      EXPECT_EQ(site, -1);
+      ASSERT_OK(ampc_check_nonfinite(ctx, x.data(), dt, n, 5));
+      ASSERT_OK(ampc_check_read(ctx, AMPC_CHECK_NONFINITE, 1, &site));
+      EXPECT_EQ(site, 5);
+      x.set(2999, 1.0);
+    }
+  }
 }
 
 } // namespace

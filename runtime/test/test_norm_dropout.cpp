@@ -6,6 +6,7 @@
 // backend (bit-identical dropout masks; skipped without a usable GPU).
 //
 //===----------------------------------------------------------------------===//
+#include "src/norm_dropout_ops.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -39,6 +40,59 @@ Stats channelStats(const Tensor &x, int64_t n, int64_t c, int64_t l) {
     s.unbiased[ch] = sq / (n * l - 1);
   }
   return s;
+}
+
+// The CPU backend widens a block of channels of a 16-bit tensor into f32
+// a piece at a time (pieces that end inside channels and inside samples):
+// every output has the bits of the shared per-element code
+// (norm_dropout_ops.h) run on the 16-bit tensors themselves.
+TEST_F(BatchNormTest, SixteenBitBitsOfThePerElementCode) {
+  struct Geom {
+    int64_t n, c, l;
+  };
+  const float eps = static_cast<float>(1e-5), momentum = 0.1f;
+  for (Geom s : {Geom{3, 5, 1001}, Geom{2051, 3, 1}, Geom{5, 700, 3}}) {
+    for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (dt == AMPC_F16 ? "f16 " : "bf16 ") << s.n << "x" << s.c
+                   << "x" << s.l);
+      ampc::BnGeom g{s.n, s.c, s.l};
+      Tensor x = randomTensor({s.n, s.c, s.l}, dt, -2, 3);
+      Tensor dy = randomTensor({s.n, s.c, s.l}, dt, -1, 1);
+      Tensor w = randomTensor({s.c}, dt, 0.5, 1.5), b = randomTensor({s.c}, dt);
+      Tensor rm = randomTensor({s.c}, dt), rv = randomTensor({s.c}, dt, 0.5, 2);
+      auto buf = [](Tensor &t) { return ampc::Buf{t.data(), t.dtype}; };
+      for (int training : {1, 0}) {
+        Tensor y({s.n, s.c, s.l}, dt), want = y;
+        ASSERT_OK(ampc_batch_norm_fwd(ctx, T(y), T(x), T(w), T(b), T(rm),
+                                      T(rv), training, 1e-5));
+        for (int64_t ch = 0; ch < s.c; ++ch)
+          ampc::bnForwardChannel(buf(want), buf(x), buf(w), buf(b), buf(rm),
+                                 buf(rv), training, g, ch, eps);
+        EXPECT_TRUE(y.bytes == want.bytes) << "forward, training " << training;
+
+        Tensor dx({s.n, s.c, s.l}, dt), dw({s.c}, dt), db({s.c}, dt);
+        Tensor wdx = dx, wdw = dw, wdb = db;
+        ASSERT_OK(ampc_batch_norm_bwd(ctx, T(dx), T(dw), T(db), T(dy), T(x),
+                                      T(w), T(rm), T(rv), training, 1e-5));
+        for (int64_t ch = 0; ch < s.c; ++ch)
+          ampc::bnBackwardChannel(buf(wdx), buf(wdw), buf(wdb), buf(dy), buf(x),
+                                  buf(w), buf(rm), buf(rv), training, g, ch,
+                                  eps);
+        EXPECT_TRUE(dx.bytes == wdx.bytes) << "dx, training " << training;
+        EXPECT_TRUE(dw.bytes == wdw.bytes) << "dw, training " << training;
+        EXPECT_TRUE(db.bytes == wdb.bytes) << "db, training " << training;
+      }
+      Tensor nm({s.c}, dt), nv({s.c}, dt), wnm = nm, wnv = nv;
+      ASSERT_OK(
+          ampc_batch_norm_update(ctx, T(nm), T(nv), T(x), T(rm), T(rv), 0.1));
+      for (int64_t ch = 0; ch < s.c; ++ch)
+        ampc::bnUpdateChannel(buf(wnm), buf(wnv), buf(x), buf(rm), buf(rv), g,
+                              ch, momentum);
+      EXPECT_TRUE(nm.bytes == wnm.bytes);
+      EXPECT_TRUE(nv.bytes == wnv.bytes);
+    }
+  }
 }
 
 TEST_F(BatchNormTest, ForwardAndUpdateMatchTheFormulas) {
