@@ -311,11 +311,7 @@ LogicalResult Emitter::convertLogical() {
   StringRef op = node->op_type();
   if (op == "Xor")
     return setOutput(0, build<tg::NotEqualOp>({x, y}));
-  auto toF32 = [&](Value v) -> Value {
-    Value c = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(v).getShape(), b.getF32Type()), v);
-    return succeeded(verify(c.getDefiningOp())) ? c : Value();
-  };
+  auto toF32 = [&](Value v) { return castTo(v, b.getF32Type()); };
   Value fx = toF32(x), fy = toF32(y);
   if (!fx || !fy)
     return failure();

@@ -576,6 +576,26 @@ private:
   Value constant(Type elt, ArrayRef<int64_t> shape, ArrayRef<double> values);
   /// `v` cast to element type `elt` (a verified tg.cast).
   Value castTo(Value v, Type elt);
+  /// Integer indices as f32 (what tg's comparisons against an iota take),
+  /// a negative one counted from `n` (ONNX's rule); null on failure.
+  Value indicesFrom(Value idx, int64_t n);
+  /// The dims of the index argument that must be found in the data, found
+  /// along every dim but `axis`: no larger than the data's (an error names
+  /// the first that is).
+  LogicalResult checkIndexDims(ArrayRef<int64_t> is, ArrayRef<int64_t> ds,
+                               int64_t axis);
+  /// An N, C, spatial... input (rank 3 or more), or an error saying so.
+  LogicalResult requireSpatial(Value x) {
+    if (typeOf(x).getRank() >= 3)
+      return success();
+    error() << "needs an N, C, spatial... input, found rank "
+            << typeOf(x).getRank();
+    return failure();
+  }
+  /// Output 0 as i64 indices (ONNX's ArgMax/ArgMin/TopK index type).
+  LogicalResult setIndexOutput(Value i) {
+    return setOutput(0, castTo(i, b.getI64Type()));
+  }
   /// A max or average pool of `x` (padded already) along `dim`, or along
   /// `dim` and `dim + 1` when `pair`.
   Value poolAlong(Value x, int64_t dim, bool pair, ArrayRef<int64_t> k,

@@ -168,6 +168,26 @@ Value Emitter::castTo(Value v, Type elt) {
   return y;
 }
 
+Value Emitter::indicesFrom(Value idx, int64_t n) {
+  Value fi = castTo(idx, b.getF32Type());
+  if (!fi)
+    return nullptr;
+  return build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
+                             build<tg::AddOp>({fi, scalar(double(n), fi)}),
+                             fi});
+}
+
+LogicalResult Emitter::checkIndexDims(ArrayRef<int64_t> is,
+                                      ArrayRef<int64_t> ds, int64_t axis) {
+  for (int64_t d = 0; d < int64_t(ds.size()); ++d)
+    if (d != axis && is[d] > ds[d]) {
+      error() << "the indices' dim " << d << " (" << is[d]
+              << ") exceeds the data's (" << ds[d] << ")";
+      return failure();
+    }
+  return success();
+}
+
 /// Conv and ConvTranspose of 1-D, 2-D and 3-D inputs (tg.conv1d/2d/3d,
 /// tg.conv_transpose1d/2d/3d). Pads that differ at the two ends of a dim
 /// are the symmetric part in the op and the rest as explicit zero blocks.
@@ -431,13 +451,9 @@ LogicalResult Emitter::convertGlobalPool() {
   if (failed(checkAttrs({})))
     return failure();
   Value x = value(0);
-  if (!x)
+  if (!x || failed(requireSpatial(x)))
     return failure();
   int64_t rank = typeOf(x).getRank();
-  if (rank < 3) {
-    error() << "needs an N, C, spatial... input, found rank " << rank;
-    return failure();
-  }
   SmallVector<int64_t> dims;
   for (int64_t d = 2; d < rank; ++d)
     dims.push_back(d);
@@ -729,14 +745,7 @@ LogicalResult Emitter::convertArgMax() {
   SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  Value i = build<tg::ArgmaxOp>({x}, attrs);
-  if (!i)
-    return failure();
-  Value y = tg::CastOp::create(
-      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
-  if (failed(verify(y.getDefiningOp())))
-    return failure();
-  return setOutput(0, y);
+  return setIndexOutput(build<tg::ArgmaxOp>({x}, attrs));
 }
 
 /// CumSum along a scalar axis known at import.
@@ -767,13 +776,8 @@ LogicalResult Emitter::convertInstanceNorm() {
   if (failed(checkAttrs({"epsilon"})))
     return failure();
   Value x = value(0), scale = value(1), bias = value(2);
-  if (!x || !scale || !bias)
+  if (!x || !scale || !bias || failed(requireSpatial(x)))
     return failure();
-  if (typeOf(x).getRank() < 3) {
-    error() << "needs an N, C, spatial... input, found rank "
-            << typeOf(x).getRank();
-    return failure();
-  }
   return setOutput(
       0, build<tg::GroupNormOp>(
              {x, scale, bias},
@@ -1048,13 +1052,8 @@ LogicalResult Emitter::convertLRN() {
   if (failed(checkAttrs({"alpha", "beta", "bias", "size"})))
     return failure();
   Value x = floatValue(0);
-  if (!x)
+  if (!x || failed(requireSpatial(x)))
     return failure();
-  int64_t rank = typeOf(x).getRank();
-  if (rank < 3) {
-    error() << "needs an N, C, spatial... input, found rank " << rank;
-    return failure();
-  }
   int64_t size = attrInt("size", 0);
   if (size < 1 || size > (int64_t(1) << 20)) {
     error() << "attribute 'size' must be from 1 to 2^20, found " << size;

@@ -866,14 +866,7 @@ LogicalResult Emitter::convertArgMin() {
   SmallVector<NamedAttribute> attrs{named("dim", b.getI64IntegerAttr(*a))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  Value i = build<tg::ArgmaxOp>({build<tg::NegOp>({x})}, attrs);
-  if (!i)
-    return failure();
-  Value y = tg::CastOp::create(
-      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
-  if (failed(verify(y.getDefiningOp())))
-    return failure();
-  return setOutput(0, y);
+  return setIndexOutput(build<tg::ArgmaxOp>({build<tg::NegOp>({x})}, attrs));
 }
 
 /// Size: the input's element count (its shape is static), known at import.
@@ -969,26 +962,16 @@ LogicalResult Emitter::convertArgLast(bool isMin) {
   Value iota = iotaAlong(n, *a, rank);
   if (!m || !iota)
     return failure();
-  Value f32x = x;
-  if (!typeOf(x).getElementType().isF32()) {
-    f32x = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(x).getShape(), b.getF32Type()), x);
-    m = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(m).getShape(), b.getF32Type()), m);
-  }
+  Value f32x = castTo(x, b.getF32Type());
+  m = castTo(m, b.getF32Type());
+  if (!f32x || !m)
+    return failure();
   Value at = build<tg::WhereOp>(
       {build<tg::EqualOp>({f32x, m}), iota, scalar(-1.0, iota)});
   SmallVector<NamedAttribute> attrs{named("dims", ints({*a}))};
   if (attrInt("keepdims", 1))
     attrs.push_back(named("keepdim", b.getUnitAttr()));
-  Value i = build<tg::MaxOp>({at}, attrs);
-  if (!i)
-    return failure();
-  Value y = tg::CastOp::create(
-      b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
-  if (failed(verify(y.getDefiningOp())))
-    return failure();
-  return setOutput(0, y);
+  return setIndexOutput(build<tg::MaxOp>({at}, attrs));
 }
 
 /// GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[..,
@@ -1015,38 +998,29 @@ LogicalResult Emitter::convertGatherElements() {
             << rank;
     return failure();
   }
+  if (failed(checkIndexDims(is, ds, *a)))
+    return failure();
   for (int64_t d = 0; d < rank; ++d) {
     if (d == *a || is[d] == ds[d])
       continue;
-    if (is[d] > ds[d]) {
-      error() << "the indices' dim " << d << " (" << is[d]
-              << ") exceeds the data's (" << ds[d] << ")";
-      return failure();
-    }
     data = slice(data, d, 0, is[d]);
     if (!data)
       return failure();
   }
   int64_t n = ds[*a];
-  Value fi = idx;
-  if (!typeOf(idx).getElementType().isF32()) {
-    fi = tg::CastOp::create(
-        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
-    if (failed(verify(fi.getDefiningOp())))
-      return failure();
-  }
-  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
-                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  Value fi = indicesFrom(idx, n);
+  if (!fi)
+    return failure();
   SmallVector<int64_t> ishape(is), dshape(typeOf(data).getShape());
   ishape.insert(ishape.begin() + *a + 1, 1);
   dshape[*a] = 1;
   dshape.insert(dshape.begin() + *a + 1, n);
   Value iota = iotaAlong(n, *a + 1, rank + 1);
   Value mask = build<tg::EqualOp>({reshape(fi, ishape), iota});
-  Value picked = build<tg::WhereOp>(
-      {mask, reshape(data, dshape), scalar(0.0, data)});
-  return setOutput(
-      0, build<tg::SumOp>({picked}, {named("dims", ints({*a + 1}))}));
+  Value picked =
+      build<tg::WhereOp>({mask, reshape(data, dshape), scalar(0.0, data)});
+  return setOutput(0,
+                   build<tg::SumOp>({picked}, {named("dims", ints({*a + 1}))}));
 }
 
 /// OneHot(indices, depth, values): `values[1]` where the index (negative
@@ -1073,22 +1047,13 @@ LogicalResult Emitter::convertOneHot() {
   auto a = axis(attrInt("axis", -1), rank + 1);
   if (!a)
     return failure();
-  Value fi = idx;
-  if (!typeOf(idx).getElementType().isF32()) {
-    fi = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(idx).getShape(), b.getF32Type()),
-        idx);
-    if (failed(verify(fi.getDefiningOp())))
-      return failure();
-  }
-  fi = build<tg::WhereOp>(
-      {build<tg::LessOp>({fi, scalar(0.0, fi)}),
-       build<tg::AddOp>({fi, scalar(double(depth), fi)}), fi});
+  Value fi = indicesFrom(idx, depth);
   if (!fi)
     return failure();
   SmallVector<int64_t> shape(typeOf(idx).getShape());
   shape.insert(shape.begin() + *a, 1);
-  Value mask = build<tg::EqualOp>({reshape(fi, shape), iotaAlong(depth, *a, rank + 1)});
+  Value mask =
+      build<tg::EqualOp>({reshape(fi, shape), iotaAlong(depth, *a, rank + 1)});
   Value off = reshape(slice(vals, 0, 0, 1), {});
   Value on = reshape(slice(vals, 0, 1, 2), {});
   return setOutput(0, build<tg::WhereOp>({mask, on, off}));
@@ -1125,26 +1090,16 @@ LogicalResult Emitter::convertScatterElements() {
     error() << "needs indices and updates of one shape, of the data's rank";
     return failure();
   }
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != *a && is[d] > ds[d]) {
-      error() << "the indices' dim " << d << " (" << is[d]
-              << ") exceeds the data's (" << ds[d] << ")";
-      return failure();
-    }
+  if (failed(checkIndexDims(is, ds, *a)))
+    return failure();
   int64_t n = ds[*a];
-  Value fi = idx;
-  if (!typeOf(idx).getElementType().isF32()) {
-    fi = tg::CastOp::create(
-        b, loc, RankedTensorType::get(is, b.getF32Type()), idx);
-    if (failed(verify(fi.getDefiningOp())))
-      return failure();
-  }
-  fi = build<tg::WhereOp>({build<tg::LessOp>({fi, scalar(0.0, fi)}),
-                           build<tg::AddOp>({fi, scalar(double(n), fi)}), fi});
+  Value fi = indicesFrom(idx, n);
+  if (!fi)
+    return failure();
   SmallVector<int64_t> ishape(is);
   ishape.insert(ishape.begin() + *a + 1, 1);
-  Value mask = build<tg::EqualOp>(
-      {reshape(fi, ishape), iotaAlong(n, *a + 1, rank + 1)});
+  Value mask =
+      build<tg::EqualOp>({reshape(fi, ishape), iotaAlong(n, *a + 1, rank + 1)});
   Value placed = build<tg::SumOp>(
       {build<tg::WhereOp>({mask, reshape(upd, ishape), scalar(0.0, upd)})},
       {named("dims", ints({*a}))});
@@ -1208,11 +1163,8 @@ LogicalResult Emitter::convertTopK() {
     Value i = build<tg::ArgmaxOp>({cur}, argAttrs);
     if (!m || !i || !iota)
       return failure();
-    Value i64 = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getI64Type()), i);
-    Value f = tg::CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(i).getShape(), b.getF32Type()), i);
-    if (failed(verify(i64.getDefiningOp())) || failed(verify(f.getDefiningOp())))
+    Value i64 = castTo(i, b.getI64Type()), f = castTo(i, b.getF32Type());
+    if (!i64 || !f)
       return failure();
     vals.push_back(largest ? m : build<tg::NegOp>({m}));
     idxs.push_back(i64);
