@@ -207,6 +207,49 @@ ampc_status sliceImpl(const char *fn, ampc_context ctx, const TensorArg &whole,
   return copyRegion(be, whole.buf(), ws, part.buf(), ps, d, start, backward);
 }
 
+/// y = x reversed along `dims`: one strided copy that reads x backwards
+/// along them (negative strides from x's last element there), so both
+/// backends run it with their copy kernels.
+ampc_status flipImpl(const char *fn, ampc_context ctx, const TensorArg &y,
+                     const TensorArg &x, const int64_t *dims, int32_t nDims) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, xs;
+  AMPC_TRY(parseTensor(fn, y, kAnyDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kAnyDtype, true, xs));
+  AMPC_TRY(checkCopyDtypes(fn, y.dtype, x.dtype));
+  if (ys != xs)
+    return shapeError(fn, y.name, ys, xs);
+  if (nDims < 0 || (nDims > 0 && !dims))
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: dims is NULL", fn);
+  bool flipped[kMaxRank] = {};
+  for (int32_t i = 0; i < nDims; ++i) {
+    int d;
+    AMPC_TRY(normaliseDim(fn, dims[i], xs.rank, d));
+    if (flipped[d])
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: dims repeats dim %d",
+                      fn, d);
+    flipped[d] = true;
+  }
+  int64_t n = xs.numel();
+  if (n == 0)
+    return AMPC_OK;
+  if (xs.rank == 0)
+    return ctx->backend->copy(y.buf(), x.buf(), flatWalk(1), 1.0f);
+  int64_t str[kMaxRank];
+  contiguousStrides(xs, str);
+  Walk w;
+  w.rank = xs.rank;
+  int64_t last = 0; // x's element that y's first one reads
+  for (int i = 0; i < xs.rank; ++i) {
+    w.shape[i] = xs.d[i];
+    w.stride[0][i] = str[i];
+    w.stride[1][i] = flipped[i] ? -str[i] : str[i];
+    if (flipped[i])
+      last += (xs.d[i] - 1) * str[i];
+  }
+  return ctx->backend->copy(y.buf(), offsetBuf(x.buf(), last), w, 1.0f);
+}
+
 ampc_status embeddingShapes(const char *fn, const Shape &ys, const Shape &ts,
                             const Shape &is) {
   if (ts.rank != 2)
@@ -330,6 +373,17 @@ ampc_status ampc_slice_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
   return guard("ampc_slice_bwd", [&] {
     return sliceImpl("ampc_slice_bwd", ctx, AMPC_TENSOR(dx), AMPC_TENSOR(dy),
                      dim, start, end, true);
+  });
+}
+
+ampc_status ampc_flip_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                          const int64_t *y_shape, int32_t y_rank,
+                          const void *x, ampc_dtype x_dtype,
+                          const int64_t *x_shape, int32_t x_rank,
+                          const int64_t *dims, int32_t n_dims) {
+  return guard("ampc_flip_fwd", [&] {
+    return flipImpl("ampc_flip_fwd", ctx, AMPC_TENSOR(y), AMPC_TENSOR(x), dims,
+                    n_dims);
   });
 }
 

@@ -598,6 +598,32 @@ def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
                     TG_AttrI64<"dim">];
 }
 
+// torch.flip: its own gradient.
+def TG_FlipOp : TG_InferOp<"flip", [TG_Differentiable]> {
+  let summary = "Reverse the order of elements along `dims` (`torch.flip`)";
+  let description = [{
+    Element `i_d` of every dim `d` in `dims` comes from element
+    `size_d - 1 - i_d` of the input; the other dims are unchanged. `dims` are
+    dims of the input, sorted and distinct (the frontend resolves negative
+    dims, and a call without `dims` flips every dim, as `numpy.flip`). Any
+    dtype; the result has the input's shape.
+
+    ```mlir
+    %y = tg.flip %x dims [0, 2] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.flip";
+  let keywords = [TG_Keyword<"dims", "dims">];
+  let gradients = [(TGOp<"flip"> $dy)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"dims">];
+}
+
 def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
   let summary = "Contiguous range `[start, end)` of `dim` (`x[..., start:end]`)";
   let description = [{
