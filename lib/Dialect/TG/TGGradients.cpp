@@ -240,6 +240,25 @@ LogicalResult TransposeOp::buildGradient(OpBuilder &builder,
   return success();
 }
 
+LogicalResult RollOp::buildGradient(OpBuilder &builder,
+                                    ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  initGrads(*this, operandGrads);
+  Value dy = resultGrads[0];
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
+    return success();
+  GradBuilder gb(builder, *this);
+  // Rolling back: the same dims, each shift negated (a shift is taken
+  // modulo its dim's size, so |shift| below 2^63 loses nothing).
+  SmallVector<int64_t> back;
+  for (int64_t s : getShifts())
+    back.push_back(s == std::numeric_limits<int64_t>::min() ? 0 : -s);
+  operandGrads[0] =
+      gb.fit(RollOp::create(gb.b, gb.loc, dy, back, getDims()), getInput());
+  return success();
+}
+
 LogicalResult ConcatOp::buildGradient(OpBuilder &builder,
                                       ArrayRef<Value> resultGrads,
                                       ArrayRef<bool> wanted,

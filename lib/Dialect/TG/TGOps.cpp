@@ -567,6 +567,32 @@ LogicalResult FlipOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult RollOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  InferError err{loc, "roll"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  DenseI64ArrayAttr shiftsAttr = adaptor.getShiftsAttr();
+  DenseI64ArrayAttr dimsAttr = adaptor.getDimsAttr();
+  if (!shiftsAttr || !dimsAttr)
+    return err("requires attributes 'shifts' and 'dims'");
+  ArrayRef<int64_t> shifts = shiftsAttr.asArrayRef();
+  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  if (dims.empty() ? shifts.size() != 1 : shifts.size() != dims.size())
+    return err("shifts ", shapeToString(shifts), " and dims ",
+               shapeToString(dims),
+               " must pair one shift with each dim (one shift without dims)");
+  for (int64_t d : dims)
+    if (d < -x.getRank() || d >= x.getRank())
+      return err("dim ", d, " is out of range for ", x, " (rank ", x.getRank(),
+                 ")");
+  types.push_back(x);
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -624,6 +624,33 @@ def TG_FlipOp : TG_InferOp<"flip", [TG_Differentiable]> {
   let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"dims">];
 }
 
+// torch.roll: its gradient rolls back by -shifts (TGGradients.cpp).
+def TG_RollOp : TG_InferOp<"roll", [TG_Differentiable]> {
+  let summary = "Rotate elements along `dims` by `shifts` (`torch.roll`)";
+  let description = [{
+    Along each dim `dims[k]`, element `i` comes from element
+    `(i - shifts[k]) mod size`, as in `torch.roll`: a dim may be negative
+    (counting from the end) and may repeat (its shifts add up). With no
+    `dims`, the input is rolled flattened by the one shift and reshaped
+    back. Any dtype; the result has the input's shape.
+
+    ```mlir
+    %y = tg.roll %x shifts [1, -2] dims [0, -1] : tensor<3x4xf32> -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$shifts,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `shifts` $shifts `dims` $dims attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.roll";
+  let keywords = [TG_Keyword<"shifts", "ints">, TG_Keyword<"dims", "ints", "[]">];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"shifts">, TG_AttrDims<"dims">];
+}
+
 def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
   let summary = "Contiguous range `[start, end)` of `dim` (`x[..., start:end]`)";
   let description = [{
