@@ -15,14 +15,6 @@ using namespace mlir;
 
 namespace {
 
-/// The ops O2 keeps in f32: batch_norm (Apex keeps batch norm in fp32) and
-/// the losses (Apex computes them outside the model, on its f32 output).
-/// Only those of this build's op set count.
-constexpr llvm::StringLiteral kO2KeptF32[] = {
-    "tg.batch_norm",         "tg.cross_entropy",
-    "tg.mse_loss",           "tg.binary_cross_entropy",
-    "tg.binary_cross_entropy_with_logits", "tg.nll_loss"};
-
 /// Whether `info` is a forward op of the language that computes on floats
 /// (the ops the all-low presets move to the lower class). Ops the compiler
 /// makes (gradients, optimizer, loss scaling) are placed by their passes.
@@ -96,11 +88,14 @@ LogicalResult ampc::applyOptLevel(PipelineOptions &options,
               "combined with --amp=off";
       return failure();
     }
+    // The ops whose record says `o2KeptF32`: batch_norm (Apex keeps batch
+    // norm in fp32) and the losses (Apex computes them outside the model, on
+    // its f32 output).
     SmallVector<StringRef> keep;
-    for (StringRef name : kO2KeptF32)
-      if (name != "tg.batch_norm" || options.keepBatchnormFp32.value_or(true))
-        if (tg::lookupOpInfo(name))
-          keep.push_back(name);
+    for (const tg::OpInfo &info : tg::getOpInfos())
+      if (info.o2KeptF32 && (info.name != "tg.batch_norm" ||
+                             options.keepBatchnormFp32.value_or(true)))
+        keep.push_back(info.name);
     applyAllLow(options, keep);
     options.modelCopies = true;
     return success();

@@ -207,6 +207,125 @@ ampc_status sliceImpl(const char *fn, ampc_context ctx, const TensorArg &whole,
   return copyRegion(be, whole.buf(), ws, part.buf(), ps, d, start, backward);
 }
 
+/// The checks of an op that moves x's elements into y of x's shape (flip,
+/// roll): the context, both tensors, dtypes a copy may move; x's shape.
+ampc_status parseMove(const char *fn, ampc_context ctx, const TensorArg &y,
+                      const TensorArg &x, Shape &xs) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys;
+  AMPC_TRY(parseTensor(fn, y, kAnyDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kAnyDtype, true, xs));
+  AMPC_TRY(checkCopyDtypes(fn, y.dtype, x.dtype));
+  if (ys != xs)
+    return shapeError(fn, y.name, ys, xs);
+  return AMPC_OK;
+}
+
+/// y = x reversed along `dims`: one strided copy that reads x backwards
+/// along them (negative strides from x's last element there), so both
+/// backends run it with their copy kernels.
+ampc_status flipImpl(const char *fn, ampc_context ctx, const TensorArg &y,
+                     const TensorArg &x, const int64_t *dims, int32_t nDims) {
+  Shape xs;
+  AMPC_TRY(parseMove(fn, ctx, y, x, xs));
+  if (nDims < 0 || (nDims > 0 && !dims))
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: dims is NULL", fn);
+  bool flipped[kMaxRank] = {};
+  for (int32_t i = 0; i < nDims; ++i) {
+    int d;
+    AMPC_TRY(normaliseDim(fn, dims[i], xs.rank, d));
+    if (flipped[d])
+      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: dims repeats dim %d",
+                      fn, d);
+    flipped[d] = true;
+  }
+  int64_t n = xs.numel();
+  if (n == 0)
+    return AMPC_OK;
+  if (xs.rank == 0)
+    return ctx->backend->copy(y.buf(), x.buf(), flatWalk(1), 1.0f);
+  int64_t str[kMaxRank];
+  contiguousStrides(xs, str);
+  Walk w;
+  w.rank = xs.rank;
+  int64_t last = 0; // x's element that y's first one reads
+  for (int i = 0; i < xs.rank; ++i) {
+    w.shape[i] = xs.d[i];
+    w.stride[0][i] = str[i];
+    w.stride[1][i] = flipped[i] ? -str[i] : str[i];
+    if (flipped[i])
+      last += (xs.d[i] - 1) * str[i];
+  }
+  return ctx->backend->copy(y.buf(), offsetBuf(x.buf(), last), w, 1.0f);
+}
+
+/// `v` modulo `n` (> 0), in [0, n).
+int64_t wrapIndex(int64_t v, int64_t n) {
+  int64_t r = v % n;
+  return r < 0 ? r + n : r;
+}
+
+/// y = torch.roll(x, shifts, dims) (no dims: x flattened). Along a dim
+/// rolled by s, y[s:] = x[:size - s] and y[:s] = x[size - s:], so the result
+/// is at most 2^k box copies for k rolled dims, each a strided copy of the
+/// backends.
+ampc_status rollImpl(const char *fn, ampc_context ctx, const TensorArg &y,
+                     const TensorArg &x, const int64_t *shifts,
+                     int32_t nShifts, const int64_t *dims, int32_t nDims) {
+  Shape xs;
+  AMPC_TRY(parseMove(fn, ctx, y, x, xs));
+  if (!shifts || (nDims > 0 && !dims))
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: shifts or dims is NULL", fn);
+  if (nDims < 0 || (nDims == 0 ? nShifts != 1 : nShifts != nDims))
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: %d shifts for %d dims (one shift without dims)", fn,
+                    nShifts, nDims);
+  int64_t n = xs.numel();
+  if (n == 0)
+    return AMPC_OK;
+  Shape v = xs; // the view rolled: x, or x flattened
+  int64_t shift[kMaxRank] = {};
+  if (nDims == 0) {
+    v.rank = 1;
+    v.d[0] = n;
+    shift[0] = wrapIndex(shifts[0], n);
+  }
+  for (int32_t i = 0; i < nDims; ++i) {
+    int d;
+    AMPC_TRY(normaliseDim(fn, dims[i], xs.rank, d));
+    shift[d] = wrapIndex(shift[d] + wrapIndex(shifts[i], xs.d[d]), xs.d[d]);
+  }
+  int64_t str[kMaxRank];
+  contiguousStrides(v, str);
+  int rolled[kMaxRank], k = 0;
+  for (int d = 0; d < v.rank; ++d)
+    if (shift[d] != 0)
+      rolled[k++] = d;
+  for (int part = 0; part < (1 << k); ++part) {
+    Walk w;
+    w.rank = v.rank;
+    for (int d = 0; d < v.rank; ++d) {
+      w.shape[d] = v.d[d];
+      w.stride[0][d] = w.stride[1][d] = str[d];
+    }
+    int64_t yoff = 0, xoff = 0;
+    for (int b = 0; b < k; ++b) {
+      int d = rolled[b];
+      int64_t s = shift[d], size = v.d[d];
+      if ((part >> b) & 1) { // y[:s] = x[size - s:]
+        w.shape[d] = s;
+        xoff += (size - s) * str[d];
+      } else { // y[s:] = x[:size - s]
+        w.shape[d] = size - s;
+        yoff += s * str[d];
+      }
+    }
+    AMPC_TRY(ctx->backend->copy(offsetBuf(y.buf(), yoff),
+                                offsetBuf(x.buf(), xoff), w, 1.0f));
+  }
+  return AMPC_OK;
+}
+
 ampc_status embeddingShapes(const char *fn, const Shape &ys, const Shape &ts,
                             const Shape &is) {
   if (ts.rank != 2)
@@ -330,6 +449,29 @@ ampc_status ampc_slice_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
   return guard("ampc_slice_bwd", [&] {
     return sliceImpl("ampc_slice_bwd", ctx, AMPC_TENSOR(dx), AMPC_TENSOR(dy),
                      dim, start, end, true);
+  });
+}
+
+ampc_status ampc_flip_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                          const int64_t *y_shape, int32_t y_rank,
+                          const void *x, ampc_dtype x_dtype,
+                          const int64_t *x_shape, int32_t x_rank,
+                          const int64_t *dims, int32_t n_dims) {
+  return guard("ampc_flip_fwd", [&] {
+    return flipImpl("ampc_flip_fwd", ctx, AMPC_TENSOR(y), AMPC_TENSOR(x), dims,
+                    n_dims);
+  });
+}
+
+ampc_status ampc_roll_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                          const int64_t *y_shape, int32_t y_rank,
+                          const void *x, ampc_dtype x_dtype,
+                          const int64_t *x_shape, int32_t x_rank,
+                          const int64_t *shifts, int32_t n_shifts,
+                          const int64_t *dims, int32_t n_dims) {
+  return guard("ampc_roll_fwd", [&] {
+    return rollImpl("ampc_roll_fwd", ctx, AMPC_TENSOR(y), AMPC_TENSOR(x),
+                    shifts, n_shifts, dims, n_dims);
   });
 }
 

@@ -338,183 +338,19 @@ std::optional<std::vector<ArgSpec>> familyArgs(const RuntimeKernel &kernel,
 
 /// What every tg op with a plain kernel lowers to: its runtime entry point
 /// and arguments, in order. The context is every call's first argument.
-/// Ops whose record names one kernel of a table family (elementwise,
-/// reductions, softmax, pooling) get their row from the record and the
-/// kernel table; the rows below are the kernels with prototypes of their
-/// own.
+/// Kernels with prototypes of their own get their rows from the records'
+/// `kernelArgs` (TGKernelArgs.inc); ops whose record names one kernel of a
+/// table family (elementwise, reductions, softmax, pooling) from the record
+/// and the kernel table.
 const std::vector<Row> &kernelTable() {
   using namespace tg;
   static const std::vector<Row> table = [] {
-    std::vector<ArgSpec> binary = {res(0), opd(0), opd(1)};
-    std::vector<ArgSpec> binaryGrad = {res(0), res(1), opd(0), opd(1),
-                                       opd(2)};
-    std::vector<ArgSpec> unaryGrad = {res(0), opd(0), opd(1)};
+    // The rows the records write out (`kernelArgs`, TGOpInfo.td).
     std::vector<Row> rows{
-        // Forward ops.
-        row<CastOp>({res(0), opd(0)}),
-        row<MatmulOp>(binary),
-        row<LinearOp>({res(0), opd(0), opd(1), opd(2),
-                       cEnum("AMPC_EPILOGUE_NONE", 0)}),
-        row<Conv2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
-                       each("padding"), each("dilation"), i64("groups")}),
-        row<GeluOp>({res(0), opd(0), gelu("approximate")}),
-        row<LayerNormOp>({res(0), opd(0), opd(1), opd(2), f64("eps")}),
-        row<RmsNormOp>({res(0), opd(0), opd(1), f64("eps")}),
-        row<TransposeOp>({res(0), opd(0), dims("perm")}),
-        row<ConcatOp>(
-            {res(0), list(0), dtypes(0), shapes(0), count(0), i64("dim")}),
-        row<SliceOp>({res(0), opd(0), i64("dim"), i64("start"), i64("end")}),
-        // Ops of PyTorch's autocast lists (the unary ones lower from their
-        // records).
-        row<ConvTranspose2dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
-                                each("padding"), each("dilation"),
-                                i64("groups")}),
-        // The GEMM-plus-add family and prelu (PyTorch's fp16 autocast list).
-        row<AddmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
-                      f64("alpha")}),
-        row<BaddbmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
-                        f64("alpha")}),
-        row<AddbmmOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
-                       f64("alpha")}),
-        row<AddmvOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
-                      f64("alpha")}),
-        row<AddrOp>({res(0), opd(0), opd(1), opd(2), f64("beta"),
-                     f64("alpha")}),
-        row<PreluOp>(binary),
-        row<PreluGradOp>(binaryGrad),
-        // mm, bmm, mv: matmul's kernel.
-        row<MmOp>(binary),
-        row<BmmOp>(binary),
-        row<MvOp>(binary),
-        // Convolutions over 1 and 3 spatial dims (PyTorch's fp16 list).
-        row<Conv1dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
-                       each("padding"), each("dilation"), i64("groups")}),
-        row<Conv3dOp>({res(0), opd(0), opd(1), opd(2), each("stride"),
-                       each("padding"), each("dilation"), i64("groups")}),
-        row<ConvTranspose1dOp>({res(0), opd(0), opd(1), opd(2),
-                                each("stride"), each("padding"),
-                                each("dilation"), i64("groups")}),
-        row<ConvTranspose3dOp>({res(0), opd(0), opd(1), opd(2),
-                                each("stride"), each("padding"),
-                                each("dilation"), i64("groups")}),
-        row<Conv1dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
-                           opd(2), each("stride"), each("padding"),
-                           each("dilation"), i64("groups")}),
-        row<Conv3dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
-                           opd(2), each("stride"), each("padding"),
-                           each("dilation"), i64("groups")}),
-        // ids < the table's rows; labels < the logits' classes.
-        row<EmbeddingOp>({res(0), opd(0), opd(1), site()}, {1, 0, 0}),
-        row<CrossEntropyOp>({res(0), opd(0), opd(1), site()}, {1, 0, 1}),
-        row<MseLossOp>(binary),
-        // Training jobs (docs/jobs.md): the comparisons are binary rows of the
-        // runtime's table (lowered from their records); these have
-        // prototypes of their own.
-        row<WhereOp>({res(0), opd(0), opd(1), opd(2)}),
-        row<ArgmaxOp>({res(0), opd(0), i64("dim"), boolean("keepdim")}),
-        row<BinaryCrossEntropyOp>(binary),
-        row<BinaryCrossEntropyWithLogitsOp>(binary),
-        row<BinaryCrossEntropyGradOp>(binaryGrad),
-        row<BinaryCrossEntropyWithLogitsGradOp>(binaryGrad),
-        // Reductions, norms and losses of PyTorch's fp32 list.
-        row<LogsumexpOp>({res(0), opd(0), dims("dims"), boolean("keepdim")}),
-        row<LogsumexpGradOp>({res(0), opd(0), opd(1), opd(2), dims("dims"),
-                              boolean("keepdim")}),
-        row<NormOp>({res(0), opd(0), f64("p"), dims("dims"),
-                     boolean("keepdim")}),
-        row<NormGradOp>({res(0), opd(0), opd(1), opd(2), f64("p"),
-                         dims("dims"), boolean("keepdim")}),
-        row<CumsumOp>({res(0), opd(0), i64("dim")}),
-        row<CumsumGradOp>({res(0), opd(0), i64("dim")}),
-        row<GroupNormOp>({res(0), opd(0), opd(1), opd(2), i64("groups"),
-                          f64("eps")}),
-        row<GroupNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
-                              i64("groups"), f64("eps")}),
-        row<CosineSimilarityOp>({res(0), opd(0), opd(1), i64("dim"),
-                                 f64("eps")}),
-        row<CosineSimilarityGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
-                                     i64("dim"), f64("eps")}),
-        row<L1LossOp>({res(0), opd(0), opd(1), reduction("reduction")}),
-        row<L1LossGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
-                           reduction("reduction")}),
-        row<SmoothL1LossOp>({res(0), opd(0), opd(1), f64("beta"),
-                             reduction("reduction")}),
-        row<SmoothL1LossGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
-                                 f64("beta"), reduction("reduction")}),
-        row<KlDivOp>({res(0), opd(0), opd(1), reduction("reduction"),
-                      boolean("log_target")}),
-        row<KlDivGradOp>({res(0), res(1), opd(0), opd(1), opd(2),
-                          reduction("reduction"), boolean("log_target")}),
-        // labels < the classes of the log-probabilities.
-        row<NllLossOp>({res(0), opd(0), opd(1), i64("ignore_index"),
-                        reduction("reduction"), site()},
-                       {1, 0, 1}),
-        row<NllLossGradOp>({res(0), opd(0), opd(1), opd(2),
-                            i64("ignore_index"), reduction("reduction")},
-                           {2, 1, 1}),
-        // batch_norm and dropout (docs/jobs.md): the mode is an attribute; the
-        // dropout mask is keyed by the seed, the step counter and the op.
-        row<BatchNormOp>({res(0), opd(0), opd(1), opd(2), opd(3), opd(4),
-                          boolean("training"), f64("eps")}),
-        row<BatchNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
-                              opd(3), opd(4), boolean("training"),
-                              f64("eps")}),
-        row<BatchNormUpdateOp>(
-            {res(0), res(1), opd(0), opd(1), opd(2), f64("momentum")}),
-        row<DropoutOp>({res(0), opd(0), buf(1), seed(), f64("p"), i64("key")}),
-        row<CounterNextOp>({resBuf(0), buf(0)}),
-        // Backward ops.
-        row<GeluGradOp>({res(0), opd(0), opd(1), gelu("approximate")}),
-        row<LayerNormGradOp>({res(0), res(1), res(2), opd(0), opd(1), opd(2),
-                              f64("eps")}),
-        row<RmsNormGradOp>(
-            {res(0), res(1), opd(0), opd(1), opd(2), f64("eps")}),
-        row<Conv2dGradOp>({res(0), res(1), nullTensor(), opd(0), opd(1),
-                           opd(2), each("stride"), each("padding"),
-                           each("dilation"), i64("groups")}),
-        row<EmbeddingGradOp>(unaryGrad),
-        row<CrossEntropyGradOp>({res(0), opd(0), opd(1), opd(2)}),
-        row<MseLossGradOp>(binaryGrad),
-        // Loss scaling and optimizers: in place on their operands.
-        row<CheckFiniteAndUnscaleOp>({resBuf(1), f32Dtype(), list(0),
-                                      dtypes(0), numels(0), count(0), buf(1),
-                                      markFoundInf(1)}),
-        row<ClipGradNormOp>({resBuf(1), list(0), dtypes(0), numels(0),
-                             count(0), f64("max_norm"), flag(1)}),
-        row<SgdUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
-                          numels(0), count(0), f64("lr"), f64("momentum"),
-                          f64("weight_decay"), boolean("nesterov"),
-                          constF64(0.0), flag(3), optBuf(5)}),
-        row<AdamWUpdateOp>({list(0), dtypes(0), list(1), dtypes(1), list(2),
-                            list(3), buf(4), numels(0), count(0), f64("lr"),
-                            f64("beta1"), f64("beta2"), f64("eps"),
-                            f64("weight_decay"), constF64(0.0), flag(5),
-                            optBuf(7)}),
-        // Learning-rate schedules (docs/optimizer.md): in place on the counter.
-        row<LrScheduleOp>({resBuf(1), buf(0), lrKind("kind"), f64("lr"),
-                           i64("warmup_steps"), i64("total_steps"),
-                           f64("min_lr"), i64("step_size"), f64("gamma"),
-                           flag(1)}),
-        // Gradient accumulation (docs/optimizer.md): in place on the
-        // accumulators and the micro-batch index.
-        row<GradAccumulateOp>({list(0), list(1), dtypes(1), numels(0),
-                               count(0), buf(2), i64("k")}),
-        row<UpdateScaleOp>({buf(0), buf(1), buf(2), flag(3),
-                            f64("growth_factor"), f64("backoff_factor"),
-                            i32("growth_interval"), i32("hysteresis"),
-                            f64("min_scale"), f64("max_scale")}),
-        // Data-parallel training (docs/distributed.md): the bucketed gradient
-        // all-reduce, in place on the bucket's gradients, and the seed's
-        // division by the world size, on the context's communicator.
-        row<GradAllreduceStartOp>({list(0), dtypes(0), numels(0), count(0),
-                                   i64("bucket"), boolean("mean"),
-                                   boolean("reduce_f32")}),
-        row<GradAllreduceWaitOp>(
-            {list(0), dtypes(0), numels(0), count(0), i64("bucket")}),
-        row<DivideByWorldOp>({res(0), opd(0)}),
-        // Transposes folded into GEMMs (docs/codegen.md): the strides come from
-        // the op's permutations and shapes.
-        row<PermutedMatmulOp>({res(0), opd(0), opd(1), stridedGemm()}),
+#define TG_KERNEL_ROW(OP, BOUND_OPERAND, BOUND, DIM, ...)                     \
+  row<OP>({__VA_ARGS__}, {BOUND_OPERAND, BOUND, DIM}),
+#include "ampc/Dialect/TG/TGKernelArgs.inc"
+#undef TG_KERNEL_ROW
     };
     // The rows the records and the kernel table give.
     llvm::StringSet<> written;
@@ -1676,16 +1512,14 @@ FailureOr<rtd::ProgramOp> buildProgram(func::FuncOp func) {
   return program;
 }
 
-/// The IR allows integer operands for these ops (the language's integer
-/// scalars, `2 - i`), but their runtime kernels compute on f32, f16 and bf16
-/// only: such an op is an error at its source location here, not a failed
-/// call at run time.
+/// The IR allows integer operands for the ops whose record says
+/// `floatOnlyKernel` (the language's integer scalars, `2 - i`), but their
+/// runtime kernels compute on f32, f16 and bf16 only: such an op is an error
+/// at its source location here, not a failed call at run time.
 LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
-  static constexpr llvm::StringLiteral kFloatOnly[] = {
-      "tg.add", "tg.sub",     "tg.mul", "tg.div", "tg.maximum",
-      "tg.minimum", "tg.pow", "tg.neg", "tg.abs", "tg.max"};
   WalkResult result = func.walk([&](Operation *op) {
-    if (!llvm::is_contained(kFloatOnly, op->getName().getStringRef()))
+    const tg::OpInfo *info = tg::lookupOpInfo(op->getName().getStringRef());
+    if (!info || !info->floatOnlyKernel)
       return WalkResult::advance();
     for (Type t : llvm::concat<Type>(op->getOperandTypes(),
                                      op->getResultTypes())) {

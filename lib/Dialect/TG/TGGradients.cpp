@@ -223,21 +223,57 @@ LogicalResult MeanOp::buildGradient(OpBuilder &builder,
 // Shape ops
 //===----------------------------------------------------------------------===//
 
+/// The gradient of an op that only moves its input's elements (transpose,
+/// roll): `back` moves dy's elements back to where they came from.
+static LogicalResult
+movedGradient(Operation *op, OpBuilder &builder, ArrayRef<Value> resultGrads,
+              ArrayRef<bool> wanted, SmallVectorImpl<Value> &operandGrads,
+              llvm::function_ref<Value(GradBuilder &, Value)> back) {
+  initGrads(op, operandGrads);
+  Value dy = resultGrads[0];
+  Value input = op->getOperand(0);
+  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(input))
+    return success();
+  GradBuilder gb(builder, op);
+  operandGrads[0] = gb.fit(back(gb, dy), input);
+  return success();
+}
+
 LogicalResult TransposeOp::buildGradient(OpBuilder &builder,
                                          ArrayRef<Value> resultGrads,
                                          ArrayRef<bool> wanted,
                                          SmallVectorImpl<Value> &operandGrads) {
-  initGrads(*this, operandGrads);
-  Value dy = resultGrads[0];
-  if (!dy || !wanted[0] || !GradBuilder::isFloatValue(getInput()))
-    return success();
-  GradBuilder gb(builder, *this);
   ArrayRef<int64_t> perm = getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = i;
-  operandGrads[0] = gb.fit(gb.transpose(dy, inverse), getInput());
-  return success();
+  return movedGradient(*this, builder, resultGrads, wanted, operandGrads,
+                       [&](GradBuilder &gb, Value dy) {
+                         return gb.transpose(dy, inverse);
+                       });
+}
+
+LogicalResult RollOp::buildGradient(OpBuilder &builder,
+                                    ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // Rolling back: the same dims, each shift negated. A shift counts modulo
+  // its dim's size (the element count without dims), so it is negated
+  // reduced, which cannot overflow.
+  auto type = cast<RankedTensorType>(getInput().getType());
+  ArrayRef<int64_t> dims = getDims();
+  SmallVector<int64_t> back;
+  for (auto [k, s] : llvm::enumerate(getShifts())) {
+    int64_t size = dims.empty()
+                       ? type.getNumElements()
+                       : type.getDimSize(dims[k] < 0 ? dims[k] + type.getRank()
+                                                     : dims[k]);
+    back.push_back(size > 0 ? -(s % size) : 0);
+  }
+  return movedGradient(*this, builder, resultGrads, wanted, operandGrads,
+                       [&](GradBuilder &gb, Value dy) -> Value {
+                         return RollOp::create(gb.b, gb.loc, dy, back, dims);
+                       });
 }
 
 LogicalResult ConcatOp::buildGradient(OpBuilder &builder,

@@ -540,6 +540,55 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return pushPromoted(err, inputs, {shape}, types);
 }
 
+LogicalResult FlipOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  InferError err{loc, "flip"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  DenseI64ArrayAttr dimsAttr = adaptor.getDimsAttr();
+  if (!dimsAttr)
+    return err("requires attribute 'dims'");
+  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= x.getRank())
+      return err("dim ", d, " is out of range for ", x, " (rank ", x.getRank(),
+                 ")");
+    if (i > 0 && d <= dims[i - 1])
+      return err("dims ", shapeToString(dims), " must be sorted and distinct");
+  }
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult RollOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  InferError err{loc, "roll"};
+  auto x = tensorType(adaptor.getInput());
+  if (!x)
+    return err("operand must be a ranked tensor");
+  DenseI64ArrayAttr shiftsAttr = adaptor.getShiftsAttr();
+  DenseI64ArrayAttr dimsAttr = adaptor.getDimsAttr();
+  if (!shiftsAttr || !dimsAttr)
+    return err("requires attributes 'shifts' and 'dims'");
+  ArrayRef<int64_t> shifts = shiftsAttr.asArrayRef();
+  ArrayRef<int64_t> dims = dimsAttr.asArrayRef();
+  if (dims.empty() ? shifts.size() != 1 : shifts.size() != dims.size())
+    return err("shifts ", shapeToString(shifts), " and dims ",
+               shapeToString(dims),
+               " must pair one shift with each dim (one shift without dims)");
+  for (int64_t d : dims)
+    if (d < -x.getRank() || d >= x.getRank())
+      return err("dim ", d, " is out of range for ", x, " (rank ", x.getRank(),
+                 ")");
+  types.push_back(x);
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -11,6 +11,8 @@ writes, for every op derived from TG_Op (the facts of TGOpInfo.td):
                     conversion)
   TGGradients.inc   `buildGradient` of every op whose record holds its rule
                     as DAGs (`gradients`)
+  TGKernelArgs.inc  TG_KERNEL_ROW(...) per op with `kernelArgs`: the
+                    arguments of its kernel call, for the lowering
   TGOpList.json     the op records as JSON (`ampc --list-ops`)
   TGOpList.json.inc the same JSON as a C++ raw string literal
 
@@ -106,6 +108,66 @@ class Op:
                                   "(operands: %s)" % (self.loc, self.name, n,
                                                       ", ".join(sorted(names))))
         self.keywords = self.make_keywords()
+        self.float_only_kernel = bool(rec["floatOnlyKernel"])
+        self.o2_kept_f32 = bool(rec["o2KeptF32"])
+        self.kernel_args = [recs.get(r) for r in rec["kernelArgs"]]
+        self.index_bound = list(rec["kernelIndexBound"])
+        self.check_kernel_args()
+
+    # -- kernel arguments -------------------------------------------------
+    # The kinds of TG_KernelArg (TGOpInfo.td): each is the lowering's ArgSpec
+    # builder of that name (lib/Conversion/TGToRuntime), called with the
+    # operand or result group, the attribute name, or nothing.
+    RESULT_ARGS = {"res", "resBuf", "markFoundInf"}
+    OPERAND_ARGS = {"opd", "buf", "list", "dtypes", "numels", "count", "shapes", "flag",
+                    "optBuf"}
+    ATTR_ARGS = {"i64", "i32", "boolean", "f64", "f32", "dims", "each", "gelu", "reduction",
+                 "lrKind"}
+    PLAIN_ARGS = {"nullTensor", "f32Dtype", "site", "seed", "stridedGemm"}
+
+    def check_kernel_args(self):
+        if not self.kernel_args:
+            if self.index_bound:
+                raise RecordError("%s: op '%s' has `kernelIndexBound` but no `kernelArgs`" %
+                                  (self.loc, self.name))
+            return
+        if len(self.kernels) != 1:
+            raise RecordError("%s: op '%s' has `kernelArgs` but %d kernels (it needs one)" %
+                              (self.loc, self.name, len(self.kernels)))
+        attrs = {n for n, _ in self.attrs}
+        for a in self.kernel_args:
+            kind, group, name = a["kind"], a["group"], a["name"]
+            if kind in self.RESULT_ARGS and not 0 <= group < len(self.results):
+                raise RecordError("%s: kernel argument %s<%d> of '%s': the op has %d result(s)" %
+                                  (self.loc, kind, group, self.name, len(self.results)))
+            if kind in self.OPERAND_ARGS and not 0 <= group < len(self.operands):
+                raise RecordError("%s: kernel argument %s<%d> of '%s': the op has %d operand "
+                                  "group(s)" % (self.loc, kind, group, self.name,
+                                                len(self.operands)))
+            if kind in self.ATTR_ARGS and name not in attrs:
+                raise RecordError("%s: kernel argument %s<\"%s\"> of '%s': no such attribute" %
+                                  (self.loc, kind, name, self.name))
+            if kind not in (self.RESULT_ARGS | self.OPERAND_ARGS | self.ATTR_ARGS |
+                            self.PLAIN_ARGS | {"cEnum", "constF64"}):
+                raise RecordError("%s: kernel argument of '%s' has unknown kind '%s'" %
+                                  (self.loc, self.name, kind))
+        if self.index_bound and (len(self.index_bound) != 3 or
+                                 not all(0 <= i < len(self.operands)
+                                         for i in self.index_bound[:2])):
+            raise RecordError("%s: `kernelIndexBound` of '%s' must be [operand, bound, dim] "
+                              "with two of its operand groups" % (self.loc, self.name))
+
+    def kernel_arg_cpp(self, a):
+        kind = a["kind"]
+        if kind in self.RESULT_ARGS or kind in self.OPERAND_ARGS:
+            return "%s(%d)" % (kind, a["group"])
+        if kind in self.ATTR_ARGS:
+            return "%s(%s)" % (kind, cstr(a["name"]))
+        if kind == "cEnum":
+            return "cEnum(%s, %s)" % (cstr(a["name"]), a["value"])
+        if kind == "constF64":
+            return "constF64(%s)" % a["value"]
+        return kind + "()"
 
     # -- keywords ---------------------------------------------------------
     ATTR_KINDS = {"F64Attr": "float", "I64Attr": "int", "StrAttr": "string",
@@ -272,14 +334,16 @@ def gen_info(ops):
         lo, hi = op.operand_range(language=True)
         entries.append(
             "  {%s, %s, ::ampc::tg::LossScaleRole::%s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %s, "
-            "%s, %s, %s, %s}," % (
+            "%s, %s, %s, %s, %s, %s}," % (
                 cstr(op.name), cstr(op.amp_class), ROLE_ENUM[op.role], kernels, converts,
                 in_place, cstr(op.language), cstr(op.elementwise), cstr(op.torch), operands,
                 keywords, lo, "::ampc::tg::OpInfo::kVariadic" if hi is None else str(hi),
                 "true" if op.training else "false",
                 "true" if op.custom_frontend else "false",
                 "true" if bool(op.gradients) else "false",
-                "true" if op.differentiable else "false"))
+                "true" if op.differentiable else "false",
+                "true" if op.float_only_kernel else "false",
+                "true" if op.o2_kept_f32 else "false"))
     out.append("} // namespace")
     out.append("")
     out.append("static const ::ampc::tg::OpInfo kOpInfos[] = {")
@@ -631,6 +695,22 @@ def check_kernels(ops, path):
                                   "(%s)" % (op.loc, op.name, ", ".join(have), k, ", ".join(want)))
 
 
+def gen_kernel_args(ops):
+    """TG_KERNEL_ROW(OP, BOUND_OPERAND, BOUND, DIM, ARGS...) per op with
+    `kernelArgs` (BOUND_OPERAND -1: no index bound)."""
+    out = ["// Generated by gen-op-tables.py from the `kernelArgs` of the tg op records.",
+           "// TG_KERNEL_ROW(OP, BOUND_OPERAND, BOUND, DIM, ARGS...): the arguments of",
+           "// the op's kernel call, for the lowering (TGToRuntime.cpp). Do not edit."]
+    for op in ops:
+        if not op.kernel_args:
+            continue
+        bound = op.index_bound or [-1, 0, 0]
+        out.append("TG_KERNEL_ROW(%s, %d, %d, %d, %s)" % (
+            op.cpp, bound[0], bound[1], bound[2],
+            ", ".join(op.kernel_arg_cpp(a) for a in op.kernel_args)))
+    return "\n".join(out) + "\n"
+
+
 def write_if_changed(path, text):
     if os.path.exists(path):
         with open(path) as f:
@@ -660,6 +740,7 @@ def main(argv=None):
             "TGAmpClasses.inc": gen_amp_classes(ops),
             "TGOpInfo.cpp.inc": gen_info(ops),
             "TGGradients.inc": gen_gradients(recs, ops),
+            "TGKernelArgs.inc": gen_kernel_args(ops),
             "TGOpList.json": text,
             "TGOpList.json.inc": "// Generated by gen-op-tables.py. Do not edit.\n"
                                  "R\"ampcjson(" + text + ")ampcjson\"\n",

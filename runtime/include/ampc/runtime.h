@@ -727,6 +727,29 @@ AMPC_API ampc_status ampc_slice_bwd(ampc_context ctx, void *dx,
                                     const void *dy, ampc_dtype dy_dtype,
                                     const int64_t *dy_shape, int32_t dy_rank,
                                     int64_t dim, int64_t start, int64_t end);
+/// y = torch.flip(x, dims): x reversed along each of the `n_dims` dims
+/// (negative dims count from the end; a dim at most once). y has x's shape;
+/// float dtypes may differ (each element is converted), others must match.
+AMPC_API ampc_status ampc_flip_fwd(ampc_context ctx, void *y,
+                                   ampc_dtype y_dtype, const int64_t *y_shape,
+                                   int32_t y_rank, const void *x,
+                                   ampc_dtype x_dtype, const int64_t *x_shape,
+                                   int32_t x_rank, const int64_t *dims,
+                                   int32_t n_dims);
+
+/// y = torch.roll(x, shifts, dims): along each of the `n_dims` dims
+/// (negative dims count from the end; a repeated dim adds its shifts),
+/// element i of y is element (i - shift) mod size of x. `n_dims` 0 rolls x
+/// flattened by the single shift (`n_shifts` is 1); otherwise `n_shifts`
+/// equals `n_dims`. Dtypes as for ampc_flip_fwd.
+AMPC_API ampc_status ampc_roll_fwd(ampc_context ctx, void *y,
+                                   ampc_dtype y_dtype, const int64_t *y_shape,
+                                   int32_t y_rank, const void *x,
+                                   ampc_dtype x_dtype, const int64_t *x_shape,
+                                   int32_t x_rank, const int64_t *shifts,
+                                   int32_t n_shifts, const int64_t *dims,
+                                   int32_t n_dims);
+
 /// y[..., :] = table[ids[...], :]: table [V, D], ids i32/i64 of any shape,
 /// y [ids..., D]. Ids outside [0, V) give zeros and, when `site` >= 0,
 /// record `site` in the context's AMPC_CHECK_INDEX word (see "Check words").

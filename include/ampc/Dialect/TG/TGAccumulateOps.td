@@ -63,6 +63,8 @@ def TG_GradAccumulateOp : TG_StrictInferOp<"grad_accumulate",
   let loadConverts = [];
   let inPlace = ["accs", "micro"];
   let kernels = ["ampc_grad_accumulate"];
+  let kernelArgs = [TG_List<0>, TG_List<1>, TG_Dtypes<1>, TG_Numels<0>, TG_Count<0>,
+                    TG_Buf<2>, TG_AttrI64<"k">];
 }
 
 } // training = 1, language = ""

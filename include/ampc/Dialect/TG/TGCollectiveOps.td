@@ -49,6 +49,8 @@ def TG_GradAllreduceStartOp : TG_StrictInferOp<"grad_allreduce_start"> {
   let hasVerifier = 1;
   let inPlace = ["grads"];
   let kernels = ["ampc_grad_allreduce_start"];
+  let kernelArgs = [TG_List<0>, TG_Dtypes<0>, TG_Numels<0>, TG_Count<0>,
+                    TG_AttrI64<"bucket">, TG_AttrBool<"mean">, TG_AttrBool<"reduce_f32">];
 }
 
 def TG_GradAllreduceWaitOp : TG_StrictInferOp<"grad_allreduce_wait"> {
@@ -75,6 +77,8 @@ def TG_GradAllreduceWaitOp : TG_StrictInferOp<"grad_allreduce_wait"> {
   let hasVerifier = 1;
   let inPlace = ["grads"];
   let kernels = ["ampc_grad_allreduce_wait"];
+  let kernelArgs = [TG_List<0>, TG_Dtypes<0>, TG_Numels<0>, TG_Count<0>,
+                    TG_AttrI64<"bucket">];
 }
 
 def TG_DivideByWorldOp : TG_StrictInferOp<"divide_by_world"> {
@@ -99,6 +103,7 @@ def TG_DivideByWorldOp : TG_StrictInferOp<"divide_by_world"> {
   let assemblyFormat = [{ $x attr-dict `:` type($x) }];
   let inPlace = ["x"];
   let kernels = ["ampc_divide_by_world"];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>];
 }
 
 } // training = 1, language = "", ampClass = TG_Follow, loadConverts = []

@@ -85,6 +85,7 @@ def TG_ArgmaxOp : TG_InferOp<"argmax"> {
           adaptor.getDim(), adaptor.getKeepdim(), types);
     }
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrI64<"dim">, TG_AttrBool<"keepdim">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -124,6 +125,7 @@ def TG_WhereOp : TG_InferOp<"where", [TG_Differentiable]> {
           adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>];
 }
 
 #endif // AMPC_DIALECT_TG_TGCOMPAREOPS_TD

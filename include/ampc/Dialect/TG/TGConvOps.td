@@ -10,6 +10,16 @@
 #ifndef AMPC_DIALECT_TG_TGCONVOPS_TD
 #define AMPC_DIALECT_TG_TGCONVOPS_TD
 
+// The arguments of every convolution kernel: (y, x, w, b, stride...,
+// padding..., dilation..., groups), and of their backward kernels: (dx, dw,
+// db (not computed: a sum of dy), dy, x, w, stride..., padding...,
+// dilation..., groups).
+defvar TG_ConvArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrEach<"stride">,
+                      TG_AttrEach<"padding">, TG_AttrEach<"dilation">, TG_AttrI64<"groups">];
+defvar TG_ConvGradArgs = [TG_Res<0>, TG_Res<1>, TG_NullTensor, TG_Opd<0>, TG_Opd<1>,
+                          TG_Opd<2>, TG_AttrEach<"stride">, TG_AttrEach<"padding">,
+                          TG_AttrEach<"dilation">, TG_AttrI64<"groups">];
+
 //===----------------------------------------------------------------------===//
 // The 2-D convolution and its gradient
 //===----------------------------------------------------------------------===//
@@ -39,6 +49,7 @@ def TG_Conv2dOp : TG_InferOp<"conv2d", [TG_Differentiable]> {
   let loadConverts = ["bias"];
   let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
                   TG_Keyword<"dilation", "pair", "1">, TG_Keyword<"groups", "int", "1">];
+  let kernelArgs = TG_ConvArgs;
 }
 
 def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
@@ -75,6 +86,7 @@ def TG_Conv2dGradOp : TG_InferOp<"conv2d_grad"> {
   let kernels = ["ampc_conv2d_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = TG_ConvGradArgs;
 }
 
 //===----------------------------------------------------------------------===//
@@ -121,6 +133,7 @@ def TG_ConvTranspose2dOp : TG_InferOp<"conv_transpose2d", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"stride", "pair", "1">, TG_Keyword<"padding", "pair", "0">,
                   TG_Keyword<"output_padding", "pair", "0">,
                   TG_Keyword<"groups", "int", "1">, TG_Keyword<"dilation", "pair", "1">];
+  let kernelArgs = TG_ConvArgs;
 }
 
 //===----------------------------------------------------------------------===//
@@ -162,6 +175,7 @@ class TG_ConvNdOp<string mnemonic, string torchName, string layout,
   let torch = torchName;
   let keywords = [TG_Keyword<"stride", kind, "1">, TG_Keyword<"padding", kind, "0">,
                   TG_Keyword<"dilation", kind, "1">, TG_Keyword<"groups", "int", "1">];
+  let kernelArgs = TG_ConvArgs;
 }
 
 def TG_Conv1dOp : TG_ConvNdOp<"conv1d", "F.conv1d",
@@ -211,6 +225,7 @@ class TG_ConvTransposeNdOp<string mnemonic, string torchName, string conv,
   let keywords = [TG_Keyword<"stride", kind, "1">, TG_Keyword<"padding", kind, "0">,
                   TG_Keyword<"output_padding", kind, "0">,
                   TG_Keyword<"groups", "int", "1">, TG_Keyword<"dilation", kind, "1">];
+  let kernelArgs = TG_ConvArgs;
 }
 
 def TG_ConvTranspose1dOp : TG_ConvTransposeNdOp<"conv_transpose1d",
@@ -247,6 +262,7 @@ class TG_ConvNdGradOp<string mnemonic, string fwd> : TG_InferOp<mnemonic> {
   let kernels = ["ampc_" # fwd # "_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = TG_ConvGradArgs;
 }
 
 def TG_Conv1dGradOp : TG_ConvNdGradOp<"conv1d_grad", "conv1d">;

@@ -67,6 +67,8 @@ def TG_DropoutOp : TG_InferOp<"dropout", [TG_Differentiable]> {
   // A call names only the input (`dropout(x, p=0.5)`).
   let languageMinOperands = 1;
   let gradients = [(TGOp<"dropout"> $dy, $step), (TG_NoGradient)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Buf<1>, TG_Seed, TG_AttrF64<"p">,
+                    TG_AttrI64<"key">];
 }
 
 def TG_CounterNextOp : TG_InferOp<"counter_next"> {
@@ -89,6 +91,7 @@ def TG_CounterNextOp : TG_InferOp<"counter_next"> {
   let language = "";
   let kernels = ["ampc_counter_next"];
   let keywords = [];
+  let kernelArgs = [TG_ResBuf<0>, TG_Buf<0>];
 }
 
 #endif // AMPC_DIALECT_TG_TGDROPOUTOPS_TD

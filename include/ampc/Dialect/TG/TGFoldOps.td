@@ -55,6 +55,7 @@ def TG_PermutedMatmulOp : TG_InferOp<"permuted_matmul"> {
   let language = "";
   let keywords = [];
   let training = 1;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_StridedGemm];
 }
 
 #endif // AMPC_DIALECT_TG_TGFOLDOPS_TD

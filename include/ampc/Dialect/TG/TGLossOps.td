@@ -33,6 +33,11 @@ def TG_CrossEntropyOp : TG_InferOp<"cross_entropy", [TG_Differentiable]> {
   let ampClass = TG_FP32;
   let torch = "F.cross_entropy";
   let gradients = [(TGOp<"cross_entropy_grad"> $dy, $logits, $labels)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Site];
+  // labels below dim 1 of the logits (the classes).
+  let kernelIndexBound = [1, 0, 1];
+  // Apex's O2 computes the losses on the model's f32 output.
+  let o2KeptF32 = 1;
 }
 
 def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
@@ -55,6 +60,9 @@ def TG_MseLossOp : TG_InferOp<"mse_loss", [TG_Differentiable]> {
   let gradients = [
     (TG_Result<0> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs)),
     (TG_Result<1> (TGOp<"mse_loss_grad"> $dy, $lhs, $rhs))];
+  let kernelArgs = TG_BinaryArgs;
+  // Apex's O2 computes the losses on the model's f32 output.
+  let o2KeptF32 = 1;
 }
 
 def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
@@ -80,6 +88,7 @@ def TG_CrossEntropyGradOp : TG_InferOp<"cross_entropy_grad"> {
   let kernels = ["ampc_cross_entropy_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>];
 }
 
 def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
@@ -106,6 +115,7 @@ def TG_MseLossGradOp : TG_InferOp<"mse_loss_grad"> {
   let kernels = ["ampc_mse_loss_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = TG_BinaryGradArgs;
 }
 
 //===----------------------------------------------------------------------===//
@@ -162,12 +172,15 @@ def TG_L1LossOp : TG_ReducedLossOp<"l1_loss", "F.l1_loss",
   let assemblyFormat = [{
     $lhs `,` $rhs `reduction` $reduction attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrReduction<"reduction">];
 }
 def TG_L1LossGradOp : TG_ReducedLossGradOp<"l1_loss", (ins StrAttr:$reduction)> {
   let assemblyFormat = [{
     $grad `,` $lhs `,` $rhs `reduction` $reduction attr-dict `:` type($grad) `,` type($lhs) `,`
     type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrReduction<"reduction">];
 }
 
 def TG_SmoothL1LossOp : TG_ReducedLossOp<"smooth_l1_loss", "F.smooth_l1_loss",
@@ -188,6 +201,8 @@ def TG_SmoothL1LossOp : TG_ReducedLossOp<"smooth_l1_loss", "F.smooth_l1_loss",
     $lhs `,` $rhs `beta` $beta `reduction` $reduction attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($result)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrF64<"beta">,
+                    TG_AttrReduction<"reduction">];
 }
 def TG_SmoothL1LossGradOp : TG_ReducedLossGradOp<"smooth_l1_loss",
     (ins F64Attr:$beta, StrAttr:$reduction)> {
@@ -195,6 +210,8 @@ def TG_SmoothL1LossGradOp : TG_ReducedLossGradOp<"smooth_l1_loss",
     $grad `,` $lhs `,` $rhs `beta` $beta `reduction` $reduction attr-dict `:` type($grad) `,`
     type($lhs) `,` type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrF64<"beta">, TG_AttrReduction<"reduction">];
 }
 
 def TG_KlDivOp : TG_ReducedLossOp<"kl_div", "F.kl_div",
@@ -221,6 +238,8 @@ def TG_KlDivOp : TG_ReducedLossOp<"kl_div", "F.kl_div",
     $lhs `,` $rhs `reduction` $reduction (`log_target` $log_target^)? attr-dict `:` type($lhs) `,`
     type($rhs) `->` type($result)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrReduction<"reduction">,
+                    TG_AttrBool<"log_target">];
 }
 def TG_KlDivGradOp : TG_ReducedLossGradOp<"kl_div",
     (ins StrAttr:$reduction, UnitAttr:$log_target)> {
@@ -228,6 +247,8 @@ def TG_KlDivGradOp : TG_ReducedLossGradOp<"kl_div",
     $grad `,` $lhs `,` $rhs `reduction` $reduction (`log_target` $log_target^)? attr-dict `:`
     type($grad) `,` type($lhs) `,` type($rhs) `->` type($lhs_grad) `,` type($rhs_grad)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrReduction<"reduction">, TG_AttrBool<"log_target">];
 }
 
 def TG_NllLossOp : TG_InferOp<"nll_loss", [TG_Differentiable]> {
@@ -260,6 +281,12 @@ def TG_NllLossOp : TG_InferOp<"nll_loss", [TG_Differentiable]> {
   let torch = "F.nll_loss";
   let keywords = [TG_Keyword<"ignore_index", "int", "-100">, TG_MeanReduction];
   let gradients = [(TGOp<"nll_loss_grad"> $dy, $input, $labels)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrI64<"ignore_index">,
+                    TG_AttrReduction<"reduction">, TG_Site];
+  // labels below dim 1 of the logits (the classes).
+  let kernelIndexBound = [1, 0, 1];
+  // Apex's O2 computes the losses on the model's f32 output.
+  let o2KeptF32 = 1;
 }
 
 def TG_NllLossGradOp : TG_InferOp<"nll_loss_grad"> {
@@ -286,6 +313,10 @@ def TG_NllLossGradOp : TG_InferOp<"nll_loss_grad"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_nll_loss_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrI64<"ignore_index">, TG_AttrReduction<"reduction">];
+  // labels below dim 1 of the log-probabilities (the classes).
+  let kernelIndexBound = [2, 1, 1];
 }
 
 //===----------------------------------------------------------------------===//
@@ -317,6 +348,8 @@ class TG_PairLossOp<string mnemonic, string torchName, string first> :
           adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
+  // Apex's O2 computes the losses on the model's f32 output.
+  let o2KeptF32 = 1;
 }
 
 class TG_PairLossGradOp<string fwd> : TG_InferOp<fwd # "_grad"> {
@@ -361,8 +394,11 @@ def TG_BinaryCrossEntropyOp : TG_PairLossOp<"binary_cross_entropy",
     %l = tg.binary_cross_entropy %p, %y : tensor<8x1xf32>, tensor<8x1xf32> -> tensor<f32>
     ```
   }];
+  let kernelArgs = TG_BinaryArgs;
 }
-def TG_BinaryCrossEntropyGradOp : TG_PairLossGradOp<"binary_cross_entropy">;
+def TG_BinaryCrossEntropyGradOp : TG_PairLossGradOp<"binary_cross_entropy"> {
+  let kernelArgs = TG_BinaryGradArgs;
+}
 
 def TG_BinaryCrossEntropyWithLogitsOp : TG_PairLossOp<
     "binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits",
@@ -378,8 +414,11 @@ def TG_BinaryCrossEntropyWithLogitsOp : TG_PairLossOp<
     %l = tg.binary_cross_entropy_with_logits %x, %y : tensor<8xf32>, tensor<8xf32> -> tensor<f32>
     ```
   }];
+  let kernelArgs = TG_BinaryArgs;
 }
 def TG_BinaryCrossEntropyWithLogitsGradOp :
-    TG_PairLossGradOp<"binary_cross_entropy_with_logits">;
+    TG_PairLossGradOp<"binary_cross_entropy_with_logits"> {
+  let kernelArgs = TG_BinaryGradArgs;
+}
 
 #endif // AMPC_DIALECT_TG_TGLOSSOPS_TD

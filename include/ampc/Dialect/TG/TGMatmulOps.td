@@ -44,6 +44,8 @@ class TG_FixedRankMatmulOp<string mnemonic, string torchName, string ranks,
   let loadConverts = [];
   let kernels = ["ampc_matmul_fwd"];
   let torch = torchName;
+  // matmul's kernel: (y, a, b).
+  let kernelArgs = TG_BinaryArgs;
 }
 
 def TG_MmOp : TG_FixedRankMatmulOp<"mm", "torch.mm", "a [m, k] @ b [k, n] -> [m, n]",
@@ -95,6 +97,8 @@ class TG_AddGemmOp<string mnemonic, string torchName, string product,
   // converted as it is copied into the accumulator.
   let loadConverts = ["input"];
   let torch = torchName;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrF64<"beta">,
+                    TG_AttrF64<"alpha">];
 }
 
 def TG_AddmmOp : TG_AddGemmOp<"addmm", "torch.addmm", "(a @ b)",

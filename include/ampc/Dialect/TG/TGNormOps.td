@@ -41,6 +41,7 @@ def TG_LayerNormOp : TG_InferOp<"layer_norm", [TG_Differentiable]> {
     (TG_Result<0> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
     (TG_Result<1> (TGOp<"layer_norm_grad"> $dy, $input, $weight)),
     (TG_Result<2> (TGOp<"layer_norm_grad"> $dy, $input, $weight))];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrF64<"eps">];
 }
 
 def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
@@ -71,6 +72,8 @@ def TG_LayerNormGradOp : TG_InferOp<"layer_norm_grad"> {
   let kernels = ["ampc_layer_norm_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Res<2>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrF64<"eps">];
 }
 
 def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
@@ -94,6 +97,7 @@ def TG_RmsNormOp : TG_InferOp<"rms_norm", [TG_Differentiable]> {
   let gradients = [
     (TG_Result<0> (TGOp<"rms_norm_grad"> $dy, $input, $weight)),
     (TG_Result<1> (TGOp<"rms_norm_grad"> $dy, $input, $weight))];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrF64<"eps">];
 }
 
 def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
@@ -120,6 +124,8 @@ def TG_RmsNormGradOp : TG_InferOp<"rms_norm_grad"> {
   let kernels = ["ampc_rms_norm_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrF64<"eps">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -154,6 +160,8 @@ def TG_GroupNormOp : TG_InferOp<"group_norm", [TG_Differentiable]> {
     (TG_Result<0> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
     (TG_Result<1> (TGOp<"group_norm_grad"> $dy, $input, $weight)),
     (TG_Result<2> (TGOp<"group_norm_grad"> $dy, $input, $weight))];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrI64<"groups">,
+                    TG_AttrF64<"eps">];
 }
 
 def TG_GroupNormGradOp : TG_InferOp<"group_norm_grad"> {
@@ -183,6 +191,8 @@ def TG_GroupNormGradOp : TG_InferOp<"group_norm_grad"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_group_norm_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Res<2>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrI64<"groups">, TG_AttrF64<"eps">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,6 +262,10 @@ def TG_BatchNormOp : TG_InferOp<"batch_norm", [TG_Differentiable]> {
     (TG_Result<2> (TGOp<"batch_norm_grad"> $dy, $input, $weight,
                    $running_mean, $running_var)),
     (TG_NoGradient), (TG_NoGradient)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_Opd<3>, TG_Opd<4>,
+                    TG_AttrBool<"training">, TG_AttrF64<"eps">];
+  // Apex's O2 keeps batch norm in f32 (unless keep_batchnorm_fp32=false).
+  let o2KeptF32 = 1;
 }
 
 def TG_BatchNormGradOp : TG_InferOp<"batch_norm_grad"> {
@@ -292,6 +306,8 @@ def TG_BatchNormGradOp : TG_InferOp<"batch_norm_grad"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_batch_norm_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Res<2>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_Opd<3>, TG_Opd<4>, TG_AttrBool<"training">, TG_AttrF64<"eps">];
 }
 
 def TG_BatchNormUpdateOp : TG_InferOp<"batch_norm_update"> {
@@ -328,6 +344,8 @@ def TG_BatchNormUpdateOp : TG_InferOp<"batch_norm_update"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_batch_norm_update"];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrF64<"momentum">];
 }
 
 #endif // AMPC_DIALECT_TG_TGNORMOPS_TD

@@ -108,6 +108,11 @@ struct OpInfo {
   bool gradientFromRecord;
   /// It implements GradientOpInterface.
   bool differentiable;
+  /// Its kernel computes on floats only although the IR allows integer
+  /// operands (the lowering rejects those at their location).
+  bool floatOnlyKernel;
+  /// Opt level O2 keeps it in f32 (batch norm and the losses).
+  bool o2KeptF32;
 
   const KeywordInfo *findKeyword(llvm::StringRef keyword) const;
 };

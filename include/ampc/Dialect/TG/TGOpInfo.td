@@ -82,6 +82,82 @@ class TG_Keyword<string n, string k, string d = "", list<string> a = []> {
 }
 
 //===----------------------------------------------------------------------===//
+// Kernel arguments
+//===----------------------------------------------------------------------===//
+//
+// `kernelArgs` lists the C arguments of the op's kernel call after the
+// context, in order, as the lowering (lib/Conversion/TGToRuntime) builds
+// them. A "group" is an ODS operand or result group of the op (an operand, an
+// optional operand or a variadic list), by index. Ops whose kernel is a row
+// of a family of the runtime's kernel table (elementwise, reductions,
+// softmax, pooling) leave it empty: the family gives the arguments.
+
+class TG_KernelArg<string k, int g = 0, string n = "", string v = ""> {
+  string kind = k;
+  int group = g;
+  string name = n;
+  string value = v;
+}
+/// ptr, dtype, dims, rank of the first value of result group `g`.
+class TG_Res<int g> : TG_KernelArg<"res", g>;
+/// The same of operand group `g` (NULL, AMPC_F32, NULL, 0 when absent).
+class TG_Opd<int g> : TG_KernelArg<"opd", g>;
+/// NULL, AMPC_F32, NULL, 0: a tensor the kernel may skip.
+def TG_NullTensor : TG_KernelArg<"nullTensor">;
+/// ptr of operand group `g`'s first value.
+class TG_Buf<int g> : TG_KernelArg<"buf", g>;
+/// ptr of result group `g`'s first value.
+class TG_ResBuf<int g> : TG_KernelArg<"resBuf", g>;
+/// The buffers, dtypes, element counts, count (int32_t) and shapes of the
+/// values of operand group `g`.
+class TG_List<int g> : TG_KernelArg<"list", g>;
+class TG_Dtypes<int g> : TG_KernelArg<"dtypes", g>;
+class TG_Numels<int g> : TG_KernelArg<"numels", g>;
+class TG_Count<int g> : TG_KernelArg<"count", g>;
+class TG_Shapes<int g> : TG_KernelArg<"shapes", g>;
+/// ptr and dtype of optional operand group `g`, or NULL, AMPC_F32.
+class TG_FlagArg<int g> : TG_KernelArg<"flag", g>;
+/// ptr of optional operand group `g`, or NULL.
+class TG_OptBuf<int g> : TG_KernelArg<"optBuf", g>;
+/// No argument: result group `g` is the step's overflow flag.
+class TG_MarkFoundInf<int g> : TG_KernelArg<"markFoundInf", g>;
+/// Attribute `n` as int64_t, int32_t, 0/1 (int32_t, unit or bool), double
+/// (the record's default, else 0, when absent), float (the record's default
+/// when absent); an i64 array and its length (int32_t); every element of an
+/// i64 array (int64_t each); "none" | "tanh" as ampc_gelu; "none" | "mean" |
+/// "sum" | "batchmean" as ampc_reduction; a schedule kind as
+/// ampc_lr_schedule_kind.
+class TG_AttrI64<string n> : TG_KernelArg<"i64", 0, n>;
+class TG_AttrI32<string n> : TG_KernelArg<"i32", 0, n>;
+class TG_AttrBool<string n> : TG_KernelArg<"boolean", 0, n>;
+class TG_AttrF64<string n> : TG_KernelArg<"f64", 0, n>;
+class TG_AttrF32<string n> : TG_KernelArg<"f32", 0, n>;
+class TG_AttrDims<string n> : TG_KernelArg<"dims", 0, n>;
+class TG_AttrEach<string n> : TG_KernelArg<"each", 0, n>;
+class TG_AttrGelu<string n> : TG_KernelArg<"gelu", 0, n>;
+class TG_AttrReduction<string n> : TG_KernelArg<"reduction", 0, n>;
+class TG_AttrLrKind<string n> : TG_KernelArg<"lrKind", 0, n>;
+/// The C enum constant `n` = `v`.
+class TG_EnumArg<string n, string v> : TG_KernelArg<"cEnum", 0, n, v>;
+/// The double `v`.
+class TG_ConstF64<string v> : TG_KernelArg<"constF64", 0, "", v>;
+/// AMPC_F32.
+def TG_F32Dtype : TG_KernelArg<"f32Dtype">;
+/// The op's check site (int32_t; docs/runtime.md "Check words").
+def TG_Site : TG_KernelArg<"site">;
+/// The run's seed (uint64_t).
+def TG_Seed : TG_KernelArg<"seed">;
+/// A tg.permuted_matmul's strided GEMM (StridedGemm.h): outer, its strides,
+/// batch, m, n, k, trans flags, lds, batch strides.
+def TG_StridedGemm : TG_KernelArg<"stridedGemm">;
+
+/// The argument lists many kernels share: (y, a, b), (da, db, dy, a, b) and
+/// (dx, dy, x).
+defvar TG_BinaryArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>];
+defvar TG_BinaryGradArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>];
+defvar TG_UnaryGradArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>];
+
+//===----------------------------------------------------------------------===//
 // Gradient rules as data
 //===----------------------------------------------------------------------===//
 //

@@ -78,6 +78,20 @@ class TG_Op<string mnemonic, list<Trait> traits = []> :
   // The fewest operands a call takes, when more than the ODS operands say
   // (a variadic operand that must not be empty); -1: as ODS says.
   int languageMinOperands = -1;
+  // The arguments of its kernel call (TGOpInfo.td, "Kernel arguments");
+  // empty: those of its kernel's family in the runtime's kernel table, or a
+  // pattern of its own.
+  list<TG_KernelArg> kernelArgs = [];
+  // An integer operand whose valid values the op bounds, as [operand, bound,
+  // dim]: below dim `dim` of operand `bound` (class labels below the class
+  // count, token ids below the vocabulary; synthetic inputs of `ampc run`
+  // draw from it); empty: none.
+  list<int> kernelIndexBound = [];
+  // Its runtime kernel computes on floats only although the IR allows
+  // integer operands: the lowering rejects integer ones at their location.
+  bit floatOnlyKernel = 0;
+  // Opt level O2 keeps it in f32 (batch norm and the losses, as Apex does).
+  bit o2KeptF32 = 0;
 }
 
 // Ops whose result type is inferred from operands and attributes. A float
@@ -154,6 +168,7 @@ def TG_CastOp : TG_Op<"cast",
   // The gradient of a cast is the cast back (`fit` casts to the operand).
   let gradients = [(TG_Identity $dy)];
   let gradientNeedsFloatResult = 0;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>];
 }
 
 //===----------------------------------------------------------------------===//
@@ -180,6 +195,7 @@ def TG_MatmulOp : TG_InferOp<"matmul", [TG_Differentiable]> {
   // GEMMs read their matrices in their compute precision.
   let loadConverts = [];
   let torch = "torch.matmul";
+  let kernelArgs = TG_BinaryArgs;
 }
 
 def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
@@ -203,6 +219,8 @@ def TG_LinearOp : TG_InferOp<"linear", [TG_Differentiable]> {
   // Only the bias, added in the GEMM epilogue, converts on load.
   let loadConverts = ["bias"];
   let torch = "F.linear";
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_EnumArg<"AMPC_EPILOGUE_NONE", "0">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,6 +253,8 @@ class TG_BinaryOp<string mnemonic, string torchName, TG_AmpClass cls,
           adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
+  // Integer operands are allowed, its kernel computes on floats.
+  let floatOnlyKernel = 1;
 }
 
 def TG_AddOp : TG_BinaryOp<"add", "torch.add", TG_Promote,
@@ -346,10 +366,15 @@ multiclass TG_UnaryKernelOp<string mnemonic, string torchName,
 def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor, TG_Follow,
     (TGOp<"neg"> $dy)> {
   let hasFolder = 1;
+  // Integer operands are allowed, its kernel computes on floats.
+  let floatOnlyKernel = 1;
 }
 // dy * sign(x), 0 at 0.
 def TG_AbsOp : TG_UnaryOp<"abs", "torch.abs", TG_NumTensor, TG_Follow,
-    (TGOp<"abs_grad"> $dy, $input)>;
+    (TGOp<"abs_grad"> $dy, $input)> {
+  // Integer operands are allowed, its kernel computes on floats.
+  let floatOnlyKernel = 1;
+}
 // dy * exp(x), reusing the result.
 def TG_ExpOp : TG_UnaryOp<"exp", "torch.exp", TG_FloatTensor, TG_FP32,
     (TGOp<"mul"> $dy, $result)>;
@@ -394,6 +419,7 @@ def TG_GeluOp : TG_InferOp<"gelu", [TG_Differentiable]> {
   let torch = "F.gelu";
   let keywords = [TG_Keyword<"approximate", "string", "none", ["none", "tanh"]>];
   let gradients = [(TGOp<"gelu_grad"> $dy, $input)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrGelu<"approximate">];
 }
 
 defm TG_Silu : TG_UnaryKernelOp<"silu", "F.silu", TG_Follow>;
@@ -429,6 +455,7 @@ def TG_PreluOp : TG_InferOp<"prelu", [TG_Differentiable]> {
   }];
   let ampClass = TG_Lower;
   let torch = "F.prelu";
+  let kernelArgs = TG_BinaryArgs;
 }
 
 def TG_PreluGradOp : TG_InferOp<"prelu_grad"> {
@@ -456,6 +483,7 @@ def TG_PreluGradOp : TG_InferOp<"prelu_grad"> {
   let kernels = ["ampc_prelu_bwd"];
   let training = 1;
   let language = "";
+  let kernelArgs = TG_BinaryGradArgs;
 }
 // PyTorch's sigmoid_backward: dy * (1 - y) * y.
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "torch.sigmoid", TG_FloatTensor,
@@ -544,6 +572,7 @@ def TG_TransposeOp : TG_InferOp<"transpose", [TG_Differentiable]> {
   // No `perm` swaps the two dims of a 2-D tensor.
   let keywords = [TG_Keyword<"perm", "ints", "[1, 0]">];
   let customFrontend = 1;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"perm">];
 }
 
 def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
@@ -565,6 +594,61 @@ def TG_ConcatOp : TG_InferOp<"concat", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"dim", "dim", "0">];
   let customFrontend = 1;
   let languageMinOperands = 1;
+  let kernelArgs = [TG_Res<0>, TG_List<0>, TG_Dtypes<0>, TG_Shapes<0>, TG_Count<0>,
+                    TG_AttrI64<"dim">];
+}
+
+// torch.flip: its own gradient.
+def TG_FlipOp : TG_InferOp<"flip", [TG_Differentiable]> {
+  let summary = "Reverse the order of elements along `dims` (`torch.flip`)";
+  let description = [{
+    Element `i_d` of every dim `d` in `dims` comes from element
+    `size_d - 1 - i_d` of the input; the other dims are unchanged. `dims` are
+    dims of the input, sorted and distinct (the frontend resolves negative
+    dims, and a call without `dims` flips every dim, as `numpy.flip`). Any
+    dtype; the result has the input's shape.
+
+    ```mlir
+    %y = tg.flip %x dims [0, 2] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.flip";
+  let keywords = [TG_Keyword<"dims", "dims">];
+  let gradients = [(TGOp<"flip"> $dy)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"dims">];
+}
+
+// torch.roll: its gradient rolls back by -shifts (TGGradients.cpp).
+def TG_RollOp : TG_InferOp<"roll", [TG_Differentiable]> {
+  let summary = "Rotate elements along `dims` by `shifts` (`torch.roll`)";
+  let description = [{
+    Along each dim `dims[k]`, element `i` comes from element
+    `(i - shifts[k]) mod size`, as in `torch.roll`: a dim may be negative
+    (counting from the end) and may repeat (its shifts add up). With no
+    `dims`, the input is rolled flattened by the one shift and reshaped
+    back. Any dtype; the result has the input's shape.
+
+    ```mlir
+    %y = tg.roll %x shifts [1, -2] dims [0, -1] : tensor<3x4xf32> -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$shifts,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `shifts` $shifts `dims` $dims attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let ampClass = TG_Follow;
+  let torch = "torch.roll";
+  let keywords = [TG_Keyword<"shifts", "ints">, TG_Keyword<"dims", "ints", "[]">];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"shifts">, TG_AttrDims<"dims">];
 }
 
 def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
@@ -589,6 +673,8 @@ def TG_SliceOp : TG_InferOp<"slice", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"dim", "dim">, TG_Keyword<"start", "int", "0">,
                   TG_Keyword<"end", "int", "=size">];
   let customFrontend = 1;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrI64<"dim">, TG_AttrI64<"start">,
+                    TG_AttrI64<"end">];
 }
 
 def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
@@ -607,6 +693,9 @@ def TG_EmbeddingOp : TG_InferOp<"embedding", [TG_Differentiable]> {
     $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
   }];
   let ampClass = TG_Follow;
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Site];
+  // ids below dim 0 of the table (its rows).
+  let kernelIndexBound = [1, 0, 0];
 }
 
 //===----------------------------------------------------------------------===//

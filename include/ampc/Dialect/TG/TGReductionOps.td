@@ -47,6 +47,8 @@ def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
 
 def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
   let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
+  // Integer operands are allowed, its kernel computes on floats.
+  let floatOnlyKernel = 1;
 }
 
 def TG_MaxGradOp : TG_InferOp<"max_grad"> {
@@ -103,6 +105,7 @@ def TG_LogsumexpOp : TG_InferOp<"logsumexp", [TG_Differentiable]> {
   let ampClass = TG_FP32;
   let keywords = [TG_Keyword<"dims", "dims">, TG_Keyword<"keepdim", "bool", "false">];
   let gradients = [(TGOp<"logsumexp_grad"> $dy, $input, $result)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrDims<"dims">, TG_AttrBool<"keepdim">];
 }
 
 def TG_NormOp : TG_InferOp<"norm", [TG_Differentiable]> {
@@ -130,6 +133,8 @@ def TG_NormOp : TG_InferOp<"norm", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"p", "float", "2.0">, TG_Keyword<"dims", "dims">,
                   TG_Keyword<"keepdim", "bool", "false">];
   let gradients = [(TGOp<"norm_grad"> $dy, $input, $result)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrF64<"p">, TG_AttrDims<"dims">,
+                    TG_AttrBool<"keepdim">];
 }
 
 // The backward op of a reduction `fwd` that needs its input and result:
@@ -159,6 +164,8 @@ def TG_LogsumexpGradOp : TG_ReduceGradOp<"logsumexp",
     $grad `,` $input `,` $result_value `dims` $dims (`keepdim` $keepdim^)? attr-dict
     `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrDims<"dims">,
+                    TG_AttrBool<"keepdim">];
 }
 
 def TG_NormGradOp : TG_ReduceGradOp<"norm",
@@ -168,6 +175,8 @@ def TG_NormGradOp : TG_ReduceGradOp<"norm",
     $grad `,` $input `,` $result_value `p` $p `dims` $dims (`keepdim` $keepdim^)? attr-dict
     `:` type($grad) `,` type($input) `,` type($result_value) `->` type($result)
   }];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrF64<"p">,
+                    TG_AttrDims<"dims">, TG_AttrBool<"keepdim">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -195,6 +204,7 @@ def TG_CumsumOp : TG_InferOp<"cumsum", [TG_Differentiable]> {
   let keywords = [TG_Keyword<"dim", "dim", "0">];
   let torch = "torch.cumsum";
   let gradients = [(TGOp<"cumsum_grad"> $dy)];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrI64<"dim">];
 }
 
 def TG_CumsumGradOp : TG_InferOp<"cumsum_grad"> {
@@ -216,6 +226,7 @@ def TG_CumsumGradOp : TG_InferOp<"cumsum_grad"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_cumsum_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_AttrI64<"dim">];
 }
 
 //===----------------------------------------------------------------------===//
@@ -250,6 +261,7 @@ def TG_CosineSimilarityOp : TG_InferOp<"cosine_similarity", [TG_Differentiable]>
   let gradients = [
     (TG_Result<0> (TGOp<"cosine_similarity_grad"> $dy, $lhs, $rhs)),
     (TG_Result<1> (TGOp<"cosine_similarity_grad"> $dy, $lhs, $rhs))];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrI64<"dim">, TG_AttrF64<"eps">];
 }
 
 def TG_CosineSimilarityGradOp : TG_InferOp<"cosine_similarity_grad"> {
@@ -276,6 +288,8 @@ def TG_CosineSimilarityGradOp : TG_InferOp<"cosine_similarity_grad"> {
   let training = 1;
   let language = "";
   let kernels = ["ampc_cosine_similarity_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Res<1>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>,
+                    TG_AttrI64<"dim">, TG_AttrF64<"eps">];
 }
 
 #endif // AMPC_DIALECT_TG_TGREDUCTIONOPS_TD

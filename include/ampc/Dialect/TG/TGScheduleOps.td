@@ -59,6 +59,10 @@ def TG_LrScheduleOp : TG_Op<"lr_schedule", [Pure]> {
   let inPlace = ["step"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_lr_schedule"];
+  let kernelArgs = [TG_ResBuf<1>, TG_Buf<0>, TG_AttrLrKind<"kind">, TG_AttrF64<"lr">,
+                    TG_AttrI64<"warmup_steps">, TG_AttrI64<"total_steps">,
+                    TG_AttrF64<"min_lr">, TG_AttrI64<"step_size">, TG_AttrF64<"gamma">,
+                    TG_FlagArg<1>];
 }
 
 } // training = 1, language = ""

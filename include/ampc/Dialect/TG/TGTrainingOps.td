@@ -105,6 +105,7 @@ def TG_GeluGradOp : TG_InferOp<"gelu_grad"> {
   }];
   let ampClass = TG_Follow;
   let kernels = ["ampc_gelu_bwd"];
+  let kernelArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_AttrGelu<"approximate">];
 }
 
 class TG_BinaryGradOp<string mnemonic, string fwd, TG_AmpClass cls,
@@ -190,6 +191,7 @@ def TG_EmbeddingGradOp : TG_InferOp<"embedding_grad"> {
   }];
   let ampClass = TG_Follow;
   let kernels = ["ampc_embedding_bwd"];
+  let kernelArgs = TG_UnaryGradArgs;
 }
 
 //===----------------------------------------------------------------------===//
@@ -228,6 +230,8 @@ def TG_ClipGradNormOp : TG_StrictInferOp<"clip_grad_norm", [AttrSizedOperandSegm
   let inPlace = ["grads"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_clip_grad_norm"];
+  let kernelArgs = [TG_ResBuf<1>, TG_List<0>, TG_Dtypes<0>, TG_Numels<0>, TG_Count<0>,
+                    TG_AttrF64<"max_norm">, TG_FlagArg<1>];
 }
 
 def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> {
@@ -368,6 +372,10 @@ def TG_SgdUpdateOp : TG_StrictInferOp<"sgd_update", [AttrSizedOperandSegments]> 
   let inPlace = ["params", "momentum_buffers", "models", "comps", "counter"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_sgd_update"];
+  let kernelArgs = [TG_List<0>, TG_Dtypes<0>, TG_List<1>, TG_Dtypes<1>, TG_List<2>,
+                    TG_Numels<0>, TG_Count<0>, TG_AttrF64<"lr">, TG_AttrF64<"momentum">,
+                    TG_AttrF64<"weight_decay">, TG_AttrBool<"nesterov">,
+                    TG_ConstF64<"0.0">, TG_FlagArg<3>, TG_OptBuf<5>];
 }
 
 def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
@@ -491,6 +499,11 @@ def TG_AdamWUpdateOp : TG_StrictInferOp<"adamw_update",
   let inPlace = ["params", "exp_avgs", "exp_avg_sqs", "models", "comps", "step"];
   let lossScaleRole = TG_GradientConsumerRole;
   let kernels = ["ampc_adamw_update"];
+  let kernelArgs = [TG_List<0>, TG_Dtypes<0>, TG_List<1>, TG_Dtypes<1>, TG_List<2>,
+                    TG_List<3>, TG_Buf<4>, TG_Numels<0>, TG_Count<0>, TG_AttrF64<"lr">,
+                    TG_AttrF64<"beta1">, TG_AttrF64<"beta2">, TG_AttrF64<"eps">,
+                    TG_AttrF64<"weight_decay">, TG_ConstF64<"0.0">, TG_FlagArg<5>,
+                    TG_OptBuf<7>];
 }
 
 //===----------------------------------------------------------------------===//
@@ -524,6 +537,8 @@ def TG_CheckFiniteAndUnscaleOp : TG_StrictInferOp<"check_finite_and_unscale"> {
   let inPlace = ["grads"];
   let lossScaleRole = TG_UnscaleRole;
   let kernels = ["ampc_check_finite_unscale"];
+  let kernelArgs = [TG_ResBuf<1>, TG_F32Dtype, TG_List<0>, TG_Dtypes<0>, TG_Numels<0>,
+                    TG_Count<0>, TG_Buf<1>, TG_MarkFoundInf<1>];
 }
 
 // All result types are fixed (buildable), so ODS builds them without inference.
@@ -577,6 +592,10 @@ def TG_UpdateScaleOp : TG_Op<"update_scale", [Pure]> {
   let inPlace = ["scale", "growth_tracker", "hysteresis_left"];
   let lossScaleRole = TG_ScaleUpdateRole;
   let kernels = ["ampc_update_scale"];
+  let kernelArgs = [TG_Buf<0>, TG_Buf<1>, TG_Buf<2>, TG_FlagArg<3>,
+                    TG_AttrF64<"growth_factor">, TG_AttrF64<"backoff_factor">,
+                    TG_AttrI32<"growth_interval">, TG_AttrI32<"hysteresis">,
+                    TG_AttrF64<"min_scale">, TG_AttrF64<"max_scale">];
 }
 
 } // training = 1, language = ""
