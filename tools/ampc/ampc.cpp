@@ -723,20 +723,24 @@ static std::map<std::string, ampc::onnx_import::InputValue> onnxInputValues() {
     int64_t n = 1;
     for (int64_t d : array.shape)
       n *= d;
+    // The file's n elements as T, into `out` (no copy from an empty file's
+    // data, whose pointer may be null).
+    auto decode = [&](auto type, auto &out) {
+      using T = decltype(type);
+      std::vector<T> v(n);
+      if (n > 0)
+        std::memcpy(v.data(), array.data.data(), n * sizeof(T));
+      out.assign(v.begin(), v.end());
+    };
     if (array.descr == "<i8" && array.data.size() == size_t(n) * 8) {
       value.isInteger = true;
-      value.ints.resize(n);
-      std::memcpy(value.ints.data(), array.data.data(), n * 8);
+      decode(int64_t(), value.ints);
     } else if (array.descr == "<i4" && array.data.size() == size_t(n) * 4) {
       value.isInteger = true;
-      std::vector<int32_t> v(n);
-      std::memcpy(v.data(), array.data.data(), n * 4);
-      value.ints.assign(v.begin(), v.end());
+      decode(int32_t(), value.ints);
     } else if (array.descr == "<f4" && array.data.size() == size_t(n) * 4) {
       value.isFloat = true;
-      std::vector<float> v(n);
-      std::memcpy(v.data(), array.data.data(), n * 4);
-      value.floats.assign(v.begin(), v.end());
+      decode(float(), value.floats);
     }
     inputValues[spec.substr(0, eq)] = std::move(value);
   }
