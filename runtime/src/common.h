@@ -14,6 +14,9 @@ struct ampc_context_impl {
   std::unique_ptr<ampc::Backend> backend;
   /// The data-parallel communicator (ampc_context_set_comm); not owned.
   ampc_comm comm = nullptr;
+  /// While planning (ampc_plan_begin): the context's own backend, and
+  /// `backend` is the stand-in that plans (api_plan.cpp).
+  std::unique_ptr<ampc::Backend> planned;
 };
 
 struct ampc_arena_impl {
@@ -96,7 +99,13 @@ enum DtypeClass { kAnyDtype, kFloatDtype, kIndexDtype };
 /// data is accepted (its shape is still parsed if given).
 ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                         bool required, Shape &shape);
+/// Fails on a NULL context, and while it plans on an entry point that
+/// ampc/runtime_kernels.inc does not mark AMPC_PLANNED_ENTRY.
 ampc_status checkContext(const char *fn, ampc_context ctx);
+/// Whether `fn` ("ampc_linear_fwd") is an AMPC_PLANNED_ENTRY.
+bool isPlannedEntry(const char *fn);
+/// Ends planning if the context plans (ampc_context_destroy).
+void endPlanning(ampc_context ctx);
 /// The check words of a context (api_checks.cpp): made with it, freed
 /// before it.
 ampc_status createCheckWords(Backend &be);
