@@ -1755,5 +1755,6 @@ struct ConvertTGToRuntimePass
 LogicalResult ampc::lowerToRuntime(ModuleOp module) {
   PassManager pm(module.getContext());
   pm.addPass(createConvertTGToRuntime());
+  pm.addPass(createPlanPrimitives());
   return pm.run(module);
 }
