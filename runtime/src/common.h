@@ -99,10 +99,12 @@ enum DtypeClass { kAnyDtype, kFloatDtype, kIndexDtype };
 /// data is accepted (its shape is still parsed if given).
 ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                         bool required, Shape &shape);
-/// Fails on a NULL context, and while it plans on an entry point that
-/// ampc/runtime_kernels.inc does not mark AMPC_PLANNED_ENTRY.
+/// Fails on a NULL context, and while it plans on an entry point
+/// isPlannedEntry refuses.
 ampc_status checkContext(const char *fn, ampc_context ctx);
-/// Whether `fn` ("ampc_linear_fwd") is an AMPC_PLANNED_ENTRY.
+/// Whether `fn` ("ampc_linear_fwd") is an AMPC_PLANNED_ENTRY or one of the
+/// memory entry points (ampc_malloc, ampc_free, ampc_arena_*): what a
+/// context accepts while it plans.
 bool isPlannedEntry(const char *fn);
 /// Ends planning if the context plans (ampc_context_destroy).
 void endPlanning(ampc_context ctx);

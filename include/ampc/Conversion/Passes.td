@@ -81,10 +81,14 @@ def PlanPrimitives : Pass<"ampc-plan-primitives", "mlir::ModuleOp"> {
     read and write no tensor data (docs/runtime.md, "Primitives made
     before the first step"), so the step computes what it computed
     without them; the first step makes no primitive. Arena buffers are
-    views of the init block's own arena at the step's offsets. A call with
-    an operand that is an `rt.constant` is not repeated (its primitives
-    are made at the first step). A program whose step has none of these
-    calls is left as it is.
+    views of the init block's own arena at the step's offsets; an input,
+    which the code of `--emit=cpp` receives only with each step, is passed
+    as the arena's first bytes (`rt.view %arena[0]`: no data is read, and
+    which primitives a call makes does not depend on its addresses). A
+    call with an operand that is an `rt.constant` is not repeated (its
+    primitives are made at the first step). A program whose step has none of these
+    calls, or whose init calls `ampc_plan_begin` already, is left as it
+    is.
   }];
   let dependentDialects = ["ampc::rt::RTDialect"];
 }

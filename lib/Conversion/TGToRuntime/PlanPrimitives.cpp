@@ -39,6 +39,12 @@ const llvm::StringSet<> &plannedEntries() {
 constexpr llvm::StringLiteral kBegin = "ampc_plan_begin";
 constexpr llvm::StringLiteral kEnd = "ampc_plan_end";
 
+/// Whether `program`'s init plans already (the pass ran on it before).
+bool planned(rtd::ProgramOp program) {
+  return llvm::any_of(program.getInit().getOps<rtd::CallOp>(),
+                      [](rtd::CallOp c) { return c.getCallee() == kBegin; });
+}
+
 /// Repeats `program`'s planned step calls at the end of its init; returns
 /// how many.
 unsigned planProgram(rtd::ProgramOp program) {
@@ -55,6 +61,13 @@ unsigned planProgram(rtd::ProgramOp program) {
   llvm::DenseSet<std::pair<Attribute, Attribute>> seen;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> views;
   ArrayAttr contextOnly = b.getArrayAttr({rtd::ContextAttr::get(ctx)});
+  SmallVector<rtd::SlotOp, 8> slots = program.getSlots();
+  auto isInput = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &step &&
+           arg.getArgNumber() < slots.size() &&
+           slots[arg.getArgNumber()].getRole() == rtd::SlotRole::input;
+  };
   unsigned planned = 0;
   for (auto call : step.getOps<rtd::CallOp>()) {
     if (!plannedEntries().contains(call.getCallee()))
@@ -62,8 +75,12 @@ unsigned planProgram(rtd::ProgramOp program) {
     if (!seen.insert({call.getCalleeAttr(), call.getArgs()}).second)
       continue;
     // Arena views are made again in the init; a constant's buffer is not
-    // available there.
+    // available there, nor an input's in emitted code (the caller passes
+    // the inputs to each step): planning reads no data, so an input is
+    // passed as the arena's first bytes.
     bool mappable = llvm::all_of(call.getBuffers(), [&](Value v) {
+      if (isInput(v))
+        return program.getArenaSize() > 0;
       return map.contains(v) || v.getDefiningOp<rtd::ViewOp>();
     });
     if (!mappable)
@@ -73,6 +90,16 @@ unsigned planProgram(rtd::ProgramOp program) {
                           contextOnly, ValueRange{});
     SmallVector<Value> buffers;
     for (Value v : call.getBuffers()) {
+      if (isInput(v)) {
+        Value &made = views[{init.getArguments().back(), 0}];
+        if (!made)
+          made = rtd::ViewOp::create(b, program.getLoc(),
+                                     rtd::BufferType::get(ctx),
+                                     init.getArguments().back(),
+                                     b.getI64IntegerAttr(0));
+        buffers.push_back(made);
+        continue;
+      }
       if (!map.contains(v)) {
         // One init view per offset.
         auto view = v.getDefiningOp<rtd::ViewOp>();
@@ -97,7 +124,7 @@ struct PlanPrimitivesPass
   void runOnOperation() override {
     assert(ampc::isRuntimeKernel(kBegin) && ampc::isRuntimeKernel(kEnd));
     for (auto program : getOperation().getOps<rtd::ProgramOp>())
-      if (program.getInit() && program.getStep())
+      if (program.getInit() && program.getStep() && !planned(program))
         planProgram(program);
   }
 };

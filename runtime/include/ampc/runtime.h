@@ -190,7 +190,8 @@ AMPC_API ampc_status ampc_context_engine(ampc_context ctx, char *text,
 /// Planning (1.8; docs/runtime.md, "Primitives made before the first
 /// step"). Between ampc_plan_begin and ampc_plan_end the context accepts
 /// only the entry points of ampc/runtime_kernels.inc's AMPC_PLANNED_ENTRY
-/// rows (GEMMs and convolutions), and those check their arguments as ever,
+/// rows (GEMMs and convolutions) and the memory ones (ampc_malloc,
+/// ampc_free, ampc_arena_*); the planned ones check their arguments as ever,
 /// then make the primitives their GEMMs and convolutions would use (the
 /// CPU backend's oneDNN primitives, by problem) and return without reading
 /// or writing any tensor data. Any other entry point fails with
