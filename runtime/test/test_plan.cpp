@@ -137,6 +137,31 @@ TEST(CpuPlan, ConvolutionMakesItsPrimitivesAndTouchesNothing) {
   }
 }
 
+TEST(CpuPlan, NestedEntryPointsPlanToo) {
+  // conv_transpose2d adds its bias with ampc_add_fwd, and cumsum is an
+  // ampc_gemm: entry points called by a planned one run (and touch
+  // nothing) while the context plans.
+  for (ampc_dtype dt : {AMPC_F32, AMPC_BF16}) {
+    // y, x, w, bias
+    std::vector<Tensor> ts = {
+        randomTensor({4, 16, 14, 14}, dt), randomTensor({4, 32, 12, 12}, dt),
+        randomTensor({32, 16, 3, 3}, dt), randomTensor({16}, dt)};
+    checkPlanned(
+        [&](ampc_context ctx, std::vector<Tensor> &t) {
+          return ampc_conv_transpose2d_fwd(ctx, T(t[0]), T(t[1]), T(t[2]),
+                                           T(t[3]), 1, 1, 0, 0, 1, 1, 1);
+        },
+        ts);
+    std::vector<Tensor> cs = {randomTensor({64, 256}, dt),
+                              randomTensor({64, 256}, dt)};
+    checkPlanned(
+        [&](ampc_context ctx, std::vector<Tensor> &t) {
+          return ampc_cumsum_fwd(ctx, T(t[0]), T(t[1]), 1);
+        },
+        cs);
+  }
+}
+
 TEST(CpuPlan, OnlyPlannedEntryPointsWhilePlanning) {
   ampc_context ctx;
   ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx));

@@ -188,15 +188,16 @@ AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
 AMPC_API ampc_status ampc_context_engine(ampc_context ctx, char *text,
                                          size_t size);
 /// Planning (1.8; docs/runtime.md, "Primitives made before the first
-/// step"). Between ampc_plan_begin and ampc_plan_end the context accepts
-/// only the entry points of ampc/runtime_kernels.inc's AMPC_PLANNED_ENTRY
-/// rows (GEMMs and convolutions) and the memory ones (ampc_malloc,
-/// ampc_free, ampc_arena_*); the planned ones check their arguments as ever,
-/// then make the primitives their GEMMs and convolutions would use (the
-/// CPU backend's oneDNN primitives, by problem) and return without reading
-/// or writing any tensor data. Any other entry point fails with
-/// AMPC_ERROR_INVALID_ARGUMENT. A later call of the same problem reuses the
-/// primitive. On CUDA planning makes nothing. ampc_plan_begin while
+/// step"). Between ampc_plan_begin and ampc_plan_end a context accepts, from
+/// outside the runtime, only the entry points of ampc/runtime_kernels.inc's
+/// AMPC_PLANNED_ENTRY rows (GEMMs and convolutions) and ampc_malloc,
+/// ampc_free and ampc_arena_create; any other fails with
+/// AMPC_ERROR_INVALID_ARGUMENT. The planned ones check their arguments as
+/// ever, then make the primitives their GEMMs and convolutions would use
+/// (the CPU backend's oneDNN primitives, by problem) and return without
+/// reading or writing any tensor data; a later call of the same problem
+/// reuses the primitive. On CUDA planning makes nothing. A failed call
+/// leaves the context planning until ampc_plan_end. ampc_plan_begin while
 /// planning and ampc_plan_end while not fail with
 /// AMPC_ERROR_INVALID_ARGUMENT; ampc_context_destroy ends planning.
 AMPC_API ampc_status ampc_plan_begin(ampc_context ctx);
