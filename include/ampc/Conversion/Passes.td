@@ -63,7 +63,7 @@ def PlanPrimitives : Pass<"ampc-plan-primitives", "mlir::ModuleOp"> {
     first step: it repeats, at the end of each `rt.init`, the step's calls
     of the entry points the runtime's kernel table marks
     `AMPC_PLANNED_ENTRY` (GEMMs, matmuls, `linear`, the `addmm` family,
-    convolutions forward and backward), once per distinct callee and
+    convolutions forward and backward, `cumsum`), once per distinct callee and
     argument list, between `ampc_plan_begin` and `ampc_plan_end`:
 
     ```mlir
