@@ -72,8 +72,6 @@ unsigned planProgram(rtd::ProgramOp program) {
   for (auto call : step.getOps<rtd::CallOp>()) {
     if (!plannedEntries().contains(call.getCallee()))
       continue;
-    if (!seen.insert({call.getCalleeAttr(), call.getArgs()}).second)
-      continue;
     // Arena views are made again in the init; a constant's buffer is not
     // available there, nor an input's in emitted code (the caller passes
     // the inputs to each step): planning reads no data, so an input is
@@ -83,7 +81,8 @@ unsigned planProgram(rtd::ProgramOp program) {
         return program.getArenaSize() > 0;
       return map.contains(v) || v.getDefiningOp<rtd::ViewOp>();
     });
-    if (!mappable)
+    if (!mappable ||
+        !seen.insert({call.getCalleeAttr(), call.getArgs()}).second)
       continue;
     if (planned++ == 0)
       rtd::CallOp::create(b, program.getLoc(), b.getStringAttr(kBegin),
