@@ -171,6 +171,14 @@ bool readFlag(Buf f) {
 /// transformer-sized products at one thread (alone, without the pool).
 struct GemmTiles {
   int64_t mb, nb, rowBlocks, colBlocks;
+  int64_t perMatrix() const { return rowBlocks * colBlocks; }
+  /// The rows and columns of tile `tile` of an m x n C.
+  int64_t rows(int64_t tile, int64_t m) const {
+    return std::min(mb, m - tile / colBlocks * mb);
+  }
+  int64_t cols(int64_t tile, int64_t n) const {
+    return std::min(nb, n - tile % colBlocks * nb);
+  }
 };
 
 GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
@@ -1128,6 +1136,50 @@ public:
     return AMPC_OK;
   }
 
+  /// The oneDNN primitives of the tiles `t` of `d` (made here, before the
+  /// pool runs them, and kept by the backend) and the dtype they read;
+  /// `plans` is left empty where the GEMM runs on OpenBLAS. oneDNN reads
+  /// f32 x f32 and bf16 x bf16 operands as they are; f16 and mixed operands
+  /// are widened exactly to f32 first (oneDNN 2.x has no f16 matmul on
+  /// CPUs). A bf16 problem oneDNN has no kernel for on these units (2.x
+  /// needs AVX-512 for bf16) runs as f32 on widened operands; a problem it
+  /// refuses altogether stays on OpenBLAS. Reads no tensor data.
+  ampc_dtype gemmPlans(const GemmDesc &d, const GemmTiles &t,
+                       std::vector<const onednn::Matmul *> &plans) {
+    bool direct = d.c.dtype == AMPC_F32;
+    auto plan = [&](ampc_dtype type) {
+      plans.assign(static_cast<size_t>(t.perMatrix()), nullptr);
+      for (int64_t tile = 0; tile < t.perMatrix(); ++tile) {
+        int64_t cols = t.cols(tile, d.n);
+        onednn::MatmulKey key{t.rows(tile, d.m), cols,     d.k,
+                              d.lda,             d.ldb,    direct ? d.ldc : cols,
+                              d.transA,          d.transB, type,
+                              d.alpha,           d.beta};
+        std::string why;
+        if (!(plans[tile] = matmuls.get(key, why))) {
+          plans.clear();
+          return false;
+        }
+      }
+      return true;
+    };
+    plans.clear();
+    bool bf16 = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16;
+    if (d.k != 0 &&
+        onednn::wanted(bf16, t.rows(0, d.m) * t.cols(0, d.n) * d.k)) {
+      if (bf16 && plan(AMPC_BF16))
+        return AMPC_BF16;
+      plan(AMPC_F32);
+    }
+    return AMPC_F32;
+  }
+
+  ampc_status planGemm(const GemmDesc &d) override {
+    std::vector<const onednn::Matmul *> plans;
+    gemmPlans(d, gemmTiles(d.m, d.n, d.k), plans);
+    return AMPC_OK;
+  }
+
   ampc_status gemm(const GemmDesc &d) override {
     // Extent in elements of a batch of row-major matrices.
     auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
@@ -1141,45 +1193,11 @@ public:
     // single-threaded GEMM call with its own epilogue and store, so every
     // element of C comes from the same call whatever the thread count.
     GemmTiles t = gemmTiles(d.m, d.n, d.k);
-    int64_t perMatrix = t.rowBlocks * t.colBlocks;
-    auto tileRows = [&](int64_t tile) {
-      return std::min(t.mb, d.m - tile / t.colBlocks * t.mb);
-    };
-    auto tileCols = [&](int64_t tile) {
-      return std::min(t.nb, d.n - tile % t.colBlocks * t.nb);
-    };
-    // oneDNN reads f32 x f32 and bf16 x bf16 operands as they are; f16 and
-    // mixed operands are widened exactly to f32 first (oneDNN 2.x has no
-    // f16 matmul on CPUs). The tiles' primitives are made here, before the
-    // pool runs them, and kept by the backend.
-    // A bf16 problem oneDNN has no kernel for on these units (2.x needs
-    // AVX-512 for bf16) runs as f32 on widened operands; a problem it
-    // refuses altogether stays on OpenBLAS.
+    int64_t perMatrix = t.perMatrix();
+    auto tileRows = [&](int64_t tile) { return t.rows(tile, d.m); };
+    auto tileCols = [&](int64_t tile) { return t.cols(tile, d.n); };
     std::vector<const onednn::Matmul *> plans;
-    auto plan = [&](ampc_dtype type) {
-      plans.assign(static_cast<size_t>(perMatrix), nullptr);
-      for (int64_t tile = 0; tile < perMatrix; ++tile) {
-        int64_t cols = tileCols(tile);
-        onednn::MatmulKey key{tileRows(tile), cols,     d.k,
-                              d.lda,          d.ldb,    direct ? d.ldc : cols,
-                              d.transA,       d.transB, type,
-                              d.alpha,        d.beta};
-        std::string why;
-        if (!(plans[tile] = matmuls.get(key, why))) {
-          plans.clear();
-          return false;
-        }
-      }
-      return true;
-    };
-    ampc_dtype opType = AMPC_F32;
-    bool bf16 = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16;
-    if (!emptyK && onednn::wanted(bf16, tileRows(0) * tileCols(0) * d.k)) {
-      if (bf16 && plan(AMPC_BF16))
-        opType = AMPC_BF16;
-      else
-        plan(AMPC_F32);
-    }
+    ampc_dtype opType = gemmPlans(d, t, plans);
     if (plans.empty() && !emptyK)
       usedBlas = true;
     const char *aBase, *bBase;
@@ -1263,6 +1281,20 @@ public:
                       "cpu backend: a oneDNN matmul failed (%s)",
                       onednn::engineSummary());
     return AMPC_OK;
+  }
+
+  bool planConvolve(const ConvCall &c) override {
+    int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
+    if (dt < 0)
+      return false;
+    // The dtypes convolve() widens to; no data is read.
+    ConvCall call = c;
+    call.a.dtype = call.b.dtype = static_cast<ampc_dtype>(dt);
+    return onednn::plan(convs, call);
+  }
+
+  int64_t primitives() const override {
+    return static_cast<int64_t>(matmuls.size() + convs.size());
   }
 
   bool convolve(const ConvCall &c, ampc_status &status) override {

@@ -105,6 +105,12 @@ public:
   /// The distinct implementation names of the primitives made so far,
   /// comma-separated.
   std::string implementations() const;
+  /// The problems asked about so far: primitives made, and those oneDNN
+  /// refused (ampc_context_primitives).
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return entries.size();
+  }
 
 private:
   mutable std::mutex mutex;

@@ -459,17 +459,24 @@ void *keptBlock(Block &b, size_t &have, size_t want) {
   return b.get();
 }
 
-} // namespace
+/// A batch in fixed chunks: about eight (items for the pool's threads; a
+/// weight gradient costs one f32 partial per chunk), from n alone.
+struct Chunks {
+  int64_t chunk, count, tail;
+  explicit Chunks(int64_t n)
+      : chunk(std::max<int64_t>(1, (n + 7) / 8)),
+        count((n + chunk - 1) / chunk), tail(n - (count - 1) * chunk) {}
+};
 
-bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
+/// The primitives of `call`'s chunks (plans[0] a full chunk's, plans[1] the
+/// last one's), made or found in `cache`; false when oneDNN has none for
+/// them or the operands are not both f32 or both bf16. Reads no data.
+bool chunkPlans(ConvCache &cache, const ConvCall &call, const Chunks &c,
+                const Conv *plans[2]) {
   const ConvGeom &g = call.g;
   if (call.a.dtype != call.b.dtype ||
       (call.a.dtype != AMPC_F32 && call.a.dtype != AMPC_BF16))
     return false;
-  // Fixed chunks: about eight per batch (items for the pool's threads; a
-  // weight gradient costs one f32 partial per chunk), from n alone.
-  int64_t n = call.n, chunk = std::max<int64_t>(1, (n + 7) / 8);
-  int64_t chunks = (n + chunk - 1) / chunk, tail = n - (chunks - 1) * chunk;
   ConvPass pass = call.pass == ConvCall::Forward        ? ConvPass::Forward
                   : call.pass == ConvCall::BackwardData ? ConvPass::BackwardData
                                                         : ConvPass::BackwardWeights;
@@ -489,10 +496,26 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
     return k;
   };
   std::string why;
-  const Conv *plans[2] = {cache.get(keyFor(chunk), why), nullptr};
-  plans[1] = tail == chunk ? plans[0] : cache.get(keyFor(tail), why);
-  if (!plans[0] || !plans[1])
+  plans[0] = cache.get(keyFor(c.chunk), why);
+  plans[1] = c.tail == c.chunk ? plans[0] : cache.get(keyFor(c.tail), why);
+  return plans[0] && plans[1];
+}
+
+} // namespace
+
+bool plan(ConvCache &cache, const ConvCall &call) {
+  const Conv *plans[2];
+  return chunkPlans(cache, call, Chunks(call.n), plans);
+}
+
+bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
+  const ConvGeom &g = call.g;
+  Chunks ch(call.n);
+  int64_t chunk = ch.chunk, chunks = ch.count;
+  const Conv *plans[2];
+  if (!chunkPlans(cache, call, ch, plans))
     return false;
+  ConvPass pass = plans[0]->pass;
   auto planOf = [&](int64_t i) { return plans[i == chunks - 1 ? 1 : 0]; };
   size_t opSize = call.a.dtype == AMPC_BF16 ? 2 : 4;
   int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
@@ -579,6 +602,7 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
 bool nativeBf16() { return false; }
 int convDtype(ampc_dtype, ampc_dtype) { return -1; }
 bool convolve(ConvCache &, const ConvCall &, ampc_status &) { return false; }
+bool plan(ConvCache &, const ConvCall &) { return false; }
 bool ConvKey::operator<(const ConvKey &) const { return false; }
 ConvCache::~ConvCache() = default;
 const Conv *ConvCache::get(const ConvKey &, std::string &why) {

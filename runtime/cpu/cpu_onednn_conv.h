@@ -70,6 +70,12 @@ public:
   const Conv *get(const ConvKey &key, std::string &why);
   /// The distinct implementation names made so far, comma-separated.
   std::string implementations() const;
+  /// The problems asked about so far: primitives made, and those oneDNN
+  /// refused (ampc_context_primitives).
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return entries.size();
+  }
 
 private:
   mutable std::mutex mutex;
@@ -112,6 +118,10 @@ int convDtype(ampc_dtype a, ampc_dtype b);
 /// primitive for it (`status` untouched); else true with the status.
 bool convolve(ConvCache &cache, const ConvCall &call,
               ampc_status &status);
+/// Makes (or finds) the primitives convolve(cache, call, ...) would run,
+/// reading and writing no data; returns what convolve would (whether oneDNN
+/// takes the call).
+bool plan(ConvCache &cache, const ConvCall &call);
 
 } // namespace onednn
 } // namespace ampc

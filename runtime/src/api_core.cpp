@@ -99,6 +99,7 @@ ampc_status ampc_context_create(ampc_backend backend, int32_t device,
 ampc_status ampc_context_destroy(ampc_context ctx) {
   if (!ctx)
     return AMPC_OK;
+  endPlanning(ctx);
   ampc_status s = ctx->backend ? ctx->backend->synchronize() : AMPC_OK;
   if (ctx->backend) {
     releaseGradBuckets(ctx);

@@ -454,6 +454,8 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
                               const TensorArg &x, const TensorArg &w,
                               const TensorArg &bias, const ConvGeom &g,
                               int64_t n, int64_t groups, int64_t o) {
+  if (be.planning()) // the direct kernels have no primitives to make
+    return AMPC_OK;
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   cpudirect::Isa isa = cpudirect::defaultIsa();
@@ -492,6 +494,8 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
                                const TensorArg &dw, const TensorArg &dbias,
                                Buf dyb, Buf xb, Buf wb, const ConvGeom &g,
                                int64_t n, int64_t groups, int64_t o) {
+  if (be.planning()) // the direct kernels have no primitives to make
+    return AMPC_OK;
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   bool wantDx = dx.data != nullptr, wantDw = dw.data != nullptr;

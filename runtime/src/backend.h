@@ -262,6 +262,27 @@ public:
     return false;
   }
 
+  // Planning (ampc_plan_begin; runtime/src/api_plan.cpp): while a context
+  // plans, its entry points see a stand-in backend that sends these three
+  // here and does nothing else.
+  /// Makes the primitives gemm(d) would run, reading and writing no data.
+  virtual ampc_status planGemm(const GemmDesc &d) {
+    (void)d;
+    return AMPC_OK;
+  }
+  /// Makes the primitives convolve(c, ...) would run, reading and writing
+  /// no data; returns what convolve would.
+  virtual bool planConvolve(const ConvCall &c) {
+    (void)c;
+    return false;
+  }
+  /// The GEMM and convolution problems planned so far, made or refused
+  /// (ampc_context_primitives).
+  virtual int64_t primitives() const { return 0; }
+  /// Whether this is the planning stand-in: code of the entry points that
+  /// reads or writes data other than through the backend skips it.
+  virtual bool planning() const { return false; }
+
   virtual ampc_status checkFiniteUnscale(Buf foundInf, const TensorList &g,
                                          const float *scale) = 0;
   virtual ampc_status updateScale(float *scale, int32_t *growthTracker,

@@ -66,6 +66,11 @@ std::string Shape::str() const {
 ampc_status checkContext(const char *fn, ampc_context ctx) {
   if (!ctx || !ctx->backend)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: context is NULL", fn);
+  if (ctx->planned && tEntryDepth <= 1 && !isPlannedEntry(fn))
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: not callable while the context plans (between "
+                    "ampc_plan_begin and ampc_plan_end)",
+                    fn);
   return AMPC_OK;
 }
 

@@ -14,6 +14,9 @@ struct ampc_context_impl {
   std::unique_ptr<ampc::Backend> backend;
   /// The data-parallel communicator (ampc_context_set_comm); not owned.
   ampc_comm comm = nullptr;
+  /// While planning (ampc_plan_begin): the context's own backend, and
+  /// `backend` is the stand-in that plans (api_plan.cpp).
+  std::unique_ptr<ampc::Backend> planned;
 };
 
 struct ampc_arena_impl {
@@ -39,9 +42,17 @@ ampc_status setError(ampc_status status, const char *fmt, ...)
       return ampcTryStatus_;                                                   \
   } while (0)
 
+/// How many guard()ed entry points this thread is inside: an entry point
+/// another calls (conv_transpose's bias add) is nested (depth > 1).
+inline thread_local int tEntryDepth = 0;
+
 /// Every public entry point runs its body through guard() so no exception
 /// crosses the C boundary.
 template <typename F> ampc_status guard(const char *fn, F &&body) {
+  struct Depth {
+    Depth() { ++tEntryDepth; }
+    ~Depth() { --tEntryDepth; }
+  } depth;
   try {
     return body();
   } catch (const std::bad_alloc &) {
@@ -96,7 +107,16 @@ enum DtypeClass { kAnyDtype, kFloatDtype, kIndexDtype };
 /// data is accepted (its shape is still parsed if given).
 ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
                         bool required, Shape &shape);
+/// Fails on a NULL context, and while it plans on an entry point called
+/// from outside the runtime (not nested in another) that isPlannedEntry
+/// refuses.
 ampc_status checkContext(const char *fn, ampc_context ctx);
+/// Whether `fn` ("ampc_linear_fwd") is an AMPC_PLANNED_ENTRY or one of the
+/// memory entry points (ampc_malloc, ampc_free, ampc_arena_*): what a
+/// context accepts while it plans.
+bool isPlannedEntry(const char *fn);
+/// Ends planning if the context plans (ampc_context_destroy).
+void endPlanning(ampc_context ctx);
 /// The check words of a context (api_checks.cpp): made with it, freed
 /// before it.
 ampc_status createCheckWords(Backend &be);

@@ -53,4 +53,44 @@ def ConvertTGToRuntime : Pass<"ampc-convert-tg-to-rt", "mlir::ModuleOp"> {
   let dependentDialects = ["ampc::rt::RTDialect"];
 }
 
+def PlanPrimitives : Pass<"ampc-plan-primitives", "mlir::ModuleOp"> {
+  let summary = "Make the step's GEMM and convolution primitives when the program is created";
+  let description = [{
+    Runs after `ampc-convert-tg-to-rt` (`ampc --emit=lowered` shows both).
+    The CPU backend runs GEMMs and convolutions on oneDNN primitives, one
+    per problem (shape, dtype, layout), made at a problem's first call and
+    kept by the backend. This pass makes every one a step uses before the
+    first step: it repeats, at the end of each `rt.init`, the step's calls
+    of the entry points the runtime's kernel table marks
+    `AMPC_PLANNED_ENTRY` (GEMMs, matmuls, `linear`, the `addmm` family,
+    convolutions forward and backward, `cumsum`), once per distinct callee and
+    argument list, between `ampc_plan_begin` and `ampc_plan_end`:
+
+    ```mlir
+    rt.init {
+    ^bb0(%x: !rt.buffer, %w: !rt.buffer, %arena: !rt.buffer):
+      rt.call "ampc_init_normal"(#rt.context, %w, ...)
+      rt.call "ampc_plan_begin"(#rt.context)
+      %a0 = rt.view %arena[0]
+      rt.call "ampc_linear_fwd"(#rt.context, %a0, #rt.dtype<f32>, array<i64: 4, 2>, 2 : i32, %x, ...)
+      rt.call "ampc_plan_end"(#rt.context)
+    }
+    ```
+
+    Between the two the runtime's entry points make their primitives and
+    read and write no tensor data (docs/runtime.md, "Primitives made
+    before the first step"), so the step computes what it computed
+    without them; the first step makes no primitive. Arena buffers are
+    views of the init block's own arena at the step's offsets; an input,
+    which the code of `--emit=cpp` receives only with each step, is passed
+    as the arena's first bytes (`rt.view %arena[0]`: no data is read, and
+    which primitives a call makes does not depend on its addresses). A
+    call with an operand that is an `rt.constant` is not repeated (its
+    primitives are made at the first step). A program whose step has none of these
+    calls, or whose init calls `ampc_plan_begin` already, is left as it
+    is.
+  }];
+  let dependentDialects = ["ampc::rt::RTDialect"];
+}
+
 #endif // AMPC_CONVERSION_PASSES_TD

@@ -42,13 +42,15 @@ bool isRuntimeKernel(llvm::StringRef name);
 std::vector<std::pair<llvm::StringRef, llvm::StringRef>> getKernelCallees();
 
 #define GEN_PASS_DECL_CONVERTTGTORUNTIME
+#define GEN_PASS_DECL_PLANPRIMITIVES
 #include "ampc/Conversion/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "ampc/Conversion/Passes.h.inc"
 
-/// Runs the conversion on `module` (buffer planning has run); emits located
-/// errors and fails on what it cannot lower.
+/// Runs the conversion on `module` (buffer planning has run), then
+/// ampc-plan-primitives; emits located errors and fails on what it cannot
+/// lower.
 mlir::LogicalResult lowerToRuntime(mlir::ModuleOp module);
 
 } // namespace ampc

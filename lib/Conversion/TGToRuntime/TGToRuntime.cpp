@@ -1599,5 +1599,9 @@ struct ConvertTGToRuntimePass
 LogicalResult ampc::lowerToRuntime(ModuleOp module) {
   PassManager pm(module.getContext());
   pm.addPass(createConvertTGToRuntime());
+  // A module lowered already (`ampc FILE.mlir` of --emit=lowered's output)
+  // is taken as it is, planned or not.
+  if (!module.getOps<func::FuncOp>().empty())
+    pm.addPass(createPlanPrimitives());
   return pm.run(module);
 }

@@ -187,6 +187,26 @@ AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
 /// `size` is 0.
 AMPC_API ampc_status ampc_context_engine(ampc_context ctx, char *text,
                                          size_t size);
+/// Planning (1.8; docs/runtime.md, "Primitives made before the first
+/// step"). Between ampc_plan_begin and ampc_plan_end a context accepts, from
+/// outside the runtime, only the entry points of ampc/runtime_kernels.inc's
+/// AMPC_PLANNED_ENTRY rows (GEMMs and convolutions) and ampc_malloc,
+/// ampc_free and ampc_arena_create; any other fails with
+/// AMPC_ERROR_INVALID_ARGUMENT. The planned ones check their arguments as
+/// ever, then make the primitives their GEMMs and convolutions would use
+/// (the CPU backend's oneDNN primitives, by problem) and return without
+/// reading or writing any tensor data; a later call of the same problem
+/// reuses the primitive. On CUDA planning makes nothing. A failed call
+/// leaves the context planning until ampc_plan_end. ampc_plan_begin while
+/// planning and ampc_plan_end while not fail with
+/// AMPC_ERROR_INVALID_ARGUMENT; ampc_context_destroy ends planning.
+AMPC_API ampc_status ampc_plan_begin(ampc_context ctx);
+AMPC_API ampc_status ampc_plan_end(ampc_context ctx);
+/// The number of GEMM and convolution problems the context's backend has
+/// made a primitive for (or found that its engine has none for) so far:
+/// 0 on CUDA. Not while planning.
+AMPC_API ampc_status ampc_context_primitives(ampc_context ctx,
+                                             int64_t *count);
 /// The context's CUDA stream (cudaStream_t) or NULL on CPU.
 AMPC_API ampc_status ampc_context_stream(ampc_context ctx, void **stream);
 /// Blocks the host until all work queued on the context has finished.

@@ -5,8 +5,13 @@
 // GRAPH_check after each step for a failed device-side check (then prints
 // it and exits 3), and after a skipped step GRAPH_overflow for the op that
 // overflowed, and prints the step, skipped flag and overflow instead.
+// With AMPC_MAIN_PRIMITIVES set it prints on stderr the context's GEMM and
+// convolution primitives (ampc_context_primitives) after creation and
+// those each step made; with AMPC_MAIN_TIMES set, the wall time of the
+// creation and of each step.
 #include GRAPH_HEADER
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,9 +72,27 @@ int main(int argc, char **argv) {
   ampc_context ctx;
   if (!check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context"))
     return 1;
+  bool primitives = std::getenv("AMPC_MAIN_PRIMITIVES") != nullptr;
+  bool times = std::getenv("AMPC_MAIN_TIMES") != nullptr;
+  int64_t made = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  // Prints what `what` made and took since t0 (the flags above).
+  auto report = [&](const std::string &what) {
+    if (times)
+      std::fprintf(stderr, "%s: %.1f ms\n", what.c_str(),
+                   std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count());
+    int64_t now = 0;
+    if (primitives && check(ampc_context_primitives(ctx, &now), "primitives"))
+      std::fprintf(stderr, "primitives made by %s: %lld\n", what.c_str(),
+                   static_cast<long long>(now - made));
+    made = now;
+  };
   FN(state) *state = nullptr;
   if (!check(FN(create)(ctx, 0, &state), "create"))
     return 1;
+  report("create");
   std::vector<void *> inputs(n);
   for (int32_t i = 0; i < n; ++i) {
     FILE *f = std::fopen(argv[1 + i], "rb");
@@ -103,8 +126,11 @@ int main(int argc, char **argv) {
                   : static_cast<int>(FN(steps)(state)) + 1;
   int steps = std::atoi(argv[n + 1]);
   for (int k = 1; k <= steps; ++k) {
-    if (!check(FN(step)(state, inputs.data()), "step"))
+    t0 = std::chrono::steady_clock::now();
+    if (!check(FN(step)(state, inputs.data()), "step") ||
+        ((primitives || times) && !check(ampc_synchronize(ctx), "synchronize")))
       return 1;
+    report("step " + std::to_string(k));
     float loss;
     if (!check(ampc_memcpy(ctx, &loss, FN(output)(state, 0), sizeof(loss),
                            AMPC_MEMCPY_DEVICE_TO_HOST),
