@@ -24,6 +24,47 @@
 namespace ampc {
 namespace cpukern {
 
+/// Visits every index of `w` in row-major order with the three operands'
+/// element offsets.
+template <typename F> void forEach(const Walk &w, F &&f) {
+  int64_t n = w.numel();
+  if (n == 0)
+    return;
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, o0, o1, o2);
+    for (int d = w.rank - 1; d >= 0; --d) {
+      if (++idx[d] < w.shape[d]) {
+        o0 += w.stride[0][d];
+        o1 += w.stride[1][d];
+        o2 += w.stride[2][d];
+        break;
+      }
+      o0 -= w.stride[0][d] * (w.shape[d] - 1);
+      o1 -= w.stride[1][d] * (w.shape[d] - 1);
+      o2 -= w.stride[2][d] * (w.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+/// A GEMM's epilogue on one value (f32 or f64).
+template <typename T> T applyEpilogue(ampc_epilogue e, T v) {
+  switch (e) {
+  case AMPC_EPILOGUE_NONE:
+    return v;
+  case AMPC_EPILOGUE_RELU:
+    return unaryForward(UnaryOp::Relu, v);
+  case AMPC_EPILOGUE_GELU:
+    return unaryForward(UnaryOp::Gelu, v);
+  case AMPC_EPILOGUE_GELU_TANH:
+    return unaryForward(UnaryOp::GeluTanh, v);
+  }
+  return v;
+}
+
+
 /// Reads n contiguous elements of b from element `off` as f32 (vector
 /// converters for f16/bf16); storeContig writes them back, rounded once.
 /// The CPU backend's one copy of these chunk converters.

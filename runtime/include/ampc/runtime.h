@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 7
+#define AMPC_RUNTIME_VERSION_MINOR 8
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -111,7 +111,11 @@ AMPC_ENUM(ampc_dtype) {
   AMPC_BF16 = 2, ///< bfloat16 (upper half of an f32).
   AMPC_I32 = 3,
   AMPC_I64 = 4,
-  AMPC_BOOL = 5 ///< One byte, 0 or 1.
+  AMPC_BOOL = 5, ///< One byte, 0 or 1.
+  AMPC_F64 = 6,  ///< IEEE binary64 (1.8).
+  AMPC_U8 = 7,   ///< Unsigned 8-bit integer (1.8).
+  AMPC_I8 = 8,   ///< Signed 8-bit integer (1.8).
+  AMPC_I16 = 9   ///< Signed 16-bit integer (1.8).
 };
 
 AMPC_ENUM(ampc_backend) { AMPC_BACKEND_CPU = 0, AMPC_BACKEND_CUDA = 1 };
