@@ -400,7 +400,7 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
     // Inputs draw from streams far from the parameters' (offset = slot).
     uint64_t offset = 1000003 + i;
     ampc_status st;
-    if (s.dtype <= AMPC_BF16) {
+    if (s.dtype <= AMPC_BF16 || s.dtype == AMPC_F64) {
       st = ampc_init_normal(impl->ctx, impl->slots[i],
                             static_cast<ampc_dtype>(s.dtype), numel, seed,
                             offset, 0.0, 1.0);
@@ -666,7 +666,25 @@ static void decodeValues(const uint8_t *p, int32_t dtype, int64_t bytes,
       values.push_back(static_cast<double>(v));
     }
     break;
-  default:
+  case AMPC_F64:
+    for (int64_t i = 0; i < bytes / 8; ++i) {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      values.push_back(v);
+    }
+    break;
+  case AMPC_I16:
+    for (int64_t i = 0; i < bytes / 2; ++i) {
+      int16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      values.push_back(v);
+    }
+    break;
+  case AMPC_I8:
+    for (int64_t i = 0; i < bytes; ++i)
+      values.push_back(static_cast<int8_t>(p[i]));
+    break;
+  default: // bool, u8
     for (int64_t i = 0; i < bytes; ++i)
       values.push_back(p[i]);
   }
@@ -888,6 +906,14 @@ const char *dtypeName(int32_t dtype) {
     return "i32";
   case AMPC_I64:
     return "i64";
+  case AMPC_F64:
+    return "f64";
+  case AMPC_U8:
+    return "u8";
+  case AMPC_I8:
+    return "i8";
+  case AMPC_I16:
+    return "i16";
   default:
     return "bool";
   }

@@ -79,12 +79,7 @@ std::string typeName(Type t) {
     return "null";
   if (auto shaped = dyn_cast<ShapedType>(t))
     t = shaped.getElementType();
-  if (t.isInteger(1))
-    return "\"bool\"";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return quote(s);
+  return quote(tg::elementTypeName(t));
 }
 
 std::string quoteOrNull(const std::optional<std::string> &s) {

@@ -27,6 +27,14 @@ using namespace ampc::tg::detail;
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
+std::string ampc::tg::elementTypeName(Type type) {
+  if (type.isInteger(1))
+    return "bool";
+  if (type.isUnsignedInteger(8))
+    return "u8";
+  return typeToString(type);
+}
+
 std::string ampc::tg::typeToString(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -36,13 +44,43 @@ std::string ampc::tg::typeToString(Type type) {
 
 static bool isFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
 
+/// The rank of an integer type in torch.result_type's order (bool lowest);
+/// u8 sorts with i8 and is handled apart.
+static unsigned integerWidth(Type t) { return t.getIntOrFloatBitWidth(); }
+
 Type ampc::tg::promoteElementTypes(Type a, Type b) {
   if (a == b)
     return a;
-  if (!isFloat(a) || !isFloat(b))
+  MLIRContext *ctx = a.getContext();
+  bool fa = isFloat(a) || a.isF64(), fb = isFloat(b) || b.isF64();
+  if (fa && fb) {
+    // f64 with any float is f64; f32 is the widest of the others; f16 and
+    // bf16 are incomparable and meet at f32.
+    if (a.isF64() || b.isF64())
+      return Float64Type::get(ctx);
+    return Float32Type::get(ctx);
+  }
+  // An integer (or bool) with a float: the float.
+  if (fa && b.isInteger())
+    return a;
+  if (fb && a.isInteger())
+    return b;
+  if (!a.isInteger() || !b.isInteger())
     return {};
-  // f32 is the widest; f16 and bf16 are incomparable and meet at f32.
-  return Float32Type::get(a.getContext());
+  // bool with an integer: the integer.
+  if (a.isInteger(1))
+    return b;
+  if (b.isInteger(1))
+    return a;
+  // u8 with a signed type: the smallest signed type holding both (u8 with
+  // i8 gives i16); signed with signed: the wider.
+  bool ua = a.isUnsignedInteger(), ub = b.isUnsignedInteger();
+  unsigned wa = integerWidth(a), wb = integerWidth(b);
+  if (ua)
+    wa = 16;
+  if (ub)
+    wb = 16;
+  return IntegerType::get(ctx, std::max(wa, wb));
 }
 
 std::optional<SmallVector<int64_t>>
@@ -67,14 +105,44 @@ ampc::tg::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 bool ampc::tg::isExactConversion(Type from, Type to) {
   if (from == to)
     return true;
+  // Every value of `from` is a value of `to`.
+  auto intRange = [](Type t, int64_t &lo, int64_t &hi) {
+    unsigned w = t.getIntOrFloatBitWidth();
+    if (t.isInteger(1) || t.isUnsignedInteger()) {
+      lo = 0;
+      hi = w == 1 ? 1 : (int64_t(1) << w) - 1;
+    } else {
+      lo = w == 64 ? INT64_MIN : -(int64_t(1) << (w - 1));
+      hi = w == 64 ? INT64_MAX : (int64_t(1) << (w - 1)) - 1;
+    }
+  };
+  // The integers a float type holds exactly: |v| <= 2^(mantissa + 1).
+  auto floatExactBits = [](Type t) -> unsigned {
+    if (t.isF64())
+      return 53;
+    if (t.isF32())
+      return 24;
+    if (t.isF16())
+      return 11;
+    return 8; // bf16
+  };
+  if (from.isInteger() && to.isInteger()) {
+    int64_t fl, fh, tl, th;
+    intRange(from, fl, fh);
+    intRange(to, tl, th);
+    return tl <= fl && fh <= th;
+  }
+  if (from.isInteger() && (isFloat(to) || to.isF64())) {
+    int64_t lo, hi;
+    intRange(from, lo, hi);
+    unsigned bits = floatExactBits(to);
+    return bits >= 63 || (hi <= (int64_t(1) << bits) &&
+                          lo >= -(int64_t(1) << bits));
+  }
+  if (to.isF64())
+    return isFloat(from);
   if (to.isF32())
-    return from.isF16() || from.isBF16() || from.isInteger(1);
-  if (to.isF16() || to.isBF16())
-    return from.isInteger(1);
-  if (to.isInteger(64))
-    return from.isInteger(32) || from.isInteger(1);
-  if (to.isInteger(32))
-    return from.isInteger(1);
+    return from.isF16() || from.isBF16();
   return false;
 }
 

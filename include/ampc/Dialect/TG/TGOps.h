@@ -64,6 +64,9 @@ bool isExactConversion(mlir::Type from, mlir::Type to);
 mlir::Type getComputeType(mlir::Operation *op);
 
 /// `tensor<2x3xf32>`, for diagnostics.
+/// An element type in the language's spelling: `bool` for i1, `u8` for ui8,
+/// MLIR's own (`f32`, `i16`, ...) for the others.
+std::string elementTypeName(mlir::Type type);
 std::string typeToString(mlir::Type type);
 
 } // namespace ampc::tg
