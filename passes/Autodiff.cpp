@@ -39,7 +39,7 @@ bool isFloatTensor(Value v) {
   if (!t)
     return false;
   Type e = t.getElementType();
-  return e.isF32() || e.isF16() || e.isBF16();
+  return e.isF32() || e.isF16() || e.isBF16() || e.isF64();
 }
 
 /// Gives every op a builder inserts a role (`tg.role`): what later passes

@@ -1316,6 +1316,8 @@ public:
         bool f = false;
         if (dt == AMPC_F32) {
           f = unscaleF32(static_cast<float *>(p) + lo, hi - lo, inv);
+        } else if (dt == AMPC_F64) {
+          f = cpuwide::unscale(static_cast<double *>(p) + lo, hi - lo, inv);
         } else if (inv == 1.0f && (dt == AMPC_F16 || dt == AMPC_BF16)) {
           // Nothing to scale (a scale of 1, e.g. opt level O3): the 16-bit
           // patterns are checked as they are, an all-ones exponent being an
@@ -1428,8 +1430,8 @@ public:
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
-                       Buf{grads.data[t], grads.dtypes[t]}, buf, s,
-                       params.numels[t]))
+                       Buf{grads.data[t], grads.dtypes[t]},
+                       s.hasMomentum ? bufs[t] : nullptr, s, params.numels[t]))
         continue;
       if (void *model = models.at(t)) {
         // Opt level O2: the low model copy in the same pass.

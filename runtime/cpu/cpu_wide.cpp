@@ -378,20 +378,33 @@ bool gemm(const GemmDesc &d) {
   return true;
 }
 
-bool sgd(Buf param, Buf grad, float *buf, const SgdScalars &s, int64_t n) {
-  if (!anyF64({param, grad}))
+bool unscale(double *g, int64_t n, float inv) {
+  bool found = false;
+  for (int64_t i = 0; i < n; ++i) {
+    found |= !(g[i] - g[i] == 0.0);
+    if (inv != 1.0f)
+      g[i] = g[i] * static_cast<double>(inv);
+  }
+  return found;
+}
+
+bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s,
+         int64_t n) {
+  if (!isF64(param))
     return false;
+  double *buf = static_cast<double *>(bufData);
+  double lr = s.lr64 * (s.lrScale ? static_cast<double>(*s.lrScale) : 1.0);
   for (int64_t i = 0; i < n; ++i) {
     double p = loadF64(param.data, param.dtype, i);
     double d = loadF64(grad.data, grad.dtype, i);
     if (s.hasWeightDecay)
-      d = d + static_cast<double>(s.weightDecay) * p;
+      d = d + s.weightDecay64 * p;
     if (s.hasMomentum) {
-      double m = static_cast<double>(buf[i]) * s.momentum + d;
-      buf[i] = static_cast<float>(m);
-      d = s.nesterov ? d + s.momentum * m : m;
+      double m = buf[i] * s.momentum64 + d;
+      buf[i] = m;
+      d = s.nesterov ? d + s.momentum64 * m : m;
     }
-    storeF64(param.data, param.dtype, i, p + -static_cast<double>(s.lr) * d);
+    storeF64(param.data, param.dtype, i, p + -lr * d);
   }
   return true;
 }

@@ -42,9 +42,13 @@ bool mse(Buf loss, Buf a, Buf b, int64_t n);
 bool mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n);
 /// An f64 GEMM (every operand f64): OpenBLAS dgemm, then bias and epilogue.
 bool gemm(const GemmDesc &d);
-/// SGD on one f64 parameter (f64 gradient; the momentum buffer, f32 as for
-/// every param, is read and written through f64).
-bool sgd(Buf param, Buf grad, float *buf, const SgdScalars &s, int64_t n);
+/// Checks n f64 gradients for infs and NaNs and multiplies them by `inv`
+/// (the f32 inverse scale, as GradScaler's f32 inv_scale tensor); true when
+/// one is not finite.
+bool unscale(double *g, int64_t n, float inv);
+/// SGD on one f64 parameter (torch.optim.SGD in f64; its momentum buffer,
+/// when it has one, is f64 like the param).
+bool sgd(Buf param, Buf grad, void *buf, const SgdScalars &s, int64_t n);
 
 } // namespace cpuwide
 } // namespace ampc

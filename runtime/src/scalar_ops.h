@@ -247,6 +247,9 @@ struct SgdScalars {
   bool nesterov, hasMomentum, hasWeightDecay;
   /// A device f32 scalar lr is multiplied by (a schedule's factor), or null.
   const float *lrScale = nullptr;
+  /// The hyperparameters as given, for f64 params (torch.optim uses the
+  /// Python floats themselves on f64 tensors).
+  double lr64 = 0.0, momentum64 = 0.0, weightDecay64 = 0.0;
 };
 
 /// torch.optim.SGD (_single_tensor_sgd, dampening 0, zero-initialised

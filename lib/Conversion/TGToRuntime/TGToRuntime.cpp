@@ -1007,9 +1007,11 @@ public:
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rw) const override {
+    // 16-bit state (an f64 param's f64 state is the plain kernel's).
     auto lowState = [](ValueRange state) {
       return llvm::any_of(state, [](Value v) {
-        return !getElementTypeOrSelf(v.getType()).isF32();
+        Type e = getElementTypeOrSelf(v.getType());
+        return !e.isF32() && !e.isF64();
       });
     };
     bool special = op->hasAttr("low_update");

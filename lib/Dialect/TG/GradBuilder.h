@@ -33,7 +33,7 @@ public:
   }
   static bool isFloatValue(mlir::Value v) {
     mlir::Type e = type(v).getElementType();
-    return e.isF32() || e.isF16() || e.isBF16();
+    return e.isF32() || e.isF16() || e.isBF16() || e.isF64();
   }
 
   /// A splat constant of `shape` and element type `elt`.

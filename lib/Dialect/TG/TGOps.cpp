@@ -42,7 +42,9 @@ std::string ampc::tg::typeToString(Type type) {
   return s;
 }
 
-static bool isFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+static bool isFloat(Type t) {
+  return t.isF32() || t.isF16() || t.isBF16() || t.isF64();
+}
 
 /// The rank of an integer type in torch.result_type's order (bool lowest);
 /// u8 sorts with i8 and is handled apart.
@@ -52,7 +54,7 @@ Type ampc::tg::promoteElementTypes(Type a, Type b) {
   if (a == b)
     return a;
   MLIRContext *ctx = a.getContext();
-  bool fa = isFloat(a) || a.isF64(), fb = isFloat(b) || b.isF64();
+  bool fa = isFloat(a), fb = isFloat(b);
   if (fa && fb) {
     // f64 with any float is f64; f32 is the widest of the others; f16 and
     // bf16 are incomparable and meet at f32.
@@ -132,7 +134,7 @@ bool ampc::tg::isExactConversion(Type from, Type to) {
     intRange(to, tl, th);
     return tl <= fl && fh <= th;
   }
-  if (from.isInteger() && (isFloat(to) || to.isF64())) {
+  if (from.isInteger() && isFloat(to)) {
     int64_t lo, hi;
     intRange(from, lo, hi);
     unsigned bits = floatExactBits(to);
