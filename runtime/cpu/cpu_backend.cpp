@@ -672,21 +672,13 @@ public:
 
   ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
                            const Walk &inner) override {
-    if (cpuwide::reduceMaxBwd(dx, dy, x, y, outer, inner))
-      return AMPC_OK;
-    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
-      float m = loadF32(y.data, y.dtype, yo);
-      float g = loadF32(dy.data, dy.dtype, yo);
-      int64_t ties = 0;
-      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-        ties += loadF32(x.data, x.dtype, xo + xi) == m;
-      });
-      float share = ties ? g / static_cast<float>(ties) : 0.0f;
-      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-        bool hit = loadF32(x.data, x.dtype, xo + xi) == m;
-        storeF32(dx.data, dx.dtype, xo + xi, hit ? share : 0.0f);
-      });
-    });
+    // f32 (f64 when a tensor is f64): all of dy to the maxima, split evenly.
+    if (cpuwide::isF64(dx) || cpuwide::isF64(dy) || cpuwide::isF64(x))
+      cpukern::reduceMaxBwdAs<double>(dx, dy, x, y, outer, inner, loadF64,
+                                      storeF64);
+    else
+      cpukern::reduceMaxBwdAs<float>(dx, dy, x, y, outer, inner, loadF32,
+                                     storeF32);
     return AMPC_OK;
   }
 

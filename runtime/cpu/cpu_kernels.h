@@ -49,6 +49,27 @@ template <typename F> void forEach(const Walk &w, F &&f) {
   }
 }
 
+/// amax's backward over the walks of a reduction (outer: stride 0 y and dy,
+/// stride 1 x and dx; inner: stride 1 x and dx) in T, f32 or f64: dy split
+/// evenly between the elements equal to the maximum, 0 elsewhere.
+template <typename T, typename Load, typename Store>
+void reduceMaxBwdAs(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
+                    const Walk &inner, Load load, Store store) {
+  forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+    T m = load(y.data, y.dtype, yo);
+    T g = load(dy.data, dy.dtype, yo);
+    int64_t ties = 0;
+    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+      ties += load(x.data, x.dtype, xo + xi) == m;
+    });
+    T share = ties ? g / static_cast<T>(ties) : static_cast<T>(0);
+    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+      bool hit = load(x.data, x.dtype, xo + xi) == m;
+      store(dx.data, dx.dtype, xo + xi, hit ? share : static_cast<T>(0));
+    });
+  });
+}
+
 /// A GEMM's epilogue on one value (f32 or f64).
 template <typename T> T applyEpilogue(ampc_epilogue e, T v) {
   switch (e) {

@@ -190,26 +190,6 @@ bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   return true;
 }
 
-bool reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
-                  const Walk &inner) {
-  if (!anyF64({dx, dy, x, y}))
-    return false;
-  forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
-    double m = loadF64(y.data, y.dtype, yo);
-    double g = loadF64(dy.data, dy.dtype, yo);
-    int64_t ties = 0;
-    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-      ties += loadF64(x.data, x.dtype, xo + xi) == m;
-    });
-    double share = ties ? g / static_cast<double>(ties) : 0.0;
-    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-      bool hit = loadF64(x.data, x.dtype, xo + xi) == m;
-      storeF64(dx.data, dx.dtype, xo + xi, hit ? share : 0.0);
-    });
-  });
-  return true;
-}
-
 bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner) {
   bool ints = isIntOrBool(x);
   if (!ints && x.dtype != AMPC_F64)

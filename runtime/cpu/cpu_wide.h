@@ -27,8 +27,6 @@ bool binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w);
 bool binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                const Walk &w);
 bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
-bool reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
-                  const Walk &inner);
 bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
