@@ -368,8 +368,7 @@ bool unscale(double *g, int64_t n, float inv) {
   return found;
 }
 
-bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s,
-         int64_t n) {
+bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s, int64_t n) {
   if (!isF64(param))
     return false;
   double *buf = static_cast<double *>(bufData);

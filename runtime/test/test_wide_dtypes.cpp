@@ -41,8 +41,8 @@ TEST_F(WideDtypes, Sizes) {
 }
 
 TEST_F(WideDtypes, CastsWrapAndTruncate) {
-  Tensor x = make<int64_t>({4}, AMPC_I64, {300, -1, (int64_t(1) << 53) + 1,
-                                           -129});
+  Tensor x =
+      make<int64_t>({4}, AMPC_I64, {300, -1, (int64_t(1) << 53) + 1, -129});
   Tensor u8({4}, AMPC_U8), i8({4}, AMPC_I8), f64({4}, AMPC_F64);
   ASSERT_OK(ampc_cast_fwd(ctx, T(u8), T(x)));
   ASSERT_OK(ampc_cast_fwd(ctx, T(i8), T(x)));

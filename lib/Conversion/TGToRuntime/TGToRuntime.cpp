@@ -1518,15 +1518,10 @@ LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
       auto shaped = dyn_cast<ShapedType>(t);
       if (!shaped || !shaped.getElementType().isInteger())
         continue;
-      op->emitError("'")
-          << op->getName().stripDialect() << "' on "
-          << (shaped.getElementType().isInteger(1)
-                  ? std::string("bool")
-                  : "i" + std::to_string(
-                              shaped.getElementType().getIntOrFloatBitWidth()))
-          << " tensors has no runtime kernel (the elementwise kernels "
-             "compute on f32, f16 and bf16); cast to a float first, e.g. "
-             "cast(x, to=f32)";
+      op->emitError("'") << op->getName().stripDialect() << "' on "
+                         << tg::elementTypeName(shaped.getElementType())
+          << " tensors has no runtime kernel (its kernel computes on "
+             "floats); cast to a float first, e.g. cast(x, to=f32)";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -1542,7 +1537,8 @@ LogicalResult checkF64Kernels(rtd::ProgramOp program) {
       "conv",     "pool",      "norm_",        "adamw",   "clip_grad",
       "dropout",  "embedding", "cross_entropy_with", "binary_cross_entropy",
       "kl_div",   "smooth_l1", "l1_loss",      "nll_loss", "logsumexp",
-      "cosine",   "gemm_add",  "prelu",        "grad_allreduce"};
+      "cosine",   "gemm_add",  "prelu",        "grad_allreduce",
+      "cumsum"};
   WalkResult result = program.walk([&](rtd::CallOp call) {
     StringRef callee = call.getCallee();
     bool f64 = llvm::any_of(call.getArgs(), [](Attribute a) {
