@@ -38,7 +38,7 @@ bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t)
     return false;
-  return tg::isFloatElement(t.getElementType());
+  return tg::isAnyFloatElement(t.getElementType());
 }
 
 /// Gives every op a builder inserts a role (`tg.role`): what later passes

@@ -185,10 +185,15 @@ LogicalResult expandMinimize(func::FuncOp func, MinimizeOp op,
     auto stateLoc = [&](Value p) { return getTaggedLoc(p.getLoc(), kOptimizerLocTag); };
     // Momentum buffers and Adam moments: f32, or bf16 with
     // --optimizer-state-dtype=bf16.
+    // An f64 param keeps f64 state (torch.optim's buffers have the
+    // param's dtype); the others f32, or bf16 with --optimizer-state-dtype.
     auto stateLike = [&](Value p) {
+      auto t = cast<RankedTensorType>(p.getType());
+      if (t.getElementType().isF64())
+        return t;
       Type e = low.bf16State ? Type(BFloat16Type::get(ctx))
                              : Type(Float32Type::get(ctx));
-      return cast<RankedTensorType>(p.getType()).clone(e);
+      return t.clone(e);
     };
     // Updates of 16-bit params: the mode and the index of each group's
     // first param in the step (the stochastic rounding's key), and the

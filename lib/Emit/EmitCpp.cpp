@@ -426,8 +426,8 @@ ampc_status ampcCheckpointFail(ampc_status status, const std::string &fn) {
 }
 std::string ampcDtypeName(int32_t dtype) {
   static const char *const names[] = {"f32", "f16", "bf16", "i32", "i64",
-                                      "bool"};
-  return dtype >= 0 && dtype <= 5 ? names[dtype]
+                                      "bool", "f64", "u8",   "i8",  "i16"};
+  return dtype >= 0 && dtype <= 9 ? names[dtype]
                                   : "dtype " + std::to_string(dtype);
 }
 } // namespace

@@ -399,7 +399,7 @@ bool Executor::synthesizeInputs(const std::vector<bool> &given, uint64_t seed,
     // Inputs draw from streams far from the parameters' (offset = slot).
     uint64_t offset = 1000003 + i;
     ampc_status st;
-    if (s.dtype <= AMPC_BF16) {
+    if (s.dtype <= AMPC_BF16 || s.dtype == AMPC_F64) {
       st = ampc_init_normal(impl->ctx, impl->slots[i],
                             static_cast<ampc_dtype>(s.dtype), numel, seed,
                             offset, 0.0, 1.0);
@@ -624,18 +624,24 @@ bool Executor::replaySnapshot(uint64_t serial, size_t end,
   return ok;
 }
 
+/// Appends the host values of type T in `bytes` bytes at p as f64.
+template <typename T>
+static void appendValues(const uint8_t *p, int64_t bytes,
+                         std::vector<double> &values) {
+  for (int64_t i = 0; i < bytes / int64_t(sizeof(T)); ++i) {
+    T v;
+    std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+    values.push_back(static_cast<double>(v));
+  }
+}
+
 /// Host bytes of `dtype` as f64 values.
 static void decodeValues(const uint8_t *p, int32_t dtype, int64_t bytes,
                          std::vector<double> &values) {
   values.clear();
   switch (dtype) {
   case AMPC_F32:
-    for (int64_t i = 0; i < bytes / 4; ++i) {
-      float f;
-      std::memcpy(&f, p + 4 * i, 4);
-      values.push_back(f);
-    }
-    break;
+    return appendValues<float>(p, bytes, values);
   case AMPC_F16:
   case AMPC_BF16:
     for (int64_t i = 0; i < bytes / 2; ++i) {
@@ -652,22 +658,17 @@ static void decodeValues(const uint8_t *p, int32_t dtype, int64_t bytes,
     }
     break;
   case AMPC_I32:
-    for (int64_t i = 0; i < bytes / 4; ++i) {
-      int32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      values.push_back(v);
-    }
-    break;
+    return appendValues<int32_t>(p, bytes, values);
   case AMPC_I64:
-    for (int64_t i = 0; i < bytes / 8; ++i) {
-      int64_t v;
-      std::memcpy(&v, p + 8 * i, 8);
-      values.push_back(static_cast<double>(v));
-    }
-    break;
-  default:
-    for (int64_t i = 0; i < bytes; ++i)
-      values.push_back(p[i]);
+    return appendValues<int64_t>(p, bytes, values);
+  case AMPC_F64:
+    return appendValues<double>(p, bytes, values);
+  case AMPC_I16:
+    return appendValues<int16_t>(p, bytes, values);
+  case AMPC_I8:
+    return appendValues<int8_t>(p, bytes, values);
+  default: // bool, u8
+    return appendValues<uint8_t>(p, bytes, values);
   }
 }
 
@@ -882,6 +883,14 @@ const char *dtypeName(int32_t dtype) {
     return "i32";
   case AMPC_I64:
     return "i64";
+  case AMPC_F64:
+    return "f64";
+  case AMPC_U8:
+    return "u8";
+  case AMPC_I8:
+    return "i8";
+  case AMPC_I16:
+    return "i16";
   default:
     return "bool";
   }

@@ -30,6 +30,14 @@ const char *ampc::exec::npyDescr(int32_t dtype) {
     return "<i8";
   case AMPC_BOOL:
     return "|b1";
+  case AMPC_F64:
+    return "<f8";
+  case AMPC_U8:
+    return "|u1";
+  case AMPC_I8:
+    return "|i1";
+  case AMPC_I16:
+    return "<i2";
   }
   return "";
 }

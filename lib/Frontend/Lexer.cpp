@@ -32,6 +32,14 @@ llvm::StringRef ampc::frontend::toString(DType dtype) {
     return "i64";
   case DType::Bool:
     return "bool";
+  case DType::F64:
+    return "f64";
+  case DType::U8:
+    return "u8";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
   }
   return "<invalid dtype>";
 }
@@ -44,6 +52,10 @@ std::optional<DType> ampc::frontend::parseDType(llvm::StringRef name) {
       .Case("i32", DType::I32)
       .Case("i64", DType::I64)
       .Case("bool", DType::Bool)
+      .Case("f64", DType::F64)
+      .Case("u8", DType::U8)
+      .Case("i8", DType::I8)
+      .Case("i16", DType::I16)
       .Default(std::nullopt);
 }
 

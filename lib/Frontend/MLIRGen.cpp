@@ -128,12 +128,7 @@ private:
       return tg::typeToString(type);
     std::string s;
     llvm::raw_string_ostream os(s);
-    Type e = t.getElementType();
-    if (e.isInteger(1))
-      os << "bool";
-    else
-      os << e;
-    os << "[";
+    os << tg::elementTypeName(t.getElementType()) << "[";
     llvm::interleaveComma(t.getShape(), os);
     os << "]";
     return s;
@@ -153,6 +148,14 @@ private:
       return builder.getI64Type();
     case DType::Bool:
       return builder.getI1Type();
+    case DType::F64:
+      return builder.getF64Type();
+    case DType::U8:
+      return builder.getIntegerType(8, /*isSigned=*/false);
+    case DType::I8:
+      return builder.getI8Type();
+    case DType::I16:
+      return builder.getI16Type();
     }
     llvm_unreachable("unknown dtype");
   }
@@ -251,8 +254,11 @@ private:
         return nullptr;
       }
       unsigned width = elt.getIntOrFloatBitWidth();
-      if (width < 64 && (lit.intValue > (int64_t(1) << (width - 1)) - 1 ||
-                         lit.intValue < -(int64_t(1) << (width - 1)))) {
+      bool isUnsigned = elt.isUnsignedInteger();
+      int64_t lo = isUnsigned ? 0 : -(int64_t(1) << (width - 1));
+      int64_t hi = isUnsigned ? (int64_t(1) << width) - 1
+                              : (int64_t(1) << (width - 1)) - 1;
+      if (width < 64 && (lit.intValue > hi || lit.intValue < lo)) {
         if (!(width == 1 && (lit.intValue == 0 || lit.intValue == 1))) {
           error(l) << "the number " << lit.intValue << " does not fit in "
                    << formatType(type);
@@ -284,8 +290,26 @@ private:
                       ArrayRef<Value> ops, unsigned numResults,
                       SmallVectorImpl<Value> *results);
 
+  /// The element type a bare number next to a tensor of element type
+  /// `other` takes: `other`, except that a number with a fraction or an
+  /// exponent next to an integer tensor is f32 (torch.result_type).
+  Type literalType(const Literal &lit, Value other) {
+    Type elt = cast<RankedTensorType>(other.getType()).getElementType();
+    if (!lit.isInteger && !isa<FloatType>(elt))
+      return builder.getF32Type();
+    return elt;
+  }
+
+  /// `v` cast to f32 when its elements are integers (or bool), else `v`.
+  Value toF32IfInteger(Value v, mlir::Location l) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.getElementType().isInteger())
+      return v;
+    return tg::CastOp::create(builder, l, t.clone(builder.getF32Type()), v);
+  }
+
   /// Generates `lhs OP rhs` where either side may be a bare number, which
-  /// then takes the dtype of the other side.
+  /// then takes the dtype of the other side (literalType).
   Value genBinary(StringRef opName, const ExprAST &lhs, const ExprAST &rhs,
                   const frontend::Location &opLoc) {
     std::optional<Literal> l = asLiteral(lhs), r = asLiteral(rhs);
@@ -297,18 +321,24 @@ private:
     } else if (l) {
       if (!(b = genExpr(rhs)))
         return nullptr;
-      a = genConstant(*l, cast<RankedTensorType>(b.getType()).getElementType(),
-                      lhs.getLoc());
+      a = genConstant(*l, literalType(*l, b), lhs.getLoc());
     } else {
       if (!(a = genExpr(lhs)))
         return nullptr;
-      b = r ? genConstant(*r,
-                          cast<RankedTensorType>(a.getType()).getElementType(),
-                          rhs.getLoc())
+      b = r ? genConstant(*r, literalType(*r, a), rhs.getLoc())
             : genExpr(rhs);
     }
     if (!a || !b)
       return nullptr;
+    // `/` of integers is a true division in f32 (PyTorch's default dtype).
+    if (opName == tg::DivOp::getOperationName()) {
+      auto ea = cast<RankedTensorType>(a.getType()).getElementType();
+      auto eb = cast<RankedTensorType>(b.getType()).getElementType();
+      if (ea.isInteger() && eb.isInteger()) {
+        a = toF32IfInteger(a, loc(opLoc));
+        b = toF32IfInteger(b, loc(opLoc));
+      }
+    }
     return build(opName, loc(opLoc), {a, b});
   }
 

@@ -354,8 +354,8 @@ bool Parser::parseType(TypeAST &type) {
   if (!is(TokenKind::DTypeName)) {
     if (is(TokenKind::Identifier))
       return errorAt(cur, "unknown dtype " + quoteForDiagnostic(cur.spelling) +
-                              "; expected one of f32, f16, bf16, i32, i64, "
-                              "bool");
+                              "; expected one of f64, f32, f16, bf16, i64, "
+                              "i32, i16, i8, u8, bool");
     return expected("a type such as 'f32[2, 3]'");
   }
   type.dtype = cur.dtype;

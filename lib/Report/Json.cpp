@@ -42,14 +42,7 @@ json::Value optionalString(std::optional<std::string> s) {
   return std::move(*s);
 }
 
-std::string elementName(Type t) {
-  if (t.isInteger(1))
-    return "bool";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
+std::string elementName(Type t) { return tg::elementTypeName(t); }
 
 /// `"type": ELEMENT, "shape": [...]` of a tensor; other types print whole.
 void addType(json::Object &obj, Type t) {
@@ -127,6 +120,8 @@ json::Value attrToJson(Attribute attr) {
           array.push_back(number(v.convertToDouble()));
         else if (element.isInteger(1))
           array.push_back(!v.isZero());
+        else if (element.isUnsignedInteger())
+          array.push_back(static_cast<int64_t>(v.getZExtValue()));
         else
           array.push_back(v.getSExtValue());
       }

@@ -77,13 +77,7 @@ std::string formatDouble(double value) {
 std::string typeName(Type t) {
   if (!t)
     return "null";
-  t = getElementTypeOrSelf(t);
-  if (t.isInteger(1))
-    return "\"bool\"";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return quote(s);
+  return quote(tg::elementTypeName(getElementTypeOrSelf(t)));
 }
 
 std::string quoteOrNull(const std::optional<std::string> &s) {

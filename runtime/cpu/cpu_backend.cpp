@@ -19,6 +19,7 @@
 #include "cpu_fast.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
+#include "cpu_wide.h"
 #include "cpu_onednn.h"
 #include "cpu_pool.h"
 #include "cpu_pooling.h"
@@ -40,30 +41,7 @@
 namespace ampc {
 namespace {
 
-/// Visits every index of `w` in row-major order with the three operands'
-/// element offsets.
-template <typename F> void forEach(const Walk &w, F &&f) {
-  int64_t n = w.numel();
-  if (n == 0)
-    return;
-  int64_t idx[kMaxRank] = {};
-  int64_t o0 = 0, o1 = 0, o2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, o0, o1, o2);
-    for (int d = w.rank - 1; d >= 0; --d) {
-      if (++idx[d] < w.shape[d]) {
-        o0 += w.stride[0][d];
-        o1 += w.stride[1][d];
-        o2 += w.stride[2][d];
-        break;
-      }
-      o0 -= w.stride[0][d] * (w.shape[d] - 1);
-      o1 -= w.stride[1][d] * (w.shape[d] - 1);
-      o2 -= w.stride[2][d] * (w.shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
+using cpukern::forEach;
 
 /// Whether operand `k` of the walk is laid out contiguously in walk order.
 bool contiguous(const Walk &w, int k) {
@@ -239,19 +217,7 @@ private:
   const float *ptr;
 };
 
-float applyEpilogue(ampc_epilogue e, float v) {
-  switch (e) {
-  case AMPC_EPILOGUE_NONE:
-    return v;
-  case AMPC_EPILOGUE_RELU:
-    return unaryForward(UnaryOp::Relu, v);
-  case AMPC_EPILOGUE_GELU:
-    return unaryForward(UnaryOp::Gelu, v);
-  case AMPC_EPILOGUE_GELU_TANH:
-    return unaryForward(UnaryOp::GeluTanh, v);
-  }
-  return v;
-}
+using cpukern::applyEpilogue;
 
 /// The f32 cases of the optimizer and loss-scaling kernels: the same
 /// operations per element as the generic loops (so the same bits), on
@@ -675,6 +641,11 @@ public:
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         convertElement(dst.data, dst.dtype, o0, src.data, src.dtype, o1);
       });
+    } else if (cpuwide::isF64(dst) || cpuwide::isF64(src)) {
+      forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
+        storeF64(dst.data, dst.dtype, o0,
+                 scale * loadF64(src.data, src.dtype, o1));
+      });
     } else {
       forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t) {
         storeF32(dst.data, dst.dtype, o0,
@@ -703,6 +674,12 @@ public:
       }
       return AMPC_OK;
     }
+    if (y.dtype == AMPC_F64 || y.dtype == AMPC_U8 || y.dtype == AMPC_I8 ||
+        y.dtype == AMPC_I16) {
+      for (int64_t i = 0; i < n; ++i)
+        storeF64(y.data, y.dtype, i, value);
+      return AMPC_OK;
+    }
     int64_t v = static_cast<int64_t>(value);
     for (int64_t i = 0; i < n; ++i) {
       if (y.dtype == AMPC_I64)
@@ -722,7 +699,10 @@ public:
       for (int64_t i = lo; i < hi; ++i) {
         double v = normal ? philoxNormal(seed, offset, i, p0, p1)
                           : philoxUniform(seed, offset, i, p0, p1);
-        storeF32(y.data, y.dtype, i, static_cast<float>(v));
+        if (y.dtype == AMPC_F64)
+          storeF64(y.data, y.dtype, i, v);
+        else
+          storeF32(y.data, y.dtype, i, static_cast<float>(v));
       }
     });
     return AMPC_OK;
@@ -730,29 +710,35 @@ public:
 
   ampc_status unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x,
                     int64_t n) override {
-    cpukern::unary(op, attrs, y, x, n);
+    if (!cpuwide::unary(op, attrs, y, x, n))
+      cpukern::unary(op, attrs, y, x, n);
     return AMPC_OK;
   }
 
   ampc_status unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy,
                        Buf x, int64_t n) override {
-    cpukern::unaryBwd(op, attrs, dx, dy, x, n);
+    if (!cpuwide::unaryBwd(op, attrs, dx, dy, x, n))
+      cpukern::unaryBwd(op, attrs, dx, dy, x, n);
     return AMPC_OK;
   }
 
   ampc_status binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) override {
-    cpukern::binary(op, y, a, b, w);
+    if (!cpuwide::binary(op, y, a, b, w))
+      cpukern::binary(op, y, a, b, w);
     return AMPC_OK;
   }
 
   ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                         const Walk &w) override {
-    cpukern::binaryBwd(op, which, g, dy, a, b, w);
+    if (!cpuwide::binaryBwd(op, which, g, dy, a, b, w))
+      cpukern::binaryBwd(op, which, g, dy, a, b, w);
     return AMPC_OK;
   }
 
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override {
+    if (cpuwide::reduce(op, y, x, outer, inner))
+      return AMPC_OK;
     if (op != ReduceOp::Max &&
         cpufast::reduceColumns(y, x, outer, inner, op == ReduceOp::Mean))
       return AMPC_OK;
@@ -762,24 +748,20 @@ public:
 
   ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
                            const Walk &inner) override {
-    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
-      float m = loadF32(y.data, y.dtype, yo);
-      float g = loadF32(dy.data, dy.dtype, yo);
-      int64_t ties = 0;
-      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-        ties += loadF32(x.data, x.dtype, xo + xi) == m;
-      });
-      float share = ties ? g / static_cast<float>(ties) : 0.0f;
-      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
-        bool hit = loadF32(x.data, x.dtype, xo + xi) == m;
-        storeF32(dx.data, dx.dtype, xo + xi, hit ? share : 0.0f);
-      });
-    });
+    // f32 (f64 when a tensor is f64): all of dy to the maxima, split evenly.
+    if (cpuwide::isF64(dx) || cpuwide::isF64(dy) || cpuwide::isF64(x))
+      cpukern::reduceMaxBwdAs<double>(dx, dy, x, y, outer, inner, loadF64,
+                                      storeF64);
+    else
+      cpukern::reduceMaxBwdAs<float>(dx, dy, x, y, outer, inner, loadF32,
+                                     storeF32);
     return AMPC_OK;
   }
 
   ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
                      int64_t inner) override {
+    if (cpuwide::argmax(y, x, outer, dim, inner))
+      return AMPC_OK;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         int64_t base = o * dim * inner + i;
@@ -798,13 +780,15 @@ public:
   }
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
-    cpukern::softmax(log, y, x, outer, dim, inner);
+    if (!cpuwide::softmax(log, y, x, outer, dim, inner))
+      cpukern::softmax(log, y, x, outer, dim, inner);
     return AMPC_OK;
   }
 
   ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                          int64_t dim, int64_t inner) override {
-    cpukern::softmaxBwd(log, dx, dy, y, outer, dim, inner);
+    if (!cpuwide::softmaxBwd(log, dx, dy, y, outer, dim, inner))
+      cpukern::softmaxBwd(log, dx, dy, y, outer, dim, inner);
     return AMPC_OK;
   }
 
@@ -1044,17 +1028,22 @@ public:
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
                            int64_t classes, int32_t site) override {
     // The rows' terms on the pool, then added in row order as before.
-    std::vector<float> terms(static_cast<size_t>(rows));
+    // f64 logits: the same terms and mean, in f64.
+    bool f64 = logits.dtype == AMPC_F64;
+    std::vector<double> terms(static_cast<size_t>(rows));
     int64_t perItem =
         std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         int64_t label = loadIndex(labels.data, labels.dtype, r);
-        terms[r] =
-            label < 0 || label >= classes
-                ? 0.0f
-                : rowLse(logits, r * classes, classes) -
-                      loadF32(logits.data, logits.dtype, r * classes + label);
+        if (label < 0 || label >= classes)
+          terms[r] = 0.0;
+        else if (f64)
+          terms[r] = cpuwide::rowLse(logits, r * classes, classes) -
+                     loadF64(logits.data, logits.dtype, r * classes + label);
+        else
+          terms[r] = rowLse(logits, r * classes, classes) -
+                     loadF32(logits.data, logits.dtype, r * classes + label);
       }
     });
     double total = 0.0;
@@ -1071,8 +1060,11 @@ public:
       }
       total += terms[r];
     }
-    storeF32(loss.data, loss.dtype, 0,
-             static_cast<float>(total / static_cast<double>(valid)));
+    if (f64)
+      storeF64(loss.data, loss.dtype, 0, total / static_cast<double>(valid));
+    else
+      storeF32(loss.data, loss.dtype, 0,
+               static_cast<float>(total / static_cast<double>(valid)));
     return AMPC_OK;
   }
 
@@ -1081,6 +1073,15 @@ public:
     int64_t valid = 0;
     for (int64_t r = 0; r < rows; ++r)
       valid += loadIndex(labels.data, labels.dtype, r) != -100;
+    if (logits.dtype == AMPC_F64) {
+      double scale64 =
+          loadF64(dloss.data, dloss.dtype, 0) / static_cast<double>(valid);
+      for (int64_t r = 0; r < rows; ++r)
+        cpuwide::crossEntropyBwdRow(dlogits, logits, r * classes, classes,
+                                    loadIndex(labels.data, labels.dtype, r),
+                                    scale64);
+      return AMPC_OK;
+    }
     float scale =
         loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(valid);
     int64_t perItem =
@@ -1098,6 +1099,8 @@ public:
   }
 
   ampc_status mse(Buf loss, Buf a, Buf b, int64_t n) override {
+    if (cpuwide::mse(loss, a, b, n))
+      return AMPC_OK;
     // Widened a piece at a time; the f64 sum in element order.
     double s = 0.0;
     float ta[kChunk], tb[kChunk];
@@ -1116,6 +1119,8 @@ public:
 
   ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                      int64_t n) override {
+    if (cpuwide::mseBwd(da, db, dloss, a, b, n))
+      return AMPC_OK;
     float norm = 2.0f / static_cast<float>(n);
     float g = loadF32(dloss.data, dloss.dtype, 0);
     // Each element's f32 expression as before, a piece at a time, rounded
@@ -1181,6 +1186,8 @@ public:
   }
 
   ampc_status gemm(const GemmDesc &d) override {
+    if (cpuwide::gemm(d))
+      return AMPC_OK;
     // Extent in elements of a batch of row-major matrices.
     auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
       return (d.batch - 1) * stride + (rows - 1) * ld + cols;
@@ -1436,6 +1443,8 @@ public:
         bool f = false;
         if (dt == AMPC_F32) {
           f = unscaleF32(static_cast<float *>(p) + lo, hi - lo, inv);
+        } else if (dt == AMPC_F64) {
+          f = cpuwide::unscale(static_cast<double *>(p) + lo, hi - lo, inv);
         } else if (inv == 1.0f && (dt == AMPC_F16 || dt == AMPC_BF16)) {
           // Nothing to scale (a scale of 1, e.g. opt level O3): the 16-bit
           // patterns are checked as they are, an all-ones exponent being an
@@ -1565,6 +1574,10 @@ public:
     }
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
+      if (cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
+                       Buf{grads.data[t], grads.dtypes[t]},
+                       s.hasMomentum ? bufs[t] : nullptr, s, params.numels[t]))
+        continue;
       if (void *model = models.at(t)) {
         // Opt level O2: the low model copy in the same pass.
         updateWidened(Buf{params.data[t], params.dtypes[t]},

@@ -24,6 +24,68 @@
 namespace ampc {
 namespace cpukern {
 
+/// Visits every index of `w` in row-major order with the three operands'
+/// element offsets.
+template <typename F> void forEach(const Walk &w, F &&f) {
+  int64_t n = w.numel();
+  if (n == 0)
+    return;
+  int64_t idx[kMaxRank] = {};
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, o0, o1, o2);
+    for (int d = w.rank - 1; d >= 0; --d) {
+      if (++idx[d] < w.shape[d]) {
+        o0 += w.stride[0][d];
+        o1 += w.stride[1][d];
+        o2 += w.stride[2][d];
+        break;
+      }
+      o0 -= w.stride[0][d] * (w.shape[d] - 1);
+      o1 -= w.stride[1][d] * (w.shape[d] - 1);
+      o2 -= w.stride[2][d] * (w.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+/// amax's backward over the walks of a reduction (outer: stride 0 y and dy,
+/// stride 1 x and dx; inner: stride 1 x and dx) in T, f32 or f64: dy split
+/// evenly between the elements equal to the maximum, 0 elsewhere.
+template <typename T, typename Load, typename Store>
+void reduceMaxBwdAs(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
+                    const Walk &inner, Load load, Store store) {
+  forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+    T m = load(y.data, y.dtype, yo);
+    T g = load(dy.data, dy.dtype, yo);
+    int64_t ties = 0;
+    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+      ties += load(x.data, x.dtype, xo + xi) == m;
+    });
+    T share = ties ? g / static_cast<T>(ties) : static_cast<T>(0);
+    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+      bool hit = load(x.data, x.dtype, xo + xi) == m;
+      store(dx.data, dx.dtype, xo + xi, hit ? share : static_cast<T>(0));
+    });
+  });
+}
+
+/// A GEMM's epilogue on one value (f32 or f64).
+template <typename T> T applyEpilogue(ampc_epilogue e, T v) {
+  switch (e) {
+  case AMPC_EPILOGUE_NONE:
+    return v;
+  case AMPC_EPILOGUE_RELU:
+    return unaryForward(UnaryOp::Relu, v);
+  case AMPC_EPILOGUE_GELU:
+    return unaryForward(UnaryOp::Gelu, v);
+  case AMPC_EPILOGUE_GELU_TANH:
+    return unaryForward(UnaryOp::GeluTanh, v);
+  }
+  return v;
+}
+
+
 /// Reads n contiguous elements of b from element `off` as f32 (vector
 /// converters for f16/bf16); storeContig writes them back, rounded once.
 /// The CPU backend's one copy of these chunk converters.

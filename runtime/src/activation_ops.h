@@ -11,70 +11,70 @@
 #define AMPC_RUNTIME_SRC_ACTIVATION_OPS_H
 
 struct ReluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) {
     return x > 0.0f ? x : (x != x ? x : 0.0f);
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
     return x > 0.0f ? dy : 0.0f;
   }
 };
 
 struct GeluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) {
+    return 0.5f * x * (1.0f + mErf(x * kSqrt1_2));
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float cdf = 0.5f * (1.0f + erff(x * kSqrt1_2));
-    float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T cdf = 0.5f * (1.0f + mErf(x * kSqrt1_2));
+    T pdf = kInvSqrt2Pi * mExp(-0.5f * x * x);
     return dy * (cdf + x * pdf);
   }
 };
 
 struct GeluTanhFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) {
     return 0.5f * x *
-           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
+           (1.0f + mTanh(kSqrt2OverPi * (x + kGeluCoef * x * x * x)));
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float inner = kSqrt2OverPi * (x + kGeluCoef * x * x * x);
-    float t = tanhf(inner);
-    float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x * x);
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T inner = kSqrt2OverPi * (x + kGeluCoef * x * x * x);
+    T t = mTanh(inner);
+    T dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * x * x);
     return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
   }
 };
 
 struct SiluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) {
     return x * sigmoidF(x);
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float s = sigmoidF(x);
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T s = sigmoidF(x);
     return dy * s * (1.0f + x * (1.0f - s));
   }
 };
 
 struct SigmoidFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sigmoidF(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float s = sigmoidF(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return sigmoidF(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T s = sigmoidF(x);
     return dy * s * (1.0f - s);
   }
 };
 
 struct TanhFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return tanhf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float t = tanhf(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mTanh(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T t = mTanh(x);
     return dy * (1.0f - t * t);
   }
 };
 
 /// v[0]: negative_slope. As PyTorch: the gradient at 0 is the slope.
 struct LeakyReluFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &a) {
     return x > 0.0f ? x : x * a.v[0];
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &a) {
     return x > 0.0f ? dy : dy * a.v[0];
   }
 };
@@ -82,15 +82,15 @@ struct LeakyReluFn {
 /// v[0]: beta, v[1]: threshold. As PyTorch: x itself (gradient dy) where
 /// beta * x > threshold.
 struct SoftplusFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &a) {
-    float bx = x * a.v[0];
-    return bx > a.v[1] ? x : log1pf(expf(bx)) / a.v[0];
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &a) {
+    T bx = x * a.v[0];
+    return bx > a.v[1] ? x : mLog1p(mExp(bx)) / a.v[0];
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &a) {
-    float bx = x * a.v[0];
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &a) {
+    T bx = x * a.v[0];
     if (bx > a.v[1])
       return dy;
-    float z = expf(bx);
+    T z = mExp(bx);
     return dy * z / (z + 1.0f);
   }
 };
@@ -98,8 +98,8 @@ struct SoftplusFn {
 // prelu (a binary row): a is the input x, b the slope w (broadcast per
 // channel).
 struct PreluFn {
-  static AMPC_HD float fwd(float x, float w) { return x > 0.0f ? x : w * x; }
-  static AMPC_HD float bwd(int which, float x, float w, float dy) {
+  template <typename T> static AMPC_HD T fwd(T x, T w) { return x > 0.0f ? x : w * x; }
+  template <typename T> static AMPC_HD T bwd(int which, T x, T w, T dy) {
     if (which == 0)
       return x > 0.0f ? dy : w * dy;
     return x > 0.0f ? 0.0f : x * dy;

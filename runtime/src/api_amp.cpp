@@ -28,7 +28,7 @@ ampc_status checkFoundInf(const char *fn, const void *p, ampc_dtype dt,
 /// if `optional`).
 ampc_status checkList(const char *fn, const char *what, void *const *data,
                       const ampc_dtype *dtypes, const int64_t *numels,
-                      int32_t count, bool optional) {
+                      int32_t count, bool optional, bool f64 = false) {
   if (!data && !optional)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: %s is NULL", fn, what);
   if (!data)
@@ -37,9 +37,12 @@ ampc_status checkList(const char *fn, const char *what, void *const *data,
     if (!data[i] && numels[i] > 0)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: %s[%d] is NULL", fn, what,
                       i);
-    if (dtypes && (!isValidDtype(dtypes[i]) || !isFloatDtype(dtypes[i])))
+    if (dtypes && (!isValidDtype(dtypes[i]) ||
+                   !(isFloatDtype(dtypes[i]) ||
+                     (f64 && dtypes[i] == AMPC_F64))))
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: %s[%d] must be f32, f16 or bf16", fn, what, i);
+                      "%s: %s[%d] must be %sf32, f16 or bf16", fn, what, i,
+                      f64 ? "f64, " : "");
   }
   return AMPC_OK;
 }
@@ -61,11 +64,11 @@ ampc_status checkCounts(const char *fn, const int64_t *numels, int32_t count) {
 
 ampc_status checkGrads(const char *fn, void *const *grads,
                        const ampc_dtype *dtypes, const int64_t *numels,
-                       int32_t count) {
+                       int32_t count, bool f64 = false) {
   AMPC_TRY(checkCounts(fn, numels, count));
   if (count > 0 && !dtypes)
     return setError(AMPC_ERROR_NULL_POINTER, "%s: grad_dtypes is NULL", fn);
-  return checkList(fn, "grads", grads, dtypes, numels, count, count == 0);
+  return checkList(fn, "grads", grads, dtypes, numels, count, count == 0, f64);
 }
 
 float limitOr(double v, float none) {
@@ -86,7 +89,10 @@ ampc_status ampc_check_finite_unscale(ampc_context ctx, void *found_inf,
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, true));
-    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    // f64 gradients (of f64 params) are checked and unscaled in f64 on the
+    // CPU backend.
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count,
+                        ctx->backend->kind() == AMPC_BACKEND_CPU));
     TensorList g{grads, grad_dtypes, numels, count};
     return ctx->backend->checkFiniteUnscale(Buf{found_inf, found_inf_dtype}, g,
                                             static_cast<const float *>(scale));
@@ -164,11 +170,14 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
-    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    // f64 params (and grads) have f64 kernels for the update itself, not
+    // yet for the gradient clipping before it.
+    bool f64 = !(max_grad_norm > 0);
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count, f64));
     if (count > 0 && !param_dtypes)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
     AMPC_TRY(checkList(fn, "params", params, param_dtypes, numels, count,
-                       count == 0));
+                       count == 0, f64));
     if (!(lr >= 0) || !(momentum >= 0) || !(weight_decay >= 0))
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: lr, momentum and weight_decay must be >= 0", fn);
@@ -192,6 +201,9 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
     s.hasMomentum = momentum != 0;
     s.hasWeightDecay = weight_decay != 0;
     s.lrScale = static_cast<const float *>(lr_scale);
+    s.lr64 = lr;
+    s.momentum64 = momentum;
+    s.weightDecay64 = weight_decay;
     return ctx->backend->sgd(p, g, momentum_bufs, s, fi, models, low);
   });
 }

@@ -232,9 +232,9 @@ static ampc_status checkFlat(const char *fn, ampc_context ctx, void *y,
   if (!isValidDtype(dt))
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE, "%s: unknown dtype %d", fn,
                     static_cast<int>(dt));
-  if (floatOnly && !isFloatDtype(dt))
+  if (floatOnly && !isFloatDtype(dt) && dt != AMPC_F64)
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "%s: y must be f32, f16 or bf16, got %s", fn,
+                    "%s: y must be f64, f32, f16 or bf16, got %s", fn,
                     dtypeName(dt));
   if (numel < 0)
     return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: negative numel %lld", fn,

@@ -16,8 +16,11 @@ ampc_status unaryFwdImpl(const char *fn, UnaryOp op, const UnaryAttrs &attrs,
                          const TensorArg &x) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, xs;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  // neg and abs also compute on integers (exact, wrapping).
+  DtypeClass cls =
+      op == UnaryOp::Neg || op == UnaryOp::Abs ? kAnyDtype : kFloatDtype;
+  AMPC_TRY(parseTensor(fn, y, cls, true, ys));
+  AMPC_TRY(parseTensor(fn, x, cls, true, xs));
   if (ys != xs)
     return shapeError(fn, y.name, ys, xs);
   if (xs.numel() == 0)
@@ -74,8 +77,12 @@ ampc_status binaryFwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
                           const TensorArg &b) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, as, bs;
-  // Comparisons read any dtype and write bool.
-  DtypeClass in = isComparison(op) ? kAnyDtype : kFloatDtype;
+  // Comparisons read any dtype and write bool; add, sub, mul, maximum and
+  // minimum also compute on integers (exact, wrapping in the result's width).
+  bool intOk = isComparison(op) || op == BinaryOp::Add ||
+               op == BinaryOp::Sub || op == BinaryOp::Mul ||
+               op == BinaryOp::Maximum || op == BinaryOp::Minimum;
+  DtypeClass in = intOk ? kAnyDtype : kFloatDtype;
   AMPC_TRY(parseTensor(fn, y, in, true, ys));
   AMPC_TRY(parseTensor(fn, a, in, true, as));
   AMPC_TRY(parseTensor(fn, b, in, true, bs));
@@ -121,12 +128,14 @@ ampc_status binaryBwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
       AMPC_TRY(be.binaryBwd(op, which, g.buf(), dy.buf(), a.buf(), b.buf(), w));
       continue;
     }
+    // The per-element gradient in f32 (f64 for an f64 gradient), then
+    // summed to the operand's shape.
     Temp full(be);
-    AMPC_TRY(full.alloc(dys.numel() * sizeof(float)));
-    AMPC_TRY(be.binaryBwd(op, which, Buf{full.get(), AMPC_F32}, dy.buf(),
-                          a.buf(), b.buf(), w));
-    AMPC_TRY(sumToShape(be, g.buf(), *shapes[which], Buf{full.get(), AMPC_F32},
-                        dys));
+    Buf fullBuf{nullptr, g.dtype == AMPC_F64 ? AMPC_F64 : AMPC_F32};
+    AMPC_TRY(full.alloc(dys.numel() * dtypeSize(fullBuf.dtype)));
+    fullBuf.data = full.get();
+    AMPC_TRY(be.binaryBwd(op, which, fullBuf, dy.buf(), a.buf(), b.buf(), w));
+    AMPC_TRY(sumToShape(be, g.buf(), *shapes[which], fullBuf, dys));
   }
   return AMPC_OK;
 }

@@ -60,10 +60,15 @@ ampc_status whereImpl(const char *fn, ampc_context ctx, const TensorArg &y,
   if (n == 0)
     return AMPC_OK;
   Backend &be = *ctx->backend;
+  // The two halves in f32, or in y's own type for an integer or f64 y (so
+  // no integer passes through f32).
+  ampc_dtype half = isIntegerDtype(y.dtype) || y.dtype == AMPC_F64
+                        ? y.dtype
+                        : AMPC_F32;
   Temp t1(be), t2(be);
-  AMPC_TRY(t1.alloc(n * sizeof(float)));
-  AMPC_TRY(t2.alloc(n * sizeof(float)));
-  Buf b1{t1.get(), AMPC_F32}, b2{t2.get(), AMPC_F32};
+  AMPC_TRY(t1.alloc(n * dtypeSize(half)));
+  AMPC_TRY(t2.alloc(n * dtypeSize(half)));
+  Buf b1{t1.get(), half}, b2{t2.get(), half};
   AMPC_TRY(be.binary(BinaryOp::WhereTrue, b1, c.buf(), a.buf(), taken));
   AMPC_TRY(be.binary(BinaryOp::WhereFalse, b2, c.buf(), b.buf(), other));
   return be.binary(BinaryOp::Add, y.buf(), b1, b2, denseWalk(ys));

@@ -40,8 +40,10 @@ ampc_status reductionFwd(const char *fn, ReduceOp op, ampc_context ctx,
                          const int64_t *dims, int32_t nDims, int32_t keepdim) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, xs, kept;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  // Sum and max also take integer tensors (exact; a sum's result is i64).
+  DtypeClass cls = op == ReduceOp::Mean ? kFloatDtype : kAnyDtype;
+  AMPC_TRY(parseTensor(fn, y, cls, true, ys));
+  AMPC_TRY(parseTensor(fn, x, cls, true, xs));
   bool reduced[kMaxRank];
   AMPC_TRY(reductionShape(fn, xs, ys, dims, nDims, keepdim, reduced, kept));
   if (ys.numel() == 0)
@@ -74,6 +76,21 @@ ampc_status reductionBwd(const char *fn, ReduceOp op, ampc_context ctx,
     Walk outer, inner;
     reduceWalks(dxs, reduced, outer, inner);
     return be.reduceMaxBwd(dx.buf(), dy.buf(), x.buf(), y.buf(), outer, inner);
+  }
+  if (op == ReduceOp::Mean && dx.dtype == AMPC_F64) {
+    // f64: the broadcast gradient divided by the count (autograd's
+    // grad.expand(...) / n), not times an f32 reciprocal.
+    AMPC_TRY(broadcastTo(be, dx.buf(), dxs, dy.buf(), kept, 1.0f));
+    Temp count(be);
+    AMPC_TRY(count.alloc(sizeof(double)));
+    Buf n{count.get(), AMPC_F64};
+    AMPC_TRY(be.fill(n, 1,
+                     static_cast<double>(dxs.numel()) /
+                         static_cast<double>(dys.numel())));
+    Walk w = contiguousWalk(dxs);
+    for (int i = 0; i < w.rank; ++i)
+      w.stride[2][i] = 0;
+    return be.binary(BinaryOp::Div, dx.buf(), dx.buf(), n, w);
   }
   float scale = 1.0f;
   if (op == ReduceOp::Mean)

@@ -29,7 +29,7 @@ ampc_status setError(ampc_status status, const char *fmt, ...) {
 }
 
 bool isValidDtype(ampc_dtype dt) {
-  return static_cast<int>(dt) >= AMPC_F32 && static_cast<int>(dt) <= AMPC_BOOL;
+  return static_cast<int>(dt) >= AMPC_F32 && static_cast<int>(dt) <= AMPC_I16;
 }
 
 size_t dtypeSize(ampc_dtype dt) {
@@ -41,15 +41,21 @@ size_t dtypeSize(ampc_dtype dt) {
   case AMPC_BF16:
     return 2;
   case AMPC_I64:
+  case AMPC_F64:
     return 8;
+  case AMPC_I16:
+    return 2;
   case AMPC_BOOL:
+  case AMPC_U8:
+  case AMPC_I8:
     return 1;
   }
   return 0;
 }
 
 const char *dtypeName(ampc_dtype dt) {
-  static const char *names[] = {"f32", "f16", "bf16", "i32", "i64", "bool"};
+  static const char *names[] = {"f32", "f16", "bf16", "i32", "i64",
+                                "bool", "f64", "u8",   "i8",  "i16"};
   return isValidDtype(dt) ? names[dt] : "unknown";
 }
 
@@ -98,14 +104,14 @@ ampc_status parseTensor(const char *fn, const TensorArg &t, DtypeClass cls,
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                     "%s: tensor '%s' has unknown dtype %d", fn, t.name,
                     static_cast<int>(t.dtype));
-  if (cls == kFloatDtype && !isFloatDtype(t.dtype))
+  if (cls == kFloatDtype && !isFloatDtype(t.dtype) && t.dtype != AMPC_F64)
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "%s: tensor '%s' must be f32, f16 or bf16, got %s", fn,
+                    "%s: tensor '%s' must be f64, f32, f16 or bf16, got %s",
+                    fn, t.name, dtypeName(t.dtype));
+  if (cls == kIndexDtype && !isIntegerDtype(t.dtype))
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' must be an integer type, got %s", fn,
                     t.name, dtypeName(t.dtype));
-  if (cls == kIndexDtype && t.dtype != AMPC_I32 && t.dtype != AMPC_I64)
-    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "%s: tensor '%s' must be i32 or i64, got %s", fn, t.name,
-                    dtypeName(t.dtype));
   if (t.rank < 0 || t.rank > kMaxRank)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: tensor '%s' has rank %d (0..%d supported)", fn, t.name,

@@ -2,8 +2,8 @@
 //
 // The elementwise comparisons (`equal` ... `greater_equal`) are binary rows
 // of the kernel table whose result is 0 or 1, stored into a bool tensor.
-// Operands of any dtype reach them as f32 (as every binary kernel reads), so
-// integers beyond 2^24 in magnitude compare at f32 precision. NaN compares
+// Operands compare at their promoted type: f32 for the 16-bit floats and
+// f32, f64 when either is f64, and exactly as int64 for two integers. NaN compares
 // unequal to everything, as in IEEE and PyTorch. They have no gradient (the
 // bool result is not differentiable); bwd is never called by the compiler
 // and returns 0.
@@ -18,8 +18,12 @@ namespace ampc {
 
 #define AMPC_DEFINE_COMPARE_FN(OP, EXPR)                                       \
   struct OP##Fn {                                                              \
-    static AMPC_HD float fwd(float a, float b) { return (EXPR) ? 1.0f : 0.0f; }  \
-    static AMPC_HD float bwd(int, float, float, float) { return 0.0f; }        \
+    template <typename T> static AMPC_HD T fwd(T a, T b) {                     \
+      return (EXPR) ? static_cast<T>(1) : static_cast<T>(0);                   \
+    }                                                                          \
+    template <typename T> static AMPC_HD T bwd(int, T, T, T) {                 \
+      return static_cast<T>(0);                                                \
+    }                                                                          \
   };
 AMPC_DEFINE_COMPARE_FN(Equal, a == b)
 AMPC_DEFINE_COMPARE_FN(NotEqual, a != b)

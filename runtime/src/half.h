@@ -102,8 +102,71 @@ AMPC_HD float bf16ToF32(uint16_t h) {
   return bitsFloat(static_cast<uint32_t>(h) << 16);
 }
 
+/// The floats whose kernels compute in f32 (f64 has kernels of its own).
 AMPC_HD bool isFloatDtype(ampc_dtype dt) {
   return dt == AMPC_F32 || dt == AMPC_F16 || dt == AMPC_BF16;
+}
+
+/// The integer types (bool is not one): their arithmetic is exact in their
+/// width, computed in int64 and wrapped (two's complement) on store.
+AMPC_HD bool isIntegerDtype(ampc_dtype dt) {
+  return dt == AMPC_I32 || dt == AMPC_I64 || dt == AMPC_U8 || dt == AMPC_I8 ||
+         dt == AMPC_I16;
+}
+
+/// Reads an integer or bool element exactly as int64 (0 for a float).
+AMPC_HD int64_t loadInt(const void *p, ampc_dtype dt, int64_t i) {
+  switch (dt) {
+  case AMPC_I32:
+    return static_cast<const int32_t *>(p)[i];
+  case AMPC_I64:
+    return static_cast<const int64_t *>(p)[i];
+  case AMPC_U8:
+    return static_cast<const uint8_t *>(p)[i];
+  case AMPC_I8:
+    return static_cast<const int8_t *>(p)[i];
+  case AMPC_I16:
+    return static_cast<const int16_t *>(p)[i];
+  case AMPC_BOOL:
+    return static_cast<const uint8_t *>(p)[i] != 0;
+  default:
+    return 0;
+  }
+}
+
+/// Writes v to an integer or bool element: the low bits of its two's
+/// complement for an integer (wrap-around, as PyTorch), v != 0 for bool.
+AMPC_HD void storeInt(void *p, ampc_dtype dt, int64_t i, int64_t v) {
+  uint64_t u = static_cast<uint64_t>(v);
+  switch (dt) {
+  case AMPC_I32:
+    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(u);
+    return;
+  case AMPC_I64:
+    static_cast<uint64_t *>(p)[i] = u;
+    return;
+  case AMPC_U8:
+  case AMPC_I8:
+    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(u);
+    return;
+  case AMPC_I16:
+    static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(u);
+    return;
+  case AMPC_BOOL:
+    static_cast<uint8_t *>(p)[i] = v != 0;
+    return;
+  default:
+    return;
+  }
+}
+
+/// A float's value truncated toward zero to int64 (PyTorch's float ->
+/// integer cast, which then keeps the low bits); NaN and values outside the
+/// int64 range give INT64_MIN, as x86's conversion does.
+AMPC_HD int64_t truncToInt(double v) {
+  if (!(v > -9223372036854775808.0 - 1.0 && v < 9223372036854775808.0))
+    return static_cast<int64_t>(static_cast<uint64_t>(1) << 63);
+  return static_cast<int64_t>(v);
 }
 
 /// Reads element i of a tensor of dtype dt as f32.
@@ -121,6 +184,12 @@ AMPC_HD float loadF32(const void *p, ampc_dtype dt, int64_t i) {
     return static_cast<float>(static_cast<const int64_t *>(p)[i]);
   case AMPC_BOOL:
     return static_cast<const uint8_t *>(p)[i] ? 1.0f : 0.0f;
+  case AMPC_F64:
+    return static_cast<float>(static_cast<const double *>(p)[i]);
+  case AMPC_U8:
+  case AMPC_I8:
+  case AMPC_I16:
+    return static_cast<float>(loadInt(p, dt, i));
   }
   return 0.0f;
 }
@@ -146,14 +215,47 @@ AMPC_HD void storeF32(void *p, ampc_dtype dt, int64_t i, float v) {
   case AMPC_BOOL:
     static_cast<uint8_t *>(p)[i] = v != 0.0f;
     return;
+  case AMPC_F64:
+    static_cast<double *>(p)[i] = v;
+    return;
+  case AMPC_U8:
+  case AMPC_I8:
+  case AMPC_I16:
+    storeInt(p, dt, i, truncToInt(v));
+    return;
   }
+}
+
+/// Reads element i of any dtype as f64 (exact but for i64 beyond 2^53, which
+/// rounds to nearest as PyTorch's cast does).
+AMPC_HD double loadF64(const void *p, ampc_dtype dt, int64_t i) {
+  if (dt == AMPC_F64)
+    return static_cast<const double *>(p)[i];
+  if (isFloatDtype(dt))
+    return loadF32(p, dt, i);
+  return static_cast<double>(loadInt(p, dt, i));
+}
+
+/// Writes v to element i: f64 as is, the 16-bit floats through f32 (as
+/// PyTorch's c10::Half(double)), integers truncated toward zero and wrapped.
+AMPC_HD void storeF64(void *p, ampc_dtype dt, int64_t i, double v) {
+  if (dt == AMPC_F64)
+    static_cast<double *>(p)[i] = v;
+  else if (isFloatDtype(dt))
+    storeF32(p, dt, i, static_cast<float>(v));
+  else if (dt == AMPC_BOOL)
+    storeInt(p, dt, i, v != 0.0);
+  else
+    storeInt(p, dt, i, truncToInt(v));
 }
 
 /// Reads an integer element (ids, labels) as int64.
 AMPC_HD int64_t loadIndex(const void *p, ampc_dtype dt, int64_t i) {
   return dt == AMPC_I64
              ? static_cast<const int64_t *>(p)[i]
-             : static_cast<int64_t>(static_cast<const int32_t *>(p)[i]);
+             : (dt == AMPC_I32 ? static_cast<int64_t>(
+                                     static_cast<const int32_t *>(p)[i])
+                               : loadInt(p, dt, i));
 }
 
 /// Copies element si of src to element di of dst, converting dtypes. Integer
@@ -168,25 +270,33 @@ AMPC_HD void convertElement(void *dst, ampc_dtype ddt, int64_t di,
       return;
     case AMPC_F16:
     case AMPC_BF16:
+    case AMPC_I16:
       static_cast<uint16_t *>(dst)[di] = static_cast<const uint16_t *>(src)[si];
       return;
     case AMPC_I64:
+    case AMPC_F64:
       static_cast<uint64_t *>(dst)[di] = static_cast<const uint64_t *>(src)[si];
       return;
     case AMPC_BOOL:
+    case AMPC_U8:
+    case AMPC_I8:
       static_cast<uint8_t *>(dst)[di] = static_cast<const uint8_t *>(src)[si];
       return;
     }
   }
-  if (!isFloatDtype(ddt) && !isFloatDtype(sdt)) {
-    int64_t v = sdt == AMPC_BOOL ? static_cast<const uint8_t *>(src)[si] != 0
-                                 : loadIndex(src, sdt, si);
-    if (ddt == AMPC_I64)
-      static_cast<int64_t *>(dst)[di] = v;
-    else if (ddt == AMPC_I32)
-      static_cast<int32_t *>(dst)[di] = static_cast<int32_t>(v);
+  bool srcFloat = isFloatDtype(sdt) || sdt == AMPC_F64;
+  bool dstFloat = isFloatDtype(ddt) || ddt == AMPC_F64;
+  if (!srcFloat && !dstFloat) {
+    storeInt(dst, ddt, di, loadInt(src, sdt, si));
+    return;
+  }
+  // An integer to a float rounds once (int64 -> f32 directly, as PyTorch);
+  // f64 on either side goes through f64.
+  if (ddt == AMPC_F64 || sdt == AMPC_F64 || !srcFloat) {
+    if (!srcFloat && ddt != AMPC_F64)
+      storeF32(dst, ddt, di, static_cast<float>(loadInt(src, sdt, si)));
     else
-      static_cast<uint8_t *>(dst)[di] = v != 0;
+      storeF64(dst, ddt, di, loadF64(src, sdt, si));
     return;
   }
   storeF32(dst, ddt, di, loadF32(src, sdt, si));

@@ -10,6 +10,7 @@
 #define AMPC_RUNTIME_SRC_JOBS_OPS_H
 
 #include "hd.h"
+#include "typed_math.h"
 
 #include <math.h>
 
@@ -20,14 +21,14 @@ namespace ampc {
 // every x, -0, inf and NaN included), so the sum is exactly the selected
 // value. The gradient (which == 1) routes dy the same way.
 struct WhereTrueFn {
-  static AMPC_HD float fwd(float c, float a) { return c != 0.0f ? a : -0.0f; }
-  static AMPC_HD float bwd(int which, float c, float, float dy) {
+  template <typename T> static AMPC_HD T fwd(T c, T a) { return c != 0.0f ? a : -0.0f; }
+  template <typename T> static AMPC_HD T bwd(int which, T c, T, T dy) {
     return which == 1 && c != 0.0f ? dy : 0.0f;
   }
 };
 struct WhereFalseFn {
-  static AMPC_HD float fwd(float c, float b) { return c != 0.0f ? -0.0f : b; }
-  static AMPC_HD float bwd(int which, float c, float, float dy) {
+  template <typename T> static AMPC_HD T fwd(T c, T b) { return c != 0.0f ? -0.0f : b; }
+  template <typename T> static AMPC_HD T bwd(int which, T c, T, T dy) {
     return which == 1 && c == 0.0f ? dy : 0.0f;
   }
 };
@@ -38,15 +39,15 @@ struct WhereFalseFn {
 /// (denominator clamped at 1e-12), the target as its target backward
 /// (-logit(p)).
 struct BceFn {
-  static AMPC_HD float fwd(float p, float y) {
-    float lp = fmaxf(logf(p), -100.0f);
-    float l1p = fmaxf(logf(1.0f - p), -100.0f);
+  template <typename T> static AMPC_HD T fwd(T p, T y) {
+    T lp = mFmax(mLog(p), static_cast<T>(-100));
+    T l1p = mFmax(mLog(1.0f - p), static_cast<T>(-100));
     return -(y * lp + (1.0f - y) * l1p);
   }
-  static AMPC_HD float bwd(int which, float p, float y, float dy) {
+  template <typename T> static AMPC_HD T bwd(int which, T p, T y, T dy) {
     if (which == 0)
-      return dy * (p - y) / fmaxf((1.0f - p) * p, 1e-12f);
-    return dy * (logf(1.0f - p) - logf(p));
+      return dy * (p - y) / mFmax((1.0f - p) * p, static_cast<T>(1e-12f));
+    return dy * (mLog(1.0f - p) - mLog(p));
   }
 };
 
@@ -54,20 +55,20 @@ struct BceFn {
 /// form: (1 - y) x + m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0).
 /// Gradients: x: dy (sigmoid(x) - y); the target: -x dy.
 struct BceLogitsFn {
-  static AMPC_HD float fwd(float x, float y) {
-    float m = fmaxf(-x, 0.0f);
-    return (1.0f - y) * x + m + logf(expf(-m) + expf(-x - m));
+  template <typename T> static AMPC_HD T fwd(T x, T y) {
+    T m = mFmax(-x, static_cast<T>(0));
+    return (1.0f - y) * x + m + mLog(mExp(-m) + mExp(-x - m));
   }
-  static AMPC_HD float bwd(int which, float x, float y, float dy) {
+  template <typename T> static AMPC_HD T bwd(int which, T x, T y, T dy) {
     if (which == 0)
-      return dy * (1.0f / (1.0f + expf(-x)) - y);
+      return dy * (1.0f / (1.0f + mExp(-x)) - y);
     return -x * dy;
   }
 };
 
 /// Whether argmax moves from the current best `best` to `v`: a strictly
 /// greater value, or the first NaN (ties keep the first index).
-AMPC_HD bool argmaxTakes(float v, float best) {
+template <typename T> AMPC_HD bool argmaxTakes(T v, T best) {
   return best == best && !(v <= best);
 }
 

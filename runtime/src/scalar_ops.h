@@ -13,6 +13,7 @@
 
 #include "ampc/runtime.h"
 #include "hd.h"
+#include "typed_math.h"
 #include "compare_ops.h"
 #include "jobs_ops.h"
 
@@ -52,7 +53,7 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kGeluCoef = 0.044715f;
 
-AMPC_HD float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
+template <typename T> AMPC_HD T sigmoidF(T x) { return 1.0f / (1.0f + mExp(-x)); }
 
 // The scalar code of each unary row OP of the table: struct OP##Fn with
 //   static float fwd(float x, const UnaryAttrs &a);          // f(x)
@@ -76,35 +77,36 @@ AMPC_HD float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 #include "reduce_loss_ops.h"
 
 struct AddFn {
-  static AMPC_HD float fwd(float a, float b) { return a + b; }
-  static AMPC_HD float bwd(int, float, float, float dy) { return dy; }
+  template <typename T> static AMPC_HD T fwd(T a, T b) { return a + b; }
+  template <typename T> static AMPC_HD T bwd(int, T, T, T dy) { return dy; }
 };
 
 struct SubFn {
-  static AMPC_HD float fwd(float a, float b) { return a - b; }
-  static AMPC_HD float bwd(int which, float, float, float dy) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) { return a - b; }
+  template <typename T> static AMPC_HD T bwd(int which, T, T, T dy) {
     return which == 0 ? dy : -dy;
   }
 };
 
 struct MulFn {
-  static AMPC_HD float fwd(float a, float b) { return a * b; }
-  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) { return a * b; }
+  template <typename T> static AMPC_HD T bwd(int which, T a, T b, T dy) {
     return which == 0 ? dy * b : dy * a;
   }
 };
 
 struct DivFn {
-  static AMPC_HD float fwd(float a, float b) { return a / b; }
-  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) { return a / b; }
+  template <typename T> static AMPC_HD T bwd(int which, T a, T b, T dy) {
     return which == 0 ? dy / b : -dy * a / (b * b);
   }
 };
 
 /// maximum/minimum's gradient: all of dy to the winner, half each on ties.
-AMPC_HD float extremumBackward(bool isMax, int which, float a, float b,
-                               float dy) {
-  float mine = which == 0 ? a : b, other = which == 0 ? b : a;
+template <typename T>
+AMPC_HD T extremumBackward(bool isMax, int which, T a, T b,
+                               T dy) {
+  T mine = which == 0 ? a : b, other = which == 0 ? b : a;
   if (mine == other)
     return dy * 0.5f;
   bool wins = isMax ? mine > other : mine < other;
@@ -112,29 +114,29 @@ AMPC_HD float extremumBackward(bool isMax, int which, float a, float b,
 }
 
 struct MaximumFn {
-  static AMPC_HD float fwd(float a, float b) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) {
     return (a != a || b != b) ? a + b : (a > b ? a : b);
   }
-  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+  template <typename T> static AMPC_HD T bwd(int which, T a, T b, T dy) {
     return extremumBackward(true, which, a, b, dy);
   }
 };
 
 struct MinimumFn {
-  static AMPC_HD float fwd(float a, float b) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) {
     return (a != a || b != b) ? a + b : (a < b ? a : b);
   }
-  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+  template <typename T> static AMPC_HD T bwd(int which, T a, T b, T dy) {
     return extremumBackward(false, which, a, b, dy);
   }
 };
 
 struct PowFn {
-  static AMPC_HD float fwd(float a, float b) { return powf(a, b); }
-  static AMPC_HD float bwd(int which, float a, float b, float dy) {
+  template <typename T> static AMPC_HD T fwd(T a, T b) { return mPow(a, b); }
+  template <typename T> static AMPC_HD T bwd(int which, T a, T b, T dy) {
     if (which == 0)
-      return b == 0.0f ? 0.0f : dy * b * powf(a, b - 1.0f);
-    return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * powf(a, b) * logf(a);
+      return b == 0.0f ? 0.0f : dy * b * mPow(a, b - 1.0f);
+    return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * mPow(a, b) * mLog(a);
   }
 };
 
@@ -148,7 +150,8 @@ AMPC_HD constexpr bool isComparison(BinaryOp op) {
 // Dispatch by op, generated from the table (used by the CUDA kernels and the
 // GEMM epilogues; the CPU loops instantiate the structs directly).
 
-AMPC_HD float unaryForward(UnaryOp op, float x, const UnaryAttrs &a) {
+template <typename T>
+AMPC_HD T unaryForward(UnaryOp op, T x, const UnaryAttrs &a) {
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
@@ -162,8 +165,8 @@ AMPC_HD float unaryForward(UnaryOp op, float x, const UnaryAttrs &a) {
 }
 
 /// dy * f'(x).
-AMPC_HD float unaryBackward(UnaryOp op, float x, float dy,
-                            const UnaryAttrs &a) {
+template <typename T>
+AMPC_HD T unaryBackward(UnaryOp op, T x, T dy, const UnaryAttrs &a) {
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
@@ -177,11 +180,11 @@ AMPC_HD float unaryBackward(UnaryOp op, float x, float dy,
 }
 
 /// A unary op without attributes (the GEMM epilogues).
-AMPC_HD float unaryForward(UnaryOp op, float x) {
+template <typename T> AMPC_HD T unaryForward(UnaryOp op, T x) {
   return unaryForward(op, x, UnaryAttrs{});
 }
 
-AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
+template <typename T> AMPC_HD T binaryForward(BinaryOp op, T a, T b) {
   switch (op) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
@@ -195,8 +198,8 @@ AMPC_HD float binaryForward(BinaryOp op, float a, float b) {
 }
 
 /// The gradient reaching operand `which` (0: a, 1: b) from dy.
-AMPC_HD float binaryBackward(BinaryOp op, int which, float a, float b,
-                             float dy) {
+template <typename T>
+AMPC_HD T binaryBackward(BinaryOp op, int which, T a, T b, T dy) {
   switch (op) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
@@ -244,6 +247,9 @@ struct SgdScalars {
   bool nesterov, hasMomentum, hasWeightDecay;
   /// A device f32 scalar lr is multiplied by (a schedule's factor), or null.
   const float *lrScale = nullptr;
+  /// The hyperparameters as given, for f64 params (torch.optim uses the
+  /// Python floats themselves on f64 tensors).
+  double lr64 = 0.0, momentum64 = 0.0, weightDecay64 = 0.0;
 };
 
 /// torch.optim.SGD (_single_tensor_sgd, dampening 0, zero-initialised

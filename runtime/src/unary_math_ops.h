@@ -10,66 +10,66 @@
 #define AMPC_RUNTIME_SRC_UNARY_MATH_OPS_H
 
 struct NegFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return -x; }
-  static AMPC_HD float bwd(float, float dy, const UnaryAttrs &) { return -dy; }
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return -x; }
+  template <typename T> static AMPC_HD T bwd(T, T dy, const UnaryAttrs &) { return -dy; }
 };
 
 struct AbsFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return fabsf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mFabs(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
     return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
   }
 };
 
 struct ExpFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return expf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy * expf(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mExp(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    return dy * mExp(x);
   }
 };
 
 struct LogFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return logf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mLog(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
     return dy / x;
   }
 };
 
 struct SqrtFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return sqrtf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy * 0.5f / sqrtf(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mSqrt(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    return dy * 0.5f / mSqrt(x);
   }
 };
 
 struct RsqrtFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) {
-    return 1.0f / sqrtf(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) {
+    return 1.0f / mSqrt(x);
   }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float r = 1.0f / sqrtf(x);
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T r = 1.0f / mSqrt(x);
     return dy * -0.5f * r * r * r;
   }
 };
 
 struct Log1pFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return log1pf(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mLog1p(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
     return dy / (1.0f + x);
   }
 };
 
 struct Expm1Fn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return expm1f(x); }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    return dy * expf(x);
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return mExpm1(x); }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    return dy * mExp(x);
   }
 };
 
 struct ReciprocalFn {
-  static AMPC_HD float fwd(float x, const UnaryAttrs &) { return 1.0f / x; }
-  static AMPC_HD float bwd(float x, float dy, const UnaryAttrs &) {
-    float y = 1.0f / x;
+  template <typename T> static AMPC_HD T fwd(T x, const UnaryAttrs &) { return 1.0f / x; }
+  template <typename T> static AMPC_HD T bwd(T x, T dy, const UnaryAttrs &) {
+    T y = 1.0f / x;
     return -dy * y * y;
   }
 };

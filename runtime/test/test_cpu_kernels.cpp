@@ -40,27 +40,11 @@ namespace {
   return ::testing::AssertionSuccess();
 }
 
+/// The plain element walk (cpukern::forEach) the row kernels replace.
 template <typename F> void forEachRef(const Walk &w, F &&f) {
-  int64_t n = w.numel();
-  if (n == 0)
-    return;
-  int64_t idx[kMaxRank] = {};
-  int64_t o0 = 0, o1 = 0, o2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  cpukern::forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
     f(o0, o1, o2);
-    for (int d = w.rank - 1; d >= 0; --d) {
-      if (++idx[d] < w.shape[d]) {
-        o0 += w.stride[0][d];
-        o1 += w.stride[1][d];
-        o2 += w.stride[2][d];
-        break;
-      }
-      o0 -= w.stride[0][d] * (w.shape[d] - 1);
-      o1 -= w.stride[1][d] * (w.shape[d] - 1);
-      o2 -= w.stride[2][d] * (w.shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  });
 }
 
 /// Values with zeros of both signs, infinities, NaN, ties and a spread of

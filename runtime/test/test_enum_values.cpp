@@ -25,7 +25,7 @@ using namespace ampc_test;
 
 namespace {
 
-const int32_t kBadValues[] = {-1, 6, 42, 1000, INT32_MIN, INT32_MAX};
+const int32_t kBadValues[] = {-1, 10, 42, 1000, INT32_MIN, INT32_MAX};
 
 /// Hands out the arguments of one call: each enumerated argument is valid
 /// except the one at position `bad`, which gets `value`.

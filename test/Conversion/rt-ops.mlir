@@ -33,8 +33,8 @@ rt.program @call attributes {arena_size = 256 : i64, fingerprint = 0 : i64, inte
 
 // -----
 
-// expected-error @+1 {{no runtime dtype for 'f64'}}
-rt.program @dtype attributes {arena_size = 256 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64, foo = #rt.dtype<f64>} {
+// expected-error @+1 {{no runtime dtype for 'f80'}}
+rt.program @dtype attributes {arena_size = 256 : i64, fingerprint = 0 : i64, intermediate_bytes = 0 : i64, foo = #rt.dtype<f80>} {
 }
 
 // -----

@@ -30,7 +30,7 @@ struct Location {
 };
 
 /// The element types of the language (`DTYPE` in the grammar).
-enum class DType { F32, F16, BF16, I32, I64, Bool };
+enum class DType { F32, F16, BF16, I32, I64, Bool, F64, U8, I8, I16 };
 
 /// The source spelling of a dtype: "f32", "f16", "bf16", "i32", "i64", "bool".
 llvm::StringRef toString(DType dtype);

@@ -49,6 +49,14 @@ static int32_t dtypeValue(Type t) {
     return 4;
   if (t.isInteger(1))
     return 5;
+  if (t.isF64())
+    return 6;
+  if (t.isUnsignedInteger(8))
+    return 7;
+  if (t.isInteger(8))
+    return 8;
+  if (t.isInteger(16))
+    return 9;
   return -1;
 }
 
@@ -56,7 +64,8 @@ LogicalResult DtypeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 Type elementType) {
   if (dtypeValue(elementType) < 0)
     return emitError() << "no runtime dtype for " << elementType
-                       << " (expected f32, f16, bf16, i32, i64 or i1)";
+                       << " (expected f64, f32, f16, bf16, i64, i32, i16, i8, "
+                          "ui8 or i1)";
   return success();
 }
 
@@ -64,7 +73,9 @@ int32_t DtypeAttr::getValue() const { return dtypeValue(getElementType()); }
 
 StringRef DtypeAttr::getSymbol() const {
   static const char *names[] = {"AMPC_F32", "AMPC_F16", "AMPC_BF16",
-                                "AMPC_I32", "AMPC_I64", "AMPC_BOOL"};
+                                "AMPC_I32", "AMPC_I64", "AMPC_BOOL",
+                                "AMPC_F64", "AMPC_U8",  "AMPC_I8",
+                                "AMPC_I16"};
   return names[getValue()];
 }
 

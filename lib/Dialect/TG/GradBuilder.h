@@ -32,7 +32,7 @@ public:
     return llvm::cast<mlir::RankedTensorType>(v.getType());
   }
   static bool isFloatValue(mlir::Value v) {
-    return isFloatElement(type(v).getElementType());
+    return isAnyFloatElement(type(v).getElementType());
   }
 
   /// A splat constant of `shape` and element type `elt`.

@@ -28,6 +28,14 @@ using namespace ampc::tg::detail;
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
+std::string ampc::tg::elementTypeName(Type type) {
+  if (type.isInteger(1))
+    return "bool";
+  if (type.isUnsignedInteger(8))
+    return "u8";
+  return typeToString(type);
+}
+
 std::string ampc::tg::typeToString(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -35,13 +43,43 @@ std::string ampc::tg::typeToString(Type type) {
   return s;
 }
 
+/// The rank of an integer type in torch.result_type's order (bool lowest);
+/// u8 sorts with i8 and is handled apart.
+static unsigned integerWidth(Type t) { return t.getIntOrFloatBitWidth(); }
+
 Type ampc::tg::promoteElementTypes(Type a, Type b) {
   if (a == b)
     return a;
-  if (!isFloatElement(a) || !isFloatElement(b))
+  MLIRContext *ctx = a.getContext();
+  bool fa = isAnyFloatElement(a), fb = isAnyFloatElement(b);
+  if (fa && fb) {
+    // f64 with any float is f64; f32 is the widest of the others; f16 and
+    // bf16 are incomparable and meet at f32.
+    if (a.isF64() || b.isF64())
+      return Float64Type::get(ctx);
+    return Float32Type::get(ctx);
+  }
+  // An integer (or bool) with a float: the float.
+  if (fa && b.isInteger())
+    return a;
+  if (fb && a.isInteger())
+    return b;
+  if (!a.isInteger() || !b.isInteger())
     return {};
-  // f32 is the widest; f16 and bf16 are incomparable and meet at f32.
-  return Float32Type::get(a.getContext());
+  // bool with an integer: the integer.
+  if (a.isInteger(1))
+    return b;
+  if (b.isInteger(1))
+    return a;
+  // u8 with a signed type: the smallest signed type holding both (u8 with
+  // i8 gives i16); signed with signed: the wider.
+  bool ua = a.isUnsignedInteger(), ub = b.isUnsignedInteger();
+  unsigned wa = integerWidth(a), wb = integerWidth(b);
+  if (ua)
+    wa = 16;
+  if (ub)
+    wb = 16;
+  return IntegerType::get(ctx, std::max(wa, wb));
 }
 
 std::optional<SmallVector<int64_t>>
@@ -66,14 +104,44 @@ ampc::tg::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 bool ampc::tg::isExactConversion(Type from, Type to) {
   if (from == to)
     return true;
+  // Every value of `from` is a value of `to`.
+  auto intRange = [](Type t, int64_t &lo, int64_t &hi) {
+    unsigned w = t.getIntOrFloatBitWidth();
+    if (t.isInteger(1) || t.isUnsignedInteger()) {
+      lo = 0;
+      hi = w == 1 ? 1 : (int64_t(1) << w) - 1;
+    } else {
+      lo = w == 64 ? INT64_MIN : -(int64_t(1) << (w - 1));
+      hi = w == 64 ? INT64_MAX : (int64_t(1) << (w - 1)) - 1;
+    }
+  };
+  // The integers a float type holds exactly: |v| <= 2^(mantissa + 1).
+  auto floatExactBits = [](Type t) -> unsigned {
+    if (t.isF64())
+      return 53;
+    if (t.isF32())
+      return 24;
+    if (t.isF16())
+      return 11;
+    return 8; // bf16
+  };
+  if (from.isInteger() && to.isInteger()) {
+    int64_t fl, fh, tl, th;
+    intRange(from, fl, fh);
+    intRange(to, tl, th);
+    return tl <= fl && fh <= th;
+  }
+  if (from.isInteger() && isAnyFloatElement(to)) {
+    int64_t lo, hi;
+    intRange(from, lo, hi);
+    unsigned bits = floatExactBits(to);
+    return bits >= 63 || (hi <= (int64_t(1) << bits) &&
+                          lo >= -(int64_t(1) << bits));
+  }
+  if (to.isF64())
+    return isAnyFloatElement(from);
   if (to.isF32())
-    return from.isF16() || from.isBF16() || from.isInteger(1);
-  if (to.isF16() || to.isBF16())
-    return from.isInteger(1);
-  if (to.isInteger(64))
-    return from.isInteger(32) || from.isInteger(1);
-  if (to.isInteger(32))
-    return from.isInteger(1);
+    return from.isF16() || from.isBF16();
   return false;
 }
 
@@ -85,8 +153,8 @@ bool ampc::tg::areCompatibleResultTypes(TypeRange inferred, TypeRange actual) {
       continue;
     auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
     if (!ta || !tb || ta.getShape() != tb.getShape() ||
-        !isFloatElement(ta.getElementType()) ||
-        !isFloatElement(tb.getElementType()))
+        !isAnyFloatElement(ta.getElementType()) ||
+        !isAnyFloatElement(tb.getElementType()))
       return false;
   }
   return true;
@@ -124,9 +192,9 @@ Type ampc::tg::getComputeType(Operation *op) {
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)) &&
         !types.empty() &&
-        (isFloatElement(getElementTypeOrSelf(types.front())) ||
+        (isAnyFloatElement(getElementTypeOrSelf(types.front())) ||
          !llvm::any_of(op->getOperandTypes(), [&](Type t) {
-           return isFloatElement(getElementTypeOrSelf(t));
+           return isAnyFloatElement(getElementTypeOrSelf(t));
          })))
       return getElementTypeOrSelf(types.front());
   }
@@ -135,7 +203,7 @@ Type ampc::tg::getComputeType(Operation *op) {
   Type widest;
   for (Value v : op->getOperands()) {
     Type e = getElementTypeOrSelf(v.getType());
-    if (!isFloatElement(e))
+    if (!isAnyFloatElement(e))
       continue;
     widest = widest ? promoteElementTypes(widest, e) : e;
   }
@@ -643,7 +711,7 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 
 static LogicalResult checkScalarLoss(const InferError &err, Value loss) {
   auto t = tensorType(loss);
-  if (!t || t.getRank() != 0 || !isFloatElement(t.getElementType()))
+  if (!t || t.getRank() != 0 || !isAnyFloatElement(t.getElementType()))
     return err("loss must be a float scalar, got ", loss.getType());
   return success();
 }

@@ -93,7 +93,11 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
   auto shape = reduceShape(err, x, dimsAttr, keepdim);
   if (failed(shape))
     return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
+  Type elt = x.getElementType();
+  // torch.sum of an integer or bool tensor is i64.
+  if (name == "sum" && elt.isInteger())
+    elt = IntegerType::get(elt.getContext(), 64);
+  types.push_back(RankedTensorType::get(*shape, elt));
   return success();
 }
 

@@ -171,7 +171,8 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
 // Optimizers and clipping
 //===----------------------------------------------------------------------===//
 
-/// `state` holds one f32 tensor per parameter, of the parameter's shape.
+/// `state` holds one f32 tensor per parameter (f64 for an f64 one), of the
+/// parameter's shape.
 static LogicalResult checkPerParam(const InferError &err, StringRef what,
                                    ValueRange params, ValueRange values,
                                    bool f32Only) {
@@ -185,10 +186,14 @@ static LogicalResult checkPerParam(const InferError &err, StringRef what,
     if (pt.getShape() != vt.getShape())
       return err(what, " #", i, " ", vt, " does not have the shape of parameter ",
                  pt);
-    // Optimizer state is f32, or 16-bit with --optimizer-state-dtype.
+    // Optimizer state is f32, or 16-bit with --optimizer-state-dtype; an
+    // f64 parameter's is f64.
     Type e = vt.getElementType();
+    if (e.isF64() && pt.getElementType().isF64())
+      continue;
     if (f32Only && !e.isF32() && !e.isBF16() && !e.isF16())
-      return err(what, " #", i, " must be f32, bf16 or f16, got ", vt);
+      return err(what, " #", i, " must be f32, bf16 or f16 (f64 for an f64 "
+                 "parameter), got ", vt);
   }
   return success();
 }

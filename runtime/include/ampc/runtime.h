@@ -111,7 +111,11 @@ AMPC_ENUM(ampc_dtype) {
   AMPC_BF16 = 2, ///< bfloat16 (upper half of an f32).
   AMPC_I32 = 3,
   AMPC_I64 = 4,
-  AMPC_BOOL = 5 ///< One byte, 0 or 1.
+  AMPC_BOOL = 5, ///< One byte, 0 or 1.
+  AMPC_F64 = 6,  ///< IEEE binary64 (1.8).
+  AMPC_U8 = 7,   ///< Unsigned 8-bit integer (1.8).
+  AMPC_I8 = 8,   ///< Signed 8-bit integer (1.8).
+  AMPC_I16 = 9   ///< Signed 16-bit integer (1.8).
 };
 
 AMPC_ENUM(ampc_backend) { AMPC_BACKEND_CPU = 0, AMPC_BACKEND_CUDA = 1 };

@@ -56,7 +56,7 @@ func.func @matmul_declared(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
 // -----
 
 func.func @matmul_int(%a: tensor<2x3xi32>, %b: tensor<3x5xi32>) {
-  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<2x3xi32>'}}
+  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<2x3xi32>'}}
   %0 = tg.matmul %a, %b : tensor<2x3xi32>, tensor<3x5xi32> -> tensor<2x5xi32>
   return
 }

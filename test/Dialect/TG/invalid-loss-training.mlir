@@ -39,7 +39,7 @@ func.func @cross_entropy_labels_rank(%l: tensor<64x10xf32>, %y: tensor<64x1xi64>
 // -----
 
 func.func @cross_entropy_float_labels(%l: tensor<64x10xf32>, %y: tensor<64xf32>) {
-  // expected-error@+1 {{'tg.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<64xf32>'}}
+  // expected-error@+1 {{'tg.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<64xf32>'}}
   %0 = tg.cross_entropy %l, %y : tensor<64x10xf32>, tensor<64xf32> -> tensor<f32>
   return
 }
@@ -65,7 +65,7 @@ func.func @mse_loss_shape(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
 // -----
 
 func.func @mse_loss_int(%a: tensor<4xi32>) {
-  // expected-error@+1 {{'tg.mse_loss' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error@+1 {{'tg.mse_loss' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<4xi32>'}}
   %0 = tg.mse_loss %a, %a : tensor<4xi32>, tensor<4xi32> -> tensor<i32>
   return
 }
@@ -89,7 +89,7 @@ func.func @grad_int_loss(%l: tensor<i32>, %w: tensor<4xf32>) {
 // -----
 
 func.func @grad_int_wrt(%l: tensor<f32>, %w: tensor<4xi32>) {
-  // expected-error@+1 {{'tg.grad' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error@+1 {{'tg.grad' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<4xi32>'}}
   %0 = tg.grad %l wrt %w : tensor<f32>, tensor<4xi32>
   return
 }
@@ -289,7 +289,7 @@ func.func @minimize_nan_lr(%l: tensor<f32>, %w: tensor<4xf32>) {
 // -----
 
 func.func @minimize_int_param(%l: tensor<f32>, %w: tensor<4xi32>) {
-  // expected-error@+1 {{'tg.minimize' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error@+1 {{'tg.minimize' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<4xi32>'}}
   %0 = tg.minimize %l wrt %w with "sgd" {lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64} : tensor<f32>, tensor<4xi32>
   return
 }

@@ -11,17 +11,17 @@
 // fused-store.mlir). Ops whose custom form has no result type (grad, grad_seed,
 // minimize) infer it while parsing, so they report only the inference error.
 
-func.func @constant_f64() {
-  // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<f64>'}}
-  %0 = tg.constant dense<1.0> : tensor<f64>
+func.func @constant_f80() {
+  // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<f80>'}}
+  %0 = tg.constant dense<1.0> : tensor<f80>
   return
 }
 
 // -----
 
-func.func @constant_i8() {
-  // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<4xi8>'}}
-  %0 = tg.constant dense<1> : tensor<4xi8>
+func.func @constant_i4() {
+  // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<4xi4>'}}
+  %0 = tg.constant dense<1> : tensor<4xi4>
   return
 }
 
@@ -52,48 +52,48 @@ func.func @cast_shape(%x: tensor<2x3xf32>) {
 
 // -----
 
-func.func @cast_f64(%x: tensor<2xf32>) {
-  // expected-error@+1 {{'tg.cast' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<2xf64>'}}
-  %0 = tg.cast %x : tensor<2xf32> to tensor<2xf64>
+func.func @cast_f80(%x: tensor<2xf32>) {
+  // expected-error@+1 {{'tg.cast' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<2xf80>'}}
+  %0 = tg.cast %x : tensor<2xf32> to tensor<2xf80>
   return
 }
 
 // -----
 
-func.func @cast_i8(%x: tensor<2xi8>) {
-  // expected-error@+1 {{'tg.cast' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<2xi8>'}}
-  %0 = tg.cast %x : tensor<2xi8> to tensor<2xf32>
+func.func @cast_i4(%x: tensor<2xi4>) {
+  // expected-error@+1 {{'tg.cast' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<2xi4>'}}
+  %0 = tg.cast %x : tensor<2xi4> to tensor<2xf32>
   return
 }
 
 // -----
 
 func.func @cast_dynamic(%x: tensor<?xf32>) {
-  // expected-error@+1 {{'tg.cast' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
+  // expected-error@+1 {{'tg.cast' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
   %0 = tg.cast %x : tensor<?xf32> to tensor<?xf16>
   return
 }
 
 // -----
 
-func.func @add_f64(%a: tensor<2xf64>) {
-  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xf64>'}}
-  %0 = tg.add %a, %a : tensor<2xf64>, tensor<2xf64> -> tensor<2xf64>
+func.func @add_f80(%a: tensor<2xf80>) {
+  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<2xf80>'}}
+  %0 = tg.add %a, %a : tensor<2xf80>, tensor<2xf80> -> tensor<2xf80>
   return
 }
 
 // -----
 
-func.func @add_i8(%a: tensor<2xi8>) {
-  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xi8>'}}
-  %0 = tg.add %a, %a : tensor<2xi8>, tensor<2xi8> -> tensor<2xi8>
+func.func @add_i4(%a: tensor<2xi4>) {
+  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<2xi4>'}}
+  %0 = tg.add %a, %a : tensor<2xi4>, tensor<2xi4> -> tensor<2xi4>
   return
 }
 
 // -----
 
 func.func @add_unsigned(%a: tensor<2xui32>) {
-  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xui32>'}}
+  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<2xui32>'}}
   %0 = tg.add %a, %a : tensor<2xui32>, tensor<2xui32> -> tensor<2xui32>
   return
 }
@@ -101,7 +101,7 @@ func.func @add_unsigned(%a: tensor<2xui32>) {
 // -----
 
 func.func @add_dynamic(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) {
-  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x3xf32>'}}
+  // expected-error@+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<?x3xf32>'}}
   %0 = tg.add %a, %b : tensor<?x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
@@ -117,7 +117,7 @@ func.func @add_unranked(%a: tensor<*xf32>, %b: tensor<2x3xf32>) {
 // -----
 
 func.func @add_dynamic_result(%a: tensor<2x3xf32>) {
-  // expected-error@+1 {{'tg.add' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x3xf32>'}}
+  // expected-error@+1 {{'tg.add' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer values, but got 'tensor<?x3xf32>'}}
   %0 = tg.add %a, %a : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<?x3xf32>
   return
 }
@@ -125,7 +125,7 @@ func.func @add_dynamic_result(%a: tensor<2x3xf32>) {
 // -----
 
 func.func @exp_dynamic(%a: tensor<?xf32>) {
-  // expected-error@+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?xf32>'}}
+  // expected-error@+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<?xf32>'}}
   %0 = tg.exp %a : tensor<?xf32>
   return
 }
@@ -133,7 +133,7 @@ func.func @exp_dynamic(%a: tensor<?xf32>) {
 // -----
 
 func.func @exp_f8(%a: tensor<2xf8E4M3FN>) {
-  // expected-error@+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<2xf8E4M3FN>'}}
+  // expected-error@+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<2xf8E4M3FN>'}}
   %0 = tg.exp %a : tensor<2xf8E4M3FN>
   return
 }
@@ -149,16 +149,16 @@ func.func @exp_memref(%a: memref<2xf32>) {
 // -----
 
 func.func @matmul_dynamic(%a: tensor<?x3xf32>, %b: tensor<3x5xf32>) {
-  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x3xf32>'}}
+  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<?x3xf32>'}}
   %0 = tg.matmul %a, %b : tensor<?x3xf32>, tensor<3x5xf32> -> tensor<?x5xf32>
   return
 }
 
 // -----
 
-func.func @matmul_f64(%a: tensor<2x3xf64>, %b: tensor<3x5xf64>) {
-  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<2x3xf64>'}}
-  %0 = tg.matmul %a, %b : tensor<2x3xf64>, tensor<3x5xf64> -> tensor<2x5xf64>
+func.func @matmul_f80(%a: tensor<2x3xf80>, %b: tensor<3x5xf80>) {
+  // expected-error@+1 {{'tg.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<2x3xf80>'}}
+  %0 = tg.matmul %a, %b : tensor<2x3xf80>, tensor<3x5xf80> -> tensor<2x5xf80>
   return
 }
 
@@ -173,23 +173,23 @@ func.func @softmax_unranked(%a: tensor<*xf32>) {
 // -----
 
 func.func @reshape_dynamic(%a: tensor<?x4xf32>) {
-  // expected-error@+1 {{'tg.reshape' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error@+1 {{'tg.reshape' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<?x4xf32>'}}
   %0 = tg.reshape %a shape [-1] : tensor<?x4xf32> -> tensor<8xf32>
   return
 }
 
 // -----
 
-func.func @grad_seed_f64(%l: tensor<f64>) {
-  // expected-error@+1 {{'tg.grad_seed' loss must be a float scalar, got 'tensor<f64>'}}
-  %0 = tg.grad_seed %l : tensor<f64>
+func.func @grad_seed_f80(%l: tensor<f80>) {
+  // expected-error@+1 {{'tg.grad_seed' loss must be a float scalar, got 'tensor<f80>'}}
+  %0 = tg.grad_seed %l : tensor<f80>
   return
 }
 
 // -----
 
 func.func @concat_dynamic(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) {
-  // expected-error@+1 {{'tg.concat' op operand #0 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<?x3xf32>'}}
+  // expected-error@+1 {{'tg.concat' op operand #0 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 32-bit signless integer or 64-bit signless integer or 16-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<?x3xf32>'}}
   %0 = tg.concat %a, %b dim 0 : tensor<?x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
   return
 }

@@ -29,7 +29,7 @@ func.func @minimize_non_scalar(%w: tensor<3xf32> {tg.param = "w", tg.init = #tg.
 
 func.func @grad_wrt_integer(%x: tensor<3xf32>, %i: tensor<3xi32>) {
   %l = tg.sum %x dims [0] : tensor<3xf32> -> tensor<f32>
-  // expected-error@+1 {{'tg.grad' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<3xi32>'}}
+  // expected-error@+1 {{'tg.grad' op operand #1 must be variadic of statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values, but got 'tensor<3xi32>'}}
   %g = tg.grad %l wrt %i : tensor<f32>, tensor<3xi32>
   return
 }

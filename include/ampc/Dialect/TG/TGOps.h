@@ -45,6 +45,13 @@ inline bool isFloatElement(mlir::Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
 
+/// True for every float element type of the language: f64 too, which no
+/// mixed-precision rewrite touches (docs/amp.md) but which computes and
+/// differentiates like the others.
+inline bool isAnyFloatElement(mlir::Type t) {
+  return isFloatElement(t) || t.isF64();
+}
+
 /// The float type both operands promote to: the wider one, and f32 for the
 /// incomparable pair f16/bf16. Returns null for a mix of integer and float,
 /// or of two different integer types.
@@ -71,6 +78,9 @@ bool isExactConversion(mlir::Type from, mlir::Type to);
 mlir::Type getComputeType(mlir::Operation *op);
 
 /// `tensor<2x3xf32>`, for diagnostics.
+/// An element type in the language's spelling: `bool` for i1, `u8` for ui8,
+/// MLIR's own (`f32`, `i16`, ...) for the others.
+std::string elementTypeName(mlir::Type type);
 std::string typeToString(mlir::Type type);
 
 } // namespace ampc::tg

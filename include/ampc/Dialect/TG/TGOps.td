@@ -31,18 +31,22 @@ include "ampc/Dialect/TG/TGOpInfo.td"
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def TG_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
-def TG_IntElement : AnyTypeOf<[I32, I64]>;
+// PyTorch's ten tensor types: f64 (DoubleTensor), u8 (ByteTensor, `ui8`),
+// i8 (CharTensor) and i16 (ShortTensor) join the six of the first release.
+def TG_FloatElement : AnyTypeOf<[F32, F16, BF16, F64]>;
+def TG_IntElement : AnyTypeOf<[I32, I64, I16, I8, UI8]>;
 
 class TG_StaticTensorOf<list<Type> elts> :
     Type<And<[RankedTensorOf<elts>.predicate, HasStaticShapePred]>,
          "statically shaped tensor of " # AnyTypeOf<elts>.summary # " values",
          "::mlir::RankedTensorType">;
 
-def TG_Tensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64, I1]>;
-def TG_FloatTensor : TG_StaticTensorOf<[F32, F16, BF16]>;
-def TG_IntTensor : TG_StaticTensorOf<[I32, I64]>;
-def TG_NumTensor : TG_StaticTensorOf<[F32, F16, BF16, I32, I64]>;
+def TG_Tensor : TG_StaticTensorOf<[F32, F16, BF16, F64, I32, I64, I16, I8,
+                                   UI8, I1]>;
+def TG_FloatTensor : TG_StaticTensorOf<[F32, F16, BF16, F64]>;
+def TG_IntTensor : TG_StaticTensorOf<[I32, I64, I16, I8, UI8]>;
+def TG_NumTensor : TG_StaticTensorOf<[F32, F16, BF16, F64, I32, I64, I16, I8,
+                                      UI8]>;
 
 // Every op declares the facts of TGOpInfo.td. The defaults below fit a
 // forward op of the language with one kernel; `ampClass` has none.
@@ -232,9 +236,11 @@ class TG_BinaryOp<string mnemonic, string torchName, TG_AmpClass cls,
     TG_InferOp<mnemonic, !listconcat([TG_Differentiable], traits)> {
   let summary = "Elementwise `" # torchName # "` with NumPy broadcasting";
   let description = [{
-    Operands broadcast by NumPy/PyTorch rules. Mixed float dtypes compute in
-    the wider one (f16 with bf16 gives f32); integer operands must have the
-    same dtype and may not be mixed with floats.
+    Operands broadcast by NumPy/PyTorch rules. Mixed dtypes promote as
+    `torch.result_type`: f64 with any float gives f64, f16 with bf16 gives
+    f32, an integer with a float gives the float, two integers the wider
+    one (u8 with i8 gives i16), bool with anything the other type. Integer
+    results are exact in their width, wrapping on overflow.
   }];
   let arguments = (ins TG_NumTensor:$lhs, TG_NumTensor:$rhs);
   let results = (outs TG_NumTensor:$result);
@@ -253,27 +259,40 @@ class TG_BinaryOp<string mnemonic, string torchName, TG_AmpClass cls,
           adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
-  // Integer operands are allowed, its kernel computes on floats.
+  // Integer operands are allowed; the kernels of div and pow compute on
+  // floats (the language divides integers after a cast to f32).
   let floatOnlyKernel = 1;
 }
 
+// add, sub, mul, maximum and minimum also have exact integer kernels
+// (computed in int64, wrapped to the result's width).
 def TG_AddOp : TG_BinaryOp<"add", "torch.add", TG_Promote,
-    [(TG_Identity $dy), (TG_Identity $dy)], [Commutative]>;
+    [(TG_Identity $dy), (TG_Identity $dy)], [Commutative]> {
+  let floatOnlyKernel = 0;
+}
 // The negation after the sum: fewer elements, same values.
 def TG_SubOp : TG_BinaryOp<"sub", "torch.sub", TG_Promote,
-    [(TG_Identity $dy), (TGOp<"neg"> (TG_SumTo $dy, $rhs))]>;
+    [(TG_Identity $dy), (TGOp<"neg"> (TG_SumTo $dy, $rhs))]> {
+  let floatOnlyKernel = 0;
+}
 def TG_MulOp : TG_BinaryOp<"mul", "torch.mul", TG_Promote,
-    [(TGOp<"mul"> $dy, $rhs), (TGOp<"mul"> $dy, $lhs)], [Commutative]>;
+    [(TGOp<"mul"> $dy, $rhs), (TGOp<"mul"> $dy, $lhs)], [Commutative]> {
+  let floatOnlyKernel = 0;
+}
 // PyTorch's div_tensor_other_backward: -dy * ((a / b) / b).
 def TG_DivOp : TG_BinaryOp<"div", "torch.div", TG_Promote,
     [(TGOp<"div"> $dy, $rhs),
      (TGOp<"neg"> (TGOp<"mul"> $dy, (TGOp<"div"> (TGOp<"div"> $lhs, $rhs), $rhs)))]>;
 def TG_MaximumOp : TG_BinaryOp<"maximum", "torch.maximum", TG_Promote,
     [(TG_Result<0> (TGOp<"maximum_grad"> $dy, $lhs, $rhs)),
-     (TG_Result<1> (TGOp<"maximum_grad"> $dy, $lhs, $rhs))], [Commutative]>;
+     (TG_Result<1> (TGOp<"maximum_grad"> $dy, $lhs, $rhs))], [Commutative]> {
+  let floatOnlyKernel = 0;
+}
 def TG_MinimumOp : TG_BinaryOp<"minimum", "torch.minimum", TG_Promote,
     [(TG_Result<0> (TGOp<"minimum_grad"> $dy, $lhs, $rhs)),
-     (TG_Result<1> (TGOp<"minimum_grad"> $dy, $lhs, $rhs))], [Commutative]>;
+     (TG_Result<1> (TGOp<"minimum_grad"> $dy, $lhs, $rhs))], [Commutative]> {
+  let floatOnlyKernel = 0;
+}
 def TG_PowOp : TG_BinaryOp<"pow", "torch.pow", TG_FP32,
     [(TG_Result<0> (TGOp<"pow_grad"> $dy, $lhs, $rhs)),
      (TG_Result<1> (TGOp<"pow_grad"> $dy, $lhs, $rhs))]>;
@@ -366,15 +385,10 @@ multiclass TG_UnaryKernelOp<string mnemonic, string torchName,
 def TG_NegOp : TG_UnaryOp<"neg", "torch.neg", TG_NumTensor, TG_Follow,
     (TGOp<"neg"> $dy)> {
   let hasFolder = 1;
-  // Integer operands are allowed, its kernel computes on floats.
-  let floatOnlyKernel = 1;
 }
 // dy * sign(x), 0 at 0.
 def TG_AbsOp : TG_UnaryOp<"abs", "torch.abs", TG_NumTensor, TG_Follow,
-    (TGOp<"abs_grad"> $dy, $input)> {
-  // Integer operands are allowed, its kernel computes on floats.
-  let floatOnlyKernel = 1;
-}
+    (TGOp<"abs_grad"> $dy, $input)>;
 // dy * exp(x), reusing the result.
 def TG_ExpOp : TG_UnaryOp<"exp", "torch.exp", TG_FloatTensor, TG_FP32,
     (TGOp<"mul"> $dy, $result)>;

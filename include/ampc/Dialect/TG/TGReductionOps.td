@@ -40,15 +40,14 @@ class TG_ReduceOp<string mnemonic, string torchName, Type tensorType,
   }];
 }
 
-def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_FloatTensor, TG_FP32>;
+// The sum of an integer or bool tensor is i64 (torch.sum), exact.
+def TG_SumOp : TG_ReduceOp<"sum", "torch.sum", TG_Tensor, TG_FP32>;
 
 // fp32 as in TensorFlow's deny list: reductions stay in f32.
 def TG_MeanOp : TG_ReduceOp<"mean", "torch.mean", TG_FloatTensor, TG_FP32>;
 
 def TG_MaxOp : TG_ReduceOp<"max", "torch.amax", TG_NumTensor, TG_Follow> {
   let gradients = [(TGOp<"max_grad"> $dy, $input, $result)];
-  // Integer operands are allowed, its kernel computes on floats.
-  let floatOnlyKernel = 1;
 }
 
 def TG_MaxGradOp : TG_InferOp<"max_grad"> {

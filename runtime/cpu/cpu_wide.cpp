@@ -1,0 +1,392 @@
+//===- cpu_wide.cpp - f64 and exact-integer kernels of the CPU backend ----===//
+//
+// Plain loops (one thread): f64 through the shared scalar formulas
+// instantiated for double, integers in int64 with unsigned (wrapping)
+// arithmetic, stored to their width with two's-complement wrap-around.
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_wide.h"
+
+#include "../src/half.h"
+#include "cpu_kernels.h"
+
+#include <cblas.h>
+
+#include <math.h>
+
+#include <vector>
+
+namespace ampc {
+namespace cpuwide {
+namespace {
+
+using cpukern::forEach;
+
+bool isIntOrBool(Buf b) {
+  return isIntegerDtype(b.dtype) || b.dtype == AMPC_BOOL;
+}
+
+bool anyF64(std::initializer_list<Buf> bufs) {
+  for (const Buf &b : bufs)
+    if (isF64(b))
+      return true;
+  return false;
+}
+
+/// a op b exactly in int64 (add, sub and mul wrap as uint64); false for an
+/// op without an integer meaning here (division, pow, the loss terms).
+bool intBinary(BinaryOp op, int64_t a, int64_t b, int64_t &r) {
+  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  switch (op) {
+  case BinaryOp::Add:
+    r = static_cast<int64_t>(ua + ub);
+    return true;
+  case BinaryOp::Sub:
+    r = static_cast<int64_t>(ua - ub);
+    return true;
+  case BinaryOp::Mul:
+    r = static_cast<int64_t>(ua * ub);
+    return true;
+  case BinaryOp::Maximum:
+    r = a > b ? a : b;
+    return true;
+  case BinaryOp::Minimum:
+    r = a < b ? a : b;
+    return true;
+  case BinaryOp::WhereTrue:
+    r = a != 0 ? b : 0;
+    return true;
+  case BinaryOp::WhereFalse:
+    r = a != 0 ? 0 : b;
+    return true;
+  case BinaryOp::Equal:
+    r = a == b;
+    return true;
+  case BinaryOp::NotEqual:
+    r = a != b;
+    return true;
+  case BinaryOp::Less:
+    r = a < b;
+    return true;
+  case BinaryOp::LessEqual:
+    r = a <= b;
+    return true;
+  case BinaryOp::Greater:
+    r = a > b;
+    return true;
+  case BinaryOp::GreaterEqual:
+    r = a >= b;
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+bool unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
+  if (anyF64({y, x})) {
+    for (int64_t i = 0; i < n; ++i)
+      storeF64(y.data, y.dtype, i,
+               unaryForward(op, loadF64(x.data, x.dtype, i), attrs));
+    return true;
+  }
+  if (!isIntegerDtype(y.dtype) || !isIntOrBool(x) ||
+      (op != UnaryOp::Neg && op != UnaryOp::Abs))
+    return false;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = loadInt(x.data, x.dtype, i);
+    uint64_t neg = 0 - static_cast<uint64_t>(v);
+    storeInt(y.data, y.dtype, i,
+             op == UnaryOp::Neg || v < 0 ? static_cast<int64_t>(neg) : v);
+  }
+  return true;
+}
+
+bool unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+              int64_t n) {
+  if (!anyF64({dx, dy, x}))
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    storeF64(dx.data, dx.dtype, i,
+             unaryBackward(op, loadF64(x.data, x.dtype, i),
+                           loadF64(dy.data, dy.dtype, i), attrs));
+  return true;
+}
+
+bool binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
+  if (anyF64({y, a, b})) {
+    forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
+      storeF64(y.data, y.dtype, o0,
+               binaryForward(op, loadF64(a.data, a.dtype, o1),
+                             loadF64(b.data, b.dtype, o2)));
+    });
+    return true;
+  }
+  // Integer operands: exact when the result is an integer (arithmetic,
+  // where) or a comparison's bool.
+  if (!isIntOrBool(a) || !isIntOrBool(b) ||
+      !(isIntegerDtype(y.dtype) || isComparison(op)))
+    return false;
+  int64_t probe;
+  if (!intBinary(op, 0, 0, probe))
+    return false;
+  forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
+    int64_t r = 0;
+    intBinary(op, loadInt(a.data, a.dtype, o1), loadInt(b.data, b.dtype, o2),
+              r);
+    storeInt(y.data, y.dtype, o0, r);
+  });
+  return true;
+}
+
+bool binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+               const Walk &w) {
+  if (!anyF64({g, dy, a, b}))
+    return false;
+  forEach(w, [&](int64_t, int64_t o0, int64_t o1, int64_t o2) {
+    storeF64(g.data, g.dtype, o0,
+             binaryBackward(op, which, loadF64(a.data, a.dtype, o1),
+                            loadF64(b.data, b.dtype, o2),
+                            loadF64(dy.data, dy.dtype, o0)));
+  });
+  return true;
+}
+
+bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
+  if (anyF64({y, x})) {
+    double count = static_cast<double>(inner.numel());
+    forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+      double acc = op == ReduceOp::Max ? -INFINITY : 0.0;
+      forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+        double v = loadF64(x.data, x.dtype, xo + xi);
+        if (op != ReduceOp::Max)
+          acc += v;
+        else if (v != v || acc != acc)
+          acc = v != v ? v : acc;
+        else if (v > acc)
+          acc = v;
+      });
+      storeF64(y.data, y.dtype, yo, op == ReduceOp::Mean ? acc / count : acc);
+    });
+    return true;
+  }
+  if (!isIntOrBool(x) || !isIntOrBool(y) || op == ReduceOp::Mean)
+    return false;
+  forEach(outer, [&](int64_t, int64_t yo, int64_t xo, int64_t) {
+    bool first = true;
+    int64_t acc = 0;
+    forEach(inner, [&](int64_t, int64_t, int64_t xi, int64_t) {
+      int64_t v = loadInt(x.data, x.dtype, xo + xi);
+      if (op == ReduceOp::Sum)
+        acc = static_cast<int64_t>(static_cast<uint64_t>(acc) +
+                                   static_cast<uint64_t>(v));
+      else if (first || v > acc)
+        acc = v;
+      first = false;
+    });
+    storeInt(y.data, y.dtype, yo, acc);
+  });
+  return true;
+}
+
+bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner) {
+  bool ints = isIntOrBool(x);
+  if (!ints && x.dtype != AMPC_F64)
+    return false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * dim * inner + i, at = 0;
+      for (int64_t d = 1; d < dim; ++d) {
+        int64_t p = base + d * inner, q = base + at * inner;
+        bool takes =
+            ints ? loadInt(x.data, x.dtype, p) > loadInt(x.data, x.dtype, q)
+                 : argmaxTakes(loadF64(x.data, x.dtype, p),
+                               loadF64(x.data, x.dtype, q));
+        if (takes)
+          at = d;
+      }
+      storeInt(y.data, y.dtype, o * inner + i, at);
+    }
+  return true;
+}
+
+bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
+             int64_t inner) {
+  if (!anyF64({y, x}))
+    return false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * dim * inner + i;
+      double m = -INFINITY;
+      for (int64_t d = 0; d < dim; ++d)
+        m = fmax(m, loadF64(x.data, x.dtype, base + d * inner));
+      double sum = 0.0;
+      for (int64_t d = 0; d < dim; ++d)
+        sum += exp(loadF64(x.data, x.dtype, base + d * inner) - m);
+      double ls = ::log(sum);
+      for (int64_t d = 0; d < dim; ++d) {
+        double v = loadF64(x.data, x.dtype, base + d * inner) - m;
+        storeF64(y.data, y.dtype, base + d * inner,
+                 log ? v - ls : exp(v) / sum);
+      }
+    }
+  return true;
+}
+
+bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
+                int64_t inner) {
+  if (!anyF64({dx, dy, y}))
+    return false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * dim * inner + i;
+      double dot = 0.0;
+      for (int64_t d = 0; d < dim; ++d) {
+        int64_t at = base + d * inner;
+        double g = loadF64(dy.data, dy.dtype, at);
+        dot += log ? g : g * loadF64(y.data, y.dtype, at);
+      }
+      for (int64_t d = 0; d < dim; ++d) {
+        int64_t at = base + d * inner;
+        double g = loadF64(dy.data, dy.dtype, at),
+               v = loadF64(y.data, y.dtype, at);
+        storeF64(dx.data, dx.dtype, at, log ? g - exp(v) * dot : v * (g - dot));
+      }
+    }
+  return true;
+}
+
+double rowLse(Buf logits, int64_t base, int64_t classes) {
+  double m = -INFINITY;
+  for (int64_t c = 0; c < classes; ++c)
+    m = fmax(m, loadF64(logits.data, logits.dtype, base + c));
+  double sum = 0.0;
+  for (int64_t c = 0; c < classes; ++c)
+    sum += exp(loadF64(logits.data, logits.dtype, base + c) - m);
+  return m + log(sum);
+}
+
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, double scale) {
+  double lse = label == -100 ? 0.0 : rowLse(logits, base, classes);
+  for (int64_t c = 0; c < classes; ++c) {
+    double v = 0.0;
+    if (label != -100)
+      v = (exp(loadF64(logits.data, logits.dtype, base + c) - lse) -
+           (c == label ? 1.0 : 0.0)) *
+          scale;
+    storeF64(dlogits.data, dlogits.dtype, base + c, v);
+  }
+}
+
+bool mse(Buf loss, Buf a, Buf b, int64_t n) {
+  if (!anyF64({loss, a, b}))
+    return false;
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = loadF64(a.data, a.dtype, i) - loadF64(b.data, b.dtype, i);
+    s += d * d;
+  }
+  storeF64(loss.data, loss.dtype, 0, s / static_cast<double>(n));
+  return true;
+}
+
+bool mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n) {
+  if (!anyF64({da, db, dloss, a, b}))
+    return false;
+  double norm = 2.0 / static_cast<double>(n);
+  double g = loadF64(dloss.data, dloss.dtype, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    double v =
+        norm * (loadF64(a.data, a.dtype, i) - loadF64(b.data, b.dtype, i)) * g;
+    if (da.data)
+      storeF64(da.data, da.dtype, i, v);
+    if (db.data)
+      storeF64(db.data, db.dtype, i, -v);
+  }
+  return true;
+}
+
+bool gemm(const GemmDesc &d) {
+  if (!anyF64({d.c, d.a, d.b, d.bias}))
+    return false;
+  // Operands of another dtype (a mixed call) are widened exactly first.
+  auto widen = [](Buf b, int64_t n, std::vector<double> &tmp) {
+    if (b.dtype == AMPC_F64)
+      return static_cast<const double *>(b.data);
+    tmp.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      tmp[i] = loadF64(b.data, b.dtype, i);
+    return static_cast<const double *>(tmp.data());
+  };
+  int64_t aRows = d.transA ? d.k : d.m, bRows = d.transB ? d.n : d.k;
+  int64_t aN = (d.batch - 1) * d.strideA + (aRows ? (aRows - 1) * d.lda : 0) +
+               (d.transA ? d.m : d.k);
+  int64_t bN = (d.batch - 1) * d.strideB + (bRows ? (bRows - 1) * d.ldb : 0) +
+               (d.transB ? d.k : d.n);
+  std::vector<double> at, bt, ct;
+  const double *a = widen(d.a, aN, at), *b = widen(d.b, bN, bt);
+  int64_t cN = (d.batch - 1) * d.strideC + (d.m ? (d.m - 1) * d.ldc : 0) + d.n;
+  double *c = d.c.dtype == AMPC_F64 ? static_cast<double *>(d.c.data)
+                                    : const_cast<double *>(widen(d.c, cN, ct));
+  for (int64_t bi = 0; bi < d.batch; ++bi) {
+    double *cb = c + bi * d.strideC;
+    if (d.k == 0 || d.m == 0 || d.n == 0) {
+      for (int64_t r = 0; r < d.m; ++r)
+        for (int64_t j = 0; j < d.n; ++j)
+          cb[r * d.ldc + j] = d.beta == 0.0f ? 0.0 : d.beta * cb[r * d.ldc + j];
+    } else {
+      cblas_dgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
+                  d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(d.m),
+                  static_cast<int>(d.n), static_cast<int>(d.k), d.alpha,
+                  a + bi * d.strideA, static_cast<int>(d.lda),
+                  b + bi * d.strideB, static_cast<int>(d.ldb), d.beta, cb,
+                  static_cast<int>(d.ldc));
+    }
+    for (int64_t r = 0; r < d.m; ++r)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double v = cb[r * d.ldc + j];
+        if (d.bias.data)
+          v += loadF64(d.bias.data, d.bias.dtype, j);
+        cb[r * d.ldc + j] = cpukern::applyEpilogue(d.epilogue, v);
+      }
+  }
+  if (d.c.dtype != AMPC_F64)
+    for (int64_t i = 0; i < cN; ++i)
+      storeF64(d.c.data, d.c.dtype, i, c[i]);
+  return true;
+}
+
+bool unscale(double *g, int64_t n, float inv) {
+  bool found = false;
+  for (int64_t i = 0; i < n; ++i) {
+    found |= !(g[i] - g[i] == 0.0);
+    if (inv != 1.0f)
+      g[i] = g[i] * static_cast<double>(inv);
+  }
+  return found;
+}
+
+bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s, int64_t n) {
+  if (!isF64(param))
+    return false;
+  double *buf = static_cast<double *>(bufData);
+  double lr = s.lr64 * (s.lrScale ? static_cast<double>(*s.lrScale) : 1.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double p = loadF64(param.data, param.dtype, i);
+    double d = loadF64(grad.data, grad.dtype, i);
+    if (s.hasWeightDecay)
+      d = d + s.weightDecay64 * p;
+    if (s.hasMomentum) {
+      double m = buf[i] * s.momentum64 + d;
+      buf[i] = m;
+      d = s.nesterov ? d + s.momentum64 * m : m;
+    }
+    storeF64(param.data, param.dtype, i, p + -lr * d);
+  }
+  return true;
+}
+
+} // namespace cpuwide
+} // namespace ampc

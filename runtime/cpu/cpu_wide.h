@@ -1,0 +1,54 @@
+//===- cpu_wide.h - f64 and exact-integer kernels of the CPU backend -*- C++
+//-*-===//
+//
+// The CPU backend's kernels for the tensors its f32 paths do not compute:
+// f64 (computed in f64 with the same scalar formulas as f32, scalar_ops.h,
+// instantiated for double) and integer tensors (computed exactly in int64
+// and wrapped to their width on store, as PyTorch's integer arithmetic).
+// Each entry returns false, touching nothing, when its operands are all of
+// the f32-computing types, so the f32, f16 and bf16 paths are untouched.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CPU_CPU_WIDE_H
+#define AMPC_RUNTIME_CPU_CPU_WIDE_H
+
+#include "../src/backend.h"
+
+namespace ampc {
+namespace cpuwide {
+
+/// Whether b holds f64 data.
+inline bool isF64(Buf b) { return b.data && b.dtype == AMPC_F64; }
+
+bool unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n);
+bool unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+              int64_t n);
+bool binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w);
+bool binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+               const Walk &w);
+bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
+bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
+bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
+bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
+                int64_t inner);
+/// log-sum-exp of one row of f64 logits.
+double rowLse(Buf logits, int64_t base, int64_t classes);
+/// One row of cross-entropy's gradient in f64 (zeros for label -100).
+void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
+                        int64_t label, double scale);
+bool mse(Buf loss, Buf a, Buf b, int64_t n);
+bool mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n);
+/// An f64 GEMM (every operand f64): OpenBLAS dgemm, then bias and epilogue.
+bool gemm(const GemmDesc &d);
+/// Checks n f64 gradients for infs and NaNs and multiplies them by `inv`
+/// (the f32 inverse scale, as GradScaler's f32 inv_scale tensor); true when
+/// one is not finite.
+bool unscale(double *g, int64_t n, float inv);
+/// SGD on one f64 parameter (torch.optim.SGD in f64; its momentum buffer,
+/// when it has one, is f64 like the param).
+bool sgd(Buf param, Buf grad, void *buf, const SgdScalars &s, int64_t n);
+
+} // namespace cpuwide
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CPU_CPU_WIDE_H

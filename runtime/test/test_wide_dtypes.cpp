@@ -1,0 +1,114 @@
+//===- test_wide_dtypes.cpp - f64, u8, i8, i16 and exact integers --------===//
+//
+// The 1.8 dtypes through the C ABI on the CPU backend: sizes, exact casts
+// (integer wrap, float truncation), integer arithmetic exact beyond 2^53 and
+// wrapping in its width, integer sums into i64, and f64 kernels computing in
+// f64 (a sum no f32 computation could give).
+//
+//===----------------------------------------------------------------------===//
+#include "test_util.h"
+
+#include <cstdint>
+
+using namespace ampc_test;
+
+namespace {
+
+class WideDtypes : public CpuTest {};
+
+template <typename E> Tensor make(Shape s, ampc_dtype dt, std::vector<E> v) {
+  Tensor t(std::move(s), dt);
+  std::memcpy(t.data(), v.data(), v.size() * sizeof(E));
+  return t;
+}
+
+template <typename E> E at(Tensor &t, int64_t i) {
+  E v;
+  std::memcpy(&v, static_cast<uint8_t *>(t.data()) + i * sizeof(E), sizeof(E));
+  return v;
+}
+
+TEST_F(WideDtypes, Sizes) {
+  size_t n = 0;
+  const std::pair<ampc_dtype, size_t> want[] = {
+      {AMPC_F64, 8}, {AMPC_U8, 1}, {AMPC_I8, 1}, {AMPC_I16, 2}};
+  for (auto [dt, size] : want) {
+    ASSERT_OK(ampc_dtype_size(dt, &n));
+    EXPECT_EQ(n, size);
+  }
+  EXPECT_EQ(ampc_dtype_size(static_cast<ampc_dtype>(10), &n),
+            AMPC_ERROR_UNSUPPORTED_DTYPE);
+}
+
+TEST_F(WideDtypes, CastsWrapAndTruncate) {
+  Tensor x =
+      make<int64_t>({4}, AMPC_I64, {300, -1, (int64_t(1) << 53) + 1, -129});
+  Tensor u8({4}, AMPC_U8), i8({4}, AMPC_I8), f64({4}, AMPC_F64);
+  ASSERT_OK(ampc_cast_fwd(ctx, T(u8), T(x)));
+  ASSERT_OK(ampc_cast_fwd(ctx, T(i8), T(x)));
+  ASSERT_OK(ampc_cast_fwd(ctx, T(f64), T(x)));
+  EXPECT_EQ(at<uint8_t>(u8, 0), 44);  // 300 mod 256
+  EXPECT_EQ(at<uint8_t>(u8, 1), 255); // -1
+  EXPECT_EQ(at<int8_t>(i8, 3), 127);  // -129 wraps
+  // 2^53 + 1 rounds to nearest even in f64, as torch's cast.
+  EXPECT_EQ(at<double>(f64, 2), 9007199254740992.0);
+  Tensor f = make<float>({3}, AMPC_F32, {-2.75f, 299.9f, 1.5f});
+  Tensor i16({3}, AMPC_I16), back({3}, AMPC_U8);
+  ASSERT_OK(ampc_cast_fwd(ctx, T(i16), T(f)));
+  ASSERT_OK(ampc_cast_fwd(ctx, T(back), T(f)));
+  EXPECT_EQ(at<int16_t>(i16, 0), -2); // toward zero
+  EXPECT_EQ(at<int16_t>(i16, 1), 299);
+  EXPECT_EQ(at<uint8_t>(back, 1), 43); // 299 mod 256
+}
+
+TEST_F(WideDtypes, IntegerArithmeticIsExact) {
+  int64_t big = (int64_t(1) << 53) + 1;
+  Tensor a = make<int64_t>({2}, AMPC_I64, {big, INT64_MAX});
+  Tensor b = make<int64_t>({2}, AMPC_I64, {2, 1});
+  Tensor y({2}, AMPC_I64);
+  ASSERT_OK(ampc_add_fwd(ctx, T(y), T(a), T(b)));
+  EXPECT_EQ(at<int64_t>(y, 0), big + 2);
+  EXPECT_EQ(at<int64_t>(y, 1), INT64_MIN); // wraps
+  ASSERT_OK(ampc_mul_fwd(ctx, T(y), T(a), T(b)));
+  EXPECT_EQ(at<int64_t>(y, 0), 2 * big);
+  Tensor lt({2}, AMPC_BOOL);
+  Tensor c = make<int64_t>({2}, AMPC_I64, {big - 1, INT64_MAX});
+  ASSERT_OK(ampc_less_fwd(ctx, T(lt), T(c), T(a)));
+  EXPECT_EQ(at<uint8_t>(lt, 0), 1); // f32 would see them equal
+  EXPECT_EQ(at<uint8_t>(lt, 1), 0);
+  Tensor u = make<uint8_t>({2}, AMPC_U8, {200, 7});
+  Tensor v = make<uint8_t>({2}, AMPC_U8, {100, 9});
+  Tensor w({2}, AMPC_U8);
+  ASSERT_OK(ampc_add_fwd(ctx, T(w), T(u), T(v)));
+  EXPECT_EQ(at<uint8_t>(w, 0), 44);
+  ASSERT_OK(ampc_sub_fwd(ctx, T(w), T(u), T(v)));
+  EXPECT_EQ(at<uint8_t>(w, 1), 254);
+  Tensor n = make<int16_t>({1}, AMPC_I16, {-32768});
+  Tensor nn({1}, AMPC_I16);
+  ASSERT_OK(ampc_neg_fwd(ctx, T(nn), T(n)));
+  EXPECT_EQ(at<int16_t>(nn, 0), -32768);
+}
+
+TEST_F(WideDtypes, IntegerSumIsI64) {
+  Tensor x = make<int32_t>({3}, AMPC_I32, {INT32_MAX, INT32_MAX, 3});
+  Tensor s({}, AMPC_I64);
+  int64_t dims[] = {0};
+  ASSERT_OK(ampc_sum_fwd(ctx, T(s), T(x), dims, 1, 0));
+  EXPECT_EQ(at<int64_t>(s, 0), 2 * int64_t(INT32_MAX) + 3);
+}
+
+TEST_F(WideDtypes, F64ComputesInF64) {
+  // 1 + 2^-40 - 1 is 2^-40 in f64 and 0 in f32.
+  Tensor a = make<double>({2}, AMPC_F64, {1.0, 1e300});
+  Tensor b = make<double>({2}, AMPC_F64, {std::ldexp(1.0, -40), 1e300});
+  Tensor y({2}, AMPC_F64);
+  ASSERT_OK(ampc_add_fwd(ctx, T(y), T(a), T(b)));
+  EXPECT_EQ(at<double>(y, 0) - 1.0, std::ldexp(1.0, -40));
+  EXPECT_EQ(at<double>(y, 1), 2e300); // beyond f32's range
+  Tensor m({}, AMPC_F64);
+  int64_t dims[] = {0};
+  ASSERT_OK(ampc_mean_fwd(ctx, T(m), T(y), dims, 1, 0));
+  EXPECT_EQ(at<double>(m, 0), (at<double>(y, 0) + 2e300) / 2);
+}
+
+} // namespace

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Differential tests of the tensor types f64, u8, i8, i16 (and the integer
+arithmetic of i32, i64) against PyTorch, through `ampc run`.
+
+  dtypes_diff.py AMPC WORKDIR [--amp=off|fp16|bf16]
+
+ints:  dtypes/ints.tg on values beyond 2^24 and 2^53 and at the edges of
+       each width; every output must equal PyTorch's bit for bit (dtype too).
+f64:   dtypes/train_f64.tg trained 5 steps from the same .npy params and
+       inputs as a PyTorch f64 model of it; the final params and the last
+       loss must agree within 1e-9 (relative to their largest magnitude).
+u8:    dtypes/u8_image.tg (cast(img, to = f32) / 255.0 into a small
+       classifier) trained 5 steps; it must run and its params must change.
+Prints one line per case and a summary; exits 1 on any disagreement.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtypes")
+F64_TOL = 1e-9
+
+
+def run(ampc, args):
+    r = subprocess.run([ampc, "run"] + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stdout.write(r.stdout + r.stderr)
+        raise SystemExit("ampc run failed (%d)" % r.returncode)
+    return r.stdout
+
+
+def ints(ampc, work, extra):
+    rng = np.random.default_rng(7)
+    inputs = {
+        "a": np.array([200, 100, 255, 0, 17], np.uint8),
+        "b": np.array([100, 200, 1, 0, 250], np.uint8),
+        "c": np.array([2**53 + 1, -(2**40) - 3, 2**62, -(2**63), 12345], np.int64),
+        "d": np.array([3, 2**20 + 1, 2, -1, 2**53 + 3], np.int64),
+        "e": np.array([-128, 100, 127, -1, 5], np.int8),
+        "f": np.array([255, 200, 1, 255, 0], np.uint8),
+        "h": np.array([32767, -32768, 300, -2, 9], np.int16),
+        "m": np.array([7, -7, 2**24 + 1, 2**31 - 1, -(2**31)], np.int32),
+        "n": np.array([2, 2, 1, 1, 3], np.int32),
+        "x": (rng.standard_normal(5) * 300).astype(np.float32),
+        "y": rng.uniform(-127, 127, 5).astype(np.float32),
+        "z": rng.uniform(0, 255, 5).astype(np.float32),
+    }
+    args = [os.path.join(HERE, "ints.tg"), "--outputs-out", os.path.join(work, "out")] + extra
+    for k, v in inputs.items():
+        path = os.path.join(work, k + ".npy")
+        np.save(path, v)
+        args += ["--input", "%s=%s" % (k, path)]
+    run(ampc, args)
+    t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    a, b, c, d, e, f, h, m, n, x, y, z = (t[k] for k in "abcdefhmnxyz")
+    want = [
+        a + b, a - b, a * b,                        # u8 wraps
+        c + d, c * d, c - d, -c, torch.abs(c),       # i64 beyond 2^53, wraps
+        torch.maximum(c, d), torch.minimum(c, d),
+        e + f, e * f,                                # i8 with u8 gives i16
+        h * h, h + 1,                                # i16 wraps
+        m / n, m * n,                                # true division -> f32
+        c.sum(), m.sum(), a.sum(),                   # integer sums are i64
+        torch.amax(c), c > d, c == d, torch.where(c > d, c, d),
+        z.to(torch.uint8), y.to(torch.int8), x.to(torch.int16), c.to(torch.float64),
+        c.to(torch.int32), a.to(torch.int8), h.to(torch.uint8),
+        torch.argmax(c, dim=0).to(torch.int32),     # ampc's argmax is i32
+    ]
+    bad = 0
+    for i, w in enumerate(want):
+        got = np.load(os.path.join(work, "out", "output_%d.npy" % i))
+        wn = w.numpy()
+        ok = got.dtype == wn.dtype and got.shape == wn.shape and np.array_equal(got, wn)
+        if not ok:
+            bad += 1
+            print("ints output %d: ampc %s %r, torch %s %r" % (i, got.dtype, got, wn.dtype, wn))
+    print("ints: %d outputs, %d differ" % (len(want), bad))
+    return bad
+
+
+class Mlp64(torch.nn.Module):
+    """train_f64.tg in PyTorch f64."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.w1, self.b1, self.w2, self.b2 = (
+            torch.nn.Parameter(torch.from_numpy(p[k].copy())) for k in ("w1", "b1", "w2", "b2"))
+
+    def forward(self, x, labels):
+        h = torch.tanh(x @ self.w1 + self.b1)
+        g = torch.relu(torch.nn.functional.linear(h, self.w2.t(), self.b2))
+        logits = g * 2.0 - torch.sigmoid(g)
+        return (torch.nn.functional.cross_entropy(logits, labels)
+                + torch.mean(torch.softmax(logits, dim=1) * logits)
+                + torch.nn.functional.mse_loss(torch.log_softmax(logits, dim=1),
+                                               torch.exp(logits) * 0.0))
+
+
+def f64(ampc, work, extra, steps=5):
+    rng = np.random.default_rng(11)
+    params = {"w1": rng.normal(0, 0.3, (20, 32)), "b1": rng.normal(0, 0.1, 32),
+              "w2": rng.normal(0, 0.3, (32, 5)), "b2": rng.normal(0, 0.1, 5)}
+    x = rng.standard_normal((16, 20))
+    labels = rng.integers(0, 5, 16).astype(np.int64)
+    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
+    os.makedirs(pin, exist_ok=True)
+    for k, v in params.items():
+        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
+    np.save(os.path.join(work, "x.npy"), x)
+    np.save(os.path.join(work, "labels.npy"), labels)
+    run(ampc, [os.path.join(HERE, "train_f64.tg"), "--steps", str(steps), "--params-in", pin,
+               "--params-out", pout, "--input", "x=" + os.path.join(work, "x.npy"),
+               "--input", "labels=" + os.path.join(work, "labels.npy"),
+               "--outputs-out", os.path.join(work, "out")] + extra)
+    model = Mlp64(params)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01)
+    xt, lt = torch.from_numpy(x), torch.from_numpy(labels)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(xt, lt)
+        loss.backward()
+        opt.step()
+    worst, bad = 0.0, 0
+    got_loss = np.load(os.path.join(work, "out", "output_0.npy"))
+    pairs = [("loss", got_loss, loss.detach().numpy())]
+    pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
+              for k in params]
+    for name, got, want in pairs:
+        if got.dtype != np.float64:
+            print("f64 %s: ampc wrote %s" % (name, got.dtype))
+            bad += 1
+            continue
+        err = float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
+        worst = max(worst, err)
+        if not err <= F64_TOL:
+            print("f64 %s: relative error %.3g > %g" % (name, err, F64_TOL))
+            bad += 1
+    print("f64: %d tensors after %d steps, %d beyond %g" % (len(pairs), steps, bad, F64_TOL))
+    print("f64: worst relative error %.2g" % worst)
+    return bad
+
+
+def u8(ampc, work, extra, steps=5):
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (8, 3, 4, 4)).astype(np.uint8)
+    labels = rng.integers(0, 4, 8).astype(np.int64)
+    np.save(os.path.join(work, "img.npy"), img)
+    np.save(os.path.join(work, "ul.npy"), labels)
+    pout0, pout = os.path.join(work, "u0"), os.path.join(work, "u1")
+    common = [os.path.join(HERE, "u8_image.tg"), "--input", "img=" + os.path.join(work, "img.npy"),
+              "--input", "labels=" + os.path.join(work, "ul.npy"), "--seed", "5"] + extra
+    run(ampc, common + ["--steps", "1", "--params-out", pout0])
+    out = run(ampc, common + ["--steps", str(steps), "--params-out", pout])
+    w0 = np.load(os.path.join(pout0, "w.npy"))
+    w1 = np.load(os.path.join(pout, "w.npy"))
+    moved = float(np.max(np.abs(w1.astype(np.float64) - w0.astype(np.float64))))
+    ok = moved > 0 and np.all(np.isfinite(w1.astype(np.float64)))
+    print("u8: trained %d steps, w moved by %.3g%s" % (steps, moved, "" if ok else " (FAILED)"))
+    return 0 if ok else 1
+
+
+def main():
+    ampc, work = sys.argv[1], sys.argv[2]
+    extra = sys.argv[3:]
+    os.makedirs(work, exist_ok=True)
+    bad = 0
+    for name, fn in (("ints", ints), ("f64", f64), ("u8", u8)):
+        sub = os.path.join(work, name)
+        os.makedirs(sub, exist_ok=True)
+        bad += fn(ampc, sub, extra)
+    print("dtypes: %s" % ("all agree" if bad == 0 else "%d disagreements" % bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
