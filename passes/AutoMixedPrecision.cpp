@@ -170,7 +170,7 @@ Decision AutoMixedPrecisionPass::decide(Operation *op) {
   // f64 is never cast (autocast casts only float32 tensors): an op with an
   // f64 operand or result computes at the types it was written with, which
   // promote to f64, whatever its class, region or mode.
-  auto isF64Value = [](Value v) { return elementOf(v.getType()).isF64(); };
+  auto isF64Value = [](Value v) { return getElementTypeOrSelf(v.getType()).isF64(); };
   if (llvm::any_of(op->getOperands(), isF64Value) ||
       llvm::any_of(op->getResults(), isF64Value))
     return {};
