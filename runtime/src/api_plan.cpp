@@ -196,18 +196,6 @@ private:
 
 namespace ampc {
 
-bool isPlannedEntry(const char *fn) {
-  static const char *const kPlanned[] = {
-#define AMPC_PLANNED_ENTRY(NAME) "ampc_" #NAME,
-#include "ampc/runtime_kernels.inc"
-      // Memory (no tensor data): what a caller frees after a failed call.
-      "ampc_malloc", "ampc_free", "ampc_arena_create"};
-  for (const char *name : kPlanned)
-    if (!strcmp(name, fn))
-      return true;
-  return false;
-}
-
 void endPlanning(ampc_context ctx) {
   if (ctx && ctx->planned)
     ctx->backend = std::move(ctx->planned);

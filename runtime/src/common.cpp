@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 namespace ampc {
 
@@ -67,6 +68,20 @@ std::string Shape::str() const {
     s += std::to_string(d[i]);
   }
   return s + "]";
+}
+
+// Here, not in api_plan.cpp, so that what links common.cpp alone (the
+// checkpoint fuzz target) has it.
+bool isPlannedEntry(const char *fn) {
+  static const char *const kPlanned[] = {
+#define AMPC_PLANNED_ENTRY(NAME) "ampc_" #NAME,
+#include "ampc/runtime_kernels.inc"
+      // Memory (no tensor data): what a caller frees after a failed call.
+      "ampc_malloc", "ampc_free", "ampc_arena_create"};
+  for (const char *name : kPlanned)
+    if (!strcmp(name, fn))
+      return true;
+  return false;
 }
 
 ampc_status checkContext(const char *fn, ampc_context ctx) {
