@@ -1544,7 +1544,9 @@ typedef struct ampc_checkpoint_header {
   int64_t epoch, batch;
 } ampc_checkpoint_header;
 
-/// A named tensor of a checkpoint: `bytes` bytes of host memory at `data`.
+/// A named tensor of a checkpoint: `bytes` bytes of host memory at `data`
+/// (in a loaded checkpoint, packed as in the file: not aligned for its
+/// dtype, so copy it out with memcpy).
 /// `name` is NUL-terminated. The dtype is stored as given (a reader
 /// compares it with its own; a loaded entry's may be any int32).
 typedef struct ampc_checkpoint_entry {
