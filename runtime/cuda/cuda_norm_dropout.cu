@@ -5,7 +5,7 @@
 // parameter gradients are column sums (cuda_reduce_loss.cu).
 //
 // Batch norm and dropout: the per-channel and per-element formulas are
-// the CPU backend's (runtime/src/norm_dropout_ops.h). Batch norm runs one
+// the CPU backend's (runtime/src/norm_ops.h). Batch norm runs one
 // block per channel for the statistics (each thread sums a stride of the
 // channel's N * H * W values in f64, then the block adds the partial sums
 // in a fixed tree order, so results do not depend on timing) and one thread
@@ -13,7 +13,7 @@
 // counter-based mask bits).
 //
 //===----------------------------------------------------------------------===//
-#include "../src/norm_dropout_ops.h"
+#include "../src/norm_ops.h"
 #include "cuda_backend.h"
 
 #include <math.h>

@@ -241,7 +241,7 @@ ampc_status ampc_sync_batch_norm_fwd(
     std::vector<double> mean, var;
     double count;
     AMPC_TRY(globalStats(comm, host, hx, n, c, inner, mean, var, count));
-    // The one-rank kernel's arithmetic (norm_dropout_ops.h), in f32.
+    // The one-rank kernel's arithmetic (norm_ops.h), in f32.
     for (int64_t ch = 0; ch < c; ++ch) {
       float mu = static_cast<float>(mean[ch]);
       float invstd = static_cast<float>(1.0 / sqrt(var[ch] + eps));

@@ -15,7 +15,7 @@
 #include "hd.h"
 #include "typed_math.h"
 #include "compare_ops.h"
-#include "jobs_ops.h"
+#include "select_ops.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -74,7 +74,7 @@ template <typename T> AMPC_HD T sigmoidF(T x) { return 1.0f / (1.0f + mExp(-x));
 
 // The terms of the reductions and losses of PyTorch's fp32 autocast list
 // (logsumexp, norm, group_norm, cosine_similarity, l1/smooth_l1/kl_div/nll).
-#include "reduce_loss_ops.h"
+#include "reduction_ops.h"
 
 struct AddFn {
   template <typename T> static AMPC_HD T fwd(T a, T b) { return a + b; }

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
 
-#include "src/norm_dropout_ops.h"
+#include "src/norm_ops.h"
 
 #include <set>
 

@@ -11,7 +11,7 @@
 //   bf16 out: rtol = atol = 2^-7
 //
 //===----------------------------------------------------------------------===//
-#include "src/norm_dropout_ops.h"
+#include "src/norm_ops.h"
 #include "test_util.h"
 
 using namespace ampc_test;

@@ -6,7 +6,7 @@
 // backend (bit-identical dropout masks; skipped without a usable GPU).
 //
 //===----------------------------------------------------------------------===//
-#include "src/norm_dropout_ops.h"
+#include "src/norm_ops.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -45,7 +45,7 @@ Stats channelStats(const Tensor &x, int64_t n, int64_t c, int64_t l) {
 // The CPU backend widens a block of channels of a 16-bit tensor into f32
 // a piece at a time (pieces that end inside channels and inside samples):
 // every output has the bits of the shared per-element code
-// (norm_dropout_ops.h) run on the 16-bit tensors themselves.
+// (norm_ops.h) run on the 16-bit tensors themselves.
 TEST_F(BatchNormTest, SixteenBitBitsOfThePerElementCode) {
   struct Geom {
     int64_t n, c, l;

@@ -3,7 +3,7 @@
 // Validation of ampc_batch_norm_*, ampc_dropout_fwd, ampc_dropout_ranked_fwd
 // (the mask of data-parallel ranks: the communicator attached to the
 // context gives the rank and the world) and ampc_counter_next; the backends
-// run the shared scalar code of norm_dropout_ops.h.
+// run the shared scalar code of norm_ops.h.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"

@@ -1,7 +1,7 @@
 //===- api_jobs.cpp - where and the binary cross-entropy losses ------------===//
 //
 // Composed from the backends' primitives (binary, binaryBwd, reduce, copy)
-// and the scalar variants of jobs_ops.h, so the CPU and CUDA backends run
+// and the scalar variants of select_ops.h, so the CPU and CUDA backends run
 // them without code of their own. Nothing here waits on the device.
 //
 //===----------------------------------------------------------------------===//

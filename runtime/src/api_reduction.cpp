@@ -3,7 +3,7 @@
 // logsumexp, norm, cumsum, group_norm, cosine_similarity and the losses
 // l1_loss, smooth_l1_loss, kl_div and nll_loss (PyTorch's fp32 autocast
 // list), composed of the backends' primitives (unary, binary, reduce, copy,
-// norm, gemm) and the scalar variants of reduce_loss_ops.h, so the CPU and
+// norm, gemm) and the scalar variants of reduction_ops.h, so the CPU and
 // CUDA backends run them without code of their own. Intermediates are f32; each result is
 // rounded once to its dtype. cumsum and nll_loss copy a table built on the
 // host (a triangle of ones, the class indices) to the device on every call;

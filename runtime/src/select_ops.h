@@ -1,4 +1,4 @@
-//===- jobs_ops.h - Scalar terms of where and the BCE losses -----*- C++ -*-===//
+//===- select_ops.h - Scalar terms of where and the BCE losses -----*- C++ -*-===//
 //
 // Binary variants of the kernel table (no entry points of their own):
 // api_jobs.cpp composes `where` and the binary cross-entropy losses from

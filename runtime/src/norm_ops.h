@@ -1,4 +1,4 @@
-//===- norm_dropout_ops.h - batch norm and dropout, per element --*- C++ -*-===//
+//===- norm_ops.h - batch norm and dropout, per element --*- C++ -*-===//
 //
 // The scalar code of ampc_batch_norm_* and ampc_dropout_fwd, shared by the
 // CPU loops and the CUDA kernels (compiled by both, see hd.h). Batch norm

@@ -1,4 +1,4 @@
-//===- reduce_loss_ops.h - Terms of the fp32-list reductions, losses -*- C++ -*-===//
+//===- reduction_ops.h - Terms of the fp32-list reductions, losses -*- C++ -*-===//
 //
 // Unary and binary variants of the kernel table (no entry points of their
 // own) that runtime/src/api_reduce_loss.cpp composes logsumexp, norm,
