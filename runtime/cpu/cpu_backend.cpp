@@ -12,6 +12,7 @@
 #include "../src/common.h"
 #include "../src/half.h"
 #include "../src/low_update.h"
+#include "../src/dropout_ops.h"
 #include "../src/norm_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"

@@ -13,6 +13,7 @@
 // counter-based mask bits).
 //
 //===----------------------------------------------------------------------===//
+#include "../src/dropout_ops.h"
 #include "../src/norm_ops.h"
 #include "cuda_backend.h"
 

@@ -1,274 +1,24 @@
-//===- api_nn.cpp - Reductions, normalisation, pooling, losses
-//-------------===//
-#include "common.h"
+//===- api_loss.cpp - Every loss and its gradient --------------*- C++ -*-===//
+//
+// cross_entropy and mse_loss run the backend's primitives of their own;
+// l1_loss, smooth_l1_loss, kl_div and nll_loss (PyTorch's fp32 autocast
+// list) and the binary cross-entropy losses are composed of the backend's
+// primitives (unary, binary, reduce, copy) and the scalar terms of
+// loss_ops.h, so the CPU and CUDA backends run them without code of their
+// own; intermediates are f32, each result rounded once to its dtype.
+// nll_loss copies the class indices to the device on every call (on CUDA a
+// copy from pageable host memory first waits for the stream).
+//
+//===----------------------------------------------------------------------===//
+#include "composed.h"
+
+#include <math.h>
+
+#include <vector>
 
 using namespace ampc;
 
 namespace {
-
-/// Flags the reduced dims and checks y's shape.
-ampc_status reductionShape(const char *fn, const Shape &xs, const Shape &ys,
-                           const int64_t *dims, int32_t nDims, int32_t keepdim,
-                           bool *reduced, Shape &keptShape) {
-  for (int i = 0; i < kMaxRank; ++i)
-    reduced[i] = nDims == 0;
-  if (nDims < 0 || (nDims > 0 && !dims))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: bad dims list", fn);
-  for (int32_t i = 0; i < nDims; ++i) {
-    int d;
-    AMPC_TRY(normaliseDim(fn, dims[i], xs.rank, d));
-    if (reduced[d])
-      return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: dim %d repeated", fn,
-                      d);
-    reduced[d] = true;
-  }
-  Shape want;
-  keptShape = xs;
-  for (int i = 0; i < xs.rank; ++i) {
-    if (reduced[i])
-      keptShape.d[i] = 1;
-    if (keepdim || !reduced[i])
-      want.d[want.rank++] = reduced[i] ? 1 : xs.d[i];
-  }
-  if (ys != want)
-    return shapeError(fn, "the reduction output", ys, want);
-  return AMPC_OK;
-}
-
-ampc_status reductionFwd(const char *fn, ReduceOp op, ampc_context ctx,
-                         const TensorArg &y, const TensorArg &x,
-                         const int64_t *dims, int32_t nDims, int32_t keepdim) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ys, xs, kept;
-  // Sum and max also take integer tensors (exact; a sum's result is i64).
-  DtypeClass cls = op == ReduceOp::Mean ? kFloatDtype : kAnyDtype;
-  AMPC_TRY(parseTensor(fn, y, cls, true, ys));
-  AMPC_TRY(parseTensor(fn, x, cls, true, xs));
-  bool reduced[kMaxRank];
-  AMPC_TRY(reductionShape(fn, xs, ys, dims, nDims, keepdim, reduced, kept));
-  if (ys.numel() == 0)
-    return AMPC_OK;
-  if (xs.numel() == 0 && op == ReduceOp::Max)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: max of an empty tensor",
-                    fn);
-  return reduceDims(*ctx->backend, op, y.buf(), x.buf(), xs, reduced);
-}
-
-ampc_status reductionBwd(const char *fn, ReduceOp op, ampc_context ctx,
-                         const TensorArg &dx, const TensorArg &dy,
-                         const TensorArg &x, const TensorArg &y,
-                         const int64_t *dims, int32_t nDims, int32_t keepdim) {
-  AMPC_TRY(checkContext(fn, ctx));
-  bool needSaved = op == ReduceOp::Max;
-  Shape dxs, dys, xs, ys, kept;
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, needSaved, xs));
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, needSaved, ys));
-  bool reduced[kMaxRank];
-  AMPC_TRY(reductionShape(fn, dxs, dys, dims, nDims, keepdim, reduced, kept));
-  if (needSaved && (xs != dxs || ys != dys))
-    return shapeError(fn, "x or y", xs != dxs ? xs : ys, xs != dxs ? dxs : dys);
-  if (dxs.numel() == 0)
-    return AMPC_OK;
-  Backend &be = *ctx->backend;
-  if (op == ReduceOp::Max) {
-    Walk outer, inner;
-    reduceWalks(dxs, reduced, outer, inner);
-    return be.reduceMaxBwd(dx.buf(), dy.buf(), x.buf(), y.buf(), outer, inner);
-  }
-  if (op == ReduceOp::Mean && dx.dtype == AMPC_F64) {
-    // f64: the broadcast gradient divided by the count (autograd's
-    // grad.expand(...) / n), not times an f32 reciprocal.
-    AMPC_TRY(broadcastTo(be, dx.buf(), dxs, dy.buf(), kept, 1.0f));
-    Temp count(be);
-    AMPC_TRY(count.alloc(sizeof(double)));
-    Buf n{count.get(), AMPC_F64};
-    AMPC_TRY(be.fill(n, 1,
-                     static_cast<double>(dxs.numel()) /
-                         static_cast<double>(dys.numel())));
-    Walk w = contiguousWalk(dxs);
-    for (int i = 0; i < w.rank; ++i)
-      w.stride[2][i] = 0;
-    return be.binary(BinaryOp::Div, dx.buf(), dx.buf(), n, w);
-  }
-  float scale = 1.0f;
-  if (op == ReduceOp::Mean)
-    scale = static_cast<float>(static_cast<double>(dys.numel()) /
-                               static_cast<double>(dxs.numel()));
-  return broadcastTo(be, dx.buf(), dxs, dy.buf(), kept, scale);
-}
-
-/// outer x dim x inner around `dim`.
-ampc_status splitAt(const char *fn, const Shape &s, int64_t dim, int64_t &outer,
-                    int64_t &size, int64_t &inner) {
-  int d;
-  AMPC_TRY(normaliseDim(fn, dim, s.rank == 0 ? 1 : s.rank, d));
-  outer = inner = 1;
-  size = s.rank == 0 ? 1 : s.d[d];
-  for (int i = 0; i < d; ++i)
-    outer *= s.d[i];
-  for (int i = d + 1; i < s.rank; ++i)
-    inner *= s.d[i];
-  return AMPC_OK;
-}
-
-ampc_status softmaxFwd(const char *fn, bool log, ampc_context ctx,
-                       const TensorArg &y, const TensorArg &x, int64_t dim) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ys, xs;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  if (ys != xs)
-    return shapeError(fn, y.name, ys, xs);
-  int64_t outer, size, inner;
-  AMPC_TRY(splitAt(fn, xs, dim, outer, size, inner));
-  if (xs.numel() == 0)
-    return AMPC_OK;
-  return ctx->backend->softmax(log, y.buf(), x.buf(), outer, size, inner);
-}
-
-ampc_status softmaxBwd(const char *fn, bool log, ampc_context ctx,
-                       const TensorArg &dx, const TensorArg &dy,
-                       const TensorArg &y, int64_t dim) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape dxs, dys, ys;
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  if (dys != ys || dxs != ys)
-    return shapeError(fn, dys != ys ? dy.name : dx.name, dys != ys ? dys : dxs,
-                      ys);
-  int64_t outer, size, inner;
-  AMPC_TRY(splitAt(fn, ys, dim, outer, size, inner));
-  if (ys.numel() == 0)
-    return AMPC_OK;
-  return ctx->backend->softmaxBwd(log, dx.buf(), dy.buf(), y.buf(), outer, size,
-                                  inner);
-}
-
-/// Checks x [..., C] against an optional per-feature tensor of shape [C].
-ampc_status featureShape(const char *fn, const TensorArg &t, const Shape &xs,
-                         Shape &ts) {
-  AMPC_TRY(parseTensor(fn, t, kFloatDtype, false, ts));
-  if (!t.data)
-    return AMPC_OK;
-  Shape want;
-  want.rank = 1;
-  want.d[0] = xs.d[xs.rank - 1];
-  if (ts != want)
-    return shapeError(fn, t.name, ts, want);
-  return AMPC_OK;
-}
-
-ampc_status normFwd(const char *fn, bool rms, ampc_context ctx,
-                    const TensorArg &y, const TensorArg &x, const TensorArg &w,
-                    const TensorArg &b, double eps) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ys, xs, ws, bs;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  if (xs.rank == 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
-  if (ys != xs)
-    return shapeError(fn, y.name, ys, xs);
-  AMPC_TRY(featureShape(fn, w, xs, ws));
-  AMPC_TRY(featureShape(fn, b, xs, bs));
-  if (!(eps >= 0))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: eps must be >= 0", fn);
-  int64_t cols = xs.d[xs.rank - 1];
-  if (xs.numel() == 0)
-    return AMPC_OK;
-  return ctx->backend->norm(rms, y.buf(), x.buf(), w.buf(), b.buf(),
-                            xs.numel() / cols, cols, static_cast<float>(eps));
-}
-
-ampc_status normBwd(const char *fn, bool rms, ampc_context ctx,
-                    const TensorArg &dx, const TensorArg &dw,
-                    const TensorArg &db, const TensorArg &dy,
-                    const TensorArg &x, const TensorArg &w, double eps) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape dxs, dys, xs, ws, dws, dbs;
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, false, dxs));
-  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  if (xs.rank == 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
-  if (dys != xs)
-    return shapeError(fn, dy.name, dys, xs);
-  if (dx.data && dxs != xs)
-    return shapeError(fn, dx.name, dxs, xs);
-  AMPC_TRY(featureShape(fn, w, xs, ws));
-  AMPC_TRY(featureShape(fn, dw, xs, dws));
-  AMPC_TRY(featureShape(fn, db, xs, dbs));
-  int64_t cols = xs.d[xs.rank - 1];
-  if (cols == 0)
-    return AMPC_OK;
-  return ctx->backend->normBwd(rms, dx.buf(), dw.buf(), db.buf(), dy.buf(),
-                               x.buf(), w.buf(), xs.numel() / cols, cols,
-                               static_cast<float>(eps));
-}
-
-ampc_status poolGeom(const char *fn, bool isMax, const Shape &xs,
-                     const Shape &ys, int64_t kh, int64_t kw, int64_t sh,
-                     int64_t sw, int64_t ph, int64_t pw, PoolGeom &g) {
-  if (xs.rank != 4)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must be NCHW, got %s", fn,
-                    xs.str().c_str());
-  if (kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0 || ph < 0 || pw < 0 ||
-      2 * ph > kh || 2 * pw > kw)
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: bad kernel/stride/padding (kernel > 0, stride > 0, "
-                    "0 <= padding <= kernel / 2)",
-                    fn);
-  g = PoolGeom{
-      xs.d[0] * xs.d[1], xs.d[2], xs.d[3], 0, 0, kh, kw, sh, sw, ph, pw, isMax};
-  int64_t oh = (xs.d[2] + 2 * ph - kh), ow = (xs.d[3] + 2 * pw - kw);
-  if (oh < 0 || ow < 0)
-    return setError(AMPC_ERROR_SHAPE_MISMATCH,
-                    "%s: kernel larger than the padded input", fn);
-  g.oh = oh / sh + 1;
-  g.ow = ow / sw + 1;
-  Shape want = xs;
-  want.d[2] = g.oh;
-  want.d[3] = g.ow;
-  if (ys != want)
-    return shapeError(fn, "the pooled tensor", ys, want);
-  return AMPC_OK;
-}
-
-ampc_status poolFwd(const char *fn, bool isMax, ampc_context ctx,
-                    const TensorArg &y, const TensorArg &x, int64_t kh,
-                    int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                    int64_t pw) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ys, xs;
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  PoolGeom g;
-  AMPC_TRY(poolGeom(fn, isMax, xs, ys, kh, kw, sh, sw, ph, pw, g));
-  if (ys.numel() == 0)
-    return AMPC_OK;
-  return ctx->backend->pool(y.buf(), x.buf(), g);
-}
-
-ampc_status poolBwd(const char *fn, bool isMax, ampc_context ctx,
-                    const TensorArg &dx, const TensorArg &dy,
-                    const TensorArg &x, int64_t kh, int64_t kw, int64_t sh,
-                    int64_t sw, int64_t ph, int64_t pw) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape dxs, dys, xs;
-  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, true, dxs));
-  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, isMax, xs));
-  if (x.data && xs != dxs)
-    return shapeError(fn, x.name, xs, dxs);
-  PoolGeom g;
-  AMPC_TRY(poolGeom(fn, isMax, dxs, dys, kh, kw, sh, sw, ph, pw, g));
-  if (dxs.numel() == 0)
-    return AMPC_OK;
-  return ctx->backend->poolBwd(dx.buf(), dy.buf(), x.buf(), g);
-}
 
 ampc_status scalarShape(const char *fn, const TensorArg &t, const Shape &s) {
   if (s.numel() != 1)
@@ -287,150 +37,362 @@ ampc_status crossEntropyShapes(const char *fn, const Shape &ls,
   return AMPC_OK;
 }
 
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// The shape a loss of terms of shape `s` gives with `reduction`.
+Shape lossShape(const Shape &s, ampc_reduction reduction) {
+  return reduction == AMPC_REDUCTION_NONE ? s : Shape();
+}
+
+ampc_status checkReduction(const char *fn, ampc_reduction r, const Shape &s) {
+  if (r < AMPC_REDUCTION_NONE || r > AMPC_REDUCTION_BATCHMEAN)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: unknown reduction %d",
+                    fn, static_cast<int>(r));
+  if (r == AMPC_REDUCTION_BATCHMEAN && s.rank == 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: batchmean needs a batch dim", fn);
+  return AMPC_OK;
+}
+
+/// The gradient of each term from the loss' gradient: 1 (none, sum), 1/n
+/// (mean) or 1/size(0) (batchmean).
+float termScale(ampc_reduction r, const Shape &s) {
+  if (r == AMPC_REDUCTION_MEAN)
+    return static_cast<float>(1.0 / static_cast<double>(s.numel()));
+  if (r == AMPC_REDUCTION_BATCHMEAN)
+    return static_cast<float>(1.0 / static_cast<double>(s.d[0]));
+  return 1.0f;
+}
+
+/// loss = reduction(terms) with terms f32 of shape s.
+ampc_status reduceTerms(Kit &k, Buf loss, Buf terms, const Shape &s,
+                        ampc_reduction r, float sign = 1.0f) {
+  int64_t n = s.numel();
+  if (r == AMPC_REDUCTION_NONE)
+    return k.copy(loss, terms, n, sign);
+  Buf tot;
+  AMPC_TRY(k.f32(1, tot));
+  if (n == 0)
+    AMPC_TRY(k.be.fill(tot, 1, 0.0));
+  else
+    AMPC_TRY(k.reduceAll(ReduceOp::Sum, tot, terms, n));
+  float scale = r == AMPC_REDUCTION_SUM ? 1.0f : termScale(r, s);
+  if (n == 0 && r == AMPC_REDUCTION_MEAN)
+    return k.be.fill(loss, 1, NAN);
+  return k.copy(loss, tot, 1, sign * scale);
+}
+
+/// The kind of per-element term of a pair loss.
+struct PairTerm {
+  bool binary;  // a binary variant of (a, b); else a unary one of a - b
+  BinaryOp bop; // binary
+  UnaryOp uop;  // unary of the difference
+  float attr;
+};
+
+ampc_status pairParse(const char *fn, const TensorArg &a, const TensorArg &b,
+                      Shape &as) {
+  Shape bs;
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  if (as != bs)
+    return shapeError(fn, b.name, bs, as);
+  return AMPC_OK;
+}
+
+ampc_status pairLossFwd(const char *fn, ampc_context ctx, const PairTerm &term,
+                        const TensorArg &loss, const TensorArg &a,
+                        const TensorArg &b, ampc_reduction r) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape as, ls;
+  AMPC_TRY(pairParse(fn, a, b, as));
+  AMPC_TRY(checkReduction(fn, r, as));
+  AMPC_TRY(parseTensor(fn, loss, kFloatDtype, true, ls));
+  if (ls != lossShape(as, r))
+    return shapeError(fn, loss.name, ls, lossShape(as, r));
+  Kit k(*ctx->backend);
+  int64_t n = as.numel();
+  Buf t;
+  AMPC_TRY(k.f32(n, t));
+  if (term.binary) {
+    AMPC_TRY(k.bin(term.bop, t, as, a.buf(), as, b.buf(), as));
+  } else {
+    AMPC_TRY(k.bin(BinaryOp::Sub, t, as, a.buf(), as, b.buf(), as));
+    AMPC_TRY(k.un(term.uop, t, t, n, term.attr));
+  }
+  return reduceTerms(k, loss.buf(), t, as, r);
+}
+
+ampc_status pairLossBwd(const char *fn, ampc_context ctx, const PairTerm &term,
+                        const TensorArg &da, const TensorArg &db,
+                        const TensorArg &dloss, const TensorArg &a,
+                        const TensorArg &b, ampc_reduction r) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape as, das, dbs, ds;
+  AMPC_TRY(pairParse(fn, a, b, as));
+  AMPC_TRY(checkReduction(fn, r, as));
+  AMPC_TRY(parseTensor(fn, da, kFloatDtype, false, das));
+  AMPC_TRY(parseTensor(fn, db, kFloatDtype, false, dbs));
+  AMPC_TRY(parseTensor(fn, dloss, kFloatDtype, true, ds));
+  if (ds != lossShape(as, r))
+    return shapeError(fn, dloss.name, ds, lossShape(as, r));
+  if (da.data && das != as)
+    return shapeError(fn, da.name, das, as);
+  if (db.data && dbs != as)
+    return shapeError(fn, db.name, dbs, as);
+  int64_t n = as.numel();
+  if (n == 0)
+    return AMPC_OK;
+  Kit k(*ctx->backend);
+  Buf g;
+  AMPC_TRY(k.f32(n, g));
+  AMPC_TRY(broadcastTo(k.be, g, as, dloss.buf(), ds, termScale(r, as)));
+  if (term.binary) {
+    if (da.data)
+      AMPC_TRY(k.binBwd(term.bop, 0, da.buf(), g, as, a.buf(), as, b.buf(),
+                        as));
+    if (db.data)
+      AMPC_TRY(k.binBwd(term.bop, 1, db.buf(), g, as, a.buf(), as, b.buf(),
+                        as));
+    return AMPC_OK;
+  }
+  // d a = f'(a - b) * g, d b = -d a.
+  Buf d;
+  AMPC_TRY(k.f32(n, d));
+  AMPC_TRY(k.bin(BinaryOp::Sub, d, as, a.buf(), as, b.buf(), as));
+  UnaryAttrs at{};
+  at.v[0] = term.attr;
+  AMPC_TRY(k.be.unaryBwd(term.uop, at, d, g, d, n));
+  if (da.data)
+    AMPC_TRY(k.copy(da.buf(), d, n));
+  if (db.data)
+    AMPC_TRY(k.copy(db.buf(), d, n, -1.0f));
+  return AMPC_OK;
+}
+
+/// nll_loss' per-element weights W [N, C]: 1 at (i, labels[i]) for the rows
+/// whose label is not ignore_index, 0 elsewhere; and the counted rows.
+ampc_status nllWeights(const char *fn, Kit &k, const TensorArg &logp,
+                       const TensorArg &labels, int64_t ignoreIndex,
+                       Shape &ls, Buf &w, Buf &valid, int32_t site = -1) {
+  Shape ys;
+  AMPC_TRY(parseTensor(fn, logp, kFloatDtype, true, ls));
+  AMPC_TRY(parseTensor(fn, labels, kIndexDtype, true, ys));
+  if (ls.rank != 2)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: logp must be [N, C], got %s", fn, ls.str().c_str());
+  Shape want;
+  want.rank = 1;
+  want.d[0] = ls.d[0];
+  if (ys != want)
+    return shapeError(fn, labels.name, ys, want);
+  int64_t rows = ls.d[0], classes = ls.d[1];
+  // An out-of-range label that is not ignore_index selects no class (its
+  // row counts 0; PyTorch raises an error); with a site, the context's
+  // index check word records it (below).
+  std::vector<float> iota(static_cast<size_t>(classes));
+  for (int64_t c = 0; c < classes; ++c)
+    iota[static_cast<size_t>(c)] = static_cast<float>(c);
+  Buf io, ii;
+  AMPC_TRY(k.upload(iota, io));
+  AMPC_TRY(k.scalar(static_cast<float>(ignoreIndex), ii));
+  AMPC_TRY(k.f32(rows * classes, w));
+  AMPC_TRY(k.f32(rows, valid));
+  Shape col, row;
+  col.rank = 2;
+  col.d[0] = rows;
+  col.d[1] = 1;
+  row.rank = 1;
+  row.d[0] = classes;
+  AMPC_TRY(k.bin(BinaryOp::Equal, w, ls, labels.buf(), col, io, row));
+  AMPC_TRY(k.bin(BinaryOp::NotEqual, valid, want, labels.buf(), want, ii,
+                 Shape{}));
+  if (site >= 0 && rows > 0) {
+    // The labels with ignore_index replaced by 0 go through the embedding
+    // primitive's range check (ids in [0, C)), which records the site.
+    Buf ids, table, picked;
+    AMPC_TRY(k.f32(rows, ids));
+    ids.dtype = AMPC_I32;
+    AMPC_TRY(k.bin(BinaryOp::WhereTrue, ids, want, valid, want, labels.buf(),
+                   want));
+    AMPC_TRY(k.f32(classes, table));
+    AMPC_TRY(k.be.fill(table, classes, 0.0));
+    AMPC_TRY(k.f32(rows, picked));
+    AMPC_TRY(k.be.embedding(picked, table, ids, rows, classes, 1, site));
+  }
+  return k.bin(BinaryOp::Mul, w, ls, w, ls, valid, col);
+}
+
+ampc_status nllFwd(const char *fn, ampc_context ctx, const TensorArg &loss,
+                   const TensorArg &logp, const TensorArg &labels,
+                   int64_t ignoreIndex, ampc_reduction r, int32_t site) {
+  AMPC_TRY(checkContext(fn, ctx));
+  if (r == AMPC_REDUCTION_BATCHMEAN)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: nll_loss has no batchmean reduction", fn);
+  Kit k(*ctx->backend);
+  Shape ls, os;
+  Buf w, valid;
+  AMPC_TRY(
+      nllWeights(fn, k, logp, labels, ignoreIndex, ls, w, valid, site));
+  AMPC_TRY(checkReduction(fn, r, ls));
+  Shape rowsShape;
+  rowsShape.rank = 1;
+  rowsShape.d[0] = ls.d[0];
+  AMPC_TRY(parseTensor(fn, loss, kFloatDtype, true, os));
+  if (os != lossShape(rowsShape, r))
+    return shapeError(fn, loss.name, os, lossShape(rowsShape, r));
+  int64_t n = ls.numel(), rows = ls.d[0];
+  // logp where W is 1, -0 elsewhere (a -inf of another class adds nothing).
+  AMPC_TRY(k.bin(BinaryOp::WhereTrue, w, ls, w, ls, logp.buf(), ls));
+  bool cols[2] = {false, true};
+  Buf picked;
+  AMPC_TRY(k.f32(rows, picked));
+  if (rows > 0) {
+    if (n == 0)
+      AMPC_TRY(k.be.fill(picked, rows, 0.0));
+    else
+      AMPC_TRY(k.reduce(ReduceOp::Sum, picked, w, ls, cols));
+  }
+  if (r != AMPC_REDUCTION_MEAN)
+    return reduceTerms(k, loss.buf(), picked, rowsShape, r, -1.0f);
+  // -sum(picked) / count(valid); NaN when no row counts.
+  Buf tot, cnt;
+  AMPC_TRY(k.f32(1, tot));
+  AMPC_TRY(k.f32(1, cnt));
+  if (rows == 0)
+    return k.be.fill(loss.buf(), 1, NAN);
+  AMPC_TRY(k.reduceAll(ReduceOp::Sum, tot, picked, rows));
+  AMPC_TRY(k.reduceAll(ReduceOp::Sum, cnt, valid, rows));
+  AMPC_TRY(k.bin(BinaryOp::Div, tot, Shape{}, tot, Shape{}, cnt, Shape{}));
+  return k.copy(loss.buf(), tot, 1, -1.0f);
+}
+
+ampc_status nllBwd(const char *fn, ampc_context ctx, const TensorArg &dlogp,
+                   const TensorArg &dloss, const TensorArg &logp,
+                   const TensorArg &labels, int64_t ignoreIndex,
+                   ampc_reduction r) {
+  AMPC_TRY(checkContext(fn, ctx));
+  if (r == AMPC_REDUCTION_BATCHMEAN)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: nll_loss has no batchmean reduction", fn);
+  Kit k(*ctx->backend);
+  Shape ls, ds, gs;
+  Buf w, valid;
+  AMPC_TRY(nllWeights(fn, k, logp, labels, ignoreIndex, ls, w, valid));
+  AMPC_TRY(checkReduction(fn, r, ls));
+  Shape rowsShape;
+  rowsShape.rank = 1;
+  rowsShape.d[0] = ls.d[0];
+  AMPC_TRY(parseTensor(fn, dloss, kFloatDtype, true, ds));
+  AMPC_TRY(parseTensor(fn, dlogp, kFloatDtype, true, gs));
+  if (ds != lossShape(rowsShape, r))
+    return shapeError(fn, dloss.name, ds, lossShape(rowsShape, r));
+  if (gs != ls)
+    return shapeError(fn, dlogp.name, gs, ls);
+  int64_t rows = ls.d[0];
+  if (ls.numel() == 0)
+    return AMPC_OK;
+  // -W * g with g = dy (none: per row; sum) or dy / count (mean).
+  Buf g;
+  AMPC_TRY(k.f32(rows, g));
+  Shape col;
+  col.rank = 2;
+  col.d[0] = rows;
+  col.d[1] = 1;
+  if (r == AMPC_REDUCTION_MEAN) {
+    Buf cnt;
+    AMPC_TRY(k.f32(1, cnt));
+    AMPC_TRY(k.reduceAll(ReduceOp::Sum, cnt, valid, rows));
+    AMPC_TRY(k.bin(BinaryOp::Div, g, Shape{}, dloss.buf(), Shape{}, cnt,
+                   Shape{}));
+    AMPC_TRY(k.bin(BinaryOp::Mul, w, ls, w, ls, g, Shape{}));
+  } else {
+    AMPC_TRY(k.bin(BinaryOp::Mul, w, ls, w, ls, dloss.buf(),
+                   r == AMPC_REDUCTION_NONE ? col : Shape{}));
+  }
+  return k.copy(dlogp.buf(), w, ls.numel(), -1.0f);
+}
+
+const PairTerm kL1{false, BinaryOp::Add, UnaryOp::Abs, 0.0f};
+PairTerm smoothL1(double beta) {
+  return {false, BinaryOp::Add, UnaryOp::SmoothL1, static_cast<float>(beta)};
+}
+PairTerm klDiv(int32_t logTarget) {
+  return {true, logTarget ? BinaryOp::KlDivLog : BinaryOp::KlDiv,
+          UnaryOp::Abs, 0.0f};
+}
+
+/// loss = mean(term(a, b)) over a and b of one shape.
+ampc_status lossFwd(const char *fn, BinaryOp term, ampc_context ctx,
+                    const TensorArg &loss, const TensorArg &a,
+                    const TensorArg &b) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ls, as, bs;
+  AMPC_TRY(parseTensor(fn, loss, kFloatDtype, true, ls));
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  if (ls.rank != 0)
+    return shapeError(fn, loss.name, ls, Shape{});
+  if (as != bs)
+    return shapeError(fn, b.name, bs, as);
+  Backend &be = *ctx->backend;
+  int64_t n = as.numel();
+  Temp t(be);
+  AMPC_TRY(t.alloc(n * sizeof(float)));
+  Buf terms{t.get(), AMPC_F32};
+  if (n > 0)
+    AMPC_TRY(be.binary(term, terms, a.buf(), b.buf(), denseWalk(as)));
+  bool reduced[kMaxRank];
+  for (int i = 0; i < kMaxRank; ++i)
+    reduced[i] = true;
+  return reduceDims(be, ReduceOp::Mean, loss.buf(), terms, as, reduced);
+}
+
+/// da, db (either may be null) of mean(term(a, b)) from the scalar dloss.
+ampc_status lossBwd(const char *fn, BinaryOp term, ampc_context ctx,
+                    const TensorArg &da, const TensorArg &db,
+                    const TensorArg &dloss, const TensorArg &a,
+                    const TensorArg &b) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape das, dbs, ds, as, bs;
+  AMPC_TRY(parseTensor(fn, da, kFloatDtype, false, das));
+  AMPC_TRY(parseTensor(fn, db, kFloatDtype, false, dbs));
+  AMPC_TRY(parseTensor(fn, dloss, kFloatDtype, true, ds));
+  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  if (ds.rank != 0)
+    return shapeError(fn, dloss.name, ds, Shape{});
+  if (as != bs)
+    return shapeError(fn, b.name, bs, as);
+  if (da.data && das != as)
+    return shapeError(fn, da.name, das, as);
+  if (db.data && dbs != as)
+    return shapeError(fn, db.name, dbs, as);
+  int64_t n = as.numel();
+  if (n == 0)
+    return AMPC_OK;
+  Backend &be = *ctx->backend;
+  // dloss / n at every element: the mean's gradient, on the device.
+  Temp t(be);
+  AMPC_TRY(t.alloc(n * sizeof(float)));
+  Buf g{t.get(), AMPC_F32};
+  AMPC_TRY(broadcastTo(be, g, as, dloss.buf(), Shape{},
+                       static_cast<float>(1.0 / static_cast<double>(n))));
+  Walk w = denseWalk(as);
+  if (da.data)
+    AMPC_TRY(be.binaryBwd(term, 0, da.buf(), g, a.buf(), b.buf(), w));
+  if (db.data)
+    AMPC_TRY(be.binaryBwd(term, 1, db.buf(), g, a.buf(), b.buf(), w));
+  return AMPC_OK;
+}
 } // namespace
 
-#define AMPC_REDUCTION_KERNEL(NAME, OP)                                        \
-  ampc_status ampc_##NAME##_fwd(                                               \
-      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
-      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank, const int64_t *dims,             \
-      int32_t n_dims, int32_t keepdim) {                                       \
-    return guard("ampc_" #NAME "_fwd", [&] {                                   \
-      return reductionFwd("ampc_" #NAME "_fwd", ReduceOp::OP, ctx,             \
-                          AMPC_TENSOR(y), AMPC_TENSOR(x), dims, n_dims,        \
-                          keepdim);                                            \
-    });                                                                        \
-  }                                                                            \
-  ampc_status ampc_##NAME##_bwd(                                               \
-      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
-      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
-      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
-      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
-      int32_t x_rank, const void *y, ampc_dtype y_dtype,                       \
-      const int64_t *y_shape, int32_t y_rank, const int64_t *dims,             \
-      int32_t n_dims, int32_t keepdim) {                                       \
-    return guard("ampc_" #NAME "_bwd", [&] {                                   \
-      return reductionBwd("ampc_" #NAME "_bwd", ReduceOp::OP, ctx,             \
-                          AMPC_TENSOR(dx), AMPC_TENSOR(dy), AMPC_TENSOR(x),    \
-                          AMPC_TENSOR(y), dims, n_dims, keepdim);              \
-    });                                                                        \
-  }
-
-#define AMPC_SOFTMAX_KERNEL(NAME, LOG)                                         \
-  ampc_status ampc_##NAME##_fwd(                                               \
-      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
-      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank, int64_t dim) {                   \
-    return guard("ampc_" #NAME "_fwd", [&] {                                   \
-      return softmaxFwd("ampc_" #NAME "_fwd", LOG, ctx, AMPC_TENSOR(y),        \
-                        AMPC_TENSOR(x), dim);                                  \
-    });                                                                        \
-  }                                                                            \
-  ampc_status ampc_##NAME##_bwd(                                               \
-      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
-      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
-      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
-      const void *y, ampc_dtype y_dtype, const int64_t *y_shape,               \
-      int32_t y_rank, int64_t dim) {                                           \
-    return guard("ampc_" #NAME "_bwd", [&] {                                   \
-      return softmaxBwd("ampc_" #NAME "_bwd", LOG, ctx, AMPC_TENSOR(dx),       \
-                        AMPC_TENSOR(dy), AMPC_TENSOR(y), dim);                 \
-    });                                                                        \
-  }
-
-#define AMPC_POOL_KERNEL(NAME, IS_MAX)                                         \
-  ampc_status ampc_##NAME##_fwd(                                               \
-      ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
-      int32_t y_rank, const void *x, ampc_dtype x_dtype,                       \
-      const int64_t *x_shape, int32_t x_rank, int64_t kernel_h,                \
-      int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,     \
-      int64_t pad_w) {                                                         \
-    return guard("ampc_" #NAME "_fwd", [&] {                                   \
-      return poolFwd("ampc_" #NAME "_fwd", IS_MAX, ctx, AMPC_TENSOR(y),        \
-                     AMPC_TENSOR(x), kernel_h, kernel_w, stride_h, stride_w,   \
-                     pad_h, pad_w);                                            \
-    });                                                                        \
-  }                                                                            \
-  ampc_status ampc_##NAME##_bwd(                                               \
-      ampc_context ctx, void *dx, ampc_dtype dx_dtype,                         \
-      const int64_t *dx_shape, int32_t dx_rank, const void *dy,                \
-      ampc_dtype dy_dtype, const int64_t *dy_shape, int32_t dy_rank,           \
-      const void *x, ampc_dtype x_dtype, const int64_t *x_shape,               \
-      int32_t x_rank, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,    \
-      int64_t stride_w, int64_t pad_h, int64_t pad_w) {                        \
-    return guard("ampc_" #NAME "_bwd", [&] {                                   \
-      return poolBwd("ampc_" #NAME "_bwd", IS_MAX, ctx, AMPC_TENSOR(dx),       \
-                     AMPC_TENSOR(dy), AMPC_TENSOR(x), kernel_h, kernel_w,      \
-                     stride_h, stride_w, pad_h, pad_w);                        \
-    });                                                                        \
-  }
+#define T(x) AMPC_TENSOR(x)
 
 extern "C" {
-
-#include "ampc/runtime_kernels.inc"
-
-ampc_status
-ampc_layer_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                    const int64_t *y_shape, int32_t y_rank, const void *x,
-                    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
-                    const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
-                    int32_t w_rank, const void *b, ampc_dtype b_dtype,
-                    const int64_t *b_shape, int32_t b_rank, double eps) {
-  return guard("ampc_layer_norm_fwd", [&] {
-    return normFwd("ampc_layer_norm_fwd", false, ctx, AMPC_TENSOR(y),
-                   AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(b), eps);
-  });
-}
-
-ampc_status ampc_layer_norm_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
-    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
-    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
-    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
-    const int64_t *w_shape, int32_t w_rank, double eps) {
-  return guard("ampc_layer_norm_bwd", [&] {
-    return normBwd("ampc_layer_norm_bwd", false, ctx, AMPC_TENSOR(dx),
-                   AMPC_TENSOR(dw), AMPC_TENSOR(db), AMPC_TENSOR(dy),
-                   AMPC_TENSOR(x), AMPC_TENSOR(w), eps);
-  });
-}
-
-ampc_status ampc_rms_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                              const int64_t *y_shape, int32_t y_rank,
-                              const void *x, ampc_dtype x_dtype,
-                              const int64_t *x_shape, int32_t x_rank,
-                              const void *w, ampc_dtype w_dtype,
-                              const int64_t *w_shape, int32_t w_rank,
-                              double eps) {
-  return guard("ampc_rms_norm_fwd", [&] {
-    const void *b = nullptr;
-    ampc_dtype b_dtype = AMPC_F32;
-    const int64_t *b_shape = nullptr;
-    int32_t b_rank = 0;
-    return normFwd("ampc_rms_norm_fwd", true, ctx, AMPC_TENSOR(y),
-                   AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(b), eps);
-  });
-}
-
-ampc_status ampc_rms_norm_bwd(
-    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
-    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
-    int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
-    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
-    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
-    const int64_t *w_shape, int32_t w_rank, double eps) {
-  return guard("ampc_rms_norm_bwd", [&] {
-    void *db = nullptr;
-    ampc_dtype db_dtype = AMPC_F32;
-    const int64_t *db_shape = nullptr;
-    int32_t db_rank = 0;
-    return normBwd("ampc_rms_norm_bwd", true, ctx, AMPC_TENSOR(dx),
-                   AMPC_TENSOR(dw), AMPC_TENSOR(db), AMPC_TENSOR(dy),
-                   AMPC_TENSOR(x), AMPC_TENSOR(w), eps);
-  });
-}
 
 ampc_status
 ampc_cross_entropy_fwd(ampc_context ctx, void *loss, ampc_dtype loss_dtype,
@@ -534,4 +496,125 @@ ampc_status ampc_mse_loss_bwd(
   });
 }
 
+ampc_status ampc_l1_loss_fwd(ampc_context ctx, AMPC_OUT_PARAM(loss),
+                             AMPC_IN_PARAM(a), AMPC_IN_PARAM(b),
+                             ampc_reduction reduction) {
+  const char *fn = "ampc_l1_loss_fwd";
+  return guard(fn, [&] {
+    return pairLossFwd(fn, ctx, kL1, T(loss), T(a), T(b), reduction);
+  });
+}
+
+ampc_status ampc_l1_loss_bwd(ampc_context ctx, AMPC_OUT_PARAM(da),
+                             AMPC_OUT_PARAM(db), AMPC_IN_PARAM(dloss), AMPC_IN_PARAM(a),
+                             AMPC_IN_PARAM(b), ampc_reduction reduction) {
+  const char *fn = "ampc_l1_loss_bwd";
+  return guard(fn, [&] {
+    return pairLossBwd(fn, ctx, kL1, T(da), T(db), T(dloss), T(a), T(b),
+                       reduction);
+  });
+}
+
+ampc_status ampc_smooth_l1_loss_fwd(ampc_context ctx, AMPC_OUT_PARAM(loss),
+                                    AMPC_IN_PARAM(a), AMPC_IN_PARAM(b), double beta,
+                                    ampc_reduction reduction) {
+  const char *fn = "ampc_smooth_l1_loss_fwd";
+  return guard(fn, [&]() -> ampc_status {
+    if (!(beta >= 0.0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: beta must not be negative", fn);
+    return pairLossFwd(fn, ctx, smoothL1(beta), T(loss), T(a), T(b),
+                       reduction);
+  });
+}
+
+ampc_status ampc_smooth_l1_loss_bwd(ampc_context ctx, AMPC_OUT_PARAM(da),
+                                    AMPC_OUT_PARAM(db), AMPC_IN_PARAM(dloss),
+                                    AMPC_IN_PARAM(a), AMPC_IN_PARAM(b), double beta,
+                                    ampc_reduction reduction) {
+  const char *fn = "ampc_smooth_l1_loss_bwd";
+  return guard(fn, [&]() -> ampc_status {
+    if (!(beta >= 0.0))
+      return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                      "%s: beta must not be negative", fn);
+    return pairLossBwd(fn, ctx, smoothL1(beta), T(da), T(db), T(dloss), T(a),
+                       T(b), reduction);
+  });
+}
+
+ampc_status ampc_kl_div_fwd(ampc_context ctx, AMPC_OUT_PARAM(loss),
+                            AMPC_IN_PARAM(a), AMPC_IN_PARAM(b),
+                            ampc_reduction reduction, int32_t log_target) {
+  const char *fn = "ampc_kl_div_fwd";
+  return guard(fn, [&] {
+    return pairLossFwd(fn, ctx, klDiv(log_target), T(loss), T(a), T(b),
+                       reduction);
+  });
+}
+
+ampc_status ampc_kl_div_bwd(ampc_context ctx, AMPC_OUT_PARAM(da), AMPC_OUT_PARAM(db),
+                            AMPC_IN_PARAM(dloss), AMPC_IN_PARAM(a), AMPC_IN_PARAM(b),
+                            ampc_reduction reduction, int32_t log_target) {
+  const char *fn = "ampc_kl_div_bwd";
+  return guard(fn, [&] {
+    return pairLossBwd(fn, ctx, klDiv(log_target), T(da), T(db), T(dloss),
+                       T(a), T(b), reduction);
+  });
+}
+
+ampc_status ampc_nll_loss_fwd(ampc_context ctx, AMPC_OUT_PARAM(loss),
+                              AMPC_IN_PARAM(logp), AMPC_IN_PARAM(labels),
+                              int64_t ignore_index, ampc_reduction reduction,
+                              int32_t site) {
+  const char *fn = "ampc_nll_loss_fwd";
+  return guard(fn, [&] {
+    return nllFwd(fn, ctx, T(loss), T(logp), T(labels), ignore_index,
+                  reduction, site);
+  });
+}
+
+ampc_status ampc_nll_loss_bwd(ampc_context ctx, AMPC_OUT_PARAM(dlogp),
+                              AMPC_IN_PARAM(dloss), AMPC_IN_PARAM(logp),
+                              AMPC_IN_PARAM(labels), int64_t ignore_index,
+                              ampc_reduction reduction) {
+  const char *fn = "ampc_nll_loss_bwd";
+  return guard(fn, [&] {
+    return nllBwd(fn, ctx, T(dlogp), T(dloss), T(logp), T(labels),
+                  ignore_index, reduction);
+  });
+}
+
+#define AMPC_BCE_LOSS(NAME, TERM)                                             \
+  ampc_status ampc_##NAME##_fwd(                                               \
+      ampc_context ctx, void *loss, ampc_dtype loss_dtype,                     \
+      const int64_t *loss_shape, int32_t loss_rank, const void *a,             \
+      ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank,              \
+      const void *b, ampc_dtype b_dtype, const int64_t *b_shape,               \
+      int32_t b_rank) {                                                        \
+    return guard("ampc_" #NAME "_fwd", [&] {                                   \
+      return lossFwd("ampc_" #NAME "_fwd", BinaryOp::TERM, ctx,                \
+                     AMPC_TENSOR(loss), AMPC_TENSOR(a), AMPC_TENSOR(b));       \
+    });                                                                        \
+  }                                                                            \
+  ampc_status ampc_##NAME##_bwd(                                               \
+      ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
+      const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
+      const int64_t *db_shape, int32_t db_rank, const void *dloss,             \
+      ampc_dtype dloss_dtype, const int64_t *dloss_shape, int32_t dloss_rank,  \
+      const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
+      int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
+      const int64_t *b_shape, int32_t b_rank) {                                \
+    return guard("ampc_" #NAME "_bwd", [&] {                                   \
+      return lossBwd("ampc_" #NAME "_bwd", BinaryOp::TERM, ctx,                \
+                     AMPC_TENSOR(da), AMPC_TENSOR(db), AMPC_TENSOR(dloss),     \
+                     AMPC_TENSOR(a), AMPC_TENSOR(b));                          \
+    });                                                                        \
+  }
+
+AMPC_BCE_LOSS(binary_cross_entropy, Bce)
+AMPC_BCE_LOSS(binary_cross_entropy_with_logits, BceLogits)
+#undef AMPC_BCE_LOSS
+
 } // extern "C"
+
+#undef T

@@ -1,4 +1,4 @@
-//===- api_add_gemm.cpp - The GEMM-plus-add family --------------*- C++ -*-===//
+//===- api_matmul_add.cpp - The GEMM-plus-add family ----------*- C++ -*-===//
 //
 // Entry points of addmm, baddbmm, addbmm, addmv and addr (PyTorch's fp16
 // autocast list; the ops of TGMatmulOps.td). Each is one GEMM (the backend's

@@ -1,12 +1,16 @@
-//===- api_norm_dropout.cpp - batch norm and dropout entry points ---------===//
+//===- api_norm.cpp - layer, RMS, group and batch norm ---------*- C++ -*-===//
 //
-// Validation of ampc_batch_norm_*, ampc_dropout_fwd, ampc_dropout_ranked_fwd
-// (the mask of data-parallel ranks: the communicator attached to the
-// context gives the rank and the world) and ampc_counter_next; the backends
-// run the shared scalar code of norm_ops.h.
+// Validation of ampc_layer_norm_*, ampc_rms_norm_*, ampc_group_norm_* and
+// ampc_batch_norm_*. Layer and RMS norm run the backend's norm primitive,
+// batch norm the shared scalar code of norm_ops.h; group norm is composed
+// of the backend's primitives (f32 intermediates, one rounding per
+// result). The synchronised batch norm of data-parallel runs is in
+// api_sync_batch_norm.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "common.h"
+#include "composed.h"
+
+#include <vector>
 
 using namespace ampc;
 
@@ -34,49 +38,195 @@ ampc_status bnGeometry(const char *fn, const TensorArg &x,
   return AMPC_OK;
 }
 
-/// ampc_dropout_fwd and ampc_dropout_ranked_fwd: `sampleElems` 0 is the
-/// former (every element draws its own index's mask).
-ampc_status dropoutCall(const char *fn, ampc_context ctx, const TensorArg &ty,
-                        const TensorArg &tx, const void *step, uint64_t seed,
-                        double p, int64_t key, int64_t sampleElems) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ys, xs;
-  AMPC_TRY(parseTensor(fn, ty, kFloatDtype, true, ys));
-  AMPC_TRY(parseTensor(fn, tx, kFloatDtype, true, xs));
-  if (ys != xs)
-    return shapeError(fn, "y", ys, xs);
-  if (!step)
-    return setError(AMPC_ERROR_NULL_POINTER, "%s: step is NULL", fn);
-  if (!(p >= 0.0 && p < 1.0))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: p must be in [0, 1), got %g", fn, p);
-  if (key < 0 || key >= (int64_t(1) << 31))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: key must be in [0, 2^31)", fn);
-  int64_t numel = xs.numel();
-  if (sampleElems < 0 || (sampleElems > 0 && numel % sampleElems != 0))
-    return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                    "%s: sample_elems must be 0 or divide the %lld elements "
-                    "of x, got %lld",
-                    fn, static_cast<long long>(numel),
-                    static_cast<long long>(sampleElems));
-  if (numel == 0)
+/// Checks x [..., C] against an optional per-feature tensor of shape [C].
+ampc_status featureShape(const char *fn, const TensorArg &t, const Shape &xs,
+                         Shape &ts) {
+  AMPC_TRY(parseTensor(fn, t, kFloatDtype, false, ts));
+  if (!t.data)
     return AMPC_OK;
-  DropoutShard shard;
-  if (sampleElems > 0 && ctx->comm) {
-    int32_t rank = 0, size = 1;
-    AMPC_TRY(ampc_comm_rank(ctx->comm, &rank));
-    AMPC_TRY(ampc_comm_size(ctx->comm, &size));
-    if (size > 1)
-      shard = DropoutShard{size, rank, sampleElems};
-  }
-  return ctx->backend->dropout(ty.buf(), tx.buf(),
-                               static_cast<const int32_t *>(step), seed,
-                               static_cast<uint64_t>(key),
-                               static_cast<float>(p), numel, shard);
+  Shape want;
+  want.rank = 1;
+  want.d[0] = xs.d[xs.rank - 1];
+  if (ts != want)
+    return shapeError(fn, t.name, ts, want);
+  return AMPC_OK;
 }
 
+ampc_status normFwd(const char *fn, bool rms, ampc_context ctx,
+                    const TensorArg &y, const TensorArg &x, const TensorArg &w,
+                    const TensorArg &b, double eps) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape ys, xs, ws, bs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  if (xs.rank == 0)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
+  if (ys != xs)
+    return shapeError(fn, y.name, ys, xs);
+  AMPC_TRY(featureShape(fn, w, xs, ws));
+  AMPC_TRY(featureShape(fn, b, xs, bs));
+  if (!(eps >= 0))
+    return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: eps must be >= 0", fn);
+  int64_t cols = xs.d[xs.rank - 1];
+  if (xs.numel() == 0)
+    return AMPC_OK;
+  return ctx->backend->norm(rms, y.buf(), x.buf(), w.buf(), b.buf(),
+                            xs.numel() / cols, cols, static_cast<float>(eps));
+}
+
+ampc_status normBwd(const char *fn, bool rms, ampc_context ctx,
+                    const TensorArg &dx, const TensorArg &dw,
+                    const TensorArg &db, const TensorArg &dy,
+                    const TensorArg &x, const TensorArg &w, double eps) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape dxs, dys, xs, ws, dws, dbs;
+  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, false, dxs));
+  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  if (xs.rank == 0)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH, "%s: x must have rank >= 1", fn);
+  if (dys != xs)
+    return shapeError(fn, dy.name, dys, xs);
+  if (dx.data && dxs != xs)
+    return shapeError(fn, dx.name, dxs, xs);
+  AMPC_TRY(featureShape(fn, w, xs, ws));
+  AMPC_TRY(featureShape(fn, dw, xs, dws));
+  AMPC_TRY(featureShape(fn, db, xs, dbs));
+  int64_t cols = xs.d[xs.rank - 1];
+  if (cols == 0)
+    return AMPC_OK;
+  return ctx->backend->normBwd(rms, dx.buf(), dw.buf(), db.buf(), dy.buf(),
+                               x.buf(), w.buf(), xs.numel() / cols, cols,
+                               static_cast<float>(eps));
+}
+
+//===----------------------------------------------------------------------===//
+// group_norm
+//===----------------------------------------------------------------------===//
+
+struct GroupGeom {
+  Shape v3, c3; // x as [N, C, HW]; w, b as [1, C, 1]
+  int64_t rows, cols;
+};
+
+ampc_status groupGeom(const char *fn, const Shape &xs, const Shape &ws,
+                      int64_t groups, GroupGeom &g) {
+  if (xs.rank < 2)
+    return setError(AMPC_ERROR_SHAPE_MISMATCH,
+                    "%s: x must be [N, C, ...], got %s", fn, xs.str().c_str());
+  int64_t c = xs.d[1];
+  if (groups < 1 || c % groups != 0)
+    return setError(AMPC_ERROR_INVALID_ARGUMENT,
+                    "%s: %lld channels are not divisible into %lld groups", fn,
+                    static_cast<long long>(c), static_cast<long long>(groups));
+  Shape want;
+  want.rank = 1;
+  want.d[0] = c;
+  if (ws != want)
+    return shapeError(fn, "w", ws, want);
+  int64_t hw = 1;
+  for (int i = 2; i < xs.rank; ++i)
+    hw *= xs.d[i];
+  g.v3 = Shape();
+  g.v3.rank = 3;
+  g.v3.d[0] = xs.d[0];
+  g.v3.d[1] = c;
+  g.v3.d[2] = hw;
+  g.c3 = Shape();
+  g.c3.rank = 3;
+  g.c3.d[0] = 1;
+  g.c3.d[1] = c;
+  g.c3.d[2] = 1;
+  g.rows = xs.d[0] * groups;
+  g.cols = c / groups * hw;
+  return AMPC_OK;
+}
+
+ampc_status groupNormFwd(const char *fn, ampc_context ctx, const TensorArg &y,
+                         const TensorArg &x, const TensorArg &w,
+                         const TensorArg &b, int64_t groups, double eps) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape xs, ys, ws, bs;
+  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
+  GroupGeom g;
+  AMPC_TRY(groupGeom(fn, xs, ws, groups, g));
+  if (bs != ws)
+    return shapeError(fn, b.name, bs, ws);
+  if (ys != xs)
+    return shapeError(fn, y.name, ys, xs);
+  int64_t n = xs.numel();
+  if (n == 0)
+    return AMPC_OK;
+  Kit k(*ctx->backend);
+  Buf xh;
+  AMPC_TRY(k.f32(n, xh));
+  Buf none{nullptr, AMPC_F32};
+  AMPC_TRY(k.be.norm(false, xh, x.buf(), none, none, g.rows, g.cols,
+                     static_cast<float>(eps)));
+  AMPC_TRY(k.bin(BinaryOp::Mul, xh, g.v3, xh, g.v3, w.buf(), g.c3));
+  return k.bin(BinaryOp::Add, y.buf(), g.v3, xh, g.v3, b.buf(), g.c3);
+}
+
+ampc_status groupNormBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
+                         const TensorArg &dw, const TensorArg &db,
+                         const TensorArg &dy, const TensorArg &x,
+                         const TensorArg &w, int64_t groups, double eps) {
+  AMPC_TRY(checkContext(fn, ctx));
+  Shape dxs, dws, dbs, dys, xs, ws;
+  AMPC_TRY(parseTensor(fn, dx, kFloatDtype, false, dxs));
+  AMPC_TRY(parseTensor(fn, dw, kFloatDtype, false, dws));
+  AMPC_TRY(parseTensor(fn, db, kFloatDtype, false, dbs));
+  AMPC_TRY(parseTensor(fn, dy, kFloatDtype, true, dys));
+  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
+  AMPC_TRY(parseTensor(fn, w, kFloatDtype, true, ws));
+  GroupGeom g;
+  AMPC_TRY(groupGeom(fn, xs, ws, groups, g));
+  if (dys != xs)
+    return shapeError(fn, dy.name, dys, xs);
+  if (dx.data && dxs != xs)
+    return shapeError(fn, dx.name, dxs, xs);
+  if (dw.data && dws != ws)
+    return shapeError(fn, dw.name, dws, ws);
+  if (db.data && dbs != ws)
+    return shapeError(fn, db.name, dbs, ws);
+  Kit k(*ctx->backend);
+  int64_t n = xs.numel();
+  if (n == 0) {
+    if (dw.data)
+      AMPC_TRY(k.be.fill(dw.buf(), ws.numel(), 0.0));
+    if (db.data)
+      AMPC_TRY(k.be.fill(db.buf(), ws.numel(), 0.0));
+    return AMPC_OK;
+  }
+  Buf none{nullptr, AMPC_F32};
+  bool spatial[3] = {true, false, true};
+  if (dx.data) {
+    // The gradient of the normalised x is dy * w; the group statistics'
+    // backward is layer norm's over each group's row.
+    Buf gx;
+    AMPC_TRY(k.f32(n, gx));
+    AMPC_TRY(k.bin(BinaryOp::Mul, gx, g.v3, dy.buf(), g.v3, w.buf(), g.c3));
+    AMPC_TRY(k.be.normBwd(false, dx.buf(), none, none, gx, x.buf(), none,
+                          g.rows, g.cols, static_cast<float>(eps)));
+  }
+  if (dw.data) {
+    Buf xh;
+    AMPC_TRY(k.f32(n, xh));
+    AMPC_TRY(k.be.norm(false, xh, x.buf(), none, none, g.rows, g.cols,
+                       static_cast<float>(eps)));
+    AMPC_TRY(k.bin(BinaryOp::Mul, xh, g.v3, xh, g.v3, dy.buf(), g.v3));
+    AMPC_TRY(k.reduce(ReduceOp::Sum, dw.buf(), xh, g.v3, spatial));
+  }
+  if (db.data)
+    AMPC_TRY(k.reduce(ReduceOp::Sum, db.buf(), dy.buf(), g.v3, spatial));
+  return AMPC_OK;
+}
 } // namespace
+
+#define T(x) AMPC_TENSOR(x)
 
 extern "C" {
 
@@ -180,43 +330,89 @@ ampc_status ampc_batch_norm_update(
   });
 }
 
-ampc_status ampc_dropout_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
-                             const int64_t *y_shape, int32_t y_rank,
-                             const void *x, ampc_dtype x_dtype,
-                             const int64_t *x_shape, int32_t x_rank,
-                             const void *step, uint64_t seed, double p,
-                             int64_t key) {
-  const char *fn = "ampc_dropout_fwd";
-  return guard(fn, [&] {
-    return dropoutCall(fn, ctx, AMPC_TENSOR(y), AMPC_TENSOR(x), step, seed, p,
-                       key, 0);
+ampc_status
+ampc_layer_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                    const int64_t *y_shape, int32_t y_rank, const void *x,
+                    ampc_dtype x_dtype, const int64_t *x_shape, int32_t x_rank,
+                    const void *w, ampc_dtype w_dtype, const int64_t *w_shape,
+                    int32_t w_rank, const void *b, ampc_dtype b_dtype,
+                    const int64_t *b_shape, int32_t b_rank, double eps) {
+  return guard("ampc_layer_norm_fwd", [&] {
+    return normFwd("ampc_layer_norm_fwd", false, ctx, AMPC_TENSOR(y),
+                   AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(b), eps);
   });
 }
 
-ampc_status ampc_dropout_ranked_fwd(ampc_context ctx, void *y,
-                                    ampc_dtype y_dtype, const int64_t *y_shape,
-                                    int32_t y_rank, const void *x,
-                                    ampc_dtype x_dtype, const int64_t *x_shape,
-                                    int32_t x_rank, const void *step,
-                                    uint64_t seed, double p, int64_t key,
-                                    int64_t sample_elems) {
-  const char *fn = "ampc_dropout_ranked_fwd";
-  return guard(fn, [&] {
-    return dropoutCall(fn, ctx, AMPC_TENSOR(y), AMPC_TENSOR(x), step, seed, p,
-                       key, sample_elems);
+ampc_status ampc_layer_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, void *db, ampc_dtype db_dtype, const int64_t *db_shape,
+    int32_t db_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps) {
+  return guard("ampc_layer_norm_bwd", [&] {
+    return normBwd("ampc_layer_norm_bwd", false, ctx, AMPC_TENSOR(dx),
+                   AMPC_TENSOR(dw), AMPC_TENSOR(db), AMPC_TENSOR(dy),
+                   AMPC_TENSOR(x), AMPC_TENSOR(w), eps);
   });
 }
 
-ampc_status ampc_counter_next(ampc_context ctx, void *next,
-                              const void *counter) {
-  const char *fn = "ampc_counter_next";
+ampc_status ampc_rms_norm_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
+                              const int64_t *y_shape, int32_t y_rank,
+                              const void *x, ampc_dtype x_dtype,
+                              const int64_t *x_shape, int32_t x_rank,
+                              const void *w, ampc_dtype w_dtype,
+                              const int64_t *w_shape, int32_t w_rank,
+                              double eps) {
+  return guard("ampc_rms_norm_fwd", [&] {
+    const void *b = nullptr;
+    ampc_dtype b_dtype = AMPC_F32;
+    const int64_t *b_shape = nullptr;
+    int32_t b_rank = 0;
+    return normFwd("ampc_rms_norm_fwd", true, ctx, AMPC_TENSOR(y),
+                   AMPC_TENSOR(x), AMPC_TENSOR(w), AMPC_TENSOR(b), eps);
+  });
+}
+
+ampc_status ampc_rms_norm_bwd(
+    ampc_context ctx, void *dx, ampc_dtype dx_dtype, const int64_t *dx_shape,
+    int32_t dx_rank, void *dw, ampc_dtype dw_dtype, const int64_t *dw_shape,
+    int32_t dw_rank, const void *dy, ampc_dtype dy_dtype,
+    const int64_t *dy_shape, int32_t dy_rank, const void *x, ampc_dtype x_dtype,
+    const int64_t *x_shape, int32_t x_rank, const void *w, ampc_dtype w_dtype,
+    const int64_t *w_shape, int32_t w_rank, double eps) {
+  return guard("ampc_rms_norm_bwd", [&] {
+    void *db = nullptr;
+    ampc_dtype db_dtype = AMPC_F32;
+    const int64_t *db_shape = nullptr;
+    int32_t db_rank = 0;
+    return normBwd("ampc_rms_norm_bwd", true, ctx, AMPC_TENSOR(dx),
+                   AMPC_TENSOR(dw), AMPC_TENSOR(db), AMPC_TENSOR(dy),
+                   AMPC_TENSOR(x), AMPC_TENSOR(w), eps);
+  });
+}
+
+ampc_status ampc_group_norm_fwd(ampc_context ctx, AMPC_OUT_PARAM(y),
+                                AMPC_IN_PARAM(x), AMPC_IN_PARAM(w), AMPC_IN_PARAM(b),
+                                int64_t groups, double eps) {
+  const char *fn = "ampc_group_norm_fwd";
   return guard(fn, [&] {
-    AMPC_TRY(checkContext(fn, ctx));
-    if (!next || !counter)
-      return setError(AMPC_ERROR_NULL_POINTER, "%s: a NULL counter", fn);
-    return ctx->backend->counterNext(static_cast<int32_t *>(next),
-                                     static_cast<const int32_t *>(counter));
+    return groupNormFwd(fn, ctx, T(y), T(x), T(w), T(b), groups, eps);
+  });
+}
+
+ampc_status ampc_group_norm_bwd(ampc_context ctx, AMPC_OUT_PARAM(dx),
+                                AMPC_OUT_PARAM(dw), AMPC_OUT_PARAM(db),
+                                AMPC_IN_PARAM(dy), AMPC_IN_PARAM(x), AMPC_IN_PARAM(w),
+                                int64_t groups, double eps) {
+  const char *fn = "ampc_group_norm_bwd";
+  return guard(fn, [&] {
+    return groupNormBwd(fn, ctx, T(dx), T(dw), T(db), T(dy), T(x), T(w),
+                        groups, eps);
   });
 }
 
 } // extern "C"
+
+#undef T

@@ -1,23 +1,16 @@
-//===- api_jobs.cpp - where and the binary cross-entropy losses ------------===//
+//===- api_select.cpp - where and argmax -----------------------*- C++ -*-===//
 //
-// Composed from the backends' primitives (binary, binaryBwd, reduce, copy)
-// and the scalar variants of select_ops.h, so the CPU and CUDA backends run
-// them without code of their own. Nothing here waits on the device.
+// Selection: `where` picks each element from one of two tensors (composed
+// of the backend's binary primitive and the scalar terms of select_ops.h),
+// argmax the index of a dim's first maximum. Nothing here waits on the
+// device.
 //
 //===----------------------------------------------------------------------===//
-#include "common.h"
+#include "composed.h"
 
 using namespace ampc;
 
 namespace {
-
-/// A walk over `s` with all three operands contiguous.
-Walk denseWalk(const Shape &s) {
-  Walk w = contiguousWalk(s);
-  for (int i = 0; i < s.rank; ++i)
-    w.stride[2][i] = w.stride[0][i];
-  return w;
-}
 
 /// Strides of `s` broadcast against `full` (0 on broadcast dims); fails when
 /// `s` does not broadcast to `full`.
@@ -73,71 +66,6 @@ ampc_status whereImpl(const char *fn, ampc_context ctx, const TensorArg &y,
   AMPC_TRY(be.binary(BinaryOp::WhereFalse, b2, c.buf(), b.buf(), other));
   return be.binary(BinaryOp::Add, y.buf(), b1, b2, denseWalk(ys));
 }
-
-/// loss = mean(term(a, b)) over a and b of one shape.
-ampc_status lossFwd(const char *fn, BinaryOp term, ampc_context ctx,
-                    const TensorArg &loss, const TensorArg &a,
-                    const TensorArg &b) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape ls, as, bs;
-  AMPC_TRY(parseTensor(fn, loss, kFloatDtype, true, ls));
-  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
-  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
-  if (ls.rank != 0)
-    return shapeError(fn, loss.name, ls, Shape{});
-  if (as != bs)
-    return shapeError(fn, b.name, bs, as);
-  Backend &be = *ctx->backend;
-  int64_t n = as.numel();
-  Temp t(be);
-  AMPC_TRY(t.alloc(n * sizeof(float)));
-  Buf terms{t.get(), AMPC_F32};
-  if (n > 0)
-    AMPC_TRY(be.binary(term, terms, a.buf(), b.buf(), denseWalk(as)));
-  bool reduced[kMaxRank];
-  for (int i = 0; i < kMaxRank; ++i)
-    reduced[i] = true;
-  return reduceDims(be, ReduceOp::Mean, loss.buf(), terms, as, reduced);
-}
-
-/// da, db (either may be null) of mean(term(a, b)) from the scalar dloss.
-ampc_status lossBwd(const char *fn, BinaryOp term, ampc_context ctx,
-                    const TensorArg &da, const TensorArg &db,
-                    const TensorArg &dloss, const TensorArg &a,
-                    const TensorArg &b) {
-  AMPC_TRY(checkContext(fn, ctx));
-  Shape das, dbs, ds, as, bs;
-  AMPC_TRY(parseTensor(fn, da, kFloatDtype, false, das));
-  AMPC_TRY(parseTensor(fn, db, kFloatDtype, false, dbs));
-  AMPC_TRY(parseTensor(fn, dloss, kFloatDtype, true, ds));
-  AMPC_TRY(parseTensor(fn, a, kFloatDtype, true, as));
-  AMPC_TRY(parseTensor(fn, b, kFloatDtype, true, bs));
-  if (ds.rank != 0)
-    return shapeError(fn, dloss.name, ds, Shape{});
-  if (as != bs)
-    return shapeError(fn, b.name, bs, as);
-  if (da.data && das != as)
-    return shapeError(fn, da.name, das, as);
-  if (db.data && dbs != as)
-    return shapeError(fn, db.name, dbs, as);
-  int64_t n = as.numel();
-  if (n == 0)
-    return AMPC_OK;
-  Backend &be = *ctx->backend;
-  // dloss / n at every element: the mean's gradient, on the device.
-  Temp t(be);
-  AMPC_TRY(t.alloc(n * sizeof(float)));
-  Buf g{t.get(), AMPC_F32};
-  AMPC_TRY(broadcastTo(be, g, as, dloss.buf(), Shape{},
-                       static_cast<float>(1.0 / static_cast<double>(n))));
-  Walk w = denseWalk(as);
-  if (da.data)
-    AMPC_TRY(be.binaryBwd(term, 0, da.buf(), g, a.buf(), b.buf(), w));
-  if (db.data)
-    AMPC_TRY(be.binaryBwd(term, 1, db.buf(), g, a.buf(), b.buf(), w));
-  return AMPC_OK;
-}
-
 } // namespace
 
 extern "C" {
@@ -195,36 +123,5 @@ ampc_status ampc_argmax_fwd(ampc_context ctx, void *y, ampc_dtype y_dtype,
                                 outer, xs.d[d], inner);
   });
 }
-
-#define AMPC_JOBS_LOSS(NAME, TERM)                                             \
-  ampc_status ampc_##NAME##_fwd(                                               \
-      ampc_context ctx, void *loss, ampc_dtype loss_dtype,                     \
-      const int64_t *loss_shape, int32_t loss_rank, const void *a,             \
-      ampc_dtype a_dtype, const int64_t *a_shape, int32_t a_rank,              \
-      const void *b, ampc_dtype b_dtype, const int64_t *b_shape,               \
-      int32_t b_rank) {                                                        \
-    return guard("ampc_" #NAME "_fwd", [&] {                                   \
-      return lossFwd("ampc_" #NAME "_fwd", BinaryOp::TERM, ctx,                \
-                     AMPC_TENSOR(loss), AMPC_TENSOR(a), AMPC_TENSOR(b));       \
-    });                                                                        \
-  }                                                                            \
-  ampc_status ampc_##NAME##_bwd(                                               \
-      ampc_context ctx, void *da, ampc_dtype da_dtype,                         \
-      const int64_t *da_shape, int32_t da_rank, void *db, ampc_dtype db_dtype, \
-      const int64_t *db_shape, int32_t db_rank, const void *dloss,             \
-      ampc_dtype dloss_dtype, const int64_t *dloss_shape, int32_t dloss_rank,  \
-      const void *a, ampc_dtype a_dtype, const int64_t *a_shape,               \
-      int32_t a_rank, const void *b, ampc_dtype b_dtype,                       \
-      const int64_t *b_shape, int32_t b_rank) {                                \
-    return guard("ampc_" #NAME "_bwd", [&] {                                   \
-      return lossBwd("ampc_" #NAME "_bwd", BinaryOp::TERM, ctx,                \
-                     AMPC_TENSOR(da), AMPC_TENSOR(db), AMPC_TENSOR(dloss),     \
-                     AMPC_TENSOR(a), AMPC_TENSOR(b));                          \
-    });                                                                        \
-  }
-
-AMPC_JOBS_LOSS(binary_cross_entropy, Bce)
-AMPC_JOBS_LOSS(binary_cross_entropy_with_logits, BceLogits)
-#undef AMPC_JOBS_LOSS
 
 } // extern "C"

@@ -1,7 +1,7 @@
 //===- api_sync_batch_norm.cpp - batch norm over every rank's batch -------===//
 //
 // ampc_sync_batch_norm_fwd/_bwd/_update: the training-mode batch norm of
-// api_norm_dropout.cpp with its per-channel sums taken over the batches of
+// api_norm.cpp with its per-channel sums taken over the batches of
 // every rank of the context's communicator (ampc_context_set_comm), as
 // PyTorch's SyncBatchNorm. With no communicator attached, a communicator of
 // one rank, or `training` off, each entry point is the one-rank entry point

@@ -314,7 +314,7 @@ public:
                                      const TensorList &grads, int32_t *micro,
                                      int64_t k) = 0;
 
-  // Batch norm and dropout (docs/jobs.md; scalar code in norm_ops.h).
+  // Batch norm and dropout (docs/jobs.md; scalar code in norm_ops.h and dropout_ops.h).
   // The geometry is (N, C, inner); w, b, running_mean, running_var are [C].
   virtual ampc_status batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                                 bool training, int64_t n, int64_t c,

@@ -2,7 +2,7 @@
 //
 // The im2col + GEMM convolution of 1, 2 or 3 spatial dims that the conv1d,
 // conv2d, conv3d and conv_transpose* entry points share
-// (runtime/src/api_linalg.cpp): a 1-D convolution is a 2-D one of height 1,
+// (runtime/src/api_conv.cpp): a 1-D convolution is a 2-D one of height 1,
 // a 2-D one a 3-D one of depth 1 (ConvGeom's depth fields).
 //
 //===----------------------------------------------------------------------===//

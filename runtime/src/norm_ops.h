@@ -1,21 +1,18 @@
-//===- norm_ops.h - batch norm and dropout, per element --*- C++ -*-===//
+//===- norm_ops.h - Batch norm, per channel and per element ---*- C++ -*-===//
 //
-// The scalar code of ampc_batch_norm_* and ampc_dropout_fwd, shared by the
-// CPU loops and the CUDA kernels (compiled by both, see hd.h). Batch norm
-// accumulates each channel's sums in f64: the CPU backend loops over a
-// channel's values in order, the CUDA backend splits them over a block of
-// threads; both then apply the per-channel and per-element formulas below,
-// so they differ only in the order of the f64 sums. The dropout mask is a pure function
-// of (seed, key, step, element index), the index mapped by DropoutShard
-// under data-parallel ranks: the same bits on every backend.
+// The scalar code of ampc_batch_norm_*, shared by the CPU loops and the
+// CUDA kernels (compiled by both, see hd.h). Batch norm accumulates each
+// channel's sums in f64: the CPU backend loops over a channel's values in
+// order, the CUDA backend splits them over a block of threads; both then
+// apply the per-channel and per-element formulas below, so they differ only
+// in the order of the f64 sums. (Dropout's mask: dropout_ops.h.)
 //
 //===----------------------------------------------------------------------===//
-#ifndef AMPC_RUNTIME_SRC_NORM_DROPOUT_OPS_H
-#define AMPC_RUNTIME_SRC_NORM_DROPOUT_OPS_H
+#ifndef AMPC_RUNTIME_SRC_NORM_OPS_H
+#define AMPC_RUNTIME_SRC_NORM_OPS_H
 
 #include "backend.h"
 #include "half.h"
-#include "philox.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -175,32 +172,6 @@ AMPC_HD void bnUpdateChannel(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                momentum);
 }
 
-/// The high counter word of dropout op `key` at step `step`: the top bit
-/// keeps dropout streams apart from the initialisers' (whose high word is
-/// the argument index).
-AMPC_HD uint64_t dropoutStream(uint64_t key, uint32_t step) {
-  return (uint64_t(1) << 63) | (key << 32) | step;
-}
-
-/// The four draws elements 4 * (i / 4) to 4 * (i / 4) + 3 take their
-/// factors from.
-AMPC_HD Philox4 dropoutDraws(uint64_t seed, uint64_t stream, int64_t i) {
-  return philox4x32_10(static_cast<uint64_t>(i) >> 2, stream, seed);
-}
-
-/// Element i's factor from its four draws r: 0 (dropped) or scale.
-AMPC_HD float dropoutFactorOf(const Philox4 &r, int64_t i, float p,
-                              float scale) {
-  double u = uniformFromBits(r.v[i & 3]);
-  return u >= static_cast<double>(p) ? scale : 0.0f;
-}
-
-/// The factor element i is multiplied by: 0 (dropped) or 1 / (1 - p).
-AMPC_HD float dropoutFactor(uint64_t seed, uint64_t stream, int64_t i,
-                            float p, float scale) {
-  return dropoutFactorOf(dropoutDraws(seed, stream, i), i, p, scale);
-}
-
 } // namespace ampc
 
-#endif // AMPC_RUNTIME_SRC_NORM_DROPOUT_OPS_H
+#endif // AMPC_RUNTIME_SRC_NORM_OPS_H

@@ -72,9 +72,11 @@ template <typename T> AMPC_HD T sigmoidF(T x) { return 1.0f / (1.0f + mExp(-x));
 //   static float fwd(float a, float b);
 //   static float bwd(int which, float a, float b, float dy); // which: 0 a, 1 b
 
-// The terms of the reductions and losses of PyTorch's fp32 autocast list
-// (logsumexp, norm, group_norm, cosine_similarity, l1/smooth_l1/kl_div/nll).
+// The terms of the composed reductions and losses of PyTorch's fp32
+// autocast list (logsumexp, norm, cosine_similarity; smooth_l1, kl_div and
+// the binary cross-entropies).
 #include "reduction_ops.h"
+#include "loss_ops.h"
 
 struct AddFn {
   template <typename T> static AMPC_HD T fwd(T a, T b) { return a + b; }

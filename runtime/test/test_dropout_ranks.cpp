@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
 
+#include "src/dropout_ops.h"
 #include "src/norm_ops.h"
 
 #include <set>

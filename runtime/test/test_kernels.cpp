@@ -11,6 +11,7 @@
 //   bf16 out: rtol = atol = 2^-7
 //
 //===----------------------------------------------------------------------===//
+#include "src/dropout_ops.h"
 #include "src/norm_ops.h"
 #include "test_util.h"
 

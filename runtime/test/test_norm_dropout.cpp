@@ -6,6 +6,7 @@
 // backend (bit-identical dropout masks; skipped without a usable GPU).
 //
 //===----------------------------------------------------------------------===//
+#include "src/dropout_ops.h"
 #include "src/norm_ops.h"
 #include "test_util.h"
 

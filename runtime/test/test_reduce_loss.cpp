@@ -1,7 +1,8 @@
 //===- test_reduce_loss.cpp - fp32-list reductions, norms and losses -------===//
 //
-// The kernels of runtime/src/api_reduce_loss.cpp (logsumexp, norm, cumsum,
-// group_norm, cosine_similarity, l1/smooth_l1/kl_div/nll losses): edge cases
+// The composed kernels of runtime/src/api_reduction.cpp, api_norm.cpp and
+// api_loss.cpp (logsumexp, norm, cumsum, group_norm, cosine_similarity,
+// l1/smooth_l1/kl_div/nll losses): edge cases
 // on the CPU backend against values worked out by hand, argument errors,
 // nll_loss's label check word; then every entry point on the CUDA backend
 // against the CPU backend (skipped without a GPU). The broad value checks

@@ -2,7 +2,7 @@
 
 `philox4x32_10` is runtime/src/philox.h (Salmon et al., SC'11) on numpy
 uint32/uint64 arrays; `dropout_factor` is the mask of ampc's `dropout`
-(runtime/src/norm_dropout_ops.h, docs/language.md): element i of dropout op
+(runtime/src/dropout_ops.h, docs/language.md): element i of dropout op
 `key` at step `step` of a run with seed `seed` is kept, and multiplied by
 1 / (1 - p), when the 24-bit uniform of lane i % 4 of
 philox4x32_10(counter = (i // 4, 2^63 + key * 2^32 + step), key = seed) is
