@@ -1295,14 +1295,30 @@ public:
     int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
     if (dt < 0)
       return false;
-    // The dtypes convolve() widens to; no data is read.
+    // The dtypes convolve() hands on; no data is read.
     ConvCall call = c;
-    call.a.dtype = call.b.dtype = static_cast<ampc_dtype>(dt);
-    return onednn::plan(convs, call);
+    widenedDtypes(call, static_cast<ampc_dtype>(dt));
+    return onednn::plan(convs, call, static_cast<ampc_dtype>(dt));
   }
 
   int64_t primitives() const override {
     return static_cast<int64_t>(matmuls.size() + convs.size());
+  }
+
+  /// Whether operand `b` of dtype `t` is widened here before a oneDNN
+  /// convolution in dtype `dt`: weights not of dt (once per call; they are
+  /// small), and images or output gradients of a dtype oneDNN's path does
+  /// not widen itself (it takes f16 and bf16 ones as they are,
+  /// cpu_onednn_conv.h).
+  static bool widenedHere(ampc_dtype t, ampc_dtype dt, bool weights) {
+    return t != dt && (weights || (t != AMPC_F16 && t != AMPC_BF16));
+  }
+  static void widenedDtypes(ConvCall &call, ampc_dtype dt) {
+    bool bWeights = call.pass != ConvCall::BackwardWeights;
+    if (widenedHere(call.a.dtype, dt, false))
+      call.a.dtype = AMPC_F32;
+    if (widenedHere(call.b.dtype, dt, bWeights))
+      call.b.dtype = AMPC_F32;
   }
 
   bool convolve(const ConvCall &c, ampc_status &status) override {
@@ -1310,18 +1326,22 @@ public:
     if (dt < 0)
       return false;
     // Operands not of the primitive's dtype (f16, mixed, or bf16 where
-    // oneDNN has no bf16 units) are widened exactly to f32 first.
+    // oneDNN has no bf16 units) are widened exactly to f32: weights here,
+    // 16-bit images and output gradients by onednn::convolve as it blocks
+    // them.
     ConvCall call = c;
-    auto widen = [&](Buf &b, int64_t n, std::vector<float> &to) {
-      if (b.dtype == dt)
+    ampc_dtype want = static_cast<ampc_dtype>(dt);
+    bool bWeights = call.pass != ConvCall::BackwardWeights;
+    auto widen = [&](Buf &b, int64_t n, bool weights, std::vector<float> &to) {
+      if (!widenedHere(b.dtype, want, weights))
         return;
       to.resize(static_cast<size_t>(n));
       loadContigPar(b, n, to.data());
       b = Buf{to.data(), AMPC_F32};
     };
-    widen(call.a, call.aElems(), convWideA);
-    widen(call.b, call.bElems(), convWideB);
-    return onednn::convolve(convs, call, status);
+    widen(call.a, call.aElems(), false, convWideA);
+    widen(call.b, call.bElems(), bWeights, convWideB);
+    return onednn::convolve(convs, call, want, status);
   }
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {

@@ -650,6 +650,41 @@ void storeRow(Buf b, int64_t off, int64_t n, const float *in) {
 
 } // namespace
 
+void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
+                     float *dst) {
+  // A tile of `kTile` positions of the block's channels is widened into
+  // rows of `tile` (L1-sized), then transposed into dst's [position][block]
+  // order, 8x8 at a time in AVX registers where the CPU has AVX2.
+  constexpr int64_t kTile = 256;
+  thread_local float tile[16 * kTile];
+  int64_t blocks = (channels + block - 1) / block;
+  for (int64_t cb = 0; cb < blocks; ++cb) {
+    int64_t c0 = cb * block, nc = std::min<int64_t>(block, channels - c0);
+    for (int64_t s0 = 0; s0 < spatial; s0 += kTile) {
+      int64_t ts = std::min(kTile, spatial - s0);
+      for (int64_t c = 0; c < block; ++c) {
+        if (c < nc)
+          loadRow(src, (c0 + c) * spatial + s0, ts, tile + c * kTile);
+        else
+          std::fill(tile + c * kTile, tile + c * kTile + ts, 0.0f);
+      }
+      float *out = dst + (cb * spatial + s0) * block;
+      int64_t s8 = 0;
+#if AMPC_CPU_X86
+      if (haveAVX2()) {
+        s8 = ts / 8 * 8;
+        transposeBlocks(reinterpret_cast<uint32_t *>(out), block,
+                        reinterpret_cast<const uint32_t *>(tile), kTile, 0, s8,
+                        0, block);
+      }
+#endif
+      for (int64_t s = s8; s < ts; ++s)
+        for (int64_t c = 0; c < block; ++c)
+          out[s * block + c] = tile[c * kTile + s];
+    }
+  }
+}
+
 bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
                    bool mean) {
   if (!isFloat(yb.dtype) || !isFloat(xb.dtype))

@@ -7,6 +7,8 @@
 //  - strided copies (transposes, permutes, slices) moved as typed rows or
 //    cache-sized 2-D tiles instead of element by element through the dtype
 //    switch, 4-byte transposes in 8x8 blocks transposed in AVX registers;
+//  - images widened straight into oneDNN's channel-blocked layouts
+//    (toChannelBlocks), for convolutions on 16-bit operands that run in f32;
 //  - reductions whose reduced elements are strided (bias gradients: a column
 //    sum over rows) accumulated for a block of outputs at once, walking the
 //    reduced elements of every output in the same order as the plain loop, so
@@ -59,6 +61,16 @@ void f32ToBf16With(ConvertIsa isa, const float *in, uint16_t *out, int64_t n);
 /// size (operand 0 dst, operand 1 src); returns false (having done nothing)
 /// when the element size has no fast path.
 bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w);
+
+/// One image in oneDNN's channel-blocked layout (nC[D]HW8c, nC[D]HW16c):
+/// dst [ceil(channels / block)][spatial][block] (f32) = src [channels]
+/// [spatial] (f32, f16 or bf16, widened exactly), the block's channels past
+/// `channels` zero. `block` is 8 or 16. The values are src's, so a
+/// primitive reading dst computes what it would on src widened and then
+/// reordered; this is both in one pass over src (2 bytes read, 4 written
+/// per 16-bit element, against 2 + 4 + 4 + 4).
+void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
+                     float *dst);
 
 /// Sum or mean of x into y (both f32, f16 or bf16) for the walks of
 /// Backend::reduce when the output block path applies; returns false (having

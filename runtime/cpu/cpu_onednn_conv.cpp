@@ -8,6 +8,7 @@
 #include "cpu_onednn.h"
 #include "cpu_onednn_lib.h"
 
+#include "cpu_fast.h"
 #include "cpu_pool.h"
 
 #include "../src/backend.h"
@@ -36,6 +37,13 @@ struct Operand {
   dnnl_memory_desc_t user, prim;
   dnnl_primitive_t reorder = nullptr;
   size_t primBytes = 0;
+  /// Images and output gradients: [images, channels, spatial...] in the
+  /// plain layout, and the channel block (8 or 16; 0: none) when the
+  /// primitive's layout is f32 nC[D]HW8c / 16c, which 16-bit data enter
+  /// in one pass (cpufast::toChannelBlocks); paddedChannels of the block
+  /// layout.
+  int64_t images = 0, channels = 0, spatial = 0, paddedChannels = 0;
+  int block = 0;
 };
 
 struct State {
@@ -71,15 +79,43 @@ bool makeReorder(const Api &a, const dnnl_memory_desc_t &from,
   return st == dnnl_success;
 }
 
+/// The channel block (8 or 16) of an f32 image layout that is
+/// nC[D]HW8c or nC[D]HW16c, else 0.
+int channelBlock(const Api &a, const dnnl_memory_desc_t &md) {
+  if (md.data_type != dnnl_f32 || (md.ndims != 4 && md.ndims != 5))
+    return 0;
+  for (int b : {8, 16}) {
+    dnnl_format_tag_t tag =
+        md.ndims == 4 ? (b == 8 ? dnnl_nChw8c : dnnl_nChw16c)
+                      : (b == 8 ? dnnl_nCdhw8c : dnnl_nCdhw16c);
+    dnnl_memory_desc_t blocked;
+    if (a.dnnl_memory_desc_init_by_tag(&blocked, md.ndims, md.dims, dnnl_f32,
+                                       tag) == dnnl_success &&
+        a.dnnl_memory_desc_equal(&blocked, &md))
+      return b;
+  }
+  return 0;
+}
+
 /// The chosen layout of `what` in `pd` and the reorder from (toPrim) or to
-/// the plain layout.
+/// the plain layout; for images and output gradients (`image`), also their
+/// geometry and channel block.
 bool bind(const Api &a, dnnl_primitive_desc_t pd, dnnl_query_t what,
-          Operand &op, bool toPrim) {
+          Operand &op, bool toPrim, bool image) {
   const dnnl_memory_desc_t *md = a.dnnl_primitive_desc_query_md(pd, what, 0);
   if (!md)
     return false;
   op.prim = *md;
   op.primBytes = a.dnnl_memory_desc_get_size(&op.prim);
+  if (image) {
+    op.images = op.user.dims[0];
+    op.channels = op.user.dims[1];
+    op.spatial = 1;
+    for (int i = 2; i < op.user.ndims; ++i)
+      op.spatial *= op.user.dims[i];
+    op.block = channelBlock(a, op.prim);
+    op.paddedChannels = op.prim.padded_dims[1];
+  }
   return toPrim ? makeReorder(a, op.user, op.prim, op.reorder)
                 : makeReorder(a, op.prim, op.user, op.reorder);
 }
@@ -301,14 +337,14 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
   c->impl = impl ? impl : "?";
   bool ok =
       bind(a, pd, bwdData ? dnnl_query_diff_src_md : dnnl_query_src_md,
-           s->images, !bwdData) &&
+           s->images, !bwdData, true) &&
       bind(a, pd,
            bwdWeights ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
-           s->weights, !bwdWeights) &&
+           s->weights, !bwdWeights, false) &&
       bind(a, pd,
            key.pass == ConvPass::Forward ? dnnl_query_dst_md
                                          : dnnl_query_diff_dst_md,
-           s->outputs, key.pass != ConvPass::Forward);
+           s->outputs, key.pass != ConvPass::Forward, true);
   if (ok) {
     s->scratchpad =
         *a.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -340,62 +376,111 @@ bool unpackWeights(const Conv &c, const void *packed, float *dw) {
   return reorderWeights(c, packed, dw);
 }
 
-bool run(const Conv &c, const void *a, const void *b, void *out) {
+bool run(const Conv &c, const void *a, ampc_dtype aType, const void *b,
+         ampc_dtype bType, void *out) {
   const Api &api = library().api;
   const State &s = *static_cast<const State *>(c.state);
   dnnl_stream_t stream;
   void *scratch;
   if (!threadStream(stream, s.scratchpadBytes, scratch))
     return false;
-  // The calling thread's buffers for operands in the primitive's layout.
-  thread_local ThreadBuffer bufIn0, bufIn1, bufOut;
+  // The calling thread's buffers for operands in the primitive's layout,
+  // and for 16-bit ones widened in the plain layout.
+  thread_local ThreadBuffer bufIn0, bufIn1, bufOut, wide[2];
   OneThread one(api);
-  // (argument, operand, plain data, whether the primitive reads it)
+  // (argument, operand, plain data, whether the primitive reads it,
+  // whether it is already in the primitive's layout, its dtype)
   struct Arg {
     int arg;
     const Operand *op;
     void *plain;
     bool in;
-    bool packed; // already in the primitive's layout
+    bool packed;
+    ampc_dtype type;
   };
   Arg args[3] = {};
   void *wPtr = const_cast<void *>(b);
   switch (c.pass) {
   case ConvPass::Forward:
-    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false};
-    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true};
-    args[2] = {DNNL_ARG_DST, &s.outputs, out, false, false};
+    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false,
+               aType};
+    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true, bType};
+    args[2] = {DNNL_ARG_DST, &s.outputs, out, false, false, AMPC_F32};
     break;
   case ConvPass::BackwardData:
     args[0] = {DNNL_ARG_DIFF_DST, &s.outputs, const_cast<void *>(a), true,
-               false};
-    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true};
-    args[2] = {DNNL_ARG_DIFF_SRC, &s.images, out, false, false};
+               false, aType};
+    args[1] = {DNNL_ARG_WEIGHTS, &s.weights, wPtr, true, true, bType};
+    args[2] = {DNNL_ARG_DIFF_SRC, &s.images, out, false, false, AMPC_F32};
     break;
   case ConvPass::BackwardWeights:
-    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false};
-    args[1] = {DNNL_ARG_DIFF_DST, &s.outputs, wPtr, true, false};
-    args[2] = {DNNL_ARG_DIFF_WEIGHTS, &s.weights, out, false, true};
+    args[0] = {DNNL_ARG_SRC, &s.images, const_cast<void *>(a), true, false,
+               aType};
+    args[1] = {DNNL_ARG_DIFF_DST, &s.outputs, wPtr, true, false, bType};
+    args[2] = {DNNL_ARG_DIFF_WEIGHTS, &s.weights, out, false, true, AMPC_F32};
     break;
   }
   ThreadBuffer *bufs[3] = {&bufIn0, &bufIn1, &bufOut};
   void *primData[3];
   bool ok = true;
+  auto buffer = [&](ThreadBuffer &t, size_t bytes) {
+    void *p = t.get(bytes);
+    if (!p)
+      setError(AMPC_ERROR_OUT_OF_MEMORY,
+               "cpu backend: cannot allocate %zu bytes for a convolution "
+               "operand",
+               bytes);
+    return p;
+  };
   for (int i = 0; i < 3 && ok; ++i) {
     const Arg &g = args[i];
+    const Operand &op = *g.op;
     primData[i] = g.plain;
-    if (g.packed || !g.op->reorder)
+    if (g.packed)
       continue;
-    primData[i] = bufs[i]->get(g.op->primBytes);
+    // 16-bit images (or output gradients) of an f32 primitive (f16, or
+    // bf16 without bf16 units) are widened exactly on the way in: straight
+    // into a channel-blocked layout, else into a plain f32 buffer that is
+    // then reordered like f32 data.
+    bool widen = g.in && op.prim.data_type == dnnl_f32 &&
+                 (g.type == AMPC_F16 || g.type == AMPC_BF16);
+    if (!widen && !op.reorder)
+      continue;
+    if (widen && op.block) {
+      float *to = static_cast<float *>(buffer(*bufs[i], op.primBytes));
+      if (!to)
+        return false;
+      int64_t image = op.channels * op.spatial;
+      for (int64_t n = 0; n < op.images; ++n)
+        cpufast::toChannelBlocks(
+            Buf{static_cast<char *>(g.plain) + n * image * 2, g.type},
+            op.channels, op.spatial, op.block,
+            to + n * op.paddedChannels * op.spatial);
+      primData[i] = to;
+      continue;
+    }
+    const void *from = g.plain;
+    if (widen) {
+      int64_t n = op.images * op.channels * op.spatial;
+      float *w =
+          static_cast<float *>(buffer(wide[i], static_cast<size_t>(n) * 4));
+      if (!w)
+        return false;
+      const uint16_t *h = static_cast<const uint16_t *>(g.plain);
+      if (g.type == AMPC_F16)
+        cpufast::f16ToF32N(h, w, n);
+      else
+        cpufast::bf16ToF32N(h, w, n);
+      from = primData[i] = w;
+      if (!op.reorder)
+        continue;
+    }
+    primData[i] = buffer(*bufs[i], op.primBytes);
     if (!primData[i])
-      return setError(AMPC_ERROR_OUT_OF_MEMORY,
-                      "cpu backend: cannot allocate %zu bytes for a "
-                      "convolution operand",
-                      g.op->primBytes),
-             false;
+      return false;
     if (g.in)
-      ok = runReorder(api, stream, g.op->reorder, g.op->user, g.plain,
-                      g.op->prim, primData[i]);
+      ok = runReorder(api, stream, op.reorder, op.user, from, op.prim,
+                      primData[i]);
   }
   dnnl_memory_t mem[4] = {};
   for (int i = 0; i < 3 && ok; ++i)
@@ -468,14 +553,26 @@ struct Chunks {
         count((n + chunk - 1) / chunk), tail(n - (count - 1) * chunk) {}
 };
 
+/// Whether `call`'s operands can feed primitives of dtype `dt` (f32 or
+/// bf16): weights (forward, backward data) of dt itself; images and output
+/// gradients of dt, or 16-bit ones widened on the way in when dt is f32.
+bool operandsFit(const ConvCall &call, ampc_dtype dt) {
+  auto fits = [&](ampc_dtype t, bool weights) {
+    return t == dt ||
+           (!weights && dt == AMPC_F32 && (t == AMPC_F16 || t == AMPC_BF16));
+  };
+  return (dt == AMPC_F32 || dt == AMPC_BF16) && fits(call.a.dtype, false) &&
+         fits(call.b.dtype, call.pass != ConvCall::BackwardWeights);
+}
+
 /// The primitives of `call`'s chunks (plans[0] a full chunk's, plans[1] the
-/// last one's), made or found in `cache`; false when oneDNN has none for
-/// them or the operands are not both f32 or both bf16. Reads no data.
-bool chunkPlans(ConvCache &cache, const ConvCall &call, const Chunks &c,
-                const Conv *plans[2]) {
+/// last one's) in dtype `dt`, made or found in `cache`; false when oneDNN
+/// has none for them or the operands do not fit (operandsFit). Reads no
+/// data.
+bool chunkPlans(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
+                const Chunks &c, const Conv *plans[2]) {
   const ConvGeom &g = call.g;
-  if (call.a.dtype != call.b.dtype ||
-      (call.a.dtype != AMPC_F32 && call.a.dtype != AMPC_BF16))
+  if (!operandsFit(call, dt))
     return false;
   ConvPass pass = call.pass == ConvCall::Forward        ? ConvPass::Forward
                   : call.pass == ConvCall::BackwardData ? ConvPass::BackwardData
@@ -492,7 +589,7 @@ bool chunkPlans(ConvCache &cache, const ConvCall &call, const Chunks &c,
               {g.sd, g.sh, g.sw},
               {g.pd, g.ph, g.pw},
               {g.dd, g.dh, g.dw},
-              call.a.dtype};
+              dt};
     return k;
   };
   std::string why;
@@ -503,21 +600,22 @@ bool chunkPlans(ConvCache &cache, const ConvCall &call, const Chunks &c,
 
 } // namespace
 
-bool plan(ConvCache &cache, const ConvCall &call) {
+bool plan(ConvCache &cache, const ConvCall &call, ampc_dtype dt) {
   const Conv *plans[2];
-  return chunkPlans(cache, call, Chunks(call.n), plans);
+  return chunkPlans(cache, call, dt, Chunks(call.n), plans);
 }
 
-bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
+bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
+              ampc_status &status) {
   const ConvGeom &g = call.g;
   Chunks ch(call.n);
   int64_t chunk = ch.chunk, chunks = ch.count;
   const Conv *plans[2];
-  if (!chunkPlans(cache, call, ch, plans))
+  if (!chunkPlans(cache, call, dt, ch, plans))
     return false;
   ConvPass pass = plans[0]->pass;
   auto planOf = [&](int64_t i) { return plans[i == chunks - 1 ? 1 : 0]; };
-  size_t opSize = call.a.dtype == AMPC_BF16 ? 2 : 4;
+  size_t aSize = dtypeSize(call.a.dtype), bSize = dtypeSize(call.b.dtype);
   int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
   int64_t outElems = call.outChannels * g.columns();
   int64_t weightElems = call.outChannels * g.rows();
@@ -552,8 +650,8 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
     cpupool::parallelFor(chunks, [&](int64_t i) {
       const Conv *c = planOf(i);
       void *w = packed[c == plans[0] ? 0 : 1];
-      if (!run(*c, at(call.a, i * chunk * readElems, opSize), w,
-               call.out + i * chunk * inElems))
+      if (!run(*c, at(call.a, i * chunk * readElems, aSize), call.a.dtype, w,
+               dt, call.out + i * chunk * inElems))
         failed = true;
     });
   } else {
@@ -576,8 +674,8 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
       thread_local size_t ownBytes = 0;
       void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
       if (!grad ||
-          !run(*c, at(call.a, i * chunk * imageElems, opSize),
-               at(call.b, i * chunk * outElems, opSize), grad) ||
+          !run(*c, at(call.a, i * chunk * imageElems, aSize), call.a.dtype,
+               at(call.b, i * chunk * outElems, bSize), call.b.dtype, grad) ||
           !unpackWeights(*c, grad, part + i * weightElems))
         failed = true;
     });
@@ -601,8 +699,10 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_status &status) {
 
 bool nativeBf16() { return false; }
 int convDtype(ampc_dtype, ampc_dtype) { return -1; }
-bool convolve(ConvCache &, const ConvCall &, ampc_status &) { return false; }
-bool plan(ConvCache &, const ConvCall &) { return false; }
+bool convolve(ConvCache &, const ConvCall &, ampc_dtype, ampc_status &) {
+  return false;
+}
+bool plan(ConvCache &, const ConvCall &, ampc_dtype) { return false; }
 bool ConvKey::operator<(const ConvKey &) const { return false; }
 ConvCache::~ConvCache() = default;
 const Conv *ConvCache::get(const ConvKey &, std::string &why) {
@@ -612,7 +712,10 @@ const Conv *ConvCache::get(const ConvKey &, std::string &why) {
 std::string ConvCache::implementations() const { return ""; }
 bool packWeights(const Conv &, const void *, void *) { return false; }
 bool unpackWeights(const Conv &, const void *, float *) { return false; }
-bool run(const Conv &, const void *, const void *, void *) { return false; }
+bool run(const Conv &, const void *, ampc_dtype, const void *, ampc_dtype,
+         void *) {
+  return false;
+}
 
 #endif // AMPC_RUNTIME_WITH_ONEDNN
 

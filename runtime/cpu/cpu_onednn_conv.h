@@ -10,7 +10,8 @@
 // O(C/g)[KD]KHKW). Each primitive is asked for the layouts it runs fastest
 // on (format "any": blocked, e.g. nChw16c), and the operands are reordered
 // into them and back on the calling thread; weights once per call, not per
-// chunk. A primitive covers a fixed chunk of the batch (ConvKey::mb) and
+// chunk. 16-bit images of an f32 primitive are widened in the same pass
+// that blocks them. A primitive covers a fixed chunk of the batch (ConvKey::mb) and
 // runs on one thread; the backend's pool runs the chunks, and a weight
 // gradient is summed over the chunks in chunk order, so no result depends
 // on the thread count.
@@ -42,7 +43,7 @@ struct ConvKey {
   ConvPass pass;
   int64_t mb, ic, oc, groups;
   int64_t in[3], k[3], out[3], stride[3], pad[3], dil[3];
-  ampc_dtype dtype; // of the operands read: AMPC_F32 or AMPC_BF16
+  ampc_dtype dtype; // the primitive's operands: AMPC_F32 or AMPC_BF16
   bool operator<(const ConvKey &o) const;
 };
 
@@ -92,11 +93,15 @@ bool unpackWeights(const Conv &c, const void *packed, float *dw);
 /// Runs one chunk on the calling thread. Forward: `a` the images, `out`
 /// the f32 result [mb, oc, ...]. Backward data: `a` the output gradient,
 /// `out` the f32 image gradient [mb, ic, ...]. Both read packed weights
-/// (packWeights). Backward weights: `a` the images, `b` the output
-/// gradient, `out` the f32 weight gradient of this chunk in the
-/// primitive's layout (packedWeightBytes). Plain operands of the key's
-/// dtype. False, with ampc's last error set, when oneDNN fails.
-bool run(const Conv &c, const void *a, const void *b, void *out);
+/// (packWeights; `b`, of the key's dtype). Backward weights: `a` the
+/// images, `b` the output gradient, `out` the f32 weight gradient of this
+/// chunk in the primitive's layout (packedWeightBytes). Plain images and
+/// output gradients of the key's dtype, or f16/bf16 ones for an f32 key,
+/// widened exactly on the way in (straight into the primitive's layout
+/// where it is channel-blocked). False, with ampc's last error set, when
+/// oneDNN fails.
+bool run(const Conv &c, const void *a, ampc_dtype aType, const void *b,
+         ampc_dtype bType, void *out);
 
 /// Whether oneDNN's bf16 convolutions run on bf16 units here (AVX512-BF16
 /// or AMX, within AMPC_CPU_ISA) rather than on an emulation.
@@ -110,18 +115,21 @@ bool nativeBf16();
 /// environment).
 int convDtype(ampc_dtype a, ampc_dtype b);
 
-/// Runs a whole convolution pass (backend.h's ConvCall, operands both f32
-/// or both bf16) on oneDNN: the
-/// batch in fixed chunks of images (from the batch size alone) on the
-/// backend's pool, a weight gradient summed over the chunks in chunk
-/// order. Returns false, having written nothing, when oneDNN has no
-/// primitive for it (`status` untouched); else true with the status.
-bool convolve(ConvCache &cache, const ConvCall &call,
+/// Runs a whole convolution pass (backend.h's ConvCall) on oneDNN's
+/// primitives of dtype `dt` (convDtype): the batch in fixed chunks of
+/// images (from the batch size alone) on the backend's pool, a weight
+/// gradient summed over the chunks in chunk order. Weights (forward,
+/// backward data) must be of dtype `dt`; images and output gradients may
+/// also be f16 or bf16 when `dt` is f32 (widened exactly as they are moved
+/// into the primitive's layout). Returns false, having written nothing,
+/// when oneDNN has no primitive for it or the operands do not fit
+/// (`status` untouched); else true with the status.
+bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
               ampc_status &status);
-/// Makes (or finds) the primitives convolve(cache, call, ...) would run,
-/// reading and writing no data; returns what convolve would (whether oneDNN
-/// takes the call).
-bool plan(ConvCache &cache, const ConvCall &call);
+/// Makes (or finds) the primitives convolve(cache, call, dt, ...) would
+/// run, reading and writing no data; returns what convolve would (whether
+/// oneDNN takes the call).
+bool plan(ConvCache &cache, const ConvCall &call, ampc_dtype dt);
 
 } // namespace onednn
 } // namespace ampc

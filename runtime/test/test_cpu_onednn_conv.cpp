@@ -259,6 +259,48 @@ TEST_F(CpuConvEngine, ConvolutionsMatchTheDefinition) {
     EXPECT_FALSE(bf16Kernels);
 }
 
+// 16-bit images and output gradients of a convolution that runs in f32
+// (f16 always, bf16 without bf16 units, and a 16-bit image with f32
+// weights) are widened exactly as they enter the primitive's layout: the
+// results are those of f32 operands holding the same values, bit for bit.
+TEST_F(CpuConvEngine, WidenedOperandsGiveTheBitsOfF32Ones) {
+  const char *cap = getenv("AMPC_CPU_ISA");
+  bool bf16Units = (cpuHas("avx512_bf16") || cpuHas("amx_bf16")) &&
+                   !(cap && std::string(cap) == "avx2");
+  auto asF32 = [](const Tensor &t) {
+    Tensor f(t.shape, AMPC_F32);
+    for (int64_t i = 0; i < t.size(); ++i)
+      f.set(i, t.get(i));
+    return f;
+  };
+  int compared = 0;
+  for (const Problem &p : kProblems)
+    for (ampc_dtype dt : {AMPC_F16, AMPC_BF16})
+      for (bool f32Weights : {false, true}) {
+        // Where bf16 runs on bf16 units, a pass whose two operands are bf16
+        // runs there, not widened: all of them with bf16 weights, the
+        // weight gradient (of bf16 images and gradients) with f32 ones.
+        bool native = dt == AMPC_BF16 && bf16Units;
+        if (native && !f32Weights)
+          continue;
+        SCOPED_TRACE(std::string(p.what) + ", " + dtName(dt) +
+                     (f32Weights ? " images, f32 weights" : " operands"));
+        Tensor x = randomTensor(imageShape(p, p.c, false), dt);
+        Tensor w = randomTensor(weightShape(p), f32Weights ? AMPC_F32 : dt);
+        Tensor b = randomTensor({p.o}, AMPC_F32);
+        Tensor dy = randomTensor(imageShape(p, p.o, true), dt);
+        Tensor xf = asF32(x), wf = asF32(w), dyf = asF32(dy);
+        Results low = runProblem(ctx, p, AMPC_F32, x, w, b, dy);
+        Results wide = runProblem(ctx, p, AMPC_F32, xf, wf, b, dyf);
+        EXPECT_EQ(low.y, wide.y);
+        EXPECT_EQ(low.dx, wide.dx);
+        if (!native)
+          EXPECT_EQ(low.dw, wide.dw);
+        ++compared;
+      }
+  EXPECT_GE(compared, bf16Units ? 21 : 28);
+}
+
 TEST_F(CpuConvEngine, SameBitsAtEveryThreadCount) {
   int saved = ampc::cpupool::threadCount();
   const Problem &p = kProblems[1]; // 9 images: chunks of 2, a short last one
