@@ -685,6 +685,54 @@ void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
   }
 }
 
+void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
+                       int block, const float *bias, Buf dst) {
+  // A tile of `kTile` positions of a block's channels is transposed into
+  // rows of `tile` (8x8 in AVX registers where the CPU has AVX2), biased,
+  // and stored row by row with the vector conversions.
+  constexpr int64_t kTile = 256;
+  thread_local float tile[16 * kTile];
+  int step = block ? block : 16;
+  for (int64_t c0 = 0; c0 < channels; c0 += step) {
+    int64_t nc = std::min<int64_t>(step, channels - c0);
+    for (int64_t s0 = 0; s0 < spatial; s0 += kTile) {
+      int64_t ts = std::min(kTile, spatial - s0);
+      const float *row = tile;
+      int64_t ld = kTile;
+      if (block) {
+        const float *in = src + (c0 / block * spatial + s0) * block;
+        int64_t s8 = 0;
+#if AMPC_CPU_X86
+        if (haveAVX2()) {
+          s8 = ts / 8 * 8;
+          transposeBlocks(reinterpret_cast<uint32_t *>(tile), kTile,
+                          reinterpret_cast<const uint32_t *>(in), block, 0,
+                          block, 0, s8);
+        }
+#endif
+        for (int64_t c = 0; c < block; ++c)
+          for (int64_t s = s8; s < ts; ++s)
+            tile[c * kTile + s] = in[s * block + c];
+      } else if (bias) {
+        for (int64_t c = 0; c < nc; ++c)
+          std::copy(src + (c0 + c) * spatial + s0,
+                    src + (c0 + c) * spatial + s0 + ts, tile + c * kTile);
+      } else {
+        row = src + c0 * spatial + s0; // stored as it is
+        ld = spatial;
+      }
+      for (int64_t c = 0; c < nc; ++c) {
+        if (bias) { // (then the rows are tile's)
+          float b = bias[c0 + c], *t = tile + c * kTile;
+          for (int64_t s = 0; s < ts; ++s)
+            t[s] += b;
+        }
+        storeRow(dst, (c0 + c) * spatial + s0, ts, row + c * ld);
+      }
+    }
+  }
+}
+
 bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
                    bool mean) {
   if (!isFloat(yb.dtype) || !isFloat(xb.dtype))

@@ -72,6 +72,14 @@ bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w);
 void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
                      float *dst);
 
+/// The way back for one image's result: dst [channels][spatial] (f32, f16
+/// or bf16) = src + bias[channel] (bias NULL: none), the sum in f32 and
+/// rounded once to dst's dtype, as Backend::addChannelBias; src is f32 in
+/// the channel-blocked layout of toChannelBlocks (`block` 8 or 16), or
+/// plain [channels][spatial] (`block` 0).
+void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
+                       int block, const float *bias, Buf dst);
+
 /// Sum or mean of x into y (both f32, f16 or bf16) for the walks of
 /// Backend::reduce when the output block path applies; returns false (having
 /// done nothing) otherwise. `mean` divides by the reduced count as the plain

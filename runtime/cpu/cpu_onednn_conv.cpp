@@ -376,8 +376,10 @@ bool unpackWeights(const Conv &c, const void *packed, float *dw) {
   return reorderWeights(c, packed, dw);
 }
 
-bool run(const Conv &c, const void *a, ampc_dtype aType, const void *b,
-         ampc_dtype bType, void *out) {
+bool run(const Conv &c, const ChunkIo &io) {
+  const void *a = io.a, *b = io.b;
+  ampc_dtype aType = io.aType, bType = io.bType;
+  void *out = io.out;
   const Api &api = library().api;
   const State &s = *static_cast<const State *>(c.state);
   dnnl_stream_t stream;
@@ -500,9 +502,28 @@ bool run(const Conv &c, const void *a, ampc_dtype aType, const void *b,
     if (x)
       api.dnnl_memory_destroy(x);
   const Arg &o = args[2];
-  if (ok && !o.packed && o.op->reorder)
+  // A result wanted in 16 bits (io.final) is biased and rounded on the way
+  // out of the primitive's layout: straight from a channel-blocked one,
+  // else after the reorder to the plain f32 layout.
+  bool fin = ok && !o.packed && io.final.data;
+  bool blocked = fin && o.op->block;
+  if (ok && !o.packed && o.op->reorder && !blocked)
     ok = runReorder(api, stream, o.op->reorder, o.op->prim, primData[2],
                     o.op->user, o.plain);
+  if (ok && fin) {
+    const Operand &op = *o.op;
+    const float *from =
+        static_cast<const float *>(blocked || !op.reorder ? primData[2] : out);
+    int64_t image = op.channels * op.spatial;
+    int64_t fromImage = blocked ? op.paddedChannels * op.spatial : image;
+    size_t size = dtypeSize(io.final.dtype);
+    for (int64_t n = 0; n < op.images; ++n)
+      cpufast::fromChannelBlocks(
+          from + n * fromImage, op.channels, op.spatial,
+          blocked ? op.block : 0, io.bias,
+          Buf{static_cast<char *>(io.final.data) + n * image * size,
+              io.final.dtype});
+  }
   if (!ok)
     setError(AMPC_ERROR_INTERNAL, "cpu backend: oneDNN convolution %s failed",
              c.impl.c_str());
@@ -647,11 +668,31 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
     bool fwd = pass == ConvPass::Forward;
     int64_t inElems = fwd ? outElems : imageElems; // of what is written
     int64_t readElems = fwd ? imageElems : outElems;
+    // The bias of a result wanted in 16 bits, in f32 (ConvCall::final).
+    thread_local std::vector<float> bias;
+    const float *biasF32 = nullptr;
+    if (call.final.data && fwd && call.bias.data) {
+      bias.resize(static_cast<size_t>(call.outChannels));
+      for (int64_t o = 0; o < call.outChannels; ++o)
+        bias[o] = loadF32(call.bias.data, call.bias.dtype, o);
+      biasF32 = bias.data();
+    }
+    size_t finalSize = call.final.data ? dtypeSize(call.final.dtype) : 0;
     cpupool::parallelFor(chunks, [&](int64_t i) {
       const Conv *c = planOf(i);
-      void *w = packed[c == plans[0] ? 0 : 1];
-      if (!run(*c, at(call.a, i * chunk * readElems, aSize), call.a.dtype, w,
-               dt, call.out + i * chunk * inElems))
+      ChunkIo io;
+      io.a = at(call.a, i * chunk * readElems, aSize);
+      io.aType = call.a.dtype;
+      io.b = packed[c == plans[0] ? 0 : 1];
+      io.bType = dt;
+      io.out = call.out + i * chunk * inElems;
+      if (call.final.data) {
+        io.final = Buf{static_cast<char *>(call.final.data) +
+                           i * chunk * inElems * finalSize,
+                       call.final.dtype};
+        io.bias = biasF32;
+      }
+      if (!run(*c, io))
         failed = true;
     });
   } else {
@@ -674,8 +715,10 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
       thread_local size_t ownBytes = 0;
       void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
       if (!grad ||
-          !run(*c, at(call.a, i * chunk * imageElems, aSize), call.a.dtype,
-               at(call.b, i * chunk * outElems, bSize), call.b.dtype, grad) ||
+          !run(*c, ChunkIo{at(call.a, i * chunk * imageElems, aSize),
+                           call.a.dtype,
+                           at(call.b, i * chunk * outElems, bSize),
+                           call.b.dtype, grad}) ||
           !unpackWeights(*c, grad, part + i * weightElems))
         failed = true;
     });
@@ -712,10 +755,7 @@ const Conv *ConvCache::get(const ConvKey &, std::string &why) {
 std::string ConvCache::implementations() const { return ""; }
 bool packWeights(const Conv &, const void *, void *) { return false; }
 bool unpackWeights(const Conv &, const void *, float *) { return false; }
-bool run(const Conv &, const void *, ampc_dtype, const void *, ampc_dtype,
-         void *) {
-  return false;
-}
+bool run(const Conv &, const ChunkIo &) { return false; }
 
 #endif // AMPC_RUNTIME_WITH_ONEDNN
 

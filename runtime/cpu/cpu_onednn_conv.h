@@ -20,7 +20,7 @@
 #ifndef AMPC_RUNTIME_CPU_CPU_ONEDNN_CONV_H
 #define AMPC_RUNTIME_CPU_CPU_ONEDNN_CONV_H
 
-#include "ampc/runtime.h"
+#include "../src/backend.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +31,6 @@
 #include <string>
 
 namespace ampc {
-struct ConvCall;
 namespace onednn {
 
 enum class ConvPass { Forward, BackwardData, BackwardWeights };
@@ -90,18 +89,30 @@ bool packWeights(const Conv &c, const void *w, void *packed);
 /// primitive's layout, f32).
 bool unpackWeights(const Conv &c, const void *packed, float *dw);
 
-/// Runs one chunk on the calling thread. Forward: `a` the images, `out`
-/// the f32 result [mb, oc, ...]. Backward data: `a` the output gradient,
-/// `out` the f32 image gradient [mb, ic, ...]. Both read packed weights
-/// (packWeights; `b`, of the key's dtype). Backward weights: `a` the
-/// images, `b` the output gradient, `out` the f32 weight gradient of this
-/// chunk in the primitive's layout (packedWeightBytes). Plain images and
-/// output gradients of the key's dtype, or f16/bf16 ones for an f32 key,
-/// widened exactly on the way in (straight into the primitive's layout
-/// where it is channel-blocked). False, with ampc's last error set, when
-/// oneDNN fails.
-bool run(const Conv &c, const void *a, ampc_dtype aType, const void *b,
-         ampc_dtype bType, void *out);
+/// One chunk's operands. Forward: `a` the images, `out` the f32 result
+/// [mb, oc, ...]. Backward data: `a` the output gradient, `out` the f32
+/// image gradient [mb, ic, ...]. Both read packed weights (packWeights;
+/// `b`, of the key's dtype). Backward weights: `a` the images, `b` the
+/// output gradient, `out` the f32 weight gradient of this chunk in the
+/// primitive's layout (packedWeightBytes). Plain images and output
+/// gradients of the key's dtype, or f16/bf16 ones for an f32 key, widened
+/// exactly on the way in (straight into the primitive's layout where it is
+/// channel-blocked). Forward and backward data may instead want the result
+/// in `final` (its dtype, plain), `bias` (f32, forward; or NULL) added in
+/// f32 and each element rounded once; `out` is then scratch.
+struct ChunkIo {
+  const void *a;
+  ampc_dtype aType;
+  const void *b;
+  ampc_dtype bType;
+  void *out;
+  Buf final{nullptr, AMPC_F32};
+  const float *bias = nullptr;
+};
+
+/// Runs one chunk on the calling thread (ChunkIo). False, with ampc's last
+/// error set, when oneDNN fails.
+bool run(const Conv &c, const ChunkIo &io);
 
 /// Whether oneDNN's bf16 convolutions run on bf16 units here (AVX512-BF16
 /// or AMX, within AMPC_CPU_ISA) rather than on an emulation.

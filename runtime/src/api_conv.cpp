@@ -552,9 +552,15 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
       out = acc.f32();
     }
     ConvCall call{ConvCall::Forward, g, n, groups, o, x.buf(), w.buf(), out};
+    if (y.dtype != AMPC_F32) {
+      call.final = y.buf();
+      call.bias = bias.buf();
+    }
     ampc_status st = AMPC_OK;
     if (be.convolve(call, st)) {
       AMPC_TRY(st);
+      if (call.final.data)
+        return AMPC_OK; // biased and rounded by the engine
       Buf ob{out, AMPC_F32};
       if (bias.data)
         return be.addChannelBias(y.buf(), ob, bias.buf(), n, o, hw);
@@ -670,11 +676,13 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
         out = acc.f32();
       }
       ConvCall call{pass, g, n, groups, o, a, b, out};
+      if (d.dtype != AMPC_F32 && pass == ConvCall::BackwardData)
+        call.final = d.buf();
       ampc_status st = AMPC_OK;
       if (!(done = be.convolve(call, st)))
         return AMPC_OK;
       AMPC_TRY(st);
-      if (d.dtype != AMPC_F32)
+      if (d.dtype != AMPC_F32 && !call.final.data)
         return sumToShape(be, d.buf(), ds, Buf{out, AMPC_F32}, ds);
       return AMPC_OK;
     };

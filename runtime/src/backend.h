@@ -95,6 +95,13 @@ struct ConvCall {
   int64_t n, groups, outChannels;
   Buf a, b;   // Forward: x, w; BackwardData: dy, w; BackwardWeights: x, dy
   float *out; // Forward: y; BackwardData: dx; BackwardWeights: dw
+  /// Forward and backward data, optional: the result's own tensor when it
+  /// is not f32 (and the forward's bias, or none). A backend that takes the
+  /// call then leaves the result there, the bias added in f32 and each
+  /// element rounded once (Backend::addChannelBias's arithmetic), and may
+  /// use `out` as scratch; without it, the f32 result goes to `out`.
+  Buf final{nullptr, AMPC_F32};
+  Buf bias{nullptr, AMPC_F32};
   int64_t imageElems() const { return n * groups * g.imageSize(); }
   int64_t outputElems() const { return n * outChannels * g.columns(); }
   int64_t weightElems() const { return outChannels * g.rows(); }

@@ -262,7 +262,8 @@ TEST_F(CpuConvEngine, ConvolutionsMatchTheDefinition) {
 // 16-bit images and output gradients of a convolution that runs in f32
 // (f16 always, bf16 without bf16 units, and a 16-bit image with f32
 // weights) are widened exactly as they enter the primitive's layout: the
-// results are those of f32 operands holding the same values, bit for bit.
+// results are those of f32 operands holding the same values, bit for bit;
+// 16-bit results are those f32 results rounded once.
 TEST_F(CpuConvEngine, WidenedOperandsGiveTheBitsOfF32Ones) {
   const char *cap = getenv("AMPC_CPU_ISA");
   bool bf16Units = (cpuHas("avx512_bf16") || cpuHas("amx_bf16")) &&
@@ -296,6 +297,17 @@ TEST_F(CpuConvEngine, WidenedOperandsGiveTheBitsOfF32Ones) {
         EXPECT_EQ(low.dx, wide.dx);
         if (!native)
           EXPECT_EQ(low.dw, wide.dw);
+        // Results in the operands' dtype leave the primitive's layout
+        // biased and rounded once: the f32 results, rounded.
+        Results low16 = runProblem(ctx, p, dt, x, w, b, dy);
+        auto rounded = [&](const std::vector<double> &v) {
+          Tensor t({static_cast<int64_t>(v.size())}, dt);
+          for (size_t i = 0; i < v.size(); ++i)
+            t.set(static_cast<int64_t>(i), v[i]);
+          return t.values();
+        };
+        EXPECT_EQ(low16.y, rounded(wide.y));
+        EXPECT_EQ(low16.dx, rounded(wide.dx));
         ++compared;
       }
   EXPECT_GE(compared, bf16Units ? 21 : 28);
