@@ -778,6 +778,11 @@ public:
       }
     return AMPC_OK;
   }
+  bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+                  bool reverse) override {
+    return cpuwide::cumsum(y, x, outer, len, inner, reverse);
+  }
+
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
     if (!cpuwide::softmax(log, y, x, outer, dim, inner))

@@ -211,6 +211,29 @@ bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner) {
   return true;
 }
 
+bool cumsum(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+            bool reverse) {
+  bool f64 = anyF64({y, x});
+  if (!f64 && !(isIntOrBool(x) && y.dtype == AMPC_I64))
+    return false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = 0.0;
+      uint64_t iacc = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
+        if (f64) {
+          acc += loadF64(x.data, x.dtype, at);
+          storeF64(y.data, y.dtype, at, acc);
+        } else {
+          iacc += static_cast<uint64_t>(loadInt(x.data, x.dtype, at));
+          static_cast<int64_t *>(y.data)[at] = static_cast<int64_t>(iacc);
+        }
+      }
+    }
+  return true;
+}
+
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
   if (!anyF64({y, x}))

@@ -28,6 +28,11 @@ bool binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                const Walk &w);
 bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
 bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
+/// cumsum along the middle dim of [outer, len, inner]: f64 in f64 (one
+/// running sum in order, as PyTorch's CPU kernel), integer or bool x into
+/// an i64 y exactly, wrapping; false for the f32-computing types.
+bool cumsum(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+            bool reverse);
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner);

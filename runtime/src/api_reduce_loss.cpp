@@ -340,15 +340,45 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
 
 /// y = T x along `dim` with T the [L, L] lower-triangular matrix of ones
 /// (`reverse`: its transpose, the reversed cumulative sum), one batched GEMM
-/// with f32 accumulation over the [outer, L, inner] view.
+/// with f32 accumulation over the [outer, L, inner] view. f64 tensors and
+/// the forward of an integer or bool x (into an i64 y, as torch.cumsum) are
+/// the backend's cumsumWide: a running sum in f64, or exact in int64.
 ampc_status cumsumImpl(const char *fn, ampc_context ctx, const TensorArg &y,
                        const TensorArg &x, int64_t dim, bool reverse) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape xs, ys;
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  bool intX = x.data && (isIntegerDtype(x.dtype) || x.dtype == AMPC_BOOL);
+  // Integers have no gradient: the backward takes floats only.
+  DtypeClass xcls = intX && !reverse ? kAnyDtype : kFloatDtype;
+  AMPC_TRY(parseTensor(fn, x, xcls, true, xs));
+  AMPC_TRY(parseTensor(fn, y, intX ? kAnyDtype : kFloatDtype, true, ys));
+  if (intX && y.dtype != AMPC_I64)
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' must be i64 (the cumsum of %s '%s'), "
+                    "got %s",
+                    fn, y.name, dtypeName(x.dtype), x.name,
+                    dtypeName(y.dtype));
   if (ys != xs)
     return shapeError(fn, y.name, ys, xs);
+  if (intX || x.dtype == AMPC_F64 || y.dtype == AMPC_F64) {
+    Shape s = atLeast1(xs);
+    int d = 0;
+    AMPC_TRY(normaliseDim(fn, dim, s.rank, d));
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; ++i)
+      outer *= s.d[i];
+    for (int i = d + 1; i < s.rank; ++i)
+      inner *= s.d[i];
+    if (s.numel() == 0)
+      return AMPC_OK;
+    if (!ctx->backend->cumsumWide(y.buf(), x.buf(), outer, s.d[d], inner,
+                                  reverse))
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: the cumsum of %s into %s has no kernel on this "
+                      "backend yet",
+                      fn, dtypeName(x.dtype), dtypeName(y.dtype));
+    return AMPC_OK;
+  }
   Shape s = atLeast1(xs);
   int d = 0;
   AMPC_TRY(normaliseDim(fn, dim, s.rank, d));

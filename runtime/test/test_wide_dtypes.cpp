@@ -97,6 +97,52 @@ TEST_F(WideDtypes, IntegerSumIsI64) {
   EXPECT_EQ(at<int64_t>(s, 0), 2 * int64_t(INT32_MAX) + 3);
 }
 
+TEST_F(WideDtypes, IntegerCumsumIsExactI64) {
+  // [2, 3] along dim 1: beyond 2^53, and 2^62 + 2^62 wraps to -2^63.
+  int64_t big = (int64_t(1) << 53) + 1, q = int64_t(1) << 62;
+  Tensor x = make<int64_t>({2, 3}, AMPC_I64, {big, 1, 2, q, q, 5});
+  Tensor y({2, 3}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(y), T(x), 1));
+  EXPECT_EQ(at<int64_t>(y, 1), big + 1);
+  EXPECT_EQ(at<int64_t>(y, 2), big + 3);
+  EXPECT_EQ(at<int64_t>(y, 4), INT64_MIN);
+  EXPECT_EQ(at<int64_t>(y, 5), INT64_MIN + 5);
+  // u8 along dim 0 of [2, 2] into i64 (no wrap at 8 bits); bool counts.
+  Tensor u = make<uint8_t>({2, 2}, AMPC_U8, {200, 1, 100, 255});
+  Tensor uy({2, 2}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(uy), T(u), 0));
+  EXPECT_EQ(at<int64_t>(uy, 2), 300);
+  EXPECT_EQ(at<int64_t>(uy, 3), 256);
+  Tensor k = make<uint8_t>({3}, AMPC_BOOL, {1, 0, 1});
+  Tensor ky({3}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(ky), T(k), -1));
+  EXPECT_EQ(at<int64_t>(ky, 2), 2);
+  // The result must be i64, and integers have no backward.
+  Tensor y32({2, 3}, AMPC_I32);
+  EXPECT_EQ(ampc_cumsum_fwd(ctx, T(y32), T(x), 1),
+            AMPC_ERROR_UNSUPPORTED_DTYPE);
+  EXPECT_EQ(ampc_cumsum_bwd(ctx, T(y), T(x), 1), AMPC_ERROR_UNSUPPORTED_DTYPE);
+}
+
+TEST_F(WideDtypes, F64CumsumSumsInF64) {
+  // 1, then + 2^-40 each: f64 keeps every step, f32 would lose them.
+  double e = std::ldexp(1.0, -40);
+  Tensor x = make<double>({4}, AMPC_F64, {1.0, e, e, 1e300});
+  Tensor y({4}, AMPC_F64), dx({4}, AMPC_F64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(y), T(x), 0));
+  EXPECT_EQ(at<double>(y, 2) - 1.0, 2 * e);
+  EXPECT_EQ(at<double>(y, 3), 1e300);
+  // The backward is the reversed cumulative sum.
+  ASSERT_OK(ampc_cumsum_bwd(ctx, T(dx), T(x), 0));
+  EXPECT_EQ(at<double>(dx, 3), 1e300);
+  EXPECT_EQ(at<double>(dx, 0), ((1e300 + e) + e) + 1.0);
+  EXPECT_EQ(at<double>(dx, 1) - at<double>(dx, 3), 0.0); // absorbed
+  Tensor small = make<double>({3}, AMPC_F64, {e, e, 1.0});
+  Tensor ds({3}, AMPC_F64);
+  ASSERT_OK(ampc_cumsum_bwd(ctx, T(ds), T(small), 0));
+  EXPECT_EQ(at<double>(ds, 0) - 1.0, 2 * e);
+}
+
 TEST_F(WideDtypes, F64ComputesInF64) {
   // 1 + 2^-40 - 1 is 2^-40 in f64 and 0 in f32.
   Tensor a = make<double>({2}, AMPC_F64, {1.0, 1e300});

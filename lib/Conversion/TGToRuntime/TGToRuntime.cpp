@@ -1547,8 +1547,7 @@ LogicalResult checkF64Kernels(rtd::ProgramOp program) {
       "conv",     "pool",      "norm_",        "adamw",   "clip_grad",
       "dropout",  "embedding", "cross_entropy_with", "binary_cross_entropy",
       "kl_div",   "smooth_l1", "l1_loss",      "nll_loss", "logsumexp",
-      "cosine",   "gemm_add",  "prelu",        "grad_allreduce",
-      "cumsum"};
+      "cosine",   "gemm_add",  "prelu",        "grad_allreduce"};
   WalkResult result = program.walk([&](rtd::CallOp call) {
     StringRef callee = call.getCallee();
     bool f64 = llvm::any_of(call.getArgs(), [](Attribute a) {
