@@ -147,8 +147,14 @@ template <typename Fn> void forEachIndex(llvm::ArrayRef<int64_t> shape, Fn fn) {
   }
 }
 
-/// The tg element type of an ONNX tensor element type; null if none.
+/// The tg element type of an ONNX tensor element type; null if none:
+/// DOUBLE, FLOAT, FLOAT16, BFLOAT16 are f64, f32, f16, bf16; INT64, INT32,
+/// INT16, INT8, UINT8 are i64, i32, i16, i8, ui8; BOOL is i1.
 mlir::Type elementTypeOf(mlir::MLIRContext &ctx, int32_t t);
+
+/// The ONNX element types elementTypeOf maps, for error messages.
+inline constexpr const char *kOnnxElementTypes =
+    "DOUBLE, FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT8, BOOL";
 
 /// ONNX's name of element type `t` ("an unknown type" when it has none).
 const char *onnxTypeName(int32_t t);
