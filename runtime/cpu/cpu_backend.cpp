@@ -799,13 +799,15 @@ public:
 
   ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
                    int64_t cols, float eps) override {
-    cpukern::norm(rms, y, x, w, b, rows, cols, eps);
+    if (!cpuwide::norm(rms, y, x, w, b, rows, cols, eps))
+      cpukern::norm(rms, y, x, w, b, rows, cols, eps);
     return AMPC_OK;
   }
 
   ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                       int64_t rows, int64_t cols, float eps) override {
-    cpukern::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps);
+    if (!cpuwide::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps))
+      cpukern::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps);
     return AMPC_OK;
   }
 
@@ -904,6 +906,8 @@ public:
   // arithmetic (window order, first maximum, f32 sums) is the element
   // loop's, so the bits are those of storeF32(v) of the plain loop.
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
+    if (cpuwide::pool(y, x, g))
+      return AMPC_OK;
     float div = static_cast<float>(g.kh * g.kw);
     int64_t hw = g.h * g.w;
     int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
@@ -923,6 +927,8 @@ public:
   }
 
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
+    if (cpuwide::poolBwd(dx, dy, x, g))
+      return AMPC_OK;
     float div = static_cast<float>(g.kh * g.kw);
     int64_t hw = g.h * g.w;
     // Threads: planes are independent; each item its own accumulator. The
@@ -988,6 +994,13 @@ public:
       bool ok = id >= 0 && id < vocab;
       if (!ok)
         recordCheck(AMPC_CHECK_INDEX, site);
+      if (cpuwide::isF64(y) || cpuwide::isF64(table)) {
+        // f64: the row (or zeros) element by element, exact.
+        for (int64_t j = 0; j < dim; ++j)
+          storeF64(y.data, y.dtype, i * dim + j,
+                   ok ? loadF64(table.data, table.dtype, id * dim + j) : 0.0);
+        continue;
+      }
       // The row (or zeros) through f32 pieces: storeF32(loadF32) per
       // element, on the vector converters.
       float t[kChunk];
@@ -1004,6 +1017,19 @@ public:
 
   ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                            int64_t vocab, int64_t dim) override {
+    if (cpuwide::isF64(dtable) || cpuwide::isF64(dy)) {
+      // f64 sums in the order of the ids.
+      std::vector<double> acc(static_cast<size_t>(vocab * dim), 0.0);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t id = loadIndex(ids.data, ids.dtype, i);
+        if (id >= 0 && id < vocab)
+          for (int64_t j = 0; j < dim; ++j)
+            acc[id * dim + j] += loadF64(dy.data, dy.dtype, i * dim + j);
+      }
+      for (int64_t k = 0; k < vocab * dim; ++k)
+        storeF64(dtable.data, dtable.dtype, k, acc[k]);
+      return AMPC_OK;
+    }
     // f32 sums in the order of the ids, dy's rows widened a piece at a
     // time; rounded once into dtable.
     std::vector<float> acc(static_cast<size_t>(vocab * dim), 0.0f);

@@ -36,6 +36,21 @@ bool cumsum(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner);
+/// layer_norm (rms: RMS norm) of rows [rows, cols] in f64 when a tensor is
+/// f64: the row's mean, then the mean of squared deviations (two passes),
+/// rstd = 1 / sqrt(var + eps); w and b may be absent (null data).
+bool norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          double eps);
+/// Its backward in f64: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
+/// g = dy w (RMS: no mean(g)); dw, db summed over the rows (any may be
+/// absent).
+bool normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, double eps);
+/// max_pool2d / avg_pool2d (count_include_pad) in f64 when x or y is f64:
+/// the first maximum of each window (NaN wins), or the window sum over
+/// kh * kw.
+bool pool(Buf y, Buf x, const PoolGeom &g);
+bool poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g);
 /// log-sum-exp of one row of f64 logits.
 double rowLse(Buf logits, int64_t base, int64_t classes);
 /// One row of cross-entropy's gradient in f64 (zeros for label -100).

@@ -56,17 +56,26 @@ bool broadcastsInto(const Shape &s, const Shape &full) {
 struct Kit {
   Backend &be;
   std::vector<std::unique_ptr<Temp>> temps;
+  /// The scratch type of f32() and scalar(): f64 for a call on f64 tensors
+  /// (whose primitives then compute in f64; see wide()).
+  ampc_dtype scratch = AMPC_F32;
   explicit Kit(Backend &be) : be(be) {}
 
-  /// n f32 elements of scratch.
+  /// Scratch in f64 when any of `ts` is f64.
+  void wide(std::initializer_list<const TensorArg *> ts) {
+    for (const TensorArg *t : ts)
+      if (t->data && t->dtype == AMPC_F64)
+        scratch = AMPC_F64;
+  }
+  /// n f32 (f64 when wide) elements of scratch.
   ampc_status f32(int64_t n, Buf &out) {
     temps.push_back(std::make_unique<Temp>(be));
-    AMPC_TRY(temps.back()->alloc((n > 0 ? n : 1) * sizeof(float)));
-    out = Buf{temps.back()->get(), AMPC_F32};
+    AMPC_TRY(temps.back()->alloc((n > 0 ? n : 1) * dtypeSize(scratch)));
+    out = Buf{temps.back()->get(), scratch};
     return AMPC_OK;
   }
-  /// One f32 holding `v`.
-  ampc_status scalar(float v, Buf &out) {
+  /// One scratch element holding `v`.
+  ampc_status scalar(double v, Buf &out) {
     AMPC_TRY(f32(1, out));
     return be.fill(out, 1, v);
   }
@@ -262,6 +271,7 @@ ampc_status normFwd(const char *fn, ampc_context ctx, const TensorArg &y,
   bool reduced[kMaxRank];
   AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&x, &y});
   int64_t n = xs.numel(), m = ks.numel();
   if (m == 0)
     return AMPC_OK;
@@ -281,8 +291,10 @@ ampc_status normFwd(const char *fn, ampc_context ctx, const TensorArg &y,
     return k.un(UnaryOp::Sqrt, y.buf(), s, m);
   }
   Buf pb, ipb;
-  AMPC_TRY(k.scalar(static_cast<float>(p), pb));
-  AMPC_TRY(k.scalar(static_cast<float>(1.0 / p), ipb));
+  // In f32 as PyTorch's float kernels take p; exact for f64 tensors.
+  bool f64 = k.scratch == AMPC_F64;
+  AMPC_TRY(k.scalar(f64 ? p : static_cast<float>(p), pb));
+  AMPC_TRY(k.scalar(f64 ? 1.0 / p : static_cast<float>(1.0 / p), ipb));
   AMPC_TRY(k.bin(BinaryOp::Pow, a, xs, a, xs, pb, Shape{}));
   AMPC_TRY(k.reduce(ReduceOp::Sum, s, a, xs, reduced));
   return k.bin(BinaryOp::Pow, y.buf(), ks, s, ks, ipb, Shape{});
@@ -299,6 +311,7 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
                              reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&dx, &dy, &x, &y});
   int64_t n = xs.numel(), m = ks.numel();
   if (n == 0)
     return AMPC_OK;
@@ -324,7 +337,9 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   }
   // sgn(x) |x|^(p-1) * (dy / y^(p-1)), 0 where y == 0.
   Buf q, yq;
-  AMPC_TRY(k.scalar(static_cast<float>(p - 1.0), q));
+  AMPC_TRY(k.scalar(k.scratch == AMPC_F64 ? p - 1.0
+                                           : static_cast<float>(p - 1.0),
+                    q));
   AMPC_TRY(k.f32(m, yq));
   AMPC_TRY(k.un(UnaryOp::Abs, t, x.buf(), n));
   AMPC_TRY(k.bin(BinaryOp::Pow, t, xs, t, xs, q, Shape{}));

@@ -143,6 +143,45 @@ TEST_F(WideDtypes, F64CumsumSumsInF64) {
   EXPECT_EQ(at<double>(ds, 0) - 1.0, 2 * e);
 }
 
+TEST_F(WideDtypes, F64NormPoolEmbeddingComputeInF64) {
+  // A row of 1 + k 2^-30: f32 cannot hold the deviations; f64 normalises
+  // them to +-1.22474487139158904.
+  double e = std::ldexp(1.0, -30);
+  Tensor x = make<double>({1, 3}, AMPC_F64, {1.0 - e, 1.0, 1.0 + e});
+  Tensor y({1, 3}, AMPC_F64);
+  ASSERT_OK(ampc_layer_norm_fwd(ctx, T(y), T(x), nullptr, AMPC_F64, nullptr,
+                                0, nullptr, AMPC_F64, nullptr, 0, 0.0));
+  EXPECT_NEAR(at<double>(y, 2), std::sqrt(1.5), 1e-12);
+  EXPECT_EQ(at<double>(y, 1), 0.0);
+  // max_pool2d and avg_pool2d of one 2x2 plane with a 2x2 window.
+  Tensor p = make<double>({1, 1, 2, 2}, AMPC_F64, {1.0, 1.0 + e, 1e300, -1.0});
+  Tensor mx({1, 1, 1, 1}, AMPC_F64), av({1, 1, 1, 1}, AMPC_F64);
+  ASSERT_OK(ampc_max_pool2d_fwd(ctx, T(mx), T(p), 2, 2, 2, 2, 0, 0));
+  ASSERT_OK(ampc_avg_pool2d_fwd(ctx, T(av), T(p), 2, 2, 2, 2, 0, 0));
+  EXPECT_EQ(at<double>(mx, 0), 1e300); // beyond f32's range
+  EXPECT_EQ(at<double>(av, 0), (((1.0 + (1.0 + e)) + 1e300) - 1.0) / 4.0);
+  Tensor dp({1, 1, 2, 2}, AMPC_F64), one = make<double>({1, 1, 1, 1}, AMPC_F64, {e});
+  ASSERT_OK(ampc_max_pool2d_bwd(ctx, T(dp), T(one), T(p), 2, 2, 2, 2, 0, 0));
+  EXPECT_EQ(at<double>(dp, 2), e);
+  EXPECT_EQ(at<double>(dp, 0), 0.0);
+  // embedding: rows copied exactly, the backward sums repeated ids in f64.
+  Tensor table = make<double>({2, 2}, AMPC_F64, {1.0 + e, 2.0, 3.0, 1e300});
+  Tensor ids = make<int64_t>({3}, AMPC_I64, {1, 0, 0});
+  Tensor rows({3, 2}, AMPC_F64), dt({2, 2}, AMPC_F64);
+  ASSERT_OK(ampc_embedding_fwd(ctx, T(rows), T(table), T(ids), -1));
+  EXPECT_EQ(at<double>(rows, 1), 1e300);
+  EXPECT_EQ(at<double>(rows, 2), 1.0 + e);
+  ASSERT_OK(ampc_embedding_bwd(ctx, T(dt), T(rows), T(ids)));
+  EXPECT_EQ(at<double>(dt, 0), 2.0 + 2 * e);
+  EXPECT_EQ(at<double>(dt, 3), 1e300);
+  // The 2-norm of an f64 vector (its squares overflow f32 scratch).
+  Tensor v = make<double>({2}, AMPC_F64, {3e20, 4e20});
+  Tensor n({}, AMPC_F64);
+  int64_t dims[] = {0};
+  ASSERT_OK(ampc_norm_fwd(ctx, T(n), T(v), 2.0, dims, 1, 0));
+  EXPECT_NEAR(at<double>(n, 0), 5e20, 1e6);
+}
+
 TEST_F(WideDtypes, F64ComputesInF64) {
   // 1 + 2^-40 - 1 is 2^-40 in f64 and 0 in f32.
   Tensor a = make<double>({2}, AMPC_F64, {1.0, 1e300});
