@@ -1525,7 +1525,12 @@ public:
     // One sequential f64 sum over all elements (the same order as the
     // CUDA backend's, so the same bits); f32 tensors skip the dtype switch.
     double sq = 0.0;
+    bool anyF64 = false;
     for (int32_t t = 0; t < g.count; ++t) {
+      if (cpuwide::addSquares(Buf{g.data[t], g.dtypes[t]}, g.numels[t], sq)) {
+        anyF64 = true; // f64 squares, in the same order
+        continue;
+      }
       if (g.dtypes[t] == AMPC_F32) {
         const float *p = static_cast<const float *>(g.data[t]);
         for (int64_t i = 0; i < g.numels[t]; ++i) {
@@ -1550,12 +1555,27 @@ public:
     if (totalNorm)
       *totalNorm = total;
     float coef = clipCoefficient(total, maxNorm);
+    // With f64 gradients (torch computes the norm in their dtype): the
+    // coefficient in f64 from the f64 norm and max_norm as written; f64
+    // tensors are scaled by it in f64, the others by its f32 rounding.
+    if (anyF64) {
+      double total64 = sqrt(sq);
+      double c = cpuwide::asWritten(maxNorm) / (total64 + 1e-6);
+      double coef64 = c < 1.0 ? c : 1.0;
+      if (coef64 == 1.0 && std::isfinite(total64))
+        return AMPC_OK;
+      coef = static_cast<float>(coef64);
+      for (int32_t t = 0; t < g.count; ++t)
+        cpuwide::scaleF64(Buf{g.data[t], g.dtypes[t]}, g.numels[t], coef64);
+    }
     // A coefficient of exactly 1 with a finite norm (so every gradient is
     // finite) leaves every value as it is: nothing to write. (A NaN norm
     // also gives 1; its NaNs are multiplied as before.)
     if (coef == 1.0f && std::isfinite(total))
       return AMPC_OK;
     for (int32_t t = 0; t < g.count; ++t) {
+      if (g.dtypes[t] == AMPC_F64)
+        continue; // scaled above
       if (g.dtypes[t] == AMPC_F32) {
         float *p = static_cast<float *>(g.data[t]);
         for (int64_t i = 0; i < g.numels[t]; ++i)
@@ -1647,6 +1667,7 @@ public:
                     const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
+    double lr0 = lr; // f64 params scale it themselves, in f64
     if (lrScale)
       lr = lr * static_cast<double>(*lrScale);
     *step += 1;
@@ -1670,6 +1691,13 @@ public:
       return AMPC_OK;
     }
     for (int32_t t = 0; t < params.count; ++t) {
+      if (cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
+                         Buf{grads.data[t], grads.dtypes[t]},
+                         static_cast<double *>(expAvgs[t]),
+                         static_cast<double *>(expAvgSqs[t]),
+                         params.numels[t], lr0, lrScale, beta1, beta2, eps,
+                         weightDecay, *step))
+        continue;
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
       auto update = [&](float *p, const float *g, int64_t off, int64_t n) {

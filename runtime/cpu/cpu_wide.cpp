@@ -284,20 +284,6 @@ bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
 
 namespace {
 
-/// The double that an f32 eps was rounded from, taken as its shortest
-/// decimal (1e-05 for 1e-5f): the backend passes eps as f32, and f64 norms
-/// use the number as written, as PyTorch uses the Python float.
-double epsAsWritten(double eps) {
-  float f = static_cast<float>(eps);
-  if (static_cast<double>(f) != eps)
-    return eps; // not an f32 value: already the double
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), f);
-  double d = eps;
-  std::from_chars(buf, res.ptr, d);
-  return d;
-}
-
 /// Row r of x in f64 and its mean (0 for RMS) and 1 / sqrt(var + eps).
 void rowStats64(bool rms, Buf x, int64_t r, int64_t cols, double eps,
                 std::vector<double> &row, double &mean, double &rstd) {
@@ -311,7 +297,7 @@ void rowStats64(bool rms, Buf x, int64_t r, int64_t cols, double eps,
   double v = 0.0;
   for (int64_t j = 0; j < cols; ++j)
     v += (row[j] - mean) * (row[j] - mean);
-  rstd = 1.0 / sqrt(v / static_cast<double>(cols) + epsAsWritten(eps));
+  rstd = 1.0 / sqrt(v / static_cast<double>(cols) + asWritten(eps));
 }
 
 /// Calls f(input offset within the plane) for each in-bounds tap of the
@@ -580,6 +566,59 @@ bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s, int64_t n) {
     storeF64(param.data, param.dtype, i, p + -lr * d);
   }
   return true;
+}
+
+bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
+           const float *lrScale, double beta1, double beta2, double eps,
+           double weightDecay, int32_t step) {
+  if (!isF64(param))
+    return false;
+  if (lrScale)
+    lr *= static_cast<double>(*lrScale);
+  double decay = 1.0 - lr * weightDecay, w = 1.0 - beta1;
+  double bc1 = 1.0 - pow(beta1, static_cast<double>(step));
+  double bc2Sqrt = sqrt(1.0 - pow(beta2, static_cast<double>(step)));
+  double stepSize = lr / bc1;
+  for (int64_t i = 0; i < n; ++i) {
+    double p = loadF64(param.data, param.dtype, i) * decay;
+    double g = loadF64(grad.data, grad.dtype, i);
+    // exp_avg.lerp_(grad, 1 - beta1), as torch.lerp computes it.
+    m[i] = fabs(w) < 0.5 ? m[i] + w * (g - m[i]) : g - (g - m[i]) * (1.0 - w);
+    v[i] = v[i] * beta2 + (1.0 - beta2) * g * g;
+    double denom = sqrt(v[i]) / bc2Sqrt + eps;
+    storeF64(param.data, param.dtype, i, p + -stepSize * (m[i] / denom));
+  }
+  return true;
+}
+
+bool addSquares(Buf g, int64_t n, double &sq) {
+  if (!isF64(g))
+    return false;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = static_cast<const double *>(g.data)[i];
+    sq += v * v;
+  }
+  return true;
+}
+
+bool scaleF64(Buf g, int64_t n, double coef) {
+  if (!isF64(g))
+    return false;
+  double *p = static_cast<double *>(g.data);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] *= coef;
+  return true;
+}
+
+double asWritten(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v)
+    return v; // not a float value: already the double
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  double d = v;
+  std::from_chars(buf, res.ptr, d);
+  return d;
 }
 
 } // namespace cpuwide

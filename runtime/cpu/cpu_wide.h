@@ -68,6 +68,22 @@ bool unscale(double *g, int64_t n, float inv);
 /// when it has one, is f64 like the param).
 bool sgd(Buf param, Buf grad, void *buf, const SgdScalars &s, int64_t n);
 
+/// torch.optim.AdamW (_single_tensor_adamw, amsgrad off) on one f64
+/// parameter in f64 (its exp_avg and exp_avg_sq f64 too), the
+/// hyperparameters as given; `lrScale` (a schedule's factor) may be null.
+/// `step` is the step count after this update.
+bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
+           const float *lrScale, double beta1, double beta2, double eps,
+           double weightDecay, int32_t step);
+/// The f64 gradients' part of clip_grad_norm_: the sum of squares of an f64
+/// tensor (false, adding nothing, for the other dtypes), and its scaling by
+/// the f64 coefficient.
+bool addSquares(Buf g, int64_t n, double &sq);
+bool scaleF64(Buf g, int64_t n, double coef);
+/// The double a float argument was rounded from, as written (its shortest
+/// decimal: 1e-05 for 1e-5f); a value that is no float is returned as is.
+double asWritten(double v);
+
 } // namespace cpuwide
 } // namespace ampc
 

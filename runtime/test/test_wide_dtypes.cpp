@@ -182,6 +182,26 @@ TEST_F(WideDtypes, F64NormPoolEmbeddingComputeInF64) {
   EXPECT_NEAR(at<double>(n, 0), 5e20, 1e6);
 }
 
+TEST_F(WideDtypes, F64AdamwAndClippingComputeInF64) {
+  // Step 1 with clipping: g = (3e-12, 4e-12) scaled to norm 1e-12 (max_norm
+  // 1e-12: f32 would round the tiny norm's coefficient), then the sign
+  // step lr * m / |m| (eps 0) with f64 moments of these tiny values.
+  double p[2] = {1.0, -2.0}, g[2] = {3e-12, 4e-12}, m[2] = {}, v[2] = {};
+  int32_t step = 0;
+  void *ps[1] = {p}, *gs[1] = {g}, *ms[1] = {m}, *vs[1] = {v};
+  ampc_dtype dt[1] = {AMPC_F64};
+  int64_t n[1] = {2};
+  ASSERT_OK(ampc_adamw_update(ctx, ps, dt, gs, dt, ms, vs, &step, n, 1, 0.01,
+                              0.9, 0.999, 0.0, 0.0, 1e-12, nullptr,
+                              AMPC_F32, nullptr));
+  double coef = 1e-12 / (5e-12 + 1e-6);
+  EXPECT_EQ(g[0], 3e-12 * coef);
+  EXPECT_EQ(m[1], (1.0 - 0.9) * (4e-12 * coef)); // lerp from 0 by 1 - beta1
+  EXPECT_NEAR(p[0], 1.0 - 0.01, 1e-15);
+  EXPECT_NEAR(p[1], -2.0 - 0.01, 1e-15);
+  EXPECT_EQ(step, 1);
+}
+
 TEST_F(WideDtypes, F64ComputesInF64) {
   // 1 + 2^-40 - 1 is 2^-40 in f64 and 0 in f32.
   Tensor a = make<double>({2}, AMPC_F64, {1.0, 1e300});

@@ -1545,7 +1545,7 @@ LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
 LogicalResult checkF64Kernels(rtd::ProgramOp program) {
   static constexpr llvm::StringLiteral kNoF64[] = {
       "conv",       "group_norm",         "batch_norm",
-      "adamw",      "clip_grad",          "dropout",
+      "dropout",
       "cross_entropy_with", "binary_cross_entropy", "kl_div",
       "smooth_l1",  "l1_loss",            "nll_loss",
       "logsumexp",  "cosine",             "gemm_add",

@@ -12,6 +12,8 @@ f64:   dtypes/train_f64.tg trained 5 steps from the same .npy params and
 nn64:  dtypes/train_f64_nn.tg (embedding, layer_norm, max_pool2d,
        avg_pool2d, the p-norm and cumsum in f64) trained 5 steps against
        PyTorch f64, the same check as f64.
+adamw64: the same network (train_f64_adamw.tg) trained by AdamW with
+       clip_grad_norm_ (max_norm 0.5), all in f64.
 u8:    dtypes/u8_image.tg (cast(img, to = f32) / 255.0 into a small
        classifier) trained 5 steps; it must run and its params must change.
 Prints one line per case and a summary; exits 1 on any disagreement.
@@ -169,7 +171,7 @@ class Nn64(torch.nn.Module):
                 + torch.mean(torch.norm(e, p=3.0, dim=[2])) * 0.1)
 
 
-def nn64(ampc, work, extra, steps=5):
+def nn64(ampc, work, extra, steps=5, adamw=False):
     rng = np.random.default_rng(13)
     params = {"table": rng.normal(0, 0.5, (10, 8)), "lw": rng.normal(1, 0.1, 8),
               "lb": rng.normal(0, 0.1, 8), "scale": rng.normal(1, 0.1, (1, 2, 1, 1)),
@@ -181,19 +183,26 @@ def nn64(ampc, work, extra, steps=5):
     os.makedirs(pin, exist_ok=True)
     for k, v in params.items():
         np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
-    args = [os.path.join(HERE, "train_f64_nn.tg"), "--steps", str(steps), "--params-in", pin,
+    tg = "train_f64_adamw.tg" if adamw else "train_f64_nn.tg"
+    tag = "adamw64" if adamw else "nn64"
+    args = [os.path.join(HERE, tg), "--steps", str(steps), "--params-in", pin,
             "--params-out", pout, "--outputs-out", os.path.join(work, "out")]
     for k, v in (("img", img), ("ids", ids), ("labels", labels)):
         np.save(os.path.join(work, k + ".npy"), v)
         args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
     run(ampc, args + extra)
     model = Nn64(params)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if adamw:
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     it, dt, lt = (torch.from_numpy(v) for v in (img, ids, labels))
     for _ in range(steps):
         opt.zero_grad()
         loss = model(it, dt, lt)
         loss.backward()
+        if adamw:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         opt.step()
     pairs = [("loss", np.load(os.path.join(work, "out", "output_0.npy")), loss.detach().numpy())]
     pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
@@ -201,17 +210,21 @@ def nn64(ampc, work, extra, steps=5):
     worst, bad = 0.0, 0
     for name, got, want in pairs:
         if got.dtype != np.float64:
-            print("nn64 %s: ampc wrote %s" % (name, got.dtype))
+            print("%s %s: ampc wrote %s" % (tag, name, got.dtype))
             bad += 1
             continue
         err = float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
         worst = max(worst, err)
         if not err <= F64_TOL:
-            print("nn64 %s: relative error %.3g > %g" % (name, err, F64_TOL))
+            print("%s %s: relative error %.3g > %g" % (tag, name, err, F64_TOL))
             bad += 1
-    print("nn64: %d tensors after %d steps, %d beyond %g" % (len(pairs), steps, bad, F64_TOL))
-    print("nn64: worst relative error %.2g" % worst)
+    print("%s: %d tensors after %d steps, %d beyond %g" % (tag, len(pairs), steps, bad, F64_TOL))
+    print("%s: worst relative error %.2g" % (tag, worst))
     return bad
+
+
+def adamw64(ampc, work, extra):
+    return nn64(ampc, work, extra, adamw=True)
 
 
 def u8(ampc, work, extra, steps=5):
@@ -238,7 +251,8 @@ def main():
     extra = sys.argv[3:]
     os.makedirs(work, exist_ok=True)
     bad = 0
-    for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("u8", u8)):
+    for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
+                     ("u8", u8)):
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)
         bad += fn(ampc, sub, extra)
