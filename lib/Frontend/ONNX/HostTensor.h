@@ -74,6 +74,23 @@ struct HostTensor {
   std::vector<double> floats;
 
   bool isFloat() const { return mlir::isa<mlir::FloatType>(elt); }
+  /// The integers wrapped to the element type's width (two's complement;
+  /// unsigned for ui8), as the device's integer kernels store results, so
+  /// that a value folded at import (200 + 100 in u8 is 44) compares and
+  /// divides as the run would; i64 and bool are left as they are.
+  void wrapInts() {
+    auto it = mlir::dyn_cast_or_null<mlir::IntegerType>(elt);
+    if (!it || it.getWidth() <= 1 || it.getWidth() >= 64)
+      return;
+    unsigned w = it.getWidth();
+    uint64_t mask = (uint64_t(1) << w) - 1;
+    for (int64_t &v : ints) {
+      uint64_t m = static_cast<uint64_t>(v) & mask;
+      if (!it.isUnsigned() && (m >> (w - 1)) != 0)
+        m |= ~mask;
+      v = static_cast<int64_t>(m);
+    }
+  }
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape)

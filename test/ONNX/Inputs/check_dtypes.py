@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the DOUBLE, UINT8, INT8 and INT16 fixtures (Fixtures/dtypes_*.onnx,
-written by make_fixtures.py) through `ampc run` on .npy inputs and compares
-every output with NumPy's value of the same model (test/ONNX/dtypes.test).
+written by make_fixtures.py; dtypes_host_wrap folds u8 values at import)
+through `ampc run` on .npy inputs and compares every output with NumPy's
+value of the same model (test/ONNX/dtypes.test).
 
   check_dtypes.py AMPC FIXTURES WORKDIR
 
@@ -81,6 +82,14 @@ def main():
     got = run(ampc, os.path.join(fixtures, "dtypes_ints.onnx"), os.path.join(work, "ints"),
               {"a": a, "e": e, "s": s})
     bad += compare("dtypes_ints", got, want)
+
+    # dtypes_host_wrap: u8 200 + 100 folded at import wraps to 44, and
+    # 44 < 50, as NumPy computes in u8.
+    x = np.array([10, 250], np.uint8)
+    c = np.array([200], np.uint8) + np.array([100], np.uint8)
+    got = run(ampc, os.path.join(fixtures, "dtypes_host_wrap.onnx"), os.path.join(work, "wrap"),
+              {"x": x})
+    bad += compare("dtypes_host_wrap", got, [x + c, c < np.array([50], np.uint8)])
     print("onnx dtypes: %s" % ("all agree" if bad == 0 else "%d disagreements" % bad))
     return 1 if bad else 0
 

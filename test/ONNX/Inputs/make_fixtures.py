@@ -333,6 +333,18 @@ def dtypes():
                helper.make_tensor("axis", INT64, [], [0])],
         outputs=[value("u", [5], U8), value("q", [5], I16), value("a8", [5], I8),
                  value("s8", [5], U8), value("ed", [5], D), value("cs", [5], I32)])
+    # Folded at import: u8 200 + 100 wraps to 44 (so 44 < 50), as it would
+    # on the device; then added to the input.
+    def u8c(name, v):
+        return node("Constant", [], [name], name=name,
+                    value=helper.make_tensor(name + "v", U8, [1], [v]))
+    m["dtypes_host_wrap"] = model(
+        [u8c("c200", 200), u8c("c100", 100), u8c("c50", 50),
+         node("Add", ["c200", "c100"], ["s"], name="fold_add"),
+         node("Less", ["s", "c50"], ["b"], name="fold_less"),
+         node("Add", ["x", "s"], ["y"], name="add")],
+        "dtypes_host_wrap", inputs=[value("x", [2], U8)],
+        outputs=[value("y", [2], U8), value("b", [1], BOOL)])
     return m
 
 
