@@ -779,6 +779,11 @@ public:
       }
     return AMPC_OK;
   }
+  bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+                  bool reverse) override {
+    return cpuwide::cumsum(y, x, outer, len, inner, reverse);
+  }
+
   ampc_status softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                       int64_t inner) override {
     if (!cpuwide::softmax(log, y, x, outer, dim, inner))
@@ -795,13 +800,15 @@ public:
 
   ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
                    int64_t cols, float eps) override {
-    cpukern::norm(rms, y, x, w, b, rows, cols, eps);
+    if (!cpuwide::norm(rms, y, x, w, b, rows, cols, eps))
+      cpukern::norm(rms, y, x, w, b, rows, cols, eps);
     return AMPC_OK;
   }
 
   ampc_status normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                       int64_t rows, int64_t cols, float eps) override {
-    cpukern::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps);
+    if (!cpuwide::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps))
+      cpukern::normBwd(rms, dx, dw, db, dy, x, w, rows, cols, eps);
     return AMPC_OK;
   }
 
@@ -900,6 +907,8 @@ public:
   // arithmetic (window order, first maximum, f32 sums) is the element
   // loop's, so the bits are those of storeF32(v) of the plain loop.
   ampc_status pool(Buf y, Buf x, const PoolGeom &g) override {
+    if (cpuwide::pool(y, x, g))
+      return AMPC_OK;
     float div = static_cast<float>(g.kh * g.kw);
     int64_t hw = g.h * g.w;
     int64_t per = std::max<int64_t>(1, cpupool::kItemElements /
@@ -919,6 +928,8 @@ public:
   }
 
   ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) override {
+    if (cpuwide::poolBwd(dx, dy, x, g))
+      return AMPC_OK;
     float div = static_cast<float>(g.kh * g.kw);
     int64_t hw = g.h * g.w;
     // Threads: planes are independent; each item its own accumulator. The
@@ -984,6 +995,13 @@ public:
       bool ok = id >= 0 && id < vocab;
       if (!ok)
         recordCheck(AMPC_CHECK_INDEX, site);
+      if (cpuwide::isF64(y) || cpuwide::isF64(table)) {
+        // f64: the row (or zeros) element by element, exact.
+        for (int64_t j = 0; j < dim; ++j)
+          storeF64(y.data, y.dtype, i * dim + j,
+                   ok ? loadF64(table.data, table.dtype, id * dim + j) : 0.0);
+        continue;
+      }
       // The row (or zeros) through f32 pieces: storeF32(loadF32) per
       // element, on the vector converters.
       float t[kChunk];
@@ -1000,6 +1018,19 @@ public:
 
   ampc_status embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                            int64_t vocab, int64_t dim) override {
+    if (cpuwide::isF64(dtable) || cpuwide::isF64(dy)) {
+      // f64 sums in the order of the ids.
+      std::vector<double> acc(static_cast<size_t>(vocab * dim), 0.0);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t id = loadIndex(ids.data, ids.dtype, i);
+        if (id >= 0 && id < vocab)
+          for (int64_t j = 0; j < dim; ++j)
+            acc[id * dim + j] += loadF64(dy.data, dy.dtype, i * dim + j);
+      }
+      for (int64_t k = 0; k < vocab * dim; ++k)
+        storeF64(dtable.data, dtable.dtype, k, acc[k]);
+      return AMPC_OK;
+    }
     // f32 sums in the order of the ids, dy's rows widened a piece at a
     // time; rounded once into dtable.
     std::vector<float> acc(static_cast<size_t>(vocab * dim), 0.0f);
@@ -1515,7 +1546,12 @@ public:
     // One sequential f64 sum over all elements (the same order as the
     // CUDA backend's, so the same bits); f32 tensors skip the dtype switch.
     double sq = 0.0;
+    bool anyF64 = false;
     for (int32_t t = 0; t < g.count; ++t) {
+      if (cpuwide::addSquares(Buf{g.data[t], g.dtypes[t]}, g.numels[t], sq)) {
+        anyF64 = true; // f64 squares, in the same order
+        continue;
+      }
       if (g.dtypes[t] == AMPC_F32) {
         const float *p = static_cast<const float *>(g.data[t]);
         for (int64_t i = 0; i < g.numels[t]; ++i) {
@@ -1540,12 +1576,27 @@ public:
     if (totalNorm)
       *totalNorm = total;
     float coef = clipCoefficient(total, maxNorm);
+    // With f64 gradients (torch computes the norm in their dtype): the
+    // coefficient in f64 from the f64 norm and max_norm as written; f64
+    // tensors are scaled by it in f64, the others by its f32 rounding.
+    if (anyF64) {
+      double total64 = sqrt(sq);
+      double c = cpuwide::asWritten(maxNorm) / (total64 + 1e-6);
+      double coef64 = c < 1.0 ? c : 1.0;
+      if (coef64 == 1.0 && std::isfinite(total64))
+        return AMPC_OK;
+      coef = static_cast<float>(coef64);
+      for (int32_t t = 0; t < g.count; ++t)
+        cpuwide::scaleF64(Buf{g.data[t], g.dtypes[t]}, g.numels[t], coef64);
+    }
     // A coefficient of exactly 1 with a finite norm (so every gradient is
     // finite) leaves every value as it is: nothing to write. (A NaN norm
     // also gives 1; its NaNs are multiplied as before.)
     if (coef == 1.0f && std::isfinite(total))
       return AMPC_OK;
     for (int32_t t = 0; t < g.count; ++t) {
+      if (g.dtypes[t] == AMPC_F64)
+        continue; // scaled above
       if (g.dtypes[t] == AMPC_F32) {
         float *p = static_cast<float *>(g.data[t]);
         for (int64_t i = 0; i < g.numels[t]; ++i)
@@ -1637,6 +1688,7 @@ public:
                     const LowUpdate &low) override {
     if (readFlag(foundInf))
       return AMPC_OK;
+    double lr0 = lr; // f64 params scale it themselves, in f64
     if (lrScale)
       lr = lr * static_cast<double>(*lrScale);
     *step += 1;
@@ -1660,6 +1712,13 @@ public:
       return AMPC_OK;
     }
     for (int32_t t = 0; t < params.count; ++t) {
+      if (cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
+                         Buf{grads.data[t], grads.dtypes[t]},
+                         static_cast<double *>(expAvgs[t]),
+                         static_cast<double *>(expAvgSqs[t]),
+                         params.numels[t], lr0, lrScale, beta1, beta2, eps,
+                         weightDecay, *step))
+        continue;
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
       auto update = [&](float *p, const float *g, int64_t off, int64_t n) {

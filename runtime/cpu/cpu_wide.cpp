@@ -12,6 +12,8 @@
 
 #include <cblas.h>
 
+#include <charconv>
+
 #include <math.h>
 
 #include <vector>
@@ -211,6 +213,29 @@ bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner) {
   return true;
 }
 
+bool cumsum(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+            bool reverse) {
+  bool f64 = anyF64({y, x});
+  if (!f64 && !(isIntOrBool(x) && y.dtype == AMPC_I64))
+    return false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = 0.0;
+      uint64_t iacc = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
+        if (f64) {
+          acc += loadF64(x.data, x.dtype, at);
+          storeF64(y.data, y.dtype, at, acc);
+        } else {
+          iacc += static_cast<uint64_t>(loadInt(x.data, x.dtype, at));
+          static_cast<int64_t *>(y.data)[at] = static_cast<int64_t>(iacc);
+        }
+      }
+    }
+  return true;
+}
+
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
   if (!anyF64({y, x}))
@@ -254,6 +279,161 @@ bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
         storeF64(dx.data, dx.dtype, at, log ? g - exp(v) * dot : v * (g - dot));
       }
     }
+  return true;
+}
+
+namespace {
+
+/// Row r of x in f64 and its mean (0 for RMS) and 1 / sqrt(var + eps).
+void rowStats64(bool rms, Buf x, int64_t r, int64_t cols, double eps,
+                std::vector<double> &row, double &mean, double &rstd) {
+  row.resize(static_cast<size_t>(cols));
+  double s = 0.0;
+  for (int64_t j = 0; j < cols; ++j) {
+    row[j] = loadF64(x.data, x.dtype, r * cols + j);
+    s += row[j];
+  }
+  mean = rms ? 0.0 : s / static_cast<double>(cols);
+  double v = 0.0;
+  for (int64_t j = 0; j < cols; ++j)
+    v += (row[j] - mean) * (row[j] - mean);
+  rstd = 1.0 / sqrt(v / static_cast<double>(cols) + asWritten(eps));
+}
+
+/// Calls f(input offset within the plane) for each in-bounds tap of the
+/// pooling window at (oy, ox), in window order.
+template <typename F>
+void poolWindow(const PoolGeom &g, int64_t oy, int64_t ox, F &&f) {
+  for (int64_t ky = 0; ky < g.kh; ++ky) {
+    int64_t iy = oy * g.sh - g.ph + ky;
+    if (iy < 0 || iy >= g.h)
+      continue;
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      int64_t ix = ox * g.sw - g.pw + kx;
+      if (ix >= 0 && ix < g.w)
+        f(iy * g.w + ix);
+    }
+  }
+}
+
+/// The plane offset of the first maximum of window (oy, ox) of plane p
+/// (-1: an empty window), NaN counting as the maximum.
+int64_t poolArgmax(const PoolGeom &g, Buf x, int64_t p, int64_t oy,
+                   int64_t ox, double &best) {
+  int64_t at = -1;
+  best = -INFINITY;
+  poolWindow(g, oy, ox, [&](int64_t off) {
+    double v = loadF64(x.data, x.dtype, p * g.h * g.w + off);
+    if (at < 0 || v > best || (v != v && best == best)) {
+      at = off;
+      best = v;
+    }
+  });
+  return at;
+}
+
+} // namespace
+
+bool norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          double eps) {
+  if (!anyF64({y, x, w, b}))
+    return false;
+  std::vector<double> row;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean, rstd;
+    rowStats64(rms, x, r, cols, eps, row, mean, rstd);
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = (row[j] - mean) * rstd;
+      if (w.data)
+        v *= loadF64(w.data, w.dtype, j);
+      if (b.data)
+        v += loadF64(b.data, b.dtype, j);
+      storeF64(y.data, y.dtype, r * cols + j, v);
+    }
+  }
+  return true;
+}
+
+bool normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, double eps) {
+  if (!anyF64({dx, dw, db, dy, x, w}))
+    return false;
+  size_t n = static_cast<size_t>(cols);
+  std::vector<double> row, d(n), g(n), xhat(n), dwAcc(n, 0.0), dbAcc(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean, rstd;
+    rowStats64(rms, x, r, cols, eps, row, mean, rstd);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      d[j] = loadF64(dy.data, dy.dtype, r * cols + j);
+      xhat[j] = (row[j] - mean) * rstd;
+      g[j] = w.data ? d[j] * loadF64(w.data, w.dtype, j) : d[j];
+      sumG += g[j];
+      sumGX += g[j] * xhat[j];
+      dwAcc[j] += d[j] * xhat[j];
+      dbAcc[j] += d[j];
+    }
+    if (!dx.data)
+      continue;
+    double meanG = rms ? 0.0 : sumG / static_cast<double>(cols);
+    double meanGX = sumGX / static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j)
+      storeF64(dx.data, dx.dtype, r * cols + j,
+               rstd * (g[j] - meanG - xhat[j] * meanGX));
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    if (dw.data)
+      storeF64(dw.data, dw.dtype, j, dwAcc[j]);
+    if (db.data)
+      storeF64(db.data, db.dtype, j, dbAcc[j]);
+  }
+  return true;
+}
+
+bool pool(Buf y, Buf x, const PoolGeom &g) {
+  if (!anyF64({y, x}))
+    return false;
+  double div = static_cast<double>(g.kh * g.kw);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        double v = 0.0;
+        if (g.isMax) {
+          poolArgmax(g, x, p, oy, ox, v);
+        } else {
+          poolWindow(g, oy, ox, [&](int64_t off) {
+            v += loadF64(x.data, x.dtype, p * g.h * g.w + off);
+          });
+          v /= div;
+        }
+        storeF64(y.data, y.dtype, (p * g.oh + oy) * g.ow + ox, v);
+      }
+  return true;
+}
+
+bool poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) {
+  if (!anyF64({dx, dy, x}))
+    return false;
+  double div = static_cast<double>(g.kh * g.kw);
+  int64_t hw = g.h * g.w;
+  std::vector<double> acc(static_cast<size_t>(hw));
+  for (int64_t p = 0; p < g.planes; ++p) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        double d = loadF64(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+        if (g.isMax) {
+          double best;
+          int64_t at = poolArgmax(g, x, p, oy, ox, best);
+          if (at >= 0)
+            acc[at] += d;
+        } else {
+          poolWindow(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+        }
+      }
+    for (int64_t i = 0; i < hw; ++i)
+      storeF64(dx.data, dx.dtype, p * hw + i, acc[i]);
+  }
   return true;
 }
 
@@ -386,6 +566,59 @@ bool sgd(Buf param, Buf grad, void *bufData, const SgdScalars &s, int64_t n) {
     storeF64(param.data, param.dtype, i, p + -lr * d);
   }
   return true;
+}
+
+bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
+           const float *lrScale, double beta1, double beta2, double eps,
+           double weightDecay, int32_t step) {
+  if (!isF64(param))
+    return false;
+  if (lrScale)
+    lr *= static_cast<double>(*lrScale);
+  double decay = 1.0 - lr * weightDecay, w = 1.0 - beta1;
+  double bc1 = 1.0 - pow(beta1, static_cast<double>(step));
+  double bc2Sqrt = sqrt(1.0 - pow(beta2, static_cast<double>(step)));
+  double stepSize = lr / bc1;
+  for (int64_t i = 0; i < n; ++i) {
+    double p = loadF64(param.data, param.dtype, i) * decay;
+    double g = loadF64(grad.data, grad.dtype, i);
+    // exp_avg.lerp_(grad, 1 - beta1), as torch.lerp computes it.
+    m[i] = fabs(w) < 0.5 ? m[i] + w * (g - m[i]) : g - (g - m[i]) * (1.0 - w);
+    v[i] = v[i] * beta2 + (1.0 - beta2) * g * g;
+    double denom = sqrt(v[i]) / bc2Sqrt + eps;
+    storeF64(param.data, param.dtype, i, p + -stepSize * (m[i] / denom));
+  }
+  return true;
+}
+
+bool addSquares(Buf g, int64_t n, double &sq) {
+  if (!isF64(g))
+    return false;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = static_cast<const double *>(g.data)[i];
+    sq += v * v;
+  }
+  return true;
+}
+
+bool scaleF64(Buf g, int64_t n, double coef) {
+  if (!isF64(g))
+    return false;
+  double *p = static_cast<double *>(g.data);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] *= coef;
+  return true;
+}
+
+double asWritten(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v)
+    return v; // not a float value: already the double
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);
+  double d = v;
+  std::from_chars(buf, res.ptr, d);
+  return d;
 }
 
 } // namespace cpuwide

@@ -28,9 +28,29 @@ bool binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                const Walk &w);
 bool reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner);
 bool argmax(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
+/// cumsum along the middle dim of [outer, len, inner]: f64 in f64 (one
+/// running sum in order, as PyTorch's CPU kernel), integer or bool x into
+/// an i64 y exactly, wrapping; false for the f32-computing types.
+bool cumsum(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+            bool reverse);
 bool softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner);
 bool softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner);
+/// layer_norm (rms: RMS norm) of rows [rows, cols] in f64 when a tensor is
+/// f64: the row's mean, then the mean of squared deviations (two passes),
+/// rstd = 1 / sqrt(var + eps); w and b may be absent (null data).
+bool norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
+          double eps);
+/// Its backward in f64: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
+/// g = dy w (RMS: no mean(g)); dw, db summed over the rows (any may be
+/// absent).
+bool normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+             int64_t rows, int64_t cols, double eps);
+/// max_pool2d / avg_pool2d (count_include_pad) in f64 when x or y is f64:
+/// the first maximum of each window (NaN wins), or the window sum over
+/// kh * kw.
+bool pool(Buf y, Buf x, const PoolGeom &g);
+bool poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g);
 /// log-sum-exp of one row of f64 logits.
 double rowLse(Buf logits, int64_t base, int64_t classes);
 /// One row of cross-entropy's gradient in f64 (zeros for label -100).
@@ -47,6 +67,22 @@ bool unscale(double *g, int64_t n, float inv);
 /// SGD on one f64 parameter (torch.optim.SGD in f64; its momentum buffer,
 /// when it has one, is f64 like the param).
 bool sgd(Buf param, Buf grad, void *buf, const SgdScalars &s, int64_t n);
+
+/// torch.optim.AdamW (_single_tensor_adamw, amsgrad off) on one f64
+/// parameter in f64 (its exp_avg and exp_avg_sq f64 too), the
+/// hyperparameters as given; `lrScale` (a schedule's factor) may be null.
+/// `step` is the step count after this update.
+bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
+           const float *lrScale, double beta1, double beta2, double eps,
+           double weightDecay, int32_t step);
+/// The f64 gradients' part of clip_grad_norm_: the sum of squares of an f64
+/// tensor (false, adding nothing, for the other dtypes), and its scaling by
+/// the f64 coefficient.
+bool addSquares(Buf g, int64_t n, double &sq);
+bool scaleF64(Buf g, int64_t n, double coef);
+/// The double a float argument was rounded from, as written (its shortest
+/// decimal: 1e-05 for 1e-5f); a value that is no float is returned as is.
+double asWritten(double v);
 
 } // namespace cpuwide
 } // namespace ampc

@@ -140,7 +140,7 @@ ampc_status ampc_clip_grad_norm(ampc_context ctx, void *total_norm,
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
-    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count, true));
     if (!(max_norm > 0))
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: max_norm must be > 0",
                       fn);
@@ -170,9 +170,8 @@ static ampc_status sgdUpdate(const char *fn, ampc_context ctx,
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
-    // f64 params (and grads) have f64 kernels for the update itself, not
-    // yet for the gradient clipping before it.
-    bool f64 = !(max_grad_norm > 0);
+    // f64 params (and grads) have f64 kernels (the CPU backend's).
+    bool f64 = true;
     AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count, f64));
     if (count > 0 && !param_dtypes)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
@@ -221,11 +220,12 @@ static ampc_status adamwUpdate(
   return guard(fn, [&] {
     AMPC_TRY(checkContext(fn, ctx));
     AMPC_TRY(checkFoundInf(fn, found_inf, found_inf_dtype, false));
-    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count));
+    // f64 params (and grads) have f64 kernels, and f64 moments.
+    AMPC_TRY(checkGrads(fn, grads, grad_dtypes, numels, count, true));
     if (count > 0 && !param_dtypes)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: param_dtypes is NULL", fn);
     AMPC_TRY(checkList(fn, "params", params, param_dtypes, numels, count,
-                       count == 0));
+                       count == 0, true));
     AMPC_TRY(checkList(fn, "exp_avgs", exp_avgs, nullptr, numels, count,
                        count == 0));
     AMPC_TRY(checkList(fn, "exp_avg_sqs", exp_avg_sqs, nullptr, numels, count,

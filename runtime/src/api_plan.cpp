@@ -98,6 +98,9 @@ public:
                       float) override {
     return AMPC_OK;
   }
+  bool cumsumWide(Buf, Buf, int64_t, int64_t, int64_t, bool) override {
+    return true;
+  }
   ampc_status argmax(Buf, Buf, int64_t, int64_t, int64_t) override {
     return AMPC_OK;
   }

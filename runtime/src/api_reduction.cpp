@@ -232,6 +232,7 @@ ampc_status normFwd(const char *fn, ampc_context ctx, const TensorArg &y,
   bool reduced[kMaxRank];
   AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&x, &y});
   int64_t n = xs.numel(), m = ks.numel();
   if (m == 0)
     return AMPC_OK;
@@ -251,8 +252,10 @@ ampc_status normFwd(const char *fn, ampc_context ctx, const TensorArg &y,
     return k.un(UnaryOp::Sqrt, y.buf(), s, m);
   }
   Buf pb, ipb;
-  AMPC_TRY(k.scalar(static_cast<float>(p), pb));
-  AMPC_TRY(k.scalar(static_cast<float>(1.0 / p), ipb));
+  // In f32 as PyTorch's float kernels take p; exact for f64 tensors.
+  bool f64 = k.scratch == AMPC_F64;
+  AMPC_TRY(k.scalar(f64 ? p : static_cast<float>(p), pb));
+  AMPC_TRY(k.scalar(f64 ? 1.0 / p : static_cast<float>(1.0 / p), ipb));
   AMPC_TRY(k.bin(BinaryOp::Pow, a, xs, a, xs, pb, Shape{}));
   AMPC_TRY(k.reduce(ReduceOp::Sum, s, a, xs, reduced));
   return k.bin(BinaryOp::Pow, y.buf(), ks, s, ks, ipb, Shape{});
@@ -269,6 +272,7 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
                              reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&dx, &dy, &x, &y});
   int64_t n = xs.numel(), m = ks.numel();
   if (n == 0)
     return AMPC_OK;
@@ -294,7 +298,9 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   }
   // sgn(x) |x|^(p-1) * (dy / y^(p-1)), 0 where y == 0.
   Buf q, yq;
-  AMPC_TRY(k.scalar(static_cast<float>(p - 1.0), q));
+  AMPC_TRY(k.scalar(k.scratch == AMPC_F64 ? p - 1.0
+                                           : static_cast<float>(p - 1.0),
+                    q));
   AMPC_TRY(k.f32(m, yq));
   AMPC_TRY(k.un(UnaryOp::Abs, t, x.buf(), n));
   AMPC_TRY(k.bin(BinaryOp::Pow, t, xs, t, xs, q, Shape{}));
@@ -310,15 +316,45 @@ ampc_status normBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
 
 /// y = T x along `dim` with T the [L, L] lower-triangular matrix of ones
 /// (`reverse`: its transpose, the reversed cumulative sum), one batched GEMM
-/// with f32 accumulation over the [outer, L, inner] view.
+/// with f32 accumulation over the [outer, L, inner] view. f64 tensors and
+/// the forward of an integer or bool x (into an i64 y, as torch.cumsum) are
+/// the backend's cumsumWide: a running sum in f64, or exact in int64.
 ampc_status cumsumImpl(const char *fn, ampc_context ctx, const TensorArg &y,
                        const TensorArg &x, int64_t dim, bool reverse) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape xs, ys;
-  AMPC_TRY(parseTensor(fn, x, kFloatDtype, true, xs));
-  AMPC_TRY(parseTensor(fn, y, kFloatDtype, true, ys));
+  bool intX = x.data && (isIntegerDtype(x.dtype) || x.dtype == AMPC_BOOL);
+  // Integers have no gradient: the backward takes floats only.
+  DtypeClass xcls = intX && !reverse ? kAnyDtype : kFloatDtype;
+  AMPC_TRY(parseTensor(fn, x, xcls, true, xs));
+  AMPC_TRY(parseTensor(fn, y, intX ? kAnyDtype : kFloatDtype, true, ys));
+  if (intX && y.dtype != AMPC_I64)
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: tensor '%s' must be i64 (the cumsum of %s '%s'), "
+                    "got %s",
+                    fn, y.name, dtypeName(x.dtype), x.name,
+                    dtypeName(y.dtype));
   if (ys != xs)
     return shapeError(fn, y.name, ys, xs);
+  if (intX || x.dtype == AMPC_F64 || y.dtype == AMPC_F64) {
+    Shape s = atLeast1(xs);
+    int d = 0;
+    AMPC_TRY(normaliseDim(fn, dim, s.rank, d));
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; ++i)
+      outer *= s.d[i];
+    for (int i = d + 1; i < s.rank; ++i)
+      inner *= s.d[i];
+    if (s.numel() == 0)
+      return AMPC_OK;
+    if (!ctx->backend->cumsumWide(y.buf(), x.buf(), outer, s.d[d], inner,
+                                  reverse))
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: the cumsum of %s into %s has no kernel on this "
+                      "backend yet",
+                      fn, dtypeName(x.dtype), dtypeName(y.dtype));
+    return AMPC_OK;
+  }
   Shape s = atLeast1(xs);
   int d = 0;
   AMPC_TRY(normaliseDim(fn, dim, s.rank, d));

@@ -233,6 +233,16 @@ public:
   /// torch.argmax).
   virtual ampc_status argmax(Buf y, Buf x, int64_t outer, int64_t dim,
                              int64_t inner) = 0;
+  /// The cumulative sums the f32 GEMM path does not compute: y[o, :, i] =
+  /// the running sum of x[o, :, i] (from the end when `reverse`), both
+  /// contiguous [outer, len, inner]; f64 in f64, integer or bool x into an
+  /// i64 y exactly with two's-complement wrap-around. False (touching
+  /// nothing) where the backend has no such code; the caller reports it.
+  virtual bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len,
+                          int64_t inner, bool reverse) {
+    (void)y, (void)x, (void)outer, (void)len, (void)inner, (void)reverse;
+    return false;
+  }
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
   virtual ampc_status poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) = 0;
   /// Ids outside [0, vocab) give zeros and, when site >= 0, record site

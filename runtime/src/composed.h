@@ -13,6 +13,7 @@
 
 #include "common.h"
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -52,17 +53,26 @@ inline bool broadcastsInto(const Shape &s, const Shape &full) {
 struct Kit {
   Backend &be;
   std::vector<std::unique_ptr<Temp>> temps;
+  /// The scratch type of f32() and scalar(): f64 for a call on f64 tensors
+  /// (whose primitives then compute in f64; see wide()).
+  ampc_dtype scratch = AMPC_F32;
   explicit Kit(Backend &be) : be(be) {}
 
-  /// n f32 elements of scratch.
+  /// Scratch in f64 when any of `ts` is f64.
+  void wide(std::initializer_list<const TensorArg *> ts) {
+    for (const TensorArg *t : ts)
+      if (t->data && t->dtype == AMPC_F64)
+        scratch = AMPC_F64;
+  }
+  /// n f32 (f64 when wide) elements of scratch.
   ampc_status f32(int64_t n, Buf &out) {
     temps.push_back(std::make_unique<Temp>(be));
-    AMPC_TRY(temps.back()->alloc((n > 0 ? n : 1) * sizeof(float)));
-    out = Buf{temps.back()->get(), AMPC_F32};
+    AMPC_TRY(temps.back()->alloc((n > 0 ? n : 1) * dtypeSize(scratch)));
+    out = Buf{temps.back()->get(), scratch};
     return AMPC_OK;
   }
-  /// One f32 holding `v`.
-  ampc_status scalar(float v, Buf &out) {
+  /// One scratch element holding `v`.
+  ampc_status scalar(double v, Buf &out) {
     AMPC_TRY(f32(1, out));
     return be.fill(out, 1, v);
   }

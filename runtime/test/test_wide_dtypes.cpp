@@ -97,6 +97,111 @@ TEST_F(WideDtypes, IntegerSumIsI64) {
   EXPECT_EQ(at<int64_t>(s, 0), 2 * int64_t(INT32_MAX) + 3);
 }
 
+TEST_F(WideDtypes, IntegerCumsumIsExactI64) {
+  // [2, 3] along dim 1: beyond 2^53, and 2^62 + 2^62 wraps to -2^63.
+  int64_t big = (int64_t(1) << 53) + 1, q = int64_t(1) << 62;
+  Tensor x = make<int64_t>({2, 3}, AMPC_I64, {big, 1, 2, q, q, 5});
+  Tensor y({2, 3}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(y), T(x), 1));
+  EXPECT_EQ(at<int64_t>(y, 1), big + 1);
+  EXPECT_EQ(at<int64_t>(y, 2), big + 3);
+  EXPECT_EQ(at<int64_t>(y, 4), INT64_MIN);
+  EXPECT_EQ(at<int64_t>(y, 5), INT64_MIN + 5);
+  // u8 along dim 0 of [2, 2] into i64 (no wrap at 8 bits); bool counts.
+  Tensor u = make<uint8_t>({2, 2}, AMPC_U8, {200, 1, 100, 255});
+  Tensor uy({2, 2}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(uy), T(u), 0));
+  EXPECT_EQ(at<int64_t>(uy, 2), 300);
+  EXPECT_EQ(at<int64_t>(uy, 3), 256);
+  Tensor k = make<uint8_t>({3}, AMPC_BOOL, {1, 0, 1});
+  Tensor ky({3}, AMPC_I64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(ky), T(k), -1));
+  EXPECT_EQ(at<int64_t>(ky, 2), 2);
+  // The result must be i64, and integers have no backward.
+  Tensor y32({2, 3}, AMPC_I32);
+  EXPECT_EQ(ampc_cumsum_fwd(ctx, T(y32), T(x), 1),
+            AMPC_ERROR_UNSUPPORTED_DTYPE);
+  EXPECT_EQ(ampc_cumsum_bwd(ctx, T(y), T(x), 1), AMPC_ERROR_UNSUPPORTED_DTYPE);
+}
+
+TEST_F(WideDtypes, F64CumsumSumsInF64) {
+  // 1, then + 2^-40 each: f64 keeps every step, f32 would lose them.
+  double e = std::ldexp(1.0, -40);
+  Tensor x = make<double>({4}, AMPC_F64, {1.0, e, e, 1e300});
+  Tensor y({4}, AMPC_F64), dx({4}, AMPC_F64);
+  ASSERT_OK(ampc_cumsum_fwd(ctx, T(y), T(x), 0));
+  EXPECT_EQ(at<double>(y, 2) - 1.0, 2 * e);
+  EXPECT_EQ(at<double>(y, 3), 1e300);
+  // The backward is the reversed cumulative sum.
+  ASSERT_OK(ampc_cumsum_bwd(ctx, T(dx), T(x), 0));
+  EXPECT_EQ(at<double>(dx, 3), 1e300);
+  EXPECT_EQ(at<double>(dx, 0), ((1e300 + e) + e) + 1.0);
+  EXPECT_EQ(at<double>(dx, 1) - at<double>(dx, 3), 0.0); // absorbed
+  Tensor small = make<double>({3}, AMPC_F64, {e, e, 1.0});
+  Tensor ds({3}, AMPC_F64);
+  ASSERT_OK(ampc_cumsum_bwd(ctx, T(ds), T(small), 0));
+  EXPECT_EQ(at<double>(ds, 0) - 1.0, 2 * e);
+}
+
+TEST_F(WideDtypes, F64NormPoolEmbeddingComputeInF64) {
+  // A row of 1 + k 2^-30: f32 cannot hold the deviations; f64 normalises
+  // them to +-1.22474487139158904.
+  double e = std::ldexp(1.0, -30);
+  Tensor x = make<double>({1, 3}, AMPC_F64, {1.0 - e, 1.0, 1.0 + e});
+  Tensor y({1, 3}, AMPC_F64);
+  ASSERT_OK(ampc_layer_norm_fwd(ctx, T(y), T(x), nullptr, AMPC_F64, nullptr,
+                                0, nullptr, AMPC_F64, nullptr, 0, 0.0));
+  EXPECT_NEAR(at<double>(y, 2), std::sqrt(1.5), 1e-12);
+  EXPECT_EQ(at<double>(y, 1), 0.0);
+  // max_pool2d and avg_pool2d of one 2x2 plane with a 2x2 window.
+  Tensor p = make<double>({1, 1, 2, 2}, AMPC_F64, {1.0, 1.0 + e, 1e300, -1.0});
+  Tensor mx({1, 1, 1, 1}, AMPC_F64), av({1, 1, 1, 1}, AMPC_F64);
+  ASSERT_OK(ampc_max_pool2d_fwd(ctx, T(mx), T(p), 2, 2, 2, 2, 0, 0));
+  ASSERT_OK(ampc_avg_pool2d_fwd(ctx, T(av), T(p), 2, 2, 2, 2, 0, 0));
+  EXPECT_EQ(at<double>(mx, 0), 1e300); // beyond f32's range
+  EXPECT_EQ(at<double>(av, 0), (((1.0 + (1.0 + e)) + 1e300) - 1.0) / 4.0);
+  Tensor dp({1, 1, 2, 2}, AMPC_F64), one = make<double>({1, 1, 1, 1}, AMPC_F64, {e});
+  ASSERT_OK(ampc_max_pool2d_bwd(ctx, T(dp), T(one), T(p), 2, 2, 2, 2, 0, 0));
+  EXPECT_EQ(at<double>(dp, 2), e);
+  EXPECT_EQ(at<double>(dp, 0), 0.0);
+  // embedding: rows copied exactly, the backward sums repeated ids in f64.
+  Tensor table = make<double>({2, 2}, AMPC_F64, {1.0 + e, 2.0, 3.0, 1e300});
+  Tensor ids = make<int64_t>({3}, AMPC_I64, {1, 0, 0});
+  Tensor rows({3, 2}, AMPC_F64), dt({2, 2}, AMPC_F64);
+  ASSERT_OK(ampc_embedding_fwd(ctx, T(rows), T(table), T(ids), -1));
+  EXPECT_EQ(at<double>(rows, 1), 1e300);
+  EXPECT_EQ(at<double>(rows, 2), 1.0 + e);
+  ASSERT_OK(ampc_embedding_bwd(ctx, T(dt), T(rows), T(ids)));
+  EXPECT_EQ(at<double>(dt, 0), 2.0 + 2 * e);
+  EXPECT_EQ(at<double>(dt, 3), 1e300);
+  // The 2-norm of an f64 vector (its squares overflow f32 scratch).
+  Tensor v = make<double>({2}, AMPC_F64, {3e20, 4e20});
+  Tensor n({}, AMPC_F64);
+  int64_t dims[] = {0};
+  ASSERT_OK(ampc_norm_fwd(ctx, T(n), T(v), 2.0, dims, 1, 0));
+  EXPECT_NEAR(at<double>(n, 0), 5e20, 1e6);
+}
+
+TEST_F(WideDtypes, F64AdamwAndClippingComputeInF64) {
+  // Step 1 with clipping: g = (3e-12, 4e-12) scaled to norm 1e-12 (max_norm
+  // 1e-12: f32 would round the tiny norm's coefficient), then the sign
+  // step lr * m / |m| (eps 0) with f64 moments of these tiny values.
+  double p[2] = {1.0, -2.0}, g[2] = {3e-12, 4e-12}, m[2] = {}, v[2] = {};
+  int32_t step = 0;
+  void *ps[1] = {p}, *gs[1] = {g}, *ms[1] = {m}, *vs[1] = {v};
+  ampc_dtype dt[1] = {AMPC_F64};
+  int64_t n[1] = {2};
+  ASSERT_OK(ampc_adamw_update(ctx, ps, dt, gs, dt, ms, vs, &step, n, 1, 0.01,
+                              0.9, 0.999, 0.0, 0.0, 1e-12, nullptr,
+                              AMPC_F32, nullptr));
+  double coef = 1e-12 / (5e-12 + 1e-6);
+  EXPECT_EQ(g[0], 3e-12 * coef);
+  EXPECT_EQ(m[1], (1.0 - 0.9) * (4e-12 * coef)); // lerp from 0 by 1 - beta1
+  EXPECT_NEAR(p[0], 1.0 - 0.01, 1e-15);
+  EXPECT_NEAR(p[1], -2.0 - 0.01, 1e-15);
+  EXPECT_EQ(step, 1);
+}
+
 TEST_F(WideDtypes, F64ComputesInF64) {
   // 1 + 2^-40 - 1 is 2^-40 in f64 and 0 in f32.
   Tensor a = make<double>({2}, AMPC_F64, {1.0, 1e300});

@@ -74,10 +74,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ampc_random  # noqa: E402
 import tgops  # noqa: E402
 
-FLOATS = ("f32", "f16", "bf16")
+# f64 computes in float64 (torch's own f64 arithmetic); the others in f32,
+# rounded to their type.
+FLOATS = ("f32", "f16", "bf16", "f64")
 LOW_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
-                "i32": np.int32, "i64": np.int64, "bool": np.bool_}
+                "f64": np.float64, "i32": np.int32, "i64": np.int64, "i16": np.int16,
+                "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
 # f32 values at or beyond this magnitude round to inf in f16 (RNE: 65504 is
 # the largest finite f16; the midpoint to the next binade rounds up).
 F16_OVERFLOW = 65520.0
@@ -104,6 +107,12 @@ def schedule_factor(s, lr, t):
     if s["kind"] == "step":
         return s["gamma"] ** math.floor((t - w) / s["step_size"])
     return 1.0
+
+
+def as_float(x, dtype):
+    """A float tensor as the reference holds `dtype`: float64 for f64,
+    float32 for the others."""
+    return x.double() if dtype == "f64" else x.float()
 
 
 def round_to(x, dtype):
@@ -417,7 +426,8 @@ def op_rule(record):
 
 # Ops whose operands all take part in type promotion (amp.md's `promote`
 # rules, and any op reading several float tensors).
-_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                 "f64": torch.float64}
 _FROM_TORCH = {v: k for k, v in _TORCH_DTYPES.items()}
 
 
@@ -532,6 +542,8 @@ class Runner:
         if dtype == "bf16":
             bits = torch.from_numpy(array.astype(np.uint16).view(np.int16).copy())
             return bits.view(torch.bfloat16).to(torch.float32)
+        if dtype == "f64":
+            return torch.from_numpy(array.astype(np.float64))
         if dtype in FLOATS:
             return torch.from_numpy(array.astype(np.float32))
         if dtype == "bool":
@@ -574,7 +586,8 @@ class Runner:
             if a["name"] in files:
                 t = self.load_array(files[a["name"]], a, "input '%s'" % a["name"])
             elif a["type"] in FLOATS:
-                t = round_to(torch.randn(a["shape"], generator=gen), a["type"])
+                t = as_float(round_to(torch.randn(a["shape"], generator=gen), a["type"]),
+                             a["type"])
             else:
                 t = torch.randint(0, self.p.int_range(a), a["shape"], generator=gen)
             self.inputs[a["name"]] = t
@@ -622,7 +635,7 @@ class Runner:
                 else:
                     t = torch.zeros(shape)
                 if a["type"] in FLOATS:
-                    t = round_to(t.float(), a["type"])
+                    t = as_float(round_to(t.float(), a["type"]), a["type"])
                 else:
                     t = t.long()
             if a["type"] in FLOATS:
@@ -647,7 +660,7 @@ class Runner:
                     t = torch.ones(a["shape"])
                 else:
                     t = torch.zeros(a["shape"])
-                t = round_to(t.float(), a["type"])
+                t = as_float(round_to(t.float(), a["type"]), a["type"])
             self.buffers[a["name"]] = t
 
     # -- types ------------------------------------------------------------
@@ -713,6 +726,10 @@ class Runner:
                 else:
                     t = torch.tensor(v["values"], dtype=torch.float32 if dtype in FLOATS
                                      else torch.int64).reshape(v["shape"])
+                if dtype == "f64":  # the constant's value, not its f32 rounding
+                    t = (torch.full(v["shape"], float(v["splat"]), dtype=torch.float64)
+                         if "splat" in v else
+                         torch.tensor(v["values"], dtype=torch.float64).reshape(v["shape"]))
                 rid = results[0]["value"]
                 vals[rid], dts[rid] = round_to(t, dtype), dtype
                 if op.get("source") is False and not v["shape"]:
@@ -739,7 +756,10 @@ class Runner:
                 if self.autocast is not None and to in FLOATS:
                     y = x.to(_TORCH_DTYPES[to])  # a real conversion
                 elif to in FLOATS and in_dts[0] in FLOATS:
-                    y = quantize(quantize(x, in_dts[0], self.monitor), to, self.monitor)
+                    y = as_float(quantize(quantize(as_float(x, to), in_dts[0], self.monitor), to,
+                                          self.monitor), to)
+                elif to == "f64":
+                    y = x.to(torch.float64)
                 elif to in FLOATS:
                     y = round_to(x.to(torch.float32), to)
                 elif to == "bool":
@@ -781,7 +801,7 @@ class Runner:
             ys = y if isinstance(y, tuple) else (y,)
             for r, t, d in zip(results, ys, out_dts):
                 if d in FLOATS:
-                    t = quantize(t.float(), d, self.monitor)
+                    t = quantize(as_float(t, d), d, self.monitor)
                 vals[r["value"]], dts[r["value"]] = t, d
         return vals, dts, grads
 
@@ -804,7 +824,7 @@ class Runner:
         for r in self.p.outputs:
             v = vals[r["value"]]
             if r["type"] in FLOATS:
-                v = round_to(v.detach().float(), r["type"])
+                v = round_to(as_float(v.detach(), r["type"]), r["type"])
             out.append(v.detach())
         return out
 
@@ -891,7 +911,8 @@ class Runner:
             else:
                 gs = [None] * len(targets)  # the loss reaches no parameter
             for t, g in zip(targets, gs):
-                g = None if g is None else g.detach().clone().float()
+                g = None if g is None else as_float(g.detach().clone(), "f64"
+                                                    if t.dtype == torch.float64 else "f32")
                 if k_acc > 1 and micro > 0:
                     t.grad = t.grad if g is None else (g if t.grad is None else t.grad + g)
                 else:
@@ -899,7 +920,8 @@ class Runner:
             if not last_micro:
                 # A micro-batch before the K-th: only the forward's effects.
                 for r in p.buffer_outs:
-                    self.buffers[r["name"]] = round_to(vals[r["value"]].detach().float(), r["type"])
+                    self.buffers[r["name"]] = round_to(as_float(vals[r["value"]].detach(), r["type"]),
+                                                   r["type"])
                 outs = self.outputs(vals, dts)
                 self.last_outputs = outs
                 return {"loss": float(outs[0]) if outs and outs[0].numel() == 1 else float("nan")}
@@ -945,7 +967,8 @@ class Runner:
             self.optimizer.zero_grad(set_to_none=True)
         # The buffers' new values (batch norm's running statistics).
         for r in p.buffer_outs:
-            self.buffers[r["name"]] = round_to(vals[r["value"]].detach().float(), r["type"])
+            self.buffers[r["name"]] = round_to(as_float(vals[r["value"]].detach(), r["type"]),
+                                                   r["type"])
         if training:
             self.steps_done += 1
         outs = self.outputs(vals, dts)

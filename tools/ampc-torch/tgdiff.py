@@ -56,6 +56,8 @@ TOLERANCES = {
     ("off", "step"): (1e-5, 1e-4), ("off", "train"): (1e-5, 1e-3),
     ("fp16", "step"): (1e-3, 1e-3), ("fp16", "train"): (2e-2, 3e-2),
     ("bf16", "step"): (8e-3, 8e-3), ("bf16", "train"): (5e-2, 5e-2),
+    # Programs whose floats are all f64, without AMP: torch's float64.
+    ("f64", "step"): (1e-9, 1e-9), ("f64", "train"): (1e-9, 1e-9),
 }
 MARGIN = 1e-2  # closest allowed approach to the f16 overflow threshold
 NOISE_GRADIENT = 1e-5  # a parameter's gradient this small is rounding noise
@@ -78,7 +80,9 @@ def draw_data(program, rng, work):
     files = {}
     for a in program.inputs:
         shape, dtype = a["shape"], a["type"]
-        if dtype in ref.FLOATS:
+        if dtype == "f64":
+            arr = rng.standard_normal(shape)
+        elif dtype in ref.FLOATS:
             arr = rng.standard_normal(shape).astype(np.float32)
         elif dtype == "bool":
             arr = rng.integers(0, 2, shape).astype(np.bool_)
@@ -201,10 +205,15 @@ def precision(program, amp):
     the program itself holds (explicit casts, f16/bf16 inputs, autocast
     blocks), whichever is less precise ("off" < "fp16" < "bf16")."""
     types = {a["type"] for a in program.args}
+    regions = set()
     for op in program.ops:
         types.update(r["type"] for r in op["results"])
         # An autocast block computes in its low type whatever --amp is.
-        types.add({"fp16": "f16", "bf16": "bf16"}.get(op["attrs"].get("tg.region"), "f32"))
+        regions.add({"fp16": "f16", "bf16": "bf16"}.get(op["attrs"].get("tg.region"), "f32"))
+    floats = types & set(ref.FLOATS)
+    if amp == "off" and floats == {"f64"} and regions <= {"f32"}:
+        return "f64"  # every float is f64 (AMP never casts f64)
+    types |= regions
     level = amp
     if "f16" in types and level == "off":
         level = "fp16"

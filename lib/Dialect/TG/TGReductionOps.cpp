@@ -207,8 +207,15 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  return inferAlongDim("cumsum", loc, adaptor.getInput(), adaptor.getDimAttr(),
-                       types);
+  if (failed(inferAlongDim("cumsum", loc, adaptor.getInput(),
+                           adaptor.getDimAttr(), types)))
+    return failure();
+  // torch.cumsum of an integer or bool tensor is i64.
+  auto t = cast<RankedTensorType>(types.back());
+  if (t.getElementType().isInteger())
+    types.back() = RankedTensorType::get(
+        t.getShape(), IntegerType::get(t.getContext(), 64));
+  return success();
 }
 
 LogicalResult CumsumGradOp::inferReturnTypes(MLIRContext *,

@@ -281,7 +281,7 @@ LogicalResult Emitter::convertCast() {
   Type to = elementTypeOf(ctx, attrInt("to", 0));
   if (!to)
     return unsupportedValue("to", onnxTypeName(attrInt("to", 0)),
-                            "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, BOOL");
+                            kOnnxElementTypes);
   Value x = value(0);
   if (!x)
     return failure();

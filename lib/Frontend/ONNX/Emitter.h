@@ -225,6 +225,7 @@ private:
     return success();
   }
   LogicalResult setOutput(size_t k, HostTensor h) {
+    h.wrapInts();
     if (k < size_t(node->output_size()) && !node->output(k).empty()) {
       Entry e;
       e.host = std::move(h);

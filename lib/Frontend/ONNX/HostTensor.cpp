@@ -82,8 +82,15 @@ int64_t broadcastIndex(ArrayRef<int64_t> idx, ArrayRef<int64_t> out,
 Type elementTypeOf(MLIRContext &ctx, int32_t t) {
   switch (t) {
   case onnx::TensorProto::FLOAT:
-  case onnx::TensorProto::DOUBLE:
     return Float32Type::get(&ctx);
+  case onnx::TensorProto::DOUBLE:
+    return Float64Type::get(&ctx);
+  case onnx::TensorProto::UINT8:
+    return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto::INT8:
+    return IntegerType::get(&ctx, 8);
+  case onnx::TensorProto::INT16:
+    return IntegerType::get(&ctx, 16);
   case onnx::TensorProto::FLOAT16:
     return Float16Type::get(&ctx);
   case onnx::TensorProto::BFLOAT16:
@@ -194,6 +201,19 @@ readTensor(MLIRContext &ctx, const onnx::TensorProto &t, std::string &why) {
   case onnx::TensorProto::INT32:
     ok = read(4, loadAs<int32_t>, t.int32_data(), same);
     break;
+  // The narrow integers: raw bytes, or one int32_data entry each.
+  case onnx::TensorProto::UINT8:
+    ok = read(1, loadAs<uint8_t>, t.int32_data(),
+              [](int32_t v) { return uint8_t(v); });
+    break;
+  case onnx::TensorProto::INT8:
+    ok = read(1, loadAs<int8_t>, t.int32_data(),
+              [](int32_t v) { return int8_t(v); });
+    break;
+  case onnx::TensorProto::INT16:
+    ok = read(2, loadAs<int16_t>, t.int32_data(),
+              [](int32_t v) { return int16_t(v); });
+    break;
   case onnx::TensorProto::BOOL:
     ok = read(
         1, [](const char *p) { return loadAs<uint8_t>(p) != 0; },
@@ -242,7 +262,8 @@ DenseElementsAttr toAttr(const HostTensor &h) {
   SmallVector<APInt> v;
   v.reserve(h.ints.size());
   for (int64_t x : h.ints)
-    v.push_back(APInt(width, static_cast<uint64_t>(x), /*isSigned=*/true,
+    v.push_back(APInt(width, static_cast<uint64_t>(x),
+                      /*isSigned=*/!h.elt.isUnsignedInteger(),
                       /*implicitTrunc=*/true));
   return DenseElementsAttr::get(type, v);
 }

@@ -74,6 +74,23 @@ struct HostTensor {
   std::vector<double> floats;
 
   bool isFloat() const { return mlir::isa<mlir::FloatType>(elt); }
+  /// The integers wrapped to the element type's width (two's complement;
+  /// unsigned for ui8), as the device's integer kernels store results, so
+  /// that a value folded at import (200 + 100 in u8 is 44) compares and
+  /// divides as the run would; i64 and bool are left as they are.
+  void wrapInts() {
+    auto it = mlir::dyn_cast_or_null<mlir::IntegerType>(elt);
+    if (!it || it.getWidth() <= 1 || it.getWidth() >= 64)
+      return;
+    unsigned w = it.getWidth();
+    uint64_t mask = (uint64_t(1) << w) - 1;
+    for (int64_t &v : ints) {
+      uint64_t m = static_cast<uint64_t>(v) & mask;
+      if (!it.isUnsigned() && (m >> (w - 1)) != 0)
+        m |= ~mask;
+      v = static_cast<int64_t>(m);
+    }
+  }
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -147,8 +164,14 @@ template <typename Fn> void forEachIndex(llvm::ArrayRef<int64_t> shape, Fn fn) {
   }
 }
 
-/// The tg element type of an ONNX tensor element type; null if none.
+/// The tg element type of an ONNX tensor element type; null if none:
+/// DOUBLE, FLOAT, FLOAT16, BFLOAT16 are f64, f32, f16, bf16; INT64, INT32,
+/// INT16, INT8, UINT8 are i64, i32, i16, i8, ui8; BOOL is i1.
 mlir::Type elementTypeOf(mlir::MLIRContext &ctx, int32_t t);
+
+/// The ONNX element types elementTypeOf maps, for error messages.
+inline constexpr const char *kOnnxElementTypes =
+    "DOUBLE, FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT8, BOOL";
 
 /// ONNX's name of element type `t` ("an unknown type" when it has none).
 const char *onnxTypeName(int32_t t);

@@ -767,8 +767,17 @@ LogicalResult Emitter::convertCumSum() {
   auto a = axis(axisT->i(0), typeOf(x).getRank());
   if (!a)
     return failure();
-  return setOutput(
-      0, build<tg::CumsumOp>({x}, {named("dim", b.getI64IntegerAttr(*a))}));
+  Value y = build<tg::CumsumOp>({x}, {named("dim", b.getI64IntegerAttr(*a))});
+  // tg.cumsum of integers is i64 (torch.cumsum); ONNX's keeps the input's
+  // type: the sums wrapped to it (the same bits as summing in its width).
+  Type elt = typeOf(x).getElementType();
+  if (y && typeOf(y).getElementType() != elt) {
+    y = tg::CastOp::create(
+        b, loc, RankedTensorType::get(typeOf(x).getShape(), elt), y);
+    if (failed(verify(y.getDefiningOp())))
+      return failure();
+  }
+  return setOutput(0, y);
 }
 
 /// InstanceNormalization: a group norm with one group per channel.

@@ -171,12 +171,11 @@ std::unique_ptr<ONNXModel> ONNXModel::parse(MLIRContext &ctx, StringRef bytes,
       return fail("'" + displayPath + "': input '" + in.name() +
                   "' is not a tensor");
     mi.elementType = elementTypeOf(ctx, type.tensor_type().elem_type());
-    if (!mi.elementType ||
-        type.tensor_type().elem_type() == onnx::TensorProto::DOUBLE)
+    if (!mi.elementType)
       return fail("'" + displayPath + "': input '" + in.name() + "' has " +
                   onnxTypeName(type.tensor_type().elem_type()) +
-                  " elements (ampc takes FLOAT, FLOAT16, BFLOAT16, INT64, "
-                  "INT32 or BOOL)");
+                  " elements (ampc takes DOUBLE, FLOAT, FLOAT16, BFLOAT16, "
+                  "INT64, INT32, INT16, INT8, UINT8 or BOOL)");
     if (!type.tensor_type().has_shape())
       return fail("'" + displayPath + "': input '" + in.name() +
                   "' has no shape (not even a rank)");

@@ -902,7 +902,7 @@ LogicalResult Emitter::convertEyeLike() {
     elt = elementTypeOf(ctx, attrInt("dtype", 0));
     if (!elt)
       return unsupportedValue("dtype", onnxTypeName(attrInt("dtype", 0)),
-                              "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, BOOL");
+                              kOnnxElementTypes);
   } else {
     Entry *e = lookup(0);
     if (!e)

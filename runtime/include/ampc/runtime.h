@@ -1448,6 +1448,8 @@ AMPC_API ampc_status ampc_norm_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
                                    double p, const int64_t *dims,
                                    int32_t n_dims, int32_t keepdim);
 /// Inclusive cumulative sum along dim; bwd: the reversed cumulative sum.
+/// f32, f16, bf16 accumulate in f32; f64 in f64 (CPU backend); an integer
+/// or bool x gives an i64 y, exact with wrap-around (CPU backend; fwd only).
 AMPC_API ampc_status ampc_cumsum_fwd(ampc_context ctx, AMPC_RL_OUT(y),
                                      AMPC_RL_IN(x), int64_t dim);
 AMPC_API ampc_status ampc_cumsum_bwd(ampc_context ctx, AMPC_RL_OUT(dx),

@@ -16,7 +16,8 @@ The fixtures are:
     (errors.test, batchnorm.test, import.test);
   - one model per converter family: elementwise ops, NN ops, tensor and
     shape ops, host folding (converters.test);
-  - hostile models: attributes, dims and names out of range (errors.test).
+  - hostile models: attributes, dims and names out of range (errors.test);
+  - DOUBLE, UINT8, INT8 and INT16 tensors (dtypes.test).
 """
 import os
 import sys
@@ -288,9 +289,68 @@ def families():
     return m
 
 
+def dtypes():
+    """The element types DOUBLE, UINT8, INT8 and INT16 as inputs,
+    initializers, Constants and Cast targets (dtypes.test runs them)."""
+    D, U8, I8, I16, I32 = (TensorProto.DOUBLE, TensorProto.UINT8, TensorProto.INT8,
+                           TensorProto.INT16, TensorProto.INT32)
+    m = {}
+    # f64 all the way: values f32 cannot hold (1/3, 2^-40), a MatMul with an
+    # f64 initializer, an Add of an f64 Constant and a CumSum; and x through
+    # f32 and back (rounded once).
+    third = 1.0 / 3.0
+    m["dtypes_double"] = model(
+        [node("Constant", [], ["c"], name="c",
+              value=helper.make_tensor("cv", D, [3], [1e-10, 2.0 ** -40, 1.0 / 7.0])),
+         node("MatMul", ["x", "w"], ["h"], name="matmul"),
+         node("Add", ["h", "c"], ["h2"], name="add"),
+         node("CumSum", ["h2", "axis"], ["y"], name="cumsum"),
+         node("Cast", ["x"], ["xf"], name="to_f32", to=FLOAT),
+         node("Cast", ["xf"], ["z"], name="to_f64", to=D)],
+        "dtypes_double", inputs=[value("x", [2, 3], D)],
+        inits=[helper.make_tensor("w", D, [3, 3],
+                                  [third, 1.0, -third, 2.0 ** -40, 0.5, 1e280,
+                                   1e-300, -2.0, third * 7]),
+               helper.make_tensor("axis", INT64, [], [1])],
+        outputs=[value("y", [2, 3], D), value("z", [2, 3], D)])
+    # The narrow integers: u8 + u8 wraps, i8 * i16 wraps in i16, casts
+    # between them keep the low bits, an i8 to DOUBLE, a CumSum of INT32.
+    m["dtypes_ints"] = model(
+        [node("Constant", [], ["c"], name="c",
+              value=helper.make_tensor("cv", I16, [5], [1000, -1000, 32767, 0, -32768])),
+         node("Add", ["a", "k"], ["u"], name="add_u8"),
+         node("Cast", ["e"], ["e16"], name="e_to_i16", to=I16),
+         node("Mul", ["e16", "s"], ["p"], name="mul_i16"),
+         node("Add", ["p", "c"], ["q"], name="add_i16"),
+         node("Cast", ["a"], ["a8"], name="a_to_i8", to=I8),
+         node("Cast", ["s"], ["s8"], name="s_to_u8", to=U8),
+         node("Cast", ["e"], ["ed"], name="e_to_f64", to=D),
+         node("Cast", ["a"], ["a32"], name="a_to_i32", to=I32),
+         node("CumSum", ["a32", "axis"], ["cs"], name="cumsum")],
+        "dtypes_ints",
+        inputs=[value("a", [5], U8), value("e", [5], I8), value("s", [5], I16)],
+        inits=[helper.make_tensor("k", U8, [5], [100, 200, 1, 0, 255]),
+               helper.make_tensor("axis", INT64, [], [0])],
+        outputs=[value("u", [5], U8), value("q", [5], I16), value("a8", [5], I8),
+                 value("s8", [5], U8), value("ed", [5], D), value("cs", [5], I32)])
+    # Folded at import: u8 200 + 100 wraps to 44 (so 44 < 50), as it would
+    # on the device; then added to the input.
+    def u8c(name, v):
+        return node("Constant", [], [name], name=name,
+                    value=helper.make_tensor(name + "v", U8, [1], [v]))
+    m["dtypes_host_wrap"] = model(
+        [u8c("c200", 200), u8c("c100", 100), u8c("c50", 50),
+         node("Add", ["c200", "c100"], ["s"], name="fold_add"),
+         node("Less", ["s", "c50"], ["b"], name="fold_less"),
+         node("Add", ["x", "s"], ["y"], name="add")],
+        "dtypes_host_wrap", inputs=[value("x", [2], U8)],
+        outputs=[value("y", [2], U8), value("b", [1], BOOL)])
+    return m
+
+
 def all_models():
     out = {}
-    for group in (refused, hostile, families):
+    for group in (refused, hostile, families, dtypes):
         out.update(group())
     return out
 

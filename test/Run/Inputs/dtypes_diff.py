@@ -9,6 +9,11 @@ ints:  dtypes/ints.tg on values beyond 2^24 and 2^53 and at the edges of
 f64:   dtypes/train_f64.tg trained 5 steps from the same .npy params and
        inputs as a PyTorch f64 model of it; the final params and the last
        loss must agree within 1e-9 (relative to their largest magnitude).
+nn64:  dtypes/train_f64_nn.tg (embedding, layer_norm, max_pool2d,
+       avg_pool2d, the p-norm and cumsum in f64) trained 5 steps against
+       PyTorch f64, the same check as f64.
+adamw64: the same network (train_f64_adamw.tg) trained by AdamW with
+       clip_grad_norm_ (max_norm 0.5), all in f64.
 u8:    dtypes/u8_image.tg (cast(img, to = f32) / 255.0 into a small
        classifier) trained 5 steps; it must run and its params must change.
 Prints one line per case and a summary; exits 1 on any disagreement.
@@ -143,6 +148,85 @@ def f64(ampc, work, extra, steps=5):
     return bad
 
 
+class Nn64(torch.nn.Module):
+    """train_f64_nn.tg in PyTorch f64."""
+
+    NAMES = ("table", "lw", "lb", "scale", "w")
+
+    def __init__(self, p):
+        super().__init__()
+        for k in self.NAMES:
+            setattr(self, k, torch.nn.Parameter(torch.from_numpy(p[k].copy())))
+
+    def forward(self, img, ids, labels):
+        F = torch.nn.functional
+        e = F.layer_norm(F.embedding(ids, self.table), (8,), self.lw, self.lb, eps=1e-5)
+        ef = e.reshape(4, 24)
+        p = F.max_pool2d(img * self.scale, kernel_size=2)
+        q = F.avg_pool2d(p, kernel_size=3, stride=1, padding=1)
+        pq = q.reshape(4, 18)
+        z = pq / torch.norm(pq, p=2.0, dim=[1], keepdim=True)
+        f = torch.cat([ef, torch.cumsum(z, dim=1)], dim=1)
+        return (F.cross_entropy(f @ self.w, labels)
+                + torch.mean(torch.norm(e, p=3.0, dim=[2])) * 0.1)
+
+
+def nn64(ampc, work, extra, steps=5, adamw=False):
+    rng = np.random.default_rng(13)
+    params = {"table": rng.normal(0, 0.5, (10, 8)), "lw": rng.normal(1, 0.1, 8),
+              "lb": rng.normal(0, 0.1, 8), "scale": rng.normal(1, 0.1, (1, 2, 1, 1)),
+              "w": rng.normal(0, 0.3, (42, 5))}
+    img = rng.standard_normal((4, 2, 6, 6))
+    ids = rng.integers(0, 10, (4, 3)).astype(np.int64)
+    labels = rng.integers(0, 5, 4).astype(np.int64)
+    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
+    os.makedirs(pin, exist_ok=True)
+    for k, v in params.items():
+        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
+    tg = "train_f64_adamw.tg" if adamw else "train_f64_nn.tg"
+    tag = "adamw64" if adamw else "nn64"
+    args = [os.path.join(HERE, tg), "--steps", str(steps), "--params-in", pin,
+            "--params-out", pout, "--outputs-out", os.path.join(work, "out")]
+    for k, v in (("img", img), ("ids", ids), ("labels", labels)):
+        np.save(os.path.join(work, k + ".npy"), v)
+        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
+    run(ampc, args + extra)
+    model = Nn64(params)
+    if adamw:
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    it, dt, lt = (torch.from_numpy(v) for v in (img, ids, labels))
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(it, dt, lt)
+        loss.backward()
+        if adamw:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+    pairs = [("loss", np.load(os.path.join(work, "out", "output_0.npy")), loss.detach().numpy())]
+    pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
+              for k in Nn64.NAMES]
+    worst, bad = 0.0, 0
+    for name, got, want in pairs:
+        if got.dtype != np.float64:
+            print("%s %s: ampc wrote %s" % (tag, name, got.dtype))
+            bad += 1
+            continue
+        err = float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
+        worst = max(worst, err)
+        if not err <= F64_TOL:
+            print("%s %s: relative error %.3g > %g" % (tag, name, err, F64_TOL))
+            bad += 1
+    print("%s: %d tensors after %d steps, %d beyond %g" % (tag, len(pairs), steps, bad, F64_TOL))
+    print("%s: worst relative error %.2g" % (tag, worst))
+    return bad
+
+
+def adamw64(ampc, work, extra):
+    return nn64(ampc, work, extra, adamw=True)
+
+
 def u8(ampc, work, extra, steps=5):
     rng = np.random.default_rng(3)
     img = rng.integers(0, 256, (8, 3, 4, 4)).astype(np.uint8)
@@ -167,7 +251,8 @@ def main():
     extra = sys.argv[3:]
     os.makedirs(work, exist_ok=True)
     bad = 0
-    for name, fn in (("ints", ints), ("f64", f64), ("u8", u8)):
+    for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
+                     ("u8", u8)):
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)
         bad += fn(ampc, sub, extra)

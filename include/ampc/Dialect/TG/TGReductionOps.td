@@ -186,16 +186,20 @@ def TG_CumsumOp : TG_InferOp<"cumsum", [TG_Differentiable]> {
   let summary = "`torch.cumsum` along `dim`";
   let description = [{
     `y[..., i, ...] = sum_{j <= i} x[..., j, ...]` along `dim` (non-negative;
-    the frontend resolves negative dims). Same shape and dtype as the input;
-    the sums are accumulated in f32. The gradient is the reversed cumulative
-    sum of `dy` (`cumsum_grad`).
+    the frontend resolves negative dims). The result has the input's shape.
+    A float input keeps its dtype: f32, f16 and bf16 sums are accumulated in
+    f32, f64 sums in f64. An integer or bool input gives `i64` (as
+    `torch.cumsum`), summed exactly with two's-complement wrap-around; such
+    a cumsum has no gradient. The gradient of a float cumsum is the
+    reversed cumulative sum of `dy` (`cumsum_grad`).
 
     ```mlir
     %y = tg.cumsum %x dim 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    %c = tg.cumsum %i dim 0 : tensor<5xui8> -> tensor<5xi64>
     ```
   }];
-  let arguments = (ins TG_FloatTensor:$input, I64Attr:$dim);
-  let results = (outs TG_FloatTensor:$result);
+  let arguments = (ins TG_Tensor:$input, I64Attr:$dim);
+  let results = (outs TG_NumTensor:$result);
   let assemblyFormat = [{
     $input `dim` $dim attr-dict `:` type($input) `->` type($result)
   }];

@@ -92,3 +92,22 @@ func.func @smooth_beta(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
   %0 = tg.smooth_l1_loss %a, %b beta -1.0 reduction "mean" : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
   return
 }
+
+// -----
+
+// torch.cumsum of an integer is i64, not the input's type.
+func.func @cumsum_int_keeps_type(%x: tensor<4xi32>) {
+  // expected-error@+2 {{'tg.cumsum' op inferred type(s) 'tensor<4xi64>' are incompatible with return type(s) of operation 'tensor<4xi32>'}}
+  // expected-error@+1 {{'tg.cumsum' op failed to infer returned types}}
+  %0 = tg.cumsum %x dim 0 : tensor<4xi32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+// Integers have no gradient: cumsum_grad takes floats only.
+func.func @cumsum_grad_int(%dy: tensor<4xi64>) {
+  // expected-error@+1 {{'tg.cumsum_grad' op operand #0 must be statically shaped tensor of}}
+  %0 = tg.cumsum_grad %dy dim 0 : tensor<4xi64> -> tensor<4xi64>
+  return
+}
