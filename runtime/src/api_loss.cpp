@@ -5,7 +5,8 @@
 // list) and the binary cross-entropy losses are composed of the backend's
 // primitives (unary, binary, reduce, copy) and the scalar terms of
 // loss_ops.h, so the CPU and CUDA backends run them without code of their
-// own; intermediates are f32, each result rounded once to its dtype.
+// own; intermediates are f32 (f64 for f64 tensors: Kit::wide), each result
+// rounded once to its dtype.
 // nll_loss copies the class indices to the device on every call (on CUDA a
 // copy from pageable host memory first waits for the stream).
 //
@@ -66,7 +67,13 @@ float termScale(ampc_reduction r, const Shape &s) {
   return 1.0f;
 }
 
-/// loss = reduction(terms) with terms f32 of shape s.
+/// The count termScale divides by (mean: n, batchmean: size(0)).
+double termCount(ampc_reduction r, const Shape &s) {
+  return r == AMPC_REDUCTION_BATCHMEAN ? static_cast<double>(s.d[0])
+                                       : static_cast<double>(s.numel());
+}
+
+/// loss = reduction(terms) with terms f32 (f64 when wide) of shape s.
 ampc_status reduceTerms(Kit &k, Buf loss, Buf terms, const Shape &s,
                         ampc_reduction r, float sign = 1.0f) {
   int64_t n = s.numel();
@@ -81,7 +88,28 @@ ampc_status reduceTerms(Kit &k, Buf loss, Buf terms, const Shape &s,
   float scale = r == AMPC_REDUCTION_SUM ? 1.0f : termScale(r, s);
   if (n == 0 && r == AMPC_REDUCTION_MEAN)
     return k.be.fill(loss, 1, NAN);
+  if (k.scratch == AMPC_F64 && r != AMPC_REDUCTION_SUM) {
+    // f64: the sum divided by the count (PyTorch's mean, sum() / size(0)),
+    // not times an f32 reciprocal.
+    Buf cnt;
+    AMPC_TRY(k.scalar(termCount(r, s), cnt));
+    AMPC_TRY(k.bin(BinaryOp::Div, tot, Shape{}, tot, Shape{}, cnt, Shape{}));
+    scale = 1.0f;
+  }
   return k.copy(loss, tot, 1, sign * scale);
+}
+
+/// g (shape s) = dloss broadcast from ds, times the gradient of each term
+/// (termScale; a division by the count for f64 scratch).
+ampc_status termGrad(Kit &k, Buf g, const Shape &s, Buf dloss,
+                     const Shape &ds, ampc_reduction r) {
+  if (k.scratch != AMPC_F64 || r == AMPC_REDUCTION_NONE ||
+      r == AMPC_REDUCTION_SUM)
+    return broadcastTo(k.be, g, s, dloss, ds, termScale(r, s));
+  AMPC_TRY(broadcastTo(k.be, g, s, dloss, ds, 1.0f));
+  Buf cnt;
+  AMPC_TRY(k.scalar(termCount(r, s), cnt));
+  return k.bin(BinaryOp::Div, g, s, g, s, cnt, Shape{});
 }
 
 /// The kind of per-element term of a pair loss.
@@ -90,7 +118,54 @@ struct PairTerm {
   BinaryOp bop; // binary
   UnaryOp uop;  // unary of the difference
   float attr;
+  double exact = 0.0; // attr as given (smooth_l1's beta), for f64
 };
+
+/// smooth_l1's term of the differences d (n, f64 scratch) in place, with
+/// beta exact (the unary's attribute is an f32): |d| < beta ? 0.5 d^2 / beta
+/// : |d| - 0.5 beta, as PyTorch's double kernel.
+ampc_status smoothL1Wide(Kit &k, Buf d, int64_t n, double beta) {
+  Shape s;
+  s.rank = 1;
+  s.d[0] = n;
+  Buf m, q, mask, bb, half, hb;
+  AMPC_TRY(k.f32(n, m));
+  AMPC_TRY(k.f32(n, q));
+  AMPC_TRY(k.f32(n, mask));
+  AMPC_TRY(k.scalar(beta, bb));
+  AMPC_TRY(k.scalar(0.5, half));
+  AMPC_TRY(k.scalar(0.5 * beta, hb));
+  AMPC_TRY(k.un(UnaryOp::Abs, m, d, n));
+  AMPC_TRY(k.bin(BinaryOp::Less, mask, s, m, s, bb, Shape{}));
+  AMPC_TRY(k.bin(BinaryOp::Mul, q, s, half, Shape{}, d, s));
+  AMPC_TRY(k.bin(BinaryOp::Mul, q, s, q, s, d, s));
+  AMPC_TRY(k.bin(BinaryOp::Div, q, s, q, s, bb, Shape{}));
+  AMPC_TRY(k.bin(BinaryOp::Sub, m, s, m, s, hb, Shape{}));
+  AMPC_TRY(k.bin(BinaryOp::WhereTrue, q, s, mask, s, q, s));
+  AMPC_TRY(k.bin(BinaryOp::WhereFalse, m, s, mask, s, m, s));
+  return k.bin(BinaryOp::Add, d, s, q, s, m, s);
+}
+
+/// smooth_l1's gradient in place of d (f64 scratch) from the term gradients
+/// g: |d| < beta ? d / beta * g : sgn(d) * g.
+ampc_status smoothL1WideBwd(Kit &k, Buf d, Buf g, int64_t n, double beta) {
+  Shape s;
+  s.rank = 1;
+  s.d[0] = n;
+  Buf m, q, mask, bb;
+  AMPC_TRY(k.f32(n, m));
+  AMPC_TRY(k.f32(n, q));
+  AMPC_TRY(k.f32(n, mask));
+  AMPC_TRY(k.scalar(beta, bb));
+  AMPC_TRY(k.un(UnaryOp::Abs, m, d, n));
+  AMPC_TRY(k.bin(BinaryOp::Less, mask, s, m, s, bb, Shape{}));
+  AMPC_TRY(k.bin(BinaryOp::Div, q, s, d, s, bb, Shape{}));
+  AMPC_TRY(k.bin(BinaryOp::Mul, q, s, q, s, g, s));
+  AMPC_TRY(k.bin(BinaryOp::SignMul, m, s, d, s, g, s));
+  AMPC_TRY(k.bin(BinaryOp::WhereTrue, q, s, mask, s, q, s));
+  AMPC_TRY(k.bin(BinaryOp::WhereFalse, m, s, mask, s, m, s));
+  return k.bin(BinaryOp::Add, d, s, q, s, m, s);
+}
 
 ampc_status pairParse(const char *fn, const TensorArg &a, const TensorArg &b,
                       Shape &as) {
@@ -113,11 +188,15 @@ ampc_status pairLossFwd(const char *fn, ampc_context ctx, const PairTerm &term,
   if (ls != lossShape(as, r))
     return shapeError(fn, loss.name, ls, lossShape(as, r));
   Kit k(*ctx->backend);
+  k.wide({&loss, &a, &b});
   int64_t n = as.numel();
   Buf t;
   AMPC_TRY(k.f32(n, t));
   if (term.binary) {
     AMPC_TRY(k.bin(term.bop, t, as, a.buf(), as, b.buf(), as));
+  } else if (term.uop == UnaryOp::SmoothL1 && k.scratch == AMPC_F64) {
+    AMPC_TRY(k.bin(BinaryOp::Sub, t, as, a.buf(), as, b.buf(), as));
+    AMPC_TRY(smoothL1Wide(k, t, n, term.exact));
   } else {
     AMPC_TRY(k.bin(BinaryOp::Sub, t, as, a.buf(), as, b.buf(), as));
     AMPC_TRY(k.un(term.uop, t, t, n, term.attr));
@@ -146,9 +225,10 @@ ampc_status pairLossBwd(const char *fn, ampc_context ctx, const PairTerm &term,
   if (n == 0)
     return AMPC_OK;
   Kit k(*ctx->backend);
+  k.wide({&da, &db, &dloss, &a, &b});
   Buf g;
   AMPC_TRY(k.f32(n, g));
-  AMPC_TRY(broadcastTo(k.be, g, as, dloss.buf(), ds, termScale(r, as)));
+  AMPC_TRY(termGrad(k, g, as, dloss.buf(), ds, r));
   if (term.binary) {
     if (da.data)
       AMPC_TRY(k.binBwd(term.bop, 0, da.buf(), g, as, a.buf(), as, b.buf(),
@@ -162,9 +242,13 @@ ampc_status pairLossBwd(const char *fn, ampc_context ctx, const PairTerm &term,
   Buf d;
   AMPC_TRY(k.f32(n, d));
   AMPC_TRY(k.bin(BinaryOp::Sub, d, as, a.buf(), as, b.buf(), as));
-  UnaryAttrs at{};
-  at.v[0] = term.attr;
-  AMPC_TRY(k.be.unaryBwd(term.uop, at, d, g, d, n));
+  if (term.uop == UnaryOp::SmoothL1 && k.scratch == AMPC_F64) {
+    AMPC_TRY(smoothL1WideBwd(k, d, g, n, term.exact));
+  } else {
+    UnaryAttrs at{};
+    at.v[0] = term.attr;
+    AMPC_TRY(k.be.unaryBwd(term.uop, at, d, g, d, n));
+  }
   if (da.data)
     AMPC_TRY(k.copy(da.buf(), d, n));
   if (db.data)
@@ -197,7 +281,9 @@ ampc_status nllWeights(const char *fn, Kit &k, const TensorArg &logp,
     iota[static_cast<size_t>(c)] = static_cast<float>(c);
   Buf io, ii;
   AMPC_TRY(k.upload(iota, io));
-  AMPC_TRY(k.scalar(static_cast<float>(ignoreIndex), ii));
+  AMPC_TRY(k.scalar(k.scratch == AMPC_F64 ? static_cast<double>(ignoreIndex)
+                                           : static_cast<float>(ignoreIndex),
+                    ii));
   AMPC_TRY(k.f32(rows * classes, w));
   AMPC_TRY(k.f32(rows, valid));
   Shape col, row;
@@ -233,6 +319,7 @@ ampc_status nllFwd(const char *fn, ampc_context ctx, const TensorArg &loss,
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: nll_loss has no batchmean reduction", fn);
   Kit k(*ctx->backend);
+  k.wide({&loss, &logp});
   Shape ls, os;
   Buf w, valid;
   AMPC_TRY(
@@ -279,6 +366,7 @@ ampc_status nllBwd(const char *fn, ampc_context ctx, const TensorArg &dlogp,
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: nll_loss has no batchmean reduction", fn);
   Kit k(*ctx->backend);
+  k.wide({&dlogp, &dloss, &logp});
   Shape ls, ds, gs;
   Buf w, valid;
   AMPC_TRY(nllWeights(fn, k, logp, labels, ignoreIndex, ls, w, valid));
@@ -318,7 +406,8 @@ ampc_status nllBwd(const char *fn, ampc_context ctx, const TensorArg &dlogp,
 
 const PairTerm kL1{false, BinaryOp::Add, UnaryOp::Abs, 0.0f};
 PairTerm smoothL1(double beta) {
-  return {false, BinaryOp::Add, UnaryOp::SmoothL1, static_cast<float>(beta)};
+  return {false, BinaryOp::Add, UnaryOp::SmoothL1, static_cast<float>(beta),
+          beta};
 }
 PairTerm klDiv(int32_t logTarget) {
   return {true, logTarget ? BinaryOp::KlDivLog : BinaryOp::KlDiv,

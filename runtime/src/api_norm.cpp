@@ -3,9 +3,9 @@
 // Validation of ampc_layer_norm_*, ampc_rms_norm_*, ampc_group_norm_* and
 // ampc_batch_norm_*. Layer and RMS norm run the backend's norm primitive,
 // batch norm the shared scalar code of norm_ops.h; group norm is composed
-// of the backend's primitives (f32 intermediates, one rounding per
-// result). The synchronised batch norm of data-parallel runs is in
-// api_sync_batch_norm.cpp.
+// of the backend's primitives (f32 intermediates, f64 for f64 tensors;
+// one rounding per result). The synchronised batch norm of data-parallel
+// runs is in api_sync_batch_norm.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "composed.h"
@@ -161,6 +161,7 @@ ampc_status groupNormFwd(const char *fn, ampc_context ctx, const TensorArg &y,
   if (n == 0)
     return AMPC_OK;
   Kit k(*ctx->backend);
+  k.wide({&y, &x, &w, &b});
   Buf xh;
   AMPC_TRY(k.f32(n, xh));
   Buf none{nullptr, AMPC_F32};
@@ -193,6 +194,7 @@ ampc_status groupNormBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   if (db.data && dbs != ws)
     return shapeError(fn, db.name, dbs, ws);
   Kit k(*ctx->backend);
+  k.wide({&dx, &dw, &db, &dy, &x, &w});
   int64_t n = xs.numel();
   if (n == 0) {
     if (dw.data)

@@ -7,7 +7,8 @@
 // autocast list) are composed of the backend's primitives (unary, binary,
 // reduce, copy, gemm) and the scalar variants of reduction_ops.h, so the
 // CPU and CUDA backends run them without code of their own; their
-// intermediates are f32 and each result is rounded once to its dtype.
+// intermediates are f32 (f64 for f64 tensors: Kit::wide) and each result is
+// rounded once to its dtype.
 // cumsum copies a table built on the host (a triangle of ones) to the
 // device on every call; on CUDA a copy from pageable host memory first
 // waits for the stream (a table cached per context would remove it; not
@@ -177,6 +178,7 @@ ampc_status logsumexpFwd(const char *fn, ampc_context ctx, const TensorArg &y,
   bool reduced[kMaxRank];
   AMPC_TRY(parseReduction(fn, x, y, dims, nDims, keepdim, xs, reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&x, &y});
   int64_t n = xs.numel(), m = ks.numel();
   if (m == 0)
     return AMPC_OK;
@@ -206,6 +208,7 @@ ampc_status logsumexpBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
   AMPC_TRY(parseReductionBwd(fn, dx, dy, x, y, dims, nDims, keepdim, xs,
                              reduced, ks));
   Kit k(*ctx->backend);
+  k.wide({&dx, &dy, &x, &y});
   int64_t n = xs.numel();
   if (n == 0)
     return AMPC_OK;
@@ -428,13 +431,25 @@ ampc_status cosineParts(const char *fn, Kit &k, const TensorArg &a,
     return AMPC_OK;
   AMPC_TRY(broadcastTo(k.be, c.an, full, a.buf(), as, 1.0f));
   AMPC_TRY(broadcastTo(k.be, c.bn, full, b.buf(), bs, 1.0f));
+  // The norms clamped below at eps: in f32 as PyTorch's float kernels take
+  // it; f64 scratch takes eps exactly (a Maximum with an f64 scalar, as the
+  // unary attribute is an f32).
   float e = static_cast<float>(eps);
-  AMPC_TRY(k.bin(BinaryOp::Mul, sq, full, c.an, full, c.an, full));
-  AMPC_TRY(k.reduce(ReduceOp::Sum, c.na, sq, full, reduced));
-  AMPC_TRY(k.un(UnaryOp::SqrtClampMin, c.na, c.na, m, e));
-  AMPC_TRY(k.bin(BinaryOp::Mul, sq, full, c.bn, full, c.bn, full));
-  AMPC_TRY(k.reduce(ReduceOp::Sum, c.nb, sq, full, reduced));
-  AMPC_TRY(k.un(UnaryOp::SqrtClampMin, c.nb, c.nb, m, e));
+  Buf eb{nullptr, AMPC_F32};
+  if (k.scratch == AMPC_F64)
+    AMPC_TRY(k.scalar(eps, eb));
+  Buf norms[2] = {c.na, c.nb}, units[2] = {c.an, c.bn};
+  for (int i = 0; i < 2; ++i) {
+    AMPC_TRY(k.bin(BinaryOp::Mul, sq, full, units[i], full, units[i], full));
+    AMPC_TRY(k.reduce(ReduceOp::Sum, norms[i], sq, full, reduced));
+    if (eb.data) {
+      AMPC_TRY(k.un(UnaryOp::Sqrt, norms[i], norms[i], m));
+      AMPC_TRY(k.bin(BinaryOp::Maximum, norms[i], c.keep, norms[i], c.keep,
+                     eb, Shape{}));
+    } else {
+      AMPC_TRY(k.un(UnaryOp::SqrtClampMin, norms[i], norms[i], m, e));
+    }
+  }
   AMPC_TRY(k.bin(BinaryOp::Div, c.an, full, c.an, full, c.na, c.keep));
   AMPC_TRY(k.bin(BinaryOp::Div, c.bn, full, c.bn, full, c.nb, c.keep));
   AMPC_TRY(k.bin(BinaryOp::Mul, sq, full, c.an, full, c.bn, full));
@@ -446,6 +461,7 @@ ampc_status cosineFwd(const char *fn, ampc_context ctx, const TensorArg &y,
                       double eps) {
   AMPC_TRY(checkContext(fn, ctx));
   Kit k(*ctx->backend);
+  k.wide({&y, &a, &b});
   CosineParts c;
   AMPC_TRY(cosineParts(fn, k, a, b, dim, eps, c));
   Shape ys;
@@ -461,6 +477,7 @@ ampc_status cosineBwd(const char *fn, ampc_context ctx, const TensorArg &da,
                       double eps) {
   AMPC_TRY(checkContext(fn, ctx));
   Kit k(*ctx->backend);
+  k.wide({&da, &db, &dy, &a, &b});
   CosineParts c;
   AMPC_TRY(cosineParts(fn, k, a, b, dim, eps, c));
   Shape dys, das, dbs, as, bs;

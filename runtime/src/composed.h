@@ -129,11 +129,16 @@ struct Kit {
     AMPC_TRY(f32(n, out));
     return copy(out, x, n);
   }
-  /// n f32 values from the host.
+  /// n f32 values from the host (widened to f64 when wide).
   ampc_status upload(const std::vector<float> &host, Buf &out) {
     AMPC_TRY(f32(static_cast<int64_t>(host.size()), out));
     if (host.empty())
       return AMPC_OK;
+    if (scratch == AMPC_F64) {
+      std::vector<double> wide(host.begin(), host.end());
+      return be.copyBytes(out.data, wide.data(), wide.size() * sizeof(double),
+                          AMPC_MEMCPY_HOST_TO_DEVICE);
+    }
     return be.copyBytes(out.data, host.data(), host.size() * sizeof(float),
                         AMPC_MEMCPY_HOST_TO_DEVICE);
   }

@@ -1544,11 +1544,8 @@ LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
 /// a silently less precise result.
 LogicalResult checkF64Kernels(rtd::ProgramOp program) {
   static constexpr llvm::StringLiteral kNoF64[] = {
-      "conv",       "group_norm",         "batch_norm",
-      "dropout",
-      "cross_entropy_with", "binary_cross_entropy", "kl_div",
-      "smooth_l1",  "l1_loss",            "nll_loss",
-      "logsumexp",  "cosine",             "gemm_add",
+      "conv",       "batch_norm",         "dropout",
+      "cross_entropy_with", "binary_cross_entropy", "gemm_add",
       "prelu",      "grad_allreduce"};
   WalkResult result = program.walk([&](rtd::CallOp call) {
     StringRef callee = call.getCallee();

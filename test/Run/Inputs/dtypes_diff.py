@@ -14,6 +14,9 @@ nn64:  dtypes/train_f64_nn.tg (embedding, layer_norm, max_pool2d,
        PyTorch f64, the same check as f64.
 adamw64: the same network (train_f64_adamw.tg) trained by AdamW with
        clip_grad_norm_ (max_norm 0.5), all in f64.
+loss64: dtypes/train_f64_loss.tg (group_norm, logsumexp, cosine_similarity,
+       nll_loss, kl_div, l1_loss, smooth_l1_loss in f64) trained 5 steps
+       against PyTorch f64, the same check as f64.
 u8:    dtypes/u8_image.tg (cast(img, to = f32) / 255.0 into a small
        classifier) trained 5 steps; it must run and its params must change.
 Prints one line per case and a summary; exits 1 on any disagreement.
@@ -207,6 +210,72 @@ def nn64(ampc, work, extra, steps=5, adamw=False):
     pairs = [("loss", np.load(os.path.join(work, "out", "output_0.npy")), loss.detach().numpy())]
     pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
               for k in Nn64.NAMES]
+    return report(tag, pairs, steps)
+
+
+class Loss64(torch.nn.Module):
+    """train_f64_loss.tg in PyTorch f64."""
+
+    NAMES = ("gw", "gb", "w", "v")
+
+    def __init__(self, p):
+        super().__init__()
+        for k in self.NAMES:
+            setattr(self, k, torch.nn.Parameter(torch.from_numpy(p[k].copy())))
+
+    def forward(self, x, t, labels):
+        F = torch.nn.functional
+        g = F.group_norm(x, 2, self.gw, self.gb, eps=1e-5)
+        h = g.reshape(4, 12) @ self.w
+        logp = F.log_softmax(h, dim=-1)
+        l1 = F.nll_loss(logp, labels)
+        l2 = F.kl_div(logp, F.softmax(t, dim=-1), reduction="batchmean")
+        l3 = F.l1_loss(h, t)
+        l4 = F.smooth_l1_loss(h, t, beta=0.3, reduction="sum")
+        l5 = torch.mean(torch.logsumexp(h, dim=[1]))
+        l6 = torch.mean(F.cosine_similarity(h, self.v, dim=1))
+        return l1 + l2 + l3 + l4 * 0.1 + l5 * 0.1 - l6
+
+
+def loss64(ampc, work, extra, steps=5):
+    rng = np.random.default_rng(29)
+    params = {"gw": rng.normal(1, 0.1, 4), "gb": rng.normal(0, 0.1, 4),
+              "w": rng.normal(0, 0.3, (12, 6)), "v": rng.normal(0, 0.5, (4, 6))}
+    inputs = {"x": rng.standard_normal((4, 4, 3)), "t": rng.standard_normal((4, 6)),
+              "labels": rng.integers(0, 6, 4).astype(np.int64)}
+    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
+    os.makedirs(pin, exist_ok=True)
+    for k, v in params.items():
+        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
+    args = [os.path.join(HERE, "train_f64_loss.tg"), "--steps", str(steps),
+            "--params-in", pin, "--params-out", pout,
+            "--outputs-out", os.path.join(work, "out")]
+    for k, v in inputs.items():
+        np.save(os.path.join(work, k + ".npy"), v)
+        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
+    run(ampc, args + extra)
+    model = Loss64(params)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    xt, tt, lt = (torch.from_numpy(inputs[k]) for k in ("x", "t", "labels"))
+    # Both branches of smooth_l1 (|h - t| below and above beta) are taken.
+    with torch.no_grad():
+        g = torch.nn.functional.group_norm(xt, 2, model.gw, model.gb, eps=1e-5)
+        below = int(((g.reshape(4, 12) @ model.w - tt).abs() < 0.3).sum())
+    if not 0 < below < 24:
+        print("loss64: smooth_l1 has %d of 24 terms below beta (FAILED)" % below)
+        return 1
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(xt, tt, lt)
+        loss.backward()
+        opt.step()
+    pairs = [("loss", np.load(os.path.join(work, "out", "output_0.npy")), loss.detach().numpy())]
+    pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
+              for k in Loss64.NAMES]
+    return report("loss64", pairs, steps)
+
+
+def report(tag, pairs, steps):
     worst, bad = 0.0, 0
     for name, got, want in pairs:
         if got.dtype != np.float64:
@@ -252,7 +321,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     bad = 0
     for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
-                     ("u8", u8)):
+                     ("loss64", loss64), ("u8", u8)):
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)
         bad += fn(ampc, sub, extra)
