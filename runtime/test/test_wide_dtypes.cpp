@@ -182,6 +182,52 @@ TEST_F(WideDtypes, F64NormPoolEmbeddingComputeInF64) {
   EXPECT_NEAR(at<double>(n, 0), 5e20, 1e6);
 }
 
+TEST_F(WideDtypes, F64ComposedKernelsComputeInF64) {
+  double e = std::ldexp(1.0, -40);
+  Tensor z = make<double>({1}, AMPC_F64, {0.0});
+  // smooth_l1 with beta 0.1 taken as the double 0.1 (its f32 rounding is
+  // 1.5e-9 off): 0.5 d^2 / beta below beta, |d| - 0.5 beta above.
+  Tensor d = make<double>({1}, AMPC_F64, {0.05}),
+         big = make<double>({1}, AMPC_F64, {1e300});
+  Tensor s({}, AMPC_F64);
+  ASSERT_OK(
+      ampc_smooth_l1_loss_fwd(ctx, T(s), T(d), T(z), 0.1, AMPC_REDUCTION_SUM));
+  EXPECT_EQ(at<double>(s, 0), 0.5 * 0.05 * 0.05 / 0.1);
+  ASSERT_OK(ampc_smooth_l1_loss_fwd(ctx, T(s), T(big), T(z), 0.1,
+                                    AMPC_REDUCTION_SUM));
+  EXPECT_EQ(at<double>(s, 0), 1e300);
+  Tensor one = make<double>({}, AMPC_F64, {1.0}), ga({1}, AMPC_F64);
+  ASSERT_OK(ampc_smooth_l1_loss_bwd(ctx, T(ga), nullptr, AMPC_F64, nullptr, 0,
+                                    T(one), T(d), T(z), 0.1,
+                                    AMPC_REDUCTION_SUM));
+  EXPECT_EQ(at<double>(ga, 0), 0.05 / 0.1);
+  // l1_loss' mean divides the f64 sum by the count.
+  Tensor a3 = make<double>({3}, AMPC_F64, {1.0 + e, 2.0, 0.0});
+  Tensor z3 = make<double>({3}, AMPC_F64, {0.0, 0.0, 0.0}), g3({3}, AMPC_F64);
+  ASSERT_OK(ampc_l1_loss_fwd(ctx, T(s), T(a3), T(z3), AMPC_REDUCTION_MEAN));
+  EXPECT_EQ(at<double>(s, 0), (3.0 + e) / 3.0);
+  ASSERT_OK(ampc_l1_loss_bwd(ctx, T(g3), nullptr, AMPC_F64, nullptr, 0, T(one),
+                             T(a3), T(z3), AMPC_REDUCTION_MEAN));
+  EXPECT_EQ(at<double>(g3, 0), 1.0 / 3.0);
+  // nll_loss picks log-probabilities exactly (class indices widened on the
+  // host) and leaves ignore_index rows out of the mean.
+  Tensor logp = make<double>({2, 2}, AMPC_F64, {-(1.0 + e), -2.0, -3.0, -4.0});
+  Tensor labels = make<int64_t>({2}, AMPC_I64, {0, 1});
+  ASSERT_OK(ampc_nll_loss_fwd(ctx, T(s), T(logp), T(labels), 1,
+                              AMPC_REDUCTION_MEAN, -1));
+  EXPECT_EQ(at<double>(s, 0), 1.0 + e);
+  // logsumexp of 0 and -20: 2.06e-9, below f32's resolution at 1.
+  Tensor x2 = make<double>({2}, AMPC_F64, {0.0, -20.0});
+  int64_t dims[] = {0};
+  ASSERT_OK(ampc_logsumexp_fwd(ctx, T(s), T(x2), dims, 1, 0));
+  EXPECT_NEAR(at<double>(s, 0), 2.0611536e-9, 1e-15);
+  // group_norm of 1 - e, 1, 1 + e in one group: +-sqrt(1.5).
+  Tensor gx = make<double>({1, 1, 3}, AMPC_F64, {1.0 - e, 1.0, 1.0 + e});
+  Tensor gw = make<double>({1}, AMPC_F64, {1.0}), gy({1, 1, 3}, AMPC_F64);
+  ASSERT_OK(ampc_group_norm_fwd(ctx, T(gy), T(gx), T(gw), T(z), 1, 0.0));
+  EXPECT_NEAR(at<double>(gy, 2), std::sqrt(1.5), 1e-12);
+}
+
 TEST_F(WideDtypes, F64AdamwAndClippingComputeInF64) {
   // Step 1 with clipping: g = (3e-12, 4e-12) scaled to norm 1e-12 (max_norm
   // 1e-12: f32 would round the tiny norm's coefficient), then the sign
