@@ -46,6 +46,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <memory>
 #include <cstdlib>
 #include <deque>
 #include <tuple>
@@ -394,7 +395,12 @@ class DiagnosticPrinter {
 public:
   DiagnosticPrinter(llvm::raw_ostream &os) : os(os) {}
 
-  void addBuffer(StringRef name, StringRef text) { buffers[name] = text; }
+  /// The text of `name` for the snippets under its diagnostics, kept alive
+  /// by the printer: passes and the run report on the input long after
+  /// it was parsed.
+  void addBuffer(StringRef name, std::shared_ptr<llvm::MemoryBuffer> text) {
+    buffers[name] = std::move(text);
+  }
 
   void print(Diagnostic &diag) {
     printOne(diag.getLocation(), diag.getSeverity(), diag.str());
@@ -404,7 +410,7 @@ public:
 
 private:
   llvm::raw_ostream &os;
-  llvm::StringMap<StringRef> buffers;
+  llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> buffers;
 
   static StringRef severityName(DiagnosticSeverity s) {
     switch (s) {
@@ -441,7 +447,7 @@ private:
     auto it = buffers.find(flc.getFilename().getValue());
     if (it == buffers.end() || flc.getLine() == 0)
       return;
-    StringRef text = it->second;
+    StringRef text = it->second->getBuffer();
     size_t pos = 0;
     for (unsigned line = 1; line < flc.getLine(); ++line) {
       pos = text.find('\n', pos);
@@ -777,9 +783,9 @@ static int importInput(MLIRContext &context, DiagnosticPrinter &printer,
                  << "': " << ec.message() << "\n";
     return kInputError;
   }
-  std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
+  std::shared_ptr<llvm::MemoryBuffer> buffer = std::move(*bufferOr);
   StringRef name = opts.input;
-  printer.addBuffer(name, buffer->getBuffer());
+  printer.addBuffer(name, buffer);
 
   StringRef ext = llvm::sys::path::extension(name);
   if (ext == ".mlir") {
