@@ -330,13 +330,18 @@ ampc_status ampc_prelu_bwd(ampc_context ctx, void *dx, ampc_dtype dx_dtype,
       AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 0, Buf{dx, dx_dtype}, dyb, xb, wb,
                             walk));
     if (dw) {
-      // Per element in f32, then summed over every dim but the channel's.
+      // Per element in f32 (f64 when any operand is f64), then summed over
+      // every dim but the channel's.
+      ampc_dtype acc = dw_dtype == AMPC_F64 || dy_dtype == AMPC_F64 ||
+                               x_dtype == AMPC_F64 || w_dtype == AMPC_F64
+                           ? AMPC_F64
+                           : AMPC_F32;
       Temp full(be);
-      AMPC_TRY(full.alloc(numel * sizeof(float)));
-      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 1, Buf{full.get(), AMPC_F32}, dyb,
-                            xb, wb, walk));
-      AMPC_TRY(sumToShape(be, Buf{dw, dw_dtype}, view,
-                          Buf{full.get(), AMPC_F32}, xs));
+      AMPC_TRY(full.alloc(numel * dtypeSize(acc)));
+      AMPC_TRY(be.binaryBwd(BinaryOp::Prelu, 1, Buf{full.get(), acc}, dyb, xb,
+                            wb, walk));
+      AMPC_TRY(
+          sumToShape(be, Buf{dw, dw_dtype}, view, Buf{full.get(), acc}, xs));
     }
     return AMPC_OK;
   });

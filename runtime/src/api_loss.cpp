@@ -427,17 +427,19 @@ ampc_status lossFwd(const char *fn, BinaryOp term, ampc_context ctx,
     return shapeError(fn, loss.name, ls, Shape{});
   if (as != bs)
     return shapeError(fn, b.name, bs, as);
-  Backend &be = *ctx->backend;
+  // The terms in f32 (f64 for f64 operands); the mean of f64 terms divides
+  // by the count in f64.
+  Kit k(*ctx->backend);
+  k.wide({&loss, &a, &b});
   int64_t n = as.numel();
-  Temp t(be);
-  AMPC_TRY(t.alloc(n * sizeof(float)));
-  Buf terms{t.get(), AMPC_F32};
+  Buf terms;
+  AMPC_TRY(k.f32(n, terms));
   if (n > 0)
-    AMPC_TRY(be.binary(term, terms, a.buf(), b.buf(), denseWalk(as)));
+    AMPC_TRY(k.be.binary(term, terms, a.buf(), b.buf(), denseWalk(as)));
   bool reduced[kMaxRank];
   for (int i = 0; i < kMaxRank; ++i)
     reduced[i] = true;
-  return reduceDims(be, ReduceOp::Mean, loss.buf(), terms, as, reduced);
+  return reduceDims(k.be, ReduceOp::Mean, loss.buf(), terms, as, reduced);
 }
 
 /// da, db (either may be null) of mean(term(a, b)) from the scalar dloss.
@@ -463,18 +465,23 @@ ampc_status lossBwd(const char *fn, BinaryOp term, ampc_context ctx,
   int64_t n = as.numel();
   if (n == 0)
     return AMPC_OK;
-  Backend &be = *ctx->backend;
-  // dloss / n at every element: the mean's gradient, on the device.
-  Temp t(be);
-  AMPC_TRY(t.alloc(n * sizeof(float)));
-  Buf g{t.get(), AMPC_F32};
-  AMPC_TRY(broadcastTo(be, g, as, dloss.buf(), Shape{},
-                       static_cast<float>(1.0 / static_cast<double>(n))));
+  // dloss / n at every element: the mean's gradient, on the device (an f32
+  // reciprocal; for f64 operands f64 scratch divided by the count in f64).
+  Kit k(*ctx->backend);
+  k.wide({&da, &db, &dloss, &a, &b});
+  Buf g;
+  AMPC_TRY(k.f32(n, g));
+  if (k.scratch == AMPC_F64) {
+    AMPC_TRY(termGrad(k, g, as, dloss.buf(), Shape{}, AMPC_REDUCTION_MEAN));
+  } else {
+    AMPC_TRY(broadcastTo(k.be, g, as, dloss.buf(), Shape{},
+                         static_cast<float>(1.0 / static_cast<double>(n))));
+  }
   Walk w = denseWalk(as);
   if (da.data)
-    AMPC_TRY(be.binaryBwd(term, 0, da.buf(), g, a.buf(), b.buf(), w));
+    AMPC_TRY(k.be.binaryBwd(term, 0, da.buf(), g, a.buf(), b.buf(), w));
   if (db.data)
-    AMPC_TRY(be.binaryBwd(term, 1, db.buf(), g, a.buf(), b.buf(), w));
+    AMPC_TRY(k.be.binaryBwd(term, 1, db.buf(), g, a.buf(), b.buf(), w));
   return AMPC_OK;
 }
 } // namespace

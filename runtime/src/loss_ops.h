@@ -61,7 +61,7 @@ struct BceFn {
   }
   template <typename T> static AMPC_HD T bwd(int which, T p, T y, T dy) {
     if (which == 0)
-      return dy * (p - y) / mFmax((1.0f - p) * p, static_cast<T>(1e-12f));
+      return dy * (p - y) / mFmax((1.0f - p) * p, static_cast<T>(1e-12));
     return dy * (mLog(1.0f - p) - mLog(p));
   }
 };

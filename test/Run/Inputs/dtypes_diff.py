@@ -17,6 +17,9 @@ adamw64: the same network (train_f64_adamw.tg) trained by AdamW with
 loss64: dtypes/train_f64_loss.tg (group_norm, logsumexp, cosine_similarity,
        nll_loss, kl_div, l1_loss, smooth_l1_loss in f64) trained 5 steps
        against PyTorch f64, the same check as f64.
+bce64: dtypes/train_f64_bce.tg (prelu, binary_cross_entropy and
+       binary_cross_entropy_with_logits in f64) trained 5 steps against
+       PyTorch f64, the same check as f64.
 u8:    dtypes/u8_image.tg (cast(img, to = f32) / 255.0 into a small
        classifier) trained 5 steps; it must run and its params must change.
 Prints one line per case and a summary; exits 1 on any disagreement.
@@ -275,6 +278,60 @@ def loss64(ampc, work, extra, steps=5):
     return report("loss64", pairs, steps)
 
 
+class Bce64(torch.nn.Module):
+    """train_f64_bce.tg in PyTorch f64."""
+
+    NAMES = ("w", "slope", "v")
+
+    def __init__(self, p):
+        super().__init__()
+        for k in self.NAMES:
+            setattr(self, k, torch.nn.Parameter(torch.from_numpy(p[k].copy())))
+
+    def forward(self, x, y):
+        F = torch.nn.functional
+        h = F.prelu(x @ self.w, self.slope)
+        l1 = F.binary_cross_entropy(torch.sigmoid(h), torch.sigmoid(self.v))
+        l2 = F.binary_cross_entropy_with_logits(h * 2.0, y)
+        return l1 + l2
+
+
+def bce64(ampc, work, extra, steps=5):
+    rng = np.random.default_rng(31)
+    params = {"w": rng.normal(0, 0.5, (6, 3)), "slope": rng.normal(0.25, 0.1, 3),
+              "v": rng.normal(0, 0.5, (4, 3))}
+    inputs = {"x": rng.standard_normal((4, 6)), "y": rng.uniform(0, 1, (4, 3))}
+    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
+    os.makedirs(pin, exist_ok=True)
+    for k, v in params.items():
+        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
+    args = [os.path.join(HERE, "train_f64_bce.tg"), "--steps", str(steps),
+            "--params-in", pin, "--params-out", pout,
+            "--outputs-out", os.path.join(work, "out")]
+    for k, v in inputs.items():
+        np.save(os.path.join(work, k + ".npy"), v)
+        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
+    run(ampc, args + extra)
+    model = Bce64(params)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    xt, yt = (torch.from_numpy(inputs[k]) for k in ("x", "y"))
+    # Both branches of prelu (x > 0 and x <= 0) are taken.
+    with torch.no_grad():
+        pos = int((xt @ model.w > 0).sum())
+    if not 0 < pos < 12:
+        print("bce64: prelu has %d of 12 inputs above 0 (FAILED)" % pos)
+        return 1
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(xt, yt)
+        loss.backward()
+        opt.step()
+    pairs = [("loss", np.load(os.path.join(work, "out", "output_0.npy")), loss.detach().numpy())]
+    pairs += [(k, np.load(os.path.join(pout, k + ".npy")), getattr(model, k).detach().numpy())
+              for k in Bce64.NAMES]
+    return report("bce64", pairs, steps)
+
+
 def report(tag, pairs, steps):
     worst, bad = 0.0, 0
     for name, got, want in pairs:
@@ -321,7 +378,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     bad = 0
     for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
-                     ("loss64", loss64), ("u8", u8)):
+                     ("loss64", loss64), ("bce64", bce64), ("u8", u8)):
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)
         bad += fn(ampc, sub, extra)
