@@ -152,13 +152,8 @@ if [ "$mode" != fuzz ]; then
       fi
     done
     if [ "$tracer" -eq 1 ]; then
-      # The crash comes where the tracer walks a thread's dynamic TLS (a
-      # dlopen'ed library's, e.g. oneDNN's OpenMP): the rerun leaves thread
-      # storage out of the scan (use_tls=0). That can only add leak reports
-      # (memory reachable from TLS alone), never hide one.
-      echo "== ctest (sanitized), the failed tests once more, TLS not scanned =="
-      LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}use_tls=0" \
-        ctest --test-dir "$build" --output-on-failure --rerun-failed 2>&1 \
+      echo "== ctest (sanitized), the failed tests once more =="
+      ctest --test-dir "$build" --output-on-failure --rerun-failed 2>&1 \
         | tee -a "$ctest_log"
       ctest_rc=${PIPESTATUS[0]}
     fi
