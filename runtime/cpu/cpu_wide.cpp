@@ -35,8 +35,25 @@ bool anyF64(std::initializer_list<Buf> bufs) {
   return false;
 }
 
-/// a op b exactly in int64 (add, sub and mul wrap as uint64); false for an
-/// op without an integer meaning here (division, pow, the loss terms).
+/// a ** b as PyTorch's integer pow: repeated squaring, wrapping as uint64
+/// (the low bits of a product depend only on the low bits of its factors,
+/// so wrapping to a narrower result afterwards gives that width's
+/// wrap-around). A negative exponent gives 1 for a base of 1, +-1 for -1
+/// and 0 for any other base, 0 included.
+int64_t intPow(int64_t a, int64_t b) {
+  if (b < 0)
+    return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t base = static_cast<uint64_t>(a), r = 1;
+  for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1) {
+    if (e & 1)
+      r *= base;
+    base *= base;
+  }
+  return static_cast<int64_t>(r);
+}
+
+/// a op b exactly in int64 (add, sub, mul and pow wrap as uint64); false
+/// for an op without an integer meaning here (division, the loss terms).
 bool intBinary(BinaryOp op, int64_t a, int64_t b, int64_t &r) {
   uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (op) {
@@ -48,6 +65,9 @@ bool intBinary(BinaryOp op, int64_t a, int64_t b, int64_t &r) {
     return true;
   case BinaryOp::Mul:
     r = static_cast<int64_t>(ua * ub);
+    return true;
+  case BinaryOp::Pow:
+    r = intPow(a, b);
     return true;
   case BinaryOp::Maximum:
     r = a > b ? a : b;

@@ -197,6 +197,13 @@ ampc_status CudaBackend::unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx,
 ampc_status CudaBackend::binary(BinaryOp op, Buf y, Buf a, Buf b,
                                 const Walk &w0) {
   ENTER();
+  // The kernels read integers through f32: close enough for the other
+  // integer ops' usual values, never for a power (7 ** 40 is out of f32's
+  // range, 3 ** 17 not exact in it).
+  if (op == BinaryOp::Pow && isIntegerDtype(y.dtype))
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "pow of integer tensors has no CUDA kernel yet (exact on "
+                    "the CPU backend); cast to a float first");
   int64_t n = w0.numel();
   if (n == 0)
     return AMPC_OK;

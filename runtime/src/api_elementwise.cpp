@@ -77,11 +77,13 @@ ampc_status binaryFwdImpl(const char *fn, BinaryOp op, ampc_context ctx,
                           const TensorArg &b) {
   AMPC_TRY(checkContext(fn, ctx));
   Shape ys, as, bs;
-  // Comparisons read any dtype and write bool; add, sub, mul, maximum and
-  // minimum also compute on integers (exact, wrapping in the result's width).
+  // Comparisons read any dtype and write bool; add, sub, mul, pow, maximum
+  // and minimum also compute on integers (exact, wrapping in the result's
+  // width).
   bool intOk = isComparison(op) || op == BinaryOp::Add ||
                op == BinaryOp::Sub || op == BinaryOp::Mul ||
-               op == BinaryOp::Maximum || op == BinaryOp::Minimum;
+               op == BinaryOp::Pow || op == BinaryOp::Maximum ||
+               op == BinaryOp::Minimum;
   DtypeClass in = intOk ? kAnyDtype : kFloatDtype;
   AMPC_TRY(parseTensor(fn, y, in, true, ys));
   AMPC_TRY(parseTensor(fn, a, in, true, as));

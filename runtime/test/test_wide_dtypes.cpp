@@ -89,6 +89,33 @@ TEST_F(WideDtypes, IntegerArithmeticIsExact) {
   EXPECT_EQ(at<int16_t>(nn, 0), -32768);
 }
 
+TEST_F(WideDtypes, IntegerPowIsExactAndWraps) {
+  // 3 ** 39 is above 2^53 (a pow through f64 rounds it), 7 ** 40 wraps, a
+  // negative exponent gives 1 for 1, +-1 for -1 and 0 otherwise.
+  Tensor a = make<int64_t>({6}, AMPC_I64, {3, 7, 1, -1, -1, 5});
+  Tensor b = make<int64_t>({6}, AMPC_I64, {39, 40, -9, -3, -4, -1});
+  Tensor y({6}, AMPC_I64);
+  ASSERT_OK(ampc_pow_fwd(ctx, T(y), T(a), T(b)));
+  EXPECT_EQ(at<int64_t>(y, 0), 4052555153018976267);
+  EXPECT_EQ(at<int64_t>(y, 1), -6212923193149656639); // torch.pow's value
+  EXPECT_EQ(at<int64_t>(y, 2), 1);
+  EXPECT_EQ(at<int64_t>(y, 3), -1);
+  EXPECT_EQ(at<int64_t>(y, 4), 1);
+  EXPECT_EQ(at<int64_t>(y, 5), 0);
+  // In the result's width: 3 ** 5 is -13 in i8, 200 ** 3 is 0 in u8.
+  Tensor e = make<int8_t>({1}, AMPC_I8, {3});
+  Tensor f = make<int8_t>({1}, AMPC_I8, {5});
+  Tensor e5({1}, AMPC_I8);
+  ASSERT_OK(ampc_pow_fwd(ctx, T(e5), T(e), T(f)));
+  EXPECT_EQ(at<int8_t>(e5, 0), -13);
+  Tensor u = make<uint8_t>({2}, AMPC_U8, {200, 2});
+  Tensor v = make<uint8_t>({2}, AMPC_U8, {3, 7});
+  Tensor w({2}, AMPC_U8);
+  ASSERT_OK(ampc_pow_fwd(ctx, T(w), T(u), T(v)));
+  EXPECT_EQ(at<uint8_t>(w, 0), 0);
+  EXPECT_EQ(at<uint8_t>(w, 1), 128);
+}
+
 TEST_F(WideDtypes, IntegerSumIsI64) {
   Tensor x = make<int32_t>({3}, AMPC_I32, {INT32_MAX, INT32_MAX, 3});
   Tensor s({}, AMPC_I64);

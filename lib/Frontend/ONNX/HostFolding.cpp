@@ -242,6 +242,8 @@ LogicalResult Emitter::foldBroadcast() {
           return wrapMul(p, q);
         if (op == "Div")
           return wrapDiv(p, q);
+        if (op == "Pow")
+          return wrapPow(p, q);
       } else {
         if (op == "Add")
           return T(p + q);

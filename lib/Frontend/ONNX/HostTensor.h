@@ -56,6 +56,17 @@ inline int64_t wrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) *
                               static_cast<uint64_t>(b));
 }
+/// a ** b by repeated squaring, wrapping; a negative exponent gives 1 for a
+/// base of 1, +-1 for -1 and 0 otherwise (as the runtime's integer pow).
+inline int64_t wrapPow(int64_t a, int64_t b) {
+  if (b < 0)
+    return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  int64_t r = 1;
+  for (; b; b >>= 1, a = wrapMul(a, a))
+    if (b & 1)
+      r = wrapMul(r, a);
+  return r;
+}
 /// Division truncating toward 0; by 0 gives 0, and INT64_MIN / -1 wraps.
 inline int64_t wrapDiv(int64_t a, int64_t b) {
   if (b == 0)

@@ -90,6 +90,13 @@ def main():
     got = run(ampc, os.path.join(fixtures, "dtypes_host_wrap.onnx"), os.path.join(work, "wrap"),
               {"x": x})
     bad += compare("dtypes_host_wrap", got, [x + c, c < np.array([50], np.uint8)])
+    # dtypes_int_pow: 3 ** 39 folded at import and x ** e on the device,
+    # both exact in int64 (NumPy's integer power wraps alike).
+    x = np.array([7, -3, 2, 10], np.int64)
+    e = np.array([40, 5, 62, 18], np.int64)
+    got = run(ampc, os.path.join(fixtures, "dtypes_int_pow.onnx"), os.path.join(work, "pow"),
+              {"x": x, "e": e})
+    bad += compare("dtypes_int_pow", got, [np.power(x, e), np.array([3], np.int64) ** 39])
     print("onnx dtypes: %s" % ("all agree" if bad == 0 else "%d disagreements" % bad))
     return 1 if bad else 0
 

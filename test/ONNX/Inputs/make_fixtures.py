@@ -345,6 +345,18 @@ def dtypes():
          node("Add", ["x", "s"], ["y"], name="add")],
         "dtypes_host_wrap", inputs=[value("x", [2], U8)],
         outputs=[value("y", [2], U8), value("b", [1], BOOL)])
+    # Integer Pow, exact: 3 ** 39 folded at import (above 2^53, where a
+    # pow in double would round), and x ** e of an INT64 input on the device
+    # (7 ** 40 wraps).
+    m["dtypes_int_pow"] = model(
+        [node("Constant", [], ["b3"], name="b3",
+              value=helper.make_tensor("b3v", INT64, [1], [3])),
+         node("Constant", [], ["e39"], name="e39",
+              value=helper.make_tensor("e39v", INT64, [1], [39])),
+         node("Pow", ["b3", "e39"], ["p"], name="fold_pow"),
+         node("Pow", ["x", "e"], ["y"], name="pow")],
+        "dtypes_int_pow", inputs=[value("x", [4], INT64), value("e", [4], INT64)],
+        outputs=[value("y", [4], INT64), value("p", [1], INT64)])
     return m
 
 

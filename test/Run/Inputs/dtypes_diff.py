@@ -92,6 +92,36 @@ def ints(ampc, work, extra):
     return bad
 
 
+def ipow(ampc, work, extra):
+    """dtypes/ipow.tg: pow of integers, bit for bit against torch.pow."""
+    inputs = {
+        "c": np.array([7, -3, 1, -1, 0, 2**31 + 5], np.int64),
+        "d": np.array([40, 41, -5, -7, -1, 3], np.int64),
+        "e": np.array([3, -2, 5, 0, -1, 7], np.int8),
+        "f": np.array([200, 3, 255, 0, 1, 2], np.uint8),
+        "g": np.array([3, 7, 2, 0, 200, 9], np.uint8),
+        "m": np.array([9, -2, 0, 1, 11, -1], np.int32),
+    }
+    args = [os.path.join(HERE, "ipow.tg"), "--outputs-out", os.path.join(work, "out")] + extra
+    for k, v in inputs.items():
+        path = os.path.join(work, k + ".npy")
+        np.save(path, v)
+        args += ["--input", "%s=%s" % (k, path)]
+    run(ampc, args)
+    c, d, e, f, g, m = (torch.from_numpy(inputs[k]) for k in "cdefgm")
+    want = [torch.pow(c, d), torch.pow(e, e), torch.pow(f, g), torch.pow(f, e),
+            torch.pow(m, m), torch.pow(c, 3)]
+    bad = 0
+    for i, w in enumerate(want):
+        got = np.load(os.path.join(work, "out", "output_%d.npy" % i))
+        wn = w.numpy()
+        if not (got.dtype == wn.dtype and got.shape == wn.shape and np.array_equal(got, wn)):
+            bad += 1
+            print("ipow output %d: ampc %s %r, torch %s %r" % (i, got.dtype, got, wn.dtype, wn))
+    print("ipow: %d outputs, %d differ" % (len(want), bad))
+    return bad
+
+
 class Mlp64(torch.nn.Module):
     """train_f64.tg in PyTorch f64."""
 
@@ -377,7 +407,7 @@ def main():
     extra = sys.argv[3:]
     os.makedirs(work, exist_ok=True)
     bad = 0
-    for name, fn in (("ints", ints), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
+    for name, fn in (("ints", ints), ("ipow", ipow), ("f64", f64), ("nn64", nn64), ("adamw64", adamw64),
                      ("loss64", loss64), ("bce64", bce64), ("u8", u8)):
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)

@@ -259,12 +259,12 @@ class TG_BinaryOp<string mnemonic, string torchName, TG_AmpClass cls,
           adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
-  // Integer operands are allowed; the kernels of div and pow compute on
-  // floats (the language divides integers after a cast to f32).
+  // Integer operands are allowed; the kernel of div computes on floats
+  // (the language divides integers after a cast to f32).
   let floatOnlyKernel = 1;
 }
 
-// add, sub, mul, maximum and minimum also have exact integer kernels
+// add, sub, mul, maximum, minimum and pow also have exact integer kernels
 // (computed in int64, wrapped to the result's width).
 def TG_AddOp : TG_BinaryOp<"add", "torch.add", TG_Promote,
     [(TG_Identity $dy), (TG_Identity $dy)], [Commutative]> {
@@ -293,9 +293,13 @@ def TG_MinimumOp : TG_BinaryOp<"minimum", "torch.minimum", TG_Promote,
      (TG_Result<1> (TGOp<"minimum_grad"> $dy, $lhs, $rhs))], [Commutative]> {
   let floatOnlyKernel = 0;
 }
+// Of integers, as PyTorch's integer pow: exact with wrap-around, and a
+// negative exponent gives 1 for a base of 1, +-1 for -1 and 0 otherwise.
 def TG_PowOp : TG_BinaryOp<"pow", "torch.pow", TG_FP32,
     [(TG_Result<0> (TGOp<"pow_grad"> $dy, $lhs, $rhs)),
-     (TG_Result<1> (TGOp<"pow_grad"> $dy, $lhs, $rhs))]>;
+     (TG_Result<1> (TGOp<"pow_grad"> $dy, $lhs, $rhs))]> {
+  let floatOnlyKernel = 0;
+}
 
 // An elementwise op of one tensor: its result has the operand's type. Its
 // attributes (`attrs`, e.g. `(ins DefaultValuedAttr<F64Attr, "0.01">:$slope)`)
