@@ -119,131 +119,157 @@ template <typename F> bool runItems(int64_t n, F &&fn) {
   return !failed.load();
 }
 
-} // namespace
+/// The sizes of one pass.
+struct Sizes {
+  int64_t n, groups, o, og, ckk, hw, gimg;
+  explicit Sizes(const ConvWideCall &c)
+      : n(c.n), groups(c.groups), o(c.outChannels), og(o / groups),
+        ckk(c.g.rows()), hw(c.g.columns()), gimg(c.g.imageSize()) {}
+  int64_t imageElems() const { return n * groups * gimg; }
+  int64_t outputElems() const { return n * o * hw; }
+  int64_t weightElems() const { return o * ckk; }
+};
 
-ampc_status conv(const ConvWideCall &c) {
+/// y = conv(x, w) + bias, one item per (image, group).
+bool forward(const ConvWideCall &c) {
   const ConvGeom &g = c.g;
-  int64_t n = c.n, groups = c.groups, o = c.outChannels;
-  int64_t og = o / groups, ckk = g.rows(), hw = g.columns();
-  int64_t gimg = g.imageSize(), imageElems = n * groups * gimg;
-  int64_t outputElems = n * o * hw, weightElems = o * ckk;
-  bool pw = pointwise(g);
-  std::vector<double> aTmp, bTmp, biasTmp;
-  bool ok = true;
+  Sizes z(c);
+  bool pw = pointwise(g), f64 = c.out.dtype == AMPC_F64;
+  std::vector<double> xTmp, wTmp, biasTmp;
+  const double *x = asF64(c.a, z.imageElems(), xTmp);
+  const double *w = asF64(c.b, z.weightElems(), wTmp);
+  const double *bias = asF64(c.bias, z.o, biasTmp);
+  return runItems(z.n * z.groups, [&](int64_t item) {
+    int64_t i = item / z.groups, gi = item % z.groups, og = z.og, hw = z.hw;
+    thread_local std::vector<double> colT, accT;
+    int64_t at = (i * z.o + gi * og) * hw;
+    double *acc =
+        f64 ? static_cast<double *>(c.out.data) + at : scratch(accT, og * hw);
+    if (z.ckk == 0 || og == 0 || hw == 0) {
+      for (int64_t k = 0; k < og * hw; ++k)
+        acc[k] = 0.0;
+    } else {
+      const double *xg = x + (i * z.groups + gi) * z.gimg;
+      const double *cols = xg;
+      if (!pw) {
+        double *col = scratch(colT, z.ckk * hw);
+        im2col(col, xg, g);
+        cols = col;
+      }
+      dgemm(false, false, og, hw, z.ckk, w + gi * og * z.ckk, z.ckk, cols, hw,
+            0.0, acc, hw);
+    }
+    for (int64_t oo = 0; oo < og; ++oo) {
+      double *row = acc + oo * hw;
+      if (bias)
+        for (int64_t p = 0; p < hw; ++p)
+          row[p] += bias[gi * og + oo];
+      if (!f64)
+        for (int64_t p = 0; p < hw; ++p)
+          storeF64(c.out.data, c.out.dtype, at + oo * hw + p, row[p]);
+    }
+  });
+}
 
-  if (c.pass == ConvCall::Forward) {
-    const double *x = asF64(c.a, imageElems, aTmp);
-    const double *w = asF64(c.b, weightElems, bTmp);
-    const double *bias = asF64(c.bias, o, biasTmp);
-    bool f64 = c.out.dtype == AMPC_F64;
-    ok = runItems(n * groups, [&](int64_t item) {
-      int64_t i = item / groups, gi = item % groups;
-      thread_local std::vector<double> colT, accT;
-      int64_t at = (i * o + gi * og) * hw;
-      double *acc =
-          f64 ? static_cast<double *>(c.out.data) + at : scratch(accT, og * hw);
-      if (ckk == 0 || og == 0 || hw == 0) {
-        for (int64_t k = 0; k < og * hw; ++k)
-          acc[k] = 0.0;
+/// dx = conv's input gradient for dy, one item per (image, group).
+bool backwardData(const ConvWideCall &c) {
+  const ConvGeom &g = c.g;
+  Sizes z(c);
+  bool pw = pointwise(g), f64 = c.out.dtype == AMPC_F64;
+  std::vector<double> dyTmp, wTmp;
+  const double *dy = asF64(c.a, z.outputElems(), dyTmp);
+  const double *w = asF64(c.b, z.weightElems(), wTmp);
+  return runItems(z.n * z.groups, [&](int64_t item) {
+    int64_t i = item / z.groups, gi = item % z.groups, og = z.og, hw = z.hw;
+    int64_t ckk = z.ckk, gimg = z.gimg;
+    thread_local std::vector<double> colT, imgT;
+    int64_t at = (i * z.groups + gi) * gimg;
+    double *img =
+        f64 ? static_cast<double *>(c.out.data) + at : scratch(imgT, gimg);
+    for (int64_t k = 0; k < gimg; ++k)
+      img[k] = 0.0;
+    if (og > 0 && hw > 0 && ckk > 0) {
+      // dcol [ckk, hw] = w_g [og, ckk]^T dy_g [og, hw], then scattered
+      // back to the image (a pointwise one's columns are the image).
+      const double *wg = w + gi * og * ckk,
+                   *dyg = dy + (i * z.o + gi * og) * hw;
+      if (pw) {
+        dgemm(true, false, ckk, hw, og, wg, ckk, dyg, hw, 0.0, img, hw);
       } else {
-        const double *xg = x + (i * groups + gi) * gimg;
+        double *col = scratch(colT, ckk * hw);
+        dgemm(true, false, ckk, hw, og, wg, ckk, dyg, hw, 0.0, col, hw);
+        col2im(img, col, g);
+      }
+    }
+    if (!f64)
+      for (int64_t k = 0; k < gimg; ++k)
+        storeF64(c.out.data, c.out.dtype, at + k, img[k]);
+  });
+}
+
+/// dw (when wanted), one item per group and block of kWeightRows output
+/// channels summing the images in order; db (when wanted), one f64 sum per
+/// channel over (image, pixel) in that order.
+bool backwardWeights(const ConvWideCall &c) {
+  const ConvGeom &g = c.g;
+  Sizes z(c);
+  bool pw = pointwise(g), f64 = c.out.dtype == AMPC_F64;
+  std::vector<double> xTmp, dyTmp;
+  const double *x = asF64(c.a, z.imageElems(), xTmp);
+  const double *dy = asF64(c.b, z.outputElems(), dyTmp);
+  bool ok = true;
+  if (c.out.data && z.og > 0 && z.ckk > 0) {
+    int64_t blocks = (z.og + kWeightRows - 1) / kWeightRows;
+    ok = runItems(z.groups * blocks, [&](int64_t item) {
+      int64_t gi = item / blocks, r0 = (item % blocks) * kWeightRows;
+      int64_t rows = z.og - r0 < kWeightRows ? z.og - r0 : kWeightRows;
+      int64_t ckk = z.ckk, hw = z.hw;
+      thread_local std::vector<double> colT, accT;
+      int64_t at = (gi * z.og + r0) * ckk;
+      double *acc = f64 ? static_cast<double *>(c.out.data) + at
+                        : scratch(accT, rows * ckk);
+      for (int64_t k = 0; k < rows * ckk; ++k)
+        acc[k] = 0.0;
+      // dw rows [rows, ckk] += dy rows [rows, hw] col^T, image by image in
+      // order.
+      for (int64_t i = 0; i < z.n && hw > 0; ++i) {
+        const double *xg = x + (i * z.groups + gi) * z.gimg;
         const double *cols = xg;
         if (!pw) {
           double *col = scratch(colT, ckk * hw);
           im2col(col, xg, g);
           cols = col;
         }
-        dgemm(false, false, og, hw, ckk, w + gi * og * ckk, ckk, cols, hw, 0.0,
-              acc, hw);
-      }
-      for (int64_t oo = 0; oo < og; ++oo) {
-        double *row = acc + oo * hw;
-        if (bias)
-          for (int64_t p = 0; p < hw; ++p)
-            row[p] += bias[gi * og + oo];
-        if (!f64)
-          for (int64_t p = 0; p < hw; ++p)
-            storeF64(c.out.data, c.out.dtype, at + oo * hw + p, row[p]);
-      }
-    });
-  } else if (c.pass == ConvCall::BackwardData) {
-    const double *dy = asF64(c.a, outputElems, aTmp);
-    const double *w = asF64(c.b, weightElems, bTmp);
-    bool f64 = c.out.dtype == AMPC_F64;
-    ok = runItems(n * groups, [&](int64_t item) {
-      int64_t i = item / groups, gi = item % groups;
-      thread_local std::vector<double> colT, imgT;
-      int64_t at = (i * groups + gi) * gimg;
-      double *img =
-          f64 ? static_cast<double *>(c.out.data) + at : scratch(imgT, gimg);
-      for (int64_t k = 0; k < gimg; ++k)
-        img[k] = 0.0;
-      if (og > 0 && hw > 0 && ckk > 0) {
-        // dcol [ckk, hw] = w_g [og, ckk]^T dy_g [og, hw], then scattered
-        // back to the image (a pointwise one's columns are the image).
-        const double *wg = w + gi * og * ckk, *dyg = dy + (i * o + gi * og) * hw;
-        if (pw) {
-          dgemm(true, false, ckk, hw, og, wg, ckk, dyg, hw, 0.0, img, hw);
-        } else {
-          double *col = scratch(colT, ckk * hw);
-          dgemm(true, false, ckk, hw, og, wg, ckk, dyg, hw, 0.0, col, hw);
-          col2im(img, col, g);
-        }
+        dgemm(false, true, rows, ckk, hw, dy + (i * z.o + gi * z.og + r0) * hw,
+              hw, cols, hw, 1.0, acc, ckk);
       }
       if (!f64)
-        for (int64_t k = 0; k < gimg; ++k)
-          storeF64(c.out.data, c.out.dtype, at + k, img[k]);
-    });
-  } else {
-    const double *x = asF64(c.a, imageElems, aTmp);
-    const double *dy = asF64(c.b, outputElems, bTmp);
-    if (c.out.data && og > 0 && ckk > 0) {
-      bool f64 = c.out.dtype == AMPC_F64;
-      int64_t blocks = (og + kWeightRows - 1) / kWeightRows;
-      ok = runItems(groups * blocks, [&](int64_t item) {
-        int64_t gi = item / blocks, r0 = (item % blocks) * kWeightRows;
-        int64_t rows = og - r0 < kWeightRows ? og - r0 : kWeightRows;
-        thread_local std::vector<double> colT, accT;
-        int64_t at = (gi * og + r0) * ckk;
-        double *acc = f64 ? static_cast<double *>(c.out.data) + at
-                          : scratch(accT, rows * ckk);
         for (int64_t k = 0; k < rows * ckk; ++k)
-          acc[k] = 0.0;
-        // dw rows [rows, ckk] += dy rows [rows, hw] col^T, image by image
-        // in order.
-        for (int64_t i = 0; i < n && hw > 0; ++i) {
-          const double *xg = x + (i * groups + gi) * gimg;
-          const double *cols = xg;
-          if (!pw) {
-            double *col = scratch(colT, ckk * hw);
-            im2col(col, xg, g);
-            cols = col;
-          }
-          dgemm(false, true, rows, ckk, hw, dy + (i * o + gi * og + r0) * hw,
-                hw, cols, hw, 1.0, acc, ckk);
-        }
-        if (!f64)
-          for (int64_t k = 0; k < rows * ckk; ++k)
-            storeF64(c.out.data, c.out.dtype, at + k, acc[k]);
-      });
-    } else if (c.out.data) {
-      for (int64_t k = 0; k < weightElems; ++k)
-        storeF64(c.out.data, c.out.dtype, k, 0.0);
-    }
-    if (ok && c.bias.data) {
-      // The bias gradient: one f64 sum per channel over (image, pixel) in
-      // that order.
-      ok = runItems(o, [&](int64_t ch) {
-        double s = 0.0;
-        for (int64_t i = 0; i < n; ++i) {
-          const double *row = dy + (i * o + ch) * hw;
-          for (int64_t p = 0; p < hw; ++p)
-            s += row[p];
-        }
-        storeF64(c.bias.data, c.bias.dtype, ch, s);
-      });
-    }
+          storeF64(c.out.data, c.out.dtype, at + k, acc[k]);
+    });
+  } else if (c.out.data) {
+    for (int64_t k = 0; k < z.weightElems(); ++k)
+      storeF64(c.out.data, c.out.dtype, k, 0.0);
   }
+  if (ok && c.bias.data)
+    ok = runItems(z.o, [&](int64_t ch) {
+      double s = 0.0;
+      for (int64_t i = 0; i < z.n; ++i) {
+        const double *row = dy + (i * z.o + ch) * z.hw;
+        for (int64_t p = 0; p < z.hw; ++p)
+          s += row[p];
+      }
+      storeF64(c.bias.data, c.bias.dtype, ch, s);
+    });
+  return ok;
+}
+
+} // namespace
+
+ampc_status conv(const ConvWideCall &c) {
+  bool ok = c.pass == ConvCall::Forward        ? forward(c)
+            : c.pass == ConvCall::BackwardData ? backwardData(c)
+                                               : backwardWeights(c);
   if (!ok)
     return setError(AMPC_ERROR_OUT_OF_MEMORY,
                     "cpu backend: out of memory in an f64 convolution");

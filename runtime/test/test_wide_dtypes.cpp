@@ -332,8 +332,8 @@ struct ConvRef {
                   ix >= in[2])
                 continue;
               int64_t c = oc / og * cg + ci;
-              int64_t xi = (ni * p.c + c) * inPix + (iz * in[1] + iy) * in[2] +
-                           ix;
+              int64_t xi =
+                  (ni * p.c + c) * inPix + (iz * in[1] + iy) * in[2] + ix;
               int64_t wi = (oc * cg + ci) * taps + t;
               acc += x[xi] * w[wi];
               dx[xi] += w[wi] * g;
@@ -369,8 +369,8 @@ ampc_status convFwd(ampc_context ctx, const ConvCase &p, Tensor &y, Tensor &x,
                          d[1], d[2], l[0], l[1], l[2], p.groups);
 }
 
-ampc_status convBwd(ampc_context ctx, const ConvCase &p, Tensor &dx,
-                    Tensor &dw, Tensor &db, Tensor &dy, Tensor &x, Tensor &w) {
+ampc_status convBwd(ampc_context ctx, const ConvCase &p, Tensor &dx, Tensor &dw,
+                    Tensor &db, Tensor &dy, Tensor &x, Tensor &w) {
   const int64_t *s = p.st, *d = p.pad, *l = p.dil;
   if (p.r == 1)
     return ampc_conv1d_bwd(ctx, T(dx), T(dw), T(db), T(dy), T(x), T(w), s[0],
@@ -460,8 +460,8 @@ TEST_F(WideDtypes, F64ConvolutionMixedWithF32ComputesInF64) {
   // An f32 image with an f64 weight: the sum 1 + 2^-40 - 1 survives only in
   // f64 (the f32 engines would return 0).
   Tensor x = make<float>({1, 1, 3}, AMPC_F32, {1.0f, 1.0f, 1.0f});
-  Tensor w = make<double>({1, 1, 3}, AMPC_F64,
-                          {1.0, std::ldexp(1.0, -40), -1.0});
+  Tensor w =
+      make<double>({1, 1, 3}, AMPC_F64, {1.0, std::ldexp(1.0, -40), -1.0});
   Tensor y({1, 1, 1}, AMPC_F64);
   ASSERT_OK(ampc_conv1d_fwd(ctx, T(y), T(x), T(w), nullptr, AMPC_F32, nullptr,
                             0, 1, 0, 1, 1));
