@@ -424,6 +424,12 @@ TEST_F(WideDtypes, F64ConvolutionsComputeInF64) {
     EXPECT_LT(relError(values64(dx), ref.dx), 1e-13);
     EXPECT_LT(relError(values64(dw), ref.dw), 1e-13);
     EXPECT_LT(relError(values64(db), ref.db), 1e-13);
+    // The weight gradient alone (a transposed convolution's backward asks
+    // for no dx): the same bits.
+    Tensor none, dw2(w.shape, AMPC_F64);
+    none.dtype = AMPC_F64;
+    ASSERT_OK(convBwd(ctx, p, none, dw2, none, dy, x, w));
+    EXPECT_TRUE(values64(dw2) == values64(dw));
     // The transposed convolution of dy with w is the input gradient, plus a
     // bias per output channel (here x's channels).
     Tensor bt = randomF64({p.c}), yt(x.shape, AMPC_F64);
