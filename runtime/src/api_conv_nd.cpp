@@ -17,8 +17,7 @@ namespace {
 /// y = conv_transpose(x, w) + bias over a.spatial dims: the input gradient
 /// of the convolution with weight w for "output gradient" x, accumulated in
 /// f32 (in f64 when a tensor is f64); the bias is added before the one
-/// rounding to y's dtype. y's shape
-/// carries the output padding.
+/// rounding to y's dtype. y's shape carries the output padding.
 ampc_status convTransposeForward(const char *fn, ampc_context ctx,
                                  const TensorArg &y, const TensorArg &x,
                                  const TensorArg &w, const TensorArg &bias,
