@@ -16,6 +16,7 @@
 #include "../src/norm_ops.h"
 #include "../src/philox.h"
 #include "cpu_conv.h"
+#include "cpu_conv_wide.h"
 #include "cpu_onednn_conv.h"
 #include "cpu_fast.h"
 #include "cpu_isa.h"
@@ -1350,6 +1351,12 @@ public:
       call.a.dtype = AMPC_F32;
     if (widenedHere(call.b.dtype, dt, bWeights))
       call.b.dtype = AMPC_F32;
+  }
+
+  /// f64 convolutions: im2col / col2im and dgemm in f64 (cpu_conv_wide.h).
+  bool convWide(const ConvWideCall &c, ampc_status &status) override {
+    status = cpuwide::conv(c);
+    return true;
   }
 
   bool convolve(const ConvCall &c, ampc_status &status) override {

@@ -521,6 +521,27 @@ ampc_status convBackwardShifted(Backend &be, const TensorArg &dx,
   return AMPC_OK;
 }
 
+/// Whether a tensor of the call is f64: then the whole pass computes in
+/// f64 on the backend's convWide (the f32 engines above never see it).
+bool anyF64(std::initializer_list<const TensorArg *> ts) {
+  for (const TensorArg *t : ts)
+    if (t->data && t->dtype == AMPC_F64)
+      return true;
+  return false;
+}
+
+ampc_status convWide(const char *fn, Backend &be, const ConvWideCall &c) {
+  if (be.planning()) // the f64 convolutions have no primitives to make
+    return AMPC_OK;
+  ampc_status st = AMPC_OK;
+  if (!be.convWide(c, st))
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: f64 convolutions have no kernel on this backend yet; "
+                    "cast to f32 first",
+                    fn);
+  return st;
+}
+
 } // namespace
 
 namespace ampc {
@@ -542,6 +563,10 @@ ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
   int64_t groups = a.groups;
   int64_t n = xs.d[0], c = xs.d[1], o = ws.d[0], og = o / groups;
   int64_t ckk = g.rows(), hw = g.columns(), img = g.imageSize();
+  if (anyF64({&y, &x, &w, &bias}))
+    return convWide(fn, be,
+                    ConvWideCall{ConvCall::Forward, g, n, groups, o, x.buf(),
+                                 w.buf(), y.buf(), bias.buf()});
   if (og > 0 && ckk > 0) {
     // The backend's own convolution engine (the CPU's oneDNN), into f32,
     // then biased and rounded once as below.
@@ -663,6 +688,19 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
   int64_t ckk = g.rows(), hw = g.columns(), gimg = g.imageSize();
   int64_t chw = c * (gimg / g.channels);
   Buf dyb = dy.buf(), xb = x.buf(), wb = w.buf();
+  if (anyF64({&dx, &dw, &dbias, &dy, &x, &w})) {
+    if (dx.data && xs.numel())
+      AMPC_TRY(convWide(fn, be,
+                        ConvWideCall{ConvCall::BackwardData, g, n, groups, o,
+                                     dyb, wb, dx.buf()}));
+    Buf dwb = ws.numel() ? dw.buf() : Buf{nullptr, AMPC_F64};
+    Buf dbb = o ? dbias.buf() : Buf{nullptr, AMPC_F64};
+    if (dwb.data || dbb.data)
+      return convWide(fn, be,
+                      ConvWideCall{ConvCall::BackwardWeights, g, n, groups, o,
+                                   xb, dyb, dwb, dbb});
+    return AMPC_OK;
+  }
   if (og > 0 && xs.numel() && hw > 0 && ckk > 0) {
     // dx and dw on the backend's own convolution engine (the CPU's oneDNN)
     // where it takes them, into f32 rounded once; what it does not take

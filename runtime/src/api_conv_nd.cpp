@@ -16,8 +16,8 @@ namespace {
 
 /// y = conv_transpose(x, w) + bias over a.spatial dims: the input gradient
 /// of the convolution with weight w for "output gradient" x, accumulated in
-/// f32; the bias is added before the one rounding to y's dtype. y's shape
-/// carries the output padding.
+/// f32 (in f64 when a tensor is f64); the bias is added before the one
+/// rounding to y's dtype. y's shape carries the output padding.
 ampc_status convTransposeForward(const char *fn, ampc_context ctx,
                                  const TensorArg &y, const TensorArg &x,
                                  const TensorArg &w, const TensorArg &bias,
@@ -33,15 +33,20 @@ ampc_status convTransposeForward(const char *fn, ampc_context ctx,
   if (numel == 0)
     return AMPC_OK;
   Backend &be = *ctx->backend;
+  // f32 accumulation, f64 when a tensor is f64 (the convolution's f64 pass).
+  ampc_dtype accDt = AMPC_F32;
+  for (const TensorArg *t : {&y, &x, &w, &bias})
+    if (t->data && t->dtype == AMPC_F64)
+      accDt = AMPC_F64;
   Temp acc(be);
   void *out = const_cast<void *>(y.data);
-  if (y.dtype != AMPC_F32) {
-    AMPC_TRY(acc.alloc(numel * sizeof(float)));
+  if (y.dtype != accDt) {
+    AMPC_TRY(acc.alloc(numel * dtypeSize(accDt)));
     out = acc.get();
   }
   // The convolution's "input" is only a shape here (its values are not read
   // when no weight gradient is asked for).
-  TensorArg dxArg{"y", out, AMPC_F32, y.shape, y.rank};
+  TensorArg dxArg{"y", out, accDt, y.shape, y.rank};
   TensorArg none{"dw", nullptr, AMPC_F32, nullptr, 0};
   TensorArg noBias{"dbias", nullptr, AMPC_F32, nullptr, 0};
   TensorArg dyArg{"x", x.data, x.dtype, x.shape, x.rank};
@@ -53,12 +58,12 @@ ampc_status convTransposeForward(const char *fn, ampc_context ctx,
                       static_cast<long long>(y.shape[1]));
     int64_t bshape[4] = {bias.shape[0], 1, 1, 1};
     return ampc_add_fwd(ctx, const_cast<void *>(y.data), y.dtype, y.shape,
-                        y.rank, out, AMPC_F32, y.shape, y.rank, bias.data,
+                        y.rank, out, accDt, y.shape, y.rank, bias.data,
                         bias.dtype, bshape, a.spatial + 1);
   }
   if (out != y.data)
     return ampc_cast_fwd(ctx, const_cast<void *>(y.data), y.dtype, y.shape,
-                         y.rank, out, AMPC_F32, y.shape, y.rank);
+                         y.rank, out, accDt, y.shape, y.rank);
   return AMPC_OK;
 }
 

@@ -113,6 +113,24 @@ struct ConvCall {
   }
 };
 
+/// A convolution pass with an f64 tensor (Backend::convWide), computed in
+/// f64 whatever the other operands' dtypes: the f32 engines never see one.
+/// Plain layouts as ConvCall's; `out` and `bias` in their own dtypes, each
+/// element rounded once.
+struct ConvWideCall {
+  ConvCall::Pass pass;
+  ConvGeom g; // one group of one image
+  int64_t n, groups, outChannels;
+  Buf a, b; // Forward: x, w; BackwardData: dy, w; BackwardWeights: x, dy
+  /// Forward: y; BackwardData: dx; BackwardWeights: dw (null data: not
+  /// wanted). Overwritten.
+  Buf out;
+  /// Forward: the bias added to y (null data: none); BackwardWeights: the
+  /// bias gradient, dy summed over images and pixels (null data: not
+  /// wanted). Unused by BackwardData.
+  Buf bias{nullptr, AMPC_F32};
+};
+
 /// A 2-D pooling problem over N*C planes.
 struct PoolGeom {
   int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
@@ -274,6 +292,15 @@ public:
   /// status in `status`), or returns false, untouched, when it has none for
   /// it: then the generic im2col / GEMM paths run.
   virtual bool convolve(const ConvCall &c, ampc_status &status) {
+    (void)c;
+    (void)status;
+    return false;
+  }
+
+  /// Runs a convolution pass with an f64 tensor in f64 and returns true
+  /// (its status in `status`), or returns false, touching nothing, where
+  /// the backend has no f64 convolution: the caller reports it.
+  virtual bool convWide(const ConvWideCall &c, ampc_status &status) {
     (void)c;
     (void)status;
     return false;

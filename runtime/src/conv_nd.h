@@ -22,7 +22,8 @@ struct ConvAttrs {
 };
 
 /// y = conv(x, w) + bias: x [N, C, spatial...], w [O, C/groups, k...], bias
-/// [O] or absent, y [N, O, out...]; accumulated in f32, rounded once.
+/// [O] or absent, y [N, O, out...]; accumulated in f32, rounded once (a
+/// call with an f64 tensor computes in f64: Backend::convWide).
 ampc_status convForward(const char *fn, ampc_context ctx, const TensorArg &y,
                         const TensorArg &x, const TensorArg &w,
                         const TensorArg &bias, const ConvAttrs &a);

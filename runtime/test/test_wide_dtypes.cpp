@@ -8,7 +8,13 @@
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
 
+#include "cpu/cpu_pool.h"
+
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 using namespace ampc_test;
 
@@ -273,6 +279,226 @@ TEST_F(WideDtypes, F64AdamwAndClippingComputeInF64) {
   EXPECT_NEAR(p[0], 1.0 - 0.01, 1e-15);
   EXPECT_NEAR(p[1], -2.0 - 0.01, 1e-15);
   EXPECT_EQ(step, 1);
+}
+
+/// A convolution problem over r spatial dims (unused dims size 1).
+struct ConvCase {
+  int r;
+  int64_t n, c, o, groups;
+  int64_t in[3], k[3], st[3], pad[3], dil[3];
+  int64_t out(int i) const {
+    return (in[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1) / st[i] + 1;
+  }
+  Shape image(int64_t ch, bool output) const {
+    Shape s{n, ch};
+    for (int i = 0; i < r; ++i)
+      s.push_back(output ? out(i) : in[i]);
+    return s;
+  }
+  Shape weight() const {
+    Shape s{o, c / groups};
+    for (int i = 0; i < r; ++i)
+      s.push_back(k[i]);
+    return s;
+  }
+};
+
+Tensor randomF64(const Shape &s) {
+  Tensor t(s, AMPC_F64);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    double v = u(rng());
+    std::memcpy(static_cast<uint8_t *>(t.data()) + i * 8, &v, 8);
+  }
+  return t;
+}
+
+std::vector<double> values64(Tensor &t) {
+  std::vector<double> v(static_cast<size_t>(t.size()));
+  std::memcpy(v.data(), t.data(), v.size() * 8);
+  return v;
+}
+
+/// The naive f64 convolution: y = conv(x, w) + b, and for dy its gradients
+/// dx, dw, db, one loop over (image, output channel, output pixel, input
+/// channel of the group, kernel tap).
+struct ConvRef {
+  std::vector<double> y, dx, dw, db;
+  ConvRef(const ConvCase &p, const std::vector<double> &x,
+          const std::vector<double> &w, const std::vector<double> &b,
+          const std::vector<double> &dy) {
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1},
+            st[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+    for (int i = 0; i < p.r; ++i) {
+      int j = 3 - p.r + i;
+      in[j] = p.in[i], k[j] = p.k[i], out[j] = p.out(i);
+      st[j] = p.st[i], pad[j] = p.pad[i], dil[j] = p.dil[i];
+    }
+    int64_t cg = p.c / p.groups, og = p.o / p.groups;
+    int64_t inPix = in[0] * in[1] * in[2], outPix = out[0] * out[1] * out[2];
+    int64_t taps = k[0] * k[1] * k[2];
+    y.assign(p.n * p.o * outPix, 0.0);
+    dx.assign(x.size(), 0.0);
+    dw.assign(w.size(), 0.0);
+    db.assign(p.o, 0.0);
+    for (int64_t ni = 0; ni < p.n; ++ni)
+      for (int64_t oc = 0; oc < p.o; ++oc)
+        for (int64_t q = 0; q < outPix; ++q) {
+          int64_t oz = q / (out[1] * out[2]), oy = q / out[2] % out[1],
+                  ox = q % out[2];
+          int64_t yi = (ni * p.o + oc) * outPix + q;
+          double acc = 0.0, g = dy[yi];
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t t = 0; t < taps; ++t) {
+              int64_t kz = t / (k[1] * k[2]), ky = t / k[2] % k[1],
+                      kx = t % k[2];
+              int64_t iz = oz * st[0] - pad[0] + kz * dil[0],
+                      iy = oy * st[1] - pad[1] + ky * dil[1],
+                      ix = ox * st[2] - pad[2] + kx * dil[2];
+              if (iz < 0 || iz >= in[0] || iy < 0 || iy >= in[1] || ix < 0 ||
+                  ix >= in[2])
+                continue;
+              int64_t c = oc / og * cg + ci;
+              int64_t xi =
+                  (ni * p.c + c) * inPix + (iz * in[1] + iy) * in[2] + ix;
+              int64_t wi = (oc * cg + ci) * taps + t;
+              acc += x[xi] * w[wi];
+              dx[xi] += w[wi] * g;
+              dw[wi] += x[xi] * g;
+            }
+          y[yi] = acc + b[oc];
+          db[oc] += g;
+        }
+  }
+};
+
+/// max |got - want| / max |want|.
+double relError(const std::vector<double> &got,
+                const std::vector<double> &want) {
+  double err = 0.0, scale = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+ampc_status convFwd(ampc_context ctx, const ConvCase &p, Tensor &y, Tensor &x,
+                    Tensor &w, Tensor &b) {
+  const int64_t *s = p.st, *d = p.pad, *l = p.dil;
+  if (p.r == 1)
+    return ampc_conv1d_fwd(ctx, T(y), T(x), T(w), T(b), s[0], d[0], l[0],
+                           p.groups);
+  if (p.r == 2)
+    return ampc_conv2d_fwd(ctx, T(y), T(x), T(w), T(b), s[0], s[1], d[0], d[1],
+                           l[0], l[1], p.groups);
+  return ampc_conv3d_fwd(ctx, T(y), T(x), T(w), T(b), s[0], s[1], s[2], d[0],
+                         d[1], d[2], l[0], l[1], l[2], p.groups);
+}
+
+ampc_status convBwd(ampc_context ctx, const ConvCase &p, Tensor &dx, Tensor &dw,
+                    Tensor &db, Tensor &dy, Tensor &x, Tensor &w) {
+  const int64_t *s = p.st, *d = p.pad, *l = p.dil;
+  if (p.r == 1)
+    return ampc_conv1d_bwd(ctx, T(dx), T(dw), T(db), T(dy), T(x), T(w), s[0],
+                           d[0], l[0], p.groups);
+  if (p.r == 2)
+    return ampc_conv2d_bwd(ctx, T(dx), T(dw), T(db), T(dy), T(x), T(w), s[0],
+                           s[1], d[0], d[1], l[0], l[1], p.groups);
+  return ampc_conv3d_bwd(ctx, T(dx), T(dw), T(db), T(dy), T(x), T(w), s[0],
+                         s[1], s[2], d[0], d[1], d[2], l[0], l[1], l[2],
+                         p.groups);
+}
+
+/// conv_transposeNd(xt, w) + b: the input gradient of the convolution p
+/// for output gradient xt.
+ampc_status convTransposeFwd(ampc_context ctx, const ConvCase &p, Tensor &y,
+                             Tensor &xt, Tensor &w, Tensor &b) {
+  const int64_t *s = p.st, *d = p.pad, *l = p.dil;
+  if (p.r == 1)
+    return ampc_conv_transpose1d_fwd(ctx, T(y), T(xt), T(w), T(b), s[0], d[0],
+                                     l[0], p.groups);
+  if (p.r == 2)
+    return ampc_conv_transpose2d_fwd(ctx, T(y), T(xt), T(w), T(b), s[0], s[1],
+                                     d[0], d[1], l[0], l[1], p.groups);
+  return ampc_conv_transpose3d_fwd(ctx, T(y), T(xt), T(w), T(b), s[0], s[1],
+                                   s[2], d[0], d[1], d[2], l[0], l[1], l[2],
+                                   p.groups);
+}
+
+// Strides, padding, dilation and groups in every rank; 2-D also pointwise
+// (the column matrix is the image) and 21 output channels (two blocks of
+// the weight gradient's items).
+const ConvCase kF64Convs[] = {
+    {1, 2, 4, 6, 2, {11}, {3}, {2}, {1}, {2}},
+    {2, 3, 4, 6, 2, {7, 6}, {3, 2}, {2, 1}, {1, 1}, {1, 2}},
+    {2, 2, 3, 21, 1, {5, 5}, {3, 3}, {1, 1}, {1, 0}, {1, 1}},
+    {2, 2, 4, 4, 1, {3, 4}, {1, 1}, {1, 1}, {0, 0}, {1, 1}},
+    {3, 2, 4, 2, 2, {4, 5, 3}, {2, 3, 2}, {1, 2, 1}, {1, 1, 0}, {1, 1, 2}},
+};
+
+TEST_F(WideDtypes, F64ConvolutionsComputeInF64) {
+  for (const ConvCase &p : kF64Convs) {
+    SCOPED_TRACE("rank " + std::to_string(p.r) + ", o " + std::to_string(p.o));
+    Tensor x = randomF64(p.image(p.c, false)), w = randomF64(p.weight());
+    Tensor b = randomF64({p.o}), dy = randomF64(p.image(p.o, true));
+    ConvRef ref(p, values64(x), values64(w), values64(b), values64(dy));
+    Tensor y(p.image(p.o, true), AMPC_F64);
+    ASSERT_OK(convFwd(ctx, p, y, x, w, b));
+    EXPECT_LT(relError(values64(y), ref.y), 1e-13);
+    Tensor dx(x.shape, AMPC_F64), dw(w.shape, AMPC_F64), db({p.o}, AMPC_F64);
+    ASSERT_OK(convBwd(ctx, p, dx, dw, db, dy, x, w));
+    EXPECT_LT(relError(values64(dx), ref.dx), 1e-13);
+    EXPECT_LT(relError(values64(dw), ref.dw), 1e-13);
+    EXPECT_LT(relError(values64(db), ref.db), 1e-13);
+    // The weight gradient alone (a transposed convolution's backward asks
+    // for no dx): the same bits.
+    Tensor none, dw2(w.shape, AMPC_F64);
+    none.dtype = AMPC_F64;
+    ASSERT_OK(convBwd(ctx, p, none, dw2, none, dy, x, w));
+    EXPECT_TRUE(values64(dw2) == values64(dw));
+    // The transposed convolution of dy with w is the input gradient, plus a
+    // bias per output channel (here x's channels).
+    Tensor bt = randomF64({p.c}), yt(x.shape, AMPC_F64);
+    ASSERT_OK(convTransposeFwd(ctx, p, yt, dy, w, bt));
+    std::vector<double> want = ref.dx, btv = values64(bt);
+    int64_t pix = x.size() / (p.n * p.c);
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] += btv[i / pix % p.c];
+    EXPECT_LT(relError(values64(yt), want), 1e-13);
+  }
+}
+
+TEST_F(WideDtypes, F64ConvolutionsSameBitsAtEveryThreadCount) {
+  int saved = ampc::cpupool::threadCount();
+  const ConvCase &p = kF64Convs[2];
+  Tensor x = randomF64(p.image(p.c, false)), w = randomF64(p.weight());
+  Tensor b = randomF64({p.o}), dy = randomF64(p.image(p.o, true));
+  auto run = [&](int threads) {
+    ampc::cpupool::setThreadCount(threads);
+    Tensor y(p.image(p.o, true), AMPC_F64), dx(x.shape, AMPC_F64),
+        dw(w.shape, AMPC_F64), db({p.o}, AMPC_F64);
+    EXPECT_OK(convFwd(ctx, p, y, x, w, b));
+    EXPECT_OK(convBwd(ctx, p, dx, dw, db, dy, x, w));
+    return std::vector<std::vector<double>>{values64(y), values64(dx),
+                                            values64(dw), values64(db)};
+  };
+  auto one = run(1);
+  for (int t : {2, 3})
+    EXPECT_TRUE(run(t) == one) << t << " threads";
+  ampc::cpupool::setThreadCount(saved);
+}
+
+TEST_F(WideDtypes, F64ConvolutionMixedWithF32ComputesInF64) {
+  // An f32 image with an f64 weight: the sum 1 + 2^-40 - 1 survives only in
+  // f64 (the f32 engines would return 0).
+  Tensor x = make<float>({1, 1, 3}, AMPC_F32, {1.0f, 1.0f, 1.0f});
+  Tensor w =
+      make<double>({1, 1, 3}, AMPC_F64, {1.0, std::ldexp(1.0, -40), -1.0});
+  Tensor y({1, 1, 1}, AMPC_F64);
+  ASSERT_OK(ampc_conv1d_fwd(ctx, T(y), T(x), T(w), nullptr, AMPC_F32, nullptr,
+                            0, 1, 0, 1, 1));
+  EXPECT_EQ(at<double>(y, 0), std::ldexp(1.0, -40));
 }
 
 TEST_F(WideDtypes, F64ComputesInF64) {

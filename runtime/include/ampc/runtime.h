@@ -398,7 +398,10 @@ AMPC_API ampc_status ampc_linear_bwd(
     const void *w, ampc_dtype w_dtype, const int64_t *w_shape, int32_t w_rank);
 
 /// F.conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O] or NULL,
-/// y [N, O, HO, WO]. Implemented as im2col + GEMM on both backends.
+/// y [N, O, HO, WO]. Implemented as im2col + GEMM on both backends. A call
+/// with an f64 tensor computes in f64 (CPU backend: im2col / col2im in f64
+/// and dgemm, the same bits at every thread count; the CUDA backend returns
+/// AMPC_ERROR_UNSUPPORTED_DTYPE), as do the other convolutions below.
 AMPC_API ampc_status ampc_conv2d_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
@@ -422,7 +425,8 @@ AMPC_API ampc_status ampc_conv2d_bwd(
 /// F.conv_transpose2d: x [N, C_in, H, W], w [C_in, C_out/groups, KH, KW],
 /// bias [C_out] or NULL, y [N, C_out, HO, WO] (HO and WO carry the output
 /// padding). The input gradient of the conv2d with weight w from y's shape to
-/// x's, on both backends (GEMM + col2im), accumulated in f32.
+/// x's, on both backends (GEMM + col2im), accumulated in f32 (f64 with an
+/// f64 tensor).
 AMPC_API ampc_status ampc_conv_transpose2d_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
@@ -438,7 +442,8 @@ AMPC_API ampc_status ampc_conv_transpose2d_fwd(
    [N, C, D, H, W], w [O, C/groups, K] / [O, C/groups, KD, KH, KW] (a
    transposed convolution's w [C_in, C_out/groups, k...]), bias [O] or NULL.
    Per-dim attributes in (D, H, W) order. A transposed convolution's output
-   padding is carried by y's shape. Accumulated in f32, rounded once. */
+   padding is carried by y's shape. Accumulated in f32 (f64 with an f64
+   tensor), rounded once. */
 AMPC_API ampc_status ampc_conv1d_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
