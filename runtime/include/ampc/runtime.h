@@ -889,7 +889,9 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
 /*===------------------------------------------------------------------===*
  * Batch norm and dropout (docs/jobs.md). Channels are dim 1 of (N, C, ...);
  * the per-channel tensors are [C]. Statistics are computed in f64 on the
- * CPU and in f32 on CUDA, every value read and written through f32.
+ * CPU and in f32 on CUDA, every value read and written through f32; with an
+ * f64 tensor the CPU backend computes everything in f64 (eps and momentum
+ * exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE.
  *===------------------------------------------------------------------===*/
 
 /// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
