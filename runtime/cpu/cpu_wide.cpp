@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_wide.h"
 
+#include "../src/dropout_ops.h"
 #include "../src/half.h"
 #include "cpu_kernels.h"
 
@@ -627,6 +628,142 @@ bool scaleF64(Buf g, int64_t n, double coef) {
   double *p = static_cast<double *>(g.data);
   for (int64_t i = 0; i < n; ++i)
     p[i] *= coef;
+  return true;
+}
+
+namespace {
+/// The batch mean and biased variance of channel ch (two passes, f64).
+void bnStats64(Buf x, int64_t n, int64_t c, int64_t inner, int64_t ch,
+               double &mean, double &var) {
+  double s = 0.0;
+  for (int64_t s0 = 0; s0 < n; ++s0)
+    for (int64_t j = 0; j < inner; ++j)
+      s += loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j);
+  double m = static_cast<double>(n * inner);
+  mean = s / m;
+  double s2 = 0.0;
+  for (int64_t s0 = 0; s0 < n; ++s0)
+    for (int64_t j = 0; j < inner; ++j) {
+      double d = loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j) - mean;
+      s2 += d * d;
+    }
+  var = s2 / m;
+}
+
+/// The mean and 1 / sqrt(var + eps) channel ch normalises with.
+void bnChannel64(Buf x, Buf rm, Buf rv, bool training, int64_t n, int64_t c,
+                 int64_t inner, int64_t ch, double eps, double &mean,
+                 double &invstd) {
+  double var;
+  if (training) {
+    bnStats64(x, n, c, inner, ch, mean, var);
+  } else {
+    mean = loadF64(rm.data, rm.dtype, ch);
+    var = loadF64(rv.data, rv.dtype, ch);
+  }
+  invstd = 1.0 / sqrt(var + eps);
+}
+} // namespace
+
+bool batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv, bool training,
+               int64_t n, int64_t c, int64_t inner, double eps) {
+  if (!anyF64({y, x, w, b, rm, rv}))
+    return false;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean, invstd;
+    bnChannel64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
+    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
+    double bc = b.data ? loadF64(b.data, b.dtype, ch) : 0.0;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        storeF64(y.data, y.dtype, i,
+                 (loadF64(x.data, x.dtype, i) - mean) * invstd * wc + bc);
+      }
+  }
+  return true;
+}
+
+bool batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
+                  Buf rv, bool training, int64_t n, int64_t c, int64_t inner,
+                  double eps) {
+  if (!anyF64({dx, dw, db, dy, x, w, rm, rv}))
+    return false;
+  double m = static_cast<double>(n * inner);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean, invstd;
+    bnChannel64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
+    double sumDy = 0.0, sumDyX = 0.0;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        double d = loadF64(dy.data, dy.dtype, i);
+        sumDy += d;
+        sumDyX += d * ((loadF64(x.data, x.dtype, i) - mean) * invstd);
+      }
+    if (dw.data)
+      storeF64(dw.data, dw.dtype, ch, sumDyX);
+    if (db.data)
+      storeF64(db.data, db.dtype, ch, sumDy);
+    if (!dx.data)
+      continue;
+    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
+    double meanDy = sumDy / m, meanDyX = sumDyX / m;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        double d = loadF64(dy.data, dy.dtype, i);
+        double v;
+        if (training) {
+          double xhat = (loadF64(x.data, x.dtype, i) - mean) * invstd;
+          v = wc * invstd * (d - meanDy - xhat * meanDyX);
+        } else {
+          v = d * wc * invstd;
+        }
+        storeF64(dx.data, dx.dtype, i, v);
+      }
+  }
+  return true;
+}
+
+bool batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                     int64_t n, int64_t c, int64_t inner, double momentum) {
+  if (!anyF64({newMean, newVar, x, rm, rv}))
+    return false;
+  double m = static_cast<double>(n * inner);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean, var;
+    bnStats64(x, n, c, inner, ch, mean, var);
+    double unbiased = var * m / (m - 1.0);
+    storeF64(newMean.data, newMean.dtype, ch,
+             (1.0 - momentum) * loadF64(rm.data, rm.dtype, ch) +
+                 momentum * mean);
+    storeF64(newVar.data, newVar.dtype, ch,
+             (1.0 - momentum) * loadF64(rv.data, rv.dtype, ch) +
+                 momentum * unbiased);
+  }
+  return true;
+}
+
+bool dropout(Buf y, Buf x, const int32_t *step, uint64_t seed, uint64_t key,
+             float pMask, double p, int64_t numel, DropoutShard shard) {
+  if (!isF64(y) && !isF64(x))
+    return false;
+  uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
+  double scale = 1.0 / (1.0 - p);
+  int64_t block = -1;
+  Philox4 r{};
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t gi = shard.global(i);
+    if (gi >> 2 != block) {
+      block = gi >> 2;
+      r = dropoutDraws(seed, stream, gi);
+    }
+    // A dropped element is x * 0 (NaN stays NaN, as x * mask in PyTorch).
+    bool keep = uniformFromBits(r.v[gi & 3]) >= static_cast<double>(pMask);
+    storeF64(y.data, y.dtype, i,
+             loadF64(x.data, x.dtype, i) * (keep ? scale : 0.0));
+  }
   return true;
 }
 

@@ -80,6 +80,26 @@ bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
 /// the f64 coefficient.
 bool addSquares(Buf g, int64_t n, double &sq);
 bool scaleF64(Buf g, int64_t n, double coef);
+/// Batch norm of x (N, C, inner) in f64 when a tensor is f64: per channel
+/// the batch mean, then the mean of squared deviations (two passes, in
+/// sample order), or the running statistics; y = (x - mean) * invstd * w +
+/// b with invstd = 1 / sqrt(var + eps).
+bool batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv, bool training,
+               int64_t n, int64_t c, int64_t inner, double eps);
+/// Its backward: dw = sum(dy xhat), db = sum(dy) per channel; training:
+/// dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)), else dy w invstd.
+/// dx, dw or db may be absent (null data).
+bool batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
+                  Buf rv, bool training, int64_t n, int64_t c, int64_t inner,
+                  double eps);
+/// PyTorch's running-statistics update in f64 (unbiased batch variance).
+bool batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                     int64_t n, int64_t c, int64_t inner, double momentum);
+/// dropout in f64 (x or y f64): element i kept where the uniform of its
+/// draw (dropout_ops.h, index shard.global(i)) is >= the f32 threshold
+/// pMask, as in the f32 kernel, and multiplied by 1 / (1 - p) in f64.
+bool dropout(Buf y, Buf x, const int32_t *step, uint64_t seed, uint64_t key,
+             float pMask, double p, int64_t numel, DropoutShard shard);
 /// The double a float argument was rounded from, as written (its shortest
 /// decimal: 1e-05 for 1e-5f); a value that is no float is returned as is.
 double asWritten(double v);

@@ -180,10 +180,11 @@ ampc_status checkList(const char *fn, void *const *grads,
     if (!grads[i] && numels[i] > 0)
       return setError(AMPC_ERROR_NULL_POINTER, "%s: gradient %d is NULL", fn,
                       int(i));
-    if (!isFloatDtype(dtypes[i]))
+    if (!isFloatDtype(dtypes[i]) && dtypes[i] != AMPC_F64)
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: gradient %d is %s (f32, f16 or bf16 expected)", fn,
-                      int(i), dtypeName(dtypes[i]));
+                      "%s: gradient %d is %s (f64, f32, f16 or bf16 "
+                      "expected)",
+                      fn, int(i), dtypeName(dtypes[i]));
     if (numels[i] < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: numel %lld", fn,
                       (long long)numels[i]);
@@ -227,6 +228,14 @@ AMPC_API ampc_status ampc_grad_allreduce_start(
     AMPC_TRY(checkList(fn, grads, dtypes, numels, count, bucket));
     if (skipsCollective(ctx))
       return AMPC_OK; // one rank: the sum and the mean are the values
+    for (int32_t i = 0; i < count; ++i)
+      if (dtypes[i] == AMPC_F64 &&
+          ctx->backend->kind() == AMPC_BACKEND_CUDA)
+        return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                        "%s: gradient %d is f64, which the CUDA backend "
+                        "cannot all-reduce yet (the CPU backend sums f64 "
+                        "gradients in f64)",
+                        fn, int(i));
     Registry &r = registry();
     std::lock_guard<std::mutex> guardLock(r.lock);
     BucketState &b = r.buckets[{ctx, bucket}];
@@ -238,7 +247,10 @@ AMPC_API ampc_status ampc_grad_allreduce_start(
     std::vector<Message> previous = std::move(b.messages);
     b.messages.clear();
     for (int32_t i = 0; i < count; ++i) {
-      ampc_dtype type = reduce_f32 ? AMPC_F32 : dtypes[i];
+      // f64 gradients travel as f64 even with reduce_f32 (which widens
+      // the 16-bit ones).
+      ampc_dtype type =
+          reduce_f32 && dtypes[i] != AMPC_F64 ? AMPC_F32 : dtypes[i];
       Message *m = nullptr;
       for (Message &have : b.messages)
         if (have.dtype == type)
@@ -451,6 +463,18 @@ AMPC_API ampc_status ampc_divide_by_world(
     int32_t w = worldSize(ctx);
     if (w == 1 && y == x && y_dtype == x_dtype)
       return AMPC_OK;
+    if ((y_dtype == AMPC_F64 || x_dtype == AMPC_F64) && w != 1 &&
+        ys.numel() > 0) {
+      // f64: y = x / W, divided in f64.
+      Backend &be = *ctx->backend;
+      Temp world(be);
+      AMPC_TRY(world.alloc(sizeof(double)));
+      Buf wb{world.get(), AMPC_F64};
+      AMPC_TRY(be.fill(wb, 1, static_cast<double>(w)));
+      return be.binary(BinaryOp::Div, Buf{y, y_dtype},
+                       Buf{const_cast<void *>(x), x_dtype}, wb,
+                       flatWalk(ys.numel()));
+    }
     return copyFlat(*ctx->backend, Buf{y, y_dtype},
                     Buf{const_cast<void *>(x), x_dtype}, ys.numel(),
                     1.0f / static_cast<float>(w));

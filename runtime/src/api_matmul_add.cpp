@@ -3,10 +3,13 @@
 // Entry points of addmm, baddbmm, addbmm, addmv and addr (PyTorch's fp16
 // autocast list; the ops of TGMatmulOps.td). Each is one GEMM (the backend's
 // strided-batched GEMM: sgemm on the CPU, cuBLASLt on CUDA) whose C operand
-// first holds `beta * c`, accumulated with beta 1 in f32.
+// first holds `beta * c`, accumulated with beta 1 in f32. With an f64
+// operand the product is an f64 GEMM (dgemm on the CPU) into f64 scratch,
+// then alpha * product + beta * c in f64 with alpha and beta exact; the
+// CUDA backend has no f64 GEMM and refuses it.
 //
 //===----------------------------------------------------------------------===//
-#include "common.h"
+#include "composed.h"
 
 using namespace ampc;
 
@@ -106,16 +109,25 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
   if (numel == 0)
     return AMPC_OK;
   Backend &be = *ctx->backend;
-  // The f32 accumulator: y itself when y is f32.
+  bool wide = y.dtype == AMPC_F64 || c.dtype == AMPC_F64 ||
+              a.dtype == AMPC_F64 || b.dtype == AMPC_F64;
+  if (wide && be.kind() == AMPC_BACKEND_CUDA)
+    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                    "%s: f64 operands have no kernel on the CUDA backend yet "
+                    "(the CPU backend computes them in f64)",
+                    fn);
+  // The accumulator (f32, f64 when wide): y itself when y has its type.
+  ampc_dtype accType = wide ? AMPC_F64 : AMPC_F32;
   Temp accTemp(be);
-  Buf acc{y.data ? const_cast<void *>(y.data) : nullptr, AMPC_F32};
-  if (y.dtype != AMPC_F32) {
-    AMPC_TRY(accTemp.alloc(numel * sizeof(float)));
-    acc = Buf{accTemp.get(), AMPC_F32};
+  Buf acc{y.data ? const_cast<void *>(y.data) : nullptr, accType};
+  if (y.dtype != accType) {
+    AMPC_TRY(accTemp.alloc(numel * dtypeSize(accType)));
+    acc = Buf{accTemp.get(), accType};
   }
-  if (beta != 0.0)
+  if (beta != 0.0 && !wide)
     AMPC_TRY(broadcastTo(be, acc, ys, c.buf(), cs, static_cast<float>(beta)));
-  else // PyTorch does not read c when beta is 0 (NaN in it stays out).
+  else // PyTorch does not read c when beta is 0 (NaN in it stays out); f64
+       // adds beta * c after the product.
     AMPC_TRY(be.fill(acc, numel, 0.0));
   if (k > 0 && batch > 0) {
     GemmDesc d;
@@ -133,7 +145,7 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
     d.strideA = batch > 1 ? m * k : 0;
     d.strideB = batch > 1 ? k * n : 0;
     d.strideC = sumBatch ? 0 : m * n;
-    d.alpha = static_cast<float>(alpha);
+    d.alpha = wide ? 1.0f : static_cast<float>(alpha); // f64: scaled below
     d.beta = 1.0f;
     if (!sumBatch) {
       AMPC_TRY(be.gemm(d));
@@ -145,6 +157,27 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
         d.b = offsetElems(b.buf(), i * k * n);
         AMPC_TRY(be.gemm(d));
       }
+    }
+  }
+  if (wide) {
+    // y = alpha * product + beta * c in f64, alpha and beta as given.
+    Kit kit(be);
+    kit.scratch = AMPC_F64;
+    Shape one; // a scalar, broadcast
+    Buf s;
+    if (alpha != 1.0) {
+      AMPC_TRY(kit.scalar(alpha, s));
+      AMPC_TRY(kit.bin(BinaryOp::Mul, acc, ys, acc, ys, s, one));
+    }
+    if (beta != 0.0) {
+      Buf cb;
+      AMPC_TRY(kit.f32(numel, cb));
+      AMPC_TRY(broadcastTo(be, cb, ys, c.buf(), cs, 1.0f));
+      if (beta != 1.0) {
+        AMPC_TRY(kit.scalar(beta, s));
+        AMPC_TRY(kit.bin(BinaryOp::Mul, cb, ys, cb, ys, s, one));
+      }
+      AMPC_TRY(kit.bin(BinaryOp::Add, acc, ys, acc, ys, cb, ys));
     }
   }
   if (acc.data != y.data)

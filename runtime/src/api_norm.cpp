@@ -226,6 +226,23 @@ ampc_status groupNormBwd(const char *fn, ampc_context ctx, const TensorArg &dx,
     AMPC_TRY(k.reduce(ReduceOp::Sum, db.buf(), dy.buf(), g.v3, spatial));
   return AMPC_OK;
 }
+
+/// Whether a present tensor among `ts` is f64 (the batch-norm entry points
+/// then run the backend's f64 code).
+bool anyF64(std::initializer_list<TensorArg> ts) {
+  for (const TensorArg &t : ts)
+    if (t.data && t.dtype == AMPC_F64)
+      return true;
+  return false;
+}
+
+/// The error of an f64 batch norm on a backend without f64 code (CUDA).
+ampc_status noWideBatchNorm(const char *fn, Backend &be) {
+  return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                  "%s: f64 batch norm has no kernel on the %s backend yet "
+                  "(the CPU backend computes it in f64)",
+                  fn, be.kind() == AMPC_BACKEND_CUDA ? "CUDA" : "this");
+}
 } // namespace
 
 #define T(x) AMPC_TENSOR(x)
@@ -260,6 +277,13 @@ ampc_status ampc_batch_norm_fwd(
                       fn);
     if (xs.numel() == 0)
       return AMPC_OK;
+    if (anyF64({AMPC_TENSOR(y), AMPC_TENSOR(x), tw, tb, tm, tv})) {
+      if (!ctx->backend->batchNormWide(
+              AMPC_TENSOR(y).buf(), AMPC_TENSOR(x).buf(), tw.buf(), tb.buf(),
+              tm.buf(), tv.buf(), training != 0, n, c, inner, eps))
+        return noWideBatchNorm(fn, *ctx->backend);
+      return AMPC_OK;
+    }
     return ctx->backend->batchNorm(AMPC_TENSOR(y).buf(), AMPC_TENSOR(x).buf(),
                                    tw.buf(), tb.buf(), tm.buf(), tv.buf(),
                                    training != 0, n, c, inner,
@@ -296,6 +320,16 @@ ampc_status ampc_batch_norm_bwd(
     AMPC_TRY(parseShaped(fn, AMPC_TENSOR(db), kFloatDtype, false, cs));
     if (xs.numel() == 0)
       return AMPC_OK;
+    if (anyF64({AMPC_TENSOR(dx), AMPC_TENSOR(dw), AMPC_TENSOR(db),
+                AMPC_TENSOR(dy), AMPC_TENSOR(x), tw, tm, tv})) {
+      if (!ctx->backend->batchNormBwdWide(
+              AMPC_TENSOR(dx).buf(), AMPC_TENSOR(dw).buf(),
+              AMPC_TENSOR(db).buf(), AMPC_TENSOR(dy).buf(),
+              AMPC_TENSOR(x).buf(), tw.buf(), tm.buf(), tv.buf(),
+              training != 0, n, c, inner, eps))
+        return noWideBatchNorm(fn, *ctx->backend);
+      return AMPC_OK;
+    }
     return ctx->backend->batchNormBwd(
         AMPC_TENSOR(dx).buf(), AMPC_TENSOR(dw).buf(), AMPC_TENSOR(db).buf(),
         AMPC_TENSOR(dy).buf(), AMPC_TENSOR(x).buf(), tw.buf(), tm.buf(),
@@ -325,6 +359,13 @@ ampc_status ampc_batch_norm_update(
     if (n * inner < 2)
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: needs more than one value per channel", fn);
+    if (anyF64({nm, nv, AMPC_TENSOR(x), tm, tv})) {
+      if (!ctx->backend->batchNormUpdateWide(nm.buf(), nv.buf(),
+                                             AMPC_TENSOR(x).buf(), tm.buf(),
+                                             tv.buf(), n, c, inner, momentum))
+        return noWideBatchNorm(fn, *ctx->backend);
+      return AMPC_OK;
+    }
     return ctx->backend->batchNormUpdate(nm.buf(), nv.buf(),
                                          AMPC_TENSOR(x).buf(), tm.buf(),
                                          tv.buf(), n, c, inner,

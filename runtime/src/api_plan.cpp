@@ -175,6 +175,22 @@ public:
                       int64_t, DropoutShard) override {
     return AMPC_OK;
   }
+  bool dropoutWide(Buf, Buf, const int32_t *, uint64_t, uint64_t, float,
+                   double, int64_t, DropoutShard) override {
+    return true;
+  }
+  bool batchNormWide(Buf, Buf, Buf, Buf, Buf, Buf, bool, int64_t, int64_t,
+                     int64_t, double) override {
+    return true;
+  }
+  bool batchNormBwdWide(Buf, Buf, Buf, Buf, Buf, Buf, Buf, Buf, bool, int64_t,
+                        int64_t, int64_t, double) override {
+    return true;
+  }
+  bool batchNormUpdateWide(Buf, Buf, Buf, Buf, Buf, int64_t, int64_t, int64_t,
+                           double) override {
+    return true;
+  }
   ampc_status counterNext(int32_t *, const int32_t *) override {
     return AMPC_OK;
   }

@@ -117,6 +117,15 @@ ampc_status hostContext(ampc_context ctx, ampc_context &host) {
   return AMPC_OK;
 }
 
+/// The error of a synchronised batch norm of f64 values over several ranks
+/// (its statistics travel through f32 host staging: no f64 code yet).
+ampc_status noF64Sync(const char *fn) {
+  return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                  "%s: f64 synchronised batch norm over several ranks has no "
+                  "kernel yet (one rank, or ampc_batch_norm_*, computes f64)",
+                  fn);
+}
+
 /// The communicator sync batch norm reduces over, or null for one rank.
 ampc_comm syncComm(ampc_context ctx) {
   ampc_comm comm = nullptr;
@@ -213,6 +222,8 @@ ampc_status ampc_sync_batch_norm_fwd(
   // statistics to synchronise its result is then recomputed below, from x
   // as it was before the call (y may share x's buffer).
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
+  if (comm && x_dtype == AMPC_F64)
+    return noF64Sync("ampc_sync_batch_norm_fwd");
   HostTensor hx;
   if (comm && x && stageable(x_shape, x_rank))
     AMPC_TRY(guard("ampc_sync_batch_norm_fwd", [&] {
@@ -272,6 +283,8 @@ ampc_status ampc_sync_batch_norm_bwd(
   // As the forward: x and dy are read before the one-rank call, which
   // validates and may write dx over dy.
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
+  if (comm && (x_dtype == AMPC_F64 || dy_dtype == AMPC_F64))
+    return noF64Sync("ampc_sync_batch_norm_bwd");
   HostTensor hx, hdy;
   // dy is read with x's element count: only when it has x's shape.
   if (comm && x && dy && stageable(x_shape, x_rank) &&
@@ -374,6 +387,8 @@ ampc_status ampc_sync_batch_norm_update(
   if (!comm)
     return oneRank();
   const char *fn = "ampc_sync_batch_norm_update";
+  if (x_dtype == AMPC_F64)
+    return noF64Sync(fn);
   // Validation without computing: a rank's own batch may hold a single
   // value per channel when the ranks together hold more.
   if (!x || !stageable(x_shape, x_rank) || !running_mean || !running_var ||

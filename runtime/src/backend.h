@@ -377,6 +377,42 @@ public:
   virtual ampc_status dropout(Buf y, Buf x, const int32_t *step,
                               uint64_t seed, uint64_t key, float p,
                               int64_t numel, DropoutShard shard) = 0;
+  /// dropout of f64 tensors (x or y f64), computed in f64: the mask is
+  /// dropout()'s for the f32 threshold `pMask` (the same kept elements as
+  /// the f32 kernel), the kept elements multiplied by 1 / (1 - p) computed
+  /// in f64 from the exact `p`. False (touching nothing) where the backend
+  /// has no such code; the caller reports it.
+  virtual bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                           uint64_t key, float pMask, double p, int64_t numel,
+                           DropoutShard shard) {
+    (void)y, (void)x, (void)step, (void)seed, (void)key, (void)pMask, (void)p,
+        (void)numel, (void)shard;
+    return false;
+  }
+  /// batchNorm, batchNormBwd and batchNormUpdate of f64 tensors (any of
+  /// them f64), computed in f64 with eps and momentum exact. False
+  /// (touching nothing) where the backend has no such code.
+  virtual bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                             bool training, int64_t n, int64_t c,
+                             int64_t inner, double eps) {
+    (void)y, (void)x, (void)w, (void)b, (void)rm, (void)rv, (void)training,
+        (void)n, (void)c, (void)inner, (void)eps;
+    return false;
+  }
+  virtual bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                                Buf rm, Buf rv, bool training, int64_t n,
+                                int64_t c, int64_t inner, double eps) {
+    (void)dx, (void)dw, (void)db, (void)dy, (void)x, (void)w, (void)rm,
+        (void)rv, (void)training, (void)n, (void)c, (void)inner, (void)eps;
+    return false;
+  }
+  virtual bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
+                                   Buf rv, int64_t n, int64_t c,
+                                   int64_t inner, double momentum) {
+    (void)newMean, (void)newVar, (void)x, (void)rm, (void)rv, (void)n,
+        (void)c, (void)inner, (void)momentum;
+    return false;
+  }
   /// *next = *counter + 1 (device i32 scalars).
   virtual ampc_status counterNext(int32_t *next, const int32_t *counter) = 0;
 

@@ -391,9 +391,9 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm, ampc_context ctx,
                                  : "buf");
     AMPC_TRY(checkContext(ctx, fn));
     if (dtype != AMPC_F32 && dtype != AMPC_F16 && dtype != AMPC_BF16 &&
-        dtype != AMPC_I32)
+        dtype != AMPC_I32 && dtype != AMPC_F64)
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: dtype %d (f32, f16, bf16 or i32 expected)", fn,
+                      "%s: dtype %d (f64, f32, f16, bf16 or i32 expected)", fn,
                       int(dtype));
     if (op != AMPC_REDUCE_SUM && op != AMPC_REDUCE_MEAN &&
         op != AMPC_REDUCE_MAX)
@@ -402,6 +402,11 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm, ampc_context ctx,
     if (count < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %lld is negative",
                       fn, (long long)count);
+    if (onCuda(ctx) && dtype == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: f64 all-reduce has no kernel on the CUDA backend "
+                      "yet (the CPU backend sums f64 in f64)",
+                      fn);
     if (onCuda(ctx))
       return ncclAllreduceAsync(comm, ctx, buf, dtype, count, op, request);
     auto r = std::make_unique<ampc_request_impl>();
@@ -418,7 +423,8 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm, ampc_context ctx,
       data = r->wide.data();
     }
     char err[256] = "";
-    if (comm->api->iallreduce(comm->host, data, count, dtype == AMPC_I32,
+    if (comm->api->iallreduce(comm->host, data, count,
+                              dtype == AMPC_I32 ? 1 : dtype == AMPC_F64 ? 2 : 0,
                               op == AMPC_REDUCE_MAX ? 2 : 0, &r->mpi, err))
       return pluginError(fn, err);
     *request = r.release();
@@ -463,6 +469,14 @@ AMPC_API ampc_status ampc_comm_wait(ampc_request request) {
     if (mean) {
       float *p = static_cast<float *>(r->buf);
       float w = static_cast<float>(r->comm->size);
+      for (int64_t i = 0; i < r->count; ++i)
+        p[i] = p[i] / w;
+    }
+    break;
+  case AMPC_F64:
+    if (mean) {
+      double *p = static_cast<double *>(r->buf);
+      double w = static_cast<double>(r->comm->size);
       for (int64_t i = 0; i < r->count; ++i)
         p[i] = p[i] / w;
     }

@@ -292,16 +292,19 @@ struct Request {
   std::vector<MPI_Request> parts;
 };
 
-int iallreduce(void *comm, void *buf, int64_t count, int isI32, int op,
+int iallreduce(void *comm, void *buf, int64_t count, int kind, int op,
                void **req, char *err) {
   auto *r = new Request;
-  MPI_Datatype type = isI32 ? MPI_INT32_T : MPI_FLOAT;
+  MPI_Datatype type = kind == 1 ? MPI_INT32_T
+                      : kind == 2 ? MPI_DOUBLE
+                                  : MPI_FLOAT;
+  int64_t elem = kind == 2 ? 8 : 4;
   MPI_Op mop = op == 2 ? MPI_MAX : MPI_SUM;
   char *p = static_cast<char *>(buf);
   for (int64_t done = 0; done < count;) {
     int n = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
     MPI_Request one;
-    if (int rc = MPI_Iallreduce(MPI_IN_PLACE, p + done * 4, n, type, mop,
+    if (int rc = MPI_Iallreduce(MPI_IN_PLACE, p + done * elem, n, type, mop,
                                 handle(comm), &one)) {
       delete r;
       return report(rc, "MPI_Iallreduce", err);

@@ -2,8 +2,8 @@
 //
 // libampc_runtime_mpi.so is the only part of the runtime that links MPI; the
 // runtime dlopen()s it when the first communicator that needs MPI is created
-// (collectives.cpp). It works on host buffers of f32 or i32 only: the runtime
-// converts 16-bit data and stages device memory itself.
+// (collectives.cpp). It works on host buffers of f32, i32 or f64 only: the
+// runtime converts 16-bit data and stages device memory itself.
 //
 // A communicator is a handle of the module's (an MPI communicator): the one
 // of MPI_COMM_WORLD (init), or one over some of its processes that a unique
@@ -20,7 +20,7 @@
 
 #define AMPC_MPI_PLUGIN_ENTRY_NAME "ampc_mpi_plugin_entry"
 constexpr const char *kMpiPluginFile = "libampc_runtime_mpi.so";
-constexpr int32_t kMpiPluginAbi = 4;
+constexpr int32_t kMpiPluginAbi = 5;
 
 /// Every function returns 0 on success, else writes a message of at most
 /// 255 characters to `err` and returns non-zero.
@@ -43,8 +43,9 @@ struct MpiPluginApi {
   /// is finalised at exit if every handle was freed (it cannot be
   /// initialised twice).
   int (*release)(void *comm, char *err);
-  /// isI32: the buffer holds int32_t, else float. op: 0 sum, 2 max.
-  int (*iallreduce)(void *comm, void *buf, int64_t count, int isI32, int op,
+  /// type: the buffer holds float (0), int32_t (1) or double (2, since
+  /// ABI 5). op: 0 sum, 2 max.
+  int (*iallreduce)(void *comm, void *buf, int64_t count, int type, int op,
                     void **req, char *err);
   int (*wait)(void *req, char *err);
   /// Progresses the request (and, through MPI's progress engine, every

@@ -386,4 +386,35 @@ TEST_F(Cuda, ArenaAndStream) {
   ASSERT_OK(ampc_arena_destroy(arena));
 }
 
+TEST_F(Cuda, F64DropoutBatchNormGemmAddAreRefused) {
+  // The CUDA backend has no f64 code for dropout, batch norm or the
+  // GEMM-plus-add family: an f64 call is AMPC_ERROR_UNSUPPORTED_DTYPE
+  // naming the CUDA backend, never a result computed through f32.
+  void *x = nullptr, *y = nullptr, *step = nullptr, *v = nullptr;
+  ASSERT_OK(ampc_malloc(gpu, 8 * 16, &x));
+  ASSERT_OK(ampc_malloc(gpu, 8 * 16, &y));
+  ASSERT_OK(ampc_malloc(gpu, 8 * 4, &v));
+  ASSERT_OK(ampc_malloc(gpu, 4, &step));
+  int32_t zero = 0;
+  ASSERT_OK(ampc_memcpy(gpu, step, &zero, 4, AMPC_MEMCPY_HOST_TO_DEVICE));
+  int64_t s4x4[] = {4, 4}, s4[] = {4};
+  auto refused = [](ampc_status st, const char *what) {
+    EXPECT_EQ(st, AMPC_ERROR_UNSUPPORTED_DTYPE) << what;
+    EXPECT_NE(std::strstr(ampc_last_error(), "CUDA"), nullptr)
+        << what << ": " << ampc_last_error();
+  };
+  refused(ampc_dropout_fwd(gpu, y, AMPC_F64, s4x4, 2, x, AMPC_F64, s4x4, 2,
+                           step, 1, 0.5, 0),
+          "dropout");
+  refused(ampc_addmm_fwd(gpu, y, AMPC_F64, s4x4, 2, v, AMPC_F64, s4, 1, x,
+                         AMPC_F64, s4x4, 2, x, AMPC_F64, s4x4, 2, 1.0, 1.0),
+          "addmm");
+  refused(ampc_batch_norm_fwd(gpu, y, AMPC_F64, s4x4, 2, x, AMPC_F64, s4x4, 2,
+                              v, AMPC_F64, s4, 1, v, AMPC_F64, s4, 1, v,
+                              AMPC_F64, s4, 1, v, AMPC_F64, s4, 1, 1, 1e-5),
+          "batch_norm");
+  for (void *p : {x, y, v, step})
+    ampc_free(gpu, p);
+}
+
 } // namespace

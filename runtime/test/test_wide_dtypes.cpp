@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
+#include "src/dropout_ops.h"
 
 #include "cpu/cpu_pool.h"
 
@@ -513,6 +514,224 @@ TEST_F(WideDtypes, F64ComputesInF64) {
   int64_t dims[] = {0};
   ASSERT_OK(ampc_mean_fwd(ctx, T(m), T(y), dims, 1, 0));
   EXPECT_EQ(at<double>(m, 0), (at<double>(y, 0) + 2e300) / 2);
+}
+
+TEST_F(WideDtypes, F64DropoutKeepsTheF32MaskAndScalesInF64) {
+  // p = 0.1: 1 / (1 - p) in f64 is not the f32 scale widened, and x holds
+  // values f32 cannot (1 + 2^-40, 1e300).
+  const int64_t n = 1000;
+  const double p = 0.1;
+  double e = std::ldexp(1.0, -40);
+  Tensor x64({n}, AMPC_F64), x32({n}, AMPC_F32);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = i % 3 == 0 ? 1.0 + e : (i % 3 == 1 ? 1e300 : -0.5 - i);
+    static_cast<double *>(x64.data())[i] = v;
+    x32.set(i, 1.0);
+  }
+  Tensor step({}, AMPC_I32);
+  step.set(0, 7);
+  Tensor y64({n}, AMPC_F64), y32({n}, AMPC_F32), r64({n}, AMPC_F64);
+  ASSERT_OK(ampc_dropout_fwd(ctx, T(y64), T(x64), step.data(), 42, p, 3));
+  ASSERT_OK(ampc_dropout_fwd(ctx, T(y32), T(x32), step.data(), 42, p, 3));
+  double scale = 1.0 / (1.0 - p);
+  ASSERT_NE(scale, static_cast<double>(1.0f / (1.0f - 0.1f)));
+  uint64_t stream = ampc::dropoutStream(3, 7);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // The naive mask: the 24-bit uniform of the element's Philox lane
+    // against the f32 p, as the f32 kernel draws it.
+    ampc::Philox4 r = ampc::dropoutDraws(42, stream, i);
+    bool keep = ampc::uniformFromBits(r.v[i & 3]) >=
+                static_cast<double>(static_cast<float>(p));
+    EXPECT_EQ(keep, y32.get(i) != 0.0) << i; // the f32 kernel's mask
+    double xi = at<double>(x64, i);
+    EXPECT_EQ(at<double>(y64, i), keep ? xi * scale : 0.0 * xi) << i;
+    kept += keep;
+  }
+  EXPECT_GT(kept, 850);
+  EXPECT_LT(kept, 950);
+  // The backward is the same call on dy; the ranked entry point without a
+  // communicator is the plain one, bit for bit.
+  ASSERT_OK(ampc_dropout_ranked_fwd(ctx, T(r64), T(x64), step.data(), 42, p,
+                                    3, 10));
+  EXPECT_EQ(0, std::memcmp(r64.data(), y64.data(), n * sizeof(double)));
+  // Mixed f64 / f32 operands take the f64 kernel too (rounded once into y).
+  ASSERT_OK(ampc_dropout_fwd(ctx, T(y32), T(x64), step.data(), 42, p, 3));
+  EXPECT_EQ(y32.get(0), static_cast<double>(static_cast<float>(
+                            at<double>(y64, 0))));
+}
+
+TEST_F(WideDtypes, F64GemmAddComputesInF64) {
+  // y = beta c + alpha (a @ b) against a naive f64 loop: entries 1 + k 2^-40
+  // (lost in f32), alpha 0.1 and beta 0.3 (not f32 values), c broadcast.
+  const int64_t m = 3, k = 4, n = 5, B = 2;
+  double e = std::ldexp(1.0, -40);
+  auto val = [&](int64_t i, int64_t salt) {
+    return (i % 2 ? -1.0 : 1.0) * (1.0 + double((i * 7 + salt) % 11) * e);
+  };
+  Tensor a({B, m, k}, AMPC_F64), b({B, k, n}, AMPC_F64), c({n}, AMPC_F64);
+  for (int64_t i = 0; i < B * m * k; ++i)
+    static_cast<double *>(a.data())[i] = val(i, 1);
+  for (int64_t i = 0; i < B * k * n; ++i)
+    static_cast<double *>(b.data())[i] = val(i, 2);
+  for (int64_t i = 0; i < n; ++i)
+    static_cast<double *>(c.data())[i] = val(i, 3) * 1e-3;
+  const double alpha = 0.1, beta = 0.3;
+  // The product of batch entry t, naive.
+  auto prod = [&](int64_t t, int64_t r, int64_t j) {
+    double s = 0;
+    for (int64_t q = 0; q < k; ++q)
+      s += at<double>(a, t * m * k + r * k + q) *
+           at<double>(b, t * k * n + q * n + j);
+    return s;
+  };
+  auto close = [](double got, double want) {
+    return std::fabs(got - want) <= 1e-15 * (std::fabs(want) + 1e-3);
+  };
+  // addmm of batch entry 0 (a [m, k] and b [k, n] are its first blocks).
+  int64_t as[] = {m, k}, bs[] = {k, n};
+  Tensor y({m, n}, AMPC_F64);
+  ASSERT_OK(ampc_addmm_fwd(ctx, T(y), T(c), a.data(), AMPC_F64, as, 2,
+                           b.data(), AMPC_F64, bs, 2, beta, alpha));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = beta * at<double>(c, j) + alpha * prod(0, r, j);
+      EXPECT_TRUE(close(at<double>(y, r * n + j), want))
+          << r << "," << j << ": " << at<double>(y, r * n + j) << " vs "
+          << want;
+    }
+  // baddbmm (per batch) and addbmm (summed over the batch).
+  Tensor yb({B, m, n}, AMPC_F64), ys({m, n}, AMPC_F64);
+  ASSERT_OK(ampc_baddbmm_fwd(ctx, T(yb), T(c), T(a), T(b), beta, alpha));
+  ASSERT_OK(ampc_addbmm_fwd(ctx, T(ys), T(c), T(a), T(b), beta, alpha));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t t = 0; t < B; ++t) {
+        double want = beta * at<double>(c, j) + alpha * prod(t, r, j);
+        EXPECT_TRUE(close(at<double>(yb, t * m * n + r * n + j), want));
+        sum += prod(t, r, j);
+      }
+      EXPECT_TRUE(close(at<double>(ys, r * n + j),
+                        beta * at<double>(c, j) + alpha * sum));
+    }
+  // addmv and addr (beta 0: c is not read, NaN stays out).
+  Tensor v = make<double>({k}, AMPC_F64, {1.0 + e, -1.0, 2.0, 0.5});
+  Tensor cm = make<double>({m}, AMPC_F64, {NAN, NAN, NAN});
+  Tensor ym({m}, AMPC_F64);
+  ASSERT_OK(ampc_addmv_fwd(ctx, T(ym), T(cm), a.data(), AMPC_F64, as, 2,
+                           T(v), 0.0, alpha));
+  for (int64_t r = 0; r < m; ++r) {
+    double s = 0;
+    for (int64_t q = 0; q < k; ++q)
+      s += at<double>(a, r * k + q) * at<double>(v, q);
+    EXPECT_TRUE(close(at<double>(ym, r), alpha * s)) << at<double>(ym, r);
+  }
+  Tensor yr({m, k}, AMPC_F64);
+  Tensor u = make<double>({m}, AMPC_F64, {1.0 + e, 3.0, -2.0});
+  Tensor cr = make<double>({m, 1}, AMPC_F64, {1.0, 2.0, 3.0});
+  ASSERT_OK(ampc_addr_fwd(ctx, T(yr), T(cr), T(u), T(v), beta, alpha));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < k; ++j)
+      EXPECT_TRUE(close(at<double>(yr, r * k + j),
+                        beta * at<double>(cr, r) +
+                            alpha * (at<double>(u, r) * at<double>(v, j))));
+}
+
+TEST_F(WideDtypes, F64BatchNormComputesInF64) {
+  // x (N=2, C=2, inner=3): channel 0 holds 1 + k 2^-30 (deviations f32
+  // cannot hold), channel 1 values beyond f32's range.
+  const int64_t N = 2, C = 2, I = 3, M = N * I;
+  double e = std::ldexp(1.0, -30);
+  Tensor x({N, C, I}, AMPC_F64);
+  auto xv = [&](int64_t s, int64_t ch, int64_t j) {
+    int64_t k = s * I + j;
+    return ch == 0 ? 1.0 + double(k) * e : 1e300 * (k % 2 ? 1.0 : -0.5);
+  };
+  for (int64_t s = 0; s < N; ++s)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t j = 0; j < I; ++j)
+        static_cast<double *>(x.data())[(s * C + ch) * I + j] = xv(s, ch, j);
+  Tensor w = make<double>({C}, AMPC_F64, {1.5, 0.25});
+  Tensor b = make<double>({C}, AMPC_F64, {0.1, -2.0});
+  Tensor rm = make<double>({C}, AMPC_F64, {1.0, 0.0});
+  Tensor rv = make<double>({C}, AMPC_F64, {4.0, 1e-300});
+  const double eps = 1e-5;
+  // The naive statistics of channel ch (scaled for channel 1 to stay finite).
+  auto stats = [&](int64_t ch, double &mean, double &var) {
+    mean = 0;
+    for (int64_t s = 0; s < N; ++s)
+      for (int64_t j = 0; j < I; ++j)
+        mean += xv(s, ch, j);
+    mean /= double(M);
+    var = 0;
+    for (int64_t s = 0; s < N; ++s)
+      for (int64_t j = 0; j < I; ++j)
+        var += (xv(s, ch, j) - mean) * (xv(s, ch, j) - mean);
+    var /= double(M);
+  };
+  Tensor y({N, C, I}, AMPC_F64);
+  // Channel 0 only in training (channel 1's squares overflow in any type).
+  Tensor x0({N, 1, I}, AMPC_F64), y0({N, 1, I}, AMPC_F64);
+  for (int64_t s = 0; s < N; ++s)
+    for (int64_t j = 0; j < I; ++j)
+      static_cast<double *>(x0.data())[s * I + j] = xv(s, 0, j);
+  int64_t cs[] = {1};
+  double w0 = 1.5, b0 = 0.1, rm0 = 1.0, rv0 = 4.0;
+  ASSERT_OK(ampc_batch_norm_fwd(ctx, T(y0), T(x0), &w0, AMPC_F64, cs, 1, &b0,
+                                AMPC_F64, cs, 1, &rm0, AMPC_F64, cs, 1, &rv0,
+                                AMPC_F64, cs, 1, 1, eps));
+  double mean, var;
+  stats(0, mean, var);
+  double invstd = 1.0 / std::sqrt(var + eps);
+  for (int64_t s = 0; s < N; ++s)
+    for (int64_t j = 0; j < I; ++j) {
+      double want = (xv(s, 0, j) - mean) * invstd * 1.5 + 0.1;
+      EXPECT_NEAR(at<double>(y0, s * I + j), want, 1e-14) << s << "," << j;
+    }
+  // var is ~2.9e-18, below eps: y spreads ~1e-6 around b, which f32's
+  // rounding of x (1 + k 2^-30 is not an f32) would flatten to exactly b.
+  EXPECT_NE(at<double>(y0, 0), 0.1);
+  // Backward in training against the naive formulas.
+  Tensor dy0 = make<double>({N, 1, I}, AMPC_F64,
+                            {0.5, -1.0, 2.0, 1.0 + e, 0.25, -0.75});
+  Tensor dx0({N, 1, I}, AMPC_F64);
+  double dw0 = 0, db0 = 0;
+  ASSERT_OK(ampc_batch_norm_bwd(ctx, T(dx0), &dw0, AMPC_F64, cs, 1, &db0,
+                                AMPC_F64, cs, 1, T(dy0), T(x0), &w0, AMPC_F64,
+                                cs, 1, &rm0, AMPC_F64, cs, 1, &rv0, AMPC_F64,
+                                cs, 1, 1, eps));
+  double sumDy = 0, sumDyX = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    double xhat = (xv(i / I, 0, i % I) - mean) * invstd;
+    sumDy += at<double>(dy0, i);
+    sumDyX += at<double>(dy0, i) * xhat;
+  }
+  EXPECT_NEAR(db0, sumDy, 1e-15);
+  EXPECT_NEAR(dw0, sumDyX, 1e-12 * std::fabs(sumDyX));
+  for (int64_t i = 0; i < M; ++i) {
+    double xhat = (xv(i / I, 0, i % I) - mean) * invstd;
+    double want = 1.5 * invstd *
+                  (at<double>(dy0, i) - sumDy / M - xhat * sumDyX / M);
+    EXPECT_NEAR(at<double>(dx0, i), want, 1e-12 * std::fabs(want) + 1e-15);
+  }
+  // Eval over both channels: the running statistics, 1e300 values kept.
+  ASSERT_OK(ampc_batch_norm_fwd(ctx, T(y), T(x), T(w), T(b), T(rm), T(rv), 0,
+                                eps));
+  for (int64_t s = 0; s < N; ++s)
+    for (int64_t j = 0; j < I; ++j) {
+      double want0 = (xv(s, 0, j) - 1.0) * (1.0 / std::sqrt(4.0 + eps)) * 1.5 + 0.1;
+      double want1 = xv(s, 1, j) * (1.0 / std::sqrt(1e-300 + eps)) * 0.25 - 2.0;
+      EXPECT_EQ(at<double>(y, (s * C + 0) * I + j), want0);
+      EXPECT_EQ(at<double>(y, (s * C + 1) * I + j), want1);
+    }
+  // The running-statistics update with momentum 0.1 (not an f32 value).
+  double nm = 0, nv = 0;
+  ASSERT_OK(ampc_batch_norm_update(ctx, &nm, AMPC_F64, cs, 1, &nv, AMPC_F64,
+                                   cs, 1, T(x0), &rm0, AMPC_F64, cs, 1, &rv0,
+                                   AMPC_F64, cs, 1, 0.1));
+  EXPECT_NEAR(nm, 0.9 * 1.0 + 0.1 * mean, 1e-15);
+  EXPECT_NEAR(nv, 0.9 * 4.0 + 0.1 * var * M / (M - 1.0), 1e-15);
 }
 
 } // namespace

@@ -45,8 +45,10 @@ def dropout_stream(key, step):
     return (1 << 63) | (key << 32) | (step & 0xFFFFFFFF)
 
 
-def dropout_factor(seed, key, step, numel, p):
-    """A float32 array of numel factors: 0 or 1 / (1 - p)."""
+def dropout_factor(seed, key, step, numel, p, wide=False):
+    """A float32 array of numel factors: 0 or 1 / (1 - p). `wide`: the f64
+    kernel's factors, a float64 array with the same zeros and 1 / (1 - p)
+    computed in f64 from the exact p."""
     i = np.arange(numel, dtype=np.uint64)
     words = philox4x32_10(i >> np.uint64(2), dropout_stream(key, step),
                           seed & 0xFFFFFFFFFFFFFFFF)
@@ -54,5 +56,7 @@ def dropout_factor(seed, key, step, numel, p):
     bits = np.choose(lane, words)
     u = (bits >> np.uint32(8)).astype(np.float64) * (1.0 / 16777216.0)
     p32 = np.float32(p)
+    if wide:
+        return np.where(u >= np.float64(p32), 1.0 / (1.0 - float(p)), 0.0)
     scale = np.float32(1.0) / (np.float32(1.0) - p32)
     return np.where(u >= np.float64(p32), scale, np.float32(0.0)).astype(np.float32)

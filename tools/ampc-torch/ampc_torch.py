@@ -395,8 +395,11 @@ def dropout_rule(seed):
     the same elements are kept, so autograd's backward uses that mask."""
     def run(xs, a):
         x, step = xs[0], int(xs[1])
-        factor = ampc_random.dropout_factor(seed, int(a["key"]), step, x.numel(), a["p"])
-        # (the factor in x's dtype: f32, except under --torch-autocast)
+        wide = x.dtype == torch.float64
+        factor = ampc_random.dropout_factor(seed, int(a["key"]), step, x.numel(), a["p"],
+                                            wide=wide)
+        # (the factor in x's dtype: f32, except under --torch-autocast; an
+        # f64 x takes the f64 kernel's factor, 1 / (1 - p) in f64)
         return x * torch.from_numpy(factor).reshape(x.shape).to(x.dtype)
     return run
 

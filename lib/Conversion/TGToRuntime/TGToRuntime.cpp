@@ -1544,7 +1544,7 @@ LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
 /// a silently less precise result.
 LogicalResult checkF64Kernels(rtd::ProgramOp program) {
   static constexpr llvm::StringLiteral kNoF64[] = {
-      "batch_norm", "dropout", "gemm_add", "grad_allreduce"};
+      "sync_batch_norm"};
   WalkResult result = program.walk([&](rtd::CallOp call) {
     StringRef callee = call.getCallee();
     bool f64 = llvm::any_of(call.getArgs(), [](Attribute a) {

@@ -508,7 +508,9 @@ AMPC_API ampc_status ampc_conv_transpose3d_fwd(
    -> [m, n]; baddbmm a [B, m, k] @ b [B, k, n] -> [B, m, n] (one batched
    GEMM); addbmm the sum over B of the same -> [m, n] (B GEMMs accumulating);
    addmv a [n, m] @ v [m] -> [n]; addr the outer product u [n] x v [m] ->
-   [n, m]. */
+   [n, m]. With an f64 operand (CPU backend; CUDA refuses it with
+   AMPC_ERROR_UNSUPPORTED_DTYPE) the product is an f64 GEMM into f64 scratch
+   and alpha * product + beta * c is computed in f64, alpha and beta exact. */
 #define AMPC_ADD_GEMM_PROTOTYPE(NAME)                                          \
   AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
       ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,   \
@@ -892,7 +894,9 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
 /*===------------------------------------------------------------------===*
  * Batch norm and dropout (docs/jobs.md). Channels are dim 1 of (N, C, ...);
  * the per-channel tensors are [C]. Statistics are computed in f64 on the
- * CPU and in f32 on CUDA, every value read and written through f32.
+ * CPU and in f32 on CUDA, every value read and written through f32; with an
+ * f64 tensor the CPU backend computes everything in f64 (eps and momentum
+ * exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE.
  *===------------------------------------------------------------------===*/
 
 /// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
@@ -979,7 +983,10 @@ AMPC_API ampc_status ampc_sync_batch_norm_update(
 /// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
 /// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
 /// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the
-/// same call on dy.
+/// same call on dy. With an f64 x or y (CPU backend; CUDA refuses it with
+/// AMPC_ERROR_UNSUPPORTED_DTYPE) the same elements are kept (the uniform
+/// against p rounded to f32, as the f32 kernel) and multiplied by 1 / (1 - p)
+/// computed in f64.
 AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
                                       ampc_dtype y_dtype,
                                       const int64_t *y_shape, int32_t y_rank,
@@ -1307,9 +1314,11 @@ AMPC_API ampc_status ampc_comm_cuda_device(ampc_comm comm, int32_t *device);
 AMPC_API ampc_status ampc_comm_destroy(ampc_comm comm);
 AMPC_API ampc_status ampc_comm_rank(ampc_comm comm, int32_t *rank);
 AMPC_API ampc_status ampc_comm_size(ampc_comm comm, int32_t *size);
-/// Starts an in-place all-reduce of `count` elements (f32, f16, bf16 or
-/// i32). 16-bit buffers are reduced in f32 and rounded once at the end; MEAN
-/// on i32 truncates towards zero. The buffer must not be touched before
+/// Starts an in-place all-reduce of `count` elements (f64, f32, f16, bf16
+/// or i32). 16-bit buffers are reduced in f32 and rounded once at the end;
+/// f64 ones are summed (and MEAN divided) in f64, on CPU contexts only (a
+/// CUDA context refuses f64 with AMPC_ERROR_UNSUPPORTED_DTYPE); MEAN on i32
+/// truncates towards zero. The buffer must not be touched before
 /// ampc_comm_wait(*request).
 AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm,
                                                ampc_context ctx, void *buf,
@@ -1367,8 +1376,10 @@ AMPC_API ampc_status ampc_comm_abort(ampc_comm comm, int32_t code);
 /// Starts the in-place sum of the bucket's gradients over the ranks: one
 /// message per element type (the gradients copied into a staging buffer the
 /// context keeps; a lone gradient of its type is reduced in place), or one
-/// f32 message when `reduce_f32` (16-bit gradients widened). `mean`: the
-/// wait divides the sum by the world size.
+/// f32 message when `reduce_f32` (16-bit gradients widened; f64 gradients
+/// keep their own f64 message). `mean`: the wait divides the sum by the
+/// world size. f64 gradients are summed in f64 (CPU contexts; a CUDA context
+/// refuses them with AMPC_ERROR_UNSUPPORTED_DTYPE).
 AMPC_API ampc_status ampc_grad_allreduce_start(
     ampc_context ctx, void *const *grads, const ampc_dtype *dtypes,
     const int64_t *numels, int32_t count, int64_t bucket, int32_t mean,
@@ -1407,8 +1418,8 @@ AMPC_API ampc_status ampc_grad_allreduce_stats(ampc_context ctx,
                                                int64_t *tests,
                                                int64_t *unfinished);
 /// y = x * (1 / W) (W: the size of the context's communicator, 1 without
-/// one; the reciprocal rounded to f32, the product computed in f32), stored
-/// in y's type; y and x have the same number of
+/// one; the reciprocal rounded to f32, the product computed in f32; with an
+/// f64 x or y, x / W divided in f64), stored in y's type; y and x have the same number of
 /// elements and may be the same buffer.
 AMPC_API ampc_status ampc_divide_by_world(ampc_context ctx, void *y,
                                           ampc_dtype y_dtype,

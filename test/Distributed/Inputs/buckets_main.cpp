@@ -7,6 +7,7 @@
 // line per check on rank 0.
 #include "mpi_check.h"
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -102,6 +103,58 @@ int main() {
   expect("divide by W", divided, 6.0f * (1.0f / float(size)), 0);
   if (rank == 0)
     std::printf("reduce_f32, two buckets in flight, divide by %d\n", size);
+
+  // f64 gradients are summed in f64: element i of rank r is
+  // (r + 1) (1 + (i + 1) 2^-40), which f32 cannot hold, with an f32 one in
+  // the same bucket; with reduce_f32 the f64 gradient stays f64. The
+  // division by W of an f64 seed is x / W in f64.
+  {
+    const double e = std::ldexp(1.0, -40);
+    std::vector<double> g(3);
+    std::vector<float> h(2);
+    auto fill64 = [&] {
+      for (int i = 0; i < 3; ++i)
+        g[i] = double(rank + 1) * (1.0 + double(i + 1) * e);
+      for (int i = 0; i < 2; ++i)
+        h[i] = float(rank + 1);
+    };
+    void *grads64[2] = {g.data(), h.data()};
+    ampc_dtype types64[2] = {AMPC_F64, AMPC_F32};
+    int64_t numels64[2] = {3, 2};
+    double s64 = double(size) * double(size + 1) / 2;
+    auto expect64 = [&](const char *what, double scale) {
+      for (int i = 0; i < 3; ++i) {
+        double want = s64 * (1.0 + double(i + 1) * e) * scale;
+        if (std::fabs(g[i] - want) > 1e-15 * want) {
+          std::fprintf(stderr, "rank %d: %s[%d] = %.17g, expected %.17g\n",
+                       rank, what, i, g[i], want);
+          ++failures;
+        }
+      }
+      for (int i = 0; i < 2; ++i)
+        expect(what, h[i], float(s64 * scale), i);
+    };
+    for (int reduce32 = 0; reduce32 < 2; ++reduce32)
+      for (int mean = 0; mean < 2; ++mean) {
+        fill64();
+        check(ampc_grad_allreduce_start(ctx, grads64, types64, numels64, 2, 7,
+                                        mean, reduce32),
+              "start f64");
+        check(ampc_grad_allreduce_wait(ctx, grads64, types64, numels64, 2, 7),
+              "wait f64");
+        expect64(mean ? "f64 mean" : "f64 sum", mean ? 1.0 / size : 1.0);
+      }
+    double seed64 = 1.0, divided64 = 0;
+    check(ampc_divide_by_world(ctx, &divided64, AMPC_F64, scalar, 1, &seed64,
+                               AMPC_F64, scalar, 1),
+          "divide f64");
+    if (divided64 != 1.0 / double(size)) {
+      std::fprintf(stderr, "rank %d: f64 divide = %.17g\n", rank, divided64);
+      ++failures;
+    }
+    if (rank == 0)
+      std::printf("f64 sum, mean, reduce_f32 and divide on %d ranks\n", size);
+  }
 
   // Misuse is an error, not a hang: a wait without a start, a second start.
   ampc_status st = ampc_grad_allreduce_wait(ctx, grads, types, numels, 4, 9);

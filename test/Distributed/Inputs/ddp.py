@@ -4,7 +4,10 @@ its data, and compares runs of `ampc run` (one process against W ranks).
   ddp.py model DIR B [--amp]   DIR/m{B}.tg: an MLP with batch B
   ddp.py bias-model DIR B      DIR/b{B}.tg: an MLP whose bias gradient is
                                a 16-bit sum over the batch under --amp
-  ddp.py data DIR N [--spike ROW]   DIR/x.npy, DIR/y.npy with N rows
+  ddp.py f64-model DIR B       DIR/f{B}.tg: an f64 MLP with addmm, dropout
+                               and a matmul (f64 gradients all-reduced)
+  ddp.py data DIR N [--spike ROW] [--f64]   DIR/x.npy, DIR/y.npy with N
+                                            rows (x f64 with --f64)
   ddp.py same-log A B [--rtol R]    losses within R relative, scales and
                                     skips identical, as many lines
   ddp.py same-params DIR1 DIR2 [--rtol R]   every NAME.npy within R of
@@ -52,9 +55,24 @@ def bias_model(d, b):
 """)
 
 
-def data(d, n, spike=None):
+def f64_model(d, b):
+    with open(os.path.join(d, f"f{b}.tg"), "w") as f:
+        f.write(f"""graph m(x: f64[{b}, 16], labels: i32[{b}]) -> f64[] {{
+  param w1: f64[16, 12] = normal(0.0, 0.3)
+  param b1: f64[12]     = normal(0.0, 0.1)
+  param w2: f64[12, 5]  = normal(0.0, 0.3)
+  h      = tanh(addmm(b1, dropout(x, p=0.25), w1, beta=0.7, alpha=1.3))
+  logits = matmul(h, w2)
+  loss   = cross_entropy(logits, labels)
+  minimize loss with sgd(lr = 0.1, momentum = 0.9)
+  return loss
+}}
+""")
+
+
+def data(d, n, spike=None, f64=False):
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((n, 16)).astype(np.float32)
+    x = rng.standard_normal((n, 16)).astype(np.float64 if f64 else np.float32)
     if spike is not None:
         x[spike, :] = 1.0e6  # beyond f16: an overflow in that row's rank only
     y = rng.integers(0, 5, size=n).astype(np.int32)
@@ -198,9 +216,14 @@ def main():
         model(args[0], int(args[1]))
     elif cmd == "bias-model":
         bias_model(args[0], int(args[1]))
+    elif cmd == "f64-model":
+        f64_model(args[0], int(args[1]))
     elif cmd == "data":
+        f64 = "--f64" in args
+        if f64:
+            args.remove("--f64")
         spike = int(args[3]) if len(args) > 3 and args[2] == "--spike" else None
-        data(args[0], int(args[1]), spike)
+        data(args[0], int(args[1]), spike, f64)
     elif cmd == "same-log":
         same_log(args[0], args[1], rtol)
     elif cmd == "same-params":
