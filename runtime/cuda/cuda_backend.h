@@ -102,7 +102,7 @@ public:
   ampc_status binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
                         const Walk &w0) override;
 
-  // cuda_reduce_loss.cu: reductions, argmax, softmax, cross-entropy, MSE.
+  // cuda_reduction.cu: reductions, argmax, softmax, sums of two arrays.
   ampc_status reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                      const Walk &inner) override;
   ampc_status reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
@@ -116,9 +116,11 @@ public:
                       int64_t inner) override;
   ampc_status softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                          int64_t dim, int64_t inner) override;
+  ampc_status sumTwo(const float *a, const float *b, int64_t n, double *sums);
+
+  // cuda_loss.cu: cross-entropy, MSE.
   ampc_status crossEntropyRows(Buf logits, Buf labels, int64_t rows,
                                int64_t classes, Temp &t, int32_t site = -1);
-  ampc_status sumTwo(const float *a, const float *b, int64_t n, double *sums);
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
                            int64_t classes, int32_t site) override;
   ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits, Buf labels,
@@ -127,7 +129,7 @@ public:
   ampc_status mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                      int64_t n) override;
 
-  // cuda_norm_dropout.cu: layer / RMS norm, batch norm, dropout.
+  // cuda_norm.cu: layer / RMS norm, batch norm.
   ampc_status stats(bool rms, Buf x, int64_t rows, int64_t cols, float eps,
                     Temp &t);
   ampc_status norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
@@ -143,6 +145,8 @@ public:
   ampc_status batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                               int64_t n, int64_t c, int64_t inner,
                               float momentum) override;
+
+  // cuda_dropout.cu: dropout and its step counter.
   ampc_status dropout(Buf y, Buf x, const int32_t *step, uint64_t seed,
                       uint64_t key, float p, int64_t numel,
                       DropoutShard shard) override;

@@ -4,7 +4,7 @@
 // (one index to the offsets of up to three operands), collapsed on the host
 // (adjacent dims merged, 32-bit offsets when every offset fits), and the
 // storage of one float dtype for contiguous kernels with vector loads.
-// Included by cuda_shape.cu, cuda_elementwise.cu, cuda_reduce_loss.cu and
+// Included by cuda_shape.cu, cuda_elementwise.cu, cuda_reduction.cu and
 // cuda_linalg.cu.
 //
 //===----------------------------------------------------------------------===//

@@ -1,10 +1,12 @@
 //===- cuda_test_util.h - The CUDA-vs-CPU fixture of the CUDA tests -*- C++ -*-===//
 //
-// Shared by test_cuda.cpp, test_cuda_fast.cpp and test_cuda_gemm_precision.cpp:
-// a fixture with a CUDA and a CPU context that runs one call sequence on both
+// Shared by the runtime tests that compare the backends (test_cuda.cpp,
+// test_cuda_fast.cpp, test_cuda_gemm_precision.cpp, the family tests): a
+// fixture with a CUDA and a CPU context that runs one call sequence on both
 // over copies of the same inputs and compares chosen outputs (bytes, or a
 // relative tolerance). Without a usable GPU every test skips with a message
-// naming what was skipped.
+// naming what was skipped. The fixtures of test suites whose tests live in
+// two files (a family split by file) are here too: one class per suite.
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_TEST_CUDA_TEST_UTIL_H
@@ -22,12 +24,16 @@ using PtrFn = std::function<void *(int)>;
 using Op = std::function<ampc_status(ampc_context, const PtrFn &)>;
 
 #define A(i, t) p(i), (t).dtype, (t).dims(), (t).rank()
+// The runtime's own AMPC_TRY (src/common.h), when a test includes it, does
+// the same.
+#ifndef AMPC_TRY
 #define AMPC_TRY(expr)                                                         \
   do {                                                                         \
     ampc_status s_ = (expr);                                                   \
     if (s_ != AMPC_OK)                                                         \
       return s_;                                                               \
   } while (0)
+#endif
 
 class CudaVsCpu : public ::testing::Test {
 protected:
@@ -97,6 +103,69 @@ protected:
   }
 
   ampc_context gpu = nullptr, cpu = nullptr;
+};
+
+/// Reductions (test_reduction.cpp) and losses (test_loss.cpp) on CUDA
+/// against the CPU.
+class ReduceLossCuda : public CudaVsCpu {
+protected:
+  const char *skipped() const override { return "CUDA-vs-CPU comparison"; }
+};
+
+/// Batch norm (test_norm.cpp) and dropout (test_dropout.cpp) on CUDA against
+/// the CPU.
+class NormDropoutCuda : public CudaVsCpu {
+protected:
+  const char *skipped() const override { return "CUDA-vs-CPU comparison"; }
+
+  /// Copies of `ts` on the GPU; `run` gets the pointer of tensor i.
+  std::vector<void *> upload(std::vector<Tensor> &ts) {
+    std::vector<void *> dev(ts.size());
+    for (size_t i = 0; i < ts.size(); ++i) {
+      EXPECT_OK(ampc_malloc(gpu, ts[i].bytes.size(), &dev[i]));
+      EXPECT_OK(ampc_memcpy(gpu, dev[i], ts[i].bytes.data(),
+                            ts[i].bytes.size(), AMPC_MEMCPY_HOST_TO_DEVICE));
+    }
+    return dev;
+  }
+  Tensor download(void *p, const Tensor &like) {
+    Tensor t = like;
+    EXPECT_OK(ampc_memcpy(gpu, t.data(), p, t.bytes.size(),
+                          AMPC_MEMCPY_DEVICE_TO_HOST));
+    return t;
+  }
+  /// batch_norm forward, backward and update on both backends over x of
+  /// [n, c, l] in `xt` (y, dy, dx in `yt`; parameters and statistics in
+  /// f32), in training and inference; the outputs must agree to `tol`.
+  void batchNormOnBoth(int64_t n, int64_t c, int64_t l, ampc_dtype xt,
+                       ampc_dtype yt, double tol) {
+    std::vector<Tensor> ts = {
+        randomTensor({n, c, l}, xt),        randomTensor({c}, AMPC_F32),
+        randomTensor({c}, AMPC_F32),        randomTensor({c}, AMPC_F32),
+        randomTensor({c}, AMPC_F32, 0.5, 2), Tensor({n, c, l}, yt),
+        randomTensor({n, c, l}, yt),        Tensor({n, c, l}, yt),
+        Tensor({c}, AMPC_F32),              Tensor({c}, AMPC_F32),
+        Tensor({c}, AMPC_F32),              Tensor({c}, AMPC_F32)};
+    std::vector<void *> dev = upload(ts);
+    for (int training : {1, 0}) {
+      for (ampc_context ctx : {cpu, gpu}) {
+        auto P = [&](int i) { return ctx == cpu ? ts[i].data() : dev[i]; };
+#define B(i) P(i), ts[i].dtype, ts[i].dims(), ts[i].rank()
+        ASSERT_OK(ampc_batch_norm_fwd(ctx, B(5), B(0), B(1), B(2), B(3), B(4),
+                                      training, 1e-5));
+        ASSERT_OK(ampc_batch_norm_bwd(ctx, B(7), B(8), B(9), B(6), B(0), B(1),
+                                      B(3), B(4), training, 1e-5));
+        ASSERT_OK(ampc_batch_norm_update(ctx, B(10), B(11), B(0), B(3), B(4),
+                                         0.1));
+#undef B
+      }
+      for (int o : {5, 7, 8, 9, 10, 11})
+        expectClose(download(dev[o], ts[o]).values(), ts[o].values(), tol,
+                    1e-6, "output " + std::to_string(o));
+    }
+    for (void *p : dev)
+      ampc_free(gpu, p);
+  }
 };
 
 } // namespace ampc_test

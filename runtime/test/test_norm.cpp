@@ -1,14 +1,12 @@
-//===- test_norm_dropout.cpp - batch norm and dropout kernels -------------===//
+//===- test_norm.cpp - batch norm kernels ---------------------------------===//
 //
 // ampc_batch_norm_fwd/_bwd/_update against formulas computed here in f64
-// (and the backward against finite differences of the forward), the dropout
-// mask's statistics and determinism, and the CUDA backend against the CPU
-// backend (bit-identical dropout masks; skipped without a usable GPU).
+// (and the backward against finite differences of the forward), and the
+// CUDA backend against the CPU backend (skipped without a usable GPU).
 //
 //===----------------------------------------------------------------------===//
-#include "src/dropout_ops.h"
 #include "src/norm_ops.h"
-#include "test_util.h"
+#include "cuda_test_util.h"
 
 #include <cmath>
 
@@ -184,139 +182,6 @@ TEST_F(BatchNormTest, RefusesOneValuePerChannelAndBadShapes) {
   EXPECT_EQ(ampc_batch_norm_fwd(ctx, T(y), T(x), T(w), T(w), T(v4), T(w), 0,
                                 1e-5),
             AMPC_ERROR_SHAPE_MISMATCH);
-}
-
-using DropoutTest = CpuTest;
-
-TEST_F(DropoutTest, MaskStatisticsAndDeterminism) {
-  const int64_t n = 200000;
-  Tensor x({n}, AMPC_F32), y({n}, AMPC_F32), y2({n}, AMPC_F32),
-      y3({n}, AMPC_F32);
-  for (int64_t i = 0; i < n; ++i)
-    x.set(i, 1.0);
-  Tensor step({}, AMPC_I32);
-  step.set(0, 3);
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y), T(x), step.data(), 42, 0.25, 0));
-  int64_t kept = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = y.get(i);
-    ASSERT_TRUE(v == 0.0 || v == static_cast<double>(1.0f / 0.75f)) << v;
-    kept += v != 0.0;
-  }
-  EXPECT_NEAR(double(kept) / n, 0.75, 0.005);
-  // The same key, step and seed: the same mask (the backward's).
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y2), T(x), step.data(), 42, 0.25, 0));
-  EXPECT_EQ(y.bytes, y2.bytes);
-  // Another step, key or seed: another mask.
-  step.set(0, 4);
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y3), T(x), step.data(), 42, 0.25, 0));
-  EXPECT_NE(y.bytes, y3.bytes);
-  step.set(0, 3);
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y3), T(x), step.data(), 42, 0.25, 1));
-  EXPECT_NE(y.bytes, y3.bytes);
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y3), T(x), step.data(), 43, 0.25, 0));
-  EXPECT_NE(y.bytes, y3.bytes);
-  // p = 0 keeps everything unscaled.
-  ASSERT_OK(ampc_dropout_fwd(ctx, T(y3), T(x), step.data(), 42, 0.0, 0));
-  EXPECT_EQ(y3.bytes, x.bytes);
-  EXPECT_EQ(ampc_dropout_fwd(ctx, T(y3), T(x), step.data(), 42, 1.0, 0),
-            AMPC_ERROR_INVALID_ARGUMENT);
-}
-
-TEST_F(DropoutTest, CounterNext) {
-  Tensor c({}, AMPC_I32), next({}, AMPC_I32);
-  c.set(0, 41);
-  ASSERT_OK(ampc_counter_next(ctx, next.data(), c.data()));
-  EXPECT_EQ(next.get(0), 42);
-  ASSERT_OK(ampc_counter_next(ctx, c.data(), c.data()));
-  EXPECT_EQ(c.get(0), 42);
-}
-
-/// The CUDA backend computes what the CPU backend computes.
-class NormDropoutCuda : public ::testing::Test {
-protected:
-  void SetUp() override {
-    int32_t available = 0;
-    ampc_backend_available(AMPC_BACKEND_CUDA, &available);
-    if (!available)
-      GTEST_SKIP() << "no usable CUDA device (or the runtime was built "
-                      "without CUDA): CUDA-vs-CPU comparison skipped";
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CUDA, 0, &gpu));
-    ASSERT_OK(ampc_context_create(AMPC_BACKEND_CPU, 0, &cpu));
-  }
-  void TearDown() override {
-    ampc_context_destroy(gpu);
-    ampc_context_destroy(cpu);
-  }
-  /// Copies of `ts` on the GPU; `run` gets the pointer of tensor i.
-  std::vector<void *> upload(std::vector<Tensor> &ts) {
-    std::vector<void *> dev(ts.size());
-    for (size_t i = 0; i < ts.size(); ++i) {
-      EXPECT_OK(ampc_malloc(gpu, ts[i].bytes.size(), &dev[i]));
-      EXPECT_OK(ampc_memcpy(gpu, dev[i], ts[i].bytes.data(),
-                            ts[i].bytes.size(), AMPC_MEMCPY_HOST_TO_DEVICE));
-    }
-    return dev;
-  }
-  Tensor download(void *p, const Tensor &like) {
-    Tensor t = like;
-    EXPECT_OK(ampc_memcpy(gpu, t.data(), p, t.bytes.size(),
-                          AMPC_MEMCPY_DEVICE_TO_HOST));
-    return t;
-  }
-  /// batch_norm forward, backward and update on both backends over x of
-  /// [n, c, l] in `xt` (y, dy, dx in `yt`; parameters and statistics in
-  /// f32), in training and inference; the outputs must agree to `tol`.
-  void batchNormOnBoth(int64_t n, int64_t c, int64_t l, ampc_dtype xt,
-                       ampc_dtype yt, double tol) {
-    std::vector<Tensor> ts = {
-        randomTensor({n, c, l}, xt),        randomTensor({c}, AMPC_F32),
-        randomTensor({c}, AMPC_F32),        randomTensor({c}, AMPC_F32),
-        randomTensor({c}, AMPC_F32, 0.5, 2), Tensor({n, c, l}, yt),
-        randomTensor({n, c, l}, yt),        Tensor({n, c, l}, yt),
-        Tensor({c}, AMPC_F32),              Tensor({c}, AMPC_F32),
-        Tensor({c}, AMPC_F32),              Tensor({c}, AMPC_F32)};
-    std::vector<void *> dev = upload(ts);
-    for (int training : {1, 0}) {
-      for (ampc_context ctx : {cpu, gpu}) {
-        auto P = [&](int i) { return ctx == cpu ? ts[i].data() : dev[i]; };
-#define B(i) P(i), ts[i].dtype, ts[i].dims(), ts[i].rank()
-        ASSERT_OK(ampc_batch_norm_fwd(ctx, B(5), B(0), B(1), B(2), B(3), B(4),
-                                      training, 1e-5));
-        ASSERT_OK(ampc_batch_norm_bwd(ctx, B(7), B(8), B(9), B(6), B(0), B(1),
-                                      B(3), B(4), training, 1e-5));
-        ASSERT_OK(ampc_batch_norm_update(ctx, B(10), B(11), B(0), B(3), B(4),
-                                         0.1));
-#undef B
-      }
-      for (int o : {5, 7, 8, 9, 10, 11})
-        expectClose(download(dev[o], ts[o]).values(), ts[o].values(), tol,
-                    1e-6, "output " + std::to_string(o));
-    }
-    for (void *p : dev)
-      ampc_free(gpu, p);
-  }
-  ampc_context gpu = nullptr, cpu = nullptr;
-};
-
-#define D(i, t) dev[i], (t).dtype, (t).dims(), (t).rank()
-
-TEST_F(NormDropoutCuda, DropoutMasksAreBitIdentical) {
-  for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16}) {
-    std::vector<Tensor> ts = {randomTensor({37, 129}, dt),
-                              Tensor({37, 129}, dt), Tensor({}, AMPC_I32)};
-    ts[2].set(0, 17);
-    std::vector<void *> dev = upload(ts);
-    ASSERT_OK(ampc_dropout_fwd(cpu, T(ts[1]), T(ts[0]), ts[2].data(), 5, 0.3,
-                               2));
-    ASSERT_OK(ampc_dropout_fwd(gpu, D(1, ts[1]), D(0, ts[0]), dev[2], 5, 0.3,
-                               2));
-    EXPECT_EQ(download(dev[1], ts[1]).bytes, ts[1].bytes);
-    ASSERT_OK(ampc_counter_next(gpu, dev[2], dev[2]));
-    EXPECT_EQ(download(dev[2], ts[2]).get(0), 18);
-    for (void *p : dev)
-      ampc_free(gpu, p);
-  }
 }
 
 TEST_F(NormDropoutCuda, BatchNormMatchesTheCpu) {

@@ -1,19 +1,17 @@
-//===- cuda_norm_dropout.cu - Norms and dropout on CUDA ------------------===//
+//===- cuda_norm.cu - Norms on CUDA --------------------------------------===//
 //
 // Layer norm and RMS norm: row statistics in f32 by one warp per row (read
 // once from registers when a row fits), then one thread per element; their
-// parameter gradients are column sums (cuda_reduce_loss.cu).
+// parameter gradients are column sums (cuda_reduction.cu).
 //
-// Batch norm and dropout: the per-channel and per-element formulas are
-// the CPU backend's (runtime/src/norm_ops.h). Batch norm runs one
-// block per channel for the statistics (each thread sums a stride of the
-// channel's N * H * W values in f64, then the block adds the partial sums
-// in a fixed tree order, so results do not depend on timing) and one thread
-// per element for y and dx; dropout runs one thread per element (the same
-// counter-based mask bits).
+// Batch norm: the per-channel and per-element formulas are the CPU
+// backend's (runtime/src/norm_ops.h). Batch norm runs one block per channel
+// for the statistics (each thread sums a stride of the channel's N * H * W
+// values in f64, then the block adds the partial sums in a fixed tree order,
+// so results do not depend on timing) and one thread per element for y and
+// dx.
 //
 //===----------------------------------------------------------------------===//
-#include "../src/dropout_ops.h"
 #include "../src/norm_ops.h"
 #include "cuda_backend.h"
 
@@ -130,7 +128,7 @@ __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
   }
 }
 
-// -------------------------------------------------- batch norm and dropout --
+// ------------------------------------------------------------- batch norm --
 
 constexpr int kBnThreads = 256;
 
@@ -258,21 +256,6 @@ __global__ void batchNormUpdateKernel(Buf newMean, Buf newVar, Buf x, Buf rm,
                  momentum);
 }
 
-__global__ void dropoutKernel(Buf y, Buf x, const int32_t *step,
-                              uint64_t seed, uint64_t key, float p,
-                              int64_t n, DropoutShard shard) {
-  uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
-  float scale = 1.0f / (1.0f - p);
-  GRID_STRIDE(i, n)
-  storeF32(y.data, y.dtype, i,
-           loadF32(x.data, x.dtype, i) *
-               dropoutFactor(seed, stream, shard.global(i), p, scale));
-}
-
-__global__ void counterNextKernel(int32_t *next, const int32_t *counter) {
-  *next = *counter + 1;
-}
-
 } // namespace
 
 ampc_status CudaBackend::stats(bool rms, Buf x, int64_t rows, int64_t cols,
@@ -367,23 +350,6 @@ ampc_status CudaBackend::batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm,
   batchNormUpdateKernel<<<c, kBnThreads, 0, stream_>>>(
       newMean, newVar, x, rm, rv, BnGeom{n, c, inner}, momentum);
   LAUNCH_CHECK("batch_norm update kernel");
-  return AMPC_OK;
-}
-
-ampc_status CudaBackend::dropout(Buf y, Buf x, const int32_t *step,
-                                 uint64_t seed, uint64_t key, float p,
-                                 int64_t numel, DropoutShard shard) {
-  ENTER();
-  dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(
-      y, x, step, seed, key, p, numel, shard);
-  LAUNCH_CHECK("dropout kernel");
-  return AMPC_OK;
-}
-
-ampc_status CudaBackend::counterNext(int32_t *next, const int32_t *counter) {
-  ENTER();
-  counterNextKernel<<<1, 1, 0, stream_>>>(next, counter);
-  LAUNCH_CHECK("counter kernel");
   return AMPC_OK;
 }
 
