@@ -43,6 +43,29 @@ def run(ampc, args):
     return r.stdout
 
 
+def run_on(ampc, work, program, inputs, extra):
+    """Runs dtypes/PROGRAM on the named .npy inputs, outputs under work/out."""
+    args = [os.path.join(HERE, program), "--outputs-out", os.path.join(work, "out")] + extra
+    for k, v in inputs.items():
+        path = os.path.join(work, k + ".npy")
+        np.save(path, v)
+        args += ["--input", "%s=%s" % (k, path)]
+    run(ampc, args)
+
+
+def exact(tag, work, want):
+    """Counts the outputs that differ from torch's in dtype, shape or bits."""
+    bad = 0
+    for i, w in enumerate(want):
+        got = np.load(os.path.join(work, "out", "output_%d.npy" % i))
+        wn = w.numpy()
+        if not (got.dtype == wn.dtype and got.shape == wn.shape and np.array_equal(got, wn)):
+            bad += 1
+            print("%s output %d: ampc %s %r, torch %s %r" % (tag, i, got.dtype, got, wn.dtype, wn))
+    print("%s: %d outputs, %d differ" % (tag, len(want), bad))
+    return bad
+
+
 def ints(ampc, work, extra):
     rng = np.random.default_rng(7)
     inputs = {
@@ -59,12 +82,7 @@ def ints(ampc, work, extra):
         "y": rng.uniform(-127, 127, 5).astype(np.float32),
         "z": rng.uniform(0, 255, 5).astype(np.float32),
     }
-    args = [os.path.join(HERE, "ints.tg"), "--outputs-out", os.path.join(work, "out")] + extra
-    for k, v in inputs.items():
-        path = os.path.join(work, k + ".npy")
-        np.save(path, v)
-        args += ["--input", "%s=%s" % (k, path)]
-    run(ampc, args)
+    run_on(ampc, work, "ints.tg", inputs, extra)
     t = {k: torch.from_numpy(v) for k, v in inputs.items()}
     a, b, c, d, e, f, h, m, n, x, y, z = (t[k] for k in "abcdefhmnxyz")
     want = [
@@ -80,16 +98,7 @@ def ints(ampc, work, extra):
         c.to(torch.int32), a.to(torch.int8), h.to(torch.uint8),
         torch.argmax(c, dim=0).to(torch.int32),     # ampc's argmax is i32
     ]
-    bad = 0
-    for i, w in enumerate(want):
-        got = np.load(os.path.join(work, "out", "output_%d.npy" % i))
-        wn = w.numpy()
-        ok = got.dtype == wn.dtype and got.shape == wn.shape and np.array_equal(got, wn)
-        if not ok:
-            bad += 1
-            print("ints output %d: ampc %s %r, torch %s %r" % (i, got.dtype, got, wn.dtype, wn))
-    print("ints: %d outputs, %d differ" % (len(want), bad))
-    return bad
+    return exact("ints", work, want)
 
 
 def ipow(ampc, work, extra):
@@ -102,24 +111,11 @@ def ipow(ampc, work, extra):
         "g": np.array([3, 7, 2, 0, 200, 9], np.uint8),
         "m": np.array([9, -2, 0, 1, 11, -1], np.int32),
     }
-    args = [os.path.join(HERE, "ipow.tg"), "--outputs-out", os.path.join(work, "out")] + extra
-    for k, v in inputs.items():
-        path = os.path.join(work, k + ".npy")
-        np.save(path, v)
-        args += ["--input", "%s=%s" % (k, path)]
-    run(ampc, args)
+    run_on(ampc, work, "ipow.tg", inputs, extra)
     c, d, e, f, g, m = (torch.from_numpy(inputs[k]) for k in "cdefgm")
     want = [torch.pow(c, d), torch.pow(e, e), torch.pow(f, g), torch.pow(f, e),
             torch.pow(m, m), torch.pow(c, 3)]
-    bad = 0
-    for i, w in enumerate(want):
-        got = np.load(os.path.join(work, "out", "output_%d.npy" % i))
-        wn = w.numpy()
-        if not (got.dtype == wn.dtype and got.shape == wn.shape and np.array_equal(got, wn)):
-            bad += 1
-            print("ipow output %d: ampc %s %r, torch %s %r" % (i, got.dtype, got, wn.dtype, wn))
-    print("ipow: %d outputs, %d differ" % (len(want), bad))
-    return bad
+    return exact("ipow", work, want)
 
 
 class Mlp64(torch.nn.Module):
