@@ -15,6 +15,13 @@
 // kernel's two passes), so W ranks of batch B compute what one process of
 // batch W*B computes up to the order of f64 additions.
 //
+// With an f64 tensor among the arguments the tensors are read and written
+// through f64 (loadF64/storeF64) and the normalisation, the gradients and
+// the running-statistics update are the one-rank f64 kernel's arithmetic
+// (cpu_wide.cpp), eps and momentum exact; otherwise the one-rank f32
+// kernel's (norm_ops.h). f64 over several ranks runs on the CPU backend
+// only (UNSUPPORTED_DTYPE on CUDA, as the one-rank f64 batch norm).
+//
 // The work is host-staged: the tensors are copied to host memory, computed
 // there with the shared scalar helpers, and copied back. On the CPU backend
 // the copies are plain memcpys; on CUDA they are ampc_memcpy calls (a
@@ -41,7 +48,20 @@ struct HostTensor {
   const void *device = nullptr;
   float at(int64_t i) const { return loadF32(bytes.data(), dtype, i); }
   void set(int64_t i, float v) { storeF32(bytes.data(), dtype, i, v); }
+  // Element i as f64 (an f32, f16 or bf16 one widened exactly), and a
+  // store of an f64 value (rounded once for a narrower dtype).
+  double at64(int64_t i) const { return loadF64(bytes.data(), dtype, i); }
+  void set64(int64_t i, double v) { storeF64(bytes.data(), dtype, i, v); }
 };
+
+/// Whether a present tensor among `ts` (data, dtype) is f64: the entry
+/// point then computes in f64, as the one-rank entry points do.
+bool anyF64(std::initializer_list<std::pair<const void *, ampc_dtype>> ts) {
+  for (const auto &t : ts)
+    if (t.first && t.second == AMPC_F64)
+      return true;
+  return false;
+}
 
 int64_t numelOf(const int64_t *shape, int32_t rank) {
   int64_t n = 1;
@@ -77,6 +97,8 @@ ampc_status stageIn(ampc_context ctx, const void *data, ampc_dtype dtype,
                     int64_t numel, HostTensor &t) {
   t.dtype = dtype;
   t.device = data;
+  if (!data) // an absent optional tensor: nothing to stage
+    return AMPC_OK;
   t.bytes.resize(size_t(numel) * dtypeSize(dtype));
   if (t.bytes.empty())
     return AMPC_OK;
@@ -117,13 +139,15 @@ ampc_status hostContext(ampc_context ctx, ampc_context &host) {
   return AMPC_OK;
 }
 
-/// The error of a synchronised batch norm of f64 values over several ranks
-/// (its statistics travel through f32 host staging: no f64 code yet).
-ampc_status noF64Sync(const char *fn) {
+/// The error of a synchronised batch norm of f64 tensors over several
+/// ranks on a backend other than the CPU (its one-rank f64 kernel is the
+/// CPU backend's only).
+ampc_status noWideSync(const char *fn, ampc_context ctx) {
   return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                  "%s: f64 synchronised batch norm over several ranks has no "
-                  "kernel yet (one rank, or ampc_batch_norm_*, computes f64)",
-                  fn);
+                  "%s: f64 synchronised batch norm has no kernel on the %s "
+                  "backend yet (the CPU backend computes it in f64)",
+                  fn,
+                  ctx->backend->kind() == AMPC_BACKEND_CUDA ? "CUDA" : "this");
 }
 
 /// The communicator sync batch norm reduces over, or null for one rank.
@@ -174,7 +198,8 @@ void geometry(const int64_t *shape, int32_t rank, int64_t &n, int64_t &c,
 }
 
 /// The batch mean and biased variance of every channel over every rank's
-/// x; `count` is the number of values per channel over every rank.
+/// x; `count` is the number of values per channel over every rank. x is
+/// read as f64 (an f32 value widened: the same sums as through at()).
 ampc_status globalStats(ampc_comm comm, ampc_context host, const HostTensor &x,
                         int64_t n, int64_t c, int64_t inner,
                         std::vector<double> &mean, std::vector<double> &var,
@@ -183,7 +208,7 @@ ampc_status globalStats(ampc_comm comm, ampc_context host, const HostTensor &x,
   for (int64_t ch = 0; ch < c; ++ch)
     for (int64_t s = 0; s < n; ++s)
       for (int64_t j = 0; j < inner; ++j)
-        sums[ch] += x.at((s * c + ch) * inner + j);
+        sums[ch] += x.at64((s * c + ch) * inner + j);
   sums[c] = double(n * inner);
   AMPC_TRY(sumOverRanks(comm, host, sums));
   count = sums[c];
@@ -194,7 +219,7 @@ ampc_status globalStats(ampc_comm comm, ampc_context host, const HostTensor &x,
   for (int64_t ch = 0; ch < c; ++ch)
     for (int64_t s = 0; s < n; ++s)
       for (int64_t j = 0; j < inner; ++j) {
-        double d = x.at((s * c + ch) * inner + j) - mean[ch];
+        double d = x.at64((s * c + ch) * inner + j) - mean[ch];
         sq[ch] += d * d;
       }
   AMPC_TRY(sumOverRanks(comm, host, sq));
@@ -202,6 +227,54 @@ ampc_status globalStats(ampc_comm comm, ampc_context host, const HostTensor &x,
   for (int64_t ch = 0; ch < c; ++ch)
     var[ch] = sq[ch] / count;
   return AMPC_OK;
+}
+
+/// The backward of an f64 synchronised batch norm, in f64 as the one-rank
+/// f64 kernel (cpuwide::batchNormBwd) with the statistics and the sums of
+/// dy and dy * xhat taken over every rank; dw and db are this rank's own
+/// sums (the gradient all-reduce averages them, as the f32 path's).
+ampc_status syncBwdWide(ampc_context ctx, ampc_comm comm, ampc_context host,
+                        const HostTensor &hx, const HostTensor &hdy,
+                        const HostTensor &hw, HostTensor &hdx, HostTensor &hdw,
+                        HostTensor &hdb, int64_t n, int64_t c, int64_t inner,
+                        const std::vector<double> &mean,
+                        const std::vector<double> &var, double count,
+                        double eps) {
+  std::vector<double> invstd(static_cast<size_t>(c));
+  std::vector<double> local(static_cast<size_t>(2 * c), 0.0);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    invstd[ch] = 1.0 / sqrt(var[ch] + eps);
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s * c + ch) * inner + j;
+        double d = hdy.at64(i);
+        local[ch] += d;
+        local[c + ch] += d * ((hx.at64(i) - mean[ch]) * invstd[ch]);
+      }
+  }
+  for (int64_t ch = 0; ch < c; ++ch) {
+    if (hdw.device)
+      hdw.set64(ch, local[c + ch]);
+    if (hdb.device)
+      hdb.set64(ch, local[ch]);
+  }
+  std::vector<double> total = local;
+  AMPC_TRY(sumOverRanks(comm, host, total));
+  if (hdx.device)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double wc = hw.device ? hw.at64(ch) : 1.0;
+      double meanDy = total[ch] / count, meanDyX = total[c + ch] / count;
+      for (int64_t s = 0; s < n; ++s)
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t i = (s * c + ch) * inner + j;
+          double xhat = (hx.at64(i) - mean[ch]) * invstd[ch];
+          hdx.set64(i, wc * invstd[ch] *
+                           (hdy.at64(i) - meanDy - xhat * meanDyX));
+        }
+    }
+  AMPC_TRY(stageOut(ctx, hdx));
+  AMPC_TRY(stageOut(ctx, hdw));
+  return stageOut(ctx, hdb);
 }
 
 } // namespace
@@ -222,8 +295,11 @@ ampc_status ampc_sync_batch_norm_fwd(
   // statistics to synchronise its result is then recomputed below, from x
   // as it was before the call (y may share x's buffer).
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
-  if (comm && x_dtype == AMPC_F64)
-    return noF64Sync("ampc_sync_batch_norm_fwd");
+  bool wide = anyF64({{y, y_dtype}, {x, x_dtype}, {w, w_dtype}, {b, b_dtype},
+                      {running_mean, running_mean_dtype},
+                      {running_var, running_var_dtype}});
+  if (comm && wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
+    return noWideSync("ampc_sync_batch_norm_fwd", ctx);
   HostTensor hx;
   if (comm && x && stageable(x_shape, x_rank))
     AMPC_TRY(guard("ampc_sync_batch_norm_fwd", [&] {
@@ -252,6 +328,21 @@ ampc_status ampc_sync_batch_norm_fwd(
     std::vector<double> mean, var;
     double count;
     AMPC_TRY(globalStats(comm, host, hx, n, c, inner, mean, var, count));
+    if (wide) {
+      // The one-rank f64 kernel's arithmetic (cpuwide::batchNorm), eps as
+      // passed (a double: exact).
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double invstd = 1.0 / sqrt(var[ch] + eps);
+        double wc = w ? hw.at64(ch) : 1.0;
+        double bc = b ? hb.at64(ch) : 0.0;
+        for (int64_t s = 0; s < n; ++s)
+          for (int64_t j = 0; j < inner; ++j) {
+            int64_t i = (s * c + ch) * inner + j;
+            hy.set64(i, (hx.at64(i) - mean[ch]) * invstd * wc + bc);
+          }
+      }
+      return stageOut(ctx, hy);
+    }
     // The one-rank kernel's arithmetic (norm_ops.h), in f32.
     for (int64_t ch = 0; ch < c; ++ch) {
       float mu = static_cast<float>(mean[ch]);
@@ -283,8 +374,12 @@ ampc_status ampc_sync_batch_norm_bwd(
   // As the forward: x and dy are read before the one-rank call, which
   // validates and may write dx over dy.
   ampc_comm comm = training ? syncComm(ctx) : nullptr;
-  if (comm && (x_dtype == AMPC_F64 || dy_dtype == AMPC_F64))
-    return noF64Sync("ampc_sync_batch_norm_bwd");
+  bool wide = anyF64({{dx, dx_dtype}, {dw, dw_dtype}, {db, db_dtype},
+                      {dy, dy_dtype}, {x, x_dtype}, {w, w_dtype},
+                      {running_mean, running_mean_dtype},
+                      {running_var, running_var_dtype}});
+  if (comm && wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
+    return noWideSync("ampc_sync_batch_norm_bwd", ctx);
   HostTensor hx, hdy;
   // dy is read with x's element count: only when it has x's shape.
   if (comm && x && dy && stageable(x_shape, x_rank) &&
@@ -322,6 +417,9 @@ ampc_status ampc_sync_batch_norm_bwd(
     std::vector<double> mean, var;
     double count;
     AMPC_TRY(globalStats(comm, host, hx, n, c, inner, mean, var, count));
+    if (wide)
+      return syncBwdWide(ctx, comm, host, hx, hdy, hw, hdx, hdw, hdb, n, c,
+                         inner, mean, var, count, eps);
     std::vector<float> mu(static_cast<size_t>(c)), invstd(static_cast<size_t>(c));
     // This rank's sum(dy) and sum(dy * xhat) per channel, then the sums over
     // every rank: dx depends on every rank's batch through the statistics.
@@ -387,8 +485,11 @@ ampc_status ampc_sync_batch_norm_update(
   if (!comm)
     return oneRank();
   const char *fn = "ampc_sync_batch_norm_update";
-  if (x_dtype == AMPC_F64)
-    return noF64Sync(fn);
+  bool wide = anyF64({{new_mean, new_mean_dtype}, {new_var, new_var_dtype},
+                      {x, x_dtype}, {running_mean, running_mean_dtype},
+                      {running_var, running_var_dtype}});
+  if (wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
+    return noWideSync(fn, ctx);
   // Validation without computing: a rank's own batch may hold a single
   // value per channel when the ranks together hold more.
   if (!x || !stageable(x_shape, x_rank) || !running_mean || !running_var ||
@@ -419,6 +520,17 @@ ampc_status ampc_sync_batch_norm_update(
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: needs more than one value per channel", fn);
     double k = momentum;
+    if (wide) {
+      // The one-rank f64 kernel's arithmetic (cpuwide::batchNormUpdate),
+      // momentum as passed (a double: exact).
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double unbiased = var[ch] * count / (count - 1.0);
+        nm.set64(ch, (1.0 - k) * hm.at64(ch) + k * mean[ch]);
+        nv.set64(ch, (1.0 - k) * hv.at64(ch) + k * unbiased);
+      }
+      AMPC_TRY(stageOut(ctx, nm));
+      return stageOut(ctx, nv);
+    }
     for (int64_t ch = 0; ch < c; ++ch) {
       double unbiased = var[ch] * count / (count - 1.0);
       nm.set(ch, static_cast<float>((1.0 - k) * hm.at(ch) + k * mean[ch]));

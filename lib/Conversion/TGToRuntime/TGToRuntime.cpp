@@ -1539,30 +1539,6 @@ LogicalResult checkFloatOnlyKernels(func::FuncOp func) {
   return failure(result.wasInterrupted());
 }
 
-/// The runtime kernels that read f64 tensors through f32 (no f64 code
-/// yet): a call of one with an f64 tensor is an error at its source op, not
-/// a silently less precise result.
-LogicalResult checkF64Kernels(rtd::ProgramOp program) {
-  static constexpr llvm::StringLiteral kNoF64[] = {
-      "sync_batch_norm"};
-  WalkResult result = program.walk([&](rtd::CallOp call) {
-    StringRef callee = call.getCallee();
-    bool f64 = llvm::any_of(call.getArgs(), [](Attribute a) {
-      auto dt = dyn_cast<rtd::DtypeAttr>(a);
-      return dt && dt.getElementType().isF64();
-    });
-    if (!f64 || !llvm::any_of(kNoF64, [&](StringRef k) {
-          return callee.contains(k);
-        }))
-      return WalkResult::advance();
-    call.emitError("'") << callee
-                        << "' has no f64 kernel yet; cast to f32 first, e.g. "
-                           "cast(x, to=f32)";
-    return WalkResult::interrupt();
-  });
-  return failure(result.wasInterrupted());
-}
-
 struct ConvertTGToRuntimePass
     : ampc::impl::ConvertTGToRuntimeBase<ConvertTGToRuntimePass> {
   void runOnOperation() override {
@@ -1607,7 +1583,7 @@ struct ConvertTGToRuntimePass
                     "runtime lowering");
         left = true;
       });
-      if (left || failed(checkF64Kernels(program)))
+      if (left)
         return signalPassFailure();
       // MPI progress while a gradient bucket is in flight (CommProgress.h).
       insertCommProgress(program.getStep().getBody().front(),

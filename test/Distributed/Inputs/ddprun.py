@@ -2,12 +2,14 @@
 --sync-batchnorm, saves): writes small models and datasets and compares
 runs of `ampc run` (one process against W ranks).
 
-  ddprun.py model DIR B [--bn]   DIR/m{B}.tg: graph `m` (batch B) and an
-                                 eval graph `ev` (batch 10); --bn puts a
-                                 batch_norm (buffers rm, rv) on the hidden
-                                 layer of both
-  ddprun.py data DIR N           DIR/x.npy, DIR/y.npy (N samples) and
-                                 DIR/ex.npy, DIR/ey.npy (30 eval samples)
+  ddprun.py model DIR B [--bn] [--f64]   DIR/m{B}.tg: graph `m` (batch B)
+                                 and an eval graph `ev` (batch 10); --bn
+                                 puts a batch_norm (buffers rm, rv) on the
+                                 hidden layer of both; --f64: x, the
+                                 parameters, the buffers and the losses f64
+  ddprun.py data DIR N [--f64]   DIR/x.npy, DIR/y.npy (N samples) and
+                                 DIR/ex.npy, DIR/ey.npy (30 eval samples);
+                                 --f64: x and ex f64
   ddprun.py same-log A B [--rtol R]   training lines: same step and epoch,
                                  losses within R; eval lines: same step,
                                  epoch and samples, values within R
@@ -22,7 +24,7 @@ import sys
 import numpy as np
 
 
-def model(d, b, bn):
+def model(d, b, bn, f64=False):
     norm = "batch_norm(matmul(x, w1) + b1, g, beta, rm, rv)" if bn else \
         "matmul(x, w1) + b1"
     state = """  param g: f32[12]      = ones
@@ -35,8 +37,7 @@ def model(d, b, bn):
   buffer rm: f32[12]
   buffer rv: f32[12]
 """ if bn else ""
-    with open(os.path.join(d, f"m{b}.tg"), "w") as f:
-        f.write(f"""graph m(x: f32[{b}, 16], labels: i32[{b}]) -> f32[] {{
+    text = f"""graph m(x: f32[{b}, 16], labels: i32[{b}]) -> f32[] {{
   param w1: f32[16, 12] = normal(0.0, 0.3)
   param b1: f32[12]     = zeros
 {state}  param w2: f32[12, 5]  = normal(0.0, 0.3)
@@ -57,13 +58,20 @@ graph ev(x: f32[10, 16], labels: i32[10]) -> f32[], f32[] {{
   acc    = mean(cast(equal(argmax(logits, dim=1), labels), to=f32))
   return loss, acc
 }}
-""")
+"""
+    if f64:
+        # Every f32 but the accuracy's (an f32 mean of a cast) becomes f64.
+        text = text.replace("f32", "f64").replace("to=f64", "to=f32")
+        text = text.replace("-> f64[], f64[]", "-> f64[], f32[]")
+    with open(os.path.join(d, f"m{b}.tg"), "w") as f:
+        f.write(text)
 
 
-def data(d, n):
+def data(d, n, f64=False):
     rng = np.random.default_rng(11)
     for prefix, rows in (("", n), ("e", 30)):
-        x = (rng.standard_normal((rows, 16)) * 2.0 + 0.5).astype(np.float32)
+        x = (rng.standard_normal((rows, 16)) * 2.0 + 0.5).astype(
+            np.float64 if f64 else np.float32)
         y = rng.integers(0, 5, size=rows).astype(np.int32)
         np.save(os.path.join(d, prefix + "x.npy"), x)
         np.save(os.path.join(d, prefix + "y.npy"), y)
@@ -122,9 +130,9 @@ def main():
         rtol = float(args[i + 1])
         del args[i:i + 2]
     if cmd == "model":
-        model(args[0], int(args[1]), "--bn" in args)
+        model(args[0], int(args[1]), "--bn" in args, "--f64" in args)
     elif cmd == "data":
-        data(args[0], int(args[1]))
+        data(args[0], int(args[1]), "--f64" in args)
     elif cmd == "same-log":
         same_log(args[0], args[1], rtol)
     elif cmd == "same-params":
