@@ -946,8 +946,10 @@ AMPC_API ampc_status ampc_batch_norm_update(
 /// ranks of batch B normalise as one process of batch W*B (PyTorch's
 /// SyncBatchNorm). dw and db stay this rank's own sums (the gradient
 /// all-reduce averages them). With no communicator, one rank, or `training`
-/// 0, each is its one-rank entry point, bit for bit. Host-staged: on CUDA
-/// the tensors make a round trip through host memory.
+/// 0, each is its one-rank entry point, bit for bit. With an f64 tensor the
+/// CPU backend computes in f64 as the one-rank entry points (eps and momentum
+/// exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE. Host-staged: on
+/// CUDA the tensors make a round trip through host memory.
 AMPC_API ampc_status ampc_sync_batch_norm_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
     int32_t y_rank, const void *x, ampc_dtype x_dtype, const int64_t *x_shape,
