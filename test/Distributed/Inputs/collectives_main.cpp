@@ -1,11 +1,112 @@
 // Checks the runtime's collectives under mpirun: all-reduce (sum, mean, max)
 // of f32, f16, bf16 and i32 buffers, asynchronous with a wait, broadcast and
 // barrier. Every rank r contributes values that depend on r, so each result
-// is known in closed form. Prints one line per check on rank 0.
+// is known in closed form; and f64 sync batch norm against a naive f64
+// reference of the whole batch. Prints one line per check on rank 0.
 #include "mpi_check.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
+
+namespace {
+/// f64 sync batch norm on the attached communicator: rank r holds rows
+/// r*B .. r*B+B-1 of a global batch of W*B rows ([W*B, C, L]); its y, dx,
+/// dw, db (this rank's own sums) and running statistics against the
+/// textbook f64 formulas over the whole batch, within 1e-12 relative.
+/// Channel 0 holds 1 + k 2^-30, deviations an f32 cannot hold; eps and
+/// momentum are no f32 values. Returns the number of failures.
+int syncBatchNormF64(ampc_context ctx, int32_t rank, int32_t size) {
+  const int64_t B = 2, C = 2, L = 3, M = int64_t(size) * B * L;
+  const double e = std::ldexp(1.0, -30), eps = 1e-7, momentum = 0.3;
+  auto xv = [&](int64_t s, int64_t ch, int64_t j) { // s: global row
+    int64_t k = s * L + j;
+    return ch == 0 ? 1.0 + double(k) * e : 0.25 * double(k % 5) - 0.5 * ch;
+  };
+  auto dyv = [&](int64_t s, int64_t ch, int64_t j) {
+    return 0.125 * double(((s * C + ch) * L + j) % 11) - 0.5;
+  };
+  const double w[2] = {1.5, -0.75}, b[2] = {0.1, 2.0}, rm[2] = {1.0, -0.5},
+               rv[2] = {4.0, 0.3};
+  std::vector<double> x(B * C * L), dy(B * C * L), y(B * C * L),
+      dx(B * C * L);
+  double dw[2], db[2], nm[2], nv[2];
+  for (int64_t s = 0; s < B; ++s)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t j = 0; j < L; ++j) {
+        x[(s * C + ch) * L + j] = xv(rank * B + s, ch, j);
+        dy[(s * C + ch) * L + j] = dyv(rank * B + s, ch, j);
+      }
+  const int64_t xs[3] = {B, C, L}, cs[1] = {C};
+  check(ampc_sync_batch_norm_fwd(ctx, y.data(), AMPC_F64, xs, 3, x.data(),
+                                 AMPC_F64, xs, 3, w, AMPC_F64, cs, 1, b,
+                                 AMPC_F64, cs, 1, rm, AMPC_F64, cs, 1, rv,
+                                 AMPC_F64, cs, 1, 1, eps),
+        "sync bn f64 fwd");
+  check(ampc_sync_batch_norm_bwd(ctx, dx.data(), AMPC_F64, xs, 3, dw,
+                                 AMPC_F64, cs, 1, db, AMPC_F64, cs, 1,
+                                 dy.data(), AMPC_F64, xs, 3, x.data(),
+                                 AMPC_F64, xs, 3, w, AMPC_F64, cs, 1, rm,
+                                 AMPC_F64, cs, 1, rv, AMPC_F64, cs, 1, 1, eps),
+        "sync bn f64 bwd");
+  check(ampc_sync_batch_norm_update(ctx, nm, AMPC_F64, cs, 1, nv, AMPC_F64,
+                                    cs, 1, x.data(), AMPC_F64, xs, 3, rm,
+                                    AMPC_F64, cs, 1, rv, AMPC_F64, cs, 1,
+                                    momentum),
+        "sync bn f64 update");
+  int failures = 0;
+  auto expect = [&](const char *what, double got, double want, int64_t i) {
+    if (!(std::fabs(got - want) <= 1e-12 * std::max(1.0, std::fabs(want)))) {
+      std::fprintf(stderr, "rank %d: %s[%lld] = %.17g, expected %.17g\n",
+                   rank, what, (long long)i, got, want);
+      ++failures;
+    }
+  };
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double mean = 0, var = 0;
+    for (int64_t s = 0; s < size * B; ++s)
+      for (int64_t j = 0; j < L; ++j)
+        mean += xv(s, ch, j);
+    mean /= double(M);
+    for (int64_t s = 0; s < size * B; ++s)
+      for (int64_t j = 0; j < L; ++j)
+        var += (xv(s, ch, j) - mean) * (xv(s, ch, j) - mean);
+    var /= double(M);
+    double invstd = 1.0 / std::sqrt(var + eps);
+    double sumDy = 0, sumDyXhat = 0, ownDy = 0, ownDyXhat = 0;
+    for (int64_t s = 0; s < size * B; ++s)
+      for (int64_t j = 0; j < L; ++j) {
+        double g = dyv(s, ch, j), gx = g * (xv(s, ch, j) - mean) * invstd;
+        sumDy += g;
+        sumDyXhat += gx;
+        if (s / B == rank) {
+          ownDy += g;
+          ownDyXhat += gx;
+        }
+      }
+    for (int64_t s = 0; s < B; ++s)
+      for (int64_t j = 0; j < L; ++j) {
+        int64_t i = (s * C + ch) * L + j, gs = rank * B + s;
+        double xhat = (xv(gs, ch, j) - mean) * invstd;
+        expect("f64 y", y[i], xhat * w[ch] + b[ch], i);
+        expect("f64 dx", dx[i],
+               w[ch] * invstd *
+                   (dyv(gs, ch, j) - sumDy / double(M) -
+                    xhat * sumDyXhat / double(M)),
+               i);
+      }
+    expect("f64 dw", dw[ch], ownDyXhat, ch);
+    expect("f64 db", db[ch], ownDy, ch);
+    expect("f64 new_mean", nm[ch], (1 - momentum) * rm[ch] + momentum * mean,
+           ch);
+    expect("f64 new_var", nv[ch],
+           (1 - momentum) * rv[ch] + momentum * var * double(M) / double(M - 1),
+           ch);
+  }
+  return failures;
+}
+} // namespace
 
 int main() {
   ampc_context ctx;
@@ -109,9 +210,12 @@ int main() {
                                   AMPC_F32, c, 1,
                                   0.1) != AMPC_ERROR_SHAPE_MISMATCH)
     ++failures;
-  check(ampc_context_set_comm(ctx, nullptr), "unset_comm");
   if (rank == 0)
     std::printf("sync batch norm, bad shapes\n");
+  failures += syncBatchNormF64(ctx, rank, size);
+  if (rank == 0)
+    std::printf("sync batch norm f64 on %d ranks\n", size);
+  check(ampc_context_set_comm(ctx, nullptr), "unset_comm");
   check(ampc_comm_destroy(comm), "destroy");
   ampc_context_destroy(ctx);
   if (failures)
