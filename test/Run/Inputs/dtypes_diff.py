@@ -43,14 +43,24 @@ def run(ampc, args):
     return r.stdout
 
 
-def run_on(ampc, work, program, inputs, extra):
-    """Runs dtypes/PROGRAM on the named .npy inputs, outputs under work/out."""
-    args = [os.path.join(HERE, program), "--outputs-out", os.path.join(work, "out")] + extra
+def run_on(ampc, work, program, inputs, extra, params=None, steps=None):
+    """Runs dtypes/PROGRAM on the named .npy inputs, outputs under work/out;
+    with `params` (saved as f64 under work/pin) it trains `steps` steps and
+    returns the folder of the trained params (work/pout)."""
+    args = [os.path.join(HERE, program), "--outputs-out", os.path.join(work, "out")]
+    pout = None
+    if params is not None:
+        pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
+        os.makedirs(pin, exist_ok=True)
+        for k, v in params.items():
+            np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
+        args += ["--steps", str(steps), "--params-in", pin, "--params-out", pout]
     for k, v in inputs.items():
         path = os.path.join(work, k + ".npy")
         np.save(path, v)
         args += ["--input", "%s=%s" % (k, path)]
-    run(ampc, args)
+    run(ampc, args + extra)
+    return pout
 
 
 def exact(tag, work, want):
@@ -142,16 +152,8 @@ def f64(ampc, work, extra, steps=5):
               "w2": rng.normal(0, 0.3, (32, 5)), "b2": rng.normal(0, 0.1, 5)}
     x = rng.standard_normal((16, 20))
     labels = rng.integers(0, 5, 16).astype(np.int64)
-    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
-    os.makedirs(pin, exist_ok=True)
-    for k, v in params.items():
-        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
-    np.save(os.path.join(work, "x.npy"), x)
-    np.save(os.path.join(work, "labels.npy"), labels)
-    run(ampc, [os.path.join(HERE, "train_f64.tg"), "--steps", str(steps), "--params-in", pin,
-               "--params-out", pout, "--input", "x=" + os.path.join(work, "x.npy"),
-               "--input", "labels=" + os.path.join(work, "labels.npy"),
-               "--outputs-out", os.path.join(work, "out")] + extra)
+    pout = run_on(ampc, work, "train_f64.tg", {"x": x, "labels": labels}, extra,
+                  params, steps)
     model = Mlp64(params)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01)
     xt, lt = torch.from_numpy(x), torch.from_numpy(labels)
@@ -211,18 +213,10 @@ def nn64(ampc, work, extra, steps=5, adamw=False):
     img = rng.standard_normal((4, 2, 6, 6))
     ids = rng.integers(0, 10, (4, 3)).astype(np.int64)
     labels = rng.integers(0, 5, 4).astype(np.int64)
-    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
-    os.makedirs(pin, exist_ok=True)
-    for k, v in params.items():
-        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
     tg = "train_f64_adamw.tg" if adamw else "train_f64_nn.tg"
     tag = "adamw64" if adamw else "nn64"
-    args = [os.path.join(HERE, tg), "--steps", str(steps), "--params-in", pin,
-            "--params-out", pout, "--outputs-out", os.path.join(work, "out")]
-    for k, v in (("img", img), ("ids", ids), ("labels", labels)):
-        np.save(os.path.join(work, k + ".npy"), v)
-        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
-    run(ampc, args + extra)
+    pout = run_on(ampc, work, tg, {"img": img, "ids": ids, "labels": labels}, extra,
+                  params, steps)
     model = Nn64(params)
     if adamw:
         opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
@@ -272,17 +266,7 @@ def loss64(ampc, work, extra, steps=5):
               "w": rng.normal(0, 0.3, (12, 6)), "v": rng.normal(0, 0.5, (4, 6))}
     inputs = {"x": rng.standard_normal((4, 4, 3)), "t": rng.standard_normal((4, 6)),
               "labels": rng.integers(0, 6, 4).astype(np.int64)}
-    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
-    os.makedirs(pin, exist_ok=True)
-    for k, v in params.items():
-        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
-    args = [os.path.join(HERE, "train_f64_loss.tg"), "--steps", str(steps),
-            "--params-in", pin, "--params-out", pout,
-            "--outputs-out", os.path.join(work, "out")]
-    for k, v in inputs.items():
-        np.save(os.path.join(work, k + ".npy"), v)
-        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
-    run(ampc, args + extra)
+    pout = run_on(ampc, work, "train_f64_loss.tg", inputs, extra, params, steps)
     model = Loss64(params)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     xt, tt, lt = (torch.from_numpy(inputs[k]) for k in ("x", "t", "labels"))
@@ -327,17 +311,7 @@ def bce64(ampc, work, extra, steps=5):
     params = {"w": rng.normal(0, 0.5, (6, 3)), "slope": rng.normal(0.25, 0.1, 3),
               "v": rng.normal(0, 0.5, (4, 3))}
     inputs = {"x": rng.standard_normal((4, 6)), "y": rng.uniform(0, 1, (4, 3))}
-    pin, pout = os.path.join(work, "pin"), os.path.join(work, "pout")
-    os.makedirs(pin, exist_ok=True)
-    for k, v in params.items():
-        np.save(os.path.join(pin, k + ".npy"), v.astype(np.float64))
-    args = [os.path.join(HERE, "train_f64_bce.tg"), "--steps", str(steps),
-            "--params-in", pin, "--params-out", pout,
-            "--outputs-out", os.path.join(work, "out")]
-    for k, v in inputs.items():
-        np.save(os.path.join(work, k + ".npy"), v)
-        args += ["--input", "%s=%s" % (k, os.path.join(work, k + ".npy"))]
-    run(ampc, args + extra)
+    pout = run_on(ampc, work, "train_f64_bce.tg", inputs, extra, params, steps)
     model = Bce64(params)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     xt, yt = (torch.from_numpy(inputs[k]) for k in ("x", "y"))
