@@ -163,6 +163,25 @@ std::vector<Case> cases() {
          return ampc_softmax_fwd(ctx, y, AMPC_F16, s.data(), 3, x, AMPC_F16,
                                  s.data(), 3, -1);
        }});
+  // The attention softmax as the GPT-2 step runs it under AMP: f32 in and
+  // out, and the backward to the f16 scores (dy, y f32).
+  cs.push_back(
+      {"softmax_fwd_96x1024x1024_f32", 2.0 * 96 * 1024 * 1024 * 4, 0, [=]() {
+         static void *x = dev(96 * 1024 * 1024), *y = dev(96 * 1024 * 1024);
+         auto s = S(96, 1024, 1024);
+         return ampc_softmax_fwd(ctx, y, AMPC_F32, s.data(), 3, x, AMPC_F32,
+                                 s.data(), 3, -1);
+       }});
+  cs.push_back({"softmax_bwd_96x1024x1024_f32_to_f16",
+                96.0 * 1024 * 1024 * (4 + 4 + 2), 0, [=]() {
+                  static void *y = dev(96 * 1024 * 1024),
+                              *dy = dev(96 * 1024 * 1024),
+                              *dx = dev(96 * 1024 * 1024, AMPC_F16);
+                  auto s = S(96, 1024, 1024);
+                  return ampc_softmax_bwd(ctx, dx, AMPC_F16, s.data(), 3, dy,
+                                          AMPC_F32, s.data(), 3, y, AMPC_F32,
+                                          s.data(), 3, -1);
+                }});
   cs.push_back(
       {"cross_entropy_fwd_bwd_8192x50257_f16", 3.0 * T * V * 2, 0, [=]() {
          static void *l = dev(T * V, AMPC_F16), *dl = dev(T * V, AMPC_F16),

@@ -64,6 +64,18 @@ def cases(torch):
         x = torch.randn(96, 1024, 1024, device=dev, dtype=torch.float16)
         return lambda: torch.softmax(x, -1), 0, 2.0 * 96 * 1024 * 1024 * 2
 
+    def softmax_f32():
+        x = torch.randn(96, 1024, 1024, device=dev)
+        return lambda: torch.softmax(x, -1), 0, 2.0 * 96 * 1024 * 1024 * 4
+
+    def softmax_bwd():
+        # What autocast's softmax of f16 scores runs backward: dy and y in
+        # f32, the gradient to the f16 input.
+        y = torch.softmax(torch.randn(96, 1024, 1024, device=dev), -1)
+        dy = torch.randn_like(y)
+        return (lambda: torch._softmax_backward_data(dy, y, -1, torch.float16),
+                0, 96.0 * 1024 * 1024 * (4 + 4 + 2))
+
     def xent():
         logits = torch.randn(T, V, device=dev, dtype=torch.float16,
                              requires_grad=True)
@@ -111,6 +123,8 @@ def cases(torch):
             ("layer_norm_fwd_8192x768_f32", ln_fwd),
             ("layer_norm_bwd_8192x768_f32", ln_bwd),
             ("softmax_fwd_96x1024x1024_f16", softmax),
+            ("softmax_fwd_96x1024x1024_f32", softmax_f32),
+            ("softmax_bwd_96x1024x1024_f32_to_f16", softmax_bwd),
             ("cross_entropy_fwd_bwd_8192x50257_f16", xent),
             ("embedding_bwd_8192_tokens_50257x768_f32", emb_bwd),
             ("unscale_124M_f32", unscale),

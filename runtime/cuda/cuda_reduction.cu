@@ -250,46 +250,48 @@ __global__ void fullFinishKernel(bool isMax, bool isMean, Buf y,
 // ----------------------------------------------------------------- softmax --
 
 /// One warp per (outer, inner) row of `dim` elements, `inner` apart.
+template <int XD, int YD>
 __global__ void softmaxKernel(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner) {
   WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float m = -INFINITY;
     for (int64_t j = lane; j < dim; j += 32)
-      m = fmaxf(m, loadF32(x.data, x.dtype, base + j * inner));
+      m = fmaxf(m, loadAs<XD>(x, base + j * inner));
     m = warpMax(m);
     float s = 0;
     for (int64_t j = lane; j < dim; j += 32)
-      s += expf(loadF32(x.data, x.dtype, base + j * inner) - m);
+      s += expf(loadAs<XD>(x, base + j * inner) - m);
     s = warpSum(s);
     float lse = logf(s), inv = 1.0f / s;
     for (int64_t j = lane; j < dim; j += 32) {
-      float v = loadF32(x.data, x.dtype, base + j * inner) - m;
-      storeF32(y.data, y.dtype, base + j * inner,
-               log ? v - lse : expf(v) * inv);
+      float v = loadAs<XD>(x, base + j * inner) - m;
+      storeAs<YD>(y, base + j * inner, log ? v - lse : expf(v) * inv);
     }
   }
 }
 
+template <int DXD, int DYD, int YD>
 __global__ void softmaxBwdKernel(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
                                  int64_t dim, int64_t inner) {
   WARP_LOOP(r, outer * inner) {
     int64_t base = (r / inner) * dim * inner + r % inner;
     float dot = 0;
     for (int64_t j = lane; j < dim; j += 32) {
-      float g = loadF32(dy.data, dy.dtype, base + j * inner);
-      dot += log ? g : g * loadF32(y.data, y.dtype, base + j * inner);
+      float g = loadAs<DYD>(dy, base + j * inner);
+      dot += log ? g : g * loadAs<YD>(y, base + j * inner);
     }
     dot = warpSum(dot);
     for (int64_t j = lane; j < dim; j += 32) {
       int64_t i = base + j * inner;
-      float g = loadF32(dy.data, dy.dtype, i), yv = loadF32(y.data, y.dtype, i);
-      storeF32(dx.data, dx.dtype, i, log ? g - expf(yv) * dot : yv * (g - dot));
+      float g = loadAs<DYD>(dy, i), yv = loadAs<YD>(y, i);
+      storeAs<DXD>(dx, i, log ? g - expf(yv) * dot : yv * (g - dot));
     }
   }
 }
 
 /// Softmax over contiguous rows (inner 1), one warp per row, x read once.
+template <int XD, int YD>
 __global__ void softmaxFusedKernel(bool log, Buf y, Buf x, int64_t rows,
                                    int64_t dim) {
   WARP_LOOP(r, rows) {
@@ -299,7 +301,7 @@ __global__ void softmaxFusedKernel(bool log, Buf y, Buf x, int64_t rows,
 #pragma unroll
     for (int k = 0; k < kRowRegs; ++k) {
       int64_t j = lane + 32 * k;
-      v[k] = j < dim ? loadF32(x.data, x.dtype, base + j) : -INFINITY;
+      v[k] = j < dim ? loadAs<XD>(x, base + j) : -INFINITY;
       m = fmaxf(m, v[k]);
     }
     m = warpMax(m);
@@ -317,8 +319,36 @@ __global__ void softmaxFusedKernel(bool log, Buf y, Buf x, int64_t rows,
       int64_t j = lane + 32 * k;
       if (j < dim) {
         float d = v[k] - m;
-        storeF32(y.data, y.dtype, base + j, log ? d - lse : expf(d) * inv);
+        storeAs<YD>(y, base + j, log ? d - lse : expf(d) * inv);
       }
+    }
+  }
+}
+
+/// The backward over contiguous rows (inner 1), one warp per row, dy and y
+/// read once: softmaxBwdKernel's arithmetic in its order, from registers.
+template <int DXD, int DYD, int YD>
+__global__ void softmaxBwdFusedKernel(bool log, Buf dx, Buf dy, Buf y,
+                                      int64_t rows, int64_t dim) {
+  WARP_LOOP(r, rows) {
+    int64_t base = r * dim;
+    float g[kRowRegs], yv[kRowRegs];
+    float dot = 0;
+#pragma unroll
+    for (int k = 0; k < kRowRegs; ++k) {
+      int64_t j = lane + 32 * k;
+      g[k] = j < dim ? loadAs<DYD>(dy, base + j) : 0.0f;
+      yv[k] = j < dim ? loadAs<YD>(y, base + j) : 0.0f;
+      if (j < dim)
+        dot += log ? g[k] : g[k] * yv[k];
+    }
+    dot = warpSum(dot);
+#pragma unroll
+    for (int k = 0; k < kRowRegs; ++k) {
+      int64_t j = lane + 32 * k;
+      if (j < dim)
+        storeAs<DXD>(dx, base + j,
+                     log ? g[k] - expf(yv[k]) * dot : yv[k] * (g[k] - dot));
     }
   }
 }
@@ -468,17 +498,27 @@ ampc_status CudaBackend::argmax(Buf y, Buf x, int64_t outer, int64_t dim,
   return AMPC_OK;
 }
 
+// The fused kernels are instantiated for f32, f16 and bf16 only: with a
+// dtype read at run time their unrolled rows take every register there is.
 ampc_status CudaBackend::softmax(bool log, Buf y, Buf x, int64_t outer,
                                  int64_t dim, int64_t inner) {
   ENTER();
-  if (inner == 1 && dim <= 32 * kRowRegs) {
-    softmaxFusedKernel<<<warpBlocks(outer), kThreads, 0, stream_>>>(
-        log, y, x, outer, dim);
-    LAUNCH_CHECK("softmax kernel");
-    return AMPC_OK;
-  }
-  softmaxKernel<<<warpBlocks(outer * inner), kThreads, 0, stream_>>>(
-      log, y, x, outer, dim, inner);
+  bool fused = inner == 1 && dim <= 32 * kRowRegs;
+  withRowDtype(x.dtype, [&](auto xd) {
+    withRowDtype(y.dtype, [&](auto yd) {
+      constexpr int XD = decltype(xd)::value, YD = decltype(yd)::value;
+      if constexpr (XD != kAnyDtype && YD != kAnyDtype) {
+        if (fused) {
+          softmaxFusedKernel<XD, YD>
+              <<<warpBlocks(outer), kThreads, 0, stream_>>>(log, y, x, outer,
+                                                            dim);
+          return;
+        }
+      }
+      softmaxKernel<XD, YD><<<warpBlocks(outer * inner), kThreads, 0,
+                              stream_>>>(log, y, x, outer, dim, inner);
+    });
+  });
   LAUNCH_CHECK("softmax kernel");
   return AMPC_OK;
 }
@@ -486,8 +526,31 @@ ampc_status CudaBackend::softmax(bool log, Buf y, Buf x, int64_t outer,
 ampc_status CudaBackend::softmaxBwd(bool log, Buf dx, Buf dy, Buf y,
                                     int64_t outer, int64_t dim, int64_t inner) {
   ENTER();
-  softmaxBwdKernel<<<warpBlocks(outer * inner), kThreads, 0, stream_>>>(
-      log, dx, dy, y, outer, dim, inner);
+  bool fused = inner == 1 && dim <= 32 * kRowRegs;
+  withRowDtype(dy.dtype, [&](auto dyd) {
+    withRowDtype(y.dtype, [&](auto yd) {
+      constexpr int DYD = decltype(dyd)::value, YD = decltype(yd)::value;
+      bool launched = false;
+      if constexpr (DYD != kAnyDtype && YD != kAnyDtype) {
+        if (fused)
+          withRowDtype(dx.dtype, [&](auto dxd) {
+            constexpr int DXD = decltype(dxd)::value;
+            if constexpr (DXD != kAnyDtype) {
+              softmaxBwdFusedKernel<DXD, DYD, YD>
+                  <<<warpBlocks(outer), kThreads, 0, stream_>>>(log, dx, dy, y,
+                                                                outer, dim);
+              launched = true;
+            }
+          });
+      }
+      // The unfused kernel reads dx's dtype at run time (16 instantiations,
+      // not 64): one store an element, no register pressure.
+      if (!launched)
+        softmaxBwdKernel<kAnyDtype, DYD, YD>
+            <<<warpBlocks(outer * inner), kThreads, 0, stream_>>>(
+                log, dx, dy, y, outer, dim, inner);
+    });
+  });
   LAUNCH_CHECK("softmax backward kernel");
   return AMPC_OK;
 }

@@ -15,6 +15,7 @@
 #include "cuda_test_util.h"
 
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 using namespace ampc_test;
@@ -196,6 +197,78 @@ TEST_F(CudaFast, LayerNormGPT2SizesAndWideRows) {
           },
           1e-4, what);
     }
+}
+
+/// Runs `op` on the GPU over copies of `ts`; returns output `o`'s bytes.
+static Tensor onDevice(ampc_context g, const std::vector<Tensor> &ts, int o,
+                       const std::function<ampc_status(const PtrFn &)> &op) {
+  std::vector<void *> dev(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_OK(ampc_malloc(g, ts[i].bytes.size(), &dev[i]));
+    EXPECT_OK(ampc_memcpy(g, dev[i], ts[i].bytes.data(), ts[i].bytes.size(),
+                          AMPC_MEMCPY_HOST_TO_DEVICE));
+  }
+  EXPECT_OK(op([&](int i) { return dev[i]; }));
+  Tensor got = ts[o];
+  EXPECT_OK(ampc_memcpy(g, got.bytes.data(), dev[o], got.bytes.size(),
+                        AMPC_MEMCPY_DEVICE_TO_HOST));
+  for (void *ptr : dev)
+    ampc_free(g, ptr);
+  return got;
+}
+
+/// t's [rows, cols] values as a [cols, rows] tensor.
+static Tensor transposed(const Tensor &t) {
+  int64_t rows = t.shape[0], cols = t.shape[1];
+  Tensor r({cols, rows}, t.dtype);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      r.set(j * rows + i, t.get(i * cols + j));
+  return r;
+}
+
+TEST_F(CudaFast, SoftmaxBackwardRowsInEveryDtype) {
+  // The softmax kernels are instantiated per dtype (the fused rows for f32,
+  // f16 and bf16). The backward of contiguous rows up to 1024 wide runs
+  // from registers: against the CPU, and bit for bit against the unfused
+  // kernel on the transposed problem (the same rows, `inner` apart), which
+  // evaluates the same f32 formula in the same order.
+  const ampc_dtype fl[] = {AMPC_F32, AMPC_F16, AMPC_BF16};
+  const int64_t rows = 40;
+  for (int64_t cols : {int64_t(1024), int64_t(100), int64_t(7)})
+    for (ampc_dtype dxd : fl)
+      for (ampc_dtype dyd : fl)
+        for (ampc_dtype yd : fl)
+          for (bool log : {false, true}) {
+            std::string what = "cols " + std::to_string(cols) + " dx " +
+                               std::to_string(dxd) + " dy " +
+                               std::to_string(dyd) + " y " +
+                               std::to_string(yd) + (log ? " log" : "");
+            auto bwd = log ? ampc_log_softmax_bwd : ampc_softmax_bwd;
+            std::vector<Tensor> ts = {
+                Tensor({rows, cols}, dxd), randomTensor({rows, cols}, dyd, -2, 2),
+                log ? randomTensor({rows, cols}, yd, -6, 0)
+                    : randomTensor({rows, cols}, yd, 0, 1)};
+            double tol = dxd == AMPC_F32 ? 1e-5 : dxd == AMPC_F16 ? 2e-3 : 1.6e-2;
+            compare(
+                ts, {0},
+                [&](ampc_context c, const PtrFn &p) {
+                  return bwd(c, A(0, ts[0]), A(1, ts[1]), A(2, ts[2]), -1);
+                },
+                tol, what);
+            Tensor fused = onDevice(gpu, ts, 0, [&](const PtrFn &p) {
+              return bwd(gpu, A(0, ts[0]), A(1, ts[1]), A(2, ts[2]), -1);
+            });
+            std::vector<Tensor> tt = {transposed(ts[0]), transposed(ts[1]),
+                                      transposed(ts[2])};
+            Tensor unfused = onDevice(gpu, tt, 0, [&](const PtrFn &p) {
+              return bwd(gpu, A(0, tt[0]), A(1, tt[1]), A(2, tt[2]), 0);
+            });
+            EXPECT_TRUE(transposed(unfused).bytes == fused.bytes)
+                << what << ": the fused rows differ from the unfused kernel";
+            if (HasFailure())
+              return;
+          }
 }
 
 TEST_F(CudaFast, SoftmaxRowsAndCrossEntropy50k) {
