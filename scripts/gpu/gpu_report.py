@@ -95,7 +95,11 @@ def summary(work, recs, secs, stopped):
         counts[t["status"]] = counts.get(t["status"], 0) + 1
     if listed is None:
         listed = "none yet"
-    lines.append(f"tests ({listed} listed by the test binary): "
+    # The test binary's cases plus the checks beside them (lazy loading,
+    # NCCL, the data-parallel steps), counted together.
+    extra = (f" + {len(tests) - listed} other checks"
+             if isinstance(listed, int) and len(tests) > listed else "")
+    lines.append(f"tests ({listed} cases listed by the test binary{extra}): "
                  + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     for t in tests:
         if t["status"] in BAD:

@@ -98,7 +98,8 @@ emit_all() { # DIR
     "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cuda "${flags[@]}" \
       -o "$d/plain_$p.cpp" || ok=1
   done
-  git -C "$ROOT" rev-parse --short HEAD >"$d/commit" 2>/dev/null
+  # "-dirty" when the tree that emitted this had uncommitted changes.
+  git -C "$ROOT" describe --always --dirty >"$d/commit" 2>/dev/null
   return $ok
 }
 
@@ -248,12 +249,19 @@ fg_wait() {
 }
 
 # ------------------------------------------------------------ environment --
+# The commit the run is of: the carry's (written by --prepare where the
+# sources and the emitted C++ were made) before the tree's own git, which on
+# a lent machine can be a copy of another commit's metadata.
+COMMIT() {
+  cat "${CARRY:-/nonexistent}/emitted/commit" 2>/dev/null ||
+    git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown
+}
 GPU="$(nvidia-smi --query-gpu=name,driver_version,memory.total \
        --format=csv,noheader 2>/dev/null | head -1)"
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 NVCC="$(nvcc --version 2>/dev/null | tail -1)"
 TORCH="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
-record "{\"kind\": \"env\", \"gpu\": $(jstr "${GPU:-none}"), \"gpus\": ${GPUS:-0}, \"nvcc\": $(jstr "${NVCC:-none}"), \"cmake\": $(jstr "$(cmake --version 2>/dev/null | head -1)"), \"torch\": $(jstr "${TORCH:-none}"), \"commit\": $(jstr "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "${CARRY:-/nonexistent}/emitted/commit" 2>/dev/null || echo unknown)"), \"dry_run\": $([ $DRY = 1 ] && echo true || echo false), \"budget\": $BUDGET, \"deadline\": $DEADLINE}"
+record "{\"kind\": \"env\", \"gpu\": $(jstr "${GPU:-none}"), \"gpus\": ${GPUS:-0}, \"nvcc\": $(jstr "${NVCC:-none}"), \"cmake\": $(jstr "$(cmake --version 2>/dev/null | head -1)"), \"torch\": $(jstr "${TORCH:-none}"), \"commit\": $(jstr "$(COMMIT)"), \"dry_run\": $([ $DRY = 1 ] && echo true || echo false), \"budget\": $BUDGET, \"deadline\": $DEADLINE}"
 for tool in cmake nvcc python3 timeout; do
   command -v $tool >/dev/null || { log "missing tool: $tool"; exit 1; }
 done
