@@ -286,6 +286,25 @@ cl::opt<int> runNproc("nproc",
                                "`mpirun -np N ampc run ...` and waits for it "
                                "(docs/distributed.md)"),
                       cl::value_desc("N"), cl::init(0), cl::cat(runCategory));
+
+/// The environment variable `ampc run --nproc N` sets for its ranks: the
+/// launching process compiled the program first and printed its notes and
+/// warnings, so no rank prints them again (errors still print).
+constexpr const char *kNprocCompiledEnv = "AMPC_NPROC_COMPILED";
+
+/// Whether this process prints compile-time notes and warnings: rank 0 of
+/// a job, or a single process, unless `--nproc` already printed them.
+static bool printsNotes() {
+  return ampc::exec::launcherRank() == 0 && !getenv(kNprocCompiledEnv);
+}
+
+/// Whether this process compiles the program one rank of several runs:
+/// a rank under a launcher, or `ampc run --nproc N` before it starts them.
+static bool compilesForRanks() {
+  return opts.runMode &&
+         (ampc::exec::launchedUnderMpi() ||
+          (runNproc > 1 && !ampc::exec::launcherWorldSize()));
+}
 cl::opt<bool, true> runSyncBatchnorm(
     "sync-batchnorm",
     cl::desc("batch_norm in training takes its statistics over every "
@@ -602,7 +621,7 @@ static int resolveTarget() {
     ampc::AmpChoice choice = ampc::chooseAmp(t);
     opts.pipeline.amp = choice.mode;
     opts.ampReason = "--amp=auto: " + choice.reason;
-    if (opts.runMode && ampc::exec::launcherRank() == 0)
+    if (opts.runMode && printsNotes())
       llvm::errs() << "ampc: note: --amp=auto chose "
                    << ampc::stringifyAMPMode(choice.mode) << " for "
                    << opts.targetName << ": " << choice.reason << "\n";
@@ -622,7 +641,7 @@ static int resolveTarget() {
     std::string warning = (cuda && smKnown) || (!cuda && cpuKnown)
                               ? ampc::ampWarning(opts.pipeline.amp, t)
                               : std::string();
-    if (!warning.empty() && ampc::exec::launcherRank() == 0)
+    if (!warning.empty() && printsNotes())
       llvm::errs() << "ampc: warning: " << warning << "\n";
   } else {
     opts.ampReason = "--amp not given: off";
@@ -822,11 +841,12 @@ static int runPasses(ModuleOp module,
   if (opts.emit == EmitKind::Report &&
       pipelineFlags.foldTransposes.getNumOccurrences() == 0)
     opts.pipeline.foldTransposes = false;
-  // `ampc run` as one of W > 1 ranks reduces its gradients.
-  if (opts.runMode && ampc::exec::launchedUnderMpi()) {
+  // `ampc run` as one of W > 1 ranks reduces its gradients (and `--nproc`
+  // compiles that program before it starts them).
+  if (compilesForRanks()) {
     opts.pipeline.dataParallel = true;
-    // Compile-time notes once per job, from rank 0.
-    opts.pipeline.dropoutNotes = ampc::exec::launcherRank() == 0;
+    // Compile-time notes once per job.
+    opts.pipeline.dropoutNotes = printsNotes();
   }
   if (opts.runPipeline)
     ampc::buildPipeline(pm, opts.pipeline);
@@ -955,6 +975,12 @@ static int emitOutput(ModuleOp module, ampc::report::SourceOpHistory *history) {
   return writeOutput(text);
 }
 
+/// main's arguments, which `--nproc` passes on to its ranks.
+static int mainArgc = 0;
+static char **mainArgv = nullptr;
+
+static int launchRanks(int argc, char **argv);
+
 /// `ampc [compile]` and `ampc run`, step by step as compilation goes: import
 /// the input, run the pipeline, then run the step or emit the output.
 static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
@@ -964,6 +990,10 @@ static int compile(MLIRContext &context, DiagnosticPrinter &printer) {
   std::optional<ampc::report::SourceOpHistory> history;
   if (int code = runPasses(*module, history); code != kSuccess)
     return code;
+  // `ampc run --nproc N`: the program compiled, so its errors and warnings
+  // were printed once, here; now the ranks run it.
+  if (opts.runMode && runNproc > 1 && !ampc::exec::launcherWorldSize())
+    return launchRanks(mainArgc, mainArgv);
   if (opts.runMode) {
     opts.run.cuda = opts.device == "cuda";
     if (ampc::exec::launchedUnderMpi())
@@ -1075,6 +1105,11 @@ static int launchRanks(int argc, char **argv) {
     cmd.push_back("--allow-run-as-root");
   // Up to N ranks on this machine whatever its core count.
   cmd.push_back("--oversubscribe");
+  // This process compiled the program and printed its notes: the ranks
+  // print only errors.
+  setenv(kNprocCompiledEnv, "1", 1);
+  cmd.push_back("-x");
+  cmd.push_back(kNprocCompiledEnv);
   std::string self =
       llvm::sys::fs::getMainExecutable(argv[0], (void *)&launchRanks);
   cmd.push_back(self.empty() ? argv[0] : self);
@@ -1141,7 +1176,7 @@ static int checkPipelineSettings() {
     std::string warning = pipelineFlags.lossScale.getNumOccurrences()
                               ? ampc::lossScaleWarning(opts.pipeline)
                               : std::string();
-    if (!warning.empty() && ampc::exec::launcherRank() == 0)
+    if (!warning.empty() && printsNotes())
       llvm::errs() << "ampc: warning: " << warning << "\n";
   }
   if (opts.pipeline.lowUpdate != "nearest" &&
@@ -1237,10 +1272,11 @@ int main(int argc, char **argv) {
     return code;
   if (int code = checkCommandFlags(); code != kSuccess)
     return code;
-  // `ampc run --nproc N`: the same command under `mpirun -np N` on this
-  // machine (an MPI job started by any launcher runs as is).
-  if (runNproc > 1 && !ampc::exec::launcherWorldSize())
-    return launchRanks(argc, argv);
+  // `ampc run --nproc N` runs the same command under `mpirun -np N` on
+  // this machine once the program compiles (compile()); an MPI job started
+  // by any launcher runs as is.
+  mainArgc = argc;
+  mainArgv = argv;
   if (opts.listOps) {
     llvm::outs() << ampc::tg::getOpListJSON();
     return kSuccess;
@@ -1265,7 +1301,7 @@ int main(int argc, char **argv) {
   DiagnosticPrinter printer(llvm::errs());
   // Under an MPI launcher every rank compiles the same program: warnings and
   // remarks come from rank 0 alone (errors from every rank that has one).
-  bool quietRank = ampc::exec::launcherRank() != 0;
+  bool quietRank = !printsNotes();
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (!quietRank || diag.getSeverity() == DiagnosticSeverity::Error)
       printer.print(diag);
