@@ -39,6 +39,18 @@ AMPC_HD float bitsFloat(uint32_t u) {
 
 /// f32 -> binary16, round to nearest even.
 AMPC_HD uint16_t f32ToF16(float f) {
+#if defined(__CUDA_ARCH__)
+  // On the GPU the conversion instruction: it rounds to nearest even as the
+  // code below does, overflow to inf and subnormal results included, in
+  // one instruction instead of about twenty. NaNs, which it would turn into
+  // its own canonical NaN, take the code below (tested on every f16 and a
+  // dense sweep of f32 patterns: Cuda.CastsAreBitIdentical).
+  if ((floatBits(f) & 0x7fffffffu) <= 0x7f800000u) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+#endif
   uint32_t x = floatBits(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t abs = x & 0x7fffffffu;
@@ -68,6 +80,15 @@ AMPC_HD uint16_t f32ToF16(float f) {
 
 /// binary16 -> f32 (exact).
 AMPC_HD float f16ToF32(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  // The instruction is exact too, subnormals included; a NaN keeps its
+  // payload only in the code below.
+  if ((h & 0x7c00u) != 0x7c00u || !(h & 0x3ffu)) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h)));
+    return f;
+  }
+#endif
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu;
   uint32_t m = h & 0x3ffu;

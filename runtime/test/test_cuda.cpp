@@ -43,6 +43,25 @@ TEST_F(Cuda, CastsAreBitIdentical) {
         return ampc_cast_fwd(c, A(2, ts[2]), A(0, ts[0]));
       },
       0, "cast f32 -> 16");
+  // Every upper half of an f32 with low halves that make f16's and bf16's
+  // rounding cases (ties at bit 12 and at bit 15, just below and above
+  // them), through every exponent: subnormal results, overflow to inf,
+  // NaNs with payloads. The GPU converts non-NaNs with its own instruction.
+  const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x3000,
+                           0x7fff, 0x8000, 0x8001, 0xf000, 0xffff};
+  const int64_t n = 65536 * 11;
+  std::vector<Tensor> sw = {Tensor({n}, AMPC_F32), Tensor({n}, AMPC_F16),
+                            Tensor({n}, AMPC_BF16)};
+  for (uint32_t hi = 0, i = 0; hi < 65536; ++hi)
+    for (uint32_t lo : lows)
+      reinterpret_cast<uint32_t *>(sw[0].data())[i++] = hi << 16 | lo;
+  compare(
+      sw, {1, 2},
+      [&](ampc_context c, const PtrFn &p) {
+        AMPC_TRY(ampc_cast_fwd(c, A(1, sw[1]), A(0, sw[0])));
+        return ampc_cast_fwd(c, A(2, sw[2]), A(0, sw[0]));
+      },
+      0, "cast f32 sweep -> 16");
 }
 
 TEST_F(Cuda, RandomInit) {
