@@ -2,7 +2,7 @@
 //
 // The table of docs/amp.md ("Precision from the target") and the ways ampc
 // learns the target: `--cuda-arch`, the GPU's compute capability through the
-// CUDA driver, `--cpu-features` or /proc/cpuinfo.
+// CUDA driver (CudaCapability.cpp), `--cpu-features` or /proc/cpuinfo.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +13,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <dlfcn.h>
 
 using namespace ampc;
 
@@ -106,37 +105,6 @@ std::set<std::string> ampc::hostCpuFeatures() {
     break;
   }
   return features;
-}
-
-std::optional<int> ampc::cudaDeviceComputeCapability(int ordinal,
-                                                     std::string &error) {
-  // The driver API, loaded on demand: ampc itself does not link CUDA.
-  void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    error = "no CUDA driver (libcuda.so.1) to read the GPU's compute "
-            "capability from";
-    return std::nullopt;
-  }
-  using InitFn = int (*)(unsigned);
-  using DeviceGetFn = int (*)(int *, int);
-  using AttributeFn = int (*)(int *, int, int);
-  auto init = reinterpret_cast<InitFn>(dlsym(handle, "cuInit"));
-  auto deviceGet = reinterpret_cast<DeviceGetFn>(dlsym(handle, "cuDeviceGet"));
-  auto attribute = reinterpret_cast<AttributeFn>(
-      dlsym(handle, "cuDeviceGetAttribute"));
-  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR.
-  constexpr int kMajor = 75, kMinor = 76;
-  int device = 0, major = 0, minor = 0;
-  if (!init || !deviceGet || !attribute || init(0) != 0 ||
-      deviceGet(&device, ordinal) != 0 ||
-      attribute(&major, kMajor, device) != 0 ||
-      attribute(&minor, kMinor, device) != 0) {
-    // The handle stays open: a driver is never unloaded once initialised.
-    error = "cannot read the compute capability of CUDA device " +
-            std::to_string(ordinal) + " (no usable GPU)";
-    return std::nullopt;
-  }
-  return major * 10 + minor;
 }
 
 AmpChoice ampc::chooseAmp(const Target &target) {

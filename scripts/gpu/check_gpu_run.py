@@ -166,7 +166,7 @@ def main():
         if len(ran) != len(set(ran)):
             fail("a case is listed twice")
         print(f"the run lists {len(ran)} of the binary's {len(want)} cases")
-        for kind in ("dry_ddp", "dry_step"):
+        for kind in ("dry_ddp", "dry_step", "dry_capability"):
             r = [x for x in recs if x["kind"] == kind]
             if not r or not all(x.get("ok") for x in r):
                 fail(f"{kind}: {r or 'not run'}")

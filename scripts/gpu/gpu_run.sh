@@ -130,7 +130,8 @@ if [ -n "$PREPARE" ]; then
   emit_all "$PREPARE/emitted" || { log "emitting C++ with $AMPC failed"; exit 1; }
   # The sources the GPU machine builds, should only the carry reach it.
   tar czf "$PREPARE/sources.tar.gz" -C "$ROOT" runtime bench/cuda scripts/gpu \
-    examples docs/examples
+    examples docs/examples include/ampc/Pipelines/CudaCapability.h \
+    lib/Pipelines/CudaCapability.cpp
   bytes=$(du -sb "$PREPARE" | cut -f1)
   if [ "$bytes" -ge "$CARRY_LIMIT" ]; then
     log "$PREPARE holds $bytes bytes, over the 64 MiB a device run carries"
@@ -446,6 +447,28 @@ if [ -n "$B" ] && [ -x "$TESTS" ]; then
       st=$(grep -q "OK: the CUDA query" "$LOGS/tests/lazy_cuda.log" && echo passed || echo failed)
       record "{\"kind\": \"test\", \"name\": \"lazy_cuda\", \"status\": \"$st\"}"
     fi
+  fi
+  # ampc's own reading of the GPU's compute capability (what `ampc run
+  # --device=cuda --amp=auto` decides by; lib/Pipelines/CudaCapability.cpp,
+  # which needs no LLVM) against nvidia-smi's.
+  CAP="$SB/cuda_capability"
+  if ! fg_wait c++ -std=c++17 -O1 -I"$ROOT/include" \
+       "$ROOT/lib/Pipelines/CudaCapability.cpp" "$HERE/cuda_capability_main.cpp" \
+       -ldl -o "$CAP" >>"$LOGS/build.log" 2>&1; then
+    record "{\"kind\": \"test\", \"name\": \"cuda_capability\", \"status\": \"failed\", \"why\": \"did not build\"}"
+  elif [ $DRY = 1 ]; then
+    # No GPU here: a clean error (or an answer) is what must come out.
+    got=$("$CAP" 2>&1)
+    ok=$(case "$got" in sm_* | "error: "*) echo true ;; *) echo false ;; esac)
+    record "{\"kind\": \"dry_capability\", \"ok\": $ok, \"output\": $(jstr "$got")}"
+    echo "dry-run: would compare $CAP ($got) with nvidia-smi's compute_cap"
+  else
+    got=$(timeout "$(cap 30)" "$CAP" 2>&1)
+    want=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+           head -1 | tr -d '. ')
+    st=$([ -n "$want" ] && [ "$got" = "sm_$want" ] && echo passed || echo failed)
+    record "{\"kind\": \"test\", \"name\": \"cuda_capability\", \"status\": \"$st\", \"got\": $(jstr "$got"), \"nvidia_smi\": $(jstr "$want")}"
+    log "cuda_capability: $st ($got; nvidia-smi says $want)"
   fi
   # NCCL collectives against the CPU collective, bit for bit: one rank
   # (ampc_comm_create_self, then a communicator of ampc_comm_create_rank

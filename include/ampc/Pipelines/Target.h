@@ -13,6 +13,7 @@
 #ifndef AMPC_PIPELINES_TARGET_H
 #define AMPC_PIPELINES_TARGET_H
 
+#include "ampc/Pipelines/CudaCapability.h"
 #include "ampc/Transforms/AMPPolicy.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -52,12 +53,6 @@ std::optional<std::set<std::string>> parseCpuFeatures(llvm::StringRef list,
 /// The flags of the processor this process runs on (/proc/cpuinfo's first
 /// `flags` line); empty where it cannot be read.
 std::set<std::string> hostCpuFeatures();
-
-/// The compute capability (major * 10 + minor) of CUDA device `ordinal`,
-/// read through the CUDA driver (libcuda.so.1, loaded on demand); std::nullopt
-/// and `error` set where there is no driver or no such device.
-std::optional<int> cudaDeviceComputeCapability(int ordinal,
-                                               std::string &error);
 
 /// What `--amp=auto` chooses for `target`, and why (one sentence with the
 /// figures of the table in docs/amp.md).
