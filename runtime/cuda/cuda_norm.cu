@@ -23,19 +23,23 @@ namespace {
 
 // ------------------------------------------------------ layer and RMS norm --
 
+// The row kernels take their dtypes as template values (loadAs/storeAs,
+// cuda_device.cuh): the same arithmetic, without a dtype switch per element.
+
 /// Row statistics (mean, rstd) with one warp per row, two passes in f32.
+template <int XD>
 __global__ void rowStatsKernel(bool rms, Buf x, int64_t rows, int64_t cols,
                                float eps, float *mean, float *rstd) {
   WARP_LOOP(r, rows) {
     float s = 0;
     if (!rms) {
       for (int64_t j = lane; j < cols; j += 32)
-        s += loadF32(x.data, x.dtype, r * cols + j);
+        s += loadAs<XD>(x, r * cols + j);
       s = warpSum(s) / static_cast<float>(cols);
     }
     float v = 0;
     for (int64_t j = lane; j < cols; j += 32) {
-      float d = loadF32(x.data, x.dtype, r * cols + j) - s;
+      float d = loadAs<XD>(x, r * cols + j) - s;
       v += d * d;
     }
     v = warpSum(v) / static_cast<float>(cols);
@@ -59,6 +63,7 @@ __global__ void normKernel(Buf y, Buf x, Buf w, Buf b, int64_t rows,
   }
 }
 
+template <int DYD, int XD>
 __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
                                 int64_t rows, int64_t cols, const float *mean,
                                 const float *rstd) {
@@ -66,10 +71,10 @@ __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
     float mu = mean[r], rs = rstd[r], sg = 0, sgx = 0;
     for (int64_t j = lane; j < cols; j += 32) {
       int64_t i = r * cols + j;
-      float g = loadF32(dy.data, dy.dtype, i);
+      float g = loadAs<DYD>(dy, i);
       if (w.data)
         g *= loadF32(w.data, w.dtype, j);
-      float xh = (loadF32(x.data, x.dtype, i) - mu) * rs;
+      float xh = (loadAs<XD>(x, i) - mu) * rs;
       sg += g;
       sgx += g * xh;
     }
@@ -77,10 +82,10 @@ __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
     float meanGX = warpSum(sgx) / static_cast<float>(cols);
     for (int64_t j = lane; j < cols; j += 32) {
       int64_t i = r * cols + j;
-      float g = loadF32(dy.data, dy.dtype, i);
+      float g = loadAs<DYD>(dy, i);
       if (w.data)
         g *= loadF32(w.data, w.dtype, j);
-      float xh = (loadF32(x.data, x.dtype, i) - mu) * rs;
+      float xh = (loadAs<XD>(x, i) - mu) * rs;
       storeF32(dx.data, dx.dtype, i, rs * (g - meanG - xh * meanGX));
     }
   }
@@ -88,6 +93,9 @@ __global__ void normBwdDxKernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
 
 /// Layer / RMS norm forward, one warp per row, x read once: the same
 /// two-pass f32 statistics as rowStatsKernel, from registers.
+/// WD: the dtype of w and b (f32, or kAnyDtype where they differ or are
+/// 16-bit).
+template <int XD, int YD, int WD>
 __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
                                 int64_t rows, int64_t cols, float eps) {
   WARP_LOOP(r, rows) {
@@ -96,7 +104,7 @@ __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
 #pragma unroll
     for (int k = 0; k < kRowRegs; ++k) {
       int64_t j = lane + 32 * k;
-      v[k] = j < cols ? loadF32(x.data, x.dtype, r * cols + j) : 0.0f;
+      v[k] = j < cols ? loadAs<XD>(x, r * cols + j) : 0.0f;
       if (!rms && j < cols)
         s += v[k];
     }
@@ -119,10 +127,10 @@ __global__ void normFusedKernel(bool rms, Buf y, Buf x, Buf w, Buf b,
       if (j < cols) {
         float o = (v[k] - s) * rs;
         if (w.data)
-          o *= loadF32(w.data, w.dtype, j);
+          o *= loadAs<WD>(w, j);
         if (b.data)
-          o += loadF32(b.data, b.dtype, j);
-        storeF32(y.data, y.dtype, r * cols + j, o);
+          o += loadAs<WD>(b, j);
+        storeAs<YD>(y, r * cols + j, o);
       }
     }
   }
@@ -261,8 +269,11 @@ __global__ void batchNormUpdateKernel(Buf newMean, Buf newVar, Buf x, Buf rm,
 ampc_status CudaBackend::stats(bool rms, Buf x, int64_t rows, int64_t cols,
                                float eps, Temp &t) {
   AMPC_TRY(t.alloc(2 * rows * sizeof(float)));
-  rowStatsKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
-      rms, x, rows, cols, eps, t.f32(), t.f32() + rows);
+  withRowDtype(x.dtype, [&](auto xd) {
+    rowStatsKernel<decltype(xd)::value>
+        <<<warpBlocks(rows), kThreads, 0, stream_>>>(rms, x, rows, cols, eps,
+                                                     t.f32(), t.f32() + rows);
+  });
   LAUNCH_CHECK("row statistics kernel");
   return AMPC_OK;
 }
@@ -271,8 +282,30 @@ ampc_status CudaBackend::norm(bool rms, Buf y, Buf x, Buf w, Buf b,
                               int64_t rows, int64_t cols, float eps) {
   ENTER();
   if (cols <= 32 * kRowRegs) {
-    normFusedKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
-        rms, y, x, w, b, rows, cols, eps);
+    // 19 instantiations: x and y f32, f16 or bf16 with f32 or other
+    // parameters, and one reading every dtype at run time.
+    bool f32Params = (!w.data || w.dtype == AMPC_F32) &&
+                     (!b.data || b.dtype == AMPC_F32);
+    withRowDtype(x.dtype, [&](auto xd) {
+      withRowDtype(y.dtype, [&](auto yd) {
+        constexpr int XD = decltype(xd)::value, YD = decltype(yd)::value;
+        if constexpr (XD != kAnyDtype && YD != kAnyDtype) {
+          if (f32Params) {
+            normFusedKernel<XD, YD, AMPC_F32>
+                <<<warpBlocks(rows), kThreads, 0, stream_>>>(rms, y, x, w, b,
+                                                             rows, cols, eps);
+            return;
+          }
+          normFusedKernel<XD, YD, kAnyDtype>
+              <<<warpBlocks(rows), kThreads, 0, stream_>>>(rms, y, x, w, b,
+                                                           rows, cols, eps);
+          return;
+        }
+        normFusedKernel<kAnyDtype, kAnyDtype, kAnyDtype>
+            <<<warpBlocks(rows), kThreads, 0, stream_>>>(rms, y, x, w, b, rows,
+                                                         cols, eps);
+      });
+    });
     LAUNCH_CHECK("norm kernel");
     return AMPC_OK;
   }
@@ -291,8 +324,13 @@ ampc_status CudaBackend::normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy,
   Temp t(*this);
   AMPC_TRY(stats(rms, x, rows, cols, eps, t));
   if (dx.data) {
-    normBwdDxKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
-        rms, dx, dy, x, w, rows, cols, t.f32(), t.f32() + rows);
+    withRowDtype(dy.dtype, [&](auto dyd) {
+      withRowDtype(x.dtype, [&](auto xd) {
+        normBwdDxKernel<decltype(dyd)::value, decltype(xd)::value>
+            <<<warpBlocks(rows), kThreads, 0, stream_>>>(
+                rms, dx, dy, x, w, rows, cols, t.f32(), t.f32() + rows);
+      });
+    });
     LAUNCH_CHECK("norm backward kernel");
   }
   if (dw.data || db.data)
