@@ -17,20 +17,28 @@ __global__ void crossEntropyFinishKernel(Buf loss, const double *sums) {
   storeF32(loss.data, loss.dtype, 0, static_cast<float>(sums[0] / sums[1]));
 }
 
+/// One block per row (grid-stride over rows), its threads along the
+/// classes: no division per element. The dtypes of the logits and their
+/// gradient are template values (loadAs/storeAs); the per-element formula
+/// is the one the CPU evaluates.
+template <int LD, int DD>
 __global__ void crossEntropyBwdKernel(Buf dlogits, Buf dloss, Buf logits,
                                       Buf labels, int64_t rows, int64_t classes,
                                       const float *rowLse, const double *sums) {
-  GRID_STRIDE(i, rows * classes) {
-    int64_t r = i / classes, c = i % classes;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = loadIndex(labels.data, labels.dtype, r);
-    float v = 0;
-    if (label != -100) {
-      float scale =
-          loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(sums[1]);
-      float p = expf(loadF32(logits.data, logits.dtype, i) - rowLse[r]);
-      v = (p - (c == label ? 1.0f : 0.0f)) * scale;
+    float scale =
+        loadF32(dloss.data, dloss.dtype, 0) / static_cast<float>(sums[1]);
+    float lse = rowLse[r];
+    int64_t base = r * classes;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      float v = 0;
+      if (label != -100) {
+        float p = expf(loadAs<LD>(logits, base + c) - lse);
+        v = (p - (c == label ? 1.0f : 0.0f)) * scale;
+      }
+      storeAs<DD>(dlogits, base + c, v);
     }
-    storeF32(dlogits.data, dlogits.dtype, i, v);
   }
 }
 
@@ -61,7 +69,8 @@ __global__ void mseBwdKernel(Buf da, Buf db, Buf dloss, Buf a, Buf b,
 }
 
 /// Cross-entropy row statistics in one read of the logits (online max and
-/// rescaled sum per lane, merged across the warp).
+/// rescaled sum per lane, merged across the warp); LD, the logits' dtype.
+template <int LD>
 __global__ void crossEntropyOnlineKernel(Buf logits, Buf labels, int64_t rows,
                                          int64_t classes, float *rowLoss,
                                          float *rowValid, float *rowLse,
@@ -70,7 +79,7 @@ __global__ void crossEntropyOnlineKernel(Buf logits, Buf labels, int64_t rows,
     int64_t base = r * classes;
     float m = -INFINITY, s = 0;
     for (int64_t c = lane; c < classes; c += 32) {
-      float v = loadF32(logits.data, logits.dtype, base + c);
+      float v = loadAs<LD>(logits, base + c);
       if (v > m) {
         s = s * expf(m - v) + 1.0f;
         m = v;
@@ -114,9 +123,12 @@ ampc_status CudaBackend::crossEntropyRows(Buf logits, Buf labels, int64_t rows,
   AMPC_TRY(t.alloc(2 * sizeof(double) + 3 * rows * sizeof(float)));
   double *sums = static_cast<double *>(t.get());
   float *rowLoss = reinterpret_cast<float *>(sums + 2);
-  crossEntropyOnlineKernel<<<warpBlocks(rows), kThreads, 0, stream_>>>(
-      logits, labels, rows, classes, rowLoss, rowLoss + rows,
-      rowLoss + 2 * rows, checkWords + AMPC_CHECK_INDEX, site);
+  withRowDtype(logits.dtype, [&](auto ld) {
+    crossEntropyOnlineKernel<decltype(ld)::value>
+        <<<warpBlocks(rows), kThreads, 0, stream_>>>(
+            logits, labels, rows, classes, rowLoss, rowLoss + rows,
+            rowLoss + 2 * rows, checkWords + AMPC_CHECK_INDEX, site);
+  });
   LAUNCH_CHECK("cross-entropy kernel");
   return sumTwo(rowLoss, rowLoss + rows, rows, sums);
 }
@@ -141,8 +153,15 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
   double *sums = static_cast<double *>(t.get());
   const float *rowLse = reinterpret_cast<float *>(sums + 2) + 2 * rows;
-  crossEntropyBwdKernel<<<blocksFor(rows * classes), kThreads, 0, stream_>>>(
-      dlogits, dloss, logits, labels, rows, classes, rowLse, sums);
+  int blocks = static_cast<int>(rows < 65535 * 4 ? (rows > 0 ? rows : 1)
+                                                : 65535 * 4);
+  withRowDtype(logits.dtype, [&](auto ld) {
+    withRowDtype(dlogits.dtype, [&](auto dd) {
+      crossEntropyBwdKernel<decltype(ld)::value, decltype(dd)::value>
+          <<<blocks, kThreads, 0, stream_>>>(dlogits, dloss, logits, labels,
+                                             rows, classes, rowLse, sums);
+    });
+  });
   LAUNCH_CHECK("cross-entropy backward kernel");
   return AMPC_OK;
 }
