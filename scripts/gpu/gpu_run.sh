@@ -97,6 +97,10 @@ emit_all() { # DIR
       "${flags[@]}" -o "$d/ddp_$p.cpp" || ok=1
     "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cuda "${flags[@]}" \
       -o "$d/plain_$p.cpp" || ok=1
+    # The same program for the CPU backend: the CUDA step's losses must
+    # follow the CPU's.
+    "$AMPC" "$ROOT/examples/mlp.tg" --emit=cpp --target=cpu "${flags[@]}" \
+      -o "$d/cpuplain_$p.cpp" || ok=1
   done
   # "-dirty" when the tree that emitted this had uncommitted changes.
   git -C "$ROOT" describe --always --dirty >"$d/commit" 2>/dev/null
@@ -353,7 +357,7 @@ compile_ddp() { compile_with "$ROOT/docs/examples/ddp_train.cpp" "$1" mlp "$2"; 
 COMPILE_PIDS=()
 if [ -n "$EMITTED" ] && [ -n "$B" ] && [ -e "$B/libampc_runtime.so" ]; then
   for p in fp32 fp16 bf16; do
-    for k in ddp plain; do
+    for k in ddp plain cpuplain; do
       [ -e "$EMITTED/${k}_$p.cpp" ] || continue
       compile_ddp "${k}_$p" "$EMITTED/${k}_$p.cpp" & COMPILE_PIDS+=($!)
     done
@@ -583,6 +587,26 @@ else
     fi
     record "{\"kind\": \"test\", \"name\": \"nccl_ddp_step_$p\", \"status\": \"$st\"}"
     log "nccl_ddp_step_$p: $st"
+  done
+  # The CUDA step against the CPU backend's: the same program emitted for
+  # each, 20 steps on the same data. Different GEMM and reduction orders,
+  # so the losses agree to a tolerance (close_losses.py), not in bits; in
+  # fp16 the first steps skip on both (a scale of 1e9).
+  for p in fp32 fp16 bf16; do
+    [ -x "$SB/cpuplain_$p" ] && [ -s "$DD/$p.plain.jsonl" ] || continue
+    if in_budget "cpu_vs_cuda_step_$p" 5; then
+      tol=1e-4
+      [ $p != fp32 ] && tol=2e-2
+      fg_wait timeout "$(cap 120)" "$SB/cpuplain_$p" --device=cpu "$DD/x.npy" \
+        "$DD/labels.npy" 20 >"$DD/$p.cpu.jsonl" 2>"$LOGS/ddp/$p.cpu.log" &&
+      python3 "$HERE/close_losses.py" --tol $tol "$DD/$p.cpu.jsonl" \
+        "$DD/$p.plain.jsonl" >"$LOGS/ddp/$p.cpu_vs_cuda.log" 2>&1
+      st=$([ $? = 0 ] && echo passed || echo failed)
+    else
+      st="not run: no time left"
+    fi
+    record "{\"kind\": \"test\", \"name\": \"cpu_vs_cuda_step_$p\", \"status\": \"$st\"}"
+    log "cpu_vs_cuda_step_$p: $st"
   done
   # The same in fp32 on a communicator of a unique id handed over as a file
   # (ampc_comm_create_rank; NCCL joins the id's NCCL id).
