@@ -88,6 +88,7 @@ int64_t CudaBackend::mtBlocks(const TensorList &g) {
 ampc_status CudaBackend::checkFiniteUnscale(Buf foundInf, const TensorList &g,
                                             const float *scale) {
   ENTER();
+  AMPC_TRY(refuseWideList("unscale (check finite)", g));
   Temp flag(*this);
   AMPC_TRY(flag.alloc(sizeof(float)));
   CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(float), stream_));
@@ -119,6 +120,7 @@ ampc_status CudaBackend::updateScale(float *scale, int32_t *growthTracker,
 ampc_status CudaBackend::clipGradNorm(float *totalNorm, const TensorList &g,
                                       float maxNorm, Buf foundInf) {
   ENTER();
+  AMPC_TRY(refuseWideList("clip_grad_norm", g));
   Temp t(*this);
   int64_t slots = mtBlocks(g);
   AMPC_TRY(t.alloc((slots + 1) * sizeof(double) + sizeof(double)));
@@ -151,6 +153,8 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
                              Buf foundInf, const ModelCopies &models,
                              const LowUpdate &low) {
   ENTER();
+  AMPC_TRY(refuseWideList("sgd (params)", params));
+  AMPC_TRY(refuseWideList("sgd (grads)", grads));
   if (low.special(params.count)) {
     if (low.counter) {
       lastLaunch = "sgd counter kernel";
@@ -201,6 +205,8 @@ ampc_status CudaBackend::adamw(const TensorList &params,
                                const float *lrScale, const ModelCopies &models,
                                const LowUpdate &low) {
   ENTER();
+  AMPC_TRY(refuseWideList("adamw (params)", params));
+  AMPC_TRY(refuseWideList("adamw (grads)", grads));
   Temp t(*this);
   AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
   AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
@@ -255,6 +261,7 @@ ampc_status CudaBackend::gradAccumulate(const TensorList &accs,
                                         const TensorList &grads, int32_t *micro,
                                         int64_t k) {
   ENTER();
+  AMPC_TRY(refuseWideList("grad accumulate", grads));
   for (int32_t t = 0; t < accs.count; ++t) {
     int64_t n = accs.numels[t];
     if (n == 0)
@@ -279,6 +286,9 @@ ampc_status CudaBackend::lrSchedule(float *factor, int32_t *step,
 
 ampc_status CudaBackend::checkNonfinite(Buf x, int64_t n, int32_t site) {
   ENTER();
+  ampc_status st;
+  if (nonfiniteWide(x, n, site, st))
+    return st;
   checkNonfiniteKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
       x, n, checkWords + AMPC_CHECK_NONFINITE, site);
   LAUNCH_CHECK("non-finite check kernel");

@@ -125,6 +125,7 @@ ampc_status CudaBackend::crossEntropy(Buf loss, Buf logits, Buf labels,
                                       int64_t rows, int64_t classes,
                                       int32_t site) {
   ENTER();
+  AMPC_TRY(refuseWide("cross-entropy", {loss, logits}));
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t, site));
   crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
@@ -137,6 +138,7 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
                                          Buf labels, int64_t rows,
                                          int64_t classes) {
   ENTER();
+  AMPC_TRY(refuseWide("cross-entropy backward", {dlogits, dloss, logits}));
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
   double *sums = static_cast<double *>(t.get());
@@ -149,6 +151,9 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
 
 ampc_status CudaBackend::mse(Buf loss, Buf a, Buf b, int64_t n) {
   ENTER();
+  ampc_status st;
+  if (mseWide(loss, a, b, n, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(t.alloc(2 * sizeof(double) + n * sizeof(float)));
   double *sums = static_cast<double *>(t.get());
@@ -164,6 +169,9 @@ ampc_status CudaBackend::mse(Buf loss, Buf a, Buf b, int64_t n) {
 ampc_status CudaBackend::mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                                 int64_t n) {
   ENTER();
+  ampc_status st;
+  if (mseBwdWide(da, db, dloss, a, b, n, st))
+    return st;
   mseBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(da, db, dloss, a, b,
                                                        n);
   LAUNCH_CHECK("mse backward kernel");

@@ -25,8 +25,13 @@ size_t eltBytes(ampc_dtype dt) {
   case AMPC_BF16:
     return 2;
   case AMPC_I64:
+  case AMPC_F64:
     return 8;
+  case AMPC_I16:
+    return 2;
   case AMPC_BOOL:
+  case AMPC_U8:
+  case AMPC_I8:
     return 1;
   }
   return 4;
@@ -120,6 +125,11 @@ __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
 
 ampc_status CudaBackend::copy(Buf dst, Buf src, const Walk &w0, float scale) {
   ENTER();
+  // A scaled copy with an f64 side scales in f64 (cuda_wide.cu); without a
+  // scale, convertElement is exact for f64 and integers.
+  ampc_status st;
+  if (copyScaleWide(dst, src, w0, scale, st))
+    return st;
   int64_t n = w0.numel();
   if (n == 0)
     return AMPC_OK;
@@ -172,6 +182,9 @@ bool CudaBackend::launchConvert(Buf dst, Buf src, float scale, int64_t n) {
 ampc_status CudaBackend::embedding(Buf y, Buf table, Buf ids, int64_t n,
                                    int64_t vocab, int64_t dim, int32_t site) {
   ENTER();
+  ampc_status st;
+  if (embeddingWide(y, table, ids, n, vocab, dim, site, st))
+    return st;
   embeddingKernel<<<blocksFor(n * dim), kThreads, 0, stream_>>>(
       y, table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX, site);
   LAUNCH_CHECK("embedding kernel");
@@ -181,6 +194,7 @@ ampc_status CudaBackend::embedding(Buf y, Buf table, Buf ids, int64_t n,
 ampc_status CudaBackend::embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                                       int64_t vocab, int64_t dim) {
   ENTER();
+  AMPC_TRY(refuseWide("embedding backward", {dtable, dy}));
   // Rows no id touches are zero (all-zero bits in every float dtype).
   CUDA_TRY(cudaMemsetAsync(dtable.data, 0, vocab * dim * eltBytes(dtable.dtype),
                            stream_));
