@@ -317,21 +317,28 @@ TEST_F(CudaWide, CastsAndCopiesAreExact) {
 
 TEST_F(CudaWide, FillAndRandomKeepF64) {
   std::vector<Tensor> ts = {Tensor({5}, AMPC_F64), Tensor({5}, AMPC_I16),
-                            Tensor({5}, AMPC_U8), Tensor({1000}, AMPC_F64)};
-  Op op = [&](ampc_context c, const PtrFn &p) {
+                            Tensor({5}, AMPC_U8), Tensor({1000}, AMPC_F64),
+                            Tensor({1000}, AMPC_F64)};
+  Op fills = [&](ampc_context c, const PtrFn &p) {
     AMPC_TRY(ampc_fill(c, p(0), AMPC_F64, 5, 1 + kTiny));
     AMPC_TRY(ampc_fill(c, p(1), AMPC_I16, 5, 70000.0));
     AMPC_TRY(ampc_fill(c, p(2), AMPC_U8, 5, 300.0));
-    return ampc_init_uniform(c, p(3), AMPC_F64, 1000, 7, -1.0, 1.0);
+    return ampc_init_uniform(c, p(3), AMPC_F64, 1000, 7, 0, -1.0, 1.0 + kTiny);
   };
-  compare(ts, {0, 1, 2, 3}, op, 0, "fill and random");
-  auto out = onGpu(ts, op);
+  compare(ts, {0, 1, 2, 3}, fills, 0, "fill and uniform");
+  // Box-Muller in f64 (log, cos: libm and libdevice may differ in a bit).
+  Op normal = [&](ampc_context c, const PtrFn &p) {
+    return ampc_init_normal(c, p(4), AMPC_F64, 1000, 7, 0, 0.0, 1.0);
+  };
+  compare(ts, {4}, normal, 1e-13, "normal");
+  auto out = onGpu(ts, fills);
   EXPECT_EQ(at<double>(out[0], 4), 1 + kTiny);
   EXPECT_EQ(at<int16_t>(out[1], 0), static_cast<int16_t>(70000 - 65536));
   EXPECT_EQ(at<uint8_t>(out[2], 0), 44);
-  int notF32 = 0; // uniform doubles keep bits below f32's precision
+  auto nout = onGpu(ts, normal);
+  int notF32 = 0; // normal doubles keep bits below f32's precision
   for (int64_t i = 0; i < 1000; ++i) {
-    double v = at<double>(out[3], i);
+    double v = at<double>(nout[4], i);
     notF32 += static_cast<double>(static_cast<float>(v)) != v;
   }
   EXPECT_GT(notF32, 900);

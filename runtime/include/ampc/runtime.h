@@ -508,8 +508,8 @@ AMPC_API ampc_status ampc_conv_transpose3d_fwd(
    -> [m, n]; baddbmm a [B, m, k] @ b [B, k, n] -> [B, m, n] (one batched
    GEMM); addbmm the sum over B of the same -> [m, n] (B GEMMs accumulating);
    addmv a [n, m] @ v [m] -> [n]; addr the outer product u [n] x v [m] ->
-   [n, m]. With an f64 operand (CPU backend; CUDA refuses it with
-   AMPC_ERROR_UNSUPPORTED_DTYPE) the product is an f64 GEMM into f64 scratch
+   [n, m]. With an f64 operand (both backends: dgemm on the CPU, cuBLASLt
+   in f64 on CUDA) the product is an f64 GEMM into f64 scratch
    and alpha * product + beta * c is computed in f64, alpha and beta exact. */
 #define AMPC_ADD_GEMM_PROTOTYPE(NAME)                                          \
   AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
@@ -1466,8 +1466,8 @@ AMPC_API ampc_status ampc_norm_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
                                    double p, const int64_t *dims,
                                    int32_t n_dims, int32_t keepdim);
 /// Inclusive cumulative sum along dim; bwd: the reversed cumulative sum.
-/// f32, f16, bf16 accumulate in f32; f64 in f64 (CPU backend); an integer
-/// or bool x gives an i64 y, exact with wrap-around (CPU backend; fwd only).
+/// f32, f16, bf16 accumulate in f32; f64 in f64; an integer or bool x
+/// gives an i64 y, exact with wrap-around (fwd only). Both backends.
 AMPC_API ampc_status ampc_cumsum_fwd(ampc_context ctx, AMPC_RL_OUT(y),
                                      AMPC_RL_IN(x), int64_t dim);
 AMPC_API ampc_status ampc_cumsum_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
