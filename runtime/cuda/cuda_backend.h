@@ -236,6 +236,10 @@ public:
   bool mseWide(Buf loss, Buf a, Buf b, int64_t n, ampc_status &st);
   bool mseBwdWide(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n,
                   ampc_status &st);
+  bool crossEntropyWide(Buf loss, Buf logits, Buf labels, int64_t rows,
+                        int64_t classes, int32_t site, ampc_status &st);
+  bool crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits, Buf labels,
+                           int64_t rows, int64_t classes, ampc_status &st);
   bool gemmWide(const GemmDesc &d, ampc_status &st);
   ampc_status gemmF64(const GemmDesc &d);
 

@@ -125,7 +125,9 @@ ampc_status CudaBackend::crossEntropy(Buf loss, Buf logits, Buf labels,
                                       int64_t rows, int64_t classes,
                                       int32_t site) {
   ENTER();
-  AMPC_TRY(refuseWide("cross-entropy", {loss, logits}));
+  ampc_status st;
+  if (crossEntropyWide(loss, logits, labels, rows, classes, site, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t, site));
   crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
@@ -138,7 +140,9 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
                                          Buf labels, int64_t rows,
                                          int64_t classes) {
   ENTER();
-  AMPC_TRY(refuseWide("cross-entropy backward", {dlogits, dloss, logits}));
+  ampc_status st;
+  if (crossEntropyBwdWide(dlogits, dloss, logits, labels, rows, classes, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
   double *sums = static_cast<double *>(t.get());

@@ -100,7 +100,8 @@ __global__ void embeddingKeysKernel(Buf ids, int64_t n, int64_t vocab,
 }
 
 /// One warp per run of equal sorted ids: sums the run's dy rows in token
-/// order (the radix sort is stable) and writes the table row once.
+/// order (the radix sort is stable) and writes the table row once; in f64
+/// when dtable or dy is f64 (the CPU's f64 sums, same order, same bits).
 __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
                                         const int64_t *keys,
                                         const int32_t *pos, int64_t n,
@@ -112,7 +113,15 @@ __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
     int64_t e = s + 1;
     while (e < n && keys[e] == id)
       ++e;
+    bool f64 = dtable.dtype == AMPC_F64 || dy.dtype == AMPC_F64;
     for (int64_t c = lane; c < dim; c += 32) {
+      if (f64) { // f64 sums, in token order as the CPU's
+        double acc = 0.0;
+        for (int64_t t = s; t < e; ++t)
+          acc += loadF64(dy.data, dy.dtype, pos[t] * dim + c);
+        storeF64(dtable.data, dtable.dtype, id * dim + c, acc);
+        continue;
+      }
       float acc = 0.0f;
       for (int64_t t = s; t < e; ++t)
         acc += loadF32(dy.data, dy.dtype, pos[t] * dim + c);
@@ -194,7 +203,6 @@ ampc_status CudaBackend::embedding(Buf y, Buf table, Buf ids, int64_t n,
 ampc_status CudaBackend::embeddingBwd(Buf dtable, Buf dy, Buf ids, int64_t n,
                                       int64_t vocab, int64_t dim) {
   ENTER();
-  AMPC_TRY(refuseWide("embedding backward", {dtable, dy}));
   // Rows no id touches are zero (all-zero bits in every float dtype).
   CUDA_TRY(cudaMemsetAsync(dtable.data, 0, vocab * dim * eltBytes(dtable.dtype),
                            stream_));

@@ -437,6 +437,85 @@ __global__ void mseBwdF64Kernel(Buf da, Buf db, Buf dloss, Buf a, Buf b,
   }
 }
 
+/// log-sum-exp of one row of f64 logits (the CPU's cpuwide::rowLse).
+__device__ double rowLseF64(Buf logits, int64_t base, int64_t classes) {
+  double m = -INFINITY;
+  for (int64_t c = 0; c < classes; ++c)
+    m = fmax(m, loadF64(logits.data, logits.dtype, base + c));
+  double sum = 0.0;
+  for (int64_t c = 0; c < classes; ++c)
+    sum += exp(loadF64(logits.data, logits.dtype, base + c) - m);
+  return m + ::log(sum);
+}
+
+/// terms[r] = lse(row r) - logits[r, label] (0 for a label outside
+/// [0, classes)), one thread per row.
+__global__ void crossEntropyTermsF64Kernel(Buf logits, Buf labels,
+                                           int64_t rows, int64_t classes,
+                                           double *terms) {
+  GRID_STRIDE(r, rows) {
+    int64_t label = loadIndex(labels.data, labels.dtype, r);
+    terms[r] = label < 0 || label >= classes
+                   ? 0.0
+                   : rowLseF64(logits, r * classes, classes) -
+                         loadF64(logits.data, logits.dtype,
+                                 r * classes + label);
+  }
+}
+
+/// loss = the terms of the rows whose label is not -100, added in row
+/// order, over their count; a label outside [0, classes) makes it NaN and
+/// records `site` (one thread, as the CPU's loop).
+__global__ void crossEntropyFinishF64Kernel(Buf loss, Buf labels, int64_t rows,
+                                            int64_t classes,
+                                            const double *terms,
+                                            uint32_t *word, int32_t site) {
+  double total = 0.0;
+  int64_t valid = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = loadIndex(labels.data, labels.dtype, r);
+    if (label == -100)
+      continue;
+    ++valid;
+    if (label < 0 || label >= classes) {
+      recordCheck(word, site);
+      total = NAN;
+      continue;
+    }
+    total += terms[r];
+  }
+  storeF64(loss.data, loss.dtype, 0, total / static_cast<double>(valid));
+}
+
+/// *scale = dloss / (rows whose label is not -100), in f64.
+__global__ void crossEntropyScaleF64Kernel(Buf dloss, Buf labels, int64_t rows,
+                                           double *scale) {
+  int64_t valid = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    valid += loadIndex(labels.data, labels.dtype, r) != -100;
+  *scale = loadF64(dloss.data, dloss.dtype, 0) / static_cast<double>(valid);
+}
+
+/// One row of dlogits = (softmax(row) - onehot(label)) * scale (zeros for
+/// label -100), one thread per row (the CPU's crossEntropyBwdRow).
+__global__ void crossEntropyBwdF64Kernel(Buf dlogits, Buf logits, Buf labels,
+                                         int64_t rows, int64_t classes,
+                                         const double *scale) {
+  GRID_STRIDE(r, rows) {
+    int64_t label = loadIndex(labels.data, labels.dtype, r);
+    int64_t base = r * classes;
+    double lse = label == -100 ? 0.0 : rowLseF64(logits, base, classes);
+    for (int64_t c = 0; c < classes; ++c) {
+      double v = 0.0;
+      if (label != -100)
+        v = (exp(loadF64(logits.data, logits.dtype, base + c) - lse) -
+             (c == label ? 1.0 : 0.0)) *
+            *scale;
+      storeF64(dlogits.data, dlogits.dtype, base + c, v);
+    }
+  }
+}
+
 // ------------------------------------------------------------------- GEMM --
 
 /// dst[i] = src[i] as f64 (an operand of another dtype, widened exactly).
@@ -828,6 +907,48 @@ bool CudaBackend::mseBwdWide(Buf da, Buf db, Buf dloss, Buf a, Buf b,
   mseBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
       da, db, dloss, a, b, n, 2.0 / static_cast<double>(n));
   st = launchStatusOf("mse backward kernel (f64)");
+  return true;
+}
+
+bool CudaBackend::crossEntropyWide(Buf loss, Buf logits, Buf labels,
+                                   int64_t rows, int64_t classes, int32_t site,
+                                   ampc_status &st) {
+  if (logits.dtype != AMPC_F64)
+    return false; // as the CPU: f64 logits compute in f64
+  Temp t(*this);
+  if ((st = t.alloc((rows > 0 ? rows : 1) * sizeof(double))) != AMPC_OK)
+    return true;
+  double *terms = static_cast<double *>(t.get());
+  if (rows > 0) {
+    crossEntropyTermsF64Kernel<<<gridFor(rows), kThreads, 0, stream_>>>(
+        logits, labels, rows, classes, terms);
+    if ((st = launchStatusOf("cross-entropy kernel (f64)")) != AMPC_OK)
+      return true;
+  }
+  crossEntropyFinishF64Kernel<<<1, 1, 0, stream_>>>(
+      loss, labels, rows, classes, terms, checkWords + AMPC_CHECK_INDEX, site);
+  st = launchStatusOf("cross-entropy finish kernel (f64)");
+  return true;
+}
+
+bool CudaBackend::crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits,
+                                      Buf labels, int64_t rows,
+                                      int64_t classes, ampc_status &st) {
+  if (logits.dtype != AMPC_F64)
+    return false;
+  st = AMPC_OK;
+  if (rows == 0)
+    return true;
+  Temp t(*this);
+  if ((st = t.alloc(sizeof(double))) != AMPC_OK)
+    return true;
+  double *scale = static_cast<double *>(t.get());
+  crossEntropyScaleF64Kernel<<<1, 1, 0, stream_>>>(dloss, labels, rows, scale);
+  if ((st = launchStatusOf("cross-entropy backward scale (f64)")) != AMPC_OK)
+    return true;
+  crossEntropyBwdF64Kernel<<<gridFor(rows), kThreads, 0, stream_>>>(
+      dlogits, logits, labels, rows, classes, scale);
+  st = launchStatusOf("cross-entropy backward kernel (f64)");
   return true;
 }
 

@@ -513,6 +513,39 @@ TEST_F(CudaWide, MseF64) {
   }, 0, "mse backward f64");
 }
 
+TEST_F(CudaWide, CrossEntropyAndEmbeddingF64) {
+  // Labels with an ignored row (-100); exp / log are CUDA's own, so the
+  // loss and its gradient agree to rounding.
+  Tensor logits = wide({6, 11}, -3, 3),
+         labels = make<int64_t>({6}, AMPC_I64, {0, 10, -100, 3, 3, 7}),
+         loss({}, AMPC_F64), dl = make<double>({}, AMPC_F64, {1 + kTiny}),
+         dlogits({6, 11}, AMPC_F64);
+  std::vector<Tensor> ts = {logits, labels, loss, dl, dlogits};
+  compare(ts, {2, 4}, [&](ampc_context c, const PtrFn &p) {
+    AMPC_TRY(ampc_cross_entropy_fwd(c, A(2, loss), A(0, logits),
+                                    A(1, labels), -1));
+    return ampc_cross_entropy_bwd(c, A(4, dlogits), A(3, dl), A(0, logits),
+                                  A(1, labels));
+  }, 1e-13, "cross-entropy f64");
+  // Rows gathered exactly; the backward sums each id's rows in token order
+  // (the CPU's order: bits), ids repeated and one never used.
+  Tensor table = wide({9, 70}), ids = make<int64_t>({7}, AMPC_I64,
+                                                    {4, 1, 4, 8, 0, 4, 1}),
+         y({7, 70}, AMPC_F64), dy = wide({7, 70}), dtable({9, 70}, AMPC_F64);
+  std::vector<Tensor> es = {table, ids, y, dy, dtable};
+  Op emb = [&](ampc_context c, const PtrFn &p) {
+    AMPC_TRY(ampc_embedding_fwd(c, A(2, y), A(0, table), A(1, ids), -1));
+    return ampc_embedding_bwd(c, A(4, dtable), A(3, dy), A(1, ids));
+  };
+  compare(es, {2, 4}, emb, 0, "embedding f64");
+  auto out = onGpu(es, emb);
+  EXPECT_EQ(at<double>(out[2], 0), at<double>(table, 4 * 70));
+  double want = at<double>(dy, 0) + at<double>(dy, 2 * 70) +
+                at<double>(dy, 5 * 70); // id 4: tokens 0, 2, 5 in order
+  EXPECT_EQ(at<double>(out[4], 4 * 70), want);
+  EXPECT_EQ(at<double>(out[4], 2 * 70), 0.0); // id 2 is never used
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
@@ -520,17 +553,24 @@ TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
   expectRefused({x, y}, [&](ampc_context c, const PtrFn &p) {
     return ampc_max_pool2d_fwd(c, A(1, y), A(0, x), 2, 2, 2, 2, 0, 0);
   }, "pool");
-  Tensor logits = wide({4, 5}), labels = make<int64_t>({4}, AMPC_I64, {0, 1, 2, 3}),
-         loss({}, AMPC_F64);
-  expectRefused({logits, labels, loss}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_cross_entropy_fwd(c, A(2, loss), A(0, logits), A(1, labels),
-                                  -1);
-  }, "cross-entropy");
-  Tensor table = wide({6, 3}), ids = make<int64_t>({2}, AMPC_I64, {1, 4}),
-         dy = wide({2, 3});
-  expectRefused({table, dy, ids}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_embedding_bwd(c, A(0, table), A(1, dy), A(2, ids));
-  }, "embedding backward");
+  Tensor avg({1, 1, 2, 2}, AMPC_F64);
+  expectRefused({x, avg}, [&](ampc_context c, const PtrFn &p) {
+    return ampc_avg_pool2d_fwd(c, A(1, avg), A(0, x), 2, 2, 2, 2, 0, 0);
+  }, "pool");
+  Tensor img = wide({1, 2, 5, 5}), w = wide({3, 2, 3, 3}),
+         out({1, 3, 3, 3}, AMPC_F64);
+  expectRefused({img, w, out}, [&](ampc_context c, const PtrFn &p) {
+    return ampc_conv2d_fwd(c, A(2, out), A(0, img), A(1, w), nullptr,
+                           AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1);
+  }, "conv2d");
+  Tensor g = wide({8}), norm({}, AMPC_F32);
+  expectRefused({g, norm}, [&](ampc_context c, const PtrFn &p) {
+    void *grads[] = {p(0)};
+    ampc_dtype dts[] = {AMPC_F64};
+    int64_t numels[] = {8};
+    return ampc_clip_grad_norm(c, p(1), grads, dts, numels, 1, 1.0, nullptr,
+                               AMPC_F32);
+  }, "clip_grad_norm");
   Tensor param = wide({8}), grad = wide({8});
   expectRefused({param, grad}, [&](ampc_context c, const PtrFn &p) {
     void *params[] = {p(0)}, *grads[] = {p(1)};
