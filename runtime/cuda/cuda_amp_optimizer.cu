@@ -153,9 +153,10 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
                              Buf foundInf, const ModelCopies &models,
                              const LowUpdate &low) {
   ENTER();
-  AMPC_TRY(refuseWideList("sgd (params)", params));
-  AMPC_TRY(refuseWideList("sgd (grads)", grads));
   if (low.special(params.count)) {
+    // 16-bit state or special rounding: f32 and 16-bit params only.
+    AMPC_TRY(refuseWideList("sgd (params, low-precision update)", params));
+    AMPC_TRY(refuseWideList("sgd (grads, low-precision update)", grads));
     if (low.counter) {
       lastLaunch = "sgd counter kernel";
       CUDA_TRY(launchCountUpdate(stream_, low.counter, foundInf));
@@ -180,8 +181,23 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
           return AMPC_OK;
         });
   }
+  // f64 params in f64 (cuda_wide.cu); the rest below, the f64 entries
+  // skipped. An f64 gradient of a narrower param would round: refused.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (sgdWide(params, grads, bufs, s, foundInf, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
+  for (int32_t t = 0; t < params.count; ++t)
+    if (others.numels[t] > 0 && grads.dtypes[t] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "sgd: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
   return forChunks(
-      params,
+      others,
       [&](MtChunk &c, int k, int32_t t) {
         c.aux0[k] = grads.data[t];
         c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
@@ -205,8 +221,17 @@ ampc_status CudaBackend::adamw(const TensorList &params,
                                const float *lrScale, const ModelCopies &models,
                                const LowUpdate &low) {
   ENTER();
-  AMPC_TRY(refuseWideList("adamw (params)", params));
-  AMPC_TRY(refuseWideList("adamw (grads)", grads));
+  if (low.special(params.count)) {
+    AMPC_TRY(refuseWideList("adamw (params, low-precision update)", params));
+    AMPC_TRY(refuseWideList("adamw (grads, low-precision update)", grads));
+  }
+  for (int32_t i = 0; i < params.count; ++i)
+    if (params.numels[i] > 0 && params.dtypes[i] != AMPC_F64 &&
+        grads.dtypes[i] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "adamw: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(i), static_cast<int>(params.dtypes[i]));
   Temp t(*this);
   AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
   AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
@@ -237,8 +262,18 @@ ampc_status CudaBackend::adamw(const TensorList &params,
           return AMPC_OK;
         });
   }
+  // f64 params in f64 after the step kernel (cuda_wide.cu); the rest
+  // below, the f64 entries skipped.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (adamwWide(params, grads, expAvgs, expAvgSqs, step, lr, beta1, beta2, eps,
+                weightDecay, foundInf, lrScale, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   return forChunks(
-      params,
+      others,
       [&](MtChunk &c, int k, int32_t t) {
         c.aux0[k] = grads.data[t];
         c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);

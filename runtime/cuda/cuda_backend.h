@@ -20,6 +20,7 @@
 #include "cuda_device.cuh"
 
 #include <initializer_list>
+#include <vector>
 
 namespace ampc {
 namespace cuda {
@@ -240,6 +241,19 @@ public:
                         int64_t classes, int32_t site, ampc_status &st);
   bool crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits, Buf labels,
                            int64_t rows, int64_t classes, ampc_status &st);
+  /// SGD / AdamW of the f64 params of a list (f64 moments and momentum
+  /// buffers, the hyperparameters as given; AdamW after the step kernel):
+  /// `rest` gets the list's numels with the f64 entries 0, for the f32
+  /// multi-tensor kernels.
+  bool sgdWide(const TensorList &params, const TensorList &grads,
+               void *const *bufs, const SgdScalars &s, Buf foundInf,
+               std::vector<int64_t> &rest, ampc_status &st);
+  bool adamwWide(const TensorList &params, const TensorList &grads,
+                 void *const *expAvgs, void *const *expAvgSqs,
+                 const int32_t *step, double lr, double beta1, double beta2,
+                 double eps, double weightDecay, Buf foundInf,
+                 const float *lrScale, std::vector<int64_t> &rest,
+                 ampc_status &st);
   bool gemmWide(const GemmDesc &d, ampc_status &st);
   ampc_status gemmF64(const GemmDesc &d);
 

@@ -28,6 +28,8 @@
 
 #include <math.h>
 
+#include <vector>
+
 namespace ampc {
 namespace cuda {
 namespace {
@@ -516,6 +518,61 @@ __global__ void crossEntropyBwdF64Kernel(Buf dlogits, Buf logits, Buf labels,
   }
 }
 
+// -------------------------------------------------------------- optimizers --
+
+/// torch.optim.SGD on one f64 parameter (the CPU's cpuwide::sgd): its
+/// momentum buffer f64 too, the hyperparameters as given; nothing when
+/// found_inf is set.
+__global__ void sgdF64Kernel(Buf param, Buf grad, double *buf, SgdScalars s,
+                             Buf foundInf, int64_t n) {
+  if (deviceFlag(foundInf))
+    return;
+  double lr = s.lr64 * (s.lrScale ? static_cast<double>(*s.lrScale) : 1.0);
+  GRID_STRIDE(i, n) {
+    double p = loadF64(param.data, param.dtype, i);
+    double d = loadF64(grad.data, grad.dtype, i);
+    if (s.hasWeightDecay)
+      d = d + s.weightDecay64 * p;
+    if (s.hasMomentum) {
+      double m = buf[i] * s.momentum64 + d;
+      buf[i] = m;
+      d = s.nesterov ? d + s.momentum64 * m : m;
+    }
+    storeF64(param.data, param.dtype, i, p + -lr * d);
+  }
+}
+
+struct AdamwF64Args {
+  double lr, beta1, beta2, eps, weightDecay;
+  const float *lrScale;
+  const int32_t *step; // the count after this update (device)
+};
+
+/// torch.optim.AdamW on one f64 parameter (the CPU's cpuwide::adamw),
+/// after the step kernel advanced the count; nothing when found_inf is set.
+__global__ void adamwF64Kernel(Buf param, Buf grad, double *m, double *v,
+                               int64_t n, AdamwF64Args a, Buf foundInf) {
+  if (deviceFlag(foundInf))
+    return;
+  double lr = a.lr;
+  if (a.lrScale)
+    lr *= static_cast<double>(*a.lrScale);
+  double decay = 1.0 - lr * a.weightDecay, w = 1.0 - a.beta1;
+  double step = static_cast<double>(*a.step);
+  double bc1 = 1.0 - pow(a.beta1, step);
+  double bc2Sqrt = sqrt(1.0 - pow(a.beta2, step));
+  double stepSize = lr / bc1;
+  GRID_STRIDE(i, n) {
+    double p = loadF64(param.data, param.dtype, i) * decay;
+    double g = loadF64(grad.data, grad.dtype, i);
+    // exp_avg.lerp_(grad, 1 - beta1), as torch.lerp computes it.
+    m[i] = fabs(w) < 0.5 ? m[i] + w * (g - m[i]) : g - (g - m[i]) * (1.0 - w);
+    v[i] = v[i] * a.beta2 + (1.0 - a.beta2) * g * g;
+    double denom = sqrt(v[i]) / bc2Sqrt + a.eps;
+    storeF64(param.data, param.dtype, i, p + -stepSize * (m[i] / denom));
+  }
+}
+
 // ------------------------------------------------------------------- GEMM --
 
 /// dst[i] = src[i] as f64 (an operand of another dtype, widened exactly).
@@ -949,6 +1006,63 @@ bool CudaBackend::crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits,
   crossEntropyBwdF64Kernel<<<gridFor(rows), kThreads, 0, stream_>>>(
       dlogits, logits, labels, rows, classes, scale);
   st = launchStatusOf("cross-entropy backward kernel (f64)");
+  return true;
+}
+
+// -------------------------------------------------------------- optimizers --
+
+/// Whether a list holds an f64 tensor; `rest` is then its numels with
+/// those entries 0 (the multi-tensor f32 kernels skip them).
+static bool splitF64(const TensorList &params, std::vector<int64_t> &rest) {
+  bool any = false;
+  for (int32_t t = 0; t < params.count; ++t)
+    any |= params.dtypes[t] == AMPC_F64;
+  if (any)
+    for (int32_t t = 0; t < params.count; ++t)
+      rest.push_back(params.dtypes[t] == AMPC_F64 ? 0 : params.numels[t]);
+  return any;
+}
+
+bool CudaBackend::sgdWide(const TensorList &params, const TensorList &grads,
+                          void *const *bufs, const SgdScalars &s,
+                          Buf foundInf, std::vector<int64_t> &rest,
+                          ampc_status &st) {
+  if (!splitF64(params, rest))
+    return false;
+  st = AMPC_OK;
+  for (int32_t t = 0; t < params.count && st == AMPC_OK; ++t) {
+    int64_t n = params.numels[t];
+    if (params.dtypes[t] != AMPC_F64 || n == 0)
+      continue;
+    sgdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
+        Buf{params.data[t], AMPC_F64}, Buf{grads.data[t], grads.dtypes[t]},
+        s.hasMomentum ? static_cast<double *>(bufs[t]) : nullptr, s, foundInf,
+        n);
+    st = launchStatusOf("sgd kernel (f64)");
+  }
+  return true;
+}
+
+bool CudaBackend::adamwWide(const TensorList &params, const TensorList &grads,
+                            void *const *expAvgs, void *const *expAvgSqs,
+                            const int32_t *step, double lr, double beta1,
+                            double beta2, double eps, double weightDecay,
+                            Buf foundInf, const float *lrScale,
+                            std::vector<int64_t> &rest, ampc_status &st) {
+  if (!splitF64(params, rest))
+    return false;
+  st = AMPC_OK;
+  AdamwF64Args a{lr, beta1, beta2, eps, weightDecay, lrScale, step};
+  for (int32_t t = 0; t < params.count && st == AMPC_OK; ++t) {
+    int64_t n = params.numels[t];
+    if (params.dtypes[t] != AMPC_F64 || n == 0)
+      continue;
+    adamwF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
+        Buf{params.data[t], AMPC_F64}, Buf{grads.data[t], grads.dtypes[t]},
+        static_cast<double *>(expAvgs[t]), static_cast<double *>(expAvgSqs[t]),
+        n, a, foundInf);
+    st = launchStatusOf("adamw kernel (f64)");
+  }
   return true;
 }
 

@@ -546,6 +546,50 @@ TEST_F(CudaWide, CrossEntropyAndEmbeddingF64) {
   EXPECT_EQ(at<double>(out[4], 2 * 70), 0.0); // id 2 is never used
 }
 
+TEST_F(CudaWide, SgdAndAdamwF64) {
+  // An f64 param and an f32 one in one list: the f64 one updates in f64
+  // (its momentum buffer / moments f64), the f32 one by the f32 kernels.
+  // SGD's IEEE operations give the CPU's bits; AdamW's pow agrees to
+  // rounding. Three steps, so the buffers carry over.
+  std::vector<Tensor> ts = {wide({300}), wide({300}), Tensor({300}, AMPC_F64),
+                            randomTensor({70}, AMPC_F32),
+                            randomTensor({70}, AMPC_F32),
+                            Tensor({70}, AMPC_F32), Tensor({300}, AMPC_F64),
+                            Tensor({70}, AMPC_F32), Tensor({1}, AMPC_I32)};
+  Op sgd = [&](ampc_context c, const PtrFn &p) {
+    void *params[] = {p(0), p(3)}, *grads[] = {p(1), p(4)},
+         *bufs[] = {p(2), p(5)};
+    ampc_dtype pd[] = {AMPC_F64, AMPC_F32};
+    int64_t numels[] = {300, 70};
+    for (int step = 0; step < 3; ++step)
+      AMPC_TRY(ampc_sgd_update(c, params, pd, grads, pd, bufs, numels, 2,
+                               0.1, 0.9, 1e-2, 1, 0.0, nullptr, AMPC_F32,
+                               nullptr));
+    return AMPC_OK;
+  };
+  compare(ts, {0, 2, 3, 5}, sgd, 0, "sgd f64 + f32");
+  auto out = onGpu(ts, sgd);
+  int notF32 = 0;
+  for (int64_t i = 0; i < 300; ++i) {
+    double v = at<double>(out[0], i);
+    notF32 += static_cast<double>(static_cast<float>(v)) != v;
+  }
+  EXPECT_GT(notF32, 290);
+  Op adamw = [&](ampc_context c, const PtrFn &p) {
+    void *params[] = {p(0), p(3)}, *grads[] = {p(1), p(4)},
+         *m[] = {p(2), p(5)}, *v[] = {p(6), p(7)};
+    ampc_dtype pd[] = {AMPC_F64, AMPC_F32};
+    int64_t numels[] = {300, 70};
+    for (int step = 0; step < 3; ++step)
+      AMPC_TRY(ampc_adamw_update(c, params, pd, grads, pd, m, v, p(8), numels,
+                                 2, 1e-3, 0.9, 0.999, 1e-8, 1e-2, 0.0, nullptr,
+                                 AMPC_F32, nullptr));
+    return AMPC_OK;
+  };
+  compare(ts, {0, 2, 6, 8}, adamw, 1e-13, "adamw f64");
+  compare(ts, {3, 5, 7}, adamw, 0, "adamw f32 beside f64");
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
@@ -571,33 +615,24 @@ TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
     return ampc_clip_grad_norm(c, p(1), grads, dts, numels, 1, 1.0, nullptr,
                                AMPC_F32);
   }, "clip_grad_norm");
-  Tensor param = wide({8}), grad = wide({8});
-  expectRefused({param, grad}, [&](ampc_context c, const PtrFn &p) {
-    void *params[] = {p(0)}, *grads[] = {p(1)};
-    ampc_dtype dts[] = {AMPC_F64};
-    int64_t numels[] = {8};
-    return ampc_sgd_update(c, params, dts, grads, dts, nullptr, numels, 1, 0.1,
-                           0.0, 0.0, 0, 0.0, nullptr, AMPC_F32, nullptr);
-  }, "sgd");
-  // The refusal leaves the parameter untouched (nothing computed in f32).
-  std::vector<Tensor> ps = {param, grad};
-  std::string error;
+  // The refusal comes before any kernel: the gradients are untouched.
+  std::vector<Tensor> gs = {g, norm};
   std::vector<void *> dev(2);
   for (int i = 0; i < 2; ++i) {
-    ASSERT_OK(ampc_malloc(gpu, ps[i].bytes.size(), &dev[i]));
-    ASSERT_OK(ampc_memcpy(gpu, dev[i], ps[i].bytes.data(), ps[i].bytes.size(),
+    ASSERT_OK(ampc_malloc(gpu, gs[i].bytes.size(), &dev[i]));
+    ASSERT_OK(ampc_memcpy(gpu, dev[i], gs[i].bytes.data(), gs[i].bytes.size(),
                           AMPC_MEMCPY_HOST_TO_DEVICE));
   }
+  void *grads[] = {dev[0]};
   ampc_dtype dts[] = {AMPC_F64};
   int64_t numels[] = {8};
-  void *params[] = {dev[0]}, *grads[] = {dev[1]};
-  EXPECT_EQ(ampc_sgd_update(gpu, params, dts, grads, dts, nullptr, numels, 1,
-                            0.1, 0.0, 0.0, 0, 0.0, nullptr, AMPC_F32, nullptr),
+  EXPECT_EQ(ampc_clip_grad_norm(gpu, dev[1], grads, dts, numels, 1, 1e-3,
+                                nullptr, AMPC_F32),
             AMPC_ERROR_UNSUPPORTED_DTYPE);
-  Tensor after = param;
+  Tensor after = g;
   ASSERT_OK(ampc_memcpy(gpu, after.data(), dev[0], after.bytes.size(),
                         AMPC_MEMCPY_DEVICE_TO_HOST));
-  EXPECT_EQ(after.bytes, param.bytes);
+  EXPECT_EQ(after.bytes, g.bytes);
   for (void *d : dev)
     ampc_free(gpu, d);
 }
