@@ -88,12 +88,20 @@ int64_t CudaBackend::mtBlocks(const TensorList &g) {
 ampc_status CudaBackend::checkFiniteUnscale(Buf foundInf, const TensorList &g,
                                             const float *scale) {
   ENTER();
-  AMPC_TRY(refuseWideList("unscale (check finite)", g));
   Temp flag(*this);
   AMPC_TRY(flag.alloc(sizeof(float)));
   CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(float), stream_));
+  // f64 gradients in f64 (cuda_wide.cu); the rest below, the f64 entries
+  // skipped.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = g;
+  if (unscaleWide(g, flag.f32(), scale, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   AMPC_TRY(forChunks(
-      g, [](MtChunk &, int, int32_t) {},
+      others, [](MtChunk &, int, int32_t) {},
       [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
         lastLaunch = "unscale kernel";
         CUDA_TRY(launchUnscale(stream_, c, blocks, flag.f32(), scale));

@@ -245,6 +245,9 @@ public:
   /// buffers, the hyperparameters as given; AdamW after the step kernel):
   /// `rest` gets the list's numels with the f64 entries 0, for the f32
   /// multi-tensor kernels.
+  /// checkFiniteUnscale's f64 gradients (flag: the call's f32 found flag).
+  bool unscaleWide(const TensorList &g, float *flag, const float *scale,
+                   std::vector<int64_t> &rest, ampc_status &st);
   bool sgdWide(const TensorList &params, const TensorList &grads,
                void *const *bufs, const SgdScalars &s, Buf foundInf,
                std::vector<int64_t> &rest, ampc_status &st);

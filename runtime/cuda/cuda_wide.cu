@@ -542,6 +542,22 @@ __global__ void sgdF64Kernel(Buf param, Buf grad, double *buf, SgdScalars s,
   }
 }
 
+/// GradScaler's unscale of one f64 gradient (the CPU's cpuwide::unscale):
+/// a non-finite element sets *flag; each element times the f32 inverse
+/// scale, in f64.
+__global__ void unscaleF64Kernel(double *g, int64_t n, float *flag,
+                                 const float *scale) {
+  float inv = scale ? 1.0f / *scale : 1.0f;
+  bool bad = false;
+  GRID_STRIDE(i, n) {
+    bad |= !(g[i] - g[i] == 0.0);
+    if (inv != 1.0f)
+      g[i] = g[i] * static_cast<double>(inv);
+  }
+  if (bad)
+    *flag = 1.0f; // every writer stores the same value
+}
+
 struct AdamwF64Args {
   double lr, beta1, beta2, eps, weightDecay;
   const float *lrScale;
@@ -1021,6 +1037,23 @@ static bool splitF64(const TensorList &params, std::vector<int64_t> &rest) {
     for (int32_t t = 0; t < params.count; ++t)
       rest.push_back(params.dtypes[t] == AMPC_F64 ? 0 : params.numels[t]);
   return any;
+}
+
+bool CudaBackend::unscaleWide(const TensorList &g, float *flag,
+                              const float *scale, std::vector<int64_t> &rest,
+                              ampc_status &st) {
+  if (!splitF64(g, rest))
+    return false;
+  st = AMPC_OK;
+  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
+    int64_t n = g.numels[t];
+    if (g.dtypes[t] != AMPC_F64 || n == 0)
+      continue;
+    unscaleF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
+        static_cast<double *>(g.data[t]), n, flag, scale);
+    st = launchStatusOf("unscale kernel (f64)");
+  }
+  return true;
 }
 
 bool CudaBackend::sgdWide(const TensorList &params, const TensorList &grads,

@@ -590,6 +590,34 @@ TEST_F(CudaWide, SgdAndAdamwF64) {
   compare(ts, {3, 5, 7}, adamw, 0, "adamw f32 beside f64");
 }
 
+TEST_F(CudaWide, UnscaleF64) {
+  // 1e300 is finite in f64 (an f32 check would call it inf); a scale of
+  // 3 has an inexact f32 inverse, multiplied in f64 as on the CPU. An inf
+  // in the f64 gradient sets found_inf.
+  std::vector<Tensor> ts = {
+      make<double>({3}, AMPC_F64, {1e300, 1 + kTiny, -3.5}),
+      randomTensor({5}, AMPC_F32), make<float>({1}, AMPC_F32, {3.0f}),
+      Tensor({1}, AMPC_F32),
+      make<double>({2}, AMPC_F64, {1.0, INFINITY}), Tensor({1}, AMPC_F32)};
+  Op op = [&](ampc_context c, const PtrFn &p) {
+    void *grads[] = {p(0), p(1)};
+    ampc_dtype dts[] = {AMPC_F64, AMPC_F32};
+    int64_t numels[] = {3, 5};
+    AMPC_TRY(ampc_check_finite_unscale(c, p(3), AMPC_F32, grads, dts, numels,
+                                       2, p(2)));
+    void *bad[] = {p(4)};
+    int64_t two[] = {2};
+    return ampc_check_finite_unscale(c, p(5), AMPC_F32, bad, dts, two, 1,
+                                     nullptr);
+  };
+  compare(ts, {0, 1, 3, 5}, op, 0, "unscale f64");
+  auto out = onGpu(ts, op);
+  EXPECT_EQ(at<float>(out[3], 0), 0.0f);
+  EXPECT_EQ(at<float>(out[5], 0), 1.0f);
+  EXPECT_EQ(at<double>(out[0], 1),
+            (1 + kTiny) * static_cast<double>(1.0f / 3.0f));
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
