@@ -125,10 +125,96 @@ ampc_status CudaBackend::updateScale(float *scale, int32_t *growthTracker,
   return AMPC_OK;
 }
 
+/// clip_grad_norm with f64 gradients (the CPU's arithmetic): the other
+/// gradients' partial sums of squares as before, one more per f64 gradient
+/// (cuda_wide.cu, in f64), the f32 coefficient from all of them, then the
+/// f64 coefficient, which replaces it (its f32 rounding) for the others.
+bool CudaBackend::clipWide(float *totalNorm, const TensorList &g,
+                           float maxNorm, Buf foundInf, ampc_status &st) {
+  bool any = false;
+  for (int32_t t = 0; t < g.count; ++t)
+    any |= g.dtypes[t] == AMPC_F64;
+  if (!any)
+    return false;
+  std::vector<int64_t> rest;
+  for (int32_t t = 0; t < g.count; ++t)
+    rest.push_back(g.dtypes[t] == AMPC_F64 ? 0 : g.numels[t]);
+  TensorList others = g;
+  others.numels = rest.data();
+  // Slots: the multi-tensor kernel's blocks, then one per f64 gradient.
+  int64_t slots = mtBlocks(others), wide = 0;
+  for (int32_t t = 0; t < g.count; ++t)
+    wide += g.dtypes[t] == AMPC_F64;
+  int64_t count = slots + wide;
+  Temp tmp(*this);
+  if ((st = tmp.alloc((count + 2) * sizeof(double))) != AMPC_OK)
+    return true;
+  double *partials = static_cast<double *>(tmp.get());
+  double *coef64 = partials + count;
+  float *coef = reinterpret_cast<float *>(partials + count + 1);
+  st = forChunks(
+      others, [](MtChunk &, int, int32_t) {},
+      [&](const MtChunk &c, int32_t blocks, int64_t first) -> ampc_status {
+        lastLaunch = "norm kernel";
+        CUDA_TRY(launchSumSquares(stream_, c, blocks, partials + first,
+                                  foundInf));
+        return AMPC_OK;
+      });
+  int64_t slot = slots;
+  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
+    if (g.dtypes[t] != AMPC_F64)
+      continue;
+    double *partial = partials + slot++;
+    if (g.numels[t] == 0) {
+      cudaError_t e = cudaMemsetAsync(partial, 0, sizeof(double), stream_);
+      st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "clip_grad_norm memset");
+      continue;
+    }
+    cudaError_t e = launchSumSquaresF64(
+        stream_, static_cast<const double *>(g.data[t]), g.numels[t], partial,
+        foundInf);
+    st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "norm kernel (f64)");
+  }
+  if (st != AMPC_OK)
+    return true;
+  lastLaunch = "clip coefficient kernel";
+  cudaError_t err = launchClipCoef(stream_, partials, count, maxNorm, coef,
+                                   totalNorm, foundInf);
+  if (err != cudaSuccess) {
+    st = cudaFail(err, "clip coefficient kernel");
+    return true;
+  }
+  err = launchClipCoefF64(stream_, partials, count, maxNorm, coef, coef64,
+                          foundInf);
+  if (err != cudaSuccess) {
+    st = cudaFail(err, "clip coefficient kernel (f64)");
+    return true;
+  }
+  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
+    if (g.dtypes[t] != AMPC_F64 || g.numels[t] == 0)
+      continue;
+    cudaError_t e = launchScaleF64(stream_, static_cast<double *>(g.data[t]),
+                                   g.numels[t], coef64, foundInf);
+    st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "clip kernel (f64)");
+  }
+  if (st != AMPC_OK)
+    return true;
+  st = forChunks(
+      others, [](MtChunk &, int, int32_t) {},
+      [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+        lastLaunch = "clip kernel";
+        CUDA_TRY(launchScale(stream_, c, blocks, coef, foundInf));
+        return AMPC_OK;
+      });
+  return true;
+}
+
 ampc_status CudaBackend::clipGradNorm(float *totalNorm, const TensorList &g,
                                       float maxNorm, Buf foundInf) {
   ENTER();
-  AMPC_TRY(refuseWideList("clip_grad_norm", g));
+  ampc_status st;
+  if (clipWide(totalNorm, g, maxNorm, foundInf, st))
+    return st;
   Temp t(*this);
   int64_t slots = mtBlocks(g);
   AMPC_TRY(t.alloc((slots + 1) * sizeof(double) + sizeof(double)));

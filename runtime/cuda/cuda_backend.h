@@ -248,6 +248,11 @@ public:
   /// checkFiniteUnscale's f64 gradients (flag: the call's f32 found flag).
   bool unscaleWide(const TensorList &g, float *flag, const float *scale,
                    std::vector<int64_t> &rest, ampc_status &st);
+  /// clip_grad_norm of a list with f64 gradients: their squares in f64
+  /// beside the others' partials, the coefficient in f64 (f64 gradients
+  /// scaled by it, the others by its f32 rounding).
+  bool clipWide(float *totalNorm, const TensorList &g, float maxNorm,
+                Buf foundInf, ampc_status &st);
   bool sgdWide(const TensorList &params, const TensorList &grads,
                void *const *bufs, const SgdScalars &s, Buf foundInf,
                std::vector<int64_t> &rest, ampc_status &st);

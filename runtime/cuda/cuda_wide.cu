@@ -24,6 +24,7 @@
 #include "../src/int_ops.h"
 #include "../src/select_ops.h"
 #include "cuda_backend.h"
+#include "cuda_exact.h"
 #include "cuda_walk.cuh"
 
 #include <math.h>
@@ -558,6 +559,54 @@ __global__ void unscaleF64Kernel(double *g, int64_t n, float *flag,
     *flag = 1.0f; // every writer stores the same value
 }
 
+/// *partial = the sum of squares of one f64 gradient (one block: strided
+/// shares, then a fixed tree); nothing when found_inf is set.
+__global__ void sumSquaresF64Kernel(const double *g, int64_t n,
+                                    double *partial, Buf foundInf) {
+  __shared__ double sd[kThreads];
+  if (deviceFlag(foundInf))
+    return;
+  int t = threadIdx.x;
+  double s = 0.0;
+  for (int64_t i = t; i < n; i += blockDim.x)
+    s += g[i] * g[i];
+  sd[t] = s;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (t < k)
+      sd[t] += sd[t + k];
+    __syncthreads();
+  }
+  if (t == 0)
+    *partial = sd[0];
+}
+
+/// With f64 gradients, the clip coefficient in f64 (the CPU's: max_norm as
+/// written over the f64 norm + 1e-6, at most 1) into *coef64, and its f32
+/// rounding into *coef for the other gradients (replacing the f32
+/// coefficient). The partials are summed in order.
+__global__ void clipCoefF64Kernel(const double *partials, int64_t count,
+                                  double maxNorm, float *coef, double *coef64,
+                                  Buf foundInf) {
+  if (deviceFlag(foundInf))
+    return;
+  double sq = 0.0;
+  for (int64_t i = 0; i < count; ++i)
+    sq += partials[i];
+  double c = maxNorm / (sqrt(sq) + 1e-6);
+  double k = c < 1.0 ? c : 1.0;
+  *coef64 = k;
+  *coef = static_cast<float>(k);
+}
+
+__global__ void scaleF64Kernel(double *g, int64_t n, const double *coef64,
+                               Buf foundInf) {
+  if (deviceFlag(foundInf))
+    return;
+  double k = *coef64;
+  GRID_STRIDE(i, n) { g[i] *= k; }
+}
+
 struct AdamwF64Args {
   double lr, beta1, beta2, eps, weightDecay;
   const float *lrScale;
@@ -1054,6 +1103,26 @@ bool CudaBackend::unscaleWide(const TensorList &g, float *flag,
     st = launchStatusOf("unscale kernel (f64)");
   }
   return true;
+}
+
+cudaError_t launchSumSquaresF64(cudaStream_t s, const double *g, int64_t n,
+                                double *partial, Buf foundInf) {
+  sumSquaresF64Kernel<<<1, kThreads, 0, s>>>(g, n, partial, foundInf);
+  return cudaGetLastError();
+}
+
+cudaError_t launchClipCoefF64(cudaStream_t s, const double *partials,
+                              int64_t count, float maxNorm, float *coef,
+                              double *coef64, Buf foundInf) {
+  clipCoefF64Kernel<<<1, 1, 0, s>>>(partials, count, asWrittenDouble(maxNorm),
+                                    coef, coef64, foundInf);
+  return cudaGetLastError();
+}
+
+cudaError_t launchScaleF64(cudaStream_t s, double *g, int64_t n,
+                           const double *coef64, Buf foundInf) {
+  scaleF64Kernel<<<gridFor(n), kThreads, 0, s>>>(g, n, coef64, foundInf);
+  return cudaGetLastError();
 }
 
 bool CudaBackend::sgdWide(const TensorList &params, const TensorList &grads,

@@ -618,6 +618,43 @@ TEST_F(CudaWide, UnscaleF64) {
             (1 + kTiny) * static_cast<double>(1.0f / 3.0f));
 }
 
+TEST_F(CudaWide, ClipGradNormF64) {
+  // An f64 and an f32 gradient: the norm's squares in f64, the coefficient
+  // in f64 (max_norm as written), f64 gradients scaled by it in f64, the
+  // f32 one by its f32 rounding. Sums run in another order than the CPU's:
+  // compared to rounding.
+  std::vector<Tensor> ts = {wide({300}), randomTensor({70}, AMPC_F32),
+                            Tensor({}, AMPC_F32)};
+  for (double maxNorm : {0.5, 1e6}) {
+    Op op = [&](ampc_context c, const PtrFn &p) {
+      void *grads[] = {p(0), p(1)};
+      ampc_dtype dts[] = {AMPC_F64, AMPC_F32};
+      int64_t numels[] = {300, 70};
+      return ampc_clip_grad_norm(c, p(2), grads, dts, numels, 2, maxNorm,
+                                 nullptr, AMPC_F32);
+    };
+    compare(ts, {0}, op, 1e-13, "clip f64 gradient");
+    compare(ts, {1, 2}, op, 1e-6, "clip f32 gradient and total norm");
+    auto out = onGpu(ts, op);
+    if (maxNorm > 1) { // no clipping: every value as it was
+      EXPECT_EQ(out[0].bytes, ts[0].bytes);
+      continue;
+    }
+    double norm = 0;
+    for (int64_t i = 0; i < 300; ++i)
+      norm += at<double>(out[0], i) * at<double>(out[0], i);
+    for (int64_t i = 0; i < 70; ++i)
+      norm += static_cast<double>(at<float>(out[1], i)) * at<float>(out[1], i);
+    EXPECT_NEAR(std::sqrt(norm), 0.5, 1e-6);
+    int notF32 = 0;
+    for (int64_t i = 0; i < 300; ++i) {
+      double v = at<double>(out[0], i);
+      notF32 += static_cast<double>(static_cast<float>(v)) != v;
+    }
+    EXPECT_GT(notF32, 290);
+  }
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
@@ -635,34 +672,14 @@ TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
     return ampc_conv2d_fwd(c, A(2, out), A(0, img), A(1, w), nullptr,
                            AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1);
   }, "conv2d");
-  Tensor g = wide({8}), norm({}, AMPC_F32);
-  expectRefused({g, norm}, [&](ampc_context c, const PtrFn &p) {
-    void *grads[] = {p(0)};
-    ampc_dtype dts[] = {AMPC_F64};
-    int64_t numels[] = {8};
-    return ampc_clip_grad_norm(c, p(1), grads, dts, numels, 1, 1.0, nullptr,
-                               AMPC_F32);
-  }, "clip_grad_norm");
-  // The refusal comes before any kernel: the gradients are untouched.
-  std::vector<Tensor> gs = {g, norm};
-  std::vector<void *> dev(2);
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_OK(ampc_malloc(gpu, gs[i].bytes.size(), &dev[i]));
-    ASSERT_OK(ampc_memcpy(gpu, dev[i], gs[i].bytes.data(), gs[i].bytes.size(),
-                          AMPC_MEMCPY_HOST_TO_DEVICE));
-  }
-  void *grads[] = {dev[0]};
-  ampc_dtype dts[] = {AMPC_F64};
-  int64_t numels[] = {8};
-  EXPECT_EQ(ampc_clip_grad_norm(gpu, dev[1], grads, dts, numels, 1, 1e-3,
-                                nullptr, AMPC_F32),
-            AMPC_ERROR_UNSUPPORTED_DTYPE);
-  Tensor after = g;
-  ASSERT_OK(ampc_memcpy(gpu, after.data(), dev[0], after.bytes.size(),
-                        AMPC_MEMCPY_DEVICE_TO_HOST));
-  EXPECT_EQ(after.bytes, g.bytes);
-  for (void *d : dev)
-    ampc_free(gpu, d);
+  // The refusal comes before any kernel: y is untouched.
+  Tensor y0 = make<double>({1, 1, 2, 2}, AMPC_F64, {7.0, 7.0, 7.0, 7.0});
+  auto kept = onGpu({x, y0}, [&](ampc_context c, const PtrFn &p) {
+    EXPECT_EQ(ampc_max_pool2d_fwd(c, A(1, y0), A(0, x), 2, 2, 2, 2, 0, 0),
+              AMPC_ERROR_UNSUPPORTED_DTYPE);
+    return AMPC_OK;
+  });
+  EXPECT_EQ(kept[1].bytes, y0.bytes);
 }
 
 } // namespace
