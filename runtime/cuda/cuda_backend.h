@@ -234,6 +234,8 @@ public:
                 int64_t cols, float eps, ampc_status &st);
   bool normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                    int64_t rows, int64_t cols, float eps, ampc_status &st);
+  bool poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st);
+  bool poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g, ampc_status &st);
   bool mseWide(Buf loss, Buf a, Buf b, int64_t n, ampc_status &st);
   bool mseBwdWide(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n,
                   ampc_status &st);

@@ -404,6 +404,85 @@ __global__ void normBwdColsF64Kernel(Buf dw, Buf db, Buf dy, Buf x,
   }
 }
 
+// ---------------------------------------------------------------- pooling --
+
+/// The plane offset of the first maximum of window (oy, ox) of the plane at
+/// `plane` (-1: an empty window), NaN counting as the maximum; its value in
+/// *best (the CPU's poolArgmax).
+__device__ int64_t poolArgmaxF64(const PoolGeom &g, Buf x, int64_t plane,
+                                 int64_t oy, int64_t ox, double &best) {
+  int64_t at = -1;
+  best = -INFINITY;
+  for (int64_t ky = 0; ky < g.kh; ++ky) {
+    int64_t iy = oy * g.sh - g.ph + ky;
+    if (iy < 0 || iy >= g.h)
+      continue;
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      int64_t ix = ox * g.sw - g.pw + kx;
+      if (ix < 0 || ix >= g.w)
+        continue;
+      double v = loadF64(x.data, x.dtype, plane + iy * g.w + ix);
+      if (at < 0 || v > best || (v != v && best == best)) {
+        at = iy * g.w + ix;
+        best = v;
+      }
+    }
+  }
+  return at;
+}
+
+__global__ void poolF64Kernel(Buf y, Buf x, PoolGeom g) {
+  GRID_STRIDE(i, g.planes * g.oh * g.ow) {
+    int64_t p = i / (g.oh * g.ow), oy = (i / g.ow) % g.oh, ox = i % g.ow;
+    int64_t plane = p * g.h * g.w;
+    double v = 0.0;
+    if (g.isMax) {
+      poolArgmaxF64(g, x, plane, oy, ox, v);
+    } else {
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
+          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
+            v += loadF64(x.data, x.dtype, plane + iy * g.w + ix);
+        }
+      v /= static_cast<double>(g.kh * g.kw);
+    }
+    storeF64(y.data, y.dtype, i, v);
+  }
+}
+
+/// One thread per input element gathers from the windows covering it, in
+/// the CPU's order (outputs in raster order: ky and kx descending).
+__global__ void poolBwdF64Kernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
+  GRID_STRIDE(i, g.planes * g.h * g.w) {
+    int64_t p = i / (g.h * g.w), iy = (i / g.w) % g.h, ix = i % g.w;
+    int64_t plane = p * g.h * g.w, self = iy * g.w + ix;
+    double div = static_cast<double>(g.kh * g.kw), acc = 0.0, best;
+    for (int64_t ky = g.kh - 1; ky >= 0; --ky) {
+      int64_t ty = iy + g.ph - ky;
+      if (ty < 0 || ty % g.sh)
+        continue;
+      int64_t oy = ty / g.sh;
+      if (oy >= g.oh)
+        continue;
+      for (int64_t kx = g.kw - 1; kx >= 0; --kx) {
+        int64_t tx = ix + g.pw - kx;
+        if (tx < 0 || tx % g.sw)
+          continue;
+        int64_t ox = tx / g.sw;
+        if (ox >= g.ow)
+          continue;
+        double d = loadF64(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
+        if (!g.isMax)
+          acc += d / div;
+        else if (poolArgmaxF64(g, x, plane, oy, ox, best) == self)
+          acc += d;
+      }
+    }
+    storeF64(dx.data, dx.dtype, i, acc);
+  }
+}
+
 // ------------------------------------------------------------------- loss --
 
 /// loss[0] = mean of (a - b)^2 in f64 (one block: strided shares, then a
@@ -1006,6 +1085,33 @@ bool CudaBackend::normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
         dw, db, dy, x, rows, cols, stats);
     st = launchStatusOf("norm weight gradient kernel (f64)");
   }
+  return true;
+}
+
+// ---------------------------------------------------------------- pooling --
+
+bool CudaBackend::poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st) {
+  if (!anyF64({y, x}))
+    return false;
+  st = AMPC_OK;
+  int64_t n = g.planes * g.oh * g.ow;
+  if (n == 0)
+    return true;
+  poolF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(y, x, g);
+  st = launchStatusOf("pool kernel (f64)");
+  return true;
+}
+
+bool CudaBackend::poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g,
+                              ampc_status &st) {
+  if (!anyF64({dx, dy, x}))
+    return false;
+  st = AMPC_OK;
+  int64_t n = g.planes * g.h * g.w;
+  if (n == 0)
+    return true;
+  poolBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(dx, dy, x, g);
+  st = launchStatusOf("pool backward kernel (f64)");
   return true;
 }
 

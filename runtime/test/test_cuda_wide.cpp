@@ -655,31 +655,62 @@ TEST_F(CudaWide, ClipGradNormF64) {
   }
 }
 
+TEST_F(CudaWide, PoolF64) {
+  // Overlapping windows with padding (3x3, stride 2, pad 1): the backward
+  // adds each input's shares in the CPU's order (bits); a max tie at
+  // 1 + 2^-40 vs 1 is no tie in f64.
+  Tensor x = wide({2, 3, 9, 9}), y({2, 3, 5, 5}, AMPC_F64),
+         dy = wide({2, 3, 5, 5}), dx({2, 3, 9, 9}, AMPC_F64);
+  std::vector<Tensor> ts = {x, y, dy, dx};
+  compare(ts, {1, 3}, [&](ampc_context c, const PtrFn &p) {
+    AMPC_TRY(ampc_max_pool2d_fwd(c, A(1, y), A(0, x), 3, 3, 2, 2, 1, 1));
+    return ampc_max_pool2d_bwd(c, A(3, dx), A(2, dy), A(0, x), 3, 3, 2, 2, 1,
+                               1);
+  }, 0, "max_pool2d f64");
+  compare(ts, {1, 3}, [&](ampc_context c, const PtrFn &p) {
+    AMPC_TRY(ampc_avg_pool2d_fwd(c, A(1, y), A(0, x), 3, 3, 2, 2, 1, 1));
+    return ampc_avg_pool2d_bwd(c, A(3, dx), A(2, dy), A(0, x), 3, 3, 2, 2, 1,
+                               1);
+  }, 0, "avg_pool2d f64");
+  std::vector<Tensor> one = {
+      make<double>({1, 1, 2, 2}, AMPC_F64, {1.0, 1 + kTiny, 1.0, -1.0}),
+      Tensor({1, 1, 1, 1}, AMPC_F64)};
+  auto out = onGpu(one, [&](ampc_context c, const PtrFn &p) {
+    return ampc_max_pool2d_fwd(c, A(1, one[1]), A(0, one[0]), 2, 2, 2, 2, 0,
+                               0);
+  });
+  EXPECT_EQ(at<double>(out[1], 0), 1 + kTiny);
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
-  Tensor x = wide({1, 1, 4, 4}), y({1, 1, 2, 2}, AMPC_F64);
-  expectRefused({x, y}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_max_pool2d_fwd(c, A(1, y), A(0, x), 2, 2, 2, 2, 0, 0);
-  }, "pool");
-  Tensor avg({1, 1, 2, 2}, AMPC_F64);
-  expectRefused({x, avg}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_avg_pool2d_fwd(c, A(1, avg), A(0, x), 2, 2, 2, 2, 0, 0);
-  }, "pool");
   Tensor img = wide({1, 2, 5, 5}), w = wide({3, 2, 3, 3}),
          out({1, 3, 3, 3}, AMPC_F64);
   expectRefused({img, w, out}, [&](ampc_context c, const PtrFn &p) {
     return ampc_conv2d_fwd(c, A(2, out), A(0, img), A(1, w), nullptr,
                            AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1);
   }, "conv2d");
+  Tensor x = wide({4, 4}), y({4, 4}, AMPC_F64),
+         step = make<int32_t>({1}, AMPC_I32, {0});
+  expectRefused({x, y, step}, [&](ampc_context c, const PtrFn &p) {
+    return ampc_dropout_fwd(c, A(1, y), A(0, x), p(2), 1, 0.5, 0);
+  }, "dropout");
+  Tensor bx = wide({2, 3, 4}), by({2, 3, 4}, AMPC_F64), bw = wide({3}),
+         bb = wide({3}), rm = wide({3}), rv = wide({3}, 0.5, 2.0);
+  expectRefused({bx, by, bw, bb, rm, rv}, [&](ampc_context c, const PtrFn &p) {
+    return ampc_batch_norm_fwd(c, A(1, by), A(0, bx), A(2, bw), A(3, bb),
+                               A(4, rm), A(5, rv), 1, 1e-5);
+  }, "batch");
   // The refusal comes before any kernel: y is untouched.
-  Tensor y0 = make<double>({1, 1, 2, 2}, AMPC_F64, {7.0, 7.0, 7.0, 7.0});
-  auto kept = onGpu({x, y0}, [&](ampc_context c, const PtrFn &p) {
-    EXPECT_EQ(ampc_max_pool2d_fwd(c, A(1, y0), A(0, x), 2, 2, 2, 2, 0, 0),
+  Tensor y0 = make<double>({1, 3, 3, 3}, AMPC_F64, std::vector<double>(27, 7.0));
+  auto kept = onGpu({img, w, y0}, [&](ampc_context c, const PtrFn &p) {
+    EXPECT_EQ(ampc_conv2d_fwd(c, A(2, y0), A(0, img), A(1, w), nullptr,
+                              AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1),
               AMPC_ERROR_UNSUPPORTED_DTYPE);
     return AMPC_OK;
   });
-  EXPECT_EQ(kept[1].bytes, y0.bytes);
+  EXPECT_EQ(kept[2].bytes, y0.bytes);
 }
 
 } // namespace
