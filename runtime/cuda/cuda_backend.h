@@ -234,6 +234,19 @@ public:
                 int64_t cols, float eps, ampc_status &st);
   bool normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                    int64_t rows, int64_t cols, float eps, ampc_status &st);
+  /// Batch norm in f64, one thread per channel in the CPU's order (the
+  /// API sends f64 batch norms here; the f32 entry points refuse f64).
+  bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv, bool training,
+                     int64_t n, int64_t c, int64_t inner, double eps) override;
+  bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
+                        Buf rv, bool training, int64_t n, int64_t c,
+                        int64_t inner, double eps) override;
+  bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                           int64_t n, int64_t c, int64_t inner,
+                           double momentum) override;
+  bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                   uint64_t key, float pMask, double p, int64_t numel,
+                   DropoutShard shard) override;
   bool poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st);
   bool poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g, ampc_status &st);
   bool mseWide(Buf loss, Buf a, Buf b, int64_t n, ampc_status &st);

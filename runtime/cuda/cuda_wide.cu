@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../src/as_written.h"
+#include "../src/dropout_ops.h"
 #include "../src/int_ops.h"
 #include "../src/select_ops.h"
 #include "cuda_backend.h"
@@ -401,6 +402,136 @@ __global__ void normBwdColsF64Kernel(Buf dw, Buf db, Buf dy, Buf x,
       storeF64(dw.data, dw.dtype, j, dwAcc);
     if (db.data)
       storeF64(db.data, db.dtype, j, dbAcc);
+  }
+}
+
+// ------------------------------------------------------------- batch norm --
+
+/// The batch mean and biased variance of channel ch (two passes in sample
+/// order, f64: the CPU's bnStats64).
+__device__ void bnStatsF64(Buf x, int64_t n, int64_t c, int64_t inner,
+                           int64_t ch, double &mean, double &var) {
+  double s = 0.0;
+  for (int64_t s0 = 0; s0 < n; ++s0)
+    for (int64_t j = 0; j < inner; ++j)
+      s += loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j);
+  double m = static_cast<double>(n * inner);
+  mean = s / m;
+  double s2 = 0.0;
+  for (int64_t s0 = 0; s0 < n; ++s0)
+    for (int64_t j = 0; j < inner; ++j) {
+      double d = loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j) - mean;
+      s2 += d * d;
+    }
+  var = s2 / m;
+}
+
+/// The mean and 1 / sqrt(var + eps) channel ch normalises with.
+__device__ void bnChannelF64(Buf x, Buf rm, Buf rv, bool training, int64_t n,
+                             int64_t c, int64_t inner, int64_t ch, double eps,
+                             double &mean, double &invstd) {
+  double var;
+  if (training) {
+    bnStatsF64(x, n, c, inner, ch, mean, var);
+  } else {
+    mean = loadF64(rm.data, rm.dtype, ch);
+    var = loadF64(rv.data, rv.dtype, ch);
+  }
+  invstd = 1.0 / sqrt(var + eps);
+}
+
+/// One thread per channel, the CPU's loops.
+__global__ void batchNormF64Kernel(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                                   bool training, int64_t n, int64_t c,
+                                   int64_t inner, double eps) {
+  GRID_STRIDE(ch, c) {
+    double mean, invstd;
+    bnChannelF64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
+    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
+    double bc = b.data ? loadF64(b.data, b.dtype, ch) : 0.0;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        storeF64(y.data, y.dtype, i,
+                 (loadF64(x.data, x.dtype, i) - mean) * invstd * wc + bc);
+      }
+  }
+}
+
+__global__ void batchNormBwdF64Kernel(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                                      Buf w, Buf rm, Buf rv, bool training,
+                                      int64_t n, int64_t c, int64_t inner,
+                                      double eps) {
+  double m = static_cast<double>(n * inner);
+  GRID_STRIDE(ch, c) {
+    double mean, invstd;
+    bnChannelF64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
+    double sumDy = 0.0, sumDyX = 0.0;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        double d = loadF64(dy.data, dy.dtype, i);
+        sumDy += d;
+        sumDyX += d * ((loadF64(x.data, x.dtype, i) - mean) * invstd);
+      }
+    if (dw.data)
+      storeF64(dw.data, dw.dtype, ch, sumDyX);
+    if (db.data)
+      storeF64(db.data, db.dtype, ch, sumDy);
+    if (!dx.data)
+      continue;
+    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
+    double meanDy = sumDy / m, meanDyX = sumDyX / m;
+    for (int64_t s0 = 0; s0 < n; ++s0)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t i = (s0 * c + ch) * inner + j;
+        double d = loadF64(dy.data, dy.dtype, i);
+        double v;
+        if (training) {
+          double xhat = (loadF64(x.data, x.dtype, i) - mean) * invstd;
+          v = wc * invstd * (d - meanDy - xhat * meanDyX);
+        } else {
+          v = d * wc * invstd;
+        }
+        storeF64(dx.data, dx.dtype, i, v);
+      }
+  }
+}
+
+/// PyTorch's running-statistics update in f64 (unbiased batch variance).
+__global__ void batchNormUpdateF64Kernel(Buf newMean, Buf newVar, Buf x, Buf rm,
+                                         Buf rv, int64_t n, int64_t c,
+                                         int64_t inner, double momentum) {
+  double m = static_cast<double>(n * inner);
+  GRID_STRIDE(ch, c) {
+    double mean, var;
+    bnStatsF64(x, n, c, inner, ch, mean, var);
+    double unbiased = var * m / (m - 1.0);
+    storeF64(newMean.data, newMean.dtype, ch,
+             (1.0 - momentum) * loadF64(rm.data, rm.dtype, ch) +
+                 momentum * mean);
+    storeF64(newVar.data, newVar.dtype, ch,
+             (1.0 - momentum) * loadF64(rv.data, rv.dtype, ch) +
+                 momentum * unbiased);
+  }
+}
+
+// ---------------------------------------------------------------- dropout --
+
+/// dropout in f64 (the CPU's cpuwide::dropout): element i kept where the
+/// uniform of its draw (index shard.global(i)) is >= the f32 threshold
+/// pMask, as in the f32 kernel, and multiplied by 1 / (1 - p) in f64 (x * 0
+/// where dropped: NaN stays NaN).
+__global__ void dropoutF64Kernel(Buf y, Buf x, const int32_t *step,
+                                 uint64_t seed, uint64_t key, float pMask,
+                                 double scale, int64_t n, DropoutShard shard) {
+  uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
+  GRID_STRIDE(i, n) {
+    int64_t gi = shard.global(i);
+    Philox4 r = dropoutDraws(seed, stream, gi);
+    bool keep = uniformFromBits(r.v[gi & 3]) >= static_cast<double>(pMask);
+    storeF64(y.data, y.dtype, i,
+             loadF64(x.data, x.dtype, i) * (keep ? scale : 0.0));
   }
 }
 
@@ -1085,6 +1216,65 @@ bool CudaBackend::normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
         dw, db, dy, x, rows, cols, stats);
     st = launchStatusOf("norm weight gradient kernel (f64)");
   }
+  return true;
+}
+
+// ------------------------------------------------------------- batch norm --
+
+bool CudaBackend::batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
+                                bool training, int64_t n, int64_t c,
+                                int64_t inner, double eps) {
+  if (!anyF64({y, x, w, b, rm, rv}))
+    return false;
+  if (enter() != AMPC_OK || c == 0)
+    return true;
+  batchNormF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
+      y, x, w, b, rm, rv, training, n, c, inner, eps);
+  launchStatusOf("batch norm kernel (f64)");
+  return true;
+}
+
+bool CudaBackend::batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
+                                   Buf w, Buf rm, Buf rv, bool training,
+                                   int64_t n, int64_t c, int64_t inner,
+                                   double eps) {
+  if (!anyF64({dx, dw, db, dy, x, w, rm, rv}))
+    return false;
+  if (enter() != AMPC_OK || c == 0)
+    return true;
+  batchNormBwdF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
+      dx, dw, db, dy, x, w, rm, rv, training, n, c, inner, eps);
+  launchStatusOf("batch norm backward kernel (f64)");
+  return true;
+}
+
+bool CudaBackend::batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
+                                      Buf rv, int64_t n, int64_t c,
+                                      int64_t inner, double momentum) {
+  if (!anyF64({newMean, newVar, x, rm, rv}))
+    return false;
+  if (enter() != AMPC_OK || c == 0)
+    return true;
+  batchNormUpdateF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
+      newMean, newVar, x, rm, rv, n, c, inner, momentum);
+  launchStatusOf("batch norm update kernel (f64)");
+  return true;
+}
+
+// ---------------------------------------------------------------- dropout --
+
+bool CudaBackend::dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                              uint64_t key, float pMask, double p,
+                              int64_t numel, DropoutShard shard) {
+  if (!isF64(y) && !isF64(x))
+    return false;
+  if (enter() != AMPC_OK)
+    return true; // the error is recorded; the caller's status is lost
+  if (numel == 0)
+    return true;
+  dropoutF64Kernel<<<gridFor(numel), kThreads, 0, stream_>>>(
+      y, x, step, seed, key, pMask, 1.0 / (1.0 - p), numel, shard);
+  launchStatusOf("dropout kernel (f64)");
   return true;
 }
 

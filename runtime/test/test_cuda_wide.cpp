@@ -682,6 +682,45 @@ TEST_F(CudaWide, PoolF64) {
   EXPECT_EQ(at<double>(out[1], 0), 1 + kTiny);
 }
 
+TEST_F(CudaWide, BatchNormAndDropoutF64) {
+  // Batch norm: one thread per channel in the CPU's order (bits), training
+  // and eval, forward, backward and the running-statistics update.
+  Tensor x = wide({4, 3, 37}), y({4, 3, 37}, AMPC_F64), w = wide({3}),
+         b = wide({3}), rm = wide({3}), rv = wide({3}, 0.5, 2.0),
+         dy = wide({4, 3, 37}), dx({4, 3, 37}, AMPC_F64), dw({3}, AMPC_F64),
+         db({3}, AMPC_F64), nm({3}, AMPC_F64), nv({3}, AMPC_F64);
+  std::vector<Tensor> ts = {x, y, w, b, rm, rv, dy, dx, dw, db, nm, nv};
+  for (int training : {1, 0})
+    compare(ts, {1, 7, 8, 9, 10, 11}, [&](ampc_context c, const PtrFn &p) {
+      AMPC_TRY(ampc_batch_norm_fwd(c, A(1, y), A(0, x), A(2, w), A(3, b),
+                                   A(4, rm), A(5, rv), training, 1e-5));
+      AMPC_TRY(ampc_batch_norm_bwd(c, A(7, dx), A(8, dw), A(9, db), A(6, dy),
+                                   A(0, x), A(2, w), A(4, rm), A(5, rv),
+                                   training, 1e-5));
+      return ampc_batch_norm_update(c, A(10, nm), A(11, nv), A(0, x),
+                                    A(4, rm), A(5, rv), 0.1);
+    }, 0, training ? "batch norm f64 (training)" : "batch norm f64 (eval)");
+  // Dropout: the f32 kernel's mask, 1 / (1 - p) in f64 (bits).
+  Tensor dxin = wide({1000}), dyout({1000}, AMPC_F64),
+         step = make<int32_t>({1}, AMPC_I32, {3});
+  std::vector<Tensor> ds = {dxin, dyout, step};
+  Op drop = [&](ampc_context c, const PtrFn &p) {
+    return ampc_dropout_fwd(c, A(1, dyout), A(0, dxin), p(2), 11, 0.3, 5);
+  };
+  compare(ds, {1}, drop, 0, "dropout f64");
+  auto out = onGpu(ds, drop);
+  int kept = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    double v = at<double>(out[1], i);
+    if (v != 0) {
+      ++kept;
+      EXPECT_EQ(v, at<double>(dxin, i) * (1.0 / (1.0 - 0.3))) << i;
+    }
+  }
+  EXPECT_GT(kept, 600);
+  EXPECT_LT(kept, 800);
+}
+
 // --------------------------------------------------------------- refusals --
 
 TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
@@ -691,17 +730,6 @@ TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
     return ampc_conv2d_fwd(c, A(2, out), A(0, img), A(1, w), nullptr,
                            AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1);
   }, "conv2d");
-  Tensor x = wide({4, 4}), y({4, 4}, AMPC_F64),
-         step = make<int32_t>({1}, AMPC_I32, {0});
-  expectRefused({x, y, step}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_dropout_fwd(c, A(1, y), A(0, x), p(2), 1, 0.5, 0);
-  }, "dropout");
-  Tensor bx = wide({2, 3, 4}), by({2, 3, 4}, AMPC_F64), bw = wide({3}),
-         bb = wide({3}), rm = wide({3}), rv = wide({3}, 0.5, 2.0);
-  expectRefused({bx, by, bw, bb, rm, rv}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_batch_norm_fwd(c, A(1, by), A(0, bx), A(2, bw), A(3, bb),
-                               A(4, rm), A(5, rv), 1, 1e-5);
-  }, "batch");
   // The refusal comes before any kernel: y is untouched.
   Tensor y0 = make<double>({1, 3, 3, 3}, AMPC_F64, std::vector<double>(27, 7.0));
   auto kept = onGpu({img, w, y0}, [&](ampc_context c, const PtrFn &p) {
