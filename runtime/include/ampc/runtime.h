@@ -895,8 +895,8 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
  * Batch norm and dropout (docs/jobs.md). Channels are dim 1 of (N, C, ...);
  * the per-channel tensors are [C]. Statistics are computed in f64 on the
  * CPU and in f32 on CUDA, every value read and written through f32; with an
- * f64 tensor the CPU backend computes everything in f64 (eps and momentum
- * exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE.
+ * f64 tensor both backends compute everything in f64 (eps and momentum
+ * exact).
  *===------------------------------------------------------------------===*/
 
 /// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
@@ -948,7 +948,8 @@ AMPC_API ampc_status ampc_batch_norm_update(
 /// all-reduce averages them). With no communicator, one rank, or `training`
 /// 0, each is its one-rank entry point, bit for bit. With an f64 tensor the
 /// CPU backend computes in f64 as the one-rank entry points (eps and momentum
-/// exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE. Host-staged: on
+/// exact); over several ranks CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE (one
+/// rank: the f64 one-rank entry point). Host-staged: on
 /// CUDA the tensors make a round trip through host memory.
 AMPC_API ampc_status ampc_sync_batch_norm_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
@@ -985,8 +986,8 @@ AMPC_API ampc_status ampc_sync_batch_norm_update(
 /// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
 /// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
 /// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the
-/// same call on dy. With an f64 x or y (CPU backend; CUDA refuses it with
-/// AMPC_ERROR_UNSUPPORTED_DTYPE) the same elements are kept (the uniform
+/// same call on dy. With an f64 x or y (both backends) the same elements
+/// are kept (the uniform
 /// against p rounded to f32, as the f32 kernel) and multiplied by 1 / (1 - p)
 /// computed in f64.
 AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
