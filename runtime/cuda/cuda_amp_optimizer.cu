@@ -275,8 +275,16 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
           return AMPC_OK;
         });
   }
-  // f64 params in f64 (cuda_wide.cu); the rest below, the f64 entries
-  // skipped. An f64 gradient of a narrower param would round: refused.
+  // An f64 gradient of a narrower param would round: refused before
+  // anything runs. f64 params in f64 (cuda_wide.cu); the rest below, the
+  // f64 entries skipped.
+  for (int32_t t = 0; t < params.count; ++t)
+    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
+        grads.dtypes[t] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "sgd: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
   std::vector<int64_t> rest;
   ampc_status st = AMPC_OK;
   TensorList others = params;
@@ -284,12 +292,6 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
     AMPC_TRY(st);
     others.numels = rest.data();
   }
-  for (int32_t t = 0; t < params.count; ++t)
-    if (others.numels[t] > 0 && grads.dtypes[t] == AMPC_F64)
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "sgd: gradient %d is f64 for a param of dtype %d, "
-                      "which has no kernel on the CUDA backend",
-                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
   return forChunks(
       others,
       [&](MtChunk &c, int k, int32_t t) {
