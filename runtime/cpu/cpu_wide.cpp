@@ -8,12 +8,12 @@
 #include "cpu_wide.h"
 
 #include "../src/dropout_ops.h"
+#include "../src/as_written.h"
 #include "../src/half.h"
+#include "../src/int_ops.h"
 #include "cpu_kernels.h"
 
 #include <cblas.h>
-
-#include <charconv>
 
 #include <math.h>
 
@@ -36,75 +36,6 @@ bool anyF64(std::initializer_list<Buf> bufs) {
   return false;
 }
 
-/// a ** b as PyTorch's integer pow: repeated squaring, wrapping as uint64
-/// (the low bits of a product depend only on the low bits of its factors,
-/// so wrapping to a narrower result afterwards gives that width's
-/// wrap-around). A negative exponent gives 1 for a base of 1, +-1 for -1
-/// and 0 for any other base, 0 included.
-int64_t intPow(int64_t a, int64_t b) {
-  if (b < 0)
-    return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t base = static_cast<uint64_t>(a), r = 1;
-  for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1) {
-    if (e & 1)
-      r *= base;
-    base *= base;
-  }
-  return static_cast<int64_t>(r);
-}
-
-/// a op b exactly in int64 (add, sub, mul and pow wrap as uint64); false
-/// for an op without an integer meaning here (division, the loss terms).
-bool intBinary(BinaryOp op, int64_t a, int64_t b, int64_t &r) {
-  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  switch (op) {
-  case BinaryOp::Add:
-    r = static_cast<int64_t>(ua + ub);
-    return true;
-  case BinaryOp::Sub:
-    r = static_cast<int64_t>(ua - ub);
-    return true;
-  case BinaryOp::Mul:
-    r = static_cast<int64_t>(ua * ub);
-    return true;
-  case BinaryOp::Pow:
-    r = intPow(a, b);
-    return true;
-  case BinaryOp::Maximum:
-    r = a > b ? a : b;
-    return true;
-  case BinaryOp::Minimum:
-    r = a < b ? a : b;
-    return true;
-  case BinaryOp::WhereTrue:
-    r = a != 0 ? b : 0;
-    return true;
-  case BinaryOp::WhereFalse:
-    r = a != 0 ? 0 : b;
-    return true;
-  case BinaryOp::Equal:
-    r = a == b;
-    return true;
-  case BinaryOp::NotEqual:
-    r = a != b;
-    return true;
-  case BinaryOp::Less:
-    r = a < b;
-    return true;
-  case BinaryOp::LessEqual:
-    r = a <= b;
-    return true;
-  case BinaryOp::Greater:
-    r = a > b;
-    return true;
-  case BinaryOp::GreaterEqual:
-    r = a >= b;
-    return true;
-  default:
-    return false;
-  }
-}
-
 } // namespace
 
 bool unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
@@ -118,10 +49,8 @@ bool unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
       (op != UnaryOp::Neg && op != UnaryOp::Abs))
     return false;
   for (int64_t i = 0; i < n; ++i) {
-    int64_t v = loadInt(x.data, x.dtype, i);
-    uint64_t neg = 0 - static_cast<uint64_t>(v);
     storeInt(y.data, y.dtype, i,
-             op == UnaryOp::Neg || v < 0 ? static_cast<int64_t>(neg) : v);
+             intNegAbs(op == UnaryOp::Neg, loadInt(x.data, x.dtype, i)));
   }
   return true;
 }
@@ -767,16 +696,7 @@ bool dropout(Buf y, Buf x, const int32_t *step, uint64_t seed, uint64_t key,
   return true;
 }
 
-double asWritten(double v) {
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) != v)
-    return v; // not a float value: already the double
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), f);
-  double d = v;
-  std::from_chars(buf, res.ptr, d);
-  return d;
-}
+double asWritten(double v) { return asWrittenDouble(v); }
 
 } // namespace cpuwide
 } // namespace ampc

@@ -91,8 +91,17 @@ ampc_status CudaBackend::checkFiniteUnscale(Buf foundInf, const TensorList &g,
   Temp flag(*this);
   AMPC_TRY(flag.alloc(sizeof(float)));
   CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(float), stream_));
+  // f64 gradients in f64 (cuda_wide.cu); the rest below, the f64 entries
+  // skipped.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = g;
+  if (unscaleWide(g, flag.f32(), scale, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   AMPC_TRY(forChunks(
-      g, [](MtChunk &, int, int32_t) {},
+      others, [](MtChunk &, int, int32_t) {},
       [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
         lastLaunch = "unscale kernel";
         CUDA_TRY(launchUnscale(stream_, c, blocks, flag.f32(), scale));
@@ -116,9 +125,96 @@ ampc_status CudaBackend::updateScale(float *scale, int32_t *growthTracker,
   return AMPC_OK;
 }
 
+/// clip_grad_norm with f64 gradients (the CPU's arithmetic): the other
+/// gradients' partial sums of squares as before, one more per f64 gradient
+/// (cuda_wide.cu, in f64), the f32 coefficient from all of them, then the
+/// f64 coefficient, which replaces it (its f32 rounding) for the others.
+bool CudaBackend::clipWide(float *totalNorm, const TensorList &g,
+                           float maxNorm, Buf foundInf, ampc_status &st) {
+  bool any = false;
+  for (int32_t t = 0; t < g.count; ++t)
+    any |= g.dtypes[t] == AMPC_F64;
+  if (!any)
+    return false;
+  std::vector<int64_t> rest;
+  for (int32_t t = 0; t < g.count; ++t)
+    rest.push_back(g.dtypes[t] == AMPC_F64 ? 0 : g.numels[t]);
+  TensorList others = g;
+  others.numels = rest.data();
+  // Slots: the multi-tensor kernel's blocks, then one per f64 gradient.
+  int64_t slots = mtBlocks(others), wide = 0;
+  for (int32_t t = 0; t < g.count; ++t)
+    wide += g.dtypes[t] == AMPC_F64;
+  int64_t count = slots + wide;
+  Temp tmp(*this);
+  if ((st = tmp.alloc((count + 2) * sizeof(double))) != AMPC_OK)
+    return true;
+  double *partials = static_cast<double *>(tmp.get());
+  double *coef64 = partials + count;
+  float *coef = reinterpret_cast<float *>(partials + count + 1);
+  st = forChunks(
+      others, [](MtChunk &, int, int32_t) {},
+      [&](const MtChunk &c, int32_t blocks, int64_t first) -> ampc_status {
+        lastLaunch = "norm kernel";
+        CUDA_TRY(launchSumSquares(stream_, c, blocks, partials + first,
+                                  foundInf));
+        return AMPC_OK;
+      });
+  int64_t slot = slots;
+  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
+    if (g.dtypes[t] != AMPC_F64)
+      continue;
+    double *partial = partials + slot++;
+    if (g.numels[t] == 0) {
+      cudaError_t e = cudaMemsetAsync(partial, 0, sizeof(double), stream_);
+      st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "clip_grad_norm memset");
+      continue;
+    }
+    cudaError_t e = launchSumSquaresF64(
+        stream_, static_cast<const double *>(g.data[t]), g.numels[t], partial,
+        foundInf);
+    st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "norm kernel (f64)");
+  }
+  if (st != AMPC_OK)
+    return true;
+  lastLaunch = "clip coefficient kernel";
+  cudaError_t err = launchClipCoef(stream_, partials, count, maxNorm, coef,
+                                   totalNorm, foundInf);
+  if (err != cudaSuccess) {
+    st = cudaFail(err, "clip coefficient kernel");
+    return true;
+  }
+  err = launchClipCoefF64(stream_, partials, count, maxNorm, coef, coef64,
+                          foundInf);
+  if (err != cudaSuccess) {
+    st = cudaFail(err, "clip coefficient kernel (f64)");
+    return true;
+  }
+  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
+    if (g.dtypes[t] != AMPC_F64 || g.numels[t] == 0)
+      continue;
+    cudaError_t e = launchScaleF64(stream_, static_cast<double *>(g.data[t]),
+                                   g.numels[t], coef64, foundInf);
+    st = e == cudaSuccess ? AMPC_OK : cudaFail(e, "clip kernel (f64)");
+  }
+  if (st != AMPC_OK)
+    return true;
+  st = forChunks(
+      others, [](MtChunk &, int, int32_t) {},
+      [&](const MtChunk &c, int32_t blocks, int64_t) -> ampc_status {
+        lastLaunch = "clip kernel";
+        CUDA_TRY(launchScale(stream_, c, blocks, coef, foundInf));
+        return AMPC_OK;
+      });
+  return true;
+}
+
 ampc_status CudaBackend::clipGradNorm(float *totalNorm, const TensorList &g,
                                       float maxNorm, Buf foundInf) {
   ENTER();
+  ampc_status st;
+  if (clipWide(totalNorm, g, maxNorm, foundInf, st))
+    return st;
   Temp t(*this);
   int64_t slots = mtBlocks(g);
   AMPC_TRY(t.alloc((slots + 1) * sizeof(double) + sizeof(double)));
@@ -152,6 +248,9 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
                              const LowUpdate &low) {
   ENTER();
   if (low.special(params.count)) {
+    // 16-bit state or special rounding: f32 and 16-bit params only.
+    AMPC_TRY(refuseWideList("sgd (params, low-precision update)", params));
+    AMPC_TRY(refuseWideList("sgd (grads, low-precision update)", grads));
     if (low.counter) {
       lastLaunch = "sgd counter kernel";
       CUDA_TRY(launchCountUpdate(stream_, low.counter, foundInf));
@@ -176,8 +275,25 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
           return AMPC_OK;
         });
   }
+  // An f64 gradient of a narrower param would round: refused before
+  // anything runs. f64 params in f64 (cuda_wide.cu); the rest below, the
+  // f64 entries skipped.
+  for (int32_t t = 0; t < params.count; ++t)
+    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
+        grads.dtypes[t] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "sgd: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (sgdWide(params, grads, bufs, s, foundInf, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   return forChunks(
-      params,
+      others,
       [&](MtChunk &c, int k, int32_t t) {
         c.aux0[k] = grads.data[t];
         c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
@@ -201,6 +317,17 @@ ampc_status CudaBackend::adamw(const TensorList &params,
                                const float *lrScale, const ModelCopies &models,
                                const LowUpdate &low) {
   ENTER();
+  if (low.special(params.count)) {
+    AMPC_TRY(refuseWideList("adamw (params, low-precision update)", params));
+    AMPC_TRY(refuseWideList("adamw (grads, low-precision update)", grads));
+  }
+  for (int32_t i = 0; i < params.count; ++i)
+    if (params.numels[i] > 0 && params.dtypes[i] != AMPC_F64 &&
+        grads.dtypes[i] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "adamw: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(i), static_cast<int>(params.dtypes[i]));
   Temp t(*this);
   AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
   AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());
@@ -231,8 +358,18 @@ ampc_status CudaBackend::adamw(const TensorList &params,
           return AMPC_OK;
         });
   }
+  // f64 params in f64 after the step kernel (cuda_wide.cu); the rest
+  // below, the f64 entries skipped.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (adamwWide(params, grads, expAvgs, expAvgSqs, step, lr, beta1, beta2, eps,
+                weightDecay, foundInf, lrScale, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   return forChunks(
-      params,
+      others,
       [&](MtChunk &c, int k, int32_t t) {
         c.aux0[k] = grads.data[t];
         c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
@@ -255,6 +392,7 @@ ampc_status CudaBackend::gradAccumulate(const TensorList &accs,
                                         const TensorList &grads, int32_t *micro,
                                         int64_t k) {
   ENTER();
+  AMPC_TRY(refuseWideList("grad accumulate", grads));
   for (int32_t t = 0; t < accs.count; ++t) {
     int64_t n = accs.numels[t];
     if (n == 0)
@@ -279,6 +417,9 @@ ampc_status CudaBackend::lrSchedule(float *factor, int32_t *step,
 
 ampc_status CudaBackend::checkNonfinite(Buf x, int64_t n, int32_t site) {
   ENTER();
+  ampc_status st;
+  if (nonfiniteWide(x, n, site, st))
+    return st;
   checkNonfiniteKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
       x, n, checkWords + AMPC_CHECK_NONFINITE, site);
   LAUNCH_CHECK("non-finite check kernel");

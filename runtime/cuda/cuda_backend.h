@@ -19,6 +19,9 @@
 
 #include "cuda_device.cuh"
 
+#include <initializer_list>
+#include <vector>
+
 namespace ampc {
 namespace cuda {
 
@@ -192,6 +195,90 @@ public:
   ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,
                          Buf foundInf) override;
   ampc_status checkNonfinite(Buf x, int64_t n, int32_t site) override;
+
+  // cuda_wide.cu: f64 tensors in f64 and integer tensors exactly (the
+  // counterpart of the CPU's cpu_wide.cpp, taking the same calls). Each
+  // returns false, launching nothing, where the operands are all of the
+  // f32-computing types; true where it took the call, its status in `st`.
+  // The entry points call them first, after ENTER().
+  ampc_status refuseWide(const char *what, std::initializer_list<Buf> bufs);
+  ampc_status refuseWideList(const char *what, const TensorList &l);
+  ampc_status launchStatusOf(const char *what);
+  bool fillWide(Buf y, int64_t n, double value, ampc_status &st);
+  bool copyScaleWide(Buf dst, Buf src, const Walk &w, float scale,
+                     ampc_status &st);
+  bool unaryWide(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n,
+                 ampc_status &st);
+  bool unaryBwdWide(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
+                    int64_t n, ampc_status &st);
+  bool binaryWide(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w,
+                  ampc_status &st);
+  bool binaryBwdWide(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
+                     const Walk &w, ampc_status &st);
+  bool nonfiniteWide(Buf x, int64_t n, int32_t site, ampc_status &st);
+  bool embeddingWide(Buf y, Buf table, Buf ids, int64_t n, int64_t vocab,
+                     int64_t dim, int32_t site, ampc_status &st);
+  bool reduceWide(ReduceOp op, Buf y, Buf x, const Walk &outer,
+                  const Walk &inner, ampc_status &st);
+  bool reduceMaxBwdWide(Buf dx, Buf dy, Buf x, Buf y, const Walk &outer,
+                        const Walk &inner, ampc_status &st);
+  bool argmaxWide(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner,
+                  ampc_status &st);
+  bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
+                  bool reverse) override;
+  bool softmaxWide(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
+                   int64_t inner, ampc_status &st);
+  bool softmaxBwdWide(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
+                      int64_t dim, int64_t inner, ampc_status &st);
+  bool normWide(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows,
+                int64_t cols, float eps, ampc_status &st);
+  bool normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
+                   int64_t rows, int64_t cols, float eps, ampc_status &st);
+  /// Batch norm in f64, one thread per channel in the CPU's order (the
+  /// API sends f64 batch norms here; the f32 entry points refuse f64).
+  bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv, bool training,
+                     int64_t n, int64_t c, int64_t inner, double eps) override;
+  bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
+                        Buf rv, bool training, int64_t n, int64_t c,
+                        int64_t inner, double eps) override;
+  bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
+                           int64_t n, int64_t c, int64_t inner,
+                           double momentum) override;
+  bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
+                   uint64_t key, float pMask, double p, int64_t numel,
+                   DropoutShard shard) override;
+  bool poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st);
+  bool poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g, ampc_status &st);
+  bool mseWide(Buf loss, Buf a, Buf b, int64_t n, ampc_status &st);
+  bool mseBwdWide(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n,
+                  ampc_status &st);
+  bool crossEntropyWide(Buf loss, Buf logits, Buf labels, int64_t rows,
+                        int64_t classes, int32_t site, ampc_status &st);
+  bool crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits, Buf labels,
+                           int64_t rows, int64_t classes, ampc_status &st);
+  /// SGD / AdamW of the f64 params of a list (f64 moments and momentum
+  /// buffers, the hyperparameters as given; AdamW after the step kernel):
+  /// `rest` gets the list's numels with the f64 entries 0, for the f32
+  /// multi-tensor kernels.
+  /// checkFiniteUnscale's f64 gradients (flag: the call's f32 found flag).
+  bool unscaleWide(const TensorList &g, float *flag, const float *scale,
+                   std::vector<int64_t> &rest, ampc_status &st);
+  /// clip_grad_norm of a list with f64 gradients: their squares in f64
+  /// beside the others' partials, the coefficient in f64 (f64 gradients
+  /// scaled by it, the others by its f32 rounding).
+  bool clipWide(float *totalNorm, const TensorList &g, float maxNorm,
+                Buf foundInf, ampc_status &st);
+  bool sgdWide(const TensorList &params, const TensorList &grads,
+               void *const *bufs, const SgdScalars &s, Buf foundInf,
+               std::vector<int64_t> &rest, ampc_status &st);
+  bool adamwWide(const TensorList &params, const TensorList &grads,
+                 void *const *expAvgs, void *const *expAvgSqs,
+                 const int32_t *step, double lr, double beta1, double beta2,
+                 double eps, double weightDecay, Buf foundInf,
+                 const float *lrScale, std::vector<int64_t> &rest,
+                 ampc_status &st);
+  bool gemmWide(const GemmDesc &d, ampc_status &st);
+  ampc_status gemmF64(const GemmDesc &d);
 
 private:
   int device;

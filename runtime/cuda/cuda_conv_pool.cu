@@ -141,6 +141,9 @@ __global__ void col2imKernel(float *dx, const float *col, ConvGeom g) {
 
 ampc_status CudaBackend::pool(Buf y, Buf x, const PoolGeom &g) {
   ENTER();
+  ampc_status st;
+  if (poolWide(y, x, g, st))
+    return st;
   poolKernel<<<blocksFor(g.planes * g.oh * g.ow), kThreads, 0, stream_>>>(
       y, x, g);
   LAUNCH_CHECK("pool kernel");
@@ -149,6 +152,9 @@ ampc_status CudaBackend::pool(Buf y, Buf x, const PoolGeom &g) {
 
 ampc_status CudaBackend::poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) {
   ENTER();
+  ampc_status st;
+  if (poolBwdWide(dx, dy, x, g, st))
+    return st;
   poolBwdKernel<<<blocksFor(g.planes * g.h * g.w), kThreads, 0, stream_>>>(
       dx, dy, x, g);
   LAUNCH_CHECK("pool backward kernel");
@@ -157,6 +163,7 @@ ampc_status CudaBackend::poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) {
 
 ampc_status CudaBackend::im2col(Buf col, Buf x, const ConvGeom &g) {
   ENTER();
+  AMPC_TRY(refuseWide("im2col (convolution)", {col, x}));
   im2colKernel<<<blocksFor(g.rows() * g.columns()), kThreads,
                  0, stream_>>>(col, x, g);
   LAUNCH_CHECK("im2col kernel");

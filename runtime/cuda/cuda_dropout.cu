@@ -33,6 +33,7 @@ ampc_status CudaBackend::dropout(Buf y, Buf x, const int32_t *step,
                                  uint64_t seed, uint64_t key, float p,
                                  int64_t numel, DropoutShard shard) {
   ENTER();
+  AMPC_TRY(refuseWide("dropout", {y, x}));
   dropoutKernel<<<blocksFor(numel), kThreads, 0, stream_>>>(
       y, x, step, seed, key, p, numel, shard);
   LAUNCH_CHECK("dropout kernel");

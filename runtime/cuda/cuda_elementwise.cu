@@ -156,6 +156,9 @@ bool CudaBackend::launchContig(int opCode, const UnaryAttrs &attrs, Buf y,
 
 ampc_status CudaBackend::fill(Buf y, int64_t n, double value) {
   ENTER();
+  ampc_status st;
+  if (fillWide(y, n, value, st))
+    return st;
   fillKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
       y, n, static_cast<float>(value), static_cast<int64_t>(value));
   LAUNCH_CHECK("fill kernel");
@@ -174,6 +177,9 @@ ampc_status CudaBackend::random(Buf y, int64_t n, uint64_t seed,
 ampc_status CudaBackend::unary(UnaryOp op, const UnaryAttrs &attrs, Buf y,
                                Buf x, int64_t n) {
   ENTER();
+  ampc_status st;
+  if (unaryWide(op, attrs, y, x, n, st))
+    return st;
   if (n == 0)
     return AMPC_OK;
   if (!launchContig<0>(static_cast<int>(op), attrs, y, x, x, n))
@@ -185,6 +191,9 @@ ampc_status CudaBackend::unary(UnaryOp op, const UnaryAttrs &attrs, Buf y,
 ampc_status CudaBackend::unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx,
                                   Buf dy, Buf x, int64_t n) {
   ENTER();
+  ampc_status st;
+  if (unaryBwdWide(op, attrs, dx, dy, x, n, st))
+    return st;
   if (n == 0)
     return AMPC_OK;
   if (!launchContig<1>(static_cast<int>(op), attrs, dx, x, dy, n))
@@ -197,13 +206,18 @@ ampc_status CudaBackend::unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx,
 ampc_status CudaBackend::binary(BinaryOp op, Buf y, Buf a, Buf b,
                                 const Walk &w0) {
   ENTER();
-  // The kernels read integers through f32: close enough for the other
-  // integer ops' usual values, never for a power (7 ** 40 is out of f32's
-  // range, 3 ** 17 not exact in it).
+  // f64 operands in f64; integer operands exactly (cuda_wide.cu), pow
+  // included.
+  ampc_status st;
+  if (binaryWide(op, y, a, b, w0, st))
+    return st;
+  // What is left reads its operands through f32: an integer result of an
+  // op the exact kernels do not take (a power with a float operand) would
+  // round there.
   if (op == BinaryOp::Pow && isIntegerDtype(y.dtype))
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "pow of integer tensors has no CUDA kernel yet (exact on "
-                    "the CPU backend); cast to a float first");
+                    "pow into an integer tensor with a float operand has no "
+                    "exact kernel on the CUDA backend; cast to a float first");
   int64_t n = w0.numel();
   if (n == 0)
     return AMPC_OK;
@@ -223,6 +237,9 @@ ampc_status CudaBackend::binary(BinaryOp op, Buf y, Buf a, Buf b,
 ampc_status CudaBackend::binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a,
                                    Buf b, const Walk &w0) {
   ENTER();
+  ampc_status st;
+  if (binaryBwdWide(op, which, g, dy, a, b, w0, st))
+    return st;
   int64_t n = w0.numel();
   if (n == 0)
     return AMPC_OK;

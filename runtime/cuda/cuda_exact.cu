@@ -22,7 +22,11 @@ __global__ void randomKernel(Buf y, int64_t n, uint64_t seed, uint64_t offset,
   GRID_STRIDE(i, n) {
     double v = normal ? philoxNormal(seed, offset, i, p0, p1)
                       : philoxUniform(seed, offset, i, p0, p1);
-    storeF32(y.data, y.dtype, i, static_cast<float>(v));
+    // f64 keeps the double (as the CPU); the rest round it once.
+    if (y.dtype == AMPC_F64)
+      storeF64(y.data, y.dtype, i, v);
+    else
+      storeF32(y.data, y.dtype, i, static_cast<float>(v));
   }
 }
 

@@ -86,6 +86,18 @@ cudaError_t launchSgdLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
 cudaError_t launchAdamwLow(cudaStream_t s, const MtChunk &c, int32_t blocks,
                            const AdamwScalars *sc, Buf foundInf,
                            const MtLow &low);
+/// clip_grad_norm's f64 gradients (defined in cuda_wide.cu, also built
+/// without fma): one gradient's sum of squares (one block, into *partial),
+/// the f64 coefficient from `count` partials (into *coef64, its f32
+/// rounding into *coef) and the scaling by it. Each does nothing when
+/// found_inf is set.
+cudaError_t launchSumSquaresF64(cudaStream_t s, const double *g, int64_t n,
+                                double *partial, Buf foundInf);
+cudaError_t launchClipCoefF64(cudaStream_t s, const double *partials,
+                              int64_t count, float maxNorm, float *coef,
+                              double *coef64, Buf foundInf);
+cudaError_t launchScaleF64(cudaStream_t s, double *g, int64_t n,
+                           const double *coef64, Buf foundInf);
 /// SGD's update counter: += 1 unless found_inf is set.
 cudaError_t launchCountUpdate(cudaStream_t s, int32_t *counter, Buf foundInf);
 

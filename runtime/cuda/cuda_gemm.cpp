@@ -3,7 +3,9 @@
 //
 // Row-major C = op(A) op(B) is computed as the column-major product
 // C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand. Compute type is
-// always CUBLAS_COMPUTE_32F (f32 accumulation; no TF32 for f32 inputs).
+// CUBLAS_COMPUTE_32F (f32 accumulation; no TF32 for f32 inputs), except for
+// f64 operands (the f64 GEMM of cuda_wide.cu): CUBLAS_COMPUTE_64F with f64
+// alpha and beta.
 //
 //===----------------------------------------------------------------------===//
 #include "cuda_internal.h"
@@ -26,6 +28,8 @@ cudaDataType_t cudaType(ampc_dtype dt) {
     return CUDA_R_16F;
   case AMPC_BF16:
     return CUDA_R_16BF;
+  case AMPC_F64:
+    return CUDA_R_64F;
   default:
     return CUDA_R_32F;
   }
@@ -171,7 +175,10 @@ ampc_status setBiasPointer(Descs &ds, const GemmDesc &d) {
 
 ampc_status buildDescs(const GemmDesc &d, cublasLtEpilogue_t epi, Descs &ds) {
   cudaDataType_t abType = cudaType(d.a.dtype), cType = cudaType(d.c.dtype);
-  LT_TRY(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  bool f64 = d.a.dtype == AMPC_F64;
+  LT_TRY(cublasLtMatmulDescCreate(&ds.op,
+                                  f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                  f64 ? CUDA_R_64F : CUDA_R_32F));
   cublasOperation_t opB = d.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opA = d.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   // cuBLASLt's A is our B and its B is our A.
@@ -259,11 +266,16 @@ ampc_status LtGemm::run(const GemmDesc &d, bool *noAlgo) {
                     static_cast<long long>(d.m), static_cast<long long>(d.n),
                     static_cast<long long>(d.k));
   }
+  // The scale type is the compute type's: f64 for an f64 GEMM.
   float alpha = d.alpha, beta = d.beta;
+  double alpha64 = d.alpha, beta64 = d.beta;
+  bool f64 = d.a.dtype == AMPC_F64;
+  const void *pa = f64 ? static_cast<const void *>(&alpha64) : &alpha;
+  const void *pb = f64 ? static_cast<const void *>(&beta64) : &beta;
   cublasStatus_t last = CUBLAS_STATUS_NOT_SUPPORTED;
   for (size_t i = 0; i < e.algos.size(); ++i) {
-    last = cublasLtMatmul(handle, e.descs.op, &alpha, d.b.data, e.descs.a,
-                          d.a.data, e.descs.b, &beta, d.c.data, e.descs.c,
+    last = cublasLtMatmul(handle, e.descs.op, pa, d.b.data, e.descs.a,
+                          d.a.data, e.descs.b, pb, d.c.data, e.descs.c,
                           d.c.data, e.descs.c, &e.algos[i], workspace,
                           workspaceBytes, stream);
     if (last == CUBLAS_STATUS_SUCCESS) {

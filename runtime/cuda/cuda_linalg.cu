@@ -131,6 +131,10 @@ ampc_status CudaBackend::gemmSplit(const GemmDesc &d) {
 
 ampc_status CudaBackend::gemm(const GemmDesc &d) {
   ENTER();
+  // An f64 operand: an f64 GEMM (cuda_wide.cu).
+  ampc_status st;
+  if (gemmWide(d, st))
+    return st;
   if (d.a.dtype != d.b.dtype && d.k > 0 && d.m > 0 && d.n > 0)
     return gemmSplit(d);
   GemmDesc g = d;

@@ -137,6 +137,9 @@ ampc_status CudaBackend::crossEntropy(Buf loss, Buf logits, Buf labels,
                                       int64_t rows, int64_t classes,
                                       int32_t site) {
   ENTER();
+  ampc_status st;
+  if (crossEntropyWide(loss, logits, labels, rows, classes, site, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t, site));
   crossEntropyFinishKernel<<<1, 1, 0, stream_>>>(
@@ -149,6 +152,9 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
                                          Buf labels, int64_t rows,
                                          int64_t classes) {
   ENTER();
+  ampc_status st;
+  if (crossEntropyBwdWide(dlogits, dloss, logits, labels, rows, classes, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(crossEntropyRows(logits, labels, rows, classes, t));
   double *sums = static_cast<double *>(t.get());
@@ -168,6 +174,9 @@ ampc_status CudaBackend::crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits,
 
 ampc_status CudaBackend::mse(Buf loss, Buf a, Buf b, int64_t n) {
   ENTER();
+  ampc_status st;
+  if (mseWide(loss, a, b, n, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(t.alloc(2 * sizeof(double) + n * sizeof(float)));
   double *sums = static_cast<double *>(t.get());
@@ -183,6 +192,9 @@ ampc_status CudaBackend::mse(Buf loss, Buf a, Buf b, int64_t n) {
 ampc_status CudaBackend::mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                                 int64_t n) {
   ENTER();
+  ampc_status st;
+  if (mseBwdWide(da, db, dloss, a, b, n, st))
+    return st;
   mseBwdKernel<<<blocksFor(n), kThreads, 0, stream_>>>(da, db, dloss, a, b,
                                                        n);
   LAUNCH_CHECK("mse backward kernel");

@@ -281,6 +281,9 @@ ampc_status CudaBackend::stats(bool rms, Buf x, int64_t rows, int64_t cols,
 ampc_status CudaBackend::norm(bool rms, Buf y, Buf x, Buf w, Buf b,
                               int64_t rows, int64_t cols, float eps) {
   ENTER();
+  ampc_status st;
+  if (normWide(rms, y, x, w, b, rows, cols, eps, st))
+    return st;
   if (cols <= 32 * kRowRegs) {
     // 19 instantiations: x and y f32, f16 or bf16 with f32 or other
     // parameters, and one reading every dtype at run time.
@@ -321,6 +324,9 @@ ampc_status CudaBackend::normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy,
                                  Buf x, Buf w, int64_t rows, int64_t cols,
                                  float eps) {
   ENTER();
+  ampc_status st;
+  if (normBwdWide(rms, dx, dw, db, dy, x, w, rows, cols, eps, st))
+    return st;
   Temp t(*this);
   AMPC_TRY(stats(rms, x, rows, cols, eps, t));
   if (dx.data) {
@@ -344,6 +350,7 @@ ampc_status CudaBackend::batchNorm(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                                    bool training, int64_t n, int64_t c,
                                    int64_t inner, float eps) {
   ENTER();
+  AMPC_TRY(refuseWide("batch norm", {y, x, w, b, rm, rv}));
   BnGeom g{n, c, inner};
   void *stat = nullptr;
   AMPC_TRY(tempAlloc(3 * c * sizeof(float), &stat));
@@ -364,6 +371,7 @@ ampc_status CudaBackend::batchNormBwd(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                                       int64_t n, int64_t c, int64_t inner,
                                       float eps) {
   ENTER();
+  AMPC_TRY(refuseWide("batch norm backward", {dx, dw, db, dy, x, w, rm, rv}));
   BnGeom g{n, c, inner};
   void *stat = nullptr;
   AMPC_TRY(tempAlloc(4 * c * sizeof(float), &stat));
@@ -385,6 +393,7 @@ ampc_status CudaBackend::batchNormUpdate(Buf newMean, Buf newVar, Buf x, Buf rm,
                                          Buf rv, int64_t n, int64_t c,
                                          int64_t inner, float momentum) {
   ENTER();
+  AMPC_TRY(refuseWide("batch norm update", {newMean, newVar, x, rm, rv}));
   batchNormUpdateKernel<<<c, kBnThreads, 0, stream_>>>(
       newMean, newVar, x, rm, rv, BnGeom{n, c, inner}, momentum);
   LAUNCH_CHECK("batch_norm update kernel");

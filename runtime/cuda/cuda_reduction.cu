@@ -416,6 +416,9 @@ __global__ void sumTwoFinishKernel(const double *part, int64_t count,
 ampc_status CudaBackend::reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
                                 const Walk &inner) {
   ENTER();
+  ampc_status st;
+  if (reduceWide(op, y, x, outer, inner, st))
+    return st;
   int64_t nOut = outer.numel(), nIn = inner.numel();
   if (nOut == 0)
     return AMPC_OK;
@@ -453,6 +456,9 @@ ampc_status CudaBackend::reduce(ReduceOp op, Buf y, Buf x, const Walk &outer,
 ampc_status CudaBackend::reduceMaxBwd(Buf dx, Buf dy, Buf x, Buf y,
                                       const Walk &outer, const Walk &inner) {
   ENTER();
+  ampc_status st;
+  if (reduceMaxBwdWide(dx, dy, x, y, outer, inner, st))
+    return st;
   int64_t nOut = outer.numel(), nIn = inner.numel();
   reduceMaxBwdKernel<<<warpBlocks(nOut), kThreads, 0, stream_>>>(
       dx, dy, x, y, outer, inner, nOut, nIn);
@@ -491,6 +497,9 @@ ampc_status CudaBackend::columnSums(Buf y0, Buf y1, Buf x, Buf x2, int64_t rows,
 ampc_status CudaBackend::argmax(Buf y, Buf x, int64_t outer, int64_t dim,
                                 int64_t inner) {
   ENTER();
+  ampc_status st;
+  if (argmaxWide(y, x, outer, dim, inner, st))
+    return st;
   int64_t n = outer * inner;
   argmaxKernel<<<blocksFor(n), kThreads, 0, stream_>>>(y, x, outer, dim,
                                                        inner);
@@ -503,6 +512,9 @@ ampc_status CudaBackend::argmax(Buf y, Buf x, int64_t outer, int64_t dim,
 ampc_status CudaBackend::softmax(bool log, Buf y, Buf x, int64_t outer,
                                  int64_t dim, int64_t inner) {
   ENTER();
+  ampc_status st;
+  if (softmaxWide(log, y, x, outer, dim, inner, st))
+    return st;
   bool fused = inner == 1 && dim <= 32 * kRowRegs;
   withRowDtype(x.dtype, [&](auto xd) {
     withRowDtype(y.dtype, [&](auto yd) {
@@ -526,6 +538,9 @@ ampc_status CudaBackend::softmax(bool log, Buf y, Buf x, int64_t outer,
 ampc_status CudaBackend::softmaxBwd(bool log, Buf dx, Buf dy, Buf y,
                                     int64_t outer, int64_t dim, int64_t inner) {
   ENTER();
+  ampc_status st;
+  if (softmaxBwdWide(log, dx, dy, y, outer, dim, inner, st))
+    return st;
   bool fused = inner == 1 && dim <= 32 * kRowRegs;
   withRowDtype(dy.dtype, [&](auto dyd) {
     withRowDtype(y.dtype, [&](auto yd) {

@@ -25,8 +25,13 @@ size_t eltBytes(ampc_dtype dt) {
   case AMPC_BF16:
     return 2;
   case AMPC_I64:
+  case AMPC_F64:
     return 8;
+  case AMPC_I16:
+    return 2;
   case AMPC_BOOL:
+  case AMPC_U8:
+  case AMPC_I8:
     return 1;
   }
   return 4;
@@ -95,7 +100,8 @@ __global__ void embeddingKeysKernel(Buf ids, int64_t n, int64_t vocab,
 }
 
 /// One warp per run of equal sorted ids: sums the run's dy rows in token
-/// order (the radix sort is stable) and writes the table row once.
+/// order (the radix sort is stable) and writes the table row once; in f64
+/// when dtable or dy is f64 (the CPU's f64 sums, same order, same bits).
 __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
                                         const int64_t *keys,
                                         const int32_t *pos, int64_t n,
@@ -107,7 +113,15 @@ __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
     int64_t e = s + 1;
     while (e < n && keys[e] == id)
       ++e;
+    bool f64 = dtable.dtype == AMPC_F64 || dy.dtype == AMPC_F64;
     for (int64_t c = lane; c < dim; c += 32) {
+      if (f64) { // f64 sums, in token order as the CPU's
+        double acc = 0.0;
+        for (int64_t t = s; t < e; ++t)
+          acc += loadF64(dy.data, dy.dtype, pos[t] * dim + c);
+        storeF64(dtable.data, dtable.dtype, id * dim + c, acc);
+        continue;
+      }
       float acc = 0.0f;
       for (int64_t t = s; t < e; ++t)
         acc += loadF32(dy.data, dy.dtype, pos[t] * dim + c);
@@ -120,6 +134,11 @@ __global__ void embeddingSegmentsKernel(Buf dtable, Buf dy,
 
 ampc_status CudaBackend::copy(Buf dst, Buf src, const Walk &w0, float scale) {
   ENTER();
+  // A scaled copy with an f64 side scales in f64 (cuda_wide.cu); without a
+  // scale, convertElement is exact for f64 and integers.
+  ampc_status st;
+  if (copyScaleWide(dst, src, w0, scale, st))
+    return st;
   int64_t n = w0.numel();
   if (n == 0)
     return AMPC_OK;
@@ -172,6 +191,9 @@ bool CudaBackend::launchConvert(Buf dst, Buf src, float scale, int64_t n) {
 ampc_status CudaBackend::embedding(Buf y, Buf table, Buf ids, int64_t n,
                                    int64_t vocab, int64_t dim, int32_t site) {
   ENTER();
+  ampc_status st;
+  if (embeddingWide(y, table, ids, n, vocab, dim, site, st))
+    return st;
   embeddingKernel<<<blocksFor(n * dim), kThreads, 0, stream_>>>(
       y, table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX, site);
   LAUNCH_CHECK("embedding kernel");

@@ -536,9 +536,9 @@ ampc_status convWide(const char *fn, Backend &be, const ConvWideCall &c) {
   ampc_status st = AMPC_OK;
   if (!be.convWide(c, st))
     return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "%s: f64 convolutions have no kernel on this backend yet; "
-                    "cast to f32 first",
-                    fn);
+                    "%s: f64 convolutions have no kernel on the %s backend "
+                    "yet; cast to f32 first",
+                    fn, be.kind() == AMPC_BACKEND_CUDA ? "CUDA" : "this");
   return st;
 }
 

@@ -5,8 +5,8 @@
 // strided-batched GEMM: sgemm on the CPU, cuBLASLt on CUDA) whose C operand
 // first holds `beta * c`, accumulated with beta 1 in f32. With an f64
 // operand the product is an f64 GEMM (dgemm on the CPU) into f64 scratch,
-// then alpha * product + beta * c in f64 with alpha and beta exact; the
-// CUDA backend has no f64 GEMM and refuses it.
+// then alpha * product + beta * c in f64 with alpha and beta exact (dgemm
+// on the CPU, cuBLASLt in f64 on CUDA).
 //
 //===----------------------------------------------------------------------===//
 #include "composed.h"
@@ -111,11 +111,6 @@ ampc_status addGemm(const char *fn, AddGemmKind kind, ampc_context ctx,
   Backend &be = *ctx->backend;
   bool wide = y.dtype == AMPC_F64 || c.dtype == AMPC_F64 ||
               a.dtype == AMPC_F64 || b.dtype == AMPC_F64;
-  if (wide && be.kind() == AMPC_BACKEND_CUDA)
-    return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                    "%s: f64 operands have no kernel on the CUDA backend yet "
-                    "(the CPU backend computes them in f64)",
-                    fn);
   // The accumulator (f32, f64 when wide): y itself when y has its type.
   ampc_dtype accType = wide ? AMPC_F64 : AMPC_F32;
   Temp accTemp(be);

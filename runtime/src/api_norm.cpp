@@ -236,7 +236,8 @@ bool anyF64(std::initializer_list<TensorArg> ts) {
   return false;
 }
 
-/// The error of an f64 batch norm on a backend without f64 code (CUDA).
+/// The error of an f64 batch norm on a backend without f64 code (both
+/// built-in backends have it).
 ampc_status noWideBatchNorm(const char *fn, Backend &be) {
   return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                   "%s: f64 batch norm has no kernel on the %s backend yet "

@@ -20,7 +20,8 @@
 // the running-statistics update are the one-rank f64 kernel's arithmetic
 // (cpu_wide.cpp), eps and momentum exact; otherwise the one-rank f32
 // kernel's (norm_ops.h). f64 over several ranks runs on the CPU backend
-// only (UNSUPPORTED_DTYPE on CUDA, as the one-rank f64 batch norm).
+// only (UNSUPPORTED_DTYPE on CUDA over several ranks; one rank runs the
+// one-rank f64 batch norm, which CUDA computes in f64).
 //
 // The work is host-staged: the tensors are copied to host memory, computed
 // there with the shared scalar helpers, and copied back. On the CPU backend

@@ -68,6 +68,8 @@ struct Tensor {
   double get(int64_t i) const {
     if (dtype == AMPC_I32 || dtype == AMPC_I64)
       return static_cast<double>(ampc::loadIndex(bytes.data(), dtype, i));
+    if (dtype == AMPC_F64) // all its bits (comparisons of f64 results)
+      return ampc::loadF64(bytes.data(), dtype, i);
     return ampc::loadF32(bytes.data(), dtype, i);
   }
   void set(int64_t i, double v) {

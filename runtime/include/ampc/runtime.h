@@ -508,8 +508,8 @@ AMPC_API ampc_status ampc_conv_transpose3d_fwd(
    -> [m, n]; baddbmm a [B, m, k] @ b [B, k, n] -> [B, m, n] (one batched
    GEMM); addbmm the sum over B of the same -> [m, n] (B GEMMs accumulating);
    addmv a [n, m] @ v [m] -> [n]; addr the outer product u [n] x v [m] ->
-   [n, m]. With an f64 operand (CPU backend; CUDA refuses it with
-   AMPC_ERROR_UNSUPPORTED_DTYPE) the product is an f64 GEMM into f64 scratch
+   [n, m]. With an f64 operand (both backends: dgemm on the CPU, cuBLASLt
+   in f64 on CUDA) the product is an f64 GEMM into f64 scratch
    and alpha * product + beta * c is computed in f64, alpha and beta exact. */
 #define AMPC_ADD_GEMM_PROTOTYPE(NAME)                                          \
   AMPC_API ampc_status ampc_##NAME##_fwd(                                      \
@@ -895,8 +895,8 @@ AMPC_API ampc_status ampc_binary_cross_entropy_with_logits_bwd(
  * Batch norm and dropout (docs/jobs.md). Channels are dim 1 of (N, C, ...);
  * the per-channel tensors are [C]. Statistics are computed in f64 on the
  * CPU and in f32 on CUDA, every value read and written through f32; with an
- * f64 tensor the CPU backend computes everything in f64 (eps and momentum
- * exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE.
+ * f64 tensor both backends compute everything in f64 (eps and momentum
+ * exact).
  *===------------------------------------------------------------------===*/
 
 /// y = (x - mean) / sqrt(var + eps) * w + b per channel: with `training`
@@ -948,7 +948,8 @@ AMPC_API ampc_status ampc_batch_norm_update(
 /// all-reduce averages them). With no communicator, one rank, or `training`
 /// 0, each is its one-rank entry point, bit for bit. With an f64 tensor the
 /// CPU backend computes in f64 as the one-rank entry points (eps and momentum
-/// exact) and CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE. Host-staged: on
+/// exact); over several ranks CUDA returns AMPC_ERROR_UNSUPPORTED_DTYPE (one
+/// rank: the f64 one-rank entry point). Host-staged: on
 /// CUDA the tensors make a round trip through host memory.
 AMPC_API ampc_status ampc_sync_batch_norm_fwd(
     ampc_context ctx, void *y, ampc_dtype y_dtype, const int64_t *y_shape,
@@ -985,8 +986,8 @@ AMPC_API ampc_status ampc_sync_batch_norm_update(
 /// y = x * keep(i) / (1 - p): keep(i) is 1 when the 24-bit uniform of lane
 /// i % 4 of philox4x32_10(counter (i / 4, 2^63 + key * 2^32 + step), key
 /// seed) is >= p, else 0. `step` is a device i32 scalar. The backward is the
-/// same call on dy. With an f64 x or y (CPU backend; CUDA refuses it with
-/// AMPC_ERROR_UNSUPPORTED_DTYPE) the same elements are kept (the uniform
+/// same call on dy. With an f64 x or y (both backends) the same elements
+/// are kept (the uniform
 /// against p rounded to f32, as the f32 kernel) and multiplied by 1 / (1 - p)
 /// computed in f64.
 AMPC_API ampc_status ampc_dropout_fwd(ampc_context ctx, void *y,
@@ -1466,8 +1467,8 @@ AMPC_API ampc_status ampc_norm_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
                                    double p, const int64_t *dims,
                                    int32_t n_dims, int32_t keepdim);
 /// Inclusive cumulative sum along dim; bwd: the reversed cumulative sum.
-/// f32, f16, bf16 accumulate in f32; f64 in f64 (CPU backend); an integer
-/// or bool x gives an i64 y, exact with wrap-around (CPU backend; fwd only).
+/// f32, f16, bf16 accumulate in f32; f64 in f64; an integer or bool x
+/// gives an i64 y, exact with wrap-around (fwd only). Both backends.
 AMPC_API ampc_status ampc_cumsum_fwd(ampc_context ctx, AMPC_RL_OUT(y),
                                      AMPC_RL_IN(x), int64_t dim);
 AMPC_API ampc_status ampc_cumsum_bwd(ampc_context ctx, AMPC_RL_OUT(dx),
