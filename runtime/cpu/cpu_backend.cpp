@@ -15,6 +15,7 @@
 #include "../src/dropout_ops.h"
 #include "../src/norm_ops.h"
 #include "../src/philox.h"
+#include "../src/wide_ops.h"
 #include "cpu_conv.h"
 #include "cpu_conv_wide.h"
 #include "cpu_onednn_conv.h"
@@ -1072,47 +1073,35 @@ public:
         if (label < 0 || label >= classes)
           terms[r] = 0.0;
         else if (f64)
-          terms[r] = cpuwide::rowLse(logits, r * classes, classes) -
+          terms[r] = wideRowLse(logits, r * classes, classes) -
                      loadF64(logits.data, logits.dtype, r * classes + label);
         else
           terms[r] = rowLse(logits, r * classes, classes) -
                      loadF32(logits.data, logits.dtype, r * classes + label);
       }
     });
-    double total = 0.0;
-    int64_t valid = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t label = loadIndex(labels.data, labels.dtype, r);
-      if (label == -100)
-        continue;
-      ++valid;
-      if (label < 0 || label >= classes) {
-        recordCheck(AMPC_CHECK_INDEX, site);
-        total = NAN;
-        continue;
-      }
-      total += terms[r];
-    }
+    bool badLabel;
+    double mean =
+        crossEntropyMeanOfTerms(labels, rows, classes, terms.data(), badLabel);
+    if (badLabel)
+      recordCheck(AMPC_CHECK_INDEX, site);
     if (f64)
-      storeF64(loss.data, loss.dtype, 0, total / static_cast<double>(valid));
+      storeF64(loss.data, loss.dtype, 0, mean);
     else
-      storeF32(loss.data, loss.dtype, 0,
-               static_cast<float>(total / static_cast<double>(valid)));
+      storeF32(loss.data, loss.dtype, 0, static_cast<float>(mean));
     return AMPC_OK;
   }
 
   ampc_status crossEntropyBwd(Buf dlogits, Buf dloss, Buf logits, Buf labels,
                               int64_t rows, int64_t classes) override {
-    int64_t valid = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      valid += loadIndex(labels.data, labels.dtype, r) != -100;
+    int64_t valid = crossEntropyValidRows(labels, rows);
     if (logits.dtype == AMPC_F64) {
       double scale64 =
           loadF64(dloss.data, dloss.dtype, 0) / static_cast<double>(valid);
       for (int64_t r = 0; r < rows; ++r)
-        cpuwide::crossEntropyBwdRow(dlogits, logits, r * classes, classes,
-                                    loadIndex(labels.data, labels.dtype, r),
-                                    scale64);
+        wideCrossEntropyBwdRow(dlogits, logits, r * classes, classes,
+                               loadIndex(labels.data, labels.dtype, r),
+                               scale64);
       return AMPC_OK;
     }
     float scale =

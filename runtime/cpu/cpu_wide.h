@@ -51,11 +51,6 @@ bool normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
 /// kh * kw.
 bool pool(Buf y, Buf x, const PoolGeom &g);
 bool poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g);
-/// log-sum-exp of one row of f64 logits.
-double rowLse(Buf logits, int64_t base, int64_t classes);
-/// One row of cross-entropy's gradient in f64 (zeros for label -100).
-void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
-                        int64_t label, double scale);
 bool mse(Buf loss, Buf a, Buf b, int64_t n);
 bool mseBwd(Buf da, Buf db, Buf dloss, Buf a, Buf b, int64_t n);
 /// An f64 GEMM (every operand f64): OpenBLAS dgemm, then bias and epilogue.

@@ -204,6 +204,12 @@ public:
   ampc_status refuseWide(const char *what, std::initializer_list<Buf> bufs);
   ampc_status refuseWideList(const char *what, const TensorList &l);
   ampc_status launchStatusOf(const char *what);
+  /// Launches `kernel` (a grid-stride loop) over n items on the stream with
+  /// `args`: AMPC_OK, launching nothing, when n is 0; else
+  /// launchStatusOf(what). Defined (and used) in cuda_wide.cu.
+  template <typename... P, typename... A>
+  ampc_status launchOver(int64_t n, const char *what, void (*kernel)(P...),
+                         A &&...args);
   bool fillWide(Buf y, int64_t n, double value, ampc_status &st);
   bool copyScaleWide(Buf dst, Buf src, const Walk &w, float scale,
                      ampc_status &st);

@@ -24,12 +24,14 @@
 #include "../src/dropout_ops.h"
 #include "../src/int_ops.h"
 #include "../src/select_ops.h"
+#include "../src/wide_ops.h"
 #include "cuda_backend.h"
 #include "cuda_exact.h"
 #include "cuda_walk.cuh"
 
 #include <math.h>
 
+#include <utility>
 #include <vector>
 
 namespace ampc {
@@ -242,17 +244,8 @@ __global__ void reduceMaxBwdF64Kernel(Buf dx, Buf dy, Buf x, Buf y, Walk outer,
 __global__ void argmaxWideKernel(bool ints, Buf y, Buf x, int64_t outer,
                                  int64_t dim, int64_t inner) {
   GRID_STRIDE(t, outer * inner) {
-    int64_t o = t / inner, i = t % inner;
-    int64_t base = o * dim * inner + i, at = 0;
-    for (int64_t d = 1; d < dim; ++d) {
-      int64_t p = base + d * inner, q = base + at * inner;
-      bool takes =
-          ints ? loadInt(x.data, x.dtype, p) > loadInt(x.data, x.dtype, q)
-               : argmaxTakes(loadF64(x.data, x.dtype, p),
-                             loadF64(x.data, x.dtype, q));
-      if (takes)
-        at = d;
-    }
+    int64_t at = wideArgmaxRow(ints, x, (t / inner) * dim * inner + t % inner,
+                               dim, inner);
     storeInt(y.data, y.dtype, t, at);
   }
 }
@@ -262,38 +255,15 @@ __global__ void argmaxWideKernel(bool ints, Buf y, Buf x, int64_t outer,
 __global__ void cumsumWideKernel(bool f64, Buf y, Buf x, int64_t outer,
                                  int64_t len, int64_t inner, bool reverse) {
   GRID_STRIDE(t, outer * inner) {
-    int64_t o = t / inner, i = t % inner;
-    double acc = 0.0;
-    uint64_t iacc = 0;
-    for (int64_t k = 0; k < len; ++k) {
-      int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
-      if (f64) {
-        acc += loadF64(x.data, x.dtype, at);
-        storeF64(y.data, y.dtype, at, acc);
-      } else {
-        iacc += static_cast<uint64_t>(loadInt(x.data, x.dtype, at));
-        static_cast<int64_t *>(y.data)[at] = static_cast<int64_t>(iacc);
-      }
-    }
+    wideCumsumRow(f64, y, x, t / inner, t % inner, len, inner, reverse);
   }
 }
 
 __global__ void softmaxF64Kernel(bool log, Buf y, Buf x, int64_t outer,
                                  int64_t dim, int64_t inner) {
   GRID_STRIDE(t, outer * inner) {
-    int64_t base = (t / inner) * dim * inner + t % inner;
-    double m = -INFINITY;
-    for (int64_t d = 0; d < dim; ++d)
-      m = fmax(m, loadF64(x.data, x.dtype, base + d * inner));
-    double sum = 0.0;
-    for (int64_t d = 0; d < dim; ++d)
-      sum += exp(loadF64(x.data, x.dtype, base + d * inner) - m);
-    double ls = ::log(sum);
-    for (int64_t d = 0; d < dim; ++d) {
-      double v = loadF64(x.data, x.dtype, base + d * inner) - m;
-      storeF64(y.data, y.dtype, base + d * inner,
-               log ? v - ls : exp(v) / sum);
-    }
+    wideSoftmaxRow(log, y, x, (t / inner) * dim * inner + t % inner, dim,
+                   inner);
   }
 }
 
@@ -301,53 +271,19 @@ __global__ void softmaxBwdF64Kernel(bool log, Buf dx, Buf dy, Buf y,
                                     int64_t outer, int64_t dim,
                                     int64_t inner) {
   GRID_STRIDE(t, outer * inner) {
-    int64_t base = (t / inner) * dim * inner + t % inner;
-    double dot = 0.0;
-    for (int64_t d = 0; d < dim; ++d) {
-      int64_t at = base + d * inner;
-      double g = loadF64(dy.data, dy.dtype, at);
-      dot += log ? g : g * loadF64(y.data, y.dtype, at);
-    }
-    for (int64_t d = 0; d < dim; ++d) {
-      int64_t at = base + d * inner;
-      double g = loadF64(dy.data, dy.dtype, at),
-             v = loadF64(y.data, y.dtype, at);
-      storeF64(dx.data, dx.dtype, at, log ? g - exp(v) * dot : v * (g - dot));
-    }
+    wideSoftmaxBwdRow(log, dx, dy, y, (t / inner) * dim * inner + t % inner,
+                      dim, inner);
   }
 }
 
 // ------------------------------------------------------------------ norms --
 
-/// Row r's mean (0 for RMS) and 1 / sqrt(var + eps), two passes in order
-/// (the CPU's rowStats64).
-__device__ void rowStatsF64(bool rms, Buf x, int64_t r, int64_t cols,
-                            double eps, double &mean, double &rstd) {
-  double s = 0.0;
-  for (int64_t j = 0; j < cols; ++j)
-    s += loadF64(x.data, x.dtype, r * cols + j);
-  mean = rms ? 0.0 : s / static_cast<double>(cols);
-  double v = 0.0;
-  for (int64_t j = 0; j < cols; ++j) {
-    double d = loadF64(x.data, x.dtype, r * cols + j) - mean;
-    v += d * d;
-  }
-  rstd = 1.0 / sqrt(v / static_cast<double>(cols) + eps);
-}
-
 __global__ void normF64Kernel(bool rms, Buf y, Buf x, Buf w, Buf b,
                               int64_t rows, int64_t cols, double eps) {
   GRID_STRIDE(r, rows) {
     double mean, rstd;
-    rowStatsF64(rms, x, r, cols, eps, mean, rstd);
-    for (int64_t j = 0; j < cols; ++j) {
-      double v = (loadF64(x.data, x.dtype, r * cols + j) - mean) * rstd;
-      if (w.data)
-        v *= loadF64(w.data, w.dtype, j);
-      if (b.data)
-        v += loadF64(b.data, b.dtype, j);
-      storeF64(y.data, y.dtype, r * cols + j, v);
-    }
+    wideRowStats(rms, x, r, cols, eps, mean, rstd);
+    wideNormRow(y, x, w, b, r, cols, mean, rstd);
   }
 }
 
@@ -355,7 +291,7 @@ __global__ void normF64Kernel(bool rms, Buf y, Buf x, Buf w, Buf b,
 __global__ void rowStatsF64Kernel(bool rms, Buf x, int64_t rows, int64_t cols,
                                   double eps, double *stats) {
   GRID_STRIDE(r, rows) {
-    rowStatsF64(rms, x, r, cols, eps, stats[2 * r], stats[2 * r + 1]);
+    wideRowStats(rms, x, r, cols, eps, stats[2 * r], stats[2 * r + 1]);
   }
 }
 
@@ -364,24 +300,8 @@ __global__ void normBwdDxF64Kernel(bool rms, Buf dx, Buf dy, Buf x, Buf w,
                                    int64_t rows, int64_t cols,
                                    const double *stats) {
   GRID_STRIDE(r, rows) {
-    double mean = stats[2 * r], rstd = stats[2 * r + 1];
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      double d = loadF64(dy.data, dy.dtype, r * cols + j);
-      double xhat = (loadF64(x.data, x.dtype, r * cols + j) - mean) * rstd;
-      double g = w.data ? d * loadF64(w.data, w.dtype, j) : d;
-      sumG += g;
-      sumGX += g * xhat;
-    }
-    double meanG = rms ? 0.0 : sumG / static_cast<double>(cols);
-    double meanGX = sumGX / static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) {
-      double d = loadF64(dy.data, dy.dtype, r * cols + j);
-      double xhat = (loadF64(x.data, x.dtype, r * cols + j) - mean) * rstd;
-      double g = w.data ? d * loadF64(w.data, w.dtype, j) : d;
-      storeF64(dx.data, dx.dtype, r * cols + j,
-               rstd * (g - meanG - xhat * meanGX));
-    }
+    wideNormBwdDxRow(rms, dx, dy, x, w, r, cols, stats[2 * r],
+                     stats[2 * r + 1]);
   }
 }
 
@@ -391,13 +311,9 @@ __global__ void normBwdColsF64Kernel(Buf dw, Buf db, Buf dy, Buf x,
                                      const double *stats) {
   GRID_STRIDE(j, cols) {
     double dwAcc = 0.0, dbAcc = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      double d = loadF64(dy.data, dy.dtype, r * cols + j);
-      double xhat = (loadF64(x.data, x.dtype, r * cols + j) - stats[2 * r]) *
-                    stats[2 * r + 1];
-      dwAcc += d * xhat;
-      dbAcc += d;
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      wideNormBwdColStep(dy, x, r, cols, j, stats[2 * r], stats[2 * r + 1],
+                         dwAcc, dbAcc);
     if (dw.data)
       storeF64(dw.data, dw.dtype, j, dwAcc);
     if (db.data)
@@ -407,54 +323,12 @@ __global__ void normBwdColsF64Kernel(Buf dw, Buf db, Buf dy, Buf x,
 
 // ------------------------------------------------------------- batch norm --
 
-/// The batch mean and biased variance of channel ch (two passes in sample
-/// order, f64: the CPU's bnStats64).
-__device__ void bnStatsF64(Buf x, int64_t n, int64_t c, int64_t inner,
-                           int64_t ch, double &mean, double &var) {
-  double s = 0.0;
-  for (int64_t s0 = 0; s0 < n; ++s0)
-    for (int64_t j = 0; j < inner; ++j)
-      s += loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j);
-  double m = static_cast<double>(n * inner);
-  mean = s / m;
-  double s2 = 0.0;
-  for (int64_t s0 = 0; s0 < n; ++s0)
-    for (int64_t j = 0; j < inner; ++j) {
-      double d = loadF64(x.data, x.dtype, (s0 * c + ch) * inner + j) - mean;
-      s2 += d * d;
-    }
-  var = s2 / m;
-}
-
-/// The mean and 1 / sqrt(var + eps) channel ch normalises with.
-__device__ void bnChannelF64(Buf x, Buf rm, Buf rv, bool training, int64_t n,
-                             int64_t c, int64_t inner, int64_t ch, double eps,
-                             double &mean, double &invstd) {
-  double var;
-  if (training) {
-    bnStatsF64(x, n, c, inner, ch, mean, var);
-  } else {
-    mean = loadF64(rm.data, rm.dtype, ch);
-    var = loadF64(rv.data, rv.dtype, ch);
-  }
-  invstd = 1.0 / sqrt(var + eps);
-}
-
 /// One thread per channel, the CPU's loops.
 __global__ void batchNormF64Kernel(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                                    bool training, int64_t n, int64_t c,
                                    int64_t inner, double eps) {
   GRID_STRIDE(ch, c) {
-    double mean, invstd;
-    bnChannelF64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
-    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
-    double bc = b.data ? loadF64(b.data, b.dtype, ch) : 0.0;
-    for (int64_t s0 = 0; s0 < n; ++s0)
-      for (int64_t j = 0; j < inner; ++j) {
-        int64_t i = (s0 * c + ch) * inner + j;
-        storeF64(y.data, y.dtype, i,
-                 (loadF64(x.data, x.dtype, i) - mean) * invstd * wc + bc);
-      }
+    wideBnForwardChannel(y, x, w, b, rm, rv, training, n, c, inner, ch, eps);
   }
 }
 
@@ -462,39 +336,9 @@ __global__ void batchNormBwdF64Kernel(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                                       Buf w, Buf rm, Buf rv, bool training,
                                       int64_t n, int64_t c, int64_t inner,
                                       double eps) {
-  double m = static_cast<double>(n * inner);
   GRID_STRIDE(ch, c) {
-    double mean, invstd;
-    bnChannelF64(x, rm, rv, training, n, c, inner, ch, eps, mean, invstd);
-    double sumDy = 0.0, sumDyX = 0.0;
-    for (int64_t s0 = 0; s0 < n; ++s0)
-      for (int64_t j = 0; j < inner; ++j) {
-        int64_t i = (s0 * c + ch) * inner + j;
-        double d = loadF64(dy.data, dy.dtype, i);
-        sumDy += d;
-        sumDyX += d * ((loadF64(x.data, x.dtype, i) - mean) * invstd);
-      }
-    if (dw.data)
-      storeF64(dw.data, dw.dtype, ch, sumDyX);
-    if (db.data)
-      storeF64(db.data, db.dtype, ch, sumDy);
-    if (!dx.data)
-      continue;
-    double wc = w.data ? loadF64(w.data, w.dtype, ch) : 1.0;
-    double meanDy = sumDy / m, meanDyX = sumDyX / m;
-    for (int64_t s0 = 0; s0 < n; ++s0)
-      for (int64_t j = 0; j < inner; ++j) {
-        int64_t i = (s0 * c + ch) * inner + j;
-        double d = loadF64(dy.data, dy.dtype, i);
-        double v;
-        if (training) {
-          double xhat = (loadF64(x.data, x.dtype, i) - mean) * invstd;
-          v = wc * invstd * (d - meanDy - xhat * meanDyX);
-        } else {
-          v = d * wc * invstd;
-        }
-        storeF64(dx.data, dx.dtype, i, v);
-      }
+    wideBnBackwardChannel(dx, dw, db, dy, x, w, rm, rv, training, n, c, inner,
+                          ch, eps);
   }
 }
 
@@ -502,17 +346,8 @@ __global__ void batchNormBwdF64Kernel(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
 __global__ void batchNormUpdateF64Kernel(Buf newMean, Buf newVar, Buf x, Buf rm,
                                          Buf rv, int64_t n, int64_t c,
                                          int64_t inner, double momentum) {
-  double m = static_cast<double>(n * inner);
   GRID_STRIDE(ch, c) {
-    double mean, var;
-    bnStatsF64(x, n, c, inner, ch, mean, var);
-    double unbiased = var * m / (m - 1.0);
-    storeF64(newMean.data, newMean.dtype, ch,
-             (1.0 - momentum) * loadF64(rm.data, rm.dtype, ch) +
-                 momentum * mean);
-    storeF64(newVar.data, newVar.dtype, ch,
-             (1.0 - momentum) * loadF64(rv.data, rv.dtype, ch) +
-                 momentum * unbiased);
+    wideBnUpdateChannel(newMean, newVar, x, rm, rv, n, c, inner, ch, momentum);
   }
 }
 
@@ -528,57 +363,16 @@ __global__ void dropoutF64Kernel(Buf y, Buf x, const int32_t *step,
   uint64_t stream = dropoutStream(key, static_cast<uint32_t>(*step));
   GRID_STRIDE(i, n) {
     int64_t gi = shard.global(i);
-    Philox4 r = dropoutDraws(seed, stream, gi);
-    bool keep = uniformFromBits(r.v[gi & 3]) >= static_cast<double>(pMask);
-    storeF64(y.data, y.dtype, i,
-             loadF64(x.data, x.dtype, i) * (keep ? scale : 0.0));
+    wideDropoutAt(y, x, i, dropoutDraws(seed, stream, gi), gi, pMask, scale);
   }
 }
 
 // ---------------------------------------------------------------- pooling --
 
-/// The plane offset of the first maximum of window (oy, ox) of the plane at
-/// `plane` (-1: an empty window), NaN counting as the maximum; its value in
-/// *best (the CPU's poolArgmax).
-__device__ int64_t poolArgmaxF64(const PoolGeom &g, Buf x, int64_t plane,
-                                 int64_t oy, int64_t ox, double &best) {
-  int64_t at = -1;
-  best = -INFINITY;
-  for (int64_t ky = 0; ky < g.kh; ++ky) {
-    int64_t iy = oy * g.sh - g.ph + ky;
-    if (iy < 0 || iy >= g.h)
-      continue;
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t ix = ox * g.sw - g.pw + kx;
-      if (ix < 0 || ix >= g.w)
-        continue;
-      double v = loadF64(x.data, x.dtype, plane + iy * g.w + ix);
-      if (at < 0 || v > best || (v != v && best == best)) {
-        at = iy * g.w + ix;
-        best = v;
-      }
-    }
-  }
-  return at;
-}
-
 __global__ void poolF64Kernel(Buf y, Buf x, PoolGeom g) {
   GRID_STRIDE(i, g.planes * g.oh * g.ow) {
     int64_t p = i / (g.oh * g.ow), oy = (i / g.ow) % g.oh, ox = i % g.ow;
-    int64_t plane = p * g.h * g.w;
-    double v = 0.0;
-    if (g.isMax) {
-      poolArgmaxF64(g, x, plane, oy, ox, v);
-    } else {
-      for (int64_t ky = 0; ky < g.kh; ++ky)
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
-          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-            v += loadF64(x.data, x.dtype, plane + iy * g.w + ix);
-        }
-      v /= static_cast<double>(g.kh * g.kw);
-    }
-    storeF64(y.data, y.dtype, i, v);
+    storeF64(y.data, y.dtype, i, widePoolOut(g, x, p, oy, ox));
   }
 }
 
@@ -587,7 +381,7 @@ __global__ void poolF64Kernel(Buf y, Buf x, PoolGeom g) {
 __global__ void poolBwdF64Kernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
   GRID_STRIDE(i, g.planes * g.h * g.w) {
     int64_t p = i / (g.h * g.w), iy = (i / g.w) % g.h, ix = i % g.w;
-    int64_t plane = p * g.h * g.w, self = iy * g.w + ix;
+    int64_t self = iy * g.w + ix;
     double div = static_cast<double>(g.kh * g.kw), acc = 0.0, best;
     for (int64_t ky = g.kh - 1; ky >= 0; --ky) {
       int64_t ty = iy + g.ph - ky;
@@ -606,7 +400,7 @@ __global__ void poolBwdF64Kernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
         double d = loadF64(dy.data, dy.dtype, (p * g.oh + oy) * g.ow + ox);
         if (!g.isMax)
           acc += d / div;
-        else if (poolArgmaxF64(g, x, plane, oy, ox, best) == self)
+        else if (widePoolArgmax(g, x, p, oy, ox, best) == self)
           acc += d;
       }
     }
@@ -640,25 +434,7 @@ __global__ void mseF64Kernel(Buf loss, Buf a, Buf b, int64_t n) {
 __global__ void mseBwdF64Kernel(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                                 int64_t n, double norm) {
   double g = loadF64(dloss.data, dloss.dtype, 0);
-  GRID_STRIDE(i, n) {
-    double v =
-        norm * (loadF64(a.data, a.dtype, i) - loadF64(b.data, b.dtype, i)) * g;
-    if (da.data)
-      storeF64(da.data, da.dtype, i, v);
-    if (db.data)
-      storeF64(db.data, db.dtype, i, -v);
-  }
-}
-
-/// log-sum-exp of one row of f64 logits (the CPU's cpuwide::rowLse).
-__device__ double rowLseF64(Buf logits, int64_t base, int64_t classes) {
-  double m = -INFINITY;
-  for (int64_t c = 0; c < classes; ++c)
-    m = fmax(m, loadF64(logits.data, logits.dtype, base + c));
-  double sum = 0.0;
-  for (int64_t c = 0; c < classes; ++c)
-    sum += exp(loadF64(logits.data, logits.dtype, base + c) - m);
-  return m + ::log(sum);
+  GRID_STRIDE(i, n) { wideMseBwdAt(da, db, a, b, i, norm, g); }
 }
 
 /// terms[r] = lse(row r) - logits[r, label] (0 for a label outside
@@ -668,11 +444,11 @@ __global__ void crossEntropyTermsF64Kernel(Buf logits, Buf labels,
                                            double *terms) {
   GRID_STRIDE(r, rows) {
     int64_t label = loadIndex(labels.data, labels.dtype, r);
-    terms[r] = label < 0 || label >= classes
-                   ? 0.0
-                   : rowLseF64(logits, r * classes, classes) -
-                         loadF64(logits.data, logits.dtype,
-                                 r * classes + label);
+    terms[r] =
+        label < 0 || label >= classes
+            ? 0.0
+            : wideRowLse(logits, r * classes, classes) -
+                  loadF64(logits.data, logits.dtype, r * classes + label);
   }
 }
 
@@ -683,49 +459,28 @@ __global__ void crossEntropyFinishF64Kernel(Buf loss, Buf labels, int64_t rows,
                                             int64_t classes,
                                             const double *terms,
                                             uint32_t *word, int32_t site) {
-  double total = 0.0;
-  int64_t valid = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = loadIndex(labels.data, labels.dtype, r);
-    if (label == -100)
-      continue;
-    ++valid;
-    if (label < 0 || label >= classes) {
-      recordCheck(word, site);
-      total = NAN;
-      continue;
-    }
-    total += terms[r];
-  }
-  storeF64(loss.data, loss.dtype, 0, total / static_cast<double>(valid));
+  bool badLabel;
+  double mean = crossEntropyMeanOfTerms(labels, rows, classes, terms, badLabel);
+  if (badLabel)
+    recordCheck(word, site);
+  storeF64(loss.data, loss.dtype, 0, mean);
 }
 
 /// *scale = dloss / (rows whose label is not -100), in f64.
 __global__ void crossEntropyScaleF64Kernel(Buf dloss, Buf labels, int64_t rows,
                                            double *scale) {
-  int64_t valid = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    valid += loadIndex(labels.data, labels.dtype, r) != -100;
+  int64_t valid = crossEntropyValidRows(labels, rows);
   *scale = loadF64(dloss.data, dloss.dtype, 0) / static_cast<double>(valid);
 }
 
 /// One row of dlogits = (softmax(row) - onehot(label)) * scale (zeros for
-/// label -100), one thread per row (the CPU's crossEntropyBwdRow).
+/// label -100), one thread per row (wideCrossEntropyBwdRow, as the CPU).
 __global__ void crossEntropyBwdF64Kernel(Buf dlogits, Buf logits, Buf labels,
                                          int64_t rows, int64_t classes,
                                          const double *scale) {
   GRID_STRIDE(r, rows) {
-    int64_t label = loadIndex(labels.data, labels.dtype, r);
-    int64_t base = r * classes;
-    double lse = label == -100 ? 0.0 : rowLseF64(logits, base, classes);
-    for (int64_t c = 0; c < classes; ++c) {
-      double v = 0.0;
-      if (label != -100)
-        v = (exp(loadF64(logits.data, logits.dtype, base + c) - lse) -
-             (c == label ? 1.0 : 0.0)) *
-            *scale;
-      storeF64(dlogits.data, dlogits.dtype, base + c, v);
-    }
+    wideCrossEntropyBwdRow(dlogits, logits, r * classes, classes,
+                           loadIndex(labels.data, labels.dtype, r), *scale);
   }
 }
 
@@ -738,19 +493,8 @@ __global__ void sgdF64Kernel(Buf param, Buf grad, double *buf, SgdScalars s,
                              Buf foundInf, int64_t n) {
   if (deviceFlag(foundInf))
     return;
-  double lr = s.lr64 * (s.lrScale ? static_cast<double>(*s.lrScale) : 1.0);
-  GRID_STRIDE(i, n) {
-    double p = loadF64(param.data, param.dtype, i);
-    double d = loadF64(grad.data, grad.dtype, i);
-    if (s.hasWeightDecay)
-      d = d + s.weightDecay64 * p;
-    if (s.hasMomentum) {
-      double m = buf[i] * s.momentum64 + d;
-      buf[i] = m;
-      d = s.nesterov ? d + s.momentum64 * m : m;
-    }
-    storeF64(param.data, param.dtype, i, p + -lr * d);
-  }
+  double lr = wideSgdLr(s);
+  GRID_STRIDE(i, n) { wideSgdAt(param, grad, buf, s, lr, i); }
 }
 
 /// GradScaler's unscale of one f64 gradient (the CPU's cpuwide::unscale):
@@ -760,11 +504,7 @@ __global__ void unscaleF64Kernel(double *g, int64_t n, float *flag,
                                  const float *scale) {
   float inv = scale ? 1.0f / *scale : 1.0f;
   bool bad = false;
-  GRID_STRIDE(i, n) {
-    bad |= !(g[i] - g[i] == 0.0);
-    if (inv != 1.0f)
-      g[i] = g[i] * static_cast<double>(inv);
-  }
+  GRID_STRIDE(i, n) { bad |= wideUnscaleAt(g, i, inv); }
   if (bad)
     *flag = 1.0f; // every writer stores the same value
 }
@@ -829,23 +569,9 @@ __global__ void adamwF64Kernel(Buf param, Buf grad, double *m, double *v,
                                int64_t n, AdamwF64Args a, Buf foundInf) {
   if (deviceFlag(foundInf))
     return;
-  double lr = a.lr;
-  if (a.lrScale)
-    lr *= static_cast<double>(*a.lrScale);
-  double decay = 1.0 - lr * a.weightDecay, w = 1.0 - a.beta1;
-  double step = static_cast<double>(*a.step);
-  double bc1 = 1.0 - pow(a.beta1, step);
-  double bc2Sqrt = sqrt(1.0 - pow(a.beta2, step));
-  double stepSize = lr / bc1;
-  GRID_STRIDE(i, n) {
-    double p = loadF64(param.data, param.dtype, i) * decay;
-    double g = loadF64(grad.data, grad.dtype, i);
-    // exp_avg.lerp_(grad, 1 - beta1), as torch.lerp computes it.
-    m[i] = fabs(w) < 0.5 ? m[i] + w * (g - m[i]) : g - (g - m[i]) * (1.0 - w);
-    v[i] = v[i] * a.beta2 + (1.0 - a.beta2) * g * g;
-    double denom = sqrt(v[i]) / bc2Sqrt + a.eps;
-    storeF64(param.data, param.dtype, i, p + -stepSize * (m[i] / denom));
-  }
+  WideAdamwStep k = wideAdamwStep(a.lr, a.lrScale, a.beta1, a.beta2, a.eps,
+                                  a.weightDecay, static_cast<double>(*a.step));
+  GRID_STRIDE(i, n) { wideAdamwAt(param, grad, m, v, i, k); }
 }
 
 // ------------------------------------------------------------------- GEMM --
@@ -917,6 +643,15 @@ int64_t extentOf(int64_t batch, int64_t stride, int64_t rows, int64_t ld,
 
 } // namespace
 
+template <typename... P, typename... A>
+ampc_status CudaBackend::launchOver(int64_t n, const char *what,
+                                    void (*kernel)(P...), A &&...args) {
+  if (n == 0)
+    return AMPC_OK;
+  kernel<<<gridFor(n), kThreads, 0, stream_>>>(std::forward<A>(args)...);
+  return launchStatusOf(what);
+}
+
 // ------------------------------------------------------------- refusals --
 
 ampc_status CudaBackend::refuseWide(const char *what,
@@ -950,11 +685,7 @@ bool CudaBackend::fillWide(Buf y, int64_t n, double value, ampc_status &st) {
   if (y.dtype != AMPC_F64 && y.dtype != AMPC_U8 && y.dtype != AMPC_I8 &&
       y.dtype != AMPC_I16)
     return false;
-  st = AMPC_OK;
-  if (n == 0)
-    return true;
-  fillWideKernel<<<gridFor(n), kThreads, 0, stream_>>>(y, n, value);
-  st = launchStatusOf("fill kernel (wide)");
+  st = launchOver(n, "fill kernel (wide)", fillWideKernel, y, n, value);
   return true;
 }
 
@@ -962,14 +693,10 @@ bool CudaBackend::copyScaleWide(Buf dst, Buf src, const Walk &w0, float scale,
                                 ampc_status &st) {
   if (scale == 1.0f || !anyF64({dst, src}))
     return false;
-  st = AMPC_OK;
   int64_t n = w0.numel();
-  if (n == 0)
-    return true;
   Walk w = collapseWalk(w0, 2);
-  copyScaleF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-      dst, src, w, static_cast<double>(scale), n);
-  st = launchStatusOf("copy kernel (f64)");
+  st = launchOver(n, "copy kernel (f64)", copyScaleF64Kernel, dst, src, w,
+                  static_cast<double>(scale), n);
   return true;
 }
 
@@ -995,12 +722,8 @@ bool CudaBackend::unaryBwdWide(UnaryOp op, const UnaryAttrs &attrs, Buf dx,
                                Buf dy, Buf x, int64_t n, ampc_status &st) {
   if (!anyF64({dx, dy, x}))
     return false;
-  st = AMPC_OK;
-  if (n == 0)
-    return true;
-  unaryBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(op, attrs, dx, dy,
-                                                          x, n);
-  st = launchStatusOf("unary backward kernel (f64)");
+  st = launchOver(n, "unary backward kernel (f64)", unaryBwdF64Kernel, op,
+                  attrs, dx, dy, x, n);
   return true;
 }
 
@@ -1033,14 +756,10 @@ bool CudaBackend::binaryBwdWide(BinaryOp op, int which, Buf g, Buf dy, Buf a,
                                 Buf b, const Walk &w0, ampc_status &st) {
   if (!anyF64({g, dy, a, b}))
     return false;
-  st = AMPC_OK;
   int64_t n = w0.numel();
-  if (n == 0)
-    return true;
   Walk w = collapseWalk(w0, 3);
-  binaryBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(op, which, g, dy, a,
-                                                           b, w, n);
-  st = launchStatusOf("binary backward kernel (f64)");
+  st = launchOver(n, "binary backward kernel (f64)", binaryBwdF64Kernel, op,
+                  which, g, dy, a, b, w, n);
   return true;
 }
 
@@ -1048,12 +767,8 @@ bool CudaBackend::nonfiniteWide(Buf x, int64_t n, int32_t site,
                                 ampc_status &st) {
   if (!isF64(x))
     return false;
-  st = AMPC_OK;
-  if (n == 0)
-    return true;
-  nonfiniteF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-      x, n, checkWords + AMPC_CHECK_NONFINITE, site);
-  st = launchStatusOf("non-finite check kernel (f64)");
+  st = launchOver(n, "non-finite check kernel (f64)", nonfiniteF64Kernel, x, n,
+                  checkWords + AMPC_CHECK_NONFINITE, site);
   return true;
 }
 
@@ -1062,12 +777,9 @@ bool CudaBackend::embeddingWide(Buf y, Buf table, Buf ids, int64_t n,
                                 ampc_status &st) {
   if (!anyF64({y, table}))
     return false;
-  st = AMPC_OK;
-  if (n * dim == 0)
-    return true;
-  embeddingF64Kernel<<<gridFor(n * dim), kThreads, 0, stream_>>>(
-      y, table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX, site);
-  st = launchStatusOf("embedding kernel (f64)");
+  st = launchOver(n * dim, "embedding kernel (f64)", embeddingF64Kernel, y,
+                  table, ids, n, vocab, dim, checkWords + AMPC_CHECK_INDEX,
+                  site);
   return true;
 }
 
@@ -1098,13 +810,9 @@ bool CudaBackend::reduceMaxBwdWide(Buf dx, Buf dy, Buf x, Buf y,
                                    ampc_status &st) {
   if (!anyF64({dx, dy, x}))
     return false;
-  st = AMPC_OK;
   int64_t nOut = outer.numel(), nIn = inner.numel();
-  if (nOut == 0)
-    return true;
-  reduceMaxBwdF64Kernel<<<gridFor(nOut), kThreads, 0, stream_>>>(
-      dx, dy, x, y, outer, inner, nOut, nIn);
-  st = launchStatusOf("max backward kernel (f64)");
+  st = launchOver(nOut, "max backward kernel (f64)", reduceMaxBwdF64Kernel, dx,
+                  dy, x, y, outer, inner, nOut, nIn);
   return true;
 }
 
@@ -1113,12 +821,8 @@ bool CudaBackend::argmaxWide(Buf y, Buf x, int64_t outer, int64_t dim,
   bool ints = isIntOrBool(x);
   if (!ints && x.dtype != AMPC_F64)
     return false;
-  st = AMPC_OK;
-  if (outer * inner == 0)
-    return true;
-  argmaxWideKernel<<<gridFor(outer * inner), kThreads, 0, stream_>>>(
-      ints, y, x, outer, dim, inner);
-  st = launchStatusOf("argmax kernel (wide)");
+  st = launchOver(outer * inner, "argmax kernel (wide)", argmaxWideKernel, ints,
+                  y, x, outer, dim, inner);
   return true;
 }
 
@@ -1141,12 +845,8 @@ bool CudaBackend::softmaxWide(bool log, Buf y, Buf x, int64_t outer,
                               int64_t dim, int64_t inner, ampc_status &st) {
   if (!anyF64({y, x}))
     return false;
-  st = AMPC_OK;
-  if (outer * inner == 0)
-    return true;
-  softmaxF64Kernel<<<gridFor(outer * inner), kThreads, 0, stream_>>>(
-      log, y, x, outer, dim, inner);
-  st = launchStatusOf("softmax kernel (f64)");
+  st = launchOver(outer * inner, "softmax kernel (f64)", softmaxF64Kernel, log,
+                  y, x, outer, dim, inner);
   return true;
 }
 
@@ -1155,12 +855,8 @@ bool CudaBackend::softmaxBwdWide(bool log, Buf dx, Buf dy, Buf y,
                                  ampc_status &st) {
   if (!anyF64({dx, dy, y}))
     return false;
-  st = AMPC_OK;
-  if (outer * inner == 0)
-    return true;
-  softmaxBwdF64Kernel<<<gridFor(outer * inner), kThreads, 0, stream_>>>(
-      log, dx, dy, y, outer, dim, inner);
-  st = launchStatusOf("softmax backward kernel (f64)");
+  st = launchOver(outer * inner, "softmax backward kernel (f64)",
+                  softmaxBwdF64Kernel, log, dx, dy, y, outer, dim, inner);
   return true;
 }
 
@@ -1226,11 +922,9 @@ bool CudaBackend::batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                                 int64_t inner, double eps) {
   if (!anyF64({y, x, w, b, rm, rv}))
     return false;
-  if (enter() != AMPC_OK || c == 0)
-    return true;
-  batchNormF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
-      y, x, w, b, rm, rv, training, n, c, inner, eps);
-  launchStatusOf("batch norm kernel (f64)");
+  if (enter() == AMPC_OK) // else the error is recorded
+    launchOver(c, "batch norm kernel (f64)", batchNormF64Kernel, y, x, w, b, rm,
+               rv, training, n, c, inner, eps);
   return true;
 }
 
@@ -1240,11 +934,9 @@ bool CudaBackend::batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                                    double eps) {
   if (!anyF64({dx, dw, db, dy, x, w, rm, rv}))
     return false;
-  if (enter() != AMPC_OK || c == 0)
-    return true;
-  batchNormBwdF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
-      dx, dw, db, dy, x, w, rm, rv, training, n, c, inner, eps);
-  launchStatusOf("batch norm backward kernel (f64)");
+  if (enter() == AMPC_OK)
+    launchOver(c, "batch norm backward kernel (f64)", batchNormBwdF64Kernel, dx,
+               dw, db, dy, x, w, rm, rv, training, n, c, inner, eps);
   return true;
 }
 
@@ -1253,11 +945,9 @@ bool CudaBackend::batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
                                       int64_t inner, double momentum) {
   if (!anyF64({newMean, newVar, x, rm, rv}))
     return false;
-  if (enter() != AMPC_OK || c == 0)
-    return true;
-  batchNormUpdateF64Kernel<<<gridFor(c), kThreads, 0, stream_>>>(
-      newMean, newVar, x, rm, rv, n, c, inner, momentum);
-  launchStatusOf("batch norm update kernel (f64)");
+  if (enter() == AMPC_OK)
+    launchOver(c, "batch norm update kernel (f64)", batchNormUpdateF64Kernel,
+               newMean, newVar, x, rm, rv, n, c, inner, momentum);
   return true;
 }
 
@@ -1268,13 +958,9 @@ bool CudaBackend::dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
                               int64_t numel, DropoutShard shard) {
   if (!isF64(y) && !isF64(x))
     return false;
-  if (enter() != AMPC_OK)
-    return true; // the error is recorded; the caller's status is lost
-  if (numel == 0)
-    return true;
-  dropoutF64Kernel<<<gridFor(numel), kThreads, 0, stream_>>>(
-      y, x, step, seed, key, pMask, 1.0 / (1.0 - p), numel, shard);
-  launchStatusOf("dropout kernel (f64)");
+  if (enter() == AMPC_OK) // else the error is recorded
+    launchOver(numel, "dropout kernel (f64)", dropoutF64Kernel, y, x, step,
+               seed, key, pMask, 1.0 / (1.0 - p), numel, shard);
   return true;
 }
 
@@ -1283,12 +969,8 @@ bool CudaBackend::dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
 bool CudaBackend::poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st) {
   if (!anyF64({y, x}))
     return false;
-  st = AMPC_OK;
   int64_t n = g.planes * g.oh * g.ow;
-  if (n == 0)
-    return true;
-  poolF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(y, x, g);
-  st = launchStatusOf("pool kernel (f64)");
+  st = launchOver(n, "pool kernel (f64)", poolF64Kernel, y, x, g);
   return true;
 }
 
@@ -1296,12 +978,9 @@ bool CudaBackend::poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g,
                               ampc_status &st) {
   if (!anyF64({dx, dy, x}))
     return false;
-  st = AMPC_OK;
   int64_t n = g.planes * g.h * g.w;
-  if (n == 0)
-    return true;
-  poolBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(dx, dy, x, g);
-  st = launchStatusOf("pool backward kernel (f64)");
+  st = launchOver(n, "pool backward kernel (f64)", poolBwdF64Kernel, dx, dy, x,
+                  g);
   return true;
 }
 
@@ -1319,12 +998,8 @@ bool CudaBackend::mseBwdWide(Buf da, Buf db, Buf dloss, Buf a, Buf b,
                              int64_t n, ampc_status &st) {
   if (!anyF64({da, db, dloss, a, b}))
     return false;
-  st = AMPC_OK;
-  if (n == 0)
-    return true;
-  mseBwdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-      da, db, dloss, a, b, n, 2.0 / static_cast<double>(n));
-  st = launchStatusOf("mse backward kernel (f64)");
+  st = launchOver(n, "mse backward kernel (f64)", mseBwdF64Kernel, da, db,
+                  dloss, a, b, n, 2.0 / static_cast<double>(n));
   return true;
 }
 
@@ -1372,6 +1047,17 @@ bool CudaBackend::crossEntropyBwdWide(Buf dlogits, Buf dloss, Buf logits,
 
 // -------------------------------------------------------------- optimizers --
 
+/// Calls launch(t, n) for each f64 tensor t of `l` with n > 0 elements,
+/// stopping at the first status that is not AMPC_OK; that status.
+template <typename F>
+static ampc_status forEachF64(const TensorList &l, F &&launch) {
+  ampc_status st = AMPC_OK;
+  for (int32_t t = 0; t < l.count && st == AMPC_OK; ++t)
+    if (l.dtypes[t] == AMPC_F64 && l.numels[t] != 0)
+      st = launch(t, l.numels[t]);
+  return st;
+}
+
 /// Whether a list holds an f64 tensor; `rest` is then its numels with
 /// those entries 0 (the multi-tensor f32 kernels skip them).
 static bool splitF64(const TensorList &params, std::vector<int64_t> &rest) {
@@ -1389,15 +1075,10 @@ bool CudaBackend::unscaleWide(const TensorList &g, float *flag,
                               ampc_status &st) {
   if (!splitF64(g, rest))
     return false;
-  st = AMPC_OK;
-  for (int32_t t = 0; t < g.count && st == AMPC_OK; ++t) {
-    int64_t n = g.numels[t];
-    if (g.dtypes[t] != AMPC_F64 || n == 0)
-      continue;
-    unscaleF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-        static_cast<double *>(g.data[t]), n, flag, scale);
-    st = launchStatusOf("unscale kernel (f64)");
-  }
+  st = forEachF64(g, [&](int32_t t, int64_t n) {
+    return launchOver(n, "unscale kernel (f64)", unscaleF64Kernel,
+                      static_cast<double *>(g.data[t]), n, flag, scale);
+  });
   return true;
 }
 
@@ -1427,17 +1108,13 @@ bool CudaBackend::sgdWide(const TensorList &params, const TensorList &grads,
                           ampc_status &st) {
   if (!splitF64(params, rest))
     return false;
-  st = AMPC_OK;
-  for (int32_t t = 0; t < params.count && st == AMPC_OK; ++t) {
-    int64_t n = params.numels[t];
-    if (params.dtypes[t] != AMPC_F64 || n == 0)
-      continue;
-    sgdF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-        Buf{params.data[t], AMPC_F64}, Buf{grads.data[t], grads.dtypes[t]},
-        s.hasMomentum ? static_cast<double *>(bufs[t]) : nullptr, s, foundInf,
-        n);
-    st = launchStatusOf("sgd kernel (f64)");
-  }
+  st = forEachF64(params, [&](int32_t t, int64_t n) {
+    return launchOver(n, "sgd kernel (f64)", sgdF64Kernel,
+                      Buf{params.data[t], AMPC_F64},
+                      Buf{grads.data[t], grads.dtypes[t]},
+                      s.hasMomentum ? static_cast<double *>(bufs[t]) : nullptr,
+                      s, foundInf, n);
+  });
   return true;
 }
 
@@ -1449,18 +1126,13 @@ bool CudaBackend::adamwWide(const TensorList &params, const TensorList &grads,
                             std::vector<int64_t> &rest, ampc_status &st) {
   if (!splitF64(params, rest))
     return false;
-  st = AMPC_OK;
   AdamwF64Args a{lr, beta1, beta2, eps, weightDecay, lrScale, step};
-  for (int32_t t = 0; t < params.count && st == AMPC_OK; ++t) {
-    int64_t n = params.numels[t];
-    if (params.dtypes[t] != AMPC_F64 || n == 0)
-      continue;
-    adamwF64Kernel<<<gridFor(n), kThreads, 0, stream_>>>(
-        Buf{params.data[t], AMPC_F64}, Buf{grads.data[t], grads.dtypes[t]},
-        static_cast<double *>(expAvgs[t]), static_cast<double *>(expAvgSqs[t]),
-        n, a, foundInf);
-    st = launchStatusOf("adamw kernel (f64)");
-  }
+  st = forEachF64(params, [&](int32_t t, int64_t n) {
+    return launchOver(
+        n, "adamw kernel (f64)", adamwF64Kernel, Buf{params.data[t], AMPC_F64},
+        Buf{grads.data[t], grads.dtypes[t]}, static_cast<double *>(expAvgs[t]),
+        static_cast<double *>(expAvgSqs[t]), n, a, foundInf);
+  });
   return true;
 }
 
