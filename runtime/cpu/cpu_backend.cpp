@@ -814,22 +814,6 @@ public:
     return AMPC_OK;
   }
 
-  /// Calls f(input offset within the plane) for each in-bounds tap of the
-  /// window at (oy, ox); returns the tap count.
-  template <typename F>
-  static void window(const PoolGeom &g, int64_t oy, int64_t ox, F &&f) {
-    for (int64_t ky = 0; ky < g.kh; ++ky) {
-      int64_t iy = oy * g.sh - g.ph + ky;
-      if (iy < 0 || iy >= g.h)
-        continue;
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        int64_t ix = ox * g.sw - g.pw + kx;
-        if (ix >= 0 && ix < g.w)
-          f(iy * g.w + ix);
-      }
-    }
-  }
-
   /// The offset of the first maximum of a max-pooling window (-1: none);
   /// `load(offset)` reads the plane.
   template <typename Load>
@@ -837,7 +821,7 @@ public:
                         int64_t ox) {
     int64_t best = -1;
     float bv = -INFINITY;
-    window(g, oy, ox, [&](int64_t off) {
+    g.forEachTap(oy, ox, [&](int64_t off) {
       float v = load(off);
       if (best < 0 || v > bv || (v != v && bv == bv)) {
         best = off;
@@ -898,7 +882,7 @@ public:
           idx[ox] = a;
       } else {
         float s = 0.0f;
-        window(g, oy, ox, [&](int64_t off) { s += at(off); });
+        g.forEachTap(oy, ox, [&](int64_t off) { s += at(off); });
         val[ox] = s / div;
       }
     }
@@ -958,7 +942,7 @@ public:
           }
           for (int64_t ox = 0; ox < g.ow; ++ox) {
             float d = drow[ox];
-            window(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+            g.forEachTap(oy, ox, [&](int64_t off) { acc[off] += d / div; });
           }
         }
         storeContig(dx, p * hw, hw, acc.data());

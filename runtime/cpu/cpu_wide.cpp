@@ -249,7 +249,7 @@ bool poolBwd(Buf dx, Buf dy, Buf x, const PoolGeom &g) {
           if (at >= 0)
             acc[at] += d;
         } else {
-          widePoolWindow(g, oy, ox, [&](int64_t off) { acc[off] += d / div; });
+          g.forEachTap(oy, ox, [&](int64_t off) { acc[off] += d / div; });
         }
       }
     for (int64_t i = 0; i < hw; ++i)

@@ -410,6 +410,20 @@ __global__ void poolBwdF64Kernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
 
 // ------------------------------------------------------------------- loss --
 
+/// sd[0] = the block's shares s (one a thread, sd kThreads doubles of shared
+/// memory) added by a fixed tree (deterministic run to run); every thread
+/// of the block calls it.
+__device__ void blockTreeSum(double *sd, double s) {
+  int t = threadIdx.x;
+  sd[t] = s;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (t < k)
+      sd[t] += sd[t + k];
+    __syncthreads();
+  }
+}
+
 /// loss[0] = mean of (a - b)^2 in f64 (one block: strided shares, then a
 /// fixed tree).
 __global__ void mseF64Kernel(Buf loss, Buf a, Buf b, int64_t n) {
@@ -420,13 +434,7 @@ __global__ void mseF64Kernel(Buf loss, Buf a, Buf b, int64_t n) {
     double d = loadF64(a.data, a.dtype, i) - loadF64(b.data, b.dtype, i);
     s += d * d;
   }
-  sd[t] = s;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (t < k)
-      sd[t] += sd[t + k];
-    __syncthreads();
-  }
+  blockTreeSum(sd, s);
   if (t == 0)
     storeF64(loss.data, loss.dtype, 0, sd[0] / static_cast<double>(n));
 }
@@ -520,13 +528,7 @@ __global__ void sumSquaresF64Kernel(const double *g, int64_t n,
   double s = 0.0;
   for (int64_t i = t; i < n; i += blockDim.x)
     s += g[i] * g[i];
-  sd[t] = s;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (t < k)
-      sd[t] += sd[t + k];
-    __syncthreads();
-  }
+  blockTreeSum(sd, s);
   if (t == 0)
     *partial = sd[0];
 }

@@ -135,6 +135,21 @@ struct ConvWideCall {
 struct PoolGeom {
   int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
   bool isMax;
+  /// Calls f(input offset within the plane) for each in-bounds tap of the
+  /// window at (oy, ox), in window order (rows, then columns).
+  template <typename F>
+  AMPC_HD void forEachTap(int64_t oy, int64_t ox, F &&f) const {
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      int64_t iy = oy * sh - ph + ky;
+      if (iy < 0 || iy >= h)
+        continue;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        int64_t ix = ox * sw - pw + kx;
+        if (ix >= 0 && ix < w)
+          f(iy * w + ix);
+      }
+    }
+  }
 };
 
 /// A list of tensors for multi-tensor (optimizer) primitives.

@@ -282,29 +282,13 @@ AMPC_HD void wideDropoutAt(Buf y, Buf x, int64_t i, const Philox4 &r,
 
 // ---------------------------------------------------------------- pooling --
 
-/// Calls f(input offset within the plane) for each in-bounds tap of the
-/// pooling window at (oy, ox), in window order.
-template <typename F>
-AMPC_HD void widePoolWindow(const PoolGeom &g, int64_t oy, int64_t ox, F &&f) {
-  for (int64_t ky = 0; ky < g.kh; ++ky) {
-    int64_t iy = oy * g.sh - g.ph + ky;
-    if (iy < 0 || iy >= g.h)
-      continue;
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t ix = ox * g.sw - g.pw + kx;
-      if (ix >= 0 && ix < g.w)
-        f(iy * g.w + ix);
-    }
-  }
-}
-
 /// The plane offset of the first maximum of window (oy, ox) of plane p
 /// (-1: an empty window), NaN counting as the maximum; its value in best.
 AMPC_HD int64_t widePoolArgmax(const PoolGeom &g, Buf x, int64_t p, int64_t oy,
                                int64_t ox, double &best) {
   int64_t at = -1;
   best = -INFINITY;
-  widePoolWindow(g, oy, ox, [&](int64_t off) {
+  g.forEachTap(oy, ox, [&](int64_t off) {
     double v = loadF64(x.data, x.dtype, p * g.h * g.w + off);
     if (at < 0 || v > best || (v != v && best == best)) {
       at = off;
@@ -322,7 +306,7 @@ AMPC_HD double widePoolOut(const PoolGeom &g, Buf x, int64_t p, int64_t oy,
   if (g.isMax) {
     widePoolArgmax(g, x, p, oy, ox, v);
   } else {
-    widePoolWindow(g, oy, ox, [&](int64_t off) {
+    g.forEachTap(oy, ox, [&](int64_t off) {
       v += loadF64(x.data, x.dtype, p * g.h * g.w + off);
     });
     v /= static_cast<double>(g.kh * g.kw);
