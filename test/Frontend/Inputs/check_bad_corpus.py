@@ -138,8 +138,13 @@ def main():
     ap.add_argument("--ampc", required=True)
     ap.add_argument("--bad-dir", required=True)
     ap.add_argument("--tmp", required=True, help="scratch directory (created)")
-    ap.add_argument("--timeout", type=float, default=20.0)
-    ap.add_argument("--stress-timeout", type=float, default=60.0)
+    # The timeouts catch hangs. A sanitized ampc (scripts/sanitize.sh sets
+    # ASAN_OPTIONS) starts and runs several times slower, and on a loaded
+    # machine two of the corpus's inputs once took over 20 s there: give it
+    # six times as long.
+    slow = 6.0 if "ASAN_OPTIONS" in os.environ else 1.0
+    ap.add_argument("--timeout", type=float, default=20.0 * slow)
+    ap.add_argument("--stress-timeout", type=float, default=60.0 * slow)
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
 
