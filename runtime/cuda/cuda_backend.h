@@ -161,6 +161,10 @@ public:
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override;
   ampc_status col2im(float *dx, const float *col, const ConvGeom &g) override;
 
+  // cuda_conv_wide.cu: convolution passes with an f64 tensor, in f64
+  // (im2col / col2im in f64 and gemmF64; the CPU's cpu_conv_wide.cpp).
+  bool convWide(const ConvWideCall &c, ampc_status &status) override;
+
   // cuda_linalg.cu: GEMMs: cuBLASLt, mixed dtypes, the f32 fallback and its
   // epilogue.
   ampc_status gemmSplit(const GemmDesc &d);

@@ -721,24 +721,178 @@ TEST_F(CudaWide, BatchNormAndDropoutF64) {
   EXPECT_LT(kept, 800);
 }
 
+// ------------------------------------------------------------ convolution --
+
+/// conv1d / conv2d / conv3d forward and backward (dx, dw, db) over f64
+/// tensors on both backends: y, dx and dw to 1e-12 (the GEMM sums run in
+/// cuBLASLt's order; im2col, col2im and the bias are the CPU's operations
+/// in its order), db bit for bit (one f64 sum per channel, in order).
+struct ConvCase {
+  const char *what;
+  Shape x, w, y;
+  std::vector<int64_t> stride, pad, dil;
+  int64_t groups;
+};
+
+class CudaWideConv : public CudaWide {
+protected:
+  /// Runs the forward (bias included) and the backward of `k` with f64
+  /// tensors; `yDtype` is y's (and dy's and dx's) dtype.
+  void check(const ConvCase &k, ampc_dtype yDtype = AMPC_F64) {
+    SCOPED_TRACE(k.what);
+    int64_t o = k.w[0];
+    Tensor x = wide(k.x), w = wide(k.w), bias = wide({o}),
+           y(k.y, yDtype), dy = wide(k.y), dx(k.x, yDtype),
+           dw(k.w, AMPC_F64), db({o}, AMPC_F64);
+    if (yDtype != AMPC_F64)
+      dy = randomTensor(k.y, yDtype);
+    std::vector<Tensor> ts = {x, w, bias, y, dy, dx, dw, db};
+    size_t dims = k.stride.size();
+    auto fwd = [&](ampc_context c, const PtrFn &p) -> ampc_status {
+      const int64_t *s = k.stride.data(), *pd = k.pad.data(),
+                    *dl = k.dil.data();
+      if (dims == 1)
+        return ampc_conv1d_fwd(c, A(3, y), A(0, x), A(1, w), A(2, bias), s[0],
+                               pd[0], dl[0], k.groups);
+      if (dims == 2)
+        return ampc_conv2d_fwd(c, A(3, y), A(0, x), A(1, w), A(2, bias), s[0],
+                               s[1], pd[0], pd[1], dl[0], dl[1], k.groups);
+      return ampc_conv3d_fwd(c, A(3, y), A(0, x), A(1, w), A(2, bias), s[0],
+                             s[1], s[2], pd[0], pd[1], pd[2], dl[0], dl[1],
+                             dl[2], k.groups);
+    };
+    auto bwd = [&](ampc_context c, const PtrFn &p) -> ampc_status {
+      const int64_t *s = k.stride.data(), *pd = k.pad.data(),
+                    *dl = k.dil.data();
+      if (dims == 1)
+        return ampc_conv1d_bwd(c, A(5, dx), A(6, dw), A(7, db), A(4, dy),
+                               A(0, x), A(1, w), s[0], pd[0], dl[0], k.groups);
+      if (dims == 2)
+        return ampc_conv2d_bwd(c, A(5, dx), A(6, dw), A(7, db), A(4, dy),
+                               A(0, x), A(1, w), s[0], s[1], pd[0], pd[1],
+                               dl[0], dl[1], k.groups);
+      return ampc_conv3d_bwd(c, A(5, dx), A(6, dw), A(7, db), A(4, dy),
+                             A(0, x), A(1, w), s[0], s[1], s[2], pd[0], pd[1],
+                             pd[2], dl[0], dl[1], dl[2], k.groups);
+    };
+    // An f32 result is the f64 value rounded once: the backends may round
+    // a GEMM result on either side of a tie only by one f32 ulp.
+    double tol = yDtype == AMPC_F64 ? 1e-12 : 1e-6;
+    compare(ts, {3}, fwd, tol, "forward");
+    compare(ts, {5, 6}, bwd, yDtype == AMPC_F64 ? 1e-12 : 1e-6, "backward");
+    if (yDtype == AMPC_F64)
+      compare(ts, {7}, bwd, 0, "bias gradient (in order: bits)");
+  }
+};
+
+TEST_F(CudaWideConv, Conv1dF64) {
+  // Depthwise (groups = channels), strided, padded, dilated.
+  check({"conv1d depthwise", {3, 3, 11}, {3, 1, 4}, {3, 3, 5}, {2}, {2}, {2},
+         3});
+  // Two groups of two channels, three outputs each; stride 3, no padding.
+  check({"conv1d grouped", {2, 4, 13}, {6, 2, 3}, {2, 6, 4}, {3}, {0}, {1},
+         2});
+  // Pointwise (the columns are the image itself).
+  check({"conv1d pointwise", {2, 3, 7}, {5, 3, 1}, {2, 5, 7}, {1}, {0}, {1},
+         1});
+  // f64 operands, an f32 result (and dx): the f64 value rounded once.
+  check({"conv1d f32 result", {2, 2, 9}, {3, 2, 3}, {2, 3, 9}, {1}, {1}, {1},
+         1},
+        AMPC_F32);
+}
+
+TEST_F(CudaWideConv, Conv2dF64) {
+  // H: (7 + 2 - 2 - 1) / 2 + 1 = 4; W: (6 + 2 - 2 - 1) / 1 + 1 = 6.
+  check({"conv2d grouped, strided, padded, dilated", {2, 4, 7, 6},
+         {6, 2, 3, 2}, {2, 6, 4, 6}, {2, 1}, {1, 1}, {1, 2}, 2});
+  check({"conv2d plain", {1, 3, 5, 5}, {4, 3, 3, 3}, {1, 4, 3, 3}, {1, 1},
+         {0, 0}, {1, 1}, 1});
+  check({"conv2d pointwise", {2, 3, 4, 5}, {4, 3, 1, 1}, {2, 4, 4, 5}, {1, 1},
+         {0, 0}, {1, 1}, 1});
+}
+
+TEST_F(CudaWideConv, Conv3dF64) {
+  // A 2x2x2 kernel padded by 1, stride (1, 2, 1): D = (4 + 2 - 2) / 1 + 1
+  // = 5, H = (4 + 2 - 2) / 2 + 1 = 3, W = (3 + 2 - 2) / 1 + 1 = 4.
+  check({"conv3d", {1, 2, 4, 4, 3}, {2, 2, 2, 2, 2}, {1, 2, 5, 3, 4},
+         {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, 1});
+}
+
+TEST_F(CudaWideConv, ConvF64IsNotF32) {
+  // conv1d of [1 + 2^-40, -1] with [1, 1]: exactly 2^-40 in f64, 0 through
+  // f32. Backward with dy = 1 + 2^-40: dx = w dy, dw = x dy (in f64:
+  // 1 + 2^-39 and -(1 + 2^-40)), db = dy.
+  const double t = kTiny;
+  std::vector<Tensor> ts = {make<double>({1, 1, 2}, AMPC_F64, {1 + t, -1.0}),
+                            make<double>({1, 1, 2}, AMPC_F64, {1.0, 1.0}),
+                            Tensor({1, 1, 1}, AMPC_F64),
+                            make<double>({1, 1, 1}, AMPC_F64, {1 + t}),
+                            Tensor({1, 1, 2}, AMPC_F64),
+                            Tensor({1, 1, 2}, AMPC_F64),
+                            Tensor({1}, AMPC_F64)};
+  const Tensor &x = ts[0], &w = ts[1], &y = ts[2], &dy = ts[3], &dx = ts[4],
+               &dw = ts[5], &db = ts[6];
+  auto out = onGpu(ts, [&](ampc_context c, const PtrFn &p) {
+    AMPC_TRY(ampc_conv1d_fwd(c, A(2, y), A(0, x), A(1, w), nullptr, AMPC_F64,
+                             nullptr, 0, 1, 0, 1, 1));
+    return ampc_conv1d_bwd(c, A(4, dx), A(5, dw), A(6, db), A(3, dy),
+                           A(0, x), A(1, w), 1, 0, 1, 1);
+  });
+  EXPECT_EQ(at<double>(out[2], 0), t);
+  EXPECT_EQ(at<double>(out[4], 0), 1 + t);
+  EXPECT_EQ(at<double>(out[4], 1), 1 + t);
+  EXPECT_EQ(at<double>(out[5], 0), (1 + t) * (1 + t));
+  EXPECT_EQ(at<double>(out[5], 1), -(1 + t));
+  EXPECT_EQ(at<double>(out[6], 0), 1 + t);
+  // The transposed convolution (the input gradient's path): [1 + 2^-40]
+  // through a [1, -1] kernel gives [1 + 2^-40, -(1 + 2^-40)].
+  std::vector<Tensor> tr = {make<double>({1, 1, 1}, AMPC_F64, {1 + t}),
+                            make<double>({1, 1, 2}, AMPC_F64, {1.0, -1.0}),
+                            Tensor({1, 1, 2}, AMPC_F64)};
+  auto got = onGpu(tr, [&](ampc_context c, const PtrFn &p) {
+    return ampc_conv_transpose1d_fwd(c, A(2, tr[2]), A(0, tr[0]),
+                                     A(1, tr[1]), nullptr, AMPC_F64, nullptr,
+                                     0, 1, 0, 1, 1);
+  });
+  EXPECT_EQ(at<double>(got[2], 0), 1 + t);
+  EXPECT_EQ(at<double>(got[2], 1), -(1 + t));
+}
+
 // --------------------------------------------------------------- refusals --
 
-TEST_F(CudaWide, FamiliesWithoutF64KernelsRefuse) {
-  Tensor img = wide({1, 2, 5, 5}), w = wide({3, 2, 3, 3}),
-         out({1, 3, 3, 3}, AMPC_F64);
-  expectRefused({img, w, out}, [&](ampc_context c, const PtrFn &p) {
-    return ampc_conv2d_fwd(c, A(2, out), A(0, img), A(1, w), nullptr,
-                           AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1);
-  }, "conv2d");
-  // The refusal comes before any kernel: y is untouched.
-  Tensor y0 = make<double>({1, 3, 3, 3}, AMPC_F64, std::vector<double>(27, 7.0));
-  auto kept = onGpu({img, w, y0}, [&](ampc_context c, const PtrFn &p) {
-    EXPECT_EQ(ampc_conv2d_fwd(c, A(2, y0), A(0, img), A(1, w), nullptr,
-                              AMPC_F64, nullptr, 0, 1, 1, 0, 0, 1, 1, 1),
-              AMPC_ERROR_UNSUPPORTED_DTYPE);
+TEST_F(CudaWide, LowPrecisionUpdatesOfF64ParamsRefuse) {
+  // SGD and AdamW under a low-precision update mode (stochastic rounding,
+  // Kahan, 16-bit state) take f32 and 16-bit params only on CUDA: an f64
+  // param is refused before anything runs (the param keeps its value).
+  Tensor p = wide({4}), g = wide({4}), m({4}, AMPC_F64), v({4}, AMPC_F64),
+         step = make<int32_t>({1}, AMPC_I32, {0});
+  std::vector<Tensor> ts = {p, g, m, v, step};
+  const int64_t numels[1] = {4};
+  const ampc_dtype f64[1] = {AMPC_F64};
+  Op adamw = [&](ampc_context c, const PtrFn &ptr) {
+    void *ps[1] = {ptr(0)}, *gs[1] = {ptr(1)}, *ms[1] = {ptr(2)},
+         *vs[1] = {ptr(3)};
+    return ampc_adamw_update_low(c, ps, f64, gs, f64, ms, vs, ptr(4), numels,
+                                 1, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0, nullptr,
+                                 AMPC_F32, nullptr, nullptr, nullptr, nullptr,
+                                 0, nullptr, AMPC_LOW_STOCHASTIC, 7, 0,
+                                 nullptr, nullptr, 0);
+  };
+  expectRefused(ts, adamw, "adamw (params, low-precision update)");
+  auto kept = onGpu(ts, [&](ampc_context c, const PtrFn &ptr) {
+    EXPECT_EQ(adamw(c, ptr), AMPC_ERROR_UNSUPPORTED_DTYPE);
     return AMPC_OK;
   });
-  EXPECT_EQ(kept[2].bytes, y0.bytes);
+  EXPECT_EQ(kept[0].bytes, p.bytes);
+  Op sgd = [&](ampc_context c, const PtrFn &ptr) {
+    void *ps[1] = {ptr(0)}, *gs[1] = {ptr(1)}, *bs[1] = {ptr(2)};
+    return ampc_sgd_update_low(c, ps, f64, gs, f64, bs, numels, 1, 0.1, 0.9,
+                               0.0, 0, 0, nullptr, AMPC_F32, nullptr, nullptr,
+                               nullptr, nullptr, 0, nullptr,
+                               AMPC_LOW_STOCHASTIC, 7, 0, ptr(4), nullptr,
+                               nullptr, 0);
+  };
+  expectRefused(ts, sgd, "sgd (params, low-precision update)");
 }
 
 } // namespace
