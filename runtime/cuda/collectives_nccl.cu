@@ -12,6 +12,8 @@
 //     by 1.0f / W first for MEAN. NCCL's native 16-bit sum is not used: it
 //     rounds to 16 bits after every partial sum.
 //   - f32 MEAN is the f32 sum divided by float(W); i32 MEAN truncates.
+//   - f64 is summed (or maximised) in f64 on ncclFloat64; MEAN is that f64
+//     sum divided by double(W), in f64.
 //   Over one or two ranks the sum has one order (a + b = b + a), so the
 //   results equal the CPU collective's bit for bit; over three or more ranks
 //   NCCL and MPI may add in different orders.
@@ -66,6 +68,12 @@ __global__ void narrowKernel(void *buf, ampc_dtype dt, const float *wide,
 }
 
 __global__ void meanF32Kernel(float *p, int64_t n, float w) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = p[i] / w;
+}
+
+__global__ void meanF64Kernel(double *p, int64_t n, double w) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     p[i] = p[i] / w;
@@ -332,7 +340,9 @@ int allreduce(void *state, void *stream, void *buf, int32_t dtype,
         return fail(rc);
       data = r->scratch;
     }
-    ncclDataType_t type = dt == AMPC_I32 ? ncclInt32 : ncclFloat32;
+    ncclDataType_t type = dt == AMPC_I32   ? ncclInt32
+                          : dt == AMPC_F64 ? ncclFloat64
+                                           : ncclFloat32;
     ncclRedOp_t nop = op == 2 ? ncclMax : ncclSum;
     if (int rc = ncclReport(ncclAllReduce(data, data, size_t(count), type, nop,
                                           s.comm, s.stream),
@@ -345,6 +355,9 @@ int allreduce(void *state, void *stream, void *buf, int32_t dtype,
     } else if (mean && dt == AMPC_F32) {
       meanF32Kernel<<<blocksFor(count), kThreads, 0, s.stream>>>(
           static_cast<float *>(buf), count, static_cast<float>(s.size));
+    } else if (mean && dt == AMPC_F64) {
+      meanF64Kernel<<<blocksFor(count), kThreads, 0, s.stream>>>(
+          static_cast<double *>(buf), count, static_cast<double>(s.size));
     } else if (mean) {
       meanI32Kernel<<<blocksFor(count), kThreads, 0, s.stream>>>(
           static_cast<int32_t *>(buf), count, s.size);

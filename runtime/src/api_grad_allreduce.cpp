@@ -228,14 +228,6 @@ AMPC_API ampc_status ampc_grad_allreduce_start(
     AMPC_TRY(checkList(fn, grads, dtypes, numels, count, bucket));
     if (skipsCollective(ctx))
       return AMPC_OK; // one rank: the sum and the mean are the values
-    for (int32_t i = 0; i < count; ++i)
-      if (dtypes[i] == AMPC_F64 &&
-          ctx->backend->kind() == AMPC_BACKEND_CUDA)
-        return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                        "%s: gradient %d is f64, which the CUDA backend "
-                        "cannot all-reduce yet (the CPU backend sums f64 "
-                        "gradients in f64)",
-                        fn, int(i));
     Registry &r = registry();
     std::lock_guard<std::mutex> guardLock(r.lock);
     BucketState &b = r.buckets[{ctx, bucket}];

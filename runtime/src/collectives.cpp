@@ -402,11 +402,6 @@ AMPC_API ampc_status ampc_comm_allreduce_async(ampc_comm comm, ampc_context ctx,
     if (count < 0)
       return setError(AMPC_ERROR_INVALID_ARGUMENT, "%s: count %lld is negative",
                       fn, (long long)count);
-    if (onCuda(ctx) && dtype == AMPC_F64)
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: f64 all-reduce has no kernel on the CUDA backend "
-                      "yet (the CPU backend sums f64 in f64)",
-                      fn);
     if (onCuda(ctx))
       return ncclAllreduceAsync(comm, ctx, buf, dtype, count, op, request);
     auto r = std::make_unique<ampc_request_impl>();

@@ -21,7 +21,8 @@
 
 #define AMPC_NCCL_PLUGIN_ENTRY_NAME "ampc_nccl_plugin_entry"
 constexpr const char *kNcclPluginFile = "libampc_runtime_nccl.so";
-constexpr int32_t kNcclPluginAbi = 1;
+// 2: allreduce takes f64 (a module of ABI 1 would read it as f32).
+constexpr int32_t kNcclPluginAbi = 2;
 /// The size of ncclUniqueId (NCCL_UNIQUE_ID_BYTES).
 constexpr int kNcclIdBytes = 128;
 
@@ -45,8 +46,8 @@ struct NcclPluginApi {
   /// Waits for the communication stream and destroys the communicator.
   int (*destroy)(void *state, char *err);
   /// Queues the in-place all-reduce of `count` elements of `buf` (an
-  /// ampc_dtype: f32, f16, bf16 or i32; op 0 sum, 1 mean, 2 max) after the
-  /// work queued on `stream`; *req receives the request.
+  /// ampc_dtype: f64, f32, f16, bf16 or i32; op 0 sum, 1 mean, 2 max)
+  /// after the work queued on `stream`; *req receives the request.
   int (*allreduce)(void *state, void *stream, void *buf, int32_t dtype,
                    int64_t count, int32_t op, void **req, char *err);
   /// Makes `stream` wait for the request (no host wait) and frees it.

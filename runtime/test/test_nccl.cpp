@@ -3,8 +3,8 @@
 //
 // On every rank, all-reduces the same data once on a CUDA context (NCCL,
 // libampc_runtime_nccl.so) and once on a CPU context (the MPI path, or the
-// one-rank communicator), for every dtype (f32, f16, bf16, i32), every op
-// (sum, mean, max) and sizes of 1, 1000 and 2^20 + 3 elements (several
+// one-rank communicator), for every dtype (f64, f32, f16, bf16, i32),
+// every op (sum, mean, max) and sizes of 1, 1000 and 2^20 + 3 elements (several
 // grid-stride rounds), all CUDA all-reduces of a size in flight before the
 // first wait; the results must be equal bit for bit. Then a broadcast from
 // the last rank, a barrier, and invalid arguments on the CUDA context.
@@ -50,11 +50,12 @@ uint64_t lcg(uint64_t &s) {
 }
 
 size_t elemSize(ampc_dtype dt) {
-  return dt == AMPC_F16 || dt == AMPC_BF16 ? 2 : 4;
+  return dt == AMPC_F64 ? 8 : dt == AMPC_F16 || dt == AMPC_BF16 ? 2 : 4;
 }
 
-/// Finite values that depend on the rank: f32 with exponents over 2^-20 ..
-/// 2^20, 16-bit values from random bit patterns without inf/NaN, i32 in
+/// Finite values that depend on the rank: f64 and f32 with exponents over
+/// 2^-20 .. 2^20 (f64 with all 52 mantissa bits: through f32 they would
+/// round), 16-bit values from random bit patterns without inf/NaN, i32 in
 /// [-2^20, 2^20].
 std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
   std::vector<unsigned char> out(size_t(n) * elemSize(dt));
@@ -62,6 +63,13 @@ std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     uint64_t r = lcg(s);
     switch (dt) {
+    case AMPC_F64: {
+      uint64_t mant = ((r << 23) ^ lcg(s)) & 0xFFFFFFFFFFFFFull;
+      uint64_t exp = 1023 - 20 + (r >> 23) % 41;
+      uint64_t bits = ((r >> 40) & 1) << 63 | exp << 52 | mant;
+      std::memcpy(&out[i * 8], &bits, 8);
+      break;
+    }
     case AMPC_F32: {
       uint32_t mant = uint32_t(r & 0x7FFFFF);
       uint32_t exp = uint32_t(127 - 20 + (r >> 23) % 41);
@@ -98,7 +106,8 @@ std::vector<unsigned char> makeData(ampc_dtype dt, int64_t n, uint64_t seed) {
 }
 
 const char *dtypeName(ampc_dtype dt) {
-  return dt == AMPC_F32    ? "f32"
+  return dt == AMPC_F64    ? "f64"
+         : dt == AMPC_F32  ? "f32"
          : dt == AMPC_F16  ? "f16"
          : dt == AMPC_BF16 ? "bf16"
                            : "i32";
@@ -175,7 +184,8 @@ int main(int argc, char **argv) {
   }
   check(ampc_context_create(AMPC_BACKEND_CUDA, device, &gpu), "cuda context");
 
-  const ampc_dtype dtypes[] = {AMPC_F32, AMPC_F16, AMPC_BF16, AMPC_I32};
+  const ampc_dtype dtypes[] = {AMPC_F64, AMPC_F32, AMPC_F16, AMPC_BF16,
+                               AMPC_I32};
   const ampc_reduce_op ops[] = {AMPC_REDUCE_SUM, AMPC_REDUCE_MEAN,
                                 AMPC_REDUCE_MAX};
   const int64_t sizes[] = {1, 1000, (int64_t(1) << 20) + 3};
@@ -209,21 +219,22 @@ int main(int argc, char **argv) {
       size_t es = elemSize(c.dtype);
       for (int64_t i = 0; i < n; ++i)
         if (std::memcmp(&c.cpu[i * es], &c.gpu[i * es], es)) {
-          uint32_t a = 0, b = 0;
+          uint64_t a = 0, b = 0;
           std::memcpy(&a, &c.cpu[i * es], es);
           std::memcpy(&b, &c.gpu[i * es], es);
           std::fprintf(stderr,
-                       "FAIL: rank %d: %s %s n=%lld: element %lld is 0x%x on "
-                       "the CPU, 0x%x through NCCL\n",
+                       "FAIL: rank %d: %s %s n=%lld: element %lld is 0x%llx "
+                       "on the CPU, 0x%llx through NCCL\n",
                        rank, opName(c.op), dtypeName(c.dtype), (long long)n,
-                       (long long)i, a, b);
+                       (long long)i, (unsigned long long)a,
+                       (unsigned long long)b);
           ++failures;
           break;
         }
     }
     if (rank == 0)
-      std::printf("allreduce sum mean max of f32 f16 bf16 i32, n = %lld, on "
-                  "%d rank(s): compared\n",
+      std::printf("allreduce sum mean max of f64 f32 f16 bf16 i32, n = %lld, "
+                  "on %d rank(s): compared\n",
                   (long long)n, int(size));
   }
 
