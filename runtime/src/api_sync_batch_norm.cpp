@@ -19,9 +19,9 @@
 // through f64 (loadF64/storeF64) and the normalisation, the gradients and
 // the running-statistics update are the one-rank f64 kernel's arithmetic
 // (cpu_wide.cpp), eps and momentum exact; otherwise the one-rank f32
-// kernel's (norm_ops.h). f64 over several ranks runs on the CPU backend
-// only (UNSUPPORTED_DTYPE on CUDA over several ranks; one rank runs the
-// one-rank f64 batch norm, which CUDA computes in f64).
+// kernel's (norm_ops.h). Both run on the host (below), so a CUDA context
+// computes the same f64 statistics, sums and results as a CPU one; its
+// one-rank call (which validates) is the CUDA f64 batch norm.
 //
 // The work is host-staged: the tensors are copied to host memory, computed
 // there with the shared scalar helpers, and copied back. On the CPU backend
@@ -138,17 +138,6 @@ ampc_status hostContext(ampc_context ctx, ampc_context &host) {
     AMPC_TRY(ampc_context_create(AMPC_BACKEND_CPU, 0, &shared));
   host = shared;
   return AMPC_OK;
-}
-
-/// The error of a synchronised batch norm of f64 tensors over several
-/// ranks on a backend other than the CPU (its one-rank f64 kernel is the
-/// CPU backend's only).
-ampc_status noWideSync(const char *fn, ampc_context ctx) {
-  return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                  "%s: f64 synchronised batch norm has no kernel on the %s "
-                  "backend yet (the CPU backend computes it in f64)",
-                  fn,
-                  ctx->backend->kind() == AMPC_BACKEND_CUDA ? "CUDA" : "this");
 }
 
 /// The communicator sync batch norm reduces over, or null for one rank.
@@ -299,8 +288,6 @@ ampc_status ampc_sync_batch_norm_fwd(
   bool wide = anyF64({{y, y_dtype}, {x, x_dtype}, {w, w_dtype}, {b, b_dtype},
                       {running_mean, running_mean_dtype},
                       {running_var, running_var_dtype}});
-  if (comm && wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
-    return noWideSync("ampc_sync_batch_norm_fwd", ctx);
   HostTensor hx;
   if (comm && x && stageable(x_shape, x_rank))
     AMPC_TRY(guard("ampc_sync_batch_norm_fwd", [&] {
@@ -379,8 +366,6 @@ ampc_status ampc_sync_batch_norm_bwd(
                       {dy, dy_dtype}, {x, x_dtype}, {w, w_dtype},
                       {running_mean, running_mean_dtype},
                       {running_var, running_var_dtype}});
-  if (comm && wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
-    return noWideSync("ampc_sync_batch_norm_bwd", ctx);
   HostTensor hx, hdy;
   // dy is read with x's element count: only when it has x's shape.
   if (comm && x && dy && stageable(x_shape, x_rank) &&
@@ -489,8 +474,6 @@ ampc_status ampc_sync_batch_norm_update(
   bool wide = anyF64({{new_mean, new_mean_dtype}, {new_var, new_var_dtype},
                       {x, x_dtype}, {running_mean, running_mean_dtype},
                       {running_var, running_var_dtype}});
-  if (wide && ctx->backend->kind() != AMPC_BACKEND_CPU)
-    return noWideSync(fn, ctx);
   // Validation without computing: a rank's own batch may hold a single
   // value per channel when the ranks together hold more.
   if (!x || !stageable(x_shape, x_rank) || !running_mean || !running_var ||

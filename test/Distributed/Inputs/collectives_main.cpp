@@ -3,11 +3,15 @@
 // barrier. Every rank r contributes values that depend on r, so each result
 // is known in closed form; and f64 sync batch norm against a naive f64
 // reference of the whole batch. Prints one line per check on rank 0.
+// With --cuda, only the f64 sync batch norm, on a CUDA context (device 0,
+// which the ranks may share: its collectives run on the host), against the
+// same reference and bit for bit against a CPU context's results.
 #include "mpi_check.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -16,8 +20,11 @@ namespace {
 /// dw, db (this rank's own sums) and running statistics against the
 /// textbook f64 formulas over the whole batch, within 1e-12 relative.
 /// Channel 0 holds 1 + k 2^-30, deviations an f32 cannot hold; eps and
-/// momentum are no f32 values. Returns the number of failures.
-int syncBatchNormF64(ampc_context ctx, int32_t rank, int32_t size) {
+/// momentum are no f32 values. The tensors live in ctx's memory (copied
+/// there and back); `out` receives y, dx, dw, db, new_mean, new_var in
+/// that order. Returns the number of failures.
+int syncBatchNormF64(ampc_context ctx, int32_t rank, int32_t size,
+                     std::vector<double> &out) {
   const int64_t B = 2, C = 2, L = 3, M = int64_t(size) * B * L;
   const double e = std::ldexp(1.0, -30), eps = 1e-7, momentum = 0.3;
   auto xv = [&](int64_t s, int64_t ch, int64_t j) { // s: global row
@@ -39,22 +46,47 @@ int syncBatchNormF64(ampc_context ctx, int32_t rank, int32_t size) {
         dy[(s * C + ch) * L + j] = dyv(rank * B + s, ch, j);
       }
   const int64_t xs[3] = {B, C, L}, cs[1] = {C};
-  check(ampc_sync_batch_norm_fwd(ctx, y.data(), AMPC_F64, xs, 3, x.data(),
-                                 AMPC_F64, xs, 3, w, AMPC_F64, cs, 1, b,
-                                 AMPC_F64, cs, 1, rm, AMPC_F64, cs, 1, rv,
-                                 AMPC_F64, cs, 1, 1, eps),
+  // Each tensor in ctx's memory: [0] x, [1] dy, [2] w, [3] b, [4] rm, [5] rv,
+  // [6] y, [7] dx, [8] dw, [9] db, [10] nm, [11] nv.
+  double *host[12] = {x.data(), dy.data(), const_cast<double *>(w),
+                      const_cast<double *>(b), const_cast<double *>(rm),
+                      const_cast<double *>(rv), y.data(), dx.data(), dw, db,
+                      nm, nv};
+  const size_t count[12] = {size_t(B * C * L), size_t(B * C * L), 2, 2, 2, 2,
+                            size_t(B * C * L), size_t(B * C * L), 2, 2, 2, 2};
+  void *d[12];
+  for (int i = 0; i < 12; ++i) {
+    check(ampc_malloc(ctx, count[i] * 8, &d[i]), "ampc_malloc");
+    if (i < 6)
+      check(ampc_memcpy(ctx, d[i], host[i], count[i] * 8,
+                        AMPC_MEMCPY_HOST_TO_DEVICE),
+            "upload");
+  }
+  check(ampc_sync_batch_norm_fwd(ctx, d[6], AMPC_F64, xs, 3, d[0], AMPC_F64,
+                                 xs, 3, d[2], AMPC_F64, cs, 1, d[3], AMPC_F64,
+                                 cs, 1, d[4], AMPC_F64, cs, 1, d[5], AMPC_F64,
+                                 cs, 1, 1, eps),
         "sync bn f64 fwd");
-  check(ampc_sync_batch_norm_bwd(ctx, dx.data(), AMPC_F64, xs, 3, dw,
-                                 AMPC_F64, cs, 1, db, AMPC_F64, cs, 1,
-                                 dy.data(), AMPC_F64, xs, 3, x.data(),
-                                 AMPC_F64, xs, 3, w, AMPC_F64, cs, 1, rm,
-                                 AMPC_F64, cs, 1, rv, AMPC_F64, cs, 1, 1, eps),
+  check(ampc_sync_batch_norm_bwd(ctx, d[7], AMPC_F64, xs, 3, d[8], AMPC_F64,
+                                 cs, 1, d[9], AMPC_F64, cs, 1, d[1], AMPC_F64,
+                                 xs, 3, d[0], AMPC_F64, xs, 3, d[2], AMPC_F64,
+                                 cs, 1, d[4], AMPC_F64, cs, 1, d[5], AMPC_F64,
+                                 cs, 1, 1, eps),
         "sync bn f64 bwd");
-  check(ampc_sync_batch_norm_update(ctx, nm, AMPC_F64, cs, 1, nv, AMPC_F64,
-                                    cs, 1, x.data(), AMPC_F64, xs, 3, rm,
-                                    AMPC_F64, cs, 1, rv, AMPC_F64, cs, 1,
-                                    momentum),
+  check(ampc_sync_batch_norm_update(ctx, d[10], AMPC_F64, cs, 1, d[11],
+                                    AMPC_F64, cs, 1, d[0], AMPC_F64, xs, 3,
+                                    d[4], AMPC_F64, cs, 1, d[5], AMPC_F64, cs,
+                                    1, momentum),
         "sync bn f64 update");
+  out.clear();
+  for (int i = 6; i < 12; ++i) {
+    check(ampc_memcpy(ctx, host[i], d[i], count[i] * 8,
+                      AMPC_MEMCPY_DEVICE_TO_HOST),
+          "download");
+    out.insert(out.end(), host[i], host[i] + count[i]);
+  }
+  for (void *p : d)
+    check(ampc_free(ctx, p), "ampc_free");
   int failures = 0;
   auto expect = [&](const char *what, double got, double want, int64_t i) {
     if (!(std::fabs(got - want) <= 1e-12 * std::max(1.0, std::fabs(want)))) {
@@ -106,9 +138,50 @@ int syncBatchNormF64(ampc_context ctx, int32_t rank, int32_t size) {
   }
   return failures;
 }
+
+/// --cuda: the f64 sync batch norm on a CUDA context of every rank against
+/// the reference and against a CPU context's bits.
+int syncBatchNormF64Cuda() {
+  int32_t available = 0;
+  ampc_backend_available(AMPC_BACKEND_CUDA, &available);
+  if (!available) {
+    std::fprintf(stderr, "--cuda: no usable CUDA device\n");
+    return 1;
+  }
+  ampc_context cpu, gpu;
+  check(ampc_context_create(AMPC_BACKEND_CPU, 0, &cpu), "cpu context");
+  check(ampc_context_create(AMPC_BACKEND_CUDA, 0, &gpu), "cuda context");
+  ampc_comm comm;
+  int32_t rank, size;
+  openMpiComm(comm, rank, size);
+  check(ampc_context_set_comm(cpu, comm), "set_comm");
+  check(ampc_context_set_comm(gpu, comm), "set_comm");
+  std::vector<double> onCpu, onGpu;
+  int failures = syncBatchNormF64(cpu, rank, size, onCpu);
+  failures += syncBatchNormF64(gpu, rank, size, onGpu);
+  for (size_t i = 0; i < onCpu.size(); ++i)
+    if (std::memcmp(&onCpu[i], &onGpu[i], 8)) {
+      std::fprintf(stderr, "rank %d: CUDA output %zu = %.17g, CPU %.17g\n",
+                   rank, i, onGpu[i], onCpu[i]);
+      ++failures;
+    }
+  if (rank == 0)
+    std::printf("sync batch norm f64 on CUDA, the CPU's bits, on %d ranks\n",
+                size);
+  check(ampc_context_set_comm(gpu, nullptr), "unset_comm");
+  check(ampc_context_set_comm(cpu, nullptr), "unset_comm");
+  check(ampc_comm_destroy(comm), "destroy");
+  ampc_context_destroy(gpu);
+  ampc_context_destroy(cpu);
+  if (failures)
+    std::fprintf(stderr, "rank %d: %d failures\n", rank, failures);
+  return failures ? 1 : 0;
+}
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--cuda") == 0)
+    return syncBatchNormF64Cuda();
   ampc_context ctx;
   check(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), "context");
   ampc_comm comm;
@@ -212,7 +285,8 @@ int main() {
     ++failures;
   if (rank == 0)
     std::printf("sync batch norm, bad shapes\n");
-  failures += syncBatchNormF64(ctx, rank, size);
+  std::vector<double> results;
+  failures += syncBatchNormF64(ctx, rank, size, results);
   if (rank == 0)
     std::printf("sync batch norm f64 on %d ranks\n", size);
   check(ampc_context_set_comm(ctx, nullptr), "unset_comm");
