@@ -27,7 +27,7 @@
                               batch (version 1: epoch 1, batch 0)
   sparse FILE BYTES           creates FILE of BYTES zero bytes (sparse)
   limit-as BYTES CMD ARG...   runs CMD with its address space limited to BYTES
-  close A B REL               every .npy (f32) in folder A has the shape of
+  close A B REL               every .npy (f32 or f64) in folder A has the shape of
                               its namesake in folder B and differs from it
                               by at most REL of B's largest magnitude
 """
@@ -260,17 +260,19 @@ def npy_header(*paths):
         print("%s: %r %r" % (os.path.basename(path), header["descr"], header["shape"]))
 
 
-def read_f32(path):
+def read_floats(path):
     import ast
     data = open(path, "rb").read()
     (hlen,) = struct.unpack_from("<H", data, 8)
     header = ast.literal_eval(data[10:10 + hlen].decode("latin1"))
-    if header["descr"] != "<f4":
-        fail("%s: %s, not <f4" % (path, header["descr"]))
+    fmt = {"<f4": "f", "<f8": "d"}.get(header["descr"])
+    if fmt is None:
+        fail("%s: %s, not <f4 or <f8" % (path, header["descr"]))
     n = 1
     for d in header["shape"]:
         n *= d
-    return header["shape"], struct.unpack_from("<%df" % n, data, 10 + hlen)
+    return header["shape"], struct.unpack_from("<%d%s" % (n, fmt), data,
+                                               10 + hlen)
 
 
 def close(a, b, rel):
@@ -279,8 +281,8 @@ def close(a, b, rel):
     if not names:
         fail("%s holds no .npy file" % a)
     for name in names:
-        sa, va = read_f32(os.path.join(a, name))
-        sb, vb = read_f32(os.path.join(b, name))
+        sa, va = read_floats(os.path.join(a, name))
+        sb, vb = read_floats(os.path.join(b, name))
         if sa != sb:
             fail("%s: shape %r against %r" % (name, sa, sb))
         top = max([abs(v) for v in vb] + [1e-30])
