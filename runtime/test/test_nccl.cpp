@@ -7,7 +7,9 @@
 // every op (sum, mean, max) and sizes of 1, 1000 and 2^20 + 3 elements (several
 // grid-stride rounds), all CUDA all-reduces of a size in flight before the
 // first wait; the results must be equal bit for bit. Then a broadcast from
-// the last rank, a barrier, and invalid arguments on the CUDA context.
+// the last rank, a barrier, the gradient all-reduce of f64, f32 and bf16
+// gradients against the CPU context's, and invalid arguments on the CUDA
+// context.
 //
 //   ampc_runtime_nccl_test            one process: ampc_comm_create_self
 //   mpirun -np 2 ampc_runtime_nccl_test --ranks=2
@@ -259,6 +261,60 @@ int main(int argc, char **argv) {
       break;
     }
   check(ampc_comm_barrier(comm), "ampc_comm_barrier");
+
+  // The gradient all-reduce (ampc_grad_allreduce_start/_wait) with f64
+  // gradients beside f32 and bf16 ones: three messages, the f64 one staged
+  // from two gradients; sum and mean; on the CUDA and the CPU context, the
+  // same bits. AMPC_GRAD_BUCKETS_ONE_RANK=1 sends buckets through the
+  // collective on one rank too.
+  setenv("AMPC_GRAD_BUCKETS_ONE_RANK", "1", 1);
+  check(ampc_context_set_comm(gpu, comm), "ampc_context_set_comm (cuda)");
+  check(ampc_context_set_comm(cpu, comm), "ampc_context_set_comm (cpu)");
+  {
+    const ampc_dtype gd[4] = {AMPC_F64, AMPC_F32, AMPC_F64, AMPC_BF16};
+    const int64_t gn[4] = {1000, 777, 3, 513};
+    for (int32_t mean = 0; mean < 2; ++mean) {
+      std::vector<unsigned char> host[4], onCpu[4], onGpu[4];
+      void *gp[4], *cp[4];
+      for (int k = 0; k < 4; ++k) {
+        host[k] = makeData(gd[k], gn[k], seed++);
+        onCpu[k] = host[k];
+        cp[k] = onCpu[k].data();
+        check(ampc_malloc(gpu, host[k].size(), &gp[k]), "ampc_malloc");
+        check(ampc_memcpy(gpu, gp[k], host[k].data(), host[k].size(),
+                          AMPC_MEMCPY_HOST_TO_DEVICE),
+              "upload");
+      }
+      check(ampc_grad_allreduce_start(gpu, gp, gd, gn, 4, 0, mean, 0),
+            "ampc_grad_allreduce_start (cuda)");
+      check(ampc_grad_allreduce_wait(gpu, gp, gd, gn, 4, 0),
+            "ampc_grad_allreduce_wait (cuda)");
+      check(ampc_grad_allreduce_start(cpu, cp, gd, gn, 4, 0, mean, 0),
+            "ampc_grad_allreduce_start (cpu)");
+      check(ampc_grad_allreduce_wait(cpu, cp, gd, gn, 4, 0),
+            "ampc_grad_allreduce_wait (cpu)");
+      for (int k = 0; k < 4; ++k) {
+        onGpu[k].resize(host[k].size());
+        check(ampc_memcpy(gpu, onGpu[k].data(), gp[k], onGpu[k].size(),
+                          AMPC_MEMCPY_DEVICE_TO_HOST),
+              "download");
+        check(ampc_free(gpu, gp[k]), "ampc_free");
+        if (onGpu[k] != onCpu[k]) {
+          std::fprintf(stderr,
+                       "FAIL: rank %d: gradient all-reduce (%s) of gradient "
+                       "%d (%s) differs from the CPU context's\n",
+                       rank, mean ? "mean" : "sum", k, dtypeName(gd[k]));
+          ++failures;
+        }
+      }
+    }
+  }
+  check(ampc_context_set_comm(gpu, nullptr), "ampc_context_set_comm (cuda)");
+  check(ampc_context_set_comm(cpu, nullptr), "ampc_context_set_comm (cpu)");
+  if (rank == 0)
+    std::printf("gradient all-reduce of f64, f32 and bf16 gradients, sum and "
+                "mean, on %d rank(s): compared\n",
+                int(size));
 
   // Invalid arguments on a CUDA context are errors, not crashes.
   ampc_request bad = nullptr;
