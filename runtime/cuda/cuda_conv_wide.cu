@@ -44,8 +44,8 @@ __global__ void im2colF64Kernel(double *col, const double *x, ConvGeom g) {
     int64_t iz = (pix / hw) * g.sd - g.pd + kz * g.dd;
     int64_t iy = ((pix / g.ow) % g.oh) * g.sh - g.ph + ky * g.dh;
     int64_t ix = (pix % g.ow) * g.sw - g.pw + kx * g.dw;
-    bool pad = iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 ||
-               ix >= g.w;
+    bool pad =
+        iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 || ix >= g.w;
     col[i] = pad ? 0.0 : x[((c * g.d + iz) * g.h + iy) * g.w + ix];
   }
 }
@@ -118,9 +118,9 @@ bool pointwise(const ConvGeom &g) {
 class WideConv {
 public:
   WideConv(CudaBackend &be, const ConvWideCall &c)
-      : be(be), c(c), g(c.g), s(static_cast<cudaStream_t>(be.stream())),
-        n(c.n), groups(c.groups), o(c.outChannels), og(o / c.groups),
-        ckk(c.g.rows()), hw(c.g.columns()), gimg(c.g.imageSize()) {}
+      : be(be), c(c), g(c.g), s(static_cast<cudaStream_t>(be.stream())), n(c.n),
+        groups(c.groups), o(c.outChannels), og(o / c.groups), ckk(c.g.rows()),
+        hw(c.g.columns()), gimg(c.g.imageSize()) {}
 
   ampc_status run() {
     return c.pass == ConvCall::Forward        ? forward()
@@ -224,9 +224,8 @@ private:
     int64_t total = outputElems();
     if (total == 0)
       return AMPC_OK;
-    biasStoreF64Kernel<<<blocksFor(total), kThreads, 0, s>>>(c.out, acc,
-                                                             c.bias, total, o,
-                                                             hw);
+    biasStoreF64Kernel<<<blocksFor(total), kThreads, 0, s>>>(c.out, acc, c.bias,
+                                                             total, o, hw);
     return be.launchStatusOf("convolution bias kernel (f64)");
   }
 
