@@ -319,19 +319,31 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
         suffix == "exp_avg_sq" || suffix == "model" || suffix == "kahan_comp")
       stateBytes[owner] += bytesOf(func.getArgument(i).getType());
   }
-  // How the step's update writes each param (its op's `low_update`).
+  // How the step's update writes each param: its op's `low_update` where
+  // the update writes 16-bit values for it (a 16-bit param, or 16-bit
+  // momentum / moments); a param and state of f32 or f64 are written in
+  // their own type whatever the mode ("nearest").
   DenseMap<Value, StringRef> updateOf;
+  auto is16 = [](Value v) {
+    Type e = cast<ShapedType>(v.getType()).getElementType();
+    return e.isF16() || e.isBF16();
+  };
   func.walk([&](Operation *op) {
-    ValueRange params;
-    if (auto sgd = dyn_cast<tg::SgdUpdateOp>(op))
+    ValueRange params, state;
+    if (auto sgd = dyn_cast<tg::SgdUpdateOp>(op)) {
       params = sgd.getParams();
-    else if (auto adamw = dyn_cast<tg::AdamWUpdateOp>(op))
+      state = sgd.getMomentumBuffers();
+    } else if (auto adamw = dyn_cast<tg::AdamWUpdateOp>(op)) {
       params = adamw.getParams();
-    else
+      state = adamw.getExpAvgs();
+    } else {
       return;
+    }
     auto mode = op->getAttrOfType<StringAttr>("low_update");
-    for (Value p : params)
-      updateOf[p] = mode ? mode.getValue() : StringRef("nearest");
+    for (auto [i, p] : llvm::enumerate(params)) {
+      bool writes16 = is16(p) || (i < state.size() && is16(state[i]));
+      updateOf[p] = mode && writes16 ? mode.getValue() : StringRef("nearest");
+    }
   });
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     auto name =

@@ -1612,6 +1612,13 @@ public:
       if (low.counter)
         key.counter = static_cast<uint32_t>(*low.counter += 1);
       for (int32_t t = 0; t < params.count; ++t) {
+        // An f64 param (f64 state): the plain f64 update; the mode rounds
+        // 16-bit values only.
+        if (cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
+                         Buf{grads.data[t], grads.dtypes[t]},
+                         s.hasMomentum ? bufs[t] : nullptr, s,
+                         params.numels[t]))
+          continue;
         key.param = low.paramBase + t;
         Buf b{s.hasMomentum ? bufs[t] : nullptr, low.stateDtype(t)};
         updateLow(Buf{params.data[t], params.dtypes[t]},
@@ -1679,6 +1686,14 @@ public:
       key.seed = low.seed;
       key.counter = static_cast<uint32_t>(*step);
       for (int32_t t = 0; t < params.count; ++t) {
+        // An f64 param (f64 state): the plain f64 update, as below.
+        if (cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
+                           Buf{grads.data[t], grads.dtypes[t]},
+                           static_cast<double *>(expAvgs[t]),
+                           static_cast<double *>(expAvgSqs[t]),
+                           params.numels[t], lr0, lrScale, beta1, beta2, eps,
+                           weightDecay, *step))
+          continue;
         key.param = low.paramBase + t;
         ampc_dtype sd = low.stateDtype(t);
         updateLow(Buf{params.data[t], params.dtypes[t]},

@@ -247,17 +247,33 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
                              Buf foundInf, const ModelCopies &models,
                              const LowUpdate &low) {
   ENTER();
+  // An f64 gradient of a narrower param would round: refused before
+  // anything runs. f64 params in f64 (cuda_wide.cu), whatever the
+  // low-precision mode (it rounds 16-bit values only); the rest below, the
+  // f64 entries skipped.
+  for (int32_t t = 0; t < params.count; ++t)
+    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
+        grads.dtypes[t] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "sgd: gradient %d is f64 for a param of dtype %d, "
+                      "which has no kernel on the CUDA backend",
+                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (sgdWide(params, grads, bufs, s, foundInf, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   if (low.special(params.count)) {
-    // 16-bit state or special rounding: f32 and 16-bit params only.
-    AMPC_TRY(refuseWideList("sgd (params, low-precision update)", params));
-    AMPC_TRY(refuseWideList("sgd (grads, low-precision update)", grads));
+    // 16-bit state or special rounding: the f32 and 16-bit params.
     if (low.counter) {
       lastLaunch = "sgd counter kernel";
       CUDA_TRY(launchCountUpdate(stream_, low.counter, foundInf));
     }
     MtLow ml{low.mode, low.seed, low.paramBase, low.counter};
     return forChunks(
-        params,
+        others,
         [&](MtChunk &c, int k, int32_t t) {
           c.aux0[k] = grads.data[t];
           c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[t]);
@@ -274,23 +290,6 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
           CUDA_TRY(launchSgdLow(stream_, c, blocks, s, foundInf, ml));
           return AMPC_OK;
         });
-  }
-  // An f64 gradient of a narrower param would round: refused before
-  // anything runs. f64 params in f64 (cuda_wide.cu); the rest below, the
-  // f64 entries skipped.
-  for (int32_t t = 0; t < params.count; ++t)
-    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
-        grads.dtypes[t] == AMPC_F64)
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "sgd: gradient %d is f64 for a param of dtype %d, "
-                      "which has no kernel on the CUDA backend",
-                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
-  std::vector<int64_t> rest;
-  ampc_status st = AMPC_OK;
-  TensorList others = params;
-  if (sgdWide(params, grads, bufs, s, foundInf, rest, st)) {
-    AMPC_TRY(st);
-    others.numels = rest.data();
   }
   return forChunks(
       others,
@@ -317,10 +316,6 @@ ampc_status CudaBackend::adamw(const TensorList &params,
                                const float *lrScale, const ModelCopies &models,
                                const LowUpdate &low) {
   ENTER();
-  if (low.special(params.count)) {
-    AMPC_TRY(refuseWideList("adamw (params, low-precision update)", params));
-    AMPC_TRY(refuseWideList("adamw (grads, low-precision update)", grads));
-  }
   for (int32_t i = 0; i < params.count; ++i)
     if (params.numels[i] > 0 && params.dtypes[i] != AMPC_F64 &&
         grads.dtypes[i] == AMPC_F64)
@@ -334,11 +329,22 @@ ampc_status CudaBackend::adamw(const TensorList &params,
   lastLaunch = "adamw step kernel";
   CUDA_TRY(launchAdamwStep(stream_, step, lr, beta1, beta2, eps, weightDecay,
                            sc, foundInf, lrScale));
+  // f64 params in f64 after the step kernel (cuda_wide.cu), whatever the
+  // low-precision mode (it rounds 16-bit values only); the rest below, the
+  // f64 entries skipped.
+  std::vector<int64_t> rest;
+  ampc_status st = AMPC_OK;
+  TensorList others = params;
+  if (adamwWide(params, grads, expAvgs, expAvgSqs, step, lr, beta1, beta2, eps,
+                weightDecay, foundInf, lrScale, rest, st)) {
+    AMPC_TRY(st);
+    others.numels = rest.data();
+  }
   if (low.special(params.count)) {
     // The key's counter is the step count after this update's increment.
     MtLow ml{low.mode, low.seed, low.paramBase, step};
     return forChunks(
-        params,
+        others,
         [&](MtChunk &c, int k, int32_t tt) {
           c.aux0[k] = grads.data[tt];
           c.auxDtype[k] = static_cast<int8_t>(grads.dtypes[tt]);
@@ -357,16 +363,6 @@ ampc_status CudaBackend::adamw(const TensorList &params,
           CUDA_TRY(launchAdamwLow(stream_, c, blocks, sc, foundInf, ml));
           return AMPC_OK;
         });
-  }
-  // f64 params in f64 after the step kernel (cuda_wide.cu); the rest
-  // below, the f64 entries skipped.
-  std::vector<int64_t> rest;
-  ampc_status st = AMPC_OK;
-  TensorList others = params;
-  if (adamwWide(params, grads, expAvgs, expAvgSqs, step, lr, beta1, beta2, eps,
-                weightDecay, foundInf, lrScale, rest, st)) {
-    AMPC_TRY(st);
-    others.numels = rest.data();
   }
   return forChunks(
       others,

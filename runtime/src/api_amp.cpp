@@ -410,10 +410,18 @@ ampc_status alignLow(const char *fn, int32_t count, const void *const *params,
   if (param_base < 0 || param_base + count > (int64_t(1) << 28))
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: param_base + count must be in [0, 2^28]", fn);
-  for (int32_t t = 0; state_dtypes && t < count; ++t)
-    if (!isFloatDtype(state_dtypes[t]))
+  // An f64 param keeps f64 state and is updated in f64 whatever the mode
+  // (the mode writes 16-bit values only); the others' state is f32, f16 or
+  // bf16.
+  for (int32_t t = 0; state_dtypes && t < count; ++t) {
+    bool wide = param_dtypes && param_dtypes[t] == AMPC_F64;
+    if (wide ? state_dtypes[t] != AMPC_F64 : !isFloatDtype(state_dtypes[t]))
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: state_dtypes[%d] is not a float dtype", fn, t);
+                      wide ? "%s: state_dtypes[%d] must be f64 (the state of "
+                             "an f64 param)"
+                           : "%s: state_dtypes[%d] is not f32, f16 or bf16",
+                      fn, t);
+  }
   if (comp_count > 0 && mode != AMPC_LOW_KAHAN)
     return setError(AMPC_ERROR_INVALID_ARGUMENT,
                     "%s: compensation buffers need AMPC_LOW_KAHAN", fn);

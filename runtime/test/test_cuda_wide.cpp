@@ -7,10 +7,9 @@
 // (tree reductions, cuBLASLt dgemm, exp / log / tanh); each family also
 // checks a value f32 cannot hold (1 + 2^-40, integers beyond 2^24 and
 // 2^53), so a result computed through f32 fails. The f64 convolutions
-// (cuda_conv_wide.cu: CudaWideConv.*) too. What CUDA still refuses in f64
-// (low-precision SGD / AdamW updates of f64 params) must refuse with
-// AMPC_ERROR_UNSUPPORTED_DTYPE, naming the entry point and the CUDA
-// backend. Skips without a usable GPU.
+// (cuda_conv_wide.cu: CudaWideConv.*) too, and f64 params under a
+// low-precision update mode (updated in f64 beside 16-bit ones). Skips
+// without a usable GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "cuda_test_util.h"
@@ -65,17 +64,6 @@ protected:
     for (void *p : dev)
       ampc_free(gpu, p);
     return s;
-  }
-
-  /// `op` must be refused on the GPU as an f64 tensor without a kernel,
-  /// its error naming `name` and the CUDA backend.
-  void expectRefused(const std::vector<Tensor> &ts, const Op &op,
-                     const std::string &name) {
-    SCOPED_TRACE(name);
-    std::string error;
-    EXPECT_EQ(gpuStatus(ts, op, error), AMPC_ERROR_UNSUPPORTED_DTYPE);
-    EXPECT_NE(error.find(name), std::string::npos) << error;
-    EXPECT_NE(error.find("CUDA"), std::string::npos) << error;
   }
 };
 
@@ -861,41 +849,80 @@ TEST_F(CudaWideConv, ConvF64IsNotF32) {
   EXPECT_EQ(at<double>(got[2], 1), -(1 + t));
 }
 
-// --------------------------------------------------------------- refusals --
+// ------------------------------------------- low-precision update modes --
 
-TEST_F(CudaWide, LowPrecisionUpdatesOfF64ParamsRefuse) {
-  // SGD and AdamW under a low-precision update mode (stochastic rounding,
-  // Kahan, 16-bit state) take f32 and 16-bit params only on CUDA: an f64
-  // param is refused before anything runs (the param keeps its value).
-  Tensor p = wide({4}), g = wide({4}), m({4}, AMPC_F64), v({4}, AMPC_F64),
-         step = make<int32_t>({1}, AMPC_I32, {0});
-  std::vector<Tensor> ts = {p, g, m, v, step};
-  const int64_t numels[1] = {4};
-  const ampc_dtype f64[1] = {AMPC_F64};
-  Op adamw = [&](ampc_context c, const PtrFn &ptr) {
-    void *ps[1] = {ptr(0)}, *gs[1] = {ptr(1)}, *ms[1] = {ptr(2)},
-         *vs[1] = {ptr(3)};
-    return ampc_adamw_update_low(c, ps, f64, gs, f64, ms, vs, ptr(4), numels,
-                                 1, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0, nullptr,
-                                 AMPC_F32, nullptr, nullptr, nullptr, nullptr,
-                                 0, nullptr, AMPC_LOW_STOCHASTIC, 7, 0,
-                                 nullptr, nullptr, 0);
+TEST_F(CudaWide, LowPrecisionUpdatesOfF64ParamsRunInF64) {
+  // SGD (momentum) and AdamW under stochastic rounding with an f64 param
+  // (f64 state) beside a bf16 one (bf16 state), in one call: the mode
+  // rounds 16-bit values only, so the f64 param gets the plain f64 update
+  // and the bf16 one the stochastic one; both as the CPU computes them.
+  // SGD's IEEE operations give the CPU's bits; AdamW's pow agrees to
+  // rounding (f64) and the bf16 param's bits are the CPU's. Three steps.
+  std::vector<Tensor> ts = {wide({300}),
+                            wide({300}),
+                            Tensor({300}, AMPC_F64),
+                            randomTensor({70}, AMPC_BF16),
+                            randomTensor({70}, AMPC_BF16, -1e-2, 1e-2),
+                            Tensor({70}, AMPC_BF16),
+                            Tensor({300}, AMPC_F64),
+                            Tensor({70}, AMPC_BF16),
+                            Tensor({1}, AMPC_I32),
+                            Tensor({1}, AMPC_I32)};
+  const ampc_dtype pd[] = {AMPC_F64, AMPC_BF16}, sd[] = {AMPC_F64, AMPC_BF16};
+  const int64_t numels[] = {300, 70};
+  Op sgd = [&](ampc_context c, const PtrFn &p) {
+    void *params[] = {p(0), p(3)}, *grads[] = {p(1), p(4)},
+         *bufs[] = {p(2), p(5)};
+    for (int step = 0; step < 3; ++step)
+      AMPC_TRY(ampc_sgd_update_low(c, params, pd, grads, pd, bufs, numels, 2,
+                                   0.1, 0.9, 1e-2, 1, 0.0, nullptr, AMPC_F32,
+                                   nullptr, nullptr, nullptr, nullptr, 0, sd,
+                                   AMPC_LOW_STOCHASTIC, 7, 0, p(9), nullptr,
+                                   nullptr, 0));
+    return AMPC_OK;
   };
-  expectRefused(ts, adamw, "adamw (params, low-precision update)");
+  compare(ts, {0, 2, 3, 5, 9}, sgd, 0, "sgd f64 + bf16, stochastic");
+  auto out = onGpu(ts, sgd);
+  int notF32 = 0;
+  for (int64_t i = 0; i < 300; ++i) {
+    double v = at<double>(out[0], i);
+    notF32 += static_cast<double>(static_cast<float>(v)) != v;
+  }
+  EXPECT_GT(notF32, 290);
+  Op adamw = [&](ampc_context c, const PtrFn &p) {
+    void *params[] = {p(0), p(3)}, *grads[] = {p(1), p(4)},
+         *m[] = {p(2), p(5)}, *v[] = {p(6), p(7)};
+    for (int step = 0; step < 3; ++step)
+      AMPC_TRY(ampc_adamw_update_low(
+          c, params, pd, grads, pd, m, v, p(8), numels, 2, 1e-3, 0.9, 0.999,
+          1e-8, 1e-2, 0.0, nullptr, AMPC_F32, nullptr, nullptr, nullptr,
+          nullptr, 0, sd, AMPC_LOW_STOCHASTIC, 7, 0, nullptr, nullptr, 0));
+    return AMPC_OK;
+  };
+  compare(ts, {0, 2, 6, 8}, adamw, 1e-13, "adamw f64 beside bf16");
+  compare(ts, {3, 5, 7}, adamw, 0, "adamw bf16 beside f64, stochastic");
+}
+
+TEST_F(CudaWide, F64GradientOfANarrowerParamIsRefused) {
+  // An f64 gradient of an f32 param has no CUDA kernel (it would round):
+  // refused before anything runs, the param kept.
+  Tensor p = randomTensor({4}, AMPC_F32), g = wide({4});
+  std::vector<Tensor> ts = {p, g};
+  const ampc_dtype pd[] = {AMPC_F32}, gd[] = {AMPC_F64};
+  const int64_t numels[] = {4};
+  Op sgd = [&](ampc_context c, const PtrFn &ptr) {
+    void *ps[] = {ptr(0)}, *gs[] = {ptr(1)};
+    return ampc_sgd_update(c, ps, pd, gs, gd, nullptr, numels, 1, 0.1, 0.0,
+                           0.0, 0, 0.0, nullptr, AMPC_F32, nullptr);
+  };
+  std::string error;
+  EXPECT_EQ(gpuStatus(ts, sgd, error), AMPC_ERROR_UNSUPPORTED_DTYPE);
+  EXPECT_NE(error.find("sgd: gradient 0 is f64"), std::string::npos) << error;
   auto kept = onGpu(ts, [&](ampc_context c, const PtrFn &ptr) {
-    EXPECT_EQ(adamw(c, ptr), AMPC_ERROR_UNSUPPORTED_DTYPE);
+    EXPECT_EQ(sgd(c, ptr), AMPC_ERROR_UNSUPPORTED_DTYPE);
     return AMPC_OK;
   });
   EXPECT_EQ(kept[0].bytes, p.bytes);
-  Op sgd = [&](ampc_context c, const PtrFn &ptr) {
-    void *ps[1] = {ptr(0)}, *gs[1] = {ptr(1)}, *bs[1] = {ptr(2)};
-    return ampc_sgd_update_low(c, ps, f64, gs, f64, bs, numels, 1, 0.1, 0.9,
-                               0.0, 0, 0, nullptr, AMPC_F32, nullptr, nullptr,
-                               nullptr, nullptr, 0, nullptr,
-                               AMPC_LOW_STOCHASTIC, 7, 0, ptr(4), nullptr,
-                               nullptr, 0);
-  };
-  expectRefused(ts, sgd, "sgd (params, low-precision update)");
 }
 
 } // namespace

@@ -277,6 +277,116 @@ TEST_F(LowUpdate, AdamWBf16Moments) {
   expectClose(m.values(), rm.values(), 2e-2, 2e-2, "exp_avg");
 }
 
+/// An f64 tensor of n values 0.5 + k 2^-40 + a spread: none of them an
+/// f32 value.
+Tensor wideValues(int64_t n, double scale) {
+  Tensor t({n}, AMPC_F64);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = scale * (0.5 + 0.01 * static_cast<double>(i % 37)) +
+               static_cast<double>(i % 5 + 1) * std::ldexp(1.0, -40);
+    std::memcpy(t.bytes.data() + i * 8, &v, 8);
+  }
+  return t;
+}
+
+// A low-precision mode rounds 16-bit values only: an f64 param (f64 state)
+// updated in one call beside a bf16 one gets the plain f64 update's bits
+// (as ampc_sgd_update / ampc_adamw_update give them for it alone), and the
+// bf16 one the bits of its own low update (param_base numbering it as in
+// the pair). The f64 state must be f64: f32 state for it is refused.
+TEST_F(LowUpdate, F64ParamsUpdateInF64BesideLowOnes) {
+  const int64_t nw = 300, nb = 70;
+  for (ampc_low_update mode : {AMPC_LOW_STOCHASTIC, AMPC_LOW_KAHAN}) {
+    SCOPED_TRACE(mode == AMPC_LOW_KAHAN ? "kahan" : "stochastic");
+    Tensor w = wideValues(nw, 1.0), gw = wideValues(nw, -1e-3);
+    Tensor b = randomTensor({nb}, AMPC_BF16),
+           gb = randomTensor({nb}, AMPC_BF16, -1e-2, 1e-2);
+    Tensor wm({nw}, AMPC_F64), wv({nw}, AMPC_F64), bm({nb}, AMPC_BF16),
+        bv({nb}, AMPC_BF16), comp({nb}, AMPC_BF16);
+    Tensor rw = w, rwm = wm, rwv = wv, rb = b, rbm = bm, rbv = bv, rcomp = comp;
+    int32_t step = 0, rwStep = 0, rbStep = 0;
+    const ampc_dtype pd[] = {AMPC_F64, AMPC_BF16}, sd[] = {AMPC_F64, AMPC_BF16};
+    const int64_t n[] = {nw, nb}, compOf[] = {1}, compAlone[] = {0};
+    bool kahan = mode == AMPC_LOW_KAHAN;
+    for (int k = 0; k < 3; ++k) {
+      void *ps[] = {w.data(), b.data()}, *gs[] = {gw.data(), gb.data()},
+           *ms[] = {wm.data(), bm.data()}, *vs[] = {wv.data(), bv.data()},
+           *cs[] = {comp.data()};
+      ASSERT_OK(ampc_adamw_update_low(
+          ctx, ps, pd, gs, pd, ms, vs, &step, n, 2, 1e-3, 0.9, 0.999, 1e-8,
+          1e-2, 0.0, nullptr, AMPC_F32, nullptr, nullptr, nullptr, nullptr, 0,
+          sd, mode, 11, 4, kahan ? cs : nullptr, kahan ? compOf : nullptr,
+          kahan ? 1 : 0));
+      // The f64 param alone, through the plain update.
+      void *rps[] = {rw.data()}, *rgs[] = {gw.data()}, *rms[] = {rwm.data()},
+           *rvs[] = {rwv.data()};
+      ASSERT_OK(ampc_adamw_update(ctx, rps, pd, rgs, pd, rms, rvs, &rwStep, n,
+                                  1, 1e-3, 0.9, 0.999, 1e-8, 1e-2, 0.0,
+                                  nullptr, AMPC_F32, nullptr));
+      // The bf16 param alone, its key's param index 4 + 1 as in the pair.
+      void *bps[] = {rb.data()}, *bgs[] = {gb.data()}, *bms[] = {rbm.data()},
+           *bvs[] = {rbv.data()}, *bcs[] = {rcomp.data()};
+      ASSERT_OK(ampc_adamw_update_low(
+          ctx, bps, pd + 1, bgs, pd + 1, bms, bvs, &rbStep, n + 1, 1, 1e-3,
+          0.9, 0.999, 1e-8, 1e-2, 0.0, nullptr, AMPC_F32, nullptr, nullptr,
+          nullptr, nullptr, 0, sd + 1, mode, 11, 5, kahan ? bcs : nullptr,
+          kahan ? compAlone : nullptr, kahan ? 1 : 0));
+    }
+    EXPECT_EQ(w.bytes, rw.bytes) << "the f64 param: the plain f64 update";
+    EXPECT_EQ(wm.bytes, rwm.bytes);
+    EXPECT_EQ(wv.bytes, rwv.bytes);
+    EXPECT_EQ(b.bytes, rb.bytes) << "the bf16 param: its own low update";
+    EXPECT_EQ(bm.bytes, rbm.bytes);
+    EXPECT_EQ(comp.bytes, rcomp.bytes);
+    EXPECT_EQ(step, 3);
+    int notF32 = 0; // the f64 values keep bits f32 cannot hold
+    for (int64_t i = 0; i < nw; ++i) {
+      double v;
+      std::memcpy(&v, w.bytes.data() + i * 8, 8);
+      notF32 += static_cast<double>(static_cast<float>(v)) != v;
+    }
+    EXPECT_GT(notF32, nw - 10);
+
+    // SGD with momentum (f64 buffer beside a bf16 one), stochastic counter.
+    Tensor sw = wideValues(nw, 1.0), sb = randomTensor({nb}, AMPC_BF16);
+    Tensor swBuf({nw}, AMPC_F64), sbBuf({nb}, AMPC_BF16);
+    Tensor rsw = sw, rswBuf = swBuf;
+    int32_t counter = 0;
+    for (int k = 0; k < 3; ++k) {
+      void *ps[] = {sw.data(), sb.data()}, *gs[] = {gw.data(), gb.data()},
+           *bs[] = {swBuf.data(), sbBuf.data()}, *cs[] = {comp.data()};
+      ASSERT_OK(ampc_sgd_update_low(
+          ctx, ps, pd, gs, pd, bs, n, 2, 0.1, 0.9, 1e-2, 1, 0.0, nullptr,
+          AMPC_F32, nullptr, nullptr, nullptr, nullptr, 0, sd, mode, 11, 0,
+          &counter, kahan ? cs : nullptr, kahan ? compOf : nullptr,
+          kahan ? 1 : 0));
+      void *rps[] = {rsw.data()}, *rgs[] = {gw.data()}, *rbs[] = {rswBuf.data()};
+      ASSERT_OK(ampc_sgd_update(ctx, rps, pd, rgs, pd, rbs, n, 1, 0.1, 0.9,
+                                1e-2, 1, 0.0, nullptr, AMPC_F32, nullptr));
+    }
+    EXPECT_EQ(sw.bytes, rsw.bytes) << "sgd: the plain f64 update";
+    EXPECT_EQ(swBuf.bytes, rswBuf.bytes);
+  }
+  // f32 state for an f64 param is refused, naming the entry point.
+  Tensor w = wideValues(4, 1.0), g = wideValues(4, 1e-3), m({4}, AMPC_F32),
+         v({4}, AMPC_F32), kept = w;
+  int32_t step = 0;
+  const ampc_dtype pd[] = {AMPC_F64}, sd[] = {AMPC_F32};
+  const int64_t n[] = {4};
+  void *ps[] = {w.data()}, *gs[] = {g.data()}, *ms[] = {m.data()},
+       *vs[] = {v.data()};
+  EXPECT_EQ(ampc_adamw_update_low(ctx, ps, pd, gs, pd, ms, vs, &step, n, 1,
+                                  1e-3, 0.9, 0.999, 1e-8, 1e-2, 0.0, nullptr,
+                                  AMPC_F32, nullptr, nullptr, nullptr, nullptr,
+                                  0, sd, AMPC_LOW_STOCHASTIC, 11, 0, nullptr,
+                                  nullptr, 0),
+            AMPC_ERROR_UNSUPPORTED_DTYPE);
+  EXPECT_NE(std::string(ampc_last_error()).find("state_dtypes[0] must be f64"),
+            std::string::npos)
+      << ampc_last_error();
+  EXPECT_EQ(w.bytes, kept.bytes);
+}
+
 class LowUpdateCuda : public CudaVsCpu {
 protected:
   const char *skipped() const override {
