@@ -91,15 +91,20 @@ FailureOr<SmallVector<StringRef>> parameterNames(func::FuncOp func,
 
 /// The value the backward differentiates. With gradient accumulation the
 /// step is one of K micro-batches, each the gradient of loss * (1/K) (torch's
-/// `(loss / K).backward()` with 1/K as an f32 multiplier), so the K
-/// accumulated gradients are the gradient of the mean loss.
+/// `(loss / K).backward()` with 1/K as an f32 multiplier, or an f64 one for
+/// an f64 loss), so the K accumulated gradients are the gradient of the mean
+/// loss.
 Value lossOfMicroBatch(MinimizeOp op, int64_t accumulate) {
   if (accumulate <= 1)
     return op.getLoss();
   OpBuilder builder(op);
   auto lossType = cast<RankedTensorType>(op.getLoss().getType());
   auto elem = cast<FloatType>(lossType.getElementType());
-  llvm::APFloat inv(1.0f / static_cast<float>(accumulate));
+  // 1/K rounded once, to f64 for an f64 loss (an f32 1/K would move an f64
+  // loss by up to 2^-25 relative), to f32 otherwise.
+  llvm::APFloat inv =
+      elem.isF64() ? llvm::APFloat(1.0 / static_cast<double>(accumulate))
+                   : llvm::APFloat(1.0f / static_cast<float>(accumulate));
   bool lost = false;
   inv.convert(elem.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
               &lost);
@@ -219,10 +224,13 @@ private:
 Operation *OptimizerUpdate::accumulateGradients(int64_t accumulate) {
   SmallVector<Value> accs;
   for (unsigned i : reached) {
+    // f32 accumulators; f64 ones for an f64 param (whose gradients are f64).
     Value p = op.getParams()[i];
-    auto f32Type =
-        cast<RankedTensorType>(p.getType()).clone(Float32Type::get(ctx));
-    accs.push_back(addStateArg(func, f32Type, (names[i] + ".grad_acc").str(),
+    auto pType = cast<RankedTensorType>(p.getType());
+    auto accType = pType.getElementType().isF64()
+                       ? pType
+                       : pType.clone(Float32Type::get(ctx));
+    accs.push_back(addStateArg(func, accType, (names[i] + ".grad_acc").str(),
                                zeros, stateLoc(p)));
   }
   Value micro = addCounter("accumulate.micro");

@@ -1761,6 +1761,14 @@ public:
       const void *g = grads.data[t];
       ampc_dtype gd = grads.dtypes[t];
       int64_t n = accs.numels[t];
+      if (accs.dtypes[t] == AMPC_F64) {
+        // An f64 param's: an f64 accumulator, one f64 addition.
+        double *accD = static_cast<double *>(accs.data[t]);
+        const double *gD = static_cast<const double *>(g);
+        for (int64_t i = 0; i < n; ++i)
+          accD[i] = first ? gD[i] : accD[i] + gD[i];
+        continue;
+      }
       if (gd == AMPC_F32) {
         const float *gf = static_cast<const float *>(g);
         if (first)

@@ -26,6 +26,13 @@ __global__ void gradAccumulateKernel(float *acc, const void *g,
   }
 }
 
+// An f64 param's gradients: an f64 accumulator, one f64 addition.
+__global__ void gradAccumulateF64Kernel(double *acc, const double *g,
+                                        int64_t n, const int32_t *micro) {
+  bool first = *micro == 0;
+  GRID_STRIDE(i, n) { acc[i] = first ? g[i] : acc[i] + g[i]; }
+}
+
 __global__ void advanceMicroKernel(int32_t *micro, int64_t k) {
   *micro = static_cast<int32_t>((*micro + 1) % k);
 }
@@ -388,14 +395,18 @@ ampc_status CudaBackend::gradAccumulate(const TensorList &accs,
                                         const TensorList &grads, int32_t *micro,
                                         int64_t k) {
   ENTER();
-  AMPC_TRY(refuseWideList("grad accumulate", grads));
   for (int32_t t = 0; t < accs.count; ++t) {
     int64_t n = accs.numels[t];
     if (n == 0)
       continue;
-    gradAccumulateKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
-        static_cast<float *>(accs.data[t]), grads.data[t], grads.dtypes[t],
-        n, micro);
+    if (accs.dtypes[t] == AMPC_F64)
+      gradAccumulateF64Kernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+          static_cast<double *>(accs.data[t]),
+          static_cast<const double *>(grads.data[t]), n, micro);
+    else
+      gradAccumulateKernel<<<blocksFor(n), kThreads, 0, stream_>>>(
+          static_cast<float *>(accs.data[t]), grads.data[t], grads.dtypes[t],
+          n, micro);
     LAUNCH_CHECK("grad_accumulate kernel");
   }
   advanceMicroKernel<<<1, 1, 0, stream_>>>(micro, k);

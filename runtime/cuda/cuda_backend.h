@@ -206,7 +206,6 @@ public:
   // f32-computing types; true where it took the call, its status in `st`.
   // The entry points call them first, after ENTER().
   ampc_status refuseWide(const char *what, std::initializer_list<Buf> bufs);
-  ampc_status refuseWideList(const char *what, const TensorList &l);
   ampc_status launchStatusOf(const char *what);
   /// Launches `kernel` (a grid-stride loop) over n items on the stream with
   /// `args`: AMPC_OK, launching nothing, when n is 0; else

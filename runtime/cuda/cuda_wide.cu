@@ -667,18 +667,6 @@ ampc_status CudaBackend::refuseWide(const char *what,
                   what);
 }
 
-ampc_status CudaBackend::refuseWideList(const char *what,
-                                        const TensorList &l) {
-  for (int32_t t = 0; l.dtypes && t < l.count; ++t)
-    if (l.dtypes[t] == AMPC_F64 && l.data && l.data[t])
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "%s: tensor %d is f64, which has no kernel on the CUDA "
-                      "backend yet (the CPU backend computes it in f64); "
-                      "never computed in f32 instead",
-                      what, static_cast<int>(t));
-  return AMPC_OK;
-}
-
 // ------------------------------------------------------------ elementwise --
 
 bool CudaBackend::fillWide(Buf y, int64_t n, double value, ampc_status &st) {

@@ -1,7 +1,8 @@
 //===- api_accumulate.cpp - gradient accumulation -------------------------===//
 //
 // ampc_grad_accumulate (`accumulate = K`, docs/optimizer.md): a micro-batch's
-// gradients added into f32 accumulators, and the micro-batch index.
+// gradients added into f32 accumulators (f64 ones for f64 gradients), and
+// the micro-batch index.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
@@ -31,23 +32,26 @@ ampc_status ampc_grad_accumulate(ampc_context ctx, void *const *accs,
                       fn);
     if (count > 0 && (!accs || !grads || !grad_dtypes || !numels))
       return setError(AMPC_ERROR_NULL_POINTER, "%s: a list is NULL", fn);
+    // f32 accumulators; an f64 gradient (an f64 param's) has an f64 one.
     std::vector<ampc_dtype> accDtypes(count, AMPC_F32);
     for (int32_t t = 0; t < count; ++t) {
       if (numels[t] < 0)
         return setError(AMPC_ERROR_INVALID_ARGUMENT,
                         "%s: numels[%d] is negative", fn, t);
-      if (numels[t] > INT64_MAX / 4) // the f32 accumulator's bytes
+      if (numels[t] > INT64_MAX / 8) // the accumulator's bytes
         return setError(AMPC_ERROR_INVALID_ARGUMENT,
-                        "%s: numels[%d] = %lld is more than 2^63 bytes of f32",
+                        "%s: numels[%d] = %lld is more than 2^63 bytes of f64",
                         fn, t, static_cast<long long>(numels[t]));
       if (numels[t] > 0 && (!accs[t] || !grads[t]))
         return setError(AMPC_ERROR_NULL_POINTER, "%s: %s[%d] is NULL", fn,
                         !accs[t] ? "accs" : "grads", t);
       ampc_dtype d = grad_dtypes[t];
-      if (d != AMPC_F32 && d != AMPC_F16 && d != AMPC_BF16)
+      if (d != AMPC_F32 && d != AMPC_F16 && d != AMPC_BF16 && d != AMPC_F64)
         return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                        "%s: grads[%d] must be f32, f16 or bf16, got %s", fn,
-                        t, dtypeName(d));
+                        "%s: grads[%d] must be f64, f32, f16 or bf16, got %s",
+                        fn, t, dtypeName(d));
+      if (d == AMPC_F64)
+        accDtypes[t] = AMPC_F64;
     }
     TensorList a{accs, accDtypes.data(), numels, count};
     TensorList g{grads, grad_dtypes, numels, count};

@@ -60,6 +60,24 @@ TEST_F(Accumulate, SumsInMicroBatchOrderInF32) {
   EXPECT_EQ(acc[0], 1.0f); // 1 + 2^-24 rounds to 1 (ties to even), twice
 }
 
+TEST_F(Accumulate, F64GradientsSumInF64) {
+  // An f64 param's gradients have an f64 accumulator: (1 + 2^-40) + 2^-40
+  // keeps bits f32 would round away, summed in micro-batch order.
+  double acc[1] = {0.0};
+  const double tiny = std::ldexp(1.0, -40);
+  double a[1] = {1.0 + tiny}, b[1] = {tiny};
+  void *accs[1] = {acc};
+  ampc_dtype dt[1] = {AMPC_F64};
+  int64_t n[1] = {1};
+  int32_t micro = 0;
+  void *ga[1] = {a}, *gb[1] = {b};
+  ASSERT_OK(ampc_grad_accumulate(ctx, accs, ga, dt, n, 1, &micro, 2));
+  EXPECT_EQ(acc[0], 1.0 + tiny); // the first micro-batch writes
+  ASSERT_OK(ampc_grad_accumulate(ctx, accs, gb, dt, n, 1, &micro, 2));
+  EXPECT_EQ(acc[0], 1.0 + 2 * tiny);
+  EXPECT_EQ(micro, 0);
+}
+
 TEST_F(Accumulate, BadArguments) {
   float acc[1] = {0.0f}, g[1] = {1.0f};
   void *accs[1] = {acc}, *grads[1] = {g};

@@ -903,6 +903,28 @@ TEST_F(CudaWide, LowPrecisionUpdatesOfF64ParamsRunInF64) {
   compare(ts, {3, 5, 7}, adamw, 0, "adamw bf16 beside f64, stochastic");
 }
 
+TEST_F(CudaWide, GradAccumulateF64) {
+  // An f64 param's gradients accumulate into an f64 accumulator (f64
+  // additions in micro-batch order: the CPU's bits), beside an f32 one;
+  // three micro-batches of k = 3, the index back at 0.
+  std::vector<Tensor> ts = {Tensor({300}, AMPC_F64), wide({300}),
+                            Tensor({70}, AMPC_F32),
+                            randomTensor({70}, AMPC_BF16),
+                            Tensor({1}, AMPC_I32)};
+  Op acc = [&](ampc_context c, const PtrFn &p) {
+    void *accs[] = {p(0), p(2)}, *grads[] = {p(1), p(3)};
+    ampc_dtype gd[] = {AMPC_F64, AMPC_BF16};
+    int64_t numels[] = {300, 70};
+    for (int micro = 0; micro < 3; ++micro)
+      AMPC_TRY(ampc_grad_accumulate(c, accs, grads, gd, numels, 2, p(4), 3));
+    return AMPC_OK;
+  };
+  compare(ts, {0, 2, 4}, acc, 0, "grad accumulate f64 + bf16");
+  auto out = onGpu(ts, acc);
+  EXPECT_EQ(at<double>(out[0], 0), 3 * at<double>(ts[1], 0));
+  EXPECT_EQ(at<int32_t>(out[4], 0), 0);
+}
+
 TEST_F(CudaWide, F64GradientOfANarrowerParamIsRefused) {
   // An f64 gradient of an f32 param has no CUDA kernel (it would round):
   // refused before anything runs, the param kept.

@@ -905,9 +905,11 @@ class Runner:
             differentiated = loss
             if k_acc > 1:
                 # ampc multiplies the loss by 1/K in the loss's type (the
-                # same as torch's loss / K for K a power of two).
-                differentiated = loss * round_to(
-                    torch.tensor(float(np.float32(1.0) / np.float32(k_acc))), dts[op["operands"][0]])
+                # same as torch's loss / K for K a power of two): 1/K
+                # rounded once, to f64 for an f64 loss, else to f32 first.
+                ldt = dts[op["operands"][0]]
+                inv_k = 1.0 / k_acc if ldt == "f64" else float(np.float32(1.0) / np.float32(k_acc))
+                differentiated = loss * round_to(torch.tensor(inv_k, dtype=torch.float64), ldt)
             if loss.requires_grad:
                 gs = torch.autograd.grad(differentiated, targets, grad_outputs=seed,
                                          allow_unused=True)

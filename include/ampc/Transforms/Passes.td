@@ -109,9 +109,11 @@ def OptimizerExpansion : Pass<"ampc-optimizer-expansion",
     Gradient accumulation (`accumulate = K > 1` on the `tg.minimize`, or the
     pass option `accumulate`, which overrides it when > 0): the function
     becomes one micro-batch of an update of K micro-batches. The loss is
-    multiplied by `1/K` (an f32 constant) before it is differentiated, so the
+    multiplied by `1/K` (a constant of the loss's type, 1/K rounded once to
+    it) before it is differentiated, so the
     seed of the backward graph is `1/K` (times the loss scale, added later);
-    the gradients go into f32 state `P.grad_acc` (one per parameter the loss
+    the gradients go into f32 state `P.grad_acc` (f64 for an f64 param; one
+    per parameter the loss
     reaches, zeros) through one `tg.grad_accumulate` with the micro-batch
     index, state `accumulate.micro` (i32, zeros); clipping and the updates
     read the accumulators. The function gets `tg.accumulate = K`; everything

@@ -23,8 +23,12 @@ LogicalResult GradAccumulateOp::inferReturnTypes(
   for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(accs, grads))) {
     auto acc = cast<RankedTensorType>(std::get<0>(pair).getType());
     auto grad = cast<RankedTensorType>(std::get<1>(pair).getType());
-    if (!acc.getElementType().isF32())
-      return err("accumulator #", i, " must be f32, got ", acc);
+    // f32 accumulators for f32 / f16 / bf16 gradients; an f64 gradient (an
+    // f64 param's) has an f64 one, and only it.
+    bool wide = grad.getElementType().isF64();
+    if (wide ? !acc.getElementType().isF64() : !acc.getElementType().isF32())
+      return err("accumulator #", i, " must be ", wide ? "f64" : "f32",
+                 " (its gradient is ", grad, "), got ", acc);
     if (acc.getShape() != grad.getShape())
       return err("accumulator #", i, " has type ", acc, " but its gradient ",
                  grad);

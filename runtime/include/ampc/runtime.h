@@ -1115,7 +1115,8 @@ AMPC_API ampc_status ampc_lr_schedule(ampc_context ctx, void *factor,
 /// Gradient accumulation (docs/optimizer.md, "Gradient accumulation"): for
 /// each t < count, accs[t] (f32, numels[t] elements) becomes grads[t]
 /// (converted from grad_dtypes[t] to f32) when *micro == 0, else
-/// accs[t] + grads[t] in f32; then *micro becomes (*micro + 1) % k. `micro`
+/// accs[t] + grads[t] in f32; then *micro becomes (*micro + 1) % k. An f64
+/// gradient (an f64 param's) has an f64 accumulator, added in f64. `micro`
 /// is a device i32 (0 <= *micro < k, k >= 1).
 AMPC_API ampc_status ampc_grad_accumulate(ampc_context ctx, void *const *accs,
                                           void *const *grads,

@@ -13,16 +13,17 @@ let training = 1, language = "" in {
 
 def TG_GradAccumulateOp : TG_StrictInferOp<"grad_accumulate",
                                            [AttrSizedOperandSegments]> {
-  let summary = "Adds one micro-batch's gradients into f32 accumulators";
+  let summary = "Adds one micro-batch's gradients into f32 (or f64) accumulators";
   let description = [{
     Gradient accumulation over `k` micro-batches per update (`accumulate =
     K` of the optimizer call). `micro` (i32, state `accumulate.micro`) is the
     index of this micro-batch in its update, `0 <= micro < k`. For each pair
-    `(accs[i], grads[i])` (same shape; `accs` f32, `grads` any float type,
-    converted to f32 as loaded):
+    `(accs[i], grads[i])` (same shape; `accs` f32 and `grads` f32, f16 or
+    bf16, converted to f32 as loaded; or both f64, an f64 param's):
 
     - `micro == 0`: `new_accs[i] = grads[i]` (the first micro-batch writes);
-    - otherwise: `new_accs[i] = accs[i] + grads[i]` (one f32 addition).
+    - otherwise: `new_accs[i] = accs[i] + grads[i]` (one addition in the
+      accumulator's type).
 
     So after micro-batch `j` the accumulator holds
     `((g_0 + g_1) + g_2) + ... + g_j`, summed in micro-batch order.
