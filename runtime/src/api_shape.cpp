@@ -162,8 +162,10 @@ ampc_status concatImpl(const char *fn, ampc_context ctx, const TensorArg &y,
     AMPC_TRY(parseTensor(fn, t, kAnyDtype, !backward, parts[i]));
     if (!shapes[i])
       return setError(AMPC_ERROR_NULL_POINTER, "%s: shape %d is NULL", fn, i);
-    AMPC_TRY(checkCopyDtypes(fn, backward ? dtypes[i] : y.dtype,
-                             backward ? y.dtype : dtypes[i]));
+    // torch.cat promotes: each operand is converted into the output's
+    // dtype as ampc_cast converts (integers exactly, wrapping where the
+    // output is narrower; an integer into a float rounds once), and the
+    // backward converts the gradient's pieces back into each operand's.
     Shape want = ys;
     want.d[d] = parts[i].d[d];
     if (parts[i] != want)

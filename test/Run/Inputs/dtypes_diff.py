@@ -107,6 +107,7 @@ def ints(ampc, work, extra):
         z.to(torch.uint8), y.to(torch.int8), x.to(torch.int16), c.to(torch.float64),
         c.to(torch.int32), a.to(torch.int8), h.to(torch.uint8),
         torch.argmax(c, dim=0).to(torch.int32),     # ampc's argmax is i32
+        torch.cat([h, f]), torch.cat([m, c]), torch.cat([f, x]),  # promoted
     ]
     return exact("ints", work, want)
 
