@@ -111,28 +111,9 @@ __global__ void im2colKernel(Buf col, Buf x, ConvGeom g) {
 
 /// One thread per image element gathers its column entries.
 __global__ void col2imKernel(float *dx, const float *col, ConvGeom g) {
-  int64_t cols = g.columns();
   GRID_STRIDE(i, g.imageSize()) {
-    int64_t c = i / (g.d * g.h * g.w), iz = (i / (g.h * g.w)) % g.d;
-    int64_t iy = (i / g.w) % g.h, ix = i % g.w;
     float acc = 0;
-    for (int64_t kz = 0; kz < g.kd; ++kz) {
-      int64_t tz = iz + g.pd - kz * g.dd;
-      if (tz < 0 || tz % g.sd || tz / g.sd >= g.od)
-        continue;
-      for (int64_t ky = 0; ky < g.kh; ++ky) {
-        int64_t ty = iy + g.ph - ky * g.dh;
-        if (ty < 0 || ty % g.sh || ty / g.sh >= g.oh)
-          continue;
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t tx = ix + g.pw - kx * g.dw;
-          if (tx < 0 || tx % g.sw || tx / g.sw >= g.ow)
-            continue;
-          acc += col[(((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols +
-                     ((tz / g.sd) * g.oh + ty / g.sh) * g.ow + tx / g.sw];
-        }
-      }
-    }
+    g.forEachColumnOf(i, [&](int64_t k) { acc += col[k]; });
     dx[i] += acc;
   }
 }

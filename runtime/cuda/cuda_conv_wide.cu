@@ -54,28 +54,9 @@ __global__ void im2colF64Kernel(double *col, const double *x, ConvGeom g) {
 /// element adds its column entries from 0 in the order the CPU's scatter
 /// reaches it (rows, i.e. kernel taps, ascending).
 __global__ void col2imF64Kernel(double *img, const double *col, ConvGeom g) {
-  int64_t cols = g.columns();
   GRID_STRIDE(i, g.imageSize()) {
-    int64_t c = i / (g.d * g.h * g.w), iz = (i / (g.h * g.w)) % g.d;
-    int64_t iy = (i / g.w) % g.h, ix = i % g.w;
     double acc = 0.0;
-    for (int64_t kz = 0; kz < g.kd; ++kz) {
-      int64_t tz = iz + g.pd - kz * g.dd;
-      if (tz < 0 || tz % g.sd || tz / g.sd >= g.od)
-        continue;
-      for (int64_t ky = 0; ky < g.kh; ++ky) {
-        int64_t ty = iy + g.ph - ky * g.dh;
-        if (ty < 0 || ty % g.sh || ty / g.sh >= g.oh)
-          continue;
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t tx = ix + g.pw - kx * g.dw;
-          if (tx < 0 || tx % g.sw || tx / g.sw >= g.ow)
-            continue;
-          acc += col[(((c * g.kd + kz) * g.kh + ky) * g.kw + kx) * cols +
-                     ((tz / g.sd) * g.oh + ty / g.sh) * g.ow + tx / g.sw];
-        }
-      }
-    }
+    g.forEachColumnOf(i, [&](int64_t k) { acc += col[k]; });
     img[i] = acc;
   }
 }
@@ -166,6 +147,17 @@ private:
     return AMPC_OK;
   }
 
+  /// The column matrix of one (image, group) in t: none for a pointwise
+  /// convolution (its columns are the image).
+  ampc_status columns(bool pw, Temp &t, double *&col) {
+    col = nullptr;
+    if (pw)
+      return AMPC_OK;
+    AMPC_TRY(t.alloc(ckk * hw * sizeof(double)));
+    col = static_cast<double *>(t.get());
+    return AMPC_OK;
+  }
+
   /// C [m, n] = op(A) op(B) + beta C, row-major, in f64 (gemmF64; k = 0
   /// gives beta C).
   ampc_status gemm(bool transA, bool transB, int64_t m, int64_t nn, int64_t k,
@@ -206,10 +198,7 @@ private:
     AMPC_TRY(result(c.out, outputElems(), acct, acc));
     bool pw = pointwise(g);
     double *col = nullptr;
-    if (!pw) {
-      AMPC_TRY(colt.alloc(ckk * hw * sizeof(double)));
-      col = static_cast<double *>(colt.get());
-    }
+    AMPC_TRY(columns(pw, colt, col));
     for (int64_t i = 0; i < n; ++i)
       for (int64_t gi = 0; gi < groups; ++gi) {
         const double *xg = x + (i * groups + gi) * gimg;
@@ -240,10 +229,7 @@ private:
     AMPC_TRY(result(c.out, imageElems(), imgt, img));
     bool pw = pointwise(g);
     double *col = nullptr;
-    if (!pw) {
-      AMPC_TRY(colt.alloc(ckk * hw * sizeof(double)));
-      col = static_cast<double *>(colt.get());
-    }
+    AMPC_TRY(columns(pw, colt, col));
     for (int64_t i = 0; i < n; ++i)
       for (int64_t gi = 0; gi < groups; ++gi) {
         double *ig = img + (i * groups + gi) * gimg;
@@ -275,10 +261,7 @@ private:
       AMPC_TRY(result(c.out, weightElems(), acct, acc));
       bool pw = pointwise(g);
       double *col = nullptr;
-      if (!pw) {
-        AMPC_TRY(colt.alloc(ckk * hw * sizeof(double)));
-        col = static_cast<double *>(colt.get());
-      }
+      AMPC_TRY(columns(pw, colt, col));
       if (n == 0)
         AMPC_TRY(be.fill(Buf{acc, AMPC_F64}, weightElems(), 0.0));
       for (int64_t gi = 0; gi < groups; ++gi)

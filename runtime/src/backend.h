@@ -83,6 +83,31 @@ struct ConvGeom {
   AMPC_HD int64_t columns() const { return od * oh * ow; }
   AMPC_HD int64_t rows() const { return channels * kd * kh * kw; }
   AMPC_HD int64_t imageSize() const { return channels * d * h * w; }
+  /// Calls f(k) for each entry k of the column matrix (row-major, rows by
+  /// columns()) that im2col copies image element i into, in the order of
+  /// the rows (kernel taps ascending): what col2im adds into element i.
+  template <typename F> AMPC_HD void forEachColumnOf(int64_t i, F &&f) const {
+    int64_t cols = columns();
+    int64_t c = i / (d * h * w), iz = (i / (h * w)) % d;
+    int64_t iy = (i / w) % h, ix = i % w;
+    for (int64_t z = 0; z < kd; ++z) {
+      int64_t tz = iz + pd - z * dd;
+      if (tz < 0 || tz % sd || tz / sd >= od)
+        continue;
+      for (int64_t y = 0; y < kh; ++y) {
+        int64_t ty = iy + ph - y * dh;
+        if (ty < 0 || ty % sh || ty / sh >= oh)
+          continue;
+        for (int64_t x = 0; x < kw; ++x) {
+          int64_t tx = ix + pw - x * dw;
+          if (tx < 0 || tx % sw || tx / sw >= ow)
+            continue;
+          f((((c * kd + z) * kh + y) * kw + x) * cols +
+            ((tz / sd) * oh + ty / sh) * ow + tx / sw);
+        }
+      }
+    }
+  }
 };
 
 /// A whole convolution pass over a batch, for a backend's own convolution
