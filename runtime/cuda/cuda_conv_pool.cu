@@ -93,19 +93,12 @@ __global__ void poolBwdKernel(Buf dx, Buf dy, Buf x, PoolGeom g) {
 // ------------------------------------------------------------- convolution --
 
 __global__ void im2colKernel(Buf col, Buf x, ConvGeom g) {
-  int64_t cols = g.columns(), hw = g.oh * g.ow;
-  GRID_STRIDE(i, g.rows() * cols) {
-    int64_t row = i / cols, pix = i % cols;
-    int64_t c = row / (g.kd * g.kh * g.kw), kz = (row / (g.kh * g.kw)) % g.kd;
-    int64_t ky = (row / g.kw) % g.kh, kx = row % g.kw;
-    int64_t iz = (pix / hw) * g.sd - g.pd + kz * g.dd;
-    int64_t iy = ((pix / g.ow) % g.oh) * g.sh - g.ph + ky * g.dh;
-    int64_t ix = (pix % g.ow) * g.sw - g.pw + kx * g.dw;
-    if (iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+  GRID_STRIDE(i, g.rows() * g.columns()) {
+    int64_t src = g.imageElementOf(i);
+    if (src < 0)
       storeF32(col.data, col.dtype, i, 0.0f);
     else
-      convertElement(col.data, col.dtype, i, x.data, x.dtype,
-                     ((c * g.d + iz) * g.h + iy) * g.w + ix);
+      convertElement(col.data, col.dtype, i, x.data, x.dtype, src);
   }
 }
 

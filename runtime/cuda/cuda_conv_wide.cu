@@ -36,17 +36,9 @@ __global__ void widenConvKernel(double *dst, Buf src, int64_t n) {
 /// col [C * kd * kh * kw, od * oh * ow] of one image x [C, d, h, w], in f64
 /// (zeros for the padding).
 __global__ void im2colF64Kernel(double *col, const double *x, ConvGeom g) {
-  int64_t cols = g.columns(), hw = g.oh * g.ow;
-  GRID_STRIDE(i, g.rows() * cols) {
-    int64_t row = i / cols, pix = i % cols;
-    int64_t c = row / (g.kd * g.kh * g.kw), kz = (row / (g.kh * g.kw)) % g.kd;
-    int64_t ky = (row / g.kw) % g.kh, kx = row % g.kw;
-    int64_t iz = (pix / hw) * g.sd - g.pd + kz * g.dd;
-    int64_t iy = ((pix / g.ow) % g.oh) * g.sh - g.ph + ky * g.dh;
-    int64_t ix = (pix % g.ow) * g.sw - g.pw + kx * g.dw;
-    bool pad =
-        iz < 0 || iz >= g.d || iy < 0 || iy >= g.h || ix < 0 || ix >= g.w;
-    col[i] = pad ? 0.0 : x[((c * g.d + iz) * g.h + iy) * g.w + ix];
+  GRID_STRIDE(i, g.rows() * g.columns()) {
+    int64_t src = g.imageElementOf(i);
+    col[i] = src < 0 ? 0.0 : x[src];
   }
 }
 

@@ -83,6 +83,20 @@ struct ConvGeom {
   AMPC_HD int64_t columns() const { return od * oh * ow; }
   AMPC_HD int64_t rows() const { return channels * kd * kh * kw; }
   AMPC_HD int64_t imageSize() const { return channels * d * h * w; }
+  /// The image element that entry i of the column matrix (row-major, rows()
+  /// by columns()) copies, or -1 where the entry is padding: im2col.
+  AMPC_HD int64_t imageElementOf(int64_t i) const {
+    int64_t cols = columns(), hw = oh * ow;
+    int64_t row = i / cols, pix = i % cols;
+    int64_t c = row / (kd * kh * kw), z = (row / (kh * kw)) % kd;
+    int64_t y = (row / kw) % kh, x = row % kw;
+    int64_t iz = (pix / hw) * sd - pd + z * dd;
+    int64_t iy = ((pix / ow) % oh) * sh - ph + y * dh;
+    int64_t ix = (pix % ow) * sw - pw + x * dw;
+    if (iz < 0 || iz >= d || iy < 0 || iy >= h || ix < 0 || ix >= w)
+      return -1;
+    return ((c * d + iz) * h + iy) * w + ix;
+  }
   /// Calls f(k) for each entry k of the column matrix (row-major, rows by
   /// columns()) that im2col copies image element i into, in the order of
   /// the rows (kernel taps ascending): what col2im adds into element i.

@@ -1,13 +1,14 @@
-//===- test_conv_geom.cpp - The column walk of col2im ---------------------===//
+//===- test_conv_geom.cpp - The walks of im2col and col2im ----------------===//
 //
-// ConvGeom::forEachColumnOf (src/backend.h), the gather both CUDA col2im
-// kernels (f32 and f64) run, against im2col's own definition: scattering
-// every entry of the column matrix back into the image element it was
-// copied from, row by row, must reach each image element through exactly
-// the entries the walk lists, in the walk's order. Every combination of
-// kernel 1-3, stride 1-3, padding 0-2 and dilation 1-2 in 2-D (a 1-D
-// convolution is a 2-D one of height 1) and a set of 3-D geometries. This
-// runs on the CPU, so the walk the GPU kernels share is checked here too.
+// ConvGeom::imageElementOf and forEachColumnOf (src/backend.h), the walks
+// the CUDA im2col and col2im kernels (f32 and f64) run, against im2col's
+// definition written out here: every column entry names the image element
+// it copies (-1 for padding), and scattering the column matrix back into
+// the image row by row reaches each image element through exactly the
+// entries forEachColumnOf lists, in its order. Every combination of kernel
+// 1-3, stride 1-3, padding 0-2 and dilation 1-2 in 2-D (a 1-D convolution
+// is a 2-D one of height 1) and a set of 3-D geometries. This runs on the
+// CPU, so the walks the GPU kernels share are checked here too.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -50,6 +51,13 @@ std::vector<std::vector<int64_t>> scatterLists(const ConvGeom &g) {
 
 void expectWalkMatches(const ConvGeom &g) {
   auto want = scatterLists(g);
+  // imageElementOf (im2col's gather) is the inverse of the same scatter.
+  std::vector<int64_t> owner(static_cast<size_t>(g.rows() * g.columns()), -1);
+  for (int64_t e = 0; e < g.imageSize(); ++e)
+    for (int64_t k : want[e])
+      owner[k] = e;
+  for (int64_t k = 0; k < g.rows() * g.columns(); ++k)
+    ASSERT_EQ(g.imageElementOf(k), owner[k]) << "column entry " << k;
   for (int64_t i = 0; i < g.imageSize(); ++i) {
     std::vector<int64_t> got;
     g.forEachColumnOf(i, [&](int64_t k) { got.push_back(k); });
