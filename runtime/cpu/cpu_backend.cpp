@@ -1605,6 +1605,14 @@ public:
     SgdScalars s = scalars;
     if (s.lrScale)
       s.lr = s.lr * *s.lrScale;
+    // An f64 param (f64 state) takes the f64 update, whatever the
+    // low-precision mode (which rounds 16-bit values only).
+    auto wide = [&](int32_t t) {
+      return cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
+                          Buf{grads.data[t], grads.dtypes[t]},
+                          s.hasMomentum ? bufs[t] : nullptr, s,
+                          params.numels[t]);
+    };
     if (low.special(params.count)) {
       LowKey key;
       key.mode = low.mode;
@@ -1612,12 +1620,7 @@ public:
       if (low.counter)
         key.counter = static_cast<uint32_t>(*low.counter += 1);
       for (int32_t t = 0; t < params.count; ++t) {
-        // An f64 param (f64 state): the plain f64 update; the mode rounds
-        // 16-bit values only.
-        if (cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
-                         Buf{grads.data[t], grads.dtypes[t]},
-                         s.hasMomentum ? bufs[t] : nullptr, s,
-                         params.numels[t]))
+        if (wide(t))
           continue;
         key.param = low.paramBase + t;
         Buf b{s.hasMomentum ? bufs[t] : nullptr, low.stateDtype(t)};
@@ -1633,9 +1636,7 @@ public:
     }
     for (int32_t t = 0; t < params.count; ++t) {
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
-      if (cpuwide::sgd(Buf{params.data[t], params.dtypes[t]},
-                       Buf{grads.data[t], grads.dtypes[t]},
-                       s.hasMomentum ? bufs[t] : nullptr, s, params.numels[t]))
+      if (wide(t))
         continue;
       if (void *model = models.at(t)) {
         // Opt level O2: the low model copy in the same pass.
@@ -1680,19 +1681,23 @@ public:
       lr = lr * static_cast<double>(*lrScale);
     *step += 1;
     AdamwScalars s = adamwScalars(lr, beta1, beta2, eps, weightDecay, *step);
+    // An f64 param (f64 moments) takes the f64 update, whatever the
+    // low-precision mode (which rounds 16-bit values only).
+    auto wide = [&](int32_t t) {
+      return cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
+                            Buf{grads.data[t], grads.dtypes[t]},
+                            static_cast<double *>(expAvgs[t]),
+                            static_cast<double *>(expAvgSqs[t]),
+                            params.numels[t], lr0, lrScale, beta1, beta2, eps,
+                            weightDecay, *step);
+    };
     if (low.special(params.count)) {
       LowKey key;
       key.mode = low.mode;
       key.seed = low.seed;
       key.counter = static_cast<uint32_t>(*step);
       for (int32_t t = 0; t < params.count; ++t) {
-        // An f64 param (f64 state): the plain f64 update, as below.
-        if (cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
-                           Buf{grads.data[t], grads.dtypes[t]},
-                           static_cast<double *>(expAvgs[t]),
-                           static_cast<double *>(expAvgSqs[t]),
-                           params.numels[t], lr0, lrScale, beta1, beta2, eps,
-                           weightDecay, *step))
+        if (wide(t))
           continue;
         key.param = low.paramBase + t;
         ampc_dtype sd = low.stateDtype(t);
@@ -1707,12 +1712,7 @@ public:
       return AMPC_OK;
     }
     for (int32_t t = 0; t < params.count; ++t) {
-      if (cpuwide::adamw(Buf{params.data[t], params.dtypes[t]},
-                         Buf{grads.data[t], grads.dtypes[t]},
-                         static_cast<double *>(expAvgs[t]),
-                         static_cast<double *>(expAvgSqs[t]),
-                         params.numels[t], lr0, lrScale, beta1, beta2, eps,
-                         weightDecay, *step))
+      if (wide(t))
         continue;
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
