@@ -782,7 +782,8 @@ public:
     return AMPC_OK;
   }
   bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
-                  bool reverse) override {
+                  bool reverse, ampc_status &st) override {
+    st = AMPC_OK;
     return cpuwide::cumsum(y, x, outer, len, inner, reverse);
   }
 
@@ -1883,24 +1884,28 @@ public:
   }
   bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                      bool training, int64_t n, int64_t c, int64_t inner,
-                     double eps) override {
+                     double eps, ampc_status &st) override {
+    st = AMPC_OK;
     return cpuwide::batchNorm(y, x, w, b, rm, rv, training, n, c, inner, eps);
   }
   bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
                         Buf rv, bool training, int64_t n, int64_t c,
-                        int64_t inner, double eps) override {
+                        int64_t inner, double eps, ampc_status &st) override {
+    st = AMPC_OK;
     return cpuwide::batchNormBwd(dx, dw, db, dy, x, w, rm, rv, training, n, c,
                                  inner, eps);
   }
   bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                            int64_t n, int64_t c, int64_t inner,
-                           double momentum) override {
+                           double momentum, ampc_status &st) override {
+    st = AMPC_OK;
     return cpuwide::batchNormUpdate(newMean, newVar, x, rm, rv, n, c, inner,
                                     momentum);
   }
   bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
                    uint64_t key, float pMask, double p, int64_t numel,
-                   DropoutShard shard) override {
+                   DropoutShard shard, ampc_status &st) override {
+    st = AMPC_OK;
     return cpuwide::dropout(y, x, step, seed, key, pMask, p, numel, shard);
   }
   ampc_status counterNext(int32_t *next, const int32_t *counter) override {

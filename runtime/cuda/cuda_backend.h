@@ -234,7 +234,7 @@ public:
   bool argmaxWide(Buf y, Buf x, int64_t outer, int64_t dim, int64_t inner,
                   ampc_status &st);
   bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len, int64_t inner,
-                  bool reverse) override;
+                  bool reverse, ampc_status &st) override;
   bool softmaxWide(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
                    int64_t inner, ampc_status &st);
   bool softmaxBwdWide(bool log, Buf dx, Buf dy, Buf y, int64_t outer,
@@ -246,16 +246,17 @@ public:
   /// Batch norm in f64, one thread per channel in the CPU's order (the
   /// API sends f64 batch norms here; the f32 entry points refuse f64).
   bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv, bool training,
-                     int64_t n, int64_t c, int64_t inner, double eps) override;
+                     int64_t n, int64_t c, int64_t inner, double eps,
+                     ampc_status &st) override;
   bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w, Buf rm,
                         Buf rv, bool training, int64_t n, int64_t c,
-                        int64_t inner, double eps) override;
+                        int64_t inner, double eps, ampc_status &st) override;
   bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm, Buf rv,
                            int64_t n, int64_t c, int64_t inner,
-                           double momentum) override;
+                           double momentum, ampc_status &st) override;
   bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
                    uint64_t key, float pMask, double p, int64_t numel,
-                   DropoutShard shard) override;
+                   DropoutShard shard, ampc_status &st) override;
   bool poolWide(Buf y, Buf x, const PoolGeom &g, ampc_status &st);
   bool poolBwdWide(Buf dx, Buf dy, Buf x, const PoolGeom &g, ampc_status &st);
   bool mseWide(Buf loss, Buf a, Buf b, int64_t n, ampc_status &st);

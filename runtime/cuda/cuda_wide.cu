@@ -817,17 +817,15 @@ bool CudaBackend::argmaxWide(Buf y, Buf x, int64_t outer, int64_t dim,
 }
 
 bool CudaBackend::cumsumWide(Buf y, Buf x, int64_t outer, int64_t len,
-                             int64_t inner, bool reverse) {
+                             int64_t inner, bool reverse, ampc_status &st) {
   bool f64 = anyF64({y, x});
   if (!f64 && !(isIntOrBool(x) && y.dtype == AMPC_I64))
     return false;
-  if (enter() != AMPC_OK)
-    return true; // the error is recorded; the caller's status is lost
-  if (outer * inner * len == 0)
+  if ((st = enter()) != AMPC_OK || outer * inner * len == 0)
     return true;
   cumsumWideKernel<<<gridFor(outer * inner), kThreads, 0, stream_>>>(
       f64, y, x, outer, len, inner, reverse);
-  launchStatusOf("cumsum kernel (wide)");
+  st = launchStatusOf("cumsum kernel (wide)");
   return true;
 }
 
@@ -909,35 +907,38 @@ bool CudaBackend::normBwdWide(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
 
 bool CudaBackend::batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                                 bool training, int64_t n, int64_t c,
-                                int64_t inner, double eps) {
+                                int64_t inner, double eps, ampc_status &st) {
   if (!anyF64({y, x, w, b, rm, rv}))
     return false;
-  if (enter() == AMPC_OK) // else the error is recorded
-    launchOver(c, "batch norm kernel (f64)", batchNormF64Kernel, y, x, w, b, rm,
-               rv, training, n, c, inner, eps);
+  if ((st = enter()) == AMPC_OK)
+    st = launchOver(c, "batch norm kernel (f64)", batchNormF64Kernel, y, x, w,
+                    b, rm, rv, training, n, c, inner, eps);
   return true;
 }
 
 bool CudaBackend::batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                                    Buf w, Buf rm, Buf rv, bool training,
                                    int64_t n, int64_t c, int64_t inner,
-                                   double eps) {
+                                   double eps, ampc_status &st) {
   if (!anyF64({dx, dw, db, dy, x, w, rm, rv}))
     return false;
-  if (enter() == AMPC_OK)
-    launchOver(c, "batch norm backward kernel (f64)", batchNormBwdF64Kernel, dx,
-               dw, db, dy, x, w, rm, rv, training, n, c, inner, eps);
+  if ((st = enter()) == AMPC_OK)
+    st = launchOver(c, "batch norm backward kernel (f64)",
+                    batchNormBwdF64Kernel, dx, dw, db, dy, x, w, rm, rv,
+                    training, n, c, inner, eps);
   return true;
 }
 
 bool CudaBackend::batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
                                       Buf rv, int64_t n, int64_t c,
-                                      int64_t inner, double momentum) {
+                                      int64_t inner, double momentum,
+                                      ampc_status &st) {
   if (!anyF64({newMean, newVar, x, rm, rv}))
     return false;
-  if (enter() == AMPC_OK)
-    launchOver(c, "batch norm update kernel (f64)", batchNormUpdateF64Kernel,
-               newMean, newVar, x, rm, rv, n, c, inner, momentum);
+  if ((st = enter()) == AMPC_OK)
+    st = launchOver(c, "batch norm update kernel (f64)",
+                    batchNormUpdateF64Kernel, newMean, newVar, x, rm, rv, n, c,
+                    inner, momentum);
   return true;
 }
 
@@ -945,12 +946,13 @@ bool CudaBackend::batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
 
 bool CudaBackend::dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
                               uint64_t key, float pMask, double p,
-                              int64_t numel, DropoutShard shard) {
+                              int64_t numel, DropoutShard shard,
+                              ampc_status &st) {
   if (!isF64(y) && !isF64(x))
     return false;
-  if (enter() == AMPC_OK) // else the error is recorded
-    launchOver(numel, "dropout kernel (f64)", dropoutF64Kernel, y, x, step,
-               seed, key, pMask, 1.0 / (1.0 - p), numel, shard);
+  if ((st = enter()) == AMPC_OK)
+    st = launchOver(numel, "dropout kernel (f64)", dropoutF64Kernel, y, x,
+                    step, seed, key, pMask, 1.0 / (1.0 - p), numel, shard);
   return true;
 }
 

@@ -50,17 +50,18 @@ ampc_status dropoutCall(const char *fn, ampc_context ctx, const TensorArg &ty,
   }
   if (ty.dtype == AMPC_F64 || tx.dtype == AMPC_F64) {
     // f64: the f32 kernel's mask, the scale computed in f64 from p.
+    ampc_status st = AMPC_OK;
     if (!ctx->backend->dropoutWide(ty.buf(), tx.buf(),
                                    static_cast<const int32_t *>(step), seed,
                                    static_cast<uint64_t>(key),
-                                   static_cast<float>(p), p, numel, shard))
+                                   static_cast<float>(p), p, numel, shard, st))
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                       "%s: dropout of %s into %s has no kernel on the %s "
                       "backend yet (f64 dropout runs on the CPU backend)",
                       fn, dtypeName(tx.dtype), dtypeName(ty.dtype),
                       ctx->backend->kind() == AMPC_BACKEND_CUDA ? "CUDA"
                                                                  : "this");
-    return AMPC_OK;
+    return st;
   }
   return ctx->backend->dropout(ty.buf(), tx.buf(),
                                static_cast<const int32_t *>(step), seed,

@@ -279,11 +279,12 @@ ampc_status ampc_batch_norm_fwd(
     if (xs.numel() == 0)
       return AMPC_OK;
     if (anyF64({AMPC_TENSOR(y), AMPC_TENSOR(x), tw, tb, tm, tv})) {
+      ampc_status st = AMPC_OK;
       if (!ctx->backend->batchNormWide(
               AMPC_TENSOR(y).buf(), AMPC_TENSOR(x).buf(), tw.buf(), tb.buf(),
-              tm.buf(), tv.buf(), training != 0, n, c, inner, eps))
+              tm.buf(), tv.buf(), training != 0, n, c, inner, eps, st))
         return noWideBatchNorm(fn, *ctx->backend);
-      return AMPC_OK;
+      return st;
     }
     return ctx->backend->batchNorm(AMPC_TENSOR(y).buf(), AMPC_TENSOR(x).buf(),
                                    tw.buf(), tb.buf(), tm.buf(), tv.buf(),
@@ -323,13 +324,14 @@ ampc_status ampc_batch_norm_bwd(
       return AMPC_OK;
     if (anyF64({AMPC_TENSOR(dx), AMPC_TENSOR(dw), AMPC_TENSOR(db),
                 AMPC_TENSOR(dy), AMPC_TENSOR(x), tw, tm, tv})) {
+      ampc_status st = AMPC_OK;
       if (!ctx->backend->batchNormBwdWide(
               AMPC_TENSOR(dx).buf(), AMPC_TENSOR(dw).buf(),
               AMPC_TENSOR(db).buf(), AMPC_TENSOR(dy).buf(),
               AMPC_TENSOR(x).buf(), tw.buf(), tm.buf(), tv.buf(),
-              training != 0, n, c, inner, eps))
+              training != 0, n, c, inner, eps, st))
         return noWideBatchNorm(fn, *ctx->backend);
-      return AMPC_OK;
+      return st;
     }
     return ctx->backend->batchNormBwd(
         AMPC_TENSOR(dx).buf(), AMPC_TENSOR(dw).buf(), AMPC_TENSOR(db).buf(),
@@ -361,11 +363,13 @@ ampc_status ampc_batch_norm_update(
       return setError(AMPC_ERROR_INVALID_ARGUMENT,
                       "%s: needs more than one value per channel", fn);
     if (anyF64({nm, nv, AMPC_TENSOR(x), tm, tv})) {
+      ampc_status st = AMPC_OK;
       if (!ctx->backend->batchNormUpdateWide(nm.buf(), nv.buf(),
                                              AMPC_TENSOR(x).buf(), tm.buf(),
-                                             tv.buf(), n, c, inner, momentum))
+                                             tv.buf(), n, c, inner, momentum,
+                                             st))
         return noWideBatchNorm(fn, *ctx->backend);
-      return AMPC_OK;
+      return st;
     }
     return ctx->backend->batchNormUpdate(nm.buf(), nv.buf(),
                                          AMPC_TENSOR(x).buf(), tm.buf(),

@@ -350,13 +350,14 @@ ampc_status cumsumImpl(const char *fn, ampc_context ctx, const TensorArg &y,
       inner *= s.d[i];
     if (s.numel() == 0)
       return AMPC_OK;
+    ampc_status st = AMPC_OK;
     if (!ctx->backend->cumsumWide(y.buf(), x.buf(), outer, s.d[d], inner,
-                                  reverse))
+                                  reverse, st))
       return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
                       "%s: the cumsum of %s into %s has no kernel on this "
                       "backend yet",
                       fn, dtypeName(x.dtype), dtypeName(y.dtype));
-    return AMPC_OK;
+    return st;
   }
   Shape s = atLeast1(xs);
   int d = 0;

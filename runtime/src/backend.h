@@ -310,9 +310,12 @@ public:
   /// contiguous [outer, len, inner]; f64 in f64, integer or bool x into an
   /// i64 y exactly with two's-complement wrap-around. False (touching
   /// nothing) where the backend has no such code; the caller reports it.
+  /// True where it took the call, its status in `st` (as for the other
+  /// wide hooks below).
   virtual bool cumsumWide(Buf y, Buf x, int64_t outer, int64_t len,
-                          int64_t inner, bool reverse) {
-    (void)y, (void)x, (void)outer, (void)len, (void)inner, (void)reverse;
+                          int64_t inner, bool reverse, ampc_status &st) {
+    (void)y, (void)x, (void)outer, (void)len, (void)inner, (void)reverse,
+        (void)st;
     return false;
   }
   virtual ampc_status pool(Buf y, Buf x, const PoolGeom &g) = 0;
@@ -438,33 +441,37 @@ public:
   /// has no such code; the caller reports it.
   virtual bool dropoutWide(Buf y, Buf x, const int32_t *step, uint64_t seed,
                            uint64_t key, float pMask, double p, int64_t numel,
-                           DropoutShard shard) {
+                           DropoutShard shard, ampc_status &st) {
     (void)y, (void)x, (void)step, (void)seed, (void)key, (void)pMask, (void)p,
-        (void)numel, (void)shard;
+        (void)numel, (void)shard, (void)st;
     return false;
   }
   /// batchNorm, batchNormBwd and batchNormUpdate of f64 tensors (any of
   /// them f64), computed in f64 with eps and momentum exact. False
-  /// (touching nothing) where the backend has no such code.
+  /// (touching nothing) where the backend has no such code; true where it
+  /// took the call, its status in `st`.
   virtual bool batchNormWide(Buf y, Buf x, Buf w, Buf b, Buf rm, Buf rv,
                              bool training, int64_t n, int64_t c,
-                             int64_t inner, double eps) {
+                             int64_t inner, double eps, ampc_status &st) {
     (void)y, (void)x, (void)w, (void)b, (void)rm, (void)rv, (void)training,
-        (void)n, (void)c, (void)inner, (void)eps;
+        (void)n, (void)c, (void)inner, (void)eps, (void)st;
     return false;
   }
   virtual bool batchNormBwdWide(Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
                                 Buf rm, Buf rv, bool training, int64_t n,
-                                int64_t c, int64_t inner, double eps) {
+                                int64_t c, int64_t inner, double eps,
+                                ampc_status &st) {
     (void)dx, (void)dw, (void)db, (void)dy, (void)x, (void)w, (void)rm,
-        (void)rv, (void)training, (void)n, (void)c, (void)inner, (void)eps;
+        (void)rv, (void)training, (void)n, (void)c, (void)inner, (void)eps,
+        (void)st;
     return false;
   }
   virtual bool batchNormUpdateWide(Buf newMean, Buf newVar, Buf x, Buf rm,
                                    Buf rv, int64_t n, int64_t c,
-                                   int64_t inner, double momentum) {
+                                   int64_t inner, double momentum,
+                                   ampc_status &st) {
     (void)newMean, (void)newVar, (void)x, (void)rm, (void)rv, (void)n,
-        (void)c, (void)inner, (void)momentum;
+        (void)c, (void)inner, (void)momentum, (void)st;
     return false;
   }
   /// *next = *counter + 1 (device i32 scalars).
