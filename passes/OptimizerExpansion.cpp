@@ -61,8 +61,7 @@ struct LowOptions {
 };
 
 bool isLowFloat(Value v) {
-  Type e = getElementTypeOrSelf(v.getType());
-  return e.isF16() || e.isBF16();
+  return isLowFloatElement(getElementTypeOrSelf(v.getType()));
 }
 
 /// The parameters' names (their `tg.param`), in operand order; an error when

@@ -325,8 +325,7 @@ void emitGraph(func::FuncOp func, const ReportOptions &options,
   // their own type whatever the mode ("nearest").
   DenseMap<Value, StringRef> updateOf;
   auto is16 = [](Value v) {
-    Type e = cast<ShapedType>(v.getType()).getElementType();
-    return e.isF16() || e.isBF16();
+    return tg::isLowFloatElement(getElementTypeOrSelf(v.getType()));
   };
   func.walk([&](Operation *op) {
     ValueRange params, state;

@@ -258,13 +258,7 @@ ampc_status CudaBackend::sgd(const TensorList &params, const TensorList &grads,
   // anything runs. f64 params in f64 (cuda_wide.cu), whatever the
   // low-precision mode (it rounds 16-bit values only); the rest below, the
   // f64 entries skipped.
-  for (int32_t t = 0; t < params.count; ++t)
-    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
-        grads.dtypes[t] == AMPC_F64)
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "sgd: gradient %d is f64 for a param of dtype %d, "
-                      "which has no kernel on the CUDA backend",
-                      static_cast<int>(t), static_cast<int>(params.dtypes[t]));
+  AMPC_TRY(refuseNarrowF64Grads("sgd", params, grads));
   std::vector<int64_t> rest;
   ampc_status st = AMPC_OK;
   TensorList others = params;
@@ -323,13 +317,7 @@ ampc_status CudaBackend::adamw(const TensorList &params,
                                const float *lrScale, const ModelCopies &models,
                                const LowUpdate &low) {
   ENTER();
-  for (int32_t i = 0; i < params.count; ++i)
-    if (params.numels[i] > 0 && params.dtypes[i] != AMPC_F64 &&
-        grads.dtypes[i] == AMPC_F64)
-      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
-                      "adamw: gradient %d is f64 for a param of dtype %d, "
-                      "which has no kernel on the CUDA backend",
-                      static_cast<int>(i), static_cast<int>(params.dtypes[i]));
+  AMPC_TRY(refuseNarrowF64Grads("adamw", params, grads));
   Temp t(*this);
   AMPC_TRY(t.alloc(sizeof(AdamwScalars)));
   AdamwScalars *sc = static_cast<AdamwScalars *>(t.get());

@@ -206,6 +206,10 @@ public:
   // f32-computing types; true where it took the call, its status in `st`.
   // The entry points call them first, after ENTER().
   ampc_status refuseWide(const char *what, std::initializer_list<Buf> bufs);
+  /// An f64 gradient of a narrower param (it would round) is refused
+  /// before an update runs, naming `what` and the gradient.
+  ampc_status refuseNarrowF64Grads(const char *what, const TensorList &params,
+                                   const TensorList &grads);
   ampc_status launchStatusOf(const char *what);
   /// Launches `kernel` (a grid-stride loop) over n items on the stream with
   /// `args`: AMPC_OK, launching nothing, when n is 0; else

@@ -667,6 +667,20 @@ ampc_status CudaBackend::refuseWide(const char *what,
                   what);
 }
 
+ampc_status CudaBackend::refuseNarrowF64Grads(const char *what,
+                                              const TensorList &params,
+                                              const TensorList &grads) {
+  for (int32_t t = 0; t < params.count; ++t)
+    if (params.numels[t] > 0 && params.dtypes[t] != AMPC_F64 &&
+        grads.dtypes[t] == AMPC_F64)
+      return setError(AMPC_ERROR_UNSUPPORTED_DTYPE,
+                      "%s: gradient %d is f64 for a param of dtype %d, which "
+                      "has no kernel on the CUDA backend",
+                      what, static_cast<int>(t),
+                      static_cast<int>(params.dtypes[t]));
+  return AMPC_OK;
+}
+
 // ------------------------------------------------------------ elementwise --
 
 bool CudaBackend::fillWide(Buf y, int64_t n, double value, ampc_status &st) {

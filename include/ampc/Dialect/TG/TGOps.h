@@ -45,6 +45,9 @@ inline bool isFloatElement(mlir::Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
 
+/// True for the 16-bit float element types, f16 and bf16.
+inline bool isLowFloatElement(mlir::Type t) { return t.isF16() || t.isBF16(); }
+
 /// True for every float element type of the language: f64 too, which no
 /// mixed-precision rewrite touches (docs/amp.md) but which computes and
 /// differentiates like the others.
