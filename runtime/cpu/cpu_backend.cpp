@@ -1176,7 +1176,8 @@ public:
       return true;
     };
     plans.clear();
-    bool bf16 = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16;
+    bool bf16 = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 &&
+                onednn::nativeBf16();
     if (d.k != 0 &&
         onednn::wanted(bf16, t.rows(0, d.m) * t.cols(0, d.n) * d.k)) {
       if (bf16 && plan(AMPC_BF16))

@@ -170,6 +170,7 @@ bool threadStream(dnnl_stream_t &stream, size_t bytes, void *&scratchpad) {
 #if defined(AMPC_RUNTIME_WITH_ONEDNN)
 
 bool enabled() { return library().ok; }
+bool nativeBf16() { return library().ok && library().nativeBf16; }
 
 namespace {
 
@@ -369,6 +370,7 @@ bool run(const Matmul &m, const void *a, const void *b, float *c) {
 #else // !AMPC_RUNTIME_WITH_ONEDNN
 
 bool enabled() { return false; }
+bool nativeBf16() { return false; }
 bool wanted(bool, int64_t) { return false; }
 const char *engineSummary() {
   return "openblas (the runtime was built without oneDNN's headers)";

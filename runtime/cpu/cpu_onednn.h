@@ -39,13 +39,21 @@ namespace onednn {
 /// Whether GEMMs run on oneDNN (loads it on the first call).
 bool enabled();
 
+/// Whether oneDNN runs bf16 on bf16 units here (AVX512-BF16 or AMX, within
+/// AMPC_CPU_ISA). Without them its bf16 kernels emulate the products with
+/// AVX-512 integer instructions, which is slower than widening the
+/// operands to f32 (docs/runtime.md), so GEMMs and convolutions only take
+/// bf16 operands as they are where this is true.
+bool nativeBf16();
+
 /// Whether a GEMM of `macs` multiply-adds per call goes to oneDNN (else to
 /// OpenBLAS on f32 operands), from measurements (docs/runtime.md):
 ///  - products below 2^17 multiply-adds stay on OpenBLAS: oneDNN's fixed
 ///    cost per call (about 1-2 us, more on its gemm:jit) outweighs the
 ///    product;
-///  - bf16 x bf16 products go to oneDNN (its bf16 kernels, or AVX-512
-///    emulation, against widening to f32);
+///  - bf16 x bf16 products go to oneDNN's bf16 kernels where it has bf16
+///    units (nativeBf16()); elsewhere the operands are widened and the
+///    product is an f32 one, below;
 ///  - f32 products go to oneDNN from 2^21 multiply-adds (128^3), and
 ///    smaller ones too unless OpenBLAS runs AVX2 or AVX-512 kernels on this
 ///    processor (openblas_get_corename()): with its Cooperlake kernels on an

@@ -180,8 +180,6 @@ bool reorderWeights(const Conv &c, const void *from, void *to) {
 
 } // namespace
 
-bool nativeBf16() { return library().ok && library().nativeBf16; }
-
 bool ConvKey::operator<(const ConvKey &o) const {
   auto tie = [](const ConvKey &x) {
     return std::make_tuple(
@@ -740,7 +738,6 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
 
 #else // !AMPC_RUNTIME_WITH_ONEDNN
 
-bool nativeBf16() { return false; }
 int convDtype(ampc_dtype, ampc_dtype) { return -1; }
 bool convolve(ConvCache &, const ConvCall &, ampc_dtype, ampc_status &) {
   return false;

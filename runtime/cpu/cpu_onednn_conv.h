@@ -114,10 +114,6 @@ struct ChunkIo {
 /// error set, when oneDNN fails.
 bool run(const Conv &c, const ChunkIo &io);
 
-/// Whether oneDNN's bf16 convolutions run on bf16 units here (AVX512-BF16
-/// or AMX, within AMPC_CPU_ISA) rather than on an emulation.
-bool nativeBf16();
-
 /// The dtype a convolution with operands of these dtypes runs in on
 /// oneDNN, from measurements (docs/runtime.md): bf16 where both are bf16
 /// and oneDNN runs bf16 on the processor's bf16 units, else f32 (16-bit
