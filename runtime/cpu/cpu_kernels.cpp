@@ -14,10 +14,19 @@
 #include <string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#endif
+
+#if defined(__GNUC__)
+#define AMPC_ALWAYS_INLINE __attribute__((always_inline))
+#define AMPC_FLATTEN __attribute__((flatten))
+#else
+#define AMPC_ALWAYS_INLINE
+#define AMPC_FLATTEN
 #endif
 
 namespace ampc {
@@ -370,8 +379,15 @@ bool unaryBwdExpOp(UnaryOp op, const float *x, const float *dy, float *g,
   }
 }
 
-void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
-             int64_t n) {
+// The op loops below are compiled three times (baseline, AVX2, AVX-512:
+// opLoops()), with everything they call inlined, so that the compiler
+// vectorises each op's f32 loop as wide as the processor allows. They are
+// the same IEEE operations in every width (no contraction: the runtime is
+// built with -ffp-contract=off), so every clone gives the same bits;
+// test_cpu_kernels.cpp checks it op by op.
+#define AMPC_OP_LOOP AMPC_ALWAYS_INLINE inline
+AMPC_OP_LOOP void unaryOpLoop(UnaryOp op, const UnaryAttrs &a, const float *x,
+                              float *y, int64_t n) {
   if (vectorExp() && unaryExpOp(op, x, y, n))
     return;
   switch (op) {
@@ -386,8 +402,9 @@ void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
   __builtin_unreachable();
 }
 
-void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
-                const float *dy, float *g, int64_t n) {
+AMPC_OP_LOOP void unaryBwdOpLoop(UnaryOp op, const UnaryAttrs &a,
+                                 const float *x, const float *dy, float *g,
+                                 int64_t n) {
   if (vectorExp() && unaryBwdExpOp(op, x, dy, g, n))
     return;
   switch (op) {
@@ -402,35 +419,311 @@ void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
   __builtin_unreachable();
 }
 
+AMPC_OP_LOOP void binaryOpLoop(BinaryOp op, const float *a, const float *b,
+                               float *y, int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryRun<OP##Fn>(a, b, y, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+AMPC_OP_LOOP void binaryBwdOpLoop(BinaryOp op, int which, const float *a,
+                                  const float *b, const float *dy, float *g,
+                                  int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
+#include "ampc/runtime_kernels.inc"
+  }
+  __builtin_unreachable();
+}
+
+
+// bf16 operands and result, contiguous: each element widened, the op's f32
+// expression, rounded once, in one pass instead of three over f32 scratch.
+// These are the chunked path's three steps element by element (half.h's
+// conversions, the same structs), so the same bits; what changes is that the
+// compiler can keep everything in registers and vectorise the whole loop.
+// No restrict: an output may be one of its inputs (the same elements).
+template <typename Fn>
+AMPC_OP_LOOP void unaryBf16Run(const uint16_t *x, uint16_t *y, int64_t n,
+                               const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = f32ToBf16(Fn::fwd(bf16ToF32(x[i]), a));
+}
+
+template <typename Fn>
+AMPC_OP_LOOP void unaryBwdBf16Run(const uint16_t *x, const uint16_t *dy,
+                                  uint16_t *g, int64_t n,
+                                  const UnaryAttrs &a) {
+  for (int64_t i = 0; i < n; ++i)
+    g[i] = f32ToBf16(Fn::bwd(bf16ToF32(x[i]), bf16ToF32(dy[i]), a));
+}
+
+/// sa, sb: 1 (contiguous) or 0 (one element for the whole run).
+template <typename Fn>
+AMPC_OP_LOOP void binaryBf16Run(const uint16_t *a, int64_t sa,
+                                const uint16_t *b, int64_t sb, uint16_t *y,
+                                int64_t n) {
+  if (sa && sb) {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bf16ToF32(b[i])));
+  } else if (sa) {
+    float bv = bf16ToF32(b[0]);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bv));
+  } else {
+    float av = bf16ToF32(a[0]);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = f32ToBf16(Fn::fwd(av, bf16ToF32(b[i])));
+  }
+}
+
+template <typename Fn>
+AMPC_OP_LOOP void binaryBwdBf16Run(int which, const uint16_t *a,
+                                   const uint16_t *b, const uint16_t *dy,
+                                   uint16_t *g, int64_t n) {
+  if (which == 0)
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = f32ToBf16(
+          Fn::bwd(0, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
+  else
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = f32ToBf16(
+          Fn::bwd(1, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
+}
+
+/// The unary rows the chunked path computes with the vector exp / erf /
+/// tanh (unaryExpOp): they stay there, since their structs call libm one
+/// element at a time.
+bool usesVectorMath(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Exp:
+  case UnaryOp::Sigmoid:
+  case UnaryOp::Silu:
+  case UnaryOp::Gelu:
+  case UnaryOp::Tanh:
+  case UnaryOp::GeluTanh:
+    return true;
+  default:
+    return false;
+  }
+}
+
+AMPC_OP_LOOP bool unaryBf16Loop(UnaryOp op, const UnaryAttrs &a,
+                                const uint16_t *x, uint16_t *y, int64_t n) {
+  if (usesVectorMath(op))
+    return false;
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    unaryBf16Run<OP##Fn>(x, y, n, a);                                          \
+    return true;
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    unaryBf16Run<OP##Fn>(x, y, n, a);                                          \
+    return true;
+#include "ampc/runtime_kernels.inc"
+  }
+  return false;
+}
+
+AMPC_OP_LOOP bool unaryBwdBf16Loop(UnaryOp op, const UnaryAttrs &a,
+                                   const uint16_t *x, const uint16_t *dy,
+                                   uint16_t *g, int64_t n) {
+  if (usesVectorMath(op))
+    return false;
+  switch (op) {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
+  case UnaryOp::OP:                                                            \
+    unaryBwdBf16Run<OP##Fn>(x, dy, g, n, a);                                   \
+    return true;
+#define AMPC_UNARY_VARIANT(OP)                                                 \
+  case UnaryOp::OP:                                                            \
+    unaryBwdBf16Run<OP##Fn>(x, dy, g, n, a);                                   \
+    return true;
+#include "ampc/runtime_kernels.inc"
+  }
+  return false;
+}
+
+AMPC_OP_LOOP bool binaryBf16Loop(BinaryOp op, const uint16_t *a, int64_t sa,
+                                 const uint16_t *b, int64_t sb, uint16_t *y,
+                                 int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    binaryBf16Run<OP##Fn>(a, sa, b, sb, y, n);                                 \
+    return true;
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    binaryBf16Run<OP##Fn>(a, sa, b, sb, y, n);                                 \
+    return true;
+#include "ampc/runtime_kernels.inc"
+  }
+  return false;
+}
+
+AMPC_OP_LOOP bool binaryBwdBf16Loop(BinaryOp op, int which, const uint16_t *a,
+                                    const uint16_t *b, const uint16_t *dy,
+                                    uint16_t *g, int64_t n) {
+  switch (op) {
+#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
+  case BinaryOp::OP:                                                           \
+    binaryBwdBf16Run<OP##Fn>(which, a, b, dy, g, n);                           \
+    return true;
+#define AMPC_BINARY_VARIANT(OP)                                                \
+  case BinaryOp::OP:                                                           \
+    binaryBwdBf16Run<OP##Fn>(which, a, b, dy, g, n);                           \
+    return true;
+#include "ampc/runtime_kernels.inc"
+  }
+  return false;
+}
+
+/// The four op loops of one instruction set.
+struct OpLoops {
+  void (*unary)(UnaryOp, const UnaryAttrs &, const float *, float *, int64_t);
+  void (*unaryBwd)(UnaryOp, const UnaryAttrs &, const float *, const float *,
+                   float *, int64_t);
+  void (*binary)(BinaryOp, const float *, const float *, float *, int64_t);
+  void (*binaryBwd)(BinaryOp, int, const float *, const float *,
+                    const float *, float *, int64_t);
+  // The bf16 loops: false (nothing done) for a row they leave to the
+  // chunked path.
+  bool (*unaryBf16)(UnaryOp, const UnaryAttrs &, const uint16_t *, uint16_t *,
+                    int64_t);
+  bool (*unaryBwdBf16)(UnaryOp, const UnaryAttrs &, const uint16_t *,
+                       const uint16_t *, uint16_t *, int64_t);
+  bool (*binaryBf16)(BinaryOp, const uint16_t *, int64_t, const uint16_t *,
+                     int64_t, uint16_t *, int64_t);
+  bool (*binaryBwdBf16)(BinaryOp, int, const uint16_t *, const uint16_t *,
+                        const uint16_t *, uint16_t *, int64_t);
+};
+
+#define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                                    \
+  TARGET AMPC_FLATTEN void unaryOp##SUFFIX(UnaryOp op, const UnaryAttrs &a,   \
+                                           const float *x, float *y,          \
+                                           int64_t n) {                       \
+    unaryOpLoop(op, a, x, y, n);                                               \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void unaryBwdOp##SUFFIX(                                \
+      UnaryOp op, const UnaryAttrs &a, const float *x, const float *dy,       \
+      float *g, int64_t n) {                                                   \
+    unaryBwdOpLoop(op, a, x, dy, g, n);                                        \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void binaryOp##SUFFIX(BinaryOp op, const float *a,      \
+                                            const float *b, float *y,         \
+                                            int64_t n) {                      \
+    binaryOpLoop(op, a, b, y, n);                                              \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void binaryBwdOp##SUFFIX(                               \
+      BinaryOp op, int which, const float *a, const float *b,                 \
+      const float *dy, float *g, int64_t n) {                                  \
+    binaryBwdOpLoop(op, which, a, b, dy, g, n);                                \
+  }                                                                            \
+  const OpLoops opLoops##SUFFIX = {unaryOp##SUFFIX, unaryBwdOp##SUFFIX,        \
+                                   binaryOp##SUFFIX, binaryBwdOp##SUFFIX,      \
+                                   __VA_ARGS__};
+
+// The one-pass bf16 loops of one instruction set.
+#define AMPC_BF16_LOOP_CLONES(SUFFIX, TARGET)                                  \
+  TARGET AMPC_FLATTEN bool unaryBf16##SUFFIX(UnaryOp op, const UnaryAttrs &a, \
+                                             const uint16_t *x, uint16_t *y,  \
+                                             int64_t n) {                     \
+    return unaryBf16Loop(op, a, x, y, n);                                      \
+  }                                                                            \
+  TARGET AMPC_FLATTEN bool unaryBwdBf16##SUFFIX(                              \
+      UnaryOp op, const UnaryAttrs &a, const uint16_t *x, const uint16_t *dy, \
+      uint16_t *g, int64_t n) {                                                \
+    return unaryBwdBf16Loop(op, a, x, dy, g, n);                               \
+  }                                                                            \
+  TARGET AMPC_FLATTEN bool binaryBf16##SUFFIX(                                \
+      BinaryOp op, const uint16_t *a, int64_t sa, const uint16_t *b,          \
+      int64_t sb, uint16_t *y, int64_t n) {                                    \
+    return binaryBf16Loop(op, a, sa, b, sb, y, n);                             \
+  }                                                                            \
+  TARGET AMPC_FLATTEN bool binaryBwdBf16##SUFFIX(                             \
+      BinaryOp op, int which, const uint16_t *a, const uint16_t *b,           \
+      const uint16_t *dy, uint16_t *g, int64_t n) {                            \
+    return binaryBwdBf16Loop(op, which, a, b, dy, g, n);                       \
+  }
+
+#define AMPC_NO_BF16_LOOPS nullptr, nullptr, nullptr, nullptr
+AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS)
+#if defined(__x86_64__) && defined(__GNUC__)
+// The one-pass bf16 loops only with AVX-512: measured with
+// bench/runtime's BM_CpuElementwise (2^21 bf16 elements, one thread, AMD
+// EPYC), relu / relu's backward / add took 300 / 319 / 344 us against the
+// chunked path's 419 / 456 / 552; with AVX2 alone the compiler's
+// 8-lane rounding is long enough that they were no faster (544 / 555 / 505
+// against 424 / 628 / 521), so AVX2 and the baseline keep the chunked path.
+#define AMPC_AVX512_TARGET                                                     \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+AMPC_BF16_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
+AMPC_OP_LOOP_CLONES(AVX2, __attribute__((target("avx2,fma"))),
+                    AMPC_NO_BF16_LOOPS)
+AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, unaryBf16AVX512,
+                    unaryBwdBf16AVX512, binaryBf16AVX512, binaryBwdBf16AVX512)
+#endif
+
+/// The op loops of `isa` (the conversions' instruction set, cpu_fast.h,
+/// which AMPC_CPU_ISA caps: AVX2 or AVX-512 here too, else the baseline).
+const OpLoops &opLoopsFor(cpufast::ConvertIsa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == cpufast::ConvertIsa::AVX512 ||
+      isa == cpufast::ConvertIsa::AVX512BF16)
+    return opLoopsAVX512;
+  if (isa == cpufast::ConvertIsa::AVX2)
+    return opLoopsAVX2;
+#endif
+  (void)isa;
+  return opLoopsBase;
+}
+
+/// The op loops in use: those of the conversions' instruction set, or
+/// what useOpLoopsForTesting chose.
+std::atomic<const OpLoops *> &opLoopsInUse() {
+  static std::atomic<const OpLoops *> loops{
+      &opLoopsFor(cpufast::convertIsa())};
+  return loops;
+}
+
+const OpLoops &opLoops() {
+  return *opLoopsInUse().load(std::memory_order_relaxed);
+}
+
+void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
+             int64_t n) {
+  opLoops().unary(op, a, x, y, n);
+}
+void unaryBwdOp(UnaryOp op, const UnaryAttrs &a, const float *x,
+                const float *dy, float *g, int64_t n) {
+  opLoops().unaryBwd(op, a, x, dy, g, n);
+}
 void binaryOp(BinaryOp op, const float *a, const float *b, float *y,
               int64_t n) {
-  switch (op) {
-#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
-  case BinaryOp::OP:                                                           \
-    return binaryRun<OP##Fn>(a, b, y, n);
-#define AMPC_BINARY_VARIANT(OP)                                                \
-  case BinaryOp::OP:                                                           \
-    return binaryRun<OP##Fn>(a, b, y, n);
-#include "ampc/runtime_kernels.inc"
-  }
-  __builtin_unreachable();
+  opLoops().binary(op, a, b, y, n);
 }
-
 void binaryBwdOp(BinaryOp op, int which, const float *a, const float *b,
                  const float *dy, float *g, int64_t n) {
-  switch (op) {
-#define AMPC_BINARY_KERNEL(NAME, OP)                                           \
-  case BinaryOp::OP:                                                           \
-    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
-#define AMPC_BINARY_VARIANT(OP)                                                \
-  case BinaryOp::OP:                                                           \
-    return binaryBwdRun<OP##Fn>(which, a, b, dy, g, n);
-#include "ampc/runtime_kernels.inc"
-  }
-  __builtin_unreachable();
+  opLoops().binaryBwd(op, which, a, b, dy, g, n);
 }
-
 } // namespace
+
+void useOpLoopsForTesting(cpufast::ConvertIsa isa) {
+  opLoopsInUse().store(&opLoopsFor(isa), std::memory_order_relaxed);
+}
 
 Walk collapse(const Walk &w) {
   Walk c;
@@ -465,6 +758,16 @@ Walk collapse(const Walk &w) {
 }
 
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
+  const OpLoops &loops = opLoops();
+  if (loops.unaryBf16 && x.dtype == AMPC_BF16 && y.dtype == AMPC_BF16 &&
+      n > 0 && !usesVectorMath(op)) {
+    const uint16_t *px = static_cast<const uint16_t *>(x.data);
+    uint16_t *py = static_cast<uint16_t *>(y.data);
+    cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
+      loops.unaryBf16(op, attrs, px + lo, py + lo, hi - lo);
+    });
+    return;
+  }
   cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
     float xs[kChunk], ys[kChunk];
     for (int64_t i = lo; i < hi; i += kChunk) {
@@ -479,6 +782,17 @@ void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
 
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
               int64_t n) {
+  const OpLoops &loops = opLoops();
+  if (loops.unaryBwdBf16 && x.dtype == AMPC_BF16 && dy.dtype == AMPC_BF16 &&
+      dx.dtype == AMPC_BF16 && n > 0 && !usesVectorMath(op)) {
+    const uint16_t *px = static_cast<const uint16_t *>(x.data),
+                   *pd = static_cast<const uint16_t *>(dy.data);
+    uint16_t *pg = static_cast<uint16_t *>(dx.data);
+    cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
+      loops.unaryBwdBf16(op, attrs, px + lo, pd + lo, pg + lo, hi - lo);
+    });
+    return;
+  }
   cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
     float xs[kChunk], ds[kChunk], gs[kChunk];
     for (int64_t i = lo; i < hi; i += kChunk) {
@@ -499,8 +813,19 @@ void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
   int last = c.rank - 1;
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
+  const OpLoops &loops = opLoops();
+  bool bf16 = loops.binaryBf16 && y.dtype == AMPC_BF16 &&
+              a.dtype == AMPC_BF16 &&
+              b.dtype == AMPC_BF16 && s0 == 1 && (s1 == 0 || s1 == 1) &&
+              (s2 == 0 || s2 == 1) && (s1 || s2);
   forRowPieces(c, cpupool::kItemElements,
                [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
+                 if (bf16 &&
+                     loops.binaryBf16(
+                         op, static_cast<const uint16_t *>(a.data) + o1 + lo * s1,
+                         s1, static_cast<const uint16_t *>(b.data) + o2 + lo * s2,
+                         s2, static_cast<uint16_t *>(y.data) + o0 + lo, hi - lo))
+                   return;
                  float as[kChunk], bs[kChunk], ys[kChunk];
                  for (int64_t i = lo; i < hi; i += kChunk) {
                    int64_t n = hi - i < kChunk ? hi - i : kChunk;
@@ -521,8 +846,21 @@ void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
   int last = c.rank - 1;
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
+  const OpLoops &loops = opLoops();
+  bool bf16 = loops.binaryBwdBf16 && g.dtype == AMPC_BF16 &&
+              dy.dtype == AMPC_BF16 &&
+              a.dtype == AMPC_BF16 && b.dtype == AMPC_BF16 && s0 == 1 &&
+              s1 == 1 && s2 == 1;
   forRowPieces(c, cpupool::kItemElements,
                [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
+                 if (bf16 &&
+                     loops.binaryBwdBf16(
+                         op, which,
+                         static_cast<const uint16_t *>(a.data) + o1 + lo,
+                         static_cast<const uint16_t *>(b.data) + o2 + lo,
+                         static_cast<const uint16_t *>(dy.data) + o0 + lo,
+                         static_cast<uint16_t *>(g.data) + o0 + lo, hi - lo))
+                   return;
                  float as[kChunk], bs[kChunk], ds[kChunk], gs[kChunk];
                  for (int64_t i = lo; i < hi; i += kChunk) {
                    int64_t n = hi - i < kChunk ? hi - i : kChunk;

@@ -20,6 +20,7 @@
 #define AMPC_RUNTIME_CPU_CPU_KERNELS_H
 
 #include "../src/backend.h"
+#include "cpu_fast.h"
 
 namespace ampc {
 namespace cpukern {
@@ -95,6 +96,18 @@ void storeContig(Buf b, int64_t off, int64_t n, const float *in);
 /// load).
 void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out);
 void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in);
+
+/// The elementwise kernels below run each op's f32 loop compiled for the
+/// widest of AVX-512, AVX2 and the baseline that the conversions use
+/// (cpufast::convertIsa(), which AMPC_CPU_ISA caps), and bf16 runs whose
+/// operands are all bf16 and contiguous (a scalar operand of a binary op
+/// may be broadcast) in one pass: each element widened, the op, rounded
+/// once, without the f32 scratch of the other dtypes. Every instruction set
+/// and both forms give the same bits (the same operations per element).
+///
+/// useOpLoopsForTesting switches every later call to `isa`'s loops (it
+/// must be supported; tests only, not thread-safe against running kernels).
+void useOpLoopsForTesting(cpufast::ConvertIsa isa);
 
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n);
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,

@@ -620,3 +620,130 @@ TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
     }
   }
 }
+
+namespace {
+
+const UnaryOp kAllUnary[] = {
+#define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS) UnaryOp::OP,
+#define AMPC_UNARY_VARIANT(OP) UnaryOp::OP,
+#include "ampc/runtime_kernels.inc"
+};
+
+const BinaryOp kAllBinary[] = {
+#define AMPC_BINARY_KERNEL(NAME, OP) BinaryOp::OP,
+#define AMPC_BINARY_VARIANT(OP) BinaryOp::OP,
+#include "ampc/runtime_kernels.inc"
+};
+
+/// Elements [0, n) of two buffers of dtype dt hold the same values, bit
+/// for bit, a NaN equal to any NaN (see sameBits).
+::testing::AssertionResult sameElements(const std::vector<uint8_t> &a,
+                                        const std::vector<uint8_t> &b,
+                                        ampc_dtype dt, size_t n) {
+  if (dt == AMPC_BOOL)
+    return sameBits(std::vector<float>(a.begin(), a.begin() + n),
+                    std::vector<float>(b.begin(), b.begin() + n));
+  return sameBits(loadAll(a, dt, n), loadAll(b, dt, n), /*anyNaN=*/true);
+}
+
+/// mixedValues in dt, with bf16's (or f16's) own specials spliced in:
+/// signalling and negative NaNs with payloads, subnormals, the largest
+/// finite values.
+std::vector<uint8_t> mixedStorage(size_t n, uint32_t seed, ampc_dtype dt) {
+  std::vector<uint8_t> s = store(mixedValues(n, seed), dt);
+  if (dt == AMPC_F32)
+    return s;
+  const uint16_t bf16[] = {0x7f81, 0xffc1, 0x0001, 0x8001, 0x7f7f, 0xff7f};
+  const uint16_t f16[] = {0x7c01, 0xfe01, 0x0001, 0x8001, 0x7bff, 0xfbff};
+  uint16_t *h = reinterpret_cast<uint16_t *>(s.data());
+  for (size_t i = 0; i < 6 && 5 * i < n; ++i)
+    h[5 * i] = dt == AMPC_BF16 ? bf16[i] : f16[i];
+  return s;
+}
+
+} // namespace
+
+// Every instruction set's op loops, and the one-pass bf16 loops, against
+// the element loop: every unary and binary row, forward and backward, in
+// f32, f16 and bf16 (the binary ones over the broadcast and strided walks
+// of walkCases, which also reach the chunked path).
+TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
+  using cpufast::ConvertIsa;
+  UnaryAttrs attrs{};
+  attrs.v[0] = 0.5f; // leaky_relu's slope, softplus's beta, the Huber beta,
+  attrs.v[1] = 3.0f; // the clamp; softplus's threshold
+  int tested = 0;
+  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::AVX2,
+                         ConvertIsa::AVX512, ConvertIsa::AVX512BF16}) {
+    if (!cpufast::convertSupported(isa))
+      continue;
+    ++tested;
+    cpukern::useOpLoopsForTesting(isa);
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16}) {
+      // Odd lengths: vector bodies and their scalar tails.
+      for (int64_t n : {int64_t(1), int64_t(37), int64_t(3001)}) {
+        auto xb = mixedStorage(n, 7, dt), db = mixedStorage(n, 8, dt);
+        for (UnaryOp op : kAllUnary) {
+          std::vector<uint8_t> want(n * 4 + 8, 0xcd), got = want,
+                                                      gWant = want,
+                                                      gGot = want;
+          for (int64_t i = 0; i < n; ++i) {
+            float x = loadF32(xb.data(), dt, i), d = loadF32(db.data(), dt, i);
+            storeF32(want.data(), dt, i, unaryForward(op, x, attrs));
+            storeF32(gWant.data(), dt, i, unaryBackward(op, x, d, attrs));
+          }
+          cpukern::unary(op, attrs, Buf{got.data(), dt}, Buf{xb.data(), dt},
+                         n);
+          cpukern::unaryBwd(op, attrs, Buf{gGot.data(), dt},
+                            Buf{db.data(), dt}, Buf{xb.data(), dt}, n);
+          EXPECT_TRUE(sameElements(want, got, dt, n))
+              << "unary op " << static_cast<int>(op) << " dtype " << dt
+              << " n " << n;
+          EXPECT_TRUE(sameElements(gWant, gGot, dt, n))
+              << "unary bwd op " << static_cast<int>(op) << " dtype " << dt
+              << " n " << n;
+        }
+      }
+      for (const WalkCase &c : walkCases())
+        for (BinaryOp op : kAllBinary) {
+          const Walk &w = c.w;
+          size_t na = span(w, 1), nb = span(w, 2), ny = span(w, 0);
+          auto ab = mixedStorage(na, 1, dt), bb = mixedStorage(nb, 2, dt),
+               db = mixedStorage(ny, 3, dt);
+          ampc_dtype yt = isComparison(op) ? AMPC_BOOL : dt;
+          std::vector<uint8_t> want(ny * 4 + 8, 0xcd), got = want,
+                                                       gWant = want,
+                                                       gGot = want;
+          forEachRef(w, [&](int64_t o0, int64_t o1, int64_t o2) {
+            float a = loadF32(ab.data(), dt, o1), b = loadF32(bb.data(), dt, o2);
+            storeF32(want.data(), yt, o0, binaryForward(op, a, b));
+            storeF32(gWant.data(), dt, o0,
+                     binaryBackward(op, o0 % 2, a, b,
+                                    loadF32(db.data(), dt, o0)));
+          });
+          cpukern::binary(op, Buf{got.data(), yt}, Buf{ab.data(), dt},
+                          Buf{bb.data(), dt}, w);
+          // The gradient of each operand in turn: `which` alternates by
+          // element in the reference, so run both and interleave.
+          std::vector<uint8_t> g0 = gGot, g1 = gGot;
+          cpukern::binaryBwd(op, 0, Buf{g0.data(), dt}, Buf{db.data(), dt},
+                             Buf{ab.data(), dt}, Buf{bb.data(), dt}, w);
+          cpukern::binaryBwd(op, 1, Buf{g1.data(), dt}, Buf{db.data(), dt},
+                             Buf{ab.data(), dt}, Buf{bb.data(), dt}, w);
+          forEachRef(w, [&](int64_t o0, int64_t, int64_t) {
+            storeF32(gGot.data(), dt, o0,
+                     loadF32((o0 % 2 ? g1 : g0).data(), dt, o0));
+          });
+          EXPECT_TRUE(sameElements(want, got, yt, ny))
+              << c.name << " binary op " << static_cast<int>(op) << " dtype "
+              << dt;
+          EXPECT_TRUE(sameElements(gWant, gGot, dt, ny))
+              << c.name << " binary bwd op " << static_cast<int>(op)
+              << " dtype " << dt;
+        }
+    }
+  }
+  cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  EXPECT_GE(tested, 1);
+}
