@@ -473,7 +473,74 @@ transposeBlocks(uint32_t *dst, int64_t td, const uint32_t *src, int64_t ss,
     for (int64_t j = j0; j < j8; j += 8)
       transpose8x8(dst + i * td + j, td, src + i + j * ss, ss);
 }
+
+/// The same for 2-byte elements (SSE2, part of x86-64): dst[i * td + j] =
+/// src[i + j * ss] for i, j < 8.
+inline void transpose8x8u16(uint16_t *dst, int64_t td, const uint16_t *src,
+                            int64_t ss) {
+  auto load = [&](int64_t j) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + j * ss));
+  };
+  __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3),
+          r4 = load(4), r5 = load(5), r6 = load(6), r7 = load(7);
+  // Pairs of rows interleaved, then pairs of pairs, then halves: column i
+  // of the 8 rows ends up in one register.
+  __m128i t0 = _mm_unpacklo_epi16(r0, r1), t1 = _mm_unpackhi_epi16(r0, r1),
+          t2 = _mm_unpacklo_epi16(r2, r3), t3 = _mm_unpackhi_epi16(r2, r3),
+          t4 = _mm_unpacklo_epi16(r4, r5), t5 = _mm_unpackhi_epi16(r4, r5),
+          t6 = _mm_unpacklo_epi16(r6, r7), t7 = _mm_unpackhi_epi16(r6, r7);
+  __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2),
+          u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3),
+          u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6),
+          u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+  auto store = [&](int64_t i, __m128i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i * td), v);
+  };
+  store(0, _mm_unpacklo_epi64(u0, u4));
+  store(1, _mm_unpackhi_epi64(u0, u4));
+  store(2, _mm_unpacklo_epi64(u1, u5));
+  store(3, _mm_unpackhi_epi64(u1, u5));
+  store(4, _mm_unpacklo_epi64(u2, u6));
+  store(5, _mm_unpackhi_epi64(u2, u6));
+  store(6, _mm_unpacklo_epi64(u3, u7));
+  store(7, _mm_unpackhi_epi64(u3, u7));
+}
+
+void transposeBlocks16(uint16_t *dst, int64_t td, const uint16_t *src,
+                       int64_t ss, int64_t i0, int64_t i8, int64_t j0,
+                       int64_t j8) {
+  for (int64_t i = i0; i < i8; i += 8)
+    for (int64_t j = j0; j < j8; j += 8)
+      transpose8x8u16(dst + i * td + j, td, src + i + j * ss, ss);
+}
 #endif
+
+/// dst[i * td + j] = src[i + j * ss] over [0, ni) x [0, nj): the 8x8
+/// register blocks, then the edges element by element.
+template <typename T>
+void transposeRect(T *dst, int64_t td, const T *src, int64_t ss, int64_t ni,
+                   int64_t nj) {
+  int64_t i8 = 0, j8 = 0;
+#if AMPC_CPU_X86
+  if constexpr (sizeof(T) == 2) {
+    i8 = ni / 8 * 8, j8 = nj / 8 * 8;
+    transposeBlocks16(reinterpret_cast<uint16_t *>(dst), td,
+                      reinterpret_cast<const uint16_t *>(src), ss, 0, i8, 0,
+                      j8);
+  } else if (haveAVX2()) {
+    static_assert(sizeof(T) == 4, "2- or 4-byte elements");
+    i8 = ni / 8 * 8, j8 = nj / 8 * 8;
+    transposeBlocks(reinterpret_cast<uint32_t *>(dst), td,
+                    reinterpret_cast<const uint32_t *>(src), ss, 0, i8, 0, j8);
+  }
+#endif
+  for (int64_t i = 0; i < i8; ++i)
+    for (int64_t j = j8; j < nj; ++j)
+      dst[i * td + j] = src[i + j * ss];
+  for (int64_t i = i8; i < ni; ++i)
+    for (int64_t j = 0; j < nj; ++j)
+      dst[i * td + j] = src[i + j * ss];
+}
 
 /// One [i0, i1) x [j0, j1) tile of a transpose-like copy; 4-byte elements
 /// with dst contiguous in j and src contiguous in i go through 8x8
@@ -483,6 +550,13 @@ void copyTile(T *__restrict dst, const T *__restrict src, int64_t i0,
               int64_t i1, int64_t j0, int64_t j1, int64_t td, int64_t sd,
               int64_t ts, int64_t ss) {
 #if AMPC_CPU_X86
+  if constexpr (sizeof(T) == 2) {
+    if (sd == 1 && ts == 1) {
+      transposeRect(dst + i0 * td + j0, td, src + i0 + j0 * ss, ss, i1 - i0,
+                    j1 - j0);
+      return;
+    }
+  }
   if constexpr (sizeof(T) == 4) {
     if (sd == 1 && ts == 1 && haveAVX2()) {
       int64_t i8 = i0 + (i1 - i0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
@@ -652,67 +726,65 @@ void storeRow(Buf b, int64_t off, int64_t n, const float *in) {
 
 void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
                      float *dst) {
-  // A tile of `kTile` positions of the block's channels is widened into
-  // rows of `tile` (L1-sized), then transposed into dst's [position][block]
-  // order, 8x8 at a time in AVX registers where the CPU has AVX2.
+  // A tile of `kTile` positions of up to 16 of the block's channels is
+  // widened into rows of `tile` (L1-sized), then transposed into dst's
+  // [position][block] order, 8x8 at a time in AVX registers where the CPU
+  // has AVX2.
   constexpr int64_t kTile = 256;
   thread_local float tile[16 * kTile];
   int64_t blocks = (channels + block - 1) / block;
+  for (int64_t cb = 0; cb < blocks; ++cb)
+    for (int64_t g0 = 0; g0 < block; g0 += 16) {
+      int64_t c0 = cb * block + g0, gs = std::min<int64_t>(16, block - g0);
+      for (int64_t s0 = 0; s0 < spatial; s0 += kTile) {
+        int64_t ts = std::min(kTile, spatial - s0);
+        for (int64_t c = 0; c < gs; ++c) {
+          if (c0 + c < channels)
+            loadRow(src, (c0 + c) * spatial + s0, ts, tile + c * kTile);
+          else
+            std::fill(tile + c * kTile, tile + c * kTile + ts, 0.0f);
+        }
+        transposeRect(dst + (cb * spatial + s0) * block + g0, block, tile,
+                      kTile, ts, gs);
+      }
+    }
+}
+
+void toChannelBlocks16(const uint16_t *src, int64_t channels, int64_t spatial,
+                       int block, uint16_t *dst) {
+  // Straight from src's rows: each 8x8 block of (position, channel) is one
+  // register transpose, the edges element by element.
+  int64_t blocks = (channels + block - 1) / block;
   for (int64_t cb = 0; cb < blocks; ++cb) {
     int64_t c0 = cb * block, nc = std::min<int64_t>(block, channels - c0);
-    for (int64_t s0 = 0; s0 < spatial; s0 += kTile) {
-      int64_t ts = std::min(kTile, spatial - s0);
-      for (int64_t c = 0; c < block; ++c) {
-        if (c < nc)
-          loadRow(src, (c0 + c) * spatial + s0, ts, tile + c * kTile);
-        else
-          std::fill(tile + c * kTile, tile + c * kTile + ts, 0.0f);
-      }
-      float *out = dst + (cb * spatial + s0) * block;
-      int64_t s8 = 0;
-#if AMPC_CPU_X86
-      if (haveAVX2()) {
-        s8 = ts / 8 * 8;
-        transposeBlocks(reinterpret_cast<uint32_t *>(out), block,
-                        reinterpret_cast<const uint32_t *>(tile), kTile, 0, s8,
-                        0, block);
-      }
-#endif
-      for (int64_t s = s8; s < ts; ++s)
-        for (int64_t c = 0; c < block; ++c)
-          out[s * block + c] = tile[c * kTile + s];
-    }
+    uint16_t *out = dst + cb * spatial * block;
+    transposeRect(out, block, src + c0 * spatial, spatial, spatial, nc);
+    for (int64_t s = 0; s < spatial && nc < block; ++s)
+      std::fill(out + s * block + nc, out + (s + 1) * block, uint16_t(0));
   }
 }
 
 void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
                        int block, const float *bias, Buf dst) {
-  // A tile of `kTile` positions of a block's channels is transposed into
-  // rows of `tile` (8x8 in AVX registers where the CPU has AVX2), biased,
-  // and stored row by row with the vector conversions.
+  // A tile of `kTile` positions of up to 16 of a block's channels is
+  // transposed into rows of `tile` (8x8 in AVX registers where the CPU has
+  // AVX2), biased, and stored row by row with the vector conversions.
   constexpr int64_t kTile = 256;
   thread_local float tile[16 * kTile];
-  int step = block ? block : 16;
-  for (int64_t c0 = 0; c0 < channels; c0 += step) {
-    int64_t nc = std::min<int64_t>(step, channels - c0);
+  int64_t nc = 0;
+  for (int64_t c0 = 0; c0 < channels; c0 += nc) {
+    // Up to 16 channels [c0, c0 + nc) of one block.
+    nc = std::min<int64_t>(16, channels - c0);
+    if (block)
+      nc = std::min<int64_t>(nc, block - c0 % block);
     for (int64_t s0 = 0; s0 < spatial; s0 += kTile) {
       int64_t ts = std::min(kTile, spatial - s0);
       const float *row = tile;
       int64_t ld = kTile;
       if (block) {
-        const float *in = src + (c0 / block * spatial + s0) * block;
-        int64_t s8 = 0;
-#if AMPC_CPU_X86
-        if (haveAVX2()) {
-          s8 = ts / 8 * 8;
-          transposeBlocks(reinterpret_cast<uint32_t *>(tile), kTile,
-                          reinterpret_cast<const uint32_t *>(in), block, 0,
-                          block, 0, s8);
-        }
-#endif
-        for (int64_t c = 0; c < block; ++c)
-          for (int64_t s = s8; s < ts; ++s)
-            tile[c * kTile + s] = in[s * block + c];
+        const float *in =
+            src + (c0 / block * spatial + s0) * block + c0 % block;
+        transposeRect(tile, kTile, in, block, nc, ts);
       } else if (bias) {
         for (int64_t c = 0; c < nc; ++c)
           std::copy(src + (c0 + c) * spatial + s0,

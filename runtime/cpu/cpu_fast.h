@@ -62,21 +62,27 @@ void f32ToBf16With(ConvertIsa isa, const float *in, uint16_t *out, int64_t n);
 /// when the element size has no fast path.
 bool stridedCopy(void *dst, const void *src, int64_t elemSize, const Walk &w);
 
-/// One image in oneDNN's channel-blocked layout (nC[D]HW8c, nC[D]HW16c):
+/// One image in oneDNN's channel-blocked layout (nC[D]HW8c, nC[D]HW16c, or
+/// channels-last nhwc / ndhwc, which is one block of all the channels):
 /// dst [ceil(channels / block)][spatial][block] (f32) = src [channels]
 /// [spatial] (f32, f16 or bf16, widened exactly), the block's channels past
-/// `channels` zero. `block` is 8 or 16. The values are src's, so a
-/// primitive reading dst computes what it would on src widened and then
-/// reordered; this is both in one pass over src (2 bytes read, 4 written
-/// per 16-bit element, against 2 + 4 + 4 + 4).
+/// `channels` zero. `block` is 8, 16 or `channels`. The values are src's,
+/// so a primitive reading dst computes what it would on src widened and
+/// then reordered; this is both in one pass over src (2 bytes read, 4
+/// written per 16-bit element, against 2 + 4 + 4 + 4).
 void toChannelBlocks(Buf src, int64_t channels, int64_t spatial, int block,
                      float *dst);
+
+/// The same for 16-bit data kept as it is (a bf16 primitive reading bf16):
+/// a move of each element, 8x8 blocks transposed in SSE registers.
+void toChannelBlocks16(const uint16_t *src, int64_t channels, int64_t spatial,
+                       int block, uint16_t *dst);
 
 /// The way back for one image's result: dst [channels][spatial] (f32, f16
 /// or bf16) = src + bias[channel] (bias NULL: none), the sum in f32 and
 /// rounded once to dst's dtype, as Backend::addChannelBias; src is f32 in
-/// the channel-blocked layout of toChannelBlocks (`block` 8 or 16), or
-/// plain [channels][spatial] (`block` 0).
+/// the channel-blocked layout of toChannelBlocks (`block` 8, 16 or
+/// `channels`), or plain [channels][spatial] (`block` 0).
 void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
                        int block, const float *bias, Buf dst);
 

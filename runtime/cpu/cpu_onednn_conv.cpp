@@ -79,21 +79,29 @@ bool makeReorder(const Api &a, const dnnl_memory_desc_t &from,
   return st == dnnl_success;
 }
 
-/// The channel block (8 or 16) of an f32 image layout that is
-/// nC[D]HW8c or nC[D]HW16c, else 0.
+/// The channel block of an f32 or bf16 image layout that ampc moves data
+/// into and out of itself (cpufast::toChannelBlocks / fromChannelBlocks):
+/// 8 or 16 for nC[D]HW8c / nC[D]HW16c, the channel count for channels-last
+/// nhwc / ndhwc when it is a multiple of 8 (one block of all of them);
+/// else 0 (oneDNN's reorders move the data).
 int channelBlock(const Api &a, const dnnl_memory_desc_t &md) {
-  if (md.data_type != dnnl_f32 || (md.ndims != 4 && md.ndims != 5))
+  if ((md.data_type != dnnl_f32 && md.data_type != dnnl_bf16) ||
+      (md.ndims != 4 && md.ndims != 5))
     return 0;
-  for (int b : {8, 16}) {
-    dnnl_format_tag_t tag =
-        md.ndims == 4 ? (b == 8 ? dnnl_nChw8c : dnnl_nChw16c)
-                      : (b == 8 ? dnnl_nCdhw8c : dnnl_nCdhw16c);
-    dnnl_memory_desc_t blocked;
-    if (a.dnnl_memory_desc_init_by_tag(&blocked, md.ndims, md.dims, dnnl_f32,
-                                       tag) == dnnl_success &&
-        a.dnnl_memory_desc_equal(&blocked, &md))
-      return b;
-  }
+  bool four = md.ndims == 4;
+  auto is = [&](dnnl_format_tag_t tag) {
+    dnnl_memory_desc_t want;
+    return a.dnnl_memory_desc_init_by_tag(&want, md.ndims, md.dims,
+                                          md.data_type, tag) == dnnl_success &&
+           a.dnnl_memory_desc_equal(&want, &md);
+  };
+  if (is(four ? dnnl_nChw8c : dnnl_nCdhw8c))
+    return 8;
+  if (is(four ? dnnl_nChw16c : dnnl_nCdhw16c))
+    return 16;
+  if (md.dims[1] % 8 == 0 && md.dims[1] <= (int64_t(1) << 20) &&
+      is(four ? dnnl_nhwc : dnnl_ndhwc))
+    return static_cast<int>(md.dims[1]);
   return 0;
 }
 
@@ -272,6 +280,7 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
   // with reorders), or the plain ones themselves (no reorders).
   bool plain = plainLayouts();
   dnnl_format_tag_t imgAny = plain ? imgTag : dnnl_format_tag_any;
+  if (getenv("TMP16C") && !plain) imgAny = threeD ? dnnl_nCdhw16c : dnnl_nChw16c;
   dnnl_format_tag_t weiAny = plain ? weiTag : dnnl_format_tag_any;
   dnnl_memory_desc_t anyImg, anyWei, anyOut, hintOut;
   if (a.dnnl_memory_desc_init_by_tag(&s->images.user, 2 + sp, img, imgT,
@@ -440,22 +449,37 @@ bool run(const Conv &c, const ChunkIo &io) {
       continue;
     // 16-bit images (or output gradients) of an f32 primitive (f16, or
     // bf16 without bf16 units) are widened exactly on the way in: straight
-    // into a channel-blocked layout, else into a plain f32 buffer that is
-    // then reordered like f32 data.
+    // into a channel-blocked or channels-last layout, else into a plain f32
+    // buffer that is then reordered like f32 data. bf16 ones of a bf16
+    // primitive enter such a layout the same way, 8x8 register transposes
+    // in one pass, where oneDNN's reorder (jit:uni) took about 9% of a bf16
+    // ResNet step (bench/README.md). f32 data keeps oneDNN's reorders,
+    // which were as fast.
     bool widen = g.in && op.prim.data_type == dnnl_f32 &&
                  (g.type == AMPC_F16 || g.type == AMPC_BF16);
+    bool same16 = g.in && op.prim.data_type == dnnl_bf16 &&
+                  g.type == AMPC_BF16;
     if (!widen && !op.reorder)
       continue;
-    if (widen && op.block) {
-      float *to = static_cast<float *>(buffer(*bufs[i], op.primBytes));
+    if (op.block && (widen || same16)) {
+      void *to = buffer(*bufs[i], op.primBytes);
       if (!to)
         return false;
       int64_t image = op.channels * op.spatial;
-      for (int64_t n = 0; n < op.images; ++n)
-        cpufast::toChannelBlocks(
-            Buf{static_cast<char *>(g.plain) + n * image * 2, g.type},
-            op.channels, op.spatial, op.block,
-            to + n * op.paddedChannels * op.spatial);
+      int64_t blockedImage = op.paddedChannels * op.spatial;
+      size_t size = dtypeSize(g.type);
+      for (int64_t n = 0; n < op.images; ++n) {
+        const char *from = static_cast<const char *>(g.plain) + n * image * size;
+        if (same16)
+          cpufast::toChannelBlocks16(
+              reinterpret_cast<const uint16_t *>(from), op.channels,
+              op.spatial, op.block,
+              static_cast<uint16_t *>(to) + n * blockedImage);
+        else
+          cpufast::toChannelBlocks(Buf{const_cast<char *>(from), g.type},
+                                   op.channels, op.spatial, op.block,
+                                   static_cast<float *>(to) + n * blockedImage);
+      }
       primData[i] = to;
       continue;
     }
@@ -501,10 +525,10 @@ bool run(const Conv &c, const ChunkIo &io) {
       api.dnnl_memory_destroy(x);
   const Arg &o = args[2];
   // A result wanted in 16 bits (io.final) is biased and rounded on the way
-  // out of the primitive's layout: straight from a channel-blocked one,
-  // else after the reorder to the plain f32 layout.
+  // out of the primitive's layout: straight from a channel-blocked or
+  // channels-last one, else after the reorder to the plain f32 layout.
   bool fin = ok && !o.packed && io.final.data;
-  bool blocked = fin && o.op->block;
+  bool blocked = fin && o.op->block && o.op->reorder;
   if (ok && !o.packed && o.op->reorder && !blocked)
     ok = runReorder(api, stream, o.op->reorder, o.op->prim, primData[2],
                     o.op->user, o.plain);

@@ -292,3 +292,111 @@ TEST(CpuFast, ColumnReductionOfF16GivesThePlainLoopsBits) {
     ASSERT_EQ(y[c], f32ToF16(static_cast<float>(acc))) << c;
   }
 }
+
+TEST(CpuFast, StridedTransposeOf2ByteElementsMatchesElementLoop) {
+  // The 8x8 SSE register transposes of 16-bit elements, their edges and
+  // tile edges (NaN patterns move as they are).
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{130, 77},
+                      {64, 256},
+                      {7, 9},
+                      {8, 8},
+                      {16, 1000}}) {
+    std::vector<uint16_t> src(R * C);
+    for (size_t i = 0; i < src.size(); ++i)
+      src[i] = static_cast<uint16_t>(i * 40503u) | (i % 5 ? 0 : 0x7f81u);
+    Walk w;
+    w.rank = 2;
+    w.shape[0] = C, w.shape[1] = R;
+    w.stride[0][0] = R, w.stride[0][1] = 1;
+    w.stride[1][0] = 1, w.stride[1][1] = C;
+    std::vector<uint16_t> got(src.size(), 0), want(src.size(), 1);
+    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), 2, w));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        want[c * R + r] = src[r * C + c];
+    EXPECT_EQ(got, want) << R << "x" << C;
+  }
+}
+
+namespace {
+
+/// The channel-blocked layout written out: dst[cb][s][k] = the value of
+/// channel cb * block + k at position s, 0 past the channels.
+template <typename E>
+std::vector<E> blockedRef(const std::vector<E> &plain, int64_t channels,
+                          int64_t spatial, int64_t block) {
+  int64_t blocks = (channels + block - 1) / block;
+  std::vector<E> out(blocks * spatial * block, E(0));
+  for (int64_t cb = 0; cb < blocks; ++cb)
+    for (int64_t s = 0; s < spatial; ++s)
+      for (int64_t k = 0; k < block; ++k) {
+        int64_t c = cb * block + k;
+        if (c < channels)
+          out[(cb * spatial + s) * block + k] = plain[c * spatial + s];
+      }
+  return out;
+}
+
+/// (channels, spatial, block): 8c and 16c blocks, channels-last (block =
+/// channels), channels that fill no block, positions that fill no 8x8.
+const int64_t kBlockCases[][3] = {{16, 64, 16}, {24, 37, 16}, {5, 19, 8},
+                                  {32, 50, 32}, {24, 9, 24},  {48, 256, 48},
+                                  {8, 1, 8},    {40, 300, 16}};
+
+} // namespace
+
+TEST(CpuFast, ChannelBlocksMatchTheLayoutWrittenOut) {
+  std::mt19937 rng(5);
+  for (const auto &k : kBlockCases) {
+    int64_t channels = k[0], spatial = k[1], block = k[2];
+    SCOPED_TRACE(::testing::Message() << channels << " channels, " << spatial
+                                      << " positions, block " << block);
+    int64_t n = channels * spatial;
+    int64_t blocked = (channels + block - 1) / block * spatial * block;
+    // bf16 kept as it is.
+    std::vector<uint16_t> h(n);
+    for (auto &e : h)
+      e = static_cast<uint16_t>(rng());
+    std::vector<uint16_t> got16(blocked, 0xabcd);
+    cpufast::toChannelBlocks16(h.data(), channels, spatial,
+                               static_cast<int>(block), got16.data());
+    EXPECT_EQ(got16, blockedRef(h, channels, spatial, block));
+    // bf16 and f16 widened, and f32.
+    for (ampc_dtype dt : {AMPC_BF16, AMPC_F16, AMPC_F32}) {
+      std::vector<float> values(n);
+      for (auto &v : values)
+        v = std::normal_distribution<float>(0.0f, 2.0f)(rng);
+      std::vector<uint8_t> bytes(n * 4);
+      for (int64_t i = 0; i < n; ++i)
+        storeF32(bytes.data(), dt, i, values[i]);
+      std::vector<float> widened(n);
+      for (int64_t i = 0; i < n; ++i)
+        widened[i] = loadF32(bytes.data(), dt, i);
+      std::vector<float> got(blocked, -7.0f);
+      cpufast::toChannelBlocks(Buf{bytes.data(), dt}, channels, spatial,
+                               static_cast<int>(block), got.data());
+      std::vector<float> want = blockedRef(widened, channels, spatial, block);
+      EXPECT_EQ(0, memcmp(got.data(), want.data(), want.size() * 4))
+          << "dtype " << dt;
+      // And back: + bias, rounded once to each dtype.
+      std::vector<float> bias(channels);
+      for (auto &b : bias)
+        b = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+      for (ampc_dtype to : {AMPC_BF16, AMPC_F16, AMPC_F32}) {
+        for (const float *bp : {static_cast<const float *>(nullptr),
+                                static_cast<const float *>(bias.data())}) {
+          std::vector<uint8_t> back(n * 4, 0xee), ref(n * 4, 0xee);
+          cpufast::fromChannelBlocks(want.data(), channels, spatial,
+                                     static_cast<int>(block), bp,
+                                     Buf{back.data(), to});
+          for (int64_t c = 0; c < channels; ++c)
+            for (int64_t s = 0; s < spatial; ++s)
+              storeF32(ref.data(), to, c * spatial + s,
+                       widened[c * spatial + s] + (bp ? bp[c] : 0.0f));
+          EXPECT_EQ(back, ref) << "dtype " << dt << " to " << to
+                               << (bp ? " with bias" : "");
+        }
+      }
+    }
+  }
+}
