@@ -29,6 +29,15 @@ AMPC_CPU_ISA=avx2 AMPC_REQUIRE_TORCH=1 lit-22 -sv --filter-out 'fuzz\.test' \
   "$build/test/Reference" \
   "$build/test/Run/threads" "$build/test/Run/cpu-engine.test" \
   "$build/test/Ops/conv-cpu-paths.test" || status=1
+# AVX-512 without bf16 units (Skylake-SP to Ice Lake Xeons): bf16 GEMMs on
+# widened operands rather than oneDNN's emulation, the AVX-512 elementwise
+# loops; on a processor without AVX-512 this repeats the AVX2 paths.
+echo "== lit, CPU units capped at AVX-512 without bf16 (AMPC_CPU_ISA=avx512_core) =="
+AMPC_CPU_ISA=avx512_core AMPC_REQUIRE_TORCH=1 lit-22 -sv \
+  "$build/test/Reference/matmul-ops.test" "$build/test/Reference/conv-ops.test" \
+  "$build/test/Reference/math-ops.test" "$build/test/Reference/examples.test" \
+  "$build/test/Run/threads" "$build/test/Run/cpu-engine.test" \
+  "$build/test/Ops/conv-cpu-paths.test" || status=1
 echo "== ctest =="
 ctest --test-dir "$build" --output-on-failure -j2 || status=1
 echo "== runtime unit tests under ASan+UBSan =="
