@@ -158,29 +158,6 @@ BENCHMARK(BM_CpuConvStep)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-void BM_CpuAdd(benchmark::State &state) {
-  ampc_context ctx = cpuContext();
-  ampc_dtype dt = static_cast<ampc_dtype>(state.range(1));
-  int64_t n = state.range(0);
-  size_t es = 0;
-  ampc_dtype_size(dt, &es);
-  void *a = deviceRandom(ctx, dt, n, 1), *b = deviceRandom(ctx, dt, n, 2);
-  void *y = nullptr;
-  ampc_malloc(ctx, n * es, &y);
-  int64_t shape[1] = {n};
-  for (auto _ : state)
-    ampc_add_fwd(ctx, y, dt, shape, 1, a, dt, shape, 1, b, dt, shape, 1);
-  state.SetBytesProcessed(state.iterations() * 3 * n * es);
-  ampc_free(ctx, a);
-  ampc_free(ctx, b);
-  ampc_free(ctx, y);
-}
-BENCHMARK(BM_CpuAdd)
-    ->Args({1 << 22, AMPC_F32})
-    ->Args({1 << 22, AMPC_F16})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-
 /// relu forward and backward and add, f32 against bf16 (and f16), at an
 /// L2-sized and an L3-sized tensor: what a 16-bit elementwise op costs
 /// against its f32 form on this processor's units.

@@ -202,27 +202,39 @@ TEST(CpuFast, StridedCopyMatchesElementLoop) {
   }
 }
 
-TEST(CpuFast, StridedTransposeMatchesElementLoop) {
-  // 2-D transposes dst[c][r] = src[r][c] of 4-byte elements (the 8x8
-  // register blocks, their edges and tile edges), NaN patterns included.
-  for (auto [R, C] :
-       {std::pair<int64_t, int64_t>{130, 77}, {64, 256}, {7, 9}, {8, 8}}) {
-    std::vector<uint32_t> src(R * C);
+namespace {
+
+/// 2-D transposes dst[c][r] = src[r][c] of E elements through stridedCopy
+/// (the 8x8 register blocks, their edges and tile edges), with NaN
+/// patterns, which move as they are.
+template <typename E> void checkStridedTranspose(E nanBits) {
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{130, 77},
+                      {64, 256},
+                      {7, 9},
+                      {8, 8},
+                      {16, 1000}}) {
+    std::vector<E> src(R * C);
     for (size_t i = 0; i < src.size(); ++i)
-      src[i] =
-          static_cast<uint32_t>(i * 2654435761u) | (i % 5 ? 0 : 0x7f800001u);
+      src[i] = static_cast<E>(i * 2654435761u) | (i % 5 ? E(0) : nanBits);
     Walk w;
     w.rank = 2;
     w.shape[0] = C, w.shape[1] = R;
     w.stride[0][0] = R, w.stride[0][1] = 1;
     w.stride[1][0] = 1, w.stride[1][1] = C;
-    std::vector<uint32_t> got(src.size(), 0), want(src.size(), 1);
-    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), 4, w));
+    std::vector<E> got(src.size(), 0), want(src.size(), 1);
+    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), sizeof(E), w));
     for (int64_t c = 0; c < C; ++c)
       for (int64_t r = 0; r < R; ++r)
         want[c * R + r] = src[r * C + c];
-    EXPECT_EQ(got, want) << R << "x" << C;
+    EXPECT_EQ(got, want) << sizeof(E) << "-byte elements, " << R << "x" << C;
   }
+}
+
+} // namespace
+
+TEST(CpuFast, StridedTransposeMatchesElementLoop) {
+  checkStridedTranspose<uint32_t>(0x7f800001u); // AVX 8x8 blocks
+  checkStridedTranspose<uint16_t>(0x7f81u);     // SSE 8x8 blocks
 }
 
 TEST(CpuFast, ColumnReductionBitIdenticalToPlainLoop) {
@@ -290,31 +302,6 @@ TEST(CpuFast, ColumnReductionOfF16GivesThePlainLoopsBits) {
     for (int64_t r = 0; r < R; ++r)
       acc += f16ToF32(x[r * C + c]);
     ASSERT_EQ(y[c], f32ToF16(static_cast<float>(acc))) << c;
-  }
-}
-
-TEST(CpuFast, StridedTransposeOf2ByteElementsMatchesElementLoop) {
-  // The 8x8 SSE register transposes of 16-bit elements, their edges and
-  // tile edges (NaN patterns move as they are).
-  for (auto [R, C] : {std::pair<int64_t, int64_t>{130, 77},
-                      {64, 256},
-                      {7, 9},
-                      {8, 8},
-                      {16, 1000}}) {
-    std::vector<uint16_t> src(R * C);
-    for (size_t i = 0; i < src.size(); ++i)
-      src[i] = static_cast<uint16_t>(i * 40503u) | (i % 5 ? 0 : 0x7f81u);
-    Walk w;
-    w.rank = 2;
-    w.shape[0] = C, w.shape[1] = R;
-    w.stride[0][0] = R, w.stride[0][1] = 1;
-    w.stride[1][0] = 1, w.stride[1][1] = C;
-    std::vector<uint16_t> got(src.size(), 0), want(src.size(), 1);
-    ASSERT_TRUE(cpufast::stridedCopy(got.data(), src.data(), 2, w));
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < R; ++r)
-        want[c * R + r] = src[r * C + c];
-    EXPECT_EQ(got, want) << R << "x" << C;
   }
 }
 
