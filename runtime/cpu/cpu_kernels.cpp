@@ -448,7 +448,6 @@ AMPC_OP_LOOP void binaryBwdOpLoop(BinaryOp op, int which, const float *a,
   __builtin_unreachable();
 }
 
-
 // bf16 operands and result, contiguous: each element widened, the op's f32
 // expression, rounded once, in one pass instead of three over f32 scratch.
 // These are the chunked path's three steps element by element (half.h's
@@ -611,7 +610,7 @@ struct OpLoops {
                         const uint16_t *, uint16_t *, int64_t);
 };
 
-#define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                                    \
+#define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                               \
   TARGET AMPC_FLATTEN void unaryOp##SUFFIX(UnaryOp op, const UnaryAttrs &a,   \
                                            const float *x, float *y,          \
                                            int64_t n) {                       \
@@ -820,11 +819,12 @@ void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
               (s2 == 0 || s2 == 1) && (s1 || s2);
   forRowPieces(c, cpupool::kItemElements,
                [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
-                 if (bf16 &&
-                     loops.binaryBf16(
-                         op, static_cast<const uint16_t *>(a.data) + o1 + lo * s1,
-                         s1, static_cast<const uint16_t *>(b.data) + o2 + lo * s2,
-                         s2, static_cast<uint16_t *>(y.data) + o0 + lo, hi - lo))
+                 const uint16_t *ah = static_cast<const uint16_t *>(a.data),
+                                *bh = static_cast<const uint16_t *>(b.data);
+                 if (bf16 && loops.binaryBf16(
+                                 op, ah + o1 + lo * s1, s1, bh + o2 + lo * s2,
+                                 s2, static_cast<uint16_t *>(y.data) + o0 + lo,
+                                 hi - lo))
                    return;
                  float as[kChunk], bs[kChunk], ys[kChunk];
                  for (int64_t i = lo; i < hi; i += kChunk) {

@@ -280,7 +280,6 @@ const Conv *ConvCache::get(const ConvKey &key, std::string &why) {
   // with reorders), or the plain ones themselves (no reorders).
   bool plain = plainLayouts();
   dnnl_format_tag_t imgAny = plain ? imgTag : dnnl_format_tag_any;
-  if (getenv("TMP16C") && !plain) imgAny = threeD ? dnnl_nCdhw16c : dnnl_nChw16c;
   dnnl_format_tag_t weiAny = plain ? weiTag : dnnl_format_tag_any;
   dnnl_memory_desc_t anyImg, anyWei, anyOut, hintOut;
   if (a.dnnl_memory_desc_init_by_tag(&s->images.user, 2 + sp, img, imgT,
@@ -469,7 +468,8 @@ bool run(const Conv &c, const ChunkIo &io) {
       int64_t blockedImage = op.paddedChannels * op.spatial;
       size_t size = dtypeSize(g.type);
       for (int64_t n = 0; n < op.images; ++n) {
-        const char *from = static_cast<const char *>(g.plain) + n * image * size;
+        const char *from =
+            static_cast<const char *>(g.plain) + n * image * size;
         if (same16)
           cpufast::toChannelBlocks16(
               reinterpret_cast<const uint16_t *>(from), op.channels,

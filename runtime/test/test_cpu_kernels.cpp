@@ -716,7 +716,8 @@ TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
                                                        gWant = want,
                                                        gGot = want;
           forEachRef(w, [&](int64_t o0, int64_t o1, int64_t o2) {
-            float a = loadF32(ab.data(), dt, o1), b = loadF32(bb.data(), dt, o2);
+            float a = loadF32(ab.data(), dt, o1),
+                  b = loadF32(bb.data(), dt, o2);
             storeF32(want.data(), yt, o0, binaryForward(op, a, b));
             storeF32(gWant.data(), dt, o0,
                      binaryBackward(op, o0 % 2, a, b,
