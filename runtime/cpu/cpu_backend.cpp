@@ -1176,11 +1176,11 @@ public:
       return true;
     };
     plans.clear();
-    bool bf16 = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 &&
-                onednn::nativeBf16();
+    bool onBf16Units = d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 &&
+                       onednn::nativeBf16();
     if (d.k != 0 &&
-        onednn::wanted(bf16, t.rows(0, d.m) * t.cols(0, d.n) * d.k)) {
-      if (bf16 && plan(AMPC_BF16))
+        onednn::wanted(onBf16Units, t.rows(0, d.m) * t.cols(0, d.n) * d.k)) {
+      if (onBf16Units && plan(AMPC_BF16))
         return AMPC_BF16;
       plan(AMPC_F32);
     }
