@@ -188,18 +188,26 @@ __attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
   __m256i ix = _mm256_and_si256(hx, _mm256_set1_epi32(0x7fffffff));
   __m256 ax = _mm256_castsi256_ps(ix);
   __m256 neg = _mm256_castsi256_ps(_mm256_srai_epi32(hx, 31));
-  // |x| < 0.84375: x + x * (P(x^2) / Q(x^2)).
-  __m256 z = mul(x, x);
-  __m256 y1 = add(x, mul(x, _mm256_div_ps(horner(pp, z), horner(qq, z))));
-  // |x| < 1.25: +-(erx + P(s) / Q(s)), s = |x| - 1.
-  __m256 s = _mm256_sub_ps(ax, c(1.0f));
-  __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
-  __m256 y2 =
-      _mm256_blendv_ps(add(c(erx), pq), _mm256_sub_ps(c(-erx), pq), neg);
   __m256i r1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f580000), ix);
   __m256i r2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3fa00000), ix);
   __m256i r4 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x40c00000), ix);
-  __m256 y = _mm256_blendv_ps(y2, y1, _mm256_castsi256_ps(r1));
+  // Each range's polynomials (and their divides) are evaluated only when a
+  // lane lies in it: a GELU's inputs mostly lie in the first.
+  __m256 y = _mm256_setzero_ps();
+  if (!_mm256_testz_si256(r1, r1)) {
+    // |x| < 0.84375: x + x * (P(x^2) / Q(x^2)).
+    __m256 z = mul(x, x);
+    y = add(x, mul(x, _mm256_div_ps(horner(pp, z), horner(qq, z))));
+  }
+  __m256i mid = _mm256_andnot_si256(r1, r2); // 0.84375 <= |x| < 1.25
+  if (!_mm256_testz_si256(mid, mid)) {
+    // +-(erx + P(s) / Q(s)), s = |x| - 1.
+    __m256 s = _mm256_sub_ps(ax, c(1.0f));
+    __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
+    __m256 y2 =
+        _mm256_blendv_ps(add(c(erx), pq), _mm256_sub_ps(c(-erx), pq), neg);
+    y = _mm256_blendv_ps(y2, y, _mm256_castsi256_ps(r1));
+  }
   __m256i far = _mm256_andnot_si256(r2, r4); // 1.25 <= |x| < 6
   if (!_mm256_testz_si256(far, far)) {
     __m256 t = _mm256_div_ps(c(1.0f), mul(x, x));

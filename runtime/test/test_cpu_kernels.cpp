@@ -155,6 +155,16 @@ TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
       edge.push_back(fromBits(b - 2048 + d));
       edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
     }
+  // The same values shuffled, so that the lanes of one vector lie in
+  // different ranges (the vector code skips the ranges no lane lies in).
+  const size_t half = edge.size();
+  uint32_t h = 0x2545f491u;
+  for (size_t i = 0; i < half; ++i) {
+    h ^= h << 13;
+    h ^= h >> 17;
+    h ^= h << 5;
+    edge.push_back(edge[h % half]);
+  }
   std::vector<float> got(edge.size()), want(edge.size());
   cpukern::erfN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
   for (size_t i = 0; i < edge.size(); ++i)
@@ -485,8 +495,10 @@ TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
     }
 }
 
-TEST(CpuKernels, NormMatchesTheElementLoop) {
-  int64_t rows = 13, cols = 300;
+namespace {
+
+void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
+  SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
   float eps = 1e-5f;
   std::vector<float> xv = mixedValues(rows * cols, 21);
   for (float &v : xv)
@@ -500,7 +512,7 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
   for (float &v : dyv)
     if (!std::isfinite(v))
       v = -0.5f;
-  for (ampc_dtype dt : {AMPC_F32, AMPC_F16})
+  for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16})
     for (bool rms : {false, true}) {
       auto xb = store(xv, dt), wb = store(wv, dt), bb = store(bv, dt),
            db = store(dyv, dt);
@@ -561,6 +573,31 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
       EXPECT_TRUE(sameBits(loadAll(dwb, dt, cols), roundTo(dwWant)));
       EXPECT_TRUE(sameBits(loadAll(dbb, dt, cols), roundTo(dbWant)));
     }
+}
+
+} // namespace
+
+// The norms sum up to eight rows side by side (one row per lane, each in
+// column order); every instruction set's loops, row counts that fill no
+// group and column counts that fill no block give the one-row loop's bits.
+TEST(CpuKernels, NormMatchesTheElementLoop) {
+  using cpufast::ConvertIsa;
+  int tested = 0;
+  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::AVX2,
+                         ConvertIsa::AVX512, ConvertIsa::AVX512BF16}) {
+    if (!cpufast::convertSupported(isa))
+      continue;
+    ++tested;
+    cpukern::useOpLoopsForTesting(isa);
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{13, 300},
+                              {1, 64},
+                              {8, 129},
+                              {21, 7}})
+      checkNormAgainstTheElementLoop(rows, cols);
+  }
+  cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  EXPECT_GE(tested, 1);
 }
 
 TEST(CpuKernels, AdamwMatchesTheElementCode) {
