@@ -229,6 +229,40 @@ BENCHMARK(BM_CpuSoftmax)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// layer_norm forward and backward (dx, dw, db) over rows x cols in one
+// dtype, w and b in f32, as the encoder's post-norm residuals run them.
+void BM_CpuLayerNorm(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t rows = state.range(0), cols = state.range(1);
+  auto dt = static_cast<ampc_dtype>(state.range(2));
+  size_t es = 0;
+  ampc_dtype_size(dt, &es);
+  void *x = deviceRandom(ctx, dt, rows * cols, 1);
+  void *dy = deviceRandom(ctx, dt, rows * cols, 2);
+  void *w = deviceRandom(ctx, AMPC_F32, cols, 3);
+  void *b = deviceRandom(ctx, AMPC_F32, cols, 4);
+  void *y = nullptr, *dx = nullptr, *dw = nullptr, *db = nullptr;
+  ampc_malloc(ctx, rows * cols * es, &y);
+  ampc_malloc(ctx, rows * cols * es, &dx);
+  ampc_malloc(ctx, cols * 4, &dw);
+  ampc_malloc(ctx, cols * 4, &db);
+  int64_t shape[2] = {rows, cols}, wshape[1] = {cols};
+  for (auto _ : state) {
+    ampc_layer_norm_fwd(ctx, y, dt, shape, 2, x, dt, shape, 2, w, AMPC_F32,
+                        wshape, 1, b, AMPC_F32, wshape, 1, 1e-5);
+    ampc_layer_norm_bwd(ctx, dx, dt, shape, 2, dw, AMPC_F32, wshape, 1, db,
+                        AMPC_F32, wshape, 1, dy, dt, shape, 2, x, dt, shape, 2,
+                        w, AMPC_F32, wshape, 1, 1e-5);
+  }
+  state.SetLabel(dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16");
+  for (void *p : {x, dy, w, b, y, dx, dw, db})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuLayerNorm)
+    ->ArgsProduct({{1024}, {256, 4096}, {AMPC_F32, AMPC_BF16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 void BM_CudaGemmF16(benchmark::State &state) {
   ampc_context ctx = cudaContext();
   if (!ctx) {

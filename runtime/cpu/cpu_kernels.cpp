@@ -590,7 +590,104 @@ AMPC_OP_LOOP bool binaryBwdBf16Loop(BinaryOp op, int which, const uint16_t *a,
   return false;
 }
 
-/// The four op loops of one instruction set.
+/// Row sums of up to kLanes rows at once, for the norms: for each row k <
+/// rows, s[k] = the sum of a[k][j] and p[k] = the sum of a[k][j] b[k][j]
+/// over j in [0, cols), in f64, each a sum in column order (the mean and
+/// mean square of a norm's rows: b = a; the backward's sums of g and
+/// g x-hat). A sum in order cannot be vectorised along its row; the rows'
+/// sums can be, side by side, one row per lane, with the bits of the
+/// one-row loop (laneSumsBase, the baseline's). Row k's columns are
+/// a[k][0, cols).
+constexpr int kLanes = 8;
+void laneSumsBase(const float *const *a, const float *const *b, int rows,
+                  int64_t cols, double *s, double *p) {
+  for (int k = 0; k < rows; ++k) {
+    double sk = 0.0, pk = 0.0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double va = a[k][j];
+      sk += va;
+      pk += va * static_cast<double>(b[k][j]);
+    }
+    s[k] = sk;
+    p[k] = pk;
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AMPC_AVX2_TARGET __attribute__((target("avx2,fma")))
+/// Eight rows of eight f32 (r[k]: row k) into eight columns (r[j]: column
+/// j, row k in lane k).
+AMPC_AVX2_TARGET inline void transpose8x8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/// Columns [j, j + 8) of rows m[0, rows) (zero past them), as columns.
+AMPC_AVX2_TARGET inline void loadColumns8(const float *const *m, int rows,
+                                          int64_t j, __m256 r[8]) {
+  for (int k = 0; k < kLanes; ++k)
+    r[k] = k < rows ? _mm256_loadu_ps(m[k] + j) : _mm256_setzero_ps();
+  transpose8x8(r);
+}
+
+/// laneSumsBase eight columns at a time: the rows' 8x8 blocks transposed
+/// in registers, each column widened and added to every row's sums (lanes
+/// 0-3 and 4-7 in two registers), so each row's sum runs in column order.
+AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
+                                   const float *const *b, int rows,
+                                   int64_t cols, double *s, double *p) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, p0 = s0, p1 = s0;
+  int64_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    __m256 ra[8], rb[8];
+    loadColumns8(a, rows, j, ra);
+    if (b != a)
+      loadColumns8(b, rows, j, rb);
+    for (int c = 0; c < 8; ++c) {
+      __m256d a0 = _mm256_cvtps_pd(_mm256_castps256_ps128(ra[c]));
+      __m256d a1 = _mm256_cvtps_pd(_mm256_extractf128_ps(ra[c], 1));
+      __m256d b0 = a0, b1 = a1;
+      if (b != a) {
+        b0 = _mm256_cvtps_pd(_mm256_castps256_ps128(rb[c]));
+        b1 = _mm256_cvtps_pd(_mm256_extractf128_ps(rb[c], 1));
+      }
+      s0 = _mm256_add_pd(s0, a0);
+      s1 = _mm256_add_pd(s1, a1);
+      p0 = _mm256_add_pd(p0, _mm256_mul_pd(a0, b0));
+      p1 = _mm256_add_pd(p1, _mm256_mul_pd(a1, b1));
+    }
+  }
+  alignas(32) double sv[kLanes], pv[kLanes];
+  _mm256_store_pd(sv, s0);
+  _mm256_store_pd(sv + 4, s1);
+  _mm256_store_pd(pv, p0);
+  _mm256_store_pd(pv + 4, p1);
+  for (int k = 0; k < rows; ++k) {
+    for (int64_t t = j; t < cols; ++t) {
+      double va = a[k][t];
+      sv[k] += va;
+      pv[k] += va * static_cast<double>(b[k][t]);
+    }
+    s[k] = sv[k];
+    p[k] = pv[k];
+  }
+}
+#endif
+
+/// The loops of one instruction set.
 struct OpLoops {
   void (*unary)(UnaryOp, const UnaryAttrs &, const float *, float *, int64_t);
   void (*unaryBwd)(UnaryOp, const UnaryAttrs &, const float *, const float *,
@@ -608,6 +705,9 @@ struct OpLoops {
                      int64_t, uint16_t *, int64_t);
   bool (*binaryBwdBf16)(BinaryOp, int, const uint16_t *, const uint16_t *,
                         const uint16_t *, uint16_t *, int64_t);
+  // The norms' row sums (laneSumsBase).
+  void (*laneSums)(const float *const *, const float *const *, int, int64_t,
+                   double *, double *);
 };
 
 #define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                               \
@@ -659,7 +759,7 @@ struct OpLoops {
   }
 
 #define AMPC_NO_BF16_LOOPS nullptr, nullptr, nullptr, nullptr
-AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS)
+AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS, laneSumsBase)
 #if defined(__x86_64__) && defined(__GNUC__)
 // The one-pass bf16 loops only with AVX-512: measured with
 // bench/runtime's BM_CpuElementwise (2^21 bf16 elements, one thread, AMD
@@ -670,10 +770,10 @@ AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS)
 #define AMPC_AVX512_TARGET                                                     \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 AMPC_BF16_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
-AMPC_OP_LOOP_CLONES(AVX2, __attribute__((target("avx2,fma"))),
-                    AMPC_NO_BF16_LOOPS)
+AMPC_OP_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET, AMPC_NO_BF16_LOOPS, laneSumsAVX2)
 AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, unaryBf16AVX512,
-                    unaryBwdBf16AVX512, binaryBf16AVX512, binaryBwdBf16AVX512)
+                    unaryBwdBf16AVX512, binaryBf16AVX512, binaryBwdBf16AVX512,
+                    laneSumsAVX2)
 #endif
 
 /// The op loops of `isa` (the conversions' instruction set, cpu_fast.h,
@@ -1163,21 +1263,43 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
 
 namespace {
 
-/// Mean (0 for rms) and reciprocal std of one row, accumulated in f64.
-void rowStats(bool rms, const float *x, int64_t cols, float eps, float &mean,
-              float &rstd) {
-  double s = 0.0, s2 = 0.0;
-  for (int64_t j = 0; j < cols; ++j) {
-    double v = x[j];
-    s += v;
-    s2 += v * v;
-  }
+/// Mean (0 for rms) and reciprocal std of a row from its f64 sums of x and
+/// x^2 (laneSums).
+void statsFromSums(bool rms, double s, double s2, int64_t cols, float eps,
+                   float &mean, float &rstd) {
   double mu = rms ? 0.0 : s / cols;
   double var = rms ? s2 / cols : s2 / cols - mu * mu;
   if (var < 0)
     var = 0;
   mean = static_cast<float>(mu);
   rstd = static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+/// Up to kLanes consecutive rows of a norm's operands, read as f32 (in
+/// place where they are f32), with the scratch to do so.
+struct LaneRows {
+  int64_t cols = 0;
+  std::vector<float> scratch;
+  const float *row[kLanes] = {};
+  void reset(int64_t c) {
+    cols = c;
+    scratch.resize(static_cast<size_t>(c) * kLanes);
+  }
+  float *lane(int k) { return scratch.data() + k * cols; }
+  void view(Buf b, int64_t r0, int rows) {
+    for (int k = 0; k < rows; ++k)
+      row[k] = cpukern::view(b, (r0 + k) * cols, 1, cols, lane(k));
+  }
+};
+
+/// Each row's mean and rstd of rows [r0, r0 + rows) of x (rows <= kLanes).
+void laneStats(bool rms, LaneRows &x, Buf xb, int64_t r0, int rows, float eps,
+               float *mean, float *rstd) {
+  double s[kLanes], s2[kLanes];
+  x.view(xb, r0, rows);
+  opLoops().laneSums(x.row, x.row, rows, x.cols, s, s2);
+  for (int k = 0; k < rows; ++k)
+    statsFromSums(rms, s[k], s2[k], x.cols, eps, mean[k], rstd[k]);
 }
 
 } // namespace
@@ -1191,23 +1313,28 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
   if (b.data)
     loadContig(b, 0, cols, bv.data());
   forRows(rows, cols, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> row, out;
-    row.resize(n);
+    thread_local LaneRows xs;
+    thread_local std::vector<float> out;
+    xs.reset(cols);
     out.resize(n);
-    for (int64_t r = r0; r < r1; ++r) {
-      const float *xr = view(x, r * cols, 1, cols, row.data());
-      float mean, rstd;
-      rowStats(rms, xr, cols, eps, mean, rstd);
-      float *yr = target(y, r * cols, 1, out.data());
-      for (int64_t j = 0; j < cols; ++j) {
-        float v = (xr[j] - mean) * rstd;
-        if (w.data)
-          v *= wv[j];
-        if (b.data)
-          v += bv[j];
-        yr[j] = v;
+    for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
+      int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
+      float mean[kLanes], rstd[kLanes];
+      laneStats(rms, xs, x, g0, nr, eps, mean, rstd);
+      for (int k = 0; k < nr; ++k) {
+        int64_t r = g0 + k;
+        const float *xr = xs.row[k];
+        float *yr = target(y, r * cols, 1, out.data());
+        for (int64_t j = 0; j < cols; ++j) {
+          float v = (xr[j] - mean[k]) * rstd[k];
+          if (w.data)
+            v *= wv[j];
+          if (b.data)
+            v += bv[j];
+          yr[j] = v;
+        }
+        finish(y, r * cols, 1, cols, yr, out.data());
       }
-      finish(y, r * cols, 1, cols, yr, out.data());
     }
   });
 }
@@ -1217,8 +1344,8 @@ namespace {
 /// One row of the norm backward's dx: rstd (g - mean(g) - xhat mean(g xhat))
 /// (RMS norm: no mean(g)), from the row's f64 sums of g and g xhat.
 void normDxRow(Buf dx, int64_t base, int64_t cols, bool rms, float rstd,
-               double sumG, double sumGX, const std::vector<float> &g,
-               const std::vector<float> &xhat, float *scratch) {
+               double sumG, double sumGX, const float *g, const float *xhat,
+               float *scratch) {
   float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
   float meanGX = static_cast<float>(sumGX / cols);
   float *o = target(dx, base, 1, scratch);
@@ -1226,6 +1353,38 @@ void normDxRow(Buf dx, int64_t base, int64_t cols, bool rms, float rstd,
     o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
   finish(dx, base, 1, cols, o, scratch);
 }
+
+/// The backward's rows [r0, r0 + rows) (rows <= kLanes): their statistics
+/// (into mean, rstd), and x-hat, g = dy w and the f64 sums of g and g x-hat
+/// of each row, every row's in column order.
+struct NormBwdLanes {
+  int64_t cols = 0;
+  LaneRows xs, ds, xhat, g;
+  double sumG[kLanes], sumGX[kLanes];
+  void reset(int64_t c) {
+    cols = c;
+    for (LaneRows *l : {&xs, &ds, &xhat, &g})
+      l->reset(c);
+  }
+  void compute(bool rms, Buf x, Buf dy, const std::vector<float> &wv,
+               bool hasW, int64_t r0, int rows, float eps, float *mean,
+               float *rstd) {
+    laneStats(rms, xs, x, r0, rows, eps, mean, rstd);
+    ds.view(dy, r0, rows);
+    for (int k = 0; k < rows; ++k) {
+      const float *xr = xs.row[k], *dr = ds.row[k];
+      float *xh = xhat.lane(k), *gk = g.lane(k);
+      for (int64_t j = 0; j < cols; ++j) {
+        float d = dr[j];
+        xh[j] = (xr[j] - mean[k]) * rstd[k];
+        gk[j] = hasW ? d * wv[j] : d;
+      }
+      xhat.row[k] = xh;
+      g.row[k] = gk;
+    }
+    opLoops().laneSums(g.row, xhat.row, rows, cols, sumG, sumGX);
+  }
+};
 
 /// normBwd in one pass on the calling thread: dw and db accumulated row by
 /// row, each column in row order, the same operations as normBwd's pooled
@@ -1235,30 +1394,27 @@ void normBwdSerial(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
                    int64_t cols, float eps) {
   size_t n = static_cast<size_t>(cols);
   std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
-  std::vector<float> xhat(n), g(n), xs(n), ds(n), out(n);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t base = r * cols;
-    const float *xr = view(x, base, 1, cols, xs.data());
-    const float *dr = view(dy, base, 1, cols, ds.data());
-    float mean, rstd;
-    rowStats(rms, xr, cols, eps, mean, rstd);
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      float d = dr[j];
-      xhat[j] = (xr[j] - mean) * rstd;
-      g[j] = hasW ? d * wv[j] : d;
-      sumG += g[j];
-      sumGX += static_cast<double>(g[j]) * xhat[j];
+  std::vector<float> out(n);
+  NormBwdLanes l;
+  l.reset(cols);
+  for (int64_t g0 = 0; g0 < rows; g0 += kLanes) {
+    int nr = static_cast<int>(std::min<int64_t>(kLanes, rows - g0));
+    float mean[kLanes], rstd[kLanes];
+    l.compute(rms, x, dy, wv, hasW, g0, nr, eps, mean, rstd);
+    // Row by row in order; a row's dx (which may overwrite its dy or x)
+    // after its last read.
+    for (int k = 0; k < nr; ++k) {
+      const float *dr = l.ds.row[k], *xh = l.xhat.row[k];
+      if (dw.data)
+        for (int64_t j = 0; j < cols; ++j)
+          dwAcc[j] += static_cast<double>(dr[j]) * xh[j];
+      if (db.data)
+        for (int64_t j = 0; j < cols; ++j)
+          dbAcc[j] += dr[j];
+      if (dx.data)
+        normDxRow(dx, (g0 + k) * cols, cols, rms, rstd[k], l.sumG[k],
+                  l.sumGX[k], l.g.row[k], xh, out.data());
     }
-    if (dw.data)
-      for (int64_t j = 0; j < cols; ++j)
-        dwAcc[j] += static_cast<double>(dr[j]) * xhat[j];
-    if (db.data)
-      for (int64_t j = 0; j < cols; ++j)
-        dbAcc[j] += dr[j];
-    if (!dx.data)
-      continue;
-    normDxRow(dx, base, cols, rms, rstd, sumG, sumGX, g, xhat, out.data());
   }
   for (int64_t j = 0; j < cols; ++j) {
     if (dw.data)
@@ -1291,32 +1447,22 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
   bool inPlace = dx.data && (dx.data == dy.data || dx.data == x.data);
   auto rowPass = [&](bool writeDx) {
     forRows(rows, cols, [&](int64_t r0, int64_t r1) {
-      thread_local std::vector<float> xhat, g, xs, ds, out;
-      xhat.resize(n);
-      g.resize(n);
-      xs.resize(n);
-      ds.resize(n);
+      thread_local NormBwdLanes l;
+      thread_local std::vector<float> out;
+      l.reset(cols);
       out.resize(n);
-      for (int64_t r = r0; r < r1; ++r) {
-        int64_t base = r * cols;
-        const float *xr = view(x, base, 1, cols, xs.data());
-        float mean, rstd;
-        rowStats(rms, xr, cols, eps, mean, rstd);
-        means[r] = mean;
-        rstds[r] = rstd;
-        if (!writeDx)
+      for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
+        int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
+        float *mean = means.data() + g0, *rstd = rstds.data() + g0;
+        if (!writeDx) {
+          laneStats(rms, l.xs, x, g0, nr, eps, mean, rstd);
           continue;
-        const float *dr = view(dy, base, 1, cols, ds.data());
-        double sumG = 0.0, sumGX = 0.0;
-        for (int64_t j = 0; j < cols; ++j) {
-          float d = dr[j];
-          xhat[j] = (xr[j] - mean) * rstd;
-          g[j] = w.data ? d * wv[j] : d;
-          sumG += g[j];
-          sumGX += static_cast<double>(g[j]) * xhat[j];
         }
-        normDxRow(dx, base, cols, rms, rstd, sumG, sumGX, g, xhat,
-                  out.data());
+        l.compute(rms, x, dy, wv, w.data != nullptr, g0, nr, eps, mean,
+                  rstd);
+        for (int k = 0; k < nr; ++k)
+          normDxRow(dx, (g0 + k) * cols, cols, rms, rstd[k], l.sumG[k],
+                    l.sumGX[k], l.g.row[k], l.xhat.row[k], out.data());
       }
     });
   };
