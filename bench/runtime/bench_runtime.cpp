@@ -226,6 +226,7 @@ void BM_CpuSoftmax(benchmark::State &state) {
 }
 BENCHMARK(BM_CpuSoftmax)
     ->Args({4096, 1024})
+    ->Args({4096, 128})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -1108,40 +1108,72 @@ float rowMax(const float *x, int64_t n) {
 
 } // namespace
 
+namespace {
+
+/// Up to kLanes rows of a kernel's operand, read as f32 (in place where
+/// they are f32), with the scratch to do so; view() reads consecutive
+/// contiguous rows.
+struct LaneRows {
+  int64_t cols = 0;
+  std::vector<float> scratch;
+  const float *row[kLanes] = {};
+  void reset(int64_t c) {
+    cols = c;
+    scratch.resize(static_cast<size_t>(c) * kLanes);
+  }
+  float *lane(int k) { return scratch.data() + k * cols; }
+  void view(Buf b, int64_t r0, int rows) {
+    for (int k = 0; k < rows; ++k)
+      row[k] = cpukern::view(b, (r0 + k) * cols, 1, cols, lane(k));
+  }
+};
+
+} // namespace
+
 void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
              int64_t inner) {
   size_t n = static_cast<size_t>(dim);
-  // Threads: whole rows per item.
+  // Threads: whole rows per item; the rows' sums eight at a time (laneSums).
   forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> row, e, out;
-    row.resize(n);
-    e.resize(n);
+    thread_local LaneRows rows, es;
+    thread_local std::vector<float> out;
+    rows.reset(dim);
+    es.reset(dim);
     out.resize(n);
-    for (int64_t ri = r0; ri < r1; ++ri) {
-      int64_t o = ri / inner, in = ri % inner;
-      int64_t base = o * dim * inner + in;
-      const float *r = view(x, base, inner, dim, row.data());
-      float m = rowMax(r, dim);
-      // The exponentials, kept for the output (the values the sum adds).
-      for (int64_t j = 0; j < dim; ++j)
-        e[j] = r[j] - m;
-      expN(e.data(), e.data(), dim);
-      double sum = 0.0;
-      for (int64_t j = 0; j < dim; ++j)
-        sum += e[j];
-      // y may be x itself: each output element is written after its input
-      // element's last read.
-      float *yr = target(y, base, inner, out.data());
-      if (log) {
-        float lse = logf(static_cast<float>(sum));
+    for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
+      int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
+      float m[kLanes];
+      for (int k = 0; k < nr; ++k) {
+        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        const float *r = view(x, base, inner, dim, rows.lane(k));
+        rows.row[k] = r;
+        m[k] = rowMax(r, dim);
+        // The exponentials, kept for the output (the values the sum adds).
+        float *e = es.lane(k);
         for (int64_t j = 0; j < dim; ++j)
-          yr[j] = r[j] - m - lse;
-      } else {
-        float inv = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < dim; ++j)
-          yr[j] = e[j] * inv;
+          e[j] = r[j] - m[k];
+        expN(e, e, dim);
+        es.row[k] = e;
       }
-      finish(y, base, inner, dim, yr, out.data());
+      double sum[kLanes], unused[kLanes];
+      opLoops().laneSums(es.row, es.row, nr, dim, sum, unused);
+      for (int k = 0; k < nr; ++k) {
+        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        const float *r = rows.row[k], *e = es.row[k];
+        // y may be x itself: each output element is written after its
+        // input element's last read.
+        float *yr = target(y, base, inner, out.data());
+        if (log) {
+          float lse = logf(static_cast<float>(sum[k]));
+          for (int64_t j = 0; j < dim; ++j)
+            yr[j] = r[j] - m[k] - lse;
+        } else {
+          float inv = static_cast<float>(1.0 / sum[k]);
+          for (int64_t j = 0; j < dim; ++j)
+            yr[j] = e[j] * inv;
+        }
+        finish(y, base, inner, dim, yr, out.data());
+      }
     }
   });
 }
@@ -1228,35 +1260,50 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner) {
   size_t n = static_cast<size_t>(dim);
   forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> gs, ys, e, out;
-    gs.resize(n);
-    ys.resize(n);
+    thread_local LaneRows gs, ys, gy;
+    thread_local std::vector<float> e, out;
+    gs.reset(dim);
+    ys.reset(dim);
+    gy.reset(log ? 0 : dim);
     e.resize(n);
     out.resize(n);
-    for (int64_t ri = r0; ri < r1; ++ri) {
-      int64_t o = ri / inner, in = ri % inner;
-      int64_t base = o * dim * inner + in;
-      const float *g = view(dy, base, inner, dim, gs.data());
-      const float *yv = view(y, base, inner, dim, ys.data());
-      double dot = 0.0;
-      if (log)
+    for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
+      int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
+      for (int k = 0; k < nr; ++k) {
+        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        const float *g = view(dy, base, inner, dim, gs.lane(k));
+        const float *yv = view(y, base, inner, dim, ys.lane(k));
+        gs.row[k] = g;
+        ys.row[k] = yv;
+        if (log)
+          continue;
+        // The f32 products g y, which the sum adds.
+        float *p = gy.lane(k);
         for (int64_t j = 0; j < dim; ++j)
-          dot += g[j];
-      else
-        for (int64_t j = 0; j < dim; ++j)
-          dot += g[j] * yv[j];
-      float s = static_cast<float>(dot);
-      // dx may be dy or y: each element is written after its last read.
-      float *d = target(dx, base, inner, out.data());
-      if (log) {
-        expN(yv, e.data(), dim);
-        for (int64_t j = 0; j < dim; ++j)
-          d[j] = g[j] - e[j] * s;
-      } else {
-        for (int64_t j = 0; j < dim; ++j)
-          d[j] = yv[j] * (g[j] - s);
+          p[j] = g[j] * yv[j];
+        gy.row[k] = p;
       }
-      finish(dx, base, inner, dim, d, out.data());
+      // Each row's f64 sum in order, eight rows at a time: of g
+      // (log-softmax), of the products g y (softmax).
+      double dot[kLanes], unused[kLanes];
+      const LaneRows &summed = log ? gs : gy;
+      opLoops().laneSums(summed.row, summed.row, nr, dim, dot, unused);
+      for (int k = 0; k < nr; ++k) {
+        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        const float *g = gs.row[k], *yv = ys.row[k];
+        float s = static_cast<float>(dot[k]);
+        // dx may be dy or y: each element is written after its last read.
+        float *d = target(dx, base, inner, out.data());
+        if (log) {
+          expN(yv, e.data(), dim);
+          for (int64_t j = 0; j < dim; ++j)
+            d[j] = g[j] - e[j] * s;
+        } else {
+          for (int64_t j = 0; j < dim; ++j)
+            d[j] = yv[j] * (g[j] - s);
+        }
+        finish(dx, base, inner, dim, d, out.data());
+      }
     }
   });
 }
@@ -1274,23 +1321,6 @@ void statsFromSums(bool rms, double s, double s2, int64_t cols, float eps,
   mean = static_cast<float>(mu);
   rstd = static_cast<float>(1.0 / sqrt(var + eps));
 }
-
-/// Up to kLanes consecutive rows of a norm's operands, read as f32 (in
-/// place where they are f32), with the scratch to do so.
-struct LaneRows {
-  int64_t cols = 0;
-  std::vector<float> scratch;
-  const float *row[kLanes] = {};
-  void reset(int64_t c) {
-    cols = c;
-    scratch.resize(static_cast<size_t>(c) * kLanes);
-  }
-  float *lane(int k) { return scratch.data() + k * cols; }
-  void view(Buf b, int64_t r0, int rows) {
-    for (int k = 0; k < rows; ++k)
-      row[k] = cpukern::view(b, (r0 + k) * cols, 1, cols, lane(k));
-  }
-};
 
 /// Each row's mean and rstd of rows [r0, r0 + rows) of x (rows <= kLanes).
 void laneStats(bool rms, LaneRows &x, Buf xb, int64_t r0, int rows, float eps,

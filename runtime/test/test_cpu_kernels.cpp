@@ -456,43 +456,67 @@ void softmaxBwdRef(bool log, float *dx, const float *dy, const float *y,
     }
 }
 
+/// Runs f with the loops of each instruction set the processor has
+/// (cpukern::useOpLoopsForTesting), then goes back to the default; the
+/// number of instruction sets tried.
+template <typename F> int onEveryIsasLoops(F f) {
+  using cpufast::ConvertIsa;
+  int tested = 0;
+  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::AVX2,
+                         ConvertIsa::AVX512, ConvertIsa::AVX512BF16}) {
+    if (!cpufast::convertSupported(isa))
+      continue;
+    ++tested;
+    cpukern::useOpLoopsForTesting(isa);
+    SCOPED_TRACE(cpufast::convertIsaName(isa));
+    f();
+  }
+  cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  return tested;
+}
+
 } // namespace
 
+// The rows' sums run eight rows at a time (laneSums): every instruction
+// set's loops, with row counts that fill no group of eight.
 TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
   struct Shape3 {
     int64_t outer, dim, inner;
   };
-  for (Shape3 s : {Shape3{64, 257, 1}, Shape3{5, 33, 7}, Shape3{3, 1, 1},
-                   Shape3{8, 12, 1}})
-    for (bool log : {false, true}) {
-      int64_t n = s.outer * s.dim * s.inner;
-      std::mt19937 rng(11);
-      std::normal_distribution<float> normal(0.0f, 4.0f);
-      std::vector<float> x(n);
-      for (int64_t i = 0; i < n; ++i)
-        x[i] = normal(rng);
-      // Causal-style masks, a row of equal zeros of both signs, NaN.
-      for (int64_t i = 0; i < n; i += 3)
-        x[i] = -INFINITY;
-      for (int64_t i = 0; i < s.dim && s.inner == 1 && s.outer > 2; ++i)
-        x[s.dim + i] = (i % 2) ? 0.0f : -0.0f;
-      if (n > 40)
-        x[40] = NAN;
-      std::vector<float> want(n), got(n);
-      softmaxRef(log, want.data(), x.data(), s.outer, s.dim, s.inner);
-      cpukern::softmax(log, Buf{got.data(), AMPC_F32}, Buf{x.data(), AMPC_F32},
-                       s.outer, s.dim, s.inner);
-      EXPECT_TRUE(sameBits(got, want)) << "log " << log << " dim " << s.dim;
-      std::vector<float> dy(n), dxWant(n), dxGot(n);
-      for (int64_t i = 0; i < n; ++i)
-        dy[i] = normal(rng);
-      softmaxBwdRef(log, dxWant.data(), dy.data(), want.data(), s.outer, s.dim,
-                    s.inner);
-      cpukern::softmaxBwd(log, Buf{dxGot.data(), AMPC_F32},
-                          Buf{dy.data(), AMPC_F32}, Buf{want.data(), AMPC_F32},
-                          s.outer, s.dim, s.inner);
-      EXPECT_TRUE(sameBits(dxGot, dxWant)) << "log " << log;
-    }
+  int tested = onEveryIsasLoops([] {
+    for (Shape3 s : {Shape3{64, 257, 1}, Shape3{5, 33, 7}, Shape3{3, 1, 1},
+                     Shape3{8, 12, 1}, Shape3{13, 128, 1}})
+      for (bool log : {false, true}) {
+        int64_t n = s.outer * s.dim * s.inner;
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal(0.0f, 4.0f);
+        std::vector<float> x(n);
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = normal(rng);
+        // Causal-style masks, a row of equal zeros of both signs, NaN.
+        for (int64_t i = 0; i < n; i += 3)
+          x[i] = -INFINITY;
+        for (int64_t i = 0; i < s.dim && s.inner == 1 && s.outer > 2; ++i)
+          x[s.dim + i] = (i % 2) ? 0.0f : -0.0f;
+        if (n > 40)
+          x[40] = NAN;
+        std::vector<float> want(n), got(n);
+        softmaxRef(log, want.data(), x.data(), s.outer, s.dim, s.inner);
+        cpukern::softmax(log, Buf{got.data(), AMPC_F32},
+                         Buf{x.data(), AMPC_F32}, s.outer, s.dim, s.inner);
+        EXPECT_TRUE(sameBits(got, want)) << "log " << log << " dim " << s.dim;
+        std::vector<float> dy(n), dxWant(n), dxGot(n);
+        for (int64_t i = 0; i < n; ++i)
+          dy[i] = normal(rng);
+        softmaxBwdRef(log, dxWant.data(), dy.data(), want.data(), s.outer,
+                      s.dim, s.inner);
+        cpukern::softmaxBwd(
+            log, Buf{dxGot.data(), AMPC_F32}, Buf{dy.data(), AMPC_F32},
+            Buf{want.data(), AMPC_F32}, s.outer, s.dim, s.inner);
+        EXPECT_TRUE(sameBits(dxGot, dxWant)) << "log " << log;
+      }
+  });
+  EXPECT_GE(tested, 1);
 }
 
 namespace {
@@ -581,22 +605,11 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
 // column order); every instruction set's loops, row counts that fill no
 // group and column counts that fill no block give the one-row loop's bits.
 TEST(CpuKernels, NormMatchesTheElementLoop) {
-  using cpufast::ConvertIsa;
-  int tested = 0;
-  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::AVX2,
-                         ConvertIsa::AVX512, ConvertIsa::AVX512BF16}) {
-    if (!cpufast::convertSupported(isa))
-      continue;
-    ++tested;
-    cpukern::useOpLoopsForTesting(isa);
-    SCOPED_TRACE(cpufast::convertIsaName(isa));
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{13, 300},
-                              {1, 64},
-                              {8, 129},
-                              {21, 7}})
+  int tested = onEveryIsasLoops([] {
+    for (auto [rows, cols] :
+         {std::pair<int64_t, int64_t>{13, 300}, {1, 64}, {8, 129}, {21, 7}})
       checkNormAgainstTheElementLoop(rows, cols);
-  }
-  cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  });
   EXPECT_GE(tested, 1);
 }
 
@@ -705,38 +718,28 @@ std::vector<uint8_t> mixedStorage(size_t n, uint32_t seed, ampc_dtype dt) {
 // f32, f16 and bf16 (the binary ones over the broadcast and strided walks
 // of walkCases, which also reach the chunked path).
 TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
-  using cpufast::ConvertIsa;
   UnaryAttrs attrs{};
   attrs.v[0] = 0.5f; // leaky_relu's slope, softplus's beta, the Huber beta,
   attrs.v[1] = 3.0f; // the clamp; softplus's threshold
-  int tested = 0;
-  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::AVX2,
-                         ConvertIsa::AVX512, ConvertIsa::AVX512BF16}) {
-    if (!cpufast::convertSupported(isa))
-      continue;
-    ++tested;
-    cpukern::useOpLoopsForTesting(isa);
-    SCOPED_TRACE(cpufast::convertIsaName(isa));
+  int tested = onEveryIsasLoops([&] {
     for (ampc_dtype dt : {AMPC_F32, AMPC_F16, AMPC_BF16}) {
       // Odd lengths: vector bodies and their scalar tails.
       for (int64_t n : {int64_t(1), int64_t(37), int64_t(3001)}) {
         auto xb = mixedStorage(n, 7, dt), db = mixedStorage(n, 8, dt);
         for (UnaryOp op : kAllUnary) {
-          std::vector<uint8_t> want(n * 4 + 8, 0xcd), got = want,
-                                                      gWant = want,
+          std::vector<uint8_t> want(n * 4 + 8, 0xcd), got = want, gWant = want,
                                                       gGot = want;
           for (int64_t i = 0; i < n; ++i) {
             float x = loadF32(xb.data(), dt, i), d = loadF32(db.data(), dt, i);
             storeF32(want.data(), dt, i, unaryForward(op, x, attrs));
             storeF32(gWant.data(), dt, i, unaryBackward(op, x, d, attrs));
           }
-          cpukern::unary(op, attrs, Buf{got.data(), dt}, Buf{xb.data(), dt},
-                         n);
-          cpukern::unaryBwd(op, attrs, Buf{gGot.data(), dt},
-                            Buf{db.data(), dt}, Buf{xb.data(), dt}, n);
+          cpukern::unary(op, attrs, Buf{got.data(), dt}, Buf{xb.data(), dt}, n);
+          cpukern::unaryBwd(op, attrs, Buf{gGot.data(), dt}, Buf{db.data(), dt},
+                            Buf{xb.data(), dt}, n);
           EXPECT_TRUE(sameElements(want, got, dt, n))
-              << "unary op " << static_cast<int>(op) << " dtype " << dt
-              << " n " << n;
+              << "unary op " << static_cast<int>(op) << " dtype " << dt << " n "
+              << n;
           EXPECT_TRUE(sameElements(gWant, gGot, dt, n))
               << "unary bwd op " << static_cast<int>(op) << " dtype " << dt
               << " n " << n;
@@ -749,16 +752,15 @@ TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
           auto ab = mixedStorage(na, 1, dt), bb = mixedStorage(nb, 2, dt),
                db = mixedStorage(ny, 3, dt);
           ampc_dtype yt = isComparison(op) ? AMPC_BOOL : dt;
-          std::vector<uint8_t> want(ny * 4 + 8, 0xcd), got = want,
-                                                       gWant = want,
+          std::vector<uint8_t> want(ny * 4 + 8, 0xcd), got = want, gWant = want,
                                                        gGot = want;
           forEachRef(w, [&](int64_t o0, int64_t o1, int64_t o2) {
             float a = loadF32(ab.data(), dt, o1),
                   b = loadF32(bb.data(), dt, o2);
             storeF32(want.data(), yt, o0, binaryForward(op, a, b));
-            storeF32(gWant.data(), dt, o0,
-                     binaryBackward(op, o0 % 2, a, b,
-                                    loadF32(db.data(), dt, o0)));
+            storeF32(
+                gWant.data(), dt, o0,
+                binaryBackward(op, o0 % 2, a, b, loadF32(db.data(), dt, o0)));
           });
           cpukern::binary(op, Buf{got.data(), yt}, Buf{ab.data(), dt},
                           Buf{bb.data(), dt}, w);
@@ -781,7 +783,6 @@ TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
               << " dtype " << dt;
         }
     }
-  }
-  cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  });
   EXPECT_GE(tested, 1);
 }
