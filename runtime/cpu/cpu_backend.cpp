@@ -1039,11 +1039,6 @@ public:
     return AMPC_OK;
   }
 
-  /// log-sum-exp of one row of logits.
-  static float rowLse(Buf logits, int64_t base, int64_t classes) {
-    return cpukern::rowLse(logits, base, classes);
-  }
-
   ampc_status crossEntropy(Buf loss, Buf logits, Buf labels, int64_t rows,
                            int64_t classes, int32_t site) override {
     // The rows' terms on the pool, then added in row order as before.
@@ -1053,6 +1048,11 @@ public:
     int64_t perItem =
         std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
+      // f32: the chunk's rows' log-sum-exps first, eight rows at a time
+      // (those of rows with a bad label are not used).
+      std::vector<float> lse(f64 ? 0 : static_cast<size_t>(r1 - r0));
+      if (!f64)
+        cpukern::rowLses(logits, r0, r1 - r0, classes, lse.data());
       for (int64_t r = r0; r < r1; ++r) {
         int64_t label = loadIndex(labels.data, labels.dtype, r);
         if (label < 0 || label >= classes)
@@ -1061,7 +1061,7 @@ public:
           terms[r] = wideRowLse(logits, r * classes, classes) -
                      loadF64(logits.data, logits.dtype, r * classes + label);
         else
-          terms[r] = rowLse(logits, r * classes, classes) -
+          terms[r] = lse[r - r0] -
                      loadF32(logits.data, logits.dtype, r * classes + label);
       }
     });
@@ -1094,10 +1094,14 @@ public:
     int64_t perItem =
         std::max<int64_t>(1, kParChunk / std::max<int64_t>(classes, 1));
     cpupool::forChunks(rows, perItem, [&](int64_t r0, int64_t r1) {
+      // The chunk's rows' log-sum-exps first, eight rows at a time (those
+      // of ignored rows are not used).
+      std::vector<float> lses(static_cast<size_t>(r1 - r0));
+      cpukern::rowLses(logits, r0, r1 - r0, classes, lses.data());
       for (int64_t r = r0; r < r1; ++r) {
         int64_t label = loadIndex(labels.data, labels.dtype, r);
         int64_t base = r * classes;
-        float lse = label == -100 ? 0.0f : rowLse(logits, base, classes);
+        float lse = label == -100 ? 0.0f : lses[r - r0];
         cpukern::crossEntropyBwdRow(dlogits, logits, base, classes, label, lse,
                                     scale);
       }

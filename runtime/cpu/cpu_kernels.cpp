@@ -1178,18 +1178,28 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
   });
 }
 
-float rowLse(Buf logits, int64_t base, int64_t classes) {
-  std::vector<float> row(static_cast<size_t>(classes)),
-      e(static_cast<size_t>(classes));
-  loadContig(logits, base, classes, row.data());
-  float m = rowMax(row.data(), classes);
-  for (int64_t c = 0; c < classes; ++c)
-    e[c] = row[c] - m;
-  expN(e.data(), e.data(), classes);
-  double s = 0.0;
-  for (int64_t c = 0; c < classes; ++c)
-    s += e[c];
-  return m + logf(static_cast<float>(s));
+void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
+             float *lse) {
+  thread_local LaneRows xs, es;
+  xs.reset(classes);
+  es.reset(classes);
+  for (int64_t g0 = r0; g0 < r0 + rows; g0 += kLanes) {
+    int nr = static_cast<int>(std::min<int64_t>(kLanes, r0 + rows - g0));
+    float m[kLanes];
+    xs.view(logits, g0, nr);
+    for (int k = 0; k < nr; ++k) {
+      m[k] = rowMax(xs.row[k], classes);
+      float *e = es.lane(k);
+      for (int64_t c = 0; c < classes; ++c)
+        e[c] = xs.row[k][c] - m[k];
+      expN(e, e, classes);
+      es.row[k] = e;
+    }
+    double s[kLanes], unused[kLanes];
+    opLoops().laneSums(es.row, es.row, nr, classes, s, unused);
+    for (int k = 0; k < nr; ++k)
+      lse[g0 - r0 + k] = m[k] + logf(static_cast<float>(s[k]));
+  }
 }
 
 void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,

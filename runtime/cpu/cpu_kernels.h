@@ -130,9 +130,12 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps);
 
-/// log-sum-exp of classes logits from base: max m, then m + log(sum in f64
-/// of exp(x - m)).
-float rowLse(Buf logits, int64_t base, int64_t classes);
+/// The log-sum-exp of each of the rows [r0, r0 + rows) of contiguous rows
+/// of `classes` logits, into lse[0, rows): each row's max m, then m +
+/// log(sum in f64, in order, of exp(x - m)); up to eight rows summed side
+/// by side (the norms' lane sums), with the one-row loop's bits.
+void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
+             float *lse);
 /// One row of cross-entropy's gradient: (exp(x - lse) - [c == label]) *
 /// scale, zeros for label -100.
 void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
