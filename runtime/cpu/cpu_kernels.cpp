@@ -1110,6 +1110,12 @@ float rowMax(const float *x, int64_t n) {
 
 namespace {
 
+/// Where row `ri` of a softmax over `dim` elements `inner` apart starts
+/// (rows numbered outer index major, inner index minor).
+int64_t rowBase(int64_t ri, int64_t dim, int64_t inner) {
+  return ri / inner * dim * inner + ri % inner;
+}
+
 /// Up to kLanes rows of a kernel's operand, read as f32 (in place where
 /// they are f32), with the scratch to do so; view() reads consecutive
 /// contiguous rows.
@@ -1144,7 +1150,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
       int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
       float m[kLanes];
       for (int k = 0; k < nr; ++k) {
-        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        int64_t base = rowBase(g0 + k, dim, inner);
         const float *r = view(x, base, inner, dim, rows.lane(k));
         rows.row[k] = r;
         m[k] = rowMax(r, dim);
@@ -1158,7 +1164,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
       double sum[kLanes], unused[kLanes];
       opLoops().laneSums(es.row, es.row, nr, dim, sum, unused);
       for (int k = 0; k < nr; ++k) {
-        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        int64_t base = rowBase(g0 + k, dim, inner);
         const float *r = rows.row[k], *e = es.row[k];
         // y may be x itself: each output element is written after its
         // input element's last read.
@@ -1280,7 +1286,7 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
     for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
       int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
       for (int k = 0; k < nr; ++k) {
-        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        int64_t base = rowBase(g0 + k, dim, inner);
         const float *g = view(dy, base, inner, dim, gs.lane(k));
         const float *yv = view(y, base, inner, dim, ys.lane(k));
         gs.row[k] = g;
@@ -1299,7 +1305,7 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
       const LaneRows &summed = log ? gs : gy;
       opLoops().laneSums(summed.row, summed.row, nr, dim, dot, unused);
       for (int k = 0; k < nr; ++k) {
-        int64_t ri = g0 + k, base = ri / inner * dim * inner + ri % inner;
+        int64_t base = rowBase(g0 + k, dim, inner);
         const float *g = gs.row[k], *yv = ys.row[k];
         float s = static_cast<float>(dot[k]);
         // dx may be dy or y: each element is written after its last read.
@@ -1398,11 +1404,9 @@ void normDxRow(Buf dx, int64_t base, int64_t cols, bool rms, float rstd,
 /// (into mean, rstd), and x-hat, g = dy w and the f64 sums of g and g x-hat
 /// of each row, every row's in column order.
 struct NormBwdLanes {
-  int64_t cols = 0;
   LaneRows xs, ds, xhat, g;
   double sumG[kLanes], sumGX[kLanes];
   void reset(int64_t c) {
-    cols = c;
     for (LaneRows *l : {&xs, &ds, &xhat, &g})
       l->reset(c);
   }
@@ -1411,6 +1415,7 @@ struct NormBwdLanes {
                float *rstd) {
     laneStats(rms, xs, x, r0, rows, eps, mean, rstd);
     ds.view(dy, r0, rows);
+    int64_t cols = xs.cols;
     for (int k = 0; k < rows; ++k) {
       const float *xr = xs.row[k], *dr = ds.row[k];
       float *xh = xhat.lane(k), *gk = g.lane(k);
