@@ -264,6 +264,56 @@ BENCHMARK(BM_CpuLayerNorm)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+const char *dtypeLabel(ampc_dtype dt) {
+  return dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16";
+}
+
+// One SGD step with momentum and weight decay over one parameter, param and
+// gradient in one dtype (f32: O0/O1; bf16/f16: O3's low params), the
+// momentum in f32: what the optimizer costs per element in each.
+void BM_CpuSgd(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t n = state.range(0);
+  auto dt = static_cast<ampc_dtype>(state.range(1));
+  void *p = deviceRandom(ctx, dt, n, 1), *g = deviceRandom(ctx, dt, n, 2);
+  void *m = deviceRandom(ctx, AMPC_F32, n, 3);
+  ampc_dtype pdt[1] = {dt}, gdt[1] = {dt};
+  int64_t numel[1] = {n};
+  for (auto _ : state)
+    ampc_sgd_update(ctx, &p, pdt, &g, gdt, &m, numel, 1, 1e-3, 0.9, 1e-4, 0,
+                    0.0, nullptr, AMPC_F32, nullptr);
+  state.SetLabel(dtypeLabel(dt));
+  for (void *b : {p, g, m})
+    ampc_free(ctx, b);
+}
+BENCHMARK(BM_CpuSgd)
+    ->ArgsProduct({{1 << 18, 1 << 22}, {AMPC_F32, AMPC_BF16, AMPC_F16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The overflow check of a step's gradients at O3's static scale of 1: a
+// check only, nothing written.
+void BM_CpuCheckFinite(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t n = state.range(0);
+  auto dt = static_cast<ampc_dtype>(state.range(1));
+  void *g = deviceRandom(ctx, dt, n, 1), *flag = nullptr, *s = nullptr;
+  ampc_malloc(ctx, 4, &flag);
+  ampc_malloc(ctx, 4, &s);
+  ampc_fill(ctx, s, AMPC_F32, 1, 1.0);
+  ampc_dtype gdt[1] = {dt};
+  int64_t numel[1] = {n};
+  for (auto _ : state)
+    ampc_check_finite_unscale(ctx, flag, AMPC_F32, &g, gdt, numel, 1, s);
+  state.SetLabel(dtypeLabel(dt));
+  for (void *b : {g, flag, s})
+    ampc_free(ctx, b);
+}
+BENCHMARK(BM_CpuCheckFinite)
+    ->ArgsProduct({{1 << 18}, {AMPC_F32, AMPC_BF16, AMPC_F16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 void BM_CudaGemmF16(benchmark::State &state) {
   ampc_context ctx = cudaContext();
   if (!ctx) {

@@ -26,6 +26,7 @@
 #include "cpu_onednn.h"
 #include "cpu_pool.h"
 #include "cpu_pooling.h"
+#include "cpu_update.h"
 
 #include <cblas.h>
 
@@ -222,59 +223,27 @@ private:
 
 using cpukern::applyEpilogue;
 
-/// The f32 cases of the optimizer and loss-scaling kernels: the same
-/// operations per element as the generic loops (so the same bits), on
-/// restrict pointers and a local copy of the scalars, which the compiler
-/// vectorises.
-void sgdF32(float *__restrict p, const float *__restrict g,
-            float *__restrict buf, int64_t n, const SgdScalars &scalars) {
-  const SgdScalars s = scalars;
-  if (buf)
-    for (int64_t i = 0; i < n; ++i)
-      sgdElement(p[i], g[i], buf + i, s);
-  else
-    for (int64_t i = 0; i < n; ++i)
-      sgdElement(p[i], g[i], nullptr, s);
+/// The optimizer's update on f32 arrays (f32 scratch of widened 16-bit
+/// values, updateWidened and updateLow): cpu_update.h's loops.
+void sgdF32(float *p, const float *g, float *buf, int64_t n,
+            const SgdScalars &s) {
+  cpuupdate::sgd(Buf{p, AMPC_F32}, Buf{const_cast<float *>(g), AMPC_F32}, buf,
+                 Buf{nullptr, AMPC_F32}, n, s);
 }
 
-void adamwF32(float *__restrict p, const float *__restrict g,
-              float *__restrict m, float *__restrict v, int64_t n,
-              const AdamwScalars &scalars) {
-  cpukern::adamwRun(p, g, m, v, n, scalars);
-}
-
-/// Multiplies by `inv` (unless it is 1) and says whether any element was
-/// not finite.
-/// One pass, written so that the compiler vectorises it: an all-ones
-/// exponent (inf or NaN) is found on the value before the multiply.
-bool unscaleF32(float *__restrict p, int64_t n, float inv) {
-  uint32_t found = 0;
-  if (inv == 1.0f) {
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t b;
-      memcpy(&b, p + i, sizeof b);
-      found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-    }
-    return found != 0;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    float v = p[i];
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
-    found |= (b & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-    p[i] = v * inv;
-  }
-  return found != 0;
+void adamwF32(float *p, const float *g, float *m, float *v, int64_t n,
+              const AdamwScalars &s) {
+  cpuupdate::adamw(Buf{p, AMPC_F32}, Buf{const_cast<float *>(g), AMPC_F32}, m,
+                   v, Buf{nullptr, AMPC_F32}, n, s);
 }
 
 /// Runs `update(p, g, off, n)` (f32 arrays of n elements starting at element
-/// `off`) over one parameter whose value or gradient is not f32, or that has
-/// a low model copy (opt levels O2, O3): fixed chunks on the pool, each run
-/// of up to kChunk elements widened exactly into f32 scratch with the
-/// vector conversions, updated by the f32 path's per-element code, and
-/// rounded back once (and into the model copy). The element loop it
-/// replaces did the same operations one element at a time through the dtype
-/// switch, so the bits are the same, 4-10x faster on 16-bit parameters.
+/// `off`) over one parameter with an f16 value, gradient or model copy
+/// (which cpu_update.h's loops leave to their caller): fixed chunks on the
+/// pool, each run of up to kChunk elements widened exactly into f32
+/// scratch with the vector conversions, updated by the f32 loop, and
+/// rounded back once (and into the model copy). The same operations per
+/// element as the element loop, so the same bits.
 template <typename F>
 void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
   cpupool::forChunks(numel, kParChunk, [&](int64_t lo, int64_t hi) {
@@ -297,6 +266,25 @@ void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
       if (model.data)
         storeContig(model, s, n, p);
     }
+  });
+}
+
+/// One parameter's update over fixed chunks on the pool:
+/// `fused(p, g, model, off, n)` on the chunks of the tensors themselves
+/// where cpu_update.h's loops take the dtypes (f32 and bf16), else
+/// `widened(p, g, off, n)` on f32 scratch (updateWidened). Element by
+/// element: any split gives the same bits.
+template <typename Fused, typename Widened>
+void updateParam(Buf param, Buf grad, Buf model, int64_t numel, Fused &&fused,
+                 Widened &&widened) {
+  if (!cpuupdate::fused(param.dtype, grad.dtype, model.data != nullptr,
+                        model.dtype)) {
+    updateWidened(param, grad, model, numel, widened);
+    return;
+  }
+  cpupool::forChunks(numel, kParChunk, [&](int64_t lo, int64_t hi) {
+    fused(offsetBuf(param, lo), offsetBuf(grad, lo),
+          model.data ? offsetBuf(model, lo) : model, lo, hi - lo);
   });
 }
 
@@ -1479,30 +1467,25 @@ public:
       ampc_dtype dt = g.dtypes[t];
       cpupool::forChunks(g.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
         bool f = false;
-        if (dt == AMPC_F32) {
-          f = unscaleF32(static_cast<float *>(p) + lo, hi - lo, inv);
-        } else if (dt == AMPC_F64) {
-          f = cpuwide::unscale(static_cast<double *>(p) + lo, hi - lo, inv);
-        } else if (inv == 1.0f && (dt == AMPC_F16 || dt == AMPC_BF16)) {
-          // Nothing to scale (a scale of 1, e.g. opt level O3): the 16-bit
-          // patterns are checked as they are, an all-ones exponent being an
-          // inf or a NaN, with no conversion and no store.
-          const uint16_t *h = static_cast<const uint16_t *>(p) + lo;
-          const uint16_t mask = dt == AMPC_F16 ? 0x7c00 : 0x7f80;
-          uint32_t found = 0;
-          for (int64_t i = 0; i < hi - lo; ++i)
-            found |= (h[i] & mask) == mask ? 1u : 0u;
-          f = found != 0;
+        Buf chunk = offsetBuf(Buf{p, dt}, lo);
+        if (dt == AMPC_F64) {
+          f = cpuwide::unscale(static_cast<double *>(chunk.data), hi - lo, inv);
+        } else if (inv == 1.0f) {
+          // Nothing to scale (a scale of 1, e.g. opt level O3): the
+          // patterns are checked as they are, an all-ones exponent being
+          // an inf or a NaN, with no conversion and no store.
+          f = cpuupdate::anyNonfinite(chunk, hi - lo);
+        } else if (dt == AMPC_F32 || dt == AMPC_BF16) {
+          f = cpuupdate::unscale(chunk, hi - lo, inv);
         } else {
-          // Widened exactly, checked and scaled as f32, rounded back once:
-          // what a per-element loop would do, on vector conversions.
+          // f16: widened exactly, checked and scaled as f32, rounded back
+          // once: what a per-element loop would do, on vector conversions.
           float tmp[kChunk];
           for (int64_t s = lo; s < hi; s += kChunk) {
             int64_t n = std::min(kChunk, hi - s);
             loadContig(Buf{p, dt}, s, n, tmp);
-            f |= unscaleF32(tmp, n, inv);
-            if (inv != 1.0f)
-              storeContig(Buf{p, dt}, s, n, tmp);
+            f |= cpuupdate::unscale(Buf{tmp, AMPC_F32}, n, inv);
+            storeContig(Buf{p, dt}, s, n, tmp);
           }
         }
         if (f)
@@ -1644,31 +1627,18 @@ public:
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (wide(t))
         continue;
-      if (void *model = models.at(t)) {
-        // Opt level O2: the low model copy in the same pass.
-        updateWidened(Buf{params.data[t], params.dtypes[t]},
-                      Buf{grads.data[t], grads.dtypes[t]},
-                      Buf{model, models.dtypes[t]}, params.numels[t],
-                      [&](float *p, const float *g, int64_t off, int64_t n) {
-                        sgdF32(p, g, buf ? buf + off : nullptr, n, s);
-                      });
-        continue;
-      }
-      if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
-        float *p = static_cast<float *>(params.data[t]);
-        const float *gp = static_cast<const float *>(grads.data[t]);
-        cpupool::forChunks(
-            params.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
-              sgdF32(p + lo, gp + lo, buf ? buf + lo : nullptr, hi - lo, s);
-            });
-        continue;
-      }
-      updateWidened(Buf{params.data[t], params.dtypes[t]},
-                    Buf{grads.data[t], grads.dtypes[t]},
-                    Buf{nullptr, AMPC_F32}, params.numels[t],
-                    [&](float *p, const float *g, int64_t off, int64_t n) {
-                      sgdF32(p, g, buf ? buf + off : nullptr, n, s);
-                    });
+      // Opt level O2: the low model copy in the same pass.
+      void *model = models.at(t);
+      updateParam(
+          Buf{params.data[t], params.dtypes[t]},
+          Buf{grads.data[t], grads.dtypes[t]},
+          Buf{model, model ? models.dtypes[t] : AMPC_F32}, params.numels[t],
+          [&](Buf p, Buf g, Buf m, int64_t off, int64_t n) {
+            cpuupdate::sgd(p, g, buf ? buf + off : nullptr, m, n, s);
+          },
+          [&](float *p, const float *g, int64_t off, int64_t n) {
+            sgdF32(p, g, buf ? buf + off : nullptr, n, s);
+          });
     }
     return AMPC_OK;
   }
@@ -1722,29 +1692,18 @@ public:
         continue;
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
-      auto update = [&](float *p, const float *g, int64_t off, int64_t n) {
-        adamwF32(p, g, m + off, v + off, n, s);
-      };
-      if (void *model = models.at(t)) {
-        // Opt level O2: the low model copy in the same pass.
-        updateWidened(Buf{params.data[t], params.dtypes[t]},
-                      Buf{grads.data[t], grads.dtypes[t]},
-                      Buf{model, models.dtypes[t]}, params.numels[t], update);
-        continue;
-      }
-      if (params.dtypes[t] == AMPC_F32 && grads.dtypes[t] == AMPC_F32) {
-        float *p = static_cast<float *>(params.data[t]);
-        const float *gp = static_cast<const float *>(grads.data[t]);
-        // Element by element: any split gives the same bits.
-        cpupool::forChunks(
-            params.numels[t], kParChunk, [&](int64_t lo, int64_t hi) {
-              adamwF32(p + lo, gp + lo, m + lo, v + lo, hi - lo, s);
-            });
-        continue;
-      }
-      updateWidened(Buf{params.data[t], params.dtypes[t]},
-                    Buf{grads.data[t], grads.dtypes[t]},
-                    Buf{nullptr, AMPC_F32}, params.numels[t], update);
+      // Opt level O2: the low model copy in the same pass.
+      void *model = models.at(t);
+      updateParam(
+          Buf{params.data[t], params.dtypes[t]},
+          Buf{grads.data[t], grads.dtypes[t]},
+          Buf{model, model ? models.dtypes[t] : AMPC_F32}, params.numels[t],
+          [&](Buf p, Buf g, Buf mc, int64_t off, int64_t n) {
+            cpuupdate::adamw(p, g, m + off, v + off, mc, n, s);
+          },
+          [&](float *p, const float *g, int64_t off, int64_t n) {
+            adamwF32(p, g, m + off, v + off, n, s);
+          });
     }
     return AMPC_OK;
   }

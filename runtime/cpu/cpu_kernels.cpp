@@ -6,6 +6,7 @@
 #include "cpu_kernels.h"
 
 #include "../src/half.h"
+#include "cpu_clones.h"
 #include "cpu_fast.h"
 #include "cpu_pool.h"
 #include "cpu_vmath.h"
@@ -21,13 +22,6 @@
 #include <immintrin.h>
 #endif
 
-#if defined(__GNUC__)
-#define AMPC_ALWAYS_INLINE __attribute__((always_inline))
-#define AMPC_FLATTEN __attribute__((flatten))
-#else
-#define AMPC_ALWAYS_INLINE
-#define AMPC_FLATTEN
-#endif
 
 namespace ampc {
 namespace cpukern {
@@ -613,8 +607,7 @@ void laneSumsBase(const float *const *a, const float *const *b, int rows,
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define AMPC_AVX2_TARGET __attribute__((target("avx2,fma")))
+#if AMPC_CPU_CLONES
 /// Eight rows of eight f32 (r[k]: row k) into eight columns (r[j]: column
 /// j, row k in lane k).
 AMPC_AVX2_TARGET inline void transpose8x8(__m256 r[8]) {
@@ -760,15 +753,13 @@ struct OpLoops {
 
 #define AMPC_NO_BF16_LOOPS nullptr, nullptr, nullptr, nullptr
 AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS, laneSumsBase)
-#if defined(__x86_64__) && defined(__GNUC__)
+#if AMPC_CPU_CLONES
 // The one-pass bf16 loops only with AVX-512: measured with
 // bench/runtime's BM_CpuElementwise (2^21 bf16 elements, one thread, AMD
 // EPYC), relu / relu's backward / add took 300 / 319 / 344 us against the
 // chunked path's 419 / 456 / 552; with AVX2 alone the compiler's
 // 8-lane rounding is long enough that they were no faster (544 / 555 / 505
 // against 424 / 628 / 521), so AVX2 and the baseline keep the chunked path.
-#define AMPC_AVX512_TARGET                                                     \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 AMPC_BF16_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
 AMPC_OP_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET, AMPC_NO_BF16_LOOPS, laneSumsAVX2)
 AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, unaryBf16AVX512,
@@ -779,7 +770,7 @@ AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, unaryBf16AVX512,
 /// The op loops of `isa` (the conversions' instruction set, cpu_fast.h,
 /// which AMPC_CPU_ISA caps: AVX2 or AVX-512 here too, else the baseline).
 const OpLoops &opLoopsFor(cpufast::ConvertIsa isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
+#if AMPC_CPU_CLONES
   if (isa == cpufast::ConvertIsa::AVX512 ||
       isa == cpufast::ConvertIsa::AVX512BF16)
     return opLoopsAVX512;
@@ -1222,54 +1213,6 @@ void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
   for (int64_t c = 0; c < classes; ++c)
     p[c] = (p[c] - (c == label ? 1.0f : 0.0f)) * scale;
   storeRun(dlogits, base, 1, classes, p.data());
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-namespace {
-// adamwElement eight lanes at a time, operation for operation (the compiler
-// keeps the scalar loop scalar: sqrtf may set errno).
-__attribute__((target("avx"))) int64_t adamwAVX(float *p, const float *g,
-                                                float *m, float *v, int64_t n,
-                                                const AdamwScalars &s) {
-  const __m256 decay = _mm256_set1_ps(s.decay),
-               w = _mm256_set1_ps(s.oneMinusBeta1),
-               oneMinusW = _mm256_set1_ps(1.0f - s.oneMinusBeta1),
-               beta2 = _mm256_set1_ps(s.beta2),
-               oneMinusBeta2 = _mm256_set1_ps(s.oneMinusBeta2),
-               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt), eps = _mm256_set1_ps(s.eps),
-               negStep = _mm256_set1_ps(s.negStepSize);
-  bool lerpFromM = fabsf(s.oneMinusBeta1) < 0.5f;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 pv = _mm256_mul_ps(_mm256_loadu_ps(p + i), decay);
-    __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
-    __m256 d = _mm256_sub_ps(gv, mv);
-    mv = lerpFromM ? _mm256_add_ps(mv, _mm256_mul_ps(w, d))
-                   : _mm256_sub_ps(gv, _mm256_mul_ps(d, oneMinusW));
-    __m256 vv =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
-                      _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, gv), gv));
-    __m256 denom =
-        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), bc2Sqrt), eps);
-    pv = _mm256_add_ps(pv, _mm256_mul_ps(negStep, _mm256_div_ps(mv, denom)));
-    _mm256_storeu_ps(p + i, pv);
-    _mm256_storeu_ps(m + i, mv);
-    _mm256_storeu_ps(v + i, vv);
-  }
-  return i;
-}
-} // namespace
-#endif
-
-void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
-              const AdamwScalars &s) {
-  int64_t i = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (cpufast::haveAVX2())
-    i = adamwAVX(p, g, m, v, n, s);
-#endif
-  for (; i < n; ++i)
-    adamwElement(p[i], g[i], m[i], v[i], s);
 }
 
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,

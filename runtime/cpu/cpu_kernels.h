@@ -141,11 +141,6 @@ void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
 void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
                         int64_t label, float lse, float scale);
 
-/// adamwElement over n f32 elements (eight at a time with AVX: the same
-/// operations, sqrt being correctly rounded in both).
-void adamwRun(float *p, const float *g, float *m, float *v, int64_t n,
-              const AdamwScalars &s);
-
 /// The walk with size-1 dims dropped and adjacent dims merged where all
 /// three operands' strides allow (rank >= 1; numel unchanged).
 Walk collapse(const Walk &w);

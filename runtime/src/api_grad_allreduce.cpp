@@ -134,10 +134,6 @@ ampc_status startedBucket(const char *fn, Registry &r, ampc_context ctx,
   return AMPC_OK;
 }
 
-Buf offsetBuf(Buf b, int64_t elems) {
-  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
-}
-
 ampc_status copyFlat(Backend &be, Buf dst, Buf src, int64_t n, float scale) {
   if (n == 0)
     return AMPC_OK;

@@ -6,11 +6,6 @@ using namespace ampc;
 
 namespace {
 
-/// Element offset `elems` into a buffer.
-Buf offsetBuf(Buf b, int64_t elems) {
-  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
-}
-
 /// Float<->float, or identical dtypes, may meet in a shape op.
 ampc_status checkCopyDtypes(const char *fn, ampc_dtype dst, ampc_dtype src) {
   if (dst == src || (isFloatDtype(dst) && isFloatDtype(src)))

@@ -66,6 +66,11 @@ size_t dtypeSize(ampc_dtype dt);
 const char *dtypeName(ampc_dtype dt);
 bool isValidDtype(ampc_dtype dt);
 
+/// The buffer `elems` elements into b.
+inline Buf offsetBuf(Buf b, int64_t elems) {
+  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
+}
+
 /// A validated shape.
 struct Shape {
   int rank = 0;

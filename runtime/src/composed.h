@@ -231,10 +231,6 @@ inline GemmDesc makeGemm(Buf c, Buf a, Buf b, int64_t m, int64_t n, int64_t k,
   return d;
 }
 
-inline Buf offsetBuf(Buf b, int64_t elems) {
-  return Buf{static_cast<char *>(b.data) + elems * dtypeSize(b.dtype), b.dtype};
-}
-
 inline ampc_status checkBias(const char *fn, const TensorArg &bias, int64_t n,
                       Shape &bs) {
   AMPC_TRY(parseTensor(fn, bias, kFloatDtype, false, bs));

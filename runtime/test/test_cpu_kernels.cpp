@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_update.h"
 #include "cpu/cpu_vmath.h"
 
 #include <math.h>
@@ -457,8 +458,8 @@ void softmaxBwdRef(bool log, float *dx, const float *dy, const float *y,
 }
 
 /// Runs f with the loops of each instruction set the processor has
-/// (cpukern::useOpLoopsForTesting), then goes back to the default; the
-/// number of instruction sets tried.
+/// (cpukern::useOpLoopsForTesting, cpuupdate::useUpdateLoopsForTesting),
+/// then goes back to the default; the number of instruction sets tried.
 template <typename F> int onEveryIsasLoops(F f) {
   using cpufast::ConvertIsa;
   int tested = 0;
@@ -468,10 +469,12 @@ template <typename F> int onEveryIsasLoops(F f) {
       continue;
     ++tested;
     cpukern::useOpLoopsForTesting(isa);
+    cpuupdate::useUpdateLoopsForTesting(isa);
     SCOPED_TRACE(cpufast::convertIsaName(isa));
     f();
   }
   cpukern::useOpLoopsForTesting(cpufast::convertIsa());
+  cpuupdate::useUpdateLoopsForTesting(cpufast::convertIsa());
   return tested;
 }
 
@@ -613,22 +616,127 @@ TEST(CpuKernels, NormMatchesTheElementLoop) {
   EXPECT_GE(tested, 1);
 }
 
-TEST(CpuKernels, AdamwMatchesTheElementCode) {
-  for (double beta1 : {0.9, 0.2})
-    for (int64_t n : {int64_t(1), int64_t(8), int64_t(1003)}) {
-      AdamwScalars s = adamwScalars(1e-3, beta1, 0.999, 1e-8, 0.01, 7);
-      std::vector<float> p = mixedValues(n, 31), g = mixedValues(n, 32),
-                         m = mixedValues(n, 33), v = mixedValues(n, 34);
-      for (float &e : v)
-        e = std::fabs(e);
-      std::vector<float> p2 = p, m2 = m, v2 = v;
-      for (int64_t i = 0; i < n; ++i)
-        adamwElement(p[i], g[i], m[i], v[i], s);
-      cpukern::adamwRun(p2.data(), g.data(), m2.data(), v2.data(), n, s);
-      EXPECT_TRUE(sameBits(p2, p)) << n;
-      EXPECT_TRUE(sameBits(m2, m)) << n;
-      EXPECT_TRUE(sameBits(v2, v)) << n;
+/// A param, gradient or model copy as the update loops see it: dtype,
+/// storage, and the values it holds.
+struct Tensor {
+  ampc_dtype dt;
+  std::vector<uint8_t> bytes;
+  Buf buf() { return Buf{bytes.data(), dt}; }
+  std::vector<float> values(size_t n) const { return loadAll(bytes, dt, n); }
+};
+
+Tensor tensorOf(const std::vector<float> &v, ampc_dtype dt) {
+  return Tensor{dt, store(v, dt)};
+}
+
+// The optimizer's loops (cpu_update.h) on every instruction set, every
+// dtype combination they take (f32 or bf16 param and gradient, with and
+// without a bf16 model copy), against the element code on widened values
+// rounded once: lengths around the vector widths, specials among the
+// values.
+TEST(CpuUpdate, SgdAndAdamwMatchTheElementCode) {
+  int tested = onEveryIsasLoops([] {
+    for (ampc_dtype pdt : {AMPC_F32, AMPC_BF16})
+      for (ampc_dtype gdt : {AMPC_F32, AMPC_BF16})
+        for (bool model : {false, true})
+          for (int64_t n : {int64_t(1), int64_t(15), int64_t(16),
+                            int64_t(33), int64_t(1003)}) {
+            SCOPED_TRACE(::testing::Message()
+                         << "param " << pdt << " grad " << gdt << " model "
+                         << model << " n " << n);
+            ASSERT_TRUE(cpuupdate::fused(pdt, gdt, model, AMPC_BF16));
+            Tensor p0 = tensorOf(mixedValues(n, 31), pdt);
+            Tensor g = tensorOf(mixedValues(n, 32), gdt);
+            std::vector<float> m0 = mixedValues(n, 33),
+                               v0 = mixedValues(n, 34);
+            for (float &e : v0)
+              e = std::fabs(e);
+            std::vector<float> gv = g.values(n);
+            for (int variant = 0; variant < 4; ++variant) {
+              // sgd: momentum and weight decay, nesterov, plain; adamw.
+              std::vector<float> pw = p0.values(n), mw = m0, vw = v0;
+              SgdScalars ss{1e-2f, 0.9f, 1e-3f, variant == 1, variant < 2,
+                            variant < 2};
+              AdamwScalars as = adamwScalars(1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+              for (int64_t i = 0; i < n; ++i) {
+                if (variant < 3)
+                  sgdElement(pw[i], gv[i], ss.hasMomentum ? &mw[i] : nullptr,
+                             ss);
+                else
+                  adamwElement(pw[i], gv[i], mw[i], vw[i], as);
+              }
+              Tensor pWant = tensorOf(pw, pdt), mcWant = tensorOf(pw, AMPC_BF16);
+              Tensor p = p0, mc = tensorOf(std::vector<float>(n), AMPC_BF16);
+              std::vector<float> m = m0, v = v0;
+              Buf mcBuf = model ? mc.buf() : Buf{nullptr, AMPC_F32};
+              if (variant < 3)
+                cpuupdate::sgd(p.buf(), g.buf(),
+                               ss.hasMomentum ? m.data() : nullptr, mcBuf, n,
+                               ss);
+              else
+                cpuupdate::adamw(p.buf(), g.buf(), m.data(), v.data(), mcBuf,
+                                 n, as);
+              EXPECT_TRUE(sameBits(p.values(n), pWant.values(n), true)) << variant;
+              EXPECT_TRUE(sameBits(m, mw, true)) << variant;
+              EXPECT_TRUE(sameBits(v, vw, true)) << variant;
+              if (model)
+                EXPECT_TRUE(sameBits(mc.values(n), mcWant.values(n), true))
+                    << variant;
+            }
+          }
+  });
+  EXPECT_GE(tested, 1);
+  EXPECT_FALSE(cpuupdate::fused(AMPC_F16, AMPC_F32, false, AMPC_F32));
+  EXPECT_FALSE(cpuupdate::fused(AMPC_F32, AMPC_F16, false, AMPC_F32));
+  EXPECT_FALSE(cpuupdate::fused(AMPC_F32, AMPC_F32, true, AMPC_F16));
+}
+
+// The overflow check: an inf or a NaN of either sign at every position of
+// a run longer than two vectors is found, the largest finite values are
+// not; the unscale multiplies as the element code does.
+TEST(CpuUpdate, NonfiniteCheckAndUnscale) {
+  int tested = onEveryIsasLoops([] {
+    const int64_t n = 77;
+    for (ampc_dtype dt : {AMPC_F32, AMPC_BF16, AMPC_F16}) {
+      SCOPED_TRACE(::testing::Message() << "dtype " << dt);
+      float big = dt == AMPC_F32 ? 3.4028235e38f
+                  : dt == AMPC_F16 ? 65504.0f
+                                   : 3.3895314e38f;
+      std::vector<float> vals = mixedValues(n, 5);
+      for (float &e : vals)
+        e = std::isfinite(e) ? e : 1.0f;
+      vals[3] = big;
+      vals[n - 1] = -big;
+      Tensor t = tensorOf(vals, dt);
+      EXPECT_FALSE(cpuupdate::anyNonfinite(t.buf(), n));
+      for (int64_t at = 0; at < n; ++at)
+        for (float bad : {INFINITY, -INFINITY, NAN, -NAN}) {
+          std::vector<float> w = vals;
+          w[at] = bad;
+          Tensor b = tensorOf(w, dt);
+          ASSERT_TRUE(cpuupdate::anyNonfinite(b.buf(), n)) << at;
+          if (dt == AMPC_F16)
+            continue; // f16 is unscaled by the caller, on f32 scratch
+          std::vector<float> want = b.values(n);
+          for (float &e : want)
+            e = e * 0.125f;
+          Tensor wantT = tensorOf(want, dt);
+          ASSERT_TRUE(cpuupdate::unscale(b.buf(), n, 0.125f)) << at;
+          ASSERT_TRUE(sameBits(b.values(n), wantT.values(n))) << at;
+        }
+      if (dt != AMPC_F16) {
+        Tensor u = tensorOf(vals, dt);
+        std::vector<float> want = u.values(n);
+        for (float &e : want)
+          e = e * 3.0f; // big overflows to inf: found next time, not now
+        Tensor wantT = tensorOf(want, dt);
+        EXPECT_FALSE(cpuupdate::unscale(u.buf(), n, 3.0f));
+        EXPECT_TRUE(sameBits(u.values(n), wantT.values(n)));
+        EXPECT_TRUE(cpuupdate::anyNonfinite(u.buf(), n));
+      }
     }
+  });
+  EXPECT_GE(tested, 1);
 }
 
 // rowLses sums up to eight rows side by side: every instruction set's

@@ -1,0 +1,240 @@
+//===- cpu_update.cpp - The optimizer's and loss scaler's CPU loops -------===//
+//
+// See cpu_update.h. This file is compiled with -fno-math-errno, so that
+// the compiler vectorises adamwElement's sqrtf (correctly rounded either
+// way; only errno, which nothing reads, differs).
+//
+//===----------------------------------------------------------------------===//
+#include "cpu_update.h"
+
+#include "../src/half.h"
+#include "cpu_clones.h"
+
+#include <atomic>
+
+namespace ampc {
+namespace cpuupdate {
+namespace {
+
+// A param, gradient or model copy element is a float (f32) or a uint16_t
+// (bf16: f16 never reaches these loops).
+AMPC_ALWAYS_INLINE inline float widen(float v) { return v; }
+AMPC_ALWAYS_INLINE inline float widen(uint16_t h) { return bf16ToF32(h); }
+AMPC_ALWAYS_INLINE inline void narrow(float &to, float v) { to = v; }
+AMPC_ALWAYS_INLINE inline void narrow(uint16_t &to, float v) {
+  to = f32ToBf16(v);
+}
+
+#define AMPC_UPDATE_LOOP AMPC_ALWAYS_INLINE inline
+
+// The arrays of one call never overlap (restrict), so the compiler need
+// not check at run time before it vectorises.
+template <typename P, typename G, bool Model, bool Momentum>
+AMPC_UPDATE_LOOP void sgdRun(P *__restrict p, const G *__restrict g,
+                             float *__restrict buf, uint16_t *__restrict model,
+                             int64_t n, const SgdScalars &scalars) {
+  const SgdScalars s = scalars;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = widen(p[i]);
+    sgdElement(v, widen(g[i]), Momentum ? buf + i : nullptr, s);
+    narrow(p[i], v);
+    if (Model)
+      model[i] = f32ToBf16(v);
+  }
+}
+
+template <typename P, typename G, bool Model>
+AMPC_UPDATE_LOOP void adamwRun(P *__restrict p, const G *__restrict g,
+                               float *__restrict m, float *__restrict v,
+                               uint16_t *__restrict model, int64_t n,
+                               const AdamwScalars &scalars) {
+  const AdamwScalars s = scalars;
+  for (int64_t i = 0; i < n; ++i) {
+    float pv = widen(p[i]);
+    adamwElement(pv, widen(g[i]), m[i], v[i], s);
+    narrow(p[i], pv);
+    if (Model)
+      model[i] = f32ToBf16(pv);
+  }
+}
+
+/// Runs `run.template go<P, G, Model>(p, g, model)` with the element types
+/// of the dtypes (fused() has accepted them).
+template <typename Run>
+AMPC_UPDATE_LOOP void withTypes(Buf p, Buf g, Buf model, const Run &run) {
+  auto *model16 = static_cast<uint16_t *>(model.data);
+  auto byGrad = [&](auto *pp) {
+    using P = std::remove_pointer_t<decltype(pp)>;
+    if (g.dtype == AMPC_F32) {
+      auto *gp = static_cast<const float *>(g.data);
+      if (model16)
+        run.template go<P, float, true>(pp, gp, model16);
+      else
+        run.template go<P, float, false>(pp, gp, model16);
+    } else {
+      auto *gp = static_cast<const uint16_t *>(g.data);
+      if (model16)
+        run.template go<P, uint16_t, true>(pp, gp, model16);
+      else
+        run.template go<P, uint16_t, false>(pp, gp, model16);
+    }
+  };
+  if (p.dtype == AMPC_F32)
+    byGrad(static_cast<float *>(p.data));
+  else
+    byGrad(static_cast<uint16_t *>(p.data));
+}
+
+struct SgdCall {
+  float *buf;
+  int64_t n;
+  const SgdScalars &s;
+  template <typename P, typename G, bool Model>
+  AMPC_UPDATE_LOOP void go(P *p, const G *g, uint16_t *model) const {
+    if (buf)
+      sgdRun<P, G, Model, true>(p, g, buf, model, n, s);
+    else
+      sgdRun<P, G, Model, false>(p, g, buf, model, n, s);
+  }
+};
+
+struct AdamwCall {
+  float *m, *v;
+  int64_t n;
+  const AdamwScalars &s;
+  template <typename P, typename G, bool Model>
+  AMPC_UPDATE_LOOP void go(P *p, const G *g, uint16_t *model) const {
+    adamwRun<P, G, Model>(p, g, m, v, model, n, s);
+  }
+};
+
+/// Whether any of the n patterns, sign bit cleared, is at least `limit`
+/// (the all-ones exponent): a max, which the compiler vectorises.
+template <typename T>
+AMPC_UPDATE_LOOP bool anyAtLeast(const T *__restrict p, int64_t n, T absMask,
+                                 T limit) {
+  T top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    T a = static_cast<T>(p[i] & absMask);
+    top = a > top ? a : top;
+  }
+  return top >= limit;
+}
+
+AMPC_UPDATE_LOOP bool anyNonfiniteLoop(Buf p, int64_t n) {
+  if (p.dtype == AMPC_F32)
+    return anyAtLeast(static_cast<const uint32_t *>(p.data), n, 0x7fffffffu,
+                      0x7f800000u);
+  return anyAtLeast(static_cast<const uint16_t *>(p.data), n,
+                    uint16_t(0x7fff),
+                    uint16_t(p.dtype == AMPC_F16 ? 0x7c00 : 0x7f80));
+}
+
+/// The check on each value before its multiply, then the multiply (and for
+/// bf16 the rounding back).
+template <typename T>
+AMPC_UPDATE_LOOP bool unscaleRun(T *__restrict p, int64_t n, float inv) {
+  uint32_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = widen(p[i]);
+    uint32_t a = floatBits(v) & 0x7fffffffu;
+    top = a > top ? a : top;
+    narrow(p[i], v * inv);
+  }
+  return top >= 0x7f800000u;
+}
+
+AMPC_UPDATE_LOOP bool unscaleLoop(Buf p, int64_t n, float inv) {
+  if (p.dtype == AMPC_F32)
+    return unscaleRun(static_cast<float *>(p.data), n, inv);
+  return unscaleRun(static_cast<uint16_t *>(p.data), n, inv);
+}
+
+/// The loops of one instruction set.
+struct UpdateLoops {
+  void (*sgd)(Buf, Buf, float *, Buf, int64_t, const SgdScalars &);
+  void (*adamw)(Buf, Buf, float *, float *, Buf, int64_t,
+                const AdamwScalars &);
+  bool (*anyNonfinite)(Buf, int64_t);
+  bool (*unscale)(Buf, int64_t, float);
+};
+
+#define AMPC_UPDATE_LOOP_CLONES(SUFFIX, TARGET)                                \
+  TARGET AMPC_FLATTEN void sgd##SUFFIX(Buf p, Buf g, float *buf, Buf model,   \
+                                       int64_t n, const SgdScalars &s) {      \
+    withTypes(p, g, model, SgdCall{buf, n, s});                                \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void adamw##SUFFIX(Buf p, Buf g, float *m, float *v,    \
+                                         Buf model, int64_t n,                \
+                                         const AdamwScalars &s) {             \
+    withTypes(p, g, model, AdamwCall{m, v, n, s});                             \
+  }                                                                            \
+  TARGET AMPC_FLATTEN bool anyNonfinite##SUFFIX(Buf p, int64_t n) {           \
+    return anyNonfiniteLoop(p, n);                                             \
+  }                                                                            \
+  TARGET AMPC_FLATTEN bool unscale##SUFFIX(Buf p, int64_t n, float inv) {     \
+    return unscaleLoop(p, n, inv);                                             \
+  }                                                                            \
+  const UpdateLoops updateLoops##SUFFIX = {sgd##SUFFIX, adamw##SUFFIX,         \
+                                           anyNonfinite##SUFFIX,               \
+                                           unscale##SUFFIX};
+
+AMPC_UPDATE_LOOP_CLONES(Base, )
+#if AMPC_CPU_CLONES
+AMPC_UPDATE_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET)
+AMPC_UPDATE_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
+#endif
+
+const UpdateLoops &updateLoopsFor(cpufast::ConvertIsa isa) {
+#if AMPC_CPU_CLONES
+  if (isa == cpufast::ConvertIsa::AVX512 ||
+      isa == cpufast::ConvertIsa::AVX512BF16)
+    return updateLoopsAVX512;
+  if (isa == cpufast::ConvertIsa::AVX2)
+    return updateLoopsAVX2;
+#endif
+  (void)isa;
+  return updateLoopsBase;
+}
+
+std::atomic<const UpdateLoops *> &updateLoopsInUse() {
+  static std::atomic<const UpdateLoops *> loops{
+      &updateLoopsFor(cpufast::convertIsa())};
+  return loops;
+}
+
+const UpdateLoops &updateLoops() {
+  return *updateLoopsInUse().load(std::memory_order_relaxed);
+}
+
+} // namespace
+
+bool fused(ampc_dtype p, ampc_dtype g, bool hasModel, ampc_dtype model) {
+  auto wide = [](ampc_dtype t) { return t == AMPC_F32 || t == AMPC_BF16; };
+  return wide(p) && wide(g) && (!hasModel || model == AMPC_BF16);
+}
+
+void sgd(Buf p, Buf g, float *buf, Buf model, int64_t n,
+         const SgdScalars &s) {
+  updateLoops().sgd(p, g, buf, model, n, s);
+}
+
+void adamw(Buf p, Buf g, float *m, float *v, Buf model, int64_t n,
+           const AdamwScalars &s) {
+  updateLoops().adamw(p, g, m, v, model, n, s);
+}
+
+bool anyNonfinite(Buf p, int64_t n) {
+  return updateLoops().anyNonfinite(p, n);
+}
+
+bool unscale(Buf p, int64_t n, float inv) {
+  return updateLoops().unscale(p, n, inv);
+}
+
+void useUpdateLoopsForTesting(cpufast::ConvertIsa isa) {
+  updateLoopsInUse().store(&updateLoopsFor(isa), std::memory_order_relaxed);
+}
+
+} // namespace cpuupdate
+} // namespace ampc

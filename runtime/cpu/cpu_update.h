@@ -1,0 +1,57 @@
+//===- cpu_update.h - The optimizer's and loss scaler's CPU loops -*- C++ -*-===//
+//
+// The element loops of the CPU backend's optimizer steps (scalar_ops.h's
+// sgdElement and adamwElement) and of the loss scaler's overflow check,
+// compiled for the baseline, AVX2 and AVX-512 (cpu_clones.h) and run in the
+// clone of the conversions' instruction set, which AMPC_CPU_ISA caps.
+//
+// bf16 params, gradients and O2 model copies are widened and rounded inside
+// the update loop itself (half.h's conversions, which the compiler
+// vectorises), in one pass over memory instead of three over f32 scratch;
+// the same operations per element as widening first, so the same bits.
+// f16 ones are left to the caller, which widens them into f32 scratch with
+// the vector conversions and runs the f32 loop.
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CPU_CPU_UPDATE_H
+#define AMPC_RUNTIME_CPU_CPU_UPDATE_H
+
+#include "../src/backend.h"
+#include "../src/scalar_ops.h"
+#include "cpu_fast.h"
+
+#include <stdint.h>
+
+namespace ampc {
+namespace cpuupdate {
+
+/// Whether sgd / adamw below take a param of dtype `p` with a gradient of
+/// dtype `g` and a model copy of dtype `model` (`hasModel`): f32 or bf16
+/// params and gradients, bf16 model copies.
+bool fused(ampc_dtype p, ampc_dtype g, bool hasModel, ampc_dtype model);
+
+/// sgdElement over elements [0, n): `p` (rounded back once when bf16), `g`,
+/// `buf` the f32 momentum (null without momentum), `model` the low model
+/// copy written in the same pass (data null: none). Only for the dtypes
+/// fused() accepts.
+void sgd(Buf p, Buf g, float *buf, Buf model, int64_t n, const SgdScalars &s);
+/// adamwElement over elements [0, n), f32 moments `m` and `v`, the same
+/// way.
+void adamw(Buf p, Buf g, float *m, float *v, Buf model, int64_t n,
+           const AdamwScalars &s);
+
+/// Whether any of n elements of `p` (f32, f16 or bf16) is an inf or a NaN
+/// (an all-ones exponent), read as bit patterns.
+bool anyNonfinite(Buf p, int64_t n);
+/// Multiplies n elements of `p` (f32, or bf16: widened, multiplied in f32
+/// and rounded back once) by inv; whether any was an inf or a NaN before.
+bool unscale(Buf p, int64_t n, float inv);
+
+/// Every later call runs `isa`'s clones (it must be supported; tests only,
+/// not thread-safe against running updates).
+void useUpdateLoopsForTesting(cpufast::ConvertIsa isa);
+
+} // namespace cpuupdate
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CPU_CPU_UPDATE_H
