@@ -2,7 +2,8 @@
 //------------------------===//
 //
 // CPU: ampc_gemm with f16 inputs against OpenBLAS sgemm on the same shape
-// (the ratio is printed at the end), elementwise and softmax bandwidth.
+// (the ratio is printed at the end), elementwise, softmax, layer norm, the
+// SGD update and the overflow check.
 // CUDA (skipped without a GPU): cuBLASLt f16 GEMM TFLOP/s at 8192^3 and the
 // fused check-finite-and-unscale bandwidth. See README.md.
 //
