@@ -448,53 +448,55 @@ AMPC_OP_LOOP void binaryBwdOpLoop(BinaryOp op, int which, const float *a,
 // conversions, the same structs), so the same bits; what changes is that the
 // compiler can keep everything in registers and vectorise the whole loop.
 // No restrict: an output may be one of its inputs (the same elements).
-template <typename Fn>
-AMPC_OP_LOOP void unaryBf16Run(const uint16_t *x, uint16_t *y, int64_t n,
-                               const UnaryAttrs &a) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = f32ToBf16(Fn::fwd(bf16ToF32(x[i]), a));
-}
-
-template <typename Fn>
-AMPC_OP_LOOP void unaryBwdBf16Run(const uint16_t *x, const uint16_t *dy,
-                                  uint16_t *g, int64_t n,
-                                  const UnaryAttrs &a) {
-  for (int64_t i = 0; i < n; ++i)
-    g[i] = f32ToBf16(Fn::bwd(bf16ToF32(x[i]), bf16ToF32(dy[i]), a));
-}
-
-/// sa, sb: 1 (contiguous) or 0 (one element for the whole run).
-template <typename Fn>
-AMPC_OP_LOOP void binaryBf16Run(const uint16_t *a, int64_t sa,
-                                const uint16_t *b, int64_t sb, uint16_t *y,
-                                int64_t n) {
-  if (sa && sb) {
+struct Bf16Runs {
+  template <typename Fn>
+  static AMPC_OP_LOOP void unary(const uint16_t *x, uint16_t *y, int64_t n,
+                                 const UnaryAttrs &a) {
     for (int64_t i = 0; i < n; ++i)
-      y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bf16ToF32(b[i])));
-  } else if (sa) {
-    float bv = bf16ToF32(b[0]);
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bv));
-  } else {
-    float av = bf16ToF32(a[0]);
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = f32ToBf16(Fn::fwd(av, bf16ToF32(b[i])));
+      y[i] = f32ToBf16(Fn::fwd(bf16ToF32(x[i]), a));
   }
-}
 
-template <typename Fn>
-AMPC_OP_LOOP void binaryBwdBf16Run(int which, const uint16_t *a,
-                                   const uint16_t *b, const uint16_t *dy,
-                                   uint16_t *g, int64_t n) {
-  if (which == 0)
+  template <typename Fn>
+  static AMPC_OP_LOOP void unaryBwd(const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *g, int64_t n,
+                                    const UnaryAttrs &a) {
     for (int64_t i = 0; i < n; ++i)
-      g[i] = f32ToBf16(
-          Fn::bwd(0, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
-  else
-    for (int64_t i = 0; i < n; ++i)
-      g[i] = f32ToBf16(
-          Fn::bwd(1, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
-}
+      g[i] = f32ToBf16(Fn::bwd(bf16ToF32(x[i]), bf16ToF32(dy[i]), a));
+  }
+
+  /// sa, sb: 1 (contiguous) or 0 (one element for the whole run).
+  template <typename Fn>
+  static AMPC_OP_LOOP void binary(const uint16_t *a, int64_t sa,
+                                  const uint16_t *b, int64_t sb, uint16_t *y,
+                                  int64_t n) {
+    if (sa && sb) {
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bf16ToF32(b[i])));
+    } else if (sa) {
+      float bv = bf16ToF32(b[0]);
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = f32ToBf16(Fn::fwd(bf16ToF32(a[i]), bv));
+    } else {
+      float av = bf16ToF32(a[0]);
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = f32ToBf16(Fn::fwd(av, bf16ToF32(b[i])));
+    }
+  }
+
+  template <typename Fn>
+  static AMPC_OP_LOOP void binaryBwd(int which, const uint16_t *a,
+                                     const uint16_t *b, const uint16_t *dy,
+                                     uint16_t *g, int64_t n) {
+    if (which == 0)
+      for (int64_t i = 0; i < n; ++i)
+        g[i] = f32ToBf16(
+            Fn::bwd(0, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
+    else
+      for (int64_t i = 0; i < n; ++i)
+        g[i] = f32ToBf16(
+            Fn::bwd(1, bf16ToF32(a[i]), bf16ToF32(b[i]), bf16ToF32(dy[i])));
+  }
+};
 
 /// The unary rows the chunked path computes with the vector exp / erf /
 /// tanh (unaryExpOp): they stay there, since their structs call libm one
@@ -513,71 +515,161 @@ bool usesVectorMath(UnaryOp op) {
   }
 }
 
-AMPC_OP_LOOP bool unaryBf16Loop(UnaryOp op, const UnaryAttrs &a,
-                                const uint16_t *x, uint16_t *y, int64_t n) {
+// f16 operands and result, contiguous, AVX-512 only: blocks of kF16Block
+// elements widened into f32 (cpufast's conversions: VCVTPH2PS, exact), the
+// op's f32 loop over the block, rounded once (VCVTPS2PH, with f32ToF16's
+// NaNs): the chunked path's three steps, so the same bits, on blocks that
+// stay in registers and L1 with the op inlined. No restrict: an output may
+// be one of its inputs (the same elements; a block is read before it is
+// written).
+constexpr int64_t kF16Block = 256;
+
+struct F16Runs {
+  template <typename Fn>
+  static AMPC_OP_LOOP void unary(const uint16_t *x, uint16_t *y, int64_t n,
+                                 const UnaryAttrs &a) {
+    float v[kF16Block];
+    for (int64_t i = 0; i < n; i += kF16Block) {
+      int64_t k = n - i < kF16Block ? n - i : kF16Block;
+      cpufast::f16ToF32N(x + i, v, k);
+      for (int64_t j = 0; j < k; ++j)
+        v[j] = Fn::fwd(v[j], a);
+      cpufast::f32ToF16N(v, y + i, k);
+    }
+  }
+
+  template <typename Fn>
+  static AMPC_OP_LOOP void unaryBwd(const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *g, int64_t n,
+                                    const UnaryAttrs &a) {
+    float v[kF16Block], d[kF16Block];
+    for (int64_t i = 0; i < n; i += kF16Block) {
+      int64_t k = n - i < kF16Block ? n - i : kF16Block;
+      cpufast::f16ToF32N(x + i, v, k);
+      cpufast::f16ToF32N(dy + i, d, k);
+      for (int64_t j = 0; j < k; ++j)
+        v[j] = Fn::bwd(v[j], d[j], a);
+      cpufast::f32ToF16N(v, g + i, k);
+    }
+  }
+
+  /// sa, sb: 1 (contiguous) or 0 (one element for the whole run).
+  template <typename Fn>
+  static AMPC_OP_LOOP void binary(const uint16_t *a, int64_t sa,
+                                  const uint16_t *b, int64_t sb, uint16_t *y,
+                                  int64_t n) {
+    float av[kF16Block], bv[kF16Block];
+    // A broadcast operand (stride 0) is widened once.
+    float a0 = sa ? 0.0f : f16ToF32(a[0]), b0 = sb ? 0.0f : f16ToF32(b[0]);
+    for (int64_t i = 0; i < n; i += kF16Block) {
+      int64_t k = n - i < kF16Block ? n - i : kF16Block;
+      if (sa)
+        cpufast::f16ToF32N(a + i, av, k);
+      if (sb)
+        cpufast::f16ToF32N(b + i, bv, k);
+      if (sa && sb)
+        for (int64_t j = 0; j < k; ++j)
+          av[j] = Fn::fwd(av[j], bv[j]);
+      else if (sa)
+        for (int64_t j = 0; j < k; ++j)
+          av[j] = Fn::fwd(av[j], b0);
+      else
+        for (int64_t j = 0; j < k; ++j)
+          av[j] = Fn::fwd(a0, bv[j]);
+      cpufast::f32ToF16N(av, y + i, k);
+    }
+  }
+
+  template <typename Fn>
+  static AMPC_OP_LOOP void binaryBwd(int which, const uint16_t *a,
+                                     const uint16_t *b, const uint16_t *dy,
+                                     uint16_t *g, int64_t n) {
+    float av[kF16Block], bv[kF16Block], d[kF16Block];
+    for (int64_t i = 0; i < n; i += kF16Block) {
+      int64_t k = n - i < kF16Block ? n - i : kF16Block;
+      cpufast::f16ToF32N(a + i, av, k);
+      cpufast::f16ToF32N(b + i, bv, k);
+      cpufast::f16ToF32N(dy + i, d, k);
+      if (which == 0)
+        for (int64_t j = 0; j < k; ++j)
+          av[j] = Fn::bwd(0, av[j], bv[j], d[j]);
+      else
+        for (int64_t j = 0; j < k; ++j)
+          av[j] = Fn::bwd(1, av[j], bv[j], d[j]);
+      cpufast::f32ToF16N(av, g + i, k);
+    }
+  }
+};
+
+template <typename Runs>
+AMPC_OP_LOOP bool unary16Loop(UnaryOp op, const UnaryAttrs &a,
+                              const uint16_t *x, uint16_t *y, int64_t n) {
   if (usesVectorMath(op))
     return false;
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
-    unaryBf16Run<OP##Fn>(x, y, n, a);                                          \
+    Runs::template unary<OP##Fn>(x, y, n, a);                                  \
     return true;
 #define AMPC_UNARY_VARIANT(OP)                                                 \
   case UnaryOp::OP:                                                            \
-    unaryBf16Run<OP##Fn>(x, y, n, a);                                          \
+    Runs::template unary<OP##Fn>(x, y, n, a);                                  \
     return true;
 #include "ampc/runtime_kernels.inc"
   }
   return false;
 }
 
-AMPC_OP_LOOP bool unaryBwdBf16Loop(UnaryOp op, const UnaryAttrs &a,
-                                   const uint16_t *x, const uint16_t *dy,
-                                   uint16_t *g, int64_t n) {
+template <typename Runs>
+AMPC_OP_LOOP bool unaryBwd16Loop(UnaryOp op, const UnaryAttrs &a,
+                                 const uint16_t *x, const uint16_t *dy,
+                                 uint16_t *g, int64_t n) {
   if (usesVectorMath(op))
     return false;
   switch (op) {
 #define AMPC_UNARY_KERNEL(NAME, OP, N, ATTRS)                                  \
   case UnaryOp::OP:                                                            \
-    unaryBwdBf16Run<OP##Fn>(x, dy, g, n, a);                                   \
+    Runs::template unaryBwd<OP##Fn>(x, dy, g, n, a);                           \
     return true;
 #define AMPC_UNARY_VARIANT(OP)                                                 \
   case UnaryOp::OP:                                                            \
-    unaryBwdBf16Run<OP##Fn>(x, dy, g, n, a);                                   \
+    Runs::template unaryBwd<OP##Fn>(x, dy, g, n, a);                           \
     return true;
 #include "ampc/runtime_kernels.inc"
   }
   return false;
 }
 
-AMPC_OP_LOOP bool binaryBf16Loop(BinaryOp op, const uint16_t *a, int64_t sa,
-                                 const uint16_t *b, int64_t sb, uint16_t *y,
-                                 int64_t n) {
+template <typename Runs>
+AMPC_OP_LOOP bool binary16Loop(BinaryOp op, const uint16_t *a, int64_t sa,
+                               const uint16_t *b, int64_t sb, uint16_t *y,
+                               int64_t n) {
   switch (op) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
-    binaryBf16Run<OP##Fn>(a, sa, b, sb, y, n);                                 \
+    Runs::template binary<OP##Fn>(a, sa, b, sb, y, n);                         \
     return true;
 #define AMPC_BINARY_VARIANT(OP)                                                \
   case BinaryOp::OP:                                                           \
-    binaryBf16Run<OP##Fn>(a, sa, b, sb, y, n);                                 \
+    Runs::template binary<OP##Fn>(a, sa, b, sb, y, n);                         \
     return true;
 #include "ampc/runtime_kernels.inc"
   }
   return false;
 }
 
-AMPC_OP_LOOP bool binaryBwdBf16Loop(BinaryOp op, int which, const uint16_t *a,
-                                    const uint16_t *b, const uint16_t *dy,
-                                    uint16_t *g, int64_t n) {
+template <typename Runs>
+AMPC_OP_LOOP bool binaryBwd16Loop(BinaryOp op, int which, const uint16_t *a,
+                                  const uint16_t *b, const uint16_t *dy,
+                                  uint16_t *g, int64_t n) {
   switch (op) {
 #define AMPC_BINARY_KERNEL(NAME, OP)                                           \
   case BinaryOp::OP:                                                           \
-    binaryBwdBf16Run<OP##Fn>(which, a, b, dy, g, n);                           \
+    Runs::template binaryBwd<OP##Fn>(which, a, b, dy, g, n);                   \
     return true;
 #define AMPC_BINARY_VARIANT(OP)                                                \
   case BinaryOp::OP:                                                           \
-    binaryBwdBf16Run<OP##Fn>(which, a, b, dy, g, n);                           \
+    Runs::template binaryBwd<OP##Fn>(which, a, b, dy, g, n);                   \
     return true;
 #include "ampc/runtime_kernels.inc"
   }
@@ -680,6 +772,20 @@ AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
 }
 #endif
 
+/// One 16-bit dtype's one-pass loops (all null where an instruction set
+/// has none): false, with nothing done, for a row they leave to the
+/// chunked path.
+struct Loops16 {
+  bool (*unary)(UnaryOp, const UnaryAttrs &, const uint16_t *, uint16_t *,
+                int64_t);
+  bool (*unaryBwd)(UnaryOp, const UnaryAttrs &, const uint16_t *,
+                   const uint16_t *, uint16_t *, int64_t);
+  bool (*binary)(BinaryOp, const uint16_t *, int64_t, const uint16_t *,
+                 int64_t, uint16_t *, int64_t);
+  bool (*binaryBwd)(BinaryOp, int, const uint16_t *, const uint16_t *,
+                    const uint16_t *, uint16_t *, int64_t);
+};
+
 /// The loops of one instruction set.
 struct OpLoops {
   void (*unary)(UnaryOp, const UnaryAttrs &, const float *, float *, int64_t);
@@ -688,16 +794,8 @@ struct OpLoops {
   void (*binary)(BinaryOp, const float *, const float *, float *, int64_t);
   void (*binaryBwd)(BinaryOp, int, const float *, const float *,
                     const float *, float *, int64_t);
-  // The bf16 loops: false (nothing done) for a row they leave to the
-  // chunked path.
-  bool (*unaryBf16)(UnaryOp, const UnaryAttrs &, const uint16_t *, uint16_t *,
-                    int64_t);
-  bool (*unaryBwdBf16)(UnaryOp, const UnaryAttrs &, const uint16_t *,
-                       const uint16_t *, uint16_t *, int64_t);
-  bool (*binaryBf16)(BinaryOp, const uint16_t *, int64_t, const uint16_t *,
-                     int64_t, uint16_t *, int64_t);
-  bool (*binaryBwdBf16)(BinaryOp, int, const uint16_t *, const uint16_t *,
-                        const uint16_t *, uint16_t *, int64_t);
+  // The one-pass bf16 and f16 loops.
+  Loops16 bf16, f16;
   // The norms' row sums (laneSumsBase).
   void (*laneSums)(const float *const *, const float *const *, int, int64_t,
                    double *, double *);
@@ -728,43 +826,50 @@ struct OpLoops {
                                    binaryOp##SUFFIX, binaryBwdOp##SUFFIX,      \
                                    __VA_ARGS__};
 
-// The one-pass bf16 loops of one instruction set.
-#define AMPC_BF16_LOOP_CLONES(SUFFIX, TARGET)                                  \
-  TARGET AMPC_FLATTEN bool unaryBf16##SUFFIX(UnaryOp op, const UnaryAttrs &a, \
-                                             const uint16_t *x, uint16_t *y,  \
-                                             int64_t n) {                     \
-    return unaryBf16Loop(op, a, x, y, n);                                      \
+// The one-pass loops of one 16-bit dtype (RUNS: Bf16Runs, F16Runs) and
+// one instruction set, as a Loops16 named loops16##NAME##SUFFIX.
+#define AMPC_16BIT_LOOP_CLONES(NAME, SUFFIX, TARGET, RUNS)                     \
+  TARGET AMPC_FLATTEN bool unary##NAME##SUFFIX(                               \
+      UnaryOp op, const UnaryAttrs &a, const uint16_t *x, uint16_t *y,        \
+      int64_t n) {                                                             \
+    return unary16Loop<RUNS>(op, a, x, y, n);                                  \
   }                                                                            \
-  TARGET AMPC_FLATTEN bool unaryBwdBf16##SUFFIX(                              \
+  TARGET AMPC_FLATTEN bool unaryBwd##NAME##SUFFIX(                            \
       UnaryOp op, const UnaryAttrs &a, const uint16_t *x, const uint16_t *dy, \
       uint16_t *g, int64_t n) {                                                \
-    return unaryBwdBf16Loop(op, a, x, dy, g, n);                               \
+    return unaryBwd16Loop<RUNS>(op, a, x, dy, g, n);                           \
   }                                                                            \
-  TARGET AMPC_FLATTEN bool binaryBf16##SUFFIX(                                \
+  TARGET AMPC_FLATTEN bool binary##NAME##SUFFIX(                              \
       BinaryOp op, const uint16_t *a, int64_t sa, const uint16_t *b,          \
       int64_t sb, uint16_t *y, int64_t n) {                                    \
-    return binaryBf16Loop(op, a, sa, b, sb, y, n);                             \
+    return binary16Loop<RUNS>(op, a, sa, b, sb, y, n);                         \
   }                                                                            \
-  TARGET AMPC_FLATTEN bool binaryBwdBf16##SUFFIX(                             \
+  TARGET AMPC_FLATTEN bool binaryBwd##NAME##SUFFIX(                           \
       BinaryOp op, int which, const uint16_t *a, const uint16_t *b,           \
       const uint16_t *dy, uint16_t *g, int64_t n) {                            \
-    return binaryBwdBf16Loop(op, which, a, b, dy, g, n);                       \
-  }
+    return binaryBwd16Loop<RUNS>(op, which, a, b, dy, g, n);                   \
+  }                                                                            \
+  const Loops16 loops16##NAME##SUFFIX = {                                      \
+      unary##NAME##SUFFIX, unaryBwd##NAME##SUFFIX, binary##NAME##SUFFIX,       \
+      binaryBwd##NAME##SUFFIX};
 
-#define AMPC_NO_BF16_LOOPS nullptr, nullptr, nullptr, nullptr
-AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_BF16_LOOPS, laneSumsBase)
+#define AMPC_NO_16BIT_LOOPS                                                    \
+  Loops16 { nullptr, nullptr, nullptr, nullptr }
+AMPC_OP_LOOP_CLONES(Base, , AMPC_NO_16BIT_LOOPS, AMPC_NO_16BIT_LOOPS,
+                    laneSumsBase)
 #if AMPC_CPU_CLONES
-// The one-pass bf16 loops only with AVX-512: measured with
+// The one-pass 16-bit loops only with AVX-512: measured with
 // bench/runtime's BM_CpuElementwise (2^21 bf16 elements, one thread, AMD
 // EPYC), relu / relu's backward / add took 300 / 319 / 344 us against the
 // chunked path's 419 / 456 / 552; with AVX2 alone the compiler's
 // 8-lane rounding is long enough that they were no faster (544 / 555 / 505
 // against 424 / 628 / 521), so AVX2 and the baseline keep the chunked path.
-AMPC_BF16_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
-AMPC_OP_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET, AMPC_NO_BF16_LOOPS, laneSumsAVX2)
-AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, unaryBf16AVX512,
-                    unaryBwdBf16AVX512, binaryBf16AVX512, binaryBwdBf16AVX512,
-                    laneSumsAVX2)
+AMPC_16BIT_LOOP_CLONES(Bf16, AVX512, AMPC_AVX512_TARGET, Bf16Runs)
+AMPC_16BIT_LOOP_CLONES(F16, AVX512, AMPC_AVX512_TARGET, F16Runs)
+AMPC_OP_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET, AMPC_NO_16BIT_LOOPS,
+                    AMPC_NO_16BIT_LOOPS, laneSumsAVX2)
+AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, loops16Bf16AVX512,
+                    loops16F16AVX512, laneSumsAVX2)
 #endif
 
 /// The op loops of `isa` (the conversions' instruction set, cpu_fast.h,
@@ -847,14 +952,20 @@ Walk collapse(const Walk &w) {
   return c;
 }
 
+/// The one-pass loops of `loops` for dtype dt (bf16, f16), or null.
+const Loops16 *loops16(const OpLoops &loops, ampc_dtype dt) {
+  return dt == AMPC_BF16 ? &loops.bf16 : dt == AMPC_F16 ? &loops.f16 : nullptr;
+}
+
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
   const OpLoops &loops = opLoops();
-  if (loops.unaryBf16 && x.dtype == AMPC_BF16 && y.dtype == AMPC_BF16 &&
-      n > 0 && !usesVectorMath(op)) {
+  const Loops16 *one = loops16(loops, x.dtype);
+  if (one && one->unary && y.dtype == x.dtype && n > 0 &&
+      !usesVectorMath(op)) {
     const uint16_t *px = static_cast<const uint16_t *>(x.data);
     uint16_t *py = static_cast<uint16_t *>(y.data);
     cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
-      loops.unaryBf16(op, attrs, px + lo, py + lo, hi - lo);
+      one->unary(op, attrs, px + lo, py + lo, hi - lo);
     });
     return;
   }
@@ -873,13 +984,14 @@ void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
               int64_t n) {
   const OpLoops &loops = opLoops();
-  if (loops.unaryBwdBf16 && x.dtype == AMPC_BF16 && dy.dtype == AMPC_BF16 &&
-      dx.dtype == AMPC_BF16 && n > 0 && !usesVectorMath(op)) {
+  const Loops16 *one = loops16(loops, x.dtype);
+  if (one && one->unaryBwd && dy.dtype == x.dtype && dx.dtype == x.dtype &&
+      n > 0 && !usesVectorMath(op)) {
     const uint16_t *px = static_cast<const uint16_t *>(x.data),
                    *pd = static_cast<const uint16_t *>(dy.data);
     uint16_t *pg = static_cast<uint16_t *>(dx.data);
     cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t lo, int64_t hi) {
-      loops.unaryBwdBf16(op, attrs, px + lo, pd + lo, pg + lo, hi - lo);
+      one->unaryBwd(op, attrs, px + lo, pd + lo, pg + lo, hi - lo);
     });
     return;
   }
@@ -904,18 +1016,19 @@ void binary(BinaryOp op, Buf y, Buf a, Buf b, const Walk &w) {
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
   const OpLoops &loops = opLoops();
-  bool bf16 = loops.binaryBf16 && y.dtype == AMPC_BF16 &&
-              a.dtype == AMPC_BF16 &&
-              b.dtype == AMPC_BF16 && s0 == 1 && (s1 == 0 || s1 == 1) &&
-              (s2 == 0 || s2 == 1) && (s1 || s2);
+  const Loops16 *one = loops16(loops, y.dtype);
+  bool onePass = one && one->binary && a.dtype == y.dtype &&
+                 b.dtype == y.dtype && s0 == 1 && (s1 == 0 || s1 == 1) &&
+                 (s2 == 0 || s2 == 1) && (s1 || s2);
   forRowPieces(c, cpupool::kItemElements,
                [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
                  const uint16_t *ah = static_cast<const uint16_t *>(a.data),
                                 *bh = static_cast<const uint16_t *>(b.data);
-                 if (bf16 && loops.binaryBf16(
-                                 op, ah + o1 + lo * s1, s1, bh + o2 + lo * s2,
-                                 s2, static_cast<uint16_t *>(y.data) + o0 + lo,
-                                 hi - lo))
+                 if (onePass && one->binary(op, ah + o1 + lo * s1, s1,
+                                            bh + o2 + lo * s2, s2,
+                                            static_cast<uint16_t *>(y.data) +
+                                                o0 + lo,
+                                            hi - lo))
                    return;
                  float as[kChunk], bs[kChunk], ys[kChunk];
                  for (int64_t i = lo; i < hi; i += kChunk) {
@@ -938,14 +1051,14 @@ void binaryBwd(BinaryOp op, int which, Buf g, Buf dy, Buf a, Buf b,
   int64_t s0 = c.stride[0][last], s1 = c.stride[1][last],
           s2 = c.stride[2][last];
   const OpLoops &loops = opLoops();
-  bool bf16 = loops.binaryBwdBf16 && g.dtype == AMPC_BF16 &&
-              dy.dtype == AMPC_BF16 &&
-              a.dtype == AMPC_BF16 && b.dtype == AMPC_BF16 && s0 == 1 &&
-              s1 == 1 && s2 == 1;
+  const Loops16 *one = loops16(loops, g.dtype);
+  bool onePass = one && one->binaryBwd && dy.dtype == g.dtype &&
+                 a.dtype == g.dtype && b.dtype == g.dtype && s0 == 1 &&
+                 s1 == 1 && s2 == 1;
   forRowPieces(c, cpupool::kItemElements,
                [&](int64_t o0, int64_t o1, int64_t o2, int64_t lo, int64_t hi) {
-                 if (bf16 &&
-                     loops.binaryBwdBf16(
+                 if (onePass &&
+                     one->binaryBwd(
                          op, which,
                          static_cast<const uint16_t *>(a.data) + o1 + lo,
                          static_cast<const uint16_t *>(b.data) + o2 + lo,

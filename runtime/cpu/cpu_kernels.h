@@ -99,11 +99,13 @@ void storeRun(Buf b, int64_t off, int64_t stride, int64_t n, const float *in);
 
 /// The elementwise kernels below run each op's f32 loop compiled for the
 /// widest of AVX-512, AVX2 and the baseline that the conversions use
-/// (cpufast::convertIsa(), which AMPC_CPU_ISA caps), and bf16 runs whose
-/// operands are all bf16 and contiguous (a scalar operand of a binary op
-/// may be broadcast) in one pass: each element widened, the op, rounded
-/// once, without the f32 scratch of the other dtypes. Every instruction set
-/// and both forms give the same bits (the same operations per element).
+/// (cpufast::convertIsa(), which AMPC_CPU_ISA caps). With AVX-512, runs
+/// whose operands are all bf16 or all f16 and contiguous (a scalar operand
+/// of a binary op may be broadcast) take one pass: bf16 each element
+/// widened, the op, rounded once; f16 the same on blocks of 256 elements
+/// (the vector conversions, the op inlined), instead of the f32 scratch
+/// chunks of the other cases. Every instruction set and every form give
+/// the same bits (the same operations per element).
 ///
 /// useOpLoopsForTesting switches every later call to `isa`'s loops (it
 /// must be supported; tests only, not thread-safe against running kernels).
