@@ -269,14 +269,19 @@ void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
   });
 }
 
-/// One parameter's update over fixed chunks on the pool:
-/// `fused(p, g, model, off, n)` on the chunks of the tensors themselves
-/// where cpu_update.h's loops take the dtypes (f32 and bf16), else
-/// `widened(p, g, off, n)` on f32 scratch (updateWidened). Element by
-/// element: any split gives the same bits.
+/// The update of param t over fixed chunks on the pool, with its O2 model
+/// copy (if any) in the same pass: `fused(p, g, model, off, n)` on the
+/// chunks of the tensors themselves where cpu_update.h's loops take the
+/// dtypes (f32 and bf16), else `widened(p, g, off, n)` on f32 scratch
+/// (updateWidened). Element by element: any split gives the same bits.
 template <typename Fused, typename Widened>
-void updateParam(Buf param, Buf grad, Buf model, int64_t numel, Fused &&fused,
+void updateParam(const TensorList &params, const TensorList &grads,
+                 const ModelCopies &models, int32_t t, Fused &&fused,
                  Widened &&widened) {
+  Buf param{params.data[t], params.dtypes[t]};
+  Buf grad{grads.data[t], grads.dtypes[t]};
+  Buf model{models.at(t), models.at(t) ? models.dtypes[t] : AMPC_F32};
+  int64_t numel = params.numels[t];
   if (!cpuupdate::fused(param.dtype, grad.dtype, model.data != nullptr,
                         model.dtype)) {
     updateWidened(param, grad, model, numel, widened);
@@ -1627,12 +1632,8 @@ public:
       float *buf = s.hasMomentum ? static_cast<float *>(bufs[t]) : nullptr;
       if (wide(t))
         continue;
-      // Opt level O2: the low model copy in the same pass.
-      void *model = models.at(t);
       updateParam(
-          Buf{params.data[t], params.dtypes[t]},
-          Buf{grads.data[t], grads.dtypes[t]},
-          Buf{model, model ? models.dtypes[t] : AMPC_F32}, params.numels[t],
+          params, grads, models, t,
           [&](Buf p, Buf g, Buf m, int64_t off, int64_t n) {
             cpuupdate::sgd(p, g, buf ? buf + off : nullptr, m, n, s);
           },
@@ -1692,12 +1693,8 @@ public:
         continue;
       float *m = static_cast<float *>(expAvgs[t]);
       float *v = static_cast<float *>(expAvgSqs[t]);
-      // Opt level O2: the low model copy in the same pass.
-      void *model = models.at(t);
       updateParam(
-          Buf{params.data[t], params.dtypes[t]},
-          Buf{grads.data[t], grads.dtypes[t]},
-          Buf{model, model ? models.dtypes[t] : AMPC_F32}, params.numels[t],
+          params, grads, models, t,
           [&](Buf p, Buf g, Buf mc, int64_t off, int64_t n) {
             cpuupdate::adamw(p, g, m + off, v + off, mc, n, s);
           },
