@@ -11,6 +11,7 @@
 #include "cpu_clones.h"
 
 #include <atomic>
+#include <type_traits>
 
 namespace ampc {
 namespace cpuupdate {
