@@ -1,6 +1,7 @@
 //===- test_cpu_kernels.cpp - The CPU backend's row kernels ---------------===//
 //
-// The row-wise kernels of runtime/cpu/cpu_kernels.cpp and the vector expf of
+// The row-wise kernels of runtime/cpu/cpu_kernels.cpp, the optimizer and
+// overflow-check loops of runtime/cpu/cpu_update.cpp and the vector expf of
 // runtime/cpu/cpu_vmath.cpp give the bits of the plain element loops they
 // replaced (written out here as the references) and of libm's expf.
 //
@@ -652,12 +653,14 @@ TEST(CpuUpdate, SgdAndAdamwMatchTheElementCode) {
             for (float &e : v0)
               e = std::fabs(e);
             std::vector<float> gv = g.values(n);
-            for (int variant = 0; variant < 4; ++variant) {
-              // sgd: momentum and weight decay, nesterov, plain; adamw.
+            for (int variant = 0; variant < 5; ++variant) {
+              // sgd: momentum and weight decay, nesterov, plain; adamw
+              // with beta1 0.9 and 0.2 (the two forms of its lerp).
               std::vector<float> pw = p0.values(n), mw = m0, vw = v0;
               SgdScalars ss{1e-2f, 0.9f, 1e-3f, variant == 1, variant < 2,
                             variant < 2};
-              AdamwScalars as = adamwScalars(1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+              AdamwScalars as = adamwScalars(1e-3, variant == 4 ? 0.2 : 0.9,
+                                             0.999, 1e-8, 0.01, 7);
               for (int64_t i = 0; i < n; ++i) {
                 if (variant < 3)
                   sgdElement(pw[i], gv[i], ss.hasMomentum ? &mw[i] : nullptr,
