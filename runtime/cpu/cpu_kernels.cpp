@@ -517,7 +517,7 @@ bool usesVectorMath(UnaryOp op) {
 
 // f16 operands and result, contiguous, AVX-512 only: blocks of kF16Block
 // elements widened into f32 (cpufast's conversions: VCVTPH2PS, exact), the
-// op's f32 loop over the block, rounded once (VCVTPS2PH, with f32ToF16's
+// op's f32 loop (unaryRun etc.) over the block, rounded once (VCVTPS2PH, with f32ToF16's
 // NaNs): the chunked path's three steps, so the same bits, on blocks that
 // stay in registers and L1 with the op inlined. No restrict: an output may
 // be one of its inputs (the same elements; a block is read before it is
@@ -532,8 +532,7 @@ struct F16Runs {
     for (int64_t i = 0; i < n; i += kF16Block) {
       int64_t k = n - i < kF16Block ? n - i : kF16Block;
       cpufast::f16ToF32N(x + i, v, k);
-      for (int64_t j = 0; j < k; ++j)
-        v[j] = Fn::fwd(v[j], a);
+      unaryRun<Fn>(v, v, k, a);
       cpufast::f32ToF16N(v, y + i, k);
     }
   }
@@ -547,36 +546,30 @@ struct F16Runs {
       int64_t k = n - i < kF16Block ? n - i : kF16Block;
       cpufast::f16ToF32N(x + i, v, k);
       cpufast::f16ToF32N(dy + i, d, k);
-      for (int64_t j = 0; j < k; ++j)
-        v[j] = Fn::bwd(v[j], d[j], a);
+      unaryBwdRun<Fn>(v, d, v, k, a);
       cpufast::f32ToF16N(v, g + i, k);
     }
   }
 
-  /// sa, sb: 1 (contiguous) or 0 (one element for the whole run).
+  /// sa, sb: 1 (contiguous) or 0 (one element for the whole run, widened
+  /// into a whole block once).
   template <typename Fn>
   static AMPC_OP_LOOP void binary(const uint16_t *a, int64_t sa,
                                   const uint16_t *b, int64_t sb, uint16_t *y,
                                   int64_t n) {
-    float av[kF16Block], bv[kF16Block];
-    // A broadcast operand (stride 0) is widened once.
-    float a0 = sa ? 0.0f : f16ToF32(a[0]), b0 = sb ? 0.0f : f16ToF32(b[0]);
+    float av[kF16Block], bv[kF16Block], yv[kF16Block];
+    if (!sa)
+      std::fill(av, av + kF16Block, f16ToF32(a[0]));
+    if (!sb)
+      std::fill(bv, bv + kF16Block, f16ToF32(b[0]));
     for (int64_t i = 0; i < n; i += kF16Block) {
       int64_t k = n - i < kF16Block ? n - i : kF16Block;
       if (sa)
         cpufast::f16ToF32N(a + i, av, k);
       if (sb)
         cpufast::f16ToF32N(b + i, bv, k);
-      if (sa && sb)
-        for (int64_t j = 0; j < k; ++j)
-          av[j] = Fn::fwd(av[j], bv[j]);
-      else if (sa)
-        for (int64_t j = 0; j < k; ++j)
-          av[j] = Fn::fwd(av[j], b0);
-      else
-        for (int64_t j = 0; j < k; ++j)
-          av[j] = Fn::fwd(a0, bv[j]);
-      cpufast::f32ToF16N(av, y + i, k);
+      binaryRun<Fn>(av, bv, yv, k);
+      cpufast::f32ToF16N(yv, y + i, k);
     }
   }
 
@@ -590,12 +583,7 @@ struct F16Runs {
       cpufast::f16ToF32N(a + i, av, k);
       cpufast::f16ToF32N(b + i, bv, k);
       cpufast::f16ToF32N(dy + i, d, k);
-      if (which == 0)
-        for (int64_t j = 0; j < k; ++j)
-          av[j] = Fn::bwd(0, av[j], bv[j], d[j]);
-      else
-        for (int64_t j = 0; j < k; ++j)
-          av[j] = Fn::bwd(1, av[j], bv[j], d[j]);
+      binaryBwdRun<Fn>(which, av, bv, d, av, k);
       cpufast::f32ToF16N(av, g + i, k);
     }
   }
