@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include <algorithm>
-#include <atomic>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -860,31 +859,14 @@ AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, loops16Bf16AVX512,
                     loops16F16AVX512, laneSumsAVX2)
 #endif
 
-/// The op loops of `isa` (the conversions' instruction set, cpu_fast.h,
-/// which AMPC_CPU_ISA caps: AVX2 or AVX-512 here too, else the baseline).
-const OpLoops &opLoopsFor(cpufast::ConvertIsa isa) {
-#if AMPC_CPU_CLONES
-  if (isa == cpufast::ConvertIsa::AVX512 ||
-      isa == cpufast::ConvertIsa::AVX512BF16)
-    return opLoopsAVX512;
-  if (isa == cpufast::ConvertIsa::AVX2)
-    return opLoopsAVX2;
-#endif
-  (void)isa;
-  return opLoopsBase;
-}
-
 /// The op loops in use: those of the conversions' instruction set, or
 /// what useOpLoopsForTesting chose.
-std::atomic<const OpLoops *> &opLoopsInUse() {
-  static std::atomic<const OpLoops *> loops{
-      &opLoopsFor(cpufast::convertIsa())};
-  return loops;
+CloneSet<OpLoops> &opClones() {
+  static CloneSet<OpLoops> set(AMPC_CLONES_OF(opLoops));
+  return set;
 }
 
-const OpLoops &opLoops() {
-  return *opLoopsInUse().load(std::memory_order_relaxed);
-}
+const OpLoops &opLoops() { return opClones().get(); }
 
 void unaryOp(UnaryOp op, const UnaryAttrs &a, const float *x, float *y,
              int64_t n) {
@@ -905,7 +887,7 @@ void binaryBwdOp(BinaryOp op, int which, const float *a, const float *b,
 } // namespace
 
 void useOpLoopsForTesting(cpufast::ConvertIsa isa) {
-  opLoopsInUse().store(&opLoopsFor(isa), std::memory_order_relaxed);
+  opClones().use(isa);
 }
 
 Walk collapse(const Walk &w) {

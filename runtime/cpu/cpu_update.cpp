@@ -10,7 +10,6 @@
 #include "../src/half.h"
 #include "cpu_clones.h"
 
-#include <atomic>
 #include <type_traits>
 
 namespace ampc {
@@ -186,27 +185,12 @@ AMPC_UPDATE_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET)
 AMPC_UPDATE_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
 #endif
 
-const UpdateLoops &updateLoopsFor(cpufast::ConvertIsa isa) {
-#if AMPC_CPU_CLONES
-  if (isa == cpufast::ConvertIsa::AVX512 ||
-      isa == cpufast::ConvertIsa::AVX512BF16)
-    return updateLoopsAVX512;
-  if (isa == cpufast::ConvertIsa::AVX2)
-    return updateLoopsAVX2;
-#endif
-  (void)isa;
-  return updateLoopsBase;
+CloneSet<UpdateLoops> &updateClones() {
+  static CloneSet<UpdateLoops> set(AMPC_CLONES_OF(updateLoops));
+  return set;
 }
 
-std::atomic<const UpdateLoops *> &updateLoopsInUse() {
-  static std::atomic<const UpdateLoops *> loops{
-      &updateLoopsFor(cpufast::convertIsa())};
-  return loops;
-}
-
-const UpdateLoops &updateLoops() {
-  return *updateLoopsInUse().load(std::memory_order_relaxed);
-}
+const UpdateLoops &updateLoops() { return updateClones().get(); }
 
 } // namespace
 
@@ -234,7 +218,7 @@ bool unscale(Buf p, int64_t n, float inv) {
 }
 
 void useUpdateLoopsForTesting(cpufast::ConvertIsa isa) {
-  updateLoopsInUse().store(&updateLoopsFor(isa), std::memory_order_relaxed);
+  updateClones().use(isa);
 }
 
 } // namespace cpuupdate
