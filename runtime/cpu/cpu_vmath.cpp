@@ -1,11 +1,15 @@
 //===- cpu_vmath.cpp - Vector expf, erff and tanhf with libm's bits ----===//
 //
-// See cpu_vmath.h. The vector code is compiled for AVX2 + FMA with a target
-// attribute and only called after the CPUID check and the self-check.
+// See cpu_vmath.h. The vector code is compiled for AVX2 + FMA (expf also for
+// AVX-512) with target attributes and only called after the CPUID check and
+// the self-check.
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_vmath.h"
 
+#include "cpu_isa.h"
+
+#include <atomic>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,16 +73,29 @@ double fromBits(uint64_t u) {
   return d;
 }
 
+// expf's constants (as bits of doubles): 32/ln2, 1.5 * 2^52 (adding it
+// rounds to an integer), and the cubic's coefficients.
+constexpr uint64_t kExpInvLn2N = 0x40471547652b82feull;
+constexpr uint64_t kExpShift = 0x4338000000000000ull;
+constexpr uint64_t kExpC0 = 0x3ebc6af84b912394ull;
+constexpr uint64_t kExpC1 = 0x3f2ebfce50fac4f3ull;
+constexpr uint64_t kExpC2 = 0x3f962e42ff0c52d6ull;
+// libm's special path: the top 12 bits of |x| at or above those of 88.0f
+// (0x42b), or NaN.
+constexpr int kExpAbsTopMin = 0x42a;
+// Below log(2^-150) (and -inf) libm returns +0.
+constexpr float kExpUnderflow = -0x1.9fe368p6f;
+
 /// exp of four lanes, the steps of libm's expf in double: k = round(x *
 /// 32/ln2) by adding 1.5 * 2^52 (one FMA), r = x * 32/ln2 - k (one FMA),
 /// 2^(r/32) ~ 1 + c2 r + (c1 + c0 r) r^2 (three FMAs), times the table
 /// entry scaled by 2^(k div 32).
 __attribute__((target("avx2,fma"))) inline __m128 exp4(__m128 x) {
-  const __m256d invLn2N = _mm256_set1_pd(fromBits(0x40471547652b82feull));
-  const __m256d shift = _mm256_set1_pd(fromBits(0x4338000000000000ull));
-  const __m256d c0 = _mm256_set1_pd(fromBits(0x3ebc6af84b912394ull));
-  const __m256d c1 = _mm256_set1_pd(fromBits(0x3f2ebfce50fac4f3ull));
-  const __m256d c2 = _mm256_set1_pd(fromBits(0x3f962e42ff0c52d6ull));
+  const __m256d invLn2N = _mm256_set1_pd(fromBits(kExpInvLn2N));
+  const __m256d shift = _mm256_set1_pd(fromBits(kExpShift));
+  const __m256d c0 = _mm256_set1_pd(fromBits(kExpC0));
+  const __m256d c1 = _mm256_set1_pd(fromBits(kExpC1));
+  const __m256d c2 = _mm256_set1_pd(fromBits(kExpC2));
   const __m256d one = _mm256_set1_pd(1.0);
   __m256d xd = _mm256_cvtps_pd(x);
   __m256d kds = _mm256_fmadd_pd(invLn2N, xd, shift);
@@ -100,11 +117,9 @@ __attribute__((target("avx2,fma"))) inline __m128 exp4(__m128 x) {
 
 /// exp of eight lanes with libm's bits (its special-case lanes by libm).
 __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 xv) {
-  // libm's special path: the top 12 bits of |x| >= those of 88.0f, or NaN.
-  const __m256i absTopMin = _mm256_set1_epi32(0x42a);
+  const __m256i absTopMin = _mm256_set1_epi32(kExpAbsTopMin);
   const __m256i topMask = _mm256_set1_epi32(0x7ff);
-  // Below log(2^-150) (and -inf) libm returns +0.
-  const __m256 uflow = _mm256_set1_ps(-0x1.9fe368p6f);
+  const __m256 uflow = _mm256_set1_ps(kExpUnderflow);
   __m256i top =
       _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xv), 20), topMask);
   __m256i special = _mm256_cmpgt_epi32(top, absTopMin);
@@ -126,6 +141,86 @@ __attribute__((target("avx2,fma"), noinline)) void
 expAVX2(const float *x, float *y, int64_t n) {
   overRun<exp8, libmExp>(x, y, n);
 }
+
+// GCC 12's AVX-512 headers start several unmasked forms from a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports
+// where they are inlined; the value is never read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
+/// exp4's steps on eight doubles, with the table entry taken by two-source
+/// permutes from the table held in four registers (k's low five bits pick
+/// it) instead of a gather: the same operations, so the same bits.
+AMPC_VM512 inline __m512d exp8d(__m512d xd, const __m512d tab[4]) {
+  const __m512d invLn2N = _mm512_set1_pd(fromBits(kExpInvLn2N));
+  const __m512d shift = _mm512_set1_pd(fromBits(kExpShift));
+  __m512d kds = _mm512_fmadd_pd(invLn2N, xd, shift);
+  __m512i ki = _mm512_castpd_si512(kds);
+  __m512d kd = _mm512_sub_pd(kds, shift);
+  __m512d r = _mm512_fmsub_pd(invLn2N, xd, kd);
+  __m512d lo = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
+  __m512d hi = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
+  __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+  __m512i t = _mm512_castpd_si512(_mm512_mask_blend_pd(upper, lo, hi));
+  t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+  __m512d s = _mm512_castsi512_pd(t);
+  __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC0)),
+                              _mm512_set1_pd(fromBits(kExpC1)));
+  __m512d r2 = _mm512_mul_pd(r, r);
+  __m512d y =
+      _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC2)), _mm512_set1_pd(1.0));
+  y = _mm512_fmadd_pd(z, r2, y);
+  return _mm512_mul_pd(y, s);
+}
+
+/// exp of sixteen lanes with libm's bits, as exp8.
+AMPC_VM512 inline __m512 exp16(__m512 xv, const __m512d tab[4]) {
+  __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(xv), 20),
+                                 _mm512_set1_epi32(0x7ff));
+  __mmask16 special =
+      _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(kExpAbsTopMin));
+  __m512d xlo = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
+  __m512d xhi = _mm512_cvtps_pd(
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
+  __m256 lo = _mm512_cvtpd_ps(exp8d(xlo, tab));
+  __m256 hi = _mm512_cvtpd_ps(exp8d(xhi, tab));
+  __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(
+      _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+  if (!special)
+    return r;
+  __mmask16 zero =
+      _mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpUnderflow), _CMP_LT_OQ);
+  r = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), r);
+  unsigned rest = special & ~zero & 0xffffu;
+  if (!rest)
+    return r;
+  alignas(64) float xs[16], ys[16];
+  _mm512_store_ps(xs, xv);
+  _mm512_store_ps(ys, r);
+  for (int l = 0; l < 16; ++l)
+    if (rest & (1u << l))
+      ys[l] = libmExp(xs[l]);
+  return _mm512_load_ps(ys);
+}
+
+/// expAVX2 sixteen lanes at a time; the tail is one masked vector (its
+/// unused lanes read as 0, which takes no special path).
+AMPC_VM512 __attribute__((noinline)) void expAVX512(const float *x, float *y,
+                                                    int64_t n) {
+  const double *t = reinterpret_cast<const double *>(kExp2Tab);
+  const __m512d tab[4] = {_mm512_loadu_pd(t), _mm512_loadu_pd(t + 8),
+                          _mm512_loadu_pd(t + 16), _mm512_loadu_pd(t + 24)};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i), tab));
+  if (i < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m,
+                          exp16(_mm512_maskz_loadu_ps(m, x + i), tab));
+  }
+}
+#undef AMPC_VM512
+#pragma GCC diagnostic pop
 
 float f(uint32_t u) {
   float v;
@@ -392,7 +487,6 @@ bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
   return true;
 }
 
-
 bool vectorAllowed() {
   if (getenv("AMPC_CPU_SCALAR_MATH"))
     return false;
@@ -400,21 +494,86 @@ bool vectorAllowed() {
 }
 #endif
 
-} // namespace
+using ArrayFn = void (*)(const float *, float *, int64_t);
 
-bool vectorExp() {
 #if AMPC_VMATH_X86
+/// Whether expAVX2 (and so exp8, which erf8 calls) agrees with libm here.
+bool avx2ExpAgrees() {
   static const bool use =
       vectorAllowed() && agrees(expAVX2, libmExp, -104.0f, 89.0f);
   return use;
-#else
-  return false;
+}
+
+/// Whether expAVX512 may run and agrees with libm here (AMPC_CPU_ISA below
+/// avx512_core rules it out).
+bool avx512ExpAgrees() {
+  static const bool use = vectorAllowed() &&
+                          cpuisa::usable(cpuisa::Isa::Avx512) &&
+                          agrees(expAVX512, libmExp, -104.0f, 89.0f);
+  return use;
+}
 #endif
+
+/// The vector expf in use (null: libm per element): the widest that agrees.
+std::atomic<ArrayFn> &expInUse() {
+  static std::atomic<ArrayFn> fn{[]() -> ArrayFn {
+#if AMPC_VMATH_X86
+    if (avx512ExpAgrees())
+      return expAVX512;
+    if (avx2ExpAgrees())
+      return expAVX2;
+#endif
+    return nullptr;
+  }()};
+  return fn;
+}
+
+} // namespace
+
+bool vectorExp() {
+  return expInUse().load(std::memory_order_relaxed) != nullptr;
+}
+
+int expLanes() {
+  ArrayFn fn = expInUse().load(std::memory_order_relaxed);
+#if AMPC_VMATH_X86
+  if (fn == expAVX512)
+    return 16;
+  if (fn == expAVX2)
+    return 8;
+#endif
+  (void)fn;
+  return 1;
+}
+
+bool useExpLanes(int lanes) {
+  ArrayFn fn = nullptr;
+  switch (lanes) {
+  case 1:
+    break;
+#if AMPC_VMATH_X86
+  case 8:
+    if (!avx2ExpAgrees())
+      return false;
+    fn = expAVX2;
+    break;
+  case 16:
+    if (!avx512ExpAgrees())
+      return false;
+    fn = expAVX512;
+    break;
+#endif
+  default:
+    return false;
+  }
+  expInUse().store(fn, std::memory_order_relaxed);
+  return true;
 }
 
 bool vectorErf() {
 #if AMPC_VMATH_X86
-  static const bool use = vectorExp() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
+  static const bool use =
+      avx2ExpAgrees() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
   return use;
 #else
   return false;
@@ -441,10 +600,8 @@ void tanhN(const float *x, float *y, int64_t n) {
 }
 
 void expN(const float *x, float *y, int64_t n) {
-#if AMPC_VMATH_X86
-  if (vectorExp())
-    return expAVX2(x, y, n);
-#endif
+  if (ArrayFn fn = expInUse().load(std::memory_order_relaxed))
+    return fn(x, y, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = expf(x[i]);
 }

@@ -1,6 +1,7 @@
 //===- cpu_vmath.h - Vector expf, erff, tanhf with libm's bits --*- C++ -*-===//
 //
-// expf over arrays, eight lanes at a time with AVX2 and FMA, computing the
+// expf over arrays, sixteen lanes at a time with AVX-512 (eight with AVX2 and
+// FMA where AVX-512 is absent or AMPC_CPU_ISA caps it), computing the
 // same double-precision steps as the C library's expf (glibc 2.28 and later
 // on x86-64 with FMA: x * 32/ln2 split into k + r by one fused multiply-add,
 // a 32-entry table of 2^(i/32), a cubic in r, each step rounded as libm
@@ -26,6 +27,9 @@
 // have AVX2 and FMA, AMPC_CPU_SCALAR_MATH must not be set, and a self-check
 // of 2^17 inputs spread over every exponent must agree bit for bit with the
 // libm the process loaded; otherwise expN / erfN call libm per element.
+// expN's AVX-512 path (the same double steps, its table lookup by register
+// permutes instead of a gather) is used where the CPU has AVX-512,
+// AMPC_CPU_ISA allows avx512_core, and its own self-check agrees.
 // runtime/test/test_cpu_kernels.cpp checks the agreement densely (one f32
 // pattern in 61, 70 million inputs, all of them); all 2^32 inputs were
 // checked once when this was written (glibc 2.36, none differ).
@@ -52,6 +56,15 @@ void tanhN(const float *x, float *y, int64_t n);
 bool vectorExp();
 bool vectorErf();
 bool vectorTanh();
+
+/// How many lanes expN computes at once in this process: 16 (AVX-512), 8
+/// (AVX2) or 1 (libm per element).
+int expLanes();
+
+/// Tests only (not thread-safe against running kernels): every later expN
+/// computes `lanes` at a time (16, 8 or 1). False, with nothing changed,
+/// where that path cannot run here or fails the self-check.
+bool useExpLanes(int lanes);
 
 } // namespace cpukern
 } // namespace ampc
