@@ -670,7 +670,8 @@ AMPC_OP_LOOP bool binaryBwd16Loop(BinaryOp op, int which, const uint16_t *a,
 /// g x-hat). A sum in order cannot be vectorised along its row; the rows'
 /// sums can be, side by side, one row per lane, with the bits of the
 /// one-row loop (laneSumsBase, the baseline's). Row k's columns are
-/// a[k][0, cols).
+/// a[k][0, cols). With p null, only the sums s (softmax and cross-entropy
+/// need no products; b is not read).
 constexpr int kLanes = 8;
 void laneSumsBase(const float *const *a, const float *const *b, int rows,
                   int64_t cols, double *s, double *p) {
@@ -679,10 +680,12 @@ void laneSumsBase(const float *const *a, const float *const *b, int rows,
     for (int64_t j = 0; j < cols; ++j) {
       double va = a[k][j];
       sk += va;
-      pk += va * static_cast<double>(b[k][j]);
+      if (p)
+        pk += va * static_cast<double>(b[k][j]);
     }
     s[k] = sk;
-    p[k] = pk;
+    if (p)
+      p[k] = pk;
   }
 }
 
@@ -718,26 +721,30 @@ AMPC_AVX2_TARGET inline void loadColumns8(const float *const *m, int rows,
 /// laneSumsBase eight columns at a time: the rows' 8x8 blocks transposed
 /// in registers, each column widened and added to every row's sums (lanes
 /// 0-3 and 4-7 in two registers), so each row's sum runs in column order.
-AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
-                                   const float *const *b, int rows,
-                                   int64_t cols, double *s, double *p) {
+/// kProducts: whether the products are summed too (p not null).
+template <bool kProducts>
+AMPC_AVX2_TARGET void laneSumsAVX2Of(const float *const *a,
+                                     const float *const *b, int rows,
+                                     int64_t cols, double *s, double *p) {
   __m256d s0 = _mm256_setzero_pd(), s1 = s0, p0 = s0, p1 = s0;
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) {
     __m256 ra[8], rb[8];
     loadColumns8(a, rows, j, ra);
-    if (b != a)
+    if (kProducts && b != a)
       loadColumns8(b, rows, j, rb);
     for (int c = 0; c < 8; ++c) {
       __m256d a0 = _mm256_cvtps_pd(_mm256_castps256_ps128(ra[c]));
       __m256d a1 = _mm256_cvtps_pd(_mm256_extractf128_ps(ra[c], 1));
+      s0 = _mm256_add_pd(s0, a0);
+      s1 = _mm256_add_pd(s1, a1);
+      if (!kProducts)
+        continue;
       __m256d b0 = a0, b1 = a1;
       if (b != a) {
         b0 = _mm256_cvtps_pd(_mm256_castps256_ps128(rb[c]));
         b1 = _mm256_cvtps_pd(_mm256_extractf128_ps(rb[c], 1));
       }
-      s0 = _mm256_add_pd(s0, a0);
-      s1 = _mm256_add_pd(s1, a1);
       p0 = _mm256_add_pd(p0, _mm256_mul_pd(a0, b0));
       p1 = _mm256_add_pd(p1, _mm256_mul_pd(a1, b1));
     }
@@ -751,11 +758,22 @@ AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
     for (int64_t t = j; t < cols; ++t) {
       double va = a[k][t];
       sv[k] += va;
-      pv[k] += va * static_cast<double>(b[k][t]);
+      if (kProducts)
+        pv[k] += va * static_cast<double>(b[k][t]);
     }
     s[k] = sv[k];
-    p[k] = pv[k];
+    if (kProducts)
+      p[k] = pv[k];
   }
+}
+
+AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
+                                   const float *const *b, int rows,
+                                   int64_t cols, double *s, double *p) {
+  if (p)
+    laneSumsAVX2Of<true>(a, b, rows, cols, s, p);
+  else
+    laneSumsAVX2Of<false>(a, b, rows, cols, s, nullptr);
 }
 #endif
 
@@ -1235,8 +1253,8 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
         expN(e, e, dim);
         es.row[k] = e;
       }
-      double sum[kLanes], unused[kLanes];
-      opLoops().laneSums(es.row, es.row, nr, dim, sum, unused);
+      double sum[kLanes];
+      opLoops().laneSums(es.row, es.row, nr, dim, sum, nullptr);
       for (int k = 0; k < nr; ++k) {
         int64_t base = rowBase(g0 + k, dim, inner);
         const float *r = rows.row[k], *e = es.row[k];
@@ -1275,8 +1293,8 @@ void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
       expN(e, e, classes);
       es.row[k] = e;
     }
-    double s[kLanes], unused[kLanes];
-    opLoops().laneSums(es.row, es.row, nr, classes, s, unused);
+    double s[kLanes];
+    opLoops().laneSums(es.row, es.row, nr, classes, s, nullptr);
     for (int k = 0; k < nr; ++k)
       lse[g0 - r0 + k] = m[k] + logf(static_cast<float>(s[k]));
   }
@@ -1327,9 +1345,9 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
       }
       // Each row's f64 sum in order, eight rows at a time: of g
       // (log-softmax), of the products g y (softmax).
-      double dot[kLanes], unused[kLanes];
+      double dot[kLanes];
       const LaneRows &summed = log ? gs : gy;
-      opLoops().laneSums(summed.row, summed.row, nr, dim, dot, unused);
+      opLoops().laneSums(summed.row, summed.row, nr, dim, dot, nullptr);
       for (int k = 0; k < nr; ++k) {
         int64_t base = rowBase(g0 + k, dim, inner);
         const float *g = gs.row[k], *yv = ys.row[k];
