@@ -148,6 +148,18 @@ expAVX2(const float *x, float *y, int64_t n) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
+/// y with the lanes set in `bits` replaced by libm's fn of x's lanes.
+AMPC_VM512 inline __m512 libmLanes16(__m512 x, __m512 y, unsigned bits,
+                                     float (*fn)(float)) {
+  alignas(64) float xs[16], ys[16];
+  _mm512_store_ps(xs, x);
+  _mm512_store_ps(ys, y);
+  for (int l = 0; l < 16; ++l)
+    if (bits & (1u << l))
+      ys[l] = fn(xs[l]);
+  return _mm512_load_ps(ys);
+}
+
 /// exp4's steps on eight doubles, with the table entry taken by two-source
 /// permutes from the table held in four registers (k's low five bits pick
 /// it) instead of a gather: the same operations, so the same bits.
@@ -173,6 +185,13 @@ AMPC_VM512 inline __m512d exp8d(__m512d xd, const __m512d tab[4]) {
   return _mm512_mul_pd(y, s);
 }
 
+/// kExp2Tab in four registers, as exp8d reads it.
+AMPC_VM512 inline void loadExp2Tab(__m512d tab[4]) {
+  const double *t = reinterpret_cast<const double *>(kExp2Tab);
+  for (int i = 0; i < 4; ++i)
+    tab[i] = _mm512_loadu_pd(t + 8 * i);
+}
+
 /// exp of sixteen lanes with libm's bits, as exp8.
 AMPC_VM512 inline __m512 exp16(__m512 xv, const __m512d tab[4]) {
   __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(xv), 20),
@@ -194,22 +213,15 @@ AMPC_VM512 inline __m512 exp16(__m512 xv, const __m512d tab[4]) {
   unsigned rest = special & ~zero & 0xffffu;
   if (!rest)
     return r;
-  alignas(64) float xs[16], ys[16];
-  _mm512_store_ps(xs, xv);
-  _mm512_store_ps(ys, r);
-  for (int l = 0; l < 16; ++l)
-    if (rest & (1u << l))
-      ys[l] = libmExp(xs[l]);
-  return _mm512_load_ps(ys);
+  return libmLanes16(xv, r, rest, libmExp);
 }
 
 /// expAVX2 sixteen lanes at a time; the tail is one masked vector (its
 /// unused lanes read as 0, which takes no special path).
 AMPC_VM512 __attribute__((noinline)) void expAVX512(const float *x, float *y,
                                                     int64_t n) {
-  const double *t = reinterpret_cast<const double *>(kExp2Tab);
-  const __m512d tab[4] = {_mm512_loadu_pd(t), _mm512_loadu_pd(t + 8),
-                          _mm512_loadu_pd(t + 16), _mm512_loadu_pd(t + 24)};
+  __m512d tab[4];
+  loadExp2Tab(tab);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i), tab));
@@ -228,113 +240,129 @@ float f(uint32_t u) {
   return v;
 }
 
-// erf of eight lanes: libm's erff (the fdlibm algorithm in f32: rational
-// approximations on |x| < 0.84375, < 1.25, < 1/0.35 and < 6, the last two
-// through two expf calls), each operation rounded as there, with the
-// coefficients libm uses. Lanes with |x| < 2^-28, |x| >= 6, inf or NaN are
-// computed by libm.
-__attribute__((target("avx2,fma"))) inline __m256 mul(__m256 a, __m256 b) {
-  return _mm256_mul_ps(a, b);
+// The eight-lane f32 operations erff and tanhf are written in.
+#define AMPC_VM __attribute__((target("avx2,fma")))
+AMPC_VM inline __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+AMPC_VM inline __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+AMPC_VM inline __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+AMPC_VM inline __m256 dvd(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+AMPC_VM inline __m256 c(float v) { return _mm256_set1_ps(v); }
+AMPC_VM inline __m256 pick(__m256 m, __m256 yes, __m256 no) {
+  return _mm256_blendv_ps(no, yes, m);
 }
-__attribute__((target("avx2,fma"))) inline __m256 add(__m256 a, __m256 b) {
-  return _mm256_add_ps(a, b);
+AMPC_VM inline __m256 asF(__m256i v) { return _mm256_castsi256_ps(v); }
+AMPC_VM inline __m256i asI(__m256 v) { return _mm256_castps_si256(v); }
+AMPC_VM inline __m256i ic(int32_t v) { return _mm256_set1_epi32(v); }
+
+// erff's coefficients, as libm's f32 erff (fdlibm) has them: P/Q on
+// |x| < 0.84375, on [0.84375, 1.25) about erx, and R/S on [1.25, 1/0.35)
+// and [1/0.35, 6).
+const float kErfPp[] = {f(0xb7c756b1), f(0xbbbd1489), f(0xbce9528f),
+                        f(0xbea66beb), f(0x3e0375d4)};
+const float kErfQq[] = {f(0xb684e21a), f(0x390aee49), f(0x3ba68116),
+                        f(0x3d852a63), f(0x3ecbbbce), 1.0f};
+const float kErfPa[] = {f(0xbb0df9c0), f(0x3d1151b3), f(0xbde31cc2),
+                        f(0x3ea2fe54), f(0xbebe9208), f(0x3ed46805),
+                        f(0xbb1acdc6)};
+const float kErfQa[] = {f(0x3c445aa3), f(0x3c5f6e13), f(0x3e013307),
+                        f(0x3d931ae7), f(0x3f0a5785), f(0x3dd9f331),
+                        1.0f};
+const float kErfRa[] = {f(0xc11d077e), f(0xc2a2932b), f(0xc3389ae7),
+                        f(0xc322658c), f(0xc2798057), f(0xc128f022),
+                        f(0xbf31a0b7), f(0xbc21a093)};
+const float kErfSa[] = {f(0xbd777f97), f(0x40d23f7c), f(0x42d9451f),
+                        f(0x43d6810b), f(0x442158c9), f(0x43d9486f),
+                        f(0x4309a863), f(0x419d35ce), 1.0f};
+const float kErfRb[] = {f(0xc3f1c275), f(0xc480230b), f(0xc41f6441),
+                        f(0xc320a2ea), f(0xc18e104b), f(0xbf4c9dd4),
+                        f(0xbc21a092)};
+const float kErfSb[] = {f(0xc1b38712), f(0x43ed43a7), f(0x451f90ce),
+                        f(0x4547fdbb), f(0x44c01759), f(0x43a2e571),
+                        f(0x41f2b459), 1.0f};
+const float kErfErx = f(0x3f58560b);
+
+/// erff eight lanes at a time: cpu_vmath_erf.inc over AVX2's lanes (the
+/// f32 operations above, masks as all-ones lanes).
+namespace lanes8 {
+#define AMPC_LANES AMPC_VM inline
+using F = __m256;
+using I = __m256i;
+using M = __m256;
+AMPC_LANES I andI(I a, I b) { return _mm256_and_si256(a, b); }
+AMPC_LANES F xorF(F a, F b) { return _mm256_xor_ps(a, b); }
+AMPC_LANES M lessI(I a, I b) { return asF(_mm256_cmpgt_epi32(b, a)); }
+AMPC_LANES M andNot(M a, M b) { return _mm256_andnot_ps(a, b); }
+AMPC_LANES M orM(M a, M b) { return _mm256_or_ps(a, b); }
+AMPC_LANES M notM(M a) { return xorF(a, asF(ic(-1))); }
+AMPC_LANES bool any(M m) { return _mm256_movemask_ps(m) != 0; }
+AMPC_LANES F expV(F x) { return exp8(x); }
+AMPC_LANES F libmV(F x, F y, M m, float (*fn)(float)) {
+  int bits = _mm256_movemask_ps(m);
+  return bits ? libmLanes(x, y, bits, fn) : y;
 }
-__attribute__((target("avx2,fma"))) inline __m256 c(float v) {
-  return _mm256_set1_ps(v);
-}
-/// ((k[0] t + k[1]) t + k[2]) t ... + k[n-1], each step rounded.
-template <int N>
-__attribute__((target("avx2,fma"))) inline __m256 horner(const float (&k)[N],
-                                                         __m256 t) {
-  __m256 r = mul(c(k[0]), t);
-  for (int i = 1; i < N; ++i) {
-    r = add(r, c(k[i]));
-    if (i + 1 < N)
-      r = mul(r, t);
-  }
-  return r;
+#include "cpu_vmath_erf.inc"
+#undef AMPC_LANES
+} // namespace lanes8
+
+AMPC_VM __attribute__((noinline)) void erfAVX2(const float *x, float *y,
+                                               int64_t n) {
+  overRun<lanes8::erfV, libmErf>(x, y, n);
 }
 
-__attribute__((target("avx2,fma"))) __m256 erf8(__m256 x) {
-  static const float pp[] = {f(0xb7c756b1), f(0xbbbd1489), f(0xbce9528f),
-                             f(0xbea66beb), f(0x3e0375d4)};
-  static const float qq[] = {f(0xb684e21a), f(0x390aee49), f(0x3ba68116),
-                             f(0x3d852a63), f(0x3ecbbbce), 1.0f};
-  static const float pa[] = {f(0xbb0df9c0), f(0x3d1151b3), f(0xbde31cc2),
-                             f(0x3ea2fe54), f(0xbebe9208), f(0x3ed46805),
-                             f(0xbb1acdc6)};
-  static const float qa[] = {f(0x3c445aa3), f(0x3c5f6e13), f(0x3e013307),
-                             f(0x3d931ae7), f(0x3f0a5785), f(0x3dd9f331),
-                             1.0f};
-  static const float ra[] = {f(0xc11d077e), f(0xc2a2932b), f(0xc3389ae7),
-                             f(0xc322658c), f(0xc2798057), f(0xc128f022),
-                             f(0xbf31a0b7), f(0xbc21a093)};
-  static const float sa[] = {f(0xbd777f97), f(0x40d23f7c), f(0x42d9451f),
-                             f(0x43d6810b), f(0x442158c9), f(0x43d9486f),
-                             f(0x4309a863), f(0x419d35ce), 1.0f};
-  static const float rb[] = {f(0xc3f1c275), f(0xc480230b), f(0xc41f6441),
-                             f(0xc320a2ea), f(0xc18e104b), f(0xbf4c9dd4),
-                             f(0xbc21a092)};
-  static const float sb[] = {f(0xc1b38712), f(0x43ed43a7), f(0x451f90ce),
-                             f(0x4547fdbb), f(0x44c01759), f(0x43a2e571),
-                             f(0x41f2b459), 1.0f};
-  const float erx = f(0x3f58560b);
-  __m256i hx = _mm256_castps_si256(x);
-  __m256i ix = _mm256_and_si256(hx, _mm256_set1_epi32(0x7fffffff));
-  __m256 ax = _mm256_castsi256_ps(ix);
-  __m256 neg = _mm256_castsi256_ps(_mm256_srai_epi32(hx, 31));
-  __m256i r1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f580000), ix);
-  __m256i r2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3fa00000), ix);
-  __m256i r4 = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x40c00000), ix);
-  // Each range's polynomials (and their divides) are evaluated only when a
-  // lane lies in it: a GELU's inputs mostly lie in the first.
-  __m256 y = _mm256_setzero_ps();
-  if (!_mm256_testz_si256(r1, r1)) {
-    // |x| < 0.84375: x + x * (P(x^2) / Q(x^2)).
-    __m256 z = mul(x, x);
-    y = add(x, mul(x, _mm256_div_ps(horner(pp, z), horner(qq, z))));
-  }
-  __m256i mid = _mm256_andnot_si256(r1, r2); // 0.84375 <= |x| < 1.25
-  if (!_mm256_testz_si256(mid, mid)) {
-    // +-(erx + P(s) / Q(s)), s = |x| - 1.
-    __m256 s = _mm256_sub_ps(ax, c(1.0f));
-    __m256 pq = _mm256_div_ps(horner(pa, s), horner(qa, s));
-    __m256 y2 =
-        _mm256_blendv_ps(add(c(erx), pq), _mm256_sub_ps(c(-erx), pq), neg);
-    y = _mm256_blendv_ps(y2, y, _mm256_castsi256_ps(r1));
-  }
-  __m256i far = _mm256_andnot_si256(r2, r4); // 1.25 <= |x| < 6
-  if (!_mm256_testz_si256(far, far)) {
-    __m256 t = _mm256_div_ps(c(1.0f), mul(x, x));
-    __m256 near3 = _mm256_castsi256_ps(
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x4036db6e), ix));
-    __m256 R = _mm256_blendv_ps(horner(rb, t), horner(ra, t), near3);
-    __m256 S = _mm256_blendv_ps(horner(sb, t), horner(sa, t), near3);
-    __m256 zz = _mm256_castsi256_ps(
-        _mm256_and_si256(ix, _mm256_set1_epi32(static_cast<int>(0xfffff000u))));
-    __m256 e1 =
-        exp8(_mm256_sub_ps(mul(_mm256_xor_ps(zz, c(-0.0f)), zz), c(0.5625f)));
-    __m256 e2 =
-        exp8(add(mul(_mm256_sub_ps(zz, ax), add(zz, ax)), _mm256_div_ps(R, S)));
-    __m256 rx = _mm256_div_ps(mul(e2, e1), ax);
-    __m256 y3 = _mm256_blendv_ps(_mm256_sub_ps(c(1.0f), rx),
-                                 _mm256_sub_ps(rx, c(1.0f)), neg);
-    y = _mm256_blendv_ps(y, y3, _mm256_castsi256_ps(far));
-  }
-  // libm for |x| < 2^-28, |x| >= 6, inf and NaN.
-  __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x31800000), ix);
-  __m256i other =
-      _mm256_or_si256(tiny, _mm256_xor_si256(r4, _mm256_set1_epi32(-1)));
-  int bits = _mm256_movemask_ps(_mm256_castsi256_ps(other));
-  if (!bits)
-    return y;
-  return libmLanes(x, y, bits, libmErf);
+// (GCC 12's AVX-512 warnings as for expAVX512 above.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
+/// erff sixteen lanes at a time: cpu_vmath_erf.inc over AVX-512's lanes
+/// (masks in mask registers), with exp16 for its expf.
+namespace lanes16 {
+#define AMPC_LANES AMPC_VM512 inline
+using F = __m512;
+using I = __m512i;
+using M = __mmask16;
+AMPC_LANES F c(float v) { return _mm512_set1_ps(v); }
+AMPC_LANES I ic(int32_t v) { return _mm512_set1_epi32(v); }
+AMPC_LANES F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+AMPC_LANES F add(F a, F b) { return _mm512_add_ps(a, b); }
+AMPC_LANES F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+AMPC_LANES F dvd(F a, F b) { return _mm512_div_ps(a, b); }
+AMPC_LANES I asI(F v) { return _mm512_castps_si512(v); }
+AMPC_LANES F asF(I v) { return _mm512_castsi512_ps(v); }
+AMPC_LANES I andI(I a, I b) { return _mm512_and_si512(a, b); }
+AMPC_LANES F xorF(F a, F b) { return asF(_mm512_xor_si512(asI(a), asI(b))); }
+AMPC_LANES M lessI(I a, I b) { return _mm512_cmplt_epi32_mask(a, b); }
+AMPC_LANES M andNot(M a, M b) { return static_cast<M>(~a & b); }
+AMPC_LANES M orM(M a, M b) { return static_cast<M>(a | b); }
+AMPC_LANES M notM(M a) { return static_cast<M>(~a); }
+AMPC_LANES bool any(M m) { return m != 0; }
+AMPC_LANES F pick(M m, F yes, F no) { return _mm512_mask_blend_ps(m, no, yes); }
+AMPC_LANES F expV(F x) {
+  __m512d tab[4];
+  loadExp2Tab(tab);
+  return exp16(x, tab);
 }
+AMPC_LANES F libmV(F x, F y, M m, float (*fn)(float)) {
+  return m ? libmLanes16(x, y, m, fn) : y;
+}
+#include "cpu_vmath_erf.inc"
+#undef AMPC_LANES
+} // namespace lanes16
 
-__attribute__((target("avx2,fma"), noinline)) void
-erfAVX2(const float *x, float *y, int64_t n) {
-  overRun<erf8, libmErf>(x, y, n);
+/// erfAVX2 sixteen lanes at a time; the tail is one masked vector, its
+/// unused lanes read as 0.5 (no libm call for them).
+AMPC_VM512 __attribute__((noinline)) void erfAVX512(const float *x, float *y,
+                                                    int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, lanes16::erfV(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 xv = _mm512_mask_loadu_ps(_mm512_set1_ps(0.5f), m, x + i);
+    _mm512_mask_storeu_ps(y + i, m, lanes16::erfV(xv));
+  }
 }
+#undef AMPC_VM512
+#pragma GCC diagnostic pop
 
 // tanh of eight lanes: libm's tanhf (the fdlibm algorithm in f32:
 // 1 - 2 / (expm1f(2|x|) + 2) for |x| >= 1, -t / (t + 2) with
@@ -342,15 +370,6 @@ erfAVX2(const float *x, float *y, int64_t n) {
 // parts, a degree-5 rational correction, and the reconstruction of each k
 // range), each operation rounded as there, with libm's constants. Lanes
 // with |x| < 2^-55, |x| >= 22, inf or NaN are computed by libm.
-#define AMPC_VM __attribute__((target("avx2,fma")))
-AMPC_VM inline __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
-AMPC_VM inline __m256 dvd(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
-AMPC_VM inline __m256 pick(__m256 m, __m256 yes, __m256 no) {
-  return _mm256_blendv_ps(no, yes, m);
-}
-AMPC_VM inline __m256 asF(__m256i v) { return _mm256_castsi256_ps(v); }
-AMPC_VM inline __m256i asI(__m256 v) { return _mm256_castps_si256(v); }
-AMPC_VM inline __m256i ic(int32_t v) { return _mm256_set1_epi32(v); }
 AMPC_VM inline __m256 igt(__m256i a, int32_t b) {
   return asF(_mm256_cmpgt_epi32(a, ic(b)));
 }
@@ -496,88 +515,79 @@ bool vectorAllowed() {
 
 using ArrayFn = void (*)(const float *, float *, int64_t);
 
+/// expN's and erfN's code at one vector width (null: libm per element).
+struct Width {
+  int lanes;
+  ArrayFn exp, erf;
+};
+
+const Width kLibm = {1, nullptr, nullptr};
+
 #if AMPC_VMATH_X86
-/// Whether expAVX2 (and so exp8, which erf8 calls) agrees with libm here.
-bool avx2ExpAgrees() {
-  static const bool use =
-      vectorAllowed() && agrees(expAVX2, libmExp, -104.0f, 89.0f);
-  return use;
+/// A width's code where it may run and agrees with libm here (its erff only
+/// where its expf, which erff calls, agrees too); exp null otherwise.
+Width checked(int lanes, bool allowed, ArrayFn exp, ArrayFn erf) {
+  Width w = {lanes, nullptr, nullptr};
+  if (!allowed || !agrees(exp, libmExp, -104.0f, 89.0f))
+    return w;
+  w.exp = exp;
+  if (agrees(erf, libmErf, -7.0f, 7.0f))
+    w.erf = erf;
+  return w;
 }
 
-/// Whether expAVX512 may run and agrees with libm here (AMPC_CPU_ISA below
-/// avx512_core rules it out).
-bool avx512ExpAgrees() {
-  static const bool use = vectorAllowed() &&
-                          cpuisa::usable(cpuisa::Isa::Avx512) &&
-                          agrees(expAVX512, libmExp, -104.0f, 89.0f);
-  return use;
+const Width &avx2Width() {
+  static const Width w = checked(8, vectorAllowed(), expAVX2, erfAVX2);
+  return w;
+}
+
+/// AMPC_CPU_ISA below avx512_core rules the sixteen-lane code out.
+const Width &avx512Width() {
+  static const Width w =
+      checked(16, vectorAllowed() && cpuisa::usable(cpuisa::Isa::Avx512),
+              expAVX512, erfAVX512);
+  return w;
 }
 #endif
 
-/// The vector expf in use (null: libm per element): the widest that agrees.
-std::atomic<ArrayFn> &expInUse() {
-  static std::atomic<ArrayFn> fn{[]() -> ArrayFn {
+/// The width in use: the widest whose expf agrees.
+std::atomic<const Width *> &widthInUse() {
+  static std::atomic<const Width *> w{[]() -> const Width * {
 #if AMPC_VMATH_X86
-    if (avx512ExpAgrees())
-      return expAVX512;
-    if (avx2ExpAgrees())
-      return expAVX2;
+    if (avx512Width().exp)
+      return &avx512Width();
+    if (avx2Width().exp)
+      return &avx2Width();
 #endif
-    return nullptr;
+    return &kLibm;
   }()};
-  return fn;
+  return w;
 }
+
+const Width &inUse() { return *widthInUse().load(std::memory_order_relaxed); }
 
 } // namespace
 
-bool vectorExp() {
-  return expInUse().load(std::memory_order_relaxed) != nullptr;
-}
+bool vectorExp() { return inUse().exp != nullptr; }
 
-int expLanes() {
-  ArrayFn fn = expInUse().load(std::memory_order_relaxed);
-#if AMPC_VMATH_X86
-  if (fn == expAVX512)
-    return 16;
-  if (fn == expAVX2)
-    return 8;
-#endif
-  (void)fn;
-  return 1;
-}
+bool vectorErf() { return inUse().erf != nullptr; }
 
-bool useExpLanes(int lanes) {
-  ArrayFn fn = nullptr;
-  switch (lanes) {
-  case 1:
-    break;
+int vectorLanes() { return inUse().lanes; }
+
+bool useVectorLanes(int lanes) {
+  const Width *w = nullptr;
+  if (lanes == 1)
+    w = &kLibm;
 #if AMPC_VMATH_X86
-  case 8:
-    if (!avx2ExpAgrees())
-      return false;
-    fn = expAVX2;
-    break;
-  case 16:
-    if (!avx512ExpAgrees())
-      return false;
-    fn = expAVX512;
-    break;
+  if (lanes == 8)
+    w = &avx2Width();
+  if (lanes == 16)
+    w = &avx512Width();
 #endif
-  default:
+  if (!w || (lanes > 1 && !w->exp))
     return false;
-  }
-  expInUse().store(fn, std::memory_order_relaxed);
+  widthInUse().store(w, std::memory_order_relaxed);
   return true;
-}
-
-bool vectorErf() {
-#if AMPC_VMATH_X86
-  static const bool use =
-      avx2ExpAgrees() && agrees(erfAVX2, libmErf, -7.0f, 7.0f);
-  return use;
-#else
-  return false;
-#endif
 }
 
 bool vectorTanh() {
@@ -600,17 +610,15 @@ void tanhN(const float *x, float *y, int64_t n) {
 }
 
 void expN(const float *x, float *y, int64_t n) {
-  if (ArrayFn fn = expInUse().load(std::memory_order_relaxed))
+  if (ArrayFn fn = inUse().exp)
     return fn(x, y, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = expf(x[i]);
 }
 
 void erfN(const float *x, float *y, int64_t n) {
-#if AMPC_VMATH_X86
-  if (vectorErf())
-    return erfAVX2(x, y, n);
-#endif
+  if (ArrayFn fn = inUse().erf)
+    return fn(x, y, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = erff(x[i]);
 }

@@ -27,9 +27,11 @@
 // have AVX2 and FMA, AMPC_CPU_SCALAR_MATH must not be set, and a self-check
 // of 2^17 inputs spread over every exponent must agree bit for bit with the
 // libm the process loaded; otherwise expN / erfN call libm per element.
-// expN's AVX-512 path (the same double steps, its table lookup by register
-// permutes instead of a gather) is used where the CPU has AVX-512,
-// AMPC_CPU_ISA allows avx512_core, and its own self-check agrees.
+// expN's and erfN's AVX-512 code (the same operations sixteen lanes at a
+// time; expf's table lookup by register permutes instead of a gather) is
+// used where the CPU has AVX-512, AMPC_CPU_ISA allows avx512_core, and its
+// own self-checks agree. erff is written once for both widths
+// (cpu_vmath_erf.inc).
 // runtime/test/test_cpu_kernels.cpp checks the agreement densely (one f32
 // pattern in 61, 70 million inputs, all of them); all 2^32 inputs were
 // checked once when this was written (glibc 2.36, none differ).
@@ -57,14 +59,16 @@ bool vectorExp();
 bool vectorErf();
 bool vectorTanh();
 
-/// How many lanes expN computes at once in this process: 16 (AVX-512), 8
-/// (AVX2) or 1 (libm per element).
-int expLanes();
+/// How many lanes expN and erfN compute at once in this process: 16
+/// (AVX-512), 8 (AVX2) or 1 (libm per element). tanhN has only the 8-lane
+/// code.
+int vectorLanes();
 
 /// Tests only (not thread-safe against running kernels): every later expN
-/// computes `lanes` at a time (16, 8 or 1). False, with nothing changed,
-/// where that path cannot run here or fails the self-check.
-bool useExpLanes(int lanes);
+/// and erfN compute `lanes` at a time (16, 8 or 1). False, with nothing
+/// changed, where that width cannot run here or its expf fails the
+/// self-check (its erff failing alone leaves erfN on libm: vectorErf()).
+bool useVectorLanes(int lanes);
 
 } // namespace cpukern
 } // namespace ampc
