@@ -1,8 +1,8 @@
 //===- cpu_vmath.cpp - Vector expf, erff and tanhf with libm's bits ----===//
 //
-// See cpu_vmath.h. The vector code is compiled for AVX2 + FMA (expf also for
-// AVX-512) with target attributes and only called after the CPUID check and
-// the self-check.
+// See cpu_vmath.h. The vector code is compiled for AVX2 + FMA and for
+// AVX-512 with target attributes and only called after the CPUID check and
+// the self-checks.
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_vmath.h"
@@ -280,9 +280,13 @@ const float kErfSb[] = {f(0xc1b38712), f(0x43ed43a7), f(0x451f90ce),
                         f(0x4547fdbb), f(0x44c01759), f(0x43a2e571),
                         f(0x41f2b459), 1.0f};
 const float kErfErx = f(0x3f58560b);
+// fdlibm's expm1f: the rational correction's coefficients Q1-Q5.
+const float kExpm1Q[5] = {-3.3333335072e-02f, 1.5873016091e-03f,
+                          -7.9365076090e-05f, 4.0082177293e-06f,
+                          -2.0109921195e-07f};
 
-/// erff eight lanes at a time: cpu_vmath_erf.inc over AVX2's lanes (the
-/// f32 operations above, masks as all-ones lanes).
+/// erff and tanhf eight lanes at a time: cpu_vmath_lanes.inc over AVX2's
+/// lanes (the f32 operations above, masks as all-ones lanes).
 namespace lanes8 {
 #define AMPC_LANES AMPC_VM inline
 using F = __m256;
@@ -290,17 +294,30 @@ using I = __m256i;
 using M = __m256;
 AMPC_LANES I andI(I a, I b) { return _mm256_and_si256(a, b); }
 AMPC_LANES F xorF(F a, F b) { return _mm256_xor_ps(a, b); }
+AMPC_LANES I addI(I a, I b) { return _mm256_add_epi32(a, b); }
+AMPC_LANES I subI(I a, I b) { return _mm256_sub_epi32(a, b); }
+AMPC_LANES I shl23(I a) { return _mm256_slli_epi32(a, 23); }
+AMPC_LANES I srlvI(I a, I n) { return _mm256_srlv_epi32(a, n); }
+AMPC_LANES I truncI(F a) { return _mm256_cvttps_epi32(a); }
+AMPC_LANES F toF(I a) { return _mm256_cvtepi32_ps(a); }
 AMPC_LANES M lessI(I a, I b) { return asF(_mm256_cmpgt_epi32(b, a)); }
+AMPC_LANES M eqI(I a, I b) { return asF(_mm256_cmpeq_epi32(a, b)); }
+AMPC_LANES M lessF(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 AMPC_LANES M andNot(M a, M b) { return _mm256_andnot_ps(a, b); }
+AMPC_LANES M andM(M a, M b) { return _mm256_and_ps(a, b); }
 AMPC_LANES M orM(M a, M b) { return _mm256_or_ps(a, b); }
 AMPC_LANES M notM(M a) { return xorF(a, asF(ic(-1))); }
 AMPC_LANES bool any(M m) { return _mm256_movemask_ps(m) != 0; }
+AMPC_LANES I pickI(M m, I yes, I no) {
+  return _mm256_blendv_epi8(no, yes, asI(m));
+}
+AMPC_LANES I keepI(M m, I k) { return andI(k, asI(m)); }
 AMPC_LANES F expV(F x) { return exp8(x); }
 AMPC_LANES F libmV(F x, F y, M m, float (*fn)(float)) {
   int bits = _mm256_movemask_ps(m);
   return bits ? libmLanes(x, y, bits, fn) : y;
 }
-#include "cpu_vmath_erf.inc"
+#include "cpu_vmath_lanes.inc"
 #undef AMPC_LANES
 } // namespace lanes8
 
@@ -309,12 +326,18 @@ AMPC_VM __attribute__((noinline)) void erfAVX2(const float *x, float *y,
   overRun<lanes8::erfV, libmErf>(x, y, n);
 }
 
+AMPC_VM __attribute__((noinline)) void tanhAVX2(const float *x, float *y,
+                                                int64_t n) {
+  overRun<lanes8::tanhV, libmTanh>(x, y, n);
+}
+#undef AMPC_VM
+
 // (GCC 12's AVX-512 warnings as for expAVX512 above.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
-/// erff sixteen lanes at a time: cpu_vmath_erf.inc over AVX-512's lanes
-/// (masks in mask registers), with exp16 for its expf.
+/// erff and tanhf sixteen lanes at a time: cpu_vmath_lanes.inc over
+/// AVX-512's lanes (masks in mask registers), with exp16 for erff's expf.
 namespace lanes16 {
 #define AMPC_LANES AMPC_VM512 inline
 using F = __m512;
@@ -330,12 +353,25 @@ AMPC_LANES I asI(F v) { return _mm512_castps_si512(v); }
 AMPC_LANES F asF(I v) { return _mm512_castsi512_ps(v); }
 AMPC_LANES I andI(I a, I b) { return _mm512_and_si512(a, b); }
 AMPC_LANES F xorF(F a, F b) { return asF(_mm512_xor_si512(asI(a), asI(b))); }
+AMPC_LANES I addI(I a, I b) { return _mm512_add_epi32(a, b); }
+AMPC_LANES I subI(I a, I b) { return _mm512_sub_epi32(a, b); }
+AMPC_LANES I shl23(I a) { return _mm512_slli_epi32(a, 23); }
+AMPC_LANES I srlvI(I a, I n) { return _mm512_srlv_epi32(a, n); }
+AMPC_LANES I truncI(F a) { return _mm512_cvttps_epi32(a); }
+AMPC_LANES F toF(I a) { return _mm512_cvtepi32_ps(a); }
 AMPC_LANES M lessI(I a, I b) { return _mm512_cmplt_epi32_mask(a, b); }
+AMPC_LANES M eqI(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
+AMPC_LANES M lessF(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 AMPC_LANES M andNot(M a, M b) { return static_cast<M>(~a & b); }
+AMPC_LANES M andM(M a, M b) { return static_cast<M>(a & b); }
 AMPC_LANES M orM(M a, M b) { return static_cast<M>(a | b); }
 AMPC_LANES M notM(M a) { return static_cast<M>(~a); }
 AMPC_LANES bool any(M m) { return m != 0; }
 AMPC_LANES F pick(M m, F yes, F no) { return _mm512_mask_blend_ps(m, no, yes); }
+AMPC_LANES I pickI(M m, I yes, I no) {
+  return _mm512_mask_blend_epi32(m, no, yes);
+}
+AMPC_LANES I keepI(M m, I k) { return _mm512_maskz_mov_epi32(m, k); }
 AMPC_LANES F expV(F x) {
   __m512d tab[4];
   loadExp2Tab(tab);
@@ -344,131 +380,35 @@ AMPC_LANES F expV(F x) {
 AMPC_LANES F libmV(F x, F y, M m, float (*fn)(float)) {
   return m ? libmLanes16(x, y, m, fn) : y;
 }
-#include "cpu_vmath_erf.inc"
+#include "cpu_vmath_lanes.inc"
 #undef AMPC_LANES
 } // namespace lanes16
 
-/// erfAVX2 sixteen lanes at a time; the tail is one masked vector, its
-/// unused lanes read as 0.5 (no libm call for them).
-AMPC_VM512 __attribute__((noinline)) void erfAVX512(const float *x, float *y,
-                                                    int64_t n) {
+/// y[0, n) = V(x) sixteen lanes at a time; the tail is one masked vector,
+/// its unused lanes read as 0.5 (which takes no libm path in erff or tanhf).
+template <__m512 (*V)(__m512)>
+AMPC_VM512 inline void overRun16(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, lanes16::erfV(_mm512_loadu_ps(x + i)));
+    _mm512_storeu_ps(y + i, V(_mm512_loadu_ps(x + i)));
   if (i < n) {
     __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     __m512 xv = _mm512_mask_loadu_ps(_mm512_set1_ps(0.5f), m, x + i);
-    _mm512_mask_storeu_ps(y + i, m, lanes16::erfV(xv));
+    _mm512_mask_storeu_ps(y + i, m, V(xv));
   }
+}
+
+AMPC_VM512 __attribute__((noinline)) void erfAVX512(const float *x, float *y,
+                                                    int64_t n) {
+  overRun16<lanes16::erfV>(x, y, n);
+}
+
+AMPC_VM512 __attribute__((noinline)) void tanhAVX512(const float *x, float *y,
+                                                     int64_t n) {
+  overRun16<lanes16::tanhV>(x, y, n);
 }
 #undef AMPC_VM512
 #pragma GCC diagnostic pop
-
-// tanh of eight lanes: libm's tanhf (the fdlibm algorithm in f32:
-// 1 - 2 / (expm1f(2|x|) + 2) for |x| >= 1, -t / (t + 2) with
-// t = expm1f(-2|x|) below, and fdlibm's expm1f: reduction by k ln2 in two
-// parts, a degree-5 rational correction, and the reconstruction of each k
-// range), each operation rounded as there, with libm's constants. Lanes
-// with |x| < 2^-55, |x| >= 22, inf or NaN are computed by libm.
-AMPC_VM inline __m256 igt(__m256i a, int32_t b) {
-  return asF(_mm256_cmpgt_epi32(a, ic(b)));
-}
-/// y with k added to its exponent (fdlibm's SET_FLOAT_WORD(y, i + (k << 23))).
-AMPC_VM inline __m256 scaleExp(__m256 y, __m256i k) {
-  return asF(_mm256_add_epi32(asI(y), _mm256_slli_epi32(k, 23)));
-}
-
-/// expm1f of the arguments tanhf passes (2|x| in [2, 44), -2|x| in
-/// (-2, -2^-54]), every k range of fdlibm's reconstruction.
-AMPC_VM __m256 expm1Lanes(__m256 a) {
-  const __m256 one = c(1.0f);
-  __m256i hx = _mm256_and_si256(asI(a), ic(0x7fffffff));
-  __m256 neg = _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_LT_OQ);
-  __m256 big = igt(hx, 0x3eb17218);                   // |a| > ln2 / 2
-  __m256 mid = _mm256_and_ps(big, asF(_mm256_cmpgt_epi32(ic(0x3f851592), hx)));
-  __m256 tinyA = asF(_mm256_cmpgt_epi32(ic(0x33000000), hx)); // |a| < 2^-25
-  // k = (int)(invln2 * a +- 0.5) (truncated), t = k; or k = +-1.
-  __m256 halfS = pick(neg, c(-0.5f), c(0.5f));
-  __m256i kg = _mm256_cvttps_epi32(add(mul(c(1.4426950216e+00f), a), halfS));
-  __m256 tk = _mm256_cvtepi32_ps(kg);
-  __m256 hiG = sub(a, mul(tk, c(6.9313812256e-01f)));
-  __m256 loG = mul(tk, c(9.0580006145e-06f));
-  __m256 hiM = pick(neg, add(a, c(6.9313812256e-01f)),
-                    sub(a, c(6.9313812256e-01f)));
-  __m256 loM = pick(neg, c(-9.0580006145e-06f), c(9.0580006145e-06f));
-  __m256i kM = _mm256_blendv_epi8(ic(1), ic(-1), asI(neg));
-  __m256 hi = pick(mid, hiM, hiG), lo = pick(mid, loM, loG);
-  __m256i k = _mm256_blendv_epi8(kg, kM, asI(mid));
-  k = _mm256_and_si256(k, asI(big)); // k = 0 where |a| <= ln2 / 2
-  __m256 xr = sub(hi, lo);
-  __m256 cr = sub(sub(hi, xr), lo);
-  __m256 x = pick(big, xr, a);
-  __m256 cc = pick(big, cr, _mm256_setzero_ps());
-  // The primary range.
-  __m256 hfx = mul(c(0.5f), x);
-  __m256 hxs = mul(x, hfx);
-  const float q[5] = {-3.3333335072e-02f, 1.5873016091e-03f,
-                      -7.9365076090e-05f, 4.0082177293e-06f,
-                      -2.0109921195e-07f};
-  __m256 r1 = mul(hxs, c(q[4]));
-  for (int i = 3; i >= 0; --i)
-    r1 = mul(hxs, add(c(q[i]), r1));
-  r1 = add(one, r1);
-  __m256 t = sub(c(3.0f), mul(r1, hfx));
-  __m256 e = mul(hxs, dvd(sub(r1, t), sub(c(6.0f), mul(x, t))));
-  __m256 r0 = sub(x, sub(mul(x, e), hxs)); // k == 0
-  __m256 e2 = sub(mul(x, sub(e, cc)), cc);
-  e2 = sub(e2, hxs);
-  __m256 rm1 = sub(mul(c(0.5f), sub(x, e2)), c(0.5f)); // k == -1
-  __m256 rp1 = pick(_mm256_cmp_ps(x, c(-0.25f), _CMP_LT_OQ),
-                    mul(c(-2.0f), sub(e2, add(x, c(0.5f)))),
-                    add(one, mul(c(2.0f), sub(x, e2)))); // k == 1
-  // k <= -2 or k > 56.
-  __m256 rFar = sub(scaleExp(sub(one, sub(e2, x)), k), one);
-  // 2 <= k < 23: t = 1 - 2^-k.
-  __m256 t1 = asF(_mm256_sub_epi32(ic(0x3f800000),
-                                   _mm256_srlv_epi32(ic(0x1000000), k)));
-  __m256 rLow = scaleExp(sub(t1, sub(e2, x)), k);
-  // 23 <= k <= 56: t = 2^-k.
-  __m256 t2 = asF(_mm256_slli_epi32(_mm256_sub_epi32(ic(0x7f), k), 23));
-  __m256 rHigh = scaleExp(add(sub(x, add(e2, t2)), one), k);
-  __m256 far = asF(_mm256_or_si256(_mm256_cmpgt_epi32(ic(-1), k),
-                                   _mm256_cmpgt_epi32(k, ic(56))));
-  __m256 low = asF(_mm256_cmpgt_epi32(ic(23), k));
-  __m256 r = pick(low, rLow, rHigh);
-  r = pick(far, rFar, r);
-  r = pick(asF(_mm256_cmpeq_epi32(k, ic(1))), rp1, r);
-  r = pick(asF(_mm256_cmpeq_epi32(k, ic(-1))), rm1, r);
-  r = pick(asF(_mm256_cmpeq_epi32(k, ic(0))), r0, r);
-  return pick(tinyA, a, r);
-}
-
-AMPC_VM __m256 tanh8(__m256 x) {
-  const __m256 one = c(1.0f), two = c(2.0f);
-  __m256i ix = _mm256_and_si256(asI(x), ic(0x7fffffff));
-  __m256 ax = asF(ix);
-  __m256 ge1 = igt(ix, 0x3f7fffff); // |x| >= 1
-  __m256 a = pick(ge1, mul(two, ax), mul(c(-2.0f), ax));
-  __m256 t = expm1Lanes(a);
-  __m256 zHi = sub(one, dvd(two, add(t, two)));
-  __m256 zLo = dvd(_mm256_xor_ps(t, c(-0.0f)), add(t, two));
-  __m256 z = pick(ge1, zHi, zLo);
-  __m256 sign = _mm256_and_ps(x, c(-0.0f));
-  __m256 y = _mm256_xor_ps(z, sign);
-  // |x| < 2^-55 (zero included), |x| >= 22, inf, NaN: libm.
-  __m256 other = _mm256_or_ps(asF(_mm256_cmpgt_epi32(ic(0x24000000), ix)),
-                              igt(ix, 0x41afffff));
-  int bits = _mm256_movemask_ps(other);
-  if (!bits)
-    return y;
-  return libmLanes(x, y, bits, libmTanh);
-}
-
-__attribute__((target("avx2,fma"), noinline)) void
-tanhAVX2(const float *x, float *y, int64_t n) {
-  overRun<tanh8, libmTanh>(x, y, n);
-}
-#undef AMPC_VM
 
 uint32_t bitsOf(float f) {
   uint32_t u;
@@ -515,29 +455,34 @@ bool vectorAllowed() {
 
 using ArrayFn = void (*)(const float *, float *, int64_t);
 
-/// expN's and erfN's code at one vector width (null: libm per element).
+/// expN's, erfN's and tanhN's code at one vector width (null: libm per
+/// element).
 struct Width {
   int lanes;
-  ArrayFn exp, erf;
+  ArrayFn exp, erf, tanh;
 };
 
-const Width kLibm = {1, nullptr, nullptr};
+const Width kLibm = {1, nullptr, nullptr, nullptr};
 
 #if AMPC_VMATH_X86
-/// A width's code where it may run and agrees with libm here (its erff only
-/// where its expf, which erff calls, agrees too); exp null otherwise.
-Width checked(int lanes, bool allowed, ArrayFn exp, ArrayFn erf) {
-  Width w = {lanes, nullptr, nullptr};
+/// A width's code where it may run and agrees with libm here, each
+/// function on its own (erff only where the width's expf, which it calls,
+/// agrees too); the width is used only where its expf agrees.
+Width checked(int lanes, bool allowed, ArrayFn exp, ArrayFn erf, ArrayFn tanh) {
+  Width w = {lanes, nullptr, nullptr, nullptr};
   if (!allowed || !agrees(exp, libmExp, -104.0f, 89.0f))
     return w;
   w.exp = exp;
   if (agrees(erf, libmErf, -7.0f, 7.0f))
     w.erf = erf;
+  if (agrees(tanh, libmTanh, -12.0f, 12.0f))
+    w.tanh = tanh;
   return w;
 }
 
 const Width &avx2Width() {
-  static const Width w = checked(8, vectorAllowed(), expAVX2, erfAVX2);
+  static const Width w =
+      checked(8, vectorAllowed(), expAVX2, erfAVX2, tanhAVX2);
   return w;
 }
 
@@ -545,7 +490,7 @@ const Width &avx2Width() {
 const Width &avx512Width() {
   static const Width w =
       checked(16, vectorAllowed() && cpuisa::usable(cpuisa::Isa::Avx512),
-              expAVX512, erfAVX512);
+              expAVX512, erfAVX512, tanhAVX512);
   return w;
 }
 #endif
@@ -572,6 +517,8 @@ bool vectorExp() { return inUse().exp != nullptr; }
 
 bool vectorErf() { return inUse().erf != nullptr; }
 
+bool vectorTanh() { return inUse().tanh != nullptr; }
+
 int vectorLanes() { return inUse().lanes; }
 
 bool useVectorLanes(int lanes) {
@@ -590,21 +537,9 @@ bool useVectorLanes(int lanes) {
   return true;
 }
 
-bool vectorTanh() {
-#if AMPC_VMATH_X86
-  static const bool use =
-      vectorAllowed() && agrees(tanhAVX2, libmTanh, -12.0f, 12.0f);
-  return use;
-#else
-  return false;
-#endif
-}
-
 void tanhN(const float *x, float *y, int64_t n) {
-#if AMPC_VMATH_X86
-  if (vectorTanh())
-    return tanhAVX2(x, y, n);
-#endif
+  if (ArrayFn fn = inUse().tanh)
+    return fn(x, y, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = tanhf(x[i]);
 }

@@ -1,7 +1,8 @@
 //===- cpu_vmath.h - Vector expf, erff, tanhf with libm's bits --*- C++ -*-===//
 //
-// expf over arrays, sixteen lanes at a time with AVX-512 (eight with AVX2 and
-// FMA where AVX-512 is absent or AMPC_CPU_ISA caps it), computing the
+// expf, erff and tanhf over arrays, sixteen lanes at a time with AVX-512
+// (eight with AVX2 and FMA where AVX-512 is absent or AMPC_CPU_ISA caps it).
+// expf computes the
 // same double-precision steps as the C library's expf (glibc 2.28 and later
 // on x86-64 with FMA: x * 32/ln2 split into k + r by one fused multiply-add,
 // a 32-entry table of 2^(i/32), a cubic in r, each step rounded as libm
@@ -26,15 +27,16 @@
 // Whether a vector path is used is decided once per process: the CPU must
 // have AVX2 and FMA, AMPC_CPU_SCALAR_MATH must not be set, and a self-check
 // of 2^17 inputs spread over every exponent must agree bit for bit with the
-// libm the process loaded; otherwise expN / erfN call libm per element.
-// expN's and erfN's AVX-512 code (the same operations sixteen lanes at a
-// time; expf's table lookup by register permutes instead of a gather) is
-// used where the CPU has AVX-512, AMPC_CPU_ISA allows avx512_core, and its
-// own self-checks agree. erff is written once for both widths
-// (cpu_vmath_erf.inc).
-// runtime/test/test_cpu_kernels.cpp checks the agreement densely (one f32
-// pattern in 61, 70 million inputs, all of them); all 2^32 inputs were
-// checked once when this was written (glibc 2.36, none differ).
+// libm the process loaded; otherwise expN / erfN / tanhN call libm per
+// element. The AVX-512 code (the same operations sixteen lanes at a time;
+// expf's table lookup by register permutes instead of a gather) is used where
+// the CPU has AVX-512, AMPC_CPU_ISA allows avx512_core, and its own self-checks
+// agree. erff and tanhf are written once for both widths
+// (cpu_vmath_lanes.inc).
+// runtime/test/test_cpu_kernels.cpp checks the agreement densely on every
+// width the machine has (one f32 pattern in 61, 70 million inputs, all of
+// them); all 2^32 inputs of each function were checked once at each width
+// (glibc 2.36, none differ).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_CPU_CPU_VMATH_H
@@ -59,15 +61,15 @@ bool vectorExp();
 bool vectorErf();
 bool vectorTanh();
 
-/// How many lanes expN and erfN compute at once in this process: 16
-/// (AVX-512), 8 (AVX2) or 1 (libm per element). tanhN has only the 8-lane
-/// code.
+/// How many lanes expN, erfN and tanhN compute at once in this process: 16
+/// (AVX-512), 8 (AVX2) or 1 (libm per element).
 int vectorLanes();
 
-/// Tests only (not thread-safe against running kernels): every later expN
-/// and erfN compute `lanes` at a time (16, 8 or 1). False, with nothing
-/// changed, where that width cannot run here or its expf fails the
-/// self-check (its erff failing alone leaves erfN on libm: vectorErf()).
+/// Tests only (not thread-safe against running kernels): every later expN,
+/// erfN and tanhN compute `lanes` at a time (16, 8 or 1). False, with
+/// nothing changed, where that width cannot run here or its expf fails the
+/// self-check (its erff or tanhf failing alone leaves that function on
+/// libm: vectorErf(), vectorTanh()).
 bool useVectorLanes(int lanes);
 
 } // namespace cpukern

@@ -116,12 +116,12 @@ int64_t span(const Walk &w, int k) {
 
 namespace {
 
-/// Runs `check` with expN and erfN on each width this machine has (16
+/// Runs `check` with expN, erfN and tanhN on each width this machine has (16
 /// lanes, 8 lanes, libm), then restores the width in use; the vector widths
 /// the machine lacks are reported as skipped.
 template <typename F> void onEveryVectorWidth(F &&check) {
   const int inUse = cpukern::vectorLanes();
-  std::printf("vector expf and erff in use: %d lanes\n", inUse);
+  std::printf("vector expf, erff and tanhf in use: %d lanes\n", inUse);
   for (int lanes : {16, 8, 1}) {
     if (!cpukern::useVectorLanes(lanes)) {
       // Where the CPU (and AMPC_CPU_ISA) allow the width, only a failed
@@ -132,7 +132,8 @@ template <typename F> void onEveryVectorWidth(F &&check) {
           cpuisa::usable(lanes == 16 ? cpuisa::Isa::Avx512 : cpuisa::Isa::Avx2);
       EXPECT_FALSE(allowed)
           << "expf on " << lanes << " lanes fails its self-check";
-      std::printf("  %d lanes: not usable here (CPU or AMPC_CPU_ISA), "
+      std::printf("  %d lanes: not usable here (CPU, AMPC_CPU_ISA or "
+                  "AMPC_CPU_SCALAR_MATH), "
                   "skipped\n",
                   lanes);
       continue;
@@ -228,21 +229,6 @@ TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
 }
 
 TEST(CpuKernels, TanhMatchesLibmOnEvery61stPattern) {
-  std::printf("vector tanhf %s\n", cpukern::vectorTanh() ? "yes" : "no");
-  constexpr int64_t kBlock = 1 << 16;
-  std::vector<float> in(kBlock), out(kBlock);
-  int64_t checked = 0, differing = 0;
-  uint64_t u = 11;
-  while (u < (1ull << 32)) {
-    int64_t n = 0;
-    for (; n < kBlock && u < (1ull << 32); ++n, u += 61)
-      in[n] = fromBits(static_cast<uint32_t>(u));
-    cpukern::tanhN(in.data(), out.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      differing += bitsOf(out[i]) != bitsOf(tanhf(in[i]));
-    checked += n;
-  }
-  EXPECT_EQ(differing, 0) << "of " << checked;
   // Every pattern at the boundaries of tanhf's ranges (2^-55, 1, 22) and of
   // expm1f's reconstruction ranges for the arguments tanhf passes (|x| =
   // ln2 / 4, 1.5 ln2 / 2, where k = +-1, and 2^-26), both signs.
@@ -253,11 +239,40 @@ TEST(CpuKernels, TanhMatchesLibmOnEvery61stPattern) {
       edge.push_back(fromBits(b - 2048 + d));
       edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
     }
-  std::vector<float> got(edge.size()), want(edge.size());
-  cpukern::tanhN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
+  std::vector<float> want(edge.size());
   for (size_t i = 0; i < edge.size(); ++i)
     want[i] = tanhf(edge[i]);
-  EXPECT_TRUE(sameBits(got, want));
+  onEveryVectorWidth([&] {
+    const bool vector = cpukern::vectorLanes() > 1;
+    // As for erff: a failed self-check would leave tanhN on libm.
+    EXPECT_EQ(cpukern::vectorTanh(), vector);
+    const uint64_t step = vector ? 61 : 610;
+    constexpr int64_t kBlock = 1 << 16;
+    std::vector<float> in(kBlock), out(kBlock);
+    int64_t checked = 0, differing = 0;
+    uint64_t u = 11;
+    while (u < (1ull << 32)) {
+      int64_t n = 0;
+      for (; n < kBlock && u < (1ull << 32); ++n, u += step)
+        in[n] = fromBits(static_cast<uint32_t>(u));
+      cpukern::tanhN(in.data(), out.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        differing += bitsOf(out[i]) != bitsOf(tanhf(in[i]));
+      checked += n;
+    }
+    EXPECT_EQ(differing, 0) << "of " << checked;
+    std::vector<float> got(edge.size());
+    cpukern::tanhN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
+    EXPECT_TRUE(sameBits(got, want));
+    // Every length to 40 at an odd offset, poisoned past the end.
+    for (int64_t len = 0; len <= 40; ++len) {
+      std::vector<float> g(len + 17, 123.0f);
+      cpukern::tanhN(edge.data() + 2043, g.data(), len);
+      std::vector<float> w(want.begin() + 2043, want.begin() + 2043 + len);
+      w.resize(len + 17, 123.0f);
+      EXPECT_TRUE(sameBits(g, w)) << "length " << len;
+    }
+  });
 }
 
 TEST(CpuKernels, ExpMatchesLibmAroundItsSpecialCases) {
