@@ -235,6 +235,42 @@ BENCHMARK(BM_CpuSoftmax)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// ampc_sum_fwd over 2^21 elements in one dtype: per channel (L = 0: x
+// [32, 64, 32, 32] over dims 0, 2 and 3, a convolution's bias gradient, 64
+// outputs of 32 rows of 1024) or over the last dim of x [32, 64, 1024 / L,
+// L] (rows of L).
+void BM_CpuReduce(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  auto dt = static_cast<ampc_dtype>(state.range(0));
+  int64_t len = state.range(1);
+  size_t es = 0;
+  ampc_dtype_size(dt, &es);
+  int64_t n = 32 * 64 * 32 * 32;
+  void *x = deviceRandom(ctx, dt, n, 1), *y = nullptr;
+  ampc_malloc(ctx, n * 4, &y);
+  int64_t chanShape[4] = {32, 64, 32, 32}, chanDims[3] = {0, 2, 3};
+  int64_t chanY[1] = {64};
+  int64_t rows = len ? 1024 / len : 1;
+  int64_t rowShape[4] = {32, 64, rows, len}, lastDim[1] = {3};
+  int64_t rowY[3] = {32, 64, rows};
+  for (auto _ : state) {
+    if (len)
+      ampc_sum_fwd(ctx, y, AMPC_F32, rowY, 3, x, dt, rowShape, 4, lastDim, 1,
+                   0);
+    else
+      ampc_sum_fwd(ctx, y, AMPC_F32, chanY, 1, x, dt, chanShape, 4, chanDims, 3,
+                   0);
+  }
+  state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(es));
+  state.SetLabel(len ? "last dim" : "per channel");
+  ampc_free(ctx, x);
+  ampc_free(ctx, y);
+}
+BENCHMARK(BM_CpuReduce)
+    ->ArgsProduct({{AMPC_F32, AMPC_BF16}, {0, 32, 128}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // layer_norm forward and backward (dx, dw, db) over rows x cols in one
 // dtype, w and b in f32, as the encoder's post-norm residuals run them.
 void BM_CpuLayerNorm(benchmark::State &state) {

@@ -664,19 +664,20 @@ AMPC_OP_LOOP bool binaryBwd16Loop(BinaryOp op, int which, const uint16_t *a,
 }
 
 /// Row sums of up to kLanes rows at once, for the norms: for each row k <
-/// rows, s[k] = the sum of a[k][j] and p[k] = the sum of a[k][j] b[k][j]
-/// over j in [0, cols), in f64, each a sum in column order (the mean and
-/// mean square of a norm's rows: b = a; the backward's sums of g and
-/// g x-hat). A sum in order cannot be vectorised along its row; the rows'
-/// sums can be, side by side, one row per lane, with the bits of the
-/// one-row loop (laneSumsBase, the baseline's). Row k's columns are
-/// a[k][0, cols). With p null, only the sums s (softmax and cross-entropy
-/// need no products; b is not read).
+/// rows, s[k] += the sum of a[k][j] and p[k] += the sum of a[k][j] b[k][j]
+/// over j in [0, cols), in f64, each a sum in column order continuing from
+/// s[k] and p[k]'s values on entry (the mean and mean square of a norm's
+/// rows: b = a, from 0; the backward's sums of g and g x-hat; a reduction's
+/// sums, chunk after chunk). A sum in order cannot be vectorised along its
+/// row; the rows' sums can be, side by side, one row per lane, with the
+/// bits of the one-row loop (laneSumsBase, the baseline's). Row k's columns
+/// are a[k][0, cols). With p null, only the sums s (softmax, cross-entropy
+/// and reductions need no products; b is not read).
 constexpr int kLanes = 8;
 void laneSumsBase(const float *const *a, const float *const *b, int rows,
                   int64_t cols, double *s, double *p) {
   for (int k = 0; k < rows; ++k) {
-    double sk = 0.0, pk = 0.0;
+    double sk = s[k], pk = p ? p[k] : 0.0;
     for (int64_t j = 0; j < cols; ++j) {
       double va = a[k][j];
       sk += va;
@@ -726,7 +727,15 @@ template <bool kProducts>
 AMPC_AVX2_TARGET void laneSumsAVX2Of(const float *const *a,
                                      const float *const *b, int rows,
                                      int64_t cols, double *s, double *p) {
-  __m256d s0 = _mm256_setzero_pd(), s1 = s0, p0 = s0, p1 = s0;
+  // Each lane starts from its row's s and p (0 past the rows).
+  alignas(32) double sv[kLanes] = {}, pv[kLanes] = {};
+  for (int k = 0; k < rows; ++k) {
+    sv[k] = s[k];
+    if (kProducts)
+      pv[k] = p[k];
+  }
+  __m256d s0 = _mm256_load_pd(sv), s1 = _mm256_load_pd(sv + 4);
+  __m256d p0 = _mm256_load_pd(pv), p1 = _mm256_load_pd(pv + 4);
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) {
     __m256 ra[8], rb[8];
@@ -749,7 +758,6 @@ AMPC_AVX2_TARGET void laneSumsAVX2Of(const float *const *a,
       p1 = _mm256_add_pd(p1, _mm256_mul_pd(a1, b1));
     }
   }
-  alignas(32) double sv[kLanes], pv[kLanes];
   _mm256_store_pd(sv, s0);
   _mm256_store_pd(sv + 4, s1);
   _mm256_store_pd(pv, p0);
@@ -1083,10 +1091,10 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
   int64_t sx = ci.stride[1][il];
   Walk co = collapse(outer);
   int ol = co.rank - 1;
-  // Outputs go in blocks of four adjacent ones of the outer row: each keeps
-  // its own accumulator and adds its elements in the plain loop's order,
-  // the four chains interleaved (an f64 add waits for the previous one).
-  constexpr int kB = 4;
+  // Outputs go in blocks of eight adjacent ones of the outer row: each
+  // keeps its own f64 accumulator and adds its elements in the plain loop's
+  // order, the eight side by side (laneSums: one output per lane).
+  constexpr int kB = kLanes;
   static thread_local float buf[kB][kChunk];
   // Threads: pieces of the outputs (each output's sum is the same wherever
   // it runs), about kItemElements input elements per item.
@@ -1098,8 +1106,9 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
         for (int64_t k0 = lo; k0 < hi; k0 += kB) {
           int nb = hi - k0 < kB ? static_cast<int>(hi - k0) : kB;
           int64_t xo[kB];
-          double acc[kB] = {0.0, 0.0, 0.0, 0.0};
-          float m[kB] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+          double acc[kB] = {};
+          float m[kB];
+          std::fill(m, m + kB, -INFINITY);
           for (int b = 0; b < nb; ++b)
             xo[b] = xRow + (k0 + b) * co.stride[1][ol];
           if (count > 0)
@@ -1119,26 +1128,8 @@ void reduce(ReduceOp op, Buf y, Buf x, const Walk &outer, const Walk &inner) {
                     }
                     m[b] = mb;
                   }
-                } else if (nb == kB) {
-                  double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-                  const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-                  for (int64_t j = 0; j < n; ++j) {
-                    a0 += p0[j];
-                    a1 += p1[j];
-                    a2 += p2[j];
-                    a3 += p3[j];
-                  }
-                  acc[0] = a0;
-                  acc[1] = a1;
-                  acc[2] = a2;
-                  acc[3] = a3;
                 } else {
-                  for (int b = 0; b < nb; ++b) {
-                    double a = acc[b];
-                    for (int64_t j = 0; j < n; ++j)
-                      a += p[b][j];
-                    acc[b] = a;
-                  }
+                  opLoops().laneSums(p, p, nb, n, acc, nullptr);
                 }
               }
             });
@@ -1253,7 +1244,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
         expN(e, e, dim);
         es.row[k] = e;
       }
-      double sum[kLanes];
+      double sum[kLanes] = {};
       opLoops().laneSums(es.row, es.row, nr, dim, sum, nullptr);
       for (int k = 0; k < nr; ++k) {
         int64_t base = rowBase(g0 + k, dim, inner);
@@ -1293,7 +1284,7 @@ void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
       expN(e, e, classes);
       es.row[k] = e;
     }
-    double s[kLanes];
+    double s[kLanes] = {};
     opLoops().laneSums(es.row, es.row, nr, classes, s, nullptr);
     for (int k = 0; k < nr; ++k)
       lse[g0 - r0 + k] = m[k] + logf(static_cast<float>(s[k]));
@@ -1345,7 +1336,7 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
       }
       // Each row's f64 sum in order, eight rows at a time: of g
       // (log-softmax), of the products g y (softmax).
-      double dot[kLanes];
+      double dot[kLanes] = {};
       const LaneRows &summed = log ? gs : gy;
       opLoops().laneSums(summed.row, summed.row, nr, dim, dot, nullptr);
       for (int k = 0; k < nr; ++k) {
@@ -1385,7 +1376,7 @@ void statsFromSums(bool rms, double s, double s2, int64_t cols, float eps,
 /// Each row's mean and rstd of rows [r0, r0 + rows) of x (rows <= kLanes).
 void laneStats(bool rms, LaneRows &x, Buf xb, int64_t r0, int rows, float eps,
                float *mean, float *rstd) {
-  double s[kLanes], s2[kLanes];
+  double s[kLanes] = {}, s2[kLanes] = {};
   x.view(xb, r0, rows);
   opLoops().laneSums(x.row, x.row, rows, x.cols, s, s2);
   for (int k = 0; k < rows; ++k)
@@ -1471,6 +1462,8 @@ struct NormBwdLanes {
       xhat.row[k] = xh;
       g.row[k] = gk;
     }
+    std::fill(sumG, sumG + kLanes, 0.0);
+    std::fill(sumGX, sumGX + kLanes, 0.0);
     opLoops().laneSums(g.row, xhat.row, rows, cols, sumG, sumGX);
   }
 };

@@ -456,49 +456,6 @@ TEST(CpuKernels, BinaryBwdMatchesTheElementLoop) {
         }
 }
 
-TEST(CpuKernels, ReduceMatchesTheElementLoop) {
-  // x [4, 6, 5, 7]: reduce over dims (0, 2, 3) for each of 6 channels (the
-  // bias gradient of a per-channel add), over (3) and over (1, 2).
-  std::vector<int64_t> xs = {4, 6, 5, 7};
-  std::vector<int64_t> xst = rowMajor(xs);
-  struct Case {
-    Walk outer, inner;
-  };
-  std::vector<Case> cases;
-  cases.push_back({makeWalk({6}, {{1}, {xst[1]}}),
-                   makeWalk({4, 5, 7}, {{0, 0, 0}, {xst[0], xst[2], xst[3]}})});
-  cases.push_back({makeWalk({4, 6, 5}, {{30, 5, 1}, {xst[0], xst[1], xst[2]}}),
-                   makeWalk({7}, {{0}, {1}})});
-  cases.push_back({makeWalk({4, 7}, {{7, 1}, {xst[0], xst[3]}}),
-                   makeWalk({6, 5}, {{0, 0}, {xst[1], xst[2]}})});
-  for (ampc_dtype dt : {AMPC_F32, AMPC_BF16})
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
-      for (const Case &c : cases) {
-        auto xb = store(mixedValues(ampc_test::numel(xs), 7), dt);
-        int64_t ny = c.outer.numel();
-        std::vector<float> want(ny), got(ny);
-        int64_t count = c.inner.numel();
-        forEachRef(c.outer, [&](int64_t yo, int64_t xo, int64_t) {
-          double acc = 0.0;
-          float m = -INFINITY;
-          forEachRef(c.inner, [&](int64_t, int64_t xi, int64_t) {
-            float v = loadF32(xb.data(), dt, xo + xi);
-            acc += v;
-            if (v > m || v != v)
-              m = (m != m) ? m : v;
-          });
-          if (op == ReduceOp::Mean)
-            acc /= static_cast<double>(count);
-          want[yo] = op == ReduceOp::Max ? m : static_cast<float>(acc);
-        });
-        cpukern::reduce(op, Buf{got.data(), AMPC_F32}, Buf{xb.data(), dt},
-                        c.outer, c.inner);
-        EXPECT_TRUE(sameBits(got, want, /*anyNaN=*/true))
-            << static_cast<int>(op) << " case " << (&c - cases.data())
-            << " dtype " << dt;
-      }
-}
-
 namespace {
 
 void softmaxRef(bool log, float *y, const float *x, int64_t outer, int64_t dim,
@@ -561,6 +518,61 @@ template <typename F> int onEveryIsasLoops(F f) {
 }
 
 } // namespace
+
+TEST(CpuKernels, ReduceMatchesTheElementLoop) {
+  // Per-channel sums (the bias gradient of a per-channel add: reduce over
+  // dims 0, 2 and 3), sums over the last dim and over the middle two, on
+  // x [4, 6, 5, 7] and on x [3, 13, 37, 41], whose channels fill one group
+  // of eight outputs and part of another and whose rows (37 * 41 = 1517
+  // elements) span two of the kernel's chunks.
+  struct Case {
+    std::vector<int64_t> xs;
+    Walk outer, inner;
+  };
+  std::vector<Case> cases;
+  for (std::vector<int64_t> xs : {std::vector<int64_t>{4, 6, 5, 7},
+                                  std::vector<int64_t>{3, 13, 37, 41}}) {
+    std::vector<int64_t> st = rowMajor(xs);
+    cases.push_back(
+        {xs, makeWalk({xs[1]}, {{1}, {st[1]}}),
+         makeWalk({xs[0], xs[2], xs[3]}, {{0, 0, 0}, {st[0], st[2], st[3]}})});
+    cases.push_back({xs,
+                     makeWalk({xs[0], xs[1], xs[2]}, {{xs[1] * xs[2], xs[2], 1},
+                                                      {st[0], st[1], st[2]}}),
+                     makeWalk({xs[3]}, {{0}, {1}})});
+    cases.push_back({xs, makeWalk({xs[0], xs[3]}, {{xs[3], 1}, {st[0], st[3]}}),
+                     makeWalk({xs[1], xs[2]}, {{0, 0}, {st[1], st[2]}})});
+  }
+  int isas = onEveryIsasLoops([&] {
+    for (ampc_dtype dt : {AMPC_F32, AMPC_BF16})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
+        for (const Case &c : cases) {
+          auto xb = store(mixedValues(ampc_test::numel(c.xs), 7), dt);
+          int64_t ny = c.outer.numel();
+          std::vector<float> want(ny), got(ny);
+          int64_t count = c.inner.numel();
+          forEachRef(c.outer, [&](int64_t yo, int64_t xo, int64_t) {
+            double acc = 0.0;
+            float m = -INFINITY;
+            forEachRef(c.inner, [&](int64_t, int64_t xi, int64_t) {
+              float v = loadF32(xb.data(), dt, xo + xi);
+              acc += v;
+              if (v > m || v != v)
+                m = (m != m) ? m : v;
+            });
+            if (op == ReduceOp::Mean)
+              acc /= static_cast<double>(count);
+            want[yo] = op == ReduceOp::Max ? m : static_cast<float>(acc);
+          });
+          cpukern::reduce(op, Buf{got.data(), AMPC_F32}, Buf{xb.data(), dt},
+                          c.outer, c.inner);
+          EXPECT_TRUE(sameBits(got, want, /*anyNaN=*/true))
+              << static_cast<int>(op) << " case " << (&c - cases.data())
+              << " dtype " << dt;
+        }
+  });
+  EXPECT_GE(isas, 1);
+}
 
 // The rows' sums run eight rows at a time (laneSums): every instruction
 // set's loops, with row counts that fill no group of eight.
