@@ -142,98 +142,6 @@ expAVX2(const float *x, float *y, int64_t n) {
   overRun<exp8, libmExp>(x, y, n);
 }
 
-// GCC 12's AVX-512 headers start several unmasked forms from a
-// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports
-// where they are inlined; the value is never read.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
-/// y with the lanes set in `bits` replaced by libm's fn of x's lanes.
-AMPC_VM512 inline __m512 libmLanes16(__m512 x, __m512 y, unsigned bits,
-                                     float (*fn)(float)) {
-  alignas(64) float xs[16], ys[16];
-  _mm512_store_ps(xs, x);
-  _mm512_store_ps(ys, y);
-  for (int l = 0; l < 16; ++l)
-    if (bits & (1u << l))
-      ys[l] = fn(xs[l]);
-  return _mm512_load_ps(ys);
-}
-
-/// exp4's steps on eight doubles, with the table entry taken by two-source
-/// permutes from the table held in four registers (k's low five bits pick
-/// it) instead of a gather: the same operations, so the same bits.
-AMPC_VM512 inline __m512d exp8d(__m512d xd, const __m512d tab[4]) {
-  const __m512d invLn2N = _mm512_set1_pd(fromBits(kExpInvLn2N));
-  const __m512d shift = _mm512_set1_pd(fromBits(kExpShift));
-  __m512d kds = _mm512_fmadd_pd(invLn2N, xd, shift);
-  __m512i ki = _mm512_castpd_si512(kds);
-  __m512d kd = _mm512_sub_pd(kds, shift);
-  __m512d r = _mm512_fmsub_pd(invLn2N, xd, kd);
-  __m512d lo = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
-  __m512d hi = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
-  __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
-  __m512i t = _mm512_castpd_si512(_mm512_mask_blend_pd(upper, lo, hi));
-  t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
-  __m512d s = _mm512_castsi512_pd(t);
-  __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC0)),
-                              _mm512_set1_pd(fromBits(kExpC1)));
-  __m512d r2 = _mm512_mul_pd(r, r);
-  __m512d y =
-      _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC2)), _mm512_set1_pd(1.0));
-  y = _mm512_fmadd_pd(z, r2, y);
-  return _mm512_mul_pd(y, s);
-}
-
-/// kExp2Tab in four registers, as exp8d reads it.
-AMPC_VM512 inline void loadExp2Tab(__m512d tab[4]) {
-  const double *t = reinterpret_cast<const double *>(kExp2Tab);
-  for (int i = 0; i < 4; ++i)
-    tab[i] = _mm512_loadu_pd(t + 8 * i);
-}
-
-/// exp of sixteen lanes with libm's bits, as exp8.
-AMPC_VM512 inline __m512 exp16(__m512 xv, const __m512d tab[4]) {
-  __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(xv), 20),
-                                 _mm512_set1_epi32(0x7ff));
-  __mmask16 special =
-      _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(kExpAbsTopMin));
-  __m512d xlo = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
-  __m512d xhi = _mm512_cvtps_pd(
-      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
-  __m256 lo = _mm512_cvtpd_ps(exp8d(xlo, tab));
-  __m256 hi = _mm512_cvtpd_ps(exp8d(xhi, tab));
-  __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(
-      _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
-  if (!special)
-    return r;
-  __mmask16 zero =
-      _mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpUnderflow), _CMP_LT_OQ);
-  r = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), r);
-  unsigned rest = special & ~zero & 0xffffu;
-  if (!rest)
-    return r;
-  return libmLanes16(xv, r, rest, libmExp);
-}
-
-/// expAVX2 sixteen lanes at a time; the tail is one masked vector (its
-/// unused lanes read as 0, which takes no special path).
-AMPC_VM512 __attribute__((noinline)) void expAVX512(const float *x, float *y,
-                                                    int64_t n) {
-  __m512d tab[4];
-  loadExp2Tab(tab);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i), tab));
-  if (i < n) {
-    __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m,
-                          exp16(_mm512_maskz_loadu_ps(m, x + i), tab));
-  }
-}
-#undef AMPC_VM512
-#pragma GCC diagnostic pop
-
 float f(uint32_t u) {
   float v;
   memcpy(&v, &u, 4);
@@ -332,10 +240,97 @@ AMPC_VM __attribute__((noinline)) void tanhAVX2(const float *x, float *y,
 }
 #undef AMPC_VM
 
-// (GCC 12's AVX-512 warnings as for expAVX512 above.)
+// The sixteen-lane code (AVX-512): expf, then erff and tanhf.
+// GCC 12's AVX-512 headers start several unmasked forms from a
+// self-initialised "undefined" vector, which -Wmaybe-uninitialized reports
+// where they are inlined; the value is never read.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define AMPC_VM512 __attribute__((target("avx512f,avx2,fma")))
+/// y with the lanes set in `bits` replaced by libm's fn of x's lanes.
+AMPC_VM512 inline __m512 libmLanes16(__m512 x, __m512 y, unsigned bits,
+                                     float (*fn)(float)) {
+  alignas(64) float xs[16], ys[16];
+  _mm512_store_ps(xs, x);
+  _mm512_store_ps(ys, y);
+  for (int l = 0; l < 16; ++l)
+    if (bits & (1u << l))
+      ys[l] = fn(xs[l]);
+  return _mm512_load_ps(ys);
+}
+
+/// exp4's steps on eight doubles, with the table entry taken by two-source
+/// permutes from the table held in four registers (k's low five bits pick
+/// it) instead of a gather: the same operations, so the same bits.
+AMPC_VM512 inline __m512d exp8d(__m512d xd, const __m512d tab[4]) {
+  const __m512d invLn2N = _mm512_set1_pd(fromBits(kExpInvLn2N));
+  const __m512d shift = _mm512_set1_pd(fromBits(kExpShift));
+  __m512d kds = _mm512_fmadd_pd(invLn2N, xd, shift);
+  __m512i ki = _mm512_castpd_si512(kds);
+  __m512d kd = _mm512_sub_pd(kds, shift);
+  __m512d r = _mm512_fmsub_pd(invLn2N, xd, kd);
+  __m512d lo = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
+  __m512d hi = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
+  __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+  __m512i t = _mm512_castpd_si512(_mm512_mask_blend_pd(upper, lo, hi));
+  t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+  __m512d s = _mm512_castsi512_pd(t);
+  __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC0)),
+                              _mm512_set1_pd(fromBits(kExpC1)));
+  __m512d r2 = _mm512_mul_pd(r, r);
+  __m512d y =
+      _mm512_fmadd_pd(r, _mm512_set1_pd(fromBits(kExpC2)), _mm512_set1_pd(1.0));
+  y = _mm512_fmadd_pd(z, r2, y);
+  return _mm512_mul_pd(y, s);
+}
+
+/// kExp2Tab in four registers, as exp8d reads it.
+AMPC_VM512 inline void loadExp2Tab(__m512d tab[4]) {
+  const double *t = reinterpret_cast<const double *>(kExp2Tab);
+  for (int i = 0; i < 4; ++i)
+    tab[i] = _mm512_loadu_pd(t + 8 * i);
+}
+
+/// exp of sixteen lanes with libm's bits, as exp8.
+AMPC_VM512 inline __m512 exp16(__m512 xv, const __m512d tab[4]) {
+  __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(xv), 20),
+                                 _mm512_set1_epi32(0x7ff));
+  __mmask16 special =
+      _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(kExpAbsTopMin));
+  __m512d xlo = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
+  __m512d xhi = _mm512_cvtps_pd(
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
+  __m256 lo = _mm512_cvtpd_ps(exp8d(xlo, tab));
+  __m256 hi = _mm512_cvtpd_ps(exp8d(xhi, tab));
+  __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(
+      _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+  if (!special)
+    return r;
+  __mmask16 zero =
+      _mm512_cmp_ps_mask(xv, _mm512_set1_ps(kExpUnderflow), _CMP_LT_OQ);
+  r = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), r);
+  unsigned rest = special & ~zero & 0xffffu;
+  if (!rest)
+    return r;
+  return libmLanes16(xv, r, rest, libmExp);
+}
+
+/// expAVX2 sixteen lanes at a time; the tail is one masked vector (its
+/// unused lanes read as 0, which takes no special path).
+AMPC_VM512 __attribute__((noinline)) void expAVX512(const float *x, float *y,
+                                                    int64_t n) {
+  __m512d tab[4];
+  loadExp2Tab(tab);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i), tab));
+  if (i < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m,
+                          exp16(_mm512_maskz_loadu_ps(m, x + i), tab));
+  }
+}
+
 /// erff and tanhf sixteen lanes at a time: cpu_vmath_lanes.inc over
 /// AVX-512's lanes (masks in mask registers), with exp16 for erff's expf.
 namespace lanes16 {

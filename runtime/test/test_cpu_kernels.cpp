@@ -1,9 +1,10 @@
 //===- test_cpu_kernels.cpp - The CPU backend's row kernels ---------------===//
 //
 // The row-wise kernels of runtime/cpu/cpu_kernels.cpp, the optimizer and
-// overflow-check loops of runtime/cpu/cpu_update.cpp and the vector expf of
-// runtime/cpu/cpu_vmath.cpp give the bits of the plain element loops they
-// replaced (written out here as the references) and of libm's expf.
+// overflow-check loops of runtime/cpu/cpu_update.cpp and the vector expf,
+// erff and tanhf of runtime/cpu/cpu_vmath.cpp (at each vector width) give
+// the bits of the plain element loops they replaced (written out here as
+// the references) and of libm.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -146,39 +147,72 @@ template <typename F> void onEveryVectorWidth(F &&check) {
 
 } // namespace
 
-TEST(CpuKernels, ExpMatchesLibmOnEvery61stPattern) {
-  // The vector paths take every 61st pattern; libm itself takes every
-  // 610th (the check against itself only guards the driver loop).
-  onEveryVectorWidth([] {
-    const uint64_t step = cpukern::vectorLanes() > 1 ? 61 : 610;
-    constexpr int64_t kBlock = 1 << 16;
-    std::vector<float> in(kBlock), out(kBlock);
-    int64_t checked = 0, differing = 0;
-    uint64_t u = 0;
-    while (u < (1ull << 32)) {
-      int64_t n = 0;
-      for (; n < kBlock && u < (1ull << 32); ++n, u += step)
-        in[n] = fromBits(static_cast<uint32_t>(u));
-      cpukern::expN(in.data(), out.data(), n);
-      for (int64_t i = 0; i < n; ++i)
-        differing += bitsOf(out[i]) != bitsOf(expf(in[i]));
-      checked += n;
-    }
-    EXPECT_EQ(differing, 0) << "of " << checked;
-    EXPECT_GT(checked, (1ll << 32) / static_cast<int64_t>(step) - 1);
-  });
+namespace {
+
+using ArrayFn = void (*)(const float *, float *, int64_t);
+
+/// Checks fn (expN, erfN or tanhN at the width in use) against libm's ref
+/// on the f32 patterns start, start + step, ... below 2^32: every 61st with
+/// a vector width, every 610th with libm itself (whose check against itself
+/// only guards the driver loop).
+void checkPatterns(ArrayFn fn, float (*ref)(float), uint64_t start) {
+  const uint64_t step = cpukern::vectorLanes() > 1 ? 61 : 610;
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> in(kBlock), out(kBlock);
+  int64_t checked = 0, differing = 0;
+  uint64_t u = start;
+  while (u < (1ull << 32)) {
+    int64_t n = 0;
+    for (; n < kBlock && u < (1ull << 32); ++n, u += step)
+      in[n] = fromBits(static_cast<uint32_t>(u));
+    fn(in.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      differing += bitsOf(out[i]) != bitsOf(ref(in[i]));
+    checked += n;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  EXPECT_GT(checked, static_cast<int64_t>((1ull << 32) / step) - 1);
 }
 
-TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
-  // Every pattern at the boundaries of its ranges (0.84375, 1.25, 1/0.35,
-  // 6, 2^-28), both signs.
+/// Checks fn on all of `in` (libm's results `want`), then on every length
+/// to 40 from `at` (each tail of both widths), poisoned past the end so
+/// that a tail that stores too much shows.
+void checkRunAndTails(ArrayFn fn, const std::vector<float> &in,
+                      const std::vector<float> &want, int64_t at) {
+  std::vector<float> got(in.size());
+  fn(in.data(), got.data(), static_cast<int64_t>(in.size()));
+  EXPECT_TRUE(sameBits(got, want));
+  for (int64_t len = 0; len <= 40; ++len) {
+    std::vector<float> g(len + 17, 123.0f);
+    fn(in.data() + at, g.data(), len);
+    std::vector<float> w(want.begin() + at, want.begin() + at + len);
+    w.resize(len + 17, 123.0f);
+    EXPECT_TRUE(sameBits(g, w)) << "length " << len << " at " << at;
+  }
+}
+
+/// Every pattern within 2048 of each of `bounds`, both signs.
+std::vector<float> around(std::initializer_list<uint32_t> bounds) {
   std::vector<float> edge;
-  for (uint32_t b :
-       {0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u, 0x31800000u})
+  for (uint32_t b : bounds)
     for (uint32_t d = 0; d < 4096; ++d) {
       edge.push_back(fromBits(b - 2048 + d));
       edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
     }
+  return edge;
+}
+
+} // namespace
+
+TEST(CpuKernels, ExpMatchesLibmOnEvery61stPattern) {
+  onEveryVectorWidth([] { checkPatterns(cpukern::expN, expf, 0); });
+}
+
+TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
+  // Every pattern at the boundaries of its ranges (0.84375, 1.25, 1/0.35,
+  // 6, 2^-28).
+  std::vector<float> edge =
+      around({0x3f580000u, 0x3fa00000u, 0x4036db6eu, 0x40c00000u, 0x31800000u});
   // The same values shuffled, so that the lanes of one vector lie in
   // different ranges (the vector code skips the ranges no lane lies in).
   const size_t half = edge.size();
@@ -193,85 +227,29 @@ TEST(CpuKernels, ErfMatchesLibmOnEvery61stPattern) {
   for (size_t i = 0; i < edge.size(); ++i)
     want[i] = erff(edge[i]);
   onEveryVectorWidth([&] {
-    const bool vector = cpukern::vectorLanes() > 1;
-    std::printf("  vector erff %s\n", cpukern::vectorErf() ? "yes" : "no");
     // A width whose expf agrees but whose erff fails its self-check would
     // leave erfN on libm and pass the checks below.
-    EXPECT_EQ(cpukern::vectorErf(), vector);
-    const uint64_t step = vector ? 61 : 610;
-    constexpr int64_t kBlock = 1 << 16;
-    std::vector<float> in(kBlock), out(kBlock);
-    int64_t checked = 0, differing = 0;
-    uint64_t u = 7;
-    while (u < (1ull << 32)) {
-      int64_t n = 0;
-      for (; n < kBlock && u < (1ull << 32); ++n, u += step)
-        in[n] = fromBits(static_cast<uint32_t>(u));
-      cpukern::erfN(in.data(), out.data(), n);
-      for (int64_t i = 0; i < n; ++i)
-        differing += bitsOf(out[i]) != bitsOf(erff(in[i]));
-      checked += n;
-    }
-    EXPECT_EQ(differing, 0) << "of " << checked;
-    std::vector<float> got(edge.size());
-    cpukern::erfN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
-    EXPECT_TRUE(sameBits(got, want));
-    // Every length to 40 at an odd offset (each tail of both widths, with
-    // lanes in several ranges), poisoned past the end.
-    for (int64_t len = 0; len <= 40; ++len) {
-      std::vector<float> g(len + 17, 123.0f);
-      cpukern::erfN(edge.data() + 8191, g.data(), len);
-      std::vector<float> w(want.begin() + 8191, want.begin() + 8191 + len);
-      w.resize(len + 17, 123.0f);
-      EXPECT_TRUE(sameBits(g, w)) << "length " << len;
-    }
+    EXPECT_EQ(cpukern::vectorErf(), cpukern::vectorLanes() > 1);
+    checkPatterns(cpukern::erfN, erff, 7);
+    // The tails in the shuffled half, with lanes in several ranges.
+    checkRunAndTails(cpukern::erfN, edge, want, int64_t(half) + 8191);
   });
 }
 
 TEST(CpuKernels, TanhMatchesLibmOnEvery61stPattern) {
   // Every pattern at the boundaries of tanhf's ranges (2^-55, 1, 22) and of
   // expm1f's reconstruction ranges for the arguments tanhf passes (|x| =
-  // ln2 / 4, 1.5 ln2 / 2, where k = +-1, and 2^-26), both signs.
-  std::vector<float> edge;
-  for (uint32_t b : {0x24000000u, 0x3f800000u, 0x41b00000u, 0x3e317218u,
-                     0x3f051592u, 0x32800000u})
-    for (uint32_t d = 0; d < 4096; ++d) {
-      edge.push_back(fromBits(b - 2048 + d));
-      edge.push_back(fromBits((b - 2048 + d) | 0x80000000u));
-    }
+  // ln2 / 4, 1.5 ln2 / 2, where k = +-1, and 2^-26).
+  std::vector<float> edge = around({0x24000000u, 0x3f800000u, 0x41b00000u,
+                                    0x3e317218u, 0x3f051592u, 0x32800000u});
   std::vector<float> want(edge.size());
   for (size_t i = 0; i < edge.size(); ++i)
     want[i] = tanhf(edge[i]);
   onEveryVectorWidth([&] {
-    const bool vector = cpukern::vectorLanes() > 1;
     // As for erff: a failed self-check would leave tanhN on libm.
-    EXPECT_EQ(cpukern::vectorTanh(), vector);
-    const uint64_t step = vector ? 61 : 610;
-    constexpr int64_t kBlock = 1 << 16;
-    std::vector<float> in(kBlock), out(kBlock);
-    int64_t checked = 0, differing = 0;
-    uint64_t u = 11;
-    while (u < (1ull << 32)) {
-      int64_t n = 0;
-      for (; n < kBlock && u < (1ull << 32); ++n, u += step)
-        in[n] = fromBits(static_cast<uint32_t>(u));
-      cpukern::tanhN(in.data(), out.data(), n);
-      for (int64_t i = 0; i < n; ++i)
-        differing += bitsOf(out[i]) != bitsOf(tanhf(in[i]));
-      checked += n;
-    }
-    EXPECT_EQ(differing, 0) << "of " << checked;
-    std::vector<float> got(edge.size());
-    cpukern::tanhN(edge.data(), got.data(), static_cast<int64_t>(edge.size()));
-    EXPECT_TRUE(sameBits(got, want));
-    // Every length to 40 at an odd offset, poisoned past the end.
-    for (int64_t len = 0; len <= 40; ++len) {
-      std::vector<float> g(len + 17, 123.0f);
-      cpukern::tanhN(edge.data() + 2043, g.data(), len);
-      std::vector<float> w(want.begin() + 2043, want.begin() + 2043 + len);
-      w.resize(len + 17, 123.0f);
-      EXPECT_TRUE(sameBits(g, w)) << "length " << len;
-    }
+    EXPECT_EQ(cpukern::vectorTanh(), cpukern::vectorLanes() > 1);
+    checkPatterns(cpukern::tanhN, tanhf, 11);
+    checkRunAndTails(cpukern::tanhN, edge, want, 2043);
   });
 }
 
