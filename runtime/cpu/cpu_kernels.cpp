@@ -809,7 +809,8 @@ struct OpLoops {
                     const float *, float *, int64_t);
   // The one-pass bf16 and f16 loops.
   Loops16 bf16, f16;
-  // The norms' row sums (laneSumsBase).
+  // The row sums of the norms, softmax, cross-entropy and reductions
+  // (laneSumsBase).
   void (*laneSums)(const float *const *, const float *const *, int, int64_t,
                    double *, double *);
 };

@@ -54,7 +54,7 @@ __attribute__((target("avx2,fma"))) inline void overRun(const float *x,
 
 // 2^(i/32) as doubles (correctly rounded), each less i << 47 so that adding
 // k << 47 for k = i (mod 32) puts k / 32's integer part in the exponent.
-alignas(32) const uint64_t kExp2Tab[32] = {
+alignas(64) const uint64_t kExp2Tab[32] = {
     0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full,
     0x3fef9301d0125b51ull, 0x3fef72b83c7d517bull, 0x3fef54873168b9aaull,
     0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull, 0x3fef06fe0a31b715ull,
@@ -475,9 +475,11 @@ Width checked(int lanes, bool allowed, ArrayFn exp, ArrayFn erf, ArrayFn tanh) {
   return w;
 }
 
+/// AMPC_CPU_ISA below avx2 rules the eight-lane code out (and so any).
 const Width &avx2Width() {
   static const Width w =
-      checked(8, vectorAllowed(), expAVX2, erfAVX2, tanhAVX2);
+      checked(8, vectorAllowed() && cpuisa::usable(cpuisa::Isa::Avx2),
+              expAVX2, erfAVX2, tanhAVX2);
   return w;
 }
 

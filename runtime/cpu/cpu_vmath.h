@@ -25,7 +25,9 @@
 // against glibc 2.36 when this was written (none differ).
 //
 // Whether a vector path is used is decided once per process: the CPU must
-// have AVX2 and FMA, AMPC_CPU_SCALAR_MATH must not be set, and a self-check
+// have AVX2 and FMA, AMPC_CPU_ISA must allow avx2 (sse41 and avx leave
+// these functions to libm), AMPC_CPU_SCALAR_MATH must not be set, and a
+// self-check
 // of 2^17 inputs spread over every exponent must agree bit for bit with the
 // libm the process loaded; otherwise expN / erfN / tanhN call libm per
 // element. The AVX-512 code (the same operations sixteen lanes at a time;
