@@ -134,8 +134,7 @@ template <typename F> void onEveryVectorWidth(F &&check) {
       EXPECT_FALSE(allowed)
           << "expf on " << lanes << " lanes fails its self-check";
       std::printf("  %d lanes: not usable here (CPU, AMPC_CPU_ISA or "
-                  "AMPC_CPU_SCALAR_MATH), "
-                  "skipped\n",
+                  "AMPC_CPU_SCALAR_MATH), skipped\n",
                   lanes);
       continue;
     }
@@ -144,10 +143,6 @@ template <typename F> void onEveryVectorWidth(F &&check) {
   }
   ASSERT_TRUE(cpukern::useVectorLanes(inUse));
 }
-
-} // namespace
-
-namespace {
 
 using ArrayFn = void (*)(const float *, float *, int64_t);
 
