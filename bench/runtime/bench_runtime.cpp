@@ -50,6 +50,11 @@ void *deviceRandom(ampc_context ctx, ampc_dtype dt, int64_t n, uint64_t seed) {
   return p;
 }
 
+/// The label of a benchmark's dtype.
+const char *dtypeLabel(ampc_dtype dt) {
+  return dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16";
+}
+
 void gemmCounters(benchmark::State &state, int64_t n) {
   state.counters["FLOP/s"] = benchmark::Counter(
       2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
@@ -271,6 +276,36 @@ BENCHMARK(BM_CpuReduce)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// ampc_clip_grad_norm's sum of squares over `count` gradients of `numel`
+// elements each in one dtype, below max_norm (so nothing is scaled): 64
+// gradients of 2^12 (a small model's many small tensors) or 8 of 2^20.
+void BM_CpuClipGradNorm(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  auto dt = static_cast<ampc_dtype>(state.range(0));
+  int64_t count = state.range(1), numel = state.range(2);
+  size_t es = 0;
+  ampc_dtype_size(dt, &es);
+  std::vector<void *> grads;
+  for (int64_t t = 0; t < count; ++t)
+    grads.push_back(deviceRandom(ctx, dt, numel, 10 + t));
+  std::vector<ampc_dtype> dts(count, dt);
+  std::vector<int64_t> numels(count, numel);
+  float norm = 0;
+  for (auto _ : state)
+    ampc_clip_grad_norm(ctx, &norm, grads.data(), dts.data(), numels.data(),
+                        static_cast<int32_t>(count), 1e30, nullptr, AMPC_F32);
+  state.SetBytesProcessed(state.iterations() * count * numel *
+                          static_cast<int64_t>(es));
+  state.SetLabel(dtypeLabel(dt));
+  for (void *p : grads)
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuClipGradNorm)
+    ->ArgsProduct({{AMPC_F32, AMPC_BF16}, {64}, {4096}})
+    ->ArgsProduct({{AMPC_F32, AMPC_BF16}, {8}, {1 << 20}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // layer_norm forward and backward (dx, dw, db) over rows x cols in one
 // dtype, w and b in f32, as the encoder's post-norm residuals run them.
 void BM_CpuLayerNorm(benchmark::State &state) {
@@ -296,7 +331,7 @@ void BM_CpuLayerNorm(benchmark::State &state) {
                         AMPC_F32, wshape, 1, dy, dt, shape, 2, x, dt, shape, 2,
                         w, AMPC_F32, wshape, 1, 1e-5);
   }
-  state.SetLabel(dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16");
+  state.SetLabel(dtypeLabel(dt));
   for (void *p : {x, dy, w, b, y, dx, dw, db})
     ampc_free(ctx, p);
 }
@@ -304,10 +339,6 @@ BENCHMARK(BM_CpuLayerNorm)
     ->ArgsProduct({{1024}, {256, 4096}, {AMPC_F32, AMPC_BF16}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-
-const char *dtypeLabel(ampc_dtype dt) {
-  return dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16";
-}
 
 // One SGD step with momentum and weight decay over one parameter, param and
 // gradient in one dtype (f32: O0/O1; bf16/f16: O3's low params), the

@@ -74,6 +74,48 @@ template <typename Fn> void forPieces(int64_t lo, int64_t hi, Fn &&fn) {
     fn(s, std::min(kChunk, hi - s));
 }
 
+/// One block of a gradient for the norm clip: elements [lo, lo + n).
+struct NormBlock {
+  Buf grad;
+  int64_t lo, n;
+};
+
+/// The sum of one block's squares: sixteen f64 lanes (cpuupdate's
+/// addSquares; an f16 block widened into f32 scratch a piece at a time,
+/// kChunk being a multiple of the lane count), then the lanes added in a
+/// fixed tree: lane j + lane j + 8, then j + j + 4, j + j + 2, j + j + 1.
+double squaresOf(const NormBlock &b) {
+  static_assert(kChunk % cpuupdate::kSquareLanes == 0,
+                "an f16 piece must end on a lane boundary");
+  double lanes[cpuupdate::kSquareLanes] = {};
+  if (b.grad.dtype == AMPC_F16) {
+    float tmp[kChunk];
+    forPieces(b.lo, b.lo + b.n, [&](int64_t s, int64_t n) {
+      loadContig(b.grad, s, n, tmp);
+      cpuupdate::addSquares(Buf{tmp, AMPC_F32}, n, lanes);
+    });
+  } else {
+    cpuupdate::addSquares(offsetBuf(b.grad, b.lo), b.n, lanes);
+  }
+  for (int w = cpuupdate::kSquareLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j)
+      lanes[j] += lanes[j + w];
+  return lanes[0];
+}
+
+/// Runs fn over the norm's blocks: on the pool when the gradients hold more
+/// than one item's elements, else on this thread (the same blocks either
+/// way).
+template <typename Fn>
+void forNormBlocks(size_t blocks, int64_t elements, Fn &&fn) {
+  if (elements > cpupool::kItemElements) {
+    cpupool::parallelFor(static_cast<int64_t>(blocks), fn);
+    return;
+  }
+  for (size_t i = 0; i < blocks; ++i)
+    fn(static_cast<int64_t>(i));
+}
+
 /// Element i of b onwards as a buffer of its own (null stays null).
 Buf elementOf(Buf b, int64_t i) {
   if (!b.data)
@@ -1517,35 +1559,30 @@ public:
                            Buf foundInf) override {
     if (readFlag(foundInf))
       return AMPC_OK;
-    // One sequential f64 sum over all elements (the same order as the
-    // CUDA backend's, so the same bits); f32 tensors skip the dtype switch.
-    double sq = 0.0;
+    // The squares are summed in one fixed order, whatever the thread count
+    // and the instruction set: each gradient is cut into blocks of
+    // kParChunk elements; a block's element k goes to lane k % 16 of
+    // sixteen f64 sums (cpuupdate::addSquares), which squaresOf() adds in
+    // a fixed tree; the block sums are then added in order, gradient by
+    // gradient. The blocks are the pool's items.
+    static_assert(kParChunk == 32768,
+                  "docs/runtime.md gives the norm's block size");
+    std::vector<NormBlock> blocks;
+    int64_t elements = 0;
     bool anyF64 = false;
     for (int32_t t = 0; t < g.count; ++t) {
-      if (cpuwide::addSquares(Buf{g.data[t], g.dtypes[t]}, g.numels[t], sq)) {
-        anyF64 = true; // f64 squares, in the same order
-        continue;
-      }
-      if (g.dtypes[t] == AMPC_F32) {
-        const float *p = static_cast<const float *>(g.data[t]);
-        for (int64_t i = 0; i < g.numels[t]; ++i) {
-          double v = p[i];
-          sq += v * v;
-        }
-        continue;
-      }
-      // Other dtypes widened a chunk at a time (exact), then summed in the
-      // same order.
-      float tmp[kChunk];
-      Buf b{g.data[t], g.dtypes[t]};
-      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
-        loadContig(b, s, n, tmp);
-        for (int64_t i = 0; i < n; ++i) {
-          double v = tmp[i];
-          sq += v * v;
-        }
-      });
+      anyF64 |= g.dtypes[t] == AMPC_F64;
+      elements += g.numels[t];
+      for (int64_t lo = 0; lo < g.numels[t]; lo += kParChunk)
+        blocks.push_back({Buf{g.data[t], g.dtypes[t]}, lo,
+                          std::min(kParChunk, g.numels[t] - lo)});
     }
+    std::vector<double> sums(blocks.size());
+    auto sumBlock = [&](int64_t i) { sums[i] = squaresOf(blocks[i]); };
+    forNormBlocks(blocks.size(), elements, sumBlock);
+    double sq = 0.0;
+    for (double b : sums)
+      sq += b;
     float total = static_cast<float>(sqrt(sq));
     if (totalNorm)
       *totalNorm = total;
@@ -1553,40 +1590,42 @@ public:
     // With f64 gradients (torch computes the norm in their dtype): the
     // coefficient in f64 from the f64 norm and max_norm as written; f64
     // tensors are scaled by it in f64, the others by its f32 rounding.
+    double coef64 = coef;
     if (anyF64) {
       double total64 = sqrt(sq);
       double c = cpuwide::asWritten(maxNorm) / (total64 + 1e-6);
-      double coef64 = c < 1.0 ? c : 1.0;
+      coef64 = c < 1.0 ? c : 1.0;
       if (coef64 == 1.0 && std::isfinite(total64))
         return AMPC_OK;
       coef = static_cast<float>(coef64);
-      for (int32_t t = 0; t < g.count; ++t)
-        cpuwide::scaleF64(Buf{g.data[t], g.dtypes[t]}, g.numels[t], coef64);
-    }
-    // A coefficient of exactly 1 with a finite norm (so every gradient is
-    // finite) leaves every value as it is: nothing to write. (A NaN norm
-    // also gives 1; its NaNs are multiplied as before.)
-    if (coef == 1.0f && std::isfinite(total))
+    } else if (coef == 1.0f && std::isfinite(total)) {
+      // A coefficient of exactly 1 with a finite norm (so every gradient
+      // is finite) leaves every value as it is: nothing to write. (A NaN
+      // norm also gives 1; its NaNs are multiplied as before.)
       return AMPC_OK;
-    for (int32_t t = 0; t < g.count; ++t) {
-      if (g.dtypes[t] == AMPC_F64)
-        continue; // scaled above
-      if (g.dtypes[t] == AMPC_F32) {
-        float *p = static_cast<float *>(g.data[t]);
-        for (int64_t i = 0; i < g.numels[t]; ++i)
-          p[i] = p[i] * coef;
-        continue;
-      }
-      // Widened, scaled in f32 and rounded back once, a chunk at a time.
-      float tmp[kChunk];
-      Buf b{g.data[t], g.dtypes[t]};
-      forPieces(0, g.numels[t], [&](int64_t s, int64_t n) {
-        loadContig(b, s, n, tmp);
-        for (int64_t i = 0; i < n; ++i)
-          tmp[i] *= coef;
-        storeContig(b, s, n, tmp);
-      });
     }
+    auto scaleBlock = [&](int64_t i) {
+      const NormBlock &b = blocks[i];
+      Buf at = offsetBuf(b.grad, b.lo);
+      if (b.grad.dtype == AMPC_F64) {
+        cpuwide::scaleF64(at, b.n, coef64);
+      } else if (b.grad.dtype == AMPC_F32 || b.grad.dtype == AMPC_BF16) {
+        // v * coef in f32, a bf16 value rounded back once (unscale's loop
+        // multiplies by its factor; its inf/NaN answer is not needed).
+        cpuupdate::unscale(at, b.n, coef);
+      } else {
+        // f16: widened, scaled in f32 and rounded back once, a chunk at a
+        // time.
+        float tmp[kChunk];
+        forPieces(b.lo, b.lo + b.n, [&](int64_t s, int64_t n) {
+          loadContig(b.grad, s, n, tmp);
+          for (int64_t k = 0; k < n; ++k)
+            tmp[k] *= coef;
+          storeContig(b.grad, s, n, tmp);
+        });
+      }
+    };
+    forNormBlocks(blocks.size(), elements, scaleBlock);
     return AMPC_OK;
   }
 

@@ -150,6 +150,43 @@ AMPC_UPDATE_LOOP bool unscaleLoop(Buf p, int64_t n, float inv) {
   return unscaleRun(static_cast<uint16_t *>(p.data), n, inv);
 }
 
+AMPC_ALWAYS_INLINE inline double widenF64(float v) { return v; }
+AMPC_ALWAYS_INLINE inline double widenF64(uint16_t h) { return bf16ToF32(h); }
+AMPC_ALWAYS_INLINE inline double widenF64(double v) { return v; }
+
+/// Sixteen independent f64 chains, one per lane, kept in registers: the
+/// compiler vectorises the lane loop (2 zmm, 4 ymm or 8 xmm) and the lanes
+/// are the same adds whatever the width. Only the last partial group
+/// leaves lanes untouched.
+template <typename T>
+AMPC_UPDATE_LOOP void addSquaresRun(const T *__restrict p, int64_t n,
+                                    double *__restrict lanes) {
+  double s[kSquareLanes];
+  for (int j = 0; j < kSquareLanes; ++j)
+    s[j] = lanes[j];
+  int64_t i = 0;
+  for (; i + kSquareLanes <= n; i += kSquareLanes)
+    for (int j = 0; j < kSquareLanes; ++j) {
+      double v = widenF64(p[i + j]);
+      s[j] += v * v;
+    }
+  for (int j = 0; i + j < n; ++j) {
+    double v = widenF64(p[i + j]);
+    s[j] += v * v;
+  }
+  for (int j = 0; j < kSquareLanes; ++j)
+    lanes[j] = s[j];
+}
+
+AMPC_UPDATE_LOOP void addSquaresLoop(Buf p, int64_t n, double *lanes) {
+  if (p.dtype == AMPC_F32)
+    addSquaresRun(static_cast<const float *>(p.data), n, lanes);
+  else if (p.dtype == AMPC_F64)
+    addSquaresRun(static_cast<const double *>(p.data), n, lanes);
+  else
+    addSquaresRun(static_cast<const uint16_t *>(p.data), n, lanes);
+}
+
 /// The loops of one instruction set.
 struct UpdateLoops {
   void (*sgd)(Buf, Buf, float *, Buf, int64_t, const SgdScalars &);
@@ -157,6 +194,7 @@ struct UpdateLoops {
                 const AdamwScalars &);
   bool (*anyNonfinite)(Buf, int64_t);
   bool (*unscale)(Buf, int64_t, float);
+  void (*addSquares)(Buf, int64_t, double *);
 };
 
 #define AMPC_UPDATE_LOOP_CLONES(SUFFIX, TARGET)                                \
@@ -175,9 +213,13 @@ struct UpdateLoops {
   TARGET AMPC_FLATTEN bool unscale##SUFFIX(Buf p, int64_t n, float inv) {     \
     return unscaleLoop(p, n, inv);                                             \
   }                                                                            \
-  const UpdateLoops updateLoops##SUFFIX = {sgd##SUFFIX, adamw##SUFFIX,         \
-                                           anyNonfinite##SUFFIX,               \
-                                           unscale##SUFFIX};
+  TARGET AMPC_FLATTEN void addSquares##SUFFIX(Buf p, int64_t n,                \
+                                              double *lanes) {                 \
+    addSquaresLoop(p, n, lanes);                                               \
+  }                                                                            \
+  const UpdateLoops updateLoops##SUFFIX = {                                    \
+      sgd##SUFFIX, adamw##SUFFIX, anyNonfinite##SUFFIX, unscale##SUFFIX,       \
+      addSquares##SUFFIX};
 
 AMPC_UPDATE_LOOP_CLONES(Base, )
 #if AMPC_CPU_CLONES
@@ -215,6 +257,10 @@ bool anyNonfinite(Buf p, int64_t n) {
 
 bool unscale(Buf p, int64_t n, float inv) {
   return updateLoops().unscale(p, n, inv);
+}
+
+void addSquares(Buf p, int64_t n, double *lanes) {
+  updateLoops().addSquares(p, n, lanes);
 }
 
 void useUpdateLoopsForTesting(cpufast::ConvertIsa isa) {

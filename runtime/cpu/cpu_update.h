@@ -12,6 +12,8 @@
 // f16 ones are left to the caller, which widens them into f32 scratch with
 // the vector conversions and runs the f32 loop.
 //
+// Also here: the gradient-norm clip's sum of squares, in sixteen f64 lanes.
+//
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_CPU_CPU_UPDATE_H
 #define AMPC_RUNTIME_CPU_CPU_UPDATE_H
@@ -46,6 +48,14 @@ bool anyNonfinite(Buf p, int64_t n);
 /// Multiplies n elements of `p` (f32, or bf16: widened, multiplied in f32
 /// and rounded back once) by inv; whether any was an inf or a NaN before.
 bool unscale(Buf p, int64_t n, float inv);
+
+/// The lanes of the gradient-norm clip's sum of squares.
+constexpr int kSquareLanes = 16;
+/// Adds the squares of n elements of `p` (f32, bf16 or f64) into `lanes`:
+/// element k to lanes[k % kSquareLanes], each widened to f64, squared and
+/// added in f64 (for f32 and bf16 values the square is exact, so only the
+/// adds round). Every clone performs the same adds in the same order.
+void addSquares(Buf p, int64_t n, double *lanes);
 
 /// Every later call runs `isa`'s clones (it must be supported; tests only,
 /// not thread-safe against running updates).

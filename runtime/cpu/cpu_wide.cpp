@@ -359,16 +359,6 @@ bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
   return true;
 }
 
-bool addSquares(Buf g, int64_t n, double &sq) {
-  if (!isF64(g))
-    return false;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = static_cast<const double *>(g.data)[i];
-    sq += v * v;
-  }
-  return true;
-}
-
 bool scaleF64(Buf g, int64_t n, double coef) {
   if (!isF64(g))
     return false;

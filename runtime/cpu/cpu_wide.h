@@ -70,10 +70,9 @@ bool sgd(Buf param, Buf grad, void *buf, const SgdScalars &s, int64_t n);
 bool adamw(Buf param, Buf grad, double *m, double *v, int64_t n, double lr,
            const float *lrScale, double beta1, double beta2, double eps,
            double weightDecay, int32_t step);
-/// The f64 gradients' part of clip_grad_norm_: the sum of squares of an f64
-/// tensor (false, adding nothing, for the other dtypes), and its scaling by
-/// the f64 coefficient.
-bool addSquares(Buf g, int64_t n, double &sq);
+/// The f64 gradients' part of clip_grad_norm_: an f64 tensor's scaling by
+/// the f64 coefficient (false, writing nothing, for the other dtypes; the
+/// sum of squares is cpuupdate::addSquares for every dtype).
 bool scaleF64(Buf g, int64_t n, double coef);
 /// Batch norm of x (N, C, inner) in f64 when a tensor is f64: per channel
 /// the batch mean, then the mean of squared deviations (two passes, in

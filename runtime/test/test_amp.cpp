@@ -400,20 +400,16 @@ TEST_F(Amp, ClipGradNorm) {
 }
 
 // 16-bit gradients over several of the backend's chunks: the norm is the
-// one sequential f64 sum of the widened values, and each clipped value is
-// v * coef rounded once to its type, bit for bit; below the limit nothing
-// is written.
+// f64 sum of the widened values' squares in the documented order
+// (clipNormSquares), and each clipped value is v * coef rounded once to its
+// type, bit for bit; below the limit nothing is written.
 TEST_F(Amp, ClipGradNorm16BitExact) {
   for (ampc_dtype dt : {AMPC_F16, AMPC_BF16}) {
     SCOPED_TRACE(dt == AMPC_F16 ? "f16" : "bf16");
     Tensor a = randomTensor({3001}, dt, -3, 3),
            b = randomTensor({1500}, AMPC_F32, -1, 1);
-    double sq = 0;
-    for (double x : a.values())
-      sq += x * x;
-    for (double x : b.values())
-      sq += x * x;
-    float total = static_cast<float>(std::sqrt(sq));
+    float total = static_cast<float>(
+        std::sqrt(clipNormSquares({a.values(), b.values()})));
     Tensor a0 = a;
     void *gs[2] = {a.data(), b.data()};
     ampc_dtype dts[2] = {dt, AMPC_F32};

@@ -11,6 +11,7 @@
 
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_pool.h"
 #include "cpu/cpu_update.h"
 #include "cpu/cpu_vmath.h"
 
@@ -18,7 +19,10 @@
 
 using namespace ampc;
 using ampc_test::bitsOf;
+using ampc_test::clipNormSquares;
 using ampc_test::fromBits;
+using ampc_test::randomTensor;
+using ampc_test::rng;
 
 namespace {
 
@@ -491,6 +495,89 @@ template <typename F> int onEveryIsasLoops(F f) {
 }
 
 } // namespace
+
+// The gradient-norm clip sums its squares in one documented order
+// (clipNormSquares): the same bits with every instruction set's loops and
+// at 1, 2 and 3 threads. An f64 gradient makes the f64 sum itself visible:
+// the f64 gradients are scaled by max_norm / (sqrt(sum) + 1e-6) in f64, the
+// others by that coefficient's f32 rounding, each rounded once to its type.
+TEST(CpuKernels, ClipGradNormSumsInTheDocumentedOrder) {
+  ampc_context ctx = nullptr;
+  ASSERT_EQ(ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx), AMPC_OK);
+  // 70001 f32 values (three blocks, the last of one element), 40000 f16
+  // (two blocks, widened a piece at a time), 33 bf16 (two groups of lanes
+  // and one value) and 1000 f64 with all 53 bits in use.
+  ampc_test::Tensor a = randomTensor({70001}, AMPC_F32, -1, 1),
+                    b = randomTensor({40000}, AMPC_F16, -3, 3),
+                    c = randomTensor({33}, AMPC_BF16, -2, 2),
+                    d({1000}, AMPC_F64);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int64_t i = 0; i < d.size(); ++i)
+    reinterpret_cast<double *>(d.data())[i] = u(rng());
+  double sq = clipNormSquares({a.values(), b.values(), c.values(), d.values()});
+  float norm = static_cast<float>(std::sqrt(sq));
+  double coef64 = 0.5 / (std::sqrt(sq) + 1e-6);
+  float coef = static_cast<float>(coef64);
+  int saved = cpupool::threadCount();
+  int isas = onEveryIsasLoops([&] {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(threads);
+      cpupool::setThreadCount(threads);
+      ampc_test::Tensor a1 = a, b1 = b, c1 = c, d1 = d;
+      void *gs[4] = {a1.data(), b1.data(), c1.data(), d1.data()};
+      ampc_dtype dts[4] = {a.dtype, b.dtype, c.dtype, d.dtype};
+      int64_t n[4] = {a.size(), b.size(), c.size(), d.size()};
+      float got = 0;
+      ASSERT_EQ(
+          ampc_clip_grad_norm(ctx, &got, gs, dts, n, 4, 0.5, nullptr, AMPC_F32),
+          AMPC_OK)
+          << ampc_last_error();
+      EXPECT_EQ(got, norm);
+      for (int64_t i = 0; i < d.size(); ++i)
+        ASSERT_EQ(d1.get(i), d.get(i) * coef64) << "f64 element " << i;
+      for (int64_t i = 0; i < a.size(); ++i)
+        ASSERT_EQ(a1.get(i), static_cast<float>(a.get(i)) * coef)
+            << "f32 element " << i;
+      for (int64_t i = 0; i < b.size(); ++i)
+        ASSERT_EQ(b1.get(i),
+                  f16ToF32(f32ToF16(static_cast<float>(b.get(i)) * coef)))
+            << "f16 element " << i;
+      for (int64_t i = 0; i < c.size(); ++i)
+        ASSERT_EQ(c1.get(i),
+                  bf16ToF32(f32ToBf16(static_cast<float>(c.get(i)) * coef)))
+            << "bf16 element " << i;
+    }
+  });
+  cpupool::setThreadCount(saved);
+  EXPECT_GE(isas, 1);
+
+  // Data on which other orders give other sums: 2^27 (square 2^54, whose
+  // ulp is 4) then fifteen 1s, at the start of each of two blocks. In the
+  // documented order each block sums to 2^54 + 12 and the total is
+  // 2^55 + 24; a sequential sum (over the elements or over the lanes) loses
+  // every 1 (2^55), and one block instead of two gives 2^55 + 8.
+  ampc_test::Tensor e({32768 + 16}, AMPC_F64);
+  double *ep = reinterpret_cast<double *>(e.data());
+  for (int64_t at : {int64_t(0), int64_t(32768)}) {
+    ep[at] = 134217728.0; // 2^27
+    for (int k = 1; k < 16; ++k)
+      ep[at + k] = 1.0;
+  }
+  double esq = clipNormSquares({e.values()});
+  ASSERT_EQ(esq, 36028797018963968.0 + 24); // 2^55 + 24
+  double ecoef = 1.0 / (std::sqrt(esq) + 1e-6);
+  ASSERT_NE(ecoef, 1.0 / (std::sqrt(36028797018963968.0) + 1e-6));
+  ASSERT_NE(ecoef, 1.0 / (std::sqrt(36028797018963968.0 + 8) + 1e-6));
+  ampc_test::Tensor e1 = e;
+  void *eg[1] = {e1.data()};
+  ampc_dtype edt[1] = {AMPC_F64};
+  int64_t en[1] = {e.size()};
+  ASSERT_EQ(
+      ampc_clip_grad_norm(ctx, nullptr, eg, edt, en, 1, 1.0, nullptr, AMPC_F32),
+      AMPC_OK);
+  EXPECT_EQ(e1.get(0), ep[0] * ecoef);
+  ampc_context_destroy(ctx);
+}
 
 TEST(CpuKernels, ReduceMatchesTheElementLoop) {
   // Per-channel sums (the bias gradient of a per-channel add: reduce over

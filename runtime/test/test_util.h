@@ -106,6 +106,27 @@ inline Tensor randomTensor(Shape s, ampc_dtype dt, double lo = -1.0,
   return t;
 }
 
+/// The CPU backend's sum of squares for the gradient-norm clip, in its
+/// documented order: each gradient in blocks of 32768 elements, element k
+/// of a block added to lane k % 16 of sixteen f64 sums, the lanes then
+/// added in a fixed tree (lane j + lane j + 8, then j + 4, j + 2, j + 1),
+/// the block sums added in order.
+inline double clipNormSquares(const std::vector<Vec> &grads) {
+  const size_t block = 32768;
+  double total = 0;
+  for (const Vec &g : grads)
+    for (size_t lo = 0; lo < g.size(); lo += block) {
+      double lanes[16] = {};
+      for (size_t i = lo; i < g.size() && i < lo + block; ++i)
+        lanes[(i - lo) % 16] += g[i] * g[i];
+      for (int w = 8; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j)
+          lanes[j] += lanes[j + w];
+      total += lanes[0];
+    }
+  return total;
+}
+
 /// The absolute tolerance unit of a dtype (half an ulp at 1 plus slack).
 inline double dtypeEps(ampc_dtype dt) {
   switch (dt) {
