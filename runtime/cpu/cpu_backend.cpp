@@ -1927,10 +1927,28 @@ private:
   size_t cachedBytes = 0;
 };
 
+} // namespace
+} // namespace ampc
+
+// OpenBLAS's own call to stop its worker threads (exported by its threaded
+// builds, not declared in cblas.h; null where the library lacks it).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+namespace ampc {
+namespace {
+
 /// OpenBLAS runs single-threaded inside the runtime whatever
 /// OPENBLAS_NUM_THREADS says: its threaded GEMMs split their sums by the
-/// thread count; the runtime's own pool runs fixed GEMM tiles instead.
-void singleThreadedBlas() { openblas_set_num_threads(1); }
+/// thread count; the runtime's own pool runs fixed GEMM tiles instead. Its
+/// workers, started when the library loaded, are stopped too: each spins
+/// (sched_yield) for about 2^28 cycles before it sleeps, a tenth of a
+/// second of a core per process that nothing uses. A single-threaded call
+/// never starts them again.
+void singleThreadedBlas() {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_)
+    blas_thread_shutdown_();
+}
 
 } // namespace
 

@@ -4,7 +4,8 @@
 // count, its chunks do not depend on the thread count, nested calls run
 // inline, and the thread count comes from the environment variables in
 // their order; the pooled row kernels (cpu_kernels.cpp, cpu_fast.cpp) give
-// the same bits with 1, 2, 3 and 5 threads on tensors of many items.
+// the same bits with 1, 2, 3 and 5 threads on tensors of many items;
+// creating the CPU backend stops OpenBLAS's idle worker threads.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -13,8 +14,11 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_pool.h"
 
+#include <dirent.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -142,6 +146,40 @@ TEST(CpuPool, ConcurrentCallersBothFinish) {
   a.join();
   b.join();
   EXPECT_EQ(sum.load(), int64_t(2) * 50 * 4950);
+}
+
+/// The threads of this process (the entries of /proc/self/task).
+int taskCount() {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -1;
+  int n = 0;
+  while (dirent *e = readdir(d))
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// OpenBLAS starts its worker threads when the library loads; creating the
+// CPU backend stops them (the runtime calls OpenBLAS single-threaded, and
+// each idle worker would spin for about a tenth of a second). Checked in a
+// fresh process, where nothing else has started threads: the threadsafe
+// death-test style runs the test in a new run of this binary.
+TEST(CpuPool, CreatingTheBackendStopsOpenBlasWorkers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        int before = taskCount();
+        ampc_context ctx = nullptr;
+        if (ampc_context_create(AMPC_BACKEND_CPU, 0, &ctx) != AMPC_OK)
+          _exit(2);
+        int after = taskCount();
+        fprintf(stderr, "threads: %d before the backend, %d after\n", before,
+                after);
+        _exit(after == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "threads: [0-9]+ before the backend, 1 after");
 }
 
 TEST(CpuPool, ThreadCountFromTheEnvironment) {
