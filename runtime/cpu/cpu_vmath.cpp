@@ -441,10 +441,15 @@ bool agrees(void (*vec)(const float *, float *, int64_t), float (*ref)(float),
   return true;
 }
 
-bool vectorAllowed() {
+/// Whether the vector code of `level` (Avx2: eight lanes, Avx512: sixteen)
+/// may run: AMPC_CPU_SCALAR_MATH unset, the processor has AVX2 and FMA (the
+/// code of both widths uses them), and it runs `level` with AMPC_CPU_ISA
+/// allowing it.
+bool vectorAllowed(cpuisa::Isa level) {
   if (getenv("AMPC_CPU_SCALAR_MATH"))
     return false;
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         cpuisa::usable(level);
 }
 #endif
 
@@ -478,16 +483,15 @@ Width checked(int lanes, bool allowed, ArrayFn exp, ArrayFn erf, ArrayFn tanh) {
 /// AMPC_CPU_ISA below avx2 rules the eight-lane code out (and so any).
 const Width &avx2Width() {
   static const Width w =
-      checked(8, vectorAllowed() && cpuisa::usable(cpuisa::Isa::Avx2),
-              expAVX2, erfAVX2, tanhAVX2);
+      checked(8, vectorAllowed(cpuisa::Isa::Avx2), expAVX2, erfAVX2, tanhAVX2);
   return w;
 }
 
 /// AMPC_CPU_ISA below avx512_core rules the sixteen-lane code out.
 const Width &avx512Width() {
   static const Width w =
-      checked(16, vectorAllowed() && cpuisa::usable(cpuisa::Isa::Avx512),
-              expAVX512, erfAVX512, tanhAVX512);
+      checked(16, vectorAllowed(cpuisa::Isa::Avx512), expAVX512, erfAVX512,
+              tanhAVX512);
   return w;
 }
 #endif
