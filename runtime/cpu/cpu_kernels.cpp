@@ -785,6 +785,76 @@ AMPC_AVX2_TARGET void laneSumsAVX2(const float *const *a,
 }
 #endif
 
+/// The norms' element loops (norm, NormBwdLanes, normDxRow and the dw/db
+/// sums below), each column on its own, so every width gives the same
+/// bits. y = (x - mean) * rstd, times w[j] and plus b[j] where they are
+/// given (null: not); y may be x itself.
+template <bool kW, bool kB>
+AMPC_OP_LOOP void normOutRun(const float *x, float mean, float rstd,
+                             const float *__restrict w,
+                             const float *__restrict b, float *y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    float v = (x[j] - mean) * rstd;
+    if (kW)
+      v *= w[j];
+    if (kB)
+      v += b[j];
+    y[j] = v;
+  }
+}
+
+AMPC_OP_LOOP void normOutLoop(const float *x, float mean, float rstd,
+                              const float *w, const float *b, float *y,
+                              int64_t n) {
+  if (w && b)
+    normOutRun<true, true>(x, mean, rstd, w, b, y, n);
+  else if (w)
+    normOutRun<true, false>(x, mean, rstd, w, b, y, n);
+  else if (b)
+    normOutRun<false, true>(x, mean, rstd, w, b, y, n);
+  else
+    normOutRun<false, false>(x, mean, rstd, w, b, y, n);
+}
+
+/// The backward's x-hat = (x - mean) * rstd and g = dy * w (w null: dy).
+AMPC_OP_LOOP void normPrepLoop(const float *__restrict x,
+                               const float *__restrict dy, float mean,
+                               float rstd, const float *__restrict w,
+                               float *__restrict xhat, float *__restrict g,
+                               int64_t n) {
+  normOutLoop(x, mean, rstd, nullptr, nullptr, xhat, n);
+  if (w)
+    for (int64_t j = 0; j < n; ++j)
+      g[j] = dy[j] * w[j];
+  else
+    for (int64_t j = 0; j < n; ++j)
+      g[j] = dy[j];
+}
+
+/// A row's dx = rstd (g - meanG - x-hat meanGX).
+AMPC_OP_LOOP void normDxLoop(const float *__restrict g,
+                             const float *__restrict xhat, float rstd,
+                             float meanG, float meanGX, float *__restrict dx,
+                             int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    dx[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+}
+
+/// One row's terms of dw and db, each column's f64 sum continued: dw[j] +=
+/// dy[j] x-hat[j] (exact in f64), db[j] += dy[j] (either null: not
+/// summed).
+AMPC_OP_LOOP void normAccLoop(const float *__restrict dy,
+                              const float *__restrict xhat,
+                              double *__restrict dw, double *__restrict db,
+                              int64_t n) {
+  if (dw)
+    for (int64_t j = 0; j < n; ++j)
+      dw[j] += static_cast<double>(dy[j]) * xhat[j];
+  if (db)
+    for (int64_t j = 0; j < n; ++j)
+      db[j] += dy[j];
+}
+
 /// One 16-bit dtype's one-pass loops (all null where an instruction set
 /// has none): false, with nothing done, for a row they leave to the
 /// chunked path.
@@ -813,6 +883,14 @@ struct OpLoops {
   // (laneSumsBase).
   void (*laneSums)(const float *const *, const float *const *, int, int64_t,
                    double *, double *);
+  // The norms' element loops.
+  void (*normOut)(const float *, float, float, const float *, const float *,
+                  float *, int64_t);
+  void (*normPrep)(const float *, const float *, float, float, const float *,
+                   float *, float *, int64_t);
+  void (*normDx)(const float *, const float *, float, float, float, float *,
+                 int64_t);
+  void (*normAcc)(const float *, const float *, double *, double *, int64_t);
 };
 
 #define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                               \
@@ -836,9 +914,29 @@ struct OpLoops {
       const float *dy, float *g, int64_t n) {                                  \
     binaryBwdOpLoop(op, which, a, b, dy, g, n);                                \
   }                                                                            \
-  const OpLoops opLoops##SUFFIX = {unaryOp##SUFFIX, unaryBwdOp##SUFFIX,        \
-                                   binaryOp##SUFFIX, binaryBwdOp##SUFFIX,      \
-                                   __VA_ARGS__};
+  TARGET AMPC_FLATTEN void normOut##SUFFIX(                                    \
+      const float *x, float mean, float rstd, const float *w, const float *b,  \
+      float *y, int64_t n) {                                                   \
+    normOutLoop(x, mean, rstd, w, b, y, n);                                    \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void normPrep##SUFFIX(                                   \
+      const float *x, const float *dy, float mean, float rstd, const float *w, \
+      float *xhat, float *g, int64_t n) {                                      \
+    normPrepLoop(x, dy, mean, rstd, w, xhat, g, n);                            \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void normDx##SUFFIX(                                     \
+      const float *g, const float *xhat, float rstd, float meanG,              \
+      float meanGX, float *dx, int64_t n) {                                    \
+    normDxLoop(g, xhat, rstd, meanG, meanGX, dx, n);                           \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void normAcc##SUFFIX(                                    \
+      const float *dy, const float *xhat, double *dw, double *db, int64_t n) { \
+    normAccLoop(dy, xhat, dw, db, n);                                          \
+  }                                                                            \
+  const OpLoops opLoops##SUFFIX = {                                            \
+      unaryOp##SUFFIX,     unaryBwdOp##SUFFIX, binaryOp##SUFFIX,               \
+      binaryBwdOp##SUFFIX, __VA_ARGS__,        normOut##SUFFIX,                \
+      normPrep##SUFFIX,    normDx##SUFFIX,     normAcc##SUFFIX};
 
 // The one-pass loops of one 16-bit dtype (RUNS: Bf16Runs, F16Runs) and
 // one instruction set, as a Loops16 named loops16##NAME##SUFFIX.
@@ -1405,16 +1503,10 @@ void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
       laneStats(rms, xs, x, g0, nr, eps, mean, rstd);
       for (int k = 0; k < nr; ++k) {
         int64_t r = g0 + k;
-        const float *xr = xs.row[k];
         float *yr = target(y, r * cols, 1, out.data());
-        for (int64_t j = 0; j < cols; ++j) {
-          float v = (xr[j] - mean[k]) * rstd[k];
-          if (w.data)
-            v *= wv[j];
-          if (b.data)
-            v += bv[j];
-          yr[j] = v;
-        }
+        opLoops().normOut(xs.row[k], mean[k], rstd[k],
+                          w.data ? wv.data() : nullptr,
+                          b.data ? bv.data() : nullptr, yr, cols);
         finish(y, r * cols, 1, cols, yr, out.data());
       }
     }
@@ -1431,8 +1523,7 @@ void normDxRow(Buf dx, int64_t base, int64_t cols, bool rms, float rstd,
   float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
   float meanGX = static_cast<float>(sumGX / cols);
   float *o = target(dx, base, 1, scratch);
-  for (int64_t j = 0; j < cols; ++j)
-    o[j] = rstd * (g[j] - meanG - xhat[j] * meanGX);
+  opLoops().normDx(g, xhat, rstd, meanG, meanGX, o, cols);
   finish(dx, base, 1, cols, o, scratch);
 }
 
@@ -1453,13 +1544,9 @@ struct NormBwdLanes {
     ds.view(dy, r0, rows);
     int64_t cols = xs.cols;
     for (int k = 0; k < rows; ++k) {
-      const float *xr = xs.row[k], *dr = ds.row[k];
       float *xh = xhat.lane(k), *gk = g.lane(k);
-      for (int64_t j = 0; j < cols; ++j) {
-        float d = dr[j];
-        xh[j] = (xr[j] - mean[k]) * rstd[k];
-        gk[j] = hasW ? d * wv[j] : d;
-      }
+      opLoops().normPrep(xs.row[k], ds.row[k], mean[k], rstd[k],
+                         hasW ? wv.data() : nullptr, xh, gk, cols);
       xhat.row[k] = xh;
       g.row[k] = gk;
     }
@@ -1487,13 +1574,9 @@ void normBwdSerial(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
     // Row by row in order; a row's dx (which may overwrite its dy or x)
     // after its last read.
     for (int k = 0; k < nr; ++k) {
-      const float *dr = l.ds.row[k], *xh = l.xhat.row[k];
-      if (dw.data)
-        for (int64_t j = 0; j < cols; ++j)
-          dwAcc[j] += static_cast<double>(dr[j]) * xh[j];
-      if (db.data)
-        for (int64_t j = 0; j < cols; ++j)
-          dbAcc[j] += dr[j];
+      const float *xh = l.xhat.row[k];
+      opLoops().normAcc(l.ds.row[k], xh, dw.data ? dwAcc.data() : nullptr,
+                        db.data ? dbAcc.data() : nullptr, cols);
       if (dx.data)
         normDxRow(dx, (g0 + k) * cols, cols, rms, rstd[k], l.sumG[k],
                   l.sumGX[k], l.g.row[k], xh, out.data());
@@ -1557,23 +1640,17 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
     cpupool::forChunks(cols, block, [&](int64_t c0, int64_t c1) {
       int64_t nc = c1 - c0;
       double dwAcc[kChunk], dbAcc[kChunk];
-      float xs[kChunk], ds[kChunk];
+      float xs[kChunk], ds[kChunk], xhat[kChunk];
       for (int64_t j = 0; j < nc; ++j)
         dwAcc[j] = dbAcc[j] = 0.0;
       for (int64_t r = 0; r < rows; ++r) {
         int64_t base = r * cols + c0;
         const float *dr = view(dy, base, 1, nc, ds);
-        if (dw.data) {
-          const float *xr = view(x, base, 1, nc, xs);
-          float mean = means[r], rstd = rstds[r];
-          for (int64_t j = 0; j < nc; ++j) {
-            float xhat = (xr[j] - mean) * rstd;
-            dwAcc[j] += static_cast<double>(dr[j]) * xhat;
-          }
-        }
-        if (db.data)
-          for (int64_t j = 0; j < nc; ++j)
-            dbAcc[j] += dr[j];
+        if (dw.data)
+          opLoops().normOut(view(x, base, 1, nc, xs), means[r], rstds[r],
+                            nullptr, nullptr, xhat, nc);
+        opLoops().normAcc(dr, xhat, dw.data ? dwAcc : nullptr,
+                          db.data ? dbAcc : nullptr, nc);
       }
       for (int64_t j = 0; j < nc; ++j) {
         if (dw.data)

@@ -678,8 +678,10 @@ TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
 
 namespace {
 
-void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
-  SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+/// `affine` false: no w and no b (y = x-hat, g = dy).
+void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols, bool affine) {
+  SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) +
+               (affine ? "" : ", no w or b"));
   float eps = 1e-5f;
   std::vector<float> xv = mixedValues(rows * cols, 21);
   for (float &v : xv)
@@ -720,10 +722,11 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
         double sumG = 0.0, sumGX = 0.0;
         std::vector<float> xhat(cols), g(cols);
         for (int64_t j = 0; j < cols; ++j) {
-          yWant[r * cols + j] = (xr[j] - mean) * rstd * w[j] + b[j];
+          yWant[r * cols + j] = affine ? (xr[j] - mean) * rstd * w[j] + b[j]
+                                       : (xr[j] - mean) * rstd;
           float d = dy[r * cols + j];
           xhat[j] = (xr[j] - mean) * rstd;
-          g[j] = d * w[j];
+          g[j] = affine ? d * w[j] : d;
           sumG += g[j];
           sumGX += static_cast<double>(g[j]) * xhat[j];
           dwAcc[j] += static_cast<double>(d) * xhat[j];
@@ -744,11 +747,13 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
       };
       std::vector<uint8_t> yb(rows * cols * 4), dxb(rows * cols * 4),
           dwb(cols * 4), dbb(cols * 4);
-      cpukern::norm(rms, Buf{yb.data(), dt}, Buf{xb.data(), dt},
-                    Buf{wb.data(), dt}, Buf{bb.data(), dt}, rows, cols, eps);
+      Buf wBuf{affine ? wb.data() : nullptr, dt},
+          bBuf{affine ? bb.data() : nullptr, dt};
+      cpukern::norm(rms, Buf{yb.data(), dt}, Buf{xb.data(), dt}, wBuf, bBuf,
+                    rows, cols, eps);
       cpukern::normBwd(rms, Buf{dxb.data(), dt}, Buf{dwb.data(), dt},
                        Buf{dbb.data(), dt}, Buf{db.data(), dt},
-                       Buf{xb.data(), dt}, Buf{wb.data(), dt}, rows, cols, eps);
+                       Buf{xb.data(), dt}, wBuf, rows, cols, eps);
       EXPECT_TRUE(sameBits(loadAll(yb, dt, rows * cols), roundTo(yWant)));
       EXPECT_TRUE(sameBits(loadAll(dxb, dt, rows * cols), roundTo(dxWant)));
       EXPECT_TRUE(sameBits(loadAll(dwb, dt, cols), roundTo(dwWant)));
@@ -759,13 +764,16 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols) {
 } // namespace
 
 // The norms sum up to eight rows side by side (one row per lane, each in
-// column order); every instruction set's loops, row counts that fill no
-// group and column counts that fill no block give the one-row loop's bits.
+// column order) and run their element loops per instruction set; every
+// instruction set's loops, row counts that fill no group and column counts
+// that fill no block give the one-row loop's bits, with and without w and
+// b.
 TEST(CpuKernels, NormMatchesTheElementLoop) {
   int tested = onEveryIsasLoops([] {
     for (auto [rows, cols] :
          {std::pair<int64_t, int64_t>{13, 300}, {1, 64}, {8, 129}, {21, 7}})
-      checkNormAgainstTheElementLoop(rows, cols);
+      for (bool affine : {true, false})
+        checkNormAgainstTheElementLoop(rows, cols, affine);
   });
   EXPECT_GE(tested, 1);
 }
