@@ -242,8 +242,9 @@ BENCHMARK(BM_CpuSoftmax)
 
 // ampc_sum_fwd over 2^21 elements in one dtype: per channel (L = 0: x
 // [32, 64, 32, 32] over dims 0, 2 and 3, a convolution's bias gradient, 64
-// outputs of 32 rows of 1024) or over the last dim of x [32, 64, 1024 / L,
-// L] (rows of L).
+// outputs of 32 rows of 1024), over the last dim of x [32, 64, 1024 / L,
+// L] (rows of L), or over the first dim of x [2048, 1024] (L = -1: column
+// sums, a linear layer's bias gradient).
 void BM_CpuReduce(benchmark::State &state) {
   ampc_context ctx = cpuContext();
   auto dt = static_cast<ampc_dtype>(state.range(0));
@@ -258,8 +259,12 @@ void BM_CpuReduce(benchmark::State &state) {
   int64_t rows = len ? 1024 / len : 1;
   int64_t rowShape[4] = {32, 64, rows, len}, lastDim[1] = {3};
   int64_t rowY[3] = {32, 64, rows};
+  int64_t colShape[2] = {2048, 1024}, firstDim[1] = {0}, colY[1] = {1024};
   for (auto _ : state) {
-    if (len)
+    if (len < 0)
+      ampc_sum_fwd(ctx, y, AMPC_F32, colY, 1, x, dt, colShape, 2, firstDim, 1,
+                   0);
+    else if (len)
       ampc_sum_fwd(ctx, y, AMPC_F32, rowY, 3, x, dt, rowShape, 4, lastDim, 1,
                    0);
     else
@@ -267,12 +272,12 @@ void BM_CpuReduce(benchmark::State &state) {
                    0);
   }
   state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(es));
-  state.SetLabel(len ? "last dim" : "per channel");
+  state.SetLabel(len < 0 ? "columns" : len ? "last dim" : "per channel");
   ampc_free(ctx, x);
   ampc_free(ctx, y);
 }
 BENCHMARK(BM_CpuReduce)
-    ->ArgsProduct({{AMPC_F32, AMPC_BF16}, {0, 32, 128}})
+    ->ArgsProduct({{AMPC_F32, AMPC_BF16}, {0, 32, 128, -1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

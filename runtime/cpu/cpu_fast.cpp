@@ -6,8 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_fast.h"
-#include "cpu_isa.h"
+#include "cpu_clones.h"
 #include "cpu_conv.h"
+#include "cpu_isa.h"
 #include "cpu_pool.h"
 
 #include "../src/half.h"
@@ -805,6 +806,43 @@ void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
   }
 }
 
+namespace {
+
+/// One reduced position's step of a block of column sums: acc[c] += x[c]
+/// in f64, each column on its own, so every width gives the same bits.
+AMPC_ALWAYS_INLINE inline void
+addColumnsLoop(const float *__restrict x, double *__restrict acc, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    acc[c] += x[c];
+}
+
+/// The column sums' loop per instruction set (cpu_clones.h).
+struct ColumnLoops {
+  void (*add)(const float *, double *, int64_t);
+};
+
+#define AMPC_COLUMN_LOOP_CLONES(SUFFIX, TARGET)                                \
+  TARGET AMPC_FLATTEN void addColumns##SUFFIX(const float *x, double *acc,     \
+                                              int64_t n) {                     \
+    addColumnsLoop(x, acc, n);                                                 \
+  }                                                                            \
+  const ColumnLoops columnLoops##SUFFIX = {addColumns##SUFFIX};
+
+AMPC_COLUMN_LOOP_CLONES(Base, )
+#if AMPC_CPU_CLONES
+AMPC_COLUMN_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET)
+AMPC_COLUMN_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
+#endif
+
+CloneSet<ColumnLoops> &columnClones() {
+  static CloneSet<ColumnLoops> set(AMPC_CLONES_OF(columnLoops));
+  return set;
+}
+
+} // namespace
+
+void useColumnLoopsForTesting(ConvertIsa isa) { columnClones().use(isa); }
+
 bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
                    bool mean) {
   if (!isFloat(yb.dtype) || !isFloat(xb.dtype))
@@ -860,16 +898,14 @@ bool reduceColumns(Buf yb, Buf xb, const Walk &outer, const Walk &inner,
       int64_t nb = cols - c0 < B ? cols - c0 : B;
       for (int64_t c = 0; c < nb; ++c)
         acc[c] = 0.0;
+      const ColumnLoops &loops = columnClones().get();
       for (int64_t i = 0; i < count; ++i) {
         if (xb.dtype == AMPC_F32) {
-          const float *xr =
-              static_cast<const float *>(xb.data) + xo + c0 + innerOff[i];
-          for (int64_t c = 0; c < nb; ++c)
-            acc[c] += xr[c];
+          loops.add(static_cast<const float *>(xb.data) + xo + c0 + innerOff[i],
+                    acc, nb);
         } else {
           loadRow(xb, xo + c0 + innerOff[i], nb, row);
-          for (int64_t c = 0; c < nb; ++c)
-            acc[c] += row[c];
+          loops.add(row, acc, nb);
         }
       }
       for (int64_t c = 0; c < nb; ++c) {

@@ -92,6 +92,9 @@ void fromChannelBlocks(const float *src, int64_t channels, int64_t spatial,
 /// loop does.
 bool reduceColumns(Buf y, Buf x, const Walk &outer, const Walk &inner,
                    bool mean);
+/// Every later reduceColumns runs `isa`'s clone of its column loop (it must
+/// be supported; tests only, not thread-safe against running kernels).
+void useColumnLoopsForTesting(ConvertIsa isa);
 
 } // namespace cpufast
 } // namespace ampc
