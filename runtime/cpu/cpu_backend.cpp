@@ -263,8 +263,6 @@ private:
   const float *ptr;
 };
 
-using cpukern::applyEpilogue;
-
 /// The optimizer's update on f32 arrays (f32 scratch of widened 16-bit
 /// values, updateWidened and updateLow): cpu_update.h's loops.
 void sgdF32(float *p, const float *g, float *buf, int64_t n,
@@ -1323,9 +1321,7 @@ public:
         if (d.bias.data)
           for (int64_t j = 0; j < cols; ++j)
             row[j] += bias[c0 + j];
-        if (d.epilogue != AMPC_EPILOGUE_NONE)
-          for (int64_t j = 0; j < cols; ++j)
-            row[j] = applyEpilogue(d.epilogue, row[j]);
+        cpukern::epilogueRow(d.epilogue, row, cols);
         if (!direct)
           storeContig(d.c, cOff + r * d.ldc, cols, row);
       }

@@ -1052,6 +1052,27 @@ const Loops16 *loops16(const OpLoops &loops, ampc_dtype dt) {
   return dt == AMPC_BF16 ? &loops.bf16 : dt == AMPC_F16 ? &loops.f16 : nullptr;
 }
 
+void epilogueRow(ampc_epilogue e, float *row, int64_t n) {
+  UnaryOp op;
+  switch (e) {
+  case AMPC_EPILOGUE_RELU:
+    op = UnaryOp::Relu;
+    break;
+  case AMPC_EPILOGUE_GELU:
+    op = UnaryOp::Gelu;
+    break;
+  case AMPC_EPILOGUE_GELU_TANH:
+    op = UnaryOp::GeluTanh;
+    break;
+  default:
+    return;
+  }
+  UnaryAttrs attrs{};
+  // The vector math's scratch holds kChunk values.
+  for (int64_t i = 0; i < n; i += kChunk)
+    unaryOp(op, attrs, row + i, row + i, std::min(kChunk, n - i));
+}
+
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
   const OpLoops &loops = opLoops();
   const Loops16 *one = loops16(loops, x.dtype);

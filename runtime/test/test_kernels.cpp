@@ -601,6 +601,37 @@ TEST_F(Kernels, GemmTransposesBiasEpilogueAndBeta) {
         }
 }
 
+// An f32 GEMM's epilogue gives the bits of the GEMM without it followed by
+// the elementwise op (relu, gelu exact and tanh): rows of 2500 columns, more
+// than one chunk of the vector math's scratch.
+TEST_F(Kernels, GemmEpilogueIsTheElementwiseOpsBits) {
+  const int64_t m = 37, n = 2500, k = 16;
+  Tensor a = randomTensor({m, k}, AMPC_F32, -2, 2),
+         b = randomTensor({k, n}, AMPC_F32, -2, 2),
+         bias = randomTensor({n}, AMPC_F32, -1, 1);
+  Tensor plain({m, n}, AMPC_F32);
+  ASSERT_OK(ampc_gemm(ctx, plain.data(), AMPC_F32, a.data(), AMPC_F32, b.data(),
+                      AMPC_F32, bias.data(), AMPC_F32, 1, m, n, k, 0, 0, k, n,
+                      n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE));
+  int64_t shape[2] = {m, n};
+  for (ampc_epilogue epi :
+       {AMPC_EPILOGUE_RELU, AMPC_EPILOGUE_GELU, AMPC_EPILOGUE_GELU_TANH}) {
+    SCOPED_TRACE(static_cast<int>(epi));
+    Tensor fused({m, n}, AMPC_F32), want({m, n}, AMPC_F32);
+    ASSERT_OK(ampc_gemm(ctx, fused.data(), AMPC_F32, a.data(), AMPC_F32,
+                        b.data(), AMPC_F32, bias.data(), AMPC_F32, 1, m, n, k,
+                        0, 0, k, n, n, 0, 0, 0, 1.0f, 0.0f, epi));
+    if (epi == AMPC_EPILOGUE_RELU)
+      ASSERT_OK(ampc_relu_fwd(ctx, want.data(), AMPC_F32, shape, 2,
+                              plain.data(), AMPC_F32, shape, 2));
+    else
+      ASSERT_OK(ampc_gelu_fwd(
+          ctx, want.data(), AMPC_F32, shape, 2, plain.data(), AMPC_F32, shape,
+          2, epi == AMPC_EPILOGUE_GELU ? AMPC_GELU_NONE : AMPC_GELU_TANH));
+    EXPECT_EQ(fused.bytes, want.bytes);
+  }
+}
+
 TEST_F(Kernels, GemmBroadcastBatchAndMixedDtypes) {
   // B shared across the batch (stride 0); f16 x bf16 inputs, f32 output.
   Tensor a = randomTensor({2, 3, 4}, AMPC_F16),
