@@ -34,10 +34,25 @@
 // The three clones NAME##Base, NAME##AVX2 and NAME##AVX512 as CloneSet's
 // constructor takes them (the last two null where they are not compiled).
 #define AMPC_CLONES_OF(NAME) NAME##Base, &NAME##AVX2, &NAME##AVX512
+// MACRO(SUFFIX, TARGET) for each clone compiled here: Base (no target
+// attribute), AVX2 and AVX512.
+#define AMPC_EACH_CLONE(MACRO)                                                 \
+  MACRO(Base, )                                                                \
+  MACRO(AVX2, AMPC_AVX2_TARGET)                                                \
+  MACRO(AVX512, AMPC_AVX512_TARGET)
 #else
 #define AMPC_CPU_CLONES 0
 #define AMPC_CLONES_OF(NAME) NAME##Base, nullptr, nullptr
+#define AMPC_EACH_CLONE(MACRO) MACRO(Base, )
 #endif
+
+// FN(), returning the CloneSet<LOOPS> of the clones NAME##Base,
+// NAME##AVX2 and NAME##AVX512 (the ones compiled here).
+#define AMPC_CLONE_SET(LOOPS, NAME, FN)                                        \
+  CloneSet<LOOPS> &FN() {                                                      \
+    static CloneSet<LOOPS> set(AMPC_CLONES_OF(NAME));                          \
+    return set;                                                                \
+  }
 
 namespace ampc {
 

@@ -828,16 +828,8 @@ struct ColumnLoops {
   }                                                                            \
   const ColumnLoops columnLoops##SUFFIX = {addColumns##SUFFIX};
 
-AMPC_COLUMN_LOOP_CLONES(Base, )
-#if AMPC_CPU_CLONES
-AMPC_COLUMN_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET)
-AMPC_COLUMN_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
-#endif
-
-CloneSet<ColumnLoops> &columnClones() {
-  static CloneSet<ColumnLoops> set(AMPC_CLONES_OF(columnLoops));
-  return set;
-}
+AMPC_EACH_CLONE(AMPC_COLUMN_LOOP_CLONES)
+AMPC_CLONE_SET(ColumnLoops, columnLoops, columnClones)
 
 } // namespace
 

@@ -986,10 +986,7 @@ AMPC_OP_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET, loops16Bf16AVX512,
 
 /// The op loops in use: those of the conversions' instruction set, or
 /// what useOpLoopsForTesting chose.
-CloneSet<OpLoops> &opClones() {
-  static CloneSet<OpLoops> set(AMPC_CLONES_OF(opLoops));
-  return set;
-}
+AMPC_CLONE_SET(OpLoops, opLoops, opClones)
 
 const OpLoops &opLoops() { return opClones().get(); }
 

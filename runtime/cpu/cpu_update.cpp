@@ -221,16 +221,8 @@ struct UpdateLoops {
       sgd##SUFFIX, adamw##SUFFIX, anyNonfinite##SUFFIX, unscale##SUFFIX,       \
       addSquares##SUFFIX};
 
-AMPC_UPDATE_LOOP_CLONES(Base, )
-#if AMPC_CPU_CLONES
-AMPC_UPDATE_LOOP_CLONES(AVX2, AMPC_AVX2_TARGET)
-AMPC_UPDATE_LOOP_CLONES(AVX512, AMPC_AVX512_TARGET)
-#endif
-
-CloneSet<UpdateLoops> &updateClones() {
-  static CloneSet<UpdateLoops> set(AMPC_CLONES_OF(updateLoops));
-  return set;
-}
+AMPC_EACH_CLONE(AMPC_UPDATE_LOOP_CLONES)
+AMPC_CLONE_SET(UpdateLoops, updateLoops, updateClones)
 
 const UpdateLoops &updateLoops() { return updateClones().get(); }
 
