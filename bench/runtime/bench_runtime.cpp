@@ -225,19 +225,67 @@ BENCHMARK(BM_CpuGelu)
 void BM_CpuSoftmax(benchmark::State &state) {
   ampc_context ctx = cpuContext();
   int64_t rows = state.range(0), cols = state.range(1);
+  bool backward = state.range(2) != 0;
   void *x = deviceRandom(ctx, AMPC_F32, rows * cols, 1), *y = nullptr;
+  void *dy = deviceRandom(ctx, AMPC_F32, rows * cols, 2), *dx = nullptr;
   ampc_malloc(ctx, rows * cols * 4, &y);
+  ampc_malloc(ctx, rows * cols * 4, &dx);
   int64_t shape[2] = {rows, cols};
+  ampc_softmax_fwd(ctx, y, AMPC_F32, shape, 2, x, AMPC_F32, shape, 2, -1);
   for (auto _ : state)
-    ampc_softmax_fwd(ctx, y, AMPC_F32, shape, 2, x, AMPC_F32, shape, 2, -1);
-  state.SetBytesProcessed(state.iterations() * 2 * rows * cols * 4);
-  ampc_free(ctx, x);
-  ampc_free(ctx, y);
+    if (backward)
+      ampc_softmax_bwd(ctx, dx, AMPC_F32, shape, 2, dy, AMPC_F32, shape, 2, y,
+                       AMPC_F32, shape, 2, -1);
+    else
+      ampc_softmax_fwd(ctx, y, AMPC_F32, shape, 2, x, AMPC_F32, shape, 2, -1);
+  state.SetBytesProcessed(state.iterations() * (backward ? 3 : 2) * rows *
+                          cols * 4);
+  state.SetLabel(backward ? "backward" : "forward");
+  for (void *p : {x, y, dy, dx})
+    ampc_free(ctx, p);
 }
 BENCHMARK(BM_CpuSoftmax)
-    ->Args({4096, 1024})
-    ->Args({4096, 128})
+    ->ArgsProduct({{4096}, {1024, 128}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// ampc_cross_entropy_fwd, then ampc_cross_entropy_bwd, over f32 logits
+// [1024, classes] (the Llama block's language-model head has 512).
+void BM_CpuCrossEntropy(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  const int64_t rows = 1024, classes = state.range(0);
+  void *logits = deviceRandom(ctx, AMPC_F32, rows * classes, 1);
+  void *dlogits = nullptr, *loss = nullptr, *dloss = nullptr, *labels = nullptr;
+  ampc_malloc(ctx, rows * classes * 4, &dlogits);
+  ampc_malloc(ctx, 4, &loss);
+  ampc_malloc(ctx, 4, &dloss);
+  ampc_malloc(ctx, rows * 4, &labels);
+  std::vector<int32_t> ids(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    ids[r] = static_cast<int32_t>(r * 7 % classes);
+  float one = 1.0f;
+  ampc_memcpy(ctx, labels, ids.data(), rows * 4, AMPC_MEMCPY_HOST_TO_DEVICE);
+  ampc_memcpy(ctx, dloss, &one, 4, AMPC_MEMCPY_HOST_TO_DEVICE);
+  int64_t shape[2] = {rows, classes}, labelShape[1] = {rows};
+  for (auto _ : state) {
+    ampc_status fwd = ampc_cross_entropy_fwd(
+        ctx, loss, AMPC_F32, nullptr, 0, logits, AMPC_F32, shape, 2, labels,
+        AMPC_I32, labelShape, 1, -1);
+    ampc_status bwd = ampc_cross_entropy_bwd(
+        ctx, dlogits, AMPC_F32, shape, 2, dloss, AMPC_F32, nullptr, 0, logits,
+        AMPC_F32, shape, 2, labels, AMPC_I32, labelShape, 1);
+    if (fwd != AMPC_OK || bwd != AMPC_OK) {
+      state.SkipWithError(ampc_last_error());
+      break;
+    }
+  }
+  for (void *p : {logits, dlogits, loss, dloss, labels})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuCrossEntropy)
+    ->Arg(512)
+    ->Arg(8192)
+    ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
 // ampc_sum_fwd over 2^21 elements in one dtype: per channel (L = 0: x

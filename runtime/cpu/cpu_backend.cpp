@@ -1318,10 +1318,8 @@ public:
       bool post = d.bias.data || d.epilogue != AMPC_EPILOGUE_NONE;
       for (int64_t r = 0; r < rows && (post || !direct); ++r) {
         float *row = c + r * ldc;
-        if (d.bias.data)
-          for (int64_t j = 0; j < cols; ++j)
-            row[j] += bias[c0 + j];
-        cpukern::epilogueRow(d.epilogue, row, cols);
+        cpukern::epilogueRow(
+            d.epilogue, d.bias.data ? bias.data() + c0 : nullptr, row, cols);
         if (!direct)
           storeContig(d.c, cOff + r * d.ldc, cols, row);
       }

@@ -855,6 +855,35 @@ AMPC_OP_LOOP void normAccLoop(const float *__restrict dy,
       db[j] += dy[j];
 }
 
+/// Softmax's and cross-entropy's element loops (y = x - s, y = x * s and
+/// the two backward rows below), one rounding per operation as written,
+/// so every width gives the same bits. Their outputs may be their inputs
+/// (each element is read before it is written, in the same iteration).
+AMPC_OP_LOOP void shiftLoop(const float *x, float s, float *y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = x[j] - s;
+}
+
+AMPC_OP_LOOP void scaleLoop(const float *x, float s, float *y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = x[j] * s;
+}
+
+/// Softmax's backward row: dx = y (g - s), s the row's sum of g y.
+AMPC_OP_LOOP void softmaxDxLoop(const float *y, const float *g, float s,
+                                float *dx, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    dx[j] = y[j] * (g[j] - s);
+}
+
+/// Log-softmax's backward row: dx = g - e s, e = exp(y), s the row's sum
+/// of g.
+AMPC_OP_LOOP void logSoftmaxDxLoop(const float *g, const float *e, float s,
+                                   float *dx, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    dx[j] = g[j] - e[j] * s;
+}
+
 /// One 16-bit dtype's one-pass loops (all null where an instruction set
 /// has none): false, with nothing done, for a row they leave to the
 /// chunked path.
@@ -891,6 +920,11 @@ struct OpLoops {
   void (*normDx)(const float *, const float *, float, float, float, float *,
                  int64_t);
   void (*normAcc)(const float *, const float *, double *, double *, int64_t);
+  // Softmax's and cross-entropy's element loops.
+  void (*shift)(const float *, float, float *, int64_t);
+  void (*scale)(const float *, float, float *, int64_t);
+  void (*softmaxDx)(const float *, const float *, float, float *, int64_t);
+  void (*logSoftmaxDx)(const float *, const float *, float, float *, int64_t);
 };
 
 #define AMPC_OP_LOOP_CLONES(SUFFIX, TARGET, ...)                               \
@@ -933,10 +967,28 @@ struct OpLoops {
       const float *dy, const float *xhat, double *dw, double *db, int64_t n) { \
     normAccLoop(dy, xhat, dw, db, n);                                          \
   }                                                                            \
+  TARGET AMPC_FLATTEN void shift##SUFFIX(const float *x, float s, float *y,    \
+                                         int64_t n) {                          \
+    shiftLoop(x, s, y, n);                                                     \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void scale##SUFFIX(const float *x, float s, float *y,    \
+                                         int64_t n) {                          \
+    scaleLoop(x, s, y, n);                                                     \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void softmaxDx##SUFFIX(const float *y, const float *g,   \
+                                             float s, float *dx, int64_t n) {  \
+    softmaxDxLoop(y, g, s, dx, n);                                             \
+  }                                                                            \
+  TARGET AMPC_FLATTEN void logSoftmaxDx##SUFFIX(                               \
+      const float *g, const float *e, float s, float *dx, int64_t n) {         \
+    logSoftmaxDxLoop(g, e, s, dx, n);                                          \
+  }                                                                            \
   const OpLoops opLoops##SUFFIX = {                                            \
       unaryOp##SUFFIX,     unaryBwdOp##SUFFIX, binaryOp##SUFFIX,               \
       binaryBwdOp##SUFFIX, __VA_ARGS__,        normOut##SUFFIX,                \
-      normPrep##SUFFIX,    normDx##SUFFIX,     normAcc##SUFFIX};
+      normPrep##SUFFIX,    normDx##SUFFIX,     normAcc##SUFFIX,                \
+      shift##SUFFIX,       scale##SUFFIX,      softmaxDx##SUFFIX,              \
+      logSoftmaxDx##SUFFIX};
 
 // The one-pass loops of one 16-bit dtype (RUNS: Bf16Runs, F16Runs) and
 // one instruction set, as a Loops16 named loops16##NAME##SUFFIX.
@@ -1049,7 +1101,9 @@ const Loops16 *loops16(const OpLoops &loops, ampc_dtype dt) {
   return dt == AMPC_BF16 ? &loops.bf16 : dt == AMPC_F16 ? &loops.f16 : nullptr;
 }
 
-void epilogueRow(ampc_epilogue e, float *row, int64_t n) {
+void epilogueRow(ampc_epilogue e, const float *bias, float *row, int64_t n) {
+  if (bias)
+    opLoops().binary(BinaryOp::Add, row, bias, row, n);
   UnaryOp op;
   switch (e) {
   case AMPC_EPILOGUE_RELU:
@@ -1279,9 +1333,17 @@ float rowMaxPlain(const float *x, int64_t n) {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx"))) float rowMaxAVX(const float *x, int64_t n) {
-  // _mm256_max_ps(a, b) is a > b ? a : b lane by lane.
-  __m256 m8 = _mm256_set1_ps(-INFINITY);
+  // _mm256_max_ps(a, b) is a > b ? a : b lane by lane (b where a is NaN);
+  // four running maxima, so that the loop is not one chain of maxes.
+  __m256 m8 = _mm256_set1_ps(-INFINITY), m8b = m8, m8c = m8, m8d = m8;
   int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    m8 = _mm256_max_ps(_mm256_loadu_ps(x + j), m8);
+    m8b = _mm256_max_ps(_mm256_loadu_ps(x + j + 8), m8b);
+    m8c = _mm256_max_ps(_mm256_loadu_ps(x + j + 16), m8c);
+    m8d = _mm256_max_ps(_mm256_loadu_ps(x + j + 24), m8d);
+  }
+  m8 = _mm256_max_ps(_mm256_max_ps(m8b, m8), _mm256_max_ps(m8d, m8c));
   for (; j + 8 <= n; j += 8)
     m8 = _mm256_max_ps(_mm256_loadu_ps(x + j), m8);
   float lanes[8];
@@ -1341,6 +1403,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
   size_t n = static_cast<size_t>(dim);
   // Threads: whole rows per item; the rows' sums eight at a time (laneSums).
   forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
+    const OpLoops &loops = opLoops();
     thread_local LaneRows rows, es;
     thread_local std::vector<float> out;
     rows.reset(dim);
@@ -1356,13 +1419,12 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
         m[k] = rowMax(r, dim);
         // The exponentials, kept for the output (the values the sum adds).
         float *e = es.lane(k);
-        for (int64_t j = 0; j < dim; ++j)
-          e[j] = r[j] - m[k];
+        loops.shift(r, m[k], e, dim);
         expN(e, e, dim);
         es.row[k] = e;
       }
       double sum[kLanes] = {};
-      opLoops().laneSums(es.row, es.row, nr, dim, sum, nullptr);
+      loops.laneSums(es.row, es.row, nr, dim, sum, nullptr);
       for (int k = 0; k < nr; ++k) {
         int64_t base = rowBase(g0 + k, dim, inner);
         const float *r = rows.row[k], *e = es.row[k];
@@ -1370,13 +1432,12 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
         // input element's last read.
         float *yr = target(y, base, inner, out.data());
         if (log) {
+          // (x - max) - lse, rounded after each subtraction.
           float lse = logf(static_cast<float>(sum[k]));
-          for (int64_t j = 0; j < dim; ++j)
-            yr[j] = r[j] - m[k] - lse;
+          loops.shift(r, m[k], yr, dim);
+          loops.shift(yr, lse, yr, dim);
         } else {
-          float inv = static_cast<float>(1.0 / sum[k]);
-          for (int64_t j = 0; j < dim; ++j)
-            yr[j] = e[j] * inv;
+          loops.scale(e, static_cast<float>(1.0 / sum[k]), yr, dim);
         }
         finish(y, base, inner, dim, yr, out.data());
       }
@@ -1386,6 +1447,7 @@ void softmax(bool log, Buf y, Buf x, int64_t outer, int64_t dim,
 
 void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
              float *lse) {
+  const OpLoops &loops = opLoops();
   thread_local LaneRows xs, es;
   xs.reset(classes);
   es.reset(classes);
@@ -1396,13 +1458,12 @@ void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
     for (int k = 0; k < nr; ++k) {
       m[k] = rowMax(xs.row[k], classes);
       float *e = es.lane(k);
-      for (int64_t c = 0; c < classes; ++c)
-        e[c] = xs.row[k][c] - m[k];
+      loops.shift(xs.row[k], m[k], e, classes);
       expN(e, e, classes);
       es.row[k] = e;
     }
     double s[kLanes] = {};
-    opLoops().laneSums(es.row, es.row, nr, classes, s, nullptr);
+    loops.laneSums(es.row, es.row, nr, classes, s, nullptr);
     for (int k = 0; k < nr; ++k)
       lse[g0 - r0 + k] = m[k] + logf(static_cast<float>(s[k]));
   }
@@ -1410,24 +1471,37 @@ void rowLses(Buf logits, int64_t r0, int64_t rows, int64_t classes,
 
 void crossEntropyBwdRow(Buf dlogits, Buf logits, int64_t base, int64_t classes,
                         int64_t label, float lse, float scale) {
-  std::vector<float> p(static_cast<size_t>(classes));
+  // Computed in dlogits' row itself where it is f32 (it may be the logits'
+  // row: each element is read before it is written), else in scratch.
+  thread_local std::vector<float> in, out;
+  in.resize(static_cast<size_t>(classes));
+  out.resize(static_cast<size_t>(classes));
+  float *d = target(dlogits, base, 1, out.data());
   if (label == -100) {
-    storeRun(dlogits, base, 1, classes, p.data()); // zeros
+    std::fill(d, d + classes, 0.0f);
+    finish(dlogits, base, 1, classes, d, out.data());
     return;
   }
-  loadContig(logits, base, classes, p.data());
-  for (int64_t c = 0; c < classes; ++c)
-    p[c] = p[c] - lse;
-  expN(p.data(), p.data(), classes);
-  for (int64_t c = 0; c < classes; ++c)
-    p[c] = (p[c] - (c == label ? 1.0f : 0.0f)) * scale;
-  storeRun(dlogits, base, 1, classes, p.data());
+  // (softmax - one-hot) * scale: (p - 0) * scale is p * scale bit for bit
+  // (p = exp(...) is never -0), so every class but the label's is scaled
+  // and the label's term is computed on its own (none for a label out of
+  // range, which counts as no class).
+  const OpLoops &loops = opLoops();
+  loops.shift(view(logits, base, 1, classes, in.data()), lse, d, classes);
+  expN(d, d, classes);
+  bool inRange = label >= 0 && label < classes;
+  float atLabel = inRange ? d[label] : 0.0f;
+  loops.scale(d, scale, d, classes);
+  if (inRange)
+    d[label] = (atLabel - 1.0f) * scale;
+  finish(dlogits, base, 1, classes, d, out.data());
 }
 
 void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner) {
   size_t n = static_cast<size_t>(dim);
   forRows(outer * inner, dim, [&](int64_t r0, int64_t r1) {
+    const OpLoops &loops = opLoops();
     thread_local LaneRows gs, ys, gy;
     thread_local std::vector<float> e, out;
     gs.reset(dim);
@@ -1447,15 +1521,14 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
           continue;
         // The f32 products g y, which the sum adds.
         float *p = gy.lane(k);
-        for (int64_t j = 0; j < dim; ++j)
-          p[j] = g[j] * yv[j];
+        loops.binary(BinaryOp::Mul, g, yv, p, dim);
         gy.row[k] = p;
       }
       // Each row's f64 sum in order, eight rows at a time: of g
       // (log-softmax), of the products g y (softmax).
       double dot[kLanes] = {};
       const LaneRows &summed = log ? gs : gy;
-      opLoops().laneSums(summed.row, summed.row, nr, dim, dot, nullptr);
+      loops.laneSums(summed.row, summed.row, nr, dim, dot, nullptr);
       for (int k = 0; k < nr; ++k) {
         int64_t base = rowBase(g0 + k, dim, inner);
         const float *g = gs.row[k], *yv = ys.row[k];
@@ -1464,11 +1537,9 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
         float *d = target(dx, base, inner, out.data());
         if (log) {
           expN(yv, e.data(), dim);
-          for (int64_t j = 0; j < dim; ++j)
-            d[j] = g[j] - e[j] * s;
+          loops.logSoftmaxDx(g, e.data(), s, d, dim);
         } else {
-          for (int64_t j = 0; j < dim; ++j)
-            d[j] = yv[j] * (g[j] - s);
+          loops.softmaxDx(yv, g, s, d, dim);
         }
         finish(dx, base, inner, dim, d, out.data());
       }

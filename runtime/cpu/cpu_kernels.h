@@ -86,10 +86,11 @@ template <typename T> T applyEpilogue(ampc_epilogue e, T v) {
   return v;
 }
 
-/// applyEpilogue over n contiguous f32 values in place, on the elementwise
-/// ops' loops (GELU's erff/tanhf on the vector math): the same bits as
-/// applyEpilogue value by value.
-void epilogueRow(ampc_epilogue e, float *row, int64_t n);
+/// A GEMM tile row's bias and epilogue in place: row[j] += bias[j] (bias
+/// null: none), then applyEpilogue, on the elementwise ops' loops (GELU's
+/// erff/tanhf on the vector math): the same bits as the two value by
+/// value.
+void epilogueRow(ampc_epilogue e, const float *bias, float *row, int64_t n);
 
 /// Reads n contiguous elements of b from element `off` as f32 (vector
 /// converters for f16/bf16); storeContig writes them back, rounded once.

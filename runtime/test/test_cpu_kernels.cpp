@@ -662,6 +662,12 @@ TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
         cpukern::softmax(log, Buf{got.data(), AMPC_F32},
                          Buf{x.data(), AMPC_F32}, s.outer, s.dim, s.inner);
         EXPECT_TRUE(sameBits(got, want)) << "log " << log << " dim " << s.dim;
+        // In place (y = x).
+        std::vector<float> inPlace = x;
+        cpukern::softmax(log, Buf{inPlace.data(), AMPC_F32},
+                         Buf{inPlace.data(), AMPC_F32}, s.outer, s.dim,
+                         s.inner);
+        EXPECT_TRUE(sameBits(inPlace, want)) << "in place, log " << log;
         std::vector<float> dy(n), dxWant(n), dxGot(n);
         for (int64_t i = 0; i < n; ++i)
           dy[i] = normal(rng);
@@ -671,6 +677,16 @@ TEST(CpuKernels, SoftmaxMatchesTheElementLoop) {
             log, Buf{dxGot.data(), AMPC_F32}, Buf{dy.data(), AMPC_F32},
             Buf{want.data(), AMPC_F32}, s.outer, s.dim, s.inner);
         EXPECT_TRUE(sameBits(dxGot, dxWant)) << "log " << log;
+        // dx over dy, and dx over y.
+        std::vector<float> overDy = dy, overY = want;
+        cpukern::softmaxBwd(
+            log, Buf{overDy.data(), AMPC_F32}, Buf{overDy.data(), AMPC_F32},
+            Buf{want.data(), AMPC_F32}, s.outer, s.dim, s.inner);
+        EXPECT_TRUE(sameBits(overDy, dxWant)) << "dx = dy, log " << log;
+        cpukern::softmaxBwd(
+            log, Buf{overY.data(), AMPC_F32}, Buf{dy.data(), AMPC_F32},
+            Buf{overY.data(), AMPC_F32}, s.outer, s.dim, s.inner);
+        EXPECT_TRUE(sameBits(overY, dxWant)) << "dx = y, log " << log;
       }
   });
   EXPECT_GE(tested, 1);
@@ -930,8 +946,11 @@ TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
       EXPECT_TRUE(bitsOf(got) == bitsOf(want) ||
                   (std::isnan(got) && std::isnan(want)))
           << r << ": " << got << " vs " << want;
-      for (int64_t label : {int64_t(5), int64_t(-100)}) {
-        float lse = std::isfinite(want) ? want : 0.5f, scale = 0.125f;
+      // A label in range (the first and last classes too), an ignored
+      // row, and labels out of range (no class is the label's).
+      for (int64_t label : {int64_t(5), int64_t(0), classes - 1, int64_t(-100),
+                            int64_t(-1), classes}) {
+        float lse = std::isfinite(want) ? want : 0.5f, scale = 0.3f;
         std::vector<float> dWant(classes), dAll(rows * classes, 7.0f);
         for (int64_t c = 0; c < classes; ++c)
           dWant[c] =
@@ -946,6 +965,28 @@ TEST(CpuKernels, CrossEntropyRowsMatchTheElementLoop) {
                                 dAll.begin() + base + classes);
         EXPECT_TRUE(sameBits(dGot, dWant, /*anyNaN=*/true))
             << r << " label " << label;
+        // Over the logits themselves, and into bf16 (computed in scratch,
+        // rounded once).
+        std::vector<float> over = x;
+        cpukern::crossEntropyBwdRow(Buf{over.data(), AMPC_F32},
+                                    Buf{over.data(), AMPC_F32}, base, classes,
+                                    label, lse, scale);
+        EXPECT_TRUE(sameBits(std::vector<float>(over.begin() + base,
+                                                over.begin() + base + classes),
+                             dWant, /*anyNaN=*/true))
+            << r << " label " << label << " in place";
+        std::vector<uint8_t> d16 =
+            store(std::vector<float>(rows * classes, 7.0f), AMPC_BF16);
+        cpukern::crossEntropyBwdRow(Buf{d16.data(), AMPC_BF16},
+                                    Buf{x.data(), AMPC_F32}, base, classes,
+                                    label, lse, scale);
+        std::vector<float> got16 = loadAll(d16, AMPC_BF16, rows * classes);
+        std::vector<float> want16 =
+            loadAll(store(dWant, AMPC_BF16), AMPC_BF16, classes);
+        EXPECT_TRUE(sameBits(std::vector<float>(got16.begin() + base,
+                                                got16.begin() + base + classes),
+                             want16, /*anyNaN=*/true))
+            << r << " label " << label << " bf16";
       }
     }
   });

@@ -630,6 +630,13 @@ TEST_F(Kernels, GemmEpilogueIsTheElementwiseOpsBits) {
           2, epi == AMPC_EPILOGUE_GELU ? AMPC_GELU_NONE : AMPC_GELU_TANH));
     EXPECT_EQ(fused.bytes, want.bytes);
   }
+  // The bias: the product's bits plus the bias broadcast over the rows.
+  Tensor product({m, n}, AMPC_F32), withBias({m, n}, AMPC_F32);
+  ASSERT_OK(ampc_gemm(ctx, product.data(), AMPC_F32, a.data(), AMPC_F32,
+                      b.data(), AMPC_F32, nullptr, AMPC_F32, 1, m, n, k, 0, 0,
+                      k, n, n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE));
+  ASSERT_OK(ampc_add_fwd(ctx, T(withBias), T(product), T(bias)));
+  EXPECT_EQ(plain.bytes, withBias.bytes);
 }
 
 TEST_F(Kernels, GemmBroadcastBatchAndMixedDtypes) {
