@@ -53,11 +53,27 @@ run of 1 step), so compilation, start-up and the first step cancel out;
 CPU seconds are user + system of the `ampc run` child, and the process CPU
 time around the PyTorch reference's run (in-process).
 
+`--targets` ends the run with the CPU targets of the AMP-on-the-CPU issue,
+each with its measured value and "met" or "MISSED", judged by the units
+ampc reported for `--amp=bf16` (an AMPC_CPU_ISA cap in --ampc-env counts):
+  - with AMX (`avx512_core_amx`): ampc bf16 / ampc f32 >= 3 and ampc bf16
+    / PyTorch bf16 >= 1.5 (geometric means; the latter >= 1 on every
+    program), ampc f32 / PyTorch f32 >= 1.5;
+  - without bf16 units (`avx2`, `avx512_core`): ampc bf16 / ampc f32 >= 1
+    (geometric mean);
+  - with AVX512-BF16 but no AMX the AMX targets are printed, not judged;
+  - with `--threads 1,2`: 2 threads / 1 thread >= 1.7 for ampc f32 and
+    bf16 on every program of `--set models` (the GEMM-heavy ones);
+  - with `--opt-levels`: O2 / O1 and O3 / O1 >= 1 on every program, bf16
+    and fp16.
+It exits 3 when a judged target is missed (after printing everything).
+
 Run it with the interpreter that imports torch (Debian's python3-torch:
 /usr/bin/python3).
 """
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -158,6 +174,10 @@ def main():
                     help="comma-separated program names of the set")
     ap.add_argument("--opt-levels", action="store_true",
                     help="ampc alone, bf16 and fp16 at --opt-level=O1, O2, O3")
+    ap.add_argument("--targets", action="store_true",
+                    help="check the CPU AMP targets at the end; exit 3 if one is missed")
+    # Internal: where a one-thread-count child writes its medians and units.
+    ap.add_argument("--results-json", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.opt_levels and (args.baseline or args.breakdown):
         ap.error("--opt-levels does not take --baseline or --breakdown")
@@ -177,6 +197,7 @@ def main():
     if len(counts) > 1:
         # One process per thread count: torch's pools are sized at import.
         rc = 0
+        results = {}
         for t in counts:
             cmd = [sys.executable, os.path.abspath(__file__), "--threads", str(t)]
             skip = False
@@ -187,10 +208,23 @@ def main():
                 if a == "--threads":
                     skip = True
                     continue
-                if a.startswith("--threads="):
+                if a.startswith("--threads=") or a == "--targets":
                     continue
                 cmd.append(a)
+            out = None
+            if args.targets:
+                fd, out = tempfile.mkstemp(suffix=".json", prefix="sbs-")
+                os.close(fd)
+                cmd += ["--results-json", out]
             rc |= subprocess.run(cmd).returncode
+            if out:
+                with open(out) as f:
+                    text = f.read()
+                os.unlink(out)
+                if text:
+                    results[t] = json.loads(text)
+        if args.targets and rc == 0:
+            return check_targets(results, args)
         return rc
     args.threads = counts[0]
 
@@ -332,7 +366,86 @@ def main():
     for name, _, spread in rows:
         print("  %s: " % name + ", ".join("%s %.1f-%.1f" % (k, lo, hi)
                                          for k, (lo, hi) in spread.items()))
+    result = {"medians": {name: med for name, med, _ in rows},
+              "bf16_units": {n: u for (who, n, mode), u in units.items()
+                             if who == "ampc" and mode.partition(":")[0] == "bf16"}}
+    if args.results_json:
+        with open(args.results_json, "w") as f:
+            json.dump(result, f)
+    if args.targets:
+        sys.stdout.flush()
+        return check_targets({args.threads: result}, args)
     return 0
+
+
+def units_class(unit):
+    """'amx', 'bf16' (AVX512-BF16 without AMX) or 'none' (no bf16 units),
+    from the `cpu: ...` ampc reported for a bf16 run."""
+    name = unit.split()[0] if unit else ""
+    if name.startswith("avx512_core_amx"):
+        return "amx"
+    if name.startswith("avx512_core_bf16"):
+        return "bf16"
+    return "none"
+
+
+def check_targets(results, args):
+    """Prints the issue's CPU targets against `results` ({threads: {medians:
+    {program: {column: rate}}, bf16_units: {program: unit}}}); 3 if a judged
+    one is missed, else 0."""
+    missed = []
+    print()
+
+    def line(what, value, goal, judged=True):
+        ok = value >= goal
+        state = ("met" if ok else "MISSED") if judged else "not judged"
+        print("  %-58s %6.3f  (target >= %.1f: %s)" % (what, value, goal, state))
+        if judged and not ok:
+            missed.append(what)
+
+    one = results.get(1) or results[min(results)]
+    meds = one["medians"]
+    names = list(meds)
+    if args.opt_levels:
+        print("targets (opt levels, %d thread(s)): every program, O2 and O3 at least "
+              "as fast as O1" % (1 if 1 in results else min(results)))
+        for amp in ("bf16", "fp16"):
+            for lvl in ("O2", "O3"):
+                for n in names:
+                    line("%s %s %s / O1" % (n, amp, lvl),
+                         meds[n]["%s_%s" % (amp, lvl)] / meds[n][amp + "_O1"], 1.0)
+    else:
+        classes = {units_class(u) for u in one["bf16_units"].values()}
+        cls = classes.pop() if len(classes) == 1 else "mixed"
+        print("targets (bf16 units: %s; %s)" % (
+            {"amx": "AMX", "bf16": "AVX512-BF16, no AMX", "none": "none",
+             "mixed": "differ between programs"}[cls],
+            ", ".join(sorted(set(one["bf16_units"].values())))))
+        amx = cls == "amx"
+        ratio = lambda a, b: geomean([meds[n][a] / meds[n][b] for n in names])
+        if cls in ("amx", "bf16"):
+            if not amx:
+                print("  (the targets below are for a processor with AMX)")
+            line("ampc bf16 / ampc f32, geometric mean", ratio("bf16", "off"), 3.0, amx)
+            line("ampc bf16 / PyTorch bf16 autocast, geometric mean",
+                 ratio("bf16", "torch_bf16"), 1.5, amx)
+            for n in names:
+                line("  %s: ampc bf16 / PyTorch bf16 autocast" % n,
+                     meds[n]["bf16"] / meds[n]["torch_bf16"], 1.0, amx)
+            line("ampc f32 / PyTorch f32, geometric mean", ratio("off", "torch"), 1.5, amx)
+        if cls == "none":
+            line("ampc bf16 / ampc f32 without bf16 units, geometric mean",
+                 ratio("bf16", "off"), 1.0)
+        if 1 in results and 2 in results and args.set == "models":
+            for mode, label in (("off", "f32"), ("bf16", "bf16")):
+                for n in names:
+                    line("  %s: ampc %s, 2 threads / 1 thread" % (n, label),
+                         results[2]["medians"][n][mode] / results[1]["medians"][n][mode],
+                         1.7)
+        else:
+            print("  two threads / one: not measured (needs --set models --threads 1,2)")
+    print("targets missed: %s" % (", ".join(m.strip() for m in missed) if missed else "none"))
+    return 3 if missed else 0
 
 
 def print_units(units, names):
