@@ -125,6 +125,54 @@ BENCHMARK(BM_CpuGemm)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+/// ampc_gemm of the layouts a transformer's training step asks for, f32
+/// C = op(A) * op(B) with operands of range(6)'s dtype: m, n, k =
+/// range(0..2); range(3) and range(4) transpose A and B (the backward's
+/// X^T * dY and dY * W^T); range(5) > 1 makes A's and B's rows that many
+/// times longer than the matrix (per-head slices of a [tokens, heads x
+/// head_dim] activation, as attention reads them).
+void BM_CpuGemmLayout(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  bool ta = state.range(3) != 0, tb = state.range(4) != 0;
+  int64_t spread = state.range(5);
+  ampc_dtype dt = static_cast<ampc_dtype>(state.range(6));
+  int64_t lda = (ta ? m : k) * spread, ldb = (tb ? k : n) * spread;
+  void *a = deviceRandom(ctx, dt, (ta ? k : m) * lda, 1);
+  void *b = deviceRandom(ctx, dt, (tb ? n : k) * ldb, 2);
+  void *c = nullptr;
+  ampc_malloc(ctx, m * n * 4, &c);
+  for (auto _ : state)
+    ampc_gemm(ctx, c, AMPC_F32, a, dt, b, dt, nullptr, AMPC_F32, 1, m, n, k,
+              ta, tb, lda, ldb, n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
+  char engine[512];
+  ampc_context_engine(ctx, engine, sizeof engine);
+  state.SetLabel(std::string(dtypeLabel(dt)) + " " + engine);
+  ampc_free(ctx, a);
+  ampc_free(ctx, b);
+  ampc_free(ctx, c);
+}
+BENCHMARK(BM_CpuGemmLayout)
+    ->ArgNames({"m", "n", "k", "tA", "tB", "spread", "dt"})
+    // A transformer layer's products, forward and backward (tokens 512,
+    // width 256, 1024 hidden): X W, dY W^T, X^T dY.
+    ->Args({512, 1024, 256, 0, 0, 1, AMPC_BF16})
+    ->Args({512, 256, 1024, 0, 1, 1, AMPC_BF16})
+    ->Args({256, 1024, 512, 1, 0, 1, AMPC_BF16})
+    ->Args({1024, 256, 512, 1, 0, 1, AMPC_BF16})
+    // Attention per head (128 tokens, head_dim 64 of a width of 256):
+    // Q K^T, P V, and P^T dO.
+    ->Args({128, 128, 64, 0, 1, 4, AMPC_BF16})
+    ->Args({128, 64, 128, 0, 0, 1, AMPC_BF16})
+    ->Args({128, 64, 128, 1, 0, 1, AMPC_BF16})
+    ->Args({512, 1024, 256, 0, 0, 1, AMPC_F32})
+    ->Args({256, 1024, 512, 1, 0, 1, AMPC_F32})
+    ->Args({128, 128, 64, 0, 1, 4, AMPC_F32})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 /// One training step's three passes of a 3x3, padding-1 convolution over a
 /// batch of 32 images (channels and size from range(0): the stages of the
 /// ResNet in bench/models, 16 x 32^2, 32 x 16^2, 64 x 8^2), x, w and dy of

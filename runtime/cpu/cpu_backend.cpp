@@ -193,6 +193,10 @@ bool readFlag(Buf f) {
 /// 128-384). OpenBLAS repacks the other operand for every block, which
 /// measured 0-3% slower for blocks of 384-512 and 5-9% for blocks of 128 on
 /// transformer-sized products at one thread (alone, without the pool).
+/// With `byRows` (the GEMM runs on oneDNN), a C of 256 rows or more is
+/// split along m, into as many blocks as above but of at least 128 rows: a
+/// block of rows of a row-major A and C is itself dense, which oneDNN's
+/// brgemm kernels need (a block of columns would be copied: gemmPlans).
 struct GemmTiles {
   int64_t mb, nb, rowBlocks, colBlocks;
   int64_t perMatrix() const { return rowBlocks * colBlocks; }
@@ -205,19 +209,23 @@ struct GemmTiles {
   }
 };
 
-GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
+GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows) {
   constexpr int64_t kTileWork = int64_t(1) << 22, kMinBlock = 384,
                     kMaxTiles = 8;
   GemmTiles t{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), 1, 1};
-  int64_t dim = std::max(m, n);
-  int64_t bySize = std::max<int64_t>(dim / kMinBlock, dim >= 256 ? 2 : 1);
+  bool rows = m >= n || (byRows && m >= 256);
+  int64_t longer = std::max(m, n), dim = rows ? m : n;
+  int64_t bySize =
+      std::max<int64_t>(longer / kMinBlock, longer >= 256 ? 2 : 1);
+  if (rows) // blocks of at least 128 rows
+    bySize = std::min(bySize, std::max<int64_t>(m / 128, 1));
   int64_t tiles = std::min(
       {kMaxTiles, bySize, m * n * std::max<int64_t>(k, 1) / kTileWork});
   if (tiles < 2)
     return t;
   int64_t block = ((dim + tiles - 1) / tiles + 15) / 16 * 16;
   int64_t count = (dim + block - 1) / block;
-  if (m >= n) {
+  if (rows) {
     t.mb = block;
     t.rowBlocks = count;
   } else {
@@ -225,6 +233,19 @@ GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k) {
     t.colBlocks = count;
   }
   return t;
+}
+
+/// `rows` rows of `rowElems` elements of `elemSize` bytes, `ld` elements
+/// apart from `src`, copied one after another into `buf` (grown as needed);
+/// returns the copy.
+const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
+                     int64_t rowElems, int64_t ld, size_t elemSize) {
+  size_t rowBytes = static_cast<size_t>(rowElems) * elemSize;
+  if (buf.size() < rowBytes * static_cast<size_t>(rows))
+    buf.resize(rowBytes * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    memcpy(buf.data() + r * rowBytes, src + r * ld * elemSize, rowBytes);
+  return buf.data();
 }
 
 /// loadContig in fixed chunks on the pool (a conversion per element: the
@@ -1185,6 +1206,13 @@ public:
     return AMPC_OK;
   }
 
+  /// How one tile of a GEMM runs on oneDNN: its primitive, and which of its
+  /// operands are first copied into dense per-thread buffers.
+  struct TilePlan {
+    const onednn::Matmul *matmul = nullptr;
+    bool packA = false, packB = false;
+  };
+
   /// The oneDNN primitives of the tiles `t` of `d` (made here, before the
   /// pool runs them, and kept by the backend) and the dtype they read;
   /// `plans` is left empty where the GEMM runs on OpenBLAS. oneDNN reads
@@ -1193,22 +1221,51 @@ public:
   /// CPUs). A bf16 problem oneDNN has no kernel for on these units (2.x
   /// needs AVX-512 for bf16) runs as f32 on widened operands; a problem it
   /// refuses altogether stays on OpenBLAS. Reads no tensor data.
+  ///
+  /// oneDNN 2.x's brgemm kernels (the AMX and AVX512-BF16 ones among them)
+  /// take an operand only when its rows are dense: a block of columns of a
+  /// wider matrix (a tile, one attention head of a [tokens, width]
+  /// activation) falls back to its gemm:jit kernels, slower on bf16 with
+  /// AMX (bench BM_CpuGemmLayout). Where a bf16 problem gets gemm:jit
+  /// strided and brgemm dense, a tile whose C is dense has its non-dense A
+  /// (untransposed) and B copied into dense buffers (k x cols or rows x k
+  /// elements, against a product of rows x cols x k) and runs on brgemm.
+  /// The choice comes from the shape alone, so the bits do not depend on
+  /// the thread count.
   ampc_dtype gemmPlans(const GemmDesc &d, const GemmTiles &t,
-                       std::vector<const onednn::Matmul *> &plans) {
+                       std::vector<TilePlan> &plans) {
     bool direct = d.c.dtype == AMPC_F32;
+    auto isBrgemm = [](const onednn::Matmul *m) {
+      return m && m->impl.compare(0, 3, "brg") == 0;
+    };
     auto plan = [&](ampc_dtype type) {
-      plans.assign(static_cast<size_t>(t.perMatrix()), nullptr);
+      plans.assign(static_cast<size_t>(t.perMatrix()), TilePlan());
       for (int64_t tile = 0; tile < t.perMatrix(); ++tile) {
-        int64_t cols = t.cols(tile, d.n);
-        onednn::MatmulKey key{t.rows(tile, d.m), cols,     d.k,
-                              d.lda,             d.ldb,    direct ? d.ldc : cols,
-                              d.transA,          d.transB, type,
-                              d.alpha,           d.beta};
+        int64_t rows = t.rows(tile, d.m), cols = t.cols(tile, d.n);
+        int64_t ldc = direct ? d.ldc : cols;
+        onednn::MatmulKey key{rows,     cols,     d.k,  d.lda,   d.ldb,
+                              ldc,      d.transA, d.transB, type, d.alpha,
+                              d.beta};
         std::string why;
-        if (!(plans[tile] = matmuls.get(key, why))) {
+        TilePlan &p = plans[tile];
+        if (!(p.matmul = matmuls.get(key, why))) {
           plans.clear();
           return false;
         }
+        onednn::MatmulKey dense = key;
+        dense.lda = d.transA ? rows : d.k;
+        dense.ldb = d.transB ? d.k : cols;
+        dense.ldc = cols;
+        bool packA = dense.lda != key.lda, packB = dense.ldb != key.ldb;
+        // bf16 only, and not where C or a transposed A would be copied:
+        // f32 brgemm measured no faster than gemm:jit, and the copies of C
+        // and of a transposed A cost more than they saved.
+        if (type != AMPC_BF16 || isBrgemm(p.matmul) || !(packA || packB) ||
+            dense.ldc != key.ldc || (packA && d.transA))
+          continue;
+        const onednn::Matmul *m = matmuls.get(dense, why);
+        if (isBrgemm(m))
+          p = TilePlan{m, packA, packB};
       }
       return true;
     };
@@ -1224,9 +1281,20 @@ public:
     return AMPC_F32;
   }
 
+  /// Whether `d`'s tiles are blocks of rows (gemmTiles): bf16 products on
+  /// oneDNN's bf16 units with an untransposed A, whose blocks of rows are
+  /// dense. f32 products and a transposed A keep the blocks of the longer
+  /// side: there oneDNN's brgemm kernels on dense tiles measured no faster
+  /// (f32) or slower (A transposed) than its gemm:jit ones on strided tiles
+  /// (BM_CpuGemmLayout, on a Xeon with AMX).
+  static bool tilesByRows(const GemmDesc &d) {
+    return d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 && !d.transA &&
+           onednn::nativeBf16();
+  }
+
   ampc_status planGemm(const GemmDesc &d) override {
-    std::vector<const onednn::Matmul *> plans;
-    gemmPlans(d, gemmTiles(d.m, d.n, d.k), plans);
+    std::vector<TilePlan> plans;
+    gemmPlans(d, gemmTiles(d.m, d.n, d.k, tilesByRows(d)), plans);
     return AMPC_OK;
   }
 
@@ -1244,11 +1312,11 @@ public:
     // Threads: fixed tiles of C (from the shape alone), each one
     // single-threaded GEMM call with its own epilogue and store, so every
     // element of C comes from the same call whatever the thread count.
-    GemmTiles t = gemmTiles(d.m, d.n, d.k);
+    GemmTiles t = gemmTiles(d.m, d.n, d.k, tilesByRows(d));
     int64_t perMatrix = t.perMatrix();
     auto tileRows = [&](int64_t tile) { return t.rows(tile, d.m); };
     auto tileCols = [&](int64_t tile) { return t.cols(tile, d.n); };
-    std::vector<const onednn::Matmul *> plans;
+    std::vector<TilePlan> plans;
     ampc_dtype opType = gemmPlans(d, t, plans);
     if (plans.empty() && !emptyK)
       usedBlas = true;
@@ -1275,6 +1343,7 @@ public:
       int64_t r0 = tile / t.colBlocks * t.mb, c0 = tile % t.colBlocks * t.nb;
       int64_t rows = tileRows(tile), cols = tileCols(tile);
       int64_t cOff = i * d.strideC + r0 * d.ldc + c0;
+      const TilePlan *plan = plans.empty() ? nullptr : &plans[tile];
       float *c;
       int64_t ldc;
       if (direct) {
@@ -1300,8 +1369,16 @@ public:
             aBase + (i * d.strideA + (d.transA ? r0 : r0 * d.lda)) * opSize;
         const char *bp =
             bBase + (i * d.strideB + (d.transB ? c0 * d.ldb : c0)) * opSize;
-        if (!plans.empty()) {
-          if (!onednn::run(*plans[tile], ap, bp, c))
+        if (plan) {
+          // Dense copies of the operands the primitive wants dense.
+          thread_local std::vector<char> packedA, packedB;
+          if (plan->packA)
+            ap = packRows(packedA, ap, d.transA ? d.k : rows,
+                          d.transA ? rows : d.k, d.lda, opSize);
+          if (plan->packB)
+            bp = packRows(packedB, bp, d.transB ? cols : d.k,
+                          d.transB ? d.k : cols, d.ldb, opSize);
+          if (!onednn::run(*plan->matmul, ap, bp, c))
             failed = true;
         } else {
           cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
