@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cpu_kernels.h"
+#include "cpu_unary_tables.h"
 
 #include "../src/half.h"
 #include "cpu_clones.h"
@@ -1125,6 +1126,16 @@ void epilogueRow(ampc_epilogue e, const float *bias, float *row, int64_t n) {
 }
 
 void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
+  if (n >= cputable::kMinElements && y.dtype == x.dtype)
+    if (const cputable::Table *t = cputable::forward(op, x.dtype)) {
+      const uint16_t *px = static_cast<const uint16_t *>(x.data);
+      uint16_t *py = static_cast<uint16_t *>(y.data);
+      cpupool::forChunks(n, cpupool::kItemElements,
+                         [&](int64_t lo, int64_t hi) {
+                           cputable::lookup(*t, px + lo, py + lo, hi - lo);
+                         });
+      return;
+    }
   const OpLoops &loops = opLoops();
   const Loops16 *one = loops16(loops, x.dtype);
   if (one && one->unary && y.dtype == x.dtype && n > 0 &&
@@ -1150,6 +1161,19 @@ void unary(UnaryOp op, const UnaryAttrs &attrs, Buf y, Buf x, int64_t n) {
 
 void unaryBwd(UnaryOp op, const UnaryAttrs &attrs, Buf dx, Buf dy, Buf x,
               int64_t n) {
+  if (n >= cputable::kMinElements && dy.dtype == x.dtype &&
+      dx.dtype == x.dtype)
+    if (const cputable::Table *t = cputable::backward(op, x.dtype)) {
+      const uint16_t *px = static_cast<const uint16_t *>(x.data),
+                     *pd = static_cast<const uint16_t *>(dy.data);
+      uint16_t *pg = static_cast<uint16_t *>(dx.data);
+      cpupool::forChunks(n, cpupool::kItemElements,
+                         [&](int64_t lo, int64_t hi) {
+                           cputable::lookupBwd(*t, px + lo, pd + lo, pg + lo,
+                                               hi - lo);
+                         });
+      return;
+    }
   const OpLoops &loops = opLoops();
   const Loops16 *one = loops16(loops, x.dtype);
   if (one && one->unaryBwd && dy.dtype == x.dtype && dx.dtype == x.dtype &&

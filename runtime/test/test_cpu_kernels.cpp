@@ -12,6 +12,7 @@
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_pool.h"
+#include "cpu/cpu_unary_tables.h"
 #include "cpu/cpu_update.h"
 #include "cpu/cpu_vmath.h"
 
@@ -1106,5 +1107,82 @@ TEST(CpuKernels, ElementwiseLoopsOfEveryIsaMatchTheElementLoop) {
         }
     }
   });
+  EXPECT_GE(tested, 1);
+}
+
+// The 16-bit unary ops answered by table (cpu_unary_tables.h) give the bits
+// of the element loops they replace, on every input: the table of each op
+// is the op over all 65536 codes, and the backward's products are the
+// element loop's, in its order (where two NaNs meet, either may survive, as
+// between the loops' clones). Checked against the loops with the tables
+// off, on every code of x (each with a random dy, NaNs and infinities
+// among them, and with dy = x reversed), with each instruction set's
+// lookups and loops, in place too.
+TEST(CpuKernels, UnaryTablesGiveTheElementLoopsBits) {
+  const int64_t n = 65536;
+  static_assert(65536 >= cputable::kMinElements, "runs must use the tables");
+  std::vector<uint16_t> x(n), dyRandom(n), dyReversed(n);
+  std::uniform_int_distribution<int> code(0, 65535);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<uint16_t>(i);
+    dyRandom[i] = static_cast<uint16_t>(code(rng()));
+    dyReversed[i] = static_cast<uint16_t>(n - 1 - i);
+  }
+  UnaryAttrs none{};
+  // Elements whose codes differ; with `anyNaN`, a NaN equals any NaN (where
+  // two NaNs meet in the backward's product, which one survives depends on
+  // the operand order the compiler picked, as between the loops' clones:
+  // sameBits above).
+  auto differences = [&](const std::vector<uint16_t> &a,
+                         const std::vector<uint16_t> &b, ampc_dtype dt,
+                         bool anyNaN) {
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; ++i)
+      d += a[i] != b[i] && !(anyNaN && std::isnan(loadF32(a.data(), dt, i)) &&
+                             std::isnan(loadF32(b.data(), dt, i)));
+    return d;
+  };
+  int tested = onEveryIsasLoops([&] {
+    for (cpufast::ConvertIsa isa :
+         {cpufast::ConvertIsa::Scalar, cpufast::ConvertIsa::AVX2,
+          cpufast::ConvertIsa::AVX512})
+      if (cpufast::convertSupported(isa) && isa <= cpufast::convertIsa()) {
+        SCOPED_TRACE(std::string("lookups ") + cpufast::convertIsaName(isa));
+        cputable::useLookupsForTesting(isa);
+        for (ampc_dtype dt : {AMPC_BF16, AMPC_F16})
+          for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::Silu,
+                             UnaryOp::Gelu, UnaryOp::GeluTanh, UnaryOp::Tanh}) {
+            SCOPED_TRACE("op " + std::to_string(static_cast<int>(op)) +
+                         " dtype " + std::to_string(dt));
+            ASSERT_NE(cputable::forward(op, dt), nullptr);
+            ASSERT_NE(cputable::backward(op, dt), nullptr);
+            for (const std::vector<uint16_t> *dy : {&dyRandom, &dyReversed}) {
+              std::vector<uint16_t> y(n), g(n), yRef(n), gRef(n);
+              cputable::useTablesForTesting(false);
+              cpukern::unary(op, none, Buf{yRef.data(), dt}, Buf{x.data(), dt},
+                             n);
+              cpukern::unaryBwd(op, none, Buf{gRef.data(), dt},
+                                Buf{const_cast<uint16_t *>(dy->data()), dt},
+                                Buf{x.data(), dt}, n);
+              cputable::useTablesForTesting(true);
+              cpukern::unary(op, none, Buf{y.data(), dt}, Buf{x.data(), dt}, n);
+              cpukern::unaryBwd(op, none, Buf{g.data(), dt},
+                                Buf{const_cast<uint16_t *>(dy->data()), dt},
+                                Buf{x.data(), dt}, n);
+              EXPECT_EQ(differences(y, yRef, dt, false), 0);
+              EXPECT_EQ(differences(g, gRef, dt, true), 0);
+              // In place: y over x, dx over dy.
+              std::vector<uint16_t> inPlace = x, dInPlace = *dy;
+              cpukern::unary(op, none, Buf{inPlace.data(), dt},
+                             Buf{inPlace.data(), dt}, n);
+              cpukern::unaryBwd(op, none, Buf{dInPlace.data(), dt},
+                                Buf{dInPlace.data(), dt}, Buf{x.data(), dt}, n);
+              EXPECT_EQ(differences(inPlace, yRef, dt, false), 0);
+              EXPECT_EQ(differences(dInPlace, gRef, dt, true), 0);
+            }
+          }
+      }
+  });
+  cputable::useLookupsForTesting(cpufast::convertIsa());
   EXPECT_GE(tested, 1);
 }
