@@ -647,6 +647,23 @@ public:
         return AMPC_OK;
       }
       if (isFloatDtype(dst.dtype) && isFloatDtype(src.dtype)) {
+        // An f32 side is converted from or into directly (no copy through
+        // the chunk buffer: the same conversions), unless the two overlap.
+        const char *s0 = static_cast<const char *>(src.data);
+        const char *d0 = static_cast<const char *>(dst.data);
+        bool apart = d0 + n * dtypeSize(dst.dtype) <= s0 ||
+                     s0 + n * dtypeSize(src.dtype) <= d0;
+        if (apart && (src.dtype == AMPC_F32 || dst.dtype == AMPC_F32)) {
+          cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
+            if (src.dtype == AMPC_F32)
+              storeContig(dst, lo, hi - lo,
+                          static_cast<const float *>(src.data) + lo);
+            else
+              loadContig(src, lo, hi - lo,
+                         static_cast<float *>(dst.data) + lo);
+          });
+          return AMPC_OK;
+        }
         cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
           float buf[kChunk];
           for (int64_t i = lo; i < hi; i += kChunk) {
