@@ -20,6 +20,7 @@
 #include "cpu_conv_wide.h"
 #include "cpu_onednn_conv.h"
 #include "cpu_fast.h"
+#include "cpu_gemm_tiles.h"
 #include "cpu_isa.h"
 #include "cpu_kernels.h"
 #include "cpu_wide.h"
@@ -45,6 +46,9 @@
 namespace ampc {
 namespace {
 
+using cpugemm::GemmTiles;
+using cpugemm::gemmTiles;
+using cpugemm::packRows;
 using cpukern::forEach;
 
 /// Whether operand `k` of the walk is laid out contiguously in walk order.
@@ -183,69 +187,6 @@ bool readFlag(Buf f) {
     return false;
   return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
                              : *static_cast<const float *>(f.data) != 0.0f;
-}
-
-/// The fixed tiles a GEMM's C is split into for the thread pool: chosen
-/// from (m, n, k) alone, never from the thread count. Products below about
-/// 4M multiply-adds are one tile; larger ones are split along the longer of
-/// m and n into blocks (multiples of 16) of at least 384 rows or columns,
-/// at most 8, except that a longer side of 256-767 is cut in two (blocks of
-/// 128-384). OpenBLAS repacks the other operand for every block, which
-/// measured 0-3% slower for blocks of 384-512 and 5-9% for blocks of 128 on
-/// transformer-sized products at one thread (alone, without the pool).
-/// With `byRows` (the GEMM runs on oneDNN), a C of 256 rows or more is
-/// split along m, into as many blocks as above but of at least 128 rows: a
-/// block of rows of a row-major A and C is itself dense, which oneDNN's
-/// brgemm kernels need (a block of columns would be copied: gemmPlans).
-struct GemmTiles {
-  int64_t mb, nb, rowBlocks, colBlocks;
-  int64_t perMatrix() const { return rowBlocks * colBlocks; }
-  /// The rows and columns of tile `tile` of an m x n C.
-  int64_t rows(int64_t tile, int64_t m) const {
-    return std::min(mb, m - tile / colBlocks * mb);
-  }
-  int64_t cols(int64_t tile, int64_t n) const {
-    return std::min(nb, n - tile % colBlocks * nb);
-  }
-};
-
-GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows) {
-  constexpr int64_t kTileWork = int64_t(1) << 22, kMinBlock = 384,
-                    kMaxTiles = 8;
-  GemmTiles t{std::max<int64_t>(m, 1), std::max<int64_t>(n, 1), 1, 1};
-  bool rows = m >= n || (byRows && m >= 256);
-  int64_t longer = std::max(m, n), dim = rows ? m : n;
-  int64_t bySize =
-      std::max<int64_t>(longer / kMinBlock, longer >= 256 ? 2 : 1);
-  if (rows) // blocks of at least 128 rows
-    bySize = std::min(bySize, std::max<int64_t>(m / 128, 1));
-  int64_t tiles = std::min(
-      {kMaxTiles, bySize, m * n * std::max<int64_t>(k, 1) / kTileWork});
-  if (tiles < 2)
-    return t;
-  int64_t block = ((dim + tiles - 1) / tiles + 15) / 16 * 16;
-  int64_t count = (dim + block - 1) / block;
-  if (rows) {
-    t.mb = block;
-    t.rowBlocks = count;
-  } else {
-    t.nb = block;
-    t.colBlocks = count;
-  }
-  return t;
-}
-
-/// `rows` rows of `rowElems` elements of `elemSize` bytes, `ld` elements
-/// apart from `src`, copied one after another into `buf` (grown as needed);
-/// returns the copy.
-const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
-                     int64_t rowElems, int64_t ld, size_t elemSize) {
-  size_t rowBytes = static_cast<size_t>(rowElems) * elemSize;
-  if (buf.size() < rowBytes * static_cast<size_t>(rows))
-    buf.resize(rowBytes * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r)
-    memcpy(buf.data() + r * rowBytes, src + r * ld * elemSize, rowBytes);
-  return buf.data();
 }
 
 /// loadContig in fixed chunks on the pool (a conversion per element: the

@@ -1,0 +1,57 @@
+//===- cpu_gemm_tiles.h - How a CPU GEMM is cut for the pool ----*- C++ -*-===//
+//
+// The fixed tiles of C a CPU GEMM is split into for the thread pool (chosen
+// from the shape alone, so no result depends on the thread count), and the
+// dense copies of strided operand blocks that oneDNN's brgemm kernels need
+// (cpu_backend.cpp's gemmPlans decides when).
+//
+//===----------------------------------------------------------------------===//
+#ifndef AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
+#define AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace ampc {
+namespace cpugemm {
+
+/// The fixed tiles a GEMM's C is split into for the thread pool: chosen
+/// from (m, n, k) alone, never from the thread count. Products below about
+/// 4M multiply-adds are one tile; larger ones are split along the longer of
+/// m and n into blocks (multiples of 16) of at least 384 rows or columns,
+/// at most 8, except that a longer side of 256-767 is cut in two (blocks of
+/// 128-384). OpenBLAS repacks the other operand for every block, which
+/// measured 0-3% slower for blocks of 384-512 and 5-9% for blocks of 128 on
+/// transformer-sized products at one thread (alone, without the pool).
+/// With `byRows` (the GEMM runs on oneDNN), a C of 256 rows or more is
+/// split along m, into as many blocks as above but of at least 128 rows: a
+/// block of rows of a row-major A and C is itself dense, which oneDNN's
+/// brgemm kernels need (a block of columns would be copied: cpu_backend.cpp,
+/// gemmPlans).
+struct GemmTiles {
+  int64_t mb, nb, rowBlocks, colBlocks;
+  int64_t perMatrix() const { return rowBlocks * colBlocks; }
+  /// The rows and columns of tile `tile` of an m x n C.
+  int64_t rows(int64_t tile, int64_t m) const {
+    return std::min(mb, m - tile / colBlocks * mb);
+  }
+  int64_t cols(int64_t tile, int64_t n) const {
+    return std::min(nb, n - tile % colBlocks * nb);
+  }
+};
+
+GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows);
+
+/// `rows` rows of `rowElems` elements of `elemSize` bytes, `ld` elements
+/// apart from `src`, copied one after another into `buf` (grown as needed);
+/// returns the copy.
+const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
+                     int64_t rowElems, int64_t ld, size_t elemSize);
+
+} // namespace cpugemm
+} // namespace ampc
+
+#endif // AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
