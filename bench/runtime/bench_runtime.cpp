@@ -248,25 +248,41 @@ BENCHMARK(BM_CpuElementwise)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// GELU forward over n f16 elements: the tanh approximation (tanhf's vector
-// code), or exact (erff's).
+// GELU over n elements of range(2)'s dtype: the tanh approximation
+// (tanhf's vector code) or exact (erff's), forward or (range(3)) backward.
+// On bf16 and f16 runs of 2^15 elements or more the CPU backend looks the
+// results up in tables of the op over all 65536 inputs (docs/runtime.md).
 void BM_CpuGelu(benchmark::State &state) {
   ampc_context ctx = cpuContext();
   int64_t n = state.range(0);
   auto mode = static_cast<ampc_gelu_approximate>(state.range(1));
-  void *x = deviceRandom(ctx, AMPC_F16, n, 1), *y = nullptr;
-  ampc_malloc(ctx, n * 2, &y);
+  ampc_dtype dt = static_cast<ampc_dtype>(state.range(2));
+  bool backward = state.range(3) != 0;
+  size_t es = 0;
+  ampc_dtype_size(dt, &es);
+  void *x = deviceRandom(ctx, dt, n, 1), *dy = deviceRandom(ctx, dt, n, 2);
+  void *y = nullptr;
+  ampc_malloc(ctx, n * es, &y);
   int64_t shape[1] = {n};
   for (auto _ : state)
-    ampc_gelu_fwd(ctx, y, AMPC_F16, shape, 1, x, AMPC_F16, shape, 1, mode);
-  state.SetBytesProcessed(state.iterations() * 2 * n * 2);
-  state.SetLabel(mode == AMPC_GELU_TANH ? "tanh" : "erf");
+    if (backward)
+      ampc_gelu_bwd(ctx, y, dt, shape, 1, dy, dt, shape, 1, x, dt, shape, 1,
+                    mode);
+    else
+      ampc_gelu_fwd(ctx, y, dt, shape, 1, x, dt, shape, 1, mode);
+  state.SetBytesProcessed(state.iterations() * (backward ? 3 : 2) * n *
+                          static_cast<int64_t>(es));
+  state.SetLabel(std::string(mode == AMPC_GELU_TANH ? "tanh " : "erf ") +
+                 dtypeLabel(dt) + (backward ? " backward" : " forward"));
   ampc_free(ctx, x);
+  ampc_free(ctx, dy);
   ampc_free(ctx, y);
 }
 BENCHMARK(BM_CpuGelu)
-    ->Args({1 << 22, AMPC_GELU_TANH})
-    ->Args({1 << 22, AMPC_GELU_NONE})
+    ->ArgsProduct({{1 << 22},
+                   {AMPC_GELU_TANH, AMPC_GELU_NONE},
+                   {AMPC_F16, AMPC_BF16, AMPC_F32},
+                   {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
