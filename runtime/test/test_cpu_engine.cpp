@@ -220,4 +220,31 @@ TEST_F(CpuEngine, StridedBf16OperandsGiveTheBitsOfDenseOnes) {
   }
 }
 
+// A 16-bit C goes through f32 scratch a tile at a time, in blocks of rows
+// small enough to stay in L2 (cpu_backend.cpp, tilesOf): every block lands
+// in its place, each element the f32 result rounded once (checked against
+// the f64 reference on every row, to the f32 accumulation's error plus
+// half a bf16 ulp).
+TEST_F(CpuEngine, Bf16ResultsInBlocksOfRowsMatchTheReference) {
+  const int64_t m = 520, n = 1024, k = 96;
+  Tensor a = randomTensor({m, k}, AMPC_BF16),
+         b = randomTensor({k, n}, AMPC_BF16);
+  Tensor c({m, n}, AMPC_BF16);
+  ASSERT_OK(gemm(ctx, c, a, b, m, n, k));
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; j += 7) {
+      double s = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        double t = a.get(i * k + p) * b.get(p * n + j);
+        s += t;
+        mag += std::fabs(t);
+      }
+      double err = std::fabs(c.get(i * n + j) - s) -
+                   std::ldexp(std::fabs(s), -8); // half an ulp of bf16
+      worst = std::max(worst, err / std::max(mag, 1e-30));
+    }
+  EXPECT_LT(worst, 2e-6);
+}
+
 } // namespace
