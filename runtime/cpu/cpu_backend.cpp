@@ -1239,41 +1239,9 @@ public:
     return AMPC_F32;
   }
 
-  /// `d`'s tiles. A 16-bit C is computed a tile at a time in f32 scratch,
-  /// then rounded into C with the epilogue; with blocks of rows, a tile of
-  /// more than 2^16 elements is cut into blocks of at least 64 rows that
-  /// keep the scratch within 256 KiB (in L2 when the epilogue reads it):
-  /// measured on the Xeon with AMX, bf16 steps of bench/models' encoder and
-  /// llama ran 2-4% faster at one thread and 2-5% at two.
-  static GemmTiles tilesOf(const GemmDesc &d) {
-    bool byRows = tilesByRows(d);
-    GemmTiles t = gemmTiles(d.m, d.n, d.k, byRows);
-    constexpr int64_t kScratchElements = int64_t(1) << 16, kMinRows = 64;
-    if (byRows && d.c.dtype != AMPC_F32 && t.colBlocks == 1 &&
-        t.mb * t.nb > kScratchElements) {
-      int64_t mb = std::max(kMinRows, kScratchElements / t.nb / 16 * 16);
-      if (mb < t.mb) {
-        t.mb = mb;
-        t.rowBlocks = (d.m + mb - 1) / mb;
-      }
-    }
-    return t;
-  }
-
-  /// Whether `d`'s tiles are blocks of rows (gemmTiles): bf16 products on
-  /// oneDNN's bf16 units with an untransposed A, whose blocks of rows are
-  /// dense. f32 products and a transposed A keep the blocks of the longer
-  /// side: there oneDNN's brgemm kernels on dense tiles measured no faster
-  /// (f32) or slower (A transposed) than its gemm:jit ones on strided tiles
-  /// (BM_CpuGemmLayout, on a Xeon with AMX).
-  static bool tilesByRows(const GemmDesc &d) {
-    return d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 && !d.transA &&
-           onednn::nativeBf16();
-  }
-
   ampc_status planGemm(const GemmDesc &d) override {
     std::vector<TilePlan> plans;
-    gemmPlans(d, tilesOf(d), plans);
+    gemmPlans(d, cpugemm::tilesOf(d, onednn::nativeBf16()), plans);
     return AMPC_OK;
   }
 
@@ -1291,7 +1259,7 @@ public:
     // Threads: fixed tiles of C (from the shape alone), each one
     // single-threaded GEMM call with its own epilogue and store, so every
     // element of C comes from the same call whatever the thread count.
-    GemmTiles t = tilesOf(d);
+    GemmTiles t = cpugemm::tilesOf(d, onednn::nativeBf16());
     int64_t perMatrix = t.perMatrix();
     auto tileRows = [&](int64_t tile) { return t.rows(tile, d.m); };
     auto tileCols = [&](int64_t tile) { return t.cols(tile, d.n); };

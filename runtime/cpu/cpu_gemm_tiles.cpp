@@ -36,6 +36,26 @@ GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows) {
   return t;
 }
 
+bool tilesByRows(const GemmDesc &d, bool bf16Units) {
+  return d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 && !d.transA &&
+         bf16Units;
+}
+
+GemmTiles tilesOf(const GemmDesc &d, bool bf16Units) {
+  bool byRows = tilesByRows(d, bf16Units);
+  GemmTiles t = gemmTiles(d.m, d.n, d.k, byRows);
+  constexpr int64_t kScratchElements = int64_t(1) << 16, kMinRows = 64;
+  if (byRows && d.c.dtype != AMPC_F32 && t.colBlocks == 1 &&
+      t.mb * t.nb > kScratchElements) {
+    int64_t mb = std::max(kMinRows, kScratchElements / t.nb / 16 * 16);
+    if (mb < t.mb) {
+      t.mb = mb;
+      t.rowBlocks = (d.m + mb - 1) / mb;
+    }
+  }
+  return t;
+}
+
 const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
                      int64_t rowElems, int64_t ld, size_t elemSize) {
   size_t rowBytes = static_cast<size_t>(rowElems) * elemSize;

@@ -9,6 +9,8 @@
 #ifndef AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
 #define AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
 
+#include "../src/backend.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +46,22 @@ struct GemmTiles {
 };
 
 GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows);
+
+/// Whether `d`'s tiles are blocks of rows (gemmTiles' byRows): bf16
+/// products on oneDNN's bf16 units (`bf16Units`) with an untransposed A,
+/// whose blocks of rows are dense. f32 products and a transposed A keep
+/// the blocks of the longer side: there oneDNN's brgemm kernels on dense
+/// tiles measured no faster (f32) or slower (A transposed) than its
+/// gemm:jit ones on strided tiles (BM_CpuGemmLayout, on a Xeon with AMX).
+bool tilesByRows(const GemmDesc &d, bool bf16Units);
+
+/// `d`'s tiles. A 16-bit C is computed a tile at a time in f32 scratch,
+/// then rounded into C with the epilogue; with blocks of rows, a tile of
+/// more than 2^16 elements is cut into blocks of at least 64 rows that keep
+/// the scratch within 256 KiB (in L2 when the epilogue reads it): measured
+/// on the Xeon with AMX, bf16 steps of bench/models' encoder and llama ran
+/// 2-4% faster at one thread and 2-5% at two.
+GemmTiles tilesOf(const GemmDesc &d, bool bf16Units);
 
 /// `rows` rows of `rowElems` elements of `elemSize` bytes, `ld` elements
 /// apart from `src`, copied one after another into `buf` (grown as needed);
