@@ -221,7 +221,7 @@ TEST_F(CpuEngine, StridedBf16OperandsGiveTheBitsOfDenseOnes) {
 }
 
 // A 16-bit C goes through f32 scratch a tile at a time, in blocks of rows
-// small enough to stay in L2 (cpu_backend.cpp, tilesOf): every block lands
+// small enough to stay in L2 (cpu_gemm_tiles.h, tilesOf): every block lands
 // in its place, each element the f32 result rounded once (checked against
 // the f64 reference on every row, to the f32 accumulation's error plus
 // half a bf16 ulp).
