@@ -130,19 +130,12 @@ Registry &registry() {
   return r;
 }
 
-AMPC_ALWAYS_INLINE inline float widen(ampc_dtype dt, uint16_t h) {
-  return dt == AMPC_BF16 ? bf16ToF32(h) : f16ToF32(h);
-}
-
 /// Gradients are formed a block at a time in f32, then rounded by the
 /// contiguous conversions (the element loop's rounding).
 constexpr int64_t kBlock = 256;
 
 void storeBlock(ampc_dtype dt, const float *v, uint16_t *g, int64_t k) {
-  if (dt == AMPC_BF16)
-    cpufast::f32ToBf16N(v, g, k);
-  else
-    cpufast::f32ToF16N(v, g, k);
+  cpukern::storeContig(Buf{g, dt}, 0, k, v);
 }
 
 struct Lookups {
@@ -163,10 +156,10 @@ AMPC_ALWAYS_INLINE inline void bwdElements(const Table &t, const uint16_t *x,
                                            int64_t n) {
   if (t.b)
     for (int64_t j = 0; j < n; ++j)
-      v[j] = widen(t.dtype, dy[j]) * t.a[x[j]] * t.b[x[j]];
+      v[j] = loadF32(dy, t.dtype, j) * t.a[x[j]] * t.b[x[j]];
   else
     for (int64_t j = 0; j < n; ++j)
-      v[j] = widen(t.dtype, dy[j]) * t.a[x[j]];
+      v[j] = loadF32(dy, t.dtype, j) * t.a[x[j]];
 }
 
 #define AMPC_TABLE_LOOKUPS(SUFFIX, TARGET)                                     \
