@@ -66,6 +66,11 @@ ampc reported for `--amp=bf16` (an AMPC_CPU_ISA cap in --ampc-env counts):
     bf16 on every program of `--set models` (the GEMM-heavy ones);
   - with `--opt-levels`: O2 / O1 and O3 / O1 >= 1 on every program, bf16
     and fp16.
+Each target is judged on the medians. Next to each value it prints the
+lowest and highest the ratio could be over the runs (lowest numerator over
+highest denominator, and the reverse; geometric means of those for the
+geometric-mean targets), and "within the runs' spread" where the target
+lies between them: on a noisy machine such a verdict could go either way.
 It exits 3 when a judged target is missed (after printing everything).
 
 Run it with the interpreter that imports torch (Debian's python3-torch:
@@ -367,6 +372,7 @@ def main():
         print("  %s: " % name + ", ".join("%s %.1f-%.1f" % (k, lo, hi)
                                          for k, (lo, hi) in spread.items()))
     result = {"medians": {name: med for name, med, _ in rows},
+              "spreads": {name: spread for name, _, spread in rows},
               "bf16_units": {n: u for (who, n, mode), u in units.items()
                              if who == "ampc" and mode.partition(":")[0] == "bf16"}}
     if args.results_json:
@@ -389,31 +395,60 @@ def units_class(unit):
     return "none"
 
 
+def ratio_bounds(num, den):
+    """The lowest and highest a ratio of two columns could be over the runs:
+    (lowest numerator / highest denominator, highest / lowest), from each
+    column's (min, max); for several programs, the geometric means of those."""
+    los = [n[0] / d[1] for n, d in zip(num, den)]
+    his = [n[1] / d[0] for n, d in zip(num, den)]
+    return geomean(los), geomean(his)
+
+
 def check_targets(results, args):
     """Prints the issue's CPU targets against `results` ({threads: {medians:
-    {program: {column: rate}}, bf16_units: {program: unit}}}); 3 if a judged
-    one is missed, else 0."""
+    {program: {column: rate}}, spreads: {program: {column: (min, max)}},
+    bf16_units: {program: unit}}}); 3 if a judged one is missed, else 0.
+    A target is judged on the medians; where the runs' spread puts the
+    target between the lowest and highest ratio the runs allow, the line
+    says so (the verdict is then the medians' alone)."""
     missed = []
     print()
 
-    def line(what, value, goal, judged=True):
+    def line(what, value, goal, judged=True, span=None):
         ok = value >= goal
         state = ("met" if ok else "MISSED") if judged else "not judged"
-        print("  %-58s %6.3f  (target >= %.1f: %s)" % (what, value, goal, state))
+        runs = ""
+        if span:
+            runs = "  runs %.3f-%.3f" % span
+            if judged and span[0] < goal <= span[1]:
+                state += ", within the runs' spread"
+        print("  %-58s %6.3f%s  (target >= %.1f: %s)" % (what, value, runs, goal, state))
         if judged and not ok:
             missed.append(what)
 
     one = results.get(1) or results[min(results)]
     meds = one["medians"]
+    spreads = one.get("spreads")
     names = list(meds)
+
+    def bounds(a, b, only=None):
+        """ratio_bounds of columns a / b, over one program or all of them."""
+        if not spreads:
+            return None
+        progs = [only] if only else names
+        return ratio_bounds([spreads[n][a] for n in progs],
+                            [spreads[n][b] for n in progs])
+
     if args.opt_levels:
         print("targets (opt levels, %d thread(s)): every program, O2 and O3 at least "
               "as fast as O1" % (1 if 1 in results else min(results)))
         for amp in ("bf16", "fp16"):
             for lvl in ("O2", "O3"):
                 for n in names:
+                    col = "%s_%s" % (amp, lvl)
                     line("%s %s %s / O1" % (n, amp, lvl),
-                         meds[n]["%s_%s" % (amp, lvl)] / meds[n][amp + "_O1"], 1.0)
+                         meds[n][col] / meds[n][amp + "_O1"], 1.0, True,
+                         bounds(col, amp + "_O1", n))
     else:
         classes = {units_class(u) for u in one["bf16_units"].values()}
         cls = classes.pop() if len(classes) == 1 else "mixed"
@@ -426,22 +461,27 @@ def check_targets(results, args):
         if cls in ("amx", "bf16"):
             if not amx:
                 print("  (the targets below are for a processor with AMX)")
-            line("ampc bf16 / ampc f32, geometric mean", ratio("bf16", "off"), 3.0, amx)
+            line("ampc bf16 / ampc f32, geometric mean", ratio("bf16", "off"), 3.0, amx,
+                 bounds("bf16", "off"))
             line("ampc bf16 / PyTorch bf16 autocast, geometric mean",
-                 ratio("bf16", "torch_bf16"), 1.5, amx)
+                 ratio("bf16", "torch_bf16"), 1.5, amx, bounds("bf16", "torch_bf16"))
             for n in names:
                 line("  %s: ampc bf16 / PyTorch bf16 autocast" % n,
-                     meds[n]["bf16"] / meds[n]["torch_bf16"], 1.0, amx)
-            line("ampc f32 / PyTorch f32, geometric mean", ratio("off", "torch"), 1.5, amx)
+                     meds[n]["bf16"] / meds[n]["torch_bf16"], 1.0, amx,
+                     bounds("bf16", "torch_bf16", n))
+            line("ampc f32 / PyTorch f32, geometric mean", ratio("off", "torch"), 1.5, amx,
+                 bounds("off", "torch"))
         if cls == "none":
             line("ampc bf16 / ampc f32 without bf16 units, geometric mean",
-                 ratio("bf16", "off"), 1.0)
+                 ratio("bf16", "off"), 1.0, True, bounds("bf16", "off"))
         if 1 in results and 2 in results and args.set == "models":
+            s1, s2 = results[1].get("spreads"), results[2].get("spreads")
             for mode, label in (("off", "f32"), ("bf16", "bf16")):
                 for n in names:
                     line("  %s: ampc %s, 2 threads / 1 thread" % (n, label),
                          results[2]["medians"][n][mode] / results[1]["medians"][n][mode],
-                         1.7)
+                         1.7, True,
+                         ratio_bounds([s2[n][mode]], [s1[n][mode]]) if s1 and s2 else None)
         else:
             print("  two threads / one: not measured (needs --set models --threads 1,2)")
     print("targets missed: %s" % (", ".join(m.strip() for m in missed) if missed else "none"))
