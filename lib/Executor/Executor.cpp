@@ -243,13 +243,47 @@ struct Executor::Impl {
   bool keepReplayOutputs = false;
   std::vector<std::vector<char>> replayOutputs;
 
+  /// Executor::enableProfile's sums, by call of the step.
+  bool profiling = false, syncEachCall = false;
+  std::vector<CallProfile> profile;
+
+  /// Adds call `i`'s time since `t0` and its engines to the profile.
+  void profileCall(size_t i, std::chrono::steady_clock::time_point t0) {
+    if (syncEachCall)
+      ampc_synchronize(ctx);
+    CallProfile &c = profile[i];
+    c.seconds += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+    ++c.runs;
+    char text[512];
+    if (ampc_context_take_engines(ctx, text, sizeof text) != AMPC_OK)
+      return;
+    for (llvm::StringRef rest = text; !rest.empty();) {
+      auto [name, tail] = rest.split(", ");
+      rest = tail;
+      bool known = false;
+      for (llvm::StringRef have = c.engines; !have.empty() && !known;) {
+        auto [h, t] = have.split(", ");
+        known = h == name;
+        have = t;
+      }
+      if (!known)
+        c.engines += (c.engines.empty() ? "" : ", ") + name.str();
+    }
+  }
+
   bool run(std::vector<PreparedCall> &calls, std::string &error,
            size_t begin = 0, size_t end = SIZE_MAX) {
     bool snapshot = snap.enabled && &calls == &step;
+    bool profiled = profiling && &calls == &step;
     bool counted = false;
     for (size_t i = begin; i < end && i < calls.size(); ++i) {
       PreparedCall &p = calls[i];
       ffi_arg ret = 0;
+      std::chrono::steady_clock::time_point callStart;
+      if (profiled)
+        callStart = std::chrono::steady_clock::now();
       if (p.collective) {
         // One round of the gradient all-reduce per run that has any.
         if (!counted)
@@ -268,6 +302,8 @@ struct Executor::Impl {
         error = lastError(p.callee.c_str(), st);
         return false;
       }
+      if (profiled)
+        profileCall(i, callStart);
       if (snapshot && i == snap.call) {
         // What this step started from, kept only if it was skipped.
         st = ampc_copy_if_flag(ctx, snap.flag,
@@ -450,6 +486,29 @@ double Executor::collectiveSeconds() const { return impl->collectiveSeconds; }
 int64_t Executor::collectiveRounds() const { return impl->collectiveRounds; }
 
 void *Executor::context() { return impl->ctx; }
+
+bool Executor::enableProfile(std::string &error) {
+  ampc_backend backend;
+  ampc_status st = ampc_context_backend(impl->ctx, &backend);
+  if (st == AMPC_OK) // what the set-up ran is not the step's
+    st = ampc_context_take_engines(impl->ctx, nullptr, 0);
+  if (st != AMPC_OK) {
+    error = lastError("profiling", st);
+    return false;
+  }
+  impl->syncEachCall = backend == AMPC_BACKEND_CUDA;
+  impl->profiling = true;
+  resetProfile();
+  return true;
+}
+
+void Executor::resetProfile() {
+  impl->profile.assign(impl->step.size(), CallProfile());
+}
+
+const std::vector<Executor::CallProfile> &Executor::profile() const {
+  return impl->profile;
+}
 
 bool Executor::replay(size_t end,
                       const std::function<bool(size_t call)> &after,

@@ -7,6 +7,7 @@
 #include "ampc/Executor/LateStep.h"
 #include "ampc/Executor/Npy.h"
 #include "ampc/Executor/Schedule.h"
+#include "ampc/Executor/Profile.h"
 #include "ampc/Executor/Provenance.h"
 #include "ampc/Executor/SharedState.h"
 #include "ampc/interrupt.h"
@@ -624,6 +625,10 @@ private:
   // The end.
   int interrupted = 0;
   double secs = 0.0;
+  // --profile: the first step's sums, and how long it took.
+  std::vector<Executor::CallProfile> firstProfile;
+  double firstStepSecs = 0.0;
+  int printProfile();
 };
 
 /// Data parallel: joins the MPI job and checks that every rank runs the
@@ -1101,6 +1106,9 @@ int TrainingRun::prepareLoop() {
   // state the skipped update left, micro-batch by micro-batch (`feedMicro`),
   // and `micro` is the micro-batch (from 0) of the op found.
   pending.emplace(program.scaleSlot >= 0);
+  if ((options.profile || !options.profileJson.empty()) &&
+      !ex->enableProfile(error))
+    return fail(kRuntimeError, error);
   t0 = std::chrono::steady_clock::now();
   // The loss is the graph's first output when it is a scalar; a graph
   // whose first output is not one has no loss to log or summarise.
@@ -1286,6 +1294,15 @@ int TrainingRun::oneStep(int64_t k) {
     return fail(kRuntimeError, error);
   syncsInSteps += ex->hostSyncs() - syncsBefore;
   ++taken;
+  // The profile leaves the first step out (warm caches, first touches of
+  // memory) when there are more; it is kept for a run of one.
+  if (taken == 1 && !ex->profile().empty()) {
+    firstProfile = ex->profile();
+    ex->resetProfile();
+    firstStepSecs = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  }
   if (program.training)
     ++pos.steps;
   if (world && !world->testDivergence(*ex, program, pos.steps, error))
@@ -1514,6 +1531,8 @@ int TrainingRun::summary() {
         llvm::outs() << " ...";
       llvm::outs() << "\n";
     }
+  if (int code = printProfile())
+    return code;
   llvm::outs().flush();
   if (interrupted) {
     llvm::errs() << "ampc: note: interrupted by "
@@ -1522,6 +1541,24 @@ int TrainingRun::summary() {
                  << "; every requested output was written\n";
     return 128 + interrupted;
   }
+  return kOk;
+}
+
+/// --profile's table after the summary, and the --profile-json file.
+int TrainingRun::printProfile() {
+  if (ex->profile().empty() || taken == 0)
+    return kOk;
+  bool many = taken > 1;
+  ProfileReport report =
+      summarizeProfile(program, many ? ex->profile() : firstProfile,
+                       many ? taken - 1 : 1, many,
+                       many ? secs - firstStepSecs : firstStepSecs);
+  if (options.profile)
+    llvm::outs() << profileText(report);
+  if (!options.profileJson.empty() &&
+      !writeFilesAtomically({{options.profileJson, profileJson(report)}},
+                            error, "profile"))
+    return fail(kRuntimeError, "--profile-json: " + error);
   return kOk;
 }
 

@@ -46,8 +46,10 @@
 namespace ampc {
 namespace {
 
+using cpugemm::F32View;
 using cpugemm::GemmTiles;
 using cpugemm::gemmTiles;
+using cpugemm::loadContigPar;
 using cpugemm::packRows;
 using cpukern::forEach;
 
@@ -188,42 +190,6 @@ bool readFlag(Buf f) {
   return f.dtype == AMPC_I32 ? *static_cast<const int32_t *>(f.data) != 0
                              : *static_cast<const float *>(f.data) != 0.0f;
 }
-
-/// loadContig in fixed chunks on the pool (a conversion per element: the
-/// same bits however the chunks are shared out).
-void loadContigPar(Buf b, int64_t n, float *out) {
-  if (b.dtype == AMPC_F32) {
-    cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
-      memcpy(out + lo, static_cast<const float *>(b.data) + lo,
-             (hi - lo) * sizeof(float));
-    });
-    return;
-  }
-  cpupool::forChunks(n, kParChunk, [&](int64_t lo, int64_t hi) {
-    loadContig(b, lo, hi - lo, out + lo);
-  });
-}
-
-/// f32 view of `count` elements: the data itself when already f32, else a
-/// widened copy in `scratch` (kept by the backend: fresh pages cost more than
-/// the widening on small VMs).
-class F32View {
-public:
-  F32View(Buf b, int64_t count, std::vector<float> &scratch) {
-    if (b.dtype == AMPC_F32) {
-      ptr = static_cast<const float *>(b.data);
-      return;
-    }
-    if (scratch.size() < static_cast<size_t>(count))
-      scratch.resize(static_cast<size_t>(count));
-    loadContigPar(b, count, scratch.data());
-    ptr = scratch.data();
-  }
-  const float *get() const { return ptr; }
-
-private:
-  const float *ptr;
-};
 
 /// The optimizer's update on f32 arrays (f32 scratch of widened 16-bit
 /// values, updateWidened and updateLow): cpu_update.h's loops.
@@ -505,6 +471,9 @@ public:
       line += "; conv " + convImpls;
     return line + ")";
   }
+
+  void noteEngine(const std::string &name) override { notes.note(name); }
+  std::string takeEngines() override { return notes.take(); }
 
   ampc_status alloc(size_t bytes, void **ptr) override {
     // Rounded up to the alignment; a size within 255 of SIZE_MAX would wrap
@@ -1239,15 +1208,33 @@ public:
     return AMPC_F32;
   }
 
+  /// Whether `d` runs as an f32 product on oneDNN's gemm:jit kernels.
+  bool onGemmJitF32(const GemmDesc &d) {
+    std::vector<TilePlan> plans;
+    return gemmPlans(d, cpugemm::tilesOf(d, onednn::nativeBf16()), plans) ==
+               AMPC_F32 &&
+           !plans.empty() && plans[0].matmul->impl == "gemm:jit";
+  }
+
   ampc_status planGemm(const GemmDesc &d) override {
     std::vector<TilePlan> plans;
-    gemmPlans(d, cpugemm::tilesOf(d, onednn::nativeBf16()), plans);
+    GemmDesc padded;
+    bool pad = cpugemm::padOperands(d, onGemmJitF32(d), false, padded,
+                                    paddedA, paddedB);
+    const GemmDesc &run = pad ? padded : d;
+    gemmPlans(run, cpugemm::tilesOf(run, onednn::nativeBf16()), plans);
     return AMPC_OK;
   }
 
   ampc_status gemm(const GemmDesc &d) override {
-    if (cpuwide::gemm(d))
+    if (cpuwide::gemm(d)) {
+      noteEngine("f64");
       return AMPC_OK;
+    }
+    GemmDesc padded; // operands whose rows conflict, copied (paddedLd)
+    if (cpugemm::padOperands(d, onGemmJitF32(d), true, padded, paddedA,
+                             paddedB))
+      return gemm(padded);
     // Extent in elements of a batch of row-major matrices.
     auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
       return (d.batch - 1) * stride + (rows - 1) * ld + cols;
@@ -1265,8 +1252,12 @@ public:
     auto tileCols = [&](int64_t tile) { return t.cols(tile, d.n); };
     std::vector<TilePlan> plans;
     ampc_dtype opType = gemmPlans(d, t, plans);
-    if (plans.empty() && !emptyK)
+    if (plans.empty() && !emptyK) {
       usedBlas = true;
+      noteEngine("openblas");
+    }
+    for (const TilePlan &p : plans)
+      noteEngine(p.matmul->impl);
     const char *aBase, *bBase;
     if (opType == AMPC_F32) {
       F32View a(d.a, emptyK ? 0 : extent(ar, ac, d.lda, d.strideA), scratchA);
@@ -1411,7 +1402,11 @@ public:
     };
     widen(call.a, call.aElems(), false, convWideA);
     widen(call.b, call.bElems(), bWeights, convWideB);
-    return onednn::convolve(convs, call, want, status);
+    std::string impl;
+    if (!onednn::convolve(convs, call, want, status, &impl))
+      return false;
+    noteEngine(impl);
+    return true;
   }
 
   ampc_status im2col(Buf col, Buf x, const ConvGeom &g) override {
@@ -1933,13 +1928,15 @@ public:
 
 private:
   static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
-  std::vector<float> scratchA, scratchB, scratchC;
+  std::vector<float> scratchA, scratchB, scratchC, paddedA, paddedB;
   /// The GEMM primitives made so far (oneDNN), by problem.
   onednn::MatmulCache matmuls;
   /// The convolution primitives made so far (oneDNN), by problem.
   onednn::ConvCache convs;
   /// Whether a GEMM ran on OpenBLAS (named by engine()).
   bool usedBlas = false;
+  /// The implementations noted since the last takeEngines.
+  onednn::EngineNotes notes;
   std::map<size_t, std::vector<void *>> freeBlocks;
   std::unordered_map<void *, size_t> blockClass;
   size_t cachedBytes = 0;

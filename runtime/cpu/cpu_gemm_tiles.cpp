@@ -5,7 +5,11 @@
 //===----------------------------------------------------------------------===//
 #include "cpu_gemm_tiles.h"
 
+#include "cpu_kernels.h"
+#include "cpu_pool.h"
+
 #include <string.h>
+#include <stdlib.h>
 
 namespace ampc {
 namespace cpugemm {
@@ -66,6 +70,78 @@ const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
   return buf.data();
 }
 
+
+void loadContigPar(Buf b, int64_t n, float *out) {
+  constexpr int64_t kChunk = cpupool::kItemElements;
+  if (b.dtype == AMPC_F32) {
+    cpupool::forChunks(n, kChunk, [&](int64_t lo, int64_t hi) {
+      memcpy(out + lo, static_cast<const float *>(b.data) + lo,
+             (hi - lo) * sizeof(float));
+    });
+    return;
+  }
+  cpupool::forChunks(n, kChunk, [&](int64_t lo, int64_t hi) {
+    cpukern::loadContig(b, lo, hi - lo, out + lo);
+  });
+}
+
+int64_t paddedLd(int64_t ld, int64_t cols) {
+  constexpr int64_t kConflict = 128; // f32 elements: 512 bytes
+  if (ld % kConflict != 0)
+    return 0;
+  int64_t padded = (cols + 15) / 16 * 16; // rows stay 64-byte aligned
+  return padded % kConflict == 0 ? padded + 16 : padded;
+}
+
+bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
+                 std::vector<float> &a, std::vector<float> &b) {
+  // Large products only (about 4M multiply-adds, as for tiles), and only
+  // operands each of whose elements is used at least 64 times: the copy
+  // reads and writes each element once.
+  constexpr int64_t kMinWork = int64_t(1) << 22, kMinReuse = 64;
+  const char *knob = getenv("AMPC_CPU_GEMM_PAD"); // read per call: tests
+  if (knob && strcmp(knob, "off") == 0)
+    return false;
+  if (!f32Gemm || d.batch < 1 || d.k == 0 || d.m * d.n * d.k < kMinWork)
+    return false;
+  GemmDesc p = d;
+  // One operand: `rows` rows of `cols` elements, `ld` apart, `stride`
+  // apart from matrix to matrix (0: one matrix for the whole batch).
+  auto pad = [&](Buf &buf, int64_t &ld, int64_t &stride, int64_t rows,
+                 int64_t cols, int64_t reuse, std::vector<float> &to) {
+    int64_t padded = paddedLd(ld, cols);
+    if (padded == 0 || reuse < kMinReuse)
+      return false;
+    int64_t matrices = stride == 0 ? 1 : d.batch;
+    int64_t per = rows * padded;
+    float *dst = nullptr;
+    if (copy) {
+      to.resize(static_cast<size_t>(matrices * per));
+      dst = to.data();
+      Buf src = buf;
+      int64_t from = ld, apart = stride;
+      cpupool::forChunks(matrices * rows, 16, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t i = r / rows, row = r % rows;
+          cpukern::loadContig(src, i * apart + row * from, cols,
+                              dst + i * per + row * padded);
+        }
+      });
+    }
+    buf = Buf{dst, AMPC_F32};
+    ld = padded;
+    stride = stride == 0 ? 0 : per;
+    return true;
+  };
+  bool padA = pad(p.a, p.lda, p.strideA, d.transA ? d.k : d.m,
+                  d.transA ? d.m : d.k, d.n, a);
+  bool padB = pad(p.b, p.ldb, p.strideB, d.transB ? d.n : d.k,
+                  d.transB ? d.k : d.n, d.m, b);
+  if (!padA && !padB)
+    return false;
+  out = p;
+  return true;
+}
 
 } // namespace cpugemm
 } // namespace ampc

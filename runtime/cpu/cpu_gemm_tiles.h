@@ -1,9 +1,11 @@
 //===- cpu_gemm_tiles.h - How a CPU GEMM is cut for the pool ----*- C++ -*-===//
 //
 // The fixed tiles of C a CPU GEMM is split into for the thread pool (chosen
-// from the shape alone, so no result depends on the thread count), and the
+// from the shape alone, so no result depends on the thread count), the
 // dense copies of strided operand blocks that oneDNN's brgemm kernels need
-// (cpu_backend.cpp's gemmPlans decides when).
+// (cpu_backend.cpp's gemmPlans decides when), f32 views of 16-bit
+// operands, and the padded copies of operands whose rows conflict in the
+// cache (padOperands).
 //
 //===----------------------------------------------------------------------===//
 #ifndef AMPC_RUNTIME_CPU_CPU_GEMM_TILES_H
@@ -68,6 +70,52 @@ GemmTiles tilesOf(const GemmDesc &d, bool bf16Units);
 /// returns the copy.
 const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
                      int64_t rowElems, int64_t ld, size_t elemSize);
+
+/// cpukern::loadContig of `n` elements in fixed chunks on the pool (a
+/// conversion per element: the same bits however the chunks are shared
+/// out); a plain copy for f32.
+void loadContigPar(Buf b, int64_t n, float *out);
+
+/// f32 view of `count` elements: the data itself when already f32, else a
+/// widened copy in `scratch` (kept by the backend: fresh pages cost more than
+/// the widening on small VMs).
+class F32View {
+public:
+  F32View(Buf b, int64_t count, std::vector<float> &scratch) {
+    if (b.dtype == AMPC_F32) {
+      ptr = static_cast<const float *>(b.data);
+      return;
+    }
+    if (scratch.size() < static_cast<size_t>(count))
+      scratch.resize(static_cast<size_t>(count));
+    loadContigPar(b, count, scratch.data());
+    ptr = scratch.data();
+  }
+  const float *get() const { return ptr; }
+
+private:
+  const float *ptr;
+};
+
+/// oneDNN 2.6's f32 gemm:jit kernels run up to 2x slower on an operand
+/// whose rows lie a multiple of 512 bytes apart (cache-set conflicts as
+/// they pack it): measured on an AMD EPYC with AVX2 only, one thread,
+/// 1024 x 256 x 1024 with A transposed (a weight gradient Xᵀ dY) 13.8 ms
+/// against 6.1 ms with rows 1040 elements apart, 256 x 1024 x 1024 14.5
+/// against 6.8 ms (bench BM_CpuGemmPadded). The leading dimension of an
+/// f32 copy of an operand with rows `ld` elements apart and `cols` elements
+/// long that reads well: 0 when its rows are already fine where they are.
+int64_t paddedLd(int64_t ld, int64_t cols);
+
+/// Where `d` runs as an f32 product on oneDNN's gemm:jit (`f32Gemm`), `d`
+/// with every large operand whose rows conflict (paddedLd) copied (widened
+/// when 16-bit) into `a` or `b` with padded rows: the same values, so the
+/// same products; false, with `out` untouched, when no operand is copied.
+/// The choice comes from the shape alone. With `copy` false (planning)
+/// nothing is copied and the copies' pointers in `out` are null.
+/// AMPC_CPU_GEMM_PAD=off turns the copies off (benchmarks, tests).
+bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
+                 std::vector<float> &a, std::vector<float> &b);
 
 } // namespace cpugemm
 } // namespace ampc

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -123,6 +124,30 @@ public:
 private:
   mutable std::mutex mutex;
   std::map<MatmulKey, std::unique_ptr<Matmul>> entries;
+};
+
+/// The implementations a backend's calls ran on since they were last
+/// taken (ampc_context_take_engines), each once, in the order first noted.
+class EngineNotes {
+public:
+  void note(const std::string &name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  }
+  /// The names, comma-separated; then forgets them.
+  std::string take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string out;
+    for (const std::string &n : names)
+      out += (out.empty() ? "" : ", ") + n;
+    names.clear();
+    return out;
+  }
+
+private:
+  std::mutex mutex;
+  std::vector<std::string> names;
 };
 
 /// Runs `m` on the calling thread: C = alpha * op(A) * op(B) + beta * C.

@@ -649,13 +649,18 @@ bool plan(ConvCache &cache, const ConvCall &call, ampc_dtype dt) {
 }
 
 bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
-              ampc_status &status) {
+              ampc_status &status, std::string *impl) {
   const ConvGeom &g = call.g;
   Chunks ch(call.n);
   int64_t chunk = ch.chunk, chunks = ch.count;
   const Conv *plans[2];
   if (!chunkPlans(cache, call, dt, ch, plans))
     return false;
+  if (impl) {
+    *impl = plans[0]->impl;
+    if (plans[1]->impl != plans[0]->impl)
+      *impl += ", " + plans[1]->impl;
+  }
   ConvPass pass = plans[0]->pass;
   auto planOf = [&](int64_t i) { return plans[i == chunks - 1 ? 1 : 0]; };
   size_t aSize = dtypeSize(call.a.dtype), bSize = dtypeSize(call.b.dtype);
@@ -763,7 +768,8 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
 #else // !AMPC_RUNTIME_WITH_ONEDNN
 
 int convDtype(ampc_dtype, ampc_dtype) { return -1; }
-bool convolve(ConvCache &, const ConvCall &, ampc_dtype, ampc_status &) {
+bool convolve(ConvCache &, const ConvCall &, ampc_dtype, ampc_status &,
+              std::string *) {
   return false;
 }
 bool plan(ConvCache &, const ConvCall &, ampc_dtype) { return false; }

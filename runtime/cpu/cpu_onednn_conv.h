@@ -130,9 +130,10 @@ int convDtype(ampc_dtype a, ampc_dtype b);
 /// also be f16 or bf16 when `dt` is f32 (widened exactly as they are moved
 /// into the primitive's layout). Returns false, having written nothing,
 /// when oneDNN has no primitive for it or the operands do not fit
-/// (`status` untouched); else true with the status.
+/// (`status` untouched); else true with the status, and with `impl` (when
+/// not null) set to the implementations that ran (comma-separated).
 bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
-              ampc_status &status);
+              ampc_status &status, std::string *impl = nullptr);
 /// Makes (or finds) the primitives convolve(cache, call, dt, ...) would
 /// run, reading and writing no data; returns what convolve would (whether
 /// oneDNN takes the call).

@@ -286,6 +286,7 @@ ampc_status convForwardDirect(Backend &be, const TensorArg &y,
   int64_t og = o / groups, gimg = g.imageSize(), hw = g.columns();
   int64_t ckk = g.rows();
   cpudirect::Isa isa = cpudirect::defaultIsa();
+  be.noteEngine(std::string("direct:") + cpudirect::isaName(isa));
   Temp wt(be), bt(be);
   const float *wf = nullptr, *bf = nullptr;
   AMPC_TRY(asF32(be, w.buf(), o * ckk, wt, wf));
@@ -331,6 +332,7 @@ ampc_status convBackwardDirect(Backend &be, const TensorArg &dx,
   bool wantDb = dbias.data != nullptr;
   std::vector<double> dbAcc(wantDb ? static_cast<size_t>(o) : 0, 0.0);
   cpudirect::Isa isa = cpudirect::defaultIsa();
+  be.noteEngine(std::string("direct:") + cpudirect::isaName(isa));
   cpudirect::Geom dg = directGeom(g, og);
   Temp wt(be), dwt(be), packedW(be), acc(be);
   std::vector<cpudirect::BackwardData> bds;

@@ -129,6 +129,18 @@ ampc_status ampc_context_engine(ampc_context ctx, char *text, size_t size) {
   return AMPC_OK;
 }
 
+ampc_status ampc_context_take_engines(ampc_context ctx, char *text,
+                                      size_t size) {
+  AMPC_TRY(checkContext("ampc_context_take_engines", ctx));
+  if (!text && size)
+    return setError(AMPC_ERROR_NULL_POINTER,
+                    "ampc_context_take_engines: text is NULL");
+  std::string line = ctx->backend->takeEngines();
+  if (size)
+    snprintf(text, size, "%s", line.c_str());
+  return AMPC_OK;
+}
+
 ampc_status ampc_context_stream(ampc_context ctx, void **stream) {
   AMPC_TRY(checkContext("ampc_context_stream", ctx));
   if (!stream)

@@ -246,6 +246,13 @@ public:
   virtual std::string engine() const {
     return kind() == AMPC_BACKEND_CUDA ? "cuBLASLt" : "";
   }
+  /// Records that the entry point now running ran work on `name` (an
+  /// implementation as ampc_context_engine names them); the CPU backend
+  /// keeps them for takeEngines, others drop them.
+  virtual void noteEngine(const std::string &name) { (void)name; }
+  /// The implementations noted since the previous take, comma-separated in
+  /// the order first noted, then forgets them (ampc_context_take_engines).
+  virtual std::string takeEngines() { return ""; }
 
   /// The context's check words (ampc_check), in device memory: one uint32
   /// per kind, 0xFFFFFFFF when nothing was recorded, else the smallest site

@@ -102,6 +102,132 @@ TEST_F(CpuEngine, EngineTextArguments) {
   EXPECT_NE(ampc_context_engine(nullptr, small, sizeof small), AMPC_OK);
 }
 
+// ampc_context_take_engines: what the calls since the last take ran on,
+// each name once, then nothing until the next call; every name it gives
+// is one ampc_context_engine lists (or openblas / f64).
+TEST_F(CpuEngine, TakesTheEnginesOfTheCallsSinceTheLastTake) {
+  auto take = [&]() {
+    char text[512];
+    EXPECT_EQ(ampc_context_take_engines(ctx, text, sizeof text), AMPC_OK)
+        << ampc_last_error();
+    return std::string(text);
+  };
+  EXPECT_EQ(take(), ""); // nothing ran yet
+  Tensor a = randomTensor({64, 64}, AMPC_F32), b = randomTensor({64, 64},
+                                                                AMPC_F32);
+  Tensor c({64, 64}, AMPC_F32);
+  ASSERT_OK(gemm(ctx, c, a, b, 64, 64, 64));
+  ASSERT_OK(gemm(ctx, c, a, b, 64, 64, 64));
+  std::string first = take();
+  SCOPED_TRACE(first);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.find(", "), std::string::npos); // one problem, one engine
+  EXPECT_EQ(take(), ""); // forgotten
+  std::string all = engine();
+  EXPECT_NE(all.find(first), std::string::npos) << all;
+  const char *gemmEngine = getenv("AMPC_CPU_GEMM");
+  if (gemmEngine && std::string(gemmEngine) == "openblas")
+    EXPECT_EQ(first, "openblas");
+  // f64 products run on the runtime's own loops.
+  Tensor a64 = randomTensor({8, 8}, AMPC_F64), b64 = randomTensor({8, 8},
+                                                                  AMPC_F64);
+  Tensor c64({8, 8}, AMPC_F64);
+  const int64_t shape[2] = {8, 8};
+  ASSERT_OK(ampc_matmul_fwd(ctx, c64.data(), AMPC_F64, shape, 2, a64.data(),
+                            AMPC_F64, shape, 2, b64.data(), AMPC_F64, shape,
+                            2));
+  EXPECT_EQ(take(), "f64");
+  // Arguments as for ampc_context_engine.
+  char small[4];
+  ASSERT_OK(gemm(ctx, c, a, b, 64, 64, 64));
+  ASSERT_OK(ampc_context_take_engines(ctx, small, sizeof small));
+  EXPECT_EQ(strlen(small), sizeof small - 1); // cut to fit, terminated
+  EXPECT_EQ(take(), "");
+  EXPECT_EQ(ampc_context_take_engines(ctx, nullptr, 0), AMPC_OK);
+  EXPECT_EQ(ampc_context_take_engines(ctx, nullptr, 4),
+            AMPC_ERROR_NULL_POINTER);
+  EXPECT_NE(ampc_context_take_engines(nullptr, small, sizeof small), AMPC_OK);
+}
+
+// Operands whose rows lie a multiple of 512 bytes apart are copied with
+// padded rows before oneDNN's f32 gemm:jit kernels read them (cache-set
+// conflicts: cpu_gemm_tiles.h, paddedLd): the same values in the same
+// kernels, so the same bits as reading them where they are
+// (AMPC_CPU_GEMM_PAD=off); planning makes the padded problem's primitive,
+// so the call after it makes none.
+TEST_F(CpuEngine, PaddedOperandsGiveTheBitsOfTheOperandsAsTheyAre) {
+  struct Case {
+    int64_t batch, m, n, k;
+    bool ta, tb, broadcastA;
+    ampc_dtype dt;
+  } cases[] = {
+      {1, 1024, 256, 1024, true, false, false, AMPC_F32}, // X^T dY
+      {1, 256, 1024, 1024, false, false, false, AMPC_F32},
+      {1, 512, 512, 512, true, true, false, AMPC_F32},
+      {2, 256, 512, 512, false, false, true, AMPC_F32}, // A for the batch
+      {1, 512, 256, 1024, true, false, false, AMPC_F16}, // widened as copied
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::to_string(c.batch) + " x " + std::to_string(c.m) +
+                 " x " + std::to_string(c.n) + " x " + std::to_string(c.k) +
+                 (c.ta ? " tA" : "") + (c.tb ? " tB" : "") +
+                 (c.dt == AMPC_F16 ? " f16" : ""));
+    int64_t lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
+    int64_t sizeA = c.m * c.k, sizeB = c.k * c.n;
+    Tensor a = randomTensor({c.broadcastA ? 1 : c.batch, sizeA}, c.dt);
+    Tensor b = randomTensor({c.batch, sizeB}, c.dt);
+    auto run = [&](const char *pad, bool plan) {
+      if (pad)
+        setenv("AMPC_CPU_GEMM_PAD", pad, 1);
+      else
+        unsetenv("AMPC_CPU_GEMM_PAD");
+      Tensor out({c.batch, c.m * c.n}, AMPC_F32);
+      auto call = [&]() {
+        return ampc_gemm(ctx, out.data(), AMPC_F32, a.data(), c.dt, b.data(),
+                         c.dt, nullptr, AMPC_F32, c.batch, c.m, c.n, c.k,
+                         c.ta, c.tb, lda, ldb, c.n,
+                         c.broadcastA ? 0 : sizeA, sizeB, c.m * c.n, 1.0f,
+                         0.0f, AMPC_EPILOGUE_NONE);
+      };
+      int64_t before = 0, planned = 0, after = 0;
+      EXPECT_OK(ampc_context_primitives(ctx, &before));
+      if (plan) {
+        EXPECT_OK(ampc_plan_begin(ctx));
+        EXPECT_OK(call());
+        EXPECT_OK(ampc_plan_end(ctx));
+      }
+      EXPECT_OK(ampc_context_primitives(ctx, &planned));
+      EXPECT_OK(call());
+      EXPECT_OK(ampc_context_primitives(ctx, &after));
+      if (plan)
+        EXPECT_EQ(after, planned); // the planned primitives ran
+      unsetenv("AMPC_CPU_GEMM_PAD");
+      return std::make_pair(out, after - before);
+    };
+    auto [asIs, madeAsIs] = run("off", false);
+    char text[256];
+    ASSERT_OK(ampc_context_take_engines(ctx, text, sizeof text));
+    bool jit = std::string(text) == "gemm:jit";
+    auto [padded, madePadded] = run(nullptr, true);
+    // Where gemm:jit runs them the copies make problems of their own.
+    EXPECT_EQ(madePadded > 0, jit) << text;
+    ASSERT_EQ(asIs.bytes, padded.bytes);
+    // And the values are the products: some entries against f64 sums.
+    for (int64_t e = 0; e < c.batch * c.m * c.n; e += 997) {
+      int64_t i = e / (c.m * c.n), r = e % (c.m * c.n) / c.n, col = e % c.n;
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        double x = a.get((c.broadcastA ? 0 : i * sizeA) +
+                         (c.ta ? p * lda + r : r * lda + p));
+        double y = b.get(i * sizeB + (c.tb ? col * ldb + p : p * ldb + col));
+        sum += x * y;
+        mag += std::fabs(x * y);
+      }
+      EXPECT_NEAR(padded.get(e), sum, mag * c.k * 6e-8) << e;
+    }
+  }
+}
+
 // 1 + 511 * 2^-9 is exact in f32 and needs 10 significant bits: a 16-bit
 // accumulator would stop at 1 + 2^-8 steps; f32 accumulation gets it, and a
 // bf16 result is that sum rounded once (to 2).

@@ -243,11 +243,27 @@ TEST_F(CpuConvEngine, ConvolutionsMatchTheDefinition) {
   off = true; // built without oneDNN's header: every convolution is ampc's own
   EXPECT_EQ(e.rfind("openblas (", 0), 0u);
 #endif
+  // Every call's implementations, as ampc_context_take_engines names them
+  // (nothing was taken from this context before).
+  char takenText[1024];
+  ASSERT_OK(ampc_context_take_engines(ctx, takenText, sizeof takenText));
+  std::string taken = takenText;
+  SCOPED_TRACE("taken: " + taken);
+  if (conv && std::string(conv) == "direct")
+    EXPECT_NE(taken.find("direct:"), std::string::npos);
   if (off) {
     EXPECT_EQ(at, std::string::npos);
     return;
   }
   ASSERT_NE(at, std::string::npos);
+  // "...; conv A, B)": each of them ran on some call.
+  std::string convs = e.substr(at + 7, e.size() - at - 8);
+  for (size_t from = 0; from < convs.size();) {
+    size_t comma = convs.find(", ", from);
+    std::string name = convs.substr(from, comma - from);
+    EXPECT_NE(taken.find(name), std::string::npos) << name;
+    from = comma == std::string::npos ? convs.size() : comma + 2;
+  }
   bool native = cpuHas("avx512_bf16") || cpuHas("amx_bf16");
   bool bf16Kernels = e.find("bf16", at) != std::string::npos;
   // In the plain layouts (AMPC_CPU_CONV_LAYOUT=plain) oneDNN 2.6 runs these

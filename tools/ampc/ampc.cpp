@@ -400,6 +400,19 @@ cl::opt<int64_t, true> runAccumulate(
              "(overrides the optimizer's `accumulate`)"),
     cl::value_desc("K"), cl::location(opts.run.accumulate),
     cl::cat(ampcCategory));
+cl::opt<bool, true> runProfile(
+    "profile",
+    cl::desc("run: time every call of the step; after the summary, print "
+             "the time per step by runtime function and by source op, with "
+             "the implementations the GEMMs and convolutions ran on (the "
+             "first step left out when there are more)"),
+    cl::location(opts.run.profile), cl::cat(runCategory));
+cl::opt<std::string, true> runProfileJson(
+    "profile-json",
+    cl::desc("run: profile as --profile does and write every row to FILE "
+             "(JSON; replaced atomically)"),
+    cl::value_desc("FILE"), cl::location(opts.run.profileJson),
+    cl::cat(runCategory));
 cl::opt<bool, true> runOverflowReport(
     "overflow-report",
     cl::desc(withDefault("run: on a step the loss scaler skipped, replay it "

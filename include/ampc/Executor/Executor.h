@@ -168,6 +168,22 @@ public:
   /// Output `i` of the last replay as f64 values (empty when not kept).
   std::vector<double> replayedOutput(size_t i) const;
 
+  /// `ampc run --profile` (docs/cli.md, "Profiles"): once enabled, every
+  /// call of the step is timed, on CUDA with the context synchronized after
+  /// each (which serializes the device's queue), and the implementations
+  /// its GEMMs and convolutions ran on are taken after it
+  /// (ampc_context_take_engines). Replays are not counted.
+  struct CallProfile {
+    double seconds = 0; ///< summed over its runs
+    int64_t runs = 0;
+    std::string engines; ///< comma-separated, each name once
+  };
+  bool enableProfile(std::string &error);
+  /// Starts the sums again (the first step's are left out this way).
+  void resetProfile();
+  /// By call, in the step's order; empty unless enabled.
+  const std::vector<CallProfile> &profile() const;
+
 private:
   explicit Executor(const rt::Program &program);
   struct Impl;

@@ -45,6 +45,11 @@ struct RunOptions {
   /// step, every parameter written after the last; each output of the last
   /// step written as output_I.npy.
   std::string paramsIn, paramsOut, outputsOut;
+  /// --profile: time every call of the step and print the sums by runtime
+  /// function and by source op after the summary; --profile-json FILE:
+  /// write them there too (docs/cli.md, "Profiles").
+  bool profile = false;
+  std::string profileJson;
   /// Per graph, the name each output is returned as ("" when the returned
   /// expression is not a name); the driver fills it from the source.
   std::map<std::string, std::vector<std::string>> outputNames;

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define AMPC_RUNTIME_VERSION_MAJOR 1
-#define AMPC_RUNTIME_VERSION_MINOR 8
+#define AMPC_RUNTIME_VERSION_MINOR 9
 #define AMPC_RUNTIME_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH of this header.
 #define AMPC_RUNTIME_VERSION                                                   \
@@ -191,6 +191,17 @@ AMPC_API ampc_status ampc_context_backend(ampc_context ctx,
 /// `size` is 0.
 AMPC_API ampc_status ampc_context_engine(ampc_context ctx, char *text,
                                          size_t size);
+/// (1.9) Writes into `text` (`size` bytes, NUL-terminated, cut to fit) the
+/// implementations the context's GEMMs and convolutions have run on since
+/// the previous call of this function (or since the context was made),
+/// comma-separated in the order first used, with ampc_context_engine's
+/// names ("gemm:jit", "brg:avx512_core_amx_bf16", "openblas", "jit:avx2"),
+/// and "direct:ISA" for the runtime's own direct convolutions and "f64" for
+/// f64 products; "" when none ran. Then forgets them. Planning runs
+/// nothing and notes nothing. `ampc run --profile` names each call's
+/// engines with it. "" on CUDA. `text` may be NULL when `size` is 0.
+AMPC_API ampc_status ampc_context_take_engines(ampc_context ctx, char *text,
+                                               size_t size);
 /// Planning (1.8; docs/runtime.md, "Primitives made before the first
 /// step"). Between ampc_plan_begin and ampc_plan_end a context accepts, from
 /// outside the runtime, only the entry points of ampc/runtime_kernels.inc's
