@@ -683,6 +683,7 @@ int TrainingRun::joinRanks() {
       options.save.clear();
       options.paramsOut.clear();
       options.outputsOut.clear();
+      options.profileJson.clear();
     }
   }
   wantSave = !givenOptions.save.empty();
@@ -776,7 +777,10 @@ int TrainingRun::readInputs() {
         !checkWritableDir("--outputs-out", options.outputsOut, error))) ||
       (!options.save.empty() &&
        !checkWritableFile("--save", options.save, error)) ||
-      (!options.log.empty() && !checkWritableFile("--log", options.log, error)))
+      (!options.log.empty() &&
+       !checkWritableFile("--log", options.log, error)) ||
+      (!options.profileJson.empty() &&
+       !checkWritableFile("--profile-json", options.profileJson, error)))
     return fail(kInputError, error);
   return kOk;
 }
