@@ -173,6 +173,51 @@ BENCHMARK(BM_CpuGemmLayout)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+/// f32 C = op(A) * B with f32 operands whose rows are as long as the
+/// matrices (m, n, k = range(0..2), range(3) transposes A): with range(4)
+/// = 0 under AMPC_CPU_GEMM_PAD=off (operands read where they are), 1 with
+/// the default padded copies of operands whose rows lie a multiple of 512
+/// bytes apart (cpu_gemm_tiles.h, padOperands; docs/runtime.md). One
+/// thread: the products of a 256-wide layer with a 1024-wide MLP over 1024
+/// tokens, forward and backward.
+void BM_CpuGemmPadded(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  bool ta = state.range(3) != 0, pad = state.range(4) != 0;
+  if (pad)
+    unsetenv("AMPC_CPU_GEMM_PAD");
+  else
+    setenv("AMPC_CPU_GEMM_PAD", "off", 1);
+  int64_t lda = ta ? m : k;
+  void *a = deviceRandom(ctx, AMPC_F32, m * k, 1);
+  void *b = deviceRandom(ctx, AMPC_F32, k * n, 2);
+  void *c = nullptr;
+  ampc_malloc(ctx, m * n * 4, &c);
+  ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
+  for (auto _ : state)
+    ampc_gemm(ctx, c, AMPC_F32, a, AMPC_F32, b, AMPC_F32, nullptr, AMPC_F32,
+              1, m, n, k, ta, false, lda, n, n, 0, 0, 0, 1.0f, 0.0f,
+              AMPC_EPILOGUE_NONE);
+  unsetenv("AMPC_CPU_GEMM_PAD");
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
+  char engine[512];
+  ampc_context_take_engines(ctx, engine, sizeof engine);
+  state.SetLabel(std::string(pad ? "padded " : "as is ") + engine);
+  ampc_free(ctx, a);
+  ampc_free(ctx, b);
+  ampc_free(ctx, c);
+}
+BENCHMARK(BM_CpuGemmPadded)
+    ->ArgNames({"m", "n", "k", "tA", "pad"})
+    ->ArgsProduct({{1024}, {256}, {1024}, {1}, {0, 1}}) // Xᵀ dY, 256 -> 1024
+    ->ArgsProduct({{256}, {1024}, {1024}, {1}, {0, 1}}) // Xᵀ dY, 1024 -> 256
+    ->ArgsProduct({{1024}, {256}, {1024}, {0}, {0, 1}}) // X W, 1024 -> 256
+    ->ArgsProduct({{1024}, {1024}, {256}, {0}, {0, 1}}) // dY W, 1024 -> 256
+    ->ArgsProduct({{512}, {512}, {512}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 /// One training step's three passes of a 3x3, padding-1 convolution over a
 /// batch of 32 images (channels and size from range(0): the stages of the
 /// ResNet in bench/models, 16 x 32^2, 32 x 16^2, 64 x 8^2), x, w and dy of

@@ -86,11 +86,11 @@ void loadContigPar(Buf b, int64_t n, float *out) {
 }
 
 int64_t paddedLd(int64_t ld, int64_t cols) {
-  constexpr int64_t kConflict = 128; // f32 elements: 512 bytes
+  constexpr int64_t kConflict = 512; // f32 elements: 2 KiB
   if (ld % kConflict != 0)
     return 0;
   int64_t padded = (cols + 15) / 16 * 16; // rows stay 64-byte aligned
-  return padded % kConflict == 0 ? padded + 16 : padded;
+  return padded % 128 == 0 ? padded + 16 : padded; // 512 bytes
 }
 
 bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,

@@ -164,7 +164,7 @@ TEST_F(CpuEngine, PaddedOperandsGiveTheBitsOfTheOperandsAsTheyAre) {
       {1, 1024, 256, 1024, true, false, false, AMPC_F32}, // X^T dY
       {1, 256, 1024, 1024, false, false, false, AMPC_F32},
       {1, 512, 512, 512, true, true, false, AMPC_F32},
-      {2, 256, 512, 512, false, false, true, AMPC_F32}, // A for the batch
+      {2, 512, 256, 512, true, false, true, AMPC_F32}, // A for the batch
       {1, 512, 256, 1024, true, false, false, AMPC_F16}, // widened as copied
   };
   for (const Case &c : cases) {
