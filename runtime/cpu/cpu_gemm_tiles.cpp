@@ -97,12 +97,17 @@ bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
                  std::vector<float> &a, std::vector<float> &b) {
   // Large products only (about 4M multiply-adds, as for tiles), and only
   // operands each of whose elements is used at least 64 times: the copy
-  // reads and writes each element once.
-  constexpr int64_t kMinWork = int64_t(1) << 22, kMinReuse = 64;
+  // reads and writes each element once. What conflicts is an operand read
+  // along k across its rows (a transposed A, an untransposed B) over 512
+  // rows or more: k = 256 measured no slower as it is, and operands whose
+  // rows run along k no faster padded. The copy is kept by the backend for
+  // its next call: at most 64 MiB.
+  constexpr int64_t kMinWork = int64_t(1) << 22, kMinReuse = 64,
+                    kMinK = 512, kMaxCopy = int64_t(1) << 24;
   const char *knob = getenv("AMPC_CPU_GEMM_PAD"); // read per call: tests
   if (knob && strcmp(knob, "off") == 0)
     return false;
-  if (!f32Gemm || d.batch < 1 || d.k == 0 || d.m * d.n * d.k < kMinWork)
+  if (!f32Gemm || d.batch < 1 || d.k < kMinK || d.m * d.n * d.k < kMinWork)
     return false;
   GemmDesc p = d;
   // One operand: `rows` rows of `cols` elements, `ld` apart, `stride`
@@ -110,10 +115,10 @@ bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
   auto pad = [&](Buf &buf, int64_t &ld, int64_t &stride, int64_t rows,
                  int64_t cols, int64_t reuse, std::vector<float> &to) {
     int64_t padded = paddedLd(ld, cols);
-    if (padded == 0 || reuse < kMinReuse)
-      return false;
     int64_t matrices = stride == 0 ? 1 : d.batch;
     int64_t per = rows * padded;
+    if (padded == 0 || reuse < kMinReuse || matrices * per > kMaxCopy)
+      return false;
     float *dst = nullptr;
     if (copy) {
       to.resize(static_cast<size_t>(matrices * per));
@@ -133,10 +138,8 @@ bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
     stride = stride == 0 ? 0 : per;
     return true;
   };
-  bool padA = pad(p.a, p.lda, p.strideA, d.transA ? d.k : d.m,
-                  d.transA ? d.m : d.k, d.n, a);
-  bool padB = pad(p.b, p.ldb, p.strideB, d.transB ? d.n : d.k,
-                  d.transB ? d.k : d.n, d.m, b);
+  bool padA = d.transA && pad(p.a, p.lda, p.strideA, d.k, d.m, d.n, a);
+  bool padB = !d.transB && pad(p.b, p.ldb, p.strideB, d.k, d.n, d.m, b);
   if (!padA && !padB)
     return false;
   out = p;

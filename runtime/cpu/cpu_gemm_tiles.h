@@ -100,21 +100,22 @@ private:
 /// oneDNN 2.6's f32 gemm:jit kernels run up to 2x slower on an operand
 /// they read along k across rows a multiple of 2 KiB apart (cache-set
 /// conflicts as they pack it; a transposed A, an untransposed B): measured
-/// on an AMD EPYC with AVX2 only, one thread (bench BM_CpuGemmPadded),
-/// 1024 x 256 x 1024 with A transposed (a weight gradient Xᵀ dY) 13.8 ms
-/// against 7.4-8.0 ms with rows padded, 256 x 1024 x 1024 12.0-12.8
-/// against 7.1-9.0 ms, 512³ 4.6 against 3.4 ms. Rows 1 KiB apart, or
-/// k = 256, measured within the runs' noise either way. The leading
-/// dimension of an f32 copy of an operand with rows `ld` elements apart
-/// and `cols` elements long that reads well: 0 when its rows are fine
-/// where they are.
+/// on an AMD EPYC with AVX2 only, one thread (bench BM_CpuGemmPadded,
+/// medians of 5), 1024 x 256 x 1024 with A transposed (a weight gradient
+/// Xᵀ dY) 14.8 ms against 6.9 ms with rows padded, 256 x 1024 x 1024 (A
+/// transposed) 12.4 against 7.6 ms, 512³ 4.3 against 3.1 ms. Rows 1 KiB
+/// apart, or k = 256, measured within the runs' noise either way. The
+/// leading dimension of an f32 copy of an operand with rows `ld` elements
+/// apart and `cols` elements long that reads well: 0 when its rows are
+/// fine where they are.
 int64_t paddedLd(int64_t ld, int64_t cols);
 
 /// Where `d` runs as an f32 product on oneDNN's gemm:jit (`f32Gemm`), `d`
 /// with every large operand read along k (k >= 512) across rows that
 /// conflict (paddedLd) copied (widened when 16-bit) into `a` or `b` with
 /// padded rows: the same values, so the same products; false, with `out`
-/// untouched, when no operand is copied.
+/// untouched, when no operand is copied. A copy is at most 2^24 elements
+/// (64 MiB; the backend keeps the buffers for its next call).
 /// The choice comes from the shape alone. With `copy` false (planning)
 /// nothing is copied and the copies' pointers in `out` are null.
 /// AMPC_CPU_GEMM_PAD=off turns the copies off (benchmarks, tests).
