@@ -9,6 +9,7 @@
 
 #include "ampc/Executor/Executor.h"
 #include "ampc/Executor/Npy.h"
+#include "ampc/Executor/Profile.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -257,20 +258,8 @@ struct Executor::Impl {
                      .count();
     ++c.runs;
     char text[512];
-    if (ampc_context_take_engines(ctx, text, sizeof text) != AMPC_OK)
-      return;
-    for (llvm::StringRef rest = text; !rest.empty();) {
-      auto [name, tail] = rest.split(", ");
-      rest = tail;
-      bool known = false;
-      for (llvm::StringRef have = c.engines; !have.empty() && !known;) {
-        auto [h, t] = have.split(", ");
-        known = h == name;
-        have = t;
-      }
-      if (!known)
-        c.engines += (c.engines.empty() ? "" : ", ") + name.str();
-    }
+    if (ampc_context_take_engines(ctx, text, sizeof text) == AMPC_OK)
+      addNames(c.engines, text);
   }
 
   bool run(std::vector<PreparedCall> &calls, std::string &error,

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "ampc/Executor/Profile.h"
 
-#include "llvm/ADT/StringRef.h"
 #include "ampc/Dialect/RT/RTDialect.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,22 +21,6 @@ using namespace ampc;
 using namespace ampc::exec;
 
 namespace {
-
-/// Adds each name of the comma-separated `names` to `into` that it lacks.
-void mergeNames(std::string &into, llvm::StringRef names) {
-  while (!names.empty()) {
-    auto [name, rest] = names.split(", ");
-    names = rest;
-    bool known = false;
-    for (llvm::StringRef have = into; !have.empty() && !known;) {
-      auto [h, t] = have.split(", ");
-      known = h == name;
-      have = t;
-    }
-    if (!known)
-      into += (into.empty() ? "" : ", ") + name.str();
-  }
-}
 
 void sortSlowestFirst(std::vector<ProfileRow> &rows) {
   std::stable_sort(rows.begin(), rows.end(),
@@ -76,17 +60,33 @@ void printRows(llvm::raw_ostream &os, const std::vector<ProfileRow> &rows,
   }
 }
 
-llvm::json::Array engineArray(llvm::StringRef engines) {
+/// ["a", "b"] of "a, b".
+llvm::json::Array nameArray(llvm::StringRef names) {
   llvm::json::Array out;
-  while (!engines.empty()) {
-    auto [name, rest] = engines.split(", ");
+  while (!names.empty()) {
+    auto [name, rest] = names.split(", ");
     out.push_back(name.str());
-    engines = rest;
+    names = rest;
   }
   return out;
 }
 
 } // namespace
+
+void ampc::exec::addNames(std::string &into, llvm::StringRef names) {
+  while (!names.empty()) {
+    auto [name, rest] = names.split(", ");
+    names = rest;
+    bool known = false;
+    for (llvm::StringRef have = into; !have.empty() && !known;) {
+      auto [h, t] = have.split(", ");
+      known = h == name;
+      have = t;
+    }
+    if (!known)
+      into += (into.empty() ? "" : ", ") + name.str();
+  }
+}
 
 ProfileReport ampc::exec::summarizeProfile(
     const rt::Program &program,
@@ -120,8 +120,8 @@ ProfileReport ampc::exec::summarizeProfile(
     auto add = [&](ProfileRow &r) {
       r.seconds += secs;
       r.calls += n;
-      mergeNames(r.engines, c.engines);
-      mergeNames(r.function, callee[i]);
+      addNames(r.engines, c.engines);
+      addNames(r.function, callee[i]);
     };
     add(byFunction[callee[i]]);
     const rt::CallSource *s = source[i];
@@ -177,11 +177,11 @@ std::string ampc::exec::profileJson(const ProfileReport &r) {
     llvm::json::Array out;
     for (const ProfileRow &row : list) {
       llvm::json::Object o{
-          {"functions", engineArray(row.function)},
+          {"functions", nameArray(row.function)},
           {"ms_per_step", row.seconds * 1e3},
           {"share", r.callSeconds > 0 ? row.seconds / r.callSeconds : 0.0},
           {"calls_per_step", row.calls},
-          {"engines", engineArray(row.engines)}};
+          {"engines", nameArray(row.engines)}};
       if (sources) {
         auto orNull = [](const std::string &s) -> llvm::json::Value {
           return s.empty() ? llvm::json::Value(nullptr)

@@ -1218,10 +1218,10 @@ public:
 
   ampc_status planGemm(const GemmDesc &d) override {
     std::vector<TilePlan> plans;
-    GemmDesc padded;
-    bool pad = cpugemm::padOperands(d, onGemmJitF32(d), false, padded,
-                                    paddedA, paddedB);
-    const GemmDesc &run = pad ? padded : d;
+    cpugemm::PadPlan pad = cpugemm::conflictingOperands(d);
+    GemmDesc run = pad.any() && onGemmJitF32(d)
+                       ? cpugemm::padOperands(d, pad, false, paddedA, paddedB)
+                       : d;
     gemmPlans(run, cpugemm::tilesOf(run, onednn::nativeBf16()), plans);
     return AMPC_OK;
   }
@@ -1231,10 +1231,10 @@ public:
       noteEngine("f64");
       return AMPC_OK;
     }
-    GemmDesc padded; // operands whose rows conflict, copied (paddedLd)
-    if (cpugemm::padOperands(d, onGemmJitF32(d), true, padded, paddedA,
-                             paddedB))
-      return gemm(padded);
+    // Operands whose rows conflict in the cache, copied (paddedLd).
+    cpugemm::PadPlan pad = cpugemm::conflictingOperands(d);
+    if (pad.any() && onGemmJitF32(d))
+      return gemm(cpugemm::padOperands(d, pad, true, paddedA, paddedB));
     // Extent in elements of a batch of row-major matrices.
     auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
       return (d.batch - 1) * stride + (rows - 1) * ld + cols;

@@ -93,32 +93,48 @@ int64_t paddedLd(int64_t ld, int64_t cols) {
   return padded % 128 == 0 ? padded + 16 : padded; // 512 bytes
 }
 
-bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
-                 std::vector<float> &a, std::vector<float> &b) {
-  // Large products only (about 4M multiply-adds, as for tiles), and only
-  // operands each of whose elements is used at least 64 times: the copy
-  // reads and writes each element once. What conflicts is an operand read
-  // along k across its rows (a transposed A, an untransposed B) over 512
-  // rows or more: k = 256 measured no slower as it is, and operands whose
-  // rows run along k no faster padded. The copy is kept by the backend for
-  // its next call: at most 64 MiB.
-  constexpr int64_t kMinWork = int64_t(1) << 22, kMinReuse = 64,
-                    kMinK = 512, kMaxCopy = int64_t(1) << 24;
+namespace {
+// Large products only (about 4M multiply-adds, as for tiles), and only
+// operands each of whose elements is used at least 64 times: the copy
+// reads and writes each element once. What conflicts is an operand read
+// along k across its rows (a transposed A, an untransposed B) over 512
+// rows or more: k = 256 measured no slower as it is, and operands whose
+// rows run along k no faster padded. The copy is kept by the backend for
+// its next call: at most 64 MiB.
+constexpr int64_t kMinWork = int64_t(1) << 22, kMinReuse = 64, kMinK = 512,
+                  kMaxCopy = int64_t(1) << 24;
+
+/// Whether an operand of `rows` rows of `cols` elements, `ld` apart, one
+/// matrix for the batch when `stride` is 0, each element used `reuse`
+/// times, is worth a padded copy.
+bool worthPadding(const GemmDesc &d, int64_t ld, int64_t stride, int64_t rows,
+                  int64_t cols, int64_t reuse) {
+  int64_t padded = paddedLd(ld, cols);
+  int64_t matrices = stride == 0 ? 1 : d.batch;
+  return padded != 0 && reuse >= kMinReuse &&
+         matrices * rows * padded <= kMaxCopy;
+}
+} // namespace
+
+PadPlan conflictingOperands(const GemmDesc &d) {
   const char *knob = getenv("AMPC_CPU_GEMM_PAD"); // read per call: tests
-  if (knob && strcmp(knob, "off") == 0)
-    return false;
-  if (!f32Gemm || d.batch < 1 || d.k < kMinK || d.m * d.n * d.k < kMinWork)
-    return false;
+  if ((knob && strcmp(knob, "off") == 0) || d.batch < 1 || d.k < kMinK ||
+      d.m * d.n * d.k < kMinWork)
+    return PadPlan();
+  PadPlan p;
+  p.a = d.transA && worthPadding(d, d.lda, d.strideA, d.k, d.m, d.n);
+  p.b = !d.transB && worthPadding(d, d.ldb, d.strideB, d.k, d.n, d.m);
+  return p;
+}
+
+GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
+                     std::vector<float> &a, std::vector<float> &b) {
   GemmDesc p = d;
-  // One operand: `rows` rows of `cols` elements, `ld` apart, `stride`
-  // apart from matrix to matrix (0: one matrix for the whole batch).
-  auto pad = [&](Buf &buf, int64_t &ld, int64_t &stride, int64_t rows,
-                 int64_t cols, int64_t reuse, std::vector<float> &to) {
-    int64_t padded = paddedLd(ld, cols);
-    int64_t matrices = stride == 0 ? 1 : d.batch;
-    int64_t per = rows * padded;
-    if (padded == 0 || reuse < kMinReuse || matrices * per > kMaxCopy)
-      return false;
+  // One operand of k rows of `cols` elements (see worthPadding).
+  auto pad = [&](Buf &buf, int64_t &ld, int64_t &stride, int64_t cols,
+                 std::vector<float> &to) {
+    int64_t rows = d.k, padded = paddedLd(ld, cols);
+    int64_t matrices = stride == 0 ? 1 : d.batch, per = rows * padded;
     float *dst = nullptr;
     if (copy) {
       to.resize(static_cast<size_t>(matrices * per));
@@ -136,14 +152,12 @@ bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
     buf = Buf{dst, AMPC_F32};
     ld = padded;
     stride = stride == 0 ? 0 : per;
-    return true;
   };
-  bool padA = d.transA && pad(p.a, p.lda, p.strideA, d.k, d.m, d.n, a);
-  bool padB = !d.transB && pad(p.b, p.ldb, p.strideB, d.k, d.n, d.m, b);
-  if (!padA && !padB)
-    return false;
-  out = p;
-  return true;
+  if (plan.a)
+    pad(p.a, p.lda, p.strideA, d.m, a);
+  if (plan.b)
+    pad(p.b, p.ldb, p.strideB, d.n, b);
+  return p;
 }
 
 } // namespace cpugemm

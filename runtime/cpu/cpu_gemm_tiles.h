@@ -110,17 +110,25 @@ private:
 /// fine where they are.
 int64_t paddedLd(int64_t ld, int64_t cols);
 
-/// Where `d` runs as an f32 product on oneDNN's gemm:jit (`f32Gemm`), `d`
-/// with every large operand read along k (k >= 512) across rows that
-/// conflict (paddedLd) copied (widened when 16-bit) into `a` or `b` with
-/// padded rows: the same values, so the same products; false, with `out`
-/// untouched, when no operand is copied. A copy is at most 2^24 elements
-/// (64 MiB; the backend keeps the buffers for its next call).
-/// The choice comes from the shape alone. With `copy` false (planning)
-/// nothing is copied and the copies' pointers in `out` are null.
-/// AMPC_CPU_GEMM_PAD=off turns the copies off (benchmarks, tests).
-bool padOperands(const GemmDesc &d, bool f32Gemm, bool copy, GemmDesc &out,
-                 std::vector<float> &a, std::vector<float> &b);
+/// Which operands of `d` are read along k (k >= 512) across rows that
+/// conflict (paddedLd; a transposed A, an untransposed B) in a product
+/// large enough for a copy to pay: at least 2^22 multiply-adds, each
+/// element of the operand used at least 64 times, a copy of at most 2^24
+/// elements (64 MiB; the backend keeps the buffers for its next call).
+/// From the shape alone. AMPC_CPU_GEMM_PAD=off: none (benchmarks, tests).
+struct PadPlan {
+  bool a = false, b = false;
+  bool any() const { return a || b; }
+};
+PadPlan conflictingOperands(const GemmDesc &d);
+
+/// `d` with the operands `plan` names copied (widened when 16-bit) into
+/// `a` and `b`, f32 with padded rows: the same values, so where oneDNN's
+/// f32 gemm:jit runs both (the caller checks) the same products, bit for
+/// bit. With `copy` false (planning) nothing is copied and the copies'
+/// pointers are null.
+GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
+                     std::vector<float> &a, std::vector<float> &b);
 
 } // namespace cpugemm
 } // namespace ampc

@@ -11,6 +11,7 @@
 #define AMPC_EXECUTOR_PROFILE_H
 
 #include "ampc/Executor/Executor.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <string>
@@ -42,6 +43,10 @@ struct ProfileReport {
   /// one, as in bySource).
   std::vector<ProfileRow> byCall;
 };
+
+/// Appends to the comma-separated `into` each name of the comma-separated
+/// `names` it lacks.
+void addNames(std::string &into, llvm::StringRef names);
 
 /// Sums `calls` (Executor::profile) over `steps` steps.
 ProfileReport summarizeProfile(const rt::Program &program,
