@@ -130,10 +130,17 @@ private:
 /// taken (ampc_context_take_engines), each once, in the order first noted.
 class EngineNotes {
 public:
-  void note(const std::string &name) {
+  /// `names`: one name, or several comma-separated.
+  void note(const std::string &names) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      names.push_back(name);
+    for (size_t from = 0; from < names.size();) {
+      size_t end = std::min(names.find(", ", from), names.size());
+      std::string name = names.substr(from, end - from);
+      if (std::find(this->names.begin(), this->names.end(), name) ==
+          this->names.end())
+        this->names.push_back(name);
+      from = end + 2;
+    }
   }
   /// The names, comma-separated; then forgets them.
   std::string take() {

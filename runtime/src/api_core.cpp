@@ -9,6 +9,22 @@
 
 using namespace ampc;
 
+namespace {
+/// Writes the line `of` gives for ctx's backend into `text` (`size` bytes,
+/// NUL-terminated, cut to fit; `text` may be NULL when `size` is 0).
+template <typename Of>
+ampc_status contextText(const char *fn, ampc_context ctx, char *text,
+                        size_t size, Of of) {
+  AMPC_TRY(checkContext(fn, ctx));
+  if (!text && size)
+    return setError(AMPC_ERROR_NULL_POINTER, "%s: text is NULL", fn);
+  std::string line = of(*ctx->backend);
+  if (size)
+    snprintf(text, size, "%s", line.c_str());
+  return AMPC_OK;
+}
+} // namespace
+
 extern "C" {
 
 uint32_t ampc_runtime_version(void) { return AMPC_RUNTIME_VERSION; }
@@ -119,26 +135,14 @@ ampc_status ampc_context_backend(ampc_context ctx, ampc_backend *backend) {
 }
 
 ampc_status ampc_context_engine(ampc_context ctx, char *text, size_t size) {
-  AMPC_TRY(checkContext("ampc_context_engine", ctx));
-  if (!text && size)
-    return setError(AMPC_ERROR_NULL_POINTER,
-                    "ampc_context_engine: text is NULL");
-  std::string line = ctx->backend->engine();
-  if (size)
-    snprintf(text, size, "%s", line.c_str());
-  return AMPC_OK;
+  return contextText("ampc_context_engine", ctx, text, size,
+                     [](Backend &b) { return b.engine(); });
 }
 
 ampc_status ampc_context_take_engines(ampc_context ctx, char *text,
                                       size_t size) {
-  AMPC_TRY(checkContext("ampc_context_take_engines", ctx));
-  if (!text && size)
-    return setError(AMPC_ERROR_NULL_POINTER,
-                    "ampc_context_take_engines: text is NULL");
-  std::string line = ctx->backend->takeEngines();
-  if (size)
-    snprintf(text, size, "%s", line.c_str());
-  return AMPC_OK;
+  return contextText("ampc_context_take_engines", ctx, text, size,
+                     [](Backend &b) { return b.takeEngines(); });
 }
 
 ampc_status ampc_context_stream(ampc_context ctx, void **stream) {

@@ -1242,6 +1242,11 @@ static int checkRunOptions() {
                     "are options of 'ampc run'\n";
     return kUsageError;
   }
+  if (!opts.runMode && (opts.run.profile || !opts.run.profileJson.empty())) {
+    llvm::errs() << "ampc: error: --profile and --profile-json are options "
+                    "of 'ampc run'\n";
+    return kUsageError;
+  }
   if (opts.runMode && opts.run.steps < 1) {
     llvm::errs() << "ampc: error: --steps must be at least 1\n";
     return kUsageError;
