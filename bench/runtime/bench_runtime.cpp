@@ -176,8 +176,9 @@ BENCHMARK(BM_CpuGemmLayout)
 /// f32 C = op(A) * B with f32 operands whose rows are as long as the
 /// matrices (m, n, k = range(0..2), range(3) transposes A): with range(4)
 /// = 0 under AMPC_CPU_GEMM_PAD=off (operands read where they are), 1 with
-/// the default padded copies of operands whose rows lie a multiple of 512
-/// bytes apart (cpu_gemm_tiles.h, padOperands; docs/runtime.md). One
+/// the default padded copies of operands read along k across rows a
+/// multiple of 2 KiB apart (cpu_gemm_tiles.h, conflictingOperands;
+/// docs/runtime.md). One
 /// thread: the products of a 256-wide layer with a 1024-wide MLP over 1024
 /// tokens, forward and backward.
 void BM_CpuGemmPadded(benchmark::State &state) {

@@ -8,8 +8,8 @@
 #include "cpu_kernels.h"
 #include "cpu_pool.h"
 
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 namespace ampc {
 namespace cpugemm {
@@ -70,7 +70,6 @@ const char *packRows(std::vector<char> &buf, const char *src, int64_t rows,
   return buf.data();
 }
 
-
 void loadContigPar(Buf b, int64_t n, float *out) {
   constexpr int64_t kChunk = cpupool::kItemElements;
   if (b.dtype == AMPC_F32) {
@@ -89,8 +88,9 @@ int64_t paddedLd(int64_t ld, int64_t cols) {
   constexpr int64_t kConflict = 512; // f32 elements: 2 KiB
   if (ld % kConflict != 0)
     return 0;
-  int64_t padded = (cols + 15) / 16 * 16; // rows stay 64-byte aligned
-  return padded % 128 == 0 ? padded + 16 : padded; // 512 bytes
+  // Rows stay 64-byte aligned and are not a multiple of 512 bytes apart.
+  int64_t padded = (cols + 15) / 16 * 16;
+  return padded % 128 == 0 ? padded + 16 : padded;
 }
 
 namespace {

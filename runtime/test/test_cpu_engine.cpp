@@ -149,9 +149,10 @@ TEST_F(CpuEngine, TakesTheEnginesOfTheCallsSinceTheLastTake) {
   EXPECT_NE(ampc_context_take_engines(nullptr, small, sizeof small), AMPC_OK);
 }
 
-// Operands whose rows lie a multiple of 512 bytes apart are copied with
-// padded rows before oneDNN's f32 gemm:jit kernels read them (cache-set
-// conflicts: cpu_gemm_tiles.h, paddedLd): the same values in the same
+// Operands read along k across rows a multiple of 2 KiB apart (a
+// transposed A, an untransposed B) are copied with padded rows before
+// oneDNN's f32 gemm:jit kernels read them (cache-set conflicts:
+// cpu_gemm_tiles.h, conflictingOperands): the same values in the same
 // kernels, so the same bits as reading them where they are
 // (AMPC_CPU_GEMM_PAD=off); planning makes the padded problem's primitive,
 // so the call after it makes none.
