@@ -40,10 +40,18 @@ GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows) {
   return t;
 }
 
+namespace {
+/// Whether `d`'s tiles are blocks of rows (gemmTiles' byRows): bf16
+/// products on oneDNN's bf16 units (`bf16Units`) with an untransposed A,
+/// whose blocks of rows are dense. f32 products and a transposed A keep
+/// the blocks of the longer side: there oneDNN's brgemm kernels on dense
+/// tiles measured no faster (f32) or slower (A transposed) than its
+/// gemm:jit ones on strided tiles (BM_CpuGemmLayout, on a Xeon with AMX).
 bool tilesByRows(const GemmDesc &d, bool bf16Units) {
   return d.a.dtype == AMPC_BF16 && d.b.dtype == AMPC_BF16 && !d.transA &&
          bf16Units;
 }
+} // namespace
 
 GemmTiles tilesOf(const GemmDesc &d, bool bf16Units) {
   bool byRows = tilesByRows(d, bf16Units);

@@ -49,14 +49,6 @@ struct GemmTiles {
 
 GemmTiles gemmTiles(int64_t m, int64_t n, int64_t k, bool byRows);
 
-/// Whether `d`'s tiles are blocks of rows (gemmTiles' byRows): bf16
-/// products on oneDNN's bf16 units (`bf16Units`) with an untransposed A,
-/// whose blocks of rows are dense. f32 products and a transposed A keep
-/// the blocks of the longer side: there oneDNN's brgemm kernels on dense
-/// tiles measured no faster (f32) or slower (A transposed) than its
-/// gemm:jit ones on strided tiles (BM_CpuGemmLayout, on a Xeon with AMX).
-bool tilesByRows(const GemmDesc &d, bool bf16Units);
-
 /// `d`'s tiles. A 16-bit C is computed a tile at a time in f32 scratch,
 /// then rounded into C with the epilogue; with blocks of rows, a tile of
 /// more than 2^16 elements is cut into blocks of at least 64 rows that keep
