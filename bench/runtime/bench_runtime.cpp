@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -216,6 +217,46 @@ BENCHMARK(BM_CpuGemmPadded)
     ->ArgsProduct({{1024}, {256}, {1024}, {0}, {0, 1}}) // X W, 1024 -> 256
     ->ArgsProduct({{1024}, {1024}, {256}, {0}, {0, 1}}) // dY W, 1024 -> 256
     ->ArgsProduct({{512}, {512}, {512}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+/// C = Aᵀ B, the weight gradient Xᵀ dY of a narrow layer over many tokens
+/// (m x n x k = range(0..2), A of range(4)'s dtype, C f32): its C is one
+/// tile, so with range(3) = 0 (AMPC_CPU_GEMM_SPLIT=off) one thread computes
+/// it; with 1 (the default) its k is cut into blocks computed as a batch on
+/// the pool and summed (cpu_gemm_tiles.h, kSplitParts). Run it with
+/// AMPC_NUM_THREADS=1 and 2: the shapes of bench/models' MobileViT
+/// (8192 tokens, width 64, qkv 192, MLP 128).
+void BM_CpuGemmSplit(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  bool split = state.range(3) != 0;
+  auto dt = static_cast<ampc_dtype>(state.range(4));
+  if (split)
+    unsetenv("AMPC_CPU_GEMM_SPLIT");
+  else
+    setenv("AMPC_CPU_GEMM_SPLIT", "off", 1);
+  void *a = deviceRandom(ctx, dt, k * m, 1), *b = deviceRandom(ctx, dt, k * n, 2);
+  void *c = nullptr;
+  ampc_malloc(ctx, m * n * 4, &c);
+  ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
+  for (auto _ : state)
+    ampc_gemm(ctx, c, AMPC_F32, a, dt, b, dt, nullptr, AMPC_F32, 1, m, n, k,
+              true, false, m, n, n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE);
+  unsetenv("AMPC_CPU_GEMM_SPLIT");
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
+  char engine[512];
+  ampc_context_take_engines(ctx, engine, sizeof engine);
+  state.SetLabel(std::string(split ? "split " : "whole ") + dtypeLabel(dt) +
+                 " " + engine);
+  for (void *p : {a, b, c})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuGemmSplit)
+    ->ArgNames({"m", "n", "k", "split", "dt"})
+    ->ArgsProduct({{64}, {192}, {8192}, {0, 1}, {AMPC_F32, AMPC_BF16}})
+    ->ArgsProduct({{64}, {64, 128}, {8192}, {0, 1}, {AMPC_F32}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -676,3 +717,40 @@ int main(int argc, char **argv) {
   benchmark::Shutdown();
   return 0;
 }
+
+// A pooled kernel (an f32 add of 2^18 elements, 8 items) after the calling
+// thread spent range(0) microseconds either idle (range(1) = 0: no runtime
+// call) or running one-item kernels back to back (range(1) = 1: adds of
+// 4096 elements): what waking a sleeping worker costs, and whether the
+// workers stay awake through a run of one-item kernels. Only the pooled
+// add is timed. Run it with AMPC_NUM_THREADS=2 (or more).
+void BM_CpuPoolAfterGap(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  constexpr int64_t n = 1 << 18, small = 4096;
+  void *a = deviceRandom(ctx, AMPC_F32, n, 1), *b = deviceRandom(ctx, AMPC_F32, n, 2);
+  void *y = nullptr;
+  ampc_malloc(ctx, n * 4, &y);
+  int64_t shape[1] = {n}, smallShape[1] = {small};
+  auto gap = std::chrono::microseconds(state.range(0));
+  bool kernels = state.range(1) != 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < gap)
+      if (kernels)
+        ampc_add_fwd(ctx, y, AMPC_F32, smallShape, 1, a, AMPC_F32, smallShape,
+                     1, b, AMPC_F32, smallShape, 1);
+    auto s = std::chrono::steady_clock::now();
+    ampc_add_fwd(ctx, y, AMPC_F32, shape, 1, a, AMPC_F32, shape, 1, b,
+                 AMPC_F32, shape, 1);
+    state.SetIterationTime(std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - s)
+                               .count());
+  }
+  state.SetLabel(kernels ? "one-item kernels" : "idle");
+  for (void *p : {a, b, y})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuPoolAfterGap)
+    ->ArgsProduct({{10, 100, 1000}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);

@@ -1208,6 +1208,10 @@ public:
     return AMPC_F32;
   }
 
+  static int64_t kSplitParts(const GemmDesc &d) {
+    return cpugemm::kSplitParts(d, cpugemm::tilesOf(d, onednn::nativeBf16()));
+  }
+
   /// Whether `d` runs as an f32 product on oneDNN's gemm:jit kernels.
   bool onGemmJitF32(const GemmDesc &d) {
     std::vector<TilePlan> plans;
@@ -1217,6 +1221,8 @@ public:
   }
 
   ampc_status planGemm(const GemmDesc &d) override {
+    if (int64_t parts = kSplitParts(d))
+      return planGemm(cpugemm::kBlocks(d, parts, nullptr));
     std::vector<TilePlan> plans;
     cpugemm::PadPlan pad = cpugemm::conflictingOperands(d);
     GemmDesc run = pad.any() && onGemmJitF32(d)
@@ -1229,6 +1235,14 @@ public:
   ampc_status gemm(const GemmDesc &d) override {
     if (cpuwide::gemm(d)) {
       noteEngine("f64");
+      return AMPC_OK;
+    }
+    // One tile with a long k: blocks of k as a batch, summed (kSplitParts).
+    if (int64_t parts = kSplitParts(d)) {
+      thread_local std::vector<float> partials;
+      partials.resize(static_cast<size_t>(parts * d.m * d.n));
+      AMPC_TRY(gemm(cpugemm::kBlocks(d, parts, partials.data())));
+      cpugemm::sumKBlocks(d, parts, partials.data());
       return AMPC_OK;
     }
     // Operands whose rows conflict in the cache, copied (paddedLd).

@@ -168,5 +168,74 @@ GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
   return p;
 }
 
+int64_t kSplitParts(const GemmDesc &d, const GemmTiles &t) {
+  constexpr int64_t kMinBlockK = 512, kMaxParts = 8,
+                    kMinWork = int64_t(1) << 23, kMaxC = int64_t(1) << 18;
+  const char *knob = getenv("AMPC_CPU_GEMM_SPLIT"); // read per call: tests
+  if ((knob && strcmp(knob, "off") == 0) || d.batch != 1 ||
+      t.perMatrix() != 1 || d.k < 2 * kMinBlockK ||
+      d.m * d.n > kMaxC || d.m * d.n * d.k < kMinWork)
+    return 0;
+  for (int64_t parts = std::min(kMaxParts, d.k / kMinBlockK); parts >= 2;
+       --parts)
+    if (d.k % parts == 0)
+      return parts;
+  return 0;
+}
+
+GemmDesc kBlocks(const GemmDesc &d, int64_t parts, float *partials) {
+  GemmDesc b = d;
+  int64_t kb = d.k / parts;
+  b.batch = parts;
+  b.k = kb;
+  // Block p of A is its columns [p kb, (p + 1) kb) (rows, when A is stored
+  // transposed), of B its rows (columns, when transposed).
+  b.strideA = d.transA ? kb * d.lda : kb;
+  b.strideB = d.transB ? kb : kb * d.ldb;
+  b.c = Buf{partials, AMPC_F32};
+  b.ldc = d.n;
+  b.strideC = d.m * d.n;
+  b.alpha = 1.0f;
+  b.beta = 0.0f;
+  b.bias = Buf{nullptr, AMPC_F32};
+  b.epilogue = AMPC_EPILOGUE_NONE;
+  return b;
+}
+
+void sumKBlocks(const GemmDesc &d, int64_t parts, const float *partials) {
+  std::vector<float> bias(d.bias.data ? static_cast<size_t>(d.n) : 0);
+  if (d.bias.data)
+    cpukern::loadContig(d.bias, 0, d.n, bias.data());
+  int64_t n = d.n, mn = d.m * d.n;
+  int64_t perItem =
+      std::max<int64_t>(1, cpupool::kItemElements / std::max<int64_t>(n, 1));
+  cpupool::forChunks(d.m, perItem, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> row, old;
+    row.resize(static_cast<size_t>(n));
+    old.resize(static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *first = partials + r * n;
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = first[j];
+      for (int64_t p = 1; p < parts; ++p) {
+        const float *part = partials + p * mn + r * n;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += part[j];
+      }
+      if (d.alpha != 1.0f)
+        for (int64_t j = 0; j < n; ++j)
+          row[j] *= d.alpha;
+      if (d.beta != 0.0f) {
+        cpukern::loadContig(d.c, r * d.ldc, n, old.data());
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += d.beta * old[j];
+      }
+      cpukern::epilogueRow(d.epilogue, d.bias.data ? bias.data() : nullptr,
+                           row.data(), n);
+      cpukern::storeContig(d.c, r * d.ldc, n, row.data());
+    }
+  });
+}
+
 } // namespace cpugemm
 } // namespace ampc

@@ -122,6 +122,28 @@ PadPlan conflictingOperands(const GemmDesc &d);
 GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
                      std::vector<float> &a, std::vector<float> &b);
 
+/// Products whose C is a single tile but whose k is long (the weight
+/// gradients Xᵀ dY of narrow layers over many tokens: 64 x 192 x 8192 in
+/// bench/models' MobileViT) would run on one thread. Their k is cut into
+/// `parts` equal blocks instead, run as a strided batch of partial
+/// products in f32 (kBlocks), then summed in block order (sumKBlocks): the
+/// same operations whatever the thread count. The number of parts comes
+/// from the shape alone: the largest of 2-8 that divides k into blocks of
+/// at least 512, for a batch of one, one tile (`t`), at least 2^23
+/// multiply-adds and a C of at most 2^18 elements; 0 for any other
+/// product, and for every product under AMPC_CPU_GEMM_SPLIT=off
+/// (benchmarks, tests).
+int64_t kSplitParts(const GemmDesc &d, const GemmTiles &t);
+
+/// The batch of `parts` partial products of `d` (alpha 1, beta 0, no bias,
+/// no epilogue) into `partials`: parts f32 matrices of m x n, one after
+/// another (null when only planning).
+GemmDesc kBlocks(const GemmDesc &d, int64_t parts, float *partials);
+
+/// C = epilogue(alpha * (the partials' sum, in block order) + beta * C +
+/// bias), rounded once into C's dtype, on the pool by rows.
+void sumKBlocks(const GemmDesc &d, int64_t parts, const float *partials);
+
 } // namespace cpugemm
 } // namespace ampc
 

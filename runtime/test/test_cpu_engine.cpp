@@ -229,6 +229,110 @@ TEST_F(CpuEngine, PaddedOperandsGiveTheBitsOfTheOperandsAsTheyAre) {
   }
 }
 
+// A product whose C is one tile but whose k is long (the weight gradient
+// Xᵀ dY of a narrow layer over many tokens) runs as a batch of partial
+// products over equal blocks of k, summed in block order, then alpha, beta
+// C, the bias and the epilogue, rounded once (cpu_gemm_tiles.h,
+// kSplitParts): the bits of that batch (ampc_gemm's strided batch over the
+// same blocks) summed the same way here, and the values the products'.
+// Planning makes the batch's primitives; AMPC_CPU_GEMM_SPLIT=off leaves
+// the product whole.
+TEST_F(CpuEngine, LongKProductsOfOneTileAreSummedInBlocks) {
+  struct Case {
+    int64_t m, n, k, parts;
+    bool ta, tb;
+    ampc_dtype in, out;
+    float alpha, beta;
+    bool bias;
+    ampc_epilogue epilogue;
+  } cases[] = {
+      {64, 192, 8192, 8, true, false, AMPC_F32, AMPC_F32, 1.0f, 0.0f, false,
+       AMPC_EPILOGUE_NONE}, // Xᵀ dY
+      {128, 64, 3072, 6, true, false, AMPC_BF16, AMPC_BF16, 1.0f, 0.0f, false,
+       AMPC_EPILOGUE_NONE}, // rounded once into bf16
+      {64, 96, 4096, 8, false, true, AMPC_F16, AMPC_F32, 0.5f, 1.0f, true,
+       AMPC_EPILOGUE_RELU}, // alpha, beta, bias, epilogue
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::to_string(c.m) + " x " + std::to_string(c.n) + " x " +
+                 std::to_string(c.k));
+    int64_t lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
+    Tensor a = randomTensor({c.m * c.k}, c.in);
+    Tensor b = randomTensor({c.k * c.n}, c.in);
+    Tensor bias = randomTensor({c.n}, AMPC_F32);
+    Tensor c0 = randomTensor({c.m * c.n}, c.out); // C before, for beta
+    auto call = [&](Tensor &out) {
+      return ampc_gemm(ctx, out.data(), c.out, a.data(), c.in, b.data(), c.in,
+                       c.bias ? bias.data() : nullptr, AMPC_F32, 1, c.m, c.n,
+                       c.k, c.ta, c.tb, lda, ldb, c.n, 0, 0, 0, c.alpha,
+                       c.beta, c.epilogue);
+    };
+    // Planned, then run: the batch's primitives are made by planning.
+    Tensor split = c0;
+    int64_t planned = 0, after = 0;
+    ASSERT_OK(ampc_plan_begin(ctx));
+    ASSERT_OK(call(split));
+    ASSERT_OK(ampc_plan_end(ctx));
+    split = c0;
+    ASSERT_OK(ampc_context_primitives(ctx, &planned));
+    ASSERT_OK(call(split));
+    ASSERT_OK(ampc_context_primitives(ctx, &after));
+    EXPECT_EQ(after, planned);
+    // The partial products as ampc_gemm's strided batch over the blocks.
+    int64_t kb = c.k / c.parts;
+    Tensor partials({c.parts * c.m * c.n}, AMPC_F32);
+    ASSERT_OK(ampc_gemm(ctx, partials.data(), AMPC_F32, a.data(), c.in,
+                        b.data(), c.in, nullptr, AMPC_F32, c.parts, c.m, c.n,
+                        kb, c.ta, c.tb, lda, ldb, c.n, c.ta ? kb * lda : kb,
+                        c.tb ? kb : kb * ldb, c.m * c.n, 1.0f, 0.0f,
+                        AMPC_EPILOGUE_NONE));
+    Tensor expect({c.m * c.n}, c.out);
+    for (int64_t e = 0; e < c.m * c.n; ++e) {
+      float s = static_cast<float>(partials.get(e));
+      for (int64_t p = 1; p < c.parts; ++p)
+        s += static_cast<float>(partials.get(p * c.m * c.n + e));
+      if (c.alpha != 1.0f)
+        s *= c.alpha;
+      if (c.beta != 0.0f)
+        s += c.beta * static_cast<float>(c0.get(e));
+      if (c.bias)
+        s += static_cast<float>(bias.get(e % c.n));
+      if (c.epilogue == AMPC_EPILOGUE_RELU)
+        s = s > 0.0f ? s : 0.0f;
+      expect.set(e, s);
+    }
+    ASSERT_EQ(split.bytes, expect.bytes);
+    // The values: some entries against f64 sums.
+    for (int64_t e = 0; e < c.m * c.n; e += 97) {
+      int64_t r = e / c.n, col = e % c.n;
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        double x = a.get(c.ta ? p * lda + r : r * lda + p);
+        double y = b.get(c.tb ? col * ldb + p : p * ldb + col);
+        sum += x * y;
+        mag += std::fabs(x * y);
+      }
+      double v = c.alpha * sum + c.beta * c0.get(e) +
+                 (c.bias ? bias.get(col) : 0.0);
+      if (c.epilogue == AMPC_EPILOGUE_RELU)
+        v = std::max(v, 0.0);
+      double rounding = c.out == AMPC_BF16 ? std::fabs(v) * 0x1p-8 : 0.0;
+      EXPECT_NEAR(split.get(e), v, mag * c.k * 6e-8 + rounding + 1e-6) << e;
+    }
+    // Whole under AMPC_CPU_GEMM_SPLIT=off: the product is another problem
+    // (its own primitive where oneDNN runs it) and its values agree.
+    setenv("AMPC_CPU_GEMM_SPLIT", "off", 1);
+    Tensor whole = c0;
+    ASSERT_OK(call(whole));
+    unsetenv("AMPC_CPU_GEMM_SPLIT");
+    for (int64_t e = 0; e < c.m * c.n; e += 97)
+      EXPECT_NEAR(whole.get(e), split.get(e),
+                  1e-4 + std::fabs(split.get(e)) *
+                             (c.out == AMPC_BF16 ? 0x1p-7 : 1e-5))
+          << e;
+  }
+}
+
 // 1 + 511 * 2^-9 is exact in f32 and needs 10 significant bits: a 16-bit
 // accumulator would stop at 1 + 2^-8 steps; f32 accumulation gets it, and a
 // bf16 result is that sum rounded once (to 2).
