@@ -2,6 +2,7 @@
 //
 // The fixed tiles of C a CPU GEMM is split into for the thread pool (chosen
 // from the shape alone, so no result depends on the thread count), the
+// blocks of k of a one-tile product with a long k (kSplitParts), the
 // dense copies of strided operand blocks that oneDNN's brgemm kernels need
 // (cpu_backend.cpp's gemmPlans decides when), f32 views of 16-bit
 // operands, and the padded copies of operands whose rows conflict in the
