@@ -236,7 +236,8 @@ void BM_CpuGemmSplit(benchmark::State &state) {
     unsetenv("AMPC_CPU_GEMM_SPLIT");
   else
     setenv("AMPC_CPU_GEMM_SPLIT", "off", 1);
-  void *a = deviceRandom(ctx, dt, k * m, 1), *b = deviceRandom(ctx, dt, k * n, 2);
+  void *a = deviceRandom(ctx, dt, k * m, 1);
+  void *b = deviceRandom(ctx, dt, k * n, 2);
   void *c = nullptr;
   ampc_malloc(ctx, m * n * 4, &c);
   ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
@@ -618,6 +619,45 @@ BENCHMARK(BM_CpuCheckFinite)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A pooled kernel (an f32 add of 2^18 elements, 8 items) after the calling
+// thread spent range(0) microseconds either idle (range(1) = 0: no runtime
+// call) or running one-item kernels back to back (range(1) = 1: adds of
+// 4096 elements): what waking the pool's sleeping workers costs (they
+// sleep about 50 us after the last pooled kernel, whatever ran since; see
+// bench/README.md, "twelfth run"). Only the pooled add is timed. Run it
+// with AMPC_NUM_THREADS=2 (or more).
+void BM_CpuPoolAfterGap(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  constexpr int64_t n = 1 << 18, small = 4096;
+  void *a = deviceRandom(ctx, AMPC_F32, n, 1);
+  void *b = deviceRandom(ctx, AMPC_F32, n, 2);
+  void *y = nullptr;
+  ampc_malloc(ctx, n * 4, &y);
+  int64_t shape[1] = {n}, smallShape[1] = {small};
+  auto gap = std::chrono::microseconds(state.range(0));
+  bool kernels = state.range(1) != 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < gap)
+      if (kernels)
+        ampc_add_fwd(ctx, y, AMPC_F32, smallShape, 1, a, AMPC_F32, smallShape,
+                     1, b, AMPC_F32, smallShape, 1);
+    auto s = std::chrono::steady_clock::now();
+    ampc_add_fwd(ctx, y, AMPC_F32, shape, 1, a, AMPC_F32, shape, 1, b,
+                 AMPC_F32, shape, 1);
+    state.SetIterationTime(std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - s)
+                               .count());
+  }
+  state.SetLabel(kernels ? "one-item kernels" : "idle");
+  for (void *p : {a, b, y})
+    ampc_free(ctx, p);
+}
+BENCHMARK(BM_CpuPoolAfterGap)
+    ->ArgsProduct({{10, 100, 1000}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
 void BM_CudaGemmF16(benchmark::State &state) {
   ampc_context ctx = cudaContext();
   if (!ctx) {
@@ -717,40 +757,3 @@ int main(int argc, char **argv) {
   benchmark::Shutdown();
   return 0;
 }
-
-// A pooled kernel (an f32 add of 2^18 elements, 8 items) after the calling
-// thread spent range(0) microseconds either idle (range(1) = 0: no runtime
-// call) or running one-item kernels back to back (range(1) = 1: adds of
-// 4096 elements): what waking a sleeping worker costs, and whether the
-// workers stay awake through a run of one-item kernels. Only the pooled
-// add is timed. Run it with AMPC_NUM_THREADS=2 (or more).
-void BM_CpuPoolAfterGap(benchmark::State &state) {
-  ampc_context ctx = cpuContext();
-  constexpr int64_t n = 1 << 18, small = 4096;
-  void *a = deviceRandom(ctx, AMPC_F32, n, 1), *b = deviceRandom(ctx, AMPC_F32, n, 2);
-  void *y = nullptr;
-  ampc_malloc(ctx, n * 4, &y);
-  int64_t shape[1] = {n}, smallShape[1] = {small};
-  auto gap = std::chrono::microseconds(state.range(0));
-  bool kernels = state.range(1) != 0;
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - t0 < gap)
-      if (kernels)
-        ampc_add_fwd(ctx, y, AMPC_F32, smallShape, 1, a, AMPC_F32, smallShape,
-                     1, b, AMPC_F32, smallShape, 1);
-    auto s = std::chrono::steady_clock::now();
-    ampc_add_fwd(ctx, y, AMPC_F32, shape, 1, a, AMPC_F32, shape, 1, b,
-                 AMPC_F32, shape, 1);
-    state.SetIterationTime(std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - s)
-                               .count());
-  }
-  state.SetLabel(kernels ? "one-item kernels" : "idle");
-  for (void *p : {a, b, y})
-    ampc_free(ctx, p);
-}
-BENCHMARK(BM_CpuPoolAfterGap)
-    ->ArgsProduct({{10, 100, 1000}, {0, 1}})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);

@@ -138,7 +138,7 @@ int64_t kSplitParts(const GemmDesc &d, const GemmTiles &t);
 
 /// The batch of `parts` partial products of `d` (alpha 1, beta 0, no bias,
 /// no epilogue) into `partials`: parts f32 matrices of m x n, one after
-/// another (null when only planning).
+/// another (null when only planning; at most 2^21 floats, 8 MiB).
 GemmDesc kBlocks(const GemmDesc &d, int64_t parts, float *partials);
 
 /// C = epilogue(alpha * (the partials' sum, in block order) + beta * C +

@@ -319,8 +319,8 @@ TEST_F(CpuEngine, LongKProductsOfOneTileAreSummedInBlocks) {
       double rounding = c.out == AMPC_BF16 ? std::fabs(v) * 0x1p-8 : 0.0;
       EXPECT_NEAR(split.get(e), v, mag * c.k * 6e-8 + rounding + 1e-6) << e;
     }
-    // Whole under AMPC_CPU_GEMM_SPLIT=off: the product is another problem
-    // (its own primitive where oneDNN runs it) and its values agree.
+    // Whole under AMPC_CPU_GEMM_SPLIT=off (one call over all of k): the
+    // same values to the accumulation's rounding.
     setenv("AMPC_CPU_GEMM_SPLIT", "off", 1);
     Tensor whole = c0;
     ASSERT_OK(call(whole));
