@@ -169,15 +169,18 @@ GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
 }
 
 int64_t kSplitParts(const GemmDesc &d, const GemmTiles &t) {
+  // Blocks of at least 512 along k and 2^23 multiply-adds: each block's
+  // call costs its fixed overhead once more at one thread.
   constexpr int64_t kMinBlockK = 512, kMaxParts = 8,
-                    kMinWork = int64_t(1) << 23, kMaxC = int64_t(1) << 18;
+                    kMinBlockWork = int64_t(1) << 23,
+                    kMaxC = int64_t(1) << 18;
   const char *knob = getenv("AMPC_CPU_GEMM_SPLIT"); // read per call: tests
   if ((knob && strcmp(knob, "off") == 0) || d.batch != 1 ||
-      t.perMatrix() != 1 || d.k < 2 * kMinBlockK ||
-      d.m * d.n > kMaxC || d.m * d.n * d.k < kMinWork)
+      t.perMatrix() != 1 || d.m * d.n > kMaxC)
     return 0;
-  for (int64_t parts = std::min(kMaxParts, d.k / kMinBlockK); parts >= 2;
-       --parts)
+  int64_t most = std::min({kMaxParts, d.k / kMinBlockK,
+                           d.m * d.n * d.k / kMinBlockWork});
+  for (int64_t parts = most; parts >= 2; --parts)
     if (d.k % parts == 0)
       return parts;
   return 0;

@@ -130,10 +130,9 @@ GemmDesc padOperands(const GemmDesc &d, PadPlan plan, bool copy,
 /// products in f32 (kBlocks), then summed in block order (sumKBlocks): the
 /// same operations whatever the thread count. The number of parts comes
 /// from the shape alone: the largest of 2-8 that divides k into blocks of
-/// at least 512, for a batch of one, one tile (`t`), at least 2^23
-/// multiply-adds and a C of at most 2^18 elements; 0 for any other
-/// product, and for every product under AMPC_CPU_GEMM_SPLIT=off
-/// (benchmarks, tests).
+/// at least 512 and 2^23 multiply-adds each, for a batch of one, one tile
+/// (`t`) and a C of at most 2^18 elements; 0 for any other product, and
+/// for every product under AMPC_CPU_GEMM_SPLIT=off (benchmarks, tests).
 int64_t kSplitParts(const GemmDesc &d, const GemmTiles &t);
 
 /// The batch of `parts` partial products of `d` (alpha 1, beta 0, no bias,
