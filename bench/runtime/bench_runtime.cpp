@@ -51,6 +51,15 @@ void *deviceRandom(ampc_context ctx, ampc_dtype dt, int64_t n, uint64_t seed) {
   return p;
 }
 
+/// Leaves one of the runtime's on/off settings (AMPC_CPU_GEMM_PAD,
+/// AMPC_CPU_GEMM_SPLIT) at its default, on, or sets it off.
+void setKnob(const char *var, bool on) {
+  if (on)
+    unsetenv(var);
+  else
+    setenv(var, "off", 1);
+}
+
 /// The label of a benchmark's dtype.
 const char *dtypeLabel(ampc_dtype dt) {
   return dt == AMPC_F32 ? "f32" : dt == AMPC_BF16 ? "bf16" : "f16";
@@ -174,6 +183,37 @@ BENCHMARK(BM_CpuGemmLayout)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+/// Times C = op(A) B, m x n x k = range(0..2) (A transposed with `ta`; A
+/// and B of dtype `dt`, random, rows as long as the matrices; C f32) with
+/// the runtime's setting `knob` on (its default) or off; the label names
+/// the setting (`onName` / `offName`), the dtype and the implementations
+/// the product ran on.
+void timeGemmWithKnob(benchmark::State &state, bool ta, ampc_dtype dt,
+                      const char *knob, bool on, const char *onName,
+                      const char *offName) {
+  ampc_context ctx = cpuContext();
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  setKnob(knob, on);
+  void *a = deviceRandom(ctx, dt, m * k, 1);
+  void *b = deviceRandom(ctx, dt, k * n, 2);
+  void *c = nullptr;
+  ampc_malloc(ctx, m * n * 4, &c);
+  ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
+  for (auto _ : state)
+    ampc_gemm(ctx, c, AMPC_F32, a, dt, b, dt, nullptr, AMPC_F32, 1, m, n, k,
+              ta, false, ta ? m : k, n, n, 0, 0, 0, 1.0f, 0.0f,
+              AMPC_EPILOGUE_NONE);
+  unsetenv(knob);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
+  char engine[512];
+  ampc_context_take_engines(ctx, engine, sizeof engine);
+  state.SetLabel(std::string(on ? onName : offName) + " " + dtypeLabel(dt) +
+                 " " + engine);
+  for (void *p : {a, b, c})
+    ampc_free(ctx, p);
+}
+
 /// f32 C = op(A) * B with f32 operands whose rows are as long as the
 /// matrices (m, n, k = range(0..2), range(3) transposes A): with range(4)
 /// = 0 under AMPC_CPU_GEMM_PAD=off (operands read where they are), 1 with
@@ -183,32 +223,9 @@ BENCHMARK(BM_CpuGemmLayout)
 /// thread: the products of a 256-wide layer with a 1024-wide MLP over 1024
 /// tokens, forward and backward.
 void BM_CpuGemmPadded(benchmark::State &state) {
-  ampc_context ctx = cpuContext();
-  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   bool ta = state.range(3) != 0, pad = state.range(4) != 0;
-  if (pad)
-    unsetenv("AMPC_CPU_GEMM_PAD");
-  else
-    setenv("AMPC_CPU_GEMM_PAD", "off", 1);
-  int64_t lda = ta ? m : k;
-  void *a = deviceRandom(ctx, AMPC_F32, m * k, 1);
-  void *b = deviceRandom(ctx, AMPC_F32, k * n, 2);
-  void *c = nullptr;
-  ampc_malloc(ctx, m * n * 4, &c);
-  ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
-  for (auto _ : state)
-    ampc_gemm(ctx, c, AMPC_F32, a, AMPC_F32, b, AMPC_F32, nullptr, AMPC_F32,
-              1, m, n, k, ta, false, lda, n, n, 0, 0, 0, 1.0f, 0.0f,
-              AMPC_EPILOGUE_NONE);
-  unsetenv("AMPC_CPU_GEMM_PAD");
-  state.counters["FLOP/s"] = benchmark::Counter(
-      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
-  char engine[512];
-  ampc_context_take_engines(ctx, engine, sizeof engine);
-  state.SetLabel(std::string(pad ? "padded " : "as is ") + engine);
-  ampc_free(ctx, a);
-  ampc_free(ctx, b);
-  ampc_free(ctx, c);
+  timeGemmWithKnob(state, ta, AMPC_F32, "AMPC_CPU_GEMM_PAD", pad, "padded",
+                   "as is");
 }
 BENCHMARK(BM_CpuGemmPadded)
     ->ArgNames({"m", "n", "k", "tA", "pad"})
@@ -228,31 +245,9 @@ BENCHMARK(BM_CpuGemmPadded)
 /// AMPC_NUM_THREADS=1 and 2: the shapes of bench/models' MobileViT
 /// (8192 tokens, width 64, qkv 192, MLP 128).
 void BM_CpuGemmSplit(benchmark::State &state) {
-  ampc_context ctx = cpuContext();
-  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   bool split = state.range(3) != 0;
-  auto dt = static_cast<ampc_dtype>(state.range(4));
-  if (split)
-    unsetenv("AMPC_CPU_GEMM_SPLIT");
-  else
-    setenv("AMPC_CPU_GEMM_SPLIT", "off", 1);
-  void *a = deviceRandom(ctx, dt, k * m, 1);
-  void *b = deviceRandom(ctx, dt, k * n, 2);
-  void *c = nullptr;
-  ampc_malloc(ctx, m * n * 4, &c);
-  ampc_context_take_engines(ctx, nullptr, 0); // the earlier benchmarks'
-  for (auto _ : state)
-    ampc_gemm(ctx, c, AMPC_F32, a, dt, b, dt, nullptr, AMPC_F32, 1, m, n, k,
-              true, false, m, n, n, 0, 0, 0, 1.0f, 0.0f, AMPC_EPILOGUE_NONE);
-  unsetenv("AMPC_CPU_GEMM_SPLIT");
-  state.counters["FLOP/s"] = benchmark::Counter(
-      2.0 * m * n * k * state.iterations(), benchmark::Counter::kIsRate);
-  char engine[512];
-  ampc_context_take_engines(ctx, engine, sizeof engine);
-  state.SetLabel(std::string(split ? "split " : "whole ") + dtypeLabel(dt) +
-                 " " + engine);
-  for (void *p : {a, b, c})
-    ampc_free(ctx, p);
+  timeGemmWithKnob(state, true, static_cast<ampc_dtype>(state.range(4)),
+                   "AMPC_CPU_GEMM_SPLIT", split, "split", "whole");
 }
 BENCHMARK(BM_CpuGemmSplit)
     ->ArgNames({"m", "n", "k", "split", "dt"})
