@@ -54,6 +54,81 @@ struct RoleListener : public OpBuilder::Listener {
   bool forwardIsAmpCast = false;
 };
 
+/// Whether `v` is a splat constant of zero (either sign): the padding a
+/// slice's gradient rule puts around its gradient.
+bool isZeroSplat(Value v) {
+  auto cst = v.getDefiningOp<ConstantOp>();
+  if (!cst)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+  if (!dense || !dense.isSplat() ||
+      !isa<FloatType>(dense.getElementType()))
+    return false;
+  return dense.getSplatValue<APFloat>().isZero();
+}
+
+/// The sum of two gradients of one value, each a `tg.concat` along the same
+/// dim of zero padding and gradient pieces (what `tg.slice`'s rule builds),
+/// whose gradient pieces do not overlap: one concat of those pieces, with
+/// zeros where neither has one. Null where `a` and `b` are not two such
+/// concats. Each element is then the one piece's value itself, where the
+/// add gave that value plus zero: the same except that a -0 stays -0 (an
+/// add of +0 gives +0).
+Value mergePaddedGradients(OpBuilder &builder, Location loc, Value a,
+                           Value b) {
+  auto ca = a.getDefiningOp<ConcatOp>(), cb = b.getDefiningOp<ConcatOp>();
+  if (!ca || !cb || ca == cb || ca.getDim() != cb.getDim() ||
+      a.getType() != b.getType())
+    return Value();
+  auto type = cast<RankedTensorType>(a.getType());
+  int64_t dim = ca.getDim();
+  struct Piece {
+    int64_t begin, end;
+    Value value;
+  };
+  SmallVector<Piece> pieces;
+  for (ConcatOp c : {ca, cb}) {
+    int64_t at = 0;
+    for (Value in : c.getInputs()) {
+      auto t = cast<RankedTensorType>(in.getType());
+      if (t.getElementType() != type.getElementType())
+        return Value();
+      int64_t size = t.getDimSize(dim);
+      if (!isZeroSplat(in))
+        pieces.push_back({at, at + size, in});
+      at += size;
+    }
+  }
+  llvm::sort(pieces, [](const Piece &x, const Piece &y) {
+    return x.begin < y.begin;
+  });
+  for (size_t i = 1; i < pieces.size(); ++i)
+    if (pieces[i].begin < pieces[i - 1].end)
+      return Value();
+  SmallVector<Value> parts;
+  SmallVector<int64_t> shape(type.getShape());
+  auto zeros = [&](int64_t size) {
+    shape[dim] = size;
+    auto t = RankedTensorType::get(shape, type.getElementType());
+    parts.push_back(ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(
+            t, builder.getFloatAttr(type.getElementType(), 0.0))));
+  };
+  int64_t at = 0;
+  for (const Piece &p : pieces) {
+    if (p.begin > at)
+      zeros(p.begin - at);
+    parts.push_back(p.value);
+    at = p.end;
+  }
+  if (at < type.getDimSize(dim))
+    zeros(type.getDimSize(dim) - at);
+  if (parts.size() == 1)
+    return parts.front();
+  return ConcatOp::create(builder, loc, parts, dim).getResult();
+}
+
 } // namespace
 
 /// Reverse-mode differentiation of one scalar `loss` with respect to `wrt`,
@@ -102,9 +177,19 @@ FailureOr<SmallVector<Value>> ampc::differentiate(Operation *anchor,
   RoleListener roles(Role::Grad);
   builder.setListener(&roles);
   llvm::DenseMap<Value, Value> grads;
+  // Padded gradients a merge replaced: erased at the end where nothing
+  // reads them (with the zeros only they read).
+  SmallVector<Operation *> replaced;
   auto accumulate = [&](Value v, Value g, Location loc) {
     auto [it, inserted] = grads.try_emplace(v, g);
-    if (!inserted)
+    if (inserted)
+      return;
+    // Slices of one value: their padded gradients merged, not added.
+    if (Value merged = mergePaddedGradients(builder, loc, it->second, g)) {
+      replaced.push_back(it->second.getDefiningOp());
+      replaced.push_back(g.getDefiningOp());
+      it->second = merged;
+    } else
       it->second = AddOp::create(builder, loc, it->second, g);
   };
   Operation *lossDef = loss.getDefiningOp();
@@ -156,6 +241,19 @@ FailureOr<SmallVector<Value>> ampc::differentiate(Operation *anchor,
                << operand.getType();
       accumulate(operand, g, getGradientLoc(&op));
     }
+  }
+
+  llvm::DenseSet<Value> kept;
+  for (auto &entry : grads)
+    kept.insert(entry.second);
+  for (Operation *op : replaced) {
+    if (!op->use_empty() || kept.contains(op->getResult(0)))
+      continue;
+    SmallVector<Value> inputs(op->getOperands());
+    op->erase();
+    for (Value in : inputs)
+      if (auto zero = in.getDefiningOp<ConstantOp>(); zero && zero->use_empty())
+        zero->erase();
   }
 
   for (auto [i, v] : llvm::enumerate(wrt))

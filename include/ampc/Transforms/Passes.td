@@ -28,7 +28,17 @@ def Autodiff : Pass<"ampc-autodiff", "::mlir::func::FuncOp"> {
       one that depends on none of those values, gets no backward op.
     - Each op's gradient rule comes from the op itself
       (`GradientOpInterface`, lib/Dialect/TG/TGGradients.cpp). A value used
-      by several ops accumulates its gradients with `tg.add`.
+      by several ops accumulates its gradients with `tg.add`, except the
+      gradients of slices of it that do not overlap: a slice's gradient is
+      its `dy` padded with zeros (a `tg.concat`), and two such along the
+      same dim become one concat of their gradients, with zeros where no
+      slice reads (the three slices of a fused QKV projection: one concat
+      instead of three padded copies and two adds). Each element is then
+      the one slice's gradient itself where the add gave it plus zero: the
+      same value, except that a -0 stays -0 where the add made it +0 (as
+      PyTorch's autograd does when it adds the zero-padded gradients of
+      indexing; the backward of its `split` and `chunk` concatenates and
+      keeps -0, as this does).
     - Gradients have the type of their value and are computed at the forward
       types. In the `ampc` pipeline automatic mixed precision has run
       before, so the backward graph takes the forward's mixed types, as

@@ -60,6 +60,14 @@ CASES = {
     "transpose": ([("x", "f32", [2, 3, 2], "any"), ("c", "f32", [3, 2, 2], "any")], "transpose(x, perm=[1, 2, 0]) * c", ["x"]),
     "concat": ([("a", "f32", [2, 3], "any"), ("b", "f32", [1, 3], "any")], "concat(a, b, dim=0) * concat(b, a, dim=0)", ["a", "b"]),
     "slice": ([("x", "f32", [2, 5], "any")], "slice(x, dim=1, start=1, end=4)", ["x"]),
+    # Slices of one value: merged into one concat of their gradients where
+    # they do not overlap (a partition, a gap of zeros), added where they do.
+    "slices_partition": ([("x", "f32", [2, 6], "any")],
+                         "slice(x, dim=1, start=0, end=2) * slice(x, dim=1, start=2, end=4) + slice(x, dim=1, start=4, end=6)", ["x"]),
+    "slices_gap": ([("x", "f32", [3, 2, 5], "any")],
+                   "slice(x, dim=2, start=0, end=2) * slice(x, dim=2, start=3, end=5)", ["x"]),
+    "slices_overlap": ([("x", "f32", [2, 6], "any")],
+                       "slice(x, dim=1, start=0, end=4) * slice(x, dim=1, start=2, end=6)", ["x"]),
     "embedding": ([("t", "f32", [4, 3], "any"), ("ids", "i32", [5], "ids:4")], "embedding(t, ids)", ["t"]),
     "cross_entropy": ([("z", "f32", [3, 4], "any"), ("lab", "i32", [3], "labels:4")], "cross_entropy(z, lab)", ["z"]),
     "mse_loss": ([("a", "f32", [2, 3], "any"), ("b", "f32", [2, 3], "any")], "mse_loss(a, b)", ["a", "b"]),
