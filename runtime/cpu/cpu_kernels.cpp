@@ -61,15 +61,6 @@ void storeContig(Buf b, int64_t off, int64_t n, const float *in) {
   }
 }
 
-namespace {
-
-// Rows are processed in pieces of at most this many elements (f32 scratch
-// on the stack).
-constexpr int64_t kChunk = 1024;
-
-
-} // namespace
-
 /// Reads n elements from `off` with `stride` as f32.
 void loadRun(Buf b, int64_t off, int64_t stride, int64_t n, float *out) {
   if (stride == 1)

@@ -25,6 +25,19 @@
 namespace ampc {
 namespace cpukern {
 
+/// Contiguous float data moves through f32 chunks of at most this many
+/// elements (scratch on the stack): the dtype and op switches are taken
+/// once per chunk, not per element.
+constexpr int64_t kChunk = 1024;
+
+/// Calls fn(s, len) for the pieces [s, s + len) of [lo, hi), in order, each
+/// at most kChunk long: the loop of the kernels that widen 16-bit operands
+/// into f32 scratch a chunk at a time.
+template <typename Fn> void forPieces(int64_t lo, int64_t hi, Fn &&fn) {
+  for (int64_t s = lo; s < hi; s += kChunk)
+    fn(s, hi - s < kChunk ? hi - s : kChunk);
+}
+
 /// Visits every index of `w` in row-major order with the three operands'
 /// element offsets.
 template <typename F> void forEach(const Walk &w, F &&f) {
