@@ -1660,41 +1660,38 @@ struct NormBwdLanes {
   }
 };
 
-/// normBwd in one pass on the calling thread: dw and db accumulated row by
-/// row, each column in row order, the same operations as normBwd's pooled
-/// column pass (so the same bits); dx of a row written after its reads.
-void normBwdSerial(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x,
-                   const std::vector<float> &wv, bool hasW, int64_t rows,
-                   int64_t cols, float eps) {
-  size_t n = static_cast<size_t>(cols);
-  std::vector<double> dwAcc(dw.data ? n : 0), dbAcc(db.data ? n : 0);
-  std::vector<float> out(n);
-  NormBwdLanes l;
+/// normBwd over rows [r0, r1): the rows' statistics, dx row by row (written
+/// after the row's last read, so dx may be dy or x), and dw and db (null:
+/// not wanted) summed column by column over the rows in row order.
+void normBwdRows(bool rms, Buf dx, Buf dy, Buf x, const std::vector<float> &wv,
+                 bool hasW, int64_t r0, int64_t r1, int64_t cols, float eps,
+                 double *dwAcc, double *dbAcc) {
+  thread_local NormBwdLanes l;
+  thread_local std::vector<float> out;
   l.reset(cols);
-  for (int64_t g0 = 0; g0 < rows; g0 += kLanes) {
-    int nr = static_cast<int>(std::min<int64_t>(kLanes, rows - g0));
+  out.resize(static_cast<size_t>(cols));
+  for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
+    int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
     float mean[kLanes], rstd[kLanes];
     l.compute(rms, x, dy, wv, hasW, g0, nr, eps, mean, rstd);
-    // Row by row in order; a row's dx (which may overwrite its dy or x)
-    // after its last read.
     for (int k = 0; k < nr; ++k) {
       const float *xh = l.xhat.row[k];
-      opLoops().normAcc(l.ds.row[k], xh, dw.data ? dwAcc.data() : nullptr,
-                        db.data ? dbAcc.data() : nullptr, cols);
+      if (dwAcc || dbAcc)
+        opLoops().normAcc(l.ds.row[k], xh, dwAcc, dbAcc, cols);
       if (dx.data)
         normDxRow(dx, (g0 + k) * cols, cols, rms, rstd[k], l.sumG[k],
                   l.sumGX[k], l.g.row[k], xh, out.data());
     }
   }
-  for (int64_t j = 0; j < cols; ++j) {
-    if (dw.data)
-      storeF32(dw.data, dw.dtype, j, static_cast<float>(dwAcc[j]));
-    if (db.data)
-      storeF32(db.data, db.dtype, j, static_cast<float>(dbAcc[j]));
-  }
 }
 
 } // namespace
+
+int64_t normBwdBlockRows(int64_t rows, int64_t cols) {
+  int64_t r = std::max<int64_t>(
+      {cpupool::kItemElements / std::max<int64_t>(cols, 1), 64, rows / 64});
+  return (r + kLanes - 1) / kLanes * kLanes;
+}
 
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps) {
@@ -1702,73 +1699,41 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
   std::vector<float> wv(w.data ? n : 0);
   if (w.data)
     loadContig(w, 0, cols, wv.data());
-  // One thread (or one item's worth): the single pass, which reads x and dy
-  // once; it gives the bits of the pooled passes below.
-  if (cpupool::threadCount() == 1 || rows * cols <= cpupool::kItemElements)
-    return normBwdSerial(rms, dx, dw, db, dy, x, wv, w.data != nullptr, rows,
-                         cols, eps);
-  // Threads: dx row by row (each row on its own), keeping every row's mean
-  // and rstd; then dw and db column by column, each column's sum over the
-  // rows in row order, x-hat recomputed by the same expression.
-  // When dx overwrites dy or x, the columns' sums run between a first
-  // row pass (statistics only) and the dx pass.
-  std::vector<float> means(static_cast<size_t>(rows)),
-      rstds(static_cast<size_t>(rows));
-  bool inPlace = dx.data && (dx.data == dy.data || dx.data == x.data);
-  auto rowPass = [&](bool writeDx) {
-    forRows(rows, cols, [&](int64_t r0, int64_t r1) {
-      thread_local NormBwdLanes l;
-      thread_local std::vector<float> out;
-      l.reset(cols);
-      out.resize(n);
-      for (int64_t g0 = r0; g0 < r1; g0 += kLanes) {
-        int nr = static_cast<int>(std::min<int64_t>(kLanes, r1 - g0));
-        float *mean = means.data() + g0, *rstd = rstds.data() + g0;
-        if (!writeDx) {
-          laneStats(rms, l.xs, x, g0, nr, eps, mean, rstd);
-          continue;
-        }
-        l.compute(rms, x, dy, wv, w.data != nullptr, g0, nr, eps, mean,
-                  rstd);
-        for (int k = 0; k < nr; ++k)
-          normDxRow(dx, (g0 + k) * cols, cols, rms, rstd[k], l.sumG[k],
-                    l.sumGX[k], l.g.row[k], l.xhat.row[k], out.data());
-      }
-    });
+  // Threads: the blocks of rows, each in one pass over its x and dy rows
+  // (dx, and the block's own column sums of dw and db); then the blocks'
+  // sums added in block order, columns in chunks. The same blocks at every
+  // thread count, so the same bits.
+  int64_t per = normBwdBlockRows(rows, cols);
+  int64_t blocks = (rows + per - 1) / per;
+  bool sums = dw.data || db.data;
+  std::vector<double> acc(sums ? 2 * n * static_cast<size_t>(blocks) : 0, 0.0);
+  auto block = [&](int64_t b) {
+    double *a = sums ? acc.data() + 2 * b * cols : nullptr;
+    normBwdRows(rms, dx, dy, x, wv, w.data != nullptr, b * per,
+                std::min(rows, (b + 1) * per), cols, eps,
+                dw.data ? a : nullptr, db.data ? a + cols : nullptr);
   };
-  auto columnPass = [&] {
-    // Column blocks of kChunk; about kItemElements elements per item.
-    int64_t block = std::min<int64_t>(
-        kChunk, std::max<int64_t>(16, cpupool::kItemElements /
-                                          std::max<int64_t>(rows, 1)));
-    cpupool::forChunks(cols, block, [&](int64_t c0, int64_t c1) {
-      int64_t nc = c1 - c0;
-      double dwAcc[kChunk], dbAcc[kChunk];
-      float xs[kChunk], ds[kChunk], xhat[kChunk];
-      for (int64_t j = 0; j < nc; ++j)
-        dwAcc[j] = dbAcc[j] = 0.0;
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t base = r * cols + c0;
-        const float *dr = view(dy, base, 1, nc, ds);
-        if (dw.data)
-          opLoops().normOut(view(x, base, 1, nc, xs), means[r], rstds[r],
-                            nullptr, nullptr, xhat, nc);
-        opLoops().normAcc(dr, xhat, dw.data ? dwAcc : nullptr,
-                          db.data ? dbAcc : nullptr, nc);
+  if (blocks == 1)
+    block(0);
+  else
+    cpupool::parallelFor(blocks, block);
+  if (!sums)
+    return;
+  int64_t perItem =
+      std::max<int64_t>(16, cpupool::kItemElements / std::max<int64_t>(blocks, 1));
+  cpupool::forChunks(cols, perItem, [&](int64_t c0, int64_t c1) {
+    for (int64_t j = c0; j < c1; ++j) {
+      double sw = acc[j], sb = acc[cols + j];
+      for (int64_t b = 1; b < blocks; ++b) {
+        sw += acc[2 * b * cols + j];
+        sb += acc[2 * b * cols + cols + j];
       }
-      for (int64_t j = 0; j < nc; ++j) {
-        if (dw.data)
-          storeF32(dw.data, dw.dtype, c0 + j, static_cast<float>(dwAcc[j]));
-        if (db.data)
-          storeF32(db.data, db.dtype, c0 + j, static_cast<float>(dbAcc[j]));
-      }
-    });
-  };
-  rowPass(dx.data && !inPlace);
-  if (dw.data || db.data)
-    columnPass();
-  if (inPlace)
-    rowPass(true);
+      if (dw.data)
+        storeF32(dw.data, dw.dtype, j, static_cast<float>(sw));
+      if (db.data)
+        storeF32(db.data, db.dtype, j, static_cast<float>(sb));
+    }
+  });
 }
 
 } // namespace cpukern

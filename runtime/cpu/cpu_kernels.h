@@ -147,8 +147,15 @@ void softmaxBwd(bool log, Buf dx, Buf dy, Buf y, int64_t outer, int64_t dim,
                 int64_t inner);
 void norm(bool rms, Buf y, Buf x, Buf w, Buf b, int64_t rows, int64_t cols,
           float eps);
+/// Layer / RMS norm backward: dx row by row, and dw and db over fixed
+/// blocks of normBwdBlockRows rows, each block's columns summed over its
+/// rows in row order in f64, the blocks' sums then added in block order.
 void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
              int64_t rows, int64_t cols, float eps);
+/// The rows of one of normBwd's blocks, from the shape alone (so its bits do
+/// not depend on the thread count): about one pool item's elements, at
+/// least 64 rows and at least rows / 64, a multiple of eight.
+int64_t normBwdBlockRows(int64_t rows, int64_t cols);
 
 /// The log-sum-exp of each of the rows [r0, r0 + rows) of contiguous rows
 /// of `classes` logits, into lse[0, rows): each row's max m, then m +

@@ -721,7 +721,11 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols, bool affine) {
                          dy = loadAll(db, dt, rows * cols);
       std::vector<float> yWant(rows * cols), dxWant(rows * cols), dwWant(cols),
           dbWant(cols);
-      std::vector<double> dwAcc(cols), dbAcc(cols);
+      // dw and db: each block of normBwdBlockRows rows sums its columns in
+      // row order, the blocks' sums are added in block order.
+      int64_t per = cpukern::normBwdBlockRows(rows, cols);
+      std::vector<double> dwAcc(cols), dbAcc(cols), dwBlock(cols),
+          dbBlock(cols);
       for (int64_t r = 0; r < rows; ++r) {
         const float *xr = &x[r * cols];
         double s = 0.0, s2 = 0.0;
@@ -746,9 +750,15 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols, bool affine) {
           g[j] = affine ? d * w[j] : d;
           sumG += g[j];
           sumGX += static_cast<double>(g[j]) * xhat[j];
-          dwAcc[j] += static_cast<double>(d) * xhat[j];
-          dbAcc[j] += d;
+          dwBlock[j] += static_cast<double>(d) * xhat[j];
+          dbBlock[j] += d;
         }
+        if ((r + 1) % per == 0 || r + 1 == rows)
+          for (int64_t j = 0; j < cols; ++j) {
+            dwAcc[j] += dwBlock[j];
+            dbAcc[j] += dbBlock[j];
+            dwBlock[j] = dbBlock[j] = 0.0;
+          }
         float meanG = rms ? 0.0f : static_cast<float>(sumG / cols);
         float meanGX = static_cast<float>(sumGX / cols);
         for (int64_t j = 0; j < cols; ++j)
@@ -784,15 +794,59 @@ void checkNormAgainstTheElementLoop(int64_t rows, int64_t cols, bool affine) {
 // column order) and run their element loops per instruction set; every
 // instruction set's loops, row counts that fill no group and column counts
 // that fill no block give the one-row loop's bits, with and without w and
-// b.
+// b; the backward's dw and db over one, two (600 x 100) and three (300 x
+// 300) blocks of rows.
 TEST(CpuKernels, NormMatchesTheElementLoop) {
   int tested = onEveryIsasLoops([] {
     for (auto [rows, cols] :
-         {std::pair<int64_t, int64_t>{13, 300}, {1, 64}, {8, 129}, {21, 7}})
+         {std::pair<int64_t, int64_t>{13, 300}, {1, 64}, {8, 129}, {21, 7},
+          {300, 300}, {600, 100}})
       for (bool affine : {true, false})
         checkNormAgainstTheElementLoop(rows, cols, affine);
   });
   EXPECT_GE(tested, 1);
+}
+
+// normBwd's db (and dw): each block of normBwdBlockRows rows sums its
+// columns in row order, then the blocks' sums are added in block order. The
+// data tell the orders apart: dy is +2^40 in the first row of the first
+// block and -2^40 in the first row of the second, small elsewhere, so the
+// f64 partial sums lose different low bits in row order and in blocks.
+TEST(CpuKernels, NormBwdSumsItsBlocksInOrder) {
+  const int64_t rows = 256, cols = 256;
+  const int64_t per = cpukern::normBwdBlockRows(rows, cols);
+  ASSERT_EQ(per, 128);
+  std::vector<float> x(rows * cols), dy(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      x[r * cols + j] = static_cast<float>((r + j) % 7) * 0.37f - 1.0f;
+      dy[r * cols + j] = 0.3f + 0.001f * static_cast<float>((r + j) % 13);
+    }
+  for (int64_t j = 0; j < cols; ++j) {
+    dy[j] = 0x1p40f;
+    dy[per * cols + j] = -0x1p40f;
+  }
+  std::vector<float> dx(rows * cols), dw(cols), db(cols);
+  cpukern::normBwd(false, Buf{dx.data(), AMPC_F32}, Buf{dw.data(), AMPC_F32},
+                   Buf{db.data(), AMPC_F32}, Buf{dy.data(), AMPC_F32},
+                   Buf{x.data(), AMPC_F32}, Buf{nullptr, AMPC_F32}, rows,
+                   cols, 1e-5f);
+  int differ = 0;
+  for (int64_t j = 0; j < cols; ++j) {
+    double inOrder = 0.0, blocks = 0.0;
+    for (int64_t b = 0; b < rows / per; ++b) {
+      double block = 0.0;
+      for (int64_t r = b * per; r < (b + 1) * per; ++r) {
+        inOrder += dy[r * cols + j];
+        block += dy[r * cols + j];
+      }
+      blocks += block;
+    }
+    EXPECT_EQ(bitsOf(db[j]), bitsOf(static_cast<float>(blocks))) << j;
+    differ += static_cast<float>(inOrder) != static_cast<float>(blocks);
+  }
+  // The test tells the orders apart in most columns.
+  EXPECT_GT(differ, cols / 2);
 }
 
 /// A param, gradient or model copy as the update loops see it: dtype,
