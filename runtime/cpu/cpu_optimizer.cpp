@@ -98,6 +98,15 @@ void adamwF32(float *p, const float *g, float *m, float *v, int64_t n,
                    v, Buf{nullptr, AMPC_F32}, n, s);
 }
 
+/// Elements [s, s + n) of `b` as f32: in place where b is f32, else widened
+/// into `scratch`.
+const float *f32Chunk(Buf b, int64_t s, int64_t n, float *scratch) {
+  if (b.dtype == AMPC_F32)
+    return static_cast<const float *>(b.data) + s;
+  loadContig(b, s, n, scratch);
+  return scratch;
+}
+
 /// Runs `update(p, g, off, n)` (f32 arrays of n elements starting at element
 /// `off`) over one parameter with an f16 value, gradient or model copy
 /// (which cpu_update.h's loops leave to their caller): fixed chunks on the
@@ -111,16 +120,8 @@ void updateWidened(Buf param, Buf grad, Buf model, int64_t numel, F &&update) {
     float pt[kChunk], gt[kChunk];
     for (int64_t s = lo; s < hi; s += kChunk) {
       int64_t n = std::min(kChunk, hi - s);
-      float *p = pt;
-      if (param.dtype == AMPC_F32)
-        p = static_cast<float *>(param.data) + s;
-      else
-        loadContig(param, s, n, pt);
-      const float *g = gt;
-      if (grad.dtype == AMPC_F32)
-        g = static_cast<const float *>(grad.data) + s;
-      else
-        loadContig(grad, s, n, gt);
+      float *p = const_cast<float *>(f32Chunk(param, s, n, pt));
+      const float *g = f32Chunk(grad, s, n, gt);
       update(p, g, s, n);
       if (param.dtype != AMPC_F32)
         storeContig(param, s, n, p);
@@ -242,11 +243,7 @@ void updateLow(Buf param, Buf grad, Buf model, Buf s1, Buf s2, void *comp,
     for (int64_t s = lo; s < hi; s += kChunk) {
       int64_t n = std::min(kChunk, hi - s);
       loadContig(param, s, n, pt);
-      const float *g = gt;
-      if (grad.dtype == AMPC_F32)
-        g = static_cast<const float *>(grad.data) + s;
-      else
-        loadContig(grad, s, n, gt);
+      const float *g = f32Chunk(grad, s, n, gt);
       float *m1 = nullptr, *m2 = nullptr;
       if (s1.data) {
         loadContig(s1, s, n, t1);
