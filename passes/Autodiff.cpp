@@ -179,15 +179,15 @@ FailureOr<SmallVector<Value>> ampc::differentiate(Operation *anchor,
   llvm::DenseMap<Value, Value> grads;
   // Padded gradients a merge replaced: erased at the end where nothing
   // reads them (with the zeros only they read).
-  SmallVector<Operation *> replaced;
+  llvm::SetVector<Operation *> replaced;
   auto accumulate = [&](Value v, Value g, Location loc) {
     auto [it, inserted] = grads.try_emplace(v, g);
     if (inserted)
       return;
     // Slices of one value: their padded gradients merged, not added.
     if (Value merged = mergePaddedGradients(builder, loc, it->second, g)) {
-      replaced.push_back(it->second.getDefiningOp());
-      replaced.push_back(g.getDefiningOp());
+      replaced.insert(it->second.getDefiningOp());
+      replaced.insert(g.getDefiningOp());
       it->second = merged;
     } else
       it->second = AddOp::create(builder, loc, it->second, g);
@@ -249,10 +249,11 @@ FailureOr<SmallVector<Value>> ampc::differentiate(Operation *anchor,
   for (Operation *op : replaced) {
     if (!op->use_empty() || kept.contains(op->getResult(0)))
       continue;
-    SmallVector<Value> inputs(op->getOperands());
+    llvm::SetVector<Value> inputs(op->operand_begin(), op->operand_end());
     op->erase();
     for (Value in : inputs)
-      if (auto zero = in.getDefiningOp<ConstantOp>(); zero && zero->use_empty())
+      if (auto zero = in.getDefiningOp<ConstantOp>();
+          zero && zero->use_empty() && !kept.contains(in))
         zero->erase();
   }
 

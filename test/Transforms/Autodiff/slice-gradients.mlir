@@ -88,3 +88,26 @@ func.func @other_dims(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %g = tg.grad %l wrt %x : tensor<f32>, tensor<4x4xf32>
   return %g : tensor<4x4xf32>
 }
+
+// -----
+
+// Slices of a slice: the inner slices' gradients merge into the outer
+// slice's gradient, which the outer slice's rule then pads (the merged
+// concat is read, so it stays).
+// CHECK-LABEL: func.func @nested(
+// CHECK: %[[GA:.+]] = tg.mul %{{.+}}, %2 {tg.role = "grad"}
+// CHECK: %[[GB:.+]] = tg.mul %{{.+}}, %1 {tg.role = "grad"}
+// CHECK: %[[S:.+]] = tg.concat %[[GA]], %[[GB]] dim 1 {tg.role = "grad"} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x6xf32>
+// CHECK: %[[Z1:.+]] = tg.constant dense<0.000000e+00> : tensor<2x1xf32>
+// CHECK: %[[Z2:.+]] = tg.constant dense<0.000000e+00> : tensor<2x1xf32>
+// CHECK: %[[G:.+]] = tg.concat %[[Z1]], %[[S]], %[[Z2]] dim 1 {tg.role = "grad"} : tensor<2x1xf32>, tensor<2x6xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: tg.grad_of %[[G]] wrt %arg0
+func.func @nested(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = tg.slice %x dim 1 start 1 end 7 : tensor<2x8xf32> -> tensor<2x6xf32>
+  %a = tg.slice %s dim 1 start 0 end 3 : tensor<2x6xf32> -> tensor<2x3xf32>
+  %b = tg.slice %s dim 1 start 3 end 6 : tensor<2x6xf32> -> tensor<2x3xf32>
+  %p = tg.mul %a, %b : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %l = tg.sum %p dims [0, 1] : tensor<2x3xf32> -> tensor<f32>
+  %g = tg.grad %l wrt %x : tensor<f32>, tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}
