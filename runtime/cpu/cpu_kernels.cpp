@@ -1704,7 +1704,8 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
   // sums added in block order, columns in chunks. The same blocks at every
   // thread count, so the same bits.
   int64_t per = normBwdBlockRows(rows, cols);
-  int64_t blocks = (rows + per - 1) / per;
+  // At least one block: with no rows, dw and db are sums of nothing (0).
+  int64_t blocks = std::max<int64_t>(1, (rows + per - 1) / per);
   bool sums = dw.data || db.data;
   std::vector<double> acc(sums ? 2 * n * static_cast<size_t>(blocks) : 0, 0.0);
   auto block = [&](int64_t b) {
@@ -1720,7 +1721,7 @@ void normBwd(bool rms, Buf dx, Buf dw, Buf db, Buf dy, Buf x, Buf w,
   if (!sums)
     return;
   int64_t perItem =
-      std::max<int64_t>(16, cpupool::kItemElements / std::max<int64_t>(blocks, 1));
+      std::max<int64_t>(16, cpupool::kItemElements / blocks);
   cpupool::forChunks(cols, perItem, [&](int64_t c0, int64_t c1) {
     for (int64_t j = c0; j < c1; ++j) {
       double sw = acc[j], sb = acc[cols + j];

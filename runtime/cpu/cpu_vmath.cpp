@@ -88,8 +88,8 @@ constexpr float kExpUnderflow = -0x1.9fe368p6f;
 
 /// The table entries kExp2Tab[k mod 32] of four lanes' k, by four scalar
 /// loads: on the AMD EPYC (Zen 3) of bench/README.md's thirteenth run,
-/// expAVX2 took 22% less time so than with one vpgatherqq (the same
-/// entries, so the same bits).
+/// expAVX2 took 22% less time than with one vpgatherqq (the same entries,
+/// so the same bits).
 __attribute__((target("avx2,fma"))) inline __m256i exp2TabLanes(__m256i k) {
   __m256i i = _mm256_and_si256(k, _mm256_set1_epi64x(31));
   __m128i lo = _mm256_castsi256_si128(i), hi = _mm256_extracti128_si256(i, 1);

@@ -849,6 +849,19 @@ TEST(CpuKernels, NormBwdSumsItsBlocksInOrder) {
   EXPECT_GT(differ, cols / 2);
 }
 
+// With no rows, dw and db are sums of nothing: zeros, nothing read.
+TEST(CpuKernels, NormBwdOfNoRowsGivesZeroGradients) {
+  std::vector<float> dw(5, 7.0f), db(5, 7.0f), w(5, 1.0f);
+  cpukern::normBwd(false, Buf{nullptr, AMPC_F32}, Buf{dw.data(), AMPC_F32},
+                   Buf{db.data(), AMPC_F32}, Buf{nullptr, AMPC_F32},
+                   Buf{nullptr, AMPC_F32}, Buf{w.data(), AMPC_F32}, 0, 5,
+                   1e-5f);
+  for (int j = 0; j < 5; ++j) {
+    EXPECT_EQ(bitsOf(dw[j]), 0u);
+    EXPECT_EQ(bitsOf(db[j]), 0u);
+  }
+}
+
 /// A param, gradient or model copy as the update loops see it: dtype,
 /// storage, and the values it holds.
 struct Tensor {
