@@ -1,5 +1,4 @@
-//===- cpu_optimizer.h - The CPU backend's loss scaling and optimizers -*- C++
-//-*-===//
+//===- cpu_optimizer.h - The CPU's loss scaling and optimizers -*- C++ -*-===//
 //
 // The CPU backend's steps of the loss scaler, the gradient clip, the
 // optimizers and gradient accumulation (Backend's methods of the same
@@ -60,6 +59,7 @@ ampc_status lrSchedule(float *factor, int32_t *step, const LrSchedule &s,
 /// f32 addition per element; f64 for f64 params); *micro advances mod k.
 ampc_status gradAccumulate(const TensorList &accs, const TensorList &grads,
                            int32_t *micro, int64_t k);
+
 } // namespace cpuopt
 } // namespace ampc
 
