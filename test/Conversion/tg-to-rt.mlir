@@ -46,3 +46,26 @@ func.func @copy(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<ones>})
   %n = tg.neg %w : tensor<4xf32>
   return %n : tensor<4xf32>
 }
+
+// -----
+
+// A convolution gradient's results go to the call only where an op reads
+// them: the input gradient of a step's own input (here unused) is passed as
+// null, and the kernel skips that pass; the weight gradient is computed.
+// CHECK-LABEL: rt.program @conv_grad_unused_dx
+// CHECK: rt.call "ampc_conv2d_bwd"(#rt.context, #rt.null, #rt.dtype<f32>, #rt.null, 0 : i32, %[[DW:[a-z0-9_]+]], #rt.dtype<f32>, array<i64: 4, 3, 3, 3>, 4 : i32, #rt.null, #rt.dtype<f32>, #rt.null, 0 : i32, %dy, #rt.dtype<f32>, array<i64: 2, 4, 8, 8>, 4 : i32, %x,
+// CHECK: rt.output 0, %[[DW]] : tensor<4x3x3x3xf32>
+func.func @conv_grad_unused_dx(%dy: tensor<2x4x8x8xf32> {tg.input = "dy"}, %x: tensor<2x3x8x8xf32> {tg.input = "x"}, %w: tensor<4x3x3x3xf32> {tg.input = "w"}) -> (tensor<4x3x3x3xf32> {tg.output = 0 : i64}) {
+  %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+  return %dw : tensor<4x3x3x3xf32>
+}
+
+// -----
+
+// Both read: both passed.
+// CHECK-LABEL: rt.program @conv_grad_both
+// CHECK: rt.call "ampc_conv2d_bwd"(#rt.context, %[[DX:[a-z0-9_]+]], #rt.dtype<f32>, array<i64: 2, 3, 8, 8>, 4 : i32, %[[DW:[a-z0-9_]+]], #rt.dtype<f32>, array<i64: 4, 3, 3, 3>, 4 : i32, #rt.null,
+func.func @conv_grad_both(%dy: tensor<2x4x8x8xf32> {tg.input = "dy"}, %x: tensor<2x3x8x8xf32> {tg.input = "x"}, %w: tensor<4x3x3x3xf32> {tg.input = "w"}) -> (tensor<2x3x8x8xf32> {tg.output = 0 : i64}, tensor<4x3x3x3xf32> {tg.output = 1 : i64}) {
+  %dx, %dw = tg.conv2d_grad %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+  return %dx, %dw : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+}

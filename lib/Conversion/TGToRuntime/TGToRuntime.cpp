@@ -151,6 +151,7 @@ ArrayRef<StringRef> opsWithOwnPatterns() {
 struct ArgSpec {
   enum Kind {
     Result,      ///< ptr, dtype, dims, rank of result group G's first value
+    ResultOrNull,///< the same, or as NullTensor when nothing reads it
     Operand,     ///< the same of operand group G's first value (or NULL ...)
     NullTensor,  ///< NULL, AMPC_F32, NULL, 0
     Buffer,      ///< ptr of operand group G's first value
@@ -221,6 +222,7 @@ template <typename OpTy> Group resultGroupOf(Operation *op, unsigned i) {
 }
 
 ArgSpec res(unsigned g) { return {ArgSpec::Result, g}; }
+ArgSpec resOrNull(unsigned g) { return {ArgSpec::ResultOrNull, g}; }
 ArgSpec opd(unsigned g) { return {ArgSpec::Operand, g}; }
 ArgSpec nullTensor() { return {ArgSpec::NullTensor}; }
 ArgSpec buf(unsigned g) { return {ArgSpec::Buffer, g}; }
@@ -518,9 +520,13 @@ public:
     };
     for (const ArgSpec &a : rule.args) {
       switch (a.kind) {
-      case ArgSpec::Result: {
+      case ArgSpec::Result:
+      case ArgSpec::ResultOrNull: {
         auto [start, len] = rule.resultGroup(op, a.group);
-        if (len == 0) {
+        // A result no op reads, of a kernel that skips a null one.
+        bool skipped = a.kind == ArgSpec::ResultOrNull && len != 0 &&
+                       op->getResult(start).use_empty();
+        if (len == 0 || skipped) {
           c.tensor(Value(), Type());
         } else {
           resultArgs.push_back(c.args.size());

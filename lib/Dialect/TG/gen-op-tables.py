@@ -118,7 +118,7 @@ class Op:
     # The kinds of TG_KernelArg (TGOpInfo.td): each is the lowering's ArgSpec
     # builder of that name (lib/Conversion/TGToRuntime), called with the
     # operand or result group, the attribute name, or nothing.
-    RESULT_ARGS = {"res", "resBuf", "markFoundInf"}
+    RESULT_ARGS = {"res", "resOrNull", "resBuf", "markFoundInf"}
     OPERAND_ARGS = {"opd", "buf", "list", "dtypes", "numels", "count", "shapes", "flag",
                     "optBuf"}
     ATTR_ARGS = {"i64", "i32", "boolean", "f64", "f32", "dims", "each", "gelu", "reduction",

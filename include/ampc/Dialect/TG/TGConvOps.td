@@ -13,10 +13,12 @@
 // The arguments of every convolution kernel: (y, x, w, b, stride...,
 // padding..., dilation..., groups), and of their backward kernels: (dx, dw,
 // db (not computed: a sum of dy), dy, x, w, stride..., padding...,
-// dilation..., groups).
+// dilation..., groups), dx or dw null where no op reads it (the kernel then
+// skips that pass: a network's first convolution computes no gradient of
+// its input).
 defvar TG_ConvArgs = [TG_Res<0>, TG_Opd<0>, TG_Opd<1>, TG_Opd<2>, TG_AttrEach<"stride">,
                       TG_AttrEach<"padding">, TG_AttrEach<"dilation">, TG_AttrI64<"groups">];
-defvar TG_ConvGradArgs = [TG_Res<0>, TG_Res<1>, TG_NullTensor, TG_Opd<0>, TG_Opd<1>,
+defvar TG_ConvGradArgs = [TG_ResOrNull<0>, TG_ResOrNull<1>, TG_NullTensor, TG_Opd<0>, TG_Opd<1>,
                           TG_Opd<2>, TG_AttrEach<"stride">, TG_AttrEach<"padding">,
                           TG_AttrEach<"dilation">, TG_AttrI64<"groups">];
 

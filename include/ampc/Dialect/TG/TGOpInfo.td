@@ -100,6 +100,10 @@ class TG_KernelArg<string k, int g = 0, string n = "", string v = ""> {
 }
 /// ptr, dtype, dims, rank of the first value of result group `g`.
 class TG_Res<int g> : TG_KernelArg<"res", g>;
+/// The same, or NULL, AMPC_F32, NULL, 0 when no op reads that value: for a
+/// kernel that then skips computing it (a convolution's input gradient
+/// where the input is the step's own input).
+class TG_ResOrNull<int g> : TG_KernelArg<"resOrNull", g>;
 /// The same of operand group `g` (NULL, AMPC_F32, NULL, 0 when absent).
 class TG_Opd<int g> : TG_KernelArg<"opd", g>;
 /// NULL, AMPC_F32, NULL, 0: a tensor the kernel may skip.
