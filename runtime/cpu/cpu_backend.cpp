@@ -1139,16 +1139,14 @@ public:
     return true;
   }
 
-  bool convolve(const ConvCall &c, ampc_status &status) override {
-    int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
-    if (dt < 0)
-      return false;
-    // Operands not of the primitive's dtype (f16, mixed, or bf16 where
-    // oneDNN has no bf16 units) are widened exactly to f32: weights here,
-    // 16-bit images and output gradients by onednn::convolve as it blocks
-    // them.
+  /// `c` with its operands not of the primitive's dtype `want` (f16, mixed,
+  /// or bf16 where oneDNN has no bf16 units) widened exactly to f32 into
+  /// `wideA` and `wideB`: weights here, 16-bit images and output gradients
+  /// by onednn::convolve as it blocks them.
+  static ConvCall widenedCall(const ConvCall &c, ampc_dtype want,
+                              std::vector<float> &wideA,
+                              std::vector<float> &wideB) {
     ConvCall call = c;
-    ampc_dtype want = static_cast<ampc_dtype>(dt);
     bool bWeights = call.pass != ConvCall::BackwardWeights;
     auto widen = [&](Buf &b, int64_t n, bool weights, std::vector<float> &to) {
       if (!widenedHere(b.dtype, want, weights))
@@ -1157,10 +1155,43 @@ public:
       loadContigPar(b, n, to.data());
       b = Buf{to.data(), AMPC_F32};
     };
-    widen(call.a, call.aElems(), false, convWideA);
-    widen(call.b, call.bElems(), bWeights, convWideB);
+    widen(call.a, call.aElems(), false, wideA);
+    widen(call.b, call.bElems(), bWeights, wideB);
+    return call;
+  }
+
+  bool convolve(const ConvCall &c, ampc_status &status) override {
+    int dt = onednn::convDtype(c.a.dtype, c.b.dtype);
+    if (dt < 0)
+      return false;
+    ampc_dtype want = static_cast<ampc_dtype>(dt);
+    ConvCall call = widenedCall(c, want, convWideA, convWideB);
     std::string impl;
     if (!onednn::convolve(convs, call, want, status, &impl))
+      return false;
+    noteEngine(impl);
+    return true;
+  }
+
+  bool convolveBackward(const ConvCall &data, const ConvCall &weights,
+                        ampc_status &status) override {
+    // AMPC_CPU_CONV_SHARE=off runs the two passes apart (tests, benchmarks).
+    static const bool apart = [] {
+      const char *e = getenv("AMPC_CPU_CONV_SHARE");
+      return e && !strcmp(e, "off");
+    }();
+    if (apart)
+      return false;
+    int dt = onednn::convDtype(data.a.dtype, data.b.dtype);
+    if (dt < 0 || dt != onednn::convDtype(weights.a.dtype, weights.b.dtype) ||
+        widenedHere(data.a.dtype, static_cast<ampc_dtype>(dt), false))
+      return false;
+    ampc_dtype want = static_cast<ampc_dtype>(dt);
+    ConvCall d = widenedCall(data, want, convWideA, convWideB);
+    std::vector<float> none;
+    ConvCall w = widenedCall(weights, want, convWideC, none);
+    std::string impl;
+    if (!onednn::convolveBackward(convs, d, w, want, status, &impl))
       return false;
     noteEngine(impl);
     return true;
@@ -1215,7 +1246,7 @@ public:
 
   std::vector<float> convScratch;
   /// Operands of a oneDNN convolution widened to f32 (convolve()).
-  std::vector<float> convWideA, convWideB;
+  std::vector<float> convWideA, convWideB, convWideC;
 
   // Convolution bias (cpugemm): f32 in place without the generic walk.
   ampc_status addChannelBias(Buf y, Buf src, Buf bias, int64_t outer,

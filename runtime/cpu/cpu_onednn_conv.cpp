@@ -382,6 +382,19 @@ bool unpackWeights(const Conv &c, const void *packed, float *dw) {
   return reorderWeights(c, packed, dw);
 }
 
+namespace {
+
+/// Whether run() moves data of dtype `type` that the primitive reads through
+/// `op` (widened to f32, reordered or put in channel blocks) rather than
+/// reading it where it is.
+bool moved(const Operand &op, ampc_dtype type) {
+  bool widen = op.prim.data_type == dnnl_f32 &&
+               (type == AMPC_F16 || type == AMPC_BF16);
+  return widen || op.reorder;
+}
+
+} // namespace
+
 bool run(const Conv &c, const ChunkIo &io) {
   const void *a = io.a, *b = io.b;
   ampc_dtype aType = io.aType, bType = io.bType;
@@ -446,6 +459,16 @@ bool run(const Conv &c, const ChunkIo &io) {
     primData[i] = g.plain;
     if (g.packed)
       continue;
+    // An output gradient shared with the other backward pass of the chunk
+    // (convolveBackward): read where that pass moved it, or moved there.
+    bool shared = g.arg == DNNL_ARG_DIFF_DST && io.diffDst;
+    if (shared && io.diffDstReady) {
+      primData[i] = io.diffDst;
+      continue;
+    }
+    auto dest = [&](ThreadBuffer &t, size_t bytes) {
+      return shared ? io.diffDst : buffer(t, bytes);
+    };
     // 16-bit images (or output gradients) of an f32 primitive (f16, or
     // bf16 without bf16 units) are widened exactly on the way in: straight
     // into a channel-blocked or channels-last layout, else into a plain f32
@@ -461,7 +484,7 @@ bool run(const Conv &c, const ChunkIo &io) {
     if (!widen && !op.reorder)
       continue;
     if (op.block && (widen || same16)) {
-      void *to = buffer(*bufs[i], op.primBytes);
+      void *to = dest(*bufs[i], op.primBytes);
       if (!to)
         return false;
       int64_t image = op.channels * op.spatial;
@@ -486,8 +509,9 @@ bool run(const Conv &c, const ChunkIo &io) {
     const void *from = g.plain;
     if (widen) {
       int64_t n = op.images * op.channels * op.spatial;
-      float *w =
-          static_cast<float *>(buffer(wide[i], static_cast<size_t>(n) * 4));
+      size_t wideBytes = static_cast<size_t>(n) * 4;
+      float *w = static_cast<float *>(op.reorder ? buffer(wide[i], wideBytes)
+                                                 : dest(wide[i], wideBytes));
       if (!w)
         return false;
       const uint16_t *h = static_cast<const uint16_t *>(g.plain);
@@ -499,7 +523,7 @@ bool run(const Conv &c, const ChunkIo &io) {
       if (!op.reorder)
         continue;
     }
-    primData[i] = buffer(*bufs[i], op.primBytes);
+    primData[i] = dest(*bufs[i], op.primBytes);
     if (!primData[i])
       return false;
     if (g.in)
@@ -648,37 +672,30 @@ bool plan(ConvCache &cache, const ConvCall &call, ampc_dtype dt) {
   return chunkPlans(cache, call, dt, Chunks(call.n), plans);
 }
 
-bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
-              ampc_status &status, std::string *impl) {
-  const ConvGeom &g = call.g;
-  Chunks ch(call.n);
-  int64_t chunk = ch.chunk, chunks = ch.count;
-  const Conv *plans[2];
-  if (!chunkPlans(cache, call, dt, ch, plans))
-    return false;
-  if (impl) {
-    *impl = plans[0]->impl;
-    if (plans[1]->impl != plans[0]->impl)
-      *impl += ", " + plans[1]->impl;
+namespace {
+
+/// Forward or backward data over a call's chunks: the weights packed into
+/// each plan's layout once (by the calling thread, kept from call to call;
+/// the pool's items see them through `packed`), then chunk by chunk.
+struct DataPass {
+  const ConvCall &call;
+  const Conv *const *plans;
+  Chunks ch;
+  ampc_dtype dt;
+  void *packed[2] = {nullptr, nullptr};
+  const float *bias = nullptr;
+
+  DataPass(const ConvCall &c, const Conv *const *p, const Chunks &chunks,
+           ampc_dtype d)
+      : call(c), plans(p), ch(chunks), dt(d) {}
+  const Conv *planOf(int64_t i) const {
+    return plans[i == ch.count - 1 ? 1 : 0];
   }
-  ConvPass pass = plans[0]->pass;
-  auto planOf = [&](int64_t i) { return plans[i == chunks - 1 ? 1 : 0]; };
-  size_t aSize = dtypeSize(call.a.dtype), bSize = dtypeSize(call.b.dtype);
-  int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
-  int64_t outElems = call.outChannels * g.columns();
-  int64_t weightElems = call.outChannels * g.rows();
-  auto at = [](Buf b, int64_t elems, size_t size) {
-    return static_cast<const char *>(b.data) + elems * size;
-  };
-  std::atomic<bool> failed{false};
-  status = AMPC_OK;
-  if (pass != ConvPass::BackwardWeights) {
-    // The weights in each plan's layout, once for the whole batch.
-    // (Kept by the calling thread; the pool's items see them through
-    // `packed`: a thread_local named in an item would be the worker's.)
+  /// Packs the weights (and the f32 bias of a 16-bit result); false with
+  /// `status` set when that fails.
+  bool prepare(ampc_status &status) {
     thread_local Block kept[2];
     thread_local size_t keptBytes[2] = {0, 0};
-    void *packed[2] = {nullptr, nullptr};
     for (int p = 0; p < 2; ++p) {
       if (p == 1 && plans[1] == plans[0])
         break;
@@ -689,78 +706,206 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
                     : setError(AMPC_ERROR_OUT_OF_MEMORY,
                                "cpu backend: cannot allocate packed "
                                "convolution weights");
-        return true;
+        return false;
       }
     }
-    bool fwd = pass == ConvPass::Forward;
-    int64_t inElems = fwd ? outElems : imageElems; // of what is written
-    int64_t readElems = fwd ? imageElems : outElems;
-    // The bias of a result wanted in 16 bits, in f32 (ConvCall::final).
-    thread_local std::vector<float> bias;
-    const float *biasF32 = nullptr;
-    if (call.final.data && fwd && call.bias.data) {
-      bias.resize(static_cast<size_t>(call.outChannels));
+    thread_local std::vector<float> biasF32;
+    if (call.final.data && call.pass == ConvCall::Forward && call.bias.data) {
+      biasF32.resize(static_cast<size_t>(call.outChannels));
       for (int64_t o = 0; o < call.outChannels; ++o)
-        bias[o] = loadF32(call.bias.data, call.bias.dtype, o);
-      biasF32 = bias.data();
+        biasF32[o] = loadF32(call.bias.data, call.bias.dtype, o);
+      bias = biasF32.data();
     }
-    size_t finalSize = call.final.data ? dtypeSize(call.final.dtype) : 0;
-    cpupool::parallelFor(chunks, [&](int64_t i) {
-      const Conv *c = planOf(i);
-      ChunkIo io;
-      io.a = at(call.a, i * chunk * readElems, aSize);
-      io.aType = call.a.dtype;
-      io.b = packed[c == plans[0] ? 0 : 1];
-      io.bType = dt;
-      io.out = call.out + i * chunk * inElems;
-      if (call.final.data) {
-        io.final = Buf{static_cast<char *>(call.final.data) +
-                           i * chunk * inElems * finalSize,
-                       call.final.dtype};
-        io.bias = biasF32;
-      }
-      if (!run(*c, io))
-        failed = true;
-    });
-  } else {
-    // Each chunk's gradient in the plain layout, then the sum over the
-    // chunks in chunk order (the same bits at every thread count).
+    return true;
+  }
+  /// Chunk i; backward data's output gradient in the primitive's layout
+  /// put in `diffDst` when not null (ChunkIo).
+  bool chunk(int64_t i, void *diffDst = nullptr) const {
+    const ConvGeom &g = call.g;
+    bool fwd = call.pass == ConvCall::Forward;
+    int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
+    int64_t outElems = call.outChannels * g.columns();
+    int64_t written = fwd ? outElems : imageElems;
+    int64_t read = fwd ? imageElems : outElems;
+    const Conv *c = planOf(i);
+    ChunkIo io;
+    io.a = static_cast<const char *>(call.a.data) +
+           i * ch.chunk * read * dtypeSize(call.a.dtype);
+    io.aType = call.a.dtype;
+    io.b = packed[c == plans[0] ? 0 : 1];
+    io.bType = dt;
+    io.out = call.out + i * ch.chunk * written;
+    if (call.final.data) {
+      io.final = Buf{static_cast<char *>(call.final.data) +
+                         i * ch.chunk * written * dtypeSize(call.final.dtype),
+                     call.final.dtype};
+      io.bias = bias;
+    }
+    io.diffDst = diffDst;
+    return run(*c, io);
+  }
+};
+
+/// Backward weights over a call's chunks: each chunk's gradient in the
+/// plain layout, then their sum in chunk order (the same bits at every
+/// thread count).
+struct WeightsPass {
+  const ConvCall &call;
+  const Conv *const *plans;
+  Chunks ch;
+  float *part = nullptr;
+
+  WeightsPass(const ConvCall &c, const Conv *const *p, const Chunks &chunks)
+      : call(c), plans(p), ch(chunks) {}
+  const Conv *planOf(int64_t i) const {
+    return plans[i == ch.count - 1 ? 1 : 0];
+  }
+  int64_t weightElems() const { return call.outChannels * call.g.rows(); }
+  /// The chunks' partial gradients (kept by the calling thread); false
+  /// with `status` set when they cannot be allocated.
+  bool prepare(ampc_status &status) {
     thread_local Block partials;
     thread_local size_t partialBytes = 0;
-    float *part = static_cast<float *>(keptBlock(
-        partials, partialBytes, chunks * weightElems * sizeof(float)));
-    if (!part) {
+    part = static_cast<float *>(keptBlock(
+        partials, partialBytes, ch.count * weightElems() * sizeof(float)));
+    if (!part)
       status = setError(AMPC_ERROR_OUT_OF_MEMORY,
                         "cpu backend: cannot allocate %lld convolution "
                         "weight gradients",
-                        static_cast<long long>(chunks));
+                        static_cast<long long>(ch.count));
+    return part != nullptr;
+  }
+  /// Chunk i; its output gradient read from `diffDst` (the primitive's
+  /// layout) when `ready`, else moved there when `diffDst` is not null.
+  bool chunk(int64_t i, void *diffDst = nullptr, bool ready = false) const {
+    const ConvGeom &g = call.g;
+    int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
+    int64_t outElems = call.outChannels * g.columns();
+    const Conv *c = planOf(i);
+    thread_local Block own;
+    thread_local size_t ownBytes = 0;
+    void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
+    ChunkIo io{static_cast<const char *>(call.a.data) +
+                   i * ch.chunk * imageElems * dtypeSize(call.a.dtype),
+               call.a.dtype,
+               static_cast<const char *>(call.b.data) +
+                   i * ch.chunk * outElems * dtypeSize(call.b.dtype),
+               call.b.dtype, grad};
+    io.diffDst = diffDst;
+    io.diffDstReady = ready;
+    return grad && run(*c, io) &&
+           unpackWeights(*c, grad, part + i * weightElems());
+  }
+  void finish() const {
+    int64_t n = weightElems();
+    cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t e0, int64_t e1) {
+      for (int64_t e = e0; e < e1; ++e) {
+        float s = part[e];
+        for (int64_t i = 1; i < ch.count; ++i)
+          s += part[i * n + e];
+        call.out[e] = s;
+      }
+    });
+  }
+};
+
+std::string implOf(const Conv *const *plans) {
+  std::string impl = plans[0]->impl;
+  if (plans[1]->impl != plans[0]->impl)
+    impl += ", " + plans[1]->impl;
+  return impl;
+}
+
+} // namespace
+
+bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
+              ampc_status &status, std::string *impl) {
+  Chunks ch(call.n);
+  const Conv *plans[2];
+  if (!chunkPlans(cache, call, dt, ch, plans))
+    return false;
+  if (impl)
+    *impl = implOf(plans);
+  std::atomic<bool> failed{false};
+  status = AMPC_OK;
+  if (call.pass != ConvCall::BackwardWeights) {
+    DataPass pass(call, plans, ch, dt);
+    if (!pass.prepare(status))
       return true;
-    }
-    cpupool::parallelFor(chunks, [&](int64_t i) {
-      const Conv *c = planOf(i);
-      thread_local Block own;
-      thread_local size_t ownBytes = 0;
-      void *grad = keptBlock(own, ownBytes, c->packedWeightBytes);
-      if (!grad ||
-          !run(*c, ChunkIo{at(call.a, i * chunk * imageElems, aSize),
-                           call.a.dtype,
-                           at(call.b, i * chunk * outElems, bSize),
-                           call.b.dtype, grad}) ||
-          !unpackWeights(*c, grad, part + i * weightElems))
+    cpupool::parallelFor(ch.count, [&](int64_t i) {
+      if (!pass.chunk(i))
+        failed = true;
+    });
+  } else {
+    WeightsPass pass(call, plans, ch);
+    if (!pass.prepare(status))
+      return true;
+    cpupool::parallelFor(ch.count, [&](int64_t i) {
+      if (!pass.chunk(i))
         failed = true;
     });
     if (!failed)
-      cpupool::forChunks(weightElems, cpupool::kItemElements,
-                         [&](int64_t e0, int64_t e1) {
-                           for (int64_t e = e0; e < e1; ++e) {
-                             float s = part[e];
-                             for (int64_t i = 1; i < chunks; ++i)
-                               s += part[i * weightElems + e];
-                             call.out[e] = s;
-                           }
-                         });
+      pass.finish();
   }
   if (failed)
+    status = AMPC_ERROR_INTERNAL; // the failing call set the message
+  return true;
+}
+
+bool convolveBackward(ConvCache &cache, const ConvCall &data,
+                      const ConvCall &weights, ampc_dtype dt,
+                      ampc_status &status, std::string *impl) {
+  if (data.pass != ConvCall::BackwardData ||
+      weights.pass != ConvCall::BackwardWeights ||
+      data.a.data != weights.b.data || data.a.dtype != weights.b.dtype ||
+      data.n != weights.n)
+    return false;
+  Chunks ch(data.n);
+  const Conv *dataPlans[2], *weightPlans[2];
+  if (!chunkPlans(cache, data, dt, ch, dataPlans) ||
+      !chunkPlans(cache, weights, dt, ch, weightPlans))
+    return false;
+  // Shared only where both primitives read the output gradient in one
+  // layout that run() moves it into (reordered, widened or blocked).
+  const Api &api = library().api;
+  size_t bytes[2];
+  for (int p = 0; p < 2; ++p) {
+    const Operand &d = static_cast<const State *>(dataPlans[p]->state)->outputs;
+    const Operand &w =
+        static_cast<const State *>(weightPlans[p]->state)->outputs;
+    if (!api.dnnl_memory_desc_equal(&d.prim, &w.prim) ||
+        !moved(d, data.a.dtype) || !moved(w, weights.b.dtype))
+      return false;
+    bytes[p] = d.primBytes;
+  }
+  if (impl)
+    *impl = implOf(dataPlans) + ", " + implOf(weightPlans);
+  status = AMPC_OK;
+  DataPass dx(data, dataPlans, ch, dt);
+  WeightsPass dw(weights, weightPlans, ch);
+  if (!dx.prepare(status) || !dw.prepare(status))
+    return true;
+  std::atomic<bool> failed{false};
+  cpupool::parallelFor(ch.count, [&](int64_t i) {
+    // The chunk's output gradient moved once, into the thread's buffer,
+    // and read by both primitives.
+    thread_local Block shared;
+    thread_local size_t sharedBytes = 0;
+    void *to = keptBlock(shared, sharedBytes,
+                         bytes[i == ch.count - 1 ? 1 : 0]);
+    if (!to) {
+      setError(AMPC_ERROR_OUT_OF_MEMORY,
+               "cpu backend: cannot allocate a convolution's output "
+               "gradient");
+      failed = true;
+      return;
+    }
+    if (!dx.chunk(i, to) || !dw.chunk(i, to, true))
+      failed = true;
+  });
+  if (!failed)
+    dw.finish();
+  else
     status = AMPC_ERROR_INTERNAL; // the failing call set the message
   return true;
 }
@@ -770,6 +915,10 @@ bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
 int convDtype(ampc_dtype, ampc_dtype) { return -1; }
 bool convolve(ConvCache &, const ConvCall &, ampc_dtype, ampc_status &,
               std::string *) {
+  return false;
+}
+bool convolveBackward(ConvCache &, const ConvCall &, const ConvCall &,
+                      ampc_dtype, ampc_status &, std::string *) {
   return false;
 }
 bool plan(ConvCache &, const ConvCall &, ampc_dtype) { return false; }

@@ -108,6 +108,12 @@ struct ChunkIo {
   void *out;
   Buf final{nullptr, AMPC_F32};
   const float *bias = nullptr;
+  /// Backward data and weights: where the output gradient in the
+  /// primitive's layout is put (null: the thread's own buffer), or, when
+  /// `diffDstReady`, where another pass of the same chunk put it (read as
+  /// it is). Only where the primitive does move it (convolveBackward).
+  void *diffDst = nullptr;
+  bool diffDstReady = false;
 };
 
 /// Runs one chunk on the calling thread (ChunkIo). False, with ampc's last
@@ -134,6 +140,17 @@ int convDtype(ampc_dtype a, ampc_dtype b);
 /// not null) set to the implementations that ran (comma-separated).
 bool convolve(ConvCache &cache, const ConvCall &call, ampc_dtype dt,
               ampc_status &status, std::string *impl = nullptr);
+/// A convolution's backward data and backward weights passes (`data`,
+/// `weights`: backend.h's ConvCalls over the same output gradient) as
+/// convolve runs each, chunk by chunk together, where both primitives read
+/// the output gradient in the same layout that it has to be moved into
+/// (reordered, widened, or put in channel blocks): each chunk's is moved
+/// once and read by both. The same operations on the same values as the two
+/// convolve calls, so the same bits. Returns false, having written nothing,
+/// where it cannot (then convolve runs each), else true with the status.
+bool convolveBackward(ConvCache &cache, const ConvCall &data,
+                      const ConvCall &weights, ampc_dtype dt,
+                      ampc_status &status, std::string *impl = nullptr);
 /// Makes (or finds) the primitives convolve(cache, call, dt, ...) would
 /// run, reading and writing no data; returns what convolve would (whether
 /// oneDNN takes the call).

@@ -707,29 +707,56 @@ ampc_status convBackward(const char *fn, ampc_context ctx,
     // dx and dw on the backend's own convolution engine (the CPU's oneDNN)
     // where it takes them, into f32 rounded once; what it does not take
     // (and the bias gradient) then runs on the generic paths below.
-    auto engine = [&](ConvCall::Pass pass, const TensorArg &d,
-                      const Shape &ds, Buf a, Buf b, bool &done) {
-      Temp acc(be);
+    // A pass's call: its f32 result into d itself, or into `acc` (then
+    // rounded once into d: by the engine for dx, by finish() for dw).
+    auto callFor = [&](ConvCall::Pass pass, const TensorArg &d,
+                       const Shape &ds, Buf a, Buf b, Temp &acc,
+                       ConvCall &call) {
       float *out = static_cast<float *>(const_cast<void *>(d.data));
       if (d.dtype != AMPC_F32) {
         AMPC_TRY(acc.alloc(ds.numel() * sizeof(float)));
         out = acc.f32();
       }
-      ConvCall call{pass, g, n, groups, o, a, b, out};
+      call = ConvCall{pass, g, n, groups, o, a, b, out};
       if (d.dtype != AMPC_F32 && pass == ConvCall::BackwardData)
         call.final = d.buf();
+      return AMPC_OK;
+    };
+    auto finish = [&](const ConvCall &call, const TensorArg &d,
+                      const Shape &ds) {
+      if (d.dtype != AMPC_F32 && !call.final.data)
+        return sumToShape(be, d.buf(), ds, Buf{call.out, AMPC_F32}, ds);
+      return AMPC_OK;
+    };
+    auto engine = [&](ConvCall::Pass pass, const TensorArg &d,
+                      const Shape &ds, Buf a, Buf b, bool &done) {
+      Temp acc(be);
+      ConvCall call{};
+      AMPC_TRY(callFor(pass, d, ds, a, b, acc, call));
       ampc_status st = AMPC_OK;
       if (!(done = be.convolve(call, st)))
         return AMPC_OK;
       AMPC_TRY(st);
-      if (d.dtype != AMPC_F32 && !call.final.data)
-        return sumToShape(be, d.buf(), ds, Buf{out, AMPC_F32}, ds);
-      return AMPC_OK;
+      return finish(call, d, ds);
     };
     bool doneDx = false, doneDw = false;
-    if (dx.data)
+    if (dx.data && dw.data && ws.numel()) {
+      // Both on the engine together where it shares their output gradient.
+      Temp accX(be), accW(be);
+      ConvCall cx{}, cw{};
+      AMPC_TRY(callFor(ConvCall::BackwardData, dx, dxs, dyb, wb, accX, cx));
+      AMPC_TRY(callFor(ConvCall::BackwardWeights, dw, dws, xb, dyb, accW, cw));
+      ampc_status st = AMPC_OK;
+      if (be.convolveBackward(cx, cw, st)) {
+        AMPC_TRY(st);
+        AMPC_TRY(finish(cx, dx, dxs));
+        AMPC_TRY(finish(cw, dw, dws));
+        doneDx = doneDw = true;
+      }
+    }
+    if (dx.data && !doneDx)
       AMPC_TRY(engine(ConvCall::BackwardData, dx, dxs, dyb, wb, doneDx));
-    if (dw.data && ws.numel())
+    if (dw.data && ws.numel() && !doneDw)
       AMPC_TRY(engine(ConvCall::BackwardWeights, dw, dws, xb, dyb, doneDw));
     if (doneDx || doneDw) {
       TensorArg none{};

@@ -360,6 +360,17 @@ public:
     (void)status;
     return false;
   }
+  /// Runs a convolution's backward data and backward weights passes (the
+  /// same output gradient) together on such an engine, where it can share
+  /// work between them, and returns true (the status in `status`); returns
+  /// false, untouched, where it cannot: then each pass goes to convolve().
+  virtual bool convolveBackward(const ConvCall &data, const ConvCall &weights,
+                                ampc_status &status) {
+    (void)data;
+    (void)weights;
+    (void)status;
+    return false;
+  }
 
   /// Runs a convolution pass with an f64 tensor in f64 and returns true
   /// (its status in `status`), or returns false, touching nothing, where

@@ -333,6 +333,29 @@ TEST_F(CpuConvEngine, WidenedOperandsGiveTheBitsOfF32Ones) {
   EXPECT_GE(compared, bf16Units ? 21 : 28);
 }
 
+// dx and dw in one call run the two passes together, each chunk's output
+// gradient moved into the primitives' layout once where both read it in the
+// same layout: the bits of each pass on its own (dw only, then dx only).
+TEST_F(CpuConvEngine, BothGradientsTogetherGiveTheBitsOfEachAlone) {
+  int compared = 0;
+  for (const Problem &p : kProblems)
+    for (ampc_dtype dt : {AMPC_F32, AMPC_BF16, AMPC_F16}) {
+      SCOPED_TRACE(std::string(p.what) + ", " + dtName(dt));
+      Tensor x = randomTensor(imageShape(p, p.c, false), dt);
+      Tensor w = randomTensor(weightShape(p), dt == AMPC_F16 ? AMPC_F32 : dt);
+      Tensor dy = randomTensor(imageShape(p, p.o, true), dt);
+      Tensor dx(imageShape(p, p.c, false), dt), dw(weightShape(p), AMPC_F32);
+      Tensor dxAlone = dx, dwAlone = dw, none;
+      ASSERT_OK(backward(ctx, p, dx, dw, none, dy, x, w));
+      ASSERT_OK(backward(ctx, p, none, dwAlone, none, dy, x, w));
+      ASSERT_OK(backward(ctx, p, dxAlone, none, none, dy, x, w));
+      EXPECT_EQ(dx.bytes, dxAlone.bytes);
+      EXPECT_EQ(dw.bytes, dwAlone.bytes);
+      ++compared;
+    }
+  EXPECT_EQ(compared, 21);
+}
+
 TEST_F(CpuConvEngine, SameBitsAtEveryThreadCount) {
   int saved = ampc::cpupool::threadCount();
   const Problem &p = kProblems[1]; // 9 images: chunks of 2, a short last one
