@@ -1147,17 +1147,19 @@ public:
                               std::vector<float> &wideA,
                               std::vector<float> &wideB) {
     ConvCall call = c;
-    bool bWeights = call.pass != ConvCall::BackwardWeights;
-    auto widen = [&](Buf &b, int64_t n, bool weights, std::vector<float> &to) {
-      if (!widenedHere(b.dtype, want, weights))
-        return;
-      to.resize(static_cast<size_t>(n));
-      loadContigPar(b, n, to.data());
-      b = Buf{to.data(), AMPC_F32};
-    };
-    widen(call.a, call.aElems(), false, wideA);
-    widen(call.b, call.bElems(), bWeights, wideB);
+    widenHere(call.a, call.aElems(), want, false, wideA);
+    widenHere(call.b, call.bElems(), want,
+              call.pass != ConvCall::BackwardWeights, wideB);
     return call;
+  }
+  /// Operand `b` of `n` elements widened into `to` where widenedHere says.
+  static void widenHere(Buf &b, int64_t n, ampc_dtype want, bool weights,
+                        std::vector<float> &to) {
+    if (!widenedHere(b.dtype, want, weights))
+      return;
+    to.resize(static_cast<size_t>(n));
+    loadContigPar(b, n, to.data());
+    b = Buf{to.data(), AMPC_F32};
   }
 
   bool convolve(const ConvCall &c, ampc_status &status) override {
@@ -1188,8 +1190,10 @@ public:
       return false;
     ampc_dtype want = static_cast<ampc_dtype>(dt);
     ConvCall d = widenedCall(data, want, convWideA, convWideB);
-    std::vector<float> none;
-    ConvCall w = widenedCall(weights, want, convWideC, none);
+    // The weights pass's images only: its output gradient is the data
+    // pass's, which the check above found not widened here.
+    ConvCall w = weights;
+    widenHere(w.a, w.aElems(), want, false, convWideC);
     std::string impl;
     if (!onednn::convolveBackward(convs, d, w, want, status, &impl))
       return false;

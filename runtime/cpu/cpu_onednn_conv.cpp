@@ -384,13 +384,18 @@ bool unpackWeights(const Conv &c, const void *packed, float *dw) {
 
 namespace {
 
+/// Whether data of dtype `type` read through `op` is widened on the way in:
+/// 16-bit data of an f32 primitive.
+bool widened(const Operand &op, ampc_dtype type) {
+  return op.prim.data_type == dnnl_f32 &&
+         (type == AMPC_F16 || type == AMPC_BF16);
+}
+
 /// Whether run() moves data of dtype `type` that the primitive reads through
 /// `op` (widened to f32, reordered or put in channel blocks) rather than
 /// reading it where it is.
 bool moved(const Operand &op, ampc_dtype type) {
-  bool widen = op.prim.data_type == dnnl_f32 &&
-               (type == AMPC_F16 || type == AMPC_BF16);
-  return widen || op.reorder;
+  return widened(op, type) || op.reorder;
 }
 
 } // namespace
@@ -477,8 +482,7 @@ bool run(const Conv &c, const ChunkIo &io) {
     // in one pass, where oneDNN's reorder (jit:uni) took about 9% of a bf16
     // ResNet step (bench/README.md). f32 data keeps oneDNN's reorders,
     // which were as fast.
-    bool widen = g.in && op.prim.data_type == dnnl_f32 &&
-                 (g.type == AMPC_F16 || g.type == AMPC_BF16);
+    bool widen = g.in && widened(op, g.type);
     bool same16 = g.in && op.prim.data_type == dnnl_bf16 &&
                   g.type == AMPC_BF16;
     if (!widen && !op.reorder)
@@ -721,10 +725,9 @@ struct DataPass {
   /// Chunk i; backward data's output gradient in the primitive's layout
   /// put in `diffDst` when not null (ChunkIo).
   bool chunk(int64_t i, void *diffDst = nullptr) const {
-    const ConvGeom &g = call.g;
     bool fwd = call.pass == ConvCall::Forward;
-    int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
-    int64_t outElems = call.outChannels * g.columns();
+    int64_t imageElems = call.imageElemsEach();
+    int64_t outElems = call.outputElemsEach();
     int64_t written = fwd ? outElems : imageElems;
     int64_t read = fwd ? imageElems : outElems;
     const Conv *c = planOf(i);
@@ -760,14 +763,13 @@ struct WeightsPass {
   const Conv *planOf(int64_t i) const {
     return plans[i == ch.count - 1 ? 1 : 0];
   }
-  int64_t weightElems() const { return call.outChannels * call.g.rows(); }
   /// The chunks' partial gradients (kept by the calling thread); false
   /// with `status` set when they cannot be allocated.
   bool prepare(ampc_status &status) {
     thread_local Block partials;
     thread_local size_t partialBytes = 0;
     part = static_cast<float *>(keptBlock(
-        partials, partialBytes, ch.count * weightElems() * sizeof(float)));
+        partials, partialBytes, ch.count * call.weightElems() * sizeof(float)));
     if (!part)
       status = setError(AMPC_ERROR_OUT_OF_MEMORY,
                         "cpu backend: cannot allocate %lld convolution "
@@ -778,9 +780,8 @@ struct WeightsPass {
   /// Chunk i; its output gradient read from `diffDst` (the primitive's
   /// layout) when `ready`, else moved there when `diffDst` is not null.
   bool chunk(int64_t i, void *diffDst = nullptr, bool ready = false) const {
-    const ConvGeom &g = call.g;
-    int64_t imageElems = g.channels * call.groups * g.d * g.h * g.w;
-    int64_t outElems = call.outChannels * g.columns();
+    int64_t imageElems = call.imageElemsEach();
+    int64_t outElems = call.outputElemsEach();
     const Conv *c = planOf(i);
     thread_local Block own;
     thread_local size_t ownBytes = 0;
@@ -794,10 +795,10 @@ struct WeightsPass {
     io.diffDst = diffDst;
     io.diffDstReady = ready;
     return grad && run(*c, io) &&
-           unpackWeights(*c, grad, part + i * weightElems());
+           unpackWeights(*c, grad, part + i * call.weightElems());
   }
   void finish() const {
-    int64_t n = weightElems();
+    int64_t n = call.weightElems();
     cpupool::forChunks(n, cpupool::kItemElements, [&](int64_t e0, int64_t e1) {
       for (int64_t e = e0; e < e1; ++e) {
         float s = part[e];

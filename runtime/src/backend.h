@@ -141,8 +141,11 @@ struct ConvCall {
   /// use `out` as scratch; without it, the f32 result goes to `out`.
   Buf final{nullptr, AMPC_F32};
   Buf bias{nullptr, AMPC_F32};
-  int64_t imageElems() const { return n * groups * g.imageSize(); }
-  int64_t outputElems() const { return n * outChannels * g.columns(); }
+  /// One image's elements (all groups), one output's; then the batch's.
+  int64_t imageElemsEach() const { return groups * g.imageSize(); }
+  int64_t outputElemsEach() const { return outChannels * g.columns(); }
+  int64_t imageElems() const { return n * imageElemsEach(); }
+  int64_t outputElems() const { return n * outputElemsEach(); }
   int64_t weightElems() const { return outChannels * g.rows(); }
   int64_t aElems() const {
     return pass == BackwardData ? outputElems() : imageElems();
