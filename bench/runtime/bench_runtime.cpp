@@ -594,6 +594,33 @@ BENCHMARK(BM_CpuSgd)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// One AdamW step over one parameter, as BM_CpuSgd: param and gradient in
+// one dtype, both moments in f32.
+void BM_CpuAdamw(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t n = state.range(0);
+  auto dt = static_cast<ampc_dtype>(state.range(1));
+  void *p = deviceRandom(ctx, dt, n, 1), *g = deviceRandom(ctx, dt, n, 2);
+  void *m = deviceRandom(ctx, AMPC_F32, n, 3), *v = nullptr;
+  ampc_malloc(ctx, n * sizeof(float), &v);
+  ampc_init_uniform(ctx, v, AMPC_F32, n, 4, 0, 0, 1); // a square's average
+  void *step = nullptr;
+  ampc_malloc(ctx, sizeof(int32_t), &step);
+  *static_cast<int32_t *>(step) = 0; // the CPU backend's memory is the host's
+  ampc_dtype pdt[1] = {dt}, gdt[1] = {dt};
+  int64_t numel[1] = {n};
+  for (auto _ : state)
+    ampc_adamw_update(ctx, &p, pdt, &g, gdt, &m, &v, step, numel, 1, 1e-3,
+                      0.9, 0.999, 1e-8, 0.01, 0.0, nullptr, AMPC_F32, nullptr);
+  state.SetLabel(dtypeLabel(dt));
+  for (void *b : {p, g, m, v, step})
+    ampc_free(ctx, b);
+}
+BENCHMARK(BM_CpuAdamw)
+    ->ArgsProduct({{1 << 18, 1 << 22}, {AMPC_F32, AMPC_BF16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // The overflow check of a step's gradients at O3's static scale of 1: a
 // check only, nothing written.
 void BM_CpuCheckFinite(benchmark::State &state) {

@@ -10,7 +10,12 @@
 #include "../src/half.h"
 #include "cpu_clones.h"
 
+#include <math.h>
 #include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ampc {
 namespace cpuupdate {
@@ -108,6 +113,168 @@ struct AdamwCall {
   }
 };
 
+#if AMPC_CPU_CLONES
+// The AVX2 clone's loops for 16-bit params, gradients and model copies,
+// eight lanes at a time with intrinsics. GCC 12 vectorises sgdRun and
+// adamwRun for bf16 too, but its rounding and 32-to-16-bit packing made
+// the bf16 SGD step take three times the f32 one (BM_CpuSgd, 2^18
+// elements, one thread on a Zen 3: 128 against 43 us) and was the main
+// reason O3 trained slower than O1 there (bench/README.md). These are the
+// element code's operations in its order, each rounded (-ffp-contract=off
+// keeps the products and sums apart), and cpu_fast.cpp's f32ToBf16AVX2
+// arithmetic for the rounding: the same bits. f32-only calls keep the
+// compiler's loops, which were as fast.
+namespace avx2 {
+#define AMPC_AVX2_INLINE AMPC_AVX2_TARGET AMPC_ALWAYS_INLINE inline
+
+AMPC_AVX2_INLINE __m256 load8(const float *p) { return _mm256_loadu_ps(p); }
+AMPC_AVX2_INLINE __m256 load8(const uint16_t *p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+AMPC_AVX2_INLINE void store8(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
+/// f32ToBf16 on eight lanes: round to nearest even; a NaN keeps its sign
+/// and payload's top bits, quieted.
+AMPC_AVX2_INLINE void store8(uint16_t *p, __m256 v) {
+  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff),
+                quiet = _mm256_set1_epi32(0x40),
+                absMask = _mm256_set1_epi32(0x7fffffff),
+                inf = _mm256_set1_epi32(0x7f800000);
+  __m256i x = _mm256_castps_si256(v), top = _mm256_srli_epi32(x, 16);
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absMask), inf);
+  __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(top, one))),
+      16);
+  __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(top, quiet), nan);
+  // Lanes below 2^16: packed to 16 bits in order.
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                   _mm_packus_epi32(_mm256_castsi256_si128(r),
+                                    _mm256_extracti128_si256(r, 1)));
+}
+
+/// sgdRun: sgdElement on eight lanes, the tail by the element loop.
+template <typename P, typename G, bool Model, bool Momentum>
+AMPC_AVX2_INLINE void sgdRun(P *__restrict p, const G *__restrict g,
+                             float *__restrict buf, uint16_t *__restrict model,
+                             int64_t n, const SgdScalars &scalars) {
+  const SgdScalars s = scalars;
+  const __m256 wd = _mm256_set1_ps(s.weightDecay),
+               mom = _mm256_set1_ps(s.momentum),
+               negLr = _mm256_set1_ps(-s.lr);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = load8(p + i), d = load8(g + i);
+    if (s.hasWeightDecay)
+      d = _mm256_add_ps(d, _mm256_mul_ps(wd, v));
+    if (Momentum && s.hasMomentum) {
+      __m256 m = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(buf + i), mom), d);
+      _mm256_storeu_ps(buf + i, m);
+      d = s.nesterov ? _mm256_add_ps(d, _mm256_mul_ps(mom, m)) : m;
+    }
+    v = _mm256_add_ps(v, _mm256_mul_ps(negLr, d));
+    store8(p + i, v);
+    if (Model)
+      store8(model + i, v);
+  }
+  cpuupdate::sgdRun<P, G, Model, Momentum>(p + i, g + i,
+                                           Momentum ? buf + i : buf,
+                                           Model ? model + i : model, n - i, s);
+}
+
+/// adamwRun: adamwElement on eight lanes, the tail by the element loop.
+template <typename P, typename G, bool Model>
+AMPC_AVX2_INLINE void adamwRun(P *__restrict p, const G *__restrict g,
+                               float *__restrict m, float *__restrict v,
+                               uint16_t *__restrict model, int64_t n,
+                               const AdamwScalars &scalars) {
+  const AdamwScalars s = scalars;
+  const bool lerp = fabsf(s.oneMinusBeta1) < 0.5f;
+  const __m256 decay = _mm256_set1_ps(s.decay),
+               w = _mm256_set1_ps(s.oneMinusBeta1),
+               oneMinusW = _mm256_set1_ps(1.0f - s.oneMinusBeta1),
+               beta2 = _mm256_set1_ps(s.beta2),
+               oneMinusBeta2 = _mm256_set1_ps(s.oneMinusBeta2),
+               negStep = _mm256_set1_ps(s.negStepSize),
+               bc2Sqrt = _mm256_set1_ps(s.bc2Sqrt), eps = _mm256_set1_ps(s.eps);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pv = _mm256_mul_ps(load8(p + i), decay), grad = load8(g + i);
+    __m256 mv = _mm256_loadu_ps(m + i), diff = _mm256_sub_ps(grad, mv);
+    mv = lerp ? _mm256_add_ps(mv, _mm256_mul_ps(w, diff))
+              : _mm256_sub_ps(grad, _mm256_mul_ps(diff, oneMinusW));
+    __m256 vv = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2),
+        _mm256_mul_ps(_mm256_mul_ps(oneMinusBeta2, grad), grad));
+    __m256 denom =
+        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), bc2Sqrt), eps);
+    pv = _mm256_add_ps(pv, _mm256_mul_ps(negStep, _mm256_div_ps(mv, denom)));
+    _mm256_storeu_ps(m + i, mv);
+    _mm256_storeu_ps(v + i, vv);
+    store8(p + i, pv);
+    if (Model)
+      store8(model + i, pv);
+  }
+  cpuupdate::adamwRun<P, G, Model>(p + i, g + i, m + i, v + i,
+                                   Model ? model + i : model, n - i, s);
+}
+
+struct SgdCall {
+  float *buf;
+  int64_t n;
+  const SgdScalars &s;
+  template <typename P, typename G, bool Model>
+  AMPC_AVX2_INLINE void go(P *p, const G *g, uint16_t *model) const {
+    if (std::is_same<P, float>::value && std::is_same<G, float>::value &&
+        !Model)
+      cpuupdate::SgdCall{buf, n, s}.go<P, G, Model>(p, g, model);
+    else if (buf)
+      sgdRun<P, G, Model, true>(p, g, buf, model, n, s);
+    else
+      sgdRun<P, G, Model, false>(p, g, buf, model, n, s);
+  }
+};
+
+struct AdamwCall {
+  float *m, *v;
+  int64_t n;
+  const AdamwScalars &s;
+  template <typename P, typename G, bool Model>
+  AMPC_AVX2_INLINE void go(P *p, const G *g, uint16_t *model) const {
+    if (std::is_same<P, float>::value && std::is_same<G, float>::value &&
+        !Model)
+      cpuupdate::adamwRun<P, G, Model>(p, g, m, v, model, n, s);
+    else
+      adamwRun<P, G, Model>(p, g, m, v, model, n, s);
+  }
+};
+
+/// withTypes under the AVX2 target: GCC inlines these loops only into
+/// functions of that target, which withTypes' lambda is not.
+template <typename Run>
+AMPC_AVX2_INLINE void withTypes(Buf p, Buf g, Buf model, const Run &run) {
+  auto *model16 = static_cast<uint16_t *>(model.data);
+  auto *p32 = static_cast<float *>(p.data);
+  auto *p16 = static_cast<uint16_t *>(p.data);
+  auto *g32 = static_cast<const float *>(g.data);
+  auto *g16 = static_cast<const uint16_t *>(g.data);
+  bool pWide = p.dtype == AMPC_F32, gWide = g.dtype == AMPC_F32;
+  if (pWide && gWide)
+    model16 ? run.template go<float, float, true>(p32, g32, model16)
+            : run.template go<float, float, false>(p32, g32, model16);
+  else if (pWide)
+    model16 ? run.template go<float, uint16_t, true>(p32, g16, model16)
+            : run.template go<float, uint16_t, false>(p32, g16, model16);
+  else if (gWide)
+    model16 ? run.template go<uint16_t, float, true>(p16, g32, model16)
+            : run.template go<uint16_t, float, false>(p16, g32, model16);
+  else
+    model16 ? run.template go<uint16_t, uint16_t, true>(p16, g16, model16)
+            : run.template go<uint16_t, uint16_t, false>(p16, g16, model16);
+}
+#undef AMPC_AVX2_INLINE
+} // namespace avx2
+#endif // AMPC_CPU_CLONES
+
 /// Whether any of the n patterns, sign bit cleared, is at least `limit`
 /// (the all-ones exponent): a max, which the compiler vectorises.
 template <typename T>
@@ -187,6 +354,19 @@ AMPC_UPDATE_LOOP void addSquaresLoop(Buf p, int64_t n, double *lanes) {
     addSquaresRun(static_cast<const uint16_t *>(p.data), n, lanes);
 }
 
+// Each clone's type dispatch and SGD and AdamW loops: the element loops,
+// hand-written ones for AVX2 (above).
+namespace generic {
+using cpuupdate::AdamwCall;
+using cpuupdate::SgdCall;
+using cpuupdate::withTypes;
+} // namespace generic
+namespace cloneBase = generic;
+#if AMPC_CPU_CLONES
+namespace cloneAVX2 = avx2;
+namespace cloneAVX512 = generic;
+#endif
+
 /// The loops of one instruction set.
 struct UpdateLoops {
   void (*sgd)(Buf, Buf, float *, Buf, int64_t, const SgdScalars &);
@@ -200,12 +380,13 @@ struct UpdateLoops {
 #define AMPC_UPDATE_LOOP_CLONES(SUFFIX, TARGET)                                \
   TARGET AMPC_FLATTEN void sgd##SUFFIX(Buf p, Buf g, float *buf, Buf model,   \
                                        int64_t n, const SgdScalars &s) {      \
-    withTypes(p, g, model, SgdCall{buf, n, s});                                \
+    clone##SUFFIX::withTypes(p, g, model, clone##SUFFIX::SgdCall{buf, n, s});  \
   }                                                                            \
   TARGET AMPC_FLATTEN void adamw##SUFFIX(Buf p, Buf g, float *m, float *v,    \
                                          Buf model, int64_t n,                \
                                          const AdamwScalars &s) {             \
-    withTypes(p, g, model, AdamwCall{m, v, n, s});                             \
+    clone##SUFFIX::withTypes(p, g, model,                                      \
+                             clone##SUFFIX::AdamwCall{m, v, n, s});           \
   }                                                                            \
   TARGET AMPC_FLATTEN bool anyNonfinite##SUFFIX(Buf p, int64_t n) {           \
     return anyNonfiniteLoop(p, n);                                             \
