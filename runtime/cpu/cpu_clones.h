@@ -28,7 +28,9 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AMPC_CPU_CLONES 1
-#define AMPC_AVX2_TARGET __attribute__((target("avx2,fma")))
+// The AVX2 clones also have F16C: the AVX2 clone runs only where both are
+// (cpufast::convertSupported).
+#define AMPC_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define AMPC_AVX512_TARGET                                                     \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 // The three clones NAME##Base, NAME##AVX2 and NAME##AVX512 as CloneSet's

@@ -21,13 +21,21 @@ namespace ampc {
 namespace cpuupdate {
 namespace {
 
-// A param, gradient or model copy element is a float (f32) or a uint16_t
-// (bf16: f16 never reaches these loops).
+// A param, gradient or model copy element is a float (f32), a uint16_t
+// (bf16) or a Half (f16: params and gradients without a model copy, in the
+// AVX2 clone only; see fused()).
+struct Half {
+  uint16_t bits;
+};
 AMPC_ALWAYS_INLINE inline float widen(float v) { return v; }
 AMPC_ALWAYS_INLINE inline float widen(uint16_t h) { return bf16ToF32(h); }
+AMPC_ALWAYS_INLINE inline float widen(Half h) { return f16ToF32(h.bits); }
 AMPC_ALWAYS_INLINE inline void narrow(float &to, float v) { to = v; }
 AMPC_ALWAYS_INLINE inline void narrow(uint16_t &to, float v) {
   to = f32ToBf16(v);
+}
+AMPC_ALWAYS_INLINE inline void narrow(Half &to, float v) {
+  to.bits = f32ToF16(v);
 }
 
 #define AMPC_UPDATE_LOOP AMPC_ALWAYS_INLINE inline
@@ -114,16 +122,19 @@ struct AdamwCall {
 };
 
 #if AMPC_CPU_CLONES
-// The AVX2 clone's loops for 16-bit params, gradients and model copies,
-// eight lanes at a time with intrinsics. GCC 12 vectorises sgdRun and
+// The AVX2 clone's loops for 16-bit params, gradients and model copies
+// (bf16, and f16 ones with F16C's conversions), eight lanes at a time with
+// intrinsics. GCC 12 vectorises sgdRun and
 // adamwRun for bf16 too, but its rounding and 32-to-16-bit packing made
 // the bf16 SGD step take three times the f32 one (BM_CpuSgd, 2^18
 // elements, one thread on a Zen 3: 128 against 43 us) and was the main
 // reason O3 trained slower than O1 there (bench/README.md). These are the
 // element code's operations in its order, each rounded (-ffp-contract=off
 // keeps the products and sums apart), and cpu_fast.cpp's f32ToBf16AVX2
-// arithmetic for the rounding: the same bits. f32-only calls keep the
-// compiler's loops, which were as fast.
+// and f32ToF16F16C arithmetic for the roundings: the same bits. f32-only
+// calls keep the compiler's loops, which were as fast. The other clones
+// leave f16 data to the caller, which widens it into f32 scratch
+// (fused()).
 namespace avx2 {
 #define AMPC_AVX2_INLINE AMPC_AVX2_TARGET AMPC_ALWAYS_INLINE inline
 
@@ -132,7 +143,31 @@ AMPC_AVX2_INLINE __m256 load8(const uint16_t *p) {
   __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
+AMPC_AVX2_INLINE __m256 load8(const Half *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
 AMPC_AVX2_INLINE void store8(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
+/// f32ToF16 on eight lanes: VCVTPS2PH rounds to nearest even as f32ToF16
+/// does but keeps the top of a NaN's payload, where f32ToF16 gives every NaN
+/// the payload 0x200 (cpu_fast.cpp's f32ToF16F16C).
+AMPC_AVX2_INLINE void store8(Half *p, __m256 v) {
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff),
+                inf = _mm256_set1_epi32(0x7f800000);
+  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+  __m256i bits = _mm256_castps_si256(v);
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), inf);
+  if (!_mm256_testz_si256(nan, nan)) {
+    __m256i q = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x8000)),
+        _mm256_set1_epi32(0x7e00));
+    __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan),
+                                    _mm256_extracti128_si256(nan, 1));
+    __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q),
+                                   _mm256_extracti128_si256(q, 1));
+    h = _mm_blendv_epi8(h, q16, nan16);
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p), h);
+}
 /// f32ToBf16 on eight lanes: round to nearest even; a NaN keeps its sign
 /// and payload's top bits, quieted.
 AMPC_AVX2_INLINE void store8(uint16_t *p, __m256 v) {
@@ -228,9 +263,9 @@ struct SgdCall {
         !Model)
       cpuupdate::SgdCall{buf, n, s}.go<P, G, Model>(p, g, model);
     else if (buf)
-      sgdRun<P, G, Model, true>(p, g, buf, model, n, s);
+      avx2::sgdRun<P, G, Model, true>(p, g, buf, model, n, s);
     else
-      sgdRun<P, G, Model, false>(p, g, buf, model, n, s);
+      avx2::sgdRun<P, G, Model, false>(p, g, buf, model, n, s);
   }
 };
 
@@ -244,7 +279,7 @@ struct AdamwCall {
         !Model)
       cpuupdate::adamwRun<P, G, Model>(p, g, m, v, model, n, s);
     else
-      adamwRun<P, G, Model>(p, g, m, v, model, n, s);
+      avx2::adamwRun<P, G, Model>(p, g, m, v, model, n, s);
   }
 };
 
@@ -252,6 +287,20 @@ struct AdamwCall {
 /// functions of that target, which withTypes' lambda is not.
 template <typename Run>
 AMPC_AVX2_INLINE void withTypes(Buf p, Buf g, Buf model, const Run &run) {
+  if (p.dtype == AMPC_F16 || g.dtype == AMPC_F16) {
+    // f16 with f16 or f32, no model copy (fused()).
+    auto *pHalf = static_cast<Half *>(p.data);
+    auto *gHalf = static_cast<const Half *>(g.data);
+    if (p.dtype == AMPC_F16 && g.dtype == AMPC_F16)
+      run.template go<Half, Half, false>(pHalf, gHalf, nullptr);
+    else if (p.dtype == AMPC_F16)
+      run.template go<Half, float, false>(
+          pHalf, static_cast<const float *>(g.data), nullptr);
+    else
+      run.template go<float, Half, false>(static_cast<float *>(p.data), gHalf,
+                                          nullptr);
+    return;
+  }
   auto *model16 = static_cast<uint16_t *>(model.data);
   auto *p32 = static_cast<float *>(p.data);
   auto *p16 = static_cast<uint16_t *>(p.data);
@@ -271,6 +320,7 @@ AMPC_AVX2_INLINE void withTypes(Buf p, Buf g, Buf model, const Run &run) {
     model16 ? run.template go<uint16_t, uint16_t, true>(p16, g16, model16)
             : run.template go<uint16_t, uint16_t, false>(p16, g16, model16);
 }
+constexpr bool kF16 = true;
 #undef AMPC_AVX2_INLINE
 } // namespace avx2
 #endif // AMPC_CPU_CLONES
@@ -360,6 +410,7 @@ namespace generic {
 using cpuupdate::AdamwCall;
 using cpuupdate::SgdCall;
 using cpuupdate::withTypes;
+constexpr bool kF16 = false;
 } // namespace generic
 namespace cloneBase = generic;
 #if AMPC_CPU_CLONES
@@ -375,6 +426,8 @@ struct UpdateLoops {
   bool (*anyNonfinite)(Buf, int64_t);
   bool (*unscale)(Buf, int64_t, float);
   void (*addSquares)(Buf, int64_t, double *);
+  /// Whether sgd and adamw take f16 params and gradients (fused()).
+  bool f16;
 };
 
 #define AMPC_UPDATE_LOOP_CLONES(SUFFIX, TARGET)                                \
@@ -399,8 +452,8 @@ struct UpdateLoops {
     addSquaresLoop(p, n, lanes);                                               \
   }                                                                            \
   const UpdateLoops updateLoops##SUFFIX = {                                    \
-      sgd##SUFFIX, adamw##SUFFIX, anyNonfinite##SUFFIX, unscale##SUFFIX,       \
-      addSquares##SUFFIX};
+      sgd##SUFFIX,        adamw##SUFFIX,      anyNonfinite##SUFFIX,            \
+      unscale##SUFFIX,    addSquares##SUFFIX, clone##SUFFIX::kF16};
 
 AMPC_EACH_CLONE(AMPC_UPDATE_LOOP_CLONES)
 AMPC_CLONE_SET(UpdateLoops, updateLoops, updateClones)
@@ -411,6 +464,9 @@ const UpdateLoops &updateLoops() { return updateClones().get(); }
 
 bool fused(ampc_dtype p, ampc_dtype g, bool hasModel, ampc_dtype model) {
   auto wide = [](ampc_dtype t) { return t == AMPC_F32 || t == AMPC_BF16; };
+  auto half = [](ampc_dtype t) { return t == AMPC_F32 || t == AMPC_F16; };
+  if (p == AMPC_F16 || g == AMPC_F16)
+    return half(p) && half(g) && !hasModel && updateLoops().f16;
   return wide(p) && wide(g) && (!hasModel || model == AMPC_BF16);
 }
 

@@ -7,10 +7,13 @@
 //
 // bf16 params, gradients and O2 model copies are widened and rounded inside
 // the update loop itself (half.h's conversions, which the compiler
-// vectorises), in one pass over memory instead of three over f32 scratch;
-// the same operations per element as widening first, so the same bits.
-// f16 ones are left to the caller, which widens them into f32 scratch with
-// the vector conversions and runs the f32 loop.
+// vectorises; the AVX2 clone's loops are written with intrinsics), in one
+// pass over memory instead of three over f32 scratch; the same operations
+// per element as widening first, so the same bits. So are f16 params and
+// gradients (with f16 or f32 ones, no model copy) in the AVX2 clone, with
+// F16C's conversions; elsewhere f16 data is left to the caller, which
+// widens it into f32 scratch with the vector conversions and runs the f32
+// loop.
 //
 // Also here: the gradient-norm clip's sum of squares, in sixteen f64 lanes.
 //
@@ -29,7 +32,9 @@ namespace cpuupdate {
 
 /// Whether sgd / adamw below take a param of dtype `p` with a gradient of
 /// dtype `g` and a model copy of dtype `model` (`hasModel`): f32 or bf16
-/// params and gradients, bf16 model copies.
+/// params and gradients, bf16 model copies; and, where the loops in use are
+/// the AVX2 clone's, f16 params and gradients with f16 or f32 ones and no
+/// model copy.
 bool fused(ampc_dtype p, ampc_dtype g, bool hasModel, ampc_dtype model);
 
 /// sgdElement over elements [0, n): `p` (rounded back once when bf16), `g`,
