@@ -644,6 +644,35 @@ BENCHMARK(BM_CpuCheckFinite)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// The check and unscale at a dynamic scale, writing every value: two calls
+// per iteration, at scales 2^16 and 2^-16, so the values come back to
+// themselves exactly and stay normal.
+void BM_CpuUnscale(benchmark::State &state) {
+  ampc_context ctx = cpuContext();
+  int64_t n = state.range(0);
+  auto dt = static_cast<ampc_dtype>(state.range(1));
+  void *g = deviceRandom(ctx, dt, n, 1), *flag = nullptr, *up = nullptr,
+       *down = nullptr;
+  ampc_malloc(ctx, 4, &flag);
+  ampc_malloc(ctx, 4, &up);
+  ampc_malloc(ctx, 4, &down);
+  ampc_fill(ctx, up, AMPC_F32, 1, 65536.0);
+  ampc_fill(ctx, down, AMPC_F32, 1, 1.0 / 65536.0);
+  ampc_dtype gdt[1] = {dt};
+  int64_t numel[1] = {n};
+  for (auto _ : state) {
+    ampc_check_finite_unscale(ctx, flag, AMPC_F32, &g, gdt, numel, 1, up);
+    ampc_check_finite_unscale(ctx, flag, AMPC_F32, &g, gdt, numel, 1, down);
+  }
+  state.SetLabel(dtypeLabel(dt));
+  for (void *b : {g, flag, up, down})
+    ampc_free(ctx, b);
+}
+BENCHMARK(BM_CpuUnscale)
+    ->ArgsProduct({{1 << 18}, {AMPC_F32, AMPC_BF16, AMPC_F16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // A pooled kernel (an f32 add of 2^18 elements, 8 items) after the calling
 // thread spent range(0) microseconds either idle (range(1) = 0: no runtime
 // call) or running one-item kernels back to back (range(1) = 1: adds of
