@@ -124,11 +124,11 @@ struct AdamwCall {
 #if AMPC_CPU_CLONES
 // The AVX2 clone's loops for 16-bit params, gradients and model copies
 // (bf16, and f16 ones with F16C's conversions), eight lanes at a time with
-// intrinsics. GCC 12 vectorises sgdRun and
-// adamwRun for bf16 too, but its rounding and 32-to-16-bit packing made
-// the bf16 SGD step take three times the f32 one (BM_CpuSgd, 2^18
-// elements, one thread on a Zen 3: 128 against 43 us) and was the main
-// reason O3 trained slower than O1 there (bench/README.md). These are the
+// intrinsics. GCC 12 vectorises sgdRun and adamwRun for bf16 too, but its
+// rounding and 32-to-16-bit packing made the bf16 SGD step take three
+// times the f32 one (BM_CpuSgd, 2^18 elements, one thread on a Zen 3: 128
+// against 43 us) and was the main reason O3 trained slower than O1 there
+// (bench/README.md, fourteenth run). These are the
 // element code's operations in its order, each rounded (-ffp-contract=off
 // keeps the products and sums apart), and cpu_fast.cpp's f32ToBf16AVX2
 // and f32ToF16F16C arithmetic for the roundings: the same bits. f32-only
