@@ -157,9 +157,9 @@ AMPC_AVX2_INLINE void store8(Half *p, __m256 v) {
   __m256i bits = _mm256_castps_si256(v);
   __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), inf);
   if (!_mm256_testz_si256(nan, nan)) {
-    __m256i q = _mm256_or_si256(
-        _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x8000)),
-        _mm256_set1_epi32(0x7e00));
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 16),
+                                    _mm256_set1_epi32(0x8000));
+    __m256i q = _mm256_or_si256(sign, _mm256_set1_epi32(0x7e00));
     __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan),
                                     _mm256_extracti128_si256(nan, 1));
     __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q),
