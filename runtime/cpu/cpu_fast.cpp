@@ -9,6 +9,7 @@
 #include "cpu_clones.h"
 #include "cpu_conv.h"
 #include "cpu_isa.h"
+#include "cpu_lanes_avx2.h"
 #include "cpu_pool.h"
 
 #include "../src/half.h"
@@ -48,32 +49,10 @@ __attribute__((target("avx,f16c"))) void f16ToF32F16C(const uint16_t *in,
 __attribute__((target("avx2,f16c"))) void f32ToF16F16C(const float *in,
                                                         uint16_t *out,
                                                         int64_t n) {
-  // VCVTPS2PH rounds to nearest even like f32ToF16 but keeps the top of a
-  // NaN's payload; f32ToF16 gives every NaN the payload 0x200, so NaN lanes
-  // are replaced.
-  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i inf = _mm256_set1_epi32(0x7f800000);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(in + i);
-    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-    __m256i bits = _mm256_castps_si256(v);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), inf);
-    if (!_mm256_testz_si256(nan, nan)) {
-      __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 16),
-                                      _mm256_set1_epi32(0x8000));
-      __m256i qnan = _mm256_or_si256(sign, _mm256_set1_epi32(0x7e00));
-      // Narrow the 32-bit lane mask and values to 16 bits.
-      __m128i nanLo = _mm256_castsi256_si128(nan),
-              nanHi = _mm256_extracti128_si256(nan, 1);
-      __m128i qLo = _mm256_castsi256_si128(qnan),
-              qHi = _mm256_extracti128_si256(qnan, 1);
-      __m128i nan16 = _mm_packs_epi32(nanLo, nanHi);
-      __m128i q16 = _mm_packus_epi32(qLo, qHi);
-      h = _mm_blendv_epi8(h, q16, nan16);
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), h);
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     avx2lanes::f32ToF16(_mm256_loadu_ps(in + i)));
   for (; i < n; ++i)
     out[i] = f32ToF16(in[i]);
 }
@@ -90,30 +69,13 @@ __attribute__((target("avx2"))) void bf16ToF32AVX2(const uint16_t *in,
     out[i] = bf16ToF32(in[i]);
 }
 
-__attribute__((target("avx2"))) void f32ToBf16AVX2(const float *in,
-                                                   uint16_t *out, int64_t n) {
-  // The same integer arithmetic as f32ToBf16, eight lanes at a time.
-  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i inf = _mm256_set1_epi32(0x7f800000);
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i bias = _mm256_set1_epi32(0x7fff);
-  const __m256i quiet = _mm256_set1_epi32(0x40);
+__attribute__((target("avx2,f16c"))) void f32ToBf16AVX2(const float *in,
+                                                         uint16_t *out,
+                                                         int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256i x = _mm256_castps_si256(_mm256_loadu_ps(in + i));
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absMask), inf);
-    __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(
-            x, _mm256_add_epi32(bias,
-                                _mm256_and_si256(_mm256_srli_epi32(x, 16), one))),
-        16);
-    __m256i nanv = _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet);
-    __m256i r = _mm256_blendv_epi8(rounded, nanv, nan);
-    // Values are < 2^16: pack the 32-bit lanes to 16 bits in order.
-    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+  for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
-                     _mm_packus_epi32(lo, hi));
-  }
+                     avx2lanes::f32ToBf16(_mm256_loadu_ps(in + i)));
   for (; i < n; ++i)
     out[i] = f32ToBf16(in[i]);
 }

@@ -9,6 +9,7 @@
 
 #include "../src/half.h"
 #include "cpu_clones.h"
+#include "cpu_lanes_avx2.h"
 
 #include <math.h>
 #include <type_traits>
@@ -130,8 +131,8 @@ struct AdamwCall {
 // against 43 us) and was the main reason O3 trained slower than O1 there
 // (bench/README.md, fourteenth run). These are the
 // element code's operations in its order, each rounded (-ffp-contract=off
-// keeps the products and sums apart), and cpu_fast.cpp's f32ToBf16AVX2
-// and f32ToF16F16C arithmetic for the roundings: the same bits. f32-only
+// keeps the products and sums apart), and the conversions' eight-lane
+// roundings (cpu_lanes_avx2.h): the same bits. f32-only
 // calls keep the compiler's loops, which were as fast. The other clones
 // leave f16 data to the caller, which widens it into f32 scratch
 // (fused()).
@@ -147,44 +148,11 @@ AMPC_AVX2_INLINE __m256 load8(const Half *p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
 AMPC_AVX2_INLINE void store8(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
-/// f32ToF16 on eight lanes: VCVTPS2PH rounds to nearest even as f32ToF16
-/// does but keeps the top of a NaN's payload, where f32ToF16 gives every NaN
-/// the payload 0x200 (cpu_fast.cpp's f32ToF16F16C).
 AMPC_AVX2_INLINE void store8(Half *p, __m256 v) {
-  const __m256i absMask = _mm256_set1_epi32(0x7fffffff),
-                inf = _mm256_set1_epi32(0x7f800000);
-  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-  __m256i bits = _mm256_castps_si256(v);
-  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), inf);
-  if (!_mm256_testz_si256(nan, nan)) {
-    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 16),
-                                    _mm256_set1_epi32(0x8000));
-    __m256i q = _mm256_or_si256(sign, _mm256_set1_epi32(0x7e00));
-    __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan),
-                                    _mm256_extracti128_si256(nan, 1));
-    __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q),
-                                   _mm256_extracti128_si256(q, 1));
-    h = _mm_blendv_epi8(h, q16, nan16);
-  }
-  _mm_storeu_si128(reinterpret_cast<__m128i *>(p), h);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p), avx2lanes::f32ToF16(v));
 }
-/// f32ToBf16 on eight lanes: round to nearest even; a NaN keeps its sign
-/// and payload's top bits, quieted.
 AMPC_AVX2_INLINE void store8(uint16_t *p, __m256 v) {
-  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff),
-                quiet = _mm256_set1_epi32(0x40),
-                absMask = _mm256_set1_epi32(0x7fffffff),
-                inf = _mm256_set1_epi32(0x7f800000);
-  __m256i x = _mm256_castps_si256(v), top = _mm256_srli_epi32(x, 16);
-  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absMask), inf);
-  __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(top, one))),
-      16);
-  __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(top, quiet), nan);
-  // Lanes below 2^16: packed to 16 bits in order.
-  _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
-                   _mm_packus_epi32(_mm256_castsi256_si128(r),
-                                    _mm256_extracti128_si256(r, 1)));
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p), avx2lanes::f32ToBf16(v));
 }
 
 /// sgdRun: sgdElement on eight lanes, the tail by the element loop.
